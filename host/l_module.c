@@ -1,0 +1,240 @@
+/* luaopen_partrain_core: the per-state context, shared binding helpers and registration. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "lpt.h"
+
+#define LPT_STATE_KEY "partrain.state"
+
+/* Areas are weak so the module links while an area is still being written. */
+#define AREA(name) extern void name(lua_State *L) __attribute__((weak));
+AREA(lpt_open_elementwise)
+AREA(lpt_open_reduce)
+AREA(lpt_open_linalg)
+AREA(lpt_open_shape)
+AREA(lpt_open_autograd)
+AREA(lpt_open_nn)
+AREA(lpt_open_optim)
+AREA(lpt_open_data)
+AREA(lpt_open_par)
+AREA(lpt_open_ffi)
+AREA(lpt_open_conv)
+AREA(lpt_open_format)
+#undef AREA
+
+static lpt_state *state_lookup(lua_State *L) {
+  lpt_state *s = NULL;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LPT_STATE_KEY) == LUA_TUSERDATA) s = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return s;
+}
+
+lpt_state *lpt_get_state(lua_State *L) {
+  lpt_state *s = *(lpt_state **)lua_getextraspace(L);
+  if (s) return s;
+  s = state_lookup(L);
+  if (!s) luaL_error(L, "partrain: module not initialised in this Lua state");
+  *(lpt_state **)lua_getextraspace(L) = s; /* coroutines created before require */
+  return s;
+}
+
+static uint64_t default_seed(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec;
+}
+
+static lpt_state *state_create(lua_State *L) {
+  lpt_state *s = state_lookup(L);
+  if (s) return s;
+  s = lua_newuserdatauv(L, sizeof *s, 0);
+  memset(s, 0, sizeof *s);
+  pt_ctx_init(&s->ctx, default_seed());
+  lua_setfield(L, LUA_REGISTRYINDEX, LPT_STATE_KEY);
+  *(lpt_state **)lua_getextraspace(L) = s;
+  return s;
+}
+
+int lpt_error(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  luaL_where(L, 1);
+  lua_pushstring(L, ctx->err);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+int lpt_errorf(lua_State *L, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  luaL_where(L, 1);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+static void add_to_registry_table(lua_State *L, const char *key, const luaL_Reg *l) {
+  lua_getfield(L, LUA_REGISTRYINDEX, key);
+  luaL_setfuncs(L, l, 0);
+  lua_pop(L, 1);
+}
+
+void lpt_add_methods(lua_State *L, const luaL_Reg *methods) {
+  add_to_registry_table(L, LPT_METHODS, methods);
+}
+void lpt_add_metamethods(lua_State *L, const luaL_Reg *metamethods) {
+  add_to_registry_table(L, LPT_TENSOR, metamethods);
+}
+void lpt_add_functions(lua_State *L, const luaL_Reg *functions) {
+  add_to_registry_table(L, LPT_MODULE, functions);
+}
+
+void lpt_add_docs(lua_State *L, int in_methods, const char *const *pairs) {
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  lua_getfield(L, -1, "_docs");
+  lua_getfield(L, LUA_REGISTRYINDEX, in_methods ? LPT_METHODS : LPT_MODULE);
+  for (; pairs[0] && pairs[1]; pairs += 2) {
+    if (lua_getfield(L, -1, pairs[0]) == LUA_TNIL) {
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_pushstring(L, pairs[1]);
+    lua_rawset(L, -4);
+  }
+  lua_pop(L, 3);
+}
+
+void lpt_gc_account(lua_State *L) {
+  lpt_state *s = lpt_get_state(L);
+  size_t bytes = s->ctx.bytes_allocated;
+  s->ctx.bytes_allocated = 0;
+  s->gc_debt += bytes;
+  /* Small tensors are paid for by their userdata; large ones push the collector along so
+   * a training loop's temporaries are reclaimed before RSS grows. */
+  if (s->gc_debt >= ((size_t)8 << 20)) {
+    int kb = (int)(s->gc_debt >> 10);
+    s->gc_debt = 0;
+    lua_gc(L, LUA_GCSTEP, kb);
+  }
+}
+
+/* --- argument helpers --- */
+
+int lpt_check_shape(lua_State *L, int idx, int64_t *shape) {
+  int n = 0;
+  if (lua_istable(L, idx)) {
+    n = (int)luaL_len(L, idx);
+    if (n > PT_MAX_DIMS) return luaL_argerror(L, idx, "too many dimensions");
+    for (int i = 0; i < n; i++) {
+      lua_geti(L, idx, i + 1);
+      int isnum;
+      lua_Integer v = lua_tointegerx(L, -1, &isnum);
+      if (!isnum) return luaL_argerror(L, idx, "shape entries must be integers");
+      shape[i] = v;
+      lua_pop(L, 1);
+    }
+    return n;
+  }
+  int top = lua_gettop(L);
+  for (int i = idx; i <= top && lua_type(L, i) == LUA_TNUMBER; i++) {
+    if (n == PT_MAX_DIMS) return luaL_argerror(L, i, "too many dimensions");
+    shape[n++] = luaL_checkinteger(L, i);
+  }
+  return n;
+}
+
+int lpt_check_dim(lua_State *L, int idx, int ndim, const char *fname) {
+  lua_Integer d = luaL_checkinteger(L, idx);
+  int n = ndim > 0 ? ndim : 1;
+  if (d < 0) d += n + 1;
+  if (d < 1 || d > n)
+    return lpt_errorf(L, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                      (int)luaL_checkinteger(L, idx), ndim);
+  return (int)d - 1;
+}
+
+int lpt_opt_dim(lua_State *L, int idx, int ndim, const char *fname, int def) {
+  if (lua_isnoneornil(L, idx)) return def;
+  return lpt_check_dim(L, idx, ndim, fname);
+}
+
+pt_dtype lpt_check_dtype(lua_State *L, int idx) {
+  const char *name = luaL_checkstring(L, idx);
+  pt_dtype dt;
+  if (!pt_dtype_from_name(name, &dt))
+    return (pt_dtype)luaL_argerror(
+        L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected float32, float64, int64, int32, uint8 or bool)", name));
+  return dt;
+}
+
+pt_dtype lpt_opt_dtype(lua_State *L, int opts_idx, pt_dtype def) {
+  if (opts_idx == 0 || !lua_istable(L, opts_idx)) return def;
+  pt_dtype dt = def;
+  if (lua_getfield(L, opts_idx, "dtype") != LUA_TNIL) dt = lpt_check_dtype(L, -1);
+  lua_pop(L, 1);
+  return dt;
+}
+
+bool lpt_opt_bool(lua_State *L, int opts_idx, const char *key, bool def) {
+  if (opts_idx == 0 || !lua_istable(L, opts_idx)) return def;
+  bool v = def;
+  if (lua_getfield(L, opts_idx, key) != LUA_TNIL) v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* --- module --- */
+
+static int l_manual_seed(lua_State *L) {
+  lua_Integer seed = luaL_checkinteger(L, 1);
+  pt_rng_seed(&lpt_ctx(L)->rng, (uint64_t)seed);
+  return 0;
+}
+
+static int l_is_grad_enabled(lua_State *L) {
+  lua_pushboolean(L, lpt_ctx(L)->grad_enabled);
+  return 1;
+}
+
+static int l_set_grad_enabled(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  bool old = ctx->grad_enabled;
+  ctx->grad_enabled = lua_toboolean(L, 1);
+  lua_pushboolean(L, old);
+  return 1;
+}
+
+static const luaL_Reg module_functions[] = {
+    {"manual_seed", l_manual_seed},
+    {"is_grad_enabled", l_is_grad_enabled},
+    {"set_grad_enabled", l_set_grad_enabled},
+    {NULL, NULL},
+};
+
+int luaopen_partrain_core(lua_State *L) {
+  state_create(L);
+  /* module table */
+  lua_newtable(L);
+  lua_newtable(L);
+  lua_setfield(L, -2, "_docs");
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  luaL_setfuncs(L, module_functions, 0);
+  /* methods table */
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, LPT_METHODS);
+  lua_setfield(L, -2, "Tensor");
+  lpt_open_tensor(L);
+  void (*const areas[])(lua_State *) = {
+      lpt_open_elementwise, lpt_open_reduce, lpt_open_linalg, lpt_open_shape,
+      lpt_open_autograd,    lpt_open_nn,     lpt_open_optim,  lpt_open_data,
+      lpt_open_par,         lpt_open_ffi,    lpt_open_conv,   lpt_open_format,
+  };
+  for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
+    if (areas[i]) areas[i](L);
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  return 1;
+}

@@ -1,0 +1,908 @@
+/* Tensor userdata: lifetime, type checks, properties, indexing dispatch, constructors,
+ * conversions and the printed form. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lpt.h"
+
+/* --- userdata --- */
+
+pt_tensor *lpt_test_tensor(lua_State *L, int idx) {
+  lpt_box *b = lua_touserdata(L, idx);
+  if (!b || !lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  if (mt != lpt_get_state(L)->tensor_mt) return NULL;
+  return b->t;
+}
+
+pt_tensor *lpt_check_tensor(lua_State *L, int idx) {
+  lpt_box *b = lua_touserdata(L, idx);
+  if (b && lua_getmetatable(L, idx)) {
+    const void *mt = lua_topointer(L, -1);
+    lua_pop(L, 1);
+    if (mt == lpt_get_state(L)->tensor_mt) {
+      if (!b->t) luaL_argerror(L, idx, "tensor was closed");
+      return b->t;
+    }
+  }
+  luaL_typeerror(L, idx, "Tensor");
+  return NULL;
+}
+
+void lpt_push_tensor(lua_State *L, pt_tensor *t) {
+  lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->t = t;
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_TENSOR);
+  lua_setmetatable(L, -2);
+  if (lpt_ctx(L)->bytes_allocated) lpt_gc_account(L);
+}
+
+pt_tensor *lpt_to_tensor(lua_State *L, int idx, pt_dtype like) {
+  pt_tensor *t = lpt_test_tensor(L, idx);
+  if (t) return pt_tensor_retain(t);
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    pt_dtype dt = like;
+    if (lua_isinteger(L, idx)) {
+      if (dt == PT_BOOL) dt = PT_INT64;
+    } else if (!pt_dtype_is_floating(dt)) {
+      dt = PT_FLOAT32;
+    }
+    if (pt_tensor_scalar(lpt_ctx(L), dt, lua_tonumber(L, idx), &t)) lpt_error(L);
+    return t;
+  }
+  if (lua_type(L, idx) == LUA_TBOOLEAN) {
+    if (pt_tensor_scalar(lpt_ctx(L), PT_BOOL, lua_toboolean(L, idx), &t)) lpt_error(L);
+    return t;
+  }
+  luaL_typeerror(L, idx, "Tensor or number");
+  return NULL;
+}
+
+static int t_gc(lua_State *L) {
+  lpt_box *b = lua_touserdata(L, 1);
+  pt_tensor_release(b->t);
+  b->t = NULL;
+  return 0;
+}
+
+/* --- small helpers --- */
+
+static void push_shape(lua_State *L, int ndim, const int64_t *shape) {
+  lua_createtable(L, ndim, 0);
+  for (int i = 0; i < ndim; i++) {
+    lua_pushinteger(L, shape[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+static void push_value(lua_State *L, double v, pt_dtype dt) {
+  if (dt == PT_BOOL)
+    lua_pushboolean(L, v != 0.0);
+  else if (pt_dtype_is_floating(dt))
+    lua_pushnumber(L, v);
+  else
+    lua_pushinteger(L, (lua_Integer)v);
+}
+
+/* --- properties and indexing --- */
+
+static int t_index(lua_State *L) {
+  /* methods first: the common case */
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
+    pt_tensor *t = lpt_check_tensor(L, 1);
+    const char *k = lua_tostring(L, 2);
+    if (strcmp(k, "grad") == 0) {
+      if (t->grad)
+        lpt_push_tensor(L, pt_tensor_retain(t->grad));
+      else
+        lua_pushnil(L);
+    } else if (strcmp(k, "requires_grad") == 0) {
+      lua_pushboolean(L, t->requires_grad);
+    } else if (strcmp(k, "is_leaf") == 0) {
+      lua_pushboolean(L, t->grad_fn == NULL);
+    } else if (strcmp(k, "grad_fn") == 0) {
+      if (t->grad_fn)
+        lua_pushstring(L, t->grad_fn->name);
+      else
+        lua_pushnil(L);
+    } else if (strcmp(k, "shape") == 0) {
+      push_shape(L, t->ndim, t->shape);
+    } else {
+      lua_pushnil(L);
+    }
+    return 1;
+  }
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (lua_isinteger(L, 2)) {
+    if (t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use item())");
+    lua_Integer i = lua_tointeger(L, 2), n = t->shape[0];
+    if (i < 0) i += n + 1;
+    if (i < 1 || i > n)
+      return lpt_errorf(L, "index: index %d out of range for dimension 1 of size %d",
+                        (int)lua_tointeger(L, 2), (int)n);
+    if (t->ndim == 1) {
+      int64_t idx = i - 1;
+      push_value(L, pt_tensor_get(t, &idx), t->dtype);
+      return 1;
+    }
+    /* a view: goes through select so autograd sees it */
+    lua_getfield(L, lua_upvalueindex(1), "select");
+    if (lua_isnil(L, -1)) return lpt_errorf(L, "index: select is not available");
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, 1);
+    lua_pushinteger(L, i);
+    lua_call(L, 3, 1);
+    return 1;
+  }
+  if (lua_istable(L, 2) || lpt_test_tensor(L, 2)) {
+    lua_getfield(L, lua_upvalueindex(1), "__slice");
+    if (lua_isnil(L, -1)) return lpt_errorf(L, "index: slicing is not available");
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_call(L, 2, 1);
+    return 1;
+  }
+  return lpt_errorf(L, "index: invalid index of type %s", luaL_typename(L, 2));
+}
+
+static int t_newindex(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    const char *k = lua_tostring(L, 2);
+    if (strcmp(k, "requires_grad") == 0) {
+      bool v = lua_toboolean(L, 3);
+      if (v && !pt_dtype_is_floating(t->dtype))
+        return lpt_errorf(L, "requires_grad: only floating point tensors can require gradients (dtype %s)",
+                          pt_dtype_name(t->dtype));
+      if (!v && t->grad_fn)
+        return lpt_errorf(L, "requires_grad: cannot turn off requires_grad of a non-leaf tensor (use detach())");
+      t->requires_grad = v;
+      return 0;
+    }
+    if (strcmp(k, "grad") == 0) {
+      pt_tensor *g = lua_isnil(L, 3) ? NULL : lpt_check_tensor(L, 3);
+      if (g && (g->ndim != t->ndim || memcmp(g->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)))) {
+        char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+        return lpt_errorf(L, "grad: assigned gradient has shape %s, tensor has shape %s",
+                          pt_shape_format(g->ndim, g->shape, a, sizeof a),
+                          pt_shape_format(t->ndim, t->shape, b, sizeof b));
+      }
+      pt_tensor *old = t->grad;
+      t->grad = pt_tensor_retain(g);
+      pt_tensor_release(old);
+      return 0;
+    }
+    return lpt_errorf(L, "cannot set field '%s' of a Tensor", k);
+  }
+  if (lua_isinteger(L, 2) && t->ndim == 1 && lua_type(L, 3) == LUA_TNUMBER) {
+    lua_Integer i = lua_tointeger(L, 2), n = t->shape[0];
+    if (i < 0) i += n + 1;
+    if (i < 1 || i > n)
+      return lpt_errorf(L, "index: index %d out of range for dimension 1 of size %d",
+                        (int)lua_tointeger(L, 2), (int)n);
+    int64_t idx = i - 1;
+    pt_tensor_set(t, &idx, lua_tonumber(L, 3));
+    atomic_fetch_add(&t->version, 1);
+    return 0;
+  }
+  lua_getfield(L, lua_upvalueindex(1), "__slice_assign");
+  if (lua_isnil(L, -1)) return lpt_errorf(L, "index: slice assignment is not available");
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  lua_call(L, 3, 0);
+  return 0;
+}
+
+/* --- shape queries --- */
+
+static int t_size(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    push_shape(L, t->ndim, t->shape);
+    return 1;
+  }
+  int d = lpt_check_dim(L, 2, t->ndim, "size");
+  lua_pushinteger(L, t->ndim ? t->shape[d] : 1);
+  return 1;
+}
+
+static int t_stride(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    push_shape(L, t->ndim, t->stride);
+    return 1;
+  }
+  int d = lpt_check_dim(L, 2, t->ndim, "stride");
+  lua_pushinteger(L, t->stride[d]);
+  return 1;
+}
+
+static int t_dim(lua_State *L) {
+  lua_pushinteger(L, lpt_check_tensor(L, 1)->ndim);
+  return 1;
+}
+
+static int t_numel(lua_State *L) {
+  lua_pushinteger(L, pt_tensor_numel(lpt_check_tensor(L, 1)));
+  return 1;
+}
+
+static int t_len(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (t->ndim == 0) return lpt_errorf(L, "len: a 0-d tensor has no length");
+  lua_pushinteger(L, t->shape[0]);
+  return 1;
+}
+
+static int t_dtype(lua_State *L) {
+  lua_pushstring(L, pt_dtype_name(lpt_check_tensor(L, 1)->dtype));
+  return 1;
+}
+
+static int t_device(lua_State *L) {
+  char buf[32];
+  pt_device_format(lpt_check_tensor(L, 1)->storage->device, buf, sizeof buf);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+static int t_is_contiguous(lua_State *L) {
+  lua_pushboolean(L, pt_tensor_is_contiguous(lpt_check_tensor(L, 1)));
+  return 1;
+}
+
+/* true when both tensors view the same storage */
+static int t_is_same_storage(lua_State *L) {
+  pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
+  lua_pushboolean(L, a->storage == b->storage);
+  return 1;
+}
+
+static int t_storage_offset(lua_State *L) {
+  lua_pushinteger(L, lpt_check_tensor(L, 1)->offset + 1);
+  return 1;
+}
+
+static int t_item(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (pt_tensor_numel(t) != 1) {
+    char b[PT_SHAPE_STR_MAX];
+    return lpt_errorf(L, "item: tensor with %d elements cannot be converted to a number (shape %s)",
+                      (int)pt_tensor_numel(t), pt_shape_format(t->ndim, t->shape, b, sizeof b));
+  }
+  push_value(L, pt_tensor_get_flat(t, 0), t->dtype);
+  return 1;
+}
+
+static void push_list(lua_State *L, const pt_tensor *t, int dim, int64_t offset) {
+  const char *base = t->storage->data;
+  size_t es = pt_dtype_size(t->dtype);
+  if (dim == t->ndim) {
+    push_value(L, pt_read_as_double(base + offset * (int64_t)es, t->dtype), t->dtype);
+    return;
+  }
+  lua_createtable(L, (int)t->shape[dim], 0);
+  for (int64_t i = 0; i < t->shape[dim]; i++) {
+    push_list(L, t, dim + 1, offset + i * t->stride[dim]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+static int t_tolist(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  luaL_checkstack(L, t->ndim + 4, "tolist");
+  push_list(L, t, 0, t->offset);
+  return 1;
+}
+
+/* --- conversions and copies --- */
+
+static int convert_to(lua_State *L, pt_dtype dt) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_METHODS);
+  /* the autograd-aware conversion lives with the elementwise ops when present */
+  if (lua_getfield(L, -1, "_to_dtype") != LUA_TNIL) {
+    lua_pushvalue(L, 1);
+    lua_pushstring(L, pt_dtype_name(dt));
+    lua_call(L, 2, 1);
+    return 1;
+  }
+  lua_pop(L, 2);
+  if (pt_tensor_to_dtype_raw(lpt_ctx(L), t, dt, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static int t_float(lua_State *L) { return convert_to(L, PT_FLOAT32); }
+static int t_double(lua_State *L) { return convert_to(L, PT_FLOAT64); }
+static int t_long(lua_State *L) { return convert_to(L, PT_INT64); }
+static int t_int(lua_State *L) { return convert_to(L, PT_INT32); }
+static int t_byte(lua_State *L) { return convert_to(L, PT_UINT8); }
+static int t_bool(lua_State *L) { return convert_to(L, PT_BOOL); }
+static int t_to(lua_State *L) {
+  lpt_check_tensor(L, 1);
+  const char *what = luaL_checkstring(L, 2);
+  pt_dtype dt;
+  if (pt_dtype_from_name(what, &dt)) return convert_to(L, dt);
+  pt_device dev;
+  if (pt_device_parse(lpt_ctx(L), what, &dev)) return lpt_error(L);
+  if (dev.type == PT_CUDA)
+    return lpt_errorf(L, "to: CUDA is not available (partrain was built without a GPU backend "
+                         "or no GPU was found)");
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_fill_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
+  pt_tensor_fill(lpt_ctx(L), t, v);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_zero_(lua_State *L) {
+  pt_tensor_fill(lpt_ctx(L), lpt_check_tensor(L, 1), 0.0);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_close(lua_State *L) {
+  lpt_box *b = luaL_checkudata(L, 1, LPT_TENSOR);
+  pt_tensor_release(b->t);
+  b->t = NULL;
+  return 0;
+}
+
+static int t_eq(lua_State *L) {
+  /* == on tensors is identity (like tables); use t:eq(u) or t:equal(u) for values */
+  lpt_box *a = lua_touserdata(L, 1), *b = lua_touserdata(L, 2);
+  lua_pushboolean(L, a && b && a->t == b->t);
+  return 1;
+}
+
+/* --- printing --- */
+
+static void format_number(char *buf, size_t n, double v, pt_dtype dt, int prec) {
+  if (dt == PT_BOOL)
+    snprintf(buf, n, "%s", v != 0 ? "true" : "false");
+  else if (!pt_dtype_is_floating(dt))
+    snprintf(buf, n, "%lld", (long long)v);
+  else if (isnan(v))
+    snprintf(buf, n, "nan");
+  else if (isinf(v))
+    snprintf(buf, n, v > 0 ? "inf" : "-inf");
+  else
+    snprintf(buf, n, "%.*f", prec, v);
+}
+
+typedef struct fmt_ctx {
+  luaL_Buffer *b;
+  const pt_tensor *t;
+  int width, prec;
+  bool sci;
+  int64_t edge; /* summarise dims longer than 2*edge */
+} fmt_ctx;
+
+static void fmt_value(fmt_ctx *f, double v, char *buf, size_t n) {
+  if (f->sci && pt_dtype_is_floating(f->t->dtype) && isfinite(v))
+    snprintf(buf, n, "%.*e", f->prec, v);
+  else
+    format_number(buf, n, v, f->t->dtype, f->prec);
+}
+
+static void fmt_rec(fmt_ctx *f, int dim, int64_t offset, int indent) {
+  const pt_tensor *t = f->t;
+  luaL_Buffer *b = f->b;
+  size_t es = pt_dtype_size(t->dtype);
+  const char *base = t->storage->data;
+  char buf[64];
+  if (dim == t->ndim) {
+    fmt_value(f, pt_read_as_double(base + offset * (int64_t)es, t->dtype), buf, sizeof buf);
+    char pad[80];
+    snprintf(pad, sizeof pad, "%*s", f->width, buf);
+    luaL_addstring(b, pad);
+    return;
+  }
+  luaL_addchar(b, '{');
+  int64_t n = t->shape[dim];
+  bool summarise = f->edge > 0 && n > 2 * f->edge;
+  for (int64_t i = 0; i < n; i++) {
+    if (summarise && i == f->edge) {
+      luaL_addstring(b, dim == t->ndim - 1 ? " ...," : "\n");
+      if (dim != t->ndim - 1) {
+        for (int k = 0; k < indent + 1; k++) luaL_addchar(b, ' ');
+        luaL_addstring(b, "...,\n");
+        for (int k = 0; k < indent + 1; k++) luaL_addchar(b, ' ');
+      }
+      i = n - f->edge;
+    }
+    fmt_rec(f, dim + 1, offset + i * t->stride[dim], indent + 1);
+    if (i < n - 1) {
+      luaL_addchar(b, ',');
+      if (dim == t->ndim - 1) {
+        luaL_addchar(b, ' ');
+      } else {
+        for (int k = dim; k < t->ndim - 1; k++) luaL_addchar(b, '\n');
+        for (int k = 0; k < indent + 1; k++) luaL_addchar(b, ' ');
+      }
+    }
+  }
+  luaL_addchar(b, '}');
+}
+
+static int t_tostring(lua_State *L) {
+  lpt_box *bx = luaL_checkudata(L, 1, LPT_TENSOR);
+  if (!bx->t) {
+    lua_pushstring(L, "tensor(closed)");
+    return 1;
+  }
+  const pt_tensor *t = bx->t;
+  int64_t n = pt_tensor_numel(t);
+  fmt_ctx f = {0};
+  f.t = t;
+  f.edge = n > 1000 ? 3 : 0;
+  /* choose precision and width from the values shown */
+  double maxabs = 0, minabs = INFINITY;
+  bool all_int = true;
+  for (int64_t i = 0; i < n; i++) {
+    double v = fabs(pt_tensor_get_flat(t, i));
+    if (!isfinite(v)) continue;
+    if (v > maxabs) maxabs = v;
+    if (v > 0 && v < minabs) minabs = v;
+    if (v != floor(v)) all_int = false;
+    if (i > 100000) break;
+  }
+  f.prec = all_int ? 0 : 4;
+  f.sci = pt_dtype_is_floating(t->dtype) && (maxabs >= 1e8 || (minabs < 1e-4 && maxabs > 0));
+  if (f.sci) f.prec = 4;
+  char buf[64];
+  f.width = 1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t idx = i;
+    if (f.edge && t->ndim > 0) { /* only measure a sample */
+      if (i > 2000) break;
+    }
+    fmt_value(&f, pt_tensor_get_flat(t, idx), buf, sizeof buf);
+    int w = (int)strlen(buf);
+    if (w > f.width) f.width = w;
+  }
+  if (pt_dtype_is_floating(t->dtype) && all_int && !f.sci) f.width++; /* room for the '.' */
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  f.b = &b;
+  luaL_addstring(&b, "tensor(");
+  if (pt_dtype_is_floating(t->dtype) && all_int && !f.sci) {
+    /* print 1. rather than 1 so floats read as floats */
+    fmt_ctx g = f;
+    (void)g;
+  }
+  fmt_rec(&f, 0, t->offset, 7);
+  char shape[PT_SHAPE_STR_MAX];
+  pt_shape_format(t->ndim, t->shape, shape, sizeof shape);
+  char tail[256];
+  snprintf(tail, sizeof tail, ", shape=%s, dtype=%s%s%s)", shape, pt_dtype_name(t->dtype),
+           t->grad_fn ? ", grad_fn=" : (t->requires_grad ? ", requires_grad=true" : ""),
+           t->grad_fn ? t->grad_fn->name : "");
+  luaL_addstring(&b, tail);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* --- constructors --- */
+
+static int check_nested(lua_State *L, int idx, int dim, int *ndim, int64_t *shape, bool *has_float,
+                        bool *has_bool) {
+  int t = lua_type(L, idx);
+  if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
+    if (*ndim < 0) *ndim = dim;
+    else if (*ndim != dim) return lpt_errorf(L, "tensor: nested table has inconsistent depth");
+    if (t == LUA_TBOOLEAN) *has_bool = true;
+    else if (!lua_isinteger(L, idx)) *has_float = true;
+    return 0;
+  }
+  if (t != LUA_TTABLE)
+    return lpt_errorf(L, "tensor: expected numbers or nested tables, found a %s", luaL_typename(L, idx));
+  if (dim >= PT_MAX_DIMS) return lpt_errorf(L, "tensor: too many dimensions");
+  int64_t n = (int64_t)lua_rawlen(L, idx);
+  if (*ndim >= 0 && dim >= *ndim) return lpt_errorf(L, "tensor: nested table has inconsistent depth");
+  if (shape[dim] < 0)
+    shape[dim] = n;
+  else if (shape[dim] != n)
+    return lpt_errorf(L, "tensor: nested tables have different lengths (%d and %d at depth %d)",
+                      (int)shape[dim], (int)n, dim + 1);
+  luaL_checkstack(L, 2, "tensor");
+  if (n == 0 && *ndim < 0) *ndim = dim + 1;
+  for (int64_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    check_nested(L, lua_gettop(L), dim + 1, ndim, shape, has_float, has_bool);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static void fill_nested(lua_State *L, int idx, int dim, int ndim, pt_tensor *t, char **p) {
+  if (dim == ndim) {
+    double v = lua_isboolean(L, idx) ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+    if (t->dtype == PT_INT64 && lua_isinteger(L, idx))
+      *(int64_t *)*p = lua_tointeger(L, idx);
+    else
+      pt_write_from_double(*p, t->dtype, v);
+    *p += pt_dtype_size(t->dtype);
+    return;
+  }
+  int64_t n = (int64_t)lua_rawlen(L, idx);
+  for (int64_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    fill_nested(L, lua_gettop(L), dim + 1, ndim, t, p);
+    lua_pop(L, 1);
+  }
+}
+
+/* pt.tensor(nested_table_or_number, {dtype=, requires_grad=}) */
+static int l_tensor(lua_State *L) {
+  int ndim = -1;
+  int64_t shape[PT_MAX_DIMS];
+  for (int i = 0; i < PT_MAX_DIMS; i++) shape[i] = -1;
+  bool has_float = false, has_bool = false;
+  pt_tensor *src = lpt_test_tensor(L, 1);
+  if (src) { /* pt.tensor(t): a copy */
+    pt_tensor *r;
+    if (pt_tensor_clone_raw(lpt_ctx(L), src, &r)) return lpt_error(L);
+    lpt_push_tensor(L, r);
+    return 1;
+  }
+  check_nested(L, 1, 0, &ndim, shape, &has_float, &has_bool);
+  if (ndim < 0) ndim = 0;
+  pt_dtype def = has_float ? PT_FLOAT32 : (has_bool ? PT_BOOL : PT_INT64);
+  /* Torch7 and most Lua users write numbers without a decimal point: default to float32 unless
+   * every value is an integer and the user asked for an integer dtype. */
+  if (def == PT_INT64) def = PT_FLOAT32;
+  pt_dtype dt = lpt_opt_dtype(L, 2, def);
+  pt_tensor *t;
+  if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
+  lpt_push_tensor(L, t);
+  char *p = t->storage->data;
+  fill_nested(L, 1, 0, ndim, t, &p);
+  if (lpt_opt_bool(L, 2, "requires_grad", false)) {
+    if (!pt_dtype_is_floating(dt))
+      return lpt_errorf(L, "tensor: only floating point tensors can require gradients (dtype %s)",
+                        pt_dtype_name(dt));
+    t->requires_grad = true;
+  }
+  return 1;
+}
+
+/* Shared by the size-taking constructors: shape from args at 1.., options table last. */
+static pt_tensor *new_sized(lua_State *L, const char *fname, pt_dtype def, int *opts_idx) {
+  int64_t shape[PT_MAX_DIMS];
+  int top = lua_gettop(L);
+  int opts = 0;
+  if (top >= 1 && lua_istable(L, top) && !(top == 1 && lua_rawlen(L, 1) > 0)) {
+    /* a trailing table with string keys is the options table */
+    lua_pushnil(L);
+    if (lua_next(L, top)) {
+      bool stringkey = lua_type(L, -2) == LUA_TSTRING;
+      lua_pop(L, 2);
+      if (stringkey) opts = top;
+    } else if (top > 1) {
+      opts = top;
+    }
+  }
+  int ndim = lpt_check_shape(L, 1, shape);
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0) {
+      lpt_errorf(L, "%s: invalid size %d for dimension %d", fname, (int)shape[i], i + 1);
+    }
+  pt_dtype dt = opts ? lpt_opt_dtype(L, opts, def) : def;
+  pt_tensor *t;
+  if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) lpt_error(L);
+  *opts_idx = opts;
+  return t;
+}
+
+static int finish_new(lua_State *L, pt_tensor *t, int opts) {
+  lpt_push_tensor(L, t);
+  if (opts && lpt_opt_bool(L, opts, "requires_grad", false)) {
+    if (!pt_dtype_is_floating(t->dtype))
+      return lpt_errorf(L, "requires_grad: only floating point tensors can require gradients");
+    t->requires_grad = true;
+  }
+  return 1;
+}
+
+static int l_empty(lua_State *L) {
+  int opts;
+  pt_tensor *t = new_sized(L, "empty", PT_FLOAT32, &opts);
+  return finish_new(L, t, opts);
+}
+
+static int l_zeros(lua_State *L) {
+  int opts;
+  pt_tensor *t = new_sized(L, "zeros", PT_FLOAT32, &opts);
+  pt_tensor_fill(lpt_ctx(L), t, 0.0);
+  return finish_new(L, t, opts);
+}
+
+static int l_ones(lua_State *L) {
+  int opts;
+  pt_tensor *t = new_sized(L, "ones", PT_FLOAT32, &opts);
+  pt_tensor_fill(lpt_ctx(L), t, 1.0);
+  return finish_new(L, t, opts);
+}
+
+/* full(shape_table, value, opts) */
+static int l_full(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
+  int64_t shape[PT_MAX_DIMS];
+  int ndim = lpt_check_shape(L, 1, shape);
+  pt_dtype def = lua_isboolean(L, 2) ? PT_BOOL : PT_FLOAT32;
+  pt_dtype dt = lpt_opt_dtype(L, 3, def);
+  pt_tensor *t;
+  if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
+  pt_tensor_fill(lpt_ctx(L), t, v);
+  return finish_new(L, t, lua_istable(L, 3) ? 3 : 0);
+}
+
+static int like(lua_State *L, double v, bool fill) {
+  pt_tensor *src = lpt_check_tensor(L, 1), *t;
+  pt_dtype dt = lpt_opt_dtype(L, 2, src->dtype);
+  if (pt_tensor_empty(lpt_ctx(L), dt, src->ndim, src->shape, &t)) return lpt_error(L);
+  if (fill) pt_tensor_fill(lpt_ctx(L), t, v);
+  return finish_new(L, t, lua_istable(L, 2) ? 2 : 0);
+}
+static int l_zeros_like(lua_State *L) { return like(L, 0, true); }
+static int l_ones_like(lua_State *L) { return like(L, 1, true); }
+static int l_empty_like(lua_State *L) { return like(L, 0, false); }
+
+/* arange(stop) / arange(start, stop[, step]) -- stop exclusive, as PyTorch */
+static int l_arange(lua_State *L) {
+  int nargs = lua_gettop(L);
+  int opts = nargs > 0 && lua_istable(L, nargs) ? nargs : 0;
+  int nnum = opts ? nargs - 1 : nargs;
+  double start = 0, stop, step = 1;
+  bool all_int = true;
+  for (int i = 1; i <= nnum; i++)
+    if (!lua_isinteger(L, i)) all_int = false;
+  if (nnum == 1) stop = luaL_checknumber(L, 1);
+  else if (nnum >= 2) {
+    start = luaL_checknumber(L, 1);
+    stop = luaL_checknumber(L, 2);
+    if (nnum >= 3) step = luaL_checknumber(L, 3);
+  } else
+    return luaL_error(L, "arange: expected arange(stop) or arange(start, stop[, step])");
+  if (step == 0) return lpt_errorf(L, "arange: step must be nonzero");
+  double count = ceil((stop - start) / step);
+  if (count < 0) count = 0;
+  if (count > 1e12) return lpt_errorf(L, "arange: too many elements");
+  int64_t n = (int64_t)count;
+  pt_dtype dt = lpt_opt_dtype(L, opts, all_int ? PT_INT64 : PT_FLOAT32);
+  pt_tensor *t;
+  if (pt_tensor_empty(lpt_ctx(L), dt, 1, &n, &t)) return lpt_error(L);
+  for (int64_t i = 0; i < n; i++) pt_write_from_double((char *)t->storage->data + i * (int64_t)pt_dtype_size(dt), dt, start + (double)i * step);
+  return finish_new(L, t, opts);
+}
+
+static int l_linspace(lua_State *L) {
+  double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  if (n < 0) return lpt_errorf(L, "linspace: number of steps must be non-negative, got %d", (int)n);
+  pt_dtype dt = lpt_opt_dtype(L, 4, PT_FLOAT32);
+  int64_t sz = n;
+  pt_tensor *t;
+  if (pt_tensor_empty(lpt_ctx(L), dt, 1, &sz, &t)) return lpt_error(L);
+  for (int64_t i = 0; i < n; i++)
+    pt_tensor_set_flat(t, i, n == 1 ? a : a + (b - a) * (double)i / (double)(n - 1));
+  return finish_new(L, t, lua_istable(L, 4) ? 4 : 0);
+}
+
+static int l_eye(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  int opts = lua_istable(L, 2) ? 2 : (lua_istable(L, 3) ? 3 : 0);
+  lua_Integer m = lua_isinteger(L, 2) ? lua_tointeger(L, 2) : n;
+  if (n < 0 || m < 0) return lpt_errorf(L, "eye: sizes must be non-negative");
+  int64_t shape[2] = {n, m};
+  pt_tensor *t;
+  if (pt_tensor_zeros(lpt_ctx(L), lpt_opt_dtype(L, opts, PT_FLOAT32), 2, shape, &t)) return lpt_error(L);
+  for (int64_t i = 0; i < n && i < m; i++) {
+    int64_t idx[2] = {i, i};
+    pt_tensor_set(t, idx, 1.0);
+  }
+  return finish_new(L, t, opts);
+}
+
+static int l_rand(lua_State *L) {
+  int opts;
+  pt_tensor *t = new_sized(L, "rand", PT_FLOAT32, &opts);
+  if (!pt_dtype_is_floating(t->dtype)) {
+    pt_tensor_release(t);
+    return lpt_errorf(L, "rand: dtype must be floating point");
+  }
+  pt_tensor_uniform_(lpt_ctx(L), t, 0.0, 1.0);
+  return finish_new(L, t, opts);
+}
+
+static int l_randn(lua_State *L) {
+  int opts;
+  pt_tensor *t = new_sized(L, "randn", PT_FLOAT32, &opts);
+  if (!pt_dtype_is_floating(t->dtype)) {
+    pt_tensor_release(t);
+    return lpt_errorf(L, "randn: dtype must be floating point");
+  }
+  pt_tensor_normal_(lpt_ctx(L), t, 0.0, 1.0);
+  return finish_new(L, t, opts);
+}
+
+/* randint(low, high, shape_table[, opts]) or randint(high, shape_table) -- high exclusive */
+static int l_randint(lua_State *L) {
+  lua_Integer lo = 0, hi;
+  int shape_idx;
+  if (lua_istable(L, 2)) {
+    hi = luaL_checkinteger(L, 1);
+    shape_idx = 2;
+  } else {
+    lo = luaL_checkinteger(L, 1);
+    hi = luaL_checkinteger(L, 2);
+    shape_idx = 3;
+  }
+  luaL_checktype(L, shape_idx, LUA_TTABLE);
+  int64_t shape[PT_MAX_DIMS];
+  int ndim = lpt_check_shape(L, shape_idx, shape);
+  pt_dtype dt = lpt_opt_dtype(L, shape_idx + 1, PT_INT64);
+  if (hi <= lo) return lpt_errorf(L, "randint: empty range [%d, %d)", (int)lo, (int)hi);
+  pt_tensor *t;
+  if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
+  pt_tensor_randint_(lpt_ctx(L), t, lo, hi);
+  return finish_new(L, t, 0);
+}
+
+/* randperm(n): a random permutation of 1..n (1-based, as Torch7) */
+static int l_randperm(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  if (n < 0) return lpt_errorf(L, "randperm: n must be non-negative, got %d", (int)n);
+  pt_dtype dt = lpt_opt_dtype(L, 2, PT_INT64);
+  int64_t sz = n;
+  pt_tensor *t;
+  if (pt_tensor_empty(lpt_ctx(L), PT_INT64, 1, &sz, &t)) return lpt_error(L);
+  int64_t *p = t->storage->data;
+  for (int64_t i = 0; i < n; i++) p[i] = i + 1;
+  pt_rng *rng = &lpt_ctx(L)->rng;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)pt_rng_below(rng, (uint64_t)i + 1);
+    int64_t tmp = p[i];
+    p[i] = p[j];
+    p[j] = tmp;
+  }
+  if (dt != PT_INT64) {
+    pt_tensor *r;
+    pt_status st = pt_tensor_to_dtype_raw(lpt_ctx(L), t, dt, &r);
+    pt_tensor_release(t);
+    if (st) return lpt_error(L);
+    t = r;
+  }
+  return finish_new(L, t, 0);
+}
+
+static int l_is_tensor(lua_State *L) {
+  lua_pushboolean(L, lpt_test_tensor(L, 1) != NULL);
+  return 1;
+}
+
+static const luaL_Reg tensor_methods[] = {
+    {"size", t_size},
+    {"stride", t_stride},
+    {"dim", t_dim},
+    {"nDimension", t_dim},
+    {"numel", t_numel},
+    {"nElement", t_numel},
+    {"dtype", t_dtype},
+    {"device", t_device},
+    {"is_contiguous", t_is_contiguous},
+    {"is_same_storage", t_is_same_storage},
+    {"storage_offset", t_storage_offset},
+    {"item", t_item},
+    {"tolist", t_tolist},
+    {"float", t_float},
+    {"double", t_double},
+    {"long", t_long},
+    {"int", t_int},
+    {"byte", t_byte},
+    {"bool", t_bool},
+    {"to", t_to},
+    {"fill_", t_fill_},
+    {"zero_", t_zero_},
+    {NULL, NULL},
+};
+
+static const luaL_Reg tensor_metamethods[] = {
+    {"__gc", t_gc},
+    {"__close", t_close},
+    {"__len", t_len},
+    {"__tostring", t_tostring},
+    {"__eq", t_eq},
+    {NULL, NULL},
+};
+
+static const luaL_Reg tensor_functions[] = {
+    {"tensor", l_tensor},
+    {"empty", l_empty},
+    {"zeros", l_zeros},
+    {"ones", l_ones},
+    {"full", l_full},
+    {"zeros_like", l_zeros_like},
+    {"ones_like", l_ones_like},
+    {"empty_like", l_empty_like},
+    {"arange", l_arange},
+    {"linspace", l_linspace},
+    {"eye", l_eye},
+    {"rand", l_rand},
+    {"randn", l_randn},
+    {"randint", l_randint},
+    {"randperm", l_randperm},
+    {"is_tensor", l_is_tensor},
+    {NULL, NULL},
+};
+
+static const char *const tensor_docs[] = {
+    "tensor", "pt.tensor(values[, {dtype=, requires_grad=}]) -> Tensor\n  From a number or nested tables: pt.tensor({{1,2},{3,4}}). Default dtype float32.",
+    "empty", "pt.empty(size...[, {dtype=}]) -> Tensor with uninitialised values.",
+    "zeros", "pt.zeros(size...[, {dtype=, requires_grad=}]) -> Tensor of zeros: pt.zeros(2, 3) or pt.zeros({2, 3}).",
+    "ones", "pt.ones(size...[, {dtype=, requires_grad=}]) -> Tensor of ones.",
+    "full", "pt.full(size_table, value[, {dtype=}]) -> Tensor filled with value.",
+    "zeros_like", "pt.zeros_like(t[, {dtype=}]) -> zeros with t's shape and dtype.",
+    "ones_like", "pt.ones_like(t[, {dtype=}]) -> ones with t's shape and dtype.",
+    "empty_like", "pt.empty_like(t[, {dtype=}]) -> uninitialised tensor with t's shape.",
+    "arange", "pt.arange([start,] stop[, step][, {dtype=}]) -> 1-D Tensor start, start+step, ... (stop excluded).\n  int64 when all arguments are integers, float32 otherwise.",
+    "linspace", "pt.linspace(a, b, n[, {dtype=}]) -> n evenly spaced values from a to b inclusive.",
+    "eye", "pt.eye(n[, m][, {dtype=}]) -> identity matrix.",
+    "rand", "pt.rand(size...[, {dtype=}]) -> uniform [0,1) values from the state's generator (pt.manual_seed).",
+    "randn", "pt.randn(size...[, {dtype=}]) -> standard normal values.",
+    "randint", "pt.randint([low,] high, size_table[, {dtype=}]) -> integers in [low, high) (high excluded).",
+    "randperm", "pt.randperm(n) -> int64 permutation of 1..n.",
+    "is_tensor", "pt.is_tensor(x) -> true when x is a Tensor.",
+    "manual_seed", "pt.manual_seed(n): seed this Lua state's random generator.",
+    NULL, NULL,
+};
+
+static const char *const method_docs[] = {
+    "size", "t:size([dim]) -> table of sizes, or the size of dimension dim (1-based).",
+    "dim", "t:dim() -> number of dimensions.",
+    "numel", "t:numel() -> number of elements.",
+    "dtype", "t:dtype() -> \"float32\", \"float64\", \"int64\", \"int32\", \"uint8\" or \"bool\".",
+    "item", "t:item() -> the value of a one-element tensor as a Lua number.",
+    "tolist", "t:tolist() -> nested Lua tables of values.",
+    "float", "t:float() -> float32 copy (t itself when already float32).",
+    "double", "t:double() -> float64 copy.",
+    "long", "t:long() -> int64 copy.",
+    "to", "t:to(dtype_or_device) -> converted tensor; \"cuda\" raises without a GPU.",
+    "fill_", "t:fill_(v) -> t, every element set to v.",
+    "zero_", "t:zero_() -> t, every element set to 0.",
+    NULL, NULL,
+};
+
+void lpt_open_tensor(lua_State *L) {
+  luaL_newmetatable(L, LPT_TENSOR);
+  lpt_get_state(L)->tensor_mt = lua_topointer(L, -1);
+  lua_pushliteral(L, "Tensor");
+  lua_setfield(L, -2, "__name");
+  luaL_setfuncs(L, tensor_metamethods, 0);
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_METHODS);
+  lua_pushcclosure(L, t_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_METHODS);
+  lua_pushcclosure(L, t_newindex, 1);
+  lua_setfield(L, -2, "__newindex");
+  lua_pop(L, 1);
+  lpt_add_methods(L, tensor_methods);
+  lpt_add_functions(L, tensor_functions);
+  lpt_add_docs(L, 0, tensor_docs);
+  lpt_add_docs(L, 1, method_docs);
+}

@@ -1,0 +1,82 @@
+/* Shared conventions of the Lua bindings (host/ is the only C that includes lua.h).
+ * A lib status becomes a Lua error only here, after the binding has released what it holds. */
+#ifndef LPT_H
+#define LPT_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../lib/autograd.h"
+#include "../lib/tensor.h"
+
+#define LPT_TENSOR "partrain.Tensor"     /* metatable name of tensor userdata */
+#define LPT_METHODS "partrain.Tensor.methods" /* registry key of the methods table */
+#define LPT_MODULE "partrain.core"       /* registry key of the module table */
+
+/* Per-lua_State host data; lua_getextraspace(L) points at it for fast access. */
+typedef struct lpt_state {
+  pt_ctx ctx;
+  const void *tensor_mt; /* identity of the tensor metatable, for fast type checks */
+  size_t gc_debt;        /* tensor bytes not yet reported to the collector */
+  int worker_id;         /* 0 in the caller's state, 1..n in dispatcher workers */
+} lpt_state;
+
+/* The userdata: a box holding one reference. A closed (<close>) tensor has t == NULL. */
+typedef struct lpt_box {
+  pt_tensor *t;
+} lpt_box;
+
+lpt_state *lpt_get_state(lua_State *L);
+static inline pt_ctx *lpt_ctx(lua_State *L) { return &lpt_get_state(L)->ctx; }
+
+/* Raise the ctx's message as a Lua error at the caller's level. Never returns. */
+int lpt_error(lua_State *L);
+/* Raise "fname: message" (like luaL_error, at the caller's level). Never returns. */
+int lpt_errorf(lua_State *L, const char *fmt, ...);
+
+/* Tensors on the stack */
+pt_tensor *lpt_check_tensor(lua_State *L, int idx); /* raises a type error naming the argument */
+pt_tensor *lpt_test_tensor(lua_State *L, int idx);  /* NULL when not a (live) tensor */
+/* Push a tensor, taking over the caller's reference (t may not be NULL). */
+void lpt_push_tensor(lua_State *L, pt_tensor *t);
+/* Take a tensor or a Lua number (as a 0-d tensor of dtype `like`); new reference. */
+pt_tensor *lpt_to_tensor(lua_State *L, int idx, pt_dtype like);
+
+/* A shape given as varargs of integers from idx on, or as one table; returns ndim. */
+int lpt_check_shape(lua_State *L, int idx, int64_t *shape);
+/* Lua 1-based (negative from the end) dimension -> 0-based; raises "fname: dimension ..." */
+int lpt_check_dim(lua_State *L, int idx, int ndim, const char *fname);
+int lpt_opt_dim(lua_State *L, int idx, int ndim, const char *fname, int def);
+/* Option table fields */
+pt_dtype lpt_opt_dtype(lua_State *L, int opts_idx, pt_dtype def);
+bool lpt_opt_bool(lua_State *L, int opts_idx, const char *key, bool def);
+/* dtype given as a string "float32"/"float"/... at idx */
+pt_dtype lpt_check_dtype(lua_State *L, int idx);
+
+/* Registration: add functions to the Tensor methods table and/or the module table.
+ * Each binding file has one lpt_open_<area>(lua_State *L) called from luaopen_partrain_core. */
+void lpt_add_methods(lua_State *L, const luaL_Reg *methods);
+void lpt_add_metamethods(lua_State *L, const luaL_Reg *metamethods);
+void lpt_add_functions(lua_State *L, const luaL_Reg *functions);
+/* Docs for help(x): pairs {"zeros", "zeros(size...) -> Tensor ...", ..., NULL}. Each name is
+ * looked up in the methods table (in_methods) or the module table and the text is stored in
+ * the module's _docs table keyed by the function value. Lua modules add to pt._docs directly. */
+void lpt_add_docs(lua_State *L, int in_methods, const char *const *pairs);
+
+/* Report tensor bytes to the collector so memory Lua cannot see still drives collection. */
+void lpt_gc_account(lua_State *L);
+
+/* Binding areas */
+void lpt_open_tensor(lua_State *L);
+void lpt_open_elementwise(lua_State *L);
+void lpt_open_reduce(lua_State *L);
+void lpt_open_linalg(lua_State *L);
+void lpt_open_shape(lua_State *L);
+void lpt_open_autograd(lua_State *L);
+void lpt_open_nn(lua_State *L);
+void lpt_open_optim(lua_State *L);
+void lpt_open_data(lua_State *L);
+void lpt_open_par(lua_State *L);
+void lpt_open_ffi(lua_State *L);
+
+#endif

@@ -1,0 +1,46 @@
+/* See state.h. */
+#include "state.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lpt.h"
+
+int luaopen_partrain_core(lua_State *L);
+
+#ifndef PT_SOURCE_LUA_DIR
+#define PT_SOURCE_LUA_DIR ""
+#endif
+#ifndef PT_INSTALL_LUA_DIR
+#define PT_INSTALL_LUA_DIR "/usr/local/share/lua/5.4"
+#endif
+
+const char *pt_state_lua_dir(void) {
+  const char *env = getenv("PARTRAIN_LUA_DIR");
+  if (env && *env) return env;
+  /* Running from the build tree: the source tree's lua/ exists. */
+  if (PT_SOURCE_LUA_DIR[0] && access(PT_SOURCE_LUA_DIR "/partrain/init.lua", R_OK) == 0)
+    return PT_SOURCE_LUA_DIR;
+  return PT_INSTALL_LUA_DIR;
+}
+
+lua_State *pt_state_new(void) {
+  lua_State *L = luaL_newstate();
+  if (!L) return NULL;
+  luaL_openlibs(L);
+  /* package.path = <lua dir>/?.lua;<lua dir>/?/init.lua;<default> */
+  lua_getglobal(L, "package");
+  const char *dir = pt_state_lua_dir();
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 1);
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, luaopen_partrain_core);
+  lua_setfield(L, -2, "partrain.core");
+  lua_pop(L, 2);
+  return L;
+}

@@ -1,0 +1,321 @@
+/* The reverse-mode engine: recording nodes, ordering them, running backward functions. */
+#include "autograd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool pt_autograd_needed(const pt_ctx *ctx, int n, pt_tensor *const *inputs) {
+  if (!ctx->grad_enabled) return false;
+  for (int i = 0; i < n; i++)
+    if (inputs[i] && inputs[i]->requires_grad) return true;
+  return false;
+}
+
+pt_node *pt_node_retain(pt_node *n) {
+  if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+  return n;
+}
+
+static void node_free_saved(pt_node *n) {
+  for (int i = 0; i < PT_NODE_MAX_SAVED; i++) {
+    pt_tensor_release(n->saved[i]);
+    n->saved[i] = NULL;
+  }
+  for (int i = 0; i < n->n_inputs; i++) {
+    pt_tensor_release(n->inputs[i]);
+    n->inputs[i] = NULL;
+  }
+  if (n->extra && n->free_extra) n->free_extra(n->extra);
+  n->extra = NULL;
+  pt_tensor_release(n->pending_grad);
+  n->pending_grad = NULL;
+}
+
+void pt_node_release(pt_node *n) {
+  if (!n) return;
+  if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) return;
+  /* Releasing inputs may release their nodes in turn; deep graphs recurse here, which is
+   * bounded by the depth of the network (thousands of layers at most). */
+  node_free_saved(n);
+  pt_free(n);
+}
+
+pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn backward,
+                             int n_inputs, pt_tensor *const *inputs, pt_node **node_out) {
+  *node_out = NULL;
+  if (!pt_autograd_needed(ctx, n_inputs, inputs)) return PT_OK;
+  if (n_inputs > PT_NODE_MAX_INPUTS)
+    return pt_fail(ctx, PT_EARG, "%s: too many inputs for autograd", name);
+  pt_node *n = pt_alloc(ctx, sizeof *n);
+  if (!n) return PT_ENOMEM;
+  memset(n, 0, sizeof *n);
+  atomic_init(&n->refcount, 1);
+  n->name = name;
+  n->backward = backward;
+  n->n_inputs = n_inputs;
+  for (int i = 0; i < n_inputs; i++) {
+    n->inputs[i] = pt_tensor_retain(inputs[i]);
+    n->needs_grad[i] = inputs[i] && inputs[i]->requires_grad;
+  }
+  n->out_ndim = out->ndim;
+  memcpy(n->out_shape, out->shape, sizeof n->out_shape);
+  n->out_dtype = out->dtype;
+  pt_node_release(out->grad_fn);
+  out->grad_fn = n;
+  out->requires_grad = true;
+  *node_out = n;
+  return PT_OK;
+}
+
+/* --- gradient arithmetic used by the engine --- */
+
+/* dst += src, same shape; dst is contiguous and owned by the engine. */
+static pt_status add_into(pt_ctx *ctx, pt_tensor *dst, pt_tensor *src) {
+  int64_t n = pt_tensor_numel(dst);
+  if (pt_tensor_numel(src) != n || dst->ndim != src->ndim) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "backward: gradient of shape %s does not match shape %s",
+                   pt_shape_format(src->ndim, src->shape, a, sizeof a),
+                   pt_shape_format(dst->ndim, dst->shape, b, sizeof b));
+  }
+  if (dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32 && pt_tensor_is_contiguous(src)) {
+    float *d = pt_tensor_data(dst);
+    const float *s = pt_tensor_data(src);
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else if (dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64 && pt_tensor_is_contiguous(src)) {
+    double *d = pt_tensor_data(dst);
+    const double *s = pt_tensor_data(src);
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));
+  }
+  atomic_fetch_add(&dst->version, 1);
+  return PT_OK;
+}
+
+/* A fresh contiguous copy of g in dtype dt that the engine may add into. */
+static pt_status owned_copy(pt_ctx *ctx, pt_tensor *g, pt_dtype dt, pt_tensor **out) {
+  pt_tensor *r;
+  pt_status st = pt_tensor_empty(ctx, dt, g->ndim, g->shape, &r);
+  if (st) return st;
+  st = pt_tensor_copy_into(ctx, r, g);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_accumulate_default(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *userdata) {
+  (void)userdata;
+  if (!leaf->grad) return owned_copy(ctx, grad, leaf->dtype, &leaf->grad);
+  return add_into(ctx, leaf->grad, grad);
+}
+
+pt_status pt_sum_to_shape(pt_ctx *ctx, pt_tensor *g, int ndim, const int64_t *shape, pt_tensor **out) {
+  if (g->ndim == ndim && memcmp(g->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) {
+    *out = pt_tensor_retain(g);
+    return PT_OK;
+  }
+  pt_tensor *r;
+  pt_status st = pt_tensor_zeros(ctx, g->dtype, ndim, shape, &r);
+  if (st) return st;
+  /* Read r as if broadcast to g's shape: broadcast dims get stride 0, so they sum. */
+  int64_t rstride[PT_MAX_DIMS];
+  pt_broadcast_strides(r, g->ndim, g->shape, rstride);
+  const int64_t *strides[2] = {g->stride, rstride};
+  pt_iter it;
+  pt_iter_init(&it, g->ndim, g->shape, 2, strides);
+  if (g->dtype == PT_FLOAT32) {
+    const float *gp = pt_tensor_data(g);
+    float *rp = pt_tensor_data(r);
+    while (pt_iter_next(&it)) rp[it.offset[1]] += gp[it.offset[0]];
+  } else if (g->dtype == PT_FLOAT64) {
+    const double *gp = pt_tensor_data(g);
+    double *rp = pt_tensor_data(r);
+    while (pt_iter_next(&it)) rp[it.offset[1]] += gp[it.offset[0]];
+  } else {
+    pt_tensor_release(r);
+    return pt_fail(ctx, PT_EARG, "backward: gradients must be floating point, got %s",
+                   pt_dtype_name(g->dtype));
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_detach(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
+  return pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, t->ndim, t->shape, t->stride,
+                                out);
+}
+
+/* --- backward --- */
+
+typedef struct node_list {
+  pt_node **items;
+  size_t n, cap;
+} node_list;
+
+static pt_status list_push(pt_ctx *ctx, node_list *l, pt_node *n) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    pt_node **items = realloc(l->items, cap * sizeof *items);
+    if (!items) return pt_fail(ctx, PT_ENOMEM, "backward: out of memory");
+    l->items = items;
+    l->cap = cap;
+  }
+  l->items[l->n++] = n;
+  return PT_OK;
+}
+
+static atomic_uint backward_pass_counter;
+
+static pt_status accumulate_leaf(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad) {
+  if (ctx->accumulate) return ctx->accumulate(ctx, leaf, grad, ctx->accumulate_data);
+  return pt_accumulate_default(ctx, leaf, grad, NULL);
+}
+
+/* Add g into node's pending gradient (taking a reference to g or summing). */
+static pt_status pend(pt_ctx *ctx, pt_node *node, pt_tensor *g) {
+  if (!node->pending_grad) {
+    node->pending_grad = pt_tensor_retain(g);
+    return PT_OK;
+  }
+  /* The first gradient may be a view shared with someone else: copy before adding. */
+  pt_tensor *sum;
+  pt_status st = owned_copy(ctx, node->pending_grad, node->pending_grad->dtype, &sum);
+  if (st) return st;
+  st = add_into(ctx, sum, g);
+  if (st) {
+    pt_tensor_release(sum);
+    return st;
+  }
+  pt_tensor_release(node->pending_grad);
+  node->pending_grad = sum;
+  return PT_OK;
+}
+
+pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain_graph) {
+  pt_status st = PT_OK;
+  pt_tensor *g0 = NULL;
+  if (!root->requires_grad)
+    return pt_fail(ctx, PT_ESTATE, "backward: tensor does not require grad and has no grad_fn");
+  if (grad) {
+    if (grad->ndim != root->ndim ||
+        memcmp(grad->shape, root->shape, (size_t)root->ndim * sizeof(int64_t)) != 0) {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "backward: gradient shape %s does not match tensor shape %s",
+                     pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
+                     pt_shape_format(root->ndim, root->shape, b, sizeof b));
+    }
+    g0 = pt_tensor_retain(grad);
+  } else {
+    if (pt_tensor_numel(root) != 1) {
+      char a[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE,
+                     "backward: grad can be implicitly created only for one-element outputs "
+                     "(tensor shape %s)",
+                     pt_shape_format(root->ndim, root->shape, a, sizeof a));
+    }
+    if ((st = pt_tensor_empty(ctx, root->dtype, root->ndim, root->shape, &g0))) return st;
+    pt_tensor_fill(ctx, g0, 1.0);
+  }
+  if (!root->grad_fn) { /* a leaf */
+    st = accumulate_leaf(ctx, root, g0);
+    pt_tensor_release(g0);
+    return st;
+  }
+  bool was_enabled = ctx->grad_enabled;
+  ctx->grad_enabled = false; /* backward functions build no graph */
+
+  /* 1. collect the nodes reachable from root and count how many consumers each has */
+  unsigned mark = atomic_fetch_add(&backward_pass_counter, 1) + 1;
+  node_list all = {0}, stack = {0}, ready = {0};
+  pt_node *rootn = root->grad_fn;
+  if (rootn->released) {
+    st = pt_fail(ctx, PT_ESTATE,
+                 "backward: trying to backward through the graph a second time (pass "
+                 "retain_graph = true to the first backward)");
+    goto done;
+  }
+  rootn->visit_mark = mark;
+  rootn->pending_deps = 0;
+  if ((st = list_push(ctx, &stack, rootn)) || (st = list_push(ctx, &all, rootn))) goto done;
+  while (stack.n) {
+    pt_node *n = stack.items[--stack.n];
+    for (int i = 0; i < n->n_inputs; i++) {
+      pt_tensor *in = n->inputs[i];
+      if (!in || !n->needs_grad[i] || !in->grad_fn) continue;
+      pt_node *m = in->grad_fn;
+      if (m->visit_mark != mark) {
+        m->visit_mark = mark;
+        m->pending_deps = 0;
+        if ((st = list_push(ctx, &stack, m)) || (st = list_push(ctx, &all, m))) goto done;
+      }
+      m->pending_deps++;
+    }
+  }
+
+  /* 2. run nodes once all their consumers have delivered */
+  rootn->pending_grad = g0;
+  g0 = NULL;
+  if ((st = list_push(ctx, &ready, rootn))) goto done;
+  while (ready.n) {
+    pt_node *n = ready.items[--ready.n];
+    if (n->released) {
+      st = pt_fail(ctx, PT_ESTATE,
+                   "backward: trying to backward through the graph a second time (pass "
+                   "retain_graph = true to the first backward)");
+      goto done;
+    }
+    if (ctx->interrupted && *ctx->interrupted) {
+      st = pt_fail(ctx, PT_EINTR, "interrupted");
+      goto done;
+    }
+    pt_tensor *gin[PT_NODE_MAX_INPUTS] = {NULL};
+    pt_tensor *gout = n->pending_grad;
+    n->pending_grad = NULL;
+    st = n->backward(ctx, n, gout, gin);
+    pt_tensor_release(gout);
+    if (st) {
+      for (int i = 0; i < PT_NODE_MAX_INPUTS; i++) pt_tensor_release(gin[i]);
+      pt_fail_prefix(ctx, n->name);
+      goto done;
+    }
+    for (int i = 0; i < n->n_inputs && !st; i++) {
+      pt_tensor *in = n->inputs[i];
+      if (!gin[i] || !in || !n->needs_grad[i]) continue;
+      if (in->grad_fn) {
+        if (in->retains_grad) st = pt_accumulate_default(ctx, in, gin[i], NULL);
+        if (!st) st = pend(ctx, in->grad_fn, gin[i]);
+        if (!st && --in->grad_fn->pending_deps == 0) st = list_push(ctx, &ready, in->grad_fn);
+      } else {
+        st = accumulate_leaf(ctx, in, gin[i]);
+      }
+    }
+    for (int i = 0; i < PT_NODE_MAX_INPUTS; i++) pt_tensor_release(gin[i]);
+    if (st) goto done;
+  }
+
+done:
+  for (size_t i = 0; i < all.n; i++) {
+    pt_node *n = all.items[i];
+    pt_tensor_release(n->pending_grad);
+    n->pending_grad = NULL;
+  }
+  if (!retain_graph) {
+    for (size_t i = 0; i < all.n; i++) all.items[i]->released = true;
+    /* Release saved data last (it may drop the last reference to other nodes in the list, so
+     * retain them first). */
+    for (size_t i = 0; i < all.n; i++) pt_node_retain(all.items[i]);
+    for (size_t i = 0; i < all.n; i++) node_free_saved(all.items[i]);
+    for (size_t i = 0; i < all.n; i++) pt_node_release(all.items[i]);
+  }
+  pt_tensor_release(g0);
+  free(all.items);
+  free(stack.items);
+  free(ready.items);
+  ctx->grad_enabled = was_enabled;
+  return st;
+}

@@ -1,0 +1,69 @@
+/* Reverse-mode autograd engine.
+ * An op that produces `out` from inputs calls pt_autograd_record(): when grad mode is on and an
+ * input requires grad, a node is attached to out->grad_fn holding references to the inputs and
+ * whatever the op saved. backward() walks nodes in reverse topological order; each node's
+ * backward function turns the gradient of its output into gradients of its inputs (already
+ * reduced to each input's shape). Leaf gradients go through ctx->accumulate. */
+#ifndef PT_AUTOGRAD_H
+#define PT_AUTOGRAD_H
+
+#include "tensor.h"
+
+#define PT_NODE_MAX_INPUTS 4
+#define PT_NODE_MAX_SAVED 4
+
+typedef struct pt_node pt_node;
+
+/* grad_in[k] receives a new reference (or NULL when input k needs no gradient).
+ * needs_grad[k] tells which inputs need one. */
+typedef pt_status (*pt_backward_fn)(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
+                                    pt_tensor **grad_in);
+
+struct pt_node {
+  atomic_int refcount;
+  const char *name;                         /* "AddBackward", shown by t.grad_fn */
+  pt_backward_fn backward;
+  int n_inputs;
+  pt_tensor *inputs[PT_NODE_MAX_INPUTS];    /* retained */
+  bool needs_grad[PT_NODE_MAX_INPUTS];
+  pt_tensor *saved[PT_NODE_MAX_SAVED];      /* retained, op-specific */
+  double scalars[4];                        /* op-specific */
+  int64_t ints[PT_MAX_DIMS * 2];            /* op-specific (dims, shapes) */
+  int n_ints;
+  /* shape/dtype of the output, to make zero gradients and check shapes */
+  int out_ndim;
+  int64_t out_shape[PT_MAX_DIMS];
+  pt_dtype out_dtype;
+  void *extra;                              /* op-specific heap data */
+  void (*free_extra)(void *extra);
+  bool released;                            /* saved tensors freed after backward */
+  /* engine bookkeeping during one backward pass (single thread) */
+  pt_tensor *pending_grad;
+  int pending_deps;
+  unsigned visit_mark;
+};
+
+/* Does any of these inputs need a gradient under the current grad mode? */
+bool pt_autograd_needed(const pt_ctx *ctx, int n, pt_tensor *const *inputs);
+
+/* Create a node for `out` if needed. On success *node_out is the new node (owned by out) or
+ * NULL when no graph is recorded; the op then fills saved/scalars/ints. */
+pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn backward,
+                             int n_inputs, pt_tensor *const *inputs, pt_node **node_out);
+
+pt_node *pt_node_retain(pt_node *n);
+void pt_node_release(pt_node *n);
+
+/* root.backward(grad): grad may be NULL for a one-element root (then 1). */
+pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain_graph);
+
+/* The default accumulation: leaf->grad += grad (allocating it on first use). */
+pt_status pt_accumulate_default(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *userdata);
+
+/* Reduce a broadcast gradient back to (ndim, shape): sums over broadcast dims. New reference. */
+pt_status pt_sum_to_shape(pt_ctx *ctx, pt_tensor *g, int ndim, const int64_t *shape, pt_tensor **out);
+
+/* Detach: a new tensor sharing storage, with no grad_fn and requires_grad false. */
+pt_status pt_detach(pt_ctx *ctx, pt_tensor *t, pt_tensor **out);
+
+#endif

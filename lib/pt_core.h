@@ -1,0 +1,105 @@
+/* partrain core: status codes, the per-state context, dtypes and devices.
+ * lib/ is plain C17: it never includes lua.h and never aborts on bad input.
+ * Every fallible function returns a pt_status and leaves a message in ctx->err. */
+#ifndef PT_CORE_H
+#define PT_CORE_H
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum pt_status {
+  PT_OK = 0,
+  PT_EARG,     /* bad argument: type, range, dtype */
+  PT_ESHAPE,   /* shapes do not fit */
+  PT_ENOMEM,   /* allocation failed */
+  PT_EIO,      /* file could not be read or written */
+  PT_EFORMAT,  /* malformed file contents */
+  PT_EDEVICE,  /* device not available */
+  PT_ESTATE,   /* object in the wrong state (freed tensor, graph already released) */
+  PT_EINTR,    /* interrupted */
+} pt_status;
+
+typedef enum pt_dtype {
+  PT_FLOAT32 = 0,
+  PT_FLOAT64,
+  PT_INT64,
+  PT_INT32,
+  PT_UINT8,
+  PT_BOOL,
+  PT_DTYPE_COUNT
+} pt_dtype;
+
+typedef enum pt_device_type { PT_CPU = 0, PT_CUDA = 1 } pt_device_type;
+
+typedef struct pt_device {
+  pt_device_type type;
+  int index;
+} pt_device;
+
+#define PT_ERRMSG_MAX 512
+
+struct pt_tensor;
+struct pt_ctx;
+
+/* Where leaf gradients go. The default adds into leaf->grad; the dispatcher
+ * redirects a worker's accumulation into its own buffers. */
+typedef pt_status (*pt_accumulate_fn)(struct pt_ctx *ctx, struct pt_tensor *leaf,
+                                      struct pt_tensor *grad, void *userdata);
+
+/* Random generator state: xoshiro256** seeded through splitmix64. */
+typedef struct pt_rng {
+  uint64_t s[4];
+  bool has_spare_normal;
+  double spare_normal;
+} pt_rng;
+
+/* One per lua_State (or per C test). Nothing in lib/ is global and mutable. */
+typedef struct pt_ctx {
+  char err[PT_ERRMSG_MAX];
+  pt_status status;
+  pt_rng rng;
+  bool grad_enabled;
+  pt_accumulate_fn accumulate;
+  void *accumulate_data;
+  volatile sig_atomic_t *interrupted; /* optional: set by a signal handler */
+  size_t bytes_allocated;             /* tensor bytes since the last GC report */
+} pt_ctx;
+
+void pt_ctx_init(pt_ctx *ctx, uint64_t seed);
+
+/* Record an error: formats the message into ctx->err and returns code. */
+pt_status pt_fail(pt_ctx *ctx, pt_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+pt_status pt_failv(pt_ctx *ctx, pt_status code, const char *fmt, va_list ap);
+/* Prefix the current message with "prefix: " (keeps the status). */
+pt_status pt_fail_prefix(pt_ctx *ctx, const char *prefix);
+const char *pt_errmsg(const pt_ctx *ctx);
+
+/* Random numbers */
+void pt_rng_seed(pt_rng *rng, uint64_t seed);
+uint64_t pt_rng_next(pt_rng *rng);
+double pt_rng_uniform(pt_rng *rng);        /* [0, 1) */
+double pt_rng_normal(pt_rng *rng);         /* N(0, 1) */
+uint64_t pt_rng_below(pt_rng *rng, uint64_t n); /* [0, n) without bias */
+
+/* dtypes */
+size_t pt_dtype_size(pt_dtype dt);
+const char *pt_dtype_name(pt_dtype dt);      /* "float32", ... */
+bool pt_dtype_from_name(const char *name, pt_dtype *out); /* accepts "float", "long" etc. too */
+bool pt_dtype_is_floating(pt_dtype dt);
+pt_dtype pt_dtype_promote(pt_dtype a, pt_dtype b); /* PyTorch's promotion rules */
+
+/* devices */
+pt_status pt_device_parse(pt_ctx *ctx, const char *name, pt_device *out);
+void pt_device_format(pt_device d, char *buf, size_t n); /* "cpu", "cuda:0" */
+bool pt_device_equal(pt_device a, pt_device b);
+
+/* Memory: aligned to 64 bytes for AVX-512; never aborts. */
+void *pt_alloc(pt_ctx *ctx, size_t nbytes);
+void pt_free(void *p);
+
+#endif

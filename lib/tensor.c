@@ -1,0 +1,613 @@
+/* Tensor and storage lifetime, creation, raw views, element access, copies. */
+#include "tensor.h"
+
+#include "autograd.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The storage header is padded so inline data stays 64-byte aligned. */
+#define STORAGE_HEADER (((sizeof(pt_storage) + 63) / 64) * 64)
+
+static bool storage_data_inline(const pt_storage *s) {
+  return s->data == (const char *)s + STORAGE_HEADER;
+}
+
+pt_storage *pt_storage_retain(pt_storage *s) {
+  if (s) atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+  return s;
+}
+
+void pt_storage_release(pt_storage *s) {
+  if (!s) return;
+  if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (s->release)
+    s->release(s);
+  else if (!storage_data_inline(s))
+    pt_free(s->data);
+  pt_free(s);
+}
+
+static pt_storage *storage_new(pt_ctx *ctx, size_t nbytes) {
+  pt_storage *s = pt_alloc(ctx, STORAGE_HEADER + nbytes);
+  if (!s) return NULL;
+  atomic_init(&s->refcount, 1);
+  s->data = (char *)s + STORAGE_HEADER;
+  s->nbytes = nbytes;
+  s->device = (pt_device){PT_CPU, 0};
+  s->release = NULL;
+  s->owner = NULL;
+  return s;
+}
+
+pt_tensor *pt_tensor_retain(pt_tensor *t) {
+  if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+  return t;
+}
+
+void pt_tensor_release(pt_tensor *t) {
+  if (!t) return;
+  if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+  pt_storage_release(t->storage);
+  pt_tensor_release(t->grad);
+  pt_node_release(t->grad_fn);
+  pt_free(t);
+}
+
+static pt_tensor *tensor_alloc(pt_ctx *ctx) {
+  pt_tensor *t = pt_alloc(ctx, sizeof(pt_tensor));
+  if (!t) return NULL;
+  memset(t, 0, sizeof *t);
+  atomic_init(&t->refcount, 1);
+  atomic_init(&t->version, 0);
+  return t;
+}
+
+int64_t pt_shape_numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+
+int64_t pt_tensor_numel(const pt_tensor *t) { return pt_shape_numel(t->ndim, t->shape); }
+
+void pt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    stride[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+bool pt_tensor_is_contiguous(const pt_tensor *t) {
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->stride[i] != s) return false;
+    s *= t->shape[i];
+  }
+  return true;
+}
+
+const char *pt_shape_format(int ndim, const int64_t *shape, char *buf, size_t n) {
+  size_t pos = 0;
+  pos += (size_t)snprintf(buf + pos, n - pos, "{");
+  for (int i = 0; i < ndim && pos < n; i++)
+    pos += (size_t)snprintf(buf + pos, n - pos, i ? ",%lld" : "%lld", (long long)shape[i]);
+  if (pos < n) snprintf(buf + pos, n - pos, "}");
+  return buf;
+}
+
+static pt_status check_shape(pt_ctx *ctx, int ndim, const int64_t *shape, size_t elsize,
+                             size_t *nbytes) {
+  if (ndim < 0 || ndim > PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "tensors have at most %d dimensions, got %d", PT_MAX_DIMS, ndim);
+  uint64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return pt_fail(ctx, PT_ESHAPE, "invalid size %lld for dimension %d", (long long)shape[i],
+                     i + 1);
+    if (shape[i] && n > (UINT64_MAX / 2) / (uint64_t)shape[i] / elsize)
+      return pt_fail(ctx, PT_ENOMEM, "tensor too large");
+    n *= (uint64_t)shape[i];
+  }
+  *nbytes = (size_t)(n * elsize);
+  return PT_OK;
+}
+
+pt_status pt_tensor_empty(pt_ctx *ctx, pt_dtype dt, int ndim, const int64_t *shape, pt_tensor **out) {
+  size_t nbytes = 0;
+  if ((unsigned)dt >= PT_DTYPE_COUNT) return pt_fail(ctx, PT_EARG, "invalid dtype %d", (int)dt);
+  pt_status st = check_shape(ctx, ndim, shape, pt_dtype_size(dt), &nbytes);
+  if (st) return st;
+  pt_tensor *t = tensor_alloc(ctx);
+  if (!t) return PT_ENOMEM;
+  t->storage = storage_new(ctx, nbytes);
+  if (!t->storage) {
+    pt_free(t);
+    return PT_ENOMEM;
+  }
+  t->dtype = dt;
+  t->ndim = ndim;
+  if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+  pt_contiguous_strides(ndim, shape, t->stride);
+  *out = t;
+  return PT_OK;
+}
+
+pt_status pt_tensor_zeros(pt_ctx *ctx, pt_dtype dt, int ndim, const int64_t *shape, pt_tensor **out) {
+  pt_status st = pt_tensor_empty(ctx, dt, ndim, shape, out);
+  if (st) return st;
+  memset((*out)->storage->data, 0, (*out)->storage->nbytes);
+  return PT_OK;
+}
+
+pt_status pt_tensor_empty_like(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out) {
+  return pt_tensor_empty(ctx, t->dtype, t->ndim, t->shape, out);
+}
+
+pt_status pt_tensor_zeros_like(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out) {
+  return pt_tensor_zeros(ctx, t->dtype, t->ndim, t->shape, out);
+}
+
+pt_status pt_tensor_from_storage(pt_ctx *ctx, pt_storage *s, pt_dtype dt, int64_t offset, int ndim,
+                                 const int64_t *shape, const int64_t *stride, pt_tensor **out) {
+  if (ndim < 0 || ndim > PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "tensors have at most %d dimensions, got %d", PT_MAX_DIMS, ndim);
+  pt_tensor *t = tensor_alloc(ctx);
+  if (!t) return PT_ENOMEM;
+  t->storage = pt_storage_retain(s);
+  t->dtype = dt;
+  t->offset = offset;
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    t->stride[i] = stride[i];
+  }
+  *out = t;
+  return PT_OK;
+}
+
+pt_status pt_tensor_scalar(pt_ctx *ctx, pt_dtype dt, double value, pt_tensor **out) {
+  pt_status st = pt_tensor_empty(ctx, dt, 0, NULL, out);
+  if (st) return st;
+  pt_write_from_double((*out)->storage->data, dt, value);
+  return PT_OK;
+}
+
+/* --- broadcasting --- */
+
+pt_status pt_broadcast_shapes(pt_ctx *ctx, const char *fname, int na, const int64_t *sa, int nb,
+                              const int64_t *sb, int *nout, int64_t *sout) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int ia = na - n + i, ib = nb - n + i;
+    int64_t a = ia >= 0 ? sa[ia] : 1, b = ib >= 0 ? sb[ib] : 1;
+    if (a == b || b == 1)
+      sout[i] = a;
+    else if (a == 1)
+      sout[i] = b;
+    else {
+      char ba[PT_SHAPE_STR_MAX], bb[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "%s: shapes %s and %s cannot be broadcast", fname,
+                     pt_shape_format(na, sa, ba, sizeof ba), pt_shape_format(nb, sb, bb, sizeof bb));
+    }
+  }
+  *nout = n;
+  return PT_OK;
+}
+
+void pt_broadcast_strides(const pt_tensor *t, int ndim, const int64_t *shape, int64_t *stride) {
+  for (int i = 0; i < ndim; i++) {
+    int it = t->ndim - ndim + i;
+    if (it < 0 || (t->shape[it] == 1 && shape[i] != 1))
+      stride[i] = 0;
+    else
+      stride[i] = t->stride[it];
+  }
+}
+
+/* --- element access --- */
+
+double pt_read_as_double(const void *p, pt_dtype dt) {
+  switch (dt) {
+  case PT_FLOAT32: return *(const float *)p;
+  case PT_FLOAT64: return *(const double *)p;
+  case PT_INT64: return (double)*(const int64_t *)p;
+  case PT_INT32: return *(const int32_t *)p;
+  case PT_UINT8: return *(const uint8_t *)p;
+  case PT_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+  default: return 0;
+  }
+}
+
+void pt_write_from_double(void *p, pt_dtype dt, double v) {
+  switch (dt) {
+  case PT_FLOAT32: *(float *)p = (float)v; break;
+  case PT_FLOAT64: *(double *)p = v; break;
+  case PT_INT64: *(int64_t *)p = isfinite(v) ? (int64_t)v : 0; break;
+  case PT_INT32: *(int32_t *)p = isfinite(v) ? (int32_t)v : 0; break;
+  case PT_UINT8: *(uint8_t *)p = isfinite(v) ? (uint8_t)(int64_t)v : 0; break;
+  case PT_BOOL: *(uint8_t *)p = v != 0.0; break;
+  default: break;
+  }
+}
+
+static char *element_ptr(const pt_tensor *t, int64_t elem_offset) {
+  return (char *)t->storage->data + elem_offset * (int64_t)pt_dtype_size(t->dtype);
+}
+
+double pt_tensor_get(const pt_tensor *t, const int64_t *index) {
+  int64_t off = t->offset;
+  for (int i = 0; i < t->ndim; i++) off += index[i] * t->stride[i];
+  return pt_read_as_double(element_ptr(t, off), t->dtype);
+}
+
+void pt_tensor_set(pt_tensor *t, const int64_t *index, double v) {
+  int64_t off = t->offset;
+  for (int i = 0; i < t->ndim; i++) off += index[i] * t->stride[i];
+  pt_write_from_double(element_ptr(t, off), t->dtype, v);
+}
+
+static int64_t flat_to_offset(const pt_tensor *t, int64_t i) {
+  int64_t off = t->offset;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    int64_t n = t->shape[d];
+    off += (i % n) * t->stride[d];
+    i /= n;
+  }
+  return off;
+}
+
+double pt_tensor_get_flat(const pt_tensor *t, int64_t i) {
+  return pt_read_as_double(element_ptr(t, flat_to_offset(t, i)), t->dtype);
+}
+
+void pt_tensor_set_flat(pt_tensor *t, int64_t i, double v) {
+  pt_write_from_double(element_ptr(t, flat_to_offset(t, i)), t->dtype, v);
+}
+
+/* --- iteration --- */
+
+void pt_iter_init(pt_iter *it, int ndim, const int64_t *shape, int nops, const int64_t *const *strides) {
+  it->ndim = ndim;
+  it->nops = nops;
+  it->remaining = pt_shape_numel(ndim, shape);
+  it->started = false;
+  for (int d = 0; d < ndim; d++) {
+    it->shape[d] = shape[d];
+    it->index[d] = 0;
+    for (int k = 0; k < nops; k++) it->stride[k][d] = strides[k][d];
+  }
+  for (int k = 0; k < nops; k++) it->offset[k] = 0;
+}
+
+bool pt_iter_next(pt_iter *it) {
+  if (it->remaining <= 0) return false;
+  it->remaining--;
+  if (!it->started) {
+    it->started = true;
+    return true;
+  }
+  for (int d = it->ndim - 1; d >= 0; d--) {
+    if (++it->index[d] < it->shape[d]) {
+      for (int k = 0; k < it->nops; k++) it->offset[k] += it->stride[k][d];
+      return true;
+    }
+    for (int k = 0; k < it->nops; k++) it->offset[k] -= it->stride[k][d] * (it->shape[d] - 1);
+    it->index[d] = 0;
+  }
+  return true;
+}
+
+/* --- copies and conversions --- */
+
+pt_status pt_tensor_copy_into(pt_ctx *ctx, pt_tensor *dst, const pt_tensor *src) {
+  int nout;
+  int64_t shape[PT_MAX_DIMS];
+  pt_status st = pt_broadcast_shapes(ctx, "copy_", dst->ndim, dst->shape, src->ndim, src->shape,
+                                     &nout, shape);
+  if (st) return st;
+  if (nout != dst->ndim || memcmp(shape, dst->shape, (size_t)nout * sizeof(int64_t)) != 0) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "copy_: source shape %s cannot be broadcast to %s",
+                   pt_shape_format(src->ndim, src->shape, a, sizeof a),
+                   pt_shape_format(dst->ndim, dst->shape, b, sizeof b));
+  }
+  int64_t n = pt_tensor_numel(dst);
+  if (dst->dtype == src->dtype && pt_tensor_is_contiguous(dst) && pt_tensor_is_contiguous(src) &&
+      pt_tensor_numel(src) == n) {
+    memmove(pt_tensor_data(dst), pt_tensor_data(src), (size_t)n * pt_dtype_size(dst->dtype));
+    return PT_OK;
+  }
+  int64_t sstride[PT_MAX_DIMS];
+  pt_broadcast_strides(src, dst->ndim, dst->shape, sstride);
+  const int64_t *strides[2] = {dst->stride, sstride};
+  pt_iter it;
+  pt_iter_init(&it, dst->ndim, dst->shape, 2, strides);
+  size_t ds = pt_dtype_size(dst->dtype), ss = pt_dtype_size(src->dtype);
+  char *dp = pt_tensor_data(dst);
+  const char *sp = pt_tensor_data(src);
+  if (dst->dtype == src->dtype) {
+    while (pt_iter_next(&it)) memcpy(dp + it.offset[0] * (int64_t)ds, sp + it.offset[1] * (int64_t)ss, ds);
+  } else if (dst->dtype == PT_FLOAT32 && src->dtype == PT_UINT8) {
+    while (pt_iter_next(&it))
+      *(float *)(dp + it.offset[0] * 4) = (float)*(const uint8_t *)(sp + it.offset[1]);
+  } else {
+    while (pt_iter_next(&it))
+      pt_write_from_double(dp + it.offset[0] * (int64_t)ds,
+                           dst->dtype, pt_read_as_double(sp + it.offset[1] * (int64_t)ss, src->dtype));
+  }
+  atomic_fetch_add(&dst->version, 1);
+  return PT_OK;
+}
+
+pt_status pt_tensor_clone_raw(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out) {
+  pt_tensor *r;
+  pt_status st = pt_tensor_empty(ctx, t->dtype, t->ndim, t->shape, &r);
+  if (st) return st;
+  st = pt_tensor_copy_into(ctx, r, t);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_tensor_contiguous_raw(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
+  if (pt_tensor_is_contiguous(t)) {
+    *out = pt_tensor_retain(t);
+    return PT_OK;
+  }
+  return pt_tensor_clone_raw(ctx, t, out);
+}
+
+pt_status pt_tensor_to_dtype_raw(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out) {
+  if (t->dtype == dt) {
+    *out = pt_tensor_retain(t);
+    return PT_OK;
+  }
+  pt_tensor *r;
+  pt_status st = pt_tensor_empty(ctx, dt, t->ndim, t->shape, &r);
+  if (st) return st;
+  st = pt_tensor_copy_into(ctx, r, t);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_tensor_fill(pt_ctx *ctx, pt_tensor *t, double v) {
+  (void)ctx;
+  int64_t n = pt_tensor_numel(t);
+  if (pt_tensor_is_contiguous(t)) {
+    char *p = pt_tensor_data(t);
+    if (t->dtype == PT_FLOAT32) {
+      float f = (float)v, *fp = (float *)p;
+      for (int64_t i = 0; i < n; i++) fp[i] = f;
+    } else if (v == 0.0) {
+      memset(p, 0, (size_t)n * pt_dtype_size(t->dtype));
+    } else {
+      size_t es = pt_dtype_size(t->dtype);
+      if (n > 0) pt_write_from_double(p, t->dtype, v);
+      for (int64_t i = 1; i < n; i++) memcpy(p + i * (int64_t)es, p, es);
+    }
+  } else {
+    for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, v);
+  }
+  atomic_fetch_add(&t->version, 1);
+  return PT_OK;
+}
+
+/* --- raw views --- */
+
+static pt_status view_of(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape,
+                         const int64_t *stride, int64_t offset, pt_tensor **out) {
+  return pt_tensor_from_storage(ctx, t->storage, t->dtype, offset, ndim, shape, stride, out);
+}
+
+pt_status pt_infer_shape(pt_ctx *ctx, const char *fname, int64_t numel, int ndim, int64_t *shape) {
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == -1) {
+      if (infer >= 0) return pt_fail(ctx, PT_ESHAPE, "%s: only one dimension can be -1", fname);
+      infer = i;
+    } else if (shape[i] < 0) {
+      return pt_fail(ctx, PT_ESHAPE, "%s: invalid size %lld", fname, (long long)shape[i]);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0) {
+      char b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "%s: shape %s is invalid for input of size %lld", fname,
+                     pt_shape_format(ndim, shape, b, sizeof b), (long long)numel);
+    }
+    shape[infer] = numel / known;
+  } else if (known != numel) {
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: shape %s is invalid for input of size %lld", fname,
+                   pt_shape_format(ndim, shape, b, sizeof b), (long long)numel);
+  }
+  return PT_OK;
+}
+
+pt_status pt_view_raw(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
+  if (ndim > PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "view: tensors have at most %d dimensions", PT_MAX_DIMS);
+  int64_t s[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  memcpy(s, shape, (size_t)ndim * sizeof(int64_t));
+  pt_status st = pt_infer_shape(ctx, "view", pt_tensor_numel(t), ndim, s);
+  if (st) return st;
+  if (!pt_tensor_is_contiguous(t)) {
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE,
+                   "view: tensor of shape %s is not contiguous (use reshape or contiguous())",
+                   pt_shape_format(t->ndim, t->shape, b, sizeof b));
+  }
+  pt_contiguous_strides(ndim, s, stride);
+  return view_of(ctx, t, ndim, s, stride, t->offset, out);
+}
+
+static pt_status check_dim(pt_ctx *ctx, const char *fname, const pt_tensor *t, int dim) {
+  if (dim < 0 || dim >= t->ndim)
+    return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                   dim + 1, t->ndim);
+  return PT_OK;
+}
+
+pt_status pt_transpose_raw(pt_ctx *ctx, pt_tensor *t, int d0, int d1, pt_tensor **out) {
+  pt_status st;
+  if ((st = check_dim(ctx, "transpose", t, d0)) || (st = check_dim(ctx, "transpose", t, d1)))
+    return st;
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  memcpy(shape, t->shape, sizeof shape);
+  memcpy(stride, t->stride, sizeof stride);
+  shape[d0] = t->shape[d1];
+  shape[d1] = t->shape[d0];
+  stride[d0] = t->stride[d1];
+  stride[d1] = t->stride[d0];
+  return view_of(ctx, t, t->ndim, shape, stride, t->offset, out);
+}
+
+pt_status pt_permute_raw(pt_ctx *ctx, pt_tensor *t, const int *perm, pt_tensor **out) {
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  bool seen[PT_MAX_DIMS] = {false};
+  for (int i = 0; i < t->ndim; i++) {
+    if (perm[i] < 0 || perm[i] >= t->ndim || seen[perm[i]])
+      return pt_fail(ctx, PT_EARG, "permute: dims must be a permutation of 1..%d", t->ndim);
+    seen[perm[i]] = true;
+    shape[i] = t->shape[perm[i]];
+    stride[i] = t->stride[perm[i]];
+  }
+  return view_of(ctx, t, t->ndim, shape, stride, t->offset, out);
+}
+
+pt_status pt_narrow_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t length,
+                        pt_tensor **out) {
+  pt_status st = check_dim(ctx, "narrow", t, dim);
+  if (st) return st;
+  if (start < 0 || length < 0 || start + length > t->shape[dim])
+    return pt_fail(ctx, PT_EARG,
+                   "narrow: start %lld and length %lld out of range for dimension %d of size %lld",
+                   (long long)start + 1, (long long)length, dim + 1, (long long)t->shape[dim]);
+  int64_t shape[PT_MAX_DIMS];
+  memcpy(shape, t->shape, sizeof shape);
+  shape[dim] = length;
+  return view_of(ctx, t, t->ndim, shape, t->stride, t->offset + start * t->stride[dim], out);
+}
+
+pt_status pt_select_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t index, pt_tensor **out) {
+  pt_status st = check_dim(ctx, "select", t, dim);
+  if (st) return st;
+  if (index < 0 || index >= t->shape[dim])
+    return pt_fail(ctx, PT_EARG, "select: index %lld out of range for dimension %d of size %lld",
+                   (long long)index + 1, dim + 1, (long long)t->shape[dim]);
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (i != dim) {
+      shape[n] = t->shape[i];
+      stride[n++] = t->stride[i];
+    }
+  return view_of(ctx, t, n, shape, stride, t->offset + index * t->stride[dim], out);
+}
+
+pt_status pt_unsqueeze_raw(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out) {
+  if (dim < 0 || dim > t->ndim)
+    return pt_fail(ctx, PT_EARG, "unsqueeze: dimension %d out of range (tensor has %d dimensions)",
+                   dim + 1, t->ndim);
+  if (t->ndim == PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "unsqueeze: tensors have at most %d dimensions", PT_MAX_DIMS);
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i <= t->ndim; i++) {
+    if (i == dim) {
+      shape[n] = 1;
+      stride[n++] = i < t->ndim ? t->stride[i] * t->shape[i] : 1;
+    }
+    if (i < t->ndim) {
+      shape[n] = t->shape[i];
+      stride[n++] = t->stride[i];
+    }
+  }
+  return view_of(ctx, t, n, shape, stride, t->offset, out);
+}
+
+pt_status pt_squeeze_raw(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out) {
+  if (dim >= 0) {
+    pt_status st = check_dim(ctx, "squeeze", t, dim);
+    if (st) return st;
+  }
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    bool drop = t->shape[i] == 1 && (dim < 0 || dim == i);
+    if (!drop) {
+      shape[n] = t->shape[i];
+      stride[n++] = t->stride[i];
+    }
+  }
+  return view_of(ctx, t, n, shape, stride, t->offset, out);
+}
+
+pt_status pt_expand_raw(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
+  if (ndim < t->ndim || ndim > PT_MAX_DIMS) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "expand: cannot expand shape %s to %s",
+                   pt_shape_format(t->ndim, t->shape, a, sizeof a),
+                   pt_shape_format(ndim, shape, b, sizeof b));
+  }
+  int64_t s[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) {
+    int it = t->ndim - ndim + i;
+    int64_t want = shape[i];
+    if (it < 0) {
+      if (want < 0) return pt_fail(ctx, PT_ESHAPE, "expand: -1 is not allowed for a new dimension");
+      s[i] = want;
+      stride[i] = 0;
+    } else if (want == -1 || want == t->shape[it]) {
+      s[i] = t->shape[it];
+      stride[i] = t->stride[it];
+    } else if (t->shape[it] == 1 && want >= 0) {
+      s[i] = want;
+      stride[i] = 0;
+    } else {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "expand: cannot expand shape %s to %s",
+                     pt_shape_format(t->ndim, t->shape, a, sizeof a),
+                     pt_shape_format(ndim, shape, b, sizeof b));
+    }
+  }
+  return view_of(ctx, t, ndim, s, stride, t->offset, out);
+}
+
+/* --- random fills --- */
+
+pt_status pt_tensor_uniform_(pt_ctx *ctx, pt_tensor *t, double lo, double hi) {
+  int64_t n = pt_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++)
+    pt_tensor_set_flat(t, i, lo + (hi - lo) * pt_rng_uniform(&ctx->rng));
+  return PT_OK;
+}
+
+pt_status pt_tensor_normal_(pt_ctx *ctx, pt_tensor *t, double mean, double std) {
+  int64_t n = pt_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, mean + std * pt_rng_normal(&ctx->rng));
+  return PT_OK;
+}
+
+pt_status pt_tensor_randint_(pt_ctx *ctx, pt_tensor *t, int64_t lo, int64_t hi) {
+  if (hi <= lo)
+    return pt_fail(ctx, PT_EARG, "randint: empty range [%lld, %lld)", (long long)lo, (long long)hi);
+  int64_t n = pt_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++)
+    pt_tensor_set_flat(t, i, (double)(lo + (int64_t)pt_rng_below(&ctx->rng, (uint64_t)(hi - lo))));
+  return PT_OK;
+}

@@ -1,0 +1,122 @@
+/* Tensors: a refcounted view (shape, strides, offset) over a refcounted storage.
+ * Both refcounts are atomic: tensors are shared by reference between worker threads.
+ * Dimensions are 0-based in C; the Lua bindings translate from Lua's 1-based ones. */
+#ifndef PT_TENSOR_H
+#define PT_TENSOR_H
+
+#include "pt_core.h"
+
+#define PT_MAX_DIMS 8
+
+typedef struct pt_storage {
+  atomic_int refcount;
+  void *data;
+  size_t nbytes;
+  pt_device device;
+  /* How to release data; NULL means pt_free(data). Used for mmap/shared memory. */
+  void (*release)(struct pt_storage *s);
+  void *owner;
+} pt_storage;
+
+struct pt_node;
+
+typedef struct pt_tensor {
+  atomic_int refcount;
+  pt_storage *storage;
+  int64_t offset; /* in elements */
+  int ndim;
+  pt_dtype dtype;
+  int64_t shape[PT_MAX_DIMS];
+  int64_t stride[PT_MAX_DIMS]; /* in elements */
+  /* autograd */
+  bool requires_grad;
+  bool retains_grad;
+  struct pt_tensor *grad;     /* accumulated gradient of a leaf, or NULL */
+  struct pt_node *grad_fn;    /* the node that produced this tensor, or NULL for leaves */
+  atomic_uint version;        /* bumped by in-place ops */
+} pt_tensor;
+
+/* lifetime */
+pt_tensor *pt_tensor_retain(pt_tensor *t);
+void pt_tensor_release(pt_tensor *t); /* NULL is fine */
+pt_storage *pt_storage_retain(pt_storage *s);
+void pt_storage_release(pt_storage *s);
+
+/* creation: a new contiguous tensor with uninitialised / zeroed data */
+pt_status pt_tensor_empty(pt_ctx *ctx, pt_dtype dt, int ndim, const int64_t *shape, pt_tensor **out);
+pt_status pt_tensor_zeros(pt_ctx *ctx, pt_dtype dt, int ndim, const int64_t *shape, pt_tensor **out);
+pt_status pt_tensor_empty_like(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out);
+pt_status pt_tensor_zeros_like(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out);
+/* a tensor over an existing storage (retains it) */
+pt_status pt_tensor_from_storage(pt_ctx *ctx, pt_storage *s, pt_dtype dt, int64_t offset, int ndim,
+                                 const int64_t *shape, const int64_t *stride, pt_tensor **out);
+/* a 0-d tensor holding one value */
+pt_status pt_tensor_scalar(pt_ctx *ctx, pt_dtype dt, double value, pt_tensor **out);
+
+/* shape helpers */
+int64_t pt_tensor_numel(const pt_tensor *t);
+bool pt_tensor_is_contiguous(const pt_tensor *t);
+void pt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+int64_t pt_shape_numel(int ndim, const int64_t *shape);
+/* "{3,4}" into buf; returns buf */
+const char *pt_shape_format(int ndim, const int64_t *shape, char *buf, size_t n);
+#define PT_SHAPE_STR_MAX 128
+/* Broadcast two shapes (NumPy rules); fails with "<fname>: shapes {..} and {..} cannot be broadcast" */
+pt_status pt_broadcast_shapes(pt_ctx *ctx, const char *fname, int na, const int64_t *sa, int nb,
+                              const int64_t *sb, int *nout, int64_t *sout);
+/* Strides that read t as if it had shape (ndim, shape) under broadcasting (0 for expanded dims). */
+void pt_broadcast_strides(const pt_tensor *t, int ndim, const int64_t *shape, int64_t *stride);
+
+/* data pointer of the first element and element access (any dtype, as double) */
+static inline void *pt_tensor_data(const pt_tensor *t) {
+  return (char *)t->storage->data + t->offset * (int64_t)pt_dtype_size(t->dtype);
+}
+double pt_tensor_get(const pt_tensor *t, const int64_t *index);  /* index has ndim entries */
+void pt_tensor_set(pt_tensor *t, const int64_t *index, double v);
+double pt_read_as_double(const void *p, pt_dtype dt);
+void pt_write_from_double(void *p, pt_dtype dt, double v);
+/* element at flat (row-major logical) position i, any strides */
+double pt_tensor_get_flat(const pt_tensor *t, int64_t i);
+void pt_tensor_set_flat(pt_tensor *t, int64_t i, double v);
+
+/* Strided iteration over the logical elements of up to 4 operands sharing one shape.
+ * Usage: pt_iter it; pt_iter_init(&it, ndim, shape, n, strides...);
+ *        while (pt_iter_next(&it)) { ... it.offset[k] is operand k's element offset ... } */
+typedef struct pt_iter {
+  int ndim, nops;
+  int64_t shape[PT_MAX_DIMS];
+  int64_t stride[4][PT_MAX_DIMS];
+  int64_t index[PT_MAX_DIMS];
+  int64_t offset[4];
+  int64_t remaining;
+  bool started;
+} pt_iter;
+void pt_iter_init(pt_iter *it, int ndim, const int64_t *shape, int nops, const int64_t *const *strides);
+bool pt_iter_next(pt_iter *it);
+
+/* copies and conversions (no autograd) */
+pt_status pt_tensor_copy_into(pt_ctx *ctx, pt_tensor *dst, const pt_tensor *src); /* broadcasts src, converts dtype */
+pt_status pt_tensor_contiguous_raw(pt_ctx *ctx, pt_tensor *t, pt_tensor **out);   /* retains t if already contiguous */
+pt_status pt_tensor_clone_raw(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out);
+pt_status pt_tensor_to_dtype_raw(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out); /* retains if same dtype */
+pt_status pt_tensor_fill(pt_ctx *ctx, pt_tensor *t, double v);
+
+/* Raw views (share storage, no autograd); dims are 0-based and already normalised.
+ * The autograd-aware versions are in ops_shape.c. */
+pt_status pt_view_raw(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out);
+pt_status pt_transpose_raw(pt_ctx *ctx, pt_tensor *t, int d0, int d1, pt_tensor **out);
+pt_status pt_permute_raw(pt_ctx *ctx, pt_tensor *t, const int *perm, pt_tensor **out);
+pt_status pt_narrow_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t length, pt_tensor **out);
+pt_status pt_select_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t index, pt_tensor **out);
+pt_status pt_unsqueeze_raw(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out);
+pt_status pt_squeeze_raw(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out); /* dim -1: all size-1 dims */
+pt_status pt_expand_raw(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out);
+/* Infer one -1 entry and check numel; fname names the caller in messages. */
+pt_status pt_infer_shape(pt_ctx *ctx, const char *fname, int64_t numel, int ndim, int64_t *shape);
+
+/* random fills (float dtypes; randint fills any dtype) */
+pt_status pt_tensor_uniform_(pt_ctx *ctx, pt_tensor *t, double lo, double hi);
+pt_status pt_tensor_normal_(pt_ctx *ctx, pt_tensor *t, double mean, double std);
+pt_status pt_tensor_randint_(pt_ctx *ctx, pt_tensor *t, int64_t lo, int64_t hi); /* [lo, hi) */
+
+#endif

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Build and run every test: ctest (C unit tests of lib/) and the busted specs run inside
+# partrain, then the same under ASan+UBSan. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+
+run_suite() { # $1 = build dir, $2 = label
+  local dir=$1 label=$2 out
+  echo "== $label: ctest"
+  out=$(ctest --test-dir "$dir" --output-on-failure 2>&1)
+  echo "$out" | tail -n 20
+  local cp cf
+  cp=$(echo "$out" | grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed')
+  cf=$(echo "$out" | grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)')
+  passed=$((passed + cp)); failed=$((failed + cf))
+  echo "== $label: busted specs"
+  out=$("$dir/partrain" /usr/bin/busted -o TAP spec 2>&1)
+  local rc=$?
+  echo "$out" | grep -E '^(not ok|#)' | head -n 200
+  local bp bf
+  bp=$(echo "$out" | grep -cE '^ok ')
+  bf=$(echo "$out" | grep -cE '^not ok ')
+  # a crash ends the TAP stream early: count it as a failure
+  if [ $rc -ne 0 ] && [ "$bf" -eq 0 ]; then bf=1; echo "busted exited with $rc"; fi
+  passed=$((passed + bp)); failed=$((failed + bf))
+  echo "== $label: $bp specs passed, $bf failed"
+}
+
+bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+run_suite build "release"
+
+if [ "${PARTRAIN_SKIP_SANITIZERS:-0}" != 1 ]; then
+  BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DPARTRAIN_SANITIZE=ON" bash scripts/setup.sh \
+    || { echo "asan build failed"; failed=$((failed + 1)); }
+  if [ -x build-asan/partrain ]; then
+    ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "asan+ubsan"
+  fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,83 @@
+/* lib/ tensor core: creation, views sharing storage, broadcasting, copies, errors. */
+#include <string.h>
+
+#include "autograd.h"
+#include "tensor.h"
+#include "testing.h"
+
+static void test_create_and_views(pt_ctx *ctx) {
+  int64_t shape[2] = {3, 4};
+  pt_tensor *t = NULL, *v = NULL, *tr = NULL;
+  CHECK(pt_tensor_zeros(ctx, PT_FLOAT32, 2, shape, &t) == PT_OK);
+  CHECK(pt_tensor_numel(t) == 12);
+  CHECK(pt_tensor_is_contiguous(t));
+  for (int i = 0; i < 12; i++) pt_tensor_set_flat(t, i, i);
+  CHECK(pt_transpose_raw(ctx, t, 0, 1, &tr) == PT_OK);
+  CHECK(tr->shape[0] == 4 && tr->shape[1] == 3);
+  CHECK(!pt_tensor_is_contiguous(tr));
+  CHECK(tr->storage == t->storage);
+  int64_t idx[2] = {1, 2};
+  CHECK(pt_tensor_get(tr, idx) == 9.0); /* t[2][1] */
+  int64_t vs[1] = {-1};
+  CHECK(pt_view_raw(ctx, tr, 1, vs, &v) == PT_ESHAPE);
+  CHECK(strstr(pt_errmsg(ctx), "not contiguous") != NULL);
+  CHECK(pt_view_raw(ctx, t, 1, vs, &v) == PT_OK);
+  CHECK(v->shape[0] == 12);
+  pt_tensor_release(v);
+  pt_tensor_release(tr);
+  pt_tensor_release(t);
+}
+
+static void test_broadcast(pt_ctx *ctx) {
+  int64_t a[2] = {3, 4}, b[1] = {5}, c[2] = {3, 1}, out[PT_MAX_DIMS];
+  int n;
+  CHECK(pt_broadcast_shapes(ctx, "add", 2, a, 1, b, &n, out) == PT_ESHAPE);
+  CHECK(strcmp(pt_errmsg(ctx), "add: shapes {3,4} and {5} cannot be broadcast") == 0);
+  CHECK(pt_broadcast_shapes(ctx, "add", 2, c, 1, (int64_t[]){4}, &n, out) == PT_OK);
+  CHECK(n == 2 && out[0] == 3 && out[1] == 4);
+}
+
+static void test_sum_to_shape(pt_ctx *ctx) {
+  int64_t gs[2] = {2, 3}, ts[1] = {3};
+  pt_tensor *g, *r;
+  pt_tensor_empty(ctx, PT_FLOAT64, 2, gs, &g);
+  for (int i = 0; i < 6; i++) pt_tensor_set_flat(g, i, i + 1);
+  CHECK(pt_sum_to_shape(ctx, g, 1, ts, &r) == PT_OK);
+  CHECK(pt_tensor_get_flat(r, 0) == 5 && pt_tensor_get_flat(r, 2) == 9);
+  pt_tensor_release(r);
+  pt_tensor_release(g);
+}
+
+static void test_errors(pt_ctx *ctx) {
+  int64_t bad[1] = {-2};
+  pt_tensor *t = NULL;
+  CHECK(pt_tensor_empty(ctx, PT_FLOAT32, 1, bad, &t) == PT_ESHAPE);
+  CHECK(t == NULL);
+  int64_t s[1] = {4};
+  pt_tensor_zeros(ctx, PT_FLOAT32, 1, s, &t);
+  pt_tensor *n = NULL;
+  CHECK(pt_narrow_raw(ctx, t, 0, 3, 2, &n) == PT_EARG);
+  CHECK(strstr(pt_errmsg(ctx), "narrow:") != NULL);
+  pt_tensor_release(t);
+}
+
+static void test_rng(pt_ctx *ctx) {
+  pt_rng a, b;
+  pt_rng_seed(&a, 42);
+  pt_rng_seed(&b, 42);
+  for (int i = 0; i < 10; i++) CHECK(pt_rng_next(&a) == pt_rng_next(&b));
+  double sum = 0;
+  for (int i = 0; i < 10000; i++) sum += pt_rng_normal(&ctx->rng);
+  CHECK(fabs(sum / 10000) < 0.05);
+}
+
+int main(void) {
+  pt_ctx ctx;
+  pt_ctx_init(&ctx, 1);
+  test_create_and_views(&ctx);
+  test_broadcast(&ctx);
+  test_sum_to_shape(&ctx);
+  test_errors(&ctx);
+  test_rng(&ctx);
+  return TEST_SUMMARY();
+}

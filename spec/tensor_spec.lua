@@ -1,0 +1,57 @@
+local pt = require "partrain"
+
+describe("tensor construction", function()
+  it("builds from nested tables with shape and dtype", function()
+    local t = pt.tensor({{1, 2}, {3, 4.5}})
+    assert.are.same({2, 2}, t:size())
+    assert.are.equal("float32", t:dtype())
+    assert.are.equal(2, #t)
+    assert.are.equal(4.5, t[2][2] or t:tolist()[2][2])
+  end)
+
+  it("zeros/ones accept varargs or a table", function()
+    assert.are.same({2, 3}, pt.zeros(2, 3):size())
+    assert.are.same({2, 3}, pt.ones({2, 3}):size())
+    assert.are.same({{1, 1}}, pt.ones(1, 2):tolist())
+  end)
+
+  it("arange excludes stop and picks int64 for integers", function()
+    local a = pt.arange(5)
+    assert.are.equal("int64", a:dtype())
+    assert.are.same({0, 1, 2, 3, 4}, a:tolist())
+    assert.are.same({1, 1.5}, pt.arange(1, 2, 0.5):tolist())
+  end)
+
+  it("manual_seed makes rand reproducible", function()
+    pt.manual_seed(7)
+    local a = pt.rand(4):tolist()
+    pt.manual_seed(7)
+    assert.are.same(a, pt.rand(4):tolist())
+  end)
+
+  it("randperm is a permutation of 1..n", function()
+    local p = pt.randperm(10):tolist()
+    table.sort(p)
+    for i = 1, 10 do assert.are.equal(i, p[i]) end
+  end)
+
+  it("rejects ragged tables with a message", function()
+    assert.has_error(function() pt.tensor({{1, 2}, {3}}) end)
+    local ok, err = pcall(pt.tensor, {{1, 2}, {3}})
+    assert.is_false(ok)
+    assert.matches("tensor: nested tables have different lengths %(2 and 1 at depth 2%)", err)
+  end)
+
+  it("item needs exactly one element", function()
+    assert.are.equal(3.5, pt.tensor(3.5):item())
+    local ok, err = pcall(function() return pt.ones(2):item() end)
+    assert.is_false(ok)
+    assert.matches("item: tensor with 2 elements cannot be converted to a number %(shape {2}%)", err)
+  end)
+
+  it("asking for cuda without a GPU is a clear error", function()
+    local ok, err = pcall(function() return pt.ones(2):to("cuda") end)
+    assert.is_false(ok)
+    assert.matches("CUDA is not available", err)
+  end)
+end)
