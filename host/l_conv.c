@@ -1,0 +1,167 @@
+/* Bindings of the convolution family (lib/conv.h): pt.conv2d, pt.max_pool2d, pt.avg_pool2d,
+ * pt.adaptive_avg_pool2d, pt.batch_norm, pt.dropout2d, pt.upsample_nearest2d. */
+#include "../lib/conv.h"
+#include "lpt.h"
+
+/* opts[key] as an int pair: a number n means {n, n}; missing means def */
+static void opt_pair(lua_State *L, int opts, const char *key, const int *def, int *out, const char *fname) {
+  out[0] = def[0];
+  out[1] = def[1];
+  if (opts == 0 || !lua_istable(L, opts)) return;
+  int t = lua_getfield(L, opts, key);
+  if (t == LUA_TNUMBER) {
+    out[0] = out[1] = (int)luaL_checkinteger(L, -1);
+  } else if (t == LUA_TTABLE) {
+    for (int i = 0; i < 2; i++) {
+      lua_geti(L, -1, i + 1);
+      if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option '%s' must be an integer or a pair {h, w}", fname, key);
+      out[i] = (int)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+  } else if (t != LUA_TNIL) {
+    lpt_errorf(L, "%s: option '%s' must be an integer or a pair {h, w}", fname, key);
+  }
+  lua_pop(L, 1);
+}
+
+static void arg_pair(lua_State *L, int idx, int *out, const char *fname, const char *what) {
+  if (lua_isinteger(L, idx)) {
+    out[0] = out[1] = (int)lua_tointeger(L, idx);
+  } else if (lua_istable(L, idx)) {
+    for (int i = 0; i < 2; i++) {
+      lua_geti(L, idx, i + 1);
+      if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: %s must be an integer or a pair {h, w}", fname, what);
+      out[i] = (int)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+  } else {
+    lpt_errorf(L, "%s: %s must be an integer or a pair {h, w}", fname, what);
+  }
+}
+
+static double opt_number(lua_State *L, int opts, const char *key, double def) {
+  if (opts == 0 || !lua_istable(L, opts)) return def;
+  double v = def;
+  if (lua_getfield(L, opts, key) != LUA_TNIL) v = luaL_checknumber(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+static int finish(lua_State *L, pt_status st, pt_tensor *out) {
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, out);
+  return 1;
+}
+
+/* pt.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) */
+static int l_conv2d(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = NULL;
+  int opts = 0;
+  if (lua_istable(L, 3) && !lpt_test_tensor(L, 3)) opts = 3;
+  else {
+    if (!lua_isnoneornil(L, 3)) b = lpt_check_tensor(L, 3);
+    if (lua_istable(L, 4)) opts = 4;
+  }
+  pt_conv2d_opts o;
+  static const int one[2] = {1, 1}, zero[2] = {0, 0};
+  opt_pair(L, opts, "stride", one, o.stride, "conv2d");
+  opt_pair(L, opts, "padding", zero, o.padding, "conv2d");
+  opt_pair(L, opts, "dilation", one, o.dilation, "conv2d");
+  o.groups = (int)opt_number(L, opts, "groups", 1);
+  pt_tensor *out = NULL;
+  return finish(L, pt_conv2d(lpt_ctx(L), x, w, b, &o, &out), out);
+}
+
+static void pool_opts(lua_State *L, const char *fname, pt_pool2d_opts *o) {
+  arg_pair(L, 2, o->kernel, fname, "kernel size");
+  int opts = lua_istable(L, 3) ? 3 : 0;
+  opt_pair(L, opts, "stride", o->kernel, o->stride, fname);
+  static const int zero[2] = {0, 0};
+  opt_pair(L, opts, "padding", zero, o->padding, fname);
+  o->ceil_mode = lpt_opt_bool(L, opts, "ceil_mode", false);
+  o->count_include_pad = lpt_opt_bool(L, opts, "count_include_pad", true);
+}
+
+/* pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false}]) */
+static int l_max_pool2d(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
+  pt_pool2d_opts o;
+  pool_opts(L, "max_pool2d", &o);
+  return finish(L, pt_max_pool2d(lpt_ctx(L), x, &o, &out), out);
+}
+
+static int l_avg_pool2d(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
+  pt_pool2d_opts o;
+  pool_opts(L, "avg_pool2d", &o);
+  return finish(L, pt_avg_pool2d(lpt_ctx(L), x, &o, &out), out);
+}
+
+static int l_adaptive_avg_pool2d(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
+  int size[2];
+  arg_pair(L, 2, size, "adaptive_avg_pool2d", "output size");
+  return finish(L, pt_adaptive_avg_pool2d(lpt_ctx(L), x, size[0], size[1], &out), out);
+}
+
+/* pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=, momentum=0.1, eps=1e-5}]) */
+static int l_batch_norm(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *t[4] = {NULL, NULL, NULL, NULL};
+  int opts = 0;
+  for (int i = 0; i < 4; i++) {
+    int idx = 2 + i;
+    if (lua_istable(L, idx) && !lpt_test_tensor(L, idx)) {
+      opts = idx;
+      break;
+    }
+    if (!lua_isnoneornil(L, idx)) t[i] = lpt_check_tensor(L, idx);
+  }
+  if (!opts && lua_istable(L, 6)) opts = 6;
+  bool training = lpt_opt_bool(L, opts, "training", true);
+  double momentum = opt_number(L, opts, "momentum", 0.1), eps = opt_number(L, opts, "eps", 1e-5);
+  pt_tensor *out = NULL;
+  return finish(L, pt_batch_norm(lpt_ctx(L), x, t[0], t[1], t[2], t[3], training, momentum, eps, &out), out);
+}
+
+/* pt.dropout2d(x[, p=0.5][, training=true]) */
+static int l_dropout2d(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
+  double p = luaL_optnumber(L, 2, 0.5);
+  bool training = lua_isnone(L, 3) ? true : lua_toboolean(L, 3);
+  return finish(L, pt_dropout2d(lpt_ctx(L), x, p, training, &out), out);
+}
+
+/* pt.upsample_nearest2d(x, scale) -- scale an integer or {sh, sw} */
+static int l_upsample_nearest2d(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
+  int s[2];
+  arg_pair(L, 2, s, "upsample_nearest2d", "scale factor");
+  return finish(L, pt_upsample_nearest2d(lpt_ctx(L), x, s[0], s[1], &out), out);
+}
+
+static const luaL_Reg functions[] = {
+    {"conv2d", l_conv2d},
+    {"max_pool2d", l_max_pool2d},
+    {"avg_pool2d", l_avg_pool2d},
+    {"adaptive_avg_pool2d", l_adaptive_avg_pool2d},
+    {"batch_norm", l_batch_norm},
+    {"dropout2d", l_dropout2d},
+    {"upsample_nearest2d", l_upsample_nearest2d},
+    {NULL, NULL},
+};
+
+static const char *const docs[] = {
+    "conv2d", "pt.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) -> Tensor\n  x {N,C,H,W} or {C,H,W}; weight {out, C/groups, kh, kw}; options take n or {h, w}.",
+    "max_pool2d", "pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false}]) -> Tensor",
+    "avg_pool2d", "pt.avg_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, count_include_pad=true}]) -> Tensor",
+    "adaptive_avg_pool2d", "pt.adaptive_avg_pool2d(x, size) -> Tensor with spatial size size (n or {h, w}).",
+    "batch_norm", "pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=true, momentum=0.1, eps=1e-5}])\n  Per-channel normalisation of {N,C,...}; training updates the running statistics in place.",
+    "dropout2d", "pt.dropout2d(x[, p=0.5][, training=true]) -> Tensor with whole channels zeroed with probability p.",
+    "upsample_nearest2d", "pt.upsample_nearest2d(x, scale) -> nearest-neighbour upsampling by integer factors.",
+    NULL, NULL,
+};
+
+void lpt_open_conv(lua_State *L) {
+  lpt_add_functions(L, functions);
+  lpt_add_docs(L, 0, docs);
+}

@@ -1,0 +1,636 @@
+/* Convolution, pooling, batch norm, channel dropout and upsampling (see conv.h). */
+#include "conv.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define real float
+#define SUFFIX(name) name##_f32
+#define GEMM cblas_sgemm
+#include "conv_impl.h"
+#undef real
+#undef SUFFIX
+#undef GEMM
+#define real double
+#define SUFFIX(name) name##_f64
+#define GEMM cblas_dgemm
+#include "conv_impl.h"
+#undef real
+#undef SUFFIX
+#undef GEMM
+
+static pt_status check_floating(pt_ctx *ctx, const char *fname, const char *what, const pt_tensor *t) {
+  if (!pt_dtype_is_floating(t->dtype))
+    return pt_fail(ctx, PT_EARG, "%s: %s must be float32 or float64, got %s", fname, what,
+                   pt_dtype_name(t->dtype));
+  return PT_OK;
+}
+
+static pt_status check_same_dtype(pt_ctx *ctx, const char *fname, const char *what, const pt_tensor *a,
+                                  const pt_tensor *b) {
+  if (a->dtype != b->dtype)
+    return pt_fail(ctx, PT_EARG, "%s: %s has dtype %s, input has %s", fname, what,
+                   pt_dtype_name(b->dtype), pt_dtype_name(a->dtype));
+  return PT_OK;
+}
+
+/* A 4-D view {N,C,H,W} of x ({C,H,W} gets N = 1). */
+static pt_status as_nchw(pt_ctx *ctx, const char *fname, pt_tensor *x, int64_t *dims) {
+  char b[PT_SHAPE_STR_MAX];
+  if (x->ndim == 4) {
+    memcpy(dims, x->shape, 4 * sizeof(int64_t));
+  } else if (x->ndim == 3) {
+    dims[0] = 1;
+    memcpy(dims + 1, x->shape, 3 * sizeof(int64_t));
+  } else {
+    return pt_fail(ctx, PT_ESHAPE, "%s: expected a 3-D {C,H,W} or 4-D {N,C,H,W} input, got shape %s",
+                   fname, pt_shape_format(x->ndim, x->shape, b, sizeof b));
+  }
+  return PT_OK;
+}
+
+/* output shape with x's batch layout: {N,C,Ho,Wo} or {C,Ho,Wo} */
+static int out_shape(const pt_tensor *x, int64_t N, int64_t C, int64_t Ho, int64_t Wo, int64_t *s) {
+  if (x->ndim == 4) {
+    s[0] = N, s[1] = C, s[2] = Ho, s[3] = Wo;
+    return 4;
+  }
+  s[0] = C, s[1] = Ho, s[2] = Wo;
+  return 3;
+}
+
+/* ---------------------------------------------------------------- conv2d */
+
+static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
+  pt_conv2d_opts o;
+  const int64_t *iv = node->ints;
+  for (int i = 0; i < 2; i++) {
+    o.stride[i] = (int)iv[i];
+    o.padding[i] = (int)iv[2 + i];
+    o.dilation[i] = (int)iv[4 + i];
+  }
+  o.groups = (int)iv[6];
+  int N = (int)iv[7], C = (int)iv[8], H = (int)iv[9], W = (int)iv[10], O = (int)iv[11], kh = (int)iv[12],
+      kw = (int)iv[13], Ho = (int)iv[14], Wo = (int)iv[15];
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  pt_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+  if (node->needs_grad[0] && (st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) goto fail;
+  if (node->needs_grad[1] && (st = pt_tensor_zeros_like(ctx, w, &gw))) goto fail;
+  if (node->n_inputs > 2 && node->needs_grad[2] && (st = pt_tensor_zeros_like(ctx, node->inputs[2], &gb)))
+    goto fail;
+  int64_t K = (int64_t)(C / o.groups) * kh * kw, P = (int64_t)Ho * Wo;
+  size_t es = pt_dtype_size(x->dtype);
+  void *cols = pt_alloc(ctx, (size_t)(K * P) * es);
+  if (!cols) {
+    st = PT_ENOMEM;
+    goto fail;
+  }
+  if (x->dtype == PT_FLOAT32)
+    conv_backward_f32(pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy), gx ? pt_tensor_data(gx) : NULL,
+                      gw ? pt_tensor_data(gw) : NULL, gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, kh, kw,
+                      Ho, Wo, &o, cols);
+  else
+    conv_backward_f64(pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy), gx ? pt_tensor_data(gx) : NULL,
+                      gw ? pt_tensor_data(gw) : NULL, gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, kh, kw,
+                      Ho, Wo, &o, cols);
+  pt_free(cols);
+  pt_tensor_release(gy);
+  gin[0] = gx;
+  gin[1] = gw;
+  gin[2] = gb;
+  return PT_OK;
+fail:
+  pt_tensor_release(gy);
+  pt_tensor_release(gx);
+  pt_tensor_release(gw);
+  pt_tensor_release(gb);
+  return st;
+}
+
+pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, const pt_conv2d_opts *o,
+                    pt_tensor **out) {
+  const char *fn = "conv2d";
+  char bx[PT_SHAPE_STR_MAX], bw[PT_SHAPE_STR_MAX];
+  int64_t d[4];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = check_same_dtype(ctx, fn, "weight", x, w)) ||
+      (bias && (st = check_same_dtype(ctx, fn, "bias", x, bias))) || (st = as_nchw(ctx, fn, x, d)))
+    return st;
+  if (w->ndim != 4)
+    return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 4-D {out,in/groups,kh,kw}, got shape %s", fn,
+                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  int g = o->groups;
+  for (int i = 0; i < 2; i++)
+    if (o->stride[i] < 1 || o->dilation[i] < 1 || o->padding[i] < 0)
+      return pt_fail(ctx, PT_EARG, "%s: stride and dilation must be >= 1 and padding >= 0", fn);
+  if (g < 1 || d[1] % g || w->shape[0] % g)
+    return pt_fail(ctx, PT_EARG, "%s: groups=%d must divide input channels %lld and output channels %lld",
+                   fn, g, (long long)d[1], (long long)w->shape[0]);
+  if (w->shape[1] * g != d[1])
+    return pt_fail(ctx, PT_ESHAPE, "%s: input has %lld channels, expected %lld (input shape %s, weight shape %s)",
+                   fn, (long long)d[1], (long long)(w->shape[1] * g),
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx),
+                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  if (bias && (bias->ndim != 1 || bias->shape[0] != w->shape[0]))
+    return pt_fail(ctx, PT_ESHAPE, "%s: bias must have shape {%lld}, got %s", fn, (long long)w->shape[0],
+                   pt_shape_format(bias->ndim, bias->shape, bx, sizeof bx));
+  int N = (int)d[0], C = (int)d[1], H = (int)d[2], W = (int)d[3], O = (int)w->shape[0];
+  int kh = (int)w->shape[2], kw = (int)w->shape[3];
+  int Ho = (H + 2 * o->padding[0] - o->dilation[0] * (kh - 1) - 1) / o->stride[0] + 1;
+  int Wo = (W + 2 * o->padding[1] - o->dilation[1] * (kw - 1) - 1) / o->stride[1] + 1;
+  if (H + 2 * o->padding[0] < o->dilation[0] * (kh - 1) + 1 || W + 2 * o->padding[1] < o->dilation[1] * (kw - 1) + 1 ||
+      Ho < 1 || Wo < 1)
+    return pt_fail(ctx, PT_ESHAPE, "%s: kernel %dx%d is larger than the padded input %dx%d (input shape %s)", fn,
+                   kh, kw, H + 2 * o->padding[0], W + 2 * o->padding[1],
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL;
+  void *cols = NULL;
+  int64_t ys[4];
+  int yn = out_shape(x, N, O, Ho, Wo, ys);
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_contiguous_raw(ctx, w, &wc)) ||
+      (bias && (st = pt_tensor_contiguous_raw(ctx, bias, &bc))) ||
+      (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
+    goto done;
+  int64_t K = (int64_t)(C / g) * kh * kw, P = (int64_t)Ho * Wo;
+  cols = pt_alloc(ctx, (size_t)(K * P) * pt_dtype_size(x->dtype));
+  if (!cols) {
+    st = PT_ENOMEM;
+    goto done;
+  }
+  if (x->dtype == PT_FLOAT32)
+    conv_forward_f32(pt_tensor_data(xc), pt_tensor_data(wc), bc ? pt_tensor_data(bc) : NULL, pt_tensor_data(y),
+                     N, C, H, W, O, kh, kw, Ho, Wo, o, cols);
+  else
+    conv_forward_f64(pt_tensor_data(xc), pt_tensor_data(wc), bc ? pt_tensor_data(bc) : NULL, pt_tensor_data(y),
+                     N, C, H, W, O, kh, kw, Ho, Wo, o, cols);
+  pt_tensor *inputs[3] = {x, w, bias};
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "Conv2dBackward", conv2d_backward, bias ? 3 : 2, inputs, &node)))
+    goto done;
+  if (node) {
+    node->saved[0] = pt_tensor_retain(xc);
+    node->saved[1] = pt_tensor_retain(wc);
+    int64_t ints[16] = {o->stride[0], o->stride[1], o->padding[0], o->padding[1], o->dilation[0],
+                        o->dilation[1], g, N, C, H, W, O, kh, kw, Ho, Wo};
+    memcpy(node->ints, ints, sizeof ints);
+    node->n_ints = 16;
+  }
+done:
+  pt_free(cols);
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+static pt_status pool_out_size(pt_ctx *ctx, const char *fn, const pt_pool2d_opts *o, int H, int W, int *Ho,
+                               int *Wo) {
+  int in[2] = {H, W}, res[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    if (o->kernel[i] < 1 || o->stride[i] < 1 || o->padding[i] < 0)
+      return pt_fail(ctx, PT_EARG, "%s: kernel and stride must be >= 1 and padding >= 0", fn);
+    if (o->padding[i] * 2 > o->kernel[i])
+      return pt_fail(ctx, PT_EARG, "%s: padding %d should be at most half of kernel size %d", fn,
+                     o->padding[i], o->kernel[i]);
+    int span = in[i] + 2 * o->padding[i] - o->kernel[i];
+    if (span < 0)
+      return pt_fail(ctx, PT_ESHAPE, "%s: kernel %dx%d is larger than the padded input %dx%d", fn,
+                     o->kernel[0], o->kernel[1], H + 2 * o->padding[0], W + 2 * o->padding[1]);
+    int n = (o->ceil_mode ? (span + o->stride[i] - 1) / o->stride[i] : span / o->stride[i]) + 1;
+    /* the last window must start inside the input or left padding (PyTorch's rule) */
+    if (o->ceil_mode && (n - 1) * o->stride[i] >= in[i] + o->padding[i]) n--;
+    res[i] = n;
+  }
+  *Ho = res[0];
+  *Wo = res[1];
+  return PT_OK;
+}
+
+static void pool_ints(pt_node *node, const pt_pool2d_opts *o, int64_t planes, int H, int W, int Ho, int Wo) {
+  int64_t ints[12] = {o->kernel[0], o->kernel[1], o->stride[0], o->stride[1], o->padding[0],
+                      o->padding[1], o->ceil_mode, o->count_include_pad, planes, H, W, Ho * 65536LL + Wo};
+  memcpy(node->ints, ints, sizeof ints);
+  node->n_ints = 12;
+}
+
+static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes, int *H, int *W, int *Ho,
+                        int *Wo) {
+  const int64_t *iv = node->ints;
+  o->kernel[0] = (int)iv[0], o->kernel[1] = (int)iv[1], o->stride[0] = (int)iv[2], o->stride[1] = (int)iv[3];
+  o->padding[0] = (int)iv[4], o->padding[1] = (int)iv[5], o->ceil_mode = iv[6], o->count_include_pad = iv[7];
+  *planes = iv[8], *H = (int)iv[9], *W = (int)iv[10], *Ho = (int)(iv[11] / 65536), *Wo = (int)(iv[11] % 65536);
+}
+
+static pt_status max_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  pt_pool2d_opts o;
+  int64_t planes;
+  int H, W, Ho, Wo;
+  pool_unints(node, &o, &planes, &H, &W, &Ho, &Wo);
+  pt_tensor *gy, *gx;
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
+    pt_tensor_release(gy);
+    return st;
+  }
+  const int64_t *idx = pt_tensor_data(node->saved[0]);
+  int64_t n = planes * Ho * Wo;
+  if (gx->dtype == PT_FLOAT32) {
+    const float *g = pt_tensor_data(gy);
+    float *d = pt_tensor_data(gx);
+    for (int64_t i = 0; i < n; i++)
+      if (idx[i] >= 0) d[(i / ((int64_t)Ho * Wo)) * H * W + idx[i]] += g[i];
+  } else {
+    const double *g = pt_tensor_data(gy);
+    double *d = pt_tensor_data(gx);
+    for (int64_t i = 0; i < n; i++)
+      if (idx[i] >= 0) d[(i / ((int64_t)Ho * Wo)) * H * W + idx[i]] += g[i];
+  }
+  pt_tensor_release(gy);
+  gin[0] = gx;
+  return PT_OK;
+}
+
+static pt_status avg_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  pt_pool2d_opts o;
+  int64_t planes;
+  int H, W, Ho, Wo;
+  pool_unints(node, &o, &planes, &H, &W, &Ho, &Wo);
+  pt_tensor *gy, *gx;
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
+    pt_tensor_release(gy);
+    return st;
+  }
+  if (gx->dtype == PT_FLOAT32)
+    avg_pool_backward_f32(pt_tensor_data(gy), pt_tensor_data(gx), planes, H, W, Ho, Wo, &o);
+  else
+    avg_pool_backward_f64(pt_tensor_data(gy), pt_tensor_data(gx), planes, H, W, Ho, Wo, &o);
+  pt_tensor_release(gy);
+  gin[0] = gx;
+  return PT_OK;
+}
+
+static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, const pt_pool2d_opts *o,
+                        pt_tensor **out) {
+  int64_t d[4];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
+  int H = (int)d[2], W = (int)d[3], Ho = 0, Wo = 0;
+  if ((st = pool_out_size(ctx, fn, o, H, W, &Ho, &Wo))) return st;
+  int64_t planes = d[0] * d[1], ys[4];
+  int yn = out_shape(x, d[0], d[1], Ho, Wo, ys);
+  pt_tensor *xc = NULL, *y = NULL, *idx = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
+    goto done;
+  if (is_max) {
+    if ((st = pt_tensor_empty(ctx, PT_INT64, yn, ys, &idx))) goto done;
+    if (x->dtype == PT_FLOAT32)
+      max_pool_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), pt_tensor_data(idx), planes, H, W, Ho, Wo, o);
+    else
+      max_pool_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), pt_tensor_data(idx), planes, H, W, Ho, Wo, o);
+  } else if (x->dtype == PT_FLOAT32) {
+    avg_pool_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo, o);
+  } else {
+    avg_pool_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo, o);
+  }
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, is_max ? "MaxPool2dBackward" : "AvgPool2dBackward",
+                               is_max ? max_pool_backward : avg_pool_backward, 1, &x, &node)))
+    goto done;
+  if (node) {
+    node->saved[0] = pt_tensor_retain(idx);
+    pool_ints(node, o, planes, H, W, Ho, Wo);
+  }
+done:
+  pt_tensor_release(xc);
+  pt_tensor_release(idx);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
+
+pt_status pt_max_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out) {
+  return pool2d(ctx, "max_pool2d", true, x, o, out);
+}
+
+pt_status pt_avg_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out) {
+  return pool2d(ctx, "avg_pool2d", false, x, o, out);
+}
+
+static pt_status adaptive_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  const int64_t *iv = node->ints;
+  pt_tensor *gy, *gx;
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
+    pt_tensor_release(gy);
+    return st;
+  }
+  if (gx->dtype == PT_FLOAT32)
+    adaptive_avg_backward_f32(pt_tensor_data(gy), pt_tensor_data(gx), iv[0], (int)iv[1], (int)iv[2], (int)iv[3], (int)iv[4]);
+  else
+    adaptive_avg_backward_f64(pt_tensor_data(gy), pt_tensor_data(gx), iv[0], (int)iv[1], (int)iv[2], (int)iv[3], (int)iv[4]);
+  pt_tensor_release(gy);
+  gin[0] = gx;
+  return PT_OK;
+}
+
+pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int Ho, int Wo, pt_tensor **out) {
+  const char *fn = "adaptive_avg_pool2d";
+  int64_t d[4];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
+  if (Ho < 1 || Wo < 1) return pt_fail(ctx, PT_EARG, "%s: output size must be positive, got %dx%d", fn, Ho, Wo);
+  int H = (int)d[2], W = (int)d[3];
+  if (H < 1 || W < 1) return pt_fail(ctx, PT_ESHAPE, "%s: input has an empty spatial size", fn);
+  int64_t planes = d[0] * d[1], ys[4];
+  int yn = out_shape(x, d[0], d[1], Ho, Wo, ys);
+  pt_tensor *xc = NULL, *y = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y))) goto done;
+  if (x->dtype == PT_FLOAT32)
+    adaptive_avg_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo);
+  else
+    adaptive_avg_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo);
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "AdaptiveAvgPool2dBackward", adaptive_backward, 1, &x, &node))) goto done;
+  if (node) {
+    int64_t ints[5] = {planes, H, W, Ho, Wo};
+    memcpy(node->ints, ints, sizeof ints);
+    node->n_ints = 5;
+  }
+done:
+  pt_tensor_release(xc);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
+
+/* ---------------------------------------------------------------- batch norm */
+
+static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  pt_tensor *x = node->saved[0], *stats = node->saved[1], *gy;
+  pt_tensor *w = node->inputs[1];
+  int64_t N = node->ints[0], C = node->ints[1], S = node->ints[2];
+  bool training = node->ints[3];
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  pt_tensor *gx = NULL, *gw = NULL, *gb = NULL, *wc = NULL;
+  if ((node->needs_grad[0] && (st = pt_tensor_empty_like(ctx, node->inputs[0], &gx))) ||
+      (node->needs_grad[1] && (st = pt_tensor_empty_like(ctx, w, &gw))) ||
+      (node->needs_grad[2] && (st = pt_tensor_empty_like(ctx, node->inputs[2], &gb))) ||
+      (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))))
+    goto fail;
+  const double *mean = pt_tensor_data(stats), *invstd = mean + C;
+  if (x->dtype == PT_FLOAT32)
+    batch_norm_backward_f32(pt_tensor_data(x), pt_tensor_data(gy), wc ? pt_tensor_data(wc) : NULL,
+                            gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
+                            gb ? pt_tensor_data(gb) : NULL, N, C, S, training, mean, invstd);
+  else
+    batch_norm_backward_f64(pt_tensor_data(x), pt_tensor_data(gy), wc ? pt_tensor_data(wc) : NULL,
+                            gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
+                            gb ? pt_tensor_data(gb) : NULL, N, C, S, training, mean, invstd);
+  pt_tensor_release(gy);
+  pt_tensor_release(wc);
+  gin[0] = gx;
+  gin[1] = gw;
+  gin[2] = gb;
+  return PT_OK;
+fail:
+  pt_tensor_release(gy);
+  pt_tensor_release(gx);
+  pt_tensor_release(gw);
+  pt_tensor_release(gb);
+  pt_tensor_release(wc);
+  return st;
+}
+
+static pt_status check_channel_vec(pt_ctx *ctx, const char *what, const pt_tensor *v, int64_t C) {
+  if (v && (v->ndim != 1 || v->shape[0] != C)) {
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "batch_norm: %s must have shape {%lld}, got %s", what, (long long)C,
+                   pt_shape_format(v->ndim, v->shape, b, sizeof b));
+  }
+  return PT_OK;
+}
+
+pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *rvar, pt_tensor *w,
+                        pt_tensor *b, bool training, double momentum, double eps, pt_tensor **out) {
+  const char *fn = "batch_norm";
+  char bx[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x))) return st;
+  if (x->ndim < 2)
+    return pt_fail(ctx, PT_ESHAPE, "%s: expected an input of at least 2 dimensions {N,C,...}, got shape %s", fn,
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  int64_t N = x->shape[0], C = x->shape[1], S = 1;
+  for (int i = 2; i < x->ndim; i++) S *= x->shape[i];
+  if ((st = check_channel_vec(ctx, "running_mean", rmean, C)) || (st = check_channel_vec(ctx, "running_var", rvar, C)) ||
+      (st = check_channel_vec(ctx, "weight", w, C)) || (st = check_channel_vec(ctx, "bias", b, C)))
+    return st;
+  if (!training && (!rmean || !rvar))
+    return pt_fail(ctx, PT_EARG, "%s: evaluation mode needs running_mean and running_var", fn);
+  if (training && N * S <= 1)
+    return pt_fail(ctx, PT_ESHAPE, "%s: expected more than 1 value per channel when training, got input shape %s",
+                   fn, pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  pt_tensor *xc = NULL, *y = NULL, *stats = NULL, *wc = NULL, *bc = NULL;
+  int64_t two_c = 2 * C;
+  double *vu = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty_like(ctx, x, &y)) ||
+      (st = pt_tensor_empty(ctx, PT_FLOAT64, 1, &two_c, &stats)) ||
+      (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))) || (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))))
+    goto done;
+  double *mean = pt_tensor_data(stats), *invstd = mean + C;
+  vu = pt_alloc(ctx, (size_t)C * sizeof(double));
+  if (!vu) {
+    st = PT_ENOMEM;
+    goto done;
+  }
+  if (!training)
+    for (int64_t c = 0; c < C; c++) {
+      int64_t i = c;
+      mean[c] = pt_tensor_get(rmean, &i);
+      invstd[c] = 1.0 / sqrt(pt_tensor_get(rvar, &i) + eps);
+    }
+  if (x->dtype == PT_FLOAT32)
+    batch_norm_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), wc ? pt_tensor_data(wc) : NULL,
+                           bc ? pt_tensor_data(bc) : NULL, N, C, S, training, eps, mean, invstd, vu);
+  else
+    batch_norm_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), wc ? pt_tensor_data(wc) : NULL,
+                           bc ? pt_tensor_data(bc) : NULL, N, C, S, training, eps, mean, invstd, vu);
+  if (training)
+    for (int64_t c = 0; c < C; c++) {
+      int64_t i = c;
+      if (rmean) pt_tensor_set(rmean, &i, (1 - momentum) * pt_tensor_get(rmean, &i) + momentum * mean[c]);
+      if (rvar) pt_tensor_set(rvar, &i, (1 - momentum) * pt_tensor_get(rvar, &i) + momentum * vu[c]);
+    }
+  pt_tensor *inputs[3] = {x, w, b};
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "BatchNormBackward", batch_norm_backward, 3, inputs, &node))) goto done;
+  if (node) {
+    node->saved[0] = pt_tensor_retain(xc);
+    node->saved[1] = pt_tensor_retain(stats);
+    node->ints[0] = N, node->ints[1] = C, node->ints[2] = S, node->ints[3] = training;
+    node->n_ints = 4;
+  }
+done:
+  pt_free(vu);
+  pt_tensor_release(xc);
+  pt_tensor_release(stats);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
+
+/* ---------------------------------------------------------------- dropout2d, upsample */
+
+static pt_status scale_by_mask(pt_ctx *ctx, pt_tensor *x, const pt_tensor *mask, int64_t S, pt_tensor **out) {
+  pt_tensor *xc, *y;
+  pt_status st = pt_tensor_contiguous_raw(ctx, x, &xc);
+  if (st) return st;
+  if ((st = pt_tensor_empty_like(ctx, x, &y))) {
+    pt_tensor_release(xc);
+    return st;
+  }
+  const double *m = pt_tensor_data(mask);
+  int64_t planes = pt_tensor_numel(mask);
+  if (x->dtype == PT_FLOAT32) {
+    const float *p = pt_tensor_data(xc);
+    float *q = pt_tensor_data(y);
+    for (int64_t pl = 0; pl < planes; pl++)
+      for (int64_t i = 0; i < S; i++) q[pl * S + i] = p[pl * S + i] * (float)m[pl];
+  } else {
+    const double *p = pt_tensor_data(xc);
+    double *q = pt_tensor_data(y);
+    for (int64_t pl = 0; pl < planes; pl++)
+      for (int64_t i = 0; i < S; i++) q[pl * S + i] = p[pl * S + i] * m[pl];
+  }
+  pt_tensor_release(xc);
+  *out = y;
+  return PT_OK;
+}
+
+static pt_status dropout2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  return scale_by_mask(ctx, gout, node->saved[0], node->ints[0], &gin[0]);
+}
+
+pt_status pt_dropout2d(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_tensor **out) {
+  const char *fn = "dropout2d";
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x))) return st;
+  if (p < 0 || p > 1) return pt_fail(ctx, PT_EARG, "%s: probability must be in [0, 1], got %g", fn, p);
+  if (x->ndim < 3) {
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: expected a {N,C,H,W} or {C,H,W} input, got shape %s", fn,
+                   pt_shape_format(x->ndim, x->shape, b, sizeof b));
+  }
+  int64_t planes = x->ndim == 4 ? x->shape[0] * x->shape[1] : x->shape[0];
+  int64_t S = pt_tensor_numel(x) / (planes ? planes : 1);
+  pt_tensor *mask, *y;
+  if ((st = pt_tensor_empty(ctx, PT_FLOAT64, 1, &planes, &mask))) return st;
+  double *m = pt_tensor_data(mask);
+  /* evaluation mode (or p = 0) is the identity; it still records a node so gradients flow */
+  for (int64_t i = 0; i < planes; i++)
+    m[i] = (!training || p == 0) ? 1.0 : (p >= 1 || pt_rng_uniform(&ctx->rng) < p) ? 0.0 : 1.0 / (1.0 - p);
+  if ((st = scale_by_mask(ctx, x, mask, S, &y))) {
+    pt_tensor_release(mask);
+    return st;
+  }
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "Dropout2dBackward", dropout2d_backward, 1, &x, &node))) {
+    pt_tensor_release(mask);
+    pt_tensor_release(y);
+    return st;
+  }
+  if (node) {
+    node->saved[0] = pt_tensor_retain(mask);
+    node->ints[0] = S;
+    node->n_ints = 1;
+  }
+  pt_tensor_release(mask);
+  *out = y;
+  return PT_OK;
+}
+
+static pt_status upsample_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  int64_t planes = node->ints[0];
+  int H = (int)node->ints[1], W = (int)node->ints[2], sh = (int)node->ints[3], sw = (int)node->ints[4];
+  pt_tensor *gy, *gx;
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
+    pt_tensor_release(gy);
+    return st;
+  }
+  int Ho = H * sh, Wo = W * sw;
+  for (int64_t pl = 0; pl < planes; pl++)
+    for (int oy = 0; oy < Ho; oy++)
+      for (int ox = 0; ox < Wo; ox++) {
+        int64_t src = (pl * Ho + oy) * Wo + ox, dst = (pl * H + oy / sh) * W + ox / sw;
+        if (gx->dtype == PT_FLOAT32)
+          ((float *)pt_tensor_data(gx))[dst] += ((const float *)pt_tensor_data(gy))[src];
+        else
+          ((double *)pt_tensor_data(gx))[dst] += ((const double *)pt_tensor_data(gy))[src];
+      }
+  pt_tensor_release(gy);
+  gin[0] = gx;
+  return PT_OK;
+}
+
+pt_status pt_upsample_nearest2d(pt_ctx *ctx, pt_tensor *x, int sh, int sw, pt_tensor **out) {
+  const char *fn = "upsample_nearest2d";
+  int64_t d[4];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
+  if (sh < 1 || sw < 1) return pt_fail(ctx, PT_EARG, "%s: scale factors must be positive integers", fn);
+  int H = (int)d[2], W = (int)d[3], Ho = H * sh, Wo = W * sw;
+  int64_t planes = d[0] * d[1], ys[4];
+  int yn = out_shape(x, d[0], d[1], Ho, Wo, ys);
+  pt_tensor *xc = NULL, *y = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y))) goto done;
+  size_t es = pt_dtype_size(x->dtype);
+  const char *src = pt_tensor_data(xc);
+  char *dst = pt_tensor_data(y);
+  for (int64_t pl = 0; pl < planes; pl++)
+    for (int oy = 0; oy < Ho; oy++)
+      for (int ox = 0; ox < Wo; ox++)
+        memcpy(dst + ((pl * Ho + oy) * Wo + ox) * (int64_t)es, src + ((pl * H + oy / sh) * W + ox / sw) * (int64_t)es, es);
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "UpsampleNearest2dBackward", upsample_backward, 1, &x, &node))) goto done;
+  if (node) {
+    int64_t ints[5] = {planes, H, W, sh, sw};
+    memcpy(node->ints, ints, sizeof ints);
+    node->n_ints = 5;
+  }
+done:
+  pt_tensor_release(xc);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}

@@ -1,0 +1,40 @@
+/* Convolution-family layers on NCHW tensors (float32/float64), forward and backward fused in C,
+ * GEMMs through OpenBLAS. All record autograd nodes when an input requires grad. */
+#ifndef PT_CONV_H
+#define PT_CONV_H
+
+#include "autograd.h"
+
+typedef struct pt_conv2d_opts {
+  int stride[2], padding[2], dilation[2];
+  int groups;
+} pt_conv2d_opts;
+
+/* x {N,C,H,W} (or {C,H,W}), w {O,C/groups,kh,kw}, bias {O} or NULL -> {N,O,Ho,Wo} */
+pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
+                    const pt_conv2d_opts *o, pt_tensor **out);
+
+typedef struct pt_pool2d_opts {
+  int kernel[2], stride[2], padding[2];
+  bool ceil_mode;
+  bool count_include_pad; /* avg pool only */
+} pt_pool2d_opts;
+
+pt_status pt_max_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out);
+pt_status pt_avg_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out);
+pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int out_h, int out_w, pt_tensor **out);
+
+/* Batch norm over {N,C,H,W} (also {N,C} and {N,C,L}): per-channel statistics over the other
+ * dims. In training mode updates running_mean/var (may be NULL) with momentum (PyTorch's
+ * unbiased running variance); in eval mode normalises with them. weight/bias may be NULL. */
+pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *running_mean, pt_tensor *running_var,
+                        pt_tensor *weight, pt_tensor *bias, bool training, double momentum,
+                        double eps, pt_tensor **out);
+
+/* Channel dropout: zeroes whole {H,W} maps of x {N,C,H,W} with probability p, scales by 1/(1-p). */
+pt_status pt_dropout2d(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_tensor **out);
+
+/* Nearest-neighbour upsampling by integer factors. */
+pt_status pt_upsample_nearest2d(pt_ctx *ctx, pt_tensor *x, int scale_h, int scale_w, pt_tensor **out);
+
+#endif

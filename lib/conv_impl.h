@@ -1,0 +1,308 @@
+/* Typed kernels for conv.c, included once per element type (Torch7's "generic" pattern).
+ * Before including: real, SUFFIX(name), GEMM (cblas_sgemm/cblas_dgemm). All tensors here are
+ * contiguous NCHW buffers. */
+
+/* cols {C*kh*kw, Ho*Wo} from one image x {C,H,W} */
+static void SUFFIX(im2col)(const real *x, int C, int H, int W, int kh, int kw, int ph, int pw,
+                           int sh, int sw, int dh, int dw, int Ho, int Wo, real *cols) {
+  for (int c = 0; c < C; c++)
+    for (int ki = 0; ki < kh; ki++)
+      for (int kj = 0; kj < kw; kj++) {
+        real *row = cols + ((int64_t)(c * kh + ki) * kw + kj) * Ho * Wo;
+        for (int oy = 0; oy < Ho; oy++) {
+          int iy = oy * sh - ph + ki * dh;
+          real *dst = row + (int64_t)oy * Wo;
+          if (iy < 0 || iy >= H) {
+            for (int ox = 0; ox < Wo; ox++) dst[ox] = 0;
+            continue;
+          }
+          const real *src = x + ((int64_t)c * H + iy) * W;
+          int off = kj * dw - pw;
+          if (sw == 1) {
+            /* contiguous middle part */
+            int lo = off < 0 ? -off : 0;
+            int hi = W - off < Wo ? W - off : Wo;
+            if (hi < lo) hi = lo;
+            for (int ox = 0; ox < lo; ox++) dst[ox] = 0;
+            memcpy(dst + lo, src + lo + off, (size_t)(hi - lo) * sizeof(real));
+            for (int ox = hi; ox < Wo; ox++) dst[ox] = 0;
+          } else {
+            for (int ox = 0; ox < Wo; ox++) {
+              int ix = ox * sw + off;
+              dst[ox] = (ix >= 0 && ix < W) ? src[ix] : 0;
+            }
+          }
+        }
+      }
+}
+
+/* dx {C,H,W} += col2im(cols) */
+static void SUFFIX(col2im)(const real *cols, int C, int H, int W, int kh, int kw, int ph, int pw,
+                           int sh, int sw, int dh, int dw, int Ho, int Wo, real *dx) {
+  for (int c = 0; c < C; c++)
+    for (int ki = 0; ki < kh; ki++)
+      for (int kj = 0; kj < kw; kj++) {
+        const real *row = cols + ((int64_t)(c * kh + ki) * kw + kj) * Ho * Wo;
+        for (int oy = 0; oy < Ho; oy++) {
+          int iy = oy * sh - ph + ki * dh;
+          if (iy < 0 || iy >= H) continue;
+          real *dst = dx + ((int64_t)c * H + iy) * W;
+          const real *src = row + (int64_t)oy * Wo;
+          int off = kj * dw - pw;
+          for (int ox = 0; ox < Wo; ox++) {
+            int ix = ox * sw + off;
+            if (ix >= 0 && ix < W) dst[ix] += src[ox];
+          }
+        }
+      }
+}
+
+/* y {N,O,Ho,Wo} = conv(x {N,C,H,W}, w {O,C/g,kh,kw}) + b */
+static void SUFFIX(conv_forward)(const real *x, const real *w, const real *b, real *y, int N, int C,
+                                 int H, int W, int O, int kh, int kw, int Ho, int Wo,
+                                 const pt_conv2d_opts *o, real *cols) {
+  int g = o->groups, Cg = C / g, Og = O / g;
+  int K = Cg * kh * kw, P = Ho * Wo;
+  bool direct = kh == 1 && kw == 1 && o->stride[0] == 1 && o->stride[1] == 1 && o->padding[0] == 0 &&
+                o->padding[1] == 0;
+  for (int n = 0; n < N; n++) {
+    for (int gi = 0; gi < g; gi++) {
+      const real *xg = x + ((int64_t)n * C + gi * Cg) * H * W;
+      const real *colp = xg;
+      if (!direct) {
+        SUFFIX(im2col)(xg, Cg, H, W, kh, kw, o->padding[0], o->padding[1], o->stride[0], o->stride[1],
+                       o->dilation[0], o->dilation[1], Ho, Wo, cols);
+        colp = cols;
+      }
+      real *yg = y + ((int64_t)n * O + gi * Og) * P;
+      GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, Og, P, K, 1, w + (int64_t)gi * Og * K, K, colp, P,
+           0, yg, P);
+      if (b)
+        for (int oc = 0; oc < Og; oc++) {
+          real bv = b[gi * Og + oc];
+          real *row = yg + (int64_t)oc * P;
+          for (int p = 0; p < P; p++) row[p] += bv;
+        }
+    }
+  }
+}
+
+/* Given gy {N,O,Ho,Wo}: dx (may be NULL) = conv^T, dw (may be NULL) += gy x cols^T, db += sum */
+static void SUFFIX(conv_backward)(const real *x, const real *w, const real *gy, real *dx, real *dw,
+                                  real *db, int N, int C, int H, int W, int O, int kh, int kw,
+                                  int Ho, int Wo, const pt_conv2d_opts *o, real *cols) {
+  int g = o->groups, Cg = C / g, Og = O / g;
+  int K = Cg * kh * kw, P = Ho * Wo;
+  bool direct = kh == 1 && kw == 1 && o->stride[0] == 1 && o->stride[1] == 1 && o->padding[0] == 0 &&
+                o->padding[1] == 0;
+  for (int n = 0; n < N; n++) {
+    for (int gi = 0; gi < g; gi++) {
+      const real *xg = x + ((int64_t)n * C + gi * Cg) * H * W;
+      const real *gyg = gy + ((int64_t)n * O + gi * Og) * P;
+      if (dw) {
+        const real *colp = xg;
+        if (!direct) {
+          SUFFIX(im2col)(xg, Cg, H, W, kh, kw, o->padding[0], o->padding[1], o->stride[0],
+                         o->stride[1], o->dilation[0], o->dilation[1], Ho, Wo, cols);
+          colp = cols;
+        }
+        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, Og, K, P, 1, gyg, P, colp, P, 1,
+             dw + (int64_t)gi * Og * K, K);
+      }
+      if (dx) {
+        real *dxg = dx + ((int64_t)n * C + gi * Cg) * H * W;
+        if (direct) {
+          GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, Og, 1, w + (int64_t)gi * Og * K, K, gyg,
+               P, 1, dxg, P);
+        } else {
+          GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, Og, 1, w + (int64_t)gi * Og * K, K, gyg,
+               P, 0, cols, P);
+          SUFFIX(col2im)(cols, Cg, H, W, kh, kw, o->padding[0], o->padding[1], o->stride[0],
+                         o->stride[1], o->dilation[0], o->dilation[1], Ho, Wo, dxg);
+        }
+      }
+      if (db)
+        for (int oc = 0; oc < Og; oc++) {
+          const real *row = gyg + (int64_t)oc * P;
+          real s = 0;
+          for (int p = 0; p < P; p++) s += row[p];
+          db[gi * Og + oc] += s;
+        }
+    }
+  }
+}
+
+/* planes: N*C images of H*W; y {planes,Ho,Wo}; idx holds the argmax position within the plane */
+static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64_t planes, int H, int W,
+                                     int Ho, int Wo, const pt_pool2d_opts *o) {
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const real *xp = x + pl * H * W;
+    for (int oy = 0; oy < Ho; oy++)
+      for (int ox = 0; ox < Wo; ox++) {
+        int y0 = oy * o->stride[0] - o->padding[0], x0 = ox * o->stride[1] - o->padding[1];
+        real best = 0;
+        int64_t bi = -1;
+        for (int ki = 0; ki < o->kernel[0]; ki++) {
+          int iy = y0 + ki;
+          if (iy < 0 || iy >= H) continue;
+          for (int kj = 0; kj < o->kernel[1]; kj++) {
+            int ix = x0 + kj;
+            if (ix < 0 || ix >= W) continue;
+            real v = xp[iy * W + ix];
+            if (bi < 0 || v > best || v != v) {
+              best = v;
+              bi = iy * W + ix;
+            }
+          }
+        }
+        int64_t out = (pl * Ho + oy) * Wo + ox;
+        y[out] = bi < 0 ? 0 : best;
+        idx[out] = bi;
+      }
+  }
+}
+
+static void SUFFIX(avg_pool_forward)(const real *x, real *y, int64_t planes, int H, int W, int Ho, int Wo,
+                                     const pt_pool2d_opts *o) {
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const real *xp = x + pl * H * W;
+    for (int oy = 0; oy < Ho; oy++)
+      for (int ox = 0; ox < Wo; ox++) {
+        int y0 = oy * o->stride[0] - o->padding[0], x0 = ox * o->stride[1] - o->padding[1];
+        int y1 = y0 + o->kernel[0], x1 = x0 + o->kernel[1];
+        int py1 = y1 < H + o->padding[0] ? y1 : H + o->padding[0];
+        int px1 = x1 < W + o->padding[1] ? x1 : W + o->padding[1];
+        int pad_count = (py1 - y0) * (px1 - x0);
+        int ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0;
+        int yb = y1 < H ? y1 : H, xb = x1 < W ? x1 : W;
+        real s = 0;
+        for (int iy = ya; iy < yb; iy++)
+          for (int ix = xa; ix < xb; ix++) s += xp[iy * W + ix];
+        int count = o->count_include_pad ? pad_count : (yb - ya) * (xb - xa);
+        y[(pl * Ho + oy) * Wo + ox] = count > 0 ? s / count : 0;
+      }
+  }
+}
+
+static void SUFFIX(avg_pool_backward)(const real *gy, real *gx, int64_t planes, int H, int W, int Ho,
+                                      int Wo, const pt_pool2d_opts *o) {
+  for (int64_t pl = 0; pl < planes; pl++) {
+    real *gp = gx + pl * H * W;
+    for (int oy = 0; oy < Ho; oy++)
+      for (int ox = 0; ox < Wo; ox++) {
+        int y0 = oy * o->stride[0] - o->padding[0], x0 = ox * o->stride[1] - o->padding[1];
+        int y1 = y0 + o->kernel[0], x1 = x0 + o->kernel[1];
+        int py1 = y1 < H + o->padding[0] ? y1 : H + o->padding[0];
+        int px1 = x1 < W + o->padding[1] ? x1 : W + o->padding[1];
+        int pad_count = (py1 - y0) * (px1 - x0);
+        int ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0;
+        int yb = y1 < H ? y1 : H, xb = x1 < W ? x1 : W;
+        int count = o->count_include_pad ? pad_count : (yb - ya) * (xb - xa);
+        if (count <= 0) continue;
+        real g = gy[(pl * Ho + oy) * Wo + ox] / count;
+        for (int iy = ya; iy < yb; iy++)
+          for (int ix = xa; ix < xb; ix++) gp[iy * W + ix] += g;
+      }
+  }
+}
+
+/* x {N,C,S}: per-channel statistics; mean/invstd {C} are outputs (training) or inputs (eval). */
+static void SUFFIX(batch_norm_forward)(const real *x, real *y, const real *w, const real *b, int64_t N,
+                                       int64_t C, int64_t S, bool training, double eps, double *mean,
+                                       double *invstd, double *var_unbiased) {
+  for (int64_t c = 0; c < C; c++) {
+    double m, is;
+    if (training) {
+      double s = 0;
+      for (int64_t n = 0; n < N; n++) {
+        const real *p = x + (n * C + c) * S;
+        for (int64_t i = 0; i < S; i++) s += p[i];
+      }
+      int64_t M = N * S;
+      m = s / (double)M;
+      double v = 0;
+      for (int64_t n = 0; n < N; n++) {
+        const real *p = x + (n * C + c) * S;
+        for (int64_t i = 0; i < S; i++) {
+          double d = p[i] - m;
+          v += d * d;
+        }
+      }
+      var_unbiased[c] = M > 1 ? v / (double)(M - 1) : 0;
+      is = 1.0 / sqrt(v / (double)M + eps);
+      mean[c] = m;
+      invstd[c] = is;
+    } else {
+      m = mean[c];
+      is = invstd[c];
+    }
+    real scale = (real)(is * (w ? (double)w[c] : 1.0));
+    real shift = (real)((b ? (double)b[c] : 0.0) - m * is * (w ? (double)w[c] : 1.0));
+    for (int64_t n = 0; n < N; n++) {
+      const real *p = x + (n * C + c) * S;
+      real *q = y + (n * C + c) * S;
+      for (int64_t i = 0; i < S; i++) q[i] = p[i] * scale + shift;
+    }
+  }
+}
+
+static void SUFFIX(batch_norm_backward)(const real *x, const real *gy, const real *w, real *gx, real *gw,
+                                        real *gb, int64_t N, int64_t C, int64_t S, bool training,
+                                        const double *mean, const double *invstd) {
+  int64_t M = N * S;
+  for (int64_t c = 0; c < C; c++) {
+    double m = mean[c], is = invstd[c], wc = w ? (double)w[c] : 1.0;
+    double sg = 0, sgx = 0;
+    for (int64_t n = 0; n < N; n++) {
+      const real *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;
+      for (int64_t i = 0; i < S; i++) {
+        sg += g[i];
+        sgx += g[i] * (p[i] - m) * is;
+      }
+    }
+    if (gw) gw[c] = (real)sgx;
+    if (gb) gb[c] = (real)sg;
+    if (!gx) continue;
+    for (int64_t n = 0; n < N; n++) {
+      const real *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;
+      real *q = gx + (n * C + c) * S;
+      if (training) {
+        for (int64_t i = 0; i < S; i++) {
+          double xhat = (p[i] - m) * is;
+          q[i] = (real)(wc * is * (g[i] - sg / (double)M - xhat * sgx / (double)M));
+        }
+      } else {
+        for (int64_t i = 0; i < S; i++) q[i] = (real)(g[i] * wc * is);
+      }
+    }
+  }
+}
+
+static void SUFFIX(adaptive_avg_forward)(const real *x, real *y, int64_t planes, int H, int W, int Ho,
+                                         int Wo) {
+  for (int64_t pl = 0; pl < planes; pl++)
+    for (int oy = 0; oy < Ho; oy++) {
+      int y0 = (int)((int64_t)oy * H / Ho), y1 = (int)(((int64_t)(oy + 1) * H + Ho - 1) / Ho);
+      for (int ox = 0; ox < Wo; ox++) {
+        int x0 = (int)((int64_t)ox * W / Wo), x1 = (int)(((int64_t)(ox + 1) * W + Wo - 1) / Wo);
+        real s = 0;
+        for (int iy = y0; iy < y1; iy++)
+          for (int ix = x0; ix < x1; ix++) s += x[(pl * H + iy) * W + ix];
+        y[(pl * Ho + oy) * Wo + ox] = s / ((y1 - y0) * (x1 - x0));
+      }
+    }
+}
+
+static void SUFFIX(adaptive_avg_backward)(const real *gy, real *gx, int64_t planes, int H, int W, int Ho,
+                                          int Wo) {
+  for (int64_t pl = 0; pl < planes; pl++)
+    for (int oy = 0; oy < Ho; oy++) {
+      int y0 = (int)((int64_t)oy * H / Ho), y1 = (int)(((int64_t)(oy + 1) * H + Ho - 1) / Ho);
+      for (int ox = 0; ox < Wo; ox++) {
+        int x0 = (int)((int64_t)ox * W / Wo), x1 = (int)(((int64_t)(ox + 1) * W + Wo - 1) / Wo);
+        real g = gy[(pl * Ho + oy) * Wo + ox] / ((y1 - y0) * (x1 - x0));
+        for (int iy = y0; iy < y1; iy++)
+          for (int ix = x0; ix < x1; ix++) gx[(pl * H + iy) * W + ix] += g;
+      }
+    }
+}

@@ -1,0 +1,30 @@
+-- Train an MLP 784-256-128-10 on Fashion-MNIST, print test accuracy per epoch, save a checkpoint.
+--   partrain scripts/fashion_mnist_mlp.lua [epochs] [checkpoint path]
+-- Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).
+local pt = require "partrain"
+local nn, optim, data = pt.nn, pt.optim, pt.data
+
+local epochs = tonumber(arg and arg[1]) or 5
+local ckpt = arg and arg[2] or "mlp.safetensors"
+local dir = os.getenv("FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist/"
+
+pt.manual_seed(42)
+local train = data.idx(dir .. "train-images-idx3-ubyte.gz", dir .. "train-labels-idx1-ubyte.gz")
+local test  = data.idx(dir .. "t10k-images-idx3-ubyte.gz",  dir .. "t10k-labels-idx1-ubyte.gz")
+
+local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                            nn.Linear(128, 10))
+local opt    = optim.SGD(model:parameters(), {lr = 0.05, momentum = 0.9})
+local loader = data.DataHandler(train, {batch = 64, shuffle = true, seed = 42})
+
+for epoch = 1, epochs do
+  for x, y in loader:batches() do          -- progress bar on a TTY
+    opt:zero_grad()
+    local loss = nn.cross_entropy(model(x), y)
+    loss:backward()
+    opt:step()
+  end
+  print(string.format("epoch %d  test accuracy %.4f", epoch, pt.metrics.accuracy(model, test)))
+end
+pt.save(ckpt, model, {optimizer = opt, meta = {epochs = tostring(epochs)}})
+print("saved " .. ckpt)

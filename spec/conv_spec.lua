@@ -1,0 +1,177 @@
+local pt = require "partrain"
+local gradcheck = require "spec.gradcheck"
+
+local function f64(...) return pt.randn(..., {dtype = "float64"}) end
+
+local function close(a, b, tol)
+  tol = tol or 1e-9
+  assert.are.equal(a:numel(), b:numel())
+  for i = 1, a:numel() do
+    local x, y = a:_get_flat(i), b:_get_flat(i)
+    if math.abs(x - y) > tol * (1 + math.abs(y)) then
+      error(string.format("element %d: %.10g vs %.10g", i, x, y), 2)
+    end
+  end
+end
+
+-- direct definition of a convolution, for reference
+local function conv_ref(x, w, b, stride, pad)
+  local N, C, H, W = table.unpack(x:size())
+  local O, _, kh, kw = table.unpack(w:size())
+  local Ho, Wo = (H + 2 * pad - kh) // stride + 1, (W + 2 * pad - kw) // stride + 1
+  local y = pt.zeros(N, O, Ho, Wo, {dtype = "float64"})
+  local xs, ws = x:tolist(), w:tolist()
+  local k = 0
+  for n = 1, N do for o = 1, O do for oy = 1, Ho do for ox = 1, Wo do
+    local s = b and b:_get_flat(o) or 0
+    for c = 1, C do for i = 1, kh do for j = 1, kw do
+      local iy, ix = (oy - 1) * stride - pad + i, (ox - 1) * stride - pad + j
+      if iy >= 1 and iy <= H and ix >= 1 and ix <= W then s = s + xs[n][c][iy][ix] * ws[o][c][i][j] end
+    end end end
+    k = k + 1
+    y:_set_flat(k, s)
+  end end end end
+  return y
+end
+
+describe("conv2d", function()
+  it("matches the direct definition with stride and padding", function()
+    local x, w, b = f64(2, 3, 7, 6), f64(4, 3, 3, 2), f64(4)
+    close(pt.conv2d(x, w, b, {stride = 2, padding = 1}), conv_ref(x, w, b, 2, 1))
+    close(pt.conv2d(x, w, nil, {}), conv_ref(x, w, nil, 1, 0))
+  end)
+
+  it("computes output shapes for 3-D and 4-D inputs", function()
+    assert.are.same({8, 16, 28, 28}, pt.conv2d(pt.randn(8, 1, 28, 28), pt.randn(16, 1, 5, 5), nil, {padding = 2}):size())
+    assert.are.same({16, 13, 13}, pt.conv2d(pt.randn(1, 28, 28), pt.randn(16, 1, 3, 3), nil, {stride = 2}):size())
+    assert.are.same({1, 4, 2, 2}, pt.conv2d(pt.randn(1, 4, 6, 6), pt.randn(4, 2, 2, 2), nil, {groups = 2, dilation = 2, stride = 2}):size())
+  end)
+
+  it("has correct gradients (stride, padding, bias, groups, dilation, 1x1)", function()
+    gradcheck(function(x, w, b) return pt.conv2d(x, w, b, {padding = 1, stride = 2}) end, {f64(2, 3, 5, 5), f64(4, 3, 3, 3), f64(4)})
+    gradcheck(function(x, w) return pt.conv2d(x, w, nil, {groups = 2, dilation = 2}) end, {f64(1, 4, 6, 6), f64(2, 2, 2, 2)})
+    gradcheck(function(x, w, b) return pt.conv2d(x, w, b) end, {f64(2, 3, 3, 3), f64(2, 3, 1, 1), f64(2)})
+    gradcheck(function(x, w) return pt.conv2d(x, w, nil, {padding = {1, 0}, stride = {1, 2}}) end, {f64(3, 4, 5), f64(2, 3, 2, 3)})
+  end)
+
+  it("rejects mismatched channels with both shapes", function()
+    local ok, err = pcall(pt.conv2d, pt.randn(2, 3, 8, 8), pt.randn(4, 2, 3, 3))
+    assert.is_false(ok)
+    assert.truthy(err:find("conv2d: input has 3 channels, expected 2 (input shape {2,3,8,8}, weight shape {4,2,3,3})", 1, true))
+  end)
+
+  it("rejects bad ranks, kernels, groups, bias and dtypes", function()
+    local function msg(...) local ok, e = pcall(...); assert.is_false(ok); return e end
+    assert.truthy(msg(pt.conv2d, pt.randn(3, 8), pt.randn(4, 3, 3, 3)):find("conv2d: expected a 3-D {C,H,W} or 4-D {N,C,H,W} input, got shape {3,8}", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 2, 2), pt.randn(4, 3, 3, 3)):find("conv2d: kernel 3x3 is larger than the padded input 2x2", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 1, 3, 3), nil, {groups = 2}):find("conv2d: groups=2 must divide input channels 3 and output channels 4", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), pt.randn(3)):find("conv2d: bias must have shape {4}, got {3}", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3, {dtype = "float64"})):find("conv2d: weight has dtype float64, input has float32", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.zeros(1, 3, 5, 5, {dtype = "int64"}), pt.randn(4, 3, 3, 3)):find("conv2d: input must be float32 or float64, got int64", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = 0}):find("conv2d: stride and dilation must be >= 1 and padding >= 0", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = "x"}):find("conv2d: option 'stride' must be an integer or a pair {h, w}", 1, true))
+  end)
+end)
+
+describe("pooling", function()
+  it("max_pool2d picks maxima and routes gradients to them", function()
+    local x = pt.tensor({{{{1, 2, 5, 6}, {3, 4, 7, 8}, {9, 10, 13, 14}, {11, 12, 15, 16}}}})
+    assert.are.same({{{{4, 8}, {12, 16}}}}, pt.max_pool2d(x, 2):tolist())
+    gradcheck(function(x) return pt.max_pool2d(x, 2) end, {f64(2, 2, 4, 4)})
+    gradcheck(function(x) return pt.max_pool2d(x, 3, {stride = 2, padding = 1}) end, {f64(1, 2, 5, 5)})
+  end)
+
+  it("computes ceil_mode sizes as PyTorch", function()
+    assert.are.same({1, 1, 3, 3}, pt.max_pool2d(pt.randn(1, 1, 5, 5), 2, {ceil_mode = true}):size())
+    assert.are.same({1, 1, 2, 2}, pt.max_pool2d(pt.randn(1, 1, 5, 5), 2):size())
+  end)
+
+  it("avg_pool2d with and without counting padding", function()
+    local x = pt.ones(1, 1, 3, 3, {dtype = "float64"})
+    local y = pt.avg_pool2d(x, 3, {stride = 1, padding = 1})
+    assert.are.equal(4 / 9, y:_get_flat(1))
+    local z = pt.avg_pool2d(x, 3, {stride = 1, padding = 1, count_include_pad = false})
+    assert.are.equal(1, z:_get_flat(1))
+    gradcheck(function(x) return pt.avg_pool2d(x, 3, {stride = 2, padding = 1}) end, {f64(1, 2, 5, 5)})
+    gradcheck(function(x) return pt.avg_pool2d(x, 2, {count_include_pad = false, padding = 1}) end, {f64(1, 1, 4, 3)})
+  end)
+
+  it("adaptive_avg_pool2d averages uneven bins", function()
+    local x = pt.arange(1, 6, {dtype = "float64"}):reshape(1, 1, 1, 5)
+    -- bins over 5 columns into 2: [1..3] and [3..5]
+    assert.are.same({{{{2, 4}}}}, pt.adaptive_avg_pool2d(x, {1, 2}):tolist())
+    gradcheck(function(x) return pt.adaptive_avg_pool2d(x, {2, 3}) end, {f64(1, 2, 5, 7)})
+  end)
+
+  it("names bad kernels", function()
+    local ok, err = pcall(pt.max_pool2d, pt.randn(1, 1, 2, 2), 3)
+    assert.is_false(ok)
+    assert.truthy(err:find("max_pool2d: kernel 3x3 is larger than the padded input 2x2", 1, true))
+    ok, err = pcall(pt.avg_pool2d, pt.randn(1, 1, 4, 4), 2, {padding = 2})
+    assert.truthy(err:find("avg_pool2d: padding 2 should be at most half of kernel size 2", 1, true))
+  end)
+end)
+
+describe("batch_norm", function()
+  it("normalises per channel and updates running statistics", function()
+    local x = pt.randn(4, 3, 5, 5, {dtype = "float64"})
+    local rm, rv = pt.zeros(3, {dtype = "float64"}), pt.ones(3, {dtype = "float64"})
+    local y = pt.batch_norm(x, rm, rv, nil, nil, {training = true, momentum = 0.1})
+    local ys = y:tolist()
+    for c = 1, 3 do
+      local s, ss, n = 0, 0, 0
+      for b = 1, 4 do for i = 1, 5 do for j = 1, 5 do
+        local v = ys[b][c][i][j]; s = s + v; ss = ss + v * v; n = n + 1
+      end end end
+      assert.is_true(math.abs(s / n) < 1e-9)
+      assert.is_true(math.abs(ss / n - 1) < 1e-3)
+    end
+    assert.is_true(rm:_get_flat(1) ~= 0)
+    -- evaluation mode uses the running statistics
+    local e = pt.batch_norm(x, pt.zeros(3, {dtype = "float64"}), pt.ones(3, {dtype = "float64"}), nil, nil, {training = false, eps = 0})
+    close(e, x)
+  end)
+
+  it("has correct gradients in training and evaluation mode", function()
+    gradcheck(function(x, w, b) return pt.batch_norm(x, nil, nil, w, b) end, {f64(3, 2, 2, 2), f64(2), f64(2)})
+    gradcheck(function(x, w, b) return pt.batch_norm(x, nil, nil, w, b) end, {f64(5, 3), f64(3), f64(3)})
+    local rm, rv = pt.rand(2, {dtype = "float64"}), pt.rand(2, {dtype = "float64"}) + 0.5
+    gradcheck(function(x, w, b) return pt.batch_norm(x, rm, rv, w, b, {training = false}) end, {f64(3, 2, 3), f64(2), f64(2)})
+  end)
+
+  it("rejects wrong statistics shapes and single values", function()
+    local ok, err = pcall(pt.batch_norm, pt.randn(4, 3), pt.zeros(2), pt.ones(3))
+    assert.truthy(err:find("batch_norm: running_mean must have shape {3}, got {2}", 1, true))
+    ok, err = pcall(pt.batch_norm, pt.randn(1, 3), nil, nil)
+    assert.truthy(err:find("batch_norm: expected more than 1 value per channel when training, got input shape {1,3}", 1, true))
+    ok, err = pcall(pt.batch_norm, pt.randn(2, 3), nil, nil, nil, nil, {training = false})
+    assert.truthy(err:find("batch_norm: evaluation mode needs running_mean and running_var", 1, true))
+  end)
+end)
+
+describe("dropout2d and upsampling", function()
+  it("dropout2d zeroes whole channels and rescales the rest", function()
+    pt.manual_seed(3)
+    local x = pt.ones(4, 8, 3, 3, {dtype = "float64"})
+    local y = pt.dropout2d(x, 0.5, true):tolist()
+    local zeros, kept = 0, 0
+    for n = 1, 4 do for c = 1, 8 do
+      local v = y[n][c][1][1]
+      for i = 1, 3 do for j = 1, 3 do assert.are.equal(v, y[n][c][i][j]) end end
+      if v == 0 then zeros = zeros + 1 else assert.are.equal(2, v); kept = kept + 1 end
+    end end
+    assert.is_true(zeros > 0 and kept > 0)
+    close(pt.dropout2d(x, 0.5, false), x)
+    pt.manual_seed(5)
+    local xin = f64(2, 3, 2, 2)
+    gradcheck(function(x) pt.manual_seed(5); return pt.dropout2d(x, 0.3, true) end, {xin})
+    local ok, err = pcall(pt.dropout2d, x, 1.5)
+    assert.truthy(err:find("dropout2d: probability must be in [0, 1], got 1.5", 1, true))
+  end)
+
+  it("upsample_nearest2d repeats pixels", function()
+    local x = pt.tensor({{{{1, 2}, {3, 4}}}})
+    assert.are.same({{{{1, 1, 2, 2}, {1, 1, 2, 2}, {3, 3, 4, 4}, {3, 3, 4, 4}}}}, pt.upsample_nearest2d(x, 2):tolist())
+    gradcheck(function(x) return pt.upsample_nearest2d(x, {2, 3}) end, {f64(1, 2, 2, 3)})
+  end)
+end)
