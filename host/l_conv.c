@@ -69,7 +69,8 @@ static int l_conv2d(lua_State *L) {
   opt_pair(L, opts, "dilation", one, o.dilation, "conv2d");
   o.groups = (int)opt_number(L, opts, "groups", 1);
   pt_tensor *out = NULL;
-  return finish(L, pt_conv2d(lpt_ctx(L), x, w, b, &o, &out), out);
+  pt_status st = pt_conv2d(lpt_ctx(L), x, w, b, &o, &out);
+  return finish(L, st, out);
 }
 
 static void pool_opts(lua_State *L, const char *fname, pt_pool2d_opts *o) {
@@ -87,21 +88,24 @@ static int l_max_pool2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   pt_pool2d_opts o;
   pool_opts(L, "max_pool2d", &o);
-  return finish(L, pt_max_pool2d(lpt_ctx(L), x, &o, &out), out);
+  pt_status st = pt_max_pool2d(lpt_ctx(L), x, &o, &out);
+  return finish(L, st, out);
 }
 
 static int l_avg_pool2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   pt_pool2d_opts o;
   pool_opts(L, "avg_pool2d", &o);
-  return finish(L, pt_avg_pool2d(lpt_ctx(L), x, &o, &out), out);
+  pt_status st = pt_avg_pool2d(lpt_ctx(L), x, &o, &out);
+  return finish(L, st, out);
 }
 
 static int l_adaptive_avg_pool2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   int size[2];
   arg_pair(L, 2, size, "adaptive_avg_pool2d", "output size");
-  return finish(L, pt_adaptive_avg_pool2d(lpt_ctx(L), x, size[0], size[1], &out), out);
+  pt_status st = pt_adaptive_avg_pool2d(lpt_ctx(L), x, size[0], size[1], &out);
+  return finish(L, st, out);
 }
 
 /* pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=, momentum=0.1, eps=1e-5}]) */
@@ -120,7 +124,8 @@ static int l_batch_norm(lua_State *L) {
   bool training = lpt_opt_bool(L, opts, "training", true);
   double momentum = opt_number(L, opts, "momentum", 0.1), eps = opt_number(L, opts, "eps", 1e-5);
   pt_tensor *out = NULL;
-  return finish(L, pt_batch_norm(lpt_ctx(L), x, t[0], t[1], t[2], t[3], training, momentum, eps, &out), out);
+  pt_status st = pt_batch_norm(lpt_ctx(L), x, t[0], t[1], t[2], t[3], training, momentum, eps, &out);
+  return finish(L, st, out);
 }
 
 /* pt.dropout2d(x[, p=0.5][, training=true]) */
@@ -128,7 +133,8 @@ static int l_dropout2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   double p = luaL_optnumber(L, 2, 0.5);
   bool training = lua_isnone(L, 3) ? true : lua_toboolean(L, 3);
-  return finish(L, pt_dropout2d(lpt_ctx(L), x, p, training, &out), out);
+  pt_status st = pt_dropout2d(lpt_ctx(L), x, p, training, &out);
+  return finish(L, st, out);
 }
 
 /* pt.upsample_nearest2d(x, scale) -- scale an integer or {sh, sw} */
@@ -136,7 +142,8 @@ static int l_upsample_nearest2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   int s[2];
   arg_pair(L, 2, s, "upsample_nearest2d", "scale factor");
-  return finish(L, pt_upsample_nearest2d(lpt_ctx(L), x, s[0], s[1], &out), out);
+  pt_status st = pt_upsample_nearest2d(lpt_ctx(L), x, s[0], s[1], &out);
+  return finish(L, st, out);
 }
 
 static const luaL_Reg functions[] = {

@@ -57,9 +57,24 @@ static lpt_state *state_create(lua_State *L) {
   return s;
 }
 
+/* Position of the nearest Lua caller: bindings may be reached through other C functions
+ * (metamethods, __index dispatch), and the user wants their own line in the message. */
+static void where_lua(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    lua_getinfo(L, "Sl", &ar);
+    if (ar.currentline > 0) {
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      return;
+    }
+    if (level >= 4) break;
+  }
+  lua_pushliteral(L, "");
+}
+
 int lpt_error(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
-  luaL_where(L, 1);
+  where_lua(L);
   lua_pushstring(L, ctx->err);
   lua_concat(L, 2);
   return lua_error(L);
@@ -68,7 +83,7 @@ int lpt_error(lua_State *L) {
 int lpt_errorf(lua_State *L, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  luaL_where(L, 1);
+  where_lua(L);
   lua_pushvfstring(L, fmt, ap);
   va_end(ap);
   lua_concat(L, 2);

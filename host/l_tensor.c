@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/ops_index.h"
 #include "lpt.h"
 
 /* --- userdata --- */
@@ -186,6 +187,7 @@ static int t_newindex(lua_State *L) {
     if (i < 1 || i > n)
       return lpt_errorf(L, "index: index %d out of range for dimension 1 of size %d",
                         (int)lua_tointeger(L, 2), (int)n);
+    if (pt_check_inplace(lpt_ctx(L), "index", t, NULL)) return lpt_error(L);
     int64_t idx = i - 1;
     pt_tensor_set(t, &idx, lua_tonumber(L, 3));
     atomic_fetch_add(&t->version, 1);
@@ -368,45 +370,102 @@ static int t_eq(lua_State *L) {
   return 1;
 }
 
-/* --- printing --- */
+/* --- printing ---
+ * PyTorch's rules, Lua's braces: tensor({{1.0000, 2.0000},
+ *                                        {3.0000, 4.5000}}, shape={2,2}, dtype=float32)
+ * Floating tensors whose shown values are all integers print as "1." (PyTorch); otherwise 4
+ * digits after the point, or %.4e when the nonzero magnitudes span more than 1000x, exceed 1e8
+ * or go below 1e-4. Integer dtypes print exactly, bool as true/false. Every element is padded
+ * to the widest shown one; rows wrap at 80 columns. With more than 1000 elements each dimension
+ * longer than 6 shows its first and last 3 entries around "...". Only the shown elements
+ * decide the format. */
 
-static void format_number(char *buf, size_t n, double v, pt_dtype dt, int prec) {
-  if (dt == PT_BOOL)
-    snprintf(buf, n, "%s", v != 0 ? "true" : "false");
-  else if (!pt_dtype_is_floating(dt))
-    snprintf(buf, n, "%lld", (long long)v);
-  else if (isnan(v))
-    snprintf(buf, n, "nan");
-  else if (isinf(v))
-    snprintf(buf, n, v > 0 ? "inf" : "-inf");
-  else
-    snprintf(buf, n, "%.*f", prec, v);
-}
+enum { FMT_INT, FMT_BOOL, FMT_FLOAT_INT, FMT_FIXED, FMT_SCI };
+
+#define FMT_LINEWIDTH 80
+#define FMT_THRESHOLD 1000
+#define FMT_EDGE 3
 
 typedef struct fmt_ctx {
   luaL_Buffer *b;
   const pt_tensor *t;
-  int width, prec;
-  bool sci;
-  int64_t edge; /* summarise dims longer than 2*edge */
+  int mode;
+  int width;     /* of every element */
+  int per_line;  /* elements per line in the last dimension */
+  int64_t edge;  /* summarise dims longer than 2*edge (0: never) */
 } fmt_ctx;
 
-static void fmt_value(fmt_ctx *f, double v, char *buf, size_t n) {
-  if (f->sci && pt_dtype_is_floating(f->t->dtype) && isfinite(v))
-    snprintf(buf, n, "%.*e", f->prec, v);
-  else
-    format_number(buf, n, v, f->t->dtype, f->prec);
+typedef void (*fmt_visit_fn)(fmt_ctx *f, const char *p, void *ud);
+
+static const char *fmt_elem(const fmt_ctx *f, int64_t offset) {
+  return (const char *)f->t->storage->data + offset * (int64_t)pt_dtype_size(f->t->dtype);
+}
+
+/* Visit the elements that will be shown, in order. */
+static void fmt_walk(fmt_ctx *f, int dim, int64_t offset, fmt_visit_fn fn, void *ud) {
+  const pt_tensor *t = f->t;
+  if (dim == t->ndim) {
+    fn(f, fmt_elem(f, offset), ud);
+    return;
+  }
+  int64_t n = t->shape[dim];
+  bool summarise = f->edge > 0 && n > 2 * f->edge;
+  for (int64_t i = 0; i < n; i++) {
+    if (summarise && i == f->edge) i = n - f->edge;
+    fmt_walk(f, dim + 1, offset + i * t->stride[dim], fn, ud);
+  }
+}
+
+static void format_number(char *buf, size_t n, const char *p, pt_dtype dt, int mode) {
+  switch (dt) {
+  case PT_BOOL: snprintf(buf, n, "%s", *(const uint8_t *)p ? "true" : "false"); return;
+  case PT_INT64: snprintf(buf, n, "%lld", (long long)*(const int64_t *)p); return;
+  case PT_INT32: snprintf(buf, n, "%d", (int)*(const int32_t *)p); return;
+  case PT_UINT8: snprintf(buf, n, "%u", (unsigned)*(const uint8_t *)p); return;
+  default: break;
+  }
+  double v = pt_read_as_double(p, dt);
+  if (isnan(v)) snprintf(buf, n, "nan");
+  else if (isinf(v)) snprintf(buf, n, v > 0 ? "inf" : "-inf");
+  else if (mode == FMT_FLOAT_INT) snprintf(buf, n, "%.0f.", v);
+  else if (mode == FMT_SCI) snprintf(buf, n, "%.4e", v);
+  else snprintf(buf, n, "%.4f", v);
+}
+
+typedef struct fmt_stats {
+  bool any_finite, all_int;
+  double maxabs, minabs; /* over nonzero finite values */
+} fmt_stats;
+
+static void fmt_collect(fmt_ctx *f, const char *p, void *ud) {
+  fmt_stats *s = ud;
+  double v = pt_read_as_double(p, f->t->dtype);
+  if (!isfinite(v) || v == 0) return;
+  double a = fabs(v);
+  s->any_finite = true;
+  if (v != floor(v)) s->all_int = false;
+  if (a > s->maxabs) s->maxabs = a;
+  if (a < s->minabs) s->minabs = a;
+}
+
+static void fmt_measure(fmt_ctx *f, const char *p, void *ud) {
+  (void)ud;
+  char buf[64];
+  format_number(buf, sizeof buf, p, f->t->dtype, f->mode);
+  int w = (int)strlen(buf);
+  if (w > f->width) f->width = w;
+}
+
+static void fmt_indent(luaL_Buffer *b, int n) {
+  for (int k = 0; k < n; k++) luaL_addchar(b, ' ');
 }
 
 static void fmt_rec(fmt_ctx *f, int dim, int64_t offset, int indent) {
   const pt_tensor *t = f->t;
   luaL_Buffer *b = f->b;
-  size_t es = pt_dtype_size(t->dtype);
-  const char *base = t->storage->data;
-  char buf[64];
   if (dim == t->ndim) {
-    fmt_value(f, pt_read_as_double(base + offset * (int64_t)es, t->dtype), buf, sizeof buf);
-    char pad[80];
+    char buf[64], pad[80];
+    format_number(buf, sizeof buf, fmt_elem(f, offset), t->dtype, f->mode);
     snprintf(pad, sizeof pad, "%*s", f->width, buf);
     luaL_addstring(b, pad);
     return;
@@ -414,83 +473,78 @@ static void fmt_rec(fmt_ctx *f, int dim, int64_t offset, int indent) {
   luaL_addchar(b, '{');
   int64_t n = t->shape[dim];
   bool summarise = f->edge > 0 && n > 2 * f->edge;
-  for (int64_t i = 0; i < n; i++) {
-    if (summarise && i == f->edge) {
-      luaL_addstring(b, dim == t->ndim - 1 ? " ...," : "\n");
-      if (dim != t->ndim - 1) {
-        for (int k = 0; k < indent + 1; k++) luaL_addchar(b, ' ');
-        luaL_addstring(b, "...,\n");
-        for (int k = 0; k < indent + 1; k++) luaL_addchar(b, ' ');
-      }
-      i = n - f->edge;
-    }
-    fmt_rec(f, dim + 1, offset + i * t->stride[dim], indent + 1);
-    if (i < n - 1) {
+  int64_t count = summarise ? 2 * f->edge + 1 : n;
+  bool last = dim == t->ndim - 1;
+  for (int64_t k = 0; k < count; k++) {
+    if (k > 0) {
       luaL_addchar(b, ',');
-      if (dim == t->ndim - 1) {
+      if (last && k % f->per_line != 0) {
         luaL_addchar(b, ' ');
       } else {
-        for (int k = dim; k < t->ndim - 1; k++) luaL_addchar(b, '\n');
-        for (int k = 0; k < indent + 1; k++) luaL_addchar(b, ' ');
+        int newlines = last ? 1 : t->ndim - 1 - dim; /* a blank line between 2-d blocks */
+        for (int j = 0; j < newlines; j++) luaL_addchar(b, '\n');
+        fmt_indent(b, indent + 1);
       }
     }
+    if (summarise && k == f->edge) {
+      luaL_addstring(b, "...");
+      continue;
+    }
+    int64_t i = summarise && k > f->edge ? n - (count - k) : k;
+    fmt_rec(f, dim + 1, offset + i * t->stride[dim], indent + 1);
   }
   luaL_addchar(b, '}');
 }
 
 static int t_tostring(lua_State *L) {
-  lpt_box *bx = luaL_checkudata(L, 1, LPT_TENSOR);
+  lpt_box *bx = luaL_testudata(L, 1, LPT_TENSOR);
+  if (!bx) return luaL_typeerror(L, 1, "Tensor");
   if (!bx->t) {
     lua_pushstring(L, "tensor(closed)");
     return 1;
   }
   const pt_tensor *t = bx->t;
-  int64_t n = pt_tensor_numel(t);
-  fmt_ctx f = {0};
-  f.t = t;
-  f.edge = n > 1000 ? 3 : 0;
-  /* choose precision and width from the values shown */
-  double maxabs = 0, minabs = INFINITY;
-  bool all_int = true;
-  for (int64_t i = 0; i < n; i++) {
-    double v = fabs(pt_tensor_get_flat(t, i));
-    if (!isfinite(v)) continue;
-    if (v > maxabs) maxabs = v;
-    if (v > 0 && v < minabs) minabs = v;
-    if (v != floor(v)) all_int = false;
-    if (i > 100000) break;
-  }
-  f.prec = all_int ? 0 : 4;
-  f.sci = pt_dtype_is_floating(t->dtype) && (maxabs >= 1e8 || (minabs < 1e-4 && maxabs > 0));
-  if (f.sci) f.prec = 4;
-  char buf[64];
-  f.width = 1;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t idx = i;
-    if (f.edge && t->ndim > 0) { /* only measure a sample */
-      if (i > 2000) break;
-    }
-    fmt_value(&f, pt_tensor_get_flat(t, idx), buf, sizeof buf);
-    int w = (int)strlen(buf);
-    if (w > f.width) f.width = w;
-  }
-  if (pt_dtype_is_floating(t->dtype) && all_int && !f.sci) f.width++; /* room for the '.' */
+  int64_t numel = pt_tensor_numel(t);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  f.b = &b;
   luaL_addstring(&b, "tensor(");
-  if (pt_dtype_is_floating(t->dtype) && all_int && !f.sci) {
-    /* print 1. rather than 1 so floats read as floats */
-    fmt_ctx g = f;
-    (void)g;
+  if (t->storage->device.type != PT_CPU) {
+    luaL_addstring(&b, "<device data>");
+  } else if (numel == 0) {
+    luaL_addstring(&b, "{}");
+  } else {
+    fmt_ctx f = {.b = &b, .t = t, .width = 1, .per_line = 1};
+    f.edge = numel > FMT_THRESHOLD ? FMT_EDGE : 0;
+    if (t->dtype == PT_BOOL) {
+      f.mode = FMT_BOOL;
+    } else if (!pt_dtype_is_floating(t->dtype)) {
+      f.mode = FMT_INT;
+    } else {
+      fmt_stats s = {.all_int = true, .minabs = INFINITY};
+      fmt_walk(&f, 0, t->offset, fmt_collect, &s);
+      if (!s.any_finite) f.mode = s.all_int ? FMT_FLOAT_INT : FMT_FIXED;
+      else if (s.all_int) f.mode = s.maxabs > 1e8 ? FMT_SCI : FMT_FLOAT_INT;
+      else if (s.maxabs / s.minabs > 1000 || s.maxabs > 1e8 || s.minabs < 1e-4) f.mode = FMT_SCI;
+      else f.mode = FMT_FIXED;
+    }
+    fmt_walk(&f, 0, t->offset, fmt_measure, NULL);
+    if (t->ndim == 0) f.width = 0; /* a lone value is not padded */
+    int avail = FMT_LINEWIDTH - (7 + (t->ndim > 0 ? t->ndim - 1 : 0));
+    f.per_line = avail / (f.width + 2);
+    if (f.per_line < 1) f.per_line = 1;
+    fmt_rec(&f, 0, t->offset, 7);
   }
-  fmt_rec(&f, 0, t->offset, 7);
-  char shape[PT_SHAPE_STR_MAX];
+  char shape[PT_SHAPE_STR_MAX], dev[32], tail[PT_SHAPE_STR_MAX + 160];
   pt_shape_format(t->ndim, t->shape, shape, sizeof shape);
-  char tail[256];
-  snprintf(tail, sizeof tail, ", shape=%s, dtype=%s%s%s)", shape, pt_dtype_name(t->dtype),
-           t->grad_fn ? ", grad_fn=" : (t->requires_grad ? ", requires_grad=true" : ""),
-           t->grad_fn ? t->grad_fn->name : "");
+  int len = snprintf(tail, sizeof tail, ", shape=%s, dtype=%s", shape, pt_dtype_name(t->dtype));
+  if (t->storage->device.type != PT_CPU) {
+    pt_device_format(t->storage->device, dev, sizeof dev);
+    len += snprintf(tail + len, sizeof tail - (size_t)len, ", device=%s", dev);
+  }
+  if (t->grad_fn)
+    snprintf(tail + len, sizeof tail - (size_t)len, ", grad_fn=<%s>)", t->grad_fn->name);
+  else
+    snprintf(tail + len, sizeof tail - (size_t)len, "%s)", t->requires_grad ? ", requires_grad=true" : "");
   luaL_addstring(&b, tail);
   luaL_pushresult(&b);
   return 1;

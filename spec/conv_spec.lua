@@ -1,7 +1,7 @@
 local pt = require "partrain"
 local gradcheck = require "spec.gradcheck"
 
-local function f64(...) return pt.randn(..., {dtype = "float64"}) end
+local function f64(...) return pt.randn({...}, {dtype = "float64"}) end
 
 local function close(a, b, tol)
   tol = tol or 1e-9
