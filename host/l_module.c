@@ -221,7 +221,16 @@ static int l_set_grad_enabled(lua_State *L) {
   return 1;
 }
 
+/* pt.clock() -> seconds on a monotonic wall clock (for timing; os.clock is CPU time) */
+static int l_clock(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
 static const luaL_Reg module_functions[] = {
+    {"clock", l_clock},
     {"manual_seed", l_manual_seed},
     {"is_grad_enabled", l_is_grad_enabled},
     {"set_grad_enabled", l_set_grad_enabled},

@@ -18,6 +18,11 @@ int luaopen_partrain_core(lua_State *L);
 #define PT_INSTALL_LUA_DIR "/usr/local/share/lua/5.4"
 #endif
 
+/* Process-wide by nature: signals are delivered to the process. */
+static volatile sig_atomic_t interrupt_flag = 0;
+
+volatile sig_atomic_t *pt_state_interrupt_flag(void) { return &interrupt_flag; }
+
 const char *pt_state_lua_dir(void) {
   const char *env = getenv("PARTRAIN_LUA_DIR");
   if (env && *env) return env;

@@ -4,11 +4,19 @@
 #define PT_STATE_H
 
 #include <lua.h>
+#include <signal.h>
 
 /* A new state with partrain available through require. NULL only when out of memory. */
 lua_State *pt_state_new(void);
 
 /* The Lua directory searched first (source tree when run from the build tree). */
 const char *pt_state_lua_dir(void);
+
+/* The process's interrupt flag. The executable's SIGINT handler sets it to 1 (Ctrl-C) and clears
+ * it before each top-level chunk and REPL line. partrain's ctx->interrupted points at it in the
+ * executable's state, so a long loop in lib/ can poll `ctx->interrupted && *ctx->interrupted`
+ * and stop with pt_fail(ctx, PT_EINTR, "interrupted"). Dispatcher workers may point their
+ * ctx->interrupted at it too, so Ctrl-C reaches C loops on every thread. Never written by lib/. */
+volatile sig_atomic_t *pt_state_interrupt_flag(void);
 
 #endif

@@ -1,6 +1,8 @@
 /* Convolution, pooling, batch norm, channel dropout and upsampling (see conv.h). */
 #include "conv.h"
 
+#include "parallel.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -63,6 +65,56 @@ static int out_shape(const pt_tensor *x, int64_t N, int64_t C, int64_t Ho, int64
 
 /* ---------------------------------------------------------------- conv2d */
 
+/* One conv call split over samples: each thread has its own im2col buffer and, in backward,
+ * its own weight/bias gradient partials, summed afterwards in thread order (deterministic). */
+typedef struct conv_job {
+  const void *x, *w, *b, *gy;
+  void *y, *dx, *dw, *db;
+  pt_dtype dtype;
+  int C, H, W, O, kh, kw, Ho, Wo;
+  const pt_conv2d_opts *o;
+  char *cols;
+  size_t cols_bytes;
+  char *partials; /* per thread (tid >= 1): dw then db */
+  size_t partial_bytes, dw_bytes;
+} conv_job;
+
+static void conv_forward_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  conv_job *j = arg;
+  void *cols = j->cols + (size_t)tid * j->cols_bytes;
+  if (j->dtype == PT_FLOAT32)
+    conv_forward_f32(j->x, j->w, j->b, j->y, (int)b, (int)e, j->C, j->H, j->W, j->O, j->kh, j->kw, j->Ho, j->Wo,
+                     j->o, cols);
+  else
+    conv_forward_f64(j->x, j->w, j->b, j->y, (int)b, (int)e, j->C, j->H, j->W, j->O, j->kh, j->kw, j->Ho, j->Wo,
+                     j->o, cols);
+}
+
+static void conv_backward_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  conv_job *j = arg;
+  void *cols = j->cols + (size_t)tid * j->cols_bytes;
+  void *dw = j->dw, *db = j->db;
+  if (tid > 0) {
+    char *p = j->partials + (size_t)(tid - 1) * j->partial_bytes;
+    memset(p, 0, j->partial_bytes);
+    if (dw) dw = p;
+    if (db) db = p + j->dw_bytes;
+  }
+  if (j->dtype == PT_FLOAT32)
+    conv_backward_f32(j->x, j->w, j->gy, j->dx, dw, db, (int)b, (int)e, j->C, j->H, j->W, j->O, j->kh, j->kw,
+                      j->Ho, j->Wo, j->o, cols);
+  else
+    conv_backward_f64(j->x, j->w, j->gy, j->dx, dw, db, (int)b, (int)e, j->C, j->H, j->W, j->O, j->kh, j->kw,
+                      j->Ho, j->Wo, j->o, cols);
+}
+
+static void add_partials(pt_dtype dt, void *dst, const char *src, int64_t n) {
+  if (dt == PT_FLOAT32)
+    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] += ((const float *)src)[i];
+  else
+    for (int64_t i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i];
+}
+
 static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
   pt_conv2d_opts o;
@@ -84,20 +136,30 @@ static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt
     goto fail;
   int64_t K = (int64_t)(C / o.groups) * kh * kw, P = (int64_t)Ho * Wo;
   size_t es = pt_dtype_size(x->dtype);
-  void *cols = pt_alloc(ctx, (size_t)(K * P) * es);
-  if (!cols) {
+  int nthreads = pt_parallel_threads(ctx);
+  if (nthreads > N) nthreads = N;
+  conv_job job = {.x = pt_tensor_data(x), .w = pt_tensor_data(w), .gy = pt_tensor_data(gy),
+                  .dx = gx ? pt_tensor_data(gx) : NULL, .dw = gw ? pt_tensor_data(gw) : NULL,
+                  .db = gb ? pt_tensor_data(gb) : NULL, .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O,
+                  .kh = kh, .kw = kw, .Ho = Ho, .Wo = Wo, .o = &o, .cols_bytes = (size_t)(K * P) * es,
+                  .dw_bytes = (size_t)pt_tensor_numel(w) * es};
+  job.partial_bytes = job.dw_bytes + (size_t)O * es;
+  job.cols = pt_alloc(ctx, job.cols_bytes * (size_t)nthreads);
+  job.partials = nthreads > 1 ? pt_alloc(ctx, job.partial_bytes * (size_t)(nthreads - 1)) : NULL;
+  if (!job.cols || (nthreads > 1 && !job.partials)) {
+    pt_free(job.cols);
+    pt_free(job.partials);
     st = PT_ENOMEM;
     goto fail;
   }
-  if (x->dtype == PT_FLOAT32)
-    conv_backward_f32(pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy), gx ? pt_tensor_data(gx) : NULL,
-                      gw ? pt_tensor_data(gw) : NULL, gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, kh, kw,
-                      Ho, Wo, &o, cols);
-  else
-    conv_backward_f64(pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy), gx ? pt_tensor_data(gx) : NULL,
-                      gw ? pt_tensor_data(gw) : NULL, gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, kh, kw,
-                      Ho, Wo, &o, cols);
-  pt_free(cols);
+  int used = pt_parallel_for(ctx, N, 1, conv_backward_chunk, &job);
+  for (int t = 1; t < used; t++) {
+    const char *p = job.partials + (size_t)(t - 1) * job.partial_bytes;
+    if (gw) add_partials(x->dtype, job.dw, p, pt_tensor_numel(w));
+    if (gb) add_partials(x->dtype, job.db, p + job.dw_bytes, O);
+  }
+  pt_free(job.cols);
+  pt_free(job.partials);
   pt_tensor_release(gy);
   gin[0] = gx;
   gin[1] = gw;
@@ -156,17 +218,17 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
       (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
     goto done;
   int64_t K = (int64_t)(C / g) * kh * kw, P = (int64_t)Ho * Wo;
-  cols = pt_alloc(ctx, (size_t)(K * P) * pt_dtype_size(x->dtype));
+  int nthreads = pt_parallel_threads(ctx);
+  size_t cols_bytes = (size_t)(K * P) * pt_dtype_size(x->dtype);
+  cols = pt_alloc(ctx, cols_bytes * (size_t)nthreads);
   if (!cols) {
     st = PT_ENOMEM;
     goto done;
   }
-  if (x->dtype == PT_FLOAT32)
-    conv_forward_f32(pt_tensor_data(xc), pt_tensor_data(wc), bc ? pt_tensor_data(bc) : NULL, pt_tensor_data(y),
-                     N, C, H, W, O, kh, kw, Ho, Wo, o, cols);
-  else
-    conv_forward_f64(pt_tensor_data(xc), pt_tensor_data(wc), bc ? pt_tensor_data(bc) : NULL, pt_tensor_data(y),
-                     N, C, H, W, O, kh, kw, Ho, Wo, o, cols);
+  conv_job job = {.x = pt_tensor_data(xc), .w = pt_tensor_data(wc), .b = bc ? pt_tensor_data(bc) : NULL,
+                  .y = pt_tensor_data(y), .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O, .kh = kh,
+                  .kw = kw, .Ho = Ho, .Wo = Wo, .o = o, .cols = cols, .cols_bytes = cols_bytes};
+  pt_parallel_for(ctx, N, 1, conv_forward_chunk, &job);
   pt_tensor *inputs[3] = {x, w, bias};
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, "Conv2dBackward", conv2d_backward, bias ? 3 : 2, inputs, &node)))

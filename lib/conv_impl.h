@@ -58,14 +58,14 @@ static void SUFFIX(col2im)(const real *cols, int C, int H, int W, int kh, int kw
 }
 
 /* y {N,O,Ho,Wo} = conv(x {N,C,H,W}, w {O,C/g,kh,kw}) + b */
-static void SUFFIX(conv_forward)(const real *x, const real *w, const real *b, real *y, int N, int C,
+static void SUFFIX(conv_forward)(const real *x, const real *w, const real *b, real *y, int n0, int N, int C,
                                  int H, int W, int O, int kh, int kw, int Ho, int Wo,
                                  const pt_conv2d_opts *o, real *cols) {
   int g = o->groups, Cg = C / g, Og = O / g;
   int K = Cg * kh * kw, P = Ho * Wo;
   bool direct = kh == 1 && kw == 1 && o->stride[0] == 1 && o->stride[1] == 1 && o->padding[0] == 0 &&
                 o->padding[1] == 0;
-  for (int n = 0; n < N; n++) {
+  for (int n = n0; n < N; n++) {
     for (int gi = 0; gi < g; gi++) {
       const real *xg = x + ((int64_t)n * C + gi * Cg) * H * W;
       const real *colp = xg;
@@ -89,13 +89,13 @@ static void SUFFIX(conv_forward)(const real *x, const real *w, const real *b, re
 
 /* Given gy {N,O,Ho,Wo}: dx (may be NULL) = conv^T, dw (may be NULL) += gy x cols^T, db += sum */
 static void SUFFIX(conv_backward)(const real *x, const real *w, const real *gy, real *dx, real *dw,
-                                  real *db, int N, int C, int H, int W, int O, int kh, int kw,
+                                  real *db, int n0, int N, int C, int H, int W, int O, int kh, int kw,
                                   int Ho, int Wo, const pt_conv2d_opts *o, real *cols) {
   int g = o->groups, Cg = C / g, Og = O / g;
   int K = Cg * kh * kw, P = Ho * Wo;
   bool direct = kh == 1 && kw == 1 && o->stride[0] == 1 && o->stride[1] == 1 && o->padding[0] == 0 &&
                 o->padding[1] == 0;
-  for (int n = 0; n < N; n++) {
+  for (int n = n0; n < N; n++) {
     for (int gi = 0; gi < g; gi++) {
       const real *xg = x + ((int64_t)n * C + gi * Cg) * H * W;
       const real *gyg = gy + ((int64_t)n * O + gi * Og) * P;

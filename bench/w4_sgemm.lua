@@ -1,0 +1,79 @@
+-- W4: 2048x2048 float32 matrix product through the API (pt.mm), against OpenBLAS called directly.
+-- Prints METRIC w4_sgemm_gflops (partrain) and, when build/bench_sgemm_direct is next to the
+-- partrain executable, runs it too (alternating rounds) and prints METRIC
+-- w4_openblas_direct_gflops and the ratio w4_sgemm_vs_direct.
+--   build/partrain bench/w4_sgemm.lua [n=2048] [reps=7]
+local pt = require "partrain"
+
+local n = tonumber(arg and arg[1]) or 2048
+local reps = math.max(5, tonumber(arg and arg[2]) or 7)
+
+-- a wall clock (BLAS runs on several threads, so os.clock's CPU time would be wrong)
+local now = pt.now or pt._data_now
+if not now then
+  now = function()
+    local p = io.popen("date +%s.%N")
+    local s = p:read("*l")
+    p:close()
+    return tonumber(s)
+  end
+end
+
+pt.manual_seed(1)
+local a = pt.randn(n, n)
+local b = pt.randn(n, n)
+
+local function median(t)
+  table.sort(t)
+  return t[math.floor(#t / 2) + 1]
+end
+
+-- one round: reps timed calls after a warm-up; -> GFLOP/s of the median call
+local function api_round()
+  local times = {}
+  local c = pt.mm(a, b) -- warm-up
+  c = nil
+  for r = 1, reps do
+    collectgarbage() -- the previous output is freed outside the timed region, as in the C run
+    local t0 = now()
+    local out = pt.mm(a, b)
+    times[r] = now() - t0
+    out = nil
+  end
+  return 2 * n * n * n / median(times) * 1e-9
+end
+
+-- the direct OpenBLAS reference, built as bench_sgemm_direct beside this partrain
+local direct
+local exe = arg and arg[-1]
+local dir = exe and exe:match("^(.*)/[^/]*$")
+if dir then
+  local f = io.open(dir .. "/bench_sgemm_direct", "r")
+  if f then
+    f:close()
+    direct = dir .. "/bench_sgemm_direct"
+  end
+end
+
+local function direct_round()
+  local p = io.popen(string.format("%q %d %d", direct, n, reps))
+  local out = p:read("*a")
+  p:close()
+  return tonumber(out:match("METRIC w4_openblas_direct_gflops (%S+)"))
+end
+
+-- alternate rounds so both sides see the same machine load; report medians over rounds
+local rounds = direct and 3 or 1
+local api, ref = {}, {}
+for r = 1, rounds do
+  api[r] = api_round()
+  if direct then ref[#ref + 1] = direct_round() end
+end
+local gflops = median(api)
+print(string.format("# pt.mm %dx%d float32: %d rounds of %d calls", n, n, rounds, reps))
+print(string.format("METRIC w4_sgemm_gflops %.2f GFLOP/s", gflops))
+if #ref > 0 then
+  local d = median(ref)
+  print(string.format("METRIC w4_openblas_direct_gflops %.2f GFLOP/s", d))
+  print(string.format("METRIC w4_sgemm_vs_direct %.3f ratio", gflops / d))
+end

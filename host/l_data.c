@@ -1,0 +1,623 @@
+/* Data, checkpoints and progress helpers from Lua. The Lua modules partrain.data,
+ * partrain.checkpoint, partrain.metrics and partrain.progress build on these pt._data_* entry
+ * points; users normally call those modules, not these functions. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/checkpoint.h"
+#include "../lib/data.h"
+#include "lpt.h"
+
+#define INTERRUPT_KEY "partrain.data.interrupt"
+
+static void push_new(lua_State *L, pt_tensor *t) { lpt_push_tensor(L, t); }
+
+/* --- files --- */
+
+static int l_read_idx(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  pt_tensor *t;
+  if (pt_idx_read(lpt_ctx(L), path, &t)) return lpt_error(L);
+  push_new(L, t);
+  return 1;
+}
+
+static int l_class_index(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *o;
+  lua_Integer off = luaL_optinteger(L, 2, 1);
+  if (pt_data_class_index(lpt_ctx(L), t, off, &o)) return lpt_error(L);
+  push_new(L, o);
+  return 1;
+}
+
+static void push_strings(lua_State *L, char **s, int n) {
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, s[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* _data_read_csv(path, header, label (name | 1-based index, negative from the end | nil), offset)
+ * -> features, labels|nil, header names|nil, class names|nil */
+static int l_read_csv(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  bool header = lua_toboolean(L, 2);
+  const char *name = NULL;
+  int col = PT_CSV_NO_LABEL;
+  if (lua_type(L, 3) == LUA_TSTRING) {
+    name = lua_tostring(L, 3);
+  } else if (!lua_isnoneornil(L, 3)) {
+    lua_Integer c = luaL_checkinteger(L, 3);
+    if (c == 0 || c > 1000000 || c < -1000000) return luaL_argerror(L, 3, "label column out of range");
+    col = c > 0 ? (int)c - 1 : (int)c;
+  }
+  lua_Integer off = luaL_optinteger(L, 4, 0);
+  pt_csv_result r;
+  if (pt_csv_read(lpt_ctx(L), path, header, name, col, off, &r)) return lpt_error(L);
+  /* push without raising while r holds memory: lua_push* only fail on OOM */
+  lpt_push_tensor(L, r.features);
+  r.features = NULL;
+  if (r.labels) {
+    lpt_push_tensor(L, r.labels);
+    r.labels = NULL;
+  } else {
+    lua_pushnil(L);
+  }
+  if (r.header) push_strings(L, r.header, r.ncols);
+  else lua_pushnil(L);
+  if (r.class_names) push_strings(L, r.class_names, r.n_classes);
+  else lua_pushnil(L);
+  pt_csv_result_free(&r);
+  return 4;
+}
+
+/* --- batches --- */
+
+/* idx: int64 tensor of 1-based indices; reads idx[first .. first+count-1] into a 0-based array */
+static int64_t *index_slice(lua_State *L, int arg, lua_Integer first, lua_Integer count) {
+  pt_tensor *idx = lpt_check_tensor(L, arg);
+  if (idx->dtype != PT_INT64 || idx->ndim != 1 || !pt_tensor_is_contiguous(idx))
+    lpt_errorf(L, "gather: indices must be a contiguous 1-D int64 tensor");
+  if (first < 1 || count < 0 || first - 1 + count > idx->shape[0])
+    lpt_errorf(L, "gather: index range %d..%d out of range 1..%d", (int)first, (int)(first + count - 1),
+               (int)idx->shape[0]);
+  int64_t *out = lua_newuserdatauv(L, (size_t)(count ? count : 1) * sizeof(int64_t), 0);
+  const int64_t *src = (const int64_t *)pt_tensor_data(idx) + (first - 1);
+  for (lua_Integer i = 0; i < count; i++) out[i] = src[i] - 1;
+  return out; /* stays on the stack, collected with it */
+}
+
+/* a fresh contiguous {1, ...} tensor we own alone -> {...} */
+static void drop_leading_dim(pt_tensor *o) {
+  for (int d = 1; d < o->ndim; d++) {
+    o->shape[d - 1] = o->shape[d];
+    o->stride[d - 1] = o->stride[d];
+  }
+  o->ndim--;
+}
+
+/* _data_gather(src, indices, first, count[, {dtype=, scale=, shape=, sample=}]) -> batch
+ * (sample = true with count 1: one sample without the batch dimension) */
+static int l_gather(lua_State *L) {
+  pt_tensor *src = lpt_check_tensor(L, 1);
+  lua_Integer first = luaL_checkinteger(L, 3), count = luaL_checkinteger(L, 4);
+  int opts = lua_istable(L, 5) ? 5 : 0;
+  pt_dtype dt = lpt_opt_dtype(L, opts, src->dtype);
+  double scale = 1.0;
+  int64_t shape[PT_MAX_DIMS];
+  int nd = -1;
+  if (opts) {
+    if (lua_getfield(L, opts, "scale") != LUA_TNIL) scale = luaL_checknumber(L, -1);
+    lua_pop(L, 1);
+    if (lua_getfield(L, opts, "shape") != LUA_TNIL) nd = lpt_check_shape(L, lua_gettop(L), shape);
+    lua_pop(L, 1);
+  }
+  bool sample = lpt_opt_bool(L, opts, "sample", false);
+  int64_t *index = index_slice(L, 2, first, count);
+  pt_tensor *o;
+  if (pt_data_gather(lpt_ctx(L), src, index, count, dt, scale, nd, shape, &o)) return lpt_error(L);
+  if (sample && count == 1) drop_leading_dim(o);
+  push_new(L, o);
+  return 1;
+}
+
+/* _data_take(base, indices, first, count) -> int64 {count}: base[indices[first..]] (1-based) */
+static int l_take(lua_State *L) {
+  pt_tensor *base = lpt_check_tensor(L, 1);
+  lua_Integer first = luaL_checkinteger(L, 3), count = luaL_checkinteger(L, 4);
+  int64_t *index = index_slice(L, 2, first, count);
+  pt_tensor *o;
+  if (pt_data_gather(lpt_ctx(L), base, index, count, PT_INT64, 1.0, -1, NULL, &o)) return lpt_error(L);
+  push_new(L, o);
+  return 1;
+}
+
+/* _data_stack(list) -> tensor {n, ...}; a list of numbers gives int64 (all integers) or float32 */
+static int l_stack(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 1);
+  if (n < 1) return lpt_errorf(L, "collate: empty batch");
+  lua_geti(L, 1, 1);
+  int first_type = lua_type(L, -1);
+  lua_pop(L, 1);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (first_type == LUA_TNUMBER) {
+    bool ints = true;
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, 1, i);
+      if (lua_type(L, -1) != LUA_TNUMBER)
+        return lpt_errorf(L, "collate: sample %d is a %s, sample 1 a number", (int)i, luaL_typename(L, -1));
+      if (!lua_isinteger(L, -1)) ints = false;
+      lua_pop(L, 1);
+    }
+    int64_t shape[1] = {n};
+    pt_tensor *o;
+    if (pt_tensor_empty(ctx, ints ? PT_INT64 : PT_FLOAT32, 1, shape, &o)) return lpt_error(L);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, 1, i);
+      if (ints) ((int64_t *)pt_tensor_data(o))[i - 1] = lua_tointeger(L, -1);
+      else ((float *)pt_tensor_data(o))[i - 1] = (float)lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+    push_new(L, o);
+    return 1;
+  }
+  pt_tensor **items = lua_newuserdatauv(L, (size_t)n * sizeof(pt_tensor *), 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    items[i - 1] = lpt_test_tensor(L, -1);
+    if (!items[i - 1])
+      return lpt_errorf(L, "collate: sample %d is a %s, expected a tensor or a number", (int)i,
+                        luaL_typename(L, -1));
+    lua_pop(L, 1); /* still referenced by the list */
+  }
+  pt_tensor *o;
+  if (pt_data_stack(ctx, items, n, &o)) return lpt_error(L);
+  push_new(L, o);
+  return 1;
+}
+
+/* _data_permutation(n, seed, epoch, shuffle) -> int64 {n} of 1-based indices */
+static int l_permutation(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  lua_Integer seed = luaL_checkinteger(L, 2), epoch = luaL_checkinteger(L, 3);
+  bool shuffle = lua_toboolean(L, 4);
+  if (n < 0) return lpt_errorf(L, "permutation: negative length %d", (int)n);
+  int64_t shape[1] = {n};
+  pt_tensor *o;
+  if (pt_tensor_empty(lpt_ctx(L), PT_INT64, 1, shape, &o)) return lpt_error(L);
+  int64_t *p = pt_tensor_data(o);
+  if (shuffle) pt_data_permutation(p, n, (uint64_t)seed, (uint64_t)epoch);
+  else
+    for (int64_t i = 0; i < n; i++) p[i] = i;
+  for (int64_t i = 0; i < n; i++) p[i] += 1;
+  push_new(L, o);
+  return 1;
+}
+
+/* --- transforms --- */
+
+static int read_stats(lua_State *L, int idx, double *out, int max, const char *what) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    out[0] = lua_tonumber(L, idx);
+    return 1;
+  }
+  if (!lua_istable(L, idx)) return lpt_errorf(L, "normalize: %s must be a number or a list of numbers", what);
+  int n = (int)luaL_len(L, idx);
+  if (n < 1 || n > max) return lpt_errorf(L, "normalize: %s must have 1 to %d entries", what, max);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, idx, i + 1);
+    if (lua_type(L, -1) != LUA_TNUMBER) return lpt_errorf(L, "normalize: %s entry %d is not a number", what, i + 1);
+    out[i] = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+/* _data_normalize_(x, channels, mean, std) -> x */
+static int l_normalize_(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1);
+  lua_Integer ch = luaL_checkinteger(L, 2);
+  double mean[64], std[64];
+  int nm = read_stats(L, 3, mean, 64, "mean"), ns = read_stats(L, 4, std, 64, "std");
+  if (nm != ns) return lpt_errorf(L, "normalize: %d means but %d stds", nm, ns);
+  if (pt_data_normalize_(lpt_ctx(L), x, ch, mean, std, nm)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* _data_random_flip_(x, C, H, W, p) -> x */
+static int l_random_flip_(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1);
+  if (pt_data_random_flip_(lpt_ctx(L), x, luaL_checkinteger(L, 2), luaL_checkinteger(L, 3),
+                           luaL_checkinteger(L, 4), luaL_checknumber(L, 5)))
+    return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* _data_random_crop(x, C, H, W, size, padding[, flatten]) -> new {B, C, size, size} or {B, C*size*size} */
+static int l_random_crop(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *o;
+  bool flatten = lua_toboolean(L, 7);
+  if (pt_data_random_crop(lpt_ctx(L), x, luaL_checkinteger(L, 2), luaL_checkinteger(L, 3),
+                          luaL_checkinteger(L, 4), luaL_checkinteger(L, 5), luaL_checkinteger(L, 6), &o))
+    return lpt_error(L);
+  if (flatten) { /* fresh and contiguous: {B, C, s, s} -> {B, C*s*s} */
+    o->shape[1] *= o->shape[2] * o->shape[3];
+    o->ndim = 2;
+    pt_contiguous_strides(2, o->shape, o->stride);
+  }
+  push_new(L, o);
+  return 1;
+}
+
+static int l_one_hot(lua_State *L) {
+  pt_tensor *y = lpt_check_tensor(L, 1), *o;
+  if (pt_data_one_hot(lpt_ctx(L), y, luaL_checkinteger(L, 2), &o)) return lpt_error(L);
+  push_new(L, o);
+  return 1;
+}
+
+/* --- metrics --- */
+
+static int l_count_correct(lua_State *L) {
+  pt_tensor *logits = lpt_check_tensor(L, 1), *labels = lpt_check_tensor(L, 2);
+  int64_t correct, total;
+  if (pt_data_count_correct(lpt_ctx(L), logits, labels, &correct, &total)) return lpt_error(L);
+  lua_pushinteger(L, correct);
+  lua_pushinteger(L, total);
+  return 2;
+}
+
+static int l_confusion_add(lua_State *L) {
+  pt_tensor *cm = lpt_check_tensor(L, 1), *logits = lpt_check_tensor(L, 2),
+            *labels = lpt_check_tensor(L, 3);
+  if (pt_data_confusion_add(lpt_ctx(L), cm, logits, labels)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* --- terminal, clock, interrupts --- */
+
+static int l_isatty(lua_State *L) {
+  lua_pushboolean(L, isatty((int)luaL_optinteger(L, 1, 1)));
+  return 1;
+}
+
+static int l_now(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+/* -> true once when a stop was requested (Ctrl-C through the host, or _data_request_interrupt);
+ * the flag is cleared so a caught "interrupted" error does not stop the next loop too */
+static int l_interrupted(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  bool v = ctx->interrupted && *ctx->interrupted;
+  if (v) *ctx->interrupted = 0;
+  lua_pushboolean(L, v);
+  return 1;
+}
+
+static int l_request_interrupt(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  if (!ctx->interrupted) {
+    /* no host flag: this state gets its own, kept alive by the registry */
+    volatile sig_atomic_t *flag = lua_newuserdatauv(L, sizeof *flag, 0);
+    *flag = 0;
+    lua_setfield(L, LUA_REGISTRYINDEX, INTERRUPT_KEY);
+    ctx->interrupted = flag;
+  }
+  *ctx->interrupted = 1;
+  return 0;
+}
+
+/* --- JSON (cJSON): Lua values <-> text, for checkpoint metadata --- */
+
+/* Keys: string keys are kept (a leading '#' or '\\' is escaped with '\\'); integer keys of
+ * tables that are not plain sequences become "#<n>". Sequences become arrays. */
+static cJSON *to_json(lua_State *L, int idx, int depth, const char *key);
+
+static cJSON *json_fail(lua_State *L, cJSON *partial, const char *fmt, const char *a, const char *b) {
+  cJSON_Delete(partial);
+  lua_pushfstring(L, fmt, a, b);
+  return NULL;
+}
+
+static bool is_sequence(lua_State *L, int idx, lua_Integer *len) {
+  lua_Integer n = 0, count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    count++;
+    if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1) {
+      if (lua_tointeger(L, -1) > n) n = lua_tointeger(L, -1);
+    } else {
+      n = -1;
+    }
+    if (n < 0) {
+      lua_pop(L, 1);
+      return false;
+    }
+  }
+  *len = n;
+  return n == count && n > 0;
+}
+
+static cJSON *to_json(lua_State *L, int idx, int depth, const char *key) {
+  idx = lua_absindex(L, idx);
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL: return cJSON_CreateNull();
+  case LUA_TBOOLEAN: return cJSON_CreateBool(lua_toboolean(L, idx));
+  case LUA_TSTRING: return cJSON_CreateString(lua_tostring(L, idx));
+  case LUA_TNUMBER: {
+    if (lua_isinteger(L, idx)) {
+      lua_Integer v = lua_tointeger(L, idx);
+      if (v > -9007199254740992LL && v < 9007199254740992LL) return cJSON_CreateNumber((double)v);
+      char buf[32];
+      snprintf(buf, sizeof buf, "%lld", (long long)v);
+      return cJSON_CreateRaw(buf);
+    }
+    double d = lua_tonumber(L, idx);
+    if (!isfinite(d)) return json_fail(L, NULL, "cannot encode %s (at '%s')", d != d ? "NaN" : "infinity", key);
+    return cJSON_CreateNumber(d);
+  }
+  case LUA_TTABLE: {
+    if (depth > 64) return json_fail(L, NULL, "table nested too deeply (a cycle?) at '%s'%s", key, "");
+    lua_Integer len;
+    if (is_sequence(L, idx, &len)) {
+      cJSON *arr = cJSON_CreateArray();
+      if (!arr) return json_fail(L, NULL, "out of memory%s%s", "", "");
+      for (lua_Integer i = 1; i <= len; i++) {
+        lua_geti(L, idx, i);
+        cJSON *v = to_json(L, -1, depth + 1, key);
+        if (!v) { /* stack: element, message */
+          lua_replace(L, -2);
+          cJSON_Delete(arr);
+          return NULL;
+        }
+        lua_pop(L, 1);
+        cJSON_AddItemToArray(arr, v);
+      }
+      return arr;
+    }
+    cJSON *obj = cJSON_CreateObject();
+    if (!obj) return json_fail(L, NULL, "out of memory%s%s", "", "");
+    lua_pushnil(L);
+    while (lua_next(L, idx)) { /* stack: key, value */
+      if (lua_type(L, -2) == LUA_TSTRING) {
+        const char *s = lua_tostring(L, -2);
+        if (s[0] == '#' || s[0] == '\\') lua_pushfstring(L, "\\%s", s);
+        else lua_pushvalue(L, -2);
+      } else if (lua_isinteger(L, -2)) {
+        lua_pushfstring(L, "#%I", (LUAI_UACINT)lua_tointeger(L, -2));
+      } else {
+        const char *tn = luaL_typename(L, -2);
+        lua_pop(L, 2);
+        return json_fail(L, obj, "cannot encode a %s key (at '%s')", tn, key);
+      }
+      const char *k = lua_tostring(L, -1); /* stack: key, value, encoded key */
+      cJSON *v = to_json(L, -2, depth + 1, k);
+      if (!v) { /* stack: key, value, encoded key, message */
+        lua_replace(L, -4);
+        lua_pop(L, 2);
+        cJSON_Delete(obj);
+        return NULL;
+      }
+      cJSON_AddItemToObject(obj, k, v);
+      lua_pop(L, 2);
+    }
+    return obj;
+  }
+  default:
+    return json_fail(L, NULL, "cannot encode a %s (at '%s')", luaL_typename(L, idx), key);
+  }
+}
+
+static int l_json_encode(lua_State *L) {
+  luaL_checkany(L, 1);
+  cJSON *j = to_json(L, 1, 0, "");
+  if (!j) return lpt_errorf(L, "json: %s", lua_tostring(L, -1));
+  char *s = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  if (!s) return lpt_errorf(L, "json: out of memory");
+  lua_pushstring(L, s);
+  free(s);
+  return 1;
+}
+
+static void from_json(lua_State *L, const cJSON *j, int depth) {
+  luaL_checkstack(L, 4, "json nesting");
+  if (cJSON_IsNull(j)) lua_pushnil(L);
+  else if (cJSON_IsBool(j)) lua_pushboolean(L, cJSON_IsTrue(j));
+  else if (cJSON_IsString(j)) lua_pushstring(L, j->valuestring);
+  else if (cJSON_IsNumber(j)) {
+    double d = j->valuedouble;
+    if (d == floor(d) && fabs(d) < 9.2e18) lua_pushinteger(L, (lua_Integer)d);
+    else lua_pushnumber(L, d);
+  } else if (cJSON_IsArray(j)) {
+    lua_createtable(L, cJSON_GetArraySize(j), 0);
+    lua_Integer i = 1;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, j) {
+      from_json(L, c, depth + 1);
+      lua_rawseti(L, -2, i++);
+    }
+  } else {
+    lua_newtable(L);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, j) {
+      const char *k = c->string;
+      char *end;
+      if (k[0] == '#' && k[1]) {
+        long long v = strtoll(k + 1, &end, 10);
+        if (*end == '\0') lua_pushinteger(L, v);
+        else lua_pushstring(L, k);
+      } else if (k[0] == '\\') {
+        lua_pushstring(L, k + 1);
+      } else {
+        lua_pushstring(L, k);
+      }
+      from_json(L, c, depth + 1);
+      lua_rawset(L, -3);
+    }
+  }
+}
+
+static int l_json_decode(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  cJSON *j = cJSON_ParseWithLength(s, len);
+  if (!j) return lpt_errorf(L, "json: invalid JSON");
+  from_json(L, j, 0);
+  cJSON_Delete(j);
+  return 1;
+}
+
+/* --- checkpoints --- */
+
+/* _save(path, names, tensors, meta_keys, meta_values) */
+static int l_save(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  int n = (int)luaL_len(L, 2), nm = (int)luaL_len(L, 4);
+  if ((int)luaL_len(L, 3) != n || (int)luaL_len(L, 5) != nm)
+    return lpt_errorf(L, "save: names and values differ in length");
+  const char **names = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof(char *), 0);
+  pt_tensor **ts = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof(pt_tensor *), 0);
+  const char **keys = lua_newuserdatauv(L, (size_t)(nm + 1) * sizeof(char *), 0);
+  const char **vals = lua_newuserdatauv(L, (size_t)(nm + 1) * sizeof(char *), 0);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, 2, i + 1);
+    names[i] = lua_tostring(L, -1);
+    if (!names[i]) return lpt_errorf(L, "save: tensor name %d is not a string", i + 1);
+    lua_pop(L, 1); /* the string stays alive in the table */
+    lua_geti(L, 3, i + 1);
+    ts[i] = lpt_test_tensor(L, -1);
+    if (!ts[i]) return lpt_errorf(L, "save: value of '%s' is a %s, not a tensor", names[i], luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+  for (int i = 0; i < nm; i++) {
+    lua_geti(L, 4, i + 1);
+    keys[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    lua_geti(L, 5, i + 1);
+    vals[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    if (!keys[i] || !vals[i]) return lpt_errorf(L, "save: metadata entry %d is not a pair of strings", i + 1);
+  }
+  if (pt_st_write(lpt_ctx(L), path, n, names, ts, nm, keys, vals)) return lpt_error(L);
+  return 0;
+}
+
+/* _load(path) -> {name = tensor}, {key = string}, {names in file order} */
+static int l_load(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  pt_safetensors st;
+  if (pt_st_read(lpt_ctx(L), path, &st)) return lpt_error(L);
+  lua_createtable(L, 0, st.n);
+  lua_createtable(L, 0, st.n_meta);
+  lua_createtable(L, st.n, 0);
+  for (int i = 0; i < st.n; i++) {
+    lua_pushstring(L, st.entries[i].name);
+    lua_rawseti(L, -2, i + 1);
+    lpt_push_tensor(L, st.entries[i].tensor);
+    st.entries[i].tensor = NULL;
+    lua_setfield(L, -4, st.entries[i].name);
+  }
+  for (int i = 0; i < st.n_meta; i++) {
+    lua_pushstring(L, st.meta_values[i]);
+    lua_setfield(L, -3, st.meta_keys[i]);
+  }
+  pt_st_free(&st);
+  return 3;
+}
+
+static const luaL_Reg functions[] = {
+    {"_data_read_idx", l_read_idx},
+    {"_data_class_index", l_class_index},
+    {"_data_read_csv", l_read_csv},
+    {"_data_gather", l_gather},
+    {"_data_take", l_take},
+    {"_data_stack", l_stack},
+    {"_data_permutation", l_permutation},
+    {"_data_normalize_", l_normalize_},
+    {"_data_random_flip_", l_random_flip_},
+    {"_data_random_crop", l_random_crop},
+    {"_data_one_hot", l_one_hot},
+    {"_data_count_correct", l_count_correct},
+    {"_data_confusion_add", l_confusion_add},
+    {"_data_interrupted", l_interrupted},
+    {"_data_request_interrupt", l_request_interrupt},
+    {"_data_now", l_now},
+    {"_isatty", l_isatty},
+    {"_json_encode", l_json_encode},
+    {"_json_decode", l_json_decode},
+    {"_save", l_save},
+    {"_load", l_load},
+    {NULL, NULL},
+};
+
+/* pt.save / pt.load / pt.load_into / pt.progress live in Lua modules: these forwarders load the
+ * module on first use and replace themselves in the module table with the Lua function. */
+static int l_forward(lua_State *L) {
+  int n = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, lua_tostring(L, lua_upvalueindex(2)));
+  if (!lua_isfunction(L, -1))
+    return luaL_error(L, "%s.%s is missing", lua_tostring(L, lua_upvalueindex(1)),
+                      lua_tostring(L, lua_upvalueindex(2)));
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  lua_pushvalue(L, lua_upvalueindex(3));
+  lua_pushvalue(L, -3);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_remove(L, -2); /* the module */
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static void add_forward(lua_State *L, const char *name, const char *module, const char *field) {
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  lua_pushstring(L, module);
+  lua_pushstring(L, field);
+  lua_pushstring(L, name);
+  lua_pushcclosure(L, l_forward, 3);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
+}
+
+static const char *const docs[] = {
+    "save", "pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler}])\n"
+            "  Write a safetensors checkpoint (via path..\".tmp\" and a rename). A model saves its\n"
+            "  state_dict(); optimizer tensors go under \"optimizer.*\", the rest of its state as JSON metadata.",
+    "load", "pt.load(path) -> tensors, meta, state\n  tensors: name -> Tensor; meta: your metadata;\n"
+            "  state.optimizer: the optimizer's state_dict, state.loader_epoch. Hostile files raise errors.",
+    "load_into", "pt.load_into(path, model[, {optimizer = opt, loader = handler}]) -> meta\n"
+                 "  Restore model, optimizer and loader epoch for an exact resume.",
+    "progress", "pt.progress({total =, desc =}, iter, state, init) -> iterator with a progress bar.",
+    NULL, NULL,
+};
+
+void lpt_open_data(lua_State *L) {
+  lpt_add_functions(L, functions);
+  add_forward(L, "save", "partrain.checkpoint", "save");
+  add_forward(L, "load", "partrain.checkpoint", "load");
+  add_forward(L, "load_into", "partrain.checkpoint", "load_into");
+  add_forward(L, "progress", "partrain.progress", "wrap");
+  lpt_add_docs(L, 0, docs);
+}

@@ -1,0 +1,451 @@
+/* Elementwise ops from Lua: arithmetic metamethods (+ - * / ^ unary -), methods and pt.*
+ * functions for binary, unary, comparison and logical ops, where / masked_fill / clamp, the
+ * in-place forms and _to_dtype (clone lives with the shape ops).
+ *
+ * Every function here is registered with the tensor metatable as upvalue 1, so results are pushed
+ * without a registry lookup; `c = a + b` on small tensors is a hot path (W3). */
+#include <string.h>
+
+#include "../lib/ops_elementwise.h"
+#include "lpt.h"
+
+/* --- fast stack helpers --- */
+
+/* The live tensor at idx, or NULL (not a tensor, or a closed one). */
+static inline pt_tensor *ew_test(lua_State *L, const lpt_state *S, int idx) {
+  lpt_box *b = lua_touserdata(L, idx);
+  if (!b || !lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  return mt == S->tensor_mt ? b->t : NULL;
+}
+
+/* Push a result, taking over the reference (metatable from upvalue 1). */
+static inline void ew_push(lua_State *L, lpt_state *S, pt_tensor *t) {
+  lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->t = t;
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_setmetatable(L, -2);
+  if (S->ctx.bytes_allocated) lpt_gc_account(L);
+}
+
+static inline bool is_number(lua_State *L, int idx) { return lua_type(L, idx) == LUA_TNUMBER; }
+
+/* Raise the right error for an operand that is neither a tensor nor a number. */
+static int bad_operand(lua_State *L, int idx, const char *expected) {
+  if (lua_type(L, idx) == LUA_TUSERDATA) lpt_check_tensor(L, idx); /* "tensor was closed" */
+  return luaL_typeerror(L, idx, expected);
+}
+
+/* alpha from an options table at idx (1 when absent) */
+static double opt_alpha(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) {
+    if (!lua_isnoneornil(L, idx)) luaL_typeerror(L, idx, "options table");
+    return 1.0;
+  }
+  double alpha = 1.0;
+  if (lua_getfield(L, idx, "alpha") != LUA_TNIL) {
+    int ok;
+    alpha = lua_tonumberx(L, -1, &ok);
+    if (!ok) luaL_argerror(L, idx, "alpha must be a number");
+  }
+  lua_pop(L, 1);
+  return alpha;
+}
+
+/* --- binary --- */
+
+/* op(arg1, arg2) where either may be a number (or a boolean); alpha for add/sub */
+static int binary_args(lua_State *L, pt_binop op, double alpha) {
+  lpt_state *S = lpt_get_state(L);
+  pt_ctx *ctx = &S->ctx;
+  pt_tensor *a = ew_test(L, S, 1), *b = ew_test(L, S, 2), *r = NULL, *tmp = NULL;
+  pt_status st;
+  if (a && b) {
+    if (alpha != 1.0)
+      st = op == PT_BIN_ADD ? pt_add_alpha(ctx, a, b, alpha, &r) : pt_sub_alpha(ctx, a, b, alpha, &r);
+    else
+      st = pt_binary(ctx, op, a, b, &r);
+  } else if (a && is_number(L, 2)) {
+    double s = lua_tonumber(L, 2) * alpha;
+    st = pt_binary_scalar(ctx, op, a, s, lua_isinteger(L, 2) && alpha == (double)(int64_t)alpha,
+                          false, &r);
+  } else if (b && is_number(L, 1)) {
+    if (alpha != 1.0) {
+      /* s op alpha*b */
+      if ((st = pt_mul_scalar(ctx, b, alpha, &tmp))) return lpt_error(L);
+      b = tmp;
+    }
+    st = pt_binary_scalar(ctx, op, b, lua_tonumber(L, 1), lua_isinteger(L, 1), true, &r);
+  } else if ((a || b) && lua_isboolean(L, a ? 2 : 1)) {
+    if (alpha != 1.0)
+      return lpt_errorf(L, "%s: alpha is not supported with a boolean operand", pt_binop_name(op));
+    tmp = lpt_to_tensor(L, a ? 2 : 1, PT_BOOL);
+    st = a ? pt_binary(ctx, op, a, tmp, &r) : pt_binary(ctx, op, tmp, b, &r);
+  } else if (!a && !b && is_number(L, 1) && is_number(L, 2)) {
+    return luaL_typeerror(L, 1, "Tensor");
+  } else {
+    return bad_operand(L, (a || is_number(L, 1)) ? 2 : 1, "Tensor or number");
+  }
+  pt_tensor_release(tmp);
+  if (st) return lpt_error(L);
+  ew_push(L, S, r);
+  return 1;
+}
+
+/* The arithmetic metamethods: the hot path of `c = a + b`. */
+static int mm_add(lua_State *L) {
+  lpt_state *S = lpt_get_state(L);
+  pt_tensor *a = ew_test(L, S, 1), *b, *r;
+  if (a && (b = ew_test(L, S, 2))) {
+    if (pt_add(&S->ctx, a, b, &r)) return lpt_error(L);
+    ew_push(L, S, r);
+    return 1;
+  }
+  return binary_args(L, PT_BIN_ADD, 1.0);
+}
+static int mm_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, 1.0); }
+static int mm_mul(lua_State *L) { return binary_args(L, PT_BIN_MUL, 1.0); }
+static int mm_div(lua_State *L) { return binary_args(L, PT_BIN_DIV, 1.0); }
+static int mm_pow(lua_State *L) { return binary_args(L, PT_BIN_POW, 1.0); }
+
+static int f_add(lua_State *L) { return binary_args(L, PT_BIN_ADD, opt_alpha(L, 3)); }
+static int f_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, opt_alpha(L, 3)); }
+#define BINARY_FN(name, OP)                                                                     \
+  static int f_##name(lua_State *L) { return binary_args(L, OP, 1.0); }
+BINARY_FN(mul, PT_BIN_MUL)
+BINARY_FN(div, PT_BIN_DIV)
+BINARY_FN(pow, PT_BIN_POW)
+BINARY_FN(maximum, PT_BIN_MAXIMUM)
+BINARY_FN(minimum, PT_BIN_MINIMUM)
+BINARY_FN(eq, PT_BIN_EQ)
+BINARY_FN(ne, PT_BIN_NE)
+BINARY_FN(lt, PT_BIN_LT)
+BINARY_FN(le, PT_BIN_LE)
+BINARY_FN(gt, PT_BIN_GT)
+BINARY_FN(ge, PT_BIN_GE)
+BINARY_FN(logical_and, PT_BIN_LOGICAL_AND)
+BINARY_FN(logical_or, PT_BIN_LOGICAL_OR)
+
+/* --- in-place binary: self:op_(other[, {alpha=}]) -> self --- */
+
+static int inplace_binary(lua_State *L, pt_binop op, double alpha) {
+  pt_tensor *self = lpt_check_tensor(L, 1);
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_tensor *b = lpt_test_tensor(L, 2);
+  pt_status st;
+  if (b) {
+    if (op == PT_BIN_ADD) st = pt_add_(ctx, self, b, alpha);
+    else if (op == PT_BIN_SUB) st = pt_sub_(ctx, self, b, alpha);
+    else st = pt_binary_(ctx, op, self, b);
+  } else if (is_number(L, 2)) {
+    double s = lua_tonumber(L, 2);
+    s *= alpha;
+    bool is_int = lua_isinteger(L, 2) && alpha == (double)(int64_t)alpha;
+    st = pt_binary_scalar_(ctx, op, self, s, is_int);
+  } else if (lua_isboolean(L, 2)) {
+    b = lpt_to_tensor(L, 2, PT_BOOL);
+    st = pt_binary_(ctx, op, self, b);
+    pt_tensor_release(b);
+  } else {
+    return bad_operand(L, 2, "Tensor or number");
+  }
+  if (st) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int m_add_(lua_State *L) { return inplace_binary(L, PT_BIN_ADD, opt_alpha(L, 3)); }
+static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_alpha(L, 3)); }
+static int m_mul_(lua_State *L) { return inplace_binary(L, PT_BIN_MUL, 1.0); }
+static int m_div_(lua_State *L) { return inplace_binary(L, PT_BIN_DIV, 1.0); }
+static int m_pow_(lua_State *L) { return inplace_binary(L, PT_BIN_POW, 1.0); }
+static int m_maximum_(lua_State *L) { return inplace_binary(L, PT_BIN_MAXIMUM, 1.0); }
+static int m_minimum_(lua_State *L) { return inplace_binary(L, PT_BIN_MINIMUM, 1.0); }
+
+/* --- unary --- */
+
+static int unary(lua_State *L, pt_unop op) {
+  lpt_state *S = lpt_get_state(L);
+  pt_tensor *a = lpt_check_tensor(L, 1), *r;
+  if (pt_unary(&S->ctx, op, a, &r)) return lpt_error(L);
+  ew_push(L, S, r);
+  return 1;
+}
+
+static int inplace_unary(lua_State *L, pt_unop op) {
+  pt_tensor *a = lpt_check_tensor(L, 1);
+  if (pt_unary_(lpt_ctx(L), op, a)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int mm_unm(lua_State *L) { return unary(L, PT_UN_NEG); }
+
+#define UNARY_FN(name, OP)                                                                      \
+  static int f_##name(lua_State *L) { return unary(L, OP); }                                    \
+  static int m_##name##_(lua_State *L) { return inplace_unary(L, OP); }
+UNARY_FN(neg, PT_UN_NEG)
+UNARY_FN(abs, PT_UN_ABS)
+UNARY_FN(exp, PT_UN_EXP)
+UNARY_FN(log, PT_UN_LOG)
+UNARY_FN(sqrt, PT_UN_SQRT)
+UNARY_FN(tanh, PT_UN_TANH)
+UNARY_FN(sigmoid, PT_UN_SIGMOID)
+UNARY_FN(relu, PT_UN_RELU)
+UNARY_FN(gelu, PT_UN_GELU)
+UNARY_FN(sin, PT_UN_SIN)
+UNARY_FN(cos, PT_UN_COS)
+UNARY_FN(sign, PT_UN_SIGN)
+UNARY_FN(floor, PT_UN_FLOOR)
+UNARY_FN(ceil, PT_UN_CEIL)
+UNARY_FN(round, PT_UN_ROUND)
+UNARY_FN(logical_not, PT_UN_LOGICAL_NOT)
+
+/* --- where, masked_fill, clamp --- */
+
+/* a tensor, or a number/boolean as a 0-d tensor of a dtype suited to `other` (new reference) */
+static pt_tensor *value_operand(lua_State *L, int idx, int other_idx) {
+  pt_tensor *other = lpt_test_tensor(L, other_idx);
+  if (!lpt_test_tensor(L, idx) && !is_number(L, idx) && !lua_isboolean(L, idx))
+    bad_operand(L, idx, "Tensor or number");
+  return lpt_to_tensor(L, idx, other ? other->dtype : PT_FLOAT32);
+}
+
+static int where_impl(lua_State *L, int cond_idx, int a_idx, int b_idx) {
+  pt_tensor *cond = lpt_check_tensor(L, cond_idx);
+  pt_tensor *a = value_operand(L, a_idx, b_idx);
+  pt_tensor *b = NULL;
+  if (!lpt_test_tensor(L, b_idx) && !is_number(L, b_idx) && !lua_isboolean(L, b_idx)) {
+    pt_tensor_release(a);
+    return bad_operand(L, b_idx, "Tensor or number");
+  }
+  b = lpt_to_tensor(L, b_idx, lpt_test_tensor(L, a_idx) ? a->dtype : PT_FLOAT32);
+  pt_tensor *r;
+  pt_status st = pt_where(lpt_ctx(L), cond, a, b, &r);
+  pt_tensor_release(a);
+  pt_tensor_release(b);
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+/* pt.where(cond, a, b) */
+static int f_where(lua_State *L) { return where_impl(L, 1, 2, 3); }
+/* t:where(cond, other) == pt.where(cond, t, other) */
+static int m_where(lua_State *L) {
+  lpt_check_tensor(L, 1);
+  return where_impl(L, 2, 1, 3);
+}
+
+static double check_fill_value(lua_State *L, int idx) {
+  if (lua_isboolean(L, idx)) return lua_toboolean(L, idx);
+  if (!is_number(L, idx)) return luaL_typeerror(L, idx, "number or boolean");
+  return lua_tonumber(L, idx);
+}
+
+static int f_masked_fill(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *r;
+  double v = check_fill_value(L, 3);
+  if (pt_masked_fill(lpt_ctx(L), t, mask, v, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static int m_masked_fill_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2);
+  double v = check_fill_value(L, 3);
+  if (pt_masked_fill_(lpt_ctx(L), t, mask, v)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* clamp(t, min, max) with nil for an open side, or clamp(t, {min=, max=}) */
+static void clamp_args(lua_State *L, bool *has_lo, double *lo, bool *has_hi, double *hi) {
+  if (lua_istable(L, 2)) {
+    lua_settop(L, 2);
+    lua_getfield(L, 2, "min");
+    lua_getfield(L, 2, "max");
+    lua_remove(L, 2);
+  }
+  *has_lo = !lua_isnoneornil(L, 2);
+  *has_hi = !lua_isnoneornil(L, 3);
+  *lo = *has_lo ? luaL_checknumber(L, 2) : 0;
+  *hi = *has_hi ? luaL_checknumber(L, 3) : 0;
+}
+
+static int f_clamp(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  bool has_lo, has_hi;
+  double lo, hi;
+  clamp_args(L, &has_lo, &lo, &has_hi, &hi);
+  if (pt_clamp(lpt_ctx(L), t, has_lo, lo, has_hi, hi, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static int m_clamp_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  bool has_lo, has_hi;
+  double lo, hi;
+  clamp_args(L, &has_lo, &lo, &has_hi, &hi);
+  if (pt_clamp_(lpt_ctx(L), t, has_lo, lo, has_hi, hi)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* --- conversions, copies --- */
+
+static int m_to_dtype(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  pt_dtype dt = lpt_check_dtype(L, 2);
+  if (pt_to_dtype(lpt_ctx(L), t, dt, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static int m_copy_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *src = lpt_check_tensor(L, 2);
+  if (pt_copy_(lpt_ctx(L), t, src)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* --- registration --- */
+
+static const luaL_Reg metamethods[] = {
+    {"__add", mm_add}, {"__sub", mm_sub}, {"__mul", mm_mul},
+    {"__div", mm_div}, {"__pow", mm_pow}, {"__unm", mm_unm},
+    {NULL, NULL},
+};
+
+/* both t:name(...) and pt.name(...) */
+static const luaL_Reg shared[] = {
+    {"add", f_add},         {"sub", f_sub},       {"mul", f_mul},
+    {"div", f_div},         {"pow", f_pow},       {"maximum", f_maximum},
+    {"minimum", f_minimum}, {"eq", f_eq},         {"ne", f_ne},
+    {"lt", f_lt},           {"le", f_le},         {"gt", f_gt},
+    {"ge", f_ge},           {"logical_and", f_logical_and},
+    {"logical_or", f_logical_or},                 {"logical_not", f_logical_not},
+    {"neg", f_neg},         {"abs", f_abs},       {"exp", f_exp},
+    {"log", f_log},         {"sqrt", f_sqrt},     {"tanh", f_tanh},
+    {"sigmoid", f_sigmoid}, {"relu", f_relu},     {"gelu", f_gelu},
+    {"sin", f_sin},         {"cos", f_cos},       {"sign", f_sign},
+    {"floor", f_floor},     {"ceil", f_ceil},     {"round", f_round},
+    {"masked_fill", f_masked_fill},               {"clamp", f_clamp},
+    {NULL, NULL},
+};
+
+static const luaL_Reg methods_only[] = {
+    {"where", m_where},     {"add_", m_add_},     {"sub_", m_sub_},
+    {"mul_", m_mul_},       {"div_", m_div_},     {"pow_", m_pow_},
+    {"maximum_", m_maximum_},                     {"minimum_", m_minimum_},
+    {"neg_", m_neg_},       {"abs_", m_abs_},     {"exp_", m_exp_},
+    {"log_", m_log_},       {"sqrt_", m_sqrt_},   {"tanh_", m_tanh_},
+    {"sigmoid_", m_sigmoid_},                     {"relu_", m_relu_},
+    {"gelu_", m_gelu_},     {"sin_", m_sin_},     {"cos_", m_cos_},
+    {"sign_", m_sign_},     {"floor_", m_floor_}, {"ceil_", m_ceil_},
+    {"round_", m_round_},   {"logical_not_", m_logical_not_},
+    {"clamp_", m_clamp_},   {"masked_fill_", m_masked_fill_},
+    {"copy_", m_copy_},     {"_to_dtype", m_to_dtype},
+    {NULL, NULL},
+};
+
+static const luaL_Reg functions_only[] = {
+    {"where", f_where},
+    {NULL, NULL},
+};
+
+static const char *const docs[] = {
+    "add", "add(a, b[, {alpha=1}]) -> a + alpha * b with broadcasting; also a + b, t:add(u). Numbers on either side.",
+    "sub", "sub(a, b[, {alpha=1}]) -> a - alpha * b; also a - b.",
+    "mul", "mul(a, b) -> elementwise product with broadcasting; also a * b.",
+    "div", "div(a, b) -> true division (integers give float32); also a / b.",
+    "pow", "pow(a, b) -> a raised to b elementwise; also a ^ b.",
+    "maximum", "maximum(a, b) -> elementwise maximum (NaN propagates).",
+    "minimum", "minimum(a, b) -> elementwise minimum (NaN propagates).",
+    "eq", "eq(a, b) -> bool tensor a == b (== on tensors is identity; use this for values).",
+    "ne", "ne(a, b) -> bool tensor a ~= b.",
+    "lt", "lt(a, b) -> bool tensor a < b.",
+    "le", "le(a, b) -> bool tensor a <= b.",
+    "gt", "gt(a, b) -> bool tensor a > b.",
+    "ge", "ge(a, b) -> bool tensor a >= b.",
+    "logical_and", "logical_and(a, b) -> bool tensor, nonzero counts as true.",
+    "logical_or", "logical_or(a, b) -> bool tensor.",
+    "logical_not", "logical_not(t) -> bool tensor t == 0.",
+    "neg", "neg(t) -> -t.",
+    "abs", "abs(t) -> |t|.",
+    "exp", "exp(t) -> e^t (integers give float32).",
+    "log", "log(t) -> natural logarithm.",
+    "sqrt", "sqrt(t) -> square root.",
+    "tanh", "tanh(t) -> hyperbolic tangent.",
+    "sigmoid", "sigmoid(t) -> 1 / (1 + e^-t).",
+    "relu", "relu(t) -> max(t, 0).",
+    "gelu", "gelu(t) -> t * Phi(t), the exact erf form.",
+    "sin", "sin(t) -> sine.",
+    "cos", "cos(t) -> cosine.",
+    "sign", "sign(t) -> -1, 0 or 1 (no gradient).",
+    "floor", "floor(t) -> rounded down (no gradient).",
+    "ceil", "ceil(t) -> rounded up (no gradient).",
+    "round", "round(t) -> rounded half to even (no gradient).",
+    "masked_fill", "masked_fill(t, mask, value) -> copy of t with value where the bool mask (broadcast to t) is true.",
+    "clamp", "clamp(t, min, max) -> t limited to [min, max]; either bound may be nil. Also clamp(t, {min=, max=}).",
+    NULL, NULL,
+};
+
+static const char *const method_docs[] = {
+    "where", "t:where(cond, other) -> pt.where(cond, t, other).",
+    "add_", "t:add_(other[, {alpha=1}]) -> t, t += alpha * other in place (other broadcasts to t).",
+    "sub_", "t:sub_(other[, {alpha=1}]) -> t, t -= alpha * other in place.",
+    "mul_", "t:mul_(other) -> t, t *= other in place.",
+    "div_", "t:div_(other) -> t, t /= other in place (integer tensors cannot hold the result).",
+    "pow_", "t:pow_(other) -> t, t = t ^ other in place.",
+    "maximum_", "t:maximum_(other) -> t, elementwise maximum in place.",
+    "minimum_", "t:minimum_(other) -> t, elementwise minimum in place.",
+    "neg_", "t:neg_() -> t negated in place.",
+    "abs_", "t:abs_() -> t, |t| in place.",
+    "exp_", "t:exp_() -> t, e^t in place.",
+    "log_", "t:log_() -> t, log t in place.",
+    "sqrt_", "t:sqrt_() -> t, sqrt t in place.",
+    "tanh_", "t:tanh_() -> t, tanh t in place.",
+    "sigmoid_", "t:sigmoid_() -> t, sigmoid t in place.",
+    "relu_", "t:relu_() -> t, max(t, 0) in place.",
+    "gelu_", "t:gelu_() -> t, gelu t in place.",
+    "sin_", "t:sin_() -> t, sin t in place.",
+    "cos_", "t:cos_() -> t, cos t in place.",
+    "sign_", "t:sign_() -> t, sign t in place.",
+    "floor_", "t:floor_() -> t rounded down in place.",
+    "ceil_", "t:ceil_() -> t rounded up in place.",
+    "round_", "t:round_() -> t rounded half to even in place.",
+    "logical_not_", "t:logical_not_() -> t, 1 where t was 0 and 0 elsewhere, in t's dtype.",
+    "clamp_", "t:clamp_(min, max) -> t limited to [min, max] in place; either bound may be nil.",
+    "masked_fill_", "t:masked_fill_(mask, value) -> t with value written where mask is true.",
+    "copy_", "t:copy_(src) -> t, src's values broadcast and converted into t; gradients flow to src.",
+    "_to_dtype", "t:_to_dtype(name) -> t converted to dtype name; float conversions keep gradients (used by float(), double(), ...).",
+    NULL, NULL,
+};
+
+static const char *const function_docs[] = {
+    "where", "pt.where(cond, a, b) -> a where the bool tensor cond is true, else b; all three broadcast.\n  a and b may be numbers.",
+    NULL, NULL,
+};
+
+/* Register l into the registry table `key` with the tensor metatable as upvalue 1. */
+static void add_with_mt(lua_State *L, const char *key, const luaL_Reg *l) {
+  lua_getfield(L, LUA_REGISTRYINDEX, key);
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_TENSOR);
+  luaL_setfuncs(L, l, 1);
+  lua_pop(L, 1);
+}
+
+void lpt_open_elementwise(lua_State *L) {
+  add_with_mt(L, LPT_TENSOR, metamethods);
+  add_with_mt(L, LPT_METHODS, shared);
+  add_with_mt(L, LPT_MODULE, shared);
+  add_with_mt(L, LPT_METHODS, methods_only);
+  add_with_mt(L, LPT_MODULE, functions_only);
+  lpt_add_docs(L, 0, docs);
+  lpt_add_docs(L, 1, docs);
+  lpt_add_docs(L, 1, method_docs);
+  lpt_add_docs(L, 0, function_docs);
+}

@@ -1,0 +1,254 @@
+/* Bindings of the fused nn layers and losses (lib/nn.h) as internal module functions
+ * pt._nn_*; the public API is lua/partrain/nn.lua. */
+#include <string.h>
+
+#include "../lib/nn.h"
+#include "lpt.h"
+
+static pt_tensor *opt_tensor(lua_State *L, int idx) {
+  return lua_isnoneornil(L, idx) ? NULL : lpt_check_tensor(L, idx);
+}
+
+static pt_reduction check_reduction(lua_State *L, int idx, const char *fname) {
+  const char *r = luaL_optstring(L, idx, "mean");
+  if (strcmp(r, "mean") == 0) return PT_REDUCE_MEAN;
+  if (strcmp(r, "sum") == 0) return PT_REDUCE_SUM;
+  if (strcmp(r, "none") == 0) return PT_REDUCE_NONE;
+  lpt_errorf(L, "%s: reduction must be 'mean', 'sum' or 'none', got '%s'", fname, r);
+  return PT_REDUCE_MEAN;
+}
+
+/* push_result(L, call): out is read after the call (argument order is unspecified in C) */
+#define push_result(L, call, out) ((call) ? lpt_error(L) : (lpt_push_tensor(L, out), 1))
+
+/* _nn_linear(x, w[, b][, fname][, "relu"]) */
+static int l_linear(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = opt_tensor(L, 3), *out;
+  const char *fname = luaL_optstring(L, 4, "linear");
+  const char *act = luaL_optstring(L, 5, "none");
+  pt_nn_act a = PT_ACT_NONE;
+  if (strcmp(act, "relu") == 0) a = PT_ACT_RELU;
+  else if (strcmp(act, "none") != 0)
+    return lpt_errorf(L, "%s: cannot fuse activation '%s' (only 'relu')", fname, act);
+  return push_result(L, pt_nn_linear(lpt_ctx(L), fname, x, w, b, a, &out), out);
+}
+
+static int activation(lua_State *L, pt_nn_act act, double slope) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  return push_result(L, pt_nn_activation(lpt_ctx(L), act, x, slope, &out), out);
+}
+
+static int l_relu(lua_State *L) { return activation(L, PT_ACT_RELU, 0); }
+static int l_leaky_relu(lua_State *L) { return activation(L, PT_ACT_LEAKY_RELU, luaL_optnumber(L, 2, 0.01)); }
+static int l_tanh(lua_State *L) { return activation(L, PT_ACT_TANH, 0); }
+static int l_sigmoid(lua_State *L) { return activation(L, PT_ACT_SIGMOID, 0); }
+static int l_silu(lua_State *L) { return activation(L, PT_ACT_SILU, 0); }
+/* _nn_gelu(x[, approximate]) approximate: "none" or "tanh" */
+static int l_gelu(lua_State *L) {
+  const char *approx = luaL_optstring(L, 2, "none");
+  if (strcmp(approx, "tanh") == 0) return activation(L, PT_ACT_GELU_TANH, 0);
+  if (strcmp(approx, "none") != 0)
+    return lpt_errorf(L, "gelu: approximate must be 'none' or 'tanh', got '%s'", approx);
+  return activation(L, PT_ACT_GELU, 0);
+}
+
+static int softmax(lua_State *L, bool lg) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  int ndim = x->ndim;
+  int dim = lpt_opt_dim(L, 2, ndim, lg ? "log_softmax" : "softmax", ndim ? ndim - 1 : 0);
+  return push_result(L, pt_nn_softmax(lpt_ctx(L), x, dim, lg, &out), out);
+}
+static int l_softmax(lua_State *L) { return softmax(L, false); }
+static int l_log_softmax(lua_State *L) { return softmax(L, true); }
+
+/* _nn_cross_entropy(input, target, weight|nil, label_smoothing, ignore_index|nil, reduction) */
+static int l_cross_entropy(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *t = lpt_check_tensor(L, 2), *w = opt_tensor(L, 3), *out;
+  double eps = luaL_optnumber(L, 4, 0.0);
+  int64_t ignore = luaL_optinteger(L, 5, 0);
+  pt_reduction red = check_reduction(L, 6, "cross_entropy");
+  return push_result(L, pt_nn_cross_entropy(lpt_ctx(L), x, t, w, eps, ignore, red, &out), out);
+}
+
+/* _nn_nll_loss(input, target, weight|nil, ignore_index|nil, reduction) */
+static int l_nll_loss(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *t = lpt_check_tensor(L, 2), *w = opt_tensor(L, 3), *out;
+  int64_t ignore = luaL_optinteger(L, 4, 0);
+  pt_reduction red = check_reduction(L, 5, "nll_loss");
+  return push_result(L, pt_nn_nll_loss(lpt_ctx(L), x, t, w, ignore, red, &out), out);
+}
+
+static int pointwise(lua_State *L, const char *fname, pt_pointwise_loss kind, int red_idx,
+                     double beta, pt_tensor *pos_weight) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  pt_tensor *t = lpt_to_tensor(L, 2, x->dtype); /* new reference */
+  pt_reduction red;
+  const char *r = luaL_optstring(L, red_idx, "mean");
+  if (strcmp(r, "mean") == 0) red = PT_REDUCE_MEAN;
+  else if (strcmp(r, "sum") == 0) red = PT_REDUCE_SUM;
+  else if (strcmp(r, "none") == 0) red = PT_REDUCE_NONE;
+  else {
+    pt_tensor_release(t);
+    return lpt_errorf(L, "%s: reduction must be 'mean', 'sum' or 'none', got '%s'", fname, r);
+  }
+  pt_status st = pt_nn_pointwise_loss(lpt_ctx(L), fname, kind, x, t, pos_weight, beta, red, &out);
+  pt_tensor_release(t);
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, out);
+  return 1;
+}
+
+/* _nn_mse_loss(input, target, reduction) and friends */
+static int l_mse_loss(lua_State *L) { return pointwise(L, "mse_loss", PT_LOSS_MSE, 3, 0, NULL); }
+static int l_l1_loss(lua_State *L) { return pointwise(L, "l1_loss", PT_LOSS_L1, 3, 0, NULL); }
+/* _nn_smooth_l1_loss(input, target, beta, reduction) */
+static int l_smooth_l1_loss(lua_State *L) {
+  return pointwise(L, "smooth_l1_loss", PT_LOSS_SMOOTH_L1, 4, luaL_optnumber(L, 3, 1.0), NULL);
+}
+static int l_bce(lua_State *L) { return pointwise(L, "binary_cross_entropy", PT_LOSS_BCE, 3, 0, NULL); }
+/* _nn_bce_with_logits(input, target, pos_weight|nil, reduction) */
+static int l_bce_with_logits(lua_State *L) {
+  return pointwise(L, "binary_cross_entropy_with_logits", PT_LOSS_BCE_WITH_LOGITS, 4, 0,
+                   opt_tensor(L, 3));
+}
+
+/* _nn_dropout(x, p, training) */
+static int l_dropout(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  double p = luaL_optnumber(L, 2, 0.5);
+  bool training = lua_isnone(L, 3) ? true : lua_toboolean(L, 3);
+  return push_result(L, pt_nn_dropout(lpt_ctx(L), x, p, training, &out), out);
+}
+
+/* _nn_layer_norm(x, normalized_shape, w|nil, b|nil, eps) */
+static int l_layer_norm(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  int64_t shape[PT_MAX_DIMS];
+  int n;
+  if (lua_isinteger(L, 2)) {
+    shape[0] = lua_tointeger(L, 2);
+    n = 1;
+  } else {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    n = lpt_check_shape(L, 2, shape);
+  }
+  pt_tensor *w = opt_tensor(L, 3), *b = opt_tensor(L, 4);
+  double eps = luaL_optnumber(L, 5, 1e-5);
+  return push_result(L, pt_nn_layer_norm(lpt_ctx(L), x, n, shape, w, b, eps, &out), out);
+}
+
+/* _nn_batch_norm(x, running_mean|nil, running_var|nil, w|nil, b|nil, training, momentum, eps) */
+static int l_batch_norm(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  pt_tensor *rm = opt_tensor(L, 2), *rv = opt_tensor(L, 3), *w = opt_tensor(L, 4), *b = opt_tensor(L, 5);
+  bool training = lua_toboolean(L, 6);
+  double momentum = luaL_optnumber(L, 7, 0.1), eps = luaL_optnumber(L, 8, 1e-5);
+  return push_result(L, pt_nn_batch_norm(lpt_ctx(L), x, rm, rv, w, b, training, momentum, eps, &out),
+                     out);
+}
+
+/* _nn_embedding(weight, indices[, padding_idx]) */
+static int l_embedding(lua_State *L) {
+  pt_tensor *w = lpt_check_tensor(L, 1), *idx = lpt_check_tensor(L, 2), *out;
+  int64_t pad = luaL_optinteger(L, 3, 0);
+  return push_result(L, pt_nn_embedding(lpt_ctx(L), w, idx, pad, &out), out);
+}
+
+/* _nn_view(x, shape_table[, fname]) */
+static int l_view(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int64_t shape[PT_MAX_DIMS];
+  int n = lpt_check_shape(L, 2, shape);
+  const char *fname = luaL_optstring(L, 3, "view");
+  return push_result(L, pt_nn_view(lpt_ctx(L), fname, x, n, shape, &out), out);
+}
+
+/* _nn_copy_(dst, src): copy values (no graph), src broadcast to dst's shape */
+static int l_copy_(lua_State *L) {
+  pt_tensor *dst = lpt_check_tensor(L, 1), *src = lpt_check_tensor(L, 2);
+  if (pt_tensor_copy_into(lpt_ctx(L), dst, src)) return lpt_error(L);
+  atomic_fetch_add(&dst->version, 1);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* _nn_uniform_(t, lo, hi) / _nn_normal_(t, mean, std): in-place fills from the state's RNG */
+static int l_uniform_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  double lo = luaL_checknumber(L, 2), hi = luaL_checknumber(L, 3);
+  if (!pt_dtype_is_floating(t->dtype))
+    return lpt_errorf(L, "uniform_: tensor must be floating point, got %s", pt_dtype_name(t->dtype));
+  if (pt_tensor_uniform_(lpt_ctx(L), t, lo, hi)) return lpt_error(L);
+  atomic_fetch_add(&t->version, 1);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int l_normal_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  double mean = luaL_checknumber(L, 2), std = luaL_checknumber(L, 3);
+  if (!pt_dtype_is_floating(t->dtype))
+    return lpt_errorf(L, "normal_: tensor must be floating point, got %s", pt_dtype_name(t->dtype));
+  if (pt_tensor_normal_(lpt_ctx(L), t, mean, std)) return lpt_error(L);
+  atomic_fetch_add(&t->version, 1);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* _nn_zero_grads(list_of_tensors[, set_to_none]): zero (or drop) every .grad in one call */
+static int l_zero_grads(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  bool to_none = lua_toboolean(L, 2);
+  lua_Integer n = luaL_len(L, 1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    pt_tensor *t = lpt_test_tensor(L, -1);
+    lua_pop(L, 1);
+    if (!t || !t->grad) continue;
+    if (to_none) {
+      pt_tensor *g = t->grad;
+      t->grad = NULL;
+      pt_tensor_release(g);
+    } else {
+      pt_tensor *g = t->grad;
+      if (pt_tensor_is_contiguous(g))
+        memset(pt_tensor_data(g), 0, (size_t)pt_tensor_numel(g) * pt_dtype_size(g->dtype));
+      else
+        pt_tensor_fill(lpt_ctx(L), g, 0.0);
+      atomic_fetch_add(&g->version, 1);
+    }
+  }
+  return 0;
+}
+
+static const luaL_Reg functions[] = {
+    {"_nn_linear", l_linear},
+    {"_nn_relu", l_relu},
+    {"_nn_leaky_relu", l_leaky_relu},
+    {"_nn_gelu", l_gelu},
+    {"_nn_tanh", l_tanh},
+    {"_nn_sigmoid", l_sigmoid},
+    {"_nn_silu", l_silu},
+    {"_nn_softmax", l_softmax},
+    {"_nn_log_softmax", l_log_softmax},
+    {"_nn_cross_entropy", l_cross_entropy},
+    {"_nn_nll_loss", l_nll_loss},
+    {"_nn_mse_loss", l_mse_loss},
+    {"_nn_l1_loss", l_l1_loss},
+    {"_nn_smooth_l1_loss", l_smooth_l1_loss},
+    {"_nn_bce", l_bce},
+    {"_nn_bce_with_logits", l_bce_with_logits},
+    {"_nn_dropout", l_dropout},
+    {"_nn_layer_norm", l_layer_norm},
+    {"_nn_batch_norm", l_batch_norm},
+    {"_nn_embedding", l_embedding},
+    {"_nn_view", l_view},
+    {"_nn_copy_", l_copy_},
+    {"_nn_uniform_", l_uniform_},
+    {"_nn_normal_", l_normal_},
+    {"_nn_zero_grads", l_zero_grads},
+    {NULL, NULL},
+};
+
+void lpt_open_nn(lua_State *L) { lpt_add_functions(L, functions); }

@@ -1,0 +1,243 @@
+/* Bindings of the optimizer kernels (lib/optim.h) as internal module functions pt._optim_*.
+ * Each call updates every parameter of one group: params is a Lua list of tensors, states a
+ * list of per-parameter state tables (created here when missing) holding the moment buffers
+ * as tensors and "step" as an integer. The public API is lua/partrain/optim.lua. */
+#include <math.h>
+#include <string.h>
+
+#include "../lib/optim.h"
+#include "lpt.h"
+
+static double opt_num(lua_State *L, int opts, const char *key, double def) {
+  double v = def;
+  if (lua_getfield(L, opts, key) != LUA_TNIL) {
+    if (!lua_isnumber(L, -1))
+      lpt_errorf(L, "option '%s' must be a number, got %s", key, luaL_typename(L, -1));
+    v = lua_tonumber(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+static bool opt_flag(lua_State *L, int opts, const char *key) {
+  lua_getfield(L, opts, key);
+  bool v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Push params[i] and states[i] (creating the state table); returns the parameter or NULL when
+ * it has no gradient (the caller skips it). */
+static pt_tensor *param_at(lua_State *L, const char *fname, int i, int *state_idx) {
+  lua_geti(L, 1, i);
+  pt_tensor *p = lpt_test_tensor(L, -1);
+  if (!p) lpt_errorf(L, "%s: parameter %d is not a tensor (got %s)", fname, i, luaL_typename(L, -1));
+  if (pt_optim_check_param(lpt_ctx(L), fname, i, p)) lpt_error(L);
+  if (lua_geti(L, 2, i) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_seti(L, 2, i);
+  }
+  *state_idx = lua_gettop(L);
+  return p->grad ? p : NULL;
+}
+
+/* The state tensor states[i][key], created (filled with init) when missing. *fresh tells. */
+static pt_tensor *state_tensor(lua_State *L, const char *fname, int sidx, const char *key, int i,
+                               pt_tensor *p, double init, bool *fresh) {
+  pt_ctx *ctx = lpt_ctx(L);
+  if (fresh) *fresh = false;
+  if (lua_getfield(L, sidx, key) != LUA_TNIL) {
+    pt_tensor *t = lpt_test_tensor(L, -1);
+    if (!t) lpt_errorf(L, "%s: state '%s' of parameter %d is not a tensor", fname, key, i);
+    if (pt_optim_check_state(ctx, fname, key, i, p, t)) lpt_error(L);
+    lua_pop(L, 1); /* still referenced by the state table */
+    return t;
+  }
+  lua_pop(L, 1);
+  pt_tensor *t;
+  if (pt_tensor_empty(ctx, p->dtype, p->ndim, p->shape, &t)) lpt_error(L);
+  if (!isnan(init)) pt_tensor_fill(ctx, t, init);
+  lpt_push_tensor(L, t);
+  lua_setfield(L, sidx, key);
+  if (fresh) *fresh = true;
+  return t;
+}
+
+static int64_t next_step(lua_State *L, int sidx) {
+  lua_getfield(L, sidx, "step");
+  int64_t step = (int64_t)luaL_optinteger(L, -1, 0) + 1;
+  lua_pop(L, 1);
+  lua_pushinteger(L, step);
+  lua_setfield(L, sidx, "step");
+  return step;
+}
+
+static void check_args(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TTABLE);
+}
+
+/* _optim_sgd(params, states, opts[, fname]) */
+static int l_sgd(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "SGD");
+  pt_sgd_opts o = {
+      .lr = opt_num(L, 3, "lr", 1e-3),
+      .momentum = opt_num(L, 3, "momentum", 0),
+      .dampening = opt_num(L, 3, "dampening", 0),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+      .nesterov = opt_flag(L, 3, "nesterov"),
+      .maximize = opt_flag(L, 3, "maximize"),
+  };
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *buf = NULL;
+    bool fresh = false;
+    if (o.momentum != 0) buf = state_tensor(L, fname, s, "momentum_buffer", i, p, NAN, &fresh);
+    if (pt_optim_sgd(lpt_ctx(L), p, p->grad, buf, fresh, &o)) return lpt_error(L);
+  }
+  return 0;
+}
+
+/* _optim_adam(params, states, opts[, fname]); opts.decoupled selects AdamW */
+static int l_adam(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "Adam");
+  pt_adam_opts o = {
+      .lr = opt_num(L, 3, "lr", 1e-3),
+      .beta1 = opt_num(L, 3, "beta1", 0.9),
+      .beta2 = opt_num(L, 3, "beta2", 0.999),
+      .eps = opt_num(L, 3, "eps", 1e-8),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+      .amsgrad = opt_flag(L, 3, "amsgrad"),
+      .decoupled = opt_flag(L, 3, "decoupled"),
+      .maximize = opt_flag(L, 3, "maximize"),
+  };
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
+    pt_tensor *v = state_tensor(L, fname, s, "exp_avg_sq", i, p, 0.0, NULL);
+    pt_tensor *vm = o.amsgrad ? state_tensor(L, fname, s, "max_exp_avg_sq", i, p, 0.0, NULL) : NULL;
+    int64_t step = next_step(L, s);
+    if (pt_optim_adam(lpt_ctx(L), p, p->grad, m, v, vm, step, &o)) return lpt_error(L);
+  }
+  return 0;
+}
+
+/* _optim_rmsprop(params, states, opts[, fname]) */
+static int l_rmsprop(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "RMSprop");
+  pt_rmsprop_opts o = {
+      .lr = opt_num(L, 3, "lr", 1e-2),
+      .alpha = opt_num(L, 3, "alpha", 0.99),
+      .eps = opt_num(L, 3, "eps", 1e-8),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+      .momentum = opt_num(L, 3, "momentum", 0),
+      .centered = opt_flag(L, 3, "centered"),
+      .maximize = opt_flag(L, 3, "maximize"),
+  };
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *sq = state_tensor(L, fname, s, "square_avg", i, p, 0.0, NULL);
+    pt_tensor *ga = o.centered ? state_tensor(L, fname, s, "grad_avg", i, p, 0.0, NULL) : NULL;
+    pt_tensor *buf = o.momentum > 0 ? state_tensor(L, fname, s, "momentum_buffer", i, p, 0.0, NULL) : NULL;
+    next_step(L, s);
+    if (pt_optim_rmsprop(lpt_ctx(L), p, p->grad, sq, ga, buf, &o)) return lpt_error(L);
+  }
+  return 0;
+}
+
+/* _optim_adagrad(params, states, opts[, fname]) */
+static int l_adagrad(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "Adagrad");
+  pt_adagrad_opts o = {
+      .lr = opt_num(L, 3, "lr", 1e-2),
+      .lr_decay = opt_num(L, 3, "lr_decay", 0),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+      .eps = opt_num(L, 3, "eps", 1e-10),
+      .maximize = opt_flag(L, 3, "maximize"),
+  };
+  double init = opt_num(L, 3, "initial_accumulator_value", 0);
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *sum = state_tensor(L, fname, s, "sum", i, p, init, NULL);
+    int64_t step = next_step(L, s);
+    if (pt_optim_adagrad(lpt_ctx(L), p, p->grad, sum, step, &o)) return lpt_error(L);
+  }
+  return 0;
+}
+
+/* _optim_clip_grad_norm(params, max_norm[, norm_type]) -> total norm (before clipping) */
+static int l_clip_grad_norm(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  double max_norm = luaL_checknumber(L, 2);
+  double p = luaL_optnumber(L, 3, 2.0);
+  if (!(p > 0)) return lpt_errorf(L, "clip_grad_norm: norm_type must be positive, got %g", p);
+  int n = (int)luaL_len(L, 1);
+  double acc = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    double coef = 1;
+    if (pass == 1) {
+      double total = isinf(p) ? acc : pow(acc, 1.0 / p);
+      lua_pushnumber(L, total);
+      coef = max_norm / (total + 1e-6);
+      if (coef >= 1) return 1;
+    }
+    for (int i = 1; i <= n; i++) {
+      lua_geti(L, 1, i);
+      pt_tensor *t = lpt_test_tensor(L, -1);
+      lua_pop(L, 1);
+      if (!t) return lpt_errorf(L, "clip_grad_norm: parameter %d is not a tensor", i);
+      if (!t->grad) continue;
+      pt_status st = pass == 0 ? pt_optim_norm_acc(lpt_ctx(L), t->grad, p, &acc)
+                               : pt_optim_scale_(lpt_ctx(L), t->grad, coef);
+      if (st) return lpt_error(L);
+    }
+  }
+  return 1;
+}
+
+/* _optim_clip_grad_value(params, clip_value) */
+static int l_clip_grad_value(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  double v = luaL_checknumber(L, 2);
+  if (!(v >= 0)) return lpt_errorf(L, "clip_grad_value: clip_value must be non-negative, got %g", v);
+  int n = (int)luaL_len(L, 1);
+  for (int i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    pt_tensor *t = lpt_test_tensor(L, -1);
+    lua_pop(L, 1);
+    if (!t) return lpt_errorf(L, "clip_grad_value: parameter %d is not a tensor", i);
+    if (t->grad) pt_optim_clamp_(lpt_ctx(L), t->grad, v);
+  }
+  return 0;
+}
+
+static const luaL_Reg functions[] = {
+    {"_optim_sgd", l_sgd},
+    {"_optim_adam", l_adam},
+    {"_optim_rmsprop", l_rmsprop},
+    {"_optim_adagrad", l_adagrad},
+    {"_optim_clip_grad_norm", l_clip_grad_norm},
+    {"_optim_clip_grad_value", l_clip_grad_value},
+    {NULL, NULL},
+};
+
+void lpt_open_optim(lua_State *L) { lpt_add_functions(L, functions); }

@@ -1,0 +1,1117 @@
+/* The parallel dispatcher's C side: a pool of worker threads each owning a lua_State with
+ * partrain loaded, tasks that carry transferred values (host/transfer.c), per-worker gradient
+ * buffers reduced in a fixed order, interrupts.
+ *
+ * Lua API (internal; the public wrappers are in lua/partrain/par.lua and runner.lua):
+ *   pt._Pool(n)                      a dedicated pool of n workers (closed by :close() or GC)
+ *     pool:submit(worker, fn, ...)   queue fn(...) on worker (1..n, 0 = any); returns a task id;
+ *                                    blocks while 4 tasks per worker are outstanding
+ *     pool:next()                    wait for one completion: id, worker, true, results...
+ *                                    or id, worker, false, message, traceback
+ *     pool:pending(), pool:size(), pool:close()
+ *   pt._pool_map(fn, arglists, {n_workers=})   on the shared pool; see par.lua
+ *   pt._par_windows(model, fn, get, windows, n, after_window, refresh_model)   see par.lua
+ *   pt.ActionError                   metatable of the error values of _pool_map
+ *   pt.Runner{...}                   forwards to require("partrain.runner").new
+ *   pt._par_test_sigint(seconds)     (tests) raise SIGINT in this process after a delay */
+#include <lauxlib.h>
+#include <lualib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/pool.h"
+#include "lpt.h"
+#include "state.h"
+#include "transfer.h"
+
+extern void openblas_set_num_threads(int n);
+extern int openblas_get_num_threads(void);
+
+#define POOL_MT "partrain.Pool"
+#define SHARED_POOL_KEY "partrain.par.shared_pool"
+#define ACTION_ERROR_KEY "partrain.ActionError"
+#define WORKER_KEY "partrain.par.worker"
+#define FN_KEY "partrain.par.fn"
+#define MODEL_KEY "partrain.par.model"
+#define HOOK_COUNT 1000
+
+/* ------------------------------------------------------------------ worker side --- */
+
+typedef struct grad_entry {
+  pt_tensor *param; /* retained */
+  pt_tensor *buf;   /* this worker's gradient of param, valid when gen matches */
+  unsigned gen;
+} grad_entry;
+
+typedef struct lpar_pool lpar_pool;
+
+typedef struct par_worker {
+  lpar_pool *owner;
+  int index; /* 1-based */
+  lua_State *L;
+  grad_entry *g;
+  int ng, gcap, last;
+  unsigned gen;
+  uint64_t call_id;   /* call whose function is stored at FN_KEY */
+  uint64_t model_gen; /* model stored at MODEL_KEY */
+} par_worker;
+
+enum { TASK_CALL = 0, TASK_ITEM = 1 };
+
+typedef struct par_task {
+  pt_pool_task base;
+  int kind;
+  uint64_t id;
+  int index;       /* item or sample index, 1-based */
+  uint64_t call_id;
+  lpt_msg *call;   /* [fn] shared by the items of one call (TASK_ITEM) */
+  lpt_msg *model;  /* [model] appended as the last argument (par_by_sample) */
+  uint64_t model_gen;
+  lpt_msg *args;   /* TASK_CALL: [fn, args...]; TASK_ITEM: [args...] */
+  bool grads;      /* collect leaf gradients into the worker's buffers */
+  bool all_results;
+  /* out */
+  bool ok;
+  lpt_msg *result; /* ok: results; else: message, traceback */
+  struct par_task *next_free;
+} par_task;
+
+struct lpar_pool {
+  pt_pool *pool;
+  int n;
+  par_worker *w;
+  char *path, *cpath;
+  uint64_t next_id, next_call;
+  /* par_by_sample's model cache */
+  int model_ref;
+  lpt_msg *model_msg;
+  uint64_t model_gen;
+  bool closed;
+};
+
+static void free_task(par_task *t) {
+  if (!t) return;
+  lpt_msg_release(t->call);
+  lpt_msg_release(t->model);
+  lpt_msg_release(t->args);
+  lpt_msg_release(t->result);
+  free(t);
+}
+
+static void discard_task(pt_pool_task *t) { free_task((par_task *)t); }
+
+static par_worker *worker_of(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
+  par_worker *w = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return w;
+}
+
+static void cancel_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  par_worker *w = worker_of(L);
+  if (w && pt_pool_cancelled(w->owner->pool)) luaL_error(L, "interrupted");
+}
+
+/* dst += src (same number of elements) */
+static void add_into(pt_tensor *dst, const pt_tensor *src) {
+  int64_t n = pt_tensor_numel(dst);
+  if (dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32 && pt_tensor_is_contiguous(dst) &&
+      pt_tensor_is_contiguous(src)) {
+    float *d = pt_tensor_data(dst);
+    const float *s = pt_tensor_data(src);
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else if (dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64 &&
+             pt_tensor_is_contiguous(dst) && pt_tensor_is_contiguous(src)) {
+    double *d = pt_tensor_data(dst);
+    const double *s = pt_tensor_data(src);
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));
+  }
+  atomic_fetch_add(&dst->version, 1);
+}
+
+/* ctx->accumulate of a worker while it runs a par_by_sample sample */
+static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *ud) {
+  par_worker *w = ud;
+  grad_entry *e = NULL;
+  if (w->last < w->ng && w->g[w->last].param == leaf) e = &w->g[w->last];
+  for (int i = 0; !e && i < w->ng; i++)
+    if (w->g[i].param == leaf) {
+      e = &w->g[i];
+      w->last = i;
+    }
+  if (!e) {
+    if (w->ng == w->gcap) {
+      int cap = w->gcap ? w->gcap * 2 : 16;
+      grad_entry *g = realloc(w->g, (size_t)cap * sizeof *g);
+      if (!g) return pt_fail(ctx, PT_ENOMEM, "backward: out of memory for gradient buffers");
+      w->g = g;
+      w->gcap = cap;
+    }
+    e = &w->g[w->ng];
+    w->last = w->ng++;
+    e->param = pt_tensor_retain(leaf);
+    e->buf = NULL;
+    e->gen = 0;
+  }
+  if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "backward: gradient of shape %s does not match shape %s",
+                   pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
+                   pt_shape_format(leaf->ndim, leaf->shape, b, sizeof b));
+  }
+  if (e->gen != w->gen) {
+    if (!e->buf) {
+      pt_status st = pt_tensor_empty(ctx, leaf->dtype, leaf->ndim, leaf->shape, &e->buf);
+      if (st) return st;
+    }
+    pt_status st = pt_tensor_copy_into(ctx, e->buf, grad);
+    if (st) return st;
+    e->gen = w->gen;
+    return PT_OK;
+  }
+  add_into(e->buf, grad);
+  return PT_OK;
+}
+
+static void clear_grads(par_worker *w) {
+  for (int i = 0; i < w->ng; i++) {
+    pt_tensor_release(w->g[i].param);
+    pt_tensor_release(w->g[i].buf);
+  }
+  w->ng = 0;
+  w->last = 0;
+}
+
+static int worker_msgh(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      msg = lua_tostring(L, -1);
+    else
+      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  lua_createtable(L, 2, 0);
+  lua_pushstring(L, msg);
+  lua_rawseti(L, -2, 1);
+  luaL_traceback(L, L, NULL, 1);
+  lua_rawseti(L, -2, 2);
+  return 1;
+}
+
+static lpt_msg *error_msg(lua_State *L, const char *message, const char *traceback) {
+  lpt_msg *m = lpt_msg_new();
+  if (!m) return NULL;
+  lua_pushstring(L, message);
+  lua_pushstring(L, traceback ? traceback : "");
+  static const char *const names[] = {"message", "traceback"};
+  if (lpt_encode(L, m, -2, 2, names, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    lpt_msg_release(m);
+    m = lpt_msg_string(message);
+  }
+  lua_pop(L, 2);
+  return m;
+}
+
+/* A decode failure inside the worker becomes the task's error. */
+static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, const char *what) {
+  int st = lpt_decode(L, m, n);
+  if (st == LUA_OK) return true;
+  char buf[PT_ERRMSG_MAX];
+  snprintf(buf, sizeof buf, "cannot receive %s: %s", what, lua_tostring(L, -1));
+  lua_pop(L, 1);
+  t->ok = false;
+  t->result = error_msg(L, buf, NULL);
+  return false;
+}
+
+static void run_task(pt_pool_task *base, int worker, void *data) {
+  (void)worker;
+  par_task *t = (par_task *)base;
+  par_worker *w = data;
+  lua_State *L = w->L;
+  int top = lua_gettop(L);
+  t->ok = false;
+  t->result = NULL;
+  lua_pushcfunction(L, worker_msgh);
+  int h = lua_gettop(L);
+  int nargs = 0;
+  if (t->kind == TASK_CALL) {
+    int n;
+    if (!decode_into(L, t, t->args, &n, "the function and its arguments")) goto out;
+    if (n < 1) goto out;
+    nargs = n - 1;
+  } else {
+    if (w->call_id != t->call_id) {
+      int n;
+      w->call_id = 0;
+      if (!decode_into(L, t, t->call, &n, "the function")) goto out;
+      lua_settop(L, h + 1);
+      lua_setfield(L, LUA_REGISTRYINDEX, FN_KEY);
+      w->call_id = t->call_id;
+    }
+    if (t->model && w->model_gen != t->model_gen) {
+      int n;
+      w->model_gen = 0;
+      clear_grads(w);
+      if (!decode_into(L, t, t->model, &n, "the model")) goto out;
+      lua_settop(L, h + 1);
+      lua_setfield(L, LUA_REGISTRYINDEX, MODEL_KEY);
+      w->model_gen = t->model_gen;
+    }
+    lua_getfield(L, LUA_REGISTRYINDEX, FN_KEY);
+    int n;
+    if (!decode_into(L, t, t->args, &n, "the arguments")) goto out;
+    nargs = n;
+    if (t->model) {
+      lua_getfield(L, LUA_REGISTRYINDEX, MODEL_KEY);
+      nargs++;
+    }
+  }
+  pt_ctx *ctx = lpt_ctx(L);
+  if (t->grads) {
+    w->gen++;
+    if (w->gen == 0) w->gen = 1;
+    ctx->accumulate = worker_accumulate;
+    ctx->accumulate_data = w;
+  }
+  int st = lua_pcall(L, nargs, t->all_results ? LUA_MULTRET : 1, h);
+  if (t->grads) {
+    ctx->accumulate = NULL;
+    ctx->accumulate_data = NULL;
+  }
+  if (st != LUA_OK) {
+    const char *msg = "(unknown error)", *tb = NULL;
+    if (lua_istable(L, -1)) {
+      lua_rawgeti(L, -1, 1);
+      lua_rawgeti(L, -2, 2);
+      msg = lua_tostring(L, -2);
+      tb = lua_tostring(L, -1);
+    } else if (lua_tostring(L, -1)) {
+      msg = lua_tostring(L, -1); /* memory errors skip the handler */
+    }
+    t->result = error_msg(L, msg ? msg : "(error)", tb);
+    goto out;
+  }
+  int nres = lua_gettop(L) - h;
+  lpt_msg *m = lpt_msg_new();
+  if (!m) {
+    t->result = lpt_msg_string("out of memory");
+    goto out;
+  }
+  static const char *const rnames[] = {"result 1", "result 2", "result 3", "result 4"};
+  if (lpt_encode(L, m, h + 1, nres, nres <= 4 ? rnames : NULL, 0) != LUA_OK) {
+    char buf[PT_ERRMSG_MAX];
+    snprintf(buf, sizeof buf, "cannot return the result: %s", lua_tostring(L, -1));
+    lpt_msg_release(m);
+    t->result = error_msg(L, buf, NULL);
+    goto out;
+  }
+  t->ok = true;
+  t->result = m;
+out:
+  lua_settop(L, top);
+}
+
+static int worker_init(void *ud, int index, void **data, char *err, size_t errlen) {
+  lpar_pool *p = ud;
+  par_worker *w = &p->w[index];
+  w->owner = p;
+  w->index = index + 1;
+  lua_State *L = pt_state_new();
+  if (!L) {
+    snprintf(err, errlen, "cannot create a Lua state: not enough memory");
+    return 1;
+  }
+  /* the caller's module paths first, so its own modules resolve here too */
+  if (p->path) {
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L, "%s;%s", p->path, lua_tostring(L, -1));
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "cpath");
+    lua_pushfstring(L, "%s;%s", p->cpath ? p->cpath : "", lua_tostring(L, -1));
+    lua_setfield(L, -3, "cpath");
+    lua_pop(L, 2);
+  }
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "partrain");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    snprintf(err, errlen, "require 'partrain' failed: %s", lua_tostring(L, -1));
+    lua_close(L);
+    return 1;
+  }
+  lua_setglobal(L, "pt");
+  lpt_state *s = lpt_get_state(L);
+  s->worker_id = w->index;
+  /* deterministic per worker: the same code gives the same numbers every run */
+  pt_rng_seed(&s->ctx.rng, 0x9e3779b97f4a7c15ULL * (uint64_t)w->index + 42);
+  lua_pushlightuserdata(L, w);
+  lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
+  lua_sethook(L, cancel_hook, LUA_MASKCOUNT, HOOK_COUNT);
+  w->L = L;
+  *data = w;
+  return 0;
+}
+
+static void worker_fini(void *ud, int index, void *data) {
+  (void)ud;
+  (void)index;
+  par_worker *w = data;
+  if (!w) return;
+  clear_grads(w);
+  free(w->g);
+  w->g = NULL;
+  w->gcap = 0;
+  if (w->L) lua_close(w->L);
+  w->L = NULL;
+}
+
+/* ------------------------------------------------------------------ caller side --- */
+
+static volatile sig_atomic_t sigint_flag; /* set by our SIGINT handler while we wait */
+
+static void on_sigint(int sig) {
+  sigint_flag = 1;
+  signal(sig, SIG_DFL); /* a second Ctrl-C (workers stuck in C code) kills, as in lua.c */
+}
+
+/* While workers run, Ctrl-C is ours: it sets a flag that every wait polls (lib/pool.c); the
+ * call then stops the workers and raises "interrupted" in the caller, which unwinds like any
+ * error. The previous handler (the executable's) comes back when the wait ends. */
+typedef struct wait_guard {
+  pt_ctx *ctx;
+  volatile sig_atomic_t *old_flag;
+  struct sigaction old_action;
+  bool installed;
+  int old_blas;
+} wait_guard;
+
+static void guard_begin(lua_State *L, wait_guard *g, bool blas1) {
+  g->ctx = lpt_ctx(L);
+  g->old_flag = g->ctx->interrupted;
+  g->installed = false;
+  g->old_blas = 0;
+  sigint_flag = 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGINT, NULL, &g->old_action) == 0 && g->old_action.sa_handler != SIG_IGN &&
+      sigaction(SIGINT, &sa, NULL) == 0) {
+    g->installed = true;
+    g->ctx->interrupted = &sigint_flag;
+  }
+  if (blas1) {
+    g->old_blas = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+  }
+}
+
+static void guard_end(wait_guard *g) {
+  if (g->installed) sigaction(SIGINT, &g->old_action, NULL);
+  g->ctx->interrupted = g->old_flag;
+  if (g->old_blas > 0) openblas_set_num_threads(g->old_blas);
+}
+
+static lpar_pool *check_pool(lua_State *L, int idx) {
+  lpar_pool **pp = luaL_checkudata(L, idx, POOL_MT);
+  if (!*pp || (*pp)->closed) luaL_error(L, "the pool was closed");
+  return *pp;
+}
+
+static void pool_close(lpar_pool *p) {
+  if (!p) return;
+  p->closed = true;
+  if (p->pool) pt_pool_destroy(p->pool, discard_task);
+  p->pool = NULL;
+  lpt_msg_release(p->model_msg);
+  p->model_msg = NULL;
+  free(p->w);
+  free(p->path);
+  free(p->cpath);
+  p->w = NULL;
+  p->path = p->cpath = NULL;
+}
+
+static int pool_gc(lua_State *L) {
+  lpar_pool **pp = luaL_checkudata(L, 1, POOL_MT);
+  if (*pp) {
+    if ((*pp)->model_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, (*pp)->model_ref);
+    pool_close(*pp);
+    free(*pp);
+    *pp = NULL;
+  }
+  return 0;
+}
+
+static char *dup_str(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+/* pushes a new pool userdata */
+static lpar_pool *pool_new(lua_State *L, int n) {
+  if (n < 1 || n > 256) luaL_error(L, "pool: number of workers must be between 1 and 256, got %d", n);
+  lpar_pool **pp = lua_newuserdatauv(L, sizeof *pp, 0);
+  *pp = NULL;
+  luaL_setmetatable(L, POOL_MT);
+  lpar_pool *p = calloc(1, sizeof *p);
+  if (!p) luaL_error(L, "pool: out of memory");
+  *pp = p;
+  p->n = n;
+  p->model_ref = LUA_NOREF;
+  p->w = calloc((size_t)n, sizeof *p->w);
+  if (!p->w) luaL_error(L, "pool: out of memory");
+  lua_getglobal(L, "package");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "path");
+    p->path = dup_str(lua_tostring(L, -1));
+    lua_getfield(L, -2, "cpath");
+    p->cpath = dup_str(lua_tostring(L, -1));
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  pt_pool_config cfg = {.n_workers = n, .max_pending = 4 * n, .worker_init = worker_init,
+                        .worker_fini = worker_fini, .userdata = p};
+  pt_ctx *ctx = lpt_ctx(L);
+  if (pt_pool_create(ctx, &cfg, &p->pool)) {
+    p->closed = true;
+    return (lpar_pool *)(intptr_t)lpt_error(L);
+  }
+  return p;
+}
+
+/* The shared pool of this state with at least n workers (recreated bigger when needed). */
+static lpar_pool *shared_pool(lua_State *L, int n) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, SHARED_POOL_KEY) == LUA_TUSERDATA) {
+    lpar_pool **pp = lua_touserdata(L, -1);
+    if (*pp && !(*pp)->closed && (*pp)->n >= n) {
+      lua_pop(L, 1);
+      return *pp;
+    }
+    lua_pushcfunction(L, pool_gc);
+    lua_pushvalue(L, -2);
+    lua_call(L, 1, 0);
+  }
+  lua_pop(L, 1);
+  lpar_pool *p = pool_new(L, n);
+  lua_setfield(L, LUA_REGISTRYINDEX, SHARED_POOL_KEY);
+  return p;
+}
+
+/* Wait for one completion. On interrupt (or another wait failure): cancel the pool, collect
+ * everything outstanding, free it and everything in `owned` (nowned pointers, set to NULL),
+ * re-arm the pool and return NULL; the caller ends its guard, frees its own things and raises
+ * "interrupted". */
+static par_task *wait_one(lpar_pool *p, wait_guard *g, par_task **owned, int nowned) {
+  pt_pool_task *done;
+  pt_status st = pt_pool_wait(g->ctx, p->pool, &done);
+  if (st == PT_OK) return (par_task *)done;
+  pt_pool_cancel(p->pool);
+  pt_ctx quiet;
+  pt_ctx_init(&quiet, 0);
+  while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
+    bool mine = false;
+    for (int i = 0; i < nowned; i++)
+      if (owned[i] == (par_task *)done) mine = true;
+    if (!mine) free_task((par_task *)done);
+  }
+  for (int i = 0; i < nowned; i++) {
+    free_task(owned[i]);
+    owned[i] = NULL;
+  }
+  pt_pool_uncancel(p->pool);
+  return NULL;
+}
+
+static lpt_msg *encode_or_raise(lua_State *L, int first, int n, const char *const *names,
+                                unsigned flags, const char *what) {
+  lpt_msg *m = lpt_msg_new();
+  if (!m) luaL_error(L, "out of memory");
+  if (lpt_encode(L, m, first, n, names, flags) != LUA_OK) {
+    lpt_msg_release(m);
+    return (lpt_msg *)(intptr_t)luaL_error(L, "%s: %s", what, lua_tostring(L, -1));
+  }
+  return m;
+}
+
+/* Push the values of a result message; on a decode failure pushes nothing and returns -1
+ * with the message at the top. */
+static int push_results(lua_State *L, const lpt_msg *m) {
+  int n;
+  if (lpt_decode(L, m, &n) != LUA_OK) return -1;
+  return n;
+}
+
+/* --- pool objects --- */
+
+static int l_pool_new(lua_State *L) {
+  int n = (int)luaL_checkinteger(L, 1);
+  pool_new(L, n);
+  return 1;
+}
+
+static int l_pool_submit(lua_State *L) {
+  lpar_pool *p = check_pool(L, 1);
+  lua_Integer w = luaL_checkinteger(L, 2);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  if (w < 0 || w > p->n) luaL_error(L, "submit: worker %d out of range (pool has %d workers)", (int)w, p->n);
+  int nargs = lua_gettop(L) - 3;
+  const char *names[64];
+  char bufs[64][24];
+  names[0] = "the closure";
+  for (int i = 1; i <= nargs && i < 64; i++) {
+    snprintf(bufs[i], sizeof bufs[i], "argument %d", i);
+    names[i] = bufs[i];
+  }
+  lpt_msg *m = encode_or_raise(L, 3, nargs + 1, nargs < 63 ? names : NULL, LPT_XFER_GLOBALS,
+                               "submit");
+  par_task *t = calloc(1, sizeof *t);
+  if (!t) {
+    lpt_msg_release(m);
+    return luaL_error(L, "out of memory");
+  }
+  t->kind = TASK_CALL;
+  t->args = m;
+  t->all_results = true;
+  t->id = ++p->next_id;
+  t->base.worker = (int)w - 1;
+  t->base.run = run_task;
+  wait_guard g;
+  guard_begin(L, &g, false);
+  pt_status st = pt_pool_submit(g.ctx, p->pool, &t->base);
+  guard_end(&g);
+  if (st) {
+    free_task(t);
+    return luaL_error(L, "%s", st == PT_EINTR ? "interrupted" : lpt_ctx(L)->err);
+  }
+  lua_pushinteger(L, (lua_Integer)t->id);
+  return 1;
+}
+
+static int l_pool_next(lua_State *L) {
+  lpar_pool *p = check_pool(L, 1);
+  if (pt_pool_pending(p->pool) == 0) return luaL_error(L, "next: no task is outstanding");
+  wait_guard g;
+  guard_begin(L, &g, false);
+  par_task *t = wait_one(p, &g, NULL, 0);
+  guard_end(&g);
+  if (!t) return luaL_error(L, "interrupted");
+  lua_settop(L, 1);
+  lua_pushinteger(L, (lua_Integer)t->id);
+  lua_pushinteger(L, t->base.worker + 1);
+  int top0 = lua_gettop(L);
+  if (t->base.cancelled) {
+    free_task(t);
+    lua_pushboolean(L, 0);
+    lua_pushliteral(L, "interrupted");
+    return 4;
+  }
+  bool ok = t->ok;
+  int nr = push_results(L, t->result);
+  free_task(t);
+  if (nr < 0) { /* the results could not be received: a failure of the task */
+    lua_pushfstring(L, "cannot receive the result: %s", lua_tostring(L, -1));
+    lua_replace(L, top0 + 1);
+    lua_settop(L, top0 + 1);
+    lua_pushboolean(L, 0);
+    lua_insert(L, top0 + 1);
+    return 4;
+  }
+  lua_pushboolean(L, ok);
+  lua_insert(L, top0 + 1);
+  return 3 + nr;
+}
+
+static int l_pool_pending(lua_State *L) {
+  lpar_pool *p = check_pool(L, 1);
+  lua_pushinteger(L, pt_pool_pending(p->pool));
+  return 1;
+}
+
+static int l_pool_size(lua_State *L) {
+  lpar_pool *p = check_pool(L, 1);
+  lua_pushinteger(L, p->n);
+  return 1;
+}
+
+static int l_pool_close(lua_State *L) {
+  lpar_pool **pp = luaL_checkudata(L, 1, POOL_MT);
+  if (*pp) pool_close(*pp);
+  return 0;
+}
+
+static int l_pool_closed(lua_State *L) {
+  lpar_pool **pp = luaL_checkudata(L, 1, POOL_MT);
+  lua_pushboolean(L, !*pp || (*pp)->closed);
+  return 1;
+}
+
+/* --- error values --- */
+
+static void push_action_error(lua_State *L, int index, int worker, const char *msg,
+                              const char *tb) {
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, msg);
+  lua_setfield(L, -2, "message");
+  lua_pushstring(L, tb ? tb : "");
+  lua_setfield(L, -2, "traceback");
+  lua_pushinteger(L, index);
+  lua_setfield(L, -2, "index");
+  lua_pushinteger(L, worker);
+  lua_setfield(L, -2, "worker");
+  luaL_setmetatable(L, ACTION_ERROR_KEY);
+}
+
+static int action_error_tostring(lua_State *L) {
+  lua_getfield(L, 1, "index");
+  lua_getfield(L, 1, "worker");
+  lua_getfield(L, 1, "message");
+  lua_pushfstring(L, "ActionError: item %d failed on worker %d: %s", (int)lua_tointeger(L, -3),
+                  (int)lua_tointeger(L, -2), lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  return 1;
+}
+
+/* pt._pool_map(fn, arglists, {n_workers=}) -> results (error values in failed slots) */
+static int l_pool_map(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int nworkers = 0;
+  if (lua_istable(L, 3)) {
+    lua_getfield(L, 3, "n_workers");
+    if (!lua_isnil(L, -1)) {
+      nworkers = (int)luaL_checkinteger(L, -1);
+      if (nworkers < 1) return luaL_error(L, "_pool_map: n_workers must be at least 1, got %d", nworkers);
+    }
+    lua_pop(L, 1);
+  }
+  if (nworkers == 0) {
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    nworkers = nc > 0 ? (int)nc : 2;
+  }
+  int nitems = (int)luaL_len(L, 2);
+  lua_settop(L, 2);
+  lua_createtable(L, nitems, 0); /* 3: results */
+  if (nitems == 0) return 1;
+  lpar_pool *p = shared_pool(L, nworkers);
+  lua_pushvalue(L, 1);
+  static const char *const fname[] = {"the closure"};
+  lpt_msg *call = encode_or_raise(L, lua_gettop(L), 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
+                                  "_pool_map");
+  lua_pop(L, 1);
+  uint64_t call_id = ++p->next_call;
+  int limit = nworkers < nitems ? nworkers : nitems;
+  par_task **inflight = calloc((size_t)limit, sizeof *inflight);
+  if (!inflight) {
+    lpt_msg_release(call);
+    return luaL_error(L, "out of memory");
+  }
+  wait_guard g;
+  guard_begin(L, &g, true);
+  int next = 1, ninflight = 0;
+  char names_buf[16][24];
+  const char *names[16];
+  for (int i = 0; i < 16; i++) {
+    snprintf(names_buf[i], sizeof names_buf[i], "argument %d", i + 1);
+    names[i] = names_buf[i];
+  }
+  while (next <= nitems || ninflight > 0) {
+    if (next <= nitems && ninflight < limit) {
+      int i = next++;
+      lua_rawgeti(L, 2, i);
+      int base = lua_gettop(L);
+      int na;
+      if (lua_istable(L, base)) {
+        na = (int)lua_rawlen(L, base);
+        luaL_checkstack(L, na + 4, "too many arguments");
+        for (int k = 1; k <= na; k++) lua_rawgeti(L, base, k);
+      } else {
+        na = 1;
+        lua_pushvalue(L, base);
+      }
+      par_task *t = calloc(1, sizeof *t);
+      lpt_msg *m = t ? lpt_msg_new() : NULL;
+      if (!m || lpt_encode(L, m, base + 1, na, na <= 16 ? names : NULL, LPT_XFER_GLOBALS) != LUA_OK) {
+        const char *why = m ? lua_tostring(L, -1) : "out of memory";
+        char buf[PT_ERRMSG_MAX];
+        snprintf(buf, sizeof buf, "cannot send item %d: %s", i, why ? why : "?");
+        lpt_msg_release(m);
+        free(t);
+        lua_settop(L, 3);
+        push_action_error(L, i, 0, buf, NULL);
+        lua_rawseti(L, 3, i);
+        continue;
+      }
+      lua_settop(L, 3);
+      t->kind = TASK_ITEM;
+      t->args = m;
+      t->call = lpt_msg_retain(call);
+      t->call_id = call_id;
+      t->index = i;
+      t->base.worker = -1;
+      t->base.run = run_task;
+      int slot = 0;
+      while (inflight[slot]) slot++;
+      inflight[slot] = t;
+      pt_status st = pt_pool_submit(g.ctx, p->pool, &t->base);
+      if (st) {
+        inflight[slot] = NULL;
+        free_task(t);
+        wait_one(p, &g, inflight, limit); /* fails too: drains */
+        guard_end(&g);
+        free(inflight);
+        lpt_msg_release(call);
+        return luaL_error(L, "interrupted");
+      }
+      ninflight++;
+      continue;
+    }
+    par_task *t = wait_one(p, &g, inflight, limit);
+    if (!t) {
+      guard_end(&g);
+      free(inflight);
+      lpt_msg_release(call);
+      return luaL_error(L, "interrupted");
+    }
+    for (int s = 0; s < limit; s++)
+      if (inflight[s] == t) inflight[s] = NULL;
+    ninflight--;
+    if (t->base.cancelled) {
+      push_action_error(L, t->index, t->base.worker + 1, "interrupted", NULL);
+    } else if (t->ok) {
+      int n = push_results(L, t->result);
+      if (n < 0) {
+        char buf[PT_ERRMSG_MAX];
+        snprintf(buf, sizeof buf, "cannot receive the result: %s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        push_action_error(L, t->index, t->base.worker + 1, buf, NULL);
+      } else if (n == 0) {
+        lua_pushnil(L);
+      } else if (n > 1) {
+        lua_pop(L, n - 1);
+      }
+    } else {
+      int top0 = lua_gettop(L);
+      int nr = push_results(L, t->result);
+      const char *msg = "(error)", *tb = "";
+      if (nr < 0 && lua_tostring(L, -1)) msg = lua_tostring(L, -1);
+      if (nr >= 1 && lua_tostring(L, top0 + 1)) msg = lua_tostring(L, top0 + 1);
+      if (nr >= 2 && lua_tostring(L, top0 + 2)) tb = lua_tostring(L, top0 + 2);
+      push_action_error(L, t->index, t->base.worker + 1, msg, tb);
+      lua_insert(L, top0 + 1);
+      lua_settop(L, top0 + 1);
+    }
+    lua_rawseti(L, 3, t->index);
+    free_task(t);
+  }
+  guard_end(&g);
+  free(inflight);
+  lpt_msg_release(call);
+  lua_settop(L, 3);
+  return 1;
+}
+
+/* --- par_by_sample --- */
+
+static void reduce_grads(lua_State *L, lpar_pool *p, int k) {
+  pt_ctx *ctx = lpt_ctx(L);
+  for (int j = 0; j < k; j++) {
+    par_worker *w = &p->w[j];
+    for (int i = 0; i < w->ng; i++) {
+      grad_entry *e = &w->g[i];
+      if (e->gen != w->gen || !e->buf) continue;
+      pt_tensor *param = e->param;
+      if (!param->grad) {
+        pt_tensor *c;
+        if (pt_tensor_clone_raw(ctx, e->buf, &c)) lpt_error(L);
+        param->grad = c;
+      } else {
+        add_into(param->grad, e->buf);
+      }
+    }
+  }
+}
+
+/* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
+ * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
+ * i - start + 1 of its window. */
+static int l_par_windows(lua_State *L) {
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  int n = (int)luaL_checkinteger(L, 5);
+  bool has_after = !lua_isnoneornil(L, 6);
+  if (has_after) luaL_checktype(L, 6, LUA_TFUNCTION);
+  bool refresh = lua_toboolean(L, 7);
+  int nwin = (int)(lua_rawlen(L, 4) / 2);
+  lua_settop(L, 7);
+  lpar_pool *p = shared_pool(L, n);
+  /* the model: sent once per model object, cached by every worker */
+  if (refresh || p->model_ref == LUA_NOREF || !p->model_msg ||
+      (lua_rawgeti(L, LUA_REGISTRYINDEX, p->model_ref), !lua_rawequal(L, -1, 1))) {
+    lua_settop(L, 7);
+    static const char *const mname[] = {"model"};
+    lpt_msg *mm = encode_or_raise(L, 1, 1, mname, LPT_XFER_GLOBALS, "par_by_sample");
+    lpt_msg_release(p->model_msg);
+    p->model_msg = mm;
+    p->model_gen++;
+    if (p->model_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, p->model_ref);
+    lua_pushvalue(L, 1);
+    p->model_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_settop(L, 7);
+  static const char *const fname[] = {"the closure"};
+  lpt_msg *call = encode_or_raise(L, 2, 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
+                                  "par_by_sample");
+  uint64_t call_id = ++p->next_call;
+  lua_newtable(L); /* 8: all losses */
+  int nloss = 0;
+  par_task **tasks = calloc((size_t)n, sizeof *tasks);
+  if (!tasks) {
+    lpt_msg_release(call);
+    return luaL_error(L, "out of memory");
+  }
+  /* keep `call` and `tasks` owned by a userdata while Lua code may raise */
+  wait_guard g;
+  for (int wi = 0; wi < nwin; wi++) {
+    lua_rawgeti(L, 4, 2 * wi + 1);
+    lua_rawgeti(L, 4, 2 * wi + 2);
+    int start = (int)lua_tointeger(L, -2), stop = (int)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    int k = stop - start + 1;
+    if (k < 1 || k > n) {
+      free(tasks);
+      lpt_msg_release(call);
+      return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
+    }
+    /* fetch and encode the window's samples before anything runs */
+    static const char *const sname[] = {"sample"};
+    for (int j = 0; j < k; j++) {
+      lua_pushvalue(L, 3);
+      lua_pushinteger(L, start + j);
+      int st = lua_pcall(L, 1, 1, 0);
+      par_task *t = calloc(1, sizeof *t);
+      lpt_msg *m = t ? lpt_msg_new() : NULL;
+      if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
+        char buf[PT_ERRMSG_MAX];
+        snprintf(buf, sizeof buf, "par_by_sample: sample %d %s: %s", start + j,
+                 st != LUA_OK ? "could not be read" : "cannot be sent to a worker",
+                 m ? lua_tostring(L, -1) : "out of memory");
+        lpt_msg_release(m);
+        free(t);
+        for (int q = 0; q < j; q++) {
+          free_task(tasks[q]);
+          tasks[q] = NULL;
+        }
+        free(tasks);
+        lpt_msg_release(call);
+        return luaL_error(L, "%s", buf);
+      }
+      lua_pop(L, 1);
+      t->kind = TASK_ITEM;
+      t->args = m;
+      t->call = lpt_msg_retain(call);
+      t->call_id = call_id;
+      t->model = lpt_msg_retain(p->model_msg);
+      t->model_gen = p->model_gen;
+      t->grads = true;
+      t->index = start + j;
+      t->base.worker = j;
+      t->base.run = run_task;
+      tasks[j] = t;
+    }
+    guard_begin(L, &g, true);
+    for (int j = 0; j < k; j++) {
+      pt_status st = pt_pool_submit(g.ctx, p->pool, &tasks[j]->base);
+      if (st) {
+        for (int q = j; q < k; q++) {
+          free_task(tasks[q]);
+          tasks[q] = NULL;
+        }
+        wait_one(p, &g, tasks, k); /* fails too: drains */
+        guard_end(&g);
+        free(tasks);
+        lpt_msg_release(call);
+        return luaL_error(L, "interrupted");
+      }
+    }
+    for (int c = 0; c < k; c++) {
+      if (!wait_one(p, &g, tasks, k)) {
+        guard_end(&g);
+        free(tasks);
+        lpt_msg_release(call);
+        return luaL_error(L, "interrupted");
+      }
+    }
+    guard_end(&g);
+    /* the first failure in sample order fails the call */
+    for (int j = 0; j < k; j++) {
+      par_task *t = tasks[j];
+      if (t->ok && !t->base.cancelled) continue;
+      char buf[2 * PT_ERRMSG_MAX];
+      if (t->base.cancelled) {
+        snprintf(buf, sizeof buf, "interrupted");
+      } else {
+        int nr = push_results(L, t->result);
+        const char *msg = nr >= 1 ? lua_tostring(L, -nr) : "(error)";
+        const char *tb = nr >= 2 ? lua_tostring(L, -nr + 1) : "";
+        snprintf(buf, sizeof buf, "par_by_sample: sample %d failed on worker %d: %s%s%s",
+                 t->index, j + 1, msg ? msg : "(error)", tb && *tb ? "\n" : "", tb ? tb : "");
+      }
+      for (int q = 0; q < k; q++) {
+        free_task(tasks[q]);
+        tasks[q] = NULL;
+      }
+      free(tasks);
+      lpt_msg_release(call);
+      lua_pushstring(L, buf);
+      return lua_error(L);
+    }
+    reduce_grads(L, p, k);
+    lua_createtable(L, k, 0); /* this window's losses */
+    int wl = lua_gettop(L);
+    for (int j = 0; j < k; j++) {
+      int nr = push_results(L, tasks[j]->result);
+      if (nr < 0) {
+        char buf[PT_ERRMSG_MAX];
+        snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", tasks[j]->index,
+                 lua_tostring(L, -1));
+        for (int q = 0; q < k; q++) {
+          free_task(tasks[q]);
+          tasks[q] = NULL;
+        }
+        free(tasks);
+        lpt_msg_release(call);
+        return luaL_error(L, "%s", buf);
+      }
+      if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
+      lua_pop(L, nr - 1);
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, 8, ++nloss);
+      lua_rawseti(L, wl, j + 1);
+      free_task(tasks[j]);
+      tasks[j] = NULL;
+    }
+    if (has_after) {
+      lua_pushvalue(L, 6);
+      lua_pushvalue(L, wl);
+      if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+        free(tasks);
+        lpt_msg_release(call);
+        return lua_error(L);
+      }
+    }
+    lua_settop(L, 8);
+  }
+  free(tasks);
+  lpt_msg_release(call);
+  return 1;
+}
+
+/* --- misc --- */
+
+static int l_runner(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "partrain.runner");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "new");
+  lua_insert(L, 1);
+  lua_pop(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+typedef struct sigint_later {
+  double seconds;
+} sigint_later;
+
+static void *sigint_thread(void *arg) {
+  sigint_later *s = arg;
+  struct timespec ts = {(time_t)s->seconds, (long)((s->seconds - (double)(time_t)s->seconds) * 1e9)};
+  free(s);
+  nanosleep(&ts, NULL);
+  kill(getpid(), SIGINT);
+  return NULL;
+}
+
+static int l_test_sigint(lua_State *L) {
+  double sec = luaL_checknumber(L, 1);
+  sigint_later *s = malloc(sizeof *s);
+  if (!s) return luaL_error(L, "out of memory");
+  s->seconds = sec;
+  pthread_t th;
+  if (pthread_create(&th, NULL, sigint_thread, s)) {
+    free(s);
+    return luaL_error(L, "cannot start a thread");
+  }
+  pthread_detach(th);
+  return 0;
+}
+
+static int l_worker_id(lua_State *L) {
+  lua_pushinteger(L, lpt_get_state(L)->worker_id);
+  return 1;
+}
+
+static const luaL_Reg pool_methods[] = {
+    {"submit", l_pool_submit}, {"next", l_pool_next},   {"pending", l_pool_pending},
+    {"size", l_pool_size},     {"close", l_pool_close}, {"closed", l_pool_closed},
+    {NULL, NULL},
+};
+
+static const luaL_Reg functions[] = {
+    {"_Pool", l_pool_new},
+    {"_pool_map", l_pool_map},
+    {"_par_windows", l_par_windows},
+    {"_par_test_sigint", l_test_sigint},
+    {"worker_id", l_worker_id},
+    {"Runner", l_runner},
+    {NULL, NULL},
+};
+
+static const char *const docs[] = {
+    "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
+    "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:close().",
+    "worker_id", "pt.worker_id() -> 0 in the main state, 1..n inside a dispatcher worker.",
+    "Runner", "pt.Runner{devices=, ordered=, cfg=, producer_init=, producer_work=, producer_end=,\n  consumer_init=, consumer_work=, consumer_end=} -> runner; runner(list_or_iterator) -> consumer_end's value;\n  runner:close(). See partrain.runner.",
+    NULL, NULL,
+};
+
+void lpt_open_par(lua_State *L) {
+  if (luaL_newmetatable(L, POOL_MT)) {
+    lua_pushcfunction(L, pool_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, pool_gc);
+    lua_setfield(L, -2, "__close");
+    lua_newtable(L);
+    luaL_setfuncs(L, pool_methods, 0);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  if (luaL_newmetatable(L, ACTION_ERROR_KEY)) {
+    lua_pushcfunction(L, action_error_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushliteral(L, "ActionError");
+    lua_setfield(L, -2, "__name");
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "ActionError");
+  lua_pop(L, 2);
+  lpt_add_functions(L, functions);
+  lpt_add_docs(L, 0, docs);
+}

@@ -1,0 +1,1152 @@
+/* See transfer.h. Encoding runs under lua_pcall in the source state, decoding under lua_pcall in
+ * the destination state, so failures come back as messages and nothing leaks.
+ *
+ * Wire format (one byte tag, then payload; varints are LEB128):
+ *   header   varint nvalues, byte flags; then nvalues values, then globals, then 'z'
+ *   'n' nil  't' true  'f' false  'i' int64  'd' double  's' varint len + bytes
+ *   'R' varint id          back reference to a table/function/path already decoded
+ *   'T'                    table (gets the next id): key value ... 'e', then metatable value
+ *   'P' varint k, k strings  resolved by path (gets the next id)
+ *   'F' byte cache, varint len + bytecode, varint nups, upvalues  (gets the next id)
+ *       upvalue: 'E' (globals) | 'J' varint fid varint n (shared with function fid's upvalue n)
+ *                | a value
+ *   'U' varint k   tensor objs[k]       'S' varint k   shared userdata objs[k]
+ *   'L' pointer    light userdata
+ *   'g' name value  a global to assign after the values
+ */
+#include "transfer.h"
+
+#include <lauxlib.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lpt.h"
+
+#define XFER_MAX_DEPTH 180
+#define XFER_INDEX_KEY "partrain.transfer.index" /* registry: object -> path, rebuilt on change */
+#define XFER_FCACHE_KEY "partrain.transfer.fcache" /* registry: bytecode -> cached closure */
+#define PATH_SEP '\1'
+
+typedef struct msg_obj {
+  void *ptr;
+  const lpt_share_ops *ops; /* NULL: a pt_tensor */
+} msg_obj;
+
+struct lpt_msg {
+  atomic_int refcount;
+  char *buf;
+  size_t len, cap;
+  msg_obj *objs;
+  size_t nobjs, objcap;
+  int oom;
+};
+
+lpt_msg *lpt_msg_new(void) {
+  lpt_msg *m = calloc(1, sizeof *m);
+  if (m) atomic_init(&m->refcount, 1);
+  return m;
+}
+
+lpt_msg *lpt_msg_retain(lpt_msg *m) {
+  if (m) atomic_fetch_add_explicit(&m->refcount, 1, memory_order_relaxed);
+  return m;
+}
+
+void lpt_msg_release(lpt_msg *m) {
+  if (!m) return;
+  if (atomic_fetch_sub_explicit(&m->refcount, 1, memory_order_acq_rel) != 1) return;
+  for (size_t i = 0; i < m->nobjs; i++) {
+    if (m->objs[i].ops)
+      m->objs[i].ops->release(m->objs[i].ptr);
+    else
+      pt_tensor_release(m->objs[i].ptr);
+  }
+  free(m->objs);
+  free(m->buf);
+  free(m);
+}
+
+size_t lpt_msg_bytes(const lpt_msg *m) { return m->len; }
+
+static void put(lpt_msg *m, const void *p, size_t n) {
+  if (m->oom) return;
+  if (m->len + n > m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    while (cap < m->len + n) cap *= 2;
+    char *b = realloc(m->buf, cap);
+    if (!b) {
+      m->oom = 1;
+      return;
+    }
+    m->buf = b;
+    m->cap = cap;
+  }
+  memcpy(m->buf + m->len, p, n);
+  m->len += n;
+}
+
+static void put_byte(lpt_msg *m, int c) {
+  unsigned char b = (unsigned char)c;
+  put(m, &b, 1);
+}
+
+static void put_varint(lpt_msg *m, uint64_t v) {
+  unsigned char b[10];
+  int n = 0;
+  do {
+    b[n] = v & 0x7f;
+    v >>= 7;
+    if (v) b[n] |= 0x80;
+    n++;
+  } while (v);
+  put(m, b, (size_t)n);
+}
+
+static void put_str(lpt_msg *m, const char *s, size_t n) {
+  put_varint(m, n);
+  put(m, s, n);
+}
+
+static size_t add_obj(lpt_msg *m, void *ptr, const lpt_share_ops *ops) {
+  if (m->nobjs == m->objcap) {
+    size_t cap = m->objcap ? m->objcap * 2 : 8;
+    msg_obj *o = realloc(m->objs, cap * sizeof *o);
+    if (!o) {
+      m->oom = 1;
+      if (ops)
+        ops->release(ptr);
+      else
+        pt_tensor_release(ptr);
+      return 0;
+    }
+    m->objs = o;
+    m->objcap = cap;
+  }
+  m->objs[m->nobjs] = (msg_obj){ptr, ops};
+  return m->nobjs++;
+}
+
+lpt_msg *lpt_msg_string(const char *s) {
+  lpt_msg *m = lpt_msg_new();
+  if (!m) return NULL;
+  put_varint(m, 1);
+  put_byte(m, 0);
+  put_byte(m, 's');
+  put_str(m, s, strlen(s));
+  put_byte(m, 'z');
+  if (m->oom) {
+    lpt_msg_release(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* ---------------------------------------------------------------- bytecode scanning --- */
+/* Lua 5.4 binary chunks (ldump.c): find the constant names used by GETTABUP on an upvalue
+ * called _ENV, in the function and all nested functions. Returns false on a format it does
+ * not understand (then no globals are sent for that function). */
+
+typedef struct scan {
+  const unsigned char *p, *end;
+  bool ok;
+} scan;
+
+static uint64_t sc_size(scan *s) {
+  uint64_t x = 0;
+  for (int i = 0; i < 10; i++) {
+    if (s->p >= s->end) {
+      s->ok = false;
+      return 0;
+    }
+    unsigned b = *s->p++;
+    x = (x << 7) | (b & 0x7f);
+    if (b & 0x80) return x;
+  }
+  s->ok = false;
+  return 0;
+}
+
+static void sc_skip(scan *s, uint64_t n) {
+  if ((uint64_t)(s->end - s->p) < n) {
+    s->ok = false;
+    s->p = s->end;
+  } else {
+    s->p += n;
+  }
+}
+
+/* returns the string (pointer into the dump) or NULL for a NULL string */
+static const char *sc_string(scan *s, size_t *len) {
+  uint64_t n = sc_size(s);
+  if (n == 0) {
+    *len = 0;
+    return NULL;
+  }
+  const char *str = (const char *)s->p;
+  *len = (size_t)(n - 1);
+  sc_skip(s, n - 1);
+  return s->ok ? str : NULL;
+}
+
+typedef void (*name_cb)(void *ud, const char *name, size_t len);
+
+#define MAXK_SCAN 4096
+
+static void sc_function(scan *s, name_cb cb, void *ud, int depth) {
+  if (depth > 200) {
+    s->ok = false;
+    return;
+  }
+  size_t l;
+  sc_string(s, &l); /* source */
+  sc_size(s);       /* linedefined */
+  sc_size(s);       /* lastlinedefined */
+  sc_skip(s, 3);    /* numparams, is_vararg, maxstacksize */
+  uint64_t ncode = sc_size(s);
+  const unsigned char *code = s->p;
+  sc_skip(s, ncode * 4);
+  if (!s->ok) return;
+  uint64_t nk = sc_size(s);
+  /* constants: remember string ones by index */
+  const char **kstr = calloc(nk ? nk : 1, sizeof *kstr);
+  size_t *klen = calloc(nk ? nk : 1, sizeof *klen);
+  if (!kstr || !klen) {
+    free(kstr);
+    free(klen);
+    s->ok = false;
+    return;
+  }
+  for (uint64_t i = 0; i < nk && s->ok; i++) {
+    if (s->p >= s->end) {
+      s->ok = false;
+      break;
+    }
+    int tt = *s->p++;
+    switch (tt) {
+    case 0x00: case 0x01: case 0x11: break;              /* nil, false, true */
+    case 0x03: case 0x13: sc_skip(s, 8); break;          /* integer, float */
+    case 0x04: case 0x14: kstr[i] = sc_string(s, &klen[i]); break; /* strings */
+    default: s->ok = false;
+    }
+  }
+  uint64_t nup = 0;
+  if (s->ok) {
+    nup = sc_size(s);
+    sc_skip(s, nup * 3);
+  }
+  if (s->ok) {
+    uint64_t np = sc_size(s);
+    for (uint64_t i = 0; i < np && s->ok; i++) sc_function(s, cb, ud, depth + 1);
+  }
+  int env_up = -1;
+  if (s->ok) { /* debug info */
+    uint64_t nli = sc_size(s);
+    sc_skip(s, nli);
+    uint64_t nabs = sc_size(s);
+    for (uint64_t i = 0; i < nabs && s->ok; i++) {
+      sc_size(s);
+      sc_size(s);
+    }
+    uint64_t nloc = sc_size(s);
+    for (uint64_t i = 0; i < nloc && s->ok; i++) {
+      sc_string(s, &l);
+      sc_size(s);
+      sc_size(s);
+    }
+    uint64_t nupn = sc_size(s);
+    for (uint64_t i = 0; i < nupn && s->ok; i++) {
+      const char *nm = sc_string(s, &l);
+      if (nm && l == 4 && memcmp(nm, "_ENV", 4) == 0) env_up = (int)i;
+    }
+    if (nupn == 0 && nup > 0) env_up = -2; /* stripped: accept any upvalue */
+  }
+  if (s->ok && env_up != -1) {
+    for (uint64_t pc = 0; pc < ncode; pc++) {
+      uint32_t ins;
+      memcpy(&ins, code + pc * 4, 4);
+      unsigned op = ins & 0x7f;
+      if (op != 11) continue; /* OP_GETTABUP */
+      unsigned b = (ins >> 16) & 0xff, c = (ins >> 24) & 0xff;
+      if ((env_up >= 0 && (int)b != env_up) || c >= nk || !kstr[c]) continue;
+      cb(ud, kstr[c], klen[c]);
+    }
+  }
+  free(kstr);
+  free(klen);
+}
+
+static bool scan_globals(const char *dump, size_t n, name_cb cb, void *ud) {
+  scan s = {(const unsigned char *)dump, (const unsigned char *)dump + n, true};
+  static const char sig[] = "\x1bLua\x54\x00\x19\x93\r\n\x1a\n";
+  if (n < 32 || memcmp(dump, sig, 12) != 0) return false;
+  if (s.p[12] != 4 || s.p[13] != 8 || s.p[14] != 8) return false;
+  sc_skip(&s, 15 + 8 + 8 + 1); /* sizes, LUAC_INT, LUAC_NUM, sizeupvalues */
+  sc_function(&s, cb, ud, 0);
+  return s.ok;
+}
+
+/* -------------------------------------------------------------------- path index --- */
+
+static void index_add(lua_State *L, int idx, int vi, const char *path) {
+  /* idx: index table; vi: value index */
+  lua_pushvalue(L, vi);
+  if (lua_rawget(L, idx) != LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, vi);
+  lua_pushstring(L, path);
+  lua_rawset(L, idx);
+}
+
+static bool indexable(int t) { return t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TUSERDATA; }
+
+static bool plain_key(lua_State *L, int ki) {
+  if (lua_type(L, ki) != LUA_TSTRING) return false;
+  size_t n;
+  const char *k = lua_tolstring(L, ki, &n);
+  return n < 120 && memchr(k, PATH_SEP, n) == NULL && memchr(k, 0, n) == NULL;
+}
+
+static int count_loaded(lua_State *L) {
+  int n = 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    n++;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return n;
+}
+
+/* Pushes the path index of L (object -> "mod\1field\1field"), rebuilding it when the set of
+ * loaded modules changed. */
+static void push_index(lua_State *L) {
+  int count = count_loaded(L);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY) == LUA_TTABLE) {
+    lua_getfield(L, -1, "count");
+    bool fresh = lua_tointeger(L, -1) == count;
+    lua_pop(L, 1);
+    if (fresh) {
+      lua_getfield(L, -1, "map");
+      lua_remove(L, -2);
+      return;
+    }
+  }
+  lua_pop(L, 1);
+  luaL_checkstack(L, 16, "transfer index");
+  lua_newtable(L); /* holder */
+  lua_pushinteger(L, count);
+  lua_setfield(L, -2, "count");
+  lua_newtable(L); /* map */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "map");
+  lua_pushvalue(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY);
+  lua_remove(L, -2); /* map stays */
+  int map = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  int loaded = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  int globals = lua_gettop(L);
+  luaL_Buffer b;
+  /* depth 0: the modules themselves */
+  lua_pushnil(L);
+  while (lua_next(L, loaded)) {
+    if (plain_key(L, -2) && indexable(lua_type(L, -1)))
+      index_add(L, map, lua_gettop(L), lua_tostring(L, -2));
+    lua_pop(L, 1);
+  }
+  /* depth 1 and 2: fields of modules (for _G only C functions: user globals are copied) */
+  for (int depth = 1; depth <= 2; depth++) {
+    lua_pushnil(L);
+    while (lua_next(L, loaded)) {
+      int mod = lua_gettop(L);
+      if (!plain_key(L, mod - 1) || lua_type(L, mod) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        continue;
+      }
+      bool is_g = lua_rawequal(L, mod, globals);
+      const char *modname = lua_tostring(L, mod - 1);
+      lua_pushnil(L);
+      while (lua_next(L, mod)) {
+        int v = lua_gettop(L);
+        if (plain_key(L, v - 1) && indexable(lua_type(L, v)) &&
+            (!is_g || lua_iscfunction(L, v))) {
+          if (depth == 1) {
+            luaL_buffinit(L, &b);
+            luaL_addstring(&b, modname);
+            luaL_addchar(&b, PATH_SEP);
+            luaL_addstring(&b, lua_tostring(L, v - 1));
+            luaL_pushresult(&b);
+            index_add(L, map, v, lua_tostring(L, -1));
+            lua_pop(L, 1);
+          } else if (!is_g && lua_type(L, v) == LUA_TTABLE && !lua_rawequal(L, v, loaded)) {
+            const char *f1 = lua_tostring(L, v - 1);
+            lua_pushnil(L);
+            while (lua_next(L, v)) {
+              int v2 = lua_gettop(L);
+              if (plain_key(L, v2 - 1) && indexable(lua_type(L, v2))) {
+                luaL_buffinit(L, &b);
+                luaL_addstring(&b, modname);
+                luaL_addchar(&b, PATH_SEP);
+                luaL_addstring(&b, f1);
+                luaL_addchar(&b, PATH_SEP);
+                luaL_addstring(&b, lua_tostring(L, v2 - 1));
+                luaL_pushresult(&b);
+                index_add(L, map, v2, lua_tostring(L, -1));
+                lua_pop(L, 1);
+              }
+              lua_pop(L, 1);
+            }
+          }
+        }
+        lua_pop(L, 1);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 2); /* loaded, globals */
+}
+
+/* ------------------------------------------------------------------------ encoder --- */
+
+typedef struct enc {
+  lua_State *L;
+  lpt_msg *m;
+  int first, n;
+  const char *const *names;
+  unsigned flags;
+  int seen;    /* object -> id */
+  int index;   /* object -> path */
+  int upids;   /* upvalue id (light userdata) -> fid * 256 + n */
+  int gnames;  /* global name -> environment table to look it up in */
+  int globals; /* the source's global table */
+  int next_id;
+  int depth;
+  const void *tensor_mt;
+  /* where we are, for messages */
+  const char *root;     /* "model", "argument 2", "the closure" ... */
+  char path[400];
+  size_t plen;
+  const char *fn_desc;  /* for upvalues: " of the closure" or " of function 'x.f'" */
+  size_t root_plen;     /* path length of the root itself */
+} enc;
+
+static void enc_fail(enc *e, int vi, const char *why) {
+  lua_State *L = e->L;
+  char tname[64];
+  int t = lua_type(L, vi);
+  if (t == LUA_TFUNCTION && lua_iscfunction(L, vi))
+    snprintf(tname, sizeof tname, "C function");
+  else if (t == LUA_TUSERDATA && luaL_getmetafield(L, vi, "__name") == LUA_TSTRING) {
+    snprintf(tname, sizeof tname, "userdata %s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+  } else
+    snprintf(tname, sizeof tname, "%s", lua_typename(L, t));
+  const char *extra = why ? why : "";
+  const char *desc = e->fn_desc ? e->fn_desc : "";
+  if (e->plen == e->root_plen)
+    luaL_error(L, "%s (%s)%s cannot be sent to a worker%s", e->root, tname, desc, extra);
+  else
+    luaL_error(L, "field '%s' (%s) cannot be sent to a worker%s (in %s%s)", e->path, tname, extra,
+               e->root, desc);
+}
+
+static size_t path_push_str(enc *e, const char *piece) {
+  size_t old = e->plen, n = strlen(piece);
+  if (e->plen + n < sizeof e->path) {
+    memcpy(e->path + e->plen, piece, n + 1);
+    e->plen += n;
+  }
+  return old;
+}
+
+static size_t path_push_key(enc *e, int ki) {
+  lua_State *L = e->L;
+  char piece[96];
+  if (lua_type(L, ki) == LUA_TSTRING) {
+    const char *k = lua_tostring(L, ki);
+    snprintf(piece, sizeof piece, "%s%s", e->plen ? "." : "", k);
+  } else if (lua_isinteger(L, ki)) {
+    snprintf(piece, sizeof piece, "[%lld]", (long long)lua_tointeger(L, ki));
+  } else if (lua_type(L, ki) == LUA_TNUMBER) {
+    snprintf(piece, sizeof piece, "[%g]", lua_tonumber(L, ki));
+  } else {
+    snprintf(piece, sizeof piece, "[%s key]", luaL_typename(L, ki));
+  }
+  return path_push_str(e, piece);
+}
+
+static void path_restore(enc *e, size_t old) {
+  e->plen = old;
+  e->path[old] = '\0';
+}
+
+/* start a root: description for messages, path prefix (may be "") */
+static void enc_root(enc *e, const char *root, const char *label, const char *fn_desc) {
+  e->root = root;
+  e->fn_desc = fn_desc;
+  e->plen = 0;
+  e->path[0] = '\0';
+  path_push_str(e, label);
+  e->root_plen = e->plen;
+}
+
+static void enc_value(enc *e, int vi);
+
+typedef struct dump_state {
+  luaL_Buffer b;
+  int init;
+} dump_state;
+
+/* as string.dump does: the buffer starts inside the writer, once the function was read */
+static int writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  dump_state *ds = ud;
+  if (!ds->init) {
+    ds->init = 1;
+    luaL_buffinit(L, &ds->b);
+  }
+  luaL_addlstring(&ds->b, p, sz);
+  return 0;
+}
+
+static void add_global_name(void *ud, const char *name, size_t len) {
+  enc *e = ud;
+  lua_State *L = e->L;
+  /* gnames[name] = env (value on top of the stack, below the name pushes) */
+  lua_pushlstring(L, name, len);
+  if (lua_rawget(L, e->gnames) == LUA_TNIL) {
+    lua_pushlstring(L, name, len);
+    lua_pushvalue(L, -3); /* env: pushed by the caller just before scanning */
+    lua_rawset(L, e->gnames);
+  }
+  lua_pop(L, 1);
+}
+
+static bool try_path(enc *e, int vi) {
+  lua_State *L = e->L;
+  lua_pushvalue(L, vi);
+  if (lua_rawget(L, e->index) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    return false;
+  }
+  size_t n;
+  const char *p = lua_tolstring(L, -1, &n);
+  int parts = 1;
+  for (size_t i = 0; i < n; i++)
+    if (p[i] == PATH_SEP) parts++;
+  put_byte(e->m, 'P');
+  put_varint(e->m, (uint64_t)parts);
+  const char *s = p, *end = p + n;
+  while (s <= end) {
+    const char *q = memchr(s, PATH_SEP, (size_t)(end - s));
+    if (!q) q = end;
+    put_str(e->m, s, (size_t)(q - s));
+    s = q + 1;
+  }
+  lua_pop(L, 1);
+  /* register so later references are cheap */
+  lua_pushvalue(L, vi);
+  lua_pushinteger(L, e->next_id++);
+  lua_rawset(L, e->seen);
+  return true;
+}
+
+static void enc_function(enc *e, int vi, bool cache) {
+  lua_State *L = e->L;
+  if (lua_iscfunction(L, vi)) enc_fail(e, vi, " (only C functions of loaded modules can)");
+  int fid = e->next_id++;
+  lua_pushvalue(L, vi);
+  lua_pushinteger(L, fid);
+  lua_rawset(L, e->seen);
+  dump_state ds;
+  ds.init = 0;
+  lua_pushvalue(L, vi);
+  lua_dump(L, writer, &ds, 0);
+  if (ds.init)
+    luaL_pushresult(&ds.b);
+  else
+    lua_pushliteral(L, "");
+  lua_remove(L, -2); /* the function copy */
+  size_t blen;
+  const char *bc = lua_tolstring(L, -1, &blen);
+  int bci = lua_gettop(L);
+  put_byte(e->m, 'F');
+  put_byte(e->m, cache ? 1 : 0);
+  put_str(e->m, bc, blen);
+  int nups = 0;
+  while (lua_getupvalue(L, vi, nups + 1)) {
+    lua_pop(L, 1);
+    nups++;
+  }
+  put_varint(e->m, (uint64_t)nups);
+  const char *saved_root = e->root, *saved_desc = e->fn_desc;
+  char rootbuf[160], descbuf[440];
+  size_t saved_plen = e->plen, saved_root_plen = e->root_plen;
+  char saved_path[sizeof e->path];
+  memcpy(saved_path, e->path, e->plen + 1);
+  if (saved_plen)
+    snprintf(descbuf, sizeof descbuf, " of function '%s'", e->path);
+  else if (strcmp(e->root, "the closure") == 0)
+    snprintf(descbuf, sizeof descbuf, " of the closure");
+  else
+    snprintf(descbuf, sizeof descbuf, " of %s", e->root);
+  for (int i = 1; i <= nups; i++) {
+    const char *name = lua_getupvalue(L, vi, i);
+    int uv = lua_gettop(L);
+    bool is_env = (name && strcmp(name, "_ENV") == 0) || lua_rawequal(L, uv, e->globals);
+    void *uid = lua_upvalueid(L, vi, i);
+    lua_pushlightuserdata(L, uid);
+    if (lua_rawget(L, e->upids) == LUA_TNUMBER) {
+      lua_Integer code = lua_tointeger(L, -1);
+      put_byte(e->m, 'J');
+      put_varint(e->m, (uint64_t)(code >> 8));
+      put_varint(e->m, (uint64_t)(code & 0xff));
+      lua_pop(L, 2);
+      continue;
+    }
+    lua_pop(L, 1);
+    lua_pushlightuserdata(L, uid);
+    lua_pushinteger(L, (lua_Integer)fid * 256 + i);
+    lua_rawset(L, e->upids);
+    if (is_env && lua_type(L, uv) == LUA_TTABLE) {
+      put_byte(e->m, 'E');
+      if (e->flags & LPT_XFER_GLOBALS) {
+        size_t bl;
+        const char *bcode = lua_tolstring(L, bci, &bl);
+        lua_pushvalue(L, uv); /* env for add_global_name */
+        scan_globals(bcode, bl, add_global_name, e);
+        lua_pop(L, 1);
+      }
+    } else {
+      const char *nm = name && *name ? name : "?";
+      snprintf(rootbuf, sizeof rootbuf, "upvalue '%s'", nm);
+      enc_root(e, rootbuf, nm, descbuf);
+      enc_value(e, uv);
+      e->root = saved_root;
+      e->fn_desc = saved_desc;
+      memcpy(e->path, saved_path, saved_plen + 1);
+      e->plen = saved_plen;
+      e->root_plen = saved_root_plen;
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1); /* bytecode */
+}
+
+static void enc_table(enc *e, int vi) {
+  lua_State *L = e->L;
+  lua_pushvalue(L, vi);
+  lua_pushinteger(L, e->next_id++);
+  lua_rawset(L, e->seen);
+  put_byte(e->m, 'T');
+  lua_pushnil(L);
+  while (lua_next(L, vi)) {
+    int ki = lua_gettop(L) - 1;
+    enc_value(e, ki);
+    size_t old = path_push_key(e, ki);
+    enc_value(e, ki + 1);
+    path_restore(e, old);
+    lua_pop(L, 1);
+  }
+  put_byte(e->m, 'e');
+  if (lua_getmetatable(L, vi)) {
+    size_t old = path_push_str(e, e->plen ? ".<metatable>" : "<metatable>");
+    enc_value(e, lua_gettop(L));
+    path_restore(e, old);
+    lua_pop(L, 1);
+  } else {
+    put_byte(e->m, 'n');
+  }
+}
+
+static void enc_value(enc *e, int vi) {
+  lua_State *L = e->L;
+  lpt_msg *m = e->m;
+  if (m->oom) luaL_error(L, "out of memory encoding a value for a worker");
+  int t = lua_type(L, vi);
+  switch (t) {
+  case LUA_TNIL: put_byte(m, 'n'); return;
+  case LUA_TBOOLEAN: put_byte(m, lua_toboolean(L, vi) ? 't' : 'f'); return;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, vi)) {
+      int64_t v = (int64_t)lua_tointeger(L, vi);
+      put_byte(m, 'i');
+      put(m, &v, 8);
+    } else {
+      double v = (double)lua_tonumber(L, vi);
+      put_byte(m, 'd');
+      put(m, &v, 8);
+    }
+    return;
+  case LUA_TSTRING: {
+    size_t n;
+    const char *s = lua_tolstring(L, vi, &n);
+    put_byte(m, 's');
+    put_str(m, s, n);
+    return;
+  }
+  case LUA_TLIGHTUSERDATA: {
+    void *p = lua_touserdata(L, vi);
+    put_byte(m, 'L');
+    put(m, &p, sizeof p);
+    return;
+  }
+  case LUA_TTHREAD: enc_fail(e, vi, NULL); return;
+  default: break;
+  }
+  if (++e->depth > XFER_MAX_DEPTH) luaL_error(L, "value too deeply nested to send to a worker");
+  luaL_checkstack(L, 12, "transfer");
+  lua_pushvalue(L, vi);
+  if (lua_rawget(L, e->seen) == LUA_TNUMBER) {
+    put_byte(m, 'R');
+    put_varint(m, (uint64_t)lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    e->depth--;
+    return;
+  }
+  lua_pop(L, 1);
+  if (t == LUA_TUSERDATA) {
+    lpt_box *b = lua_touserdata(L, vi);
+    if (lua_getmetatable(L, vi)) {
+      const void *mt = lua_topointer(L, -1);
+      if (mt == e->tensor_mt) {
+        lua_pop(L, 1);
+        if (!b->t) enc_fail(e, vi, " (the tensor was closed)");
+        size_t k = add_obj(m, pt_tensor_retain(b->t), NULL);
+        lua_pushvalue(L, vi);
+        lua_pushinteger(L, e->next_id++);
+        lua_rawset(L, e->seen);
+        put_byte(m, 'U');
+        put_varint(m, k);
+        e->depth--;
+        return;
+      }
+      if (lua_getfield(L, -1, LPT_SHARE_FIELD) == LUA_TLIGHTUSERDATA) {
+        const lpt_share_ops *ops = lua_touserdata(L, -1);
+        lua_pop(L, 2);
+        void *obj = ops->share(L, vi);
+        if (!obj) enc_fail(e, vi, NULL);
+        size_t k = add_obj(m, obj, ops);
+        lua_pushvalue(L, vi);
+        lua_pushinteger(L, e->next_id++);
+        lua_rawset(L, e->seen);
+        put_byte(m, 'S');
+        put_varint(m, k);
+        e->depth--;
+        return;
+      }
+      lua_pop(L, 2);
+    }
+    if (!try_path(e, vi)) enc_fail(e, vi, NULL);
+    e->depth--;
+    return;
+  }
+  if (try_path(e, vi)) {
+    e->depth--;
+    return;
+  }
+  if (t == LUA_TFUNCTION)
+    enc_function(e, vi, false);
+  else if (t == LUA_TTABLE)
+    enc_table(e, vi);
+  else
+    enc_fail(e, vi, NULL);
+  e->depth--;
+}
+
+static int lookup_global(lua_State *L) {
+  /* env, name -> env[name] (through metamethods) */
+  lua_gettable(L, 1);
+  return 1;
+}
+
+static int encode_protected(lua_State *L) {
+  enc *e = lua_touserdata(L, 1);
+  e->L = L;
+  lua_newtable(L);
+  e->seen = lua_gettop(L);
+  push_index(L);
+  e->index = lua_gettop(L);
+  lua_newtable(L);
+  e->upids = lua_gettop(L);
+  lua_newtable(L);
+  e->gnames = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  e->globals = lua_gettop(L);
+  e->tensor_mt = lpt_get_state(L)->tensor_mt;
+  e->next_id = 1;
+  put_varint(e->m, (uint64_t)e->n);
+  put_byte(e->m, (int)e->flags);
+  char namebuf[32];
+  for (int i = 0; i < e->n; i++) {
+    const char *root = e->names && e->names[i] ? e->names[i] : NULL;
+    if (!root) {
+      snprintf(namebuf, sizeof namebuf, "value %d", i + 1);
+      root = namebuf;
+    }
+    /* "model", "sample": their fields read model.l1.weight; "argument 2": fields read [1].x */
+    bool word = strchr(root, ' ') == NULL;
+    enc_root(e, root, word ? root : "", NULL);
+    int vi = e->first + i;
+    if (i == 0 && (e->flags & LPT_XFER_CACHE_FN) && lua_type(L, vi) == LUA_TFUNCTION &&
+        !lua_iscfunction(L, vi)) {
+      e->depth++;
+      enc_function(e, vi, true);
+      e->depth--;
+    } else {
+      enc_value(e, vi);
+    }
+  }
+  /* globals: sending one may discover more names; loop until none is left */
+  if (e->flags & LPT_XFER_GLOBALS) {
+    lua_newtable(L);
+    int done = lua_gettop(L);
+    for (;;) {
+      bool any = false;
+      lua_pushnil(L);
+      while (lua_next(L, e->gnames)) {
+        lua_pushvalue(L, -2);
+        if (lua_rawget(L, done) != LUA_TNIL) {
+          lua_pop(L, 2);
+          continue;
+        }
+        lua_pop(L, 1);
+        any = true;
+        lua_pushvalue(L, -2);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, done);
+        /* look the name up in its environment, tolerating strict environments */
+        lua_pushcfunction(L, lookup_global);
+        lua_pushvalue(L, -2); /* env */
+        lua_pushvalue(L, -4); /* name */
+        if (lua_pcall(L, 2, 1, 0) != LUA_OK || lua_isnil(L, -1)) {
+          lua_pop(L, 2);
+          continue;
+        }
+        char root[160];
+        snprintf(root, sizeof root, "global '%s'", lua_tostring(L, -3));
+        enc_root(e, root, lua_tostring(L, -3), NULL);
+        size_t nl;
+        const char *nm = lua_tolstring(L, -3, &nl);
+        put_byte(e->m, 'g');
+        put_str(e->m, nm, nl);
+        enc_value(e, lua_gettop(L));
+        lua_pop(L, 2);
+        /* the table may have grown: restart the traversal */
+        lua_pop(L, 1);
+        break;
+      }
+      if (!any) break;
+    }
+  }
+  put_byte(e->m, 'z');
+  if (e->m->oom) luaL_error(L, "out of memory encoding a value for a worker");
+  return 0;
+}
+
+int lpt_encode(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
+               unsigned flags) {
+  first = lua_absindex(L, first);
+  enc e;
+  memset(&e, 0, sizeof e);
+  e.m = m;
+  e.first = first;
+  e.n = n;
+  e.names = names;
+  e.flags = flags;
+  if (!lua_checkstack(L, 24)) {
+    lua_pushliteral(L, "stack overflow encoding values for a worker");
+    return LUA_ERRMEM;
+  }
+  lua_pushcfunction(L, encode_protected);
+  lua_pushlightuserdata(L, &e);
+  /* the values stay at their absolute indices: encode_protected sees them through e.first
+   * relative to its own frame, so copy them in as extra arguments */
+  for (int i = 0; i < n; i++) lua_pushvalue(L, first + i);
+  e.first = 2;
+  return lua_pcall(L, 1 + n, 0, 0);
+}
+
+/* ------------------------------------------------------------------------ decoder --- */
+
+typedef struct dec {
+  lua_State *L;
+  const lpt_msg *m;
+  size_t pos;
+  int refs;
+  int next_id;
+  int depth;
+} dec;
+
+static void dec_bad(dec *d) { luaL_error(d->L, "corrupt message from another state"); }
+
+static int get_byte(dec *d) {
+  if (d->pos >= d->m->len) dec_bad(d);
+  return (unsigned char)d->m->buf[d->pos++];
+}
+
+static uint64_t get_varint(dec *d) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 70; shift += 7) {
+    int b = get_byte(d);
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+  dec_bad(d);
+  return 0;
+}
+
+static void get_raw(dec *d, void *p, size_t n) {
+  if (d->pos + n > d->m->len) dec_bad(d);
+  memcpy(p, d->m->buf + d->pos, n);
+  d->pos += n;
+}
+
+static const char *get_str(dec *d, size_t *n) {
+  *n = (size_t)get_varint(d);
+  if (d->pos + *n > d->m->len) dec_bad(d);
+  const char *s = d->m->buf + d->pos;
+  d->pos += *n;
+  return s;
+}
+
+static void dec_value_tag(dec *d, int tag);
+
+static void dec_value(dec *d) { dec_value_tag(d, get_byte(d)); }
+
+static void dec_register(dec *d, int vi) {
+  lua_pushvalue(d->L, vi);
+  lua_rawseti(d->L, d->refs, d->next_id++);
+}
+
+static void dec_path(dec *d) {
+  lua_State *L = d->L;
+  int parts = (int)get_varint(d);
+  luaL_Buffer full;
+  char shown[400];
+  size_t sl = 0;
+  shown[0] = '\0';
+  (void)full;
+  for (int i = 0; i < parts; i++) {
+    size_t n;
+    const char *s = get_str(d, &n);
+    if (sl + n + 2 < sizeof shown) {
+      if (i) shown[sl++] = '.';
+      memcpy(shown + sl, s, n);
+      sl += n;
+      shown[sl] = '\0';
+    }
+    if (i == 0) {
+      lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+      lua_pushlstring(L, s, n);
+      if (lua_rawget(L, -2) == LUA_TNIL) {
+        lua_pop(L, 2);
+        lua_getglobal(L, "require");
+        lua_pushlstring(L, s, n);
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK)
+          luaL_error(L, "module '%s' cannot be loaded in the worker: %s", shown,
+                     lua_tostring(L, -1));
+      } else {
+        lua_remove(L, -2);
+      }
+    } else {
+      if (!lua_istable(L, -1) && !lua_isuserdata(L, -1))
+        luaL_error(L, "'%s' is not available in the worker", shown);
+      lua_pushlstring(L, s, n);
+      lua_gettable(L, -2);
+      lua_remove(L, -2);
+    }
+    if (lua_isnil(L, -1)) luaL_error(L, "'%s' is not available in the worker", shown);
+  }
+  dec_register(d, lua_gettop(L));
+}
+
+static void dec_function(dec *d) {
+  lua_State *L = d->L;
+  int cache = get_byte(d);
+  size_t n;
+  const char *bc = get_str(d, &n);
+  bool loaded = false;
+  if (cache) {
+    lua_getfield(L, LUA_REGISTRYINDEX, XFER_FCACHE_KEY);
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, LUA_REGISTRYINDEX, XFER_FCACHE_KEY);
+    }
+    lua_pushlstring(L, bc, n);
+    if (lua_rawget(L, -2) == LUA_TFUNCTION) {
+      lua_remove(L, -2);
+      loaded = true;
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+  if (!loaded) {
+    if (luaL_loadbufferx(L, bc, n, "=(transferred function)", "b") != LUA_OK)
+      luaL_error(L, "cannot load a transferred function: %s", lua_tostring(L, -1));
+    if (cache) {
+      lua_pushlstring(L, bc, n);
+      lua_pushvalue(L, -2);
+      lua_rawset(L, -4);
+      lua_remove(L, -2);
+    }
+  }
+  int fi = lua_gettop(L);
+  int fid = d->next_id;
+  dec_register(d, fi);
+  int nups = (int)get_varint(d);
+  for (int i = 1; i <= nups; i++) {
+    int tag = get_byte(d);
+    if (tag == 'J') {
+      int ofid = (int)get_varint(d), on = (int)get_varint(d);
+      lua_rawgeti(L, d->refs, ofid);
+      if (lua_type(L, -1) != LUA_TFUNCTION) dec_bad(d);
+      lua_upvaluejoin(L, fi, i, lua_gettop(L), on);
+      lua_pop(L, 1);
+      continue;
+    }
+    if (tag == 'E')
+      lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    else
+      dec_value_tag(d, tag);
+    if (!lua_setupvalue(L, fi, i)) lua_pop(L, 1);
+  }
+  (void)fid;
+}
+
+static void dec_value_tag(dec *d, int tag) {
+  lua_State *L = d->L;
+  luaL_checkstack(L, 8, "transfer");
+  switch (tag) {
+  case 'n': lua_pushnil(L); return;
+  case 't': lua_pushboolean(L, 1); return;
+  case 'f': lua_pushboolean(L, 0); return;
+  case 'i': {
+    int64_t v;
+    get_raw(d, &v, 8);
+    lua_pushinteger(L, (lua_Integer)v);
+    return;
+  }
+  case 'd': {
+    double v;
+    get_raw(d, &v, 8);
+    lua_pushnumber(L, (lua_Number)v);
+    return;
+  }
+  case 's': {
+    size_t n;
+    const char *s = get_str(d, &n);
+    lua_pushlstring(L, s, n);
+    return;
+  }
+  case 'L': {
+    void *p;
+    get_raw(d, &p, sizeof p);
+    lua_pushlightuserdata(L, p);
+    return;
+  }
+  case 'R': {
+    lua_Integer id = (lua_Integer)get_varint(d);
+    if (lua_rawgeti(L, d->refs, id) == LUA_TNIL) dec_bad(d);
+    return;
+  }
+  case 'U': {
+    size_t k = (size_t)get_varint(d);
+    if (k >= d->m->nobjs || d->m->objs[k].ops) dec_bad(d);
+    lpt_push_tensor(L, pt_tensor_retain(d->m->objs[k].ptr));
+    dec_register(d, lua_gettop(L));
+    return;
+  }
+  case 'S': {
+    size_t k = (size_t)get_varint(d);
+    if (k >= d->m->nobjs || !d->m->objs[k].ops) dec_bad(d);
+    const lpt_share_ops *ops = d->m->objs[k].ops;
+    ops->push(L, ops->retain(d->m->objs[k].ptr));
+    dec_register(d, lua_gettop(L));
+    return;
+  }
+  case 'P':
+    if (++d->depth > XFER_MAX_DEPTH) dec_bad(d);
+    dec_path(d);
+    d->depth--;
+    return;
+  case 'F':
+    if (++d->depth > XFER_MAX_DEPTH) dec_bad(d);
+    dec_function(d);
+    d->depth--;
+    return;
+  case 'T': {
+    if (++d->depth > XFER_MAX_DEPTH) dec_bad(d);
+    lua_newtable(L);
+    int ti = lua_gettop(L);
+    dec_register(d, ti);
+    for (;;) {
+      int kt = get_byte(d);
+      if (kt == 'e') break;
+      dec_value_tag(d, kt);
+      dec_value(d);
+      if (lua_isnil(L, -2)) dec_bad(d);
+      lua_rawset(L, ti);
+    }
+    dec_value(d);
+    if (lua_istable(L, -1))
+      lua_setmetatable(L, ti);
+    else
+      lua_pop(L, 1);
+    d->depth--;
+    return;
+  }
+  default: dec_bad(d);
+  }
+}
+
+static int decode_protected(lua_State *L) {
+  dec *d = lua_touserdata(L, 1);
+  lua_settop(L, 1);
+  d->L = L;
+  lua_newtable(L);
+  d->refs = 2;
+  d->next_id = 1;
+  int n = (int)get_varint(d);
+  get_byte(d); /* flags */
+  luaL_checkstack(L, n + 8, "too many values");
+  for (int i = 0; i < n; i++) dec_value(d);
+  for (;;) {
+    int tag = get_byte(d);
+    if (tag == 'z') break;
+    if (tag != 'g') dec_bad(d);
+    size_t nl;
+    const char *name = get_str(d, &nl);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_pushlstring(L, name, nl);
+    dec_value(d);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+int lpt_decode(lua_State *L, const lpt_msg *m, int *nvalues) {
+  dec d;
+  memset(&d, 0, sizeof d);
+  d.m = m;
+  *nvalues = 0;
+  int top = lua_gettop(L);
+  if (!lua_checkstack(L, 16)) {
+    lua_pushliteral(L, "stack overflow decoding values");
+    return LUA_ERRMEM;
+  }
+  lua_pushcfunction(L, decode_protected);
+  lua_pushlightuserdata(L, &d);
+  int st = lua_pcall(L, 1, LUA_MULTRET, 0);
+  if (st == LUA_OK) *nvalues = lua_gettop(L) - top;
+  return st;
+}

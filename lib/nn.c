@@ -1,0 +1,1435 @@
+/* Fused layers and losses: one pass forward, one pass backward, one autograd node each. */
+#include "nn.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* Run the body once with T = float or T = double according to dt (float dtypes only). */
+#define DISPATCH(dt, ...)                   \
+  do {                                      \
+    if ((dt) == PT_FLOAT32) {               \
+      typedef float T;                      \
+      __VA_ARGS__                           \
+    } else {                                \
+      typedef double T;                     \
+      __VA_ARGS__                           \
+    }                                       \
+  } while (0)
+
+/* --- helpers --- */
+
+static const char *shape_str(const pt_tensor *t, char *buf) {
+  return pt_shape_format(t->ndim, t->shape, buf, PT_SHAPE_STR_MAX);
+}
+
+static pt_status check_float(pt_ctx *ctx, const char *fname, const char *what, const pt_tensor *t) {
+  if (t->dtype != PT_FLOAT32 && t->dtype != PT_FLOAT64)
+    return pt_fail(ctx, PT_EARG, "%s: %s must be float32 or float64, got %s", fname, what,
+                   pt_dtype_name(t->dtype));
+  return PT_OK;
+}
+
+static pt_status check_same_dtype(pt_ctx *ctx, const char *fname, const char *what,
+                                  const pt_tensor *t, const pt_tensor *ref) {
+  if (t->dtype != ref->dtype)
+    return pt_fail(ctx, PT_EARG, "%s: %s dtype %s does not match input dtype %s", fname, what,
+                   pt_dtype_name(t->dtype), pt_dtype_name(ref->dtype));
+  return PT_OK;
+}
+
+static bool same_shape(const pt_tensor *a, const pt_tensor *b) {
+  return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
+}
+
+/* A tensor over out's storage without out's grad_fn: saving it in out's own node would make a
+ * reference cycle (out -> node -> out). */
+static pt_status alias(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
+  return pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, t->ndim, t->shape, t->stride,
+                                out);
+}
+
+/* grad_out as a contiguous tensor of dtype dt (new reference) */
+static pt_status grad_prep(pt_ctx *ctx, pt_tensor *g, pt_dtype dt, pt_tensor **out) {
+  pt_tensor *c;
+  pt_status st = pt_tensor_to_dtype_raw(ctx, g, dt, &c);
+  if (st) return st;
+  st = pt_tensor_contiguous_raw(ctx, c, out);
+  pt_tensor_release(c);
+  return st;
+}
+
+/* Where a backward may write a leaf's gradient directly (no temporary): the default
+ * accumulation, a leaf, and an existing contiguous .grad of the right shape and dtype (created
+ * zeroed when missing). Returns the grad tensor (borrowed) or NULL for the general path. */
+static pt_tensor *direct_grad(pt_ctx *ctx, pt_tensor *leaf, bool *fresh) {
+  *fresh = false;
+  if (ctx->accumulate || leaf->grad_fn || !leaf->requires_grad || !pt_tensor_is_contiguous(leaf))
+    return NULL;
+  if (!leaf->grad) {
+    if (pt_tensor_empty(ctx, leaf->dtype, leaf->ndim, leaf->shape, &leaf->grad)) {
+      leaf->grad = NULL;
+      return NULL;
+    }
+    *fresh = true;
+    return leaf->grad;
+  }
+  pt_tensor *g = leaf->grad;
+  if (g->dtype != leaf->dtype || !same_shape(g, leaf) || !pt_tensor_is_contiguous(g)) return NULL;
+  return g;
+}
+
+/* ===================================================================== linear */
+
+static void gemm(pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
+                 int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, double beta,
+                 void *c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (lda < 1) lda = 1;
+  if (ldb < 1) ldb = 1;
+  if (ldc < 1) ldc = 1;
+  if (dt == PT_FLOAT32)
+    cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)lda,
+                b, (blasint)ldb, (float)beta, c, (blasint)ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b,
+                (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+/* saved: 0 x (contiguous), 1 W (contiguous), 2 y alias when act is relu; ints: M, in, out, act */
+static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
+                                 pt_tensor **grad_in) {
+  pt_tensor *x = node->saved[0], *w = node->saved[1];
+  int64_t M = node->ints[0], in = node->ints[1], nout = node->ints[2];
+  pt_dtype dt = w->dtype;
+  pt_tensor *g = NULL;
+  pt_status st = grad_prep(ctx, grad_out, dt, &g);
+  if (st) return st;
+  if (node->ints[3] == PT_ACT_RELU) { /* mask by the saved output: a new buffer */
+    pt_tensor *m;
+    if ((st = pt_tensor_empty(ctx, dt, g->ndim, g->shape, &m))) goto fail;
+    int64_t n = M * nout;
+    const void *yv = pt_tensor_data(node->saved[2]);
+    DISPATCH(dt, {
+      const T *gp = pt_tensor_data(g), *yp = yv;
+      T *mp = pt_tensor_data(m);
+      for (int64_t i = 0; i < n; i++) mp[i] = yp[i] > 0 ? gp[i] : (T)0;
+    });
+    pt_tensor_release(g);
+    g = m;
+  }
+  const void *gp = pt_tensor_data(g);
+  if (node->needs_grad[0]) {
+    pt_tensor *gx;
+    pt_tensor *xin = node->inputs[0];
+    if ((st = pt_tensor_empty(ctx, dt, xin->ndim, xin->shape, &gx))) goto fail;
+    gemm(dt, CblasNoTrans, CblasNoTrans, M, in, nout, gp, nout, pt_tensor_data(w), in, 0.0,
+         pt_tensor_data(gx), in);
+    grad_in[0] = gx;
+  }
+  if (node->needs_grad[1]) {
+    bool fresh;
+    pt_tensor *wleaf = node->inputs[1];
+    pt_tensor *dg = direct_grad(ctx, wleaf, &fresh);
+    if (dg) {
+      gemm(dt, CblasTrans, CblasNoTrans, nout, in, M, gp, nout, pt_tensor_data(x), in,
+           fresh ? 0.0 : 1.0, pt_tensor_data(dg), in);
+      if (M == 0 && fresh) memset(pt_tensor_data(dg), 0, dg->storage->nbytes);
+      atomic_fetch_add(&dg->version, 1);
+    } else {
+      pt_tensor *gw;
+      if ((st = pt_tensor_zeros(ctx, dt, 2, w->shape, &gw))) goto fail;
+      gemm(dt, CblasTrans, CblasNoTrans, nout, in, M, gp, nout, pt_tensor_data(x), in, 0.0,
+           pt_tensor_data(gw), in);
+      grad_in[1] = gw;
+    }
+  }
+  if (node->n_inputs > 2 && node->needs_grad[2]) {
+    bool fresh;
+    pt_tensor *bleaf = node->inputs[2];
+    pt_tensor *dg = direct_grad(ctx, bleaf, &fresh);
+    pt_tensor *gb = NULL;
+    if (!dg) {
+      if ((st = pt_tensor_zeros(ctx, dt, 1, &nout, &gb))) goto fail;
+      dg = gb;
+      fresh = true;
+    }
+    DISPATCH(dt, {
+      const T *gq = gp;
+      T *bp = pt_tensor_data(dg);
+      if (fresh)
+        for (int64_t j = 0; j < nout; j++) bp[j] = 0;
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < nout; j++) bp[j] += gq[i * nout + j];
+    });
+    atomic_fetch_add(&dg->version, 1);
+    grad_in[2] = gb;
+  }
+  pt_tensor_release(g);
+  return PT_OK;
+fail:
+  pt_tensor_release(g);
+  return st;
+}
+
+pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
+                       pt_nn_act act, pt_tensor **out) {
+  char s1[PT_SHAPE_STR_MAX], s2[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if (!fname) fname = "linear";
+  if ((st = check_float(ctx, fname, "weight", w))) return st;
+  if (w->ndim != 2)
+    return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 2-D {out,in}, got shape %s", fname,
+                   shape_str(w, s1));
+  if ((st = check_float(ctx, fname, "input", x))) return st;
+  if (x->dtype != w->dtype)
+    return pt_fail(ctx, PT_EARG, "%s: input dtype %s does not match weight dtype %s", fname,
+                   pt_dtype_name(x->dtype), pt_dtype_name(w->dtype));
+  int64_t in = w->shape[1], nout = w->shape[0];
+  if (x->ndim < 1)
+    return pt_fail(ctx, PT_ESHAPE, "%s: input must have at least 1 dimension, got a 0-d tensor",
+                   fname);
+  if (x->shape[x->ndim - 1] != in)
+    return pt_fail(ctx, PT_ESHAPE, "%s: input has %lld features, expected %lld (input shape %s)",
+                   fname, (long long)x->shape[x->ndim - 1], (long long)in, shape_str(x, s1));
+  if (b) {
+    if (b->dtype != w->dtype)
+      return pt_fail(ctx, PT_EARG, "%s: bias dtype %s does not match weight dtype %s", fname,
+                     pt_dtype_name(b->dtype), pt_dtype_name(w->dtype));
+    if (b->ndim != 1 || b->shape[0] != nout)
+      return pt_fail(ctx, PT_ESHAPE, "%s: bias shape %s does not match weight shape %s", fname,
+                     shape_str(b, s1), shape_str(w, s2));
+  }
+  if (act != PT_ACT_NONE && act != PT_ACT_RELU)
+    return pt_fail(ctx, PT_EARG, "%s: only relu can be fused into linear", fname);
+  pt_dtype dt = w->dtype;
+  int64_t M = pt_tensor_numel(x) / (in ? in : 1);
+  if (in == 0) M = pt_shape_numel(x->ndim - 1, x->shape);
+  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc))) goto fail;
+  if ((st = pt_tensor_contiguous_raw(ctx, w, &wc))) goto fail;
+  if (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))) goto fail;
+  int64_t yshape[PT_MAX_DIMS];
+  memcpy(yshape, x->shape, (size_t)x->ndim * sizeof(int64_t));
+  yshape[x->ndim - 1] = nout;
+  if ((st = pt_tensor_empty(ctx, dt, x->ndim, yshape, &y))) goto fail;
+  DISPATCH(dt, {
+    T *yp = pt_tensor_data(y);
+    if (bc) {
+      const T *bp = pt_tensor_data(bc);
+      for (int64_t i = 0; i < M; i++) memcpy(yp + i * nout, bp, (size_t)nout * sizeof(T));
+    } else if (in == 0) {
+      memset(yp, 0, (size_t)(M * nout) * sizeof(T));
+    }
+  });
+  if (in > 0)
+    gemm(dt, CblasNoTrans, CblasTrans, M, nout, in, pt_tensor_data(xc), in, pt_tensor_data(wc), in,
+         bc ? 1.0 : 0.0, pt_tensor_data(y), nout);
+  if (act == PT_ACT_RELU) {
+    int64_t n = M * nout;
+    DISPATCH(dt, {
+      T *yp = pt_tensor_data(y);
+      for (int64_t i = 0; i < n; i++) yp[i] = yp[i] > 0 ? yp[i] : (T)0;
+    });
+  }
+  pt_node *node;
+  pt_tensor *inputs[3] = {x, w, b};
+  if ((st = pt_autograd_record(ctx, y, act == PT_ACT_RELU ? "LinearReluBackward" : "LinearBackward",
+                               linear_backward, b ? 3 : 2, inputs, &node)))
+    goto fail;
+  if (node) {
+    node->saved[0] = xc;
+    node->saved[1] = wc;
+    xc = wc = NULL;
+    if (act == PT_ACT_RELU && (st = alias(ctx, y, &node->saved[2]))) goto fail;
+    node->ints[0] = M;
+    node->ints[1] = in;
+    node->ints[2] = nout;
+    node->ints[3] = act;
+    node->n_ints = 4;
+  }
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  *out = y;
+  return PT_OK;
+fail:
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  pt_tensor_release(y);
+  return st;
+}
+
+/* ================================================================= activations */
+
+static const char *act_name(pt_nn_act act) {
+  switch (act) {
+  case PT_ACT_RELU: return "relu";
+  case PT_ACT_LEAKY_RELU: return "leaky_relu";
+  case PT_ACT_GELU: return "gelu";
+  case PT_ACT_GELU_TANH: return "gelu";
+  case PT_ACT_TANH: return "tanh";
+  case PT_ACT_SIGMOID: return "sigmoid";
+  case PT_ACT_SILU: return "silu";
+  default: return "activation";
+  }
+}
+
+static const char *act_backward_name(pt_nn_act act) {
+  switch (act) {
+  case PT_ACT_RELU: return "ReluBackward";
+  case PT_ACT_LEAKY_RELU: return "LeakyReluBackward";
+  case PT_ACT_GELU:
+  case PT_ACT_GELU_TANH: return "GeluBackward";
+  case PT_ACT_TANH: return "TanhBackward";
+  case PT_ACT_SIGMOID: return "SigmoidBackward";
+  case PT_ACT_SILU: return "SiluBackward";
+  default: return "ActivationBackward";
+  }
+}
+
+#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+#define GELU_C 0.044715
+
+static inline double act_f(pt_nn_act act, double x, double slope) {
+  switch (act) {
+  case PT_ACT_RELU: return x > 0 ? x : 0;
+  case PT_ACT_LEAKY_RELU: return x > 0 ? x : slope * x;
+  case PT_ACT_GELU: return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+  case PT_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(GELU_K * (x + GELU_C * x * x * x)));
+  case PT_ACT_TANH: return tanh(x);
+  case PT_ACT_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+  case PT_ACT_SILU: return x / (1.0 + exp(-x));
+  default: return x;
+  }
+}
+
+/* derivative from the input x and the output y */
+static inline double act_df(pt_nn_act act, double x, double y, double slope) {
+  switch (act) {
+  case PT_ACT_RELU: return x > 0 ? 1 : 0;
+  case PT_ACT_LEAKY_RELU: return x > 0 ? 1 : slope;
+  case PT_ACT_GELU:
+    return 0.5 * (1.0 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) * 0.3989422804014327;
+  case PT_ACT_GELU_TANH: {
+    double t = tanh(GELU_K * (x + GELU_C * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_K * (1.0 + 3.0 * GELU_C * x * x);
+  }
+  case PT_ACT_TANH: return 1.0 - y * y;
+  case PT_ACT_SIGMOID: return y * (1.0 - y);
+  case PT_ACT_SILU: {
+    double s = 1.0 / (1.0 + exp(-x));
+    return s * (1.0 + x * (1.0 - s));
+  }
+  default: return 1;
+  }
+}
+
+/* saved: 0 x, 1 y alias; ints: act; scalars: slope */
+static pt_status act_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  pt_tensor *x = node->saved[0], *y = node->saved[1], *g, *gx;
+  pt_nn_act act = (pt_nn_act)node->ints[0];
+  double slope = node->scalars[0];
+  pt_status st = grad_prep(ctx, grad_out, x->dtype, &g);
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &gx))) {
+    pt_tensor_release(g);
+    return st;
+  }
+  int64_t n = pt_tensor_numel(x);
+  DISPATCH(x->dtype, {
+    const T *xp = pt_tensor_data(x), *yp = pt_tensor_data(y), *gp = pt_tensor_data(g);
+    T *op = pt_tensor_data(gx);
+    if (act == PT_ACT_RELU) {
+      for (int64_t i = 0; i < n; i++) op[i] = xp[i] > 0 ? gp[i] : (T)0;
+    } else {
+      for (int64_t i = 0; i < n; i++) op[i] = (T)(gp[i] * act_df(act, xp[i], yp[i], slope));
+    }
+  });
+  pt_tensor_release(g);
+  grad_in[0] = gx;
+  return PT_OK;
+}
+
+pt_status pt_nn_activation(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double slope, pt_tensor **out) {
+  pt_status st;
+  if (act <= PT_ACT_NONE || act > PT_ACT_SILU)
+    return pt_fail(ctx, PT_EARG, "activation: unknown activation %d", (int)act);
+  if ((st = check_float(ctx, act_name(act), "input", x))) return st;
+  pt_tensor *xc, *y;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc))) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &y))) {
+    pt_tensor_release(xc);
+    return st;
+  }
+  int64_t n = pt_tensor_numel(x);
+  DISPATCH(x->dtype, {
+    const T *xp = pt_tensor_data(xc);
+    T *yp = pt_tensor_data(y);
+    if (act == PT_ACT_RELU) {
+      for (int64_t i = 0; i < n; i++) yp[i] = xp[i] > 0 ? xp[i] : (T)0;
+    } else {
+      for (int64_t i = 0; i < n; i++) yp[i] = (T)act_f(act, xp[i], slope);
+    }
+  });
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, act_backward_name(act), act_backward, 1, &x, &node))) goto fail;
+  if (node) {
+    node->saved[0] = xc;
+    xc = NULL;
+    if ((st = alias(ctx, y, &node->saved[1]))) goto fail;
+    node->ints[0] = act;
+    node->n_ints = 1;
+    node->scalars[0] = slope;
+  }
+  pt_tensor_release(xc);
+  *out = y;
+  return PT_OK;
+fail:
+  pt_tensor_release(xc);
+  pt_tensor_release(y);
+  return st;
+}
+
+/* ==================================================================== softmax */
+
+static void dim_split(const pt_tensor *t, int dim, int64_t *outer, int64_t *d, int64_t *inner) {
+  *outer = pt_shape_numel(dim, t->shape);
+  *d = t->ndim ? t->shape[dim] : 1;
+  *inner = t->ndim ? pt_shape_numel(t->ndim - dim - 1, t->shape + dim + 1) : 1;
+}
+
+/* saved: 0 y alias; ints: outer, D, inner, log */
+static pt_status softmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  pt_tensor *y = node->saved[0], *g, *gx;
+  int64_t outer = node->ints[0], D = node->ints[1], inner = node->ints[2];
+  bool lg = node->ints[3] != 0;
+  pt_status st = grad_prep(ctx, grad_out, y->dtype, &g);
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, y->dtype, y->ndim, y->shape, &gx))) {
+    pt_tensor_release(g);
+    return st;
+  }
+  DISPATCH(y->dtype, {
+    const T *yp = pt_tensor_data(y), *gp = pt_tensor_data(g);
+    T *op = pt_tensor_data(gx);
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t i = 0; i < inner; i++) {
+        int64_t base = o * D * inner + i;
+        double s = 0;
+        if (lg) {
+          for (int64_t k = 0; k < D; k++) s += gp[base + k * inner];
+          for (int64_t k = 0; k < D; k++) {
+            int64_t e = base + k * inner;
+            op[e] = (T)(gp[e] - exp(yp[e]) * s);
+          }
+        } else {
+          for (int64_t k = 0; k < D; k++) s += gp[base + k * inner] * yp[base + k * inner];
+          for (int64_t k = 0; k < D; k++) {
+            int64_t e = base + k * inner;
+            op[e] = (T)(yp[e] * (gp[e] - s));
+          }
+        }
+      }
+  });
+  pt_tensor_release(g);
+  grad_in[0] = gx;
+  return PT_OK;
+}
+
+pt_status pt_nn_softmax(pt_ctx *ctx, pt_tensor *x, int dim, bool lg, pt_tensor **out) {
+  const char *fname = lg ? "log_softmax" : "softmax";
+  pt_status st;
+  if ((st = check_float(ctx, fname, "input", x))) return st;
+  if (dim < 0 || dim >= (x->ndim ? x->ndim : 1))
+    return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                   dim + 1, x->ndim);
+  int64_t outer, D, inner;
+  dim_split(x, dim, &outer, &D, &inner);
+  pt_tensor *xc, *y;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc))) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &y))) {
+    pt_tensor_release(xc);
+    return st;
+  }
+  DISPATCH(x->dtype, {
+    const T *xp = pt_tensor_data(xc);
+    T *yp = pt_tensor_data(y);
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t i = 0; i < inner; i++) {
+        int64_t base = o * D * inner + i;
+        double mx = -INFINITY, s = 0;
+        for (int64_t k = 0; k < D; k++)
+          if (xp[base + k * inner] > mx) mx = xp[base + k * inner];
+        if (isinf(mx) && mx < 0) mx = 0;
+        for (int64_t k = 0; k < D; k++) s += exp(xp[base + k * inner] - mx);
+        double lse = mx + log(s);
+        for (int64_t k = 0; k < D; k++) {
+          int64_t e = base + k * inner;
+          yp[e] = lg ? (T)(xp[e] - lse) : (T)(exp(xp[e] - mx) / s);
+        }
+      }
+  });
+  pt_tensor_release(xc);
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, lg ? "LogSoftmaxBackward" : "SoftmaxBackward",
+                               softmax_backward, 1, &x, &node))) {
+    pt_tensor_release(y);
+    return st;
+  }
+  if (node) {
+    if ((st = alias(ctx, y, &node->saved[0]))) {
+      pt_tensor_release(y);
+      return st;
+    }
+    node->ints[0] = outer;
+    node->ints[1] = D;
+    node->ints[2] = inner;
+    node->ints[3] = lg;
+    node->n_ints = 4;
+  }
+  *out = y;
+  return PT_OK;
+}
+
+/* ====================================================== cross entropy and NLL */
+
+/* Read the targets of a classification loss into 0-based int64 indices (-1 = ignored). */
+static pt_status read_targets(pt_ctx *ctx, const char *fname, pt_tensor *input, pt_tensor *target,
+                              int64_t ignore_index, int64_t *N_out, int64_t *C_out,
+                              pt_tensor **idx_out) {
+  char s1[PT_SHAPE_STR_MAX], s2[PT_SHAPE_STR_MAX];
+  if (input->ndim != 1 && input->ndim != 2)
+    return pt_fail(ctx, PT_ESHAPE, "%s: input must be {N,C} or {C}, got shape %s", fname,
+                   shape_str(input, s1));
+  int64_t N = input->ndim == 2 ? input->shape[0] : 1;
+  int64_t C = input->shape[input->ndim - 1];
+  bool ok = input->ndim == 2 ? (target->ndim == 1 && target->shape[0] == N)
+                             : (pt_tensor_numel(target) == 1 && target->ndim <= 1);
+  if (!ok)
+    return pt_fail(ctx, PT_ESHAPE, "%s: target shape %s does not match input shape %s (expected %s)",
+                   fname, shape_str(target, s1), shape_str(input, s2),
+                   input->ndim == 2 ? "one class index per row" : "a single class index");
+  if (target->dtype == PT_BOOL)
+    return pt_fail(ctx, PT_EARG, "%s: target must hold class indices, got dtype bool", fname);
+  pt_tensor *idx;
+  pt_status st = pt_tensor_empty(ctx, PT_INT64, 1, &N, &idx);
+  if (st) return st;
+  int64_t *ip = pt_tensor_data(idx);
+  for (int64_t i = 0; i < N; i++) {
+    double v = pt_tensor_get_flat(target, i);
+    if (v != floor(v)) {
+      pt_tensor_release(idx);
+      return pt_fail(ctx, PT_EARG, "%s: target %g is not a class index", fname, v);
+    }
+    int64_t c = (int64_t)v;
+    if (ignore_index != 0 && c == ignore_index) {
+      ip[i] = -1;
+      continue;
+    }
+    if (c < 1 || c > C) {
+      pt_tensor_release(idx);
+      return pt_fail(ctx, PT_EARG, "%s: target class %lld out of range for %lld classes%s", fname,
+                     (long long)c, (long long)C, c == 0 ? " (class indices are 1-based)" : "");
+    }
+    ip[i] = c - 1;
+  }
+  *N_out = N;
+  *C_out = C;
+  *idx_out = idx;
+  return PT_OK;
+}
+
+static pt_status check_class_weight(pt_ctx *ctx, const char *fname, pt_tensor *weight,
+                                    pt_tensor *input, int64_t C, pt_tensor **wc) {
+  char s1[PT_SHAPE_STR_MAX];
+  *wc = NULL;
+  if (!weight) return PT_OK;
+  pt_status st;
+  if ((st = check_same_dtype(ctx, fname, "weight", weight, input))) return st;
+  if (weight->ndim != 1 || weight->shape[0] != C)
+    return pt_fail(ctx, PT_ESHAPE, "%s: weight must have shape {%lld} (one per class), got %s",
+                   fname, (long long)C, shape_str(weight, s1));
+  return pt_tensor_contiguous_raw(ctx, weight, wc);
+}
+
+static pt_status loss_output(pt_ctx *ctx, pt_dtype dt, pt_reduction red, int64_t N, bool batched,
+                             pt_tensor **out) {
+  if (red == PT_REDUCE_NONE && batched) return pt_tensor_empty(ctx, dt, 1, &N, out);
+  return pt_tensor_empty(ctx, dt, 0, NULL, out);
+}
+
+/* saved: 0 probabilities (CE) or nothing (NLL), 1 indices, 2 class weights;
+ * ints: N, C, reduction, is_ce; scalars: label smoothing, denominator */
+static pt_status class_loss_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
+                                     pt_tensor **grad_in) {
+  pt_tensor *probs = node->saved[0], *idx = node->saved[1], *wt = node->saved[2];
+  int64_t N = node->ints[0], C = node->ints[1];
+  pt_reduction red = (pt_reduction)node->ints[2];
+  bool ce = node->ints[3] != 0;
+  double eps = node->scalars[0], denom = node->scalars[1];
+  pt_dtype dt = node->out_dtype;
+  pt_tensor *in = node->inputs[0];
+  pt_tensor *g, *gx;
+  pt_status st = grad_prep(ctx, grad_out, dt, &g);
+  if (st) return st;
+  if ((st = pt_tensor_zeros(ctx, dt, in->ndim, in->shape, &gx))) {
+    pt_tensor_release(g);
+    return st;
+  }
+  const int64_t *ip = pt_tensor_data(idx);
+  DISPATCH(dt, {
+    const T *gp = pt_tensor_data(g);
+    const T *wp = wt ? (const T *)pt_tensor_data(wt) : NULL;
+    T *op = pt_tensor_data(gx);
+    double wsum = 0;
+    if (wp)
+      for (int64_t c = 0; c < C; c++) wsum += wp[c];
+    else
+      wsum = (double)C;
+    for (int64_t i = 0; i < N; i++) {
+      int64_t y = ip[i];
+      if (y < 0) continue;
+      double a = (red == PT_REDUCE_NONE ? gp[i] : gp[0]) / denom;
+      T *row = op + i * C;
+      double wy = wp ? wp[y] : 1.0;
+      if (ce) {
+        const T *pr = (const T *)pt_tensor_data(probs) + i * C;
+        double coef = (1.0 - eps) * wy + eps / (double)C * wsum;
+        for (int64_t c = 0; c < C; c++)
+          row[c] = (T)(a * (pr[c] * coef - eps / (double)C * (wp ? wp[c] : 1.0)));
+        row[y] -= (T)(a * (1.0 - eps) * wy);
+      } else {
+        row[y] = (T)(-a * wy);
+      }
+    }
+  });
+  pt_tensor_release(g);
+  grad_in[0] = gx;
+  return PT_OK;
+}
+
+static pt_status class_loss(pt_ctx *ctx, const char *fname, bool ce, pt_tensor *input,
+                            pt_tensor *target, pt_tensor *weight, double eps, int64_t ignore_index,
+                            pt_reduction red, pt_tensor **out) {
+  pt_status st;
+  if ((st = check_float(ctx, fname, "input", input))) return st;
+  if (eps < 0 || eps > 1)
+    return pt_fail(ctx, PT_EARG, "%s: label_smoothing must be between 0 and 1, got %g", fname, eps);
+  int64_t N = 0, C = 0;
+  pt_tensor *idx = NULL, *wc = NULL, *xc = NULL, *probs = NULL, *loss = NULL;
+  if ((st = read_targets(ctx, fname, input, target, ignore_index, &N, &C, &idx))) return st;
+  if ((st = check_class_weight(ctx, fname, weight, input, C, &wc))) goto fail;
+  if ((st = pt_tensor_contiguous_raw(ctx, input, &xc))) goto fail;
+  if (ce && (st = pt_tensor_empty(ctx, input->dtype, input->ndim, input->shape, &probs))) goto fail;
+  if ((st = loss_output(ctx, input->dtype, red, N, input->ndim == 2, &loss))) goto fail;
+  const int64_t *ip = pt_tensor_data(idx);
+  double total = 0, denom = 0;
+  DISPATCH(input->dtype, {
+    const T *xp = pt_tensor_data(xc);
+    const T *wp = wc ? (const T *)pt_tensor_data(wc) : NULL;
+    T *lp = pt_tensor_data(loss);
+    for (int64_t i = 0; i < N; i++) {
+      const T *row = xp + i * C;
+      int64_t y = ip[i];
+      double li = 0;
+      if (ce) {
+        T *pr = (T *)pt_tensor_data(probs) + i * C;
+        double mx = -INFINITY, s = 0;
+        for (int64_t c = 0; c < C; c++)
+          if (row[c] > mx) mx = row[c];
+        if (isinf(mx) && mx < 0) mx = 0;
+        for (int64_t c = 0; c < C; c++) {
+          double e = exp(row[c] - mx);
+          pr[c] = (T)e;
+          s += e;
+        }
+        double inv = 1.0 / s, lse = mx + log(s);
+        for (int64_t c = 0; c < C; c++) pr[c] = (T)(pr[c] * inv);
+        if (y >= 0) {
+          double wy = wp ? wp[y] : 1.0;
+          li = (1.0 - eps) * wy * (lse - row[y]);
+          if (eps > 0) {
+            double sm = 0;
+            for (int64_t c = 0; c < C; c++) sm += (wp ? wp[c] : 1.0) * (lse - row[c]);
+            li += eps / (double)C * sm;
+          }
+          denom += wy;
+        }
+      } else if (y >= 0) {
+        double wy = wp ? wp[y] : 1.0;
+        li = -wy * row[y];
+        denom += wy;
+      }
+      if (red == PT_REDUCE_NONE)
+        lp[i] = (T)li;
+      else
+        total += li;
+    }
+    if (red == PT_REDUCE_MEAN)
+      lp[0] = (T)(total / denom); /* 0/0 = nan when every target is ignored, as PyTorch */
+    else if (red == PT_REDUCE_SUM)
+      lp[0] = (T)total;
+  });
+  pt_node *node;
+  pt_tensor *inputs[1] = {input};
+  if ((st = pt_autograd_record(ctx, loss, ce ? "CrossEntropyBackward" : "NllLossBackward",
+                               class_loss_backward, 1, inputs, &node)))
+    goto fail;
+  if (node) {
+    node->saved[0] = probs;
+    node->saved[1] = idx;
+    node->saved[2] = wc;
+    probs = idx = wc = NULL;
+    node->ints[0] = N;
+    node->ints[1] = C;
+    node->ints[2] = red;
+    node->ints[3] = ce;
+    node->n_ints = 4;
+    node->scalars[0] = ce ? eps : 0;
+    node->scalars[1] = red == PT_REDUCE_MEAN ? denom : 1.0;
+  }
+  pt_tensor_release(idx);
+  pt_tensor_release(wc);
+  pt_tensor_release(xc);
+  pt_tensor_release(probs);
+  *out = loss;
+  return PT_OK;
+fail:
+  pt_tensor_release(idx);
+  pt_tensor_release(wc);
+  pt_tensor_release(xc);
+  pt_tensor_release(probs);
+  pt_tensor_release(loss);
+  return st;
+}
+
+static pt_status check_reduction(pt_ctx *ctx, const char *fname, pt_reduction red) {
+  if (red != PT_REDUCE_NONE && red != PT_REDUCE_MEAN && red != PT_REDUCE_SUM)
+    return pt_fail(ctx, PT_EARG, "%s: invalid reduction %d", fname, (int)red);
+  return PT_OK;
+}
+
+pt_status pt_nn_cross_entropy(pt_ctx *ctx, pt_tensor *input, pt_tensor *target, pt_tensor *weight,
+                              double label_smoothing, int64_t ignore_index, pt_reduction red,
+                              pt_tensor **out) {
+  pt_status st = check_reduction(ctx, "cross_entropy", red);
+  if (st) return st;
+  return class_loss(ctx, "cross_entropy", true, input, target, weight, label_smoothing,
+                    ignore_index, red, out);
+}
+
+pt_status pt_nn_nll_loss(pt_ctx *ctx, pt_tensor *input, pt_tensor *target, pt_tensor *weight,
+                         int64_t ignore_index, pt_reduction red, pt_tensor **out) {
+  pt_status st = check_reduction(ctx, "nll_loss", red);
+  if (st) return st;
+  return class_loss(ctx, "nll_loss", false, input, target, weight, 0.0, ignore_index, red, out);
+}
+
+/* ============================================================ pointwise losses */
+
+#define LOG_CLAMP (-100.0) /* PyTorch clamps log(p) of BCE at -100 */
+
+static inline double clamped_log(double v) {
+  double l = log(v);
+  return l < LOG_CLAMP ? LOG_CLAMP : l;
+}
+
+static inline double softplus_neg(double x) { /* log(1 + exp(-x)), stable */
+  return log1p(exp(-fabs(x))) + (x < 0 ? -x : 0);
+}
+
+/* loss value and derivatives by input (da) and target (db) */
+static inline double pw_loss(pt_pointwise_loss kind, double a, double b, double pw, double beta,
+                             double *da, double *db) {
+  switch (kind) {
+  case PT_LOSS_MSE: {
+    double d = a - b;
+    *da = 2 * d;
+    *db = -2 * d;
+    return d * d;
+  }
+  case PT_LOSS_L1: {
+    double d = a - b, s = d > 0 ? 1 : (d < 0 ? -1 : 0);
+    *da = s;
+    *db = -s;
+    return fabs(d);
+  }
+  case PT_LOSS_SMOOTH_L1: {
+    double d = a - b, ad = fabs(d);
+    double s = d > 0 ? 1 : (d < 0 ? -1 : 0);
+    if (ad < beta) {
+      *da = d / beta;
+      *db = -d / beta;
+      return 0.5 * d * d / beta;
+    }
+    *da = s;
+    *db = -s;
+    return ad - 0.5 * beta;
+  }
+  case PT_LOSS_BCE: {
+    double lp = clamped_log(a), l1p = clamped_log(1 - a);
+    double den = (1 - a) * a;
+    if (den < 1e-12) den = 1e-12;
+    *da = (a - b) / den;
+    *db = l1p - lp;
+    return -(b * lp + (1 - b) * l1p);
+  }
+  case PT_LOSS_BCE_WITH_LOGITS: {
+    double sp = softplus_neg(a); /* log(1 + exp(-a)) */
+    double lw = 1 + (pw - 1) * b;
+    double sig = a >= 0 ? 1.0 / (1.0 + exp(-a)) : exp(a) / (1.0 + exp(a));
+    *da = (1 - b) - lw * (1 - sig);
+    *db = -a + (pw - 1) * sp;
+    return (1 - b) * a + lw * sp;
+  }
+  }
+  *da = *db = 0;
+  return 0;
+}
+
+/* saved: 0 input, 1 target, 2 pos_weight; ints: kind, reduction, last dim; scalars: beta */
+static pt_status pw_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  pt_tensor *a = node->saved[0], *b = node->saved[1], *pwt = node->saved[2];
+  pt_pointwise_loss kind = (pt_pointwise_loss)node->ints[0];
+  pt_reduction red = (pt_reduction)node->ints[1];
+  int64_t last = node->ints[2];
+  double beta = node->scalars[0];
+  pt_dtype dt = a->dtype;
+  int64_t n = pt_tensor_numel(a);
+  pt_tensor *g, *ga = NULL, *gb = NULL;
+  pt_status st = grad_prep(ctx, grad_out, dt, &g);
+  if (st) return st;
+  if (node->needs_grad[0] && (st = pt_tensor_empty(ctx, dt, a->ndim, a->shape, &ga))) goto fail;
+  if (node->needs_grad[1] && (st = pt_tensor_empty(ctx, dt, a->ndim, a->shape, &gb))) goto fail;
+  DISPATCH(dt, {
+    const T *ap = pt_tensor_data(a), *bp = pt_tensor_data(b), *gp = pt_tensor_data(g);
+    const T *pp = pwt ? (const T *)pt_tensor_data(pwt) : NULL;
+    T *gap = ga ? (T *)pt_tensor_data(ga) : NULL, *gbp = gb ? (T *)pt_tensor_data(gb) : NULL;
+    double scale = red == PT_REDUCE_MEAN ? 1.0 / (double)n : 1.0;
+    for (int64_t i = 0; i < n; i++) {
+      double da, db;
+      pw_loss(kind, ap[i], bp[i], pp ? pp[i % last] : 1.0, beta, &da, &db);
+      double gi = (red == PT_REDUCE_NONE ? gp[i] : gp[0]) * scale;
+      if (gap) gap[i] = (T)(gi * da);
+      if (gbp) gbp[i] = (T)(gi * db);
+    }
+  });
+  pt_tensor_release(g);
+  grad_in[0] = ga;
+  grad_in[1] = gb;
+  return PT_OK;
+fail:
+  pt_tensor_release(g);
+  pt_tensor_release(ga);
+  pt_tensor_release(gb);
+  return st;
+}
+
+static const char *pw_backward_name(pt_pointwise_loss kind) {
+  switch (kind) {
+  case PT_LOSS_MSE: return "MseLossBackward";
+  case PT_LOSS_L1: return "L1LossBackward";
+  case PT_LOSS_SMOOTH_L1: return "SmoothL1LossBackward";
+  case PT_LOSS_BCE: return "BinaryCrossEntropyBackward";
+  default: return "BinaryCrossEntropyWithLogitsBackward";
+  }
+}
+
+pt_status pt_nn_pointwise_loss(pt_ctx *ctx, const char *fname, pt_pointwise_loss kind,
+                               pt_tensor *input, pt_tensor *target, pt_tensor *pos_weight,
+                               double beta, pt_reduction red, pt_tensor **out) {
+  char s1[PT_SHAPE_STR_MAX], s2[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_reduction(ctx, fname, red))) return st;
+  if ((st = check_float(ctx, fname, "input", input))) return st;
+  if (!same_shape(input, target))
+    return pt_fail(ctx, PT_ESHAPE, "%s: input shape %s and target shape %s differ", fname,
+                   shape_str(input, s1), shape_str(target, s2));
+  if (kind == PT_LOSS_SMOOTH_L1 && beta < 0)
+    return pt_fail(ctx, PT_EARG, "%s: beta must be non-negative, got %g", fname, beta);
+  if (kind == PT_LOSS_SMOOTH_L1 && beta == 0) kind = PT_LOSS_L1;
+  if (target->dtype != input->dtype && target->requires_grad)
+    return pt_fail(ctx, PT_EARG, "%s: target dtype %s does not match input dtype %s", fname,
+                   pt_dtype_name(target->dtype), pt_dtype_name(input->dtype));
+  int64_t n = pt_tensor_numel(input);
+  int64_t last = input->ndim ? input->shape[input->ndim - 1] : 1;
+  pt_tensor *a = NULL, *b = NULL, *bt = NULL, *pwc = NULL, *loss = NULL;
+  if (pos_weight) {
+    if (kind != PT_LOSS_BCE_WITH_LOGITS)
+      return pt_fail(ctx, PT_EARG, "%s: pos_weight is only used by bce_with_logits", fname);
+    if ((st = check_same_dtype(ctx, fname, "pos_weight", pos_weight, input))) return st;
+    if (pos_weight->ndim > 1 || pt_tensor_numel(pos_weight) != (pos_weight->ndim ? last : 1))
+      return pt_fail(ctx, PT_ESHAPE, "%s: pos_weight shape %s does not match the last dimension "
+                     "of input shape %s", fname, shape_str(pos_weight, s1), shape_str(input, s2));
+    if (pos_weight->ndim == 0) last = 1;
+    if ((st = pt_tensor_contiguous_raw(ctx, pos_weight, &pwc))) goto fail;
+  }
+  if (kind == PT_LOSS_BCE) {
+    for (int64_t i = 0; i < n; i++) {
+      double v = pt_tensor_get_flat(input, i);
+      if (!(v >= 0 && v <= 1)) {
+        st = pt_fail(ctx, PT_EARG, "%s: input values must be probabilities in [0, 1], got %g "
+                     "(use bce_with_logits for logits)", fname, v);
+        goto fail;
+      }
+    }
+  }
+  if ((st = pt_tensor_contiguous_raw(ctx, input, &a))) goto fail;
+  if ((st = pt_tensor_to_dtype_raw(ctx, target, input->dtype, &bt))) goto fail;
+  if ((st = pt_tensor_contiguous_raw(ctx, bt, &b))) goto fail;
+  if (red == PT_REDUCE_NONE)
+    st = pt_tensor_empty(ctx, input->dtype, input->ndim, input->shape, &loss);
+  else
+    st = pt_tensor_empty(ctx, input->dtype, 0, NULL, &loss);
+  if (st) goto fail;
+  DISPATCH(input->dtype, {
+    const T *ap = pt_tensor_data(a), *bp = pt_tensor_data(b);
+    const T *pp = pwc ? (const T *)pt_tensor_data(pwc) : NULL;
+    T *lp = pt_tensor_data(loss);
+    double total = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double da, db;
+      double l = pw_loss(kind, ap[i], bp[i], pp ? pp[i % last] : 1.0, beta, &da, &db);
+      if (red == PT_REDUCE_NONE)
+        lp[i] = (T)l;
+      else
+        total += l;
+    }
+    if (red == PT_REDUCE_MEAN) lp[0] = (T)(total / (double)n);
+    if (red == PT_REDUCE_SUM) lp[0] = (T)total;
+  });
+  pt_node *node;
+  pt_tensor *inputs[2] = {input, target->dtype == input->dtype ? target : NULL};
+  if ((st = pt_autograd_record(ctx, loss, pw_backward_name(kind), pw_backward, 2, inputs, &node)))
+    goto fail;
+  if (node) {
+    node->saved[0] = a;
+    node->saved[1] = b;
+    node->saved[2] = pwc;
+    a = b = pwc = NULL;
+    node->ints[0] = kind;
+    node->ints[1] = red;
+    node->ints[2] = last;
+    node->n_ints = 3;
+    node->scalars[0] = beta;
+  }
+  pt_tensor_release(a);
+  pt_tensor_release(b);
+  pt_tensor_release(bt);
+  pt_tensor_release(pwc);
+  *out = loss;
+  return PT_OK;
+fail:
+  pt_tensor_release(a);
+  pt_tensor_release(b);
+  pt_tensor_release(bt);
+  pt_tensor_release(pwc);
+  pt_tensor_release(loss);
+  return st;
+}
+
+/* ==================================================================== dropout */
+
+/* saved: 0 mask (0 or 1/(1-p)) */
+static pt_status dropout_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  pt_tensor *mask = node->saved[0], *g, *gx;
+  pt_status st = grad_prep(ctx, grad_out, mask->dtype, &g);
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, mask->dtype, mask->ndim, mask->shape, &gx))) {
+    pt_tensor_release(g);
+    return st;
+  }
+  int64_t n = pt_tensor_numel(mask);
+  DISPATCH(mask->dtype, {
+    const T *mp = pt_tensor_data(mask), *gp = pt_tensor_data(g);
+    T *op = pt_tensor_data(gx);
+    for (int64_t i = 0; i < n; i++) op[i] = gp[i] * mp[i];
+  });
+  pt_tensor_release(g);
+  grad_in[0] = gx;
+  return PT_OK;
+}
+
+pt_status pt_nn_dropout(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_tensor **out) {
+  pt_status st;
+  if (!(p >= 0 && p <= 1))
+    return pt_fail(ctx, PT_EARG, "dropout: probability has to be between 0 and 1, but got %g", p);
+  if ((st = check_float(ctx, "dropout", "input", x))) return st;
+  if (!training || p == 0) {
+    *out = pt_tensor_retain(x);
+    return PT_OK;
+  }
+  pt_tensor *xc, *mask = NULL, *y = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc))) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &mask))) goto fail;
+  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &y))) goto fail;
+  int64_t n = pt_tensor_numel(x);
+  double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+  DISPATCH(x->dtype, {
+    const T *xp = pt_tensor_data(xc);
+    T *mp = pt_tensor_data(mask), *yp = pt_tensor_data(y);
+    for (int64_t i = 0; i < n; i++) {
+      mp[i] = pt_rng_uniform(&ctx->rng) < p ? (T)0 : (T)scale;
+      yp[i] = xp[i] * mp[i];
+    }
+  });
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "DropoutBackward", dropout_backward, 1, &x, &node))) goto fail;
+  if (node) {
+    node->saved[0] = mask;
+    mask = NULL;
+  }
+  pt_tensor_release(mask);
+  pt_tensor_release(xc);
+  *out = y;
+  return PT_OK;
+fail:
+  pt_tensor_release(xc);
+  pt_tensor_release(mask);
+  pt_tensor_release(y);
+  return st;
+}
+
+/* ================================================================ normalisation */
+
+/* Shared backward of a normalisation over groups. Element e of group k at
+ * x[(o * G + k) * L + l] for o < O, l < L (layer norm: O = rows, G = 1, L = D, one group per
+ * row; batch norm: O = N, G = C, L = L, one group per channel). stats hold (mean, rstd) per
+ * group. affine w/b index by `affine_idx` of the element. */
+
+/* layer norm saved: 0 x, 1 stats {M,2}, 2 w; ints: M, D */
+static pt_status layer_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
+                                     pt_tensor **grad_in) {
+  pt_tensor *x = node->saved[0], *stats = node->saved[1], *w = node->saved[2];
+  int64_t M = node->ints[0], D = node->ints[1];
+  pt_dtype dt = x->dtype;
+  pt_tensor *g, *gx = NULL, *gw = NULL, *gb = NULL;
+  pt_status st = grad_prep(ctx, grad_out, dt, &g);
+  if (st) return st;
+  pt_tensor *win = node->inputs[1];
+  if (node->needs_grad[0] && (st = pt_tensor_empty(ctx, dt, x->ndim, x->shape, &gx))) goto fail;
+  if (node->needs_grad[1] && (st = pt_tensor_zeros(ctx, dt, win->ndim, win->shape, &gw))) goto fail;
+  if (node->n_inputs > 2 && node->needs_grad[2] &&
+      (st = pt_tensor_zeros(ctx, dt, node->inputs[2]->ndim, node->inputs[2]->shape, &gb)))
+    goto fail;
+  DISPATCH(dt, {
+    const T *xp = pt_tensor_data(x), *gp = pt_tensor_data(g), *sp = pt_tensor_data(stats);
+    const T *wp = w ? (const T *)pt_tensor_data(w) : NULL;
+    T *gxp = gx ? (T *)pt_tensor_data(gx) : NULL, *gwp = gw ? (T *)pt_tensor_data(gw) : NULL;
+    T *gbp = gb ? (T *)pt_tensor_data(gb) : NULL;
+    for (int64_t r = 0; r < M; r++) {
+      const T *xr = xp + r * D, *gr = gp + r * D;
+      double mean = sp[2 * r], rstd = sp[2 * r + 1];
+      double s1 = 0, s2 = 0;
+      for (int64_t j = 0; j < D; j++) {
+        double xh = (xr[j] - mean) * rstd;
+        double gh = gr[j] * (wp ? wp[j] : 1.0);
+        s1 += gh;
+        s2 += gh * xh;
+        if (gwp) gwp[j] += (T)(gr[j] * xh);
+        if (gbp) gbp[j] += gr[j];
+      }
+      if (gxp) {
+        s1 /= (double)D;
+        s2 /= (double)D;
+        for (int64_t j = 0; j < D; j++) {
+          double xh = (xr[j] - mean) * rstd;
+          double gh = gr[j] * (wp ? wp[j] : 1.0);
+          gxp[r * D + j] = (T)(rstd * (gh - s1 - xh * s2));
+        }
+      }
+    }
+  });
+  pt_tensor_release(g);
+  grad_in[0] = gx;
+  grad_in[1] = gw;
+  grad_in[2] = gb;
+  return PT_OK;
+fail:
+  pt_tensor_release(g);
+  pt_tensor_release(gx);
+  pt_tensor_release(gw);
+  pt_tensor_release(gb);
+  return st;
+}
+
+static pt_status check_affine(pt_ctx *ctx, const char *fname, const char *what, pt_tensor *p,
+                              pt_tensor *x, int ndim, const int64_t *shape) {
+  char s1[PT_SHAPE_STR_MAX], s2[PT_SHAPE_STR_MAX];
+  if (!p) return PT_OK;
+  pt_status st = check_same_dtype(ctx, fname, what, p, x);
+  if (st) return st;
+  if (p->ndim != ndim || memcmp(p->shape, shape, (size_t)ndim * sizeof(int64_t)) != 0)
+    return pt_fail(ctx, PT_ESHAPE, "%s: %s shape %s, expected %s", fname, what, shape_str(p, s1),
+                   pt_shape_format(ndim, shape, s2, sizeof s2));
+  return PT_OK;
+}
+
+pt_status pt_nn_layer_norm(pt_ctx *ctx, pt_tensor *x, int nnorm, const int64_t *norm_shape,
+                           pt_tensor *w, pt_tensor *b, double eps, pt_tensor **out) {
+  char s1[PT_SHAPE_STR_MAX], s2[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_float(ctx, "layer_norm", "input", x))) return st;
+  if (nnorm < 1 || nnorm > x->ndim ||
+      memcmp(x->shape + x->ndim - nnorm, norm_shape, (size_t)nnorm * sizeof(int64_t)) != 0)
+    return pt_fail(ctx, PT_ESHAPE, "layer_norm: input shape %s does not end with normalized shape %s",
+                   shape_str(x, s1), pt_shape_format(nnorm, norm_shape, s2, sizeof s2));
+  if ((st = check_affine(ctx, "layer_norm", "weight", w, x, nnorm, norm_shape))) return st;
+  if ((st = check_affine(ctx, "layer_norm", "bias", b, x, nnorm, norm_shape))) return st;
+  int64_t D = pt_shape_numel(nnorm, norm_shape);
+  int64_t M = D ? pt_tensor_numel(x) / D : 0;
+  pt_dtype dt = x->dtype;
+  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *stats = NULL, *y = NULL;
+  int64_t sshape[2] = {M, 2};
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc))) goto fail;
+  if (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))) goto fail;
+  if (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))) goto fail;
+  if ((st = pt_tensor_empty(ctx, dt, 2, sshape, &stats))) goto fail;
+  if ((st = pt_tensor_empty(ctx, dt, x->ndim, x->shape, &y))) goto fail;
+  DISPATCH(dt, {
+    const T *xp = pt_tensor_data(xc);
+    const T *wp = wc ? (const T *)pt_tensor_data(wc) : NULL, *bp = bc ? (const T *)pt_tensor_data(bc) : NULL;
+    T *yp = pt_tensor_data(y), *sp = pt_tensor_data(stats);
+    for (int64_t r = 0; r < M; r++) {
+      const T *xr = xp + r * D;
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < D; j++) mean += xr[j];
+      mean /= (double)D;
+      for (int64_t j = 0; j < D; j++) var += (xr[j] - mean) * (xr[j] - mean);
+      var /= (double)D;
+      double rstd = 1.0 / sqrt(var + eps);
+      sp[2 * r] = (T)mean;
+      sp[2 * r + 1] = (T)rstd;
+      for (int64_t j = 0; j < D; j++) {
+        double v = (xr[j] - mean) * rstd;
+        if (wp) v *= wp[j];
+        if (bp) v += bp[j];
+        yp[r * D + j] = (T)v;
+      }
+    }
+  });
+  pt_node *node;
+  pt_tensor *inputs[3] = {x, w, b};
+  if ((st = pt_autograd_record(ctx, y, "LayerNormBackward", layer_norm_backward, 3, inputs, &node)))
+    goto fail;
+  if (node) {
+    node->saved[0] = xc;
+    node->saved[1] = stats;
+    node->saved[2] = wc;
+    xc = stats = wc = NULL;
+    node->ints[0] = M;
+    node->ints[1] = D;
+    node->n_ints = 2;
+  }
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  pt_tensor_release(stats);
+  *out = y;
+  return PT_OK;
+fail:
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  pt_tensor_release(stats);
+  pt_tensor_release(y);
+  return st;
+}
+
+/* batch norm saved: 0 x, 1 stats {C,2}, 2 w; ints: N, C, L, batch statistics used */
+static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
+                                     pt_tensor **grad_in) {
+  pt_tensor *x = node->saved[0], *stats = node->saved[1], *w = node->saved[2];
+  int64_t N = node->ints[0], C = node->ints[1], L = node->ints[2];
+  bool batch = node->ints[3] != 0;
+  pt_dtype dt = x->dtype;
+  pt_tensor *g, *gx = NULL, *gw = NULL, *gb = NULL;
+  pt_status st = grad_prep(ctx, grad_out, dt, &g);
+  if (st) return st;
+  if (node->needs_grad[0] && (st = pt_tensor_empty(ctx, dt, x->ndim, x->shape, &gx))) goto fail;
+  if (node->needs_grad[1] && (st = pt_tensor_zeros(ctx, dt, 1, &C, &gw))) goto fail;
+  if (node->n_inputs > 2 && node->needs_grad[2] && (st = pt_tensor_zeros(ctx, dt, 1, &C, &gb)))
+    goto fail;
+  DISPATCH(dt, {
+    const T *xp = pt_tensor_data(x), *gp = pt_tensor_data(g), *sp = pt_tensor_data(stats);
+    const T *wp = w ? (const T *)pt_tensor_data(w) : NULL;
+    T *gxp = gx ? (T *)pt_tensor_data(gx) : NULL, *gwp = gw ? (T *)pt_tensor_data(gw) : NULL;
+    T *gbp = gb ? (T *)pt_tensor_data(gb) : NULL;
+    double cnt = (double)(N * L);
+    for (int64_t c = 0; c < C; c++) {
+      double mean = sp[2 * c], rstd = sp[2 * c + 1], wc = wp ? wp[c] : 1.0;
+      double sg = 0, sgx = 0;
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t l = 0; l < L; l++) {
+          int64_t e = (n * C + c) * L + l;
+          double xh = (xp[e] - mean) * rstd;
+          sg += gp[e];
+          sgx += gp[e] * xh;
+        }
+      if (gwp) gwp[c] = (T)sgx;
+      if (gbp) gbp[c] = (T)sg;
+      if (gxp) {
+        double m1 = batch ? sg / cnt : 0, m2 = batch ? sgx / cnt : 0;
+        for (int64_t n = 0; n < N; n++)
+          for (int64_t l = 0; l < L; l++) {
+            int64_t e = (n * C + c) * L + l;
+            double xh = (xp[e] - mean) * rstd;
+            gxp[e] = (T)(wc * rstd * (gp[e] - m1 - xh * m2));
+          }
+      }
+    }
+  });
+  pt_tensor_release(g);
+  grad_in[0] = gx;
+  grad_in[1] = gw;
+  grad_in[2] = gb;
+  return PT_OK;
+fail:
+  pt_tensor_release(g);
+  pt_tensor_release(gx);
+  pt_tensor_release(gw);
+  pt_tensor_release(gb);
+  return st;
+}
+
+pt_status pt_nn_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *running_mean,
+                           pt_tensor *running_var, pt_tensor *w, pt_tensor *b, bool training,
+                           double momentum, double eps, pt_tensor **out) {
+  char s1[PT_SHAPE_STR_MAX];
+  pt_status st;
+  const char *fname = "batch_norm";
+  if ((st = check_float(ctx, fname, "input", x))) return st;
+  if (x->ndim != 2 && x->ndim != 3)
+    return pt_fail(ctx, PT_ESHAPE, "%s: expected input {N,C} or {N,C,L}, got shape %s", fname,
+                   shape_str(x, s1));
+  int64_t N = x->shape[0], C = x->shape[1], L = x->ndim == 3 ? x->shape[2] : 1;
+  if ((st = check_affine(ctx, fname, "weight", w, x, 1, &C))) return st;
+  if ((st = check_affine(ctx, fname, "bias", b, x, 1, &C))) return st;
+  if ((st = check_affine(ctx, fname, "running_mean", running_mean, x, 1, &C))) return st;
+  if ((st = check_affine(ctx, fname, "running_var", running_var, x, 1, &C))) return st;
+  if ((running_mean && !pt_tensor_is_contiguous(running_mean)) ||
+      (running_var && !pt_tensor_is_contiguous(running_var)))
+    return pt_fail(ctx, PT_EARG, "%s: running statistics must be contiguous", fname);
+  bool batch = training || !running_mean || !running_var;
+  if (batch && N * L <= 1)
+    return pt_fail(ctx, PT_ESHAPE,
+                   "%s: expected more than 1 value per channel when training, got input shape %s",
+                   fname, shape_str(x, s1));
+  pt_dtype dt = x->dtype;
+  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *stats = NULL, *y = NULL;
+  int64_t sshape[2] = {C, 2};
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc))) goto fail;
+  if (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))) goto fail;
+  if (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))) goto fail;
+  if ((st = pt_tensor_empty(ctx, dt, 2, sshape, &stats))) goto fail;
+  if ((st = pt_tensor_empty(ctx, dt, x->ndim, x->shape, &y))) goto fail;
+  DISPATCH(dt, {
+    const T *xp = pt_tensor_data(xc);
+    const T *wp = wc ? (const T *)pt_tensor_data(wc) : NULL, *bp = bc ? (const T *)pt_tensor_data(bc) : NULL;
+    T *yp = pt_tensor_data(y), *sp = pt_tensor_data(stats);
+    T *rm = running_mean ? (T *)pt_tensor_data(running_mean) : NULL;
+    T *rv = running_var ? (T *)pt_tensor_data(running_var) : NULL;
+    double cnt = (double)(N * L);
+    for (int64_t c = 0; c < C; c++) {
+      double mean, var;
+      if (batch) {
+        mean = 0;
+        var = 0;
+        for (int64_t n = 0; n < N; n++)
+          for (int64_t l = 0; l < L; l++) mean += xp[(n * C + c) * L + l];
+        mean /= cnt;
+        for (int64_t n = 0; n < N; n++)
+          for (int64_t l = 0; l < L; l++) {
+            double d = xp[(n * C + c) * L + l] - mean;
+            var += d * d;
+          }
+        if (training && rm && rv) {
+          rm[c] = (T)((1 - momentum) * rm[c] + momentum * mean);
+          rv[c] = (T)((1 - momentum) * rv[c] + momentum * var / (cnt - 1));
+        }
+        var /= cnt;
+      } else {
+        mean = rm[c];
+        var = rv[c];
+      }
+      double rstd = 1.0 / sqrt(var + eps);
+      sp[2 * c] = (T)mean;
+      sp[2 * c + 1] = (T)rstd;
+      double wv = wp ? wp[c] : 1.0, bv = bp ? bp[c] : 0.0;
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t l = 0; l < L; l++) {
+          int64_t e = (n * C + c) * L + l;
+          yp[e] = (T)((xp[e] - mean) * rstd * wv + bv);
+        }
+    }
+  });
+  if (training && running_mean) atomic_fetch_add(&running_mean->version, 1);
+  if (training && running_var) atomic_fetch_add(&running_var->version, 1);
+  pt_node *node;
+  pt_tensor *inputs[3] = {x, w, b};
+  if ((st = pt_autograd_record(ctx, y, "BatchNormBackward", batch_norm_backward, 3, inputs, &node)))
+    goto fail;
+  if (node) {
+    node->saved[0] = xc;
+    node->saved[1] = stats;
+    node->saved[2] = wc;
+    xc = stats = wc = NULL;
+    node->ints[0] = N;
+    node->ints[1] = C;
+    node->ints[2] = L;
+    node->ints[3] = batch;
+    node->n_ints = 4;
+  }
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  pt_tensor_release(stats);
+  *out = y;
+  return PT_OK;
+fail:
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  pt_tensor_release(stats);
+  pt_tensor_release(y);
+  return st;
+}
+
+/* ================================================================== embedding */
+
+/* saved: 0 indices (0-based int64, flat); ints: V, D, padding (0-based, -1 none) */
+static pt_status embedding_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
+                                    pt_tensor **grad_in) {
+  pt_tensor *idx = node->saved[0], *g, *gw;
+  int64_t V = node->ints[0], D = node->ints[1], pad = node->ints[2];
+  pt_dtype dt = node->out_dtype;
+  pt_status st = grad_prep(ctx, grad_out, dt, &g);
+  if (st) return st;
+  int64_t wshape[2] = {V, D};
+  if ((st = pt_tensor_zeros(ctx, dt, 2, wshape, &gw))) {
+    pt_tensor_release(g);
+    return st;
+  }
+  int64_t n = pt_tensor_numel(idx);
+  const int64_t *ip = pt_tensor_data(idx);
+  DISPATCH(dt, {
+    const T *gp = pt_tensor_data(g);
+    T *wp = pt_tensor_data(gw);
+    for (int64_t i = 0; i < n; i++) {
+      if (ip[i] == pad) continue;
+      T *row = wp + ip[i] * D;
+      for (int64_t j = 0; j < D; j++) row[j] += gp[i * D + j];
+    }
+  });
+  pt_tensor_release(g);
+  grad_in[0] = gw;
+  return PT_OK;
+}
+
+pt_status pt_nn_embedding(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, int64_t padding_idx,
+                          pt_tensor **out) {
+  char s1[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_float(ctx, "embedding", "weight", weight))) return st;
+  if (weight->ndim != 2)
+    return pt_fail(ctx, PT_ESHAPE, "embedding: weight must be 2-D {num_embeddings,dim}, got shape %s",
+                   shape_str(weight, s1));
+  if (pt_dtype_is_floating(indices->dtype) || indices->dtype == PT_BOOL)
+    return pt_fail(ctx, PT_EARG, "embedding: indices must be integers, got dtype %s",
+                   pt_dtype_name(indices->dtype));
+  if (indices->ndim >= PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "embedding: indices have too many dimensions");
+  int64_t V = weight->shape[0], D = weight->shape[1];
+  int64_t n = pt_tensor_numel(indices);
+  pt_tensor *idx = NULL, *wc = NULL, *y = NULL;
+  if ((st = pt_tensor_empty(ctx, PT_INT64, 1, &n, &idx))) return st;
+  int64_t *ip = pt_tensor_data(idx);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = (int64_t)pt_tensor_get_flat(indices, i);
+    if (v < 1 || v > V) {
+      st = pt_fail(ctx, PT_EARG, "embedding: index %lld out of range for %lld embeddings%s",
+                   (long long)v, (long long)V, v == 0 ? " (indices are 1-based)" : "");
+      goto fail;
+    }
+    ip[i] = v - 1;
+  }
+  if ((st = pt_tensor_contiguous_raw(ctx, weight, &wc))) goto fail;
+  int64_t yshape[PT_MAX_DIMS];
+  memcpy(yshape, indices->shape, (size_t)indices->ndim * sizeof(int64_t));
+  yshape[indices->ndim] = D;
+  if ((st = pt_tensor_empty(ctx, weight->dtype, indices->ndim + 1, yshape, &y))) goto fail;
+  {
+    size_t es = pt_dtype_size(weight->dtype);
+    char *yp = pt_tensor_data(y);
+    const char *wp = pt_tensor_data(wc);
+    for (int64_t i = 0; i < n; i++)
+      memcpy(yp + (size_t)(i * D) * es, wp + (size_t)(ip[i] * D) * es, (size_t)D * es);
+  }
+  pt_tensor_release(wc);
+  wc = NULL;
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "EmbeddingBackward", embedding_backward, 1, &weight, &node)))
+    goto fail;
+  if (node) {
+    node->saved[0] = idx;
+    idx = NULL;
+    node->ints[0] = V;
+    node->ints[1] = D;
+    node->ints[2] = padding_idx >= 1 ? padding_idx - 1 : -1;
+    node->n_ints = 3;
+  }
+  pt_tensor_release(idx);
+  *out = y;
+  return PT_OK;
+fail:
+  pt_tensor_release(idx);
+  pt_tensor_release(wc);
+  pt_tensor_release(y);
+  return st;
+}
+
+/* ======================================================================= view */
+
+/* ints: input ndim, then input shape */
+static pt_status view_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  pt_tensor *g, *gx;
+  int ndim = (int)node->ints[0];
+  pt_status st = pt_tensor_contiguous_raw(ctx, grad_out, &g);
+  if (st) return st;
+  st = pt_view_raw(ctx, g, ndim, node->ints + 1, &gx);
+  pt_tensor_release(g);
+  if (st) return st;
+  grad_in[0] = gx;
+  return PT_OK;
+}
+
+pt_status pt_nn_view(pt_ctx *ctx, const char *fname, pt_tensor *x, int ndim, const int64_t *shape,
+                     pt_tensor **out) {
+  char s1[PT_SHAPE_STR_MAX], s2[PT_SHAPE_STR_MAX];
+  if (ndim < 0 || ndim > PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "%s: tensors have at most %d dimensions", fname, PT_MAX_DIMS);
+  if (pt_shape_numel(ndim, shape) != pt_tensor_numel(x))
+    return pt_fail(ctx, PT_ESHAPE, "%s: shape %s is invalid for input of shape %s", fname,
+                   pt_shape_format(ndim, shape, s1, sizeof s1), shape_str(x, s2));
+  pt_tensor *xc, *y;
+  pt_status st = pt_tensor_contiguous_raw(ctx, x, &xc);
+  if (st) return st;
+  st = pt_view_raw(ctx, xc, ndim, shape, &y);
+  pt_tensor_release(xc);
+  if (st) return st;
+  /* a raw view carries no graph: record the reshape */
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "ViewBackward", view_backward, 1, &x, &node))) {
+    pt_tensor_release(y);
+    return st;
+  }
+  if (node) {
+    node->ints[0] = x->ndim;
+    memcpy(node->ints + 1, x->shape, (size_t)x->ndim * sizeof(int64_t));
+    node->n_ints = x->ndim + 1;
+  }
+  *out = y;
+  return PT_OK;
+}

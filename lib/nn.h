@@ -1,0 +1,83 @@
+/* Fused neural-network layers and losses (float32 and float64), forward and backward.
+ * Each function computes its output in one pass over contiguous data and records one autograd
+ * node whose backward is also one fused pass (Linear uses OpenBLAS gemm). Inputs are borrowed,
+ * *out is a new reference. fname (where taken) names the caller in error messages, e.g.
+ * "Linear:forward: input has 783 features, expected 784 (input shape {64,783})".
+ * Class indices (cross_entropy, nll_loss, embedding) are 1-based, as in Torch7. */
+#ifndef PT_NN_H
+#define PT_NN_H
+
+#include "autograd.h"
+
+typedef enum pt_reduction { PT_REDUCE_NONE = 0, PT_REDUCE_MEAN = 1, PT_REDUCE_SUM = 2 } pt_reduction;
+
+typedef enum pt_nn_act {
+  PT_ACT_NONE = 0,
+  PT_ACT_RELU,
+  PT_ACT_LEAKY_RELU, /* slope in the scalar argument */
+  PT_ACT_GELU,       /* exact, with erf */
+  PT_ACT_GELU_TANH,  /* tanh approximation */
+  PT_ACT_TANH,
+  PT_ACT_SIGMOID,
+  PT_ACT_SILU,
+} pt_nn_act;
+
+/* y = x W^T + b (PyTorch layout: W {out,in}, b {out} or NULL), x {..., in}; act may be
+ * PT_ACT_NONE or PT_ACT_RELU (fused Linear+ReLU). */
+pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
+                       pt_nn_act act, pt_tensor **out);
+
+/* elementwise activation; slope is used by PT_ACT_LEAKY_RELU */
+pt_status pt_nn_activation(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double slope, pt_tensor **out);
+
+/* softmax / log_softmax along dim (0-based) */
+pt_status pt_nn_softmax(pt_ctx *ctx, pt_tensor *x, int dim, bool log, pt_tensor **out);
+
+/* cross entropy of logits {N,C} (or {C}) against 1-based class indices {N} (or 0-d), with
+ * optional class weights {C} (NULL), label smoothing in [0,1] and ignore_index (0 = none). */
+pt_status pt_nn_cross_entropy(pt_ctx *ctx, pt_tensor *input, pt_tensor *target, pt_tensor *weight,
+                              double label_smoothing, int64_t ignore_index, pt_reduction red,
+                              pt_tensor **out);
+/* negative log likelihood of log-probabilities {N,C} (or {C}) */
+pt_status pt_nn_nll_loss(pt_ctx *ctx, pt_tensor *input, pt_tensor *target, pt_tensor *weight,
+                         int64_t ignore_index, pt_reduction red, pt_tensor **out);
+
+typedef enum pt_pointwise_loss {
+  PT_LOSS_MSE = 0,
+  PT_LOSS_L1,
+  PT_LOSS_SMOOTH_L1,      /* beta */
+  PT_LOSS_BCE,            /* input holds probabilities */
+  PT_LOSS_BCE_WITH_LOGITS /* optional pos_weight over the last dimension */
+} pt_pointwise_loss;
+
+/* Losses of input against a target of the same shape. */
+pt_status pt_nn_pointwise_loss(pt_ctx *ctx, const char *fname, pt_pointwise_loss kind,
+                               pt_tensor *input, pt_tensor *target, pt_tensor *pos_weight,
+                               double beta, pt_reduction red, pt_tensor **out);
+
+/* Inverted dropout: zeroes elements with probability p and scales the rest by 1/(1-p), drawing
+ * from ctx->rng. With training false or p == 0, *out is x itself (a new reference). */
+pt_status pt_nn_dropout(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_tensor **out);
+
+/* Layer norm over the trailing nnorm dims whose sizes are norm_shape; w and b (shape
+ * norm_shape) may be NULL. */
+pt_status pt_nn_layer_norm(pt_ctx *ctx, pt_tensor *x, int nnorm, const int64_t *norm_shape,
+                           pt_tensor *w, pt_tensor *b, double eps, pt_tensor **out);
+
+/* Batch norm over x {N,C} or {N,C,L}. running_mean/var ({C}, may be NULL) are updated in
+ * place when training (var unbiased, as PyTorch), and used instead of batch statistics when
+ * not training. w, b ({C}) may be NULL. */
+pt_status pt_nn_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *running_mean,
+                           pt_tensor *running_var, pt_tensor *w, pt_tensor *b, bool training,
+                           double momentum, double eps, pt_tensor **out);
+
+/* rows of weight {V,D} at 1-based integer indices (any shape): out shape indices.shape + {D}.
+ * padding_idx (1-based, 0 = none) gets no gradient. */
+pt_status pt_nn_embedding(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, int64_t padding_idx,
+                          pt_tensor **out);
+
+/* a differentiable reshape (copies when x is not contiguous); used by Flatten */
+pt_status pt_nn_view(pt_ctx *ctx, const char *fname, pt_tensor *x, int ndim, const int64_t *shape,
+                     pt_tensor **out);
+
+#endif

@@ -1,0 +1,1449 @@
+/* Elementwise ops: broadcasting, promotion, typed kernels, autograd, in-place forms.
+ *
+ * Every binary op runs through one engine (binary_forward): it works out the result dtype, the
+ * broadcast shape, converts inputs to the compute dtype when they differ, and then runs a typed
+ * kernel either once over whole contiguous buffers (same shape, or one side a single element) or
+ * row by row over coalesced strided dimensions. Kernels take element strides, with the common
+ * stride patterns (1/1, 1/0, 0/1) specialised so the compiler vectorises them.
+ * Backward functions are compositions of the same forward engine (grad mode is off there). */
+#include "ops_elementwise.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * op tables
+ * ------------------------------------------------------------------------------------------- */
+
+/* internal binary ops used by backward functions (floating only) */
+enum {
+  BIN_POW_DX = PT_BIN_COUNT_PUBLIC, /* y == 0 ? 0 : y * x^(y-1) */
+  BIN_POW_DY,                       /* x == 0 && y >= 0 ? 0 : x^y * log x */
+  BIN_DIV_DY,                       /* -x / y^2 */
+  BIN_MAXW,                         /* x > y ? 1 : x == y ? 0.5 : 0 */
+  BIN_MINW,                         /* x < y ? 1 : x == y ? 0.5 : 0 */
+  BIN_COUNT
+};
+
+/* internal unary ops */
+enum {
+  UN_CLAMP = PT_UN_COUNT_PUBLIC, /* p[0] <= x <= p[1] */
+  UN_ABS_D,
+  UN_LOG_D,
+  UN_SQRT_D,
+  UN_TANH_D,
+  UN_SIGMOID_D,
+  UN_RELU_D,
+  UN_GELU_D,
+  UN_COS_D, /* -sin x */
+  UN_CLAMP_D,
+  UN_COUNT
+};
+
+static const char *const bin_names[BIN_COUNT] = {
+    [PT_BIN_ADD] = "add",         [PT_BIN_SUB] = "sub",
+    [PT_BIN_MUL] = "mul",         [PT_BIN_DIV] = "div",
+    [PT_BIN_POW] = "pow",         [PT_BIN_MAXIMUM] = "maximum",
+    [PT_BIN_MINIMUM] = "minimum", [PT_BIN_EQ] = "eq",
+    [PT_BIN_NE] = "ne",           [PT_BIN_LT] = "lt",
+    [PT_BIN_LE] = "le",           [PT_BIN_GT] = "gt",
+    [PT_BIN_GE] = "ge",           [PT_BIN_LOGICAL_AND] = "logical_and",
+    [PT_BIN_LOGICAL_OR] = "logical_or", [BIN_POW_DX] = "pow",
+    [BIN_POW_DY] = "pow",         [BIN_DIV_DY] = "div",
+    [BIN_MAXW] = "maximum",       [BIN_MINW] = "minimum",
+};
+
+static const char *const bin_nodes[PT_BIN_COUNT_PUBLIC] = {
+    [PT_BIN_ADD] = "AddBackward",         [PT_BIN_SUB] = "SubBackward",
+    [PT_BIN_MUL] = "MulBackward",         [PT_BIN_DIV] = "DivBackward",
+    [PT_BIN_POW] = "PowBackward",         [PT_BIN_MAXIMUM] = "MaximumBackward",
+    [PT_BIN_MINIMUM] = "MinimumBackward",
+};
+
+static const char *const un_names[UN_COUNT] = {
+    [PT_UN_NEG] = "neg",     [PT_UN_ABS] = "abs",         [PT_UN_EXP] = "exp",
+    [PT_UN_LOG] = "log",     [PT_UN_SQRT] = "sqrt",       [PT_UN_TANH] = "tanh",
+    [PT_UN_SIGMOID] = "sigmoid", [PT_UN_RELU] = "relu",   [PT_UN_GELU] = "gelu",
+    [PT_UN_SIN] = "sin",     [PT_UN_COS] = "cos",         [PT_UN_SIGN] = "sign",
+    [PT_UN_FLOOR] = "floor", [PT_UN_CEIL] = "ceil",       [PT_UN_ROUND] = "round",
+    [PT_UN_LOGICAL_NOT] = "logical_not", [UN_CLAMP] = "clamp", [UN_ABS_D] = "abs",
+    [UN_LOG_D] = "log",      [UN_SQRT_D] = "sqrt",        [UN_TANH_D] = "tanh",
+    [UN_SIGMOID_D] = "sigmoid", [UN_RELU_D] = "relu",     [UN_GELU_D] = "gelu",
+    [UN_COS_D] = "cos",      [UN_CLAMP_D] = "clamp",
+};
+
+static const char *const un_nodes[UN_COUNT] = {
+    [PT_UN_NEG] = "NegBackward",   [PT_UN_ABS] = "AbsBackward",   [PT_UN_EXP] = "ExpBackward",
+    [PT_UN_LOG] = "LogBackward",   [PT_UN_SQRT] = "SqrtBackward", [PT_UN_TANH] = "TanhBackward",
+    [PT_UN_SIGMOID] = "SigmoidBackward", [PT_UN_RELU] = "ReluBackward",
+    [PT_UN_GELU] = "GeluBackward", [PT_UN_SIN] = "SinBackward",   [PT_UN_COS] = "CosBackward",
+    [UN_CLAMP] = "ClampBackward",
+};
+
+/* derivative of each differentiable unary op, as an op on the input */
+static const int un_deriv[UN_COUNT] = {
+    [PT_UN_ABS] = UN_ABS_D,   [PT_UN_EXP] = PT_UN_EXP,         [PT_UN_LOG] = UN_LOG_D,
+    [PT_UN_SQRT] = UN_SQRT_D, [PT_UN_TANH] = UN_TANH_D,        [PT_UN_SIGMOID] = UN_SIGMOID_D,
+    [PT_UN_RELU] = UN_RELU_D, [PT_UN_GELU] = UN_GELU_D,        [PT_UN_SIN] = PT_UN_COS,
+    [PT_UN_COS] = UN_COS_D,   [UN_CLAMP] = UN_CLAMP_D,
+};
+
+const char *pt_binop_name(pt_binop op) {
+  return (unsigned)op < PT_BIN_COUNT_PUBLIC ? bin_names[op] : "?";
+}
+const char *pt_unop_name(pt_unop op) {
+  return (unsigned)op < PT_UN_COUNT_PUBLIC ? un_names[op] : "?";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * kernels: out[i*so] = f(a[i*sa], b[i*sb]), strides in elements
+ * ------------------------------------------------------------------------------------------- */
+
+typedef void (*bin_kernel)(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb,
+                           void *po, int64_t so);
+typedef void (*un_kernel)(int64_t n, const void *pa, int64_t sa, void *po, int64_t so,
+                          const double *p);
+
+#define BK(name, T, OT, EXPR)                                                                   \
+  static void name(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po, \
+                   int64_t so) {                                                                \
+    const T *a = pa, *b = pb;                                                                   \
+    OT *o = po;                                                                                 \
+    if (so == 1 && sa == 1 && sb == 1) {                                                        \
+      for (int64_t i = 0; i < n; i++) {                                                         \
+        T x = a[i], y = b[i];                                                                   \
+        o[i] = (OT)(EXPR);                                                                      \
+      }                                                                                         \
+    } else if (so == 1 && sa == 1 && sb == 0) {                                                 \
+      const T y = b[0];                                                                         \
+      for (int64_t i = 0; i < n; i++) {                                                         \
+        T x = a[i];                                                                             \
+        o[i] = (OT)(EXPR);                                                                      \
+      }                                                                                         \
+    } else if (so == 1 && sa == 0 && sb == 1) {                                                 \
+      const T x = a[0];                                                                         \
+      for (int64_t i = 0; i < n; i++) {                                                         \
+        T y = b[i];                                                                             \
+        o[i] = (OT)(EXPR);                                                                      \
+      }                                                                                         \
+    } else {                                                                                    \
+      for (int64_t i = 0; i < n; i++) {                                                         \
+        T x = a[i * sa], y = b[i * sb];                                                         \
+        o[i * so] = (OT)(EXPR);                                                                 \
+      }                                                                                         \
+    }                                                                                           \
+  }
+
+#define UK(name, T, OT, EXPR)                                                                   \
+  static void name(int64_t n, const void *pa, int64_t sa, void *po, int64_t so,                 \
+                   const double *p) {                                                           \
+    const T *a = pa;                                                                            \
+    OT *o = po;                                                                                 \
+    (void)p;                                                                                    \
+    if (sa == 1 && so == 1) {                                                                   \
+      for (int64_t i = 0; i < n; i++) {                                                         \
+        T x = a[i];                                                                             \
+        o[i] = (OT)(EXPR);                                                                      \
+      }                                                                                         \
+    } else {                                                                                    \
+      for (int64_t i = 0; i < n; i++) {                                                         \
+        T x = a[i * sa];                                                                        \
+        o[i * so] = (OT)(EXPR);                                                                 \
+      }                                                                                         \
+    }                                                                                           \
+  }
+
+/* float helpers: NaN-propagating max/min as PyTorch */
+#define FMAX(x, y) ((x) != (x) ? (x) : ((y) != (y) ? (y) : ((x) > (y) ? (x) : (y))))
+#define FMIN(x, y) ((x) != (x) ? (x) : ((y) != (y) ? (y) : ((x) < (y) ? (x) : (y))))
+
+static inline float h_tanhd_f(float x) { float t = tanhf(x); return 1.0f - t * t; }
+static inline double h_tanhd_d(double x) { double t = tanh(x); return 1.0 - t * t; }
+static inline float h_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline double h_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+static inline float h_sigmoidd_f(float x) { float s = h_sigmoid_f(x); return s * (1.0f - s); }
+static inline double h_sigmoidd_d(double x) { double s = h_sigmoid_d(x); return s * (1.0 - s); }
+static inline float h_gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
+static inline double h_gelu_d(double x) { return 0.5 * x * (1.0 + erf(x * M_SQRT1_2)); }
+/* d/dx x Phi(x) = Phi(x) + x phi(x) */
+static inline float h_gelud_f(float x) {
+  return 0.5f * (1.0f + erff(x * (float)M_SQRT1_2)) +
+         x * expf(-0.5f * x * x) * (float)(0.5 * M_2_SQRTPI * M_SQRT1_2);
+}
+static inline double h_gelud_d(double x) {
+  return 0.5 * (1.0 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) * (0.5 * M_2_SQRTPI * M_SQRT1_2);
+}
+
+/* min(max(x, lo), hi) keeping NaN */
+#define CLAMP_LO(T, x, p) ((x) < (T)(p)[0] ? (T)(p)[0] : (x))
+#define CLAMP(T, x, p) (CLAMP_LO(T, x, p) > (T)(p)[1] ? (T)(p)[1] : CLAMP_LO(T, x, p))
+
+#define FLOAT_KERNELS(S, T, POW, LOG, EXP, SQRT, TANH, SIN, COS, FLOOR, CEIL, RINT, FABS)        \
+  BK(add_##S, T, T, x + y)                                                                      \
+  BK(sub_##S, T, T, x - y)                                                                      \
+  BK(mul_##S, T, T, x *y)                                                                       \
+  BK(div_##S, T, T, x / y)                                                                      \
+  BK(pow_##S, T, T, POW(x, y))                                                                  \
+  BK(max_##S, T, T, FMAX(x, y))                                                                 \
+  BK(min_##S, T, T, FMIN(x, y))                                                                 \
+  BK(powdx_##S, T, T, y == 0 ? (T)0 : y * POW(x, y - 1))                                        \
+  BK(powdy_##S, T, T, (x == 0 && y >= 0) ? (T)0 : POW(x, y) * LOG(x))                          \
+  BK(divdy_##S, T, T, -x / (y * y))                                                             \
+  BK(maxw_##S, T, T, x > y ? (T)1 : (x == y ? (T)0.5 : (T)0))                                   \
+  BK(minw_##S, T, T, x < y ? (T)1 : (x == y ? (T)0.5 : (T)0))                                   \
+  UK(neg_##S, T, T, -x)                                                                         \
+  UK(abs_##S, T, T, FABS(x))                                                                    \
+  UK(exp_##S, T, T, EXP(x))                                                                     \
+  UK(log_##S, T, T, LOG(x))                                                                     \
+  UK(sqrt_##S, T, T, SQRT(x))                                                                   \
+  UK(tanh_##S, T, T, TANH(x))                                                                   \
+  UK(sigmoid_##S, T, T, h_sigmoid_##S(x))                                                         \
+  UK(relu_##S, T, T, (x > 0 || x != x) ? x : (T)0)                                              \
+  UK(gelu_##S, T, T, h_gelu_##S(x))                                                               \
+  UK(sin_##S, T, T, SIN(x))                                                                     \
+  UK(cos_##S, T, T, COS(x))                                                                     \
+  UK(sign_##S, T, T, (T)((x > 0) - (x < 0)))                                                    \
+  UK(floor_##S, T, T, FLOOR(x))                                                                 \
+  UK(ceil_##S, T, T, CEIL(x))                                                                   \
+  UK(round_##S, T, T, RINT(x))                                                                  \
+  UK(not_##S, T, uint8_t, x == 0)                                                               \
+  UK(clamp_##S, T, T, CLAMP(T, x, p))                                                             \
+  UK(absd_##S, T, T, (T)((x > 0) - (x < 0)))                                                    \
+  UK(logd_##S, T, T, (T)1 / x)                                                                  \
+  UK(sqrtd_##S, T, T, (T)0.5 / SQRT(x))                                                         \
+  UK(tanhd_##S, T, T, h_tanhd_##S(x))                                                            \
+  UK(sigmoidd_##S, T, T, h_sigmoidd_##S(x))                                                      \
+  UK(relud_##S, T, T, x > 0 ? (T)1 : (T)0)                                                      \
+  UK(gelud_##S, T, T, h_gelud_##S(x))                                                            \
+  UK(cosd_##S, T, T, -SIN(x))                                                                   \
+  UK(clampd_##S, T, T, (x >= (T)p[0] && x <= (T)p[1]) ? (T)1 : (T)0)
+
+FLOAT_KERNELS(f, float, powf, logf, expf, sqrtf, tanhf, sinf, cosf, floorf, ceilf, nearbyintf, fabsf)
+FLOAT_KERNELS(d, double, pow, log, exp, sqrt, tanh, sin, cos, floor, ceil, nearbyint, fabs)
+
+/* integer power by squaring with wrap-around (negative exponents are rejected before) */
+#define INT_KERNELS(S, T, UT)                                                                   \
+  static inline T ipow_##S(T base, T e) {                                                       \
+    UT r = 1, b = (UT)base;                                                                     \
+    for (uint64_t k = (uint64_t)e; k; k >>= 1) {                                                \
+      if (k & 1) r = (UT)(r * b);                                                               \
+      b = (UT)(b * b);                                                                          \
+    }                                                                                           \
+    return (T)r;                                                                                \
+  }                                                                                             \
+  BK(add_##S, T, T, (UT)x + (UT)y)                                                              \
+  BK(sub_##S, T, T, (UT)x - (UT)y)                                                              \
+  BK(mul_##S, T, T, (UT)x *(UT)y)                                                               \
+  BK(pow_##S, T, T, ipow_##S(x, y))                                                             \
+  BK(max_##S, T, T, x > y ? x : y)                                                              \
+  BK(min_##S, T, T, x < y ? x : y)                                                              \
+  UK(neg_##S, T, T, (UT)0 - (UT)x)                                                              \
+  UK(id_##S, T, T, x)                                                                           \
+  UK(not_##S, T, uint8_t, x == 0)                                                               \
+  UK(clamp_##S, T, T, CLAMP(T, x, p))
+
+#define SIGNED_KERNELS(S, T, UT)                                                                \
+  INT_KERNELS(S, T, UT)                                                                         \
+  UK(abs_##S, T, T, x < 0 ? (UT)0 - (UT)x : (UT)x)                                              \
+  UK(relu_##S, T, T, x > 0 ? x : 0)                                                             \
+  UK(sign_##S, T, T, (x > 0) - (x < 0))
+
+SIGNED_KERNELS(l, int64_t, uint64_t)
+SIGNED_KERNELS(i, int32_t, uint32_t)
+INT_KERNELS(u, uint8_t, uint8_t)
+UK(sign_u, uint8_t, uint8_t, x != 0)
+
+/* comparisons: every dtype, bool result */
+#define CMP_KERNELS(S, T)                                                                       \
+  BK(eq_##S, T, uint8_t, x == y)                                                                \
+  BK(ne_##S, T, uint8_t, x != y)                                                                \
+  BK(lt_##S, T, uint8_t, x < y)                                                                 \
+  BK(le_##S, T, uint8_t, x <= y)                                                                \
+  BK(gt_##S, T, uint8_t, x > y)                                                                 \
+  BK(ge_##S, T, uint8_t, x >= y)
+
+CMP_KERNELS(f, float)
+CMP_KERNELS(d, double)
+CMP_KERNELS(l, int64_t)
+CMP_KERNELS(i, int32_t)
+CMP_KERNELS(u, uint8_t)
+
+/* bool: add is or, mul is and (as PyTorch) */
+BK(or_b, uint8_t, uint8_t, (x | y) != 0)
+BK(and_b, uint8_t, uint8_t, (x & y) != 0)
+
+#define ROW_ALL(name)                                                                           \
+  { [PT_FLOAT32] = name##_f, [PT_FLOAT64] = name##_d, [PT_INT64] = name##_l,                   \
+    [PT_INT32] = name##_i, [PT_UINT8] = name##_u, [PT_BOOL] = name##_u }
+#define ROW_FLOAT(name) {[PT_FLOAT32] = name##_f, [PT_FLOAT64] = name##_d}
+#define ROW_NUM(name)                                                                           \
+  { [PT_FLOAT32] = name##_f, [PT_FLOAT64] = name##_d, [PT_INT64] = name##_l,                   \
+    [PT_INT32] = name##_i, [PT_UINT8] = name##_u }
+
+static const bin_kernel bin_kernels[BIN_COUNT][PT_DTYPE_COUNT] = {
+    [PT_BIN_ADD] = {[PT_FLOAT32] = add_f, [PT_FLOAT64] = add_d, [PT_INT64] = add_l,
+                    [PT_INT32] = add_i, [PT_UINT8] = add_u, [PT_BOOL] = or_b},
+    [PT_BIN_SUB] = ROW_NUM(sub),
+    [PT_BIN_MUL] = {[PT_FLOAT32] = mul_f, [PT_FLOAT64] = mul_d, [PT_INT64] = mul_l,
+                    [PT_INT32] = mul_i, [PT_UINT8] = mul_u, [PT_BOOL] = and_b},
+    [PT_BIN_DIV] = ROW_FLOAT(div),
+    [PT_BIN_POW] = ROW_NUM(pow),
+    [PT_BIN_MAXIMUM] = {[PT_FLOAT32] = max_f, [PT_FLOAT64] = max_d, [PT_INT64] = max_l,
+                        [PT_INT32] = max_i, [PT_UINT8] = max_u, [PT_BOOL] = or_b},
+    [PT_BIN_MINIMUM] = {[PT_FLOAT32] = min_f, [PT_FLOAT64] = min_d, [PT_INT64] = min_l,
+                        [PT_INT32] = min_i, [PT_UINT8] = min_u, [PT_BOOL] = and_b},
+    [PT_BIN_EQ] = ROW_ALL(eq),
+    [PT_BIN_NE] = ROW_ALL(ne),
+    [PT_BIN_LT] = ROW_ALL(lt),
+    [PT_BIN_LE] = ROW_ALL(le),
+    [PT_BIN_GT] = ROW_ALL(gt),
+    [PT_BIN_GE] = ROW_ALL(ge),
+    [PT_BIN_LOGICAL_AND] = {[PT_BOOL] = and_b},
+    [PT_BIN_LOGICAL_OR] = {[PT_BOOL] = or_b},
+    [BIN_POW_DX] = ROW_FLOAT(powdx),
+    [BIN_POW_DY] = ROW_FLOAT(powdy),
+    [BIN_DIV_DY] = ROW_FLOAT(divdy),
+    [BIN_MAXW] = ROW_FLOAT(maxw),
+    [BIN_MINW] = ROW_FLOAT(minw),
+};
+
+static const un_kernel un_kernels[UN_COUNT][PT_DTYPE_COUNT] = {
+    [PT_UN_NEG] = ROW_NUM(neg),
+    [PT_UN_ABS] = {[PT_FLOAT32] = abs_f, [PT_FLOAT64] = abs_d, [PT_INT64] = abs_l,
+                   [PT_INT32] = abs_i, [PT_UINT8] = id_u, [PT_BOOL] = id_u},
+    [PT_UN_EXP] = ROW_FLOAT(exp),
+    [PT_UN_LOG] = ROW_FLOAT(log),
+    [PT_UN_SQRT] = ROW_FLOAT(sqrt),
+    [PT_UN_TANH] = ROW_FLOAT(tanh),
+    [PT_UN_SIGMOID] = ROW_FLOAT(sigmoid),
+    [PT_UN_RELU] = {[PT_FLOAT32] = relu_f, [PT_FLOAT64] = relu_d, [PT_INT64] = relu_l,
+                    [PT_INT32] = relu_i, [PT_UINT8] = id_u, [PT_BOOL] = id_u},
+    [PT_UN_GELU] = ROW_FLOAT(gelu),
+    [PT_UN_SIN] = ROW_FLOAT(sin),
+    [PT_UN_COS] = ROW_FLOAT(cos),
+    [PT_UN_SIGN] = {[PT_FLOAT32] = sign_f, [PT_FLOAT64] = sign_d, [PT_INT64] = sign_l,
+                    [PT_INT32] = sign_i, [PT_UINT8] = sign_u, [PT_BOOL] = id_u},
+    [PT_UN_FLOOR] = {[PT_FLOAT32] = floor_f, [PT_FLOAT64] = floor_d, [PT_INT64] = id_l,
+                     [PT_INT32] = id_i, [PT_UINT8] = id_u, [PT_BOOL] = id_u},
+    [PT_UN_CEIL] = {[PT_FLOAT32] = ceil_f, [PT_FLOAT64] = ceil_d, [PT_INT64] = id_l,
+                    [PT_INT32] = id_i, [PT_UINT8] = id_u, [PT_BOOL] = id_u},
+    [PT_UN_ROUND] = {[PT_FLOAT32] = round_f, [PT_FLOAT64] = round_d, [PT_INT64] = id_l,
+                     [PT_INT32] = id_i, [PT_UINT8] = id_u, [PT_BOOL] = id_u},
+    [PT_UN_LOGICAL_NOT] = ROW_ALL(not),
+    [UN_CLAMP] = ROW_NUM(clamp),
+    [UN_ABS_D] = ROW_FLOAT(absd),
+    [UN_LOG_D] = ROW_FLOAT(logd),
+    [UN_SQRT_D] = ROW_FLOAT(sqrtd),
+    [UN_TANH_D] = ROW_FLOAT(tanhd),
+    [UN_SIGMOID_D] = ROW_FLOAT(sigmoidd),
+    [UN_RELU_D] = ROW_FLOAT(relud),
+    [UN_GELU_D] = ROW_FLOAT(gelud),
+    [UN_COS_D] = ROW_FLOAT(cosd),
+    [UN_CLAMP_D] = ROW_FLOAT(clampd),
+};
+
+/* unary ops whose result is floating even for integer inputs */
+static bool un_is_float_op(int op) {
+  switch (op) {
+  case PT_UN_EXP: case PT_UN_LOG: case PT_UN_SQRT: case PT_UN_TANH: case PT_UN_SIGMOID:
+  case PT_UN_GELU: case PT_UN_SIN: case PT_UN_COS:
+    return true;
+  default:
+    return op >= UN_ABS_D;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * dtype rules
+ * ------------------------------------------------------------------------------------------- */
+
+static int category(pt_dtype dt) {
+  return dt == PT_BOOL ? 0 : (pt_dtype_is_floating(dt) ? 2 : 1);
+}
+
+pt_dtype pt_result_type(const pt_tensor *a, const pt_tensor *b) {
+  bool za = a->ndim == 0, zb = b->ndim == 0;
+  if (za == zb) return pt_dtype_promote(a->dtype, b->dtype);
+  const pt_tensor *dim = za ? b : a, *zero = za ? a : b;
+  /* a 0-d tensor only matters when it is of a higher category */
+  return category(zero->dtype) > category(dim->dtype) ? zero->dtype : dim->dtype;
+}
+
+pt_dtype pt_result_type_scalar(const pt_tensor *a, bool is_int) {
+  int cs = is_int ? 1 : 2;
+  if (cs <= category(a->dtype)) return a->dtype;
+  return is_int ? PT_INT64 : PT_FLOAT32;
+}
+
+bool pt_can_cast(pt_dtype from, pt_dtype to) { return category(from) <= category(to); }
+
+/* ---------------------------------------------------------------------------------------------
+ * operands and iteration
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct opnd {
+  pt_tensor *t; /* NULL: a number */
+  double s;
+  bool is_int;
+} opnd;
+
+static inline opnd T_(pt_tensor *t) { return (opnd){t, 0.0, false}; }
+static inline opnd S_(double s, bool is_int) { return (opnd){NULL, s, is_int}; }
+
+static pt_dtype opnd_result_type(opnd x, opnd y) {
+  if (x.t && y.t) return pt_result_type(x.t, y.t);
+  if (x.t) return pt_result_type_scalar(x.t, y.is_int);
+  if (y.t) return pt_result_type_scalar(y.t, x.is_int);
+  return x.is_int && y.is_int ? PT_INT64 : PT_FLOAT32;
+}
+
+static inline bool same_shape(const pt_tensor *a, const pt_tensor *b) {
+  if (a->ndim != b->ndim) return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i]) return false;
+  return true;
+}
+
+static inline bool shape_equals(const pt_tensor *t, int nd, const int64_t *shape) {
+  if (t->ndim != nd) return false;
+  for (int i = 0; i < nd; i++)
+    if (t->shape[i] != shape[i]) return false;
+  return true;
+}
+
+/* A set of operands over one output shape, with dims of size 1 dropped and dims that are
+ * contiguous in every operand merged. Rows are the last dimension. */
+#define MAX_OPS 4
+typedef struct nd_loop {
+  int nd, nops;
+  int64_t shape[PT_MAX_DIMS];
+  int64_t stride[MAX_OPS][PT_MAX_DIMS];
+} nd_loop;
+
+static void nd_setup(nd_loop *l, int nd, const int64_t *shape, int nops,
+                     int64_t (*strides)[PT_MAX_DIMS]) {
+  int m = 0;
+  l->nops = nops;
+  for (int d = 0; d < nd; d++) {
+    if (shape[d] == 1) continue;
+    if (m > 0) {
+      bool merge = true;
+      for (int k = 0; k < nops; k++)
+        if (l->stride[k][m - 1] != strides[k][d] * shape[d]) merge = false;
+      if (merge) {
+        l->shape[m - 1] *= shape[d];
+        for (int k = 0; k < nops; k++) l->stride[k][m - 1] = strides[k][d];
+        continue;
+      }
+    }
+    l->shape[m] = shape[d];
+    for (int k = 0; k < nops; k++) l->stride[k][m] = strides[k][d];
+    m++;
+  }
+  if (m == 0) {
+    l->shape[0] = 1;
+    for (int k = 0; k < nops; k++) l->stride[k][0] = 0;
+    m = 1;
+  }
+  l->nd = m;
+}
+
+/* Visit every row: off[k] is operand k's element offset of the row's first element.
+ * Returns false after the last row. */
+typedef struct nd_pos {
+  int64_t idx[PT_MAX_DIMS];
+  int64_t off[MAX_OPS];
+  int64_t rows;
+} nd_pos;
+
+static void nd_begin(const nd_loop *l, nd_pos *p) {
+  memset(p, 0, sizeof *p);
+  p->rows = 1;
+  for (int d = 0; d < l->nd - 1; d++) p->rows *= l->shape[d];
+}
+
+static void nd_advance(const nd_loop *l, nd_pos *p) {
+  for (int d = l->nd - 2; d >= 0; d--) {
+    for (int k = 0; k < l->nops; k++) p->off[k] += l->stride[k][d];
+    if (++p->idx[d] < l->shape[d]) return;
+    for (int k = 0; k < l->nops; k++) p->off[k] -= l->stride[k][d] * l->shape[d];
+    p->idx[d] = 0;
+  }
+}
+
+/* Write a number as dtype dt into buf (integers exactly when the number is an integer). */
+static void scalar_to_buf(void *buf, pt_dtype dt, double s) {
+  switch (dt) {
+  case PT_INT64: *(int64_t *)buf = (int64_t)s; break;
+  case PT_INT32: *(int32_t *)buf = (int32_t)(int64_t)s; break;
+  case PT_UINT8: *(uint8_t *)buf = (uint8_t)(int64_t)s; break;
+  default: pt_write_from_double(buf, dt, s); break;
+  }
+}
+
+static inline char *elem_ptr(const pt_tensor *t, int64_t off) {
+  return (char *)t->storage->data + (t->offset + off) * (int64_t)pt_dtype_size(t->dtype);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * binary engine
+ * ------------------------------------------------------------------------------------------- */
+
+static void op_dtypes(int op, pt_dtype res, pt_dtype *compute, pt_dtype *outdt) {
+  switch (op) {
+  case PT_BIN_EQ: case PT_BIN_NE: case PT_BIN_LT: case PT_BIN_LE: case PT_BIN_GT: case PT_BIN_GE:
+    *compute = res;
+    *outdt = PT_BOOL;
+    return;
+  case PT_BIN_LOGICAL_AND: case PT_BIN_LOGICAL_OR:
+    *compute = *outdt = PT_BOOL;
+    return;
+  case PT_BIN_DIV: case BIN_POW_DX: case BIN_POW_DY: case BIN_DIV_DY: case BIN_MAXW: case BIN_MINW:
+    *compute = *outdt = pt_dtype_is_floating(res) ? res : PT_FLOAT32;
+    return;
+  default:
+    *compute = *outdt = res;
+  }
+}
+
+static pt_status negative_int_power(pt_ctx *ctx, const char *fname) {
+  return pt_fail(ctx, PT_EARG, "%s: integers to negative integer powers are not allowed", fname);
+}
+
+/* Run kernel k over out (already allocated with the broadcast shape). x / y are tensors of the
+ * compute dtype or numbers stored in xb / yb. */
+static void run_binary(bin_kernel k, pt_tensor *o, const pt_tensor *x, const void *xb,
+                       const pt_tensor *y, const void *yb) {
+  int64_t n = pt_tensor_numel(o);
+  if (n == 0) return;
+  bool oc = pt_tensor_is_contiguous(o);
+  int64_t nx = x ? pt_tensor_numel(x) : 1, ny = y ? pt_tensor_numel(y) : 1;
+  if (oc && (!x || (pt_tensor_is_contiguous(x) && (nx == n || nx == 1))) &&
+      (!y || (pt_tensor_is_contiguous(y) && (ny == n || ny == 1)))) {
+    k(n, x ? pt_tensor_data(x) : xb, nx == n ? 1 : 0, y ? pt_tensor_data(y) : yb, ny == n ? 1 : 0,
+      pt_tensor_data(o), 1);
+    return;
+  }
+  int64_t st[3][PT_MAX_DIMS];
+  memcpy(st[0], o->stride, sizeof st[0]);
+  if (x) pt_broadcast_strides(x, o->ndim, o->shape, st[1]);
+  else memset(st[1], 0, sizeof st[1]);
+  if (y) pt_broadcast_strides(y, o->ndim, o->shape, st[2]);
+  else memset(st[2], 0, sizeof st[2]);
+  nd_loop l;
+  nd_setup(&l, o->ndim, o->shape, 3, st);
+  nd_pos p;
+  nd_begin(&l, &p);
+  int last = l.nd - 1;
+  for (int64_t r = 0; r < p.rows; r++) {
+    k(l.shape[last], x ? elem_ptr(x, p.off[1]) : xb, l.stride[1][last],
+      y ? elem_ptr(y, p.off[2]) : yb, l.stride[2][last], elem_ptr(o, p.off[0]), l.stride[0][last]);
+    nd_advance(&l, &p);
+  }
+}
+
+static bool has_negative(const pt_tensor *t) {
+  int64_t n = pt_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++)
+    if (pt_tensor_get_flat(t, i) < 0) return true;
+  return false;
+}
+
+static inline bool contig(const pt_tensor *t) {
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->stride[i] != s) return false;
+    s *= t->shape[i];
+  }
+  return true;
+}
+
+/* out = op(x, y) without autograd. dst (optional) is the output, already checked to have the
+ * broadcast shape and the op's output dtype. */
+static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, opnd y,
+                                pt_tensor *dst, pt_tensor **out) {
+  pt_dtype cdt, odt;
+  /* fast path: two contiguous tensors of one shape and one dtype (small tensors live here) */
+  if (x.t && y.t && !dst && x.t->dtype == y.t->dtype && same_shape(x.t, y.t)) {
+    op_dtypes(op, x.t->dtype, &cdt, &odt);
+    bin_kernel k = bin_kernels[op][cdt];
+    if (k && cdt == x.t->dtype && (op != PT_BIN_POW || pt_dtype_is_floating(cdt)) && contig(x.t) &&
+        contig(y.t)) {
+      pt_tensor *o;
+      pt_status st = pt_tensor_empty(ctx, odt, x.t->ndim, x.t->shape, &o);
+      if (st) return st;
+      int64_t n = pt_shape_numel(o->ndim, o->shape);
+      if (n) k(n, pt_tensor_data(x.t), 1, pt_tensor_data(y.t), 1, o->storage->data, 1);
+      *out = o;
+      return PT_OK;
+    }
+  }
+  op_dtypes(op, opnd_result_type(x, y), &cdt, &odt);
+  bin_kernel k = bin_kernels[op][cdt];
+  if (!k) {
+    if (op == PT_BIN_SUB && cdt == PT_BOOL)
+      return pt_fail(ctx, PT_EARG,
+                     "sub: subtraction with bool tensors is not supported (use logical_xor or "
+                     "logical_not)");
+    return pt_fail(ctx, PT_EARG, "%s: not supported for %s tensors", fname, pt_dtype_name(cdt));
+  }
+  /* the output shape */
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  if (x.t && y.t) {
+    if (same_shape(x.t, y.t)) {
+      nd = x.t->ndim;
+      memcpy(shape, x.t->shape, (size_t)nd * sizeof(int64_t));
+    } else {
+      pt_status st = pt_broadcast_shapes(ctx, fname, x.t->ndim, x.t->shape, y.t->ndim, y.t->shape,
+                                         &nd, shape);
+      if (st) return st;
+    }
+  } else {
+    const pt_tensor *t = x.t ? x.t : y.t;
+    nd = t->ndim;
+    memcpy(shape, t->shape, (size_t)nd * sizeof(int64_t));
+  }
+  if (op == PT_BIN_POW && !pt_dtype_is_floating(cdt)) {
+    if (y.t ? (!pt_dtype_is_floating(y.t->dtype) && has_negative(y.t)) : y.s < 0)
+      return negative_int_power(ctx, fname);
+  }
+  /* inputs in the compute dtype: borrowed when they already are, converted copies otherwise */
+  pt_tensor *xconv = NULL, *yconv = NULL, *o = NULL;
+  const pt_tensor *xc = x.t, *yc = y.t;
+  _Alignas(16) unsigned char xb[16], yb[16];
+  pt_status st = PT_OK;
+  if (!x.t) scalar_to_buf(xb, cdt, x.s);
+  else if (x.t->dtype != cdt) {
+    if ((st = pt_tensor_to_dtype_raw(ctx, x.t, cdt, &xconv))) goto done;
+    xc = xconv;
+  }
+  if (!y.t) scalar_to_buf(yb, cdt, y.s);
+  else if (y.t->dtype != cdt) {
+    if ((st = pt_tensor_to_dtype_raw(ctx, y.t, cdt, &yconv))) goto done;
+    yc = yconv;
+  }
+  if (dst) o = pt_tensor_retain(dst);
+  else if ((st = pt_tensor_empty(ctx, odt, nd, shape, &o))) goto done;
+  run_binary(k, o, xc, xb, yc, yb);
+  *out = o;
+done:
+  pt_tensor_release(xconv);
+  pt_tensor_release(yconv);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * autograd helpers
+ * ------------------------------------------------------------------------------------------- */
+
+#define VERSION_SLOT 8 /* node->ints[VERSION_SLOT + k]: version of input k when recorded */
+
+static void save_versions(pt_node *node) {
+  for (int k = 0; k < node->n_inputs; k++)
+    node->ints[VERSION_SLOT + k] = node->inputs[k] ? (int64_t)atomic_load(&node->inputs[k]->version) : 0;
+  node->n_ints = VERSION_SLOT + node->n_inputs;
+}
+
+static pt_status check_versions(pt_ctx *ctx, pt_node *node) {
+  for (int k = 0; k < node->n_inputs; k++) {
+    pt_tensor *t = node->inputs[k];
+    if (t && (int64_t)atomic_load(&t->version) != node->ints[VERSION_SLOT + k])
+      return pt_fail(ctx, PT_ESTATE,
+                     "one of the variables needed for gradient computation has been modified by "
+                     "an inplace operation (input %d is at version %u; expected version %lld)",
+                     k + 1, (unsigned)atomic_load(&t->version),
+                     (long long)node->ints[VERSION_SLOT + k]);
+  }
+  return PT_OK;
+}
+
+/* Reduce a gradient to input t's shape and dtype; takes over the reference to g. */
+static pt_status finish_grad(pt_ctx *ctx, pt_tensor *g, const pt_tensor *t, pt_tensor **out) {
+  pt_tensor *r = NULL, *c = NULL;
+  pt_status st = pt_sum_to_shape(ctx, g, t->ndim, t->shape, &r);
+  pt_tensor_release(g);
+  if (st) return st;
+  st = pt_tensor_to_dtype_raw(ctx, r, t->dtype, &c);
+  pt_tensor_release(r);
+  if (st) return st;
+  *out = c;
+  return PT_OK;
+}
+
+/* g * d where d = op(x, y) */
+static pt_status grad_times(pt_ctx *ctx, pt_tensor *g, int op, opnd x, opnd y, pt_tensor **out) {
+  pt_tensor *d = NULL;
+  pt_status st = binary_forward(ctx, bin_names[op], op, x, y, NULL, &d);
+  if (st) return st;
+  st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), T_(d), NULL, out);
+  pt_tensor_release(d);
+  return st;
+}
+
+static bool bin_uses_values(int op) { return op != PT_BIN_ADD && op != PT_BIN_SUB; }
+
+/* layout in ints[1]: 0 both tensors, 1 tensor op number, 2 number op tensor */
+static pt_status binary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int op = (int)node->ints[0], layout = (int)node->ints[1];
+  double alpha = node->scalars[1];
+  opnd num = S_(node->scalars[0], node->ints[2] != 0);
+  opnd x, y;
+  int ix = -1, iy = -1;
+  if (layout == 0) {
+    x = T_(node->inputs[0]), y = T_(node->inputs[1]), ix = 0, iy = 1;
+  } else if (layout == 1) {
+    x = T_(node->inputs[0]), y = num, ix = 0;
+  } else {
+    x = num, y = T_(node->inputs[0]), iy = 0;
+  }
+  pt_status st;
+  if (bin_uses_values(op) && (st = check_versions(ctx, node))) return st;
+  for (int side = 0; side < 2; side++) {
+    int k = side == 0 ? ix : iy;
+    if (k < 0 || !node->needs_grad[k]) continue;
+    pt_tensor *d = NULL;
+    switch (op) {
+    case PT_BIN_ADD:
+    case PT_BIN_SUB: {
+      double f = side == 0 ? 1.0 : (op == PT_BIN_ADD ? alpha : -alpha);
+      if (f == 1.0) d = pt_tensor_retain(g), st = PT_OK;
+      else st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), S_(f, false), NULL, &d);
+      break;
+    }
+    case PT_BIN_MUL:
+      st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), side == 0 ? y : x, NULL, &d);
+      break;
+    case PT_BIN_DIV:
+      if (side == 0) st = binary_forward(ctx, "div", PT_BIN_DIV, T_(g), y, NULL, &d);
+      else st = grad_times(ctx, g, BIN_DIV_DY, x, y, &d);
+      break;
+    case PT_BIN_POW:
+      st = grad_times(ctx, g, side == 0 ? BIN_POW_DX : BIN_POW_DY, x, y, &d);
+      break;
+    case PT_BIN_MAXIMUM:
+      st = grad_times(ctx, g, BIN_MAXW, side == 0 ? x : y, side == 0 ? y : x, &d);
+      break;
+    case PT_BIN_MINIMUM:
+      st = grad_times(ctx, g, BIN_MINW, side == 0 ? x : y, side == 0 ? y : x, &d);
+      break;
+    default:
+      return pt_fail(ctx, PT_EARG, "no gradient for %s", bin_names[op]);
+    }
+    if (st) return st;
+    if ((st = finish_grad(ctx, d, node->inputs[k], &gin[k]))) return st;
+  }
+  return PT_OK;
+}
+
+static bool bin_differentiable(int op) { return op <= PT_BIN_MINIMUM; }
+
+static pt_status record_binary(pt_ctx *ctx, int op, opnd x, opnd y, double alpha, pt_tensor *out) {
+  if (!(x.t && x.t->requires_grad) && !(y.t && y.t->requires_grad)) return PT_OK;
+  if (!bin_differentiable(op) || !pt_dtype_is_floating(out->dtype)) return PT_OK;
+  pt_tensor *inputs[2];
+  int n, layout;
+  double s = 0;
+  bool is_int = false;
+  if (x.t && y.t) {
+    inputs[0] = x.t, inputs[1] = y.t, n = 2, layout = 0;
+  } else if (x.t) {
+    inputs[0] = x.t, n = 1, layout = 1, s = y.s, is_int = y.is_int;
+  } else {
+    inputs[0] = y.t, n = 1, layout = 2, s = x.s, is_int = x.is_int;
+  }
+  pt_node *node;
+  pt_status st = pt_autograd_record(ctx, out, bin_nodes[op], binary_backward, n, inputs, &node);
+  if (st || !node) return st;
+  node->ints[0] = op;
+  node->ints[1] = layout;
+  node->ints[2] = is_int;
+  node->scalars[0] = s;
+  node->scalars[1] = alpha;
+  save_versions(node);
+  return PT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * binary: public out-of-place entry points
+ * ------------------------------------------------------------------------------------------- */
+
+static pt_status binary_op(pt_ctx *ctx, int op, opnd x, opnd y, double alpha, pt_tensor **out) {
+  const char *fname = bin_names[op];
+  pt_tensor *scaled = NULL, *r = NULL;
+  opnd yy = y;
+  pt_status st;
+  if (alpha != 1.0 && (op == PT_BIN_ADD || op == PT_BIN_SUB)) {
+    if (y.t) {
+      if ((st = binary_forward(ctx, fname, PT_BIN_MUL, y, S_(alpha, alpha == floor(alpha)), NULL,
+                               &scaled)))
+        return st;
+      yy = T_(scaled);
+    } else {
+      yy.s = y.s * alpha;
+      yy.is_int = y.is_int && alpha == floor(alpha);
+    }
+  }
+  st = binary_forward(ctx, fname, op, x, yy, NULL, &r);
+  pt_tensor_release(scaled);
+  if (st) return st;
+  if (ctx->grad_enabled && (st = record_binary(ctx, op, x, y, alpha, r))) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+static pt_status check_binop(pt_ctx *ctx, pt_binop op) {
+  if ((unsigned)op >= PT_BIN_COUNT_PUBLIC) return pt_fail(ctx, PT_EARG, "binary: invalid op %d", (int)op);
+  return PT_OK;
+}
+
+pt_status pt_binary(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_tensor *b, pt_tensor **out) {
+  pt_status st = check_binop(ctx, op);
+  return st ? st : binary_op(ctx, op, T_(a), T_(b), 1.0, out);
+}
+
+pt_status pt_binary_scalar(pt_ctx *ctx, pt_binop op, pt_tensor *a, double s, bool is_int,
+                           bool reversed, pt_tensor **out) {
+  pt_status st = check_binop(ctx, op);
+  if (st) return st;
+  return reversed ? binary_op(ctx, op, S_(s, is_int), T_(a), 1.0, out)
+                  : binary_op(ctx, op, T_(a), S_(s, is_int), 1.0, out);
+}
+
+#define BIN_FN(fn, OP)                                                                          \
+  pt_status fn(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out) {                      \
+    return binary_op(ctx, OP, T_(a), T_(b), 1.0, out);                                          \
+  }
+BIN_FN(pt_add, PT_BIN_ADD)
+BIN_FN(pt_sub, PT_BIN_SUB)
+BIN_FN(pt_mul, PT_BIN_MUL)
+BIN_FN(pt_div, PT_BIN_DIV)
+BIN_FN(pt_pow, PT_BIN_POW)
+BIN_FN(pt_maximum, PT_BIN_MAXIMUM)
+BIN_FN(pt_minimum, PT_BIN_MINIMUM)
+BIN_FN(pt_eq, PT_BIN_EQ)
+BIN_FN(pt_ne, PT_BIN_NE)
+BIN_FN(pt_lt, PT_BIN_LT)
+BIN_FN(pt_le, PT_BIN_LE)
+BIN_FN(pt_gt, PT_BIN_GT)
+BIN_FN(pt_ge, PT_BIN_GE)
+BIN_FN(pt_logical_and, PT_BIN_LOGICAL_AND)
+BIN_FN(pt_logical_or, PT_BIN_LOGICAL_OR)
+
+pt_status pt_add_alpha(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, double alpha, pt_tensor **out) {
+  return binary_op(ctx, PT_BIN_ADD, T_(a), T_(b), alpha, out);
+}
+pt_status pt_sub_alpha(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, double alpha, pt_tensor **out) {
+  return binary_op(ctx, PT_BIN_SUB, T_(a), T_(b), alpha, out);
+}
+
+static bool is_integral(double s) { return s == floor(s) && fabs(s) < 9.2e18; }
+
+#define SCALAR_FN(fn, OP, REV)                                                                  \
+  pt_status fn(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out) {                          \
+    opnd n = S_(s, is_integral(s) && !pt_dtype_is_floating(a->dtype));                          \
+    return REV ? binary_op(ctx, OP, n, T_(a), 1.0, out) : binary_op(ctx, OP, T_(a), n, 1.0, out); \
+  }
+SCALAR_FN(pt_add_scalar, PT_BIN_ADD, false)
+SCALAR_FN(pt_sub_scalar, PT_BIN_SUB, false)
+SCALAR_FN(pt_rsub_scalar, PT_BIN_SUB, true)
+SCALAR_FN(pt_mul_scalar, PT_BIN_MUL, false)
+SCALAR_FN(pt_div_scalar, PT_BIN_DIV, false)
+SCALAR_FN(pt_rdiv_scalar, PT_BIN_DIV, true)
+SCALAR_FN(pt_pow_scalar, PT_BIN_POW, false)
+SCALAR_FN(pt_rpow_scalar, PT_BIN_POW, true)
+
+/* ---------------------------------------------------------------------------------------------
+ * unary
+ * ------------------------------------------------------------------------------------------- */
+
+static void run_unary(un_kernel k, pt_tensor *o, const pt_tensor *x, const double *p) {
+  int64_t n = pt_tensor_numel(o);
+  if (n == 0) return;
+  if (pt_tensor_is_contiguous(o) && pt_tensor_is_contiguous(x) && pt_tensor_numel(x) == n) {
+    k(n, pt_tensor_data(x), 1, pt_tensor_data(o), 1, p);
+    return;
+  }
+  int64_t st[2][PT_MAX_DIMS];
+  memcpy(st[0], o->stride, sizeof st[0]);
+  pt_broadcast_strides(x, o->ndim, o->shape, st[1]);
+  nd_loop l;
+  nd_setup(&l, o->ndim, o->shape, 2, st);
+  nd_pos pos;
+  nd_begin(&l, &pos);
+  int last = l.nd - 1;
+  for (int64_t r = 0; r < pos.rows; r++) {
+    k(l.shape[last], elem_ptr(x, pos.off[1]), l.stride[1][last], elem_ptr(o, pos.off[0]),
+      l.stride[0][last], p);
+    nd_advance(&l, &pos);
+  }
+}
+
+static void un_dtypes(int op, pt_dtype in, pt_dtype *compute, pt_dtype *outdt) {
+  *compute = in;
+  if (un_is_float_op(op) && !pt_dtype_is_floating(in)) *compute = PT_FLOAT32;
+  *outdt = op == PT_UN_LOGICAL_NOT ? PT_BOOL : *compute;
+}
+
+static pt_status unary_forward(pt_ctx *ctx, int op, pt_tensor *x, const double *p, pt_tensor *dst,
+                               pt_tensor **out) {
+  pt_dtype cdt, odt;
+  un_dtypes(op, x->dtype, &cdt, &odt);
+  un_kernel k = un_kernels[op][cdt];
+  if (!k) {
+    if (op == PT_UN_NEG && cdt == PT_BOOL)
+      return pt_fail(ctx, PT_EARG,
+                     "neg: negation, the `-` operator, on a bool tensor is not supported (use "
+                     "logical_not)");
+    return pt_fail(ctx, PT_EARG, "%s: not supported for %s tensors", un_names[op],
+                   pt_dtype_name(cdt));
+  }
+  pt_tensor *xc = NULL, *o = NULL;
+  pt_status st = pt_tensor_to_dtype_raw(ctx, x, cdt, &xc);
+  if (st) return st;
+  if (dst) o = pt_tensor_retain(dst);
+  else if ((st = pt_tensor_empty(ctx, odt, x->ndim, x->shape, &o))) {
+    pt_tensor_release(xc);
+    return st;
+  }
+  run_unary(k, o, xc, p);
+  pt_tensor_release(xc);
+  *out = o;
+  return PT_OK;
+}
+
+static pt_status unary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int op = (int)node->ints[0];
+  pt_tensor *x = node->inputs[0], *d = NULL;
+  if (!node->needs_grad[0]) return PT_OK;
+  pt_status st;
+  if (op == PT_UN_NEG) {
+    st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), S_(-1.0, false), NULL, &d);
+  } else {
+    if ((st = check_versions(ctx, node))) return st;
+    pt_tensor *dx = NULL;
+    if ((st = unary_forward(ctx, un_deriv[op], x, node->scalars, NULL, &dx))) return st;
+    st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), T_(dx), NULL, &d);
+    pt_tensor_release(dx);
+  }
+  if (st) return st;
+  return finish_grad(ctx, d, x, &gin[0]);
+}
+
+static bool un_differentiable(int op) { return un_nodes[op] != NULL; }
+
+static pt_status record_unary(pt_ctx *ctx, int op, pt_tensor *x, const double *p, pt_tensor *out) {
+  if (!un_differentiable(op) || !pt_dtype_is_floating(out->dtype)) return PT_OK;
+  pt_node *node;
+  pt_status st = pt_autograd_record(ctx, out, un_nodes[op], unary_backward, 1, &x, &node);
+  if (st || !node) return st;
+  node->ints[0] = op;
+  node->scalars[0] = p ? p[0] : 0;
+  node->scalars[1] = p ? p[1] : 0;
+  save_versions(node);
+  return PT_OK;
+}
+
+static pt_status unary_op(pt_ctx *ctx, int op, pt_tensor *x, const double *p, pt_tensor **out) {
+  pt_tensor *r = NULL;
+  pt_status st = unary_forward(ctx, op, x, p, NULL, &r);
+  if (st) return st;
+  if (ctx->grad_enabled && (st = record_unary(ctx, op, x, p, r))) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_unary(pt_ctx *ctx, pt_unop op, pt_tensor *a, pt_tensor **out) {
+  if ((unsigned)op >= PT_UN_COUNT_PUBLIC) return pt_fail(ctx, PT_EARG, "unary: invalid op %d", (int)op);
+  return unary_op(ctx, op, a, NULL, out);
+}
+
+#define UN_FN(fn, OP)                                                                           \
+  pt_status fn(pt_ctx *ctx, pt_tensor *a, pt_tensor **out) { return unary_op(ctx, OP, a, NULL, out); }
+UN_FN(pt_neg, PT_UN_NEG)
+UN_FN(pt_abs, PT_UN_ABS)
+UN_FN(pt_exp, PT_UN_EXP)
+UN_FN(pt_log, PT_UN_LOG)
+UN_FN(pt_sqrt, PT_UN_SQRT)
+UN_FN(pt_tanh, PT_UN_TANH)
+UN_FN(pt_sigmoid, PT_UN_SIGMOID)
+UN_FN(pt_relu, PT_UN_RELU)
+UN_FN(pt_gelu, PT_UN_GELU)
+UN_FN(pt_sin, PT_UN_SIN)
+UN_FN(pt_cos, PT_UN_COS)
+UN_FN(pt_logical_not, PT_UN_LOGICAL_NOT)
+
+/* clamp bounds for dtype dt: open sides become the dtype's range, integer dtypes saturate */
+static pt_status clamp_params(pt_ctx *ctx, const char *fname, pt_dtype dt, bool has_lo, double lo,
+                              bool has_hi, double hi, double *p) {
+  if (!has_lo && !has_hi)
+    return pt_fail(ctx, PT_EARG, "%s: at least one of min and max must be given", fname);
+  if (dt == PT_BOOL) return pt_fail(ctx, PT_EARG, "%s: not supported for bool tensors", fname);
+  double tmin = -INFINITY, tmax = INFINITY;
+  if (dt == PT_INT64) tmin = -9223372036854775808.0, tmax = 9223372036854774784.0;
+  else if (dt == PT_INT32) tmin = -2147483648.0, tmax = 2147483647.0;
+  else if (dt == PT_UINT8) tmin = 0, tmax = 255;
+  p[0] = has_lo ? fmax(lo, tmin) : tmin;
+  p[1] = has_hi ? fmin(hi, tmax) : tmax;
+  if (has_lo && lo > tmax) p[0] = tmax;
+  if (has_hi && hi < tmin) p[1] = tmin;
+  if (!pt_dtype_is_floating(dt)) p[0] = ceil(p[0]), p[1] = floor(p[1]);
+  return PT_OK;
+}
+
+/* clamp on an integer tensor with a fractional bound computes in float32, as PyTorch */
+static pt_dtype clamp_dtype(const pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi) {
+  if (pt_dtype_is_floating(t->dtype)) return t->dtype;
+  if ((has_lo && !is_integral(lo)) || (has_hi && !is_integral(hi))) return PT_FLOAT32;
+  return t->dtype;
+}
+
+pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi,
+                   pt_tensor **out) {
+  double p[2];
+  pt_dtype dt = clamp_dtype(t, has_lo, lo, has_hi, hi);
+  pt_status st = clamp_params(ctx, "clamp", dt, has_lo, lo, has_hi, hi, p);
+  if (st) return st;
+  if (dt == t->dtype) return unary_op(ctx, UN_CLAMP, t, p, out);
+  pt_tensor *c = NULL;
+  if ((st = pt_tensor_to_dtype_raw(ctx, t, dt, &c))) return st;
+  st = unary_op(ctx, UN_CLAMP, c, p, out);
+  pt_tensor_release(c);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * where and masked_fill
+ * ------------------------------------------------------------------------------------------- */
+
+static inline void copy_elem(char *d, const char *s, size_t es) {
+  switch (es) {
+  case 1: *d = *s; break;
+  case 4: memcpy(d, s, 4); break;
+  default: memcpy(d, s, 8); break;
+  }
+}
+
+static pt_status where_forward(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b,
+                               pt_tensor **out) {
+  if (cond->dtype != PT_BOOL)
+    return pt_fail(ctx, PT_EARG, "where: condition must be a bool tensor, got %s",
+                   pt_dtype_name(cond->dtype));
+  int n1, nd;
+  int64_t s1[PT_MAX_DIMS], shape[PT_MAX_DIMS];
+  pt_status st = pt_broadcast_shapes(ctx, "where", a->ndim, a->shape, b->ndim, b->shape, &n1, s1);
+  if (st) return st;
+  if ((st = pt_broadcast_shapes(ctx, "where", cond->ndim, cond->shape, n1, s1, &nd, shape))) {
+    char c[PT_SHAPE_STR_MAX], x[PT_SHAPE_STR_MAX], y[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "where: shapes %s, %s and %s cannot be broadcast",
+                   pt_shape_format(cond->ndim, cond->shape, c, sizeof c),
+                   pt_shape_format(a->ndim, a->shape, x, sizeof x),
+                   pt_shape_format(b->ndim, b->shape, y, sizeof y));
+  }
+  pt_dtype dt = pt_result_type(a, b);
+  pt_tensor *ac = NULL, *bc = NULL, *o = NULL;
+  if ((st = pt_tensor_to_dtype_raw(ctx, a, dt, &ac)) || (st = pt_tensor_to_dtype_raw(ctx, b, dt, &bc)) ||
+      (st = pt_tensor_empty(ctx, dt, nd, shape, &o))) {
+    pt_tensor_release(ac);
+    pt_tensor_release(bc);
+    return st;
+  }
+  if (pt_tensor_numel(o) > 0) {
+    int64_t strides[4][PT_MAX_DIMS];
+    memcpy(strides[0], o->stride, sizeof strides[0]);
+    pt_broadcast_strides(cond, nd, shape, strides[1]);
+    pt_broadcast_strides(ac, nd, shape, strides[2]);
+    pt_broadcast_strides(bc, nd, shape, strides[3]);
+    nd_loop l;
+    nd_setup(&l, nd, shape, 4, strides);
+    nd_pos p;
+    nd_begin(&l, &p);
+    int last = l.nd - 1;
+    size_t es = pt_dtype_size(dt);
+    int64_t n = l.shape[last];
+    for (int64_t r = 0; r < p.rows; r++) {
+      char *po = elem_ptr(o, p.off[0]);
+      const uint8_t *pc = (const uint8_t *)elem_ptr(cond, p.off[1]);
+      const char *pa = elem_ptr(ac, p.off[2]), *pb = elem_ptr(bc, p.off[3]);
+      for (int64_t i = 0; i < n; i++)
+        copy_elem(po + i * l.stride[0][last] * (int64_t)es,
+                  pc[i * l.stride[1][last]] ? pa + i * l.stride[2][last] * (int64_t)es
+                                            : pb + i * l.stride[3][last] * (int64_t)es,
+                  es);
+      nd_advance(&l, &p);
+    }
+  }
+  pt_tensor_release(ac);
+  pt_tensor_release(bc);
+  *out = o;
+  return PT_OK;
+}
+
+static pt_status where_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *cond = node->saved[0], *zero;
+  pt_status st = pt_tensor_scalar(ctx, g->dtype, 0.0, &zero);
+  if (st) return st;
+  for (int k = 0; k < 2 && !st; k++) {
+    if (!node->needs_grad[k]) continue;
+    pt_tensor *d = NULL;
+    st = where_forward(ctx, cond, k == 0 ? g : zero, k == 0 ? zero : g, &d);
+    if (!st) st = finish_grad(ctx, d, node->inputs[k], &gin[k]);
+  }
+  pt_tensor_release(zero);
+  return st;
+}
+
+pt_status pt_where(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b, pt_tensor **out) {
+  pt_tensor *r = NULL;
+  pt_status st = where_forward(ctx, cond, a, b, &r);
+  if (st) return st;
+  if (ctx->grad_enabled && pt_dtype_is_floating(r->dtype)) {
+    pt_node *node;
+    pt_tensor *inputs[2] = {a, b};
+    if ((st = pt_autograd_record(ctx, r, "WhereBackward", where_backward, 2, inputs, &node))) {
+      pt_tensor_release(r);
+      return st;
+    }
+    if (node) node->saved[0] = pt_tensor_retain(cond);
+  }
+  *out = r;
+  return PT_OK;
+}
+
+static pt_status check_mask(pt_ctx *ctx, const char *fname, const pt_tensor *t, const pt_tensor *mask) {
+  if (mask->dtype != PT_BOOL)
+    return pt_fail(ctx, PT_EARG, "%s: mask must be a bool tensor, got %s", fname,
+                   pt_dtype_name(mask->dtype));
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  pt_status st = pt_broadcast_shapes(ctx, fname, t->ndim, t->shape, mask->ndim, mask->shape, &nd, shape);
+  if (st) return st;
+  if (!shape_equals(t, nd, shape)) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: mask of shape %s cannot be broadcast to shape %s", fname,
+                   pt_shape_format(mask->ndim, mask->shape, a, sizeof a),
+                   pt_shape_format(t->ndim, t->shape, b, sizeof b));
+  }
+  return PT_OK;
+}
+
+/* t[mask] = value in place (no checks) */
+static void fill_masked(pt_tensor *t, const pt_tensor *mask, double value) {
+  if (pt_tensor_numel(t) == 0) return;
+  _Alignas(16) unsigned char vb[16];
+  scalar_to_buf(vb, t->dtype, value);
+  int64_t strides[2][PT_MAX_DIMS];
+  memcpy(strides[0], t->stride, sizeof strides[0]);
+  pt_broadcast_strides(mask, t->ndim, t->shape, strides[1]);
+  nd_loop l;
+  nd_setup(&l, t->ndim, t->shape, 2, strides);
+  nd_pos p;
+  nd_begin(&l, &p);
+  int last = l.nd - 1;
+  size_t es = pt_dtype_size(t->dtype);
+  for (int64_t r = 0; r < p.rows; r++) {
+    char *po = elem_ptr(t, p.off[0]);
+    const uint8_t *pm = (const uint8_t *)elem_ptr(mask, p.off[1]);
+    for (int64_t i = 0; i < l.shape[last]; i++)
+      if (pm[i * l.stride[1][last]]) copy_elem(po + i * l.stride[0][last] * (int64_t)es, (const char *)vb, es);
+    nd_advance(&l, &p);
+  }
+}
+
+static pt_status masked_fill_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  pt_tensor *r = NULL;
+  pt_status st = pt_tensor_clone_raw(ctx, g, &r);
+  if (st) return st;
+  fill_masked(r, node->saved[0], 0.0);
+  return finish_grad(ctx, r, node->inputs[0], &gin[0]);
+}
+
+pt_status pt_masked_fill(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, double value, pt_tensor **out) {
+  pt_status st = check_mask(ctx, "masked_fill", t, mask);
+  if (st) return st;
+  pt_tensor *r = NULL;
+  if ((st = pt_tensor_clone_raw(ctx, t, &r))) return st;
+  fill_masked(r, mask, value);
+  if (ctx->grad_enabled && pt_dtype_is_floating(r->dtype)) {
+    pt_node *node;
+    if ((st = pt_autograd_record(ctx, r, "MaskedFillBackward", masked_fill_backward, 1, &t, &node))) {
+      pt_tensor_release(r);
+      return st;
+    }
+    if (node) node->saved[0] = pt_tensor_retain(mask);
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * conversions
+ * ------------------------------------------------------------------------------------------- */
+
+static pt_status to_dtype_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  return pt_tensor_to_dtype_raw(ctx, g, node->inputs[0]->dtype, &gin[0]);
+}
+
+pt_status pt_to_dtype(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out) {
+  if ((unsigned)dt >= PT_DTYPE_COUNT) return pt_fail(ctx, PT_EARG, "to: invalid dtype %d", (int)dt);
+  if (t->dtype == dt) {
+    *out = pt_tensor_retain(t);
+    return PT_OK;
+  }
+  pt_tensor *r = NULL;
+  pt_status st = pt_tensor_to_dtype_raw(ctx, t, dt, &r);
+  if (st) return st;
+  if (pt_dtype_is_floating(dt) && pt_dtype_is_floating(t->dtype)) {
+    pt_node *node;
+    if ((st = pt_autograd_record(ctx, r, "ToCopyBackward", to_dtype_backward, 1, &t, &node))) {
+      pt_tensor_release(r);
+      return st;
+    }
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * in-place
+ * ------------------------------------------------------------------------------------------- */
+
+pt_status pt_inplace_check(pt_ctx *ctx, const char *fname, const pt_tensor *self) {
+  if (ctx->grad_enabled && self->requires_grad && !self->grad_fn)
+    return pt_fail(ctx, PT_ESTATE,
+                   "%s: a leaf tensor that requires grad is used in an in-place operation", fname);
+  return PT_OK;
+}
+
+/* The tensor that stands for self's value before an in-place op in the recorded graph: a copy
+ * (when the backward needs the old values) or an alias, carrying self's old grad_fn. */
+static pt_status inplace_old(pt_ctx *ctx, pt_tensor *self, bool need_values, pt_tensor **out) {
+  pt_tensor *old = NULL;
+  pt_status st = need_values ? pt_tensor_clone_raw(ctx, self, &old) : pt_detach(ctx, self, &old);
+  if (st) return st;
+  old->grad_fn = pt_node_retain(self->grad_fn);
+  old->requires_grad = self->requires_grad;
+  *out = old;
+  return PT_OK;
+}
+
+static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y) {
+  if (!y || y == self || y->storage != self->storage) return false;
+  if (y->offset != self->offset || !same_shape(self, y)) return true;
+  for (int i = 0; i < self->ndim; i++)
+    if (self->stride[i] != y->stride[i]) return true;
+  return false;
+}
+
+static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tensor *self, opnd y,
+                                double alpha) {
+  pt_status st = pt_inplace_check(ctx, fname, self);
+  if (st) return st;
+  pt_dtype cdt, odt;
+  op_dtypes(op, opnd_result_type(T_(self), y), &cdt, &odt);
+  if (!pt_can_cast(odt, self->dtype))
+    return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
+                   fname, pt_dtype_name(odt), pt_dtype_name(self->dtype));
+  if (y.t && !same_shape(self, y.t)) {
+    int nd;
+    int64_t shape[PT_MAX_DIMS];
+    if ((st = pt_broadcast_shapes(ctx, fname, self->ndim, self->shape, y.t->ndim, y.t->shape, &nd,
+                                  shape)))
+      return st;
+    if (!shape_equals(self, nd, shape)) {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "%s: output with shape %s doesn't match the broadcast shape %s",
+                     fname, pt_shape_format(self->ndim, self->shape, a, sizeof a),
+                     pt_shape_format(nd, shape, b, sizeof b));
+    }
+  }
+  bool graph = ctx->grad_enabled && bin_differentiable(op) && pt_dtype_is_floating(self->dtype) &&
+               (self->requires_grad || (y.t && y.t->requires_grad));
+  pt_tensor *old = NULL;
+  if (graph && (st = inplace_old(ctx, self, bin_uses_values(op), &old))) return st;
+  opnd x = T_(self), yy = y;
+  if (graph && y.t == self) yy = T_(old); /* a.mul_(a): the backward must see the old value */
+  pt_tensor *scaled = NULL, *r = NULL;
+  if (alpha != 1.0) {
+    if (y.t) {
+      st = binary_forward(ctx, fname, PT_BIN_MUL, y, S_(alpha, alpha == floor(alpha)), NULL, &scaled);
+      if (st) goto done;
+      y = T_(scaled);
+    } else {
+      y.s *= alpha;
+      y.is_int = y.is_int && alpha == floor(alpha);
+    }
+  }
+  if (odt == self->dtype && !overlaps_differently(self, y.t)) {
+    st = binary_forward(ctx, fname, op, x, y, self, &r);
+    if (!st) atomic_fetch_add(&self->version, 1);
+  } else {
+    st = binary_forward(ctx, fname, op, x, y, NULL, &r);
+    if (!st) st = pt_tensor_copy_into(ctx, self, r);
+  }
+  if (st || !graph) goto done;
+  {
+    pt_tensor *inputs[2] = {old, yy.t};
+    pt_node *node;
+    st = pt_autograd_record(ctx, self, bin_nodes[op], binary_backward, yy.t ? 2 : 1, inputs, &node);
+    if (!st && node) {
+      node->ints[0] = op;
+      node->ints[1] = yy.t ? 0 : 1;
+      node->ints[2] = yy.is_int;
+      node->scalars[0] = yy.s;
+      node->scalars[1] = alpha;
+      save_versions(node);
+    }
+  }
+done:
+  pt_tensor_release(r);
+  pt_tensor_release(scaled);
+  pt_tensor_release(old);
+  return st;
+}
+
+pt_status pt_binary_(pt_ctx *ctx, pt_binop op, pt_tensor *self, pt_tensor *b) {
+  pt_status st = check_binop(ctx, op);
+  if (st) return st;
+  char name[32];
+  snprintf(name, sizeof name, "%s_", bin_names[op]);
+  return inplace_binary(ctx, name, op, self, T_(b), 1.0);
+}
+
+pt_status pt_binary_scalar_(pt_ctx *ctx, pt_binop op, pt_tensor *self, double s, bool is_int) {
+  pt_status st = check_binop(ctx, op);
+  if (st) return st;
+  char name[32];
+  snprintf(name, sizeof name, "%s_", bin_names[op]);
+  return inplace_binary(ctx, name, op, self, S_(s, is_int), 1.0);
+}
+
+pt_status pt_add_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b, double alpha) {
+  return inplace_binary(ctx, "add_", PT_BIN_ADD, self, T_(b), alpha);
+}
+pt_status pt_sub_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b, double alpha) {
+  return inplace_binary(ctx, "sub_", PT_BIN_SUB, self, T_(b), alpha);
+}
+pt_status pt_mul_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b) {
+  return inplace_binary(ctx, "mul_", PT_BIN_MUL, self, T_(b), 1.0);
+}
+pt_status pt_div_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b) {
+  return inplace_binary(ctx, "div_", PT_BIN_DIV, self, T_(b), 1.0);
+}
+pt_status pt_add_scalar_(pt_ctx *ctx, pt_tensor *self, double s) {
+  return inplace_binary(ctx, "add_", PT_BIN_ADD, self,
+                        S_(s, is_integral(s) && !pt_dtype_is_floating(self->dtype)), 1.0);
+}
+pt_status pt_mul_scalar_(pt_ctx *ctx, pt_tensor *self, double s) {
+  return inplace_binary(ctx, "mul_", PT_BIN_MUL, self,
+                        S_(s, is_integral(s) && !pt_dtype_is_floating(self->dtype)), 1.0);
+}
+
+static pt_status inplace_unary(pt_ctx *ctx, const char *fname, int op, pt_tensor *self,
+                               const double *p) {
+  pt_status st = pt_inplace_check(ctx, fname, self);
+  if (st) return st;
+  pt_dtype cdt, odt;
+  un_dtypes(op, self->dtype, &cdt, &odt);
+  if (!pt_can_cast(odt, self->dtype))
+    return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
+                   fname, pt_dtype_name(odt), pt_dtype_name(self->dtype));
+  bool graph = ctx->grad_enabled && un_differentiable(op) && pt_dtype_is_floating(self->dtype) &&
+               self->requires_grad;
+  pt_tensor *old = NULL, *r = NULL;
+  if (graph && (st = inplace_old(ctx, self, op != PT_UN_NEG, &old))) return st;
+  if (odt == self->dtype) {
+    st = unary_forward(ctx, op, self, p, self, &r);
+    if (!st) atomic_fetch_add(&self->version, 1);
+  } else {
+    st = unary_forward(ctx, op, self, p, NULL, &r);
+    if (!st) st = pt_tensor_copy_into(ctx, self, r);
+  }
+  if (!st && graph) {
+    pt_node *node;
+    st = pt_autograd_record(ctx, self, un_nodes[op], unary_backward, 1, &old, &node);
+    if (!st && node) {
+      node->ints[0] = op;
+      node->scalars[0] = p ? p[0] : 0;
+      node->scalars[1] = p ? p[1] : 0;
+      save_versions(node);
+    }
+  }
+  pt_tensor_release(r);
+  pt_tensor_release(old);
+  return st;
+}
+
+pt_status pt_unary_(pt_ctx *ctx, pt_unop op, pt_tensor *self) {
+  if ((unsigned)op >= PT_UN_COUNT_PUBLIC) return pt_fail(ctx, PT_EARG, "unary: invalid op %d", (int)op);
+  char name[32];
+  snprintf(name, sizeof name, "%s_", un_names[op]);
+  return inplace_unary(ctx, name, op, self, NULL);
+}
+
+pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool has_hi, double hi) {
+  double p[2];
+  pt_status st = clamp_params(ctx, "clamp_", self->dtype, has_lo, lo, has_hi, hi, p);
+  if (st) return st;
+  if (clamp_dtype(self, has_lo, lo, has_hi, hi) != self->dtype)
+    return pt_fail(ctx, PT_EARG, "clamp_: result type float32 can't be cast to the desired output type %s",
+                   pt_dtype_name(self->dtype));
+  return inplace_unary(ctx, "clamp_", UN_CLAMP, self, p);
+}
+
+pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value) {
+  pt_status st = pt_inplace_check(ctx, "masked_fill_", self);
+  if (!st) st = check_mask(ctx, "masked_fill_", self, mask);
+  if (st) return st;
+  bool graph = ctx->grad_enabled && self->requires_grad && pt_dtype_is_floating(self->dtype);
+  pt_tensor *old = NULL;
+  if (graph && (st = inplace_old(ctx, self, false, &old))) return st;
+  fill_masked(self, mask, value);
+  atomic_fetch_add(&self->version, 1);
+  if (graph) {
+    pt_node *node;
+    st = pt_autograd_record(ctx, self, "MaskedFillBackward", masked_fill_backward, 1, &old, &node);
+    if (!st && node) node->saved[0] = pt_tensor_retain(mask);
+  }
+  pt_tensor_release(old);
+  return st;
+}
+
+static pt_status copy_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  return finish_grad(ctx, pt_tensor_retain(g), node->inputs[0], &gin[0]);
+}
+
+pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src) {
+  pt_status st = pt_inplace_check(ctx, "copy_", self);
+  if (st) return st;
+  if (overlaps_differently(self, src)) {
+    pt_tensor *tmp = NULL;
+    if ((st = pt_tensor_clone_raw(ctx, src, &tmp))) return st;
+    st = pt_tensor_copy_into(ctx, self, tmp);
+    pt_tensor_release(tmp);
+  } else if (src != self) {
+    st = pt_tensor_copy_into(ctx, self, src);
+  }
+  if (st) return st;
+  if (ctx->grad_enabled && pt_dtype_is_floating(self->dtype) && src->requires_grad && src != self) {
+    pt_node *node;
+    return pt_autograd_record(ctx, self, "CopyBackwards", copy_backward, 1, &src, &node);
+  }
+  if (ctx->grad_enabled && self->grad_fn && src != self) {
+    /* the old history no longer contributes: self now holds a constant */
+    pt_node_release(self->grad_fn);
+    self->grad_fn = NULL;
+    self->requires_grad = false;
+  }
+  return PT_OK;
+}

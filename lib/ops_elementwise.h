@@ -1,0 +1,156 @@
+/* Elementwise ops with NumPy broadcasting, PyTorch type promotion and autograd.
+ *
+ * Conventions (docs/HACKING.md): inputs are borrowed, `*out` receives a NEW reference, errors
+ * name the op: "add: shapes {3,4} and {5} cannot be broadcast". Every op records an autograd node
+ * when grad mode is on and a floating input requires grad; backward functions reduce broadcast
+ * gradients to each input's shape and dtype.
+ *
+ * Type promotion follows PyTorch: dimensioned tensors decide the dtype within a category
+ * (bool < integer < floating); 0-d tensors and plain numbers only raise the category (a Lua float
+ * with an int tensor gives float32, a number with a float32 tensor stays float32). Division is
+ * true division (int / int -> float32). Comparisons give bool tensors.
+ *
+ * In-place forms (name ending in `_`) write into `self`, bump its version and return PT_OK; they
+ * fail with "<op>: a leaf tensor that requires grad is used in an in-place operation" while grad
+ * mode is on, when the result dtype cannot be cast to self's dtype
+ * ("add_: result type float32 can't be cast to the desired output type int64"), or when the
+ * broadcast shape differs from self's shape. When a graph is recorded, self takes the new
+ * grad_fn (its old value is kept for the backward). */
+#ifndef PT_OPS_ELEMENTWISE_H
+#define PT_OPS_ELEMENTWISE_H
+
+#include "autograd.h"
+#include "tensor.h"
+
+typedef enum pt_binop {
+  PT_BIN_ADD = 0,
+  PT_BIN_SUB,
+  PT_BIN_MUL,
+  PT_BIN_DIV,
+  PT_BIN_POW,
+  PT_BIN_MAXIMUM,
+  PT_BIN_MINIMUM,
+  /* comparisons: bool results */
+  PT_BIN_EQ,
+  PT_BIN_NE,
+  PT_BIN_LT,
+  PT_BIN_LE,
+  PT_BIN_GT,
+  PT_BIN_GE,
+  /* logical: any dtype (nonzero is true), bool results */
+  PT_BIN_LOGICAL_AND,
+  PT_BIN_LOGICAL_OR,
+  PT_BIN_COUNT_PUBLIC
+} pt_binop;
+
+typedef enum pt_unop {
+  PT_UN_NEG = 0,
+  PT_UN_ABS,
+  PT_UN_EXP,
+  PT_UN_LOG,
+  PT_UN_SQRT,
+  PT_UN_TANH,
+  PT_UN_SIGMOID,
+  PT_UN_RELU,
+  PT_UN_GELU,
+  PT_UN_SIN,
+  PT_UN_COS,
+  PT_UN_SIGN,  /* no gradient */
+  PT_UN_FLOOR, /* no gradient */
+  PT_UN_CEIL,  /* no gradient */
+  PT_UN_ROUND, /* half to even, like PyTorch; no gradient */
+  PT_UN_LOGICAL_NOT,
+  PT_UN_COUNT_PUBLIC
+} pt_unop;
+
+/* "add", "maximum", "eq", ... (the name used in messages) */
+const char *pt_binop_name(pt_binop op);
+const char *pt_unop_name(pt_unop op);
+
+/* The dtype PyTorch would give op(a, b) for two tensors (comparisons: the compute dtype). */
+pt_dtype pt_result_type(const pt_tensor *a, const pt_tensor *b);
+/* ... for a tensor and a number (is_int: the number is an integer). */
+pt_dtype pt_result_type_scalar(const pt_tensor *a, bool is_int);
+/* Whether a value of dtype `from` may be written into a tensor of dtype `to` by an in-place op. */
+bool pt_can_cast(pt_dtype from, pt_dtype to);
+
+/* --- binary, tensor op tensor --- */
+pt_status pt_binary(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_add(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_sub(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_mul(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_div(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_pow(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_maximum(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_minimum(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+/* a + alpha * b and a - alpha * b (PyTorch's alpha option) */
+pt_status pt_add_alpha(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, double alpha, pt_tensor **out);
+pt_status pt_sub_alpha(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, double alpha, pt_tensor **out);
+pt_status pt_eq(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_ne(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_lt(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_le(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_gt(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_ge(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_logical_and(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_logical_or(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+
+/* --- binary with a number: a op s, or s op a when reversed (2 - t, 2 / t, 2 ^ t) ---
+ * is_int says whether s is an integer (Lua integer): it decides the promotion. */
+pt_status pt_binary_scalar(pt_ctx *ctx, pt_binop op, pt_tensor *a, double s, bool is_int,
+                           bool reversed, pt_tensor **out);
+pt_status pt_add_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
+pt_status pt_sub_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
+pt_status pt_rsub_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out); /* s - a */
+pt_status pt_mul_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
+pt_status pt_div_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
+pt_status pt_rdiv_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out); /* s / a */
+pt_status pt_pow_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
+pt_status pt_rpow_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out); /* s ^ a */
+
+/* --- unary --- */
+pt_status pt_unary(pt_ctx *ctx, pt_unop op, pt_tensor *a, pt_tensor **out);
+pt_status pt_neg(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_abs(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_exp(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_log(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_sqrt(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_tanh(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_sigmoid(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_relu(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_gelu(pt_ctx *ctx, pt_tensor *a, pt_tensor **out); /* exact: x/2 (1 + erf(x/sqrt 2)) */
+pt_status pt_sin(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_cos(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_logical_not(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+
+/* --- selection --- */
+/* where(cond, a, b): a where cond is true, else b; cond must be bool; all three broadcast. */
+pt_status pt_where(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+/* t with value where mask (bool, broadcast to t's shape) is true; keeps t's dtype. */
+pt_status pt_masked_fill(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, double value, pt_tensor **out);
+/* clamp to [lo, hi]; has_lo / has_hi false leave that side open (at least one must be set). */
+pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi,
+                   pt_tensor **out);
+
+/* --- conversion with autograd (clone is pt_clone in ops_shape.h) --- */
+/* t itself (retained) when already of dtype dt; float <-> float conversions pass gradients. */
+pt_status pt_to_dtype(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out);
+
+/* --- in-place (self is modified; no new reference) --- */
+/* Fails with "<fname>: a leaf tensor ..." when self is a leaf requiring grad in grad mode. */
+pt_status pt_inplace_check(pt_ctx *ctx, const char *fname, const pt_tensor *self);
+pt_status pt_binary_(pt_ctx *ctx, pt_binop op, pt_tensor *self, pt_tensor *b);
+pt_status pt_binary_scalar_(pt_ctx *ctx, pt_binop op, pt_tensor *self, double s, bool is_int);
+pt_status pt_add_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b, double alpha);
+pt_status pt_sub_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b, double alpha);
+pt_status pt_mul_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b);
+pt_status pt_div_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b);
+pt_status pt_add_scalar_(pt_ctx *ctx, pt_tensor *self, double s);
+pt_status pt_mul_scalar_(pt_ctx *ctx, pt_tensor *self, double s);
+pt_status pt_unary_(pt_ctx *ctx, pt_unop op, pt_tensor *self);
+pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool has_hi, double hi);
+pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value);
+/* self <- src (broadcast, dtype converted); gradients flow to src. */
+pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src);
+
+#endif

@@ -1,0 +1,758 @@
+/* Reductions with autograd (see ops_reduce.h).
+ *
+ * Every op works on a contiguous copy of its input seen as (outer, n, inner): the reduced
+ * dimension has n elements at stride `inner`. A "lane" is one such run of n elements; lane `oi`
+ * produces output element `oi`. The common case (last dim, inner == 1) gets its own expansion of
+ * each loop with a constant unit stride so the compiler can vectorise it. Float32 and float64
+ * share one source through DISPATCH_FLOAT (the body is expanded once per type, with T bound). */
+#include "ops_reduce.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "autograd.h"
+
+#define DISPATCH_FLOAT(dt, ...)                                                                    \
+  do {                                                                                             \
+    if ((dt) == PT_FLOAT32) {                                                                      \
+      typedef float T;                                                                             \
+      __VA_ARGS__                                                                                  \
+    } else {                                                                                       \
+      typedef double T;                                                                            \
+      __VA_ARGS__                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+/* float32, float64 or int64 (integer inputs are converted to int64 first) */
+#define DISPATCH_ALL(dt, ...)                                                                      \
+  do {                                                                                             \
+    if ((dt) == PT_FLOAT32) {                                                                      \
+      typedef float T;                                                                             \
+      __VA_ARGS__                                                                                  \
+    } else if ((dt) == PT_FLOAT64) {                                                               \
+      typedef double T;                                                                            \
+      __VA_ARGS__                                                                                  \
+    } else {                                                                                       \
+      typedef int64_t T;                                                                           \
+      __VA_ARGS__                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+typedef struct geom {
+  int64_t outer, n, inner;
+} geom;
+
+static geom geom_of(const pt_tensor *t, int dim) {
+  geom g = {1, 1, 1};
+  if (dim == PT_DIM_ALL || t->ndim == 0) {
+    g.n = pt_tensor_numel(t);
+    return g;
+  }
+  for (int i = 0; i < dim; i++) g.outer *= t->shape[i];
+  g.n = t->shape[dim];
+  for (int i = dim + 1; i < t->ndim; i++) g.inner *= t->shape[i];
+  return g;
+}
+
+/* Runs BODY once per lane with `s` (stride inside the lane), `base` (offset of the lane's first
+ * element) and `oi` (the lane's number = output element). */
+#define FOR_LANES(g, ...)                                                                          \
+  do {                                                                                             \
+    if ((g).inner == 1) {                                                                          \
+      const int64_t s = 1;                                                                         \
+      for (int64_t oi = 0; oi < (g).outer; oi++) {                                                 \
+        const int64_t base = oi * (g).n;                                                           \
+        (void)base;                                                                                \
+        __VA_ARGS__                                                                                \
+      }                                                                                            \
+    } else {                                                                                       \
+      const int64_t s = (g).inner;                                                                 \
+      for (int64_t o_ = 0; o_ < (g).outer; o_++)                                                   \
+        for (int64_t j_ = 0; j_ < s; j_++) {                                                       \
+          const int64_t oi = o_ * s + j_, base = o_ * (g).n * s + j_;                              \
+          (void)oi;                                                                                \
+          __VA_ARGS__                                                                              \
+        }                                                                                          \
+    }                                                                                              \
+  } while (0)
+
+/* exp in the precision of T */
+#define EXP_T(x) (sizeof(T) == sizeof(float) ? (double)expf((float)(x)) : exp((double)(x)))
+
+/* --- unit-stride float32 kernels (the common case: the last dim of a float32 tensor) ---
+ * Written so the compiler vectorises them without -ffast-math: VW independent partial results
+ * per loop, folded at the end. Sums run in float over blocks of SUM_BLOCK elements and add the
+ * blocks in double, so long rows keep double-like accuracy. */
+#define VW 16
+#define SUM_BLOCK 4096
+
+static double sum_f32(const float *p, int64_t n) {
+  double total = 0;
+  int64_t i = 0;
+  while (i < n) {
+    int64_t end = n - i > SUM_BLOCK ? i + SUM_BLOCK : n;
+    float acc[VW] = {0};
+    for (; i + VW <= end; i += VW)
+      for (int j = 0; j < VW; j++) acc[j] += p[i + j];
+    for (; i < end; i++) acc[0] += p[i];
+    double b = 0;
+    for (int j = 0; j < VW; j++) b += acc[j];
+    total += b;
+  }
+  return total;
+}
+
+/* the maximum ignoring NaN (callers see NaN again through the exp of x - max); GCC vector
+ * extensions, since a float max loop does not vectorise without -ffinite-math-only */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static float max_f32(const float *p, int64_t n) {
+  v8f acc;
+  for (int j = 0; j < 8; j++) acc[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v8f v;
+    memcpy(&v, p + i, sizeof v);
+    v8i gt = v > acc;
+    acc = (v8f)(((v8i)v & gt) | ((v8i)acc & ~gt));
+  }
+  float m = -INFINITY;
+  for (int j = 0; j < 8; j++) m = acc[j] > m ? acc[j] : m;
+  for (; i < n; i++) m = p[i] > m ? p[i] : m;
+  return m;
+}
+
+/* expf within about 2 ulp (Cephes' polynomial), branch-free so loops vectorise. Results that
+ * would be denormal (inputs below -87.3) are flushed to 0; NaN stays NaN. */
+static inline float fast_expf(float x) {
+  float c = x < -87.33654f ? -87.33654f : x;
+  c = c > 88.37626f ? 88.37626f : c;
+  float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(c / ln 2) */
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, sizeof scale);
+  float e = x < -87.33654f ? 0.0f : y * scale;
+  return x != x ? x : e;
+}
+
+/* sum of exp(p[i] - m), storing each exp in q when q != NULL */
+static double sum_exp_f32(const float *restrict p, float m, float *restrict q, int64_t n) {
+  double total = 0;
+  int64_t i = 0;
+  while (i < n) {
+    int64_t end = n - i > SUM_BLOCK ? i + SUM_BLOCK : n;
+    float acc[VW] = {0};
+    if (q) {
+      for (; i + VW <= end; i += VW)
+        for (int j = 0; j < VW; j++) {
+          float e = fast_expf(p[i + j] - m);
+          q[i + j] = e;
+          acc[j] += e;
+        }
+      for (; i < end; i++) acc[0] += q[i] = fast_expf(p[i] - m);
+    } else {
+      for (; i + VW <= end; i += VW)
+        for (int j = 0; j < VW; j++) acc[j] += fast_expf(p[i + j] - m);
+      for (; i < end; i++) acc[0] += fast_expf(p[i] - m);
+    }
+    double b = 0;
+    for (int j = 0; j < VW; j++) b += acc[j];
+    total += b;
+  }
+  return total;
+}
+
+static void softmax_row_f32(const float *restrict p, float *restrict q, int64_t n, bool logsm) {
+  float m = max_f32(p, n);
+  if (logsm) {
+    float l = (float)log(sum_exp_f32(p, m, NULL, n));
+    for (int64_t i = 0; i < n; i++) q[i] = (p[i] - m) - l;
+  } else {
+    float inv = (float)(1.0 / sum_exp_f32(p, m, q, n));
+    for (int64_t i = 0; i < n; i++) q[i] *= inv;
+  }
+}
+
+static pt_status check_dim(pt_ctx *ctx, const char *fname, const pt_tensor *t, int dim) {
+  int n = t->ndim > 0 ? t->ndim : 1;
+  if (dim != PT_DIM_ALL && (dim < 0 || dim >= n))
+    return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                   dim < 0 ? dim : dim + 1, t->ndim);
+  return PT_OK;
+}
+
+static void reduced_shape(const pt_tensor *t, int dim, bool keepdim, int *ndim, int64_t *shape) {
+  int n = 0;
+  if (t->ndim == 0) {
+    *ndim = 0;
+    return;
+  }
+  for (int i = 0; i < t->ndim; i++) {
+    if (dim == PT_DIM_ALL || i == dim) {
+      if (keepdim) shape[n++] = 1;
+    } else {
+      shape[n++] = t->shape[i];
+    }
+  }
+  *ndim = n;
+}
+
+/* A contiguous version of t: floating dtypes kept, others converted to int64 when allowed. */
+static pt_status prepare(pt_ctx *ctx, const char *fname, pt_tensor *t, bool ints_ok, pt_tensor **x) {
+  if (pt_dtype_is_floating(t->dtype)) return pt_tensor_contiguous_raw(ctx, t, x);
+  if (!ints_ok)
+    return pt_fail(ctx, PT_EARG, "%s: expected a floating point tensor, got %s", fname,
+                   pt_dtype_name(t->dtype));
+  pt_tensor *c;
+  pt_status st = pt_tensor_to_dtype_raw(ctx, t, PT_INT64, &c);
+  if (st) return st;
+  st = pt_tensor_contiguous_raw(ctx, c, x);
+  pt_tensor_release(c);
+  return st;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Plain reductions: sum, mean, prod, var, std, norm, logsumexp                                */
+
+typedef enum rkind { R_SUM, R_MEAN, R_PROD, R_VAR, R_STD, R_NORM, R_LSE } rkind;
+
+static const char *const rnames[] = {"sum", "mean", "prod", "var", "std", "norm", "logsumexp"};
+static const char *const rnodes[] = {"SumBackward",  "MeanBackward", "ProdBackward",
+                                     "VarBackward",  "StdBackward",  "NormBackward",
+                                     "LogsumexpBackward"};
+
+static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin);
+
+/* The value of one lane in double. `param` is ddof for var/std and p for norm. */
+#define LANE_VALUE(kind, p, n, s, param, r)                                                        \
+  do {                                                                                             \
+    switch (kind) {                                                                                \
+    case R_SUM:                                                                                    \
+    case R_MEAN: {                                                                                 \
+      double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                       \
+      int64_t i = 0;                                                                               \
+      for (; i + 4 <= (n); i += 4) {                                                               \
+        a0 += (double)(p)[i * s];                                                                  \
+        a1 += (double)(p)[(i + 1) * s];                                                            \
+        a2 += (double)(p)[(i + 2) * s];                                                            \
+        a3 += (double)(p)[(i + 3) * s];                                                            \
+      }                                                                                            \
+      for (; i < (n); i++) a0 += (double)(p)[i * s];                                               \
+      r = (a0 + a1) + (a2 + a3);                                                                   \
+      if ((kind) == R_MEAN) r /= (double)(n);                                                      \
+      break;                                                                                       \
+    }                                                                                              \
+    case R_PROD: {                                                                                 \
+      double a = 1;                                                                                \
+      for (int64_t i = 0; i < (n); i++) a *= (double)(p)[i * s];                                   \
+      r = a;                                                                                       \
+      break;                                                                                       \
+    }                                                                                              \
+    case R_VAR:                                                                                    \
+    case R_STD: {                                                                                  \
+      double m = 0, ss = 0;                                                                        \
+      for (int64_t i = 0; i < (n); i++) m += (double)(p)[i * s];                                   \
+      m /= (double)(n);                                                                            \
+      for (int64_t i = 0; i < (n); i++) {                                                          \
+        double d = (double)(p)[i * s] - m;                                                         \
+        ss += d * d;                                                                               \
+      }                                                                                            \
+      double den = (double)(n) - (param);                                                          \
+      r = den > 0 ? ss / den : NAN;                                                                \
+      if ((kind) == R_STD) r = sqrt(r);                                                            \
+      break;                                                                                       \
+    }                                                                                              \
+    case R_NORM: {                                                                                 \
+      double pp = (param), a = 0;                                                                  \
+      if (pp == INFINITY) {                                                                        \
+        for (int64_t i = 0; i < (n); i++) {                                                        \
+          double v = fabs((double)(p)[i * s]);                                                     \
+          if (v > a || isnan(v)) a = v;                                                            \
+        }                                                                                          \
+      } else if (pp == -INFINITY) {                                                                \
+        a = INFINITY;                                                                              \
+        for (int64_t i = 0; i < (n); i++) {                                                        \
+          double v = fabs((double)(p)[i * s]);                                                     \
+          if (v < a || isnan(v)) a = v;                                                            \
+        }                                                                                          \
+      } else if (pp == 0) {                                                                        \
+        for (int64_t i = 0; i < (n); i++) a += (p)[i * s] != 0;                                    \
+      } else if (pp == 1) {                                                                        \
+        for (int64_t i = 0; i < (n); i++) a += fabs((double)(p)[i * s]);                           \
+      } else if (pp == 2) {                                                                        \
+        for (int64_t i = 0; i < (n); i++) a += (double)(p)[i * s] * (double)(p)[i * s];            \
+        a = sqrt(a);                                                                               \
+      } else {                                                                                     \
+        for (int64_t i = 0; i < (n); i++) a += pow(fabs((double)(p)[i * s]), pp);                  \
+        a = pow(a, 1.0 / pp);                                                                      \
+      }                                                                                            \
+      r = a;                                                                                       \
+      break;                                                                                       \
+    }                                                                                              \
+    case R_LSE: {                                                                                  \
+      double m = -INFINITY;                                                                        \
+      for (int64_t i = 0; i < (n); i++) {                                                          \
+        double v = (double)(p)[i * s];                                                             \
+        if (v > m || isnan(v)) m = v;                                                              \
+      }                                                                                            \
+      if (isinf(m) || isnan(m)) {                                                                  \
+        r = m;                                                                                     \
+      } else {                                                                                     \
+        double e = 0;                                                                              \
+        for (int64_t i = 0; i < (n); i++) e += EXP_T((double)(p)[i * s] - m);                      \
+        r = m + log(e);                                                                            \
+      }                                                                                            \
+      break;                                                                                       \
+    }                                                                                              \
+    }                                                                                              \
+  } while (0)
+
+static pt_status reduce_op(pt_ctx *ctx, rkind kind, pt_tensor *t, int dim, bool keepdim,
+                           double param, pt_tensor **out) {
+  const char *fname = rnames[kind];
+  pt_status st = check_dim(ctx, fname, t, dim);
+  if (st) return st;
+  pt_tensor *x = NULL, *o = NULL;
+  if ((st = prepare(ctx, fname, t, kind == R_SUM || kind == R_PROD, &x))) return st;
+  int ondim;
+  int64_t oshape[PT_MAX_DIMS];
+  reduced_shape(t, dim, keepdim, &ondim, oshape);
+  if ((st = pt_tensor_empty(ctx, x->dtype, ondim, oshape, &o))) goto fail;
+  geom g = geom_of(x, dim);
+  if (x->dtype == PT_INT64) { /* wraps around on overflow, as two's complement */
+    const int64_t *xp = pt_tensor_data(x);
+    int64_t *op = pt_tensor_data(o);
+    FOR_LANES(g, {
+      uint64_t a = kind == R_PROD ? 1 : 0;
+      if (kind == R_PROD)
+        for (int64_t i = 0; i < g.n; i++) a *= (uint64_t)xp[base + i * s];
+      else
+        for (int64_t i = 0; i < g.n; i++) a += (uint64_t)xp[base + i * s];
+      op[oi] = (int64_t)a;
+    });
+  } else if ((kind == R_SUM || kind == R_MEAN) && g.inner == 1 && x->dtype == PT_FLOAT32) {
+    const float *xp = pt_tensor_data(x);
+    float *op = pt_tensor_data(o);
+    for (int64_t oi = 0; oi < g.outer; oi++) {
+      double r = sum_f32(xp + oi * g.n, g.n);
+      op[oi] = (float)(kind == R_MEAN ? r / (double)g.n : r);
+    }
+  } else if ((kind == R_SUM || kind == R_MEAN) && g.inner > 1) {
+    /* a leading or middle dim: add whole rows (unit stride) into double accumulators */
+    double *acc = pt_alloc(ctx, (size_t)g.inner * sizeof(double));
+    if (!acc) {
+      st = PT_ENOMEM;
+      goto fail;
+    }
+    double scale = kind == R_MEAN ? 1.0 / (double)g.n : 1.0;
+    DISPATCH_FLOAT(x->dtype, {
+      const T *xp = pt_tensor_data(x);
+      T *op = pt_tensor_data(o);
+      for (int64_t oo = 0; oo < g.outer; oo++) {
+        memset(acc, 0, (size_t)g.inner * sizeof(double));
+        for (int64_t i = 0; i < g.n; i++) {
+          const T *row = xp + (oo * g.n + i) * g.inner;
+          for (int64_t j = 0; j < g.inner; j++) acc[j] += (double)row[j];
+        }
+        for (int64_t j = 0; j < g.inner; j++) op[oo * g.inner + j] = (T)(acc[j] * scale);
+      }
+    });
+    pt_free(acc);
+  } else {
+    DISPATCH_FLOAT(x->dtype, {
+      const T *xp = pt_tensor_data(x);
+      T *op = pt_tensor_data(o);
+      FOR_LANES(g, {
+        const T *p = xp + base;
+        double r = 0;
+        LANE_VALUE(kind, p, g.n, s, param, r);
+        op[oi] = (T)r;
+      });
+    });
+  }
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, o, rnodes[kind], reduce_backward, 1, &t, &node))) goto fail;
+  if (node) {
+    node->saved[0] = pt_tensor_retain(x);
+    node->ints[0] = dim;
+    node->ints[1] = keepdim;
+    node->ints[2] = kind;
+    node->n_ints = 3;
+    node->scalars[0] = param;
+  }
+  pt_tensor_release(x);
+  *out = o;
+  return PT_OK;
+fail:
+  pt_tensor_release(x);
+  pt_tensor_release(o);
+  return st;
+}
+
+static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  pt_tensor *in = node->inputs[0], *x = node->saved[0];
+  int dim = (int)node->ints[0];
+  rkind kind = (rkind)node->ints[2];
+  double param = node->scalars[0];
+  geom gm = geom_of(x, dim);
+  pt_tensor *gc = NULL, *gi = NULL, *r = NULL, *m = NULL;
+  pt_status st;
+  if ((st = pt_tensor_to_dtype_raw(ctx, g, x->dtype, &r))) return st;
+  st = pt_tensor_contiguous_raw(ctx, r, &gc);
+  pt_tensor_release(r);
+  r = NULL;
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, in->ndim, in->shape, &gi))) goto done;
+  /* per-lane statistics the gradient needs (grad mode is off here, so no graph) */
+  if (kind == R_VAR || kind == R_STD) {
+    if ((st = pt_mean(ctx, x, dim, true, &m))) goto done;
+    if (kind == R_STD && (st = pt_std(ctx, x, dim, param != 0, true, &r))) goto done;
+  } else if (kind == R_NORM) {
+    if ((st = pt_norm(ctx, x, param, dim, true, &r))) goto done;
+  } else if (kind == R_LSE) {
+    if ((st = pt_logsumexp(ctx, x, dim, true, &r))) goto done;
+  }
+  DISPATCH_FLOAT(x->dtype, {
+    const T *xp = pt_tensor_data(x), *gp = pt_tensor_data(gc);
+    const T *mp = m ? (const T *)pt_tensor_data(m) : NULL;
+    const T *rp = r ? (const T *)pt_tensor_data(r) : NULL;
+    T *ip = pt_tensor_data(gi);
+    const int64_t n = gm.n;
+    FOR_LANES(gm, {
+      const T *p = xp + base;
+      T *q = ip + base;
+      const double go = gp[oi];
+      switch (kind) {
+      case R_SUM:
+      case R_MEAN: {
+        T v = (T)(kind == R_MEAN ? go / (double)n : go);
+        for (int64_t i = 0; i < n; i++) q[i * s] = v;
+        break;
+      }
+      case R_PROD: { /* product of the others: prefix * suffix, exact with zeros */
+        double acc = 1;
+        for (int64_t i = 0; i < n; i++) {
+          q[i * s] = (T)acc;
+          acc *= (double)p[i * s];
+        }
+        acc = 1;
+        for (int64_t i = n - 1; i >= 0; i--) {
+          q[i * s] = (T)((double)q[i * s] * acc * go);
+          acc *= (double)p[i * s];
+        }
+        break;
+      }
+      case R_VAR:
+      case R_STD: {
+        double den = (double)n - param, mean = mp[oi];
+        double f = kind == R_VAR ? 2.0 * go / den : (rp[oi] > 0 ? go / (den * rp[oi]) : 0.0);
+        for (int64_t i = 0; i < n; i++) q[i * s] = (T)(f * ((double)p[i * s] - mean));
+        break;
+      }
+      case R_NORM: {
+        double nv = rp[oi];
+        if (param == INFINITY || param == -INFINITY) { /* shared between tied elements */
+          int64_t ties = 0;
+          for (int64_t i = 0; i < n; i++) ties += fabs((double)p[i * s]) == nv;
+          for (int64_t i = 0; i < n; i++) {
+            double v = (double)p[i * s];
+            q[i * s] = (T)(fabs(v) == nv ? go * ((v > 0) - (v < 0)) / (double)ties : 0.0);
+          }
+        } else if (param == 0) {
+          for (int64_t i = 0; i < n; i++) q[i * s] = 0;
+        } else if (param == 1) {
+          for (int64_t i = 0; i < n; i++) {
+            double v = (double)p[i * s];
+            q[i * s] = (T)(go * ((v > 0) - (v < 0)));
+          }
+        } else if (param == 2) {
+          double f = nv > 0 ? go / nv : 0.0;
+          for (int64_t i = 0; i < n; i++) q[i * s] = (T)(f * (double)p[i * s]);
+        } else {
+          double f = nv > 0 ? go / pow(nv, param - 1) : 0.0;
+          for (int64_t i = 0; i < n; i++) {
+            double v = (double)p[i * s];
+            q[i * s] = (T)(f * ((v > 0) - (v < 0)) * pow(fabs(v), param - 1));
+          }
+        }
+        break;
+      }
+      case R_LSE: {
+        double l = rp[oi];
+        for (int64_t i = 0; i < n; i++)
+          q[i * s] = (T)(l == -INFINITY ? 0.0 : go * EXP_T((double)p[i * s] - l));
+        break;
+      }
+      }
+    });
+  });
+done:
+  pt_tensor_release(gc);
+  pt_tensor_release(m);
+  pt_tensor_release(r);
+  if (st) {
+    pt_tensor_release(gi);
+    return st;
+  }
+  gin[0] = gi;
+  return PT_OK;
+}
+
+pt_status pt_sum(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_SUM, t, dim, keepdim, 0, out);
+}
+pt_status pt_mean(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_MEAN, t, dim, keepdim, 0, out);
+}
+pt_status pt_prod(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_PROD, t, dim, keepdim, 0, out);
+}
+pt_status pt_var(pt_ctx *ctx, pt_tensor *t, int dim, bool unbiased, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_VAR, t, dim, keepdim, unbiased ? 1 : 0, out);
+}
+pt_status pt_std(pt_ctx *ctx, pt_tensor *t, int dim, bool unbiased, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_STD, t, dim, keepdim, unbiased ? 1 : 0, out);
+}
+pt_status pt_norm(pt_ctx *ctx, pt_tensor *t, double p, int dim, bool keepdim, pt_tensor **out) {
+  if (isnan(p) || (p < 0 && p != -INFINITY))
+    return pt_fail(ctx, PT_EARG, "norm: p must be positive, 0, math.huge or -math.huge (got %g)", p);
+  return reduce_op(ctx, R_NORM, t, dim, keepdim, p, out);
+}
+pt_status pt_logsumexp(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_LSE, t, dim, keepdim, 0, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* max, min, argmax, argmin                                                                    */
+
+static pt_status minmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  pt_tensor *in = node->inputs[0], *idx = node->saved[0], *gc = NULL, *gi = NULL, *tmp;
+  geom gm = geom_of(in, (int)node->ints[0]);
+  pt_status st = pt_tensor_to_dtype_raw(ctx, g, in->dtype, &tmp);
+  if (st) return st;
+  st = pt_tensor_contiguous_raw(ctx, tmp, &gc);
+  pt_tensor_release(tmp);
+  if (st) return st;
+  if ((st = pt_tensor_zeros(ctx, in->dtype, in->ndim, in->shape, &gi))) {
+    pt_tensor_release(gc);
+    return st;
+  }
+  const int64_t *ixp = pt_tensor_data(idx);
+  DISPATCH_FLOAT(in->dtype, {
+    const T *gp = pt_tensor_data(gc);
+    T *ip = pt_tensor_data(gi);
+    FOR_LANES(gm, { ip[base + ixp[oi] * s] = gp[oi]; });
+  });
+  pt_tensor_release(gc);
+  gin[0] = gi;
+  return PT_OK;
+}
+
+static pt_status minmax(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, bool keepdim,
+                        bool is_min, pt_tensor **values, pt_tensor **indices) {
+  pt_status st = check_dim(ctx, fname, t, dim);
+  if (st) return st;
+  geom g = geom_of(t, dim);
+  if (g.n == 0) {
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_EARG, "%s: cannot reduce over an empty %s (shape %s)", fname,
+                   dim == PT_DIM_ALL ? "tensor" : "dimension",
+                   pt_shape_format(t->ndim, t->shape, b, sizeof b));
+  }
+  pt_tensor *x = NULL, *v = NULL, *ix = NULL;
+  if ((st = prepare(ctx, fname, t, true, &x))) return st;
+  int ondim;
+  int64_t oshape[PT_MAX_DIMS];
+  reduced_shape(t, dim, keepdim, &ondim, oshape);
+  if ((st = pt_tensor_empty(ctx, PT_INT64, ondim, oshape, &ix))) goto fail;
+  if (values && (st = pt_tensor_empty(ctx, x->dtype, ondim, oshape, &v))) goto fail;
+  int64_t *ixp = pt_tensor_data(ix);
+  DISPATCH_ALL(x->dtype, {
+    const T *xp = pt_tensor_data(x);
+    T *vp = v ? (T *)pt_tensor_data(v) : NULL;
+    FOR_LANES(g, {
+      const T *p = xp + base;
+      T b = p[0];
+      int64_t bi = 0;
+      if (b == b) /* a NaN wins: the first one is the result */
+        for (int64_t i = 1; i < g.n; i++) {
+          T e = p[i * s];
+          if (is_min ? e < b : e > b) {
+            b = e;
+            bi = i;
+          } else if (e != e) {
+            b = e;
+            bi = i;
+            break;
+          }
+        }
+      ixp[oi] = bi;
+      if (vp) vp[oi] = b;
+    });
+  });
+  if (v && v->dtype != t->dtype) { /* integer inputs: values in the input's dtype */
+    pt_tensor *c;
+    if ((st = pt_tensor_to_dtype_raw(ctx, v, t->dtype, &c))) goto fail;
+    pt_tensor_release(v);
+    v = c;
+  }
+  if (v) {
+    pt_node *node;
+    if ((st = pt_autograd_record(ctx, v, is_min ? "MinBackward" : "MaxBackward", minmax_backward,
+                                 1, &t, &node)))
+      goto fail;
+    if (node) {
+      node->saved[0] = pt_tensor_retain(ix);
+      node->ints[0] = dim;
+      node->n_ints = 1;
+    }
+    *values = v;
+  }
+  if (indices)
+    *indices = ix;
+  else
+    pt_tensor_release(ix);
+  pt_tensor_release(x);
+  return PT_OK;
+fail:
+  pt_tensor_release(x);
+  pt_tensor_release(v);
+  pt_tensor_release(ix);
+  return st;
+}
+
+pt_status pt_max(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **values,
+                 pt_tensor **indices) {
+  return minmax(ctx, "max", t, dim, keepdim, false, values, indices);
+}
+pt_status pt_min(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **values,
+                 pt_tensor **indices) {
+  return minmax(ctx, "min", t, dim, keepdim, true, values, indices);
+}
+pt_status pt_argmax(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return minmax(ctx, "argmax", t, dim, keepdim, false, NULL, out);
+}
+pt_status pt_argmin(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return minmax(ctx, "argmin", t, dim, keepdim, true, NULL, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* softmax, log_softmax                                                                        */
+
+static pt_status softmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  pt_tensor *y = node->saved[0], *gc = NULL, *gi = NULL, *tmp;
+  bool logsm = node->ints[1];
+  geom gm = geom_of(y, (int)node->ints[0]);
+  pt_status st = pt_tensor_to_dtype_raw(ctx, g, y->dtype, &tmp);
+  if (st) return st;
+  st = pt_tensor_contiguous_raw(ctx, tmp, &gc);
+  pt_tensor_release(tmp);
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, y->dtype, y->ndim, y->shape, &gi))) {
+    pt_tensor_release(gc);
+    return st;
+  }
+  DISPATCH_FLOAT(y->dtype, {
+    const T *yp = pt_tensor_data(y), *gp = pt_tensor_data(gc);
+    T *ip = pt_tensor_data(gi);
+    const int64_t n = gm.n;
+    FOR_LANES(gm, {
+      const T *yl = yp + base, *gl = gp + base;
+      T *q = ip + base;
+      double acc = 0;
+      if (logsm) { /* g - softmax * sum(g) */
+        for (int64_t i = 0; i < n; i++) acc += (double)gl[i * s];
+        for (int64_t i = 0; i < n; i++)
+          q[i * s] = (T)((double)gl[i * s] - EXP_T(yl[i * s]) * acc);
+      } else { /* y * (g - sum(g * y)) */
+        for (int64_t i = 0; i < n; i++) acc += (double)gl[i * s] * (double)yl[i * s];
+        for (int64_t i = 0; i < n; i++) q[i * s] = (T)((double)yl[i * s] * ((double)gl[i * s] - acc));
+      }
+    });
+  });
+  pt_tensor_release(gc);
+  gin[0] = gi;
+  return PT_OK;
+}
+
+static pt_status softmax_op(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, bool logsm,
+                            pt_tensor **out) {
+  int nd = t->ndim > 0 ? t->ndim : 1;
+  if (dim < -nd || dim >= nd)
+    return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                   dim < 0 ? dim : dim + 1, t->ndim);
+  if (dim < 0) dim += nd;
+  pt_tensor *x = NULL, *y = NULL;
+  pt_status st = prepare(ctx, fname, t, false, &x);
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &y))) goto fail;
+  geom g = geom_of(x, dim);
+  if (x->dtype == PT_FLOAT32 && g.inner == 1) {
+    const float *xp = pt_tensor_data(x);
+    float *yp = pt_tensor_data(y);
+    for (int64_t oi = 0; oi < g.outer; oi++) softmax_row_f32(xp + oi * g.n, yp + oi * g.n, g.n, logsm);
+  } else DISPATCH_FLOAT(x->dtype, {
+    const T *xp = pt_tensor_data(x);
+    T *yp = pt_tensor_data(y);
+    const int64_t n = g.n;
+    FOR_LANES(g, {
+      const T *p = xp + base;
+      T *q = yp + base;
+      T m = -INFINITY;
+      for (int64_t i = 0; i < n; i++)
+        if (p[i * s] > m || p[i * s] != p[i * s]) m = p[i * s];
+      double sum = 0;
+      if (logsm) {
+        for (int64_t i = 0; i < n; i++) sum += EXP_T(p[i * s] - m);
+        T l = (T)log(sum); /* (x - m) first: exact, then the small log term */
+        for (int64_t i = 0; i < n; i++) q[i * s] = (p[i * s] - m) - l;
+      } else {
+        for (int64_t i = 0; i < n; i++) {
+          T e = (T)EXP_T(p[i * s] - m);
+          q[i * s] = e;
+          sum += e;
+        }
+        T inv = (T)(1.0 / sum);
+        for (int64_t i = 0; i < n; i++) q[i * s] *= inv;
+      }
+    });
+  });
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, logsm ? "LogSoftmaxBackward" : "SoftmaxBackward",
+                               softmax_backward, 1, &t, &node)))
+    goto fail;
+  if (node) {
+    /* the output without its grad_fn (saving y itself would make a cycle) */
+    if ((st = pt_detach(ctx, y, &node->saved[0]))) goto fail;
+    node->ints[0] = dim;
+    node->ints[1] = logsm;
+    node->n_ints = 2;
+  }
+  pt_tensor_release(x);
+  *out = y;
+  return PT_OK;
+fail:
+  pt_tensor_release(x);
+  pt_tensor_release(y);
+  return st;
+}
+
+pt_status pt_softmax(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out) {
+  return softmax_op(ctx, "softmax", t, dim, false, out);
+}
+pt_status pt_log_softmax(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out) {
+  return softmax_op(ctx, "log_softmax", t, dim, true, out);
+}

@@ -1,0 +1,573 @@
+/* Views with autograd (view/reshape, transpose, permute, narrow, select, squeeze, unsqueeze,
+ * expand, flatten, contiguous, clone, repeat) and joining/splitting (cat, stack, split, chunk).
+ * The raw views live in tensor.c; this file adds the checks PyTorch users expect and the
+ * backward functions. */
+#include "ops_shape.h"
+
+#include <string.h>
+
+/* --- small helpers --- */
+
+static void save_shape(pt_node *node, int at, const pt_tensor *t) {
+  for (int i = 0; i < t->ndim; i++) node->ints[at + i] = t->shape[i];
+  node->n_ints = at + t->ndim;
+}
+
+/* Record a one-input node on *out; on failure *out is released and cleared. */
+static pt_status record1(pt_ctx *ctx, pt_tensor *in, pt_tensor **out, const char *name,
+                         pt_backward_fn fn, pt_node **node) {
+  pt_status st = pt_autograd_record(ctx, *out, name, fn, 1, &in, node);
+  if (st) {
+    pt_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+static pt_status check_dim(pt_ctx *ctx, const char *fname, const pt_tensor *t, int dim) {
+  if (dim < 0 || dim >= t->ndim)
+    return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                   dim + 1, t->ndim);
+  return PT_OK;
+}
+
+/* --- view / reshape --- */
+
+/* grad reshaped to the input's shape (ints hold it) */
+static pt_status reshape_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  return pt_reshape(ctx, g, node->n_ints, node->ints, &gin[0]);
+}
+
+bool pt_view_strides(int ndim, const int64_t *shape, const int64_t *stride, int new_ndim,
+                     const int64_t *new_shape, int64_t *new_stride) {
+  int64_t numel = pt_shape_numel(ndim, shape);
+  if (numel == 0 || ndim == 0) {
+    pt_contiguous_strides(new_ndim, new_shape, new_stride);
+    return true;
+  }
+  /* PyTorch's computeStride: each run of old dims that is contiguous in memory ("chunk") must
+   * be covered by a run of new dims with exactly the same number of elements. */
+  int view_d = new_ndim - 1;
+  int64_t chunk_base_stride = stride[ndim - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int tensor_d = ndim - 1; tensor_d >= 0; tensor_d--) {
+    tensor_numel *= shape[tensor_d];
+    if (tensor_d == 0 ||
+        (shape[tensor_d - 1] != 1 && stride[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+        new_stride[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_shape[view_d];
+        view_d--;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (tensor_d > 0) {
+        chunk_base_stride = stride[tensor_d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+static pt_status check_ndim(pt_ctx *ctx, const char *fname, int ndim) {
+  if (ndim < 0 || ndim > PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "%s: tensors have at most %d dimensions, got %d", fname,
+                   PT_MAX_DIMS, ndim);
+  return PT_OK;
+}
+
+static pt_status record_reshape(pt_ctx *ctx, pt_tensor *t, pt_tensor **out, const char *name) {
+  pt_node *node;
+  pt_status st = record1(ctx, t, out, name, reshape_backward, &node);
+  if (!st && node) save_shape(node, 0, t);
+  return st;
+}
+
+pt_status pt_view(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
+  int64_t s[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  pt_status st = check_ndim(ctx, "view", ndim);
+  if (st) return st;
+  if (ndim) memcpy(s, shape, (size_t)ndim * sizeof(int64_t));
+  if ((st = pt_infer_shape(ctx, "view", pt_tensor_numel(t), ndim, s))) return st;
+  if (!pt_view_strides(t->ndim, t->shape, t->stride, ndim, s, stride)) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX], c[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE,
+                   "view: cannot view a tensor of shape %s and strides %s as shape %s without a "
+                   "copy (use reshape or contiguous())",
+                   pt_shape_format(t->ndim, t->shape, a, sizeof a),
+                   pt_shape_format(t->ndim, t->stride, b, sizeof b),
+                   pt_shape_format(ndim, s, c, sizeof c));
+  }
+  if ((st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, ndim, s, stride, out)))
+    return st;
+  return record_reshape(ctx, t, out, "ViewBackward");
+}
+
+pt_status pt_reshape(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
+  int64_t s[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  pt_status st = check_ndim(ctx, "reshape", ndim);
+  if (st) return st;
+  if (ndim) memcpy(s, shape, (size_t)ndim * sizeof(int64_t));
+  if ((st = pt_infer_shape(ctx, "reshape", pt_tensor_numel(t), ndim, s))) return st;
+  if (pt_view_strides(t->ndim, t->shape, t->stride, ndim, s, stride)) {
+    st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, ndim, s, stride, out);
+  } else {
+    pt_tensor *c;
+    if ((st = pt_tensor_clone_raw(ctx, t, &c))) return st;
+    pt_contiguous_strides(ndim, s, stride);
+    st = pt_tensor_from_storage(ctx, c->storage, c->dtype, 0, ndim, s, stride, out);
+    pt_tensor_release(c);
+  }
+  if (st) return st;
+  return record_reshape(ctx, t, out, "ReshapeBackward");
+}
+
+/* --- transpose / permute --- */
+
+static pt_status transpose_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  return pt_transpose_raw(ctx, g, (int)node->ints[0], (int)node->ints[1], &gin[0]);
+}
+
+pt_status pt_transpose(pt_ctx *ctx, pt_tensor *t, int d0, int d1, pt_tensor **out) {
+  pt_status st = pt_transpose_raw(ctx, t, d0, d1, out);
+  if (st) return st;
+  pt_node *node;
+  if ((st = record1(ctx, t, out, "TransposeBackward", transpose_backward, &node))) return st;
+  if (node) {
+    node->ints[0] = d0;
+    node->ints[1] = d1;
+    node->n_ints = 2;
+  }
+  return PT_OK;
+}
+
+pt_status pt_t(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
+  if (t->ndim > 2)
+    return pt_fail(ctx, PT_EARG, "t: expects a tensor with at most 2 dimensions, got %d (use transpose)",
+                   t->ndim);
+  if (t->ndim < 2) {
+    *out = pt_tensor_retain(t);
+    return PT_OK;
+  }
+  return pt_transpose(ctx, t, 0, 1, out);
+}
+
+static pt_status permute_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int inv[PT_MAX_DIMS];
+  for (int i = 0; i < node->n_ints; i++) inv[node->ints[i]] = i;
+  return pt_permute_raw(ctx, g, inv, &gin[0]);
+}
+
+pt_status pt_permute(pt_ctx *ctx, pt_tensor *t, const int *perm, pt_tensor **out) {
+  pt_status st = pt_permute_raw(ctx, t, perm, out);
+  if (st) return st;
+  pt_node *node;
+  if ((st = record1(ctx, t, out, "PermuteBackward", permute_backward, &node))) return st;
+  if (node) {
+    for (int i = 0; i < t->ndim; i++) node->ints[i] = perm[i];
+    node->n_ints = t->ndim;
+  }
+  return PT_OK;
+}
+
+/* --- narrow / select: backward writes grad into a zero tensor of the input's shape --- */
+
+static pt_status narrow_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int dim = (int)node->ints[0];
+  pt_tensor *z, *v;
+  pt_status st = pt_tensor_zeros(ctx, g->dtype, node->n_ints - 3, node->ints + 3, &z);
+  if (st) return st;
+  if (node->ints[2] == -1) /* select */
+    st = pt_select_raw(ctx, z, dim, node->ints[1], &v);
+  else
+    st = pt_narrow_raw(ctx, z, dim, node->ints[1], node->ints[2], &v);
+  if (!st) {
+    st = pt_tensor_copy_into(ctx, v, g);
+    pt_tensor_release(v);
+  }
+  if (st) {
+    pt_tensor_release(z);
+    return st;
+  }
+  gin[0] = z;
+  return PT_OK;
+}
+
+pt_status pt_narrow(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t length,
+                    pt_tensor **out) {
+  pt_status st = pt_narrow_raw(ctx, t, dim, start, length, out);
+  if (st) return st;
+  pt_node *node;
+  if ((st = record1(ctx, t, out, "NarrowBackward", narrow_backward, &node))) return st;
+  if (node) {
+    node->ints[0] = dim;
+    node->ints[1] = start;
+    node->ints[2] = length;
+    save_shape(node, 3, t);
+  }
+  return PT_OK;
+}
+
+pt_status pt_select(pt_ctx *ctx, pt_tensor *t, int dim, int64_t index, pt_tensor **out) {
+  pt_status st = pt_select_raw(ctx, t, dim, index, out);
+  if (st) return st;
+  pt_node *node;
+  if ((st = record1(ctx, t, out, "SelectBackward", narrow_backward, &node))) return st;
+  if (node) {
+    node->ints[0] = dim;
+    node->ints[1] = index;
+    node->ints[2] = -1;
+    save_shape(node, 3, t);
+  }
+  return PT_OK;
+}
+
+/* --- squeeze / unsqueeze / flatten: reshapes --- */
+
+pt_status pt_squeeze(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out) {
+  pt_status st;
+  if (t->ndim == 0 && dim <= 0)
+    st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, 0, NULL, NULL, out);
+  else
+    st = pt_squeeze_raw(ctx, t, dim, out);
+  if (st) return st;
+  return record_reshape(ctx, t, out, "SqueezeBackward");
+}
+
+pt_status pt_unsqueeze(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out) {
+  pt_status st = pt_unsqueeze_raw(ctx, t, dim, out);
+  if (st) return st;
+  return record_reshape(ctx, t, out, "UnsqueezeBackward");
+}
+
+pt_status pt_flatten(pt_ctx *ctx, pt_tensor *t, int start, int end, pt_tensor **out) {
+  if (t->ndim == 0) {
+    int64_t one = 1;
+    return pt_reshape(ctx, t, 1, &one, out);
+  }
+  pt_status st;
+  if ((st = check_dim(ctx, "flatten", t, start)) || (st = check_dim(ctx, "flatten", t, end)))
+    return st;
+  if (start > end)
+    return pt_fail(ctx, PT_EARG, "flatten: start_dim %d must not come after end_dim %d", start + 1,
+                   end + 1);
+  int64_t s[PT_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < start; i++) s[n++] = t->shape[i];
+  int64_t m = 1;
+  for (int i = start; i <= end; i++) m *= t->shape[i];
+  s[n++] = m;
+  for (int i = end + 1; i < t->ndim; i++) s[n++] = t->shape[i];
+  return pt_reshape(ctx, t, n, s, out);
+}
+
+/* --- expand --- */
+
+static pt_status expand_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  return pt_sum_to_shape(ctx, g, node->n_ints, node->ints, &gin[0]);
+}
+
+pt_status pt_expand(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
+  pt_status st = pt_expand_raw(ctx, t, ndim, shape, out);
+  if (st) return st;
+  pt_node *node;
+  if ((st = record1(ctx, t, out, "ExpandBackward", expand_backward, &node))) return st;
+  if (node) save_shape(node, 0, t);
+  return PT_OK;
+}
+
+/* --- contiguous / clone --- */
+
+static pt_status identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  gin[0] = pt_tensor_retain(g);
+  return PT_OK;
+}
+
+pt_status pt_clone(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
+  pt_status st = pt_tensor_clone_raw(ctx, t, out);
+  if (st) return st;
+  pt_node *node;
+  return record1(ctx, t, out, "CloneBackward", identity_backward, &node);
+}
+
+pt_status pt_contiguous(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
+  if (pt_tensor_is_contiguous(t)) {
+    *out = pt_tensor_retain(t);
+    return PT_OK;
+  }
+  return pt_clone(ctx, t, out);
+}
+
+/* --- repeat --- */
+
+/* grad_in[src position] += grad over every tile */
+static pt_status repeat_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *in = node->inputs[0], *z;
+  int nd = g->ndim, lead = nd - in->ndim;
+  pt_status st = pt_tensor_zeros(ctx, g->dtype, in->ndim, in->shape, &z);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(g), coord[PT_MAX_DIMS] = {0}, zstride[PT_MAX_DIMS];
+  pt_contiguous_strides(in->ndim, in->shape, zstride);
+  char *zp = z->storage->data;
+  size_t es = pt_dtype_size(z->dtype);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t goff = g->offset, zoff = 0;
+    for (int d = 0; d < nd; d++) {
+      goff += coord[d] * g->stride[d];
+      if (d >= lead) zoff += (coord[d] % in->shape[d - lead]) * zstride[d - lead];
+    }
+    char *zq = zp + zoff * (int64_t)es;
+    double gv = pt_read_as_double((char *)g->storage->data + goff * (int64_t)pt_dtype_size(g->dtype),
+                                  g->dtype);
+    pt_write_from_double(zq, z->dtype, pt_read_as_double(zq, z->dtype) + gv);
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++coord[d] < g->shape[d]) break;
+      coord[d] = 0;
+    }
+  }
+  gin[0] = z;
+  return PT_OK;
+}
+
+pt_status pt_repeat(pt_ctx *ctx, pt_tensor *t, int nreps, const int64_t *reps, pt_tensor **out) {
+  if (nreps < t->ndim)
+    return pt_fail(ctx, PT_EARG,
+                   "repeat_tensor: number of repeat counts (%d) cannot be smaller than the number of "
+                   "dimensions of the tensor (%d)",
+                   nreps, t->ndim);
+  pt_status st = check_ndim(ctx, "repeat_tensor", nreps);
+  if (st) return st;
+  int lead = nreps - t->ndim;
+  int64_t shape[PT_MAX_DIMS], src_shape[PT_MAX_DIMS], src_stride[PT_MAX_DIMS];
+  for (int d = 0; d < nreps; d++) {
+    if (reps[d] < 0)
+      return pt_fail(ctx, PT_EARG, "repeat_tensor: repeat counts must be non-negative, got %lld",
+                     (long long)reps[d]);
+    src_shape[d] = d < lead ? 1 : t->shape[d - lead];
+    src_stride[d] = d < lead ? 0 : t->stride[d - lead];
+    shape[d] = reps[d] * src_shape[d];
+  }
+  pt_tensor *r;
+  if ((st = pt_tensor_empty(ctx, t->dtype, nreps, shape, &r))) return st;
+  int64_t n = pt_tensor_numel(r), coord[PT_MAX_DIMS] = {0};
+  size_t es = pt_dtype_size(t->dtype);
+  char *dst = r->storage->data;
+  const char *src = pt_tensor_data(t);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t soff = 0;
+    for (int d = 0; d < nreps; d++) soff += (coord[d] % src_shape[d]) * src_stride[d];
+    memcpy(dst + i * (int64_t)es, src + soff * (int64_t)es, es);
+    for (int d = nreps - 1; d >= 0; d--) {
+      if (++coord[d] < shape[d]) break;
+      coord[d] = 0;
+    }
+  }
+  *out = r;
+  pt_node *node;
+  return record1(ctx, t, out, "RepeatBackward", repeat_backward, &node);
+}
+
+/* --- cat / stack --- */
+
+static pt_status cat_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int dim = (int)node->ints[0];
+  int64_t off = 0;
+  for (int k = 0; k < node->n_inputs; k++) {
+    int64_t len = node->ints[1 + k];
+    if (node->needs_grad[k]) {
+      pt_status st = pt_narrow_raw(ctx, g, dim, off, len, &gin[k]);
+      if (st) return st;
+    }
+    off += len;
+  }
+  return PT_OK;
+}
+
+/* Record the graph of out = cat(ts) as a tree with at most PT_NODE_MAX_INPUTS inputs per node:
+ * groups become raw views of out's storage carrying their own CatBackward node, so no data is
+ * copied twice. */
+static pt_status cat_record(pt_ctx *ctx, pt_tensor *out, int n, pt_tensor *const *ts, int dim) {
+  if (!pt_autograd_needed(ctx, n, ts)) return PT_OK;
+  pt_status st;
+  if (n <= PT_NODE_MAX_INPUTS) {
+    pt_node *node;
+    if ((st = pt_autograd_record(ctx, out, "CatBackward", cat_backward, n, ts, &node))) return st;
+    if (node) {
+      node->ints[0] = dim;
+      for (int k = 0; k < n; k++) node->ints[1 + k] = ts[k]->shape[dim];
+      node->n_ints = 1 + n;
+    }
+    return PT_OK;
+  }
+  pt_tensor *parts[PT_NODE_MAX_INPUTS] = {NULL};
+  int per = (n + PT_NODE_MAX_INPUTS - 1) / PT_NODE_MAX_INPUTS, np = 0;
+  int64_t off = 0;
+  st = PT_OK;
+  for (int lo = 0; lo < n && !st; lo += per) {
+    int cnt = n - lo < per ? n - lo : per;
+    int64_t len = 0;
+    for (int k = lo; k < lo + cnt; k++) len += ts[k]->shape[dim];
+    if (cnt == 1) {
+      parts[np++] = pt_tensor_retain(ts[lo]);
+    } else {
+      pt_tensor *p;
+      if ((st = pt_narrow_raw(ctx, out, dim, off, len, &p))) break;
+      parts[np++] = p;
+      st = cat_record(ctx, p, cnt, ts + lo, dim);
+    }
+    off += len;
+  }
+  if (!st) st = cat_record(ctx, out, np, parts, dim);
+  for (int k = 0; k < np; k++) pt_tensor_release(parts[k]);
+  return st;
+}
+
+pt_status pt_cat(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **out) {
+  if (n <= 0) return pt_fail(ctx, PT_EARG, "cat: expected a non-empty list of tensors");
+  pt_tensor *ref = ts[0];
+  if (ref->ndim == 0)
+    return pt_fail(ctx, PT_EARG, "cat: zero-dimensional tensor (at position 1) cannot be concatenated");
+  pt_status st = check_dim(ctx, "cat", ref, dim);
+  if (st) return st;
+  pt_dtype dt = ref->dtype;
+  int64_t shape[PT_MAX_DIMS];
+  memcpy(shape, ref->shape, sizeof shape);
+  shape[dim] = 0;
+  for (int k = 0; k < n; k++) {
+    pt_tensor *t = ts[k];
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    if (t->ndim == 0)
+      return pt_fail(ctx, PT_EARG,
+                     "cat: zero-dimensional tensor (at position %d) cannot be concatenated", k + 1);
+    if (t->ndim != ref->ndim)
+      return pt_fail(ctx, PT_ESHAPE,
+                     "cat: tensors must have the same number of dimensions, got %s and %s",
+                     pt_shape_format(ref->ndim, ref->shape, a, sizeof a),
+                     pt_shape_format(t->ndim, t->shape, b, sizeof b));
+    for (int d = 0; d < t->ndim; d++)
+      if (d != dim && t->shape[d] != ref->shape[d])
+        return pt_fail(ctx, PT_ESHAPE,
+                       "cat: tensors must have the same shape except in dimension %d, got %s and %s",
+                       dim + 1, pt_shape_format(ref->ndim, ref->shape, a, sizeof a),
+                       pt_shape_format(t->ndim, t->shape, b, sizeof b));
+    shape[dim] += t->shape[dim];
+    dt = pt_dtype_promote(dt, t->dtype);
+  }
+  pt_tensor *r;
+  if ((st = pt_tensor_empty(ctx, dt, ref->ndim, shape, &r))) return st;
+  int64_t off = 0;
+  for (int k = 0; k < n && !st; k++) {
+    pt_tensor *v;
+    if ((st = pt_narrow_raw(ctx, r, dim, off, ts[k]->shape[dim], &v))) break;
+    st = pt_tensor_copy_into(ctx, v, ts[k]);
+    pt_tensor_release(v);
+    off += ts[k]->shape[dim];
+  }
+  if (!st) st = cat_record(ctx, r, n, ts, dim);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_stack(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **out) {
+  if (n <= 0) return pt_fail(ctx, PT_EARG, "stack: expected a non-empty list of tensors");
+  pt_tensor *ref = ts[0];
+  if (dim < 0 || dim > ref->ndim)
+    return pt_fail(ctx, PT_EARG, "stack: dimension %d out of range (the result has %d dimensions)",
+                   dim + 1, ref->ndim + 1);
+  if (ref->ndim >= PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "stack: tensors have at most %d dimensions", PT_MAX_DIMS);
+  for (int k = 1; k < n; k++) {
+    pt_tensor *t = ts[k];
+    if (t->ndim != ref->ndim ||
+        (t->ndim && memcmp(t->shape, ref->shape, (size_t)t->ndim * sizeof(int64_t)) != 0)) {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "stack: tensors must have the same shape, got %s and %s",
+                     pt_shape_format(ref->ndim, ref->shape, a, sizeof a),
+                     pt_shape_format(t->ndim, t->shape, b, sizeof b));
+    }
+  }
+  pt_tensor **u = pt_alloc(ctx, (size_t)n * sizeof *u);
+  if (!u) return PT_ENOMEM;
+  pt_status st = PT_OK;
+  int made = 0;
+  for (; made < n; made++)
+    if ((st = pt_unsqueeze(ctx, ts[made], dim, &u[made]))) break;
+  if (!st) st = pt_cat(ctx, n, u, dim, out);
+  for (int k = 0; k < made; k++) pt_tensor_release(u[k]);
+  pt_free(u);
+  return st;
+}
+
+/* --- split / chunk --- */
+
+int64_t pt_split_count(int64_t size, int64_t split_size) {
+  if (size <= 0 || split_size <= 0) return 1;
+  return (size + split_size - 1) / split_size;
+}
+
+static pt_status split_fill(pt_ctx *ctx, pt_tensor *t, int n, const int64_t *sizes,
+                            int64_t split_size, int dim, pt_tensor **outs) {
+  int64_t off = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t len = sizes ? sizes[i] : (t->shape[dim] - off < split_size ? t->shape[dim] - off : split_size);
+    pt_status st = pt_narrow(ctx, t, dim, off, len, &outs[i]);
+    if (st) {
+      for (int k = 0; k < i; k++) {
+        pt_tensor_release(outs[k]);
+        outs[k] = NULL;
+      }
+      return st;
+    }
+    off += len;
+  }
+  return PT_OK;
+}
+
+pt_status pt_split(pt_ctx *ctx, pt_tensor *t, int64_t split_size, int dim, pt_tensor **outs) {
+  pt_status st = check_dim(ctx, "split", t, dim);
+  if (st) return st;
+  if (split_size <= 0)
+    return pt_fail(ctx, PT_EARG, "split: split size must be positive, got %lld",
+                   (long long)split_size);
+  int64_t n = pt_split_count(t->shape[dim], split_size);
+  return split_fill(ctx, t, (int)n, NULL, split_size, dim, outs);
+}
+
+pt_status pt_split_sizes(pt_ctx *ctx, pt_tensor *t, int n, const int64_t *sizes, int dim,
+                         pt_tensor **outs) {
+  pt_status st = check_dim(ctx, "split", t, dim);
+  if (st) return st;
+  if (n <= 0) return pt_fail(ctx, PT_EARG, "split: expected at least one split size");
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] < 0)
+      return pt_fail(ctx, PT_EARG, "split: split sizes must be non-negative, got %lld",
+                     (long long)sizes[i]);
+    total += sizes[i];
+  }
+  if (total != t->shape[dim])
+    return pt_fail(ctx, PT_ESHAPE,
+                   "split: split sizes add up to %lld but dimension %d has size %lld",
+                   (long long)total, dim + 1, (long long)t->shape[dim]);
+  return split_fill(ctx, t, n, sizes, 0, dim, outs);
+}
+
+pt_status pt_chunk(pt_ctx *ctx, pt_tensor *t, int64_t chunks, int dim, int *n_out, pt_tensor **outs) {
+  pt_status st = check_dim(ctx, "chunk", t, dim);
+  if (st) return st;
+  if (chunks <= 0)
+    return pt_fail(ctx, PT_EARG, "chunk: number of chunks must be positive, got %lld",
+                   (long long)chunks);
+  int64_t size = t->shape[dim];
+  int64_t split_size = (size + chunks - 1) / chunks;
+  int64_t n = pt_split_count(size, split_size);
+  if (size == 0) split_size = 0;
+  if ((st = split_fill(ctx, t, (int)n, NULL, split_size, dim, outs))) return st;
+  *n_out = (int)n;
+  return PT_OK;
+}

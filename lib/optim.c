@@ -1,0 +1,265 @@
+/* Optimizer update kernels: PyTorch 1.13's single-tensor formulas, fused per parameter. */
+#include "optim.h"
+
+#include <math.h>
+#include <string.h>
+
+#define DISPATCH(dt, ...)     \
+  do {                        \
+    if ((dt) == PT_FLOAT32) { \
+      typedef float T;        \
+      __VA_ARGS__             \
+    } else {                  \
+      typedef double T;       \
+      __VA_ARGS__             \
+    }                         \
+  } while (0)
+
+pt_status pt_optim_check_param(pt_ctx *ctx, const char *fname, int index, pt_tensor *param) {
+  if (param->dtype != PT_FLOAT32 && param->dtype != PT_FLOAT64)
+    return pt_fail(ctx, PT_EARG, "%s: parameter %d must be float32 or float64, got %s", fname,
+                   index, pt_dtype_name(param->dtype));
+  if (!pt_tensor_is_contiguous(param))
+    return pt_fail(ctx, PT_EARG, "%s: parameter %d is not contiguous", fname, index);
+  if (param->grad) {
+    pt_tensor *g = param->grad;
+    if (g->ndim != param->ndim ||
+        memcmp(g->shape, param->shape, (size_t)g->ndim * sizeof(int64_t)) != 0) {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "%s: gradient of parameter %d has shape %s, expected %s",
+                     fname, index, pt_shape_format(g->ndim, g->shape, a, sizeof a),
+                     pt_shape_format(param->ndim, param->shape, b, sizeof b));
+    }
+  }
+  return PT_OK;
+}
+
+pt_status pt_optim_check_state(pt_ctx *ctx, const char *fname, const char *what, int index,
+                               pt_tensor *param, pt_tensor *state) {
+  char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+  if (state->ndim != param->ndim ||
+      memcmp(state->shape, param->shape, (size_t)param->ndim * sizeof(int64_t)) != 0)
+    return pt_fail(ctx, PT_ESHAPE, "%s: %s of parameter %d has shape %s, expected %s", fname, what,
+                   index, pt_shape_format(state->ndim, state->shape, a, sizeof a),
+                   pt_shape_format(param->ndim, param->shape, b, sizeof b));
+  if (state->dtype != param->dtype)
+    return pt_fail(ctx, PT_EARG, "%s: %s of parameter %d has dtype %s, expected %s", fname, what,
+                   index, pt_dtype_name(state->dtype), pt_dtype_name(param->dtype));
+  if (!pt_tensor_is_contiguous(state))
+    return pt_fail(ctx, PT_EARG, "%s: %s of parameter %d is not contiguous", fname, what, index);
+  return PT_OK;
+}
+
+/* the gradient as a contiguous tensor of the parameter's dtype (new reference) */
+static pt_status grad_of(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor **out) {
+  if (grad->dtype == param->dtype && pt_tensor_is_contiguous(grad)) {
+    *out = pt_tensor_retain(grad);
+    return PT_OK;
+  }
+  pt_tensor *g;
+  pt_status st = pt_tensor_empty(ctx, param->dtype, param->ndim, param->shape, &g);
+  if (st) return st;
+  if ((st = pt_tensor_copy_into(ctx, g, grad))) {
+    pt_tensor_release(g);
+    return st;
+  }
+  *out = g;
+  return PT_OK;
+}
+
+static void bump(pt_tensor *t) {
+  if (t) atomic_fetch_add(&t->version, 1);
+}
+
+pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *buf,
+                       bool buf_init, const pt_sgd_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  DISPATCH(param->dtype, {
+    T *p = pt_tensor_data(param);
+    const T *gp = pt_tensor_data(g);
+    T *b = buf ? (T *)pt_tensor_data(buf) : NULL;
+    const T lr = (T)o->lr, wd = (T)o->weight_decay, mom = (T)o->momentum;
+    const T damp = (T)(1.0 - o->dampening), sign = o->maximize ? (T)-1 : (T)1;
+    if (!b) {
+      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * gp[i] + wd * p[i]);
+    } else {
+      for (int64_t i = 0; i < n; i++) {
+        T d = sign * gp[i] + wd * p[i];
+        T bi = buf_init ? d : mom * b[i] + damp * d;
+        b[i] = bi;
+        p[i] -= lr * (o->nesterov ? d + mom * bi : bi);
+      }
+    }
+  });
+  bump(param);
+  bump(buf);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_optim_adam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                        pt_tensor *exp_avg_sq, pt_tensor *max_sq, int64_t step,
+                        const pt_adam_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  double bc1 = 1.0 - pow(o->beta1, (double)step);
+  double bc2 = 1.0 - pow(o->beta2, (double)step);
+  DISPATCH(param->dtype, {
+    T *p = pt_tensor_data(param);
+    const T *gp = pt_tensor_data(g);
+    T *m = pt_tensor_data(exp_avg), *v = pt_tensor_data(exp_avg_sq);
+    T *vm = max_sq ? (T *)pt_tensor_data(max_sq) : NULL;
+    const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps;
+    const T step_size = (T)(o->lr / bc1), bc2_sqrt = (T)sqrt(bc2);
+    const T sign = o->maximize ? (T)-1 : (T)1;
+    const T wd = o->decoupled ? (T)0 : (T)o->weight_decay;
+    const T decay = o->decoupled ? (T)(1.0 - o->lr * o->weight_decay) : (T)1;
+    for (int64_t i = 0; i < n; i++) {
+      T pi = p[i] * decay;
+      T gi = sign * gp[i] + wd * pi;
+      T mi = b1 * m[i] + (1 - b1) * gi;
+      T vi = b2 * v[i] + (1 - b2) * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      if (vm) {
+        if (vi > vm[i]) vm[i] = vi;
+        vi = vm[i];
+      }
+      T denom = (T)sqrt(vi) / bc2_sqrt + eps;
+      p[i] = pi - step_size * mi / denom;
+    }
+  });
+  bump(param);
+  bump(exp_avg);
+  bump(exp_avg_sq);
+  bump(max_sq);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_optim_rmsprop(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *square_avg,
+                           pt_tensor *grad_avg, pt_tensor *buf, const pt_rmsprop_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  DISPATCH(param->dtype, {
+    T *p = pt_tensor_data(param);
+    const T *gp = pt_tensor_data(g);
+    T *sq = pt_tensor_data(square_avg);
+    T *ga = grad_avg ? (T *)pt_tensor_data(grad_avg) : NULL;
+    T *b = buf ? (T *)pt_tensor_data(buf) : NULL;
+    const T alpha = (T)o->alpha, eps = (T)o->eps, wd = (T)o->weight_decay, lr = (T)o->lr;
+    const T mom = (T)o->momentum, sign = o->maximize ? (T)-1 : (T)1;
+    for (int64_t i = 0; i < n; i++) {
+      T gi = sign * gp[i] + wd * p[i];
+      T s = alpha * sq[i] + (1 - alpha) * gi * gi;
+      sq[i] = s;
+      T avg;
+      if (ga) {
+        T a = alpha * ga[i] + (1 - alpha) * gi;
+        ga[i] = a;
+        avg = (T)sqrt(s - a * a) + eps;
+      } else {
+        avg = (T)sqrt(s) + eps;
+      }
+      if (b) {
+        b[i] = mom * b[i] + gi / avg;
+        p[i] -= lr * b[i];
+      } else {
+        p[i] -= lr * gi / avg;
+      }
+    }
+  });
+  bump(param);
+  bump(square_avg);
+  bump(grad_avg);
+  bump(buf);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_optim_adagrad(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *state_sum,
+                           int64_t step, const pt_adagrad_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  double clr = o->lr / (1.0 + (double)(step - 1) * o->lr_decay);
+  DISPATCH(param->dtype, {
+    T *p = pt_tensor_data(param);
+    const T *gp = pt_tensor_data(g);
+    T *s = pt_tensor_data(state_sum);
+    const T eps = (T)o->eps, wd = (T)o->weight_decay, c = (T)clr;
+    const T sign = o->maximize ? (T)-1 : (T)1;
+    for (int64_t i = 0; i < n; i++) {
+      T gi = sign * gp[i] + wd * p[i];
+      s[i] += gi * gi;
+      p[i] -= c * gi / ((T)sqrt(s[i]) + eps);
+    }
+  });
+  bump(param);
+  bump(state_sum);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_optim_norm_acc(pt_ctx *ctx, pt_tensor *g, double p, double *acc) {
+  if (!pt_dtype_is_floating(g->dtype))
+    return pt_fail(ctx, PT_EARG, "clip_grad_norm: gradients must be floating point, got %s",
+                   pt_dtype_name(g->dtype));
+  int64_t n = pt_tensor_numel(g);
+  bool contig = pt_tensor_is_contiguous(g) && (g->dtype == PT_FLOAT32 || g->dtype == PT_FLOAT64);
+  double a = *acc;
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    if (contig)
+      v = g->dtype == PT_FLOAT32 ? ((const float *)pt_tensor_data(g))[i]
+                                 : ((const double *)pt_tensor_data(g))[i];
+    else
+      v = pt_tensor_get_flat(g, i);
+    v = fabs(v);
+    if (isinf(p))
+      a = v > a || isnan(v) ? v : a;
+    else if (p == 2)
+      a += v * v;
+    else if (p == 1)
+      a += v;
+    else
+      a += pow(v, p);
+  }
+  *acc = a;
+  return PT_OK;
+}
+
+pt_status pt_optim_scale_(pt_ctx *ctx, pt_tensor *t, double s) {
+  int64_t n = pt_tensor_numel(t);
+  if (pt_tensor_is_contiguous(t) && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64)) {
+    DISPATCH(t->dtype, {
+      T *p = pt_tensor_data(t);
+      for (int64_t i = 0; i < n; i++) p[i] *= (T)s;
+    });
+  } else {
+    for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, pt_tensor_get_flat(t, i) * s);
+  }
+  bump(t);
+  (void)ctx;
+  return PT_OK;
+}
+
+pt_status pt_optim_clamp_(pt_ctx *ctx, pt_tensor *t, double v) {
+  int64_t n = pt_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) {
+    double x = pt_tensor_get_flat(t, i);
+    if (x > v) pt_tensor_set_flat(t, i, v);
+    else if (x < -v) pt_tensor_set_flat(t, i, -v);
+  }
+  bump(t);
+  (void)ctx;
+  return PT_OK;
+}

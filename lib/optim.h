@@ -1,0 +1,58 @@
+/* Optimizer update kernels (PyTorch's formulas), one in-place pass over a parameter.
+ * The Lua binding (host/l_optim.c) calls these for every parameter of a group in one C call.
+ * Parameters and state tensors are contiguous float32/float64 of the parameter's shape;
+ * a non-contiguous gradient is copied first. fname names the optimizer in messages. */
+#ifndef PT_OPTIM_H
+#define PT_OPTIM_H
+
+#include "tensor.h"
+
+typedef struct pt_sgd_opts {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, maximize;
+} pt_sgd_opts;
+
+/* buf may be NULL when momentum == 0; buf_init: first step (buf = gradient, no dampening) */
+pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *buf,
+                       bool buf_init, const pt_sgd_opts *o);
+
+typedef struct pt_adam_opts {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool amsgrad, decoupled /* AdamW */, maximize;
+} pt_adam_opts;
+
+/* step is the step count after this step (1 on the first); max_sq only with amsgrad */
+pt_status pt_optim_adam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                        pt_tensor *exp_avg_sq, pt_tensor *max_sq, int64_t step,
+                        const pt_adam_opts *o);
+
+typedef struct pt_rmsprop_opts {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize;
+} pt_rmsprop_opts;
+
+/* grad_avg only when centered, buf only when momentum > 0 */
+pt_status pt_optim_rmsprop(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *square_avg,
+                           pt_tensor *grad_avg, pt_tensor *buf, const pt_rmsprop_opts *o);
+
+typedef struct pt_adagrad_opts {
+  double lr, lr_decay, weight_decay, eps;
+  bool maximize;
+} pt_adagrad_opts;
+
+pt_status pt_optim_adagrad(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *state_sum,
+                           int64_t step, const pt_adagrad_opts *o);
+
+/* Checks used by the bindings: t is a usable parameter / state tensor for param. */
+pt_status pt_optim_check_param(pt_ctx *ctx, const char *fname, int index, pt_tensor *param);
+pt_status pt_optim_check_state(pt_ctx *ctx, const char *fname, const char *what, int index,
+                               pt_tensor *param, pt_tensor *state);
+
+/* Norm helpers for clip_grad_norm: acc += sum |g|^p (p finite) or acc = max(acc, max|g|). */
+pt_status pt_optim_norm_acc(pt_ctx *ctx, pt_tensor *g, double p, double *acc);
+/* t *= s in place */
+pt_status pt_optim_scale_(pt_ctx *ctx, pt_tensor *t, double s);
+/* clamp every element of t into [-v, v] */
+pt_status pt_optim_clamp_(pt_ctx *ctx, pt_tensor *t, double v);
+
+#endif

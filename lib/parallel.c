@@ -1,0 +1,116 @@
+/* See parallel.h. A small persistent pool: helper threads sleep on a condition variable and
+ * wake for each region; the calling thread runs chunk 0 itself. */
+#include "parallel.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+extern void openblas_set_num_threads(int n);
+extern int openblas_get_num_threads(void);
+
+#define MAX_THREADS 64
+
+typedef struct region {
+  pt_parallel_fn fn;
+  void *arg;
+  int64_t n;
+  int nthreads;
+} region;
+
+static struct {
+  pthread_once_t once;
+  pthread_mutex_t busy;   /* held by the thread running a region */
+  pthread_mutex_t lock;   /* protects the fields below */
+  pthread_cond_t wake, done;
+  int nhelpers;
+  unsigned generation;
+  int remaining;
+  region r;
+  int budget;
+} pool = {.once = PTHREAD_ONCE_INIT,
+          .busy = PTHREAD_MUTEX_INITIALIZER,
+          .lock = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER,
+          .done = PTHREAD_COND_INITIALIZER};
+
+static void chunk_range(int64_t n, int nthreads, int t, int64_t *b, int64_t *e) {
+  int64_t base = n / nthreads, extra = n % nthreads;
+  *b = t * base + (t < extra ? t : extra);
+  *e = *b + base + (t < extra ? 1 : 0);
+}
+
+static void *helper_main(void *p) {
+  int tid = (int)(intptr_t)p;
+  unsigned seen = 0;
+  pthread_mutex_lock(&pool.lock);
+  for (;;) {
+    while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+    seen = pool.generation;
+    region r = pool.r;
+    if (tid >= r.nthreads) continue;
+    pthread_mutex_unlock(&pool.lock);
+    int64_t b, e;
+    chunk_range(r.n, r.nthreads, tid, &b, &e);
+    if (b < e) r.fn(r.arg, b, e, tid);
+    pthread_mutex_lock(&pool.lock);
+    if (--pool.remaining == 0) pthread_cond_signal(&pool.done);
+  }
+  return NULL;
+}
+
+int pt_parallel_budget(void) {
+  const char *env = getenv("PARTRAIN_NUM_THREADS");
+  int n = env ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  if (n > MAX_THREADS) n = MAX_THREADS;
+  return n;
+}
+
+static void pool_start(void) {
+  pool.budget = pt_parallel_budget();
+  for (int t = 1; t < pool.budget; t++) {
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &attr, helper_main, (void *)(intptr_t)t) == 0) pool.nhelpers++;
+    pthread_attr_destroy(&attr);
+  }
+}
+
+int pt_parallel_threads(const pt_ctx *ctx) {
+  pthread_once(&pool.once, pool_start);
+  int n = pool.nhelpers + 1;
+  if (ctx && ctx->intra_threads > 0 && ctx->intra_threads < n) n = ctx->intra_threads;
+  return n;
+}
+
+int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn fn, void *arg) {
+  if (n <= 0) return 1;
+  int nthreads = pt_parallel_threads(ctx);
+  if (grain < 1) grain = 1;
+  if ((int64_t)nthreads > n / grain) nthreads = (int)(n / grain);
+  if (nthreads < 1) nthreads = 1;
+  if (nthreads == 1 || pthread_mutex_trylock(&pool.busy) != 0) {
+    fn(arg, 0, n, 0);
+    return 1;
+  }
+  int old_blas = openblas_get_num_threads();
+  if (old_blas != 1) openblas_set_num_threads(1);
+  pthread_mutex_lock(&pool.lock);
+  pool.r = (region){fn, arg, n, nthreads};
+  pool.remaining = nthreads - 1;
+  pool.generation++;
+  pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.lock);
+  int64_t b, e;
+  chunk_range(n, nthreads, 0, &b, &e);
+  fn(arg, b, e, 0);
+  pthread_mutex_lock(&pool.lock);
+  while (pool.remaining > 0) pthread_cond_wait(&pool.done, &pool.lock);
+  pthread_mutex_unlock(&pool.lock);
+  if (old_blas != 1) openblas_set_num_threads(old_blas);
+  pthread_mutex_unlock(&pool.busy);
+  return nthreads;
+}

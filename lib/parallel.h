@@ -1,0 +1,25 @@
+/* Intra-op parallelism: one process-wide set of compute threads that an op can split a loop
+ * over. partrain owns one thread budget: while a parallel region runs, OpenBLAS is held at one
+ * thread (each chunk calls BLAS single-threaded), so BLAS's own pool and ours never spin
+ * against each other. Dispatcher workers set ctx->intra_threads = 1: their ops run serially. */
+#ifndef PT_PARALLEL_H
+#define PT_PARALLEL_H
+
+#include "pt_core.h"
+
+/* fn(arg, begin, end, tid): process items [begin, end) as thread tid (0 <= tid < nthreads). */
+typedef void (*pt_parallel_fn)(void *arg, int64_t begin, int64_t end, int tid);
+
+/* How many threads pt_parallel_for would use for this ctx (>= 1). */
+int pt_parallel_threads(const pt_ctx *ctx);
+
+/* Split [0, n) into contiguous chunks of at least `grain` items, one per thread, and wait for
+ * all of them. Chunk t always covers the same range for the same n and thread count, so results
+ * that depend on the split (per-thread partial sums) are deterministic. Runs serially when the
+ * pool is busy (nested or concurrent use) or when n is small. Returns the thread count used. */
+int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn fn, void *arg);
+
+/* The process-wide budget: PARTRAIN_NUM_THREADS, else the number of online CPUs. */
+int pt_parallel_budget(void);
+
+#endif

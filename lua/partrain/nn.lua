@@ -1,0 +1,984 @@
+-- partrain.nn: modules, layers, losses and initialisers.
+--
+-- Defining a module (the one idiom):
+--   local MyNet = nn.Module:extend("MyNet")
+--   function MyNet:__init(n_in, n_out)        -- no super call needed for a direct Module subclass
+--     self.fc1 = nn.Linear(n_in, 32)           -- sub-modules register as children, in order
+--     self.fc2 = nn.Linear(32, n_out)
+--     self.scale = nn.Parameter(pt.ones(1))   -- leaf tensors with requires_grad register as parameters
+--   end
+--   function MyNet:forward(x) return self.fc2(nn.relu(self.fc1(x))) end
+--   local net = MyNet(784, 10)                 -- calling the class constructs; net(x) runs forward
+-- A subclass of a concrete layer calls its parent's initialiser: MyNet.super.__init(self, ...).
+--
+-- The heavy lifting is fused C (pt._nn_*): one pass forward and one pass backward per layer or
+-- loss, recorded as a single autograd node. Class indices are 1-based (as Torch7).
+local pt = require "partrain"
+
+local nn = {}
+local docs = pt._docs
+local C = pt
+
+local function doc(obj, text)
+  docs[obj] = text
+  return obj
+end
+
+local function shape_str(t)
+  return "{" .. table.concat(t:size(), ",") .. "}"
+end
+
+local function class_name(m)
+  local mt = getmetatable(m)
+  return mt and rawget(mt, "__name") or "Module"
+end
+
+local function is_module(v)
+  if type(v) ~= "table" then return false end
+  local mt = getmetatable(v)
+  return mt ~= nil and type(mt) == "table" and rawget(mt, "__is_module") == true and mt ~= v
+end
+nn.is_module = doc(is_module, "nn.is_module(x) -> true when x is a Module instance.")
+
+-- ------------------------------------------------------------------ Module
+
+local Module = {__name = "Module", __is_module = true}
+nn.Module = Module
+
+-- Instance lookup: methods of the class chain, then parameters, buffers and children.
+local function module_index(self, k)
+  local v = getmetatable(self)[k]
+  if v ~= nil then return v end
+  v = rawget(self, "_parameters")[k]
+  if v ~= nil then return v end
+  v = rawget(self, "_buffers")[k]
+  if v ~= nil then return v end
+  local mods = rawget(self, "_modules")
+  v = mods[k]
+  if v == nil and math.type(k) == "integer" then v = mods[tostring(k)] end
+  return v
+end
+
+local function remove_name(list, name)
+  for i = 1, #list do
+    if list[i] == name then
+      table.remove(list, i)
+      return
+    end
+  end
+end
+
+local function unregister(self, k)
+  local p, b, m = rawget(self, "_parameters"), rawget(self, "_buffers"), rawget(self, "_modules")
+  if p[k] ~= nil then p[k] = nil; remove_name(self._param_names, k) end
+  if b[k] ~= nil then b[k] = nil; remove_name(self._buffer_names, k) end
+  if m[k] ~= nil then m[k] = nil; remove_name(self._module_names, k); rawset(self, "_plan", nil) end
+end
+
+local function module_newindex(self, k, v)
+  if math.type(k) == "integer" and is_module(v) then k = tostring(k) end
+  if pt.is_tensor(v) and v.requires_grad and v.is_leaf then
+    if rawget(self, "_parameters")[k] == nil then
+      unregister(self, k)
+      table.insert(self._param_names, k)
+    end
+    self._parameters[k] = v
+  elseif is_module(v) then
+    if rawget(self, "_modules")[k] == nil then
+      unregister(self, k)
+      table.insert(self._module_names, k)
+    end
+    self._modules[k] = v
+    rawset(self, "_plan", nil)
+  elseif rawget(self, "_buffers")[k] ~= nil and (v == nil or pt.is_tensor(v)) then
+    if v == nil then unregister(self, k) else self._buffers[k] = v end
+  elseif rawget(self, "_parameters")[k] ~= nil then
+    if v ~= nil then
+      error(string.format("%s: cannot assign %s to parameter '%s' (a parameter must be a leaf "
+        .. "tensor with requires_grad; use nn.Parameter(t))", class_name(self),
+        pt.is_tensor(v) and "a tensor without requires_grad" or type(v), tostring(k)), 2)
+    end
+    unregister(self, k)
+  else
+    if v == nil then unregister(self, k) end
+    rawset(self, k, v)
+  end
+end
+
+local function module_call(self, ...)
+  return self:forward(...)
+end
+
+local function module_len(self)
+  return #rawget(self, "_module_names")
+end
+
+local function module_tostring(self)
+  local name = class_name(self)
+  local lines = {}
+  local extra = self:extra_repr()
+  if extra ~= "" then
+    for line in (extra .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+  end
+  for _, cname in ipairs(self._module_names) do
+    local child = tostring(self._modules[cname]):gsub("\n", "\n  ")
+    lines[#lines + 1] = "(" .. cname .. "): " .. child
+  end
+  if #lines == 0 then return name .. "()" end
+  if #lines == 1 and extra ~= "" and not extra:find("\n") then return name .. "(" .. extra .. ")" end
+  return name .. "(\n  " .. table.concat(lines, "\n  ") .. "\n)"
+end
+
+local METAMETHODS = {
+  __index = module_index, __newindex = module_newindex, __call = module_call,
+  __len = module_len, __tostring = module_tostring,
+}
+for k, v in pairs(METAMETHODS) do Module[k] = v end
+-- metamethods must be raw fields of each class: extend() copies these from the parent
+local INHERITED_METAMETHODS = {"__index", "__newindex", "__call", "__len", "__tostring", "__pairs",
+  "__close", "__eq", "__concat", "__unm", "__add", "__sub", "__mul", "__div"}
+
+local class_mt = {
+  __call = function(cls, ...) return cls:new(...) end,
+  __tostring = function(cls) return "class " .. rawget(cls, "__name") end,
+}
+setmetatable(Module, class_mt)
+
+function Module:extend(name)
+  if type(name) ~= "string" then
+    error("Module:extend: expected a class name (string), got " .. type(name), 2)
+  end
+  local cls = {__name = name, __is_module = true, super = self}
+  for _, k in ipairs(INHERITED_METAMETHODS) do cls[k] = rawget(self, k) end
+  return setmetatable(cls, {__index = self, __call = class_mt.__call, __tostring = class_mt.__tostring})
+end
+doc(Module.extend, [[nn.Module:extend(name) -> a new module class.
+  local MyNet = nn.Module:extend("MyNet")
+  function MyNet:__init(...) self.fc = nn.Linear(4, 2) end
+  function MyNet:forward(x) return self.fc(x) end
+  local net = MyNet(...)          -- net(x) calls forward
+Any class extends further: local Special = MyNet:extend("Special"), whose __init calls
+Special.super.__init(self, ...).]])
+
+function Module:new(...)
+  local self = setmetatable({
+    _parameters = {}, _param_names = {}, _buffers = {}, _buffer_names = {},
+    _modules = {}, _module_names = {}, training = true,
+  }, self)
+  self:__init(...)
+  return self
+end
+
+function Module:__init() end
+
+function Module:forward()
+  error(class_name(self) .. ":forward is not implemented (define function "
+    .. class_name(self) .. ":forward(...))", 2)
+end
+
+function Module:extra_repr() return "" end
+
+function Module:register_parameter(name, t)
+  if t ~= nil and not (pt.is_tensor(t) and t.is_leaf) then
+    error("register_parameter: '" .. tostring(name) .. "' must be a leaf tensor", 2)
+  end
+  if t ~= nil and not t.requires_grad then t.requires_grad = true end
+  module_newindex(self, name, t)
+end
+doc(Module.register_parameter, "m:register_parameter(name, tensor): adds a parameter (sets requires_grad).")
+
+function Module:register_buffer(name, t)
+  if t ~= nil and not pt.is_tensor(t) then
+    error("register_buffer: '" .. tostring(name) .. "' must be a tensor", 2)
+  end
+  unregister(self, name)
+  rawset(self, name, nil)
+  if t ~= nil then
+    table.insert(self._buffer_names, name)
+    self._buffers[name] = t
+  end
+end
+doc(Module.register_buffer, "m:register_buffer(name, tensor): state saved in state_dict() that is not a parameter (e.g. running_mean).")
+
+function Module:add_module(name, m)
+  if not is_module(m) then
+    error("add_module: '" .. tostring(name) .. "' is not a Module (got " .. type(m) .. ")", 2)
+  end
+  module_newindex(self, tostring(name), m)
+  return self
+end
+doc(Module.add_module, "m:add_module(name, module) -> m; registers a child under name.")
+
+local function walk(self, prefix, fn, seen)
+  seen = seen or {}
+  if seen[self] then return end
+  seen[self] = true
+  fn(self, prefix)
+  for _, cname in ipairs(self._module_names) do
+    walk(self._modules[cname], prefix .. cname .. ".", fn, seen)
+  end
+end
+
+local function named_list(self, kind)
+  local out, seen = {}, {}
+  local names_key = kind == "param" and "_param_names" or "_buffer_names"
+  local store_key = kind == "param" and "_parameters" or "_buffers"
+  walk(self, "", function(m, prefix)
+    local store = rawget(m, store_key)
+    for _, n in ipairs(rawget(m, names_key)) do
+      local t = store[n]
+      if not seen[t] then
+        seen[t] = true
+        out[#out + 1] = {prefix .. n, t}
+      end
+    end
+  end)
+  return out
+end
+
+local function list_iter(list)
+  local i = 0
+  return function()
+    i = i + 1
+    local e = list[i]
+    if e then return e[1], e[2] end
+  end
+end
+
+function Module:parameters()
+  local out = {}
+  for i, e in ipairs(named_list(self, "param")) do out[i] = e[2] end
+  return out
+end
+doc(Module.parameters, "m:parameters() -> list of parameter tensors (recursive, registration order, shared ones once).")
+
+function Module:named_parameters()
+  return list_iter(named_list(self, "param"))
+end
+doc(Module.named_parameters, "m:named_parameters() -> iterator of name, tensor: for name, p in m:named_parameters() do ... end\n  Names are dotted paths: \"fc1.weight\", \"1.bias\" (Sequential children are numbered from 1).")
+
+function Module:buffers()
+  local out = {}
+  for i, e in ipairs(named_list(self, "buffer")) do out[i] = e[2] end
+  return out
+end
+doc(Module.buffers, "m:buffers() -> list of buffer tensors (recursive).")
+
+function Module:named_buffers()
+  return list_iter(named_list(self, "buffer"))
+end
+doc(Module.named_buffers, "m:named_buffers() -> iterator of name, tensor over buffers.")
+
+function Module:children()
+  local out = {}
+  for i, n in ipairs(self._module_names) do out[i] = self._modules[n] end
+  return out
+end
+doc(Module.children, "m:children() -> list of direct sub-modules in registration order.")
+
+function Module:named_children()
+  local list = {}
+  for i, n in ipairs(self._module_names) do list[i] = {n, self._modules[n]} end
+  return list_iter(list)
+end
+doc(Module.named_children, "m:named_children() -> iterator of name, module over direct children.")
+
+function Module:modules()
+  local out = {}
+  walk(self, "", function(m) out[#out + 1] = m end)
+  return out
+end
+doc(Module.modules, "m:modules() -> list of m and all its descendants (pre-order).")
+
+function Module:named_modules()
+  local list = {}
+  walk(self, "", function(m, prefix) list[#list + 1] = {prefix:sub(1, -2), m} end)
+  return list_iter(list)
+end
+doc(Module.named_modules, "m:named_modules() -> iterator of name, module (m itself is \"\").")
+
+function Module:apply(fn)
+  for _, c in ipairs(self:children()) do c:apply(fn) end
+  fn(self)
+  return self
+end
+doc(Module.apply, "m:apply(fn) -> m; calls fn(module) on every child (recursively) and then on m.")
+
+function Module:train(mode)
+  if mode == nil then mode = true end
+  self.training = mode and true or false
+  for _, c in ipairs(self:children()) do c:train(mode) end
+  return self
+end
+doc(Module.train, "m:train([mode=true]) -> m; training mode (dropout active, batch norm uses batch statistics).")
+
+function Module:eval()
+  return self:train(false)
+end
+doc(Module.eval, "m:eval() -> m; evaluation mode (same as m:train(false)).")
+
+function Module:zero_grad(opts)
+  C._nn_zero_grads(self:parameters(), opts and opts.set_to_none)
+end
+doc(Module.zero_grad, "m:zero_grad([{set_to_none=false}]): zeroes every parameter's .grad in place\n  (keeps the buffers; set_to_none=true drops them instead).")
+
+local function convert(self, dtype)
+  pt.no_grad(function()
+    for _, m in ipairs(self:modules()) do
+      for _, n in ipairs(m._param_names) do
+        local p = m._parameters[n]
+        if p:dtype() ~= dtype then
+          local q = p:detach():to(dtype):detach()
+          q.requires_grad = true
+          m._parameters[n] = q
+        end
+      end
+      for _, n in ipairs(m._buffer_names) do
+        local b = m._buffers[n]
+        if pt.is_tensor(b) and b:dtype() ~= dtype and (b:dtype() == "float32" or b:dtype() == "float64") then
+          m._buffers[n] = b:to(dtype):detach()
+        end
+      end
+    end
+  end)
+  return self
+end
+
+function Module:to(what)
+  if what == "float32" or what == "float" or what == "float64" or what == "double" then
+    return convert(self, (what == "float" or what == "float32") and "float32" or "float64")
+  end
+  if what == "cpu" then return self end
+  error(class_name(self) .. ":to: unsupported target '" .. tostring(what) .. "'", 2)
+end
+doc(Module.to, "m:to(dtype) -> m with floating parameters and buffers converted (\"float32\"/\"float64\"); m:to(\"cpu\") is m.")
+function Module:double() return self:to("float64") end
+doc(Module.double, "m:double() -> m with float64 parameters.")
+function Module:float() return self:to("float32") end
+doc(Module.float, "m:float() -> m with float32 parameters.")
+
+local function ordered_table(keys, map)
+  return setmetatable(map, {
+    __keys = keys,
+    __pairs = function(t)
+      local i = 0
+      return function()
+        i = i + 1
+        local k = keys[i]
+        if k ~= nil then return k, t[k] end
+      end, t, nil
+    end,
+  })
+end
+
+function Module:state_dict()
+  local keys, map = {}, {}
+  local function add(list)
+    for _, e in ipairs(list) do
+      if map[e[1]] == nil then keys[#keys + 1] = e[1] end
+      map[e[1]] = e[2]:detach()
+    end
+  end
+  -- parameters and buffers of each module together, as PyTorch orders them
+  walk(self, "", function(m, prefix)
+    for _, n in ipairs(m._param_names) do add({{prefix .. n, m._parameters[n]}}) end
+    for _, n in ipairs(m._buffer_names) do add({{prefix .. n, m._buffers[n]}}) end
+  end)
+  return ordered_table(keys, map)
+end
+doc(Module.state_dict, "m:state_dict() -> table name -> tensor (parameters and buffers, sharing storage);\n  pairs(sd) iterates in registration order.")
+
+function Module:load_state_dict(sd, opts)
+  if type(sd) ~= "table" then error("load_state_dict: expected a table of tensors, got " .. type(sd), 2) end
+  local strict = not (opts and opts.strict == false)
+  local own = self:state_dict()
+  local missing, unexpected, todo = {}, {}, {}
+  for name, dst in pairs(own) do
+    local src = sd[name]
+    if src == nil then
+      missing[#missing + 1] = name
+    elseif not pt.is_tensor(src) then
+      error(string.format("load_state_dict: value for '%s' is a %s, not a tensor", name, type(src)), 2)
+    elseif shape_str(src) ~= shape_str(dst) then
+      error(string.format("load_state_dict: size mismatch for %s: copying a param with shape %s "
+        .. "from checkpoint, the shape in current model is %s", name, shape_str(src), shape_str(dst)), 2)
+    else
+      todo[#todo + 1] = {dst, src}
+    end
+  end
+  for k in pairs(sd) do
+    if own[k] == nil then unexpected[#unexpected + 1] = tostring(k) end
+  end
+  table.sort(unexpected)
+  if strict and (#missing > 0 or #unexpected > 0) then
+    local parts = {}
+    if #missing > 0 then parts[#parts + 1] = "missing keys: " .. table.concat(missing, ", ") end
+    if #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
+    error("load_state_dict: error(s) loading state_dict for " .. class_name(self) .. ": "
+      .. table.concat(parts, "; "), 2)
+  end
+  for _, e in ipairs(todo) do C._nn_copy_(e[1], e[2]) end
+  return {missing_keys = missing, unexpected_keys = unexpected}
+end
+doc(Module.load_state_dict, [[m:load_state_dict(sd[, {strict=true}]) -> {missing_keys=, unexpected_keys=}
+  Copies values into the existing tensors. Shapes must match; with strict (default) the key
+  sets must match exactly. Nothing is copied when an error is raised.]])
+
+function Module:num_parameters()
+  local n = 0
+  for _, p in ipairs(self:parameters()) do n = n + p:numel() end
+  return n
+end
+doc(Module.num_parameters, "m:num_parameters() -> total number of parameter elements.")
+
+doc(Module, "nn.Module: base class of layers and models. Subclass with nn.Module:extend(name); see help(nn.Module.extend).")
+
+function nn.Parameter(t)
+  if not pt.is_tensor(t) then error("Parameter: expected a tensor, got " .. type(t), 2) end
+  if not t.is_leaf then t = t:detach() end
+  t.requires_grad = true
+  return t
+end
+doc(nn.Parameter, "nn.Parameter(t) -> t as a leaf with requires_grad = true (registers when assigned to a module field).")
+
+-- ------------------------------------------------------------------ init
+
+local init = {}
+nn.init = init
+
+local function check_tensor(fname, t)
+  if not pt.is_tensor(t) then error(fname .. ": expected a tensor, got " .. type(t), 3) end
+end
+
+function init.calculate_gain(nonlinearity, param)
+  nonlinearity = nonlinearity or "leaky_relu"
+  if nonlinearity == "linear" or nonlinearity == "sigmoid" or nonlinearity:match("^conv") then return 1 end
+  if nonlinearity == "tanh" then return 5 / 3 end
+  if nonlinearity == "relu" then return math.sqrt(2) end
+  if nonlinearity == "leaky_relu" then
+    local slope = param or 0.01
+    return math.sqrt(2 / (1 + slope * slope))
+  end
+  if nonlinearity == "selu" then return 3 / 4 end
+  error("calculate_gain: unsupported nonlinearity '" .. tostring(nonlinearity) .. "'", 2)
+end
+doc(init.calculate_gain, "nn.init.calculate_gain(nonlinearity[, param]) -> gain as PyTorch (relu sqrt(2), tanh 5/3, leaky_relu sqrt(2/(1+a^2)), ...).")
+
+local function fans(fname, t)
+  local d = t:dim()
+  if d < 2 then
+    error(fname .. ": fan in and fan out can not be computed for a tensor with fewer than 2 "
+      .. "dimensions (shape " .. shape_str(t) .. ")", 3)
+  end
+  local rf = 1
+  for i = 3, d do rf = rf * t:size(i) end
+  return t:size(2) * rf, t:size(1) * rf
+end
+init._calculate_fan_in_and_fan_out = function(t) return fans("init", t) end
+
+function init.uniform_(t, a, b)
+  check_tensor("uniform_", t)
+  return C._nn_uniform_(t, a or 0, b or 1)
+end
+doc(init.uniform_, "nn.init.uniform_(t[, a=0, b=1]) -> t filled from U(a, b) (seeded by pt.manual_seed).")
+
+function init.normal_(t, mean, std)
+  check_tensor("normal_", t)
+  return C._nn_normal_(t, mean or 0, std or 1)
+end
+doc(init.normal_, "nn.init.normal_(t[, mean=0, std=1]) -> t filled from N(mean, std^2).")
+
+function init.constant_(t, v)
+  check_tensor("constant_", t)
+  return t:fill_(v)
+end
+doc(init.constant_, "nn.init.constant_(t, v) -> t filled with v.")
+function init.zeros_(t) check_tensor("zeros_", t); return t:fill_(0) end
+doc(init.zeros_, "nn.init.zeros_(t) -> t filled with 0.")
+function init.ones_(t) check_tensor("ones_", t); return t:fill_(1) end
+doc(init.ones_, "nn.init.ones_(t) -> t filled with 1.")
+
+function init.xavier_uniform_(t, opts)
+  check_tensor("xavier_uniform_", t)
+  local fan_in, fan_out = fans("xavier_uniform_", t)
+  local gain = opts and opts.gain or 1
+  local a = gain * math.sqrt(6 / (fan_in + fan_out))
+  return C._nn_uniform_(t, -a, a)
+end
+doc(init.xavier_uniform_, "nn.init.xavier_uniform_(t[, {gain=1}]) -> t from U(-a, a), a = gain*sqrt(6/(fan_in+fan_out)).")
+
+function init.xavier_normal_(t, opts)
+  check_tensor("xavier_normal_", t)
+  local fan_in, fan_out = fans("xavier_normal_", t)
+  local gain = opts and opts.gain or 1
+  return C._nn_normal_(t, 0, gain * math.sqrt(2 / (fan_in + fan_out)))
+end
+doc(init.xavier_normal_, "nn.init.xavier_normal_(t[, {gain=1}]) -> t from N(0, std^2), std = gain*sqrt(2/(fan_in+fan_out)).")
+
+local function kaiming_std(fname, t, opts)
+  opts = opts or {}
+  local fan_in, fan_out = fans(fname, t)
+  local mode = opts.mode or "fan_in"
+  if mode ~= "fan_in" and mode ~= "fan_out" then
+    error(fname .. ": mode must be 'fan_in' or 'fan_out', got '" .. tostring(mode) .. "'", 3)
+  end
+  local fan = mode == "fan_in" and fan_in or fan_out
+  local gain = init.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
+  return gain / math.sqrt(fan)
+end
+
+function init.kaiming_uniform_(t, opts)
+  check_tensor("kaiming_uniform_", t)
+  local bound = math.sqrt(3) * kaiming_std("kaiming_uniform_", t, opts)
+  return C._nn_uniform_(t, -bound, bound)
+end
+doc(init.kaiming_uniform_, "nn.init.kaiming_uniform_(t[, {a=0, mode=\"fan_in\", nonlinearity=\"leaky_relu\"}]) -> t from U(-b, b),\n  b = gain*sqrt(3/fan). nn.Linear uses a=sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)).")
+
+function init.kaiming_normal_(t, opts)
+  check_tensor("kaiming_normal_", t)
+  return C._nn_normal_(t, 0, kaiming_std("kaiming_normal_", t, opts))
+end
+doc(init.kaiming_normal_, "nn.init.kaiming_normal_(t[, {a=0, mode=\"fan_in\", nonlinearity=\"leaky_relu\"}]) -> t from N(0, (gain/sqrt(fan))^2).")
+
+-- ------------------------------------------------------------------ functional
+
+local function reduction_of(opts)
+  return opts and opts.reduction or "mean"
+end
+
+function nn.linear(x, w, b) return C._nn_linear(x, w, b, "linear") end
+doc(nn.linear, "nn.linear(x, weight[, bias]) -> x * weight^T + bias (weight {out,in}); fused C with OpenBLAS.")
+function nn.relu(x) return C._nn_relu(x) end
+doc(nn.relu, "nn.relu(x) -> max(x, 0).")
+function nn.leaky_relu(x, slope) return C._nn_leaky_relu(x, slope or 0.01) end
+doc(nn.leaky_relu, "nn.leaky_relu(x[, negative_slope=0.01]).")
+function nn.gelu(x, opts) return C._nn_gelu(x, opts and opts.approximate or "none") end
+doc(nn.gelu, "nn.gelu(x[, {approximate=\"none\"|\"tanh\"}]): x * Phi(x) (exact with erf by default).")
+function nn.tanh(x) return C._nn_tanh(x) end
+doc(nn.tanh, "nn.tanh(x).")
+function nn.sigmoid(x) return C._nn_sigmoid(x) end
+doc(nn.sigmoid, "nn.sigmoid(x) -> 1 / (1 + exp(-x)).")
+function nn.silu(x) return C._nn_silu(x) end
+doc(nn.silu, "nn.silu(x) -> x * sigmoid(x).")
+function nn.softmax(x, dim) return C._nn_softmax(x, dim or -1) end
+doc(nn.softmax, "nn.softmax(x[, dim=-1]) -> softmax along dim (1-based, negative from the end).")
+function nn.log_softmax(x, dim) return C._nn_log_softmax(x, dim or -1) end
+doc(nn.log_softmax, "nn.log_softmax(x[, dim=-1]) -> log(softmax(x)), computed stably.")
+function nn.dropout(x, p, training)
+  if training == nil then training = true end
+  return C._nn_dropout(x, p or 0.5, training)
+end
+doc(nn.dropout, "nn.dropout(x[, p=0.5[, training=true]]): zeroes elements with probability p and scales the rest by 1/(1-p).")
+function nn.layer_norm(x, normalized_shape, w, b, eps)
+  return C._nn_layer_norm(x, normalized_shape, w, b, eps or 1e-5)
+end
+doc(nn.layer_norm, "nn.layer_norm(x, normalized_shape[, weight[, bias[, eps=1e-5]]]): normalises over the trailing dims.")
+function nn.batch_norm(x, running_mean, running_var, w, b, training, momentum, eps)
+  return C._nn_batch_norm(x, running_mean, running_var, w, b, training and true or false,
+    momentum or 0.1, eps or 1e-5)
+end
+doc(nn.batch_norm, "nn.batch_norm(x, running_mean, running_var[, weight, bias, training=false, momentum=0.1, eps=1e-5])\n  x {N,C} or {N,C,L}; running stats may be nil (then batch statistics are always used).")
+function nn.embedding(indices, weight, opts)
+  return C._nn_embedding(weight, indices, opts and opts.padding_idx or 0)
+end
+doc(nn.embedding, "nn.embedding(indices, weight[, {padding_idx=}]) -> rows of weight at 1-based integer indices.")
+
+function nn.cross_entropy(input, target, opts)
+  if opts == nil then return C._nn_cross_entropy(input, target) end
+  return C._nn_cross_entropy(input, target, opts.weight, opts.label_smoothing or 0,
+    opts.ignore_index, reduction_of(opts))
+end
+doc(nn.cross_entropy, [[nn.cross_entropy(logits, target[, {weight=, label_smoothing=0, ignore_index=, reduction="mean"}])
+  Fused log-softmax + NLL. logits {N,C} (or {C}); target {N} of 1-based class indices (1..C).
+  weight: per-class weights {C}; reduction "mean" (weighted mean), "sum" or "none".]])
+
+function nn.nll_loss(input, target, opts)
+  opts = opts or {}
+  return C._nn_nll_loss(input, target, opts.weight, opts.ignore_index, reduction_of(opts))
+end
+doc(nn.nll_loss, "nn.nll_loss(log_probs, target[, {weight=, ignore_index=, reduction=\"mean\"}]) -> -log_probs[target] (1-based classes).")
+
+function nn.mse_loss(input, target, opts) return C._nn_mse_loss(input, target, reduction_of(opts)) end
+doc(nn.mse_loss, "nn.mse_loss(input, target[, {reduction=\"mean\"}]) -> mean((input - target)^2); shapes must match.")
+function nn.l1_loss(input, target, opts) return C._nn_l1_loss(input, target, reduction_of(opts)) end
+doc(nn.l1_loss, "nn.l1_loss(input, target[, {reduction=\"mean\"}]) -> mean(|input - target|).")
+function nn.smooth_l1_loss(input, target, opts)
+  return C._nn_smooth_l1_loss(input, target, opts and opts.beta or 1.0, reduction_of(opts))
+end
+doc(nn.smooth_l1_loss, "nn.smooth_l1_loss(input, target[, {beta=1, reduction=\"mean\"}]): 0.5 d^2/beta when |d| < beta, else |d| - beta/2.")
+function nn.binary_cross_entropy(input, target, opts)
+  return C._nn_bce(input, target, reduction_of(opts))
+end
+doc(nn.binary_cross_entropy, "nn.binary_cross_entropy(probs, target[, {reduction=\"mean\"}]): -(y log p + (1-y) log(1-p)), logs clamped at -100.")
+nn.bce = nn.binary_cross_entropy
+function nn.binary_cross_entropy_with_logits(input, target, opts)
+  return C._nn_bce_with_logits(input, target, opts and opts.pos_weight, reduction_of(opts))
+end
+doc(nn.binary_cross_entropy_with_logits, "nn.binary_cross_entropy_with_logits(logits, target[, {pos_weight=, reduction=\"mean\"}]): sigmoid + BCE, numerically stable.")
+nn.bce_with_logits = nn.binary_cross_entropy_with_logits
+
+nn.functional = {
+  linear = nn.linear, relu = nn.relu, leaky_relu = nn.leaky_relu, gelu = nn.gelu, tanh = nn.tanh,
+  sigmoid = nn.sigmoid, silu = nn.silu, softmax = nn.softmax, log_softmax = nn.log_softmax,
+  dropout = nn.dropout, layer_norm = nn.layer_norm, batch_norm = nn.batch_norm,
+  embedding = nn.embedding, cross_entropy = nn.cross_entropy, nll_loss = nn.nll_loss,
+  mse_loss = nn.mse_loss, l1_loss = nn.l1_loss, smooth_l1_loss = nn.smooth_l1_loss,
+  binary_cross_entropy = nn.binary_cross_entropy, bce = nn.bce,
+  binary_cross_entropy_with_logits = nn.binary_cross_entropy_with_logits,
+  bce_with_logits = nn.bce_with_logits,
+}
+nn.F = nn.functional
+
+-- ------------------------------------------------------------------ layers
+
+local function check_size(cls, what, v)
+  if math.type(v) ~= "integer" or v < 0 then
+    error(string.format("%s: %s must be a non-negative integer, got %s", cls, what, tostring(v)), 4)
+  end
+end
+
+local Linear = Module:extend("Linear")
+nn.Linear = Linear
+function Linear:__init(in_features, out_features, opts)
+  check_size("Linear", "in_features", in_features)
+  check_size("Linear", "out_features", out_features)
+  opts = opts or {}
+  self.in_features, self.out_features = in_features, out_features
+  local dt = opts.dtype or "float32"
+  self.weight = nn.Parameter(pt.empty(out_features, in_features, {dtype = dt}))
+  if opts.bias ~= false then self.bias = nn.Parameter(pt.empty(out_features, {dtype = dt})) end
+  self:reset_parameters()
+end
+function Linear:reset_parameters()
+  init.kaiming_uniform_(self.weight, {a = math.sqrt(5)})
+  local b = self.bias
+  if b then
+    local bound = self.in_features > 0 and 1 / math.sqrt(self.in_features) or 0
+    init.uniform_(b, -bound, bound)
+  end
+end
+function Linear:forward(x)
+  return C._nn_linear(x, self._parameters.weight, self._parameters.bias, "Linear:forward")
+end
+function Linear:extra_repr()
+  return string.format("in_features=%d, out_features=%d, bias=%s", self.in_features,
+    self.out_features, tostring(self.bias ~= nil))
+end
+doc(Linear, [[nn.Linear(in_features, out_features[, {bias=true, dtype="float32"}])
+  y = x W^T + b with W {out,in}, x {..., in}. Init as PyTorch: W and b from U(-1/sqrt(in), 1/sqrt(in)).]])
+
+local Embedding = Module:extend("Embedding")
+nn.Embedding = Embedding
+function Embedding:__init(num_embeddings, embedding_dim, opts)
+  check_size("Embedding", "num_embeddings", num_embeddings)
+  check_size("Embedding", "embedding_dim", embedding_dim)
+  opts = opts or {}
+  self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+  self.padding_idx = opts.padding_idx
+  if self.padding_idx and (self.padding_idx < 1 or self.padding_idx > num_embeddings) then
+    error(string.format("Embedding: padding_idx %s out of range 1..%d", tostring(self.padding_idx),
+      num_embeddings), 3)
+  end
+  self.weight = nn.Parameter(pt.empty(num_embeddings, embedding_dim, {dtype = opts.dtype or "float32"}))
+  init.normal_(self.weight)
+  if self.padding_idx then
+    for j = 1, embedding_dim do
+      self.weight:_set_flat((self.padding_idx - 1) * embedding_dim + j, 0)
+    end
+  end
+end
+function Embedding:forward(idx)
+  return C._nn_embedding(self._parameters.weight, idx, self.padding_idx or 0)
+end
+function Embedding:extra_repr()
+  return string.format("%d, %d%s", self.num_embeddings, self.embedding_dim,
+    self.padding_idx and (", padding_idx=" .. self.padding_idx) or "")
+end
+doc(Embedding, "nn.Embedding(num_embeddings, dim[, {padding_idx=, dtype=}]): lookup table; forward(indices) with 1-based integer indices. Init N(0,1).")
+
+local Dropout = Module:extend("Dropout")
+nn.Dropout = Dropout
+function Dropout:__init(p)
+  p = p or 0.5
+  if type(p) ~= "number" or p < 0 or p > 1 then
+    error("Dropout: probability has to be between 0 and 1, but got " .. tostring(p), 3)
+  end
+  self.p = p
+end
+function Dropout:forward(x) return C._nn_dropout(x, self.p, self.training) end
+function Dropout:extra_repr() return "p=" .. self.p end
+doc(Dropout, "nn.Dropout([p=0.5]): in training mode zeroes elements with probability p (scaling by 1/(1-p)); identity in eval mode.")
+
+local LayerNorm = Module:extend("LayerNorm")
+nn.LayerNorm = LayerNorm
+function LayerNorm:__init(normalized_shape, opts)
+  opts = opts or {}
+  if math.type(normalized_shape) == "integer" then normalized_shape = {normalized_shape} end
+  if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
+    error("LayerNorm: normalized_shape must be an integer or a table of integers", 3)
+  end
+  self.normalized_shape = normalized_shape
+  self.eps = opts.eps or 1e-5
+  self.elementwise_affine = opts.elementwise_affine ~= false
+  local dt = opts.dtype or "float32"
+  if self.elementwise_affine then
+    self.weight = nn.Parameter(pt.ones(normalized_shape, {dtype = dt}))
+    if opts.bias ~= false then self.bias = nn.Parameter(pt.zeros(normalized_shape, {dtype = dt})) end
+  end
+end
+function LayerNorm:forward(x)
+  local p = self._parameters
+  return C._nn_layer_norm(x, self.normalized_shape, p.weight, p.bias, self.eps)
+end
+function LayerNorm:extra_repr()
+  return string.format("{%s}, eps=%g, elementwise_affine=%s", table.concat(self.normalized_shape, ","),
+    self.eps, tostring(self.elementwise_affine))
+end
+doc(LayerNorm, "nn.LayerNorm(normalized_shape[, {eps=1e-5, elementwise_affine=true, bias=true}]): normalises the trailing dims; weight 1, bias 0.")
+
+local BatchNorm1d = Module:extend("BatchNorm1d")
+nn.BatchNorm1d = BatchNorm1d
+function BatchNorm1d:__init(num_features, opts)
+  check_size("BatchNorm1d", "num_features", num_features)
+  opts = opts or {}
+  self.num_features = num_features
+  self.eps = opts.eps or 1e-5
+  if opts.momentum == false then self.momentum = false else self.momentum = opts.momentum or 0.1 end
+  self.affine = opts.affine ~= false
+  self.track_running_stats = opts.track_running_stats ~= false
+  local dt = opts.dtype or "float32"
+  if self.affine then
+    self.weight = nn.Parameter(pt.ones(num_features, {dtype = dt}))
+    self.bias = nn.Parameter(pt.zeros(num_features, {dtype = dt}))
+  end
+  if self.track_running_stats then
+    self:register_buffer("running_mean", pt.zeros(num_features, {dtype = dt}))
+    self:register_buffer("running_var", pt.ones(num_features, {dtype = dt}))
+    self:register_buffer("num_batches_tracked", pt.zeros({}, {dtype = "int64"}))
+  end
+end
+function BatchNorm1d:forward(x)
+  local p, b = self._parameters, self._buffers
+  local momentum = self.momentum or 0
+  if self.training and self.track_running_stats then
+    local n = b.num_batches_tracked:item() + 1
+    b.num_batches_tracked:fill_(n)
+    if not self.momentum then momentum = 1 / n end -- cumulative moving average
+  end
+  return C._nn_batch_norm(x, b.running_mean, b.running_var, p.weight, p.bias, self.training,
+    momentum, self.eps)
+end
+function BatchNorm1d:extra_repr()
+  return string.format("%d, eps=%g, momentum=%s, affine=%s, track_running_stats=%s", self.num_features,
+    self.eps, tostring(self.momentum), tostring(self.affine), tostring(self.track_running_stats))
+end
+doc(BatchNorm1d, [[nn.BatchNorm1d(num_features[, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true}])
+  Input {N,C} or {N,C,L}. Training: batch statistics, running stats updated (momentum=false: cumulative
+  average). Eval: running statistics.]])
+
+local Flatten = Module:extend("Flatten")
+nn.Flatten = Flatten
+function Flatten:__init(start_dim, end_dim)
+  self.start_dim, self.end_dim = start_dim or 2, end_dim or -1
+end
+function Flatten:forward(x)
+  local size, n = x:size(), x:dim()
+  local s = self.start_dim < 0 and n + 1 + self.start_dim or self.start_dim
+  local e = self.end_dim < 0 and n + 1 + self.end_dim or self.end_dim
+  if n == 0 then return C._nn_view(x, {1}, "Flatten:forward") end
+  if s < 1 or s > n or e < 1 or e > n or s > e then
+    error(string.format("Flatten:forward: dims %d..%d out of range for input shape %s",
+      self.start_dim, self.end_dim, shape_str(x)), 2)
+  end
+  local shape, m = {}, 1
+  for i = 1, s - 1 do shape[#shape + 1] = size[i] end
+  for i = s, e do m = m * size[i] end
+  shape[#shape + 1] = m
+  for i = e + 1, n do shape[#shape + 1] = size[i] end
+  return C._nn_view(x, shape, "Flatten:forward")
+end
+function Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
+doc(Flatten, "nn.Flatten([start_dim=2[, end_dim=-1]]): merges dims start..end (1-based), e.g. {N,1,28,28} -> {N,784}.")
+
+local Identity = Module:extend("Identity")
+nn.Identity = Identity
+function Identity:__init() end
+function Identity:forward(x) return x end
+doc(Identity, "nn.Identity(): returns its input.")
+
+local function activation(name, fn, init_fn, repr)
+  local cls = Module:extend(name)
+  nn[name] = cls
+  cls.__init = init_fn or function() end
+  cls.forward = fn
+  if repr then cls.extra_repr = repr end
+  return cls
+end
+
+local ReLU = activation("ReLU", function(_, x) return C._nn_relu(x) end)
+doc(ReLU, "nn.ReLU(): max(x, 0).")
+doc(activation("LeakyReLU", function(self, x) return C._nn_leaky_relu(x, self.negative_slope) end,
+  function(self, slope) self.negative_slope = slope or 0.01 end,
+  function(self) return "negative_slope=" .. self.negative_slope end),
+  "nn.LeakyReLU([negative_slope=0.01]).")
+doc(activation("GELU", function(self, x) return C._nn_gelu(x, self.approximate) end,
+  function(self, opts) self.approximate = opts and opts.approximate or "none" end,
+  function(self) return "approximate='" .. self.approximate .. "'" end),
+  "nn.GELU([{approximate=\"none\"|\"tanh\"}]).")
+doc(activation("Tanh", function(_, x) return C._nn_tanh(x) end), "nn.Tanh().")
+doc(activation("Sigmoid", function(_, x) return C._nn_sigmoid(x) end), "nn.Sigmoid().")
+doc(activation("SiLU", function(_, x) return C._nn_silu(x) end), "nn.SiLU(): x * sigmoid(x).")
+doc(activation("Softmax", function(self, x) return C._nn_softmax(x, self.dim) end,
+  function(self, dim) self.dim = dim or -1 end, function(self) return "dim=" .. self.dim end),
+  "nn.Softmax([dim=-1]).")
+doc(activation("LogSoftmax", function(self, x) return C._nn_log_softmax(x, self.dim) end,
+  function(self, dim) self.dim = dim or -1 end, function(self) return "dim=" .. self.dim end),
+  "nn.LogSoftmax([dim=-1]).")
+
+-- ------------------------------------------------------------------ losses
+
+local function loss_class(name, fn, text, extra)
+  local cls = Module:extend(name)
+  nn[name] = cls
+  function cls:__init(opts)
+    opts = opts or {}
+    self.reduction = opts.reduction or "mean"
+    if self.reduction ~= "mean" and self.reduction ~= "sum" and self.reduction ~= "none" then
+      error(name .. ": reduction must be 'mean', 'sum' or 'none', got '" .. tostring(self.reduction) .. "'", 3)
+    end
+    self.opts = opts
+    if extra then extra(self, opts) end
+  end
+  cls.forward = fn
+  function cls:extra_repr() return "reduction='" .. self.reduction .. "'" end
+  doc(cls, text)
+  return cls
+end
+
+loss_class("MSELoss", function(self, x, y) return C._nn_mse_loss(x, y, self.reduction) end,
+  "nn.MSELoss([{reduction=\"mean\"}]): forward(input, target) -> mean squared error. Alias nn.MSE.")
+nn.MSE = nn.MSELoss
+loss_class("L1Loss", function(self, x, y) return C._nn_l1_loss(x, y, self.reduction) end,
+  "nn.L1Loss([{reduction=\"mean\"}]): mean absolute error.")
+loss_class("SmoothL1Loss", function(self, x, y)
+  return C._nn_smooth_l1_loss(x, y, self.beta, self.reduction)
+end, "nn.SmoothL1Loss([{beta=1, reduction=\"mean\"}]).", function(self, o) self.beta = o.beta or 1.0 end)
+loss_class("CrossEntropyLoss", function(self, x, y)
+  local o = self.opts
+  return C._nn_cross_entropy(x, y, o.weight, o.label_smoothing or 0, o.ignore_index, self.reduction)
+end, "nn.CrossEntropyLoss([{weight=, label_smoothing=0, ignore_index=, reduction=\"mean\"}]): forward(logits, target) with 1-based class indices; see help(nn.cross_entropy).")
+loss_class("NLLLoss", function(self, x, y)
+  local o = self.opts
+  return C._nn_nll_loss(x, y, o.weight, o.ignore_index, self.reduction)
+end, "nn.NLLLoss([{weight=, ignore_index=, reduction=\"mean\"}]): forward(log_probs, target).")
+loss_class("BCELoss", function(self, x, y) return C._nn_bce(x, y, self.reduction) end,
+  "nn.BCELoss([{reduction=\"mean\"}]): binary cross entropy on probabilities.")
+loss_class("BCEWithLogitsLoss", function(self, x, y)
+  return C._nn_bce_with_logits(x, y, self.opts.pos_weight, self.reduction)
+end, "nn.BCEWithLogitsLoss([{pos_weight=, reduction=\"mean\"}]): sigmoid + binary cross entropy, stable.")
+
+-- ------------------------------------------------------------------ containers
+
+local Sequential = Module:extend("Sequential")
+nn.Sequential = Sequential
+function Sequential:__init(...)
+  local mods = {...}
+  if #mods == 1 and not is_module(mods[1]) and type(mods[1]) == "table" then mods = mods[1] end
+  for i = 1, select("#", ...) > 1 and select("#", ...) or #mods do
+    local m = mods[i]
+    if not is_module(m) then
+      error(string.format("Sequential: argument %d is not a Module (got %s)", i, type(m)), 3)
+    end
+    self:add(m)
+  end
+end
+function Sequential:add(m)
+  if not is_module(m) then error("Sequential:add: expected a Module, got " .. type(m), 2) end
+  self:add_module(tostring(#self._module_names + 1), m)
+  return self
+end
+Sequential.append = Sequential.add
+
+-- The forward plan fuses Linear followed by ReLU into one C call (one node, no extra tensor).
+local function build_plan(self)
+  local plan, mods, names = {}, self._modules, self._module_names
+  local i = 1
+  while i <= #names do
+    local m, nxt = mods[names[i]], mods[names[i + 1]]
+    if getmetatable(m) == Linear and rawget(m, "forward") == nil and nxt
+      and getmetatable(nxt) == ReLU and rawget(nxt, "forward") == nil then
+      plan[#plan + 1] = {m, true}
+      i = i + 2
+    else
+      plan[#plan + 1] = {m, false}
+      i = i + 1
+    end
+  end
+  rawset(self, "_plan", plan)
+  return plan
+end
+
+function Sequential:forward(x)
+  local plan = rawget(self, "_plan") or build_plan(self)
+  for i = 1, #plan do
+    local step = plan[i]
+    local m = step[1]
+    if step[2] then
+      local p = m._parameters
+      x = C._nn_linear(x, p.weight, p.bias, "Linear:forward", "relu")
+    else
+      x = m(x)
+    end
+  end
+  return x
+end
+doc(Sequential, [[nn.Sequential(m1, m2, ...) or nn.Sequential({m1, m2, ...}): applies modules in order.
+  seq[i] is the i-th module, #seq their count, seq:add(m) appends. Children are named "1", "2", ...
+  A Linear directly followed by a ReLU runs as one fused kernel.]])
+
+local ModuleList = Module:extend("ModuleList")
+nn.ModuleList = ModuleList
+function ModuleList:__init(list)
+  for _, m in ipairs(list or {}) do self:append(m) end
+end
+function ModuleList:append(m)
+  if not is_module(m) then error("ModuleList:append: expected a Module, got " .. type(m), 2) end
+  self:add_module(tostring(#self._module_names + 1), m)
+  return self
+end
+function ModuleList:extend(list)
+  for _, m in ipairs(list) do self:append(m) end
+  return self
+end
+function ModuleList:forward()
+  error("ModuleList:forward: a ModuleList has no forward; iterate over it (for i, m in ipairs(list))", 2)
+end
+doc(ModuleList, "nn.ModuleList([{m1, m2, ...}]): a registered list of modules; list[i], #list, ipairs(list), list:append(m), list:extend(t).")
+
+local ModuleDict = Module:extend("ModuleDict")
+nn.ModuleDict = ModuleDict
+function ModuleDict:__init(tbl)
+  tbl = tbl or {}
+  if #tbl > 0 then -- a list of {name, module} pairs keeps its order
+    for _, e in ipairs(tbl) do self:add_module(e[1], e[2]) end
+  else -- a map: sorted keys for a deterministic order
+    local keys = {}
+    for k in pairs(tbl) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for _, k in ipairs(keys) do self:add_module(k, tbl[k]) end
+  end
+end
+function ModuleDict:keys()
+  local out = {}
+  for i, n in ipairs(self._module_names) do out[i] = n end
+  return out
+end
+function ModuleDict:values() return self:children() end
+function ModuleDict:items() return self:named_children() end
+function ModuleDict:forward()
+  error("ModuleDict:forward: a ModuleDict has no forward; index it by name", 2)
+end
+ModuleDict.__pairs = function(self) return self:named_children() end
+doc(ModuleDict, "nn.ModuleDict([{name = m, ...} or {{name, m}, ...}]): registered modules by name; d.name, d[name] = m,\n  d:keys(), d:values(), d:items() / pairs(d) in insertion order (a map argument is added in sorted key order).")
+
+return nn

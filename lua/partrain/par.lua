@@ -1,0 +1,120 @@
+--- partrain.par: the parallel dispatcher, Lua side.
+--
+-- Workers are C threads, each owning its own lua_State with partrain loaded, created once per
+-- calling state (a shared pool that grows when a call asks for more workers) and reused by
+-- every later call. Values cross between the caller and the workers as described in
+-- host/transfer.h: closures as bytecode plus upvalues, tables deep-copied (cycles, shared
+-- references and metatables kept; classes of required modules resolve to the worker's own
+-- copies), tensors by reference (never a data copy), and the globals a function reads are
+-- looked up in the caller and sent along. A value that cannot cross fails naming it:
+--   upvalue 'conn' (userdata) of the closure cannot be sent to a worker
+--
+-- API used by other parts of partrain:
+--
+--   pt._pool_map(fn, arglists[, {n_workers = k}]) -> results
+--     Runs fn(table.unpack(arglists[i])) for every i on the shared pool, at most k at a time
+--     (default: the number of CPUs). results[i] is fn's first return value, in input order.
+--     A failed item's slot holds an error value: a table with metatable pt.ActionError and
+--     fields message, traceback, index, worker; tostring(err) reads
+--     "ActionError: item 3 failed on worker 2: <message>". _pool_map never raises for item
+--     failures (an item whose arguments cannot be sent fails the same way); it raises only when
+--     fn itself cannot be sent, and "interrupted" on Ctrl-C (after stopping every worker).
+--     Leaf gradients inside _pool_map go to leaf.grad directly: do not backward into the same
+--     leaf from two items at once (par_by_sample is the tool for that).
+--
+--   pt._Pool(n): a dedicated pool (used by pt.Runner); see host/l_par.c.
+--   pt.worker_id(): 0 in the caller, 1..n in a worker.
+--
+-- Ctrl-C while workers run stops them (a hook in each worker raises "interrupted"), the call
+-- raises "interrupted" and the pool keeps working for the next call.
+local pt = require "partrain"
+
+local M = {}
+
+local function check_handler(handler)
+  if type(handler) ~= "table" or handler.dataset == nil then
+    error("par_by_sample: expected a DataHandler (a table with a dataset field)", 3)
+  end
+  local ds = handler.dataset
+  if ds.get == nil or ds.len == nil then
+    error("par_by_sample: the handler's dataset must have get(i) and len()", 3)
+  end
+  return ds
+end
+
+--- handler:par_by_sample(model, n, fn[, opts]) -> losses, model
+-- rotta_rs semantics: the thread count n is fixed by the first call (later calls reuse it and
+-- may pass nil); each call processes one window of samples idx .. idx+n-1, stopping at the end
+-- of the dataset (the last window may be short; a window never wraps), then idx advances by n;
+-- a call that starts past the end first goes back to sample 1. fn(sample, model) runs for each
+-- sample of the window at once, sample j of the window on worker j. The model's parameters are
+-- shared (same tensors); each worker's backward() accumulates into its own gradient buffers,
+-- which are added into param.grad after the window in worker order 1..n, so a given seed and n
+-- give bitwise-identical results on every run. Nothing zeroes gradients.
+-- Returns the list of fn's first results (the losses) in sample order, and the model.
+--
+-- opts:
+--   windows = k        run k consecutive windows in this call (wrapping as above)
+--   epoch = true       run windows from the current position to the end of the dataset
+--   after_window = f   with windows/epoch: f(window_losses) runs in the caller between
+--                      windows (e.g. opt:step(); opt:zero_grad())
+--   refresh_model = true  re-send the model to the workers (it is cached per worker by
+--                      identity; parameters are shared anyway, so only changes to the model's
+--                      structure, such as a replaced submodule, need this)
+-- With windows/epoch the returned losses are all windows' losses in sample order.
+-- A failure in fn raises "par_by_sample: sample <i> failed on worker <w>: <message>" followed
+-- by the worker's traceback; the gradients of that window are not added; later calls work.
+function M.par_by_sample(handler, model, n, fn, opts)
+  local ds = check_handler(handler)
+  if type(fn) ~= "function" then
+    error("par_by_sample: fn must be a function (got " .. type(fn) .. ")", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("par_by_sample: opts must be a table (got " .. type(opts) .. ")", 2)
+  end
+  opts = opts or {}
+  local len = ds:len()
+  local st = handler._par
+  if st == nil then
+    if math.type(n) ~= "integer" or n < 1 then
+      error("par_by_sample: the number of threads must be a positive integer (got " .. tostring(n) .. ")", 2)
+    end
+    if n > len then
+      error(("par_by_sample: %d threads but the dataset has only %d samples"):format(n, len), 2)
+    end
+    st = {n = n, idx = 1}
+    handler._par = st
+  end
+  -- n is fixed by the first call (rotta_rs keeps its thread pool); a different n is ignored
+  n = st.n
+  if opts.after_window ~= nil and type(opts.after_window) ~= "function" then
+    error("par_by_sample: after_window must be a function", 2)
+  end
+  local nwin
+  if opts.epoch then
+    if st.idx > len then st.idx = 1 end
+    nwin = (len - st.idx) // n + 1
+  elseif opts.windows ~= nil then
+    nwin = opts.windows
+    if math.type(nwin) ~= "integer" or nwin < 1 then
+      error("par_by_sample: windows must be a positive integer (got " .. tostring(nwin) .. ")", 2)
+    end
+  else
+    nwin = 1
+  end
+  local windows = {}
+  for w = 1, nwin do
+    if st.idx > len then st.idx = 1 end
+    local stop = math.min(st.idx + n - 1, len)
+    windows[2 * w - 1], windows[2 * w] = st.idx, stop
+    st.idx = st.idx + n
+  end
+  local function get(i) return ds:get(i) end
+  local losses = pt._par_windows(model, fn, get, windows, n, opts.after_window, opts.refresh_model)
+  return losses, model
+end
+
+M.pool_map = pt._pool_map
+M.ActionError = pt.ActionError
+
+return M

@@ -1,0 +1,213 @@
+-- The partrain executable's command line (host/main.c), run through io.popen.
+-- The executable is the interpreter running this spec (build/partrain /usr/bin/busted spec).
+
+local function exe_path()
+  local f = io.open("/proc/self/stat")
+  if f then
+    local pid = f:read("*l"):match("^(%d+)")
+    f:close()
+    local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
+    local path = p:read("*l")
+    p:close()
+    if path and path:match("partrain$") then return path end
+  end
+  local i, a = -1, nil
+  while arg and arg[i] do
+    a = arg[i]
+    i = i - 1
+  end
+  return os.getenv("PARTRAIN") or a or "build/partrain"
+end
+
+local EXE = exe_path()
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- run a shell command line with EXE as $P; returns stdout, stderr, exit code
+local function sh(cmdline, stdin)
+  local errf = os.tmpname()
+  local full = "P=" .. q(EXE) .. "; " .. cmdline
+  if stdin then
+    local inf = os.tmpname()
+    local f = assert(io.open(inf, "w"))
+    f:write(stdin)
+    f:close()
+    full = "(" .. full .. ") < " .. q(inf)
+  end
+  local p = io.popen("(" .. full .. ") 2>" .. q(errf) .. "; echo \"<rc=$?>\"")
+  local out = p:read("a")
+  p:close()
+  local f = io.open(errf)
+  local err = f:read("a")
+  f:close()
+  os.remove(errf)
+  local rc = tonumber(out:match("<rc=(%d+)>\n?$"))
+  out = out:gsub("<rc=%d+>\n?$", "")
+  return out, err, rc
+end
+
+local function script(text)
+  local name = os.tmpname() .. ".lua"
+  local f = assert(io.open(name, "w"))
+  f:write(text)
+  f:close()
+  return name
+end
+
+describe("partrain command line", function()
+  it("is the interpreter running the specs", function()
+    assert.matches("partrain$", EXE)
+  end)
+
+  it("-v prints the version", function()
+    local out, err, rc = sh("$P -v")
+    assert.matches("^partrain %d+%.%d+%.%d+ %(Lua 5%.4", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, rc)
+  end)
+
+  it("-h prints the usage on stdout", function()
+    local out, _, rc = sh("$P -h")
+    assert.matches("^usage: partrain %[options%] %[script %[args%]%]", out)
+    assert.matches("%-e chunk", out)
+    assert.are.equal(0, rc)
+  end)
+
+  it("an unknown option prints the usage and exits 1", function()
+    local out, err, rc = sh("$P -x")
+    assert.are.equal("", out)
+    assert.matches("^partrain: unrecognized option '%-x'\nusage: partrain", err)
+    assert.are.equal(1, rc)
+    local _, err2, rc2 = sh("$P -vx")
+    assert.matches("^partrain: unrecognized option '%-vx'", err2)
+    assert.are.equal(1, rc2)
+  end)
+
+  it("-e without a chunk is an error", function()
+    local _, err, rc = sh("$P -e")
+    assert.matches("^partrain: '%-e' needs argument\nusage:", err)
+    assert.are.equal(1, rc)
+  end)
+
+  it("-e runs chunks in order with pt preloaded", function()
+    local out, err, rc = sh("$P -e 'io.write(1)' -e 'io.write(2, type(pt.zeros))' '-eio.write(3)'")
+    assert.are.equal("12function3", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, rc)
+  end)
+
+  it("-e '' does nothing and succeeds", function()
+    local out, err, rc = sh("$P -e ''")
+    assert.are.same({ "", "", 0 }, { out, err, rc })
+  end)
+
+  it("runs a script with arg and ... as lua.c", function()
+    local s = script("io.write(table.concat({...}, ','), '|', arg[0], '|', arg[1], '|', arg[2], '|', " ..
+      "arg[-1], '|', arg[-2], '|', #arg)")
+    local out, err, rc = sh("$P -e 'x=1' " .. s .. " a 'b c'")
+    assert.are.equal("a,b c|" .. s .. "|a|b c|x=1|-e|2", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, rc)
+    os.remove(s)
+  end)
+
+  it("puts the interpreter at arg[0] when there is no script", function()
+    local out = sh("$P -e 'io.write(arg[0] == arg[-1] and \"bad\" or arg[0], \" \", arg[1])'")
+    assert.matches("partrain %-e$", out)
+  end)
+
+  it("runs stdin with '-', passing the remaining arguments", function()
+    local out, _, rc = sh("$P - x y", "io.write(select('#', ...), ...)")
+    assert.are.equal("2xy", out)
+    assert.are.equal(0, rc)
+  end)
+
+  it("runs piped stdin as a script when there are no arguments", function()
+    local out, _, rc = sh("$P", "local a = 20\nio.write(a + 1)\n")
+    assert.are.equal("21", out)
+    assert.are.equal(0, rc)
+  end)
+
+  it("'--' stops option handling", function()
+    local s = script("io.write(arg[1])")
+    local out, _, rc = sh("$P -- " .. s .. " -x")
+    assert.are.equal("-x", out)
+    assert.are.equal(0, rc)
+    os.remove(s)
+  end)
+
+  it("-l requires a module into a global", function()
+    local out, _, rc = sh("$P -l partrain -e 'io.write(type(partrain.zeros))'")
+    assert.are.equal("function", out)
+    assert.are.equal(0, rc)
+    local out2, err2, rc2 = sh("$P -l no_such_module_x -e 'io.write(1)'")
+    assert.are.equal("", out2)
+    assert.matches("^partrain: module 'no_such_module_x' not found", err2)
+    assert.are.equal(1, rc2)
+  end)
+
+  it("an error in -e prints the message and a traceback and exits 1", function()
+    local out, err, rc = sh("$P -e 'error(\"bad thing\")' -e 'io.write(\"not reached\")'")
+    assert.are.equal("", out)
+    assert.matches("^partrain: %(command line%):1: bad thing\nstack traceback:\n", err)
+    assert.matches("in function 'error'", err)
+    assert.are.equal(1, rc)
+  end)
+
+  it("an error in a script names the file and line and exits 1", function()
+    local s = script("local function f()\n  error('deep')\nend\nf()\n")
+    local _, err, rc = sh("$P " .. s)
+    assert.matches(":2: deep\nstack traceback:\n", err, 1, true)
+    assert.matches("in local 'f'", err, 1, true)
+    assert.are.equal(1, rc)
+    os.remove(s)
+  end)
+
+  it("reports non-string error objects", function()
+    local _, err, rc = sh("$P -e 'error({})'")
+    assert.matches("^partrain: %(error object is a table value%)", err)
+    assert.are.equal(1, rc)
+    local _, err2 = sh("$P -e 'error(setmetatable({}, {__tostring = function() return \"OBJ\" end}))'")
+    assert.are.equal("partrain: OBJ\n", err2)
+  end)
+
+  it("reports a syntax error and a missing script", function()
+    local _, err, rc = sh("$P -e 'x = = 1'")
+    assert.matches("^partrain: %(command line%):1: unexpected symbol near '='", err)
+    assert.are.equal(1, rc)
+    local _, err2, rc2 = sh("$P /nonexistent/script.lua")
+    assert.are.equal("partrain: cannot open /nonexistent/script.lua: No such file or directory\n", err2)
+    assert.are.equal(1, rc2)
+  end)
+
+  it("-i runs the script, then the REPL on stdin", function()
+    local s = script("y = 41")
+    local out, err, rc = sh("$P -i " .. s, "y + 1\n")
+    assert.are.equal("42\n", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, rc)
+    os.remove(s)
+  end)
+
+  it("help is available from scripts through require and pt.help", function()
+    local out = sh("$P -e 'require(\"partrain.help\")(pt.zeros)'")
+    assert.matches("^pt%.zeros%(size%.%.%.", out)
+    local out2, err2 = sh("$P -e 'pt.help(pt.ones)'")
+    assert.matches("^pt%.ones%(size%.%.%.", out2)
+    assert.are.equal("", err2)
+  end)
+
+  it("Ctrl-C stops a running chunk with 'interrupted' and exit 1", function()
+    local out, err, rc = sh("$P -e 'io.write(\"start\\n\") io.flush() while true do end' > /dev/null & p=$!; " ..
+      "sleep 0.5; kill -INT $p; wait $p")
+    assert.are.equal("", out)
+    assert.matches("^partrain: interrupted\nstack traceback:\n.*%(command line%):1: in main chunk", err)
+    assert.are.equal(1, rc)
+  end)
+
+  it("starts chunks with the interrupt flag clear (backward polls it)", function()
+    local out, err, rc = sh("$P -e 'local x = pt.ones(3, {requires_grad=true}); (x*x):sum():backward(); " ..
+      "io.write(string.format(\"%g\", x.grad:sum():item()))'")
+    assert.are.same({ "6", "", 0 }, { out, err, rc })
+  end)
+end)

@@ -1,0 +1,287 @@
+-- 1-based indexing and slicing, masks, and the gather/scatter/index_select family.
+local pt = require "partrain"
+local gradcheck = require "spec.gradcheck"
+
+local function errmsg(f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return (tostring(err):gsub("^[^\n]-:%d+: ", ""))
+end
+
+local function range(...)
+  local n = 1
+  for _, s in ipairs({...}) do n = n * s end
+  return pt.arange(n, {dtype = "float32"}):view(...)
+end
+
+local function randn64(...)
+  return pt.randn({...}, {dtype = "float64"})
+end
+
+local function long(values) return pt.tensor(values, {dtype = "int64"}) end
+
+describe("indexing with t[key]", function()
+  it("t[i] selects along dim 1 (a view), t[i][j] reaches numbers", function()
+    local t = range(3, 4)
+    assert.are.same({4, 5, 6, 7}, t[2]:tolist())
+    assert.are.same({8, 9, 10, 11}, t[-1]:tolist())
+    assert.is_true(t[2]:is_same_storage(t))
+    assert.are.equal(7, t[2][4])
+  end)
+
+  it("a table key has one entry per leading dim", function()
+    local t = range(3, 4)
+    assert.are.same({4, 5, 6}, t[{2, {1, 3}}]:tolist())
+    assert.are.same({3, 7, 11}, t[{{}, -1}]:tolist())
+    assert.are.same({{4, 5, 6, 7}, {8, 9, 10, 11}}, t[{{2, -1}}]:tolist())
+    assert.are.same({{1}, {5}, {9}}, t[{":", {2}}]:tolist()) -- {a} keeps the dim
+    assert.are.same({{5, 6}, {9, 10}}, t[{{2, 3}, {2, 3}}]:tolist())
+    assert.are.same({3, 4}, t[{}]:size())
+    assert.are.same({0, 4}, t[{{3, 2}}]:size()) -- empty range
+    assert.are.equal(6, t[{2, 3}]) -- every dim selected: a number
+    assert.are.equal(11, t[{-1, -1}])
+    local s = t[{{2, 3}, {2, 3}}]
+    assert.is_true(s:is_same_storage(t))
+    assert.are.same({4, 1}, s:stride())
+  end)
+
+  it("slices are views: writing through them changes the base", function()
+    local t = range(3, 4)
+    t[{{}, 2}]:fill_(-1)
+    assert.are.same({-1, -1, -1}, t:select(2, 2):tolist())
+  end)
+
+  it("reports out-of-range and malformed keys", function()
+    local t = range(3, 4)
+    assert.are.equal("index: index 4 out of range for dimension 1 of size 3",
+                     errmsg(function() return t[{4}] end))
+    assert.are.equal("index: index 5 out of range for dimension 2 of size 4",
+                     errmsg(function() return t[{1, 5}] end))
+    assert.are.equal("index: index 0 out of range for dimension 1 of size 3",
+                     errmsg(function() return t[{0}] end))
+    assert.are.equal("index: range {2,5} out of range for dimension 2 of size 4",
+                     errmsg(function() return t[{{}, {2, 5}}] end))
+    assert.are.equal("index: range {3,1} out of range for dimension 1 of size 3",
+                     errmsg(function() return t[{{3, 1}}] end))
+    assert.are.equal("index: too many indices for a tensor of 2 dimensions (got 3)",
+                     errmsg(function() return t[{1, 1, 1}] end))
+    assert.are.equal("index: invalid index entry of type boolean at position 2",
+                     errmsg(function() return t[{1, true}] end))
+    assert.are.equal("index: a range is {}, {first} or {first, last}, got 3 entries at position 1",
+                     errmsg(function() return t[{{1, 2, 3}}] end))
+    assert.are.equal("index: index entries must be integers, got 1.5",
+                     errmsg(function() return t[{1.5}] end))
+    assert.are.equal("index: a tensor index must be a bool mask or int64 positions, got float32",
+                     errmsg(function() return t[pt.zeros(2)] end))
+    assert.are.equal("index: range bounds must be integers (position 1)",
+                     errmsg(function() return t[{{1, "x"}}] end))
+    assert.are.equal("index: cannot index a 0-d tensor (use item())",
+                     errmsg(function() return pt.tensor(1)[long({1})] end))
+    assert.are.equal("index: too many indices for a tensor of 0 dimensions (got 1)",
+                     errmsg(function() return pt.tensor(1)[{1}] end))
+  end)
+
+  it("a bool mask selects elements into a 1-D copy", function()
+    local t = range(2, 3)
+    local m = pt.tensor({{true, false, true}, {false, false, true}})
+    local s = t[m]
+    assert.are.same({0, 2, 5}, s:tolist())
+    assert.is_false(s:is_same_storage(t))
+    assert.are.same({0, 2, 3, 5}, t:masked_select(pt.tensor({true, false, true})):tolist()) -- broadcast
+    assert.are.same({0, 2, 5}, pt.masked_select(t, m):tolist())
+    assert.are.equal("masked_select: shapes {2,3} and {2} cannot be broadcast",
+                     errmsg(function() return t:masked_select(pt.tensor({true, false})) end))
+    assert.are.equal("masked_select: mask must be a bool tensor, got float32",
+                     errmsg(function() return t:masked_select(pt.zeros(2, 3)) end))
+  end)
+
+  it("an int64 tensor selects rows", function()
+    local t = range(3, 2)
+    local r = t[long({3, 1, 3})]
+    assert.are.same({{4, 5}, {0, 1}, {4, 5}}, r:tolist())
+    assert.are.equal("index_select: index 4 out of range for dimension 1 of size 3",
+                     errmsg(function() return t[long({4})] end))
+  end)
+end)
+
+describe("assignment with t[key] = value", function()
+  it("fills a slice with a number", function()
+    local t = pt.zeros(3, 4)
+    t[{2, {2, 3}}] = 5
+    t[{{}, -1}] = 7
+    t[1] = 1
+    assert.are.same({{1, 1, 1, 1}, {0, 5, 5, 7}, {0, 0, 0, 7}}, t:tolist())
+    local v = pt.zeros(3)
+    v[2] = 4
+    v[-1] = pt.tensor(9)
+    assert.are.same({0, 4, 9}, v:tolist())
+  end)
+
+  it("copies a broadcastable tensor", function()
+    local t = pt.zeros(2, 3)
+    t[{{}, {1, 2}}] = pt.tensor({{1, 2}, {3, 4}})
+    t[{{}, 3}] = pt.tensor({8, 9})
+    assert.are.same({{1, 2, 8}, {3, 4, 9}}, t:tolist())
+    t[2] = pt.tensor({6})
+    assert.are.same({{1, 2, 8}, {6, 6, 6}}, t:tolist())
+    t[{{1, 2}}] = pt.tensor({0, 1, 2})
+    assert.are.same({{0, 1, 2}, {0, 1, 2}}, t:tolist())
+    assert.are.equal("index: value of shape {2} cannot be broadcast to the slice of shape {3}",
+                     errmsg(function() t[1] = pt.tensor({1, 2}) end))
+    assert.are.equal("index: value must be a number or a tensor, got string",
+                     errmsg(function() t[1] = "x" end))
+    assert.are.equal("index: invalid index of type boolean", errmsg(function() t[true] = 1 end))
+    assert.are.equal("index: cannot index a 0-d tensor (use fill_)",
+                     errmsg(function() pt.tensor(1)[long({1})] = 2 end))
+    assert.are.equal("index: a tensor index must be a bool mask or int64 positions, got float32",
+                     errmsg(function() t[pt.ones(1)] = 2 end))
+  end)
+
+  it("with a mask: fills, or copies one value per true entry", function()
+    local t = range(2, 3)
+    t[pt.tensor({{true, false, true}, {false, false, true}})] = -1
+    assert.are.same({{-1, 1, -1}, {3, 4, -1}}, t:tolist())
+    t[pt.tensor({false, true, false})] = pt.tensor({10, 20})
+    assert.are.same({{-1, 10, -1}, {3, 20, -1}}, t:tolist())
+    assert.are.equal("index: mask selects 4 elements but the value has 3", -- the mask broadcasts
+                     errmsg(function() t[pt.tensor({false, true, true})] = pt.tensor({1, 2, 3}) end))
+    assert.are.equal("index: mask of shape {4} does not match tensor of shape {2,3}",
+                     errmsg(function() t[pt.tensor({true, true, true, true})] = 0 end))
+  end)
+
+  it("with an int64 tensor: sets rows", function()
+    local t = pt.zeros(3, 2)
+    t[long({1, 3})] = 5
+    assert.are.same({{5, 5}, {0, 0}, {5, 5}}, t:tolist())
+    t[long({2})] = pt.tensor({{1, 2}})
+    assert.are.same({{5, 5}, {1, 2}, {5, 5}}, t:tolist())
+  end)
+
+  it("refuses to write into a tensor that requires grad", function()
+    local x = randn64(2, 3)
+    x.requires_grad = true
+    assert.are.equal(
+      "index: in-place operation on a tensor that requires grad (use pt.no_grad, detach() or the out-of-place form)",
+      errmsg(function() x[1] = 0 end))
+    assert.are.equal(
+      "index: in-place operation on a tensor that requires grad (use pt.no_grad, detach() or the out-of-place form)",
+      errmsg(function() x[{{}, 1}] = pt.zeros(2, {dtype = "float64"}) end))
+    pt.no_grad(function() x[{{1, 2}, 2}] = 0 end)
+    assert.are.same({0, 0}, x[{{}, 2}]:tolist())
+  end)
+end)
+
+describe("gather and scatter", function()
+  it("gather picks along a dim with 1-based positions", function()
+    local t = pt.tensor({{1, 2}, {3, 4}})
+    assert.are.same({{1, 1}, {4, 3}}, t:gather(2, long({{1, 1}, {2, 1}})):tolist())
+    assert.are.same({{3, 2}}, pt.gather(t, 1, long({{2, 1}})):tolist())
+    assert.are.equal("gather: index 3 out of range for dimension 2 of size 2",
+                     errmsg(function() return t:gather(2, long({{1, 3}, {1, 1}})) end))
+    assert.are.equal("gather: index 0 out of range for dimension 1 of size 2",
+                     errmsg(function() return t:gather(1, long({{0, 1}})) end))
+    assert.are.equal("gather: index must be an int64 tensor, got float32",
+                     errmsg(function() return t:gather(2, pt.ones(2, 2)) end))
+    assert.are.equal("gather: index must have as many dimensions as the tensor (2), got 1",
+                     errmsg(function() return t:gather(2, long({1})) end))
+    assert.are.equal("gather: index of shape {3,1} does not fit the tensor of shape {2,2} in dimension 1",
+                     errmsg(function() return t:gather(2, long({{1}, {1}, {1}})) end))
+  end)
+
+  it("scatter writes src (or a value) at the positions, out of place", function()
+    local t = pt.zeros(2, 3)
+    local s = t:scatter(2, long({{3, 1}, {2, 2}}), pt.tensor({{1, 2}, {3, 4}}))
+    assert.are.same({{2, 0, 1}, {0, 4, 0}}, s:tolist())
+    assert.are.same({{0, 0, 0}, {0, 0, 0}}, t:tolist())
+    assert.are.same({{0, 0, 7}, {7, 0, 0}}, pt.scatter(t, 2, long({{3}, {1}}), 7):tolist())
+    assert.are.equal("scatter: index 4 out of range for dimension 2 of size 3",
+                     errmsg(function() return t:scatter(2, long({{4}, {1}}), 1) end))
+    assert.are.equal("scatter: src must have the tensor's dtype (float32), got float64",
+                     errmsg(function() return t:scatter(2, long({{1}}), pt.ones(1, 1, {dtype = "float64"})) end))
+    assert.are.equal("scatter: index of shape {1,2} does not fit src of shape {1,1} in dimension 2",
+                     errmsg(function() return t:scatter(2, long({{1, 2}}), pt.ones(1, 1)) end))
+    assert.are.equal("scatter: src must have as many dimensions as index (2), got 1",
+                     errmsg(function() return t:scatter(2, long({{1}}), pt.ones(1)) end))
+    assert.are.equal("scatter: value must be a number or a tensor, got string",
+                     errmsg(function() return t:scatter(2, long({{1}}), "x") end))
+  end)
+
+  it("scatter_ and scatter_add_ work in place; scatter_add accumulates duplicates", function()
+    local t = pt.zeros(3)
+    assert.are.equal(t, t:scatter_(1, long({3}), 5))
+    assert.are.same({0, 0, 5}, t:tolist())
+    t:scatter_add_(1, long({1, 1, 2}), pt.tensor({1, 2, 3}))
+    assert.are.same({3, 3, 5}, t:tolist())
+    assert.are.same({3, 3, 15}, t:scatter_add(1, long({3, 3}), pt.tensor({4, 6})):tolist())
+    assert.are.same({3, 3, 5}, t:tolist())
+    assert.are.equal("scatter_add_: index -1 out of range for dimension 1 of size 3",
+                     errmsg(function() t:scatter_add_(1, long({-1}), pt.tensor({1})) end))
+    assert.are.same({3, 3, 5}, t:tolist()) -- nothing written on error
+  end)
+
+  it("in-place forms refuse tensors that require grad", function()
+    local x = randn64(3)
+    x.requires_grad = true
+    assert.are.equal(
+      "scatter_: in-place operation on a tensor that requires grad (use pt.no_grad, detach() or the out-of-place form)",
+      errmsg(function() x:scatter_(1, long({1}), 0) end))
+  end)
+end)
+
+describe("index_select, index_add_, index_copy_, index_fill_", function()
+  it("index_select copies slices at 1-based positions", function()
+    local t = range(3, 4)
+    assert.are.same({{3, 1}, {7, 5}, {11, 9}}, t:index_select(2, long({4, 2})):tolist())
+    assert.are.same({{8, 9, 10, 11}}, pt.index_select(t, 1, long({3})):tolist())
+    assert.are.equal("index_select: index 0 out of range for dimension 2 of size 4",
+                     errmsg(function() return t:index_select(2, long({0})) end))
+    assert.are.equal("index_select: index must be 1-D, got 2 dimensions",
+                     errmsg(function() return t:index_select(1, long({{1}})) end))
+    assert.are.equal("index_select: index must be an int64 tensor, got float32",
+                     errmsg(function() return t:index_select(1, pt.ones(1)) end))
+  end)
+
+  it("index_add_ accumulates rows, index_copy_ and index_fill_ overwrite", function()
+    local t = pt.zeros(3, 2)
+    t:index_add_(1, long({1, 3, 1}), pt.tensor({{1, 1}, {2, 2}, {3, 3}}))
+    assert.are.same({{4, 4}, {0, 0}, {2, 2}}, t:tolist())
+    t:index_copy_(1, long({2}), pt.tensor({{7, 8}}))
+    assert.are.same({{4, 4}, {7, 8}, {2, 2}}, t:tolist())
+    t:index_fill_(2, long({1}), -1)
+    assert.are.same({{-1, 4}, {-1, 8}, {-1, 2}}, t:tolist())
+    assert.are.equal("index_add_: src must have shape {1,2}, got {2,2}",
+                     errmsg(function() t:index_add_(1, long({1}), pt.ones(2, 2)) end))
+    assert.are.equal("index_add_: index 9 out of range for dimension 1 of size 3",
+                     errmsg(function() t:index_add_(1, long({9}), pt.ones(1, 2)) end))
+    assert.are.equal("index_copy_: src of shape {3} cannot be broadcast to {1,2}",
+                     errmsg(function() t:index_copy_(1, long({1}), pt.ones(3)) end))
+    assert.are.equal("index_copy_: src of shape {2,2} cannot be broadcast to {1,2}",
+                     errmsg(function() t:index_copy_(1, long({1}), pt.ones(2, 2)) end))
+  end)
+end)
+
+describe("gradients of indexing (float64 finite differences)", function()
+  it("slicing and masks", function()
+    gradcheck(function(x) return x[{2, {1, 3}}] end, {randn64(3, 4)})
+    gradcheck(function(x) return x[{{}, -1}] end, {randn64(3, 4)})
+    gradcheck(function(x) return x[{{2, -1}, {2}}] end, {randn64(3, 4)})
+    gradcheck(function(x) return x[2] end, {randn64(3, 4)})
+    local m = pt.tensor({{true, false, true, false}, {false, true, true, false}, {true, true, false, false}})
+    gradcheck(function(x) return x[m] end, {randn64(3, 4)})
+    gradcheck(function(x) return x:masked_select(pt.tensor({true, false, true, true})) end, {randn64(3, 4)})
+    gradcheck(function(x) return x:masked_select(m) end, {randn64(4)}) -- input broadcast by the mask
+    gradcheck(function(x) return x[long({3, 1, 3})] end, {randn64(3, 2)})
+  end)
+
+  it("gather, scatter, scatter_add, index_select", function()
+    local idx = long({{1, 3, 3}, {2, 2, 1}})
+    gradcheck(function(x) return x:gather(2, idx) end, {randn64(2, 3)})
+    gradcheck(function(x) return x:gather(1, long({{2, 1, 2}})) end, {randn64(2, 3)})
+    local uniq = long({{3, 1}, {2, 3}})
+    gradcheck(function(x, s) return x:scatter(2, uniq, s) end, {randn64(2, 3), randn64(2, 2)})
+    gradcheck(function(x, s) return x:scatter(2, uniq, s) end, {randn64(2, 3), randn64(3, 3)}) -- src larger
+    gradcheck(function(x) return x:scatter(2, uniq, 0.5) end, {randn64(2, 3)})
+    gradcheck(function(x, s) return x:scatter_add(2, idx, s) end, {randn64(2, 3), randn64(2, 3)})
+    gradcheck(function(x) return x:index_select(2, long({3, 1, 3})) end, {randn64(2, 3)})
+  end)
+end)

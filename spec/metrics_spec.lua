@@ -1,0 +1,107 @@
+local pt = require "partrain"
+local data = pt.data
+
+local function err_of(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok)
+  return tostring(err)
+end
+
+-- 4 samples; the "model" returns logits that are the features themselves (3 classes)
+local x = pt.tensor({{0, 5, 1}, {9, 0, 0}, {0, 0, 2}, {1, 3, 2}})
+local y = pt.tensor({2, 1, 2, 3}, {dtype = "int64"}) -- predictions are 2, 1, 3, 2
+local ds = data.TensorDataset(x, y)
+
+-- a module-like table recording its mode and the grad mode it ran under
+local function fake_model()
+  local m = {training = true, calls = 0}
+  function m:eval() self.training = false; return self end
+  function m:train(mode) self.training = mode ~= false; return self end
+  setmetatable(m, {__call = function(self, input)
+    self.calls = self.calls + 1
+    self.saw_training, self.saw_grad = self.training, pt.is_grad_enabled()
+    return input
+  end})
+  return m
+end
+
+describe("pt.metrics.accuracy", function()
+  it("counts argmax predictions against 1-based labels", function()
+    local m = fake_model()
+    assert.are.equal(0.5, pt.metrics.accuracy(m, ds, {batch = 3}))
+    assert.are.equal(2, m.calls) -- batches of 3 and 1
+  end)
+
+  it("runs in eval mode without gradients and restores train mode", function()
+    local m = fake_model()
+    pt.metrics.accuracy(m, ds)
+    assert.is_false(m.saw_training)
+    assert.is_false(m.saw_grad)
+    assert.is_true(m.training)
+    assert.is_true(pt.is_grad_enabled())
+    local e = fake_model():eval()
+    pt.metrics.accuracy(e, ds)
+    assert.is_false(e.training) -- a model in eval mode stays there
+  end)
+
+  it("accepts a DataHandler without advancing its epochs, and plain functions", function()
+    local h = data.DataHandler(ds, {batch = 2, shuffle = true, progress = false})
+    assert.are.equal(0.5, pt.metrics.accuracy(function(input) return input end, h))
+    assert.are.equal(0, h.epoch)
+  end)
+
+  it("restores train mode when the model fails", function()
+    local m = fake_model()
+    getmetatable(m).__call = function() error("boom", 0) end
+    assert.matches("boom", err_of(pt.metrics.accuracy, m, ds))
+    assert.is_true(m.training)
+  end)
+
+  it("names bad arguments and shapes", function()
+    assert.matches("model must be callable", err_of(pt.metrics.accuracy, 3, ds))
+    assert.matches("expected a dataset or a DataHandler", err_of(pt.metrics.accuracy, fake_model(), 3))
+    local wrong = function(input) return pt.zeros(input:size(1) + 1, 3) end
+    assert.matches("count_correct: 5 score rows but 4 labels", err_of(pt.metrics.accuracy, wrong, ds, {batch = 4}))
+    local unlabeled = data.TensorDataset(x)
+    assert.matches("accuracy: the dataset has no labels", err_of(pt.metrics.accuracy, fake_model(), unlabeled))
+  end)
+end)
+
+describe("pt.metrics.confusion_matrix", function()
+  it("returns int64 {C,C} with rows = true class, columns = predicted", function()
+    local cm = pt.metrics.confusion_matrix(fake_model(), ds, 3, {batch = 2})
+    assert.are.equal("int64", cm:dtype())
+    assert.are.same({{1, 0, 0}, {0, 1, 1}, {0, 1, 0}}, cm:tolist())
+  end)
+
+  it("checks labels and num_classes", function()
+    assert.matches("num_classes must be a positive integer", err_of(pt.metrics.confusion_matrix, fake_model(), ds, 0))
+    assert.matches("label 3 out of range 1..2", err_of(pt.metrics.confusion_matrix, function(i) return pt.zeros(i:size(1), 2) end, ds, 2))
+  end)
+end)
+
+describe("pt.metrics.log", function()
+  it("appends JSON lines", function()
+    local p = os.tmpname()
+    pt.metrics.log(p, {epoch = 1, accuracy = 0.5})
+    pt.metrics.log(p, {epoch = 2, accuracy = 0.75})
+    local lines = {}
+    for l in io.lines(p) do lines[#lines + 1] = pt._json_decode(l) end
+    os.remove(p)
+    assert.are.same({{epoch = 1, accuracy = 0.5}, {epoch = 2, accuracy = 0.75}}, lines)
+    assert.matches("record must be a table", err_of(pt.metrics.log, p, 3))
+  end)
+end)
+
+describe("pt.metrics with nn", function()
+  it("evaluates an nn model and restores its training mode", function()
+    local ok, nn = pcall(function() return pt.nn end)
+    if not ok or not nn or not nn.Linear then return pending("partrain.nn is not available yet") end
+    local m = nn.Linear(3, 3)
+    m:load_state_dict({weight = pt.eye(3), bias = pt.zeros(3)}) -- logits = features
+    m:train()
+    assert.are.equal(0.5, pt.metrics.accuracy(m, ds))
+    assert.is_true(m.training)
+    assert.are.same({{1, 0, 0}, {0, 1, 1}, {0, 1, 0}}, pt.metrics.confusion_matrix(m, ds, 3):tolist())
+  end)
+end)

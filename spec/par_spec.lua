@@ -1,0 +1,268 @@
+local pt = require "partrain"
+local data = require "partrain.data"
+local par = require "partrain.par"
+
+-- a dataset of n samples {x = {i}, y = {2i}, i = i}
+local function toy_dataset(n)
+  return {
+    get = function(_, i) return {pt.tensor({i * 1.0}), pt.tensor({2.0 * i}), i = i} end,
+    len = function() return n end,
+  }
+end
+
+local function index_of(sample) return sample.i end
+
+describe("par_by_sample windows", function()
+  it("5 samples with n = 2 give [1,2] [3,4] [5] [1,2] in sample order", function()
+    local h = data.DataHandler(toy_dataset(5))
+    local seen = {}
+    for c = 1, 5 do seen[c] = (h:par_by_sample({}, 2, index_of)) end
+    assert.are.same({{1, 2}, {3, 4}, {5}, {1, 2}, {3, 4}}, seen)
+  end)
+
+  it("returns the model as second result", function()
+    local h = data.DataHandler(toy_dataset(3))
+    local model = {name = "m"}
+    local _, m = h:par_by_sample(model, 2, index_of)
+    assert.are.equal(model, m)
+  end)
+
+  it("runs sample j of the window on worker j", function()
+    local h = data.DataHandler(toy_dataset(4))
+    local ids = h:par_by_sample({}, 3, function() return pt.worker_id() end)
+    assert.are.same({1, 2, 3}, ids)
+    assert.are.same({1}, (h:par_by_sample({}, 3, function() return pt.worker_id() end)))
+  end)
+
+  it("fixes n at the first call", function()
+    local h = data.DataHandler(toy_dataset(6))
+    assert.are.same({1, 2}, (h:par_by_sample({}, 2, index_of)))
+    assert.are.same({3, 4}, (h:par_by_sample({}, 3, index_of)))
+    assert.are.same({5, 6}, (h:par_by_sample({}, nil, index_of)))
+  end)
+
+  it("rejects n larger than the dataset", function()
+    local h = data.DataHandler(toy_dataset(3))
+    assert.has_error(function() h:par_by_sample({}, 4, index_of) end,
+      "par_by_sample: 4 threads but the dataset has only 3 samples")
+  end)
+
+  it("rejects a bad n, fn and options", function()
+    local h = data.DataHandler(toy_dataset(3))
+    assert.has_error(function() h:par_by_sample({}, 0, index_of) end,
+      "par_by_sample: the number of threads must be a positive integer (got 0)")
+    assert.has_error(function() h:par_by_sample({}, 2, 42) end,
+      "par_by_sample: fn must be a function (got number)")
+    assert.has_error(function() h:par_by_sample({}, 2, index_of, {windows = 0}) end,
+      "par_by_sample: windows must be a positive integer (got 0)")
+    assert.has_error(function() h:par_by_sample({}, 2, index_of, {after_window = 1}) end,
+      "par_by_sample: after_window must be a function")
+    assert.has_error(function() par.par_by_sample({}, {}, 2, index_of) end,
+      "par_by_sample: expected a DataHandler (a table with a dataset field)")
+  end)
+
+  it("runs several windows per call with windows = k and epoch = true", function()
+    local h = data.DataHandler(toy_dataset(5))
+    local windows = {}
+    local losses = h:par_by_sample({}, 2, index_of, {windows = 4, after_window = function(l)
+      windows[#windows + 1] = l
+    end})
+    assert.are.same({1, 2, 3, 4, 5, 1, 2}, losses)
+    assert.are.same({{1, 2}, {3, 4}, {5}, {1, 2}}, windows)
+    windows = {}
+    losses = h:par_by_sample({}, 2, index_of, {epoch = true, after_window = function(l)
+      windows[#windows + 1] = l
+    end})
+    assert.are.same({3, 4, 5}, losses)
+    assert.are.same({{3, 4}, {5}}, windows)
+    -- past the end: the next epoch starts again at 1
+    assert.are.same({1, 2, 3, 4, 5}, (h:par_by_sample({}, 2, index_of, {epoch = true})))
+  end)
+end)
+
+-- a 1-16-1 network on raw tensors
+local function make_params(seed)
+  pt.manual_seed(seed)
+  return {
+    w1 = pt.randn(1, 16):requires_grad_(),
+    b1 = pt.randn(16):requires_grad_(),
+    w2 = pt.randn(16, 1):requires_grad_(),
+  }
+end
+
+local function sample_loss(s, m)
+  local x = s[1]:view(1, 1)
+  local h = pt.relu(pt.matmul(x, m.w1) + m.b1)
+  local d = pt.matmul(h, m.w2):view(1) - s[2]
+  return (d * d):sum()
+end
+
+local function per_sample(s, m)
+  local loss = sample_loss(s, m)
+  loss:backward()
+  return loss
+end
+
+describe("par_by_sample gradients", function()
+  it("sums per-sample gradients like the serial summed loss", function()
+    local ds = toy_dataset(4)
+    local p = make_params(7)
+    local h = data.DataHandler(ds)
+    local losses = h:par_by_sample(p, 4, per_sample)
+    -- serial reference on copies of the parameters
+    local q = {}
+    for k, v in pairs(p) do q[k] = v:detach():clone():requires_grad_() end
+    local total = 0
+    local sum
+    for i = 1, 4 do
+      local l = sample_loss(ds:get(i), q)
+      total = total + l:item()
+      sum = sum and sum + l or l
+    end
+    sum:backward()
+    local got = 0
+    for _, l in ipairs(losses) do got = got + l:item() end
+    assert.is_true(math.abs(got - total) <= 1e-4 * math.abs(total))
+    for k in pairs(p) do
+      local a, b = p[k].grad:tolist(), q[k].grad:tolist()
+      local fa, fb = {}, {}
+      local function flat(t, out) for _, v in ipairs(t) do if type(v) == "table" then flat(v, out) else out[#out + 1] = v end end end
+      flat(a, fa)
+      flat(b, fb)
+      assert.are.equal(#fb, #fa)
+      for i = 1, #fa do assert.is_true(math.abs(fa[i] - fb[i]) <= 1e-4 * (1 + math.abs(fb[i])), k) end
+    end
+  end)
+
+  it("adds into existing gradients and never zeroes them", function()
+    local p = make_params(3)
+    local h = data.DataHandler(toy_dataset(2))
+    h:par_by_sample(p, 2, per_sample)
+    local g1 = p.w2.grad:clone()
+    h:par_by_sample(p, 2, per_sample)
+    local g2 = p.w2.grad
+    for i = 1, 16 do assert.is_true(math.abs(g2:_get_flat(i) - 2 * g1:_get_flat(i)) <= 1e-5 * (1 + math.abs(g1:_get_flat(i)))) end
+  end)
+
+  it("gives bitwise-identical weights on every run", function()
+    local function train()
+      local p = make_params(11)
+      local h = data.DataHandler(toy_dataset(7))
+      h:par_by_sample(p, 2, per_sample, {windows = 12, after_window = function()
+        pt.no_grad(function()
+          for _, t in pairs(p) do
+            t:sub_(t.grad * 0.01)
+            t.grad:zero_()
+          end
+        end)
+      end})
+      local out = {}
+      for _, k in ipairs({"w1", "b1", "w2"}) do out[k] = p[k]:tolist() end
+      return out
+    end
+    local a, b = train(), train()
+    assert.are.same(a, b)
+  end)
+
+  it("re-sends the model when it changes", function()
+    local h = data.DataHandler(toy_dataset(2))
+    local f = function(s, m) return m.tag end
+    assert.are.same({"a", "a"}, (h:par_by_sample({tag = "a"}, 2, f)))
+    local m = {tag = "b"}
+    assert.are.same({"b", "b"}, (h:par_by_sample(m, 2, f)))
+    m.tag = "c" -- cached by identity ...
+    assert.are.same({"b", "b"}, (h:par_by_sample(m, 2, f)))
+    -- ... unless asked
+    assert.are.same({"c", "c"}, (h:par_by_sample(m, 2, f, {refresh_model = true})))
+  end)
+end)
+
+describe("par_by_sample errors", function()
+  it("names the sample and the worker, with the worker's traceback", function()
+    local h = data.DataHandler(toy_dataset(4))
+    local ok, err = pcall(h.par_by_sample, h, {}, 2, function(s)
+      if s.i == 2 then error("bad sample") end
+      return s.i
+    end)
+    assert.is_false(ok)
+    assert.matches("par_by_sample: sample 2 failed on worker 2: .*par_spec.lua:%d+: bad sample", err)
+    assert.matches("stack traceback:", err)
+    assert.matches("par_spec.lua:%d+: in function", err)
+    -- the pool keeps working
+    assert.are.same({3, 4}, (h:par_by_sample({}, 2, index_of)))
+  end)
+
+  it("reports a sample that cannot be read or sent", function()
+    local h = data.DataHandler({get = function(_, i)
+      if i == 2 then error("disk on fire") end
+      return {co = coroutine.create(print)}
+    end, len = function() return 2 end})
+    local ok, err = pcall(h.par_by_sample, h, {}, 2, index_of)
+    assert.is_false(ok)
+    assert.matches("par_by_sample: sample 1 cannot be sent to a worker: field 'sample.co' %(thread%) cannot be sent to a worker", err)
+  end)
+
+  it("reports a closure that cannot be sent", function()
+    local h = data.DataHandler(toy_dataset(2))
+    local co = coroutine.create(print)
+    assert.has_error(function() h:par_by_sample({}, 2, function() return co end) end,
+      "par_by_sample: upvalue 'co' (thread) of the closure cannot be sent to a worker")
+  end)
+
+  it("stops every worker on Ctrl-C and raises interrupted", function()
+    local h = data.DataHandler(toy_dataset(2))
+    pt._par_test_sigint(0.3)
+    local ok, err = pcall(h.par_by_sample, h, {}, 2, function() while true do end end)
+    assert.is_false(ok)
+    assert.matches("interrupted", err)
+    assert.are.same({1, 2}, (h:par_by_sample({}, 2, index_of)))
+  end)
+end)
+
+describe("_pool_map", function()
+  it("returns results in input order", function()
+    local items = {}
+    for i = 1, 20 do items[i] = {i, i + 1} end
+    local r = pt._pool_map(function(a, b) return a * b end, items, {n_workers = 2})
+    for i = 1, 20 do assert.are.equal(i * (i + 1), r[i]) end
+  end)
+
+  it("captures failures as pt.ActionError values and never raises for them", function()
+    local r = pt._pool_map(function(x)
+      if x == 2 then error("two is bad") end
+      return x
+    end, {{1}, {2}, {3}}, {n_workers = 2})
+    assert.are.equal(1, r[1])
+    assert.are.equal(3, r[3])
+    local e = r[2]
+    assert.are.equal(pt.ActionError, getmetatable(e))
+    assert.are.equal(2, e.index)
+    assert.is_true(e.worker >= 1 and e.worker <= 2)
+    assert.matches("two is bad", e.message)
+    assert.matches("stack traceback:", e.traceback)
+    assert.matches("^ActionError: item 2 failed on worker %d: .*two is bad", tostring(e))
+  end)
+
+  it("turns items whose arguments or results cannot cross into error values", function()
+    local co = coroutine.create(print)
+    local r = pt._pool_map(function(x) return x end, {{co}, {5}})
+    assert.are.equal("cannot send item 1: argument 1 (thread) cannot be sent to a worker", r[1].message)
+    assert.are.equal(5, r[2])
+    local r2 = pt._pool_map(function() return coroutine.create(print) end, {{1}})
+    assert.are.equal("cannot return the result: result 1 (thread) cannot be sent to a worker", r2[1].message)
+  end)
+
+  it("checks its arguments", function()
+    assert.has_error(function() pt._pool_map(function() end, {{1}}, {n_workers = 0}) end,
+      "_pool_map: n_workers must be at least 1, got 0")
+    assert.are.same({}, pt._pool_map(function() end, {}))
+  end)
+
+  it("raises interrupted on Ctrl-C and keeps working", function()
+    pt._par_test_sigint(0.3)
+    local ok, err = pcall(pt._pool_map, function() while true do end end, {{1}, {2}, {3}}, {n_workers = 2})
+    assert.is_false(ok)
+    assert.matches("interrupted", err)
+    assert.are.same({2, 4}, pt._pool_map(function(x) return 2 * x end, {{1}, {2}}, {n_workers = 2}))
+  end)
+end)

@@ -1,0 +1,159 @@
+-- pt._process_map: forked worker processes, the serialiser, shared-memory tensors, crashes.
+local pt = require "partrain"
+
+local libpath = pt.ffi.exe_dir() .. "/spec/lib_native.so"
+
+local function my_pid()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = f:read("n")
+  f:close()
+  return pid
+end
+
+-- children of this process in state Z (zombies)
+local function zombies()
+  local n = 0
+  local p = assert(io.popen("ps --ppid " .. my_pid() .. " -o stat="))
+  for line in p:lines() do
+    if line:match("^Z") then n = n + 1 end
+  end
+  p:close()
+  return n
+end
+
+local function getpid_fn()
+  return pt.ffi.load():fn("getpid", "int()")
+end
+
+describe("pt._process_map", function()
+  it("runs each item in a worker and returns results in item order", function()
+    local getpid = getpid_fn()
+    local parent = getpid()
+    local results, errors = pt._process_map(function(a, b) return { sum = a + b, pid = getpid() } end,
+      { { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } }, 2)
+    assert.are.same({}, errors)
+    assert.are.equal(4, results.n)
+    local pids = {}
+    for i, r in ipairs(results) do
+      assert.are.equal(4 * i - 1, r.sum)
+      assert.are_not.equal(parent, r.pid)
+      pids[r.pid] = true
+    end
+    local distinct = 0
+    for _ in pairs(pids) do distinct = distinct + 1 end
+    assert.is_true(distinct >= 1 and distinct <= 2)
+    assert.are.equal(0, zombies())
+  end)
+
+  it("inherits the caller's values (upvalues, globals, tensors) without sending them", function()
+    local big = pt.arange(1000)
+    GLOBAL_FOR_PROCESS_SPEC = 5
+    local results = pt._process_map(function(i) return big:tolist()[i] + GLOBAL_FOR_PROCESS_SPEC end,
+      { { 10 }, { 20 } }, 2)
+    assert.are.same({ 14, 24 }, { results[1], results[2] })
+    GLOBAL_FOR_PROCESS_SPEC = nil
+  end)
+
+  it("serialises nil, booleans, numbers, strings and nested tables", function()
+    local results, errors = pt._process_map(function()
+      return { 1, 2.5, "a\0b", true, false, nested = { deep = { list = { "x", "y" } }, [3.5] = "f" },
+        big = math.maxinteger, [10] = "sparse" }
+    end, { {} }, 1)
+    assert.are.same({}, errors)
+    assert.are.same({ 1, 2.5, "a\0b", true, false, nested = { deep = { list = { "x", "y" } }, [3.5] = "f" },
+      big = math.maxinteger, [10] = "sparse" }, results[1])
+    assert.are.equal("integer", math.type(results[1][1]))
+    assert.are.equal("float", math.type(results[1][2]))
+    local r2 = pt._process_map(function() return nil end, { {} }, 1)
+    assert.are.equal(1, r2.n)
+    assert.is_nil(r2[1])
+  end)
+
+  it("sends shared references twice (as copies) and drops metatables", function()
+    local results = pt._process_map(function()
+      local shared = { v = 1 }
+      return setmetatable({ a = shared, b = shared }, { __index = function() return 0 end })
+    end, { {} }, 1)
+    assert.are.same({ v = 1 }, results[1].a)
+    assert.are.same({ v = 1 }, results[1].b)
+    assert.is_nil(getmetatable(results[1]))
+  end)
+
+  it("brings tensors back through shared memory", function()
+    local results, errors = pt._process_map(function(n)
+      local t = pt.arange(n):float()
+      return { t = t, ids = pt.arange(3), d = pt.tensor({ { 1.5, 2.5 } }, { dtype = "float64" }), scalar = pt.tensor(7) }
+    end, { { 4 }, { 1000000 } }, 2)
+    assert.are.same({}, errors)
+    local r = results[1]
+    assert.are.same({ 0, 1, 2, 3 }, r.t:tolist())
+    assert.are.equal("float32", r.t:dtype())
+    assert.are.same({ 0, 1, 2 }, r.ids:tolist())
+    assert.are.equal("int64", r.ids:dtype())
+    assert.are.same({ { 1.5, 2.5 } }, r.d:tolist())
+    assert.are.equal("float64", r.d:dtype())
+    assert.are.equal(7, r.scalar:item())
+    assert.are.same({ 1000000 }, results[2].t:size())
+    assert.are.equal(999999, results[2].t:tolist()[1000000])
+    r.t:fill_(9) -- the mapping is private to the parent now, and writable
+    assert.are.same({ 9, 9, 9, 9 }, r.t:tolist())
+    assert.are.same({ 0, 1, 2 }, r.ids:tolist())
+  end)
+
+  it("returns the error of an item that raised, with its traceback and worker", function()
+    local results, errors = pt._process_map(function(i)
+      if i == 2 then error("boom " .. i) end
+      return i
+    end, { { 1 }, { 2 }, { 3 } }, 2)
+    assert.are.equal(1, results[1])
+    assert.is_nil(results[2])
+    assert.are.equal(3, results[3])
+    assert.matches("boom 2$", errors[2].message)
+    assert.matches("stack traceback", errors[2].traceback)
+    assert.is_true(errors[2].worker == 1 or errors[2].worker == 2)
+  end)
+
+  it("turns a worker killed by SIGSEGV in native code into its item's error and replaces it", function()
+    local crash_if = pt.ffi.load(libpath):fn("crash_if", "int(int)")
+    local results, errors = pt._process_map(crash_if, { { 0 }, { 0 }, { 1 }, { 0 }, { 0 }, { 1 }, { 0 } }, 2)
+    for _, i in ipairs { 1, 2, 4, 5, 7 } do assert.are.equal(7, results[i]) end
+    assert.are.equal("process worker for item 3 died with signal 11 (Segmentation fault)", errors[3].message)
+    assert.are.equal("process worker for item 6 died with signal 11 (Segmentation fault)", errors[6].message)
+    assert.is_nil(errors[1])
+    assert.are.equal(0, zombies())
+  end)
+
+  it("reports a worker that exits", function()
+    local _, errors = pt._process_map(function(code) os.exit(code) end, { { 3 } }, 1)
+    assert.are.equal("process worker for item 1 exited with status 3", errors[1].message)
+    assert.are.equal(0, zombies())
+  end)
+
+  it("reports values that cannot be sent back", function()
+    local _, errors = pt._process_map(function(kind)
+      if kind == "function" then return { inner = { print } } end
+      local t = {}
+      t.self = t
+      return t
+    end, { { "function" }, { "cycle" } }, 2)
+    assert.are.equal("process: the result cannot be sent back: cannot send a function value from a "
+      .. "process worker (at result.inner[1])", errors[1].message)
+    assert.are.equal("process: the result cannot be sent back: cannot send a table that contains "
+      .. "itself (at result.self)", errors[2].message)
+  end)
+
+  it("handles more items than workers and no items at all", function()
+    local list = {}
+    for i = 1, 25 do list[i] = { i } end
+    local results = pt._process_map(function(i) return i * i end, list, 3)
+    for i = 1, 25 do assert.are.equal(i * i, results[i]) end
+    local none, errs = pt._process_map(function() end, {}, 2)
+    assert.are.equal(0, none.n)
+    assert.are.same({}, errs)
+  end)
+
+  it("checks n_workers", function()
+    assert.has_error(function() pt._process_map(print, {}, 0) end,
+      "process: n_workers must be at least 1, got 0")
+  end)
+end)

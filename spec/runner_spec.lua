@@ -1,0 +1,155 @@
+local pt = require "partrain"
+
+local function range(n)
+  local t = {}
+  for i = 1, n do t[i] = i end
+  return t
+end
+
+local function busy(seconds)
+  local t0 = os.clock()
+  while os.clock() - t0 < seconds do end
+end
+
+describe("pt.Runner", function()
+  it("runs the seed's sum of powers, ordered, with cfg", function()
+    local runner = pt.Runner{ordered = true, devices = {"cpu", "cpu"}, cfg = {exponent = 3},
+      producer_work = function(device, cfg, x) return x ^ cfg.exponent end,
+      consumer_init = function(cfg) cfg.sum = 0 end,
+      consumer_work = function(cfg, r) cfg.sum = cfg.sum + r end,
+      consumer_end = function(cfg) return cfg.sum end}
+    local expected = 0
+    for i = 1, 100 do expected = expected + i ^ 3 end
+    assert.are.equal(expected, runner(range(100)))
+    runner:close()
+  end)
+
+  it("delivers results in input order when ordered", function()
+    local runner = pt.Runner{ordered = true, devices = 2,
+      producer_work = function(_, _, x)
+        if x == 1 then busy(0.2) end
+        return x
+      end,
+      consumer_init = function(cfg) cfg.list = {} end,
+      consumer_work = function(cfg, r) cfg.list[#cfg.list + 1] = r end,
+      consumer_end = function(cfg) return cfg.list end}
+    assert.are.same(range(8), runner(range(8)))
+    runner:close()
+  end)
+
+  it("delivers results in completion order when unordered", function()
+    local runner = pt.Runner{ordered = false, devices = 2,
+      producer_work = function(_, _, x)
+        if x == 1 then busy(0.3) end
+        return x
+      end,
+      consumer_init = function(cfg) cfg.list = {} end,
+      consumer_work = function(cfg, r) cfg.list[#cfg.list + 1] = r end,
+      consumer_end = function(cfg) return cfg.list end}
+    local list = runner(range(8))
+    table.sort(list)
+    assert.are.same(range(8), list)
+    local again = runner(range(8))
+    assert.are_not.equal(1, again[1]) -- item 1 is slow: something else came first
+    runner:close()
+  end)
+
+  it("gives each producer its own cfg for its life and the consumer a fresh copy per call", function()
+    local cfg = {count = 0, calls = 0}
+    local runner = pt.Runner{devices = 2, ordered = true, cfg = cfg,
+      producer_init = function(device, c) c.device = device; c.id = pt.worker_id() end,
+      producer_work = function(_, c, x)
+        c.count = c.count + 1
+        return {worker = c.id, count = c.count}
+      end,
+      consumer_init = function(c) c.calls = c.calls + 1; c.seen = {} end,
+      consumer_work = function(c, r) c.seen[#c.seen + 1] = r end,
+      consumer_end = function(c) return c end}
+    local c1 = runner(range(6))
+    local c2 = runner(range(4))
+    -- the consumer's copy is fresh each call
+    assert.are.equal(1, c1.calls)
+    assert.are.equal(1, c2.calls)
+    -- each producer counts its own items across calls
+    local per = {}
+    for _, r in ipairs(c1.seen) do per[r.worker] = math.max(per[r.worker] or 0, r.count) end
+    for _, r in ipairs(c2.seen) do per[r.worker] = math.max(per[r.worker] or 0, r.count) end
+    local total = 0
+    for _, n in pairs(per) do total = total + n end
+    assert.are.equal(10, total)
+    -- the caller's cfg is untouched
+    assert.are.same({count = 0, calls = 0}, cfg)
+    runner:close()
+  end)
+
+  it("takes an iterator function as input", function()
+    local runner = pt.Runner{devices = 2, ordered = true,
+      producer_work = function(_, _, x) return x * 10 end,
+      consumer_init = function(cfg) cfg.list = {} end,
+      consumer_work = function(cfg, r) cfg.list[#cfg.list + 1] = r end,
+      consumer_end = function(cfg) return cfg.list end}
+    local i = 0
+    local out = runner(function() i = i + 1; if i <= 5 then return i end end)
+    assert.are.same({10, 20, 30, 40, 50}, out)
+    runner:close()
+  end)
+
+  it("runs producer_end on close; close is idempotent and a closed runner raises", function()
+    local flags = pt.zeros(2)
+    local runner = pt.Runner{devices = 2,
+      producer_end = function(_, _) flags[pt.worker_id()] = 1 end}
+    runner(range(3))
+    runner:close()
+    assert.are.same({1, 1}, flags:tolist())
+    runner:close()
+    assert.is_true(runner:is_closed())
+    assert.has_error(function() runner(range(3)) end, "Runner: the runner is closed")
+  end)
+
+  it("raises a failing producer's error and stays usable", function()
+    local runner = pt.Runner{devices = 2, ordered = true,
+      producer_work = function(_, _, x)
+        if x == 3 then error("bad item") end
+        return x
+      end,
+      consumer_init = function(cfg) cfg.n = 0 end,
+      consumer_work = function(cfg) cfg.n = cfg.n + 1 end,
+      consumer_end = function(cfg) return cfg.n end}
+    local ok, err = pcall(runner, range(6))
+    assert.is_false(ok)
+    assert.matches("^Runner: producer_work %(item 3%) failed on producer %d %(cpu%): .*runner_spec.lua:%d+: bad item", err)
+    assert.matches("stack traceback:", err)
+    assert.are.equal(2, runner({1, 2}))
+    runner:close()
+  end)
+
+  it("raises a failing producer_init at construction", function()
+    local ok, err = pcall(pt.Runner, {devices = 1, producer_init = function() error("no model", 0) end})
+    assert.is_false(ok)
+    assert.matches("^Runner: producer_init failed on producer 1 %(cpu%): no model\nstack traceback:", err)
+    assert.matches("runner_spec.lua:%d+: in local 'init'", err)
+  end)
+
+  it("checks its options", function()
+    assert.has_error(function() pt.Runner{devices = {"cuda:0"}} end,
+      "Runner: device 'cuda:0' is not available (partrain was built without a GPU backend or no GPU was found)")
+    assert.has_error(function() pt.Runner{devices = {"tpu"}} end,
+      "Runner: invalid device 'tpu' (expected \"cpu\", \"cpu:N\" or \"cuda:N\")")
+    assert.has_error(function() pt.Runner{devices = 0} end, "Runner: devices must be at least 1 (got 0)")
+    assert.has_error(function() pt.Runner{devices = {}} end, "Runner: the list of devices is empty")
+    assert.has_error(function() pt.Runner{producer_work = 3} end, "Runner: producer_work must be a function (got number)")
+    assert.has_error(function() pt.Runner{cfg = 3} end, "Runner: cfg must be a table (got number)")
+    local r = pt.Runner{devices = 1}
+    assert.has_error(function() r(42) end, "Runner: expected a list or an iterator function (got number)")
+    r:close()
+  end)
+
+  it("closes with <close>", function()
+    local flags = pt.zeros(1)
+    do
+      local r <close> = pt.Runner{devices = 1, producer_end = function() flags[1] = 7 end}
+      r({1})
+    end
+    assert.are.equal(7, flags[1])
+  end)
+end)

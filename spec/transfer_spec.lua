@@ -1,0 +1,165 @@
+-- Values crossing between the caller's state and a worker's (host/transfer.c), exercised
+-- through pt._pool_map: arguments go to a worker, results come back.
+local pt = require "partrain"
+
+local function on_worker(fn, ...)
+  local r = pt._pool_map(fn, {table.pack(...)}, {n_workers = 1})[1]
+  if getmetatable(r) == pt.ActionError then error(r.message .. "\n" .. r.traceback, 2) end
+  return r
+end
+
+describe("transfer of plain values", function()
+  it("keeps numbers (integer or float), strings, booleans and nil", function()
+    local r = on_worker(function(i, f, s, t, n, b)
+      return {math.type(i), math.type(f), s, #s, t, n == nil, b}
+    end, 3, 3.0, "a\0b", true, nil, false)
+    assert.are.same({"integer", "float", "a\0b", 3, true, true, false}, r)
+  end)
+
+  it("keeps cycles and shared references, both ways", function()
+    local shared = {v = 1}
+    local t = {a = shared, b = shared}
+    t.self = t
+    local r = on_worker(function(x)
+      return {cycle = x.self == x, same = x.a == x.b, back = x}
+    end, t)
+    assert.is_true(r.cycle)
+    assert.is_true(r.same)
+    assert.are.equal(r.back, r.back.self)
+    assert.are.equal(r.back.a, r.back.b)
+    assert.are_not.equal(t, r.back) -- a copy
+  end)
+
+  it("copies tables deeply (the worker's changes stay there)", function()
+    local t = {inner = {x = 1}}
+    on_worker(function(x) x.inner.x = 99 end, t)
+    assert.are.equal(1, t.inner.x)
+  end)
+end)
+
+-- a class defined in this script (not a module): copied with its methods
+local Point = {}
+Point.__index = Point
+function Point.new(x, y) return setmetatable({x = x, y = y}, Point) end
+function Point:norm2() return self.x * self.x + self.y * self.y end
+
+describe("transfer of classes and modules", function()
+  it("preserves metatables of classes defined in the script", function()
+    local r = on_worker(function(p, q)
+      return {p:norm2(), getmetatable(p) == getmetatable(q)}
+    end, Point.new(3, 4), Point.new(1, 1))
+    assert.are.same({25, true}, r)
+  end)
+
+  it("resolves module tables and C functions by name in the worker", function()
+    local r = on_worker(function(m, floor, zeros, nn_linear)
+      return {m == math, floor(2.5), zeros(2):size(1), nn_linear == require("partrain.nn").Linear}
+    end, math, math.floor, pt.zeros, pt.nn.Linear)
+    assert.are.same({true, 2, 2, true}, r)
+  end)
+
+  it("maps module classes to the worker's own and back to the caller's", function()
+    local lin = pt.nn.Linear(3, 2)
+    local r = on_worker(function(m)
+      return {cls = getmetatable(m) == require("partrain.nn").Linear, out = m(pt.ones(1, 3)):size(), m = m}
+    end, lin)
+    assert.is_true(r.cls)
+    assert.are.same({1, 2}, r.out)
+    assert.are.equal(getmetatable(lin), getmetatable(r.m))
+  end)
+end)
+
+GLOBAL_SCALE = 7
+function global_helper(x) return x * GLOBAL_SCALE end
+
+describe("transfer of functions", function()
+  it("sends upvalues, keeping shared upvalues shared", function()
+    local count = 10
+    local function inc() count = count + 1 end
+    local function get() return count end
+    local r = on_worker(function(i, g)
+      i()
+      i()
+      return g()
+    end, inc, get)
+    assert.are.equal(12, r)
+    assert.are.equal(10, count) -- the caller's upvalue is untouched
+  end)
+
+  it("sends the globals a closure reads, through nested functions", function()
+    local r = on_worker(function(x) return global_helper(x) + GLOBAL_SCALE end, 2)
+    assert.are.equal(21, r)
+  end)
+
+  it("supports recursive local functions", function()
+    local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+    assert.are.equal(55, on_worker(function(n) return fib(n) end, 10))
+  end)
+
+  it("returns closures to the caller", function()
+    local f = on_worker(function(k) return function(x) return x + k end end, 5)
+    assert.are.equal(8, f(3))
+  end)
+end)
+
+describe("transfer of tensors", function()
+  it("passes tensors by reference: writes in a worker are visible to the caller", function()
+    local t = pt.zeros(4)
+    local r = on_worker(function(x)
+      x[2] = 5
+      return x
+    end, t)
+    assert.are.equal(5, t[2])
+    assert.is_true(r:is_same_storage(t))
+  end)
+
+  it("brings tensors made in a worker home", function()
+    local r = on_worker(function() return pt.arange(3) * 2 end)
+    assert.are.same({0, 2, 4}, r:tolist())
+  end)
+
+  it("keeps a tensor used twice as one object (tables keyed by tensors work)", function()
+    local t = pt.ones(2)
+    local r = on_worker(function(list, map) return map[list[1]] end, {t}, {[t] = "found"})
+    assert.are.equal("found", r)
+  end)
+end)
+
+describe("values that cannot cross", function()
+  it("names an upvalue", function()
+    local co = coroutine.create(print)
+    assert.has_error(function() on_worker(function() return co end) end,
+      "_pool_map: upvalue 'co' (thread) of the closure cannot be sent to a worker")
+  end)
+
+  it("names a nested field", function()
+    local x = {inner = {co = coroutine.create(print)}}
+    assert.has_error(function() on_worker(function() return x end) end,
+      "_pool_map: field 'x.inner.co' (thread) cannot be sent to a worker (in upvalue 'x' of the closure)")
+  end)
+
+  it("names a foreign userdata and a closed tensor", function()
+    local f = io.tmpfile()
+    assert.has_error(function() on_worker(function() return f end) end,
+      "_pool_map: upvalue 'f' (userdata FILE*) of the closure cannot be sent to a worker")
+    f:close()
+    local t = pt.zeros(1)
+    local function use() return t end
+    do local c <close> = t end
+    assert.has_error(function() on_worker(use) end,
+      "_pool_map: upvalue 't' (userdata Tensor) of the closure cannot be sent to a worker (the tensor was closed)")
+  end)
+
+  it("names an upvalue of a function inside a table", function()
+    local conn = coroutine.create(print)
+    local obj = {m = function() return conn end}
+    assert.has_error(function() on_worker(function() return obj end) end,
+      "_pool_map: upvalue 'conn' (thread) of function 'obj.m' cannot be sent to a worker")
+  end)
+
+  it("names a C function that no module holds", function()
+    local it = string.gmatch("a", "a")
+    assert.has_error(function() on_worker(function() return it end) end,
+      "_pool_map: upvalue 'it' (C function) of the closure cannot be sent to a worker (only C functions of loaded modules can)")
+  end)
+end)
