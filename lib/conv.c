@@ -345,6 +345,31 @@ static pt_status avg_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
   return PT_OK;
 }
 
+typedef struct pool_job {
+  const void *x;
+  void *y;
+  int64_t *idx;
+  pt_dtype dtype;
+  int H, W, Ho, Wo;
+  const pt_pool2d_opts *o;
+} pool_job;
+
+static void max_pool_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  pool_job *j = arg;
+  if (j->dtype == PT_FLOAT32)
+    max_pool_forward_f32(j->x, j->y, j->idx, b, e, j->H, j->W, j->Ho, j->Wo, j->o);
+  else
+    max_pool_forward_f64(j->x, j->y, j->idx, b, e, j->H, j->W, j->Ho, j->Wo, j->o);
+}
+
+static void avg_pool_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  pool_job *j = arg;
+  if (j->dtype == PT_FLOAT32)
+    avg_pool_forward_f32(j->x, j->y, b, e, j->H, j->W, j->Ho, j->Wo, j->o);
+  else
+    avg_pool_forward_f64(j->x, j->y, b, e, j->H, j->W, j->Ho, j->Wo, j->o);
+}
+
 static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, const pt_pool2d_opts *o,
                         pt_tensor **out) {
   int64_t d[4];
@@ -357,17 +382,9 @@ static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, 
   pt_tensor *xc = NULL, *y = NULL, *idx = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
     goto done;
-  if (is_max) {
-    if ((st = pt_tensor_empty(ctx, PT_INT64, yn, ys, &idx))) goto done;
-    if (x->dtype == PT_FLOAT32)
-      max_pool_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), pt_tensor_data(idx), planes, H, W, Ho, Wo, o);
-    else
-      max_pool_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), pt_tensor_data(idx), planes, H, W, Ho, Wo, o);
-  } else if (x->dtype == PT_FLOAT32) {
-    avg_pool_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo, o);
-  } else {
-    avg_pool_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo, o);
-  }
+  if (is_max && (st = pt_tensor_empty(ctx, PT_INT64, yn, ys, &idx))) goto done;
+  pool_job job = {pt_tensor_data(xc), pt_tensor_data(y), idx ? pt_tensor_data(idx) : NULL, x->dtype, H, W, Ho, Wo, o};
+  pt_parallel_for(ctx, planes, 16, is_max ? max_pool_chunk : avg_pool_chunk, &job);
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, is_max ? "MaxPool2dBackward" : "AvgPool2dBackward",
                                is_max ? max_pool_backward : avg_pool_backward, 1, &x, &node)))

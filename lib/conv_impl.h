@@ -133,9 +133,32 @@ static void SUFFIX(conv_backward)(const real *x, const real *w, const real *gy, 
 }
 
 /* planes: N*C images of H*W; y {planes,Ho,Wo}; idx holds the argmax position within the plane */
-static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64_t planes, int H, int W,
-                                     int Ho, int Wo, const pt_pool2d_opts *o) {
-  for (int64_t pl = 0; pl < planes; pl++) {
+static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64_t p0, int64_t planes,
+                                     int H, int W, int Ho, int Wo, const pt_pool2d_opts *o) {
+  if (o->kernel[0] == 2 && o->kernel[1] == 2 && o->stride[0] == 2 && o->stride[1] == 2 &&
+      o->padding[0] == 0 && o->padding[1] == 0 && 2 * Ho <= H && 2 * Wo <= W) {
+    /* the common 2x2/2 case: no bounds checks; NaN propagates as in the general path */
+    for (int64_t pl = p0; pl < planes; pl++) {
+      const real *xp = x + pl * H * W;
+      real *yp = y + pl * Ho * Wo;
+      int64_t *ip = idx + pl * Ho * Wo;
+      for (int oy = 0; oy < Ho; oy++) {
+        const real *r0 = xp + 2 * oy * W, *r1 = r0 + W;
+        for (int ox = 0; ox < Wo; ox++) {
+          int i0 = 2 * oy * W + 2 * ox;
+          real best = r0[2 * ox];
+          int bi = i0;
+          if (r0[2 * ox + 1] > best || r0[2 * ox + 1] != r0[2 * ox + 1]) best = r0[2 * ox + 1], bi = i0 + 1;
+          if (r1[2 * ox] > best || r1[2 * ox] != r1[2 * ox]) best = r1[2 * ox], bi = i0 + W;
+          if (r1[2 * ox + 1] > best || r1[2 * ox + 1] != r1[2 * ox + 1]) best = r1[2 * ox + 1], bi = i0 + W + 1;
+          yp[oy * Wo + ox] = best;
+          ip[oy * Wo + ox] = bi;
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t pl = p0; pl < planes; pl++) {
     const real *xp = x + pl * H * W;
     for (int oy = 0; oy < Ho; oy++)
       for (int ox = 0; ox < Wo; ox++) {
@@ -162,9 +185,9 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64
   }
 }
 
-static void SUFFIX(avg_pool_forward)(const real *x, real *y, int64_t planes, int H, int W, int Ho, int Wo,
-                                     const pt_pool2d_opts *o) {
-  for (int64_t pl = 0; pl < planes; pl++) {
+static void SUFFIX(avg_pool_forward)(const real *x, real *y, int64_t p0, int64_t planes, int H, int W, int Ho,
+                                     int Wo, const pt_pool2d_opts *o) {
+  for (int64_t pl = p0; pl < planes; pl++) {
     const real *xp = x + pl * H * W;
     for (int oy = 0; oy < Ho; oy++)
       for (int ox = 0; ox < Wo; ox++) {
