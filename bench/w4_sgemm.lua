@@ -9,7 +9,7 @@ local n = tonumber(arg and arg[1]) or 2048
 local reps = math.max(5, tonumber(arg and arg[2]) or 7)
 
 -- a wall clock (BLAS runs on several threads, so os.clock's CPU time would be wrong)
-local now = pt.now or pt._data_now
+local now = pt.now or pt.clock
 if not now then
   now = function()
     local p = io.popen("date +%s.%N")

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "lpt.h"
+#include "state.h"
 
 #define LPT_STATE_KEY "partrain.state"
 
@@ -229,7 +230,14 @@ static int l_clock(lua_State *L) {
   return 1;
 }
 
+/* pt._soft_interrupt(enter): training loops mark the span where Ctrl-C should wait for the step */
+static int l_soft_interrupt(lua_State *L) {
+  pt_state_soft_interrupt(lua_toboolean(L, 1));
+  return 0;
+}
+
 static const luaL_Reg module_functions[] = {
+    {"_soft_interrupt", l_soft_interrupt},
     {"clock", l_clock},
     {"manual_seed", l_manual_seed},
     {"is_grad_enabled", l_is_grad_enabled},

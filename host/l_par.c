@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +64,12 @@ typedef struct par_worker {
 
 enum { TASK_CALL = 0, TASK_ITEM = 1 };
 
+typedef struct par_window par_window;
+
 typedef struct par_task {
   pt_pool_task base;
+  par_window *win; /* par_by_sample: the window this sample belongs to */
+  int slot;        /* 0-based position in the window (= worker) */
   int kind;
   uint64_t id;
   int index;       /* item or sample index, 1-based */
@@ -92,6 +97,7 @@ struct lpar_pool {
   lpt_msg *model_msg;
   uint64_t model_gen;
   bool closed;
+  par_window *win;
 };
 
 static void free_task(par_task *t) {
@@ -169,6 +175,21 @@ static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad
                    pt_shape_format(leaf->ndim, leaf->shape, b, sizeof b));
   }
   if (e->gen != w->gen) {
+    /* The engine's gradient is usually a fresh contiguous tensor nobody else holds: keep it
+     * instead of copying (no pass over the data). */
+    if (grad->dtype == leaf->dtype && grad->ndim == leaf->ndim && pt_tensor_is_contiguous(grad) &&
+        grad->offset == 0 && atomic_load(&grad->refcount) == 1 &&
+        atomic_load(&grad->storage->refcount) == 1 && grad->grad_fn == NULL &&
+        memcmp(grad->shape, leaf->shape, (size_t)leaf->ndim * sizeof(int64_t)) == 0) {
+      pt_tensor_release(e->buf);
+      e->buf = pt_tensor_retain(grad);
+      e->gen = w->gen;
+      return PT_OK;
+    }
+    if (e->buf && (atomic_load(&e->buf->refcount) != 1 || !pt_tensor_is_contiguous(e->buf))) {
+      pt_tensor_release(e->buf);
+      e->buf = NULL;
+    }
     if (!e->buf) {
       pt_status st = pt_tensor_empty(ctx, leaf->dtype, leaf->ndim, leaf->shape, &e->buf);
       if (st) return st;
@@ -232,6 +253,125 @@ static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, con
   t->ok = false;
   t->result = error_msg(L, buf, NULL);
   return false;
+}
+
+/* --- the end of a par_by_sample window, inside the workers ---
+ * The k workers of a window meet at a barrier after their samples; the first one lists the
+ * parameters that got gradients (allocating missing .grad), they meet again, and each worker
+ * adds the buffers of workers 1..k, in that order, into its slice of every param.grad. Every
+ * element sees the same additions in the same order whatever the slicing, so results are
+ * bitwise reproducible, and the reduction runs on all cores without another round trip. */
+struct par_window {
+  int k;
+  lpar_pool *pool;
+  par_worker *workers; /* the pool's workers; slots 0..k-1 take part */
+  atomic_int arrived;
+  atomic_uint phase;
+  atomic_bool failed;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pt_tensor **params;
+  int nparams, cap;
+};
+
+static bool win_barrier(par_window *W) {
+  unsigned ph = atomic_load(&W->phase);
+  if (atomic_fetch_add(&W->arrived, 1) + 1 == W->k) {
+    atomic_store(&W->arrived, 0);
+    pthread_mutex_lock(&W->mu);
+    atomic_fetch_add(&W->phase, 1);
+    pthread_cond_broadcast(&W->cv);
+    pthread_mutex_unlock(&W->mu);
+    return true;
+  }
+  for (int spin = 0; spin < 200 && atomic_load(&W->phase) == ph; spin++) sched_yield();
+  pthread_mutex_lock(&W->mu);
+  while (atomic_load(&W->phase) == ph) {
+    if (pt_pool_cancelled(W->pool->pool)) { /* a peer may never come */
+      atomic_store(&W->failed, true);
+      pthread_mutex_unlock(&W->mu);
+      return false;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_nsec -= 1000000000L;
+      ts.tv_sec++;
+    }
+    pthread_cond_timedwait(&W->cv, &W->mu, &ts);
+  }
+  pthread_mutex_unlock(&W->mu);
+  return true;
+}
+
+static void slice_add(pt_tensor *dst, const pt_tensor *src, int64_t lo, int64_t hi) {
+  if (dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32 && pt_tensor_is_contiguous(dst) &&
+      pt_tensor_is_contiguous(src)) {
+    float *d = pt_tensor_data(dst);
+    const float *sp = pt_tensor_data(src);
+    for (int64_t i = lo; i < hi; i++) d[i] += sp[i];
+  } else if (dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64 &&
+             pt_tensor_is_contiguous(dst) && pt_tensor_is_contiguous(src)) {
+    double *d = pt_tensor_data(dst);
+    const double *sp = pt_tensor_data(src);
+    for (int64_t i = lo; i < hi; i++) d[i] += sp[i];
+  } else {
+    for (int64_t i = lo; i < hi; i++)
+      pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));
+  }
+}
+
+static grad_entry *entry_for(par_worker *w, pt_tensor *param) {
+  for (int i = 0; i < w->ng; i++)
+    if (w->g[i].param == param) return w->g[i].gen == w->gen && w->g[i].buf ? &w->g[i] : NULL;
+  return NULL;
+}
+
+static void window_reduce(par_task *t, par_worker *self) {
+  par_window *W = t->win;
+  if (!t->ok) atomic_store(&W->failed, true);
+  if (!win_barrier(W)) return;
+  if (t->slot == 0 && !atomic_load(&W->failed)) {
+    pt_ctx *ctx = lpt_ctx(self->L);
+    W->nparams = 0;
+    for (int j = 0; j < W->k && !atomic_load(&W->failed); j++) {
+      par_worker *w = &W->workers[j];
+      for (int i = 0; i < w->ng; i++) {
+        grad_entry *e = &w->g[i];
+        if (e->gen != w->gen || !e->buf) continue;
+        bool have = false;
+        for (int q = 0; q < W->nparams && !have; q++) have = W->params[q] == e->param;
+        if (have) continue;
+        if (W->nparams == W->cap) {
+          int cap = W->cap ? 2 * W->cap : 16;
+          pt_tensor **np = realloc(W->params, (size_t)cap * sizeof *np);
+          if (!np) {
+            atomic_store(&W->failed, true);
+            break;
+          }
+          W->params = np;
+          W->cap = cap;
+        }
+        if (!e->param->grad &&
+            pt_tensor_zeros(ctx, e->param->dtype, e->param->ndim, e->param->shape, &e->param->grad)) {
+          atomic_store(&W->failed, true);
+          break;
+        }
+        W->params[W->nparams++] = e->param;
+      }
+    }
+  }
+  if (!win_barrier(W) || atomic_load(&W->failed)) return;
+  for (int q = 0; q < W->nparams; q++) {
+    pt_tensor *param = W->params[q];
+    int64_t n = pt_tensor_numel(param);
+    int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
+    for (int j = 0; j < W->k; j++) {
+      grad_entry *e = entry_for(&W->workers[j], param);
+      if (e) slice_add(param->grad, e->buf, lo, hi);
+    }
+  }
 }
 
 static void run_task(pt_pool_task *base, int worker, void *data) {
@@ -320,6 +460,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   t->result = m;
 out:
   lua_settop(L, top);
+  if (t->win) window_reduce(t, w);
 }
 
 static int worker_init(void *ud, int index, void **data, char *err, size_t errlen) {
@@ -437,6 +578,13 @@ static void pool_close(lpar_pool *p) {
   p->pool = NULL;
   lpt_msg_release(p->model_msg);
   p->model_msg = NULL;
+  if (p->win) {
+    pthread_mutex_destroy(&p->win->mu);
+    pthread_cond_destroy(&p->win->cv);
+    free(p->win->params);
+    free(p->win);
+    p->win = NULL;
+  }
   free(p->w);
   free(p->path);
   free(p->cpath);
@@ -475,7 +623,12 @@ static lpar_pool *pool_new(lua_State *L, int n) {
   p->n = n;
   p->model_ref = LUA_NOREF;
   p->w = calloc((size_t)n, sizeof *p->w);
-  if (!p->w) luaL_error(L, "pool: out of memory");
+  p->win = calloc(1, sizeof *p->win);
+  if (!p->w || !p->win) luaL_error(L, "pool: out of memory");
+  pthread_mutex_init(&p->win->mu, NULL);
+  pthread_cond_init(&p->win->cv, NULL);
+  p->win->pool = p;
+  p->win->workers = p->w;
   lua_getglobal(L, "package");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "path");
@@ -827,25 +980,6 @@ static int l_pool_map(lua_State *L) {
 
 /* --- par_by_sample --- */
 
-static void reduce_grads(lua_State *L, lpar_pool *p, int k) {
-  pt_ctx *ctx = lpt_ctx(L);
-  for (int j = 0; j < k; j++) {
-    par_worker *w = &p->w[j];
-    for (int i = 0; i < w->ng; i++) {
-      grad_entry *e = &w->g[i];
-      if (e->gen != w->gen || !e->buf) continue;
-      pt_tensor *param = e->param;
-      if (!param->grad) {
-        pt_tensor *c;
-        if (pt_tensor_clone_raw(ctx, e->buf, &c)) lpt_error(L);
-        param->grad = c;
-      } else {
-        add_into(param->grad, e->buf);
-      }
-    }
-  }
-}
-
 /* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
  * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
  * i - start + 1 of its window. */
@@ -934,6 +1068,14 @@ static int l_par_windows(lua_State *L) {
       t->base.run = run_task;
       tasks[j] = t;
     }
+    par_window *W = p->win;
+    W->k = k;
+    atomic_store(&W->arrived, 0);
+    atomic_store(&W->failed, false);
+    for (int j = 0; j < k; j++) {
+      tasks[j]->win = W;
+      tasks[j]->slot = j;
+    }
     guard_begin(L, &g, true);
     for (int j = 0; j < k; j++) {
       pt_status st = pt_pool_submit(g.ctx, p->pool, &tasks[j]->base);
@@ -981,7 +1123,6 @@ static int l_par_windows(lua_State *L) {
       lua_pushstring(L, buf);
       return lua_error(L);
     }
-    reduce_grads(L, p, k);
     lua_createtable(L, k, 0); /* this window's losses */
     int wl = lua_gettop(L);
     for (int j = 0; j < k; j++) {

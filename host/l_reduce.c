@@ -148,12 +148,12 @@ static const luaL_Reg functions[] = {
     {"logsumexp", t_logsumexp}, {NULL, NULL},
 };
 
-#define DIMS "  Also pt.<name>(t, ...).\n  dim is 1-based (negative from the end); without it every element is reduced to a 0-d tensor.\n  keepdim keeps the reduced dimension with size 1."
+#define DIMS "  dim is 1-based (negative from the end); without it every element is reduced to a 0-d tensor.\n  keepdim keeps the reduced dimension with size 1."
 
 static const char *const method_docs[] = {
-    "sum", "t:sum([dim][, keepdim]) -> Tensor, the sum (integer tensors give int64).\n" DIMS,
-    "mean", "t:mean([dim][, keepdim]) -> Tensor, the mean (floating point tensors only).\n" DIMS,
-    "prod", "t:prod([dim][, keepdim]) -> Tensor, the product (integer tensors give int64).\n" DIMS,
+    "sum", "t:sum([dim][, keepdim]) -> Tensor, the sum (integer tensors give int64).\n  Also pt.sum(t, ...).\n" DIMS,
+    "mean", "t:mean([dim][, keepdim]) -> Tensor, the mean (floating point tensors only).\n  Also pt.mean(t, ...).\n" DIMS,
+    "prod", "t:prod([dim][, keepdim]) -> Tensor, the product (integer tensors give int64).\n  Also pt.prod(t, ...).\n" DIMS,
     "max", "t:max() -> 0-d Tensor, the largest element (NaN if any; t:max(nil, true) keeps the dims).\n"
            "t:max(dim[, keepdim]) -> values, indices (1-based int64) along dim.\n"
            "  The gradient goes to the selected element. Also pt.max(t, ...).",
@@ -164,14 +164,14 @@ static const char *const method_docs[] = {
     "argmin", "t:argmin([dim][, keepdim]) -> int64 Tensor of 1-based indices of the minima\n"
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmin(t, ...).",
     "var", "t:var([dim][, keepdim][, {unbiased=true}]) -> Tensor, the variance\n"
-           "  (divides by n-1, or by n with unbiased=false).\n" DIMS,
+           "  (divides by n-1, or by n with unbiased=false).\n  Also pt.var(t, ...).\n" DIMS,
     "std", "t:std([dim][, keepdim][, {unbiased=true}]) -> Tensor, the standard deviation\n"
-           "  (divides by n-1, or by n with unbiased=false).\n" DIMS,
+           "  (divides by n-1, or by n with unbiased=false).\n  Also pt.std(t, ...).\n" DIMS,
     "norm", "t:norm([p=2][, dim][, keepdim]) -> Tensor, the p-norm: p > 0, math.huge (max |x|),\n"
-            "  -math.huge (min |x|), 0 (count of non-zeros) or \"fro\" (= 2).\n" DIMS,
+            "  -math.huge (min |x|), 0 (count of non-zeros) or \"fro\" (= 2).\n  Also pt.norm(t, ...).\n" DIMS,
     "softmax", "t:softmax(dim) -> Tensor, exp(t) / sum(exp(t)) along dim (numerically stable).\n  Also pt.softmax(t, dim).",
     "log_softmax", "t:log_softmax(dim) -> Tensor, t - logsumexp(t, dim) (numerically stable).\n  Also pt.log_softmax(t, dim).",
-    "logsumexp", "t:logsumexp([dim][, keepdim]) -> Tensor, log(sum(exp(t))) computed stably.\n" DIMS,
+    "logsumexp", "t:logsumexp([dim][, keepdim]) -> Tensor, log(sum(exp(t))) computed stably.\n  Also pt.logsumexp(t, ...).\n" DIMS,
     NULL, NULL,
 };
 

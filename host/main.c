@@ -47,6 +47,11 @@ static void lstop(lua_State *L, lua_Debug *ar) {
 
 static void laction(int sig) {
   int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
+  if (pt_state_soft_interrupt_active() && !*pt_state_interrupt_flag()) {
+    /* a training loop is running: let the current step finish; it raises between steps */
+    *pt_state_interrupt_flag() = 1;
+    return;
+  }
   setsignal(sig, SIG_DFL); /* if another SIGINT happens, terminate the process */
   *pt_state_interrupt_flag() = 1;
   if (global_L) lua_sethook(global_L, lstop, flag, 1);

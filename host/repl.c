@@ -117,17 +117,18 @@ static bool is_identifier(const char *s, size_t n) {
   return true;
 }
 
-/* Stack for the helpers below: 1 = prefix ("pt.nn."), 2 = partial ("Li"), 3 = result set. */
+/* Stack for the helpers below: 1 = the text (kept alive: __index may collect garbage),
+ * 2 = prefix ("pt.nn."), 3 = partial ("Li"), 4 = result set. */
 static void add_candidate(lua_State *L, const char *key, size_t len) {
   size_t plen;
-  const char *partial = lua_tolstring(L, 2, &plen);
+  const char *partial = lua_tolstring(L, 3, &plen);
   if (len < plen || memcmp(key, partial, plen) != 0) return;
   if (!is_identifier(key, len) || is_keyword(key)) return;
-  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
   lua_pushlstring(L, key, len);
   lua_concat(L, 2);
   lua_pushboolean(L, 1);
-  lua_rawset(L, 3);
+  lua_rawset(L, 4);
 }
 
 /* Add the string keys of the table at idx (only function values when methods_only). */
@@ -171,22 +172,23 @@ static int l_candidates(lua_State *L) {
   const char *sep = NULL;
   for (const char *p = text; *p; p++)
     if (*p == '.' || *p == ':') sep = p;
-  lua_settop(L, 0);
-  lua_pushlstring(L, text, sep ? (size_t)(sep - text + 1) : 0); /* 1: prefix */
-  lua_pushstring(L, sep ? sep + 1 : text);                     /* 2: partial */
-  lua_newtable(L);                                              /* 3: result */
+  lua_settop(L, 1);
+  lua_pushlstring(L, text, sep ? (size_t)(sep - text + 1) : 0); /* 2: prefix */
+  lua_pushstring(L, sep ? sep + 1 : text);                     /* 3: partial */
+  lua_newtable(L);                                              /* 4: result */
   if (!sep) {
     lua_pushglobaltable(L);
     add_fields(L, -1, false, 0);
     lua_pop(L, 1);
     size_t plen;
-    const char *partial = lua_tolstring(L, 2, &plen);
+    const char *partial = lua_tolstring(L, 3, &plen);
     for (int i = 0; keywords[i]; i++)
       if (strncmp(keywords[i], partial, plen) == 0) {
         lua_pushstring(L, keywords[i]);
         lua_pushboolean(L, 1);
-        lua_rawset(L, 3);
+        lua_rawset(L, 4);
       }
+    lua_settop(L, 4);
     return 1;
   }
   /* walk the path before sep: names separated by '.' */
@@ -195,17 +197,17 @@ static int l_candidates(lua_State *L) {
   while (p < sep) {
     const char *q = p;
     while (q < sep && *q != '.' && *q != ':') q++;
-    if ((q < sep && *q == ':') || !is_identifier(p, (size_t)(q - p))) return 1;
+    if ((q < sep && *q == ':') || !is_identifier(p, (size_t)(q - p))) break; /* no completions */
     int tt = lua_type(L, -1);
-    if (tt != LUA_TTABLE && !lua_getmetatable(L, -1)) return 1; /* not indexable */
+    if (tt != LUA_TTABLE && !lua_getmetatable(L, -1)) break; /* not indexable */
     if (tt != LUA_TTABLE) lua_pop(L, 1);
     lua_pushlstring(L, p, (size_t)(q - p));
     lua_gettable(L, -2);
     lua_remove(L, -2);
     p = q + 1;
   }
-  add_fields(L, -1, *sep == ':', 0);
-  lua_pop(L, 1);
+  if (p > sep) add_fields(L, -1, *sep == ':', 0); /* the whole path was walked */
+  lua_settop(L, 4);
   return 1;
 }
 
@@ -340,11 +342,14 @@ static int read_plain(const char *prompt, char **out) {
   return LINE_OK;
 }
 
+/* _PROMPT / _PROMPT2 as in lua.c, copied (completion may run Lua code while it is shown) */
 static const char *get_prompt(lua_State *L, bool first) {
+  static char buf[256];
   lua_getglobal(L, first ? "_PROMPT" : "_PROMPT2");
   const char *p = lua_tostring(L, -1);
-  lua_pop(L, 1); /* strings in globals stay alive while the global holds them */
-  return p ? p : (first ? PROMPT1 : PROMPT2);
+  snprintf(buf, sizeof buf, "%s", p ? p : (first ? PROMPT1 : PROMPT2));
+  lua_pop(L, 1);
+  return buf;
 }
 
 /* Push the next line. LINE_EOF pushes nothing, LINE_CANCEL neither. */

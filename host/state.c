@@ -23,6 +23,16 @@ static volatile sig_atomic_t interrupt_flag = 0;
 
 volatile sig_atomic_t *pt_state_interrupt_flag(void) { return &interrupt_flag; }
 
+/* How many training loops are between steps right now (see state.h). */
+static volatile sig_atomic_t soft_interrupt_depth = 0;
+
+void pt_state_soft_interrupt(int enter) {
+  soft_interrupt_depth += enter ? 1 : -1;
+  if (soft_interrupt_depth < 0) soft_interrupt_depth = 0;
+}
+
+int pt_state_soft_interrupt_active(void) { return soft_interrupt_depth > 0; }
+
 const char *pt_state_lua_dir(void) {
   const char *env = getenv("PARTRAIN_LUA_DIR");
   if (env && *env) return env;

@@ -19,4 +19,10 @@ const char *pt_state_lua_dir(void);
  * ctx->interrupted at it too, so Ctrl-C reaches C loops on every thread. Never written by lib/. */
 volatile sig_atomic_t *pt_state_interrupt_flag(void);
 
+/* Graceful interrupts: while a training loop (data.DataHandler:batches) runs, it enters soft mode;
+ * the first Ctrl-C then only sets the flag and the loop raises "interrupted" between steps, so
+ * the current step completes. A second Ctrl-C interrupts at once. */
+void pt_state_soft_interrupt(int enter);
+int pt_state_soft_interrupt_active(void);
+
 #endif

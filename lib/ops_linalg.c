@@ -199,6 +199,25 @@ static pt_status product_grads(pt_ctx *ctx, pt_tensor *am, pt_tensor *bm, pt_ten
     if (st) return st;
   }
   if (need_b) {
+    pt_tensor *a2 = NULL, *g2 = NULL;
+    if (bm->ndim == 2 && am->ndim > 2 && pt_tensor_is_contiguous(am) && pt_tensor_is_contiguous(g)) {
+      /* one matrix times a stack: fold the stack into rows, one gemm instead of a sum over
+       * per-batch products */
+      int64_t k = am->shape[am->ndim - 1], n = g->shape[g->ndim - 1];
+      int64_t rows = pt_tensor_numel(am) / (k > 0 ? k : 1);
+      if (k > 0 && n > 0 && !pt_view_raw(ctx, am, 2, (int64_t[]){rows, k}, &a2) &&
+          !pt_view_raw(ctx, g, 2, (int64_t[]){rows, n}, &g2)) {
+        st = pt_transpose_raw(ctx, a2, 0, 1, &t);
+        if (!st) st = bmm_core(ctx, "backward", t, g2, alpha, 0, NULL, gb);
+        pt_tensor_release(t);
+        pt_tensor_release(a2);
+        pt_tensor_release(g2);
+        if (st) goto fail;
+        return PT_OK;
+      }
+      pt_tensor_release(a2);
+      pt_tensor_release(g2);
+    }
     if ((st = pt_transpose_raw(ctx, am, am->ndim - 2, am->ndim - 1, &t))) goto fail;
     st = bmm_core(ctx, "backward", t, g, alpha, 0, NULL, &full);
     pt_tensor_release(t);

@@ -81,24 +81,17 @@ static geom geom_of(const pt_tensor *t, int dim) {
 
 /* --- unit-stride float32 kernels (the common case: the last dim of a float32 tensor) ---
  * Written so the compiler vectorises them without -ffast-math: VW independent partial results
- * per loop, folded at the end. Sums run in float over blocks of SUM_BLOCK elements and add the
- * blocks in double, so long rows keep double-like accuracy. */
+ * per loop (double accumulators fed from float loads), folded at the end. */
 #define VW 16
-#define SUM_BLOCK 4096
 
 static double sum_f32(const float *p, int64_t n) {
-  double total = 0;
+  double acc[VW] = {0};
   int64_t i = 0;
-  while (i < n) {
-    int64_t end = n - i > SUM_BLOCK ? i + SUM_BLOCK : n;
-    float acc[VW] = {0};
-    for (; i + VW <= end; i += VW)
-      for (int j = 0; j < VW; j++) acc[j] += p[i + j];
-    for (; i < end; i++) acc[0] += p[i];
-    double b = 0;
-    for (int j = 0; j < VW; j++) b += acc[j];
-    total += b;
-  }
+  for (; i + VW <= n; i += VW)
+    for (int j = 0; j < VW; j++) acc[j] += (double)p[i + j];
+  double total = 0;
+  for (; i < n; i++) total += (double)p[i];
+  for (int j = 0; j < VW; j++) total += acc[j];
   return total;
 }
 
@@ -128,6 +121,7 @@ static float max_f32(const float *p, int64_t n) {
 static inline float fast_expf(float x) {
   float c = x < -87.33654f ? -87.33654f : x;
   c = c > 88.37626f ? 88.37626f : c;
+  c = c == c ? c : 0.0f; /* NaN: computed on 0, replaced at the end */
   float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(c / ln 2) */
   float r = c - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
@@ -138,7 +132,7 @@ static inline float fast_expf(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  int32_t bits = ((int32_t)n + 127) << 23;
+  uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* n >= -126: a normal exponent */
   float scale;
   memcpy(&scale, &bits, sizeof scale);
   float e = x < -87.33654f ? 0.0f : y * scale;
@@ -147,28 +141,26 @@ static inline float fast_expf(float x) {
 
 /* sum of exp(p[i] - m), storing each exp in q when q != NULL */
 static double sum_exp_f32(const float *restrict p, float m, float *restrict q, int64_t n) {
-  double total = 0;
+  double acc[VW] = {0};
   int64_t i = 0;
-  while (i < n) {
-    int64_t end = n - i > SUM_BLOCK ? i + SUM_BLOCK : n;
-    float acc[VW] = {0};
-    if (q) {
-      for (; i + VW <= end; i += VW)
-        for (int j = 0; j < VW; j++) {
-          float e = fast_expf(p[i + j] - m);
-          q[i + j] = e;
-          acc[j] += e;
-        }
-      for (; i < end; i++) acc[0] += q[i] = fast_expf(p[i] - m);
-    } else {
-      for (; i + VW <= end; i += VW)
-        for (int j = 0; j < VW; j++) acc[j] += fast_expf(p[i + j] - m);
-      for (; i < end; i++) acc[0] += fast_expf(p[i] - m);
-    }
-    double b = 0;
-    for (int j = 0; j < VW; j++) b += acc[j];
-    total += b;
+  if (q) {
+    for (; i + VW <= n; i += VW)
+      for (int j = 0; j < VW; j++) {
+        float e = fast_expf(p[i + j] - m);
+        q[i + j] = e;
+        acc[j] += (double)e;
+      }
+  } else {
+    for (; i + VW <= n; i += VW)
+      for (int j = 0; j < VW; j++) acc[j] += (double)fast_expf(p[i + j] - m);
   }
+  double total = 0;
+  for (; i < n; i++) {
+    float e = fast_expf(p[i] - m);
+    if (q) q[i] = e;
+    total += (double)e;
+  }
+  for (int j = 0; j < VW; j++) total += acc[j];
   return total;
 }
 
@@ -383,7 +375,8 @@ static pt_status reduce_op(pt_ctx *ctx, rkind kind, pt_tensor *t, int dim, bool 
   pt_node *node;
   if ((st = pt_autograd_record(ctx, o, rnodes[kind], reduce_backward, 1, &t, &node))) goto fail;
   if (node) {
-    node->saved[0] = pt_tensor_retain(x);
+    /* sum and mean need only the input's shape; the others read its values */
+    if (kind != R_SUM && kind != R_MEAN) node->saved[0] = pt_tensor_retain(x);
     node->ints[0] = dim;
     node->ints[1] = keepdim;
     node->ints[2] = kind;
@@ -405,15 +398,16 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   int dim = (int)node->ints[0];
   rkind kind = (rkind)node->ints[2];
   double param = node->scalars[0];
-  geom gm = geom_of(x, dim);
+  geom gm = geom_of(in, dim);
+  pt_dtype dt = in->dtype;
   pt_tensor *gc = NULL, *gi = NULL, *r = NULL, *m = NULL;
   pt_status st;
-  if ((st = pt_tensor_to_dtype_raw(ctx, g, x->dtype, &r))) return st;
+  if ((st = pt_tensor_to_dtype_raw(ctx, g, dt, &r))) return st;
   st = pt_tensor_contiguous_raw(ctx, r, &gc);
   pt_tensor_release(r);
   r = NULL;
   if (st) return st;
-  if ((st = pt_tensor_empty(ctx, x->dtype, in->ndim, in->shape, &gi))) goto done;
+  if ((st = pt_tensor_empty(ctx, dt, in->ndim, in->shape, &gi))) goto done;
   /* per-lane statistics the gradient needs (grad mode is off here, so no graph) */
   if (kind == R_VAR || kind == R_STD) {
     if ((st = pt_mean(ctx, x, dim, true, &m))) goto done;
@@ -423,14 +417,14 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   } else if (kind == R_LSE) {
     if ((st = pt_logsumexp(ctx, x, dim, true, &r))) goto done;
   }
-  DISPATCH_FLOAT(x->dtype, {
-    const T *xp = pt_tensor_data(x), *gp = pt_tensor_data(gc);
+  DISPATCH_FLOAT(dt, {
+    const T *xp = x ? (const T *)pt_tensor_data(x) : NULL, *gp = pt_tensor_data(gc);
     const T *mp = m ? (const T *)pt_tensor_data(m) : NULL;
     const T *rp = r ? (const T *)pt_tensor_data(r) : NULL;
     T *ip = pt_tensor_data(gi);
     const int64_t n = gm.n;
     FOR_LANES(gm, {
-      const T *p = xp + base;
+      const T *p = xp ? xp + base : NULL; /* NULL for sum and mean */
       T *q = ip + base;
       const double go = gp[oi];
       switch (kind) {

@@ -358,7 +358,14 @@ function DataHandler:batches(bopts)
   local B = self.opts.batch
   local transform = self.opts.transform
   local perm, step, bar
+  -- while the loop runs, a first Ctrl-C waits for the current step (host/state.h)
+  local soft = false
+  local function soft_mode(on)
+    if on ~= soft then soft = on; pt._soft_interrupt(on) end
+  end
+  local closer = setmetatable({}, {__close = function() soft_mode(false) end})
   local function start()
+    soft_mode(true)
     self.epoch = self.epoch + 1
     perm = pt._data_permutation(n, self.opts.seed, self.epoch - 1, self.opts.shuffle)
     step = 0
@@ -377,12 +384,14 @@ function DataHandler:batches(bopts)
     if pt._data_interrupted() then
       if bar then bar:close(true) end
       self._bar = nil
+      soft_mode(false)
       error("interrupted", 2)
     end
     if step >= nb then
       if bar then bar:close() end
       self._bar = nil
       finished = true
+      soft_mode(false)
       return nil
     end
     step = step + 1
@@ -396,7 +405,7 @@ function DataHandler:batches(bopts)
     end
     if bar then bar:step(count) end
     return table.unpack(cols)
-  end
+  end, nil, nil, closer
 end
 
 --- handler:next_batch() -> x, y: the rotta_rs style; wraps around to a new epoch after the

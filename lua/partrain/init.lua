@@ -11,6 +11,7 @@ local lazy = {
   data = "partrain.data",
   metrics = "partrain.metrics",
   utils = "partrain.utils",
+  help = "partrain.help",
 }
 
 setmetatable(pt, {

@@ -406,11 +406,12 @@ local Scheduler = {}
 Scheduler.__index = Scheduler
 optim.LRScheduler = Scheduler
 
-local function new_scheduler(cls, opt, get_factor)
+local function new_scheduler(cls, opt, get_factor, get_lr)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
     error(cls.name .. ": expected an optimizer as the first argument", 3)
   end
-  local self = setmetatable({optimizer = opt, last_epoch = 0, base_lrs = {}, factor = get_factor}, cls)
+  local self = setmetatable({optimizer = opt, last_epoch = 0, base_lrs = {}, factor = get_factor,
+    get_lr = get_lr}, cls)
   for i, g in ipairs(opt.param_groups) do
     if g.initial_lr == nil then g.initial_lr = g.lr end
     self.base_lrs[i] = g.initial_lr
@@ -486,12 +487,9 @@ scheduler_class("CosineAnnealingLR", function(cls, opt, opts)
   opts = opts or {}
   local T_max = need_number("CosineAnnealingLR", "T_max", opts.T_max, true)
   local eta_min = opts.eta_min or 0
-  local s = new_scheduler(cls, opt, nil)
-  s.get_lr = function(_, _, base, e)
+  return new_scheduler(cls, opt, nil, function(_, _, base, e)
     return eta_min + (base - eta_min) * (1 + math.cos(math.pi * e / T_max)) / 2
-  end
-  s:_apply()
-  return s
+  end)
 end, "optim.CosineAnnealingLR(opt, {T_max=, eta_min=0}): lr = eta_min + (base-eta_min)*(1+cos(pi*epoch/T_max))/2.")
 
 scheduler_class("LambdaLR", function(cls, opt, fn)

@@ -1,0 +1,450 @@
+local pt = require "partrain"
+local nn = pt.nn
+local gradcheck = require "spec.gradcheck"
+local ref = dofile("spec/fixtures/mlp_reference.lua")
+
+local F64 = {dtype = "float64"}
+
+local function flat(v, out)
+  out = out or {}
+  if type(v) == "table" then
+    for _, e in ipairs(v) do flat(e, out) end
+  else
+    out[#out + 1] = v
+  end
+  return out
+end
+
+local function assert_close(t, expected, tol)
+  local a = flat(pt.is_tensor(t) and t:tolist() or t)
+  local b = flat(pt.is_tensor(expected) and expected:tolist() or expected)
+  assert.are.equal(#b, #a)
+  for i = 1, #a do
+    if math.abs(a[i] - b[i]) > (tol or 1e-10) * math.max(1, math.abs(b[i])) then
+      error(string.format("element %d: got %.17g, expected %.17g", i, a[i], b[i]), 2)
+    end
+  end
+end
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok)
+  return tostring(e)
+end
+
+local function assert_err(pattern, f, ...)
+  local msg = err_of(f, ...)
+  if not msg:find(pattern, 1, true) then
+    error(string.format("expected error containing %q, got %q", pattern, msg), 2)
+  end
+end
+
+local function long(t) return pt.tensor(t, {dtype = "int64"}) end
+
+local function fixture_mlp()
+  local m = nn.Sequential(nn.Linear(4, 5, F64), nn.ReLU(), nn.Linear(5, 3, F64))
+  m:load_state_dict({
+    ["1.weight"] = pt.tensor(ref.w1, F64), ["1.bias"] = pt.tensor(ref.b1, F64),
+    ["3.weight"] = pt.tensor(ref.w2, F64), ["3.bias"] = pt.tensor(ref.b2, F64),
+  })
+  return m
+end
+
+describe("nn against PyTorch fixtures (float64)", function()
+  it("MLP 4-5-3 cross-entropy loss and gradients match to 1e-10", function()
+    local m = fixture_mlp()
+    local loss = nn.cross_entropy(m(pt.tensor(ref.x, F64)), long(ref.y))
+    loss:backward()
+    assert_close(loss:item(), ref.loss)
+    assert_close(m[1].weight.grad, ref.grad_w1)
+    assert_close(m[1].bias.grad, ref.grad_b1)
+    assert_close(m[3].weight.grad, ref.grad_w2)
+    assert_close(m[3].bias.grad, ref.grad_b2)
+  end)
+
+  it("class weights and label smoothing match", function()
+    local m = fixture_mlp()
+    local loss = nn.CrossEntropyLoss({weight = pt.tensor(ref.class_weight, F64), label_smoothing = 0.1})(
+      m(pt.tensor(ref.x, F64)), long(ref.y))
+    loss:backward()
+    assert_close(loss:item(), ref.loss_ls)
+    assert_close(m[1].weight.grad, ref.grad_w1_ls)
+    assert_close(m[3].bias.grad, ref.grad_b2_ls)
+  end)
+
+  it("unfused layers give the same values as the fused Sequential", function()
+    local m = fixture_mlp()
+    local x = pt.tensor(ref.x, F64)
+    local h = nn.relu(nn.linear(x, m[1].weight, m[1].bias))
+    local loss = nn.cross_entropy(nn.linear(h, m[3].weight, m[3].bias), long(ref.y))
+    assert_close(loss:item(), ref.loss)
+  end)
+end)
+
+describe("gradchecks (float64)", function()
+  local function r(...) return pt.randn({...}, F64) end
+  before_each(function() pt.manual_seed(11) end)
+
+  it("linear: 2-D, 1-D and 3-D inputs, with and without bias, fused relu", function()
+    gradcheck(nn.linear, {r(3, 4), r(2, 4), r(2)})
+    gradcheck(nn.linear, {r(4), r(2, 4), r(2)})
+    gradcheck(nn.linear, {r(2, 3, 4), r(5, 4), r(5)})
+    gradcheck(function(x, w) return nn.linear(x, w) end, {r(3, 4), r(2, 4)})
+    gradcheck(function(x, w, b) return pt._nn_linear(x, w, b, "f", "relu") end, {r(5, 4), r(3, 4), r(3)})
+  end)
+
+  it("activations", function()
+    local x = r(3, 5)
+    gradcheck(nn.relu, {x})
+    gradcheck(function(v) return nn.leaky_relu(v, 0.2) end, {x})
+    gradcheck(nn.gelu, {x})
+    gradcheck(function(v) return nn.gelu(v, {approximate = "tanh"}) end, {x})
+    gradcheck(nn.tanh, {x})
+    gradcheck(nn.sigmoid, {x})
+    gradcheck(nn.silu, {x})
+  end)
+
+  it("softmax and log_softmax along any dim", function()
+    local x = r(2, 3, 4)
+    for _, d in ipairs({1, 2, 3, -1}) do
+      gradcheck(function(v) return nn.softmax(v, d) end, {x})
+      gradcheck(function(v) return nn.log_softmax(v, d) end, {x})
+    end
+  end)
+
+  it("cross_entropy: reductions, weights, smoothing, ignore_index, 1-D input", function()
+    local x, y, w = r(4, 3), long({1, 3, 2, 3}), pt.tensor({0.5, 2, 1}, F64)
+    for _, red in ipairs({"mean", "sum", "none"}) do
+      gradcheck(function(v) return nn.cross_entropy(v, y, {reduction = red}) end, {x})
+      gradcheck(function(v) return nn.cross_entropy(v, y, {reduction = red, weight = w, label_smoothing = 0.2}) end, {x})
+    end
+    gradcheck(function(v) return nn.cross_entropy(v, y, {ignore_index = 3}) end, {x})
+    gradcheck(function(v) return nn.cross_entropy(v, long(2)) end, {r(3)})
+  end)
+
+  it("nll_loss", function()
+    local y = long({2, 1, 3})
+    gradcheck(function(v) return nn.nll_loss(v, y) end, {r(3, 3)})
+    gradcheck(function(v) return nn.nll_loss(v, y, {weight = pt.tensor({1, 2, 3}, F64), reduction = "none"}) end, {r(3, 3)})
+  end)
+
+  it("pointwise losses (input and target gradients)", function()
+    local a, b = r(3, 4), r(3, 4)
+    for _, red in ipairs({"mean", "sum", "none"}) do
+      gradcheck(function(u, v) return nn.mse_loss(u, v, {reduction = red}) end, {a, b})
+      gradcheck(function(u, v) return nn.l1_loss(u, v, {reduction = red}) end, {a, b})
+      gradcheck(function(u, v) return nn.smooth_l1_loss(u, v, {beta = 0.7, reduction = red}) end, {a, b})
+      gradcheck(function(u, v) return nn.bce_with_logits(u, v, {reduction = red}) end, {a, pt.rand(3, 4, F64)})
+    end
+    gradcheck(function(u, v) return nn.bce_with_logits(u, v, {pos_weight = pt.tensor({1, 2, 0.5, 3}, F64)}) end,
+      {a, pt.rand(3, 4, F64)})
+    local p = pt.rand(3, 4, F64)
+    for i = 1, p:numel() do p:_set_flat(i, 0.1 + 0.8 * p:_get_flat(i)) end
+    gradcheck(function(u, v) return nn.bce(u, v) end, {p, pt.rand(3, 4, F64)})
+  end)
+
+  it("dropout (fixed seed per call)", function()
+    gradcheck(function(v) pt.manual_seed(5); return nn.dropout(v, 0.4, true) end, {r(4, 5)})
+  end)
+
+  it("layer_norm with and without affine", function()
+    gradcheck(function(x, w, b) return nn.layer_norm(x, {4}, w, b) end, {r(3, 4), r(4), r(4)})
+    gradcheck(function(x) return nn.layer_norm(x, {2, 3}) end, {r(2, 2, 3)})
+  end)
+
+  it("batch_norm in training (2-D and 3-D) and eval", function()
+    gradcheck(function(x, w, b) return nn.batch_norm(x, nil, nil, w, b, true) end, {r(5, 3), r(3), r(3)})
+    gradcheck(function(x, w, b) return nn.batch_norm(x, nil, nil, w, b, true) end, {r(2, 3, 4), r(3), r(3)})
+    local rm, rv = r(3), pt.rand(3, F64)
+    gradcheck(function(x, w, b) return nn.batch_norm(x, rm, rv, w, b, false) end, {r(4, 3), r(3), r(3)})
+  end)
+
+  it("embedding and flatten", function()
+    local idx = long({{1, 3}, {3, 2}})
+    gradcheck(function(w) return nn.embedding(idx, w) end, {r(4, 3)})
+    gradcheck(function(w) return nn.embedding(idx, w, {padding_idx = 4}) end, {r(4, 3)})
+    -- the padding row gets no gradient (as PyTorch), the others do
+    local w = r(4, 3)
+    w.requires_grad = true
+    nn.embedding(idx, w, {padding_idx = 3}):backward(pt.ones(2, 2, 3, F64))
+    assert.are.same({{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, w.grad:tolist())
+    local fl = nn.Flatten()
+    gradcheck(function(x) return fl(x) end, {r(2, 3, 2)})
+  end)
+end)
+
+describe("layer values", function()
+  it("dropout: identity in eval, zeros with probability p and scales by 1/(1-p) in training", function()
+    local d = nn.Dropout(0.25)
+    local x = pt.ones(4000)
+    d:eval()
+    assert.are.equal(x, d(x))
+    d:train()
+    pt.manual_seed(3)
+    local y = d(x):tolist()
+    local zeros = 0
+    for _, v in ipairs(y) do
+      if v == 0 then zeros = zeros + 1 else assert.is_true(math.abs(v - 4 / 3) < 1e-6) end
+    end
+    assert.is_true(zeros > 850 and zeros < 1150)
+    pt.manual_seed(3)
+    assert.are.same(y, d(x):tolist())
+  end)
+
+  it("batch_norm updates running statistics (unbiased variance) and uses them in eval", function()
+    local bn = nn.BatchNorm1d(2, {dtype = "float64"})
+    local x = pt.tensor({{1, 10}, {3, 14}}, F64)
+    bn(x)
+    assert_close(bn.running_mean, {0.2, 1.2})
+    assert_close(bn.running_var, {0.9 + 0.1 * 2, 0.9 + 0.1 * 8})
+    assert.are.equal(1, bn.num_batches_tracked:item())
+    bn:eval()
+    local y = bn(pt.tensor({{0.2, 1.2}}, F64))
+    assert_close(y, {0, 0}, 1e-12)
+  end)
+
+  it("layer_norm normalises each row", function()
+    local y = nn.LayerNorm(3, {dtype = "float64"})(pt.tensor({{1, 2, 3}}, F64))
+    local s = math.sqrt(2 / 3 + 1e-5)
+    assert_close(y, {-1 / s, 0, 1 / s}, 1e-12)
+  end)
+
+  it("softmax rows sum to one; log_softmax is its log", function()
+    local x = pt.randn(3, 5, F64)
+    local p, lp = nn.softmax(x), nn.log_softmax(x)
+    for i = 1, 3 do
+      local s = 0
+      for j = 1, 5 do
+        s = s + p:_get_flat((i - 1) * 5 + j)
+        assert.is_true(math.abs(math.log(p:_get_flat((i - 1) * 5 + j)) - lp:_get_flat((i - 1) * 5 + j)) < 1e-12)
+      end
+      assert.is_true(math.abs(s - 1) < 1e-12)
+    end
+  end)
+
+  it("embedding picks 1-based rows", function()
+    local e = nn.Embedding(3, 2)
+    local w = e.weight:tolist()
+    assert.are.same({{w[3], w[1]}}, e(long({{3, 1}})):tolist())
+  end)
+end)
+
+describe("initialisation", function()
+  it("Linear uses U(-1/sqrt(in), 1/sqrt(in)) and pt.manual_seed makes it reproducible", function()
+    pt.manual_seed(42)
+    local a = nn.Linear(100, 50)
+    pt.manual_seed(42)
+    local b = nn.Linear(100, 50)
+    assert.are.same(a.weight:tolist(), b.weight:tolist())
+    local maxabs = 0
+    for _, v in ipairs(flat(a.weight:tolist())) do maxabs = math.max(maxabs, math.abs(v)) end
+    for _, v in ipairs(flat(a.bias:tolist())) do maxabs = math.max(maxabs, math.abs(v)) end
+    assert.is_true(maxabs <= 0.1 and maxabs > 0.09)
+  end)
+
+  it("kaiming and xavier bounds", function()
+    local t = pt.empty(64, 32)
+    nn.init.kaiming_uniform_(t, {nonlinearity = "relu"})
+    local b = math.sqrt(2) * math.sqrt(3 / 32)
+    for _, v in ipairs(flat(t:tolist())) do assert.is_true(math.abs(v) <= b) end
+    nn.init.xavier_uniform_(t)
+    b = math.sqrt(6 / 96)
+    for _, v in ipairs(flat(t:tolist())) do assert.is_true(math.abs(v) <= b) end
+    nn.init.zeros_(t)
+    assert.are.equal(0, t:_get_flat(7))
+    nn.init.ones_(t)
+    assert.are.equal(1, t:_get_flat(7))
+    assert.are.equal(math.sqrt(2), nn.init.calculate_gain("relu"))
+  end)
+
+  it("fans of a 1-D tensor raise", function()
+    assert_err("fan in and fan out can not be computed for a tensor with fewer than 2 dimensions",
+      nn.init.kaiming_uniform_, pt.empty(3))
+  end)
+end)
+
+describe("Module", function()
+  local Net = nn.Module:extend("Net")
+  function Net:__init(n)
+    self.fc1 = nn.Linear(n, 3)
+    self.scale = nn.Parameter(pt.ones(1))
+    self.blocks = nn.ModuleList({nn.Linear(3, 3), nn.Tanh()})
+    self.head = nn.Sequential(nn.Linear(3, 2))
+    self.note = "plain field"
+  end
+  function Net:forward(x)
+    local h = self.fc1(x)
+    for _, b in ipairs(self.blocks) do h = b(h) end
+    return self.head(h)
+  end
+
+  it("registers parameters and children in assignment order with dotted names", function()
+    local net = Net(4)
+    local names = {}
+    for n, p in net:named_parameters() do names[#names + 1] = n end
+    assert.are.same({"scale", "fc1.weight", "fc1.bias", "blocks.1.weight", "blocks.1.bias",
+      "head.1.weight", "head.1.bias"}, names)
+    assert.are.equal(7, #net:parameters())
+    assert.are.equal(3, #net:children())
+    assert.are.equal("plain field", net.note)
+    assert.are.same({2, 2}, net(pt.randn(2, 4)):size())
+  end)
+
+  it("shared parameters appear once; reassigning and nil unregister", function()
+    local net = Net(3)
+    net.tied = net.fc1.weight
+    assert.are.equal(7, #net:parameters())
+    net.scale = nil
+    assert.are.equal(6, #net:parameters())
+    net.head = nil
+    assert.are.equal(2, #net:children())
+    local h = nn.linear(pt.randn(1, 3), net.fc1.weight) -- not a leaf: stays a plain field
+    net.cache = h
+    assert.are.equal(4, #net:parameters())
+  end)
+
+  it("train/eval propagate; apply visits children first; zero_grad zeroes", function()
+    local net = Net(4)
+    net:eval()
+    assert.is_false(net.blocks[1].training)
+    net:train()
+    assert.is_true(net.head[1].training)
+    local seen = {}
+    net:apply(function(m) seen[#seen + 1] = getmetatable(m).__name end)
+    assert.are.equal("Net", seen[#seen])
+    assert.are.equal("Linear", seen[1])
+    nn.cross_entropy(net(pt.randn(3, 4)), long({1, 2, 1})):backward()
+    assert.is_true(net.fc1.weight.grad ~= nil)
+    net:zero_grad()
+    assert.are.same(0, math.abs(net.fc1.weight.grad:_get_flat(1)))
+    net:zero_grad({set_to_none = true})
+    assert.is_nil(net.fc1.weight.grad)
+  end)
+
+  it("prints a tree", function()
+    local s = tostring(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Sequential(nn.Dropout(0.1))))
+    assert.are.equal([[Sequential(
+  (1): Linear(in_features=2, out_features=3, bias=true)
+  (2): ReLU()
+  (3): Sequential(
+    (1): Dropout(p=0.1)
+  )
+)]], s)
+  end)
+
+  it("state_dict is ordered and round-trips through load_state_dict", function()
+    local a, b = Net(4), Net(4)
+    local keys = {}
+    for k in pairs(a:state_dict()) do keys[#keys + 1] = k end
+    assert.are.same({"scale", "fc1.weight", "fc1.bias", "blocks.1.weight", "blocks.1.bias",
+      "head.1.weight", "head.1.bias"}, keys)
+    local r = b:load_state_dict(a:state_dict())
+    assert.are.same({}, r.missing_keys)
+    local x = pt.randn(2, 4)
+    assert.are.same(a(x):tolist(), b(x):tolist())
+    local bn = nn.BatchNorm1d(3)
+    local bk = {}
+    for k in pairs(bn:state_dict()) do bk[#bk + 1] = k end
+    assert.are.same({"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}, bk)
+  end)
+
+  it("load_state_dict reports shape mismatches, missing and unexpected keys", function()
+    local m = nn.Sequential(nn.Linear(2, 3))
+    assert_err("load_state_dict: size mismatch for 1.weight: copying a param with shape {3,4} from "
+      .. "checkpoint, the shape in current model is {3,2}", m.load_state_dict, m,
+      {["1.weight"] = pt.zeros(3, 4), ["1.bias"] = pt.zeros(3)})
+    assert_err("missing keys: 1.bias; unexpected keys: extra", m.load_state_dict, m,
+      {["1.weight"] = pt.zeros(3, 2), extra = pt.zeros(1)})
+    local before = m[1].weight:tolist()
+    pcall(m.load_state_dict, m, {["1.weight"] = pt.zeros(3, 2)})
+    assert.are.same(before, m[1].weight:tolist()) -- strict failure copies nothing
+    local r = m:load_state_dict({["1.weight"] = pt.zeros(3, 2), extra = pt.zeros(1)}, {strict = false})
+    assert.are.same({"1.bias"}, r.missing_keys)
+    assert.are.same({"extra"}, r.unexpected_keys)
+    assert.are.equal(0, m[1].weight:_get_flat(1))
+    assert_err("load_state_dict: value for '1.bias' is a string, not a tensor", m.load_state_dict, m,
+      {["1.weight"] = pt.zeros(3, 2), ["1.bias"] = "x"})
+  end)
+
+  it("ModuleDict keeps insertion order; Module:to converts dtype", function()
+    local d = nn.ModuleDict({{"b", nn.Linear(1, 1)}, {"a", nn.ReLU()}})
+    assert.are.same({"b", "a"}, d:keys())
+    local names = {}
+    for k in pairs(d) do names[#names + 1] = k end
+    assert.are.same({"b", "a"}, names)
+    local m = nn.Linear(2, 2):double()
+    assert.are.equal("float64", m.weight:dtype())
+    assert.is_true(m.weight.requires_grad)
+  end)
+
+  it("documents every public function and class", function()
+    for _, name in ipairs({"Linear", "Embedding", "Dropout", "LayerNorm", "BatchNorm1d", "Flatten",
+      "Identity", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss",
+      "L1Loss", "SmoothL1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+      "Sequential", "ModuleList", "ModuleDict", "cross_entropy", "mse_loss", "linear", "Parameter"}) do
+      assert.is_string(pt._docs[nn[name]], name)
+    end
+    for _, f in pairs(nn.init) do
+      if type(f) == "function" and f ~= nn.init._calculate_fan_in_and_fan_out then
+        assert.is_string(pt._docs[f])
+      end
+    end
+    assert.are.equal(nn.MSELoss, nn.MSE)
+  end)
+end)
+
+describe("error messages", function()
+  it("Linear and class-index losses", function()
+    assert_err("Linear:forward: input has 783 features, expected 784 (input shape {64,783})",
+      nn.Linear(784, 10), pt.zeros(64, 783))
+    local x = pt.zeros(2, 10)
+    assert_err("cross_entropy: target class 11 out of range for 10 classes", nn.cross_entropy, x, long({1, 11}))
+    assert_err("cross_entropy: target class 0 out of range for 10 classes (class indices are 1-based)",
+      nn.cross_entropy, x, long({0, 1}))
+    assert_err("cross_entropy: target shape {3} does not match input shape {2,10}", nn.cross_entropy, x,
+      long({1, 2, 3}))
+    assert_err("cross_entropy: target 1.5 is not a class index", nn.cross_entropy, x, pt.tensor({1.5, 1}))
+    assert_err("cross_entropy: reduction must be 'mean', 'sum' or 'none', got 'avg'", nn.cross_entropy, x,
+      long({1, 2}), {reduction = "avg"})
+    assert_err("cross_entropy: label_smoothing must be between 0 and 1, got 2", nn.cross_entropy, x,
+      long({1, 2}), {label_smoothing = 2})
+    assert_err("cross_entropy: weight must have shape {10} (one per class), got {3}", nn.cross_entropy, x,
+      long({1, 2}), {weight = pt.ones(3)})
+    assert_err("nll_loss: input must be {N,C} or {C}, got shape {2,3,4}", nn.nll_loss, pt.zeros(2, 3, 4), long({1, 2}))
+    assert_err("linear: input dtype float64 does not match weight dtype float32", nn.linear,
+      pt.zeros(2, 3, F64), pt.zeros(4, 3))
+  end)
+
+  it("pointwise losses, dropout, norms, embedding", function()
+    assert_err("mse_loss: input shape {3} and target shape {4} differ", nn.mse_loss, pt.zeros(3), pt.zeros(4))
+    assert_err("binary_cross_entropy: input values must be probabilities in [0, 1], got 2", nn.bce,
+      pt.tensor({2}), pt.tensor({1}))
+    assert_err("smooth_l1_loss: beta must be non-negative, got -1", nn.smooth_l1_loss, pt.zeros(2),
+      pt.zeros(2), {beta = -1})
+    assert_err("dropout: probability has to be between 0 and 1, but got 1.5", nn.dropout, pt.zeros(2), 1.5)
+    assert_err("Dropout: probability has to be between 0 and 1, but got 2", nn.Dropout, 2)
+    assert_err("layer_norm: input shape {2,5} does not end with normalized shape {4}", nn.LayerNorm(4), pt.zeros(2, 5))
+    assert_err("batch_norm: expected more than 1 value per channel when training, got input shape {1,4}",
+      nn.BatchNorm1d(4), pt.zeros(1, 4))
+    assert_err("batch_norm: expected input {N,C} or {N,C,L}, got shape {4}", nn.BatchNorm1d(4), pt.zeros(4))
+    assert_err("embedding: index 11 out of range for 10 embeddings", nn.Embedding(10, 2), long({11}))
+    assert_err("embedding: indices must be integers, got dtype float32", nn.Embedding(10, 2), pt.tensor({1}))
+    assert_err("Flatten:forward: shape", function() return pt._nn_view(pt.zeros(2, 3), {4}, "Flatten:forward") end)
+    assert_err("gelu: approximate must be 'none' or 'tanh', got 'fast'", nn.gelu, pt.zeros(1), {approximate = "fast"})
+  end)
+
+  it("module construction and use", function()
+    local M = nn.Module:extend("Empty")
+    assert_err("Empty:forward is not implemented", function() return M()(pt.zeros(1)) end)
+    assert_err("Sequential: argument 2 is not a Module (got number)", nn.Sequential, nn.ReLU(), 3)
+    assert_err("Module:extend: expected a class name (string), got nil", nn.Module.extend, nn.Module)
+    assert_err("Linear: out_features must be a non-negative integer, got nil", nn.Linear, 3)
+    assert_err("ModuleList:forward: a ModuleList has no forward", function() return nn.ModuleList()(1) end)
+    local m = nn.Linear(2, 2)
+    assert_err("Linear: cannot assign a tensor without requires_grad to parameter 'weight'", function()
+      m.weight = pt.zeros(2, 2)
+    end)
+    assert_err("add_module: 'x' is not a Module (got number)", m.add_module, m, "x", 1)
+    assert_err("MSELoss: reduction must be 'mean', 'sum' or 'none', got 'avg'", nn.MSELoss, {reduction = "avg"})
+  end)
+end)

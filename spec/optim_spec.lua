@@ -1,0 +1,265 @@
+local pt = require "partrain"
+local nn, optim = pt.nn, pt.optim
+local ref = dofile("spec/fixtures/mlp_reference.lua")
+
+local F64 = {dtype = "float64"}
+
+local function flat(v, out)
+  out = out or {}
+  if type(v) == "table" then
+    for _, e in ipairs(v) do flat(e, out) end
+  else
+    out[#out + 1] = v
+  end
+  return out
+end
+
+local function assert_close(t, expected, tol)
+  local a = flat(pt.is_tensor(t) and t:tolist() or t)
+  local b = flat(pt.is_tensor(expected) and expected:tolist() or expected)
+  assert.are.equal(#b, #a)
+  for i = 1, #a do
+    if math.abs(a[i] - b[i]) > (tol or 1e-12) * math.max(1, math.abs(b[i])) then
+      error(string.format("element %d: got %.17g, expected %.17g", i, a[i], b[i]), 2)
+    end
+  end
+end
+
+local function assert_err(pattern, f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok)
+  if not tostring(e):find(pattern, 1, true) then
+    error(string.format("expected error containing %q, got %q", pattern, tostring(e)), 2)
+  end
+end
+
+-- one scalar parameter p = 1 with gradient g per step
+local function run(make, grads, p0)
+  local p = pt.tensor({p0 or 1}, F64)
+  p.requires_grad = true
+  local opt = make({p})
+  for _, g in ipairs(grads) do
+    p.grad = pt.tensor({g}, F64)
+    opt:step()
+  end
+  return p:_get_flat(1), opt
+end
+
+describe("SGD", function()
+  it("plain, weight decay, maximize", function()
+    assert_close(run(function(ps) return optim.SGD(ps, {lr = 0.1}) end, {0.5}), 0.95)
+    assert_close(run(function(ps) return optim.SGD(ps, {lr = 0.1, weight_decay = 0.1}) end, {0.5}), 0.94)
+    assert_close(run(function(ps) return optim.SGD(ps, {lr = 0.1, maximize = true}) end, {0.5}), 1.05)
+  end)
+
+  it("momentum with dampening (first step copies the gradient)", function()
+    local p = run(function(ps) return optim.SGD(ps, {lr = 0.1, momentum = 0.9, dampening = 0.5}) end, {0.5, 0.5})
+    -- buf1 = 0.5, p1 = 0.95; buf2 = 0.9*0.5 + 0.5*0.5 = 0.7, p2 = 0.95 - 0.07
+    assert_close(p, 0.88)
+  end)
+
+  it("nesterov", function()
+    local p = run(function(ps) return optim.SGD(ps, {lr = 0.1, momentum = 0.9, nesterov = true}) end, {0.5, 0.5})
+    -- buf1 = 0.5, d1 = 0.5 + 0.45 = 0.95, p1 = 0.905; buf2 = 0.95, d2 = 0.5 + 0.855, p2 = 0.905 - 0.1355
+    assert_close(p, 0.7695)
+  end)
+
+  it("matches PyTorch on the fixture MLP (nesterov + weight decay, 2 steps)", function()
+    local m = nn.Sequential(nn.Linear(4, 5, F64), nn.ReLU(), nn.Linear(5, 3, F64))
+    m:load_state_dict({["1.weight"] = pt.tensor(ref.w1, F64), ["1.bias"] = pt.tensor(ref.b1, F64),
+      ["3.weight"] = pt.tensor(ref.w2, F64), ["3.bias"] = pt.tensor(ref.b2, F64)})
+    local opt = optim.SGD(m:parameters(), {lr = 0.1, momentum = 0.9, nesterov = true, weight_decay = 0.01})
+    local x, y = pt.tensor(ref.x, F64), pt.tensor(ref.y, {dtype = "int64"})
+    for _ = 1, 2 do
+      opt:zero_grad()
+      nn.cross_entropy(m(x), y):backward()
+      opt:step()
+    end
+    assert_close(m[1].weight, ref.sgd_w1, 1e-10)
+    assert_close(m[3].bias, ref.sgd_b2, 1e-10)
+  end)
+end)
+
+describe("Adam family", function()
+  it("Adam bias correction over two steps", function()
+    local p = run(function(ps) return optim.Adam(ps, 0.1) end, {0.5, 0.25})
+    local p1 = 1 - (0.1 / 0.1) * 0.05 / (math.sqrt(0.00025) / math.sqrt(0.001) + 1e-8)
+    local m2, v2 = 0.9 * 0.05 + 0.1 * 0.25, 0.999 * 0.00025 + 0.001 * 0.0625
+    local bc1, bc2 = 1 - 0.9 ^ 2, 1 - 0.999 ^ 2
+    assert_close(p, p1 - (0.1 / bc1) * m2 / (math.sqrt(v2) / math.sqrt(bc2) + 1e-8))
+  end)
+
+  it("Adam L2 weight decay and AdamW decoupled decay", function()
+    local p = run(function(ps) return optim.Adam(ps, {lr = 0.1, weight_decay = 0.1}) end, {0.5})
+    assert_close(p, 1 - 0.06 / (math.sqrt(0.00036) / math.sqrt(0.001) + 1e-8))
+    p = run(function(ps) return optim.AdamW(ps, {lr = 0.1, weight_decay = 0.1}) end, {0.5})
+    assert_close(p, 0.99 - 0.05 / (math.sqrt(0.00025) / math.sqrt(0.001) + 1e-8))
+  end)
+
+  it("amsgrad keeps the maximum second moment", function()
+    local p = run(function(ps) return optim.Adam(ps, {lr = 0.1, amsgrad = true}) end, {0.5, 0})
+    local p1 = 1 - 0.05 / (math.sqrt(0.00025) / math.sqrt(0.001) + 1e-8)
+    local bc1, bc2 = 1 - 0.9 ^ 2, 1 - 0.999 ^ 2
+    assert_close(p, p1 - (0.1 / bc1) * 0.045 / (math.sqrt(0.00025) / math.sqrt(bc2) + 1e-8))
+  end)
+
+  it("positional lr with options", function()
+    local opt = optim.Adam({nn.Parameter(pt.zeros(2))}, 0.5, {betas = {0.8, 0.9}})
+    assert.are.equal(0.5, opt.param_groups[1].lr)
+    assert.are.same({0.8, 0.9}, opt.param_groups[1].betas)
+  end)
+end)
+
+describe("RMSprop and Adagrad", function()
+  it("RMSprop plain, centered with momentum", function()
+    assert_close(run(function(ps) return optim.RMSprop(ps, {lr = 0.01}) end, {0.5}), 1 - 0.01 * 0.5 / (0.05 + 1e-8))
+    local p = run(function(ps) return optim.RMSprop(ps, {lr = 0.01, centered = true, momentum = 0.9}) end, {0.5, 0.5})
+    local sq1, ga1 = 0.0025, 0.005
+    local b1 = 0.5 / (math.sqrt(sq1 - ga1 * ga1) + 1e-8)
+    local sq2, ga2 = 0.99 * sq1 + 0.0025, 0.99 * ga1 + 0.005
+    local b2 = 0.9 * b1 + 0.5 / (math.sqrt(sq2 - ga2 * ga2) + 1e-8)
+    assert_close(p, 1 - 0.01 * b1 - 0.01 * b2)
+  end)
+
+  it("Adagrad with lr_decay and an initial accumulator", function()
+    local p = run(function(ps) return optim.Adagrad(ps, {lr = 0.1, lr_decay = 0.5}) end, {0.5, 0.5})
+    local p1 = 1 - 0.1 * 0.5 / (0.5 + 1e-10)
+    assert_close(p, p1 - (0.1 / 1.5) * 0.5 / (math.sqrt(0.5) + 1e-10))
+    p = run(function(ps) return optim.Adagrad(ps, {lr = 0.1, initial_accumulator_value = 1}) end, {0.5})
+    assert_close(p, 1 - 0.1 * 0.5 / (math.sqrt(1.25) + 1e-10))
+  end)
+
+  it("match PyTorch on the fixture MLP (3 steps each)", function()
+    local cases = {
+      adam = function(ps) return optim.Adam(ps, {lr = 0.01, amsgrad = true, weight_decay = 0.01}) end,
+      adamw = function(ps) return optim.AdamW(ps, {lr = 0.01, weight_decay = 0.1}) end,
+      rmsprop = function(ps) return optim.RMSprop(ps, {lr = 0.01, momentum = 0.5, centered = true, weight_decay = 0.01}) end,
+      adagrad = function(ps) return optim.Adagrad(ps, {lr = 0.01, lr_decay = 0.1, weight_decay = 0.01}) end,
+    }
+    for name, make in pairs(cases) do
+      local m = nn.Sequential(nn.Linear(4, 5, F64), nn.ReLU(), nn.Linear(5, 3, F64))
+      m:load_state_dict({["1.weight"] = pt.tensor(ref.w1, F64), ["1.bias"] = pt.tensor(ref.b1, F64),
+        ["3.weight"] = pt.tensor(ref.w2, F64), ["3.bias"] = pt.tensor(ref.b2, F64)})
+      local opt = make(m:parameters())
+      local x, y = pt.tensor(ref.x, F64), pt.tensor(ref.y, {dtype = "int64"})
+      for _ = 1, 3 do
+        opt:zero_grad()
+        nn.cross_entropy(m(x), y):backward()
+        opt:step()
+      end
+      assert_close(m[1].weight, ref[name .. "_w1"], 1e-10)
+      assert_close(m[3].bias, ref[name .. "_b2"], 1e-10)
+    end
+  end)
+end)
+
+describe("Optimizer mechanics", function()
+  it("parameter groups have their own options; parameters without grad are skipped", function()
+    local a, b, c = nn.Parameter(pt.ones(1, F64)), nn.Parameter(pt.ones(1, F64)), nn.Parameter(pt.ones(1, F64))
+    local opt = optim.SGD({{params = {a}, lr = 0.5}, {params = {b, c}}}, {lr = 0.1})
+    a.grad, b.grad = pt.ones(1, F64), pt.ones(1, F64)
+    opt:step()
+    assert.are.equal(0.5, a:_get_flat(1))
+    assert_close(b:_get_flat(1), 0.9)
+    assert.are.equal(1, c:_get_flat(1))
+    opt:zero_grad()
+    assert.are.equal(0, a.grad:_get_flat(1))
+    opt:zero_grad({set_to_none = true})
+    assert.is_nil(a.grad)
+  end)
+
+  it("state_dict / load_state_dict resume exactly", function()
+    local function make()
+      local p = pt.tensor({1, 2, 3}, F64)
+      p.requires_grad = true
+      return p, optim.Adam({p}, 0.1)
+    end
+    local g = {pt.tensor({0.5, -1, 2}, F64), pt.tensor({0.1, 0.2, -0.3}, F64), pt.tensor({1, 1, 1}, F64)}
+    local p1, o1 = make()
+    for i = 1, 3 do p1.grad = g[i]; o1:step() end
+    local p2, o2 = make()
+    p2.grad = g[1]; o2:step()
+    local sd = o2:state_dict()
+    assert.are.equal(1, sd.state[1].step:item())
+    assert.are.equal("float64", sd.state[1].step:dtype())
+    local p3, o3 = make()
+    pt._nn_copy_(p3, p2)
+    o3:load_state_dict(sd)
+    for i = 2, 3 do p3.grad = g[i]; o3:step() end
+    assert.are.same(p1:tolist(), p3:tolist())
+  end)
+
+  it("clip_grad_norm returns the total norm and scales gradients", function()
+    local a, b = nn.Parameter(pt.zeros(2, F64)), nn.Parameter(pt.zeros(1, F64))
+    a.grad, b.grad = pt.tensor({3, 0}, F64), pt.tensor({4}, F64)
+    assert_close(optim.clip_grad_norm({a, b}, 1), 5)
+    assert_close(a.grad, {3 / (5 + 1e-6), 0})
+    assert_close(b.grad, {4 / (5 + 1e-6)})
+    assert_close(optim.clip_grad_norm({a, b}, 10, {norm_type = "inf"}), 4 / (5 + 1e-6))
+    optim.clip_grad_value({a, b}, 0.1)
+    assert_close(b.grad, {0.1})
+  end)
+
+  it("schedulers: StepLR, CosineAnnealingLR, LinearWarmup, LambdaLR", function()
+    local function opt() return optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1}) end
+    local o = opt()
+    local s = optim.StepLR(o, {step_size = 2, gamma = 0.5})
+    local lrs = {}
+    for _ = 1, 5 do lrs[#lrs + 1] = o.param_groups[1].lr; s:step() end
+    assert.are.same({1, 1, 0.5, 0.5, 0.25}, lrs)
+    o = opt()
+    s = optim.CosineAnnealingLR(o, {T_max = 4, eta_min = 0.2})
+    s:step(); s:step()
+    assert_close(o.param_groups[1].lr, 0.6)
+    o = opt()
+    s = optim.LinearWarmup(o, {warmup_steps = 4})
+    lrs = {}
+    for _ = 1, 6 do lrs[#lrs + 1] = o.param_groups[1].lr; s:step() end
+    assert_close(lrs, {0.25, 0.4375, 0.625, 0.8125, 1, 1})
+    o = opt()
+    s = optim.LambdaLR(o, function(e) return 1 / (e + 1) end)
+    s:step()
+    assert.are.same({0.5}, s:get_last_lr())
+  end)
+
+  it("documents the public API", function()
+    for _, k in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "StepLR", "CosineAnnealingLR",
+      "LinearWarmup", "LambdaLR", "LinearLR", "clip_grad_norm", "clip_grad_value"}) do
+      assert.is_string(pt._docs[optim[k]], k)
+    end
+    assert.is_string(pt._docs[optim.Optimizer.step])
+    assert.is_string(pt._docs[optim.Optimizer.state_dict])
+  end)
+end)
+
+describe("optim errors", function()
+  local p = nn.Parameter(pt.zeros(2))
+  it("construction", function()
+    assert_err("SGD: lr is required", optim.SGD, {p})
+    assert_err("SGD: optimizer got an empty parameter list", optim.SGD, {}, {lr = 0.1})
+    assert_err("SGD: parameter 2 is not a tensor (got string)", optim.SGD, {p, "x"}, {lr = 0.1})
+    assert_err("SGD: invalid learning rate: -1", optim.SGD, {p}, {lr = -1})
+    assert_err("SGD: nesterov momentum requires a momentum and zero dampening", optim.SGD, {p},
+      {lr = 0.1, nesterov = true})
+    assert_err("SGD: unknown option 'momentun'", optim.SGD, {p}, {lr = 0.1, momentun = 0.9})
+    assert_err("Adam: invalid beta parameter at index 2: 1", optim.Adam, {p}, {betas = {0.9, 1}})
+    assert_err("SGD: some parameters appear in more than one parameter group", optim.SGD,
+      {{params = {p}}, {params = {p}}}, {lr = 0.1})
+    assert_err("SGD: can't optimize a non-leaf tensor", optim.SGD, {nn.relu(p)}, {lr = 0.1})
+    assert_err("StepLR: step_size must be a positive number, got nil", optim.StepLR, optim.SGD({p}, {lr = 1}), {})
+  end)
+
+  it("stepping and loading bad state", function()
+    local q = nn.Parameter(pt.zeros(2, 2))
+    local o = optim.SGD({q}, {lr = 0.1, momentum = 0.9})
+    o.state[q].momentum_buffer = pt.zeros(3)
+    q.grad = pt.zeros(2, 2)
+    assert_err("SGD: momentum_buffer of parameter 1 has shape {3}, expected {2,2}", o.step, o)
+    local a = optim.Adam({q})
+    assert_err("Adam:load_state_dict: loaded state dict has 2 parameter groups, optimizer has 1",
+      a.load_state_dict, a, {param_groups = {{params = {1}}, {params = {2}}}, state = {}})
+    assert_err("Adam:load_state_dict: state 'exp_avg' of parameter 1 has shape {3}, expected {2,2}",
+      a.load_state_dict, a, {param_groups = {{params = {1}}}, state = {{step = 1, exp_avg = pt.zeros(3)}}})
+    assert_err("clip_grad_norm: max_norm must be a number, got nil", optim.clip_grad_norm, {q})
+  end)
+end)
