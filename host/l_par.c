@@ -10,7 +10,10 @@
  *                                    or id, worker, false, message, traceback
  *     pool:pending(), pool:size(), pool:close()
  *   pt._pool_map(fn, arglists, {n_workers=})   on the shared pool; see par.lua
- *   pt._par_windows(model, fn, get, windows, n, after_window, refresh_model)   see par.lua
+ *   pt._par_windows(model, fn, get, windows, n, after_window, refresh_model)   see par.lua;
+ *                                    sample 1 of each window runs on an extra worker state driven
+ *                                    by the caller's own thread (the "inline" worker), samples
+ *                                    2..n on pool workers 2..n
  *   pt.ActionError                   metatable of the error values of _pool_map
  *   pt.Runner{...}                   forwards to require("partrain.runner").new
  *   pt._par_test_sigint(seconds)     (tests) raise SIGINT in this process after a delay */
@@ -58,6 +61,7 @@ typedef struct par_worker {
   grad_entry *g;
   int ng, gcap, last;
   unsigned gen;
+  volatile sig_atomic_t *intr; /* the inline worker: the caller's interrupt flag */
   uint64_t call_id;   /* call whose function is stored at FN_KEY */
   uint64_t model_gen; /* model stored at MODEL_KEY */
 } par_worker;
@@ -98,6 +102,7 @@ struct lpar_pool {
   uint64_t model_gen;
   bool closed;
   par_window *win;
+  par_worker *inl; /* par_by_sample's slot 1: a state driven by the caller's own thread */
 };
 
 static void free_task(par_task *t) {
@@ -121,7 +126,8 @@ static par_worker *worker_of(lua_State *L) {
 static void cancel_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   par_worker *w = worker_of(L);
-  if (w && pt_pool_cancelled(w->owner->pool)) luaL_error(L, "interrupted");
+  if (w && ((w->intr && *w->intr) || pt_pool_cancelled(w->owner->pool)))
+    luaL_error(L, "interrupted");
 }
 
 /* dst += src (same number of elements) */
@@ -264,7 +270,7 @@ static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, con
 struct par_window {
   int k;
   lpar_pool *pool;
-  par_worker *workers; /* the pool's workers; slots 0..k-1 take part */
+  par_worker **slots; /* slot 0: the inline worker; slot j: pool worker j */
   atomic_int arrived;
   atomic_uint phase;
   atomic_bool failed;
@@ -274,7 +280,7 @@ struct par_window {
   int nparams, cap;
 };
 
-static bool win_barrier(par_window *W) {
+static bool win_barrier(par_window *W, par_worker *self) {
   unsigned ph = atomic_load(&W->phase);
   if (atomic_fetch_add(&W->arrived, 1) + 1 == W->k) {
     atomic_store(&W->arrived, 0);
@@ -287,6 +293,8 @@ static bool win_barrier(par_window *W) {
   for (int spin = 0; spin < 200 && atomic_load(&W->phase) == ph; spin++) sched_yield();
   pthread_mutex_lock(&W->mu);
   while (atomic_load(&W->phase) == ph) {
+    if (self->intr && *self->intr) /* Ctrl-C in the caller's thread: stop the others */
+      pt_pool_cancel(W->pool->pool);
     if (pt_pool_cancelled(W->pool->pool)) { /* a peer may never come */
       atomic_store(&W->failed, true);
       pthread_mutex_unlock(&W->mu);
@@ -331,12 +339,12 @@ static grad_entry *entry_for(par_worker *w, pt_tensor *param) {
 static void window_reduce(par_task *t, par_worker *self) {
   par_window *W = t->win;
   if (!t->ok) atomic_store(&W->failed, true);
-  if (!win_barrier(W)) return;
+  if (!win_barrier(W, self)) return;
   if (t->slot == 0 && !atomic_load(&W->failed)) {
     pt_ctx *ctx = lpt_ctx(self->L);
     W->nparams = 0;
     for (int j = 0; j < W->k && !atomic_load(&W->failed); j++) {
-      par_worker *w = &W->workers[j];
+      par_worker *w = W->slots[j];
       for (int i = 0; i < w->ng; i++) {
         grad_entry *e = &w->g[i];
         if (e->gen != w->gen || !e->buf) continue;
@@ -362,13 +370,13 @@ static void window_reduce(par_task *t, par_worker *self) {
       }
     }
   }
-  if (!win_barrier(W) || atomic_load(&W->failed)) return;
+  if (!win_barrier(W, self) || atomic_load(&W->failed)) return;
   for (int q = 0; q < W->nparams; q++) {
     pt_tensor *param = W->params[q];
     int64_t n = pt_tensor_numel(param);
     int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
     for (int j = 0; j < W->k; j++) {
-      grad_entry *e = entry_for(&W->workers[j], param);
+      grad_entry *e = entry_for(W->slots[j], param);
       if (e) slice_add(param->grad, e->buf, lo, hi);
     }
   }
@@ -463,11 +471,8 @@ out:
   if (t->win) window_reduce(t, w);
 }
 
-static int worker_init(void *ud, int index, void **data, char *err, size_t errlen) {
-  lpar_pool *p = ud;
-  par_worker *w = &p->w[index];
-  w->owner = p;
-  w->index = index + 1;
+/* A worker's state: partrain loaded, the caller's module paths, worker id, hooks. */
+static int make_state(lpar_pool *p, par_worker *w, char *err, size_t errlen) {
   lua_State *L = pt_state_new();
   if (!L) {
     snprintf(err, errlen, "cannot create a Lua state: not enough memory");
@@ -501,6 +506,15 @@ static int worker_init(void *ud, int index, void **data, char *err, size_t errle
   lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
   lua_sethook(L, cancel_hook, LUA_MASKCOUNT, HOOK_COUNT);
   w->L = L;
+  return 0;
+}
+
+static int worker_init(void *ud, int index, void **data, char *err, size_t errlen) {
+  lpar_pool *p = ud;
+  par_worker *w = &p->w[index];
+  w->owner = p;
+  w->index = index + 1;
+  if (make_state(p, w, err, errlen)) return 1;
   *data = w;
   return 0;
 }
@@ -548,8 +562,9 @@ static void guard_begin(lua_State *L, wait_guard *g, bool blas1) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGINT, NULL, &g->old_action) == 0 && g->old_action.sa_handler != SIG_IGN &&
-      sigaction(SIGINT, &sa, NULL) == 0) {
+  /* only the main state owns Ctrl-C: a pool used inside a worker leaves signals alone */
+  if (lpt_get_state(L)->worker_id == 0 && sigaction(SIGINT, NULL, &g->old_action) == 0 &&
+      g->old_action.sa_handler != SIG_IGN && sigaction(SIGINT, &sa, NULL) == 0) {
     g->installed = true;
     g->ctx->interrupted = &sigint_flag;
   }
@@ -578,7 +593,15 @@ static void pool_close(lpar_pool *p) {
   p->pool = NULL;
   lpt_msg_release(p->model_msg);
   p->model_msg = NULL;
+  if (p->inl) { /* the caller's thread: GC and close run there */
+    clear_grads(p->inl);
+    free(p->inl->g);
+    if (p->inl->L) lua_close(p->inl->L);
+    free(p->inl);
+    p->inl = NULL;
+  }
   if (p->win) {
+    free(p->win->slots);
     pthread_mutex_destroy(&p->win->mu);
     pthread_cond_destroy(&p->win->cv);
     free(p->win->params);
@@ -628,7 +651,8 @@ static lpar_pool *pool_new(lua_State *L, int n) {
   pthread_mutex_init(&p->win->mu, NULL);
   pthread_cond_init(&p->win->cv, NULL);
   p->win->pool = p;
-  p->win->workers = p->w;
+  p->win->slots = calloc((size_t)n, sizeof *p->win->slots);
+  if (!p->win->slots) luaL_error(L, "pool: out of memory");
   lua_getglobal(L, "package");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "path");
@@ -994,6 +1018,20 @@ static int l_par_windows(lua_State *L) {
   int nwin = (int)(lua_rawlen(L, 4) / 2);
   lua_settop(L, 7);
   lpar_pool *p = shared_pool(L, n);
+  if (!p->inl) {
+    par_worker *w = calloc(1, sizeof *w);
+    if (!w) return luaL_error(L, "out of memory");
+    w->owner = p;
+    w->index = 1;
+    char err[PT_ERRMSG_MAX];
+    if (make_state(p, w, err, sizeof err)) {
+      free(w);
+      return luaL_error(L, "par_by_sample: cannot start worker 1: %s", err);
+    }
+    p->inl = w;
+  }
+  p->win->slots[0] = p->inl;
+  for (int j = 1; j < p->n; j++) p->win->slots[j] = &p->w[j];
   /* the model: sent once per model object, cached by every worker */
   if (refresh || p->model_ref == LUA_NOREF || !p->model_msg ||
       (lua_rawgeti(L, LUA_REGISTRYINDEX, p->model_ref), !lua_rawequal(L, -1, 1))) {
@@ -1077,21 +1115,31 @@ static int l_par_windows(lua_State *L) {
       tasks[j]->slot = j;
     }
     guard_begin(L, &g, true);
-    for (int j = 0; j < k; j++) {
+    for (int j = 1; j < k; j++) {
       pt_status st = pt_pool_submit(g.ctx, p->pool, &tasks[j]->base);
       if (st) {
         for (int q = j; q < k; q++) {
           free_task(tasks[q]);
           tasks[q] = NULL;
         }
-        wait_one(p, &g, tasks, k); /* fails too: drains */
+        if (pt_pool_pending(p->pool) == 0) { /* nothing to drain */
+          free_task(tasks[0]);
+          tasks[0] = NULL;
+        } else {
+          wait_one(p, &g, tasks, k); /* fails too: drains */
+        }
         guard_end(&g);
         free(tasks);
         lpt_msg_release(call);
         return luaL_error(L, "interrupted");
       }
     }
-    for (int c = 0; c < k; c++) {
+    /* sample 1 of the window runs right here, on the inline worker's state */
+    p->inl->intr = g.ctx->interrupted;
+    tasks[0]->base.worker = 0;
+    run_task(&tasks[0]->base, 0, p->inl);
+    p->inl->intr = NULL;
+    for (int c = 1; c < k; c++) {
       if (!wait_one(p, &g, tasks, k)) {
         guard_end(&g);
         free(tasks);

@@ -36,7 +36,7 @@ pt_tensor *lpt_check_tensor(lua_State *L, int idx) {
 void lpt_push_tensor(lua_State *L, pt_tensor *t) {
   lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
   b->t = t;
-  lua_getfield(L, LUA_REGISTRYINDEX, LPT_TENSOR);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, lpt_get_state(L)->tensor_mt_ref);
   lua_setmetatable(L, -2);
   if (lpt_ctx(L)->bytes_allocated) lpt_gc_account(L);
 }
@@ -945,6 +945,8 @@ static const char *const method_docs[] = {
 void lpt_open_tensor(lua_State *L) {
   luaL_newmetatable(L, LPT_TENSOR);
   lpt_get_state(L)->tensor_mt = lua_topointer(L, -1);
+  lua_pushvalue(L, -1);
+  lpt_get_state(L)->tensor_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushliteral(L, "Tensor");
   lua_setfield(L, -2, "__name");
   luaL_setfuncs(L, tensor_metamethods, 0);

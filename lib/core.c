@@ -187,7 +187,7 @@ void *pt_alloc(pt_ctx *ctx, size_t nbytes) {
   if (rounded == 0) rounded = 64;
   /* malloc is markedly faster for the small blocks (tensor headers, 1-element storages) that
    * dominate op overhead; its 16-byte alignment is enough there. Big blocks get 64 for AVX-512. */
-  void *p = rounded <= 1024 ? malloc(rounded) : aligned_alloc(64, rounded);
+  void *p = rounded <= 4096 ? malloc(rounded) : aligned_alloc(64, rounded);
   if (!p) {
     if (ctx) pt_fail(ctx, PT_ENOMEM, "out of memory allocating %zu bytes", nbytes);
     return NULL;

@@ -1,6 +1,8 @@
 /* Fused layers and losses: one pass forward, one pass backward, one autograd node each. */
 #include "nn.h"
 
+#include "blas.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -81,20 +83,6 @@ static pt_tensor *direct_grad(pt_ctx *ctx, pt_tensor *leaf, bool *fresh) {
 
 /* ===================================================================== linear */
 
-static void gemm(pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
-                 int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, double beta,
-                 void *c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (lda < 1) lda = 1;
-  if (ldb < 1) ldb = 1;
-  if (ldc < 1) ldc = 1;
-  if (dt == PT_FLOAT32)
-    cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)lda,
-                b, (blasint)ldb, (float)beta, c, (blasint)ldc);
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, 1.0, a, (blasint)lda, b,
-                (blasint)ldb, beta, c, (blasint)ldc);
-}
 
 /* saved: 0 x (contiguous), 1 W (contiguous), 2 y alias when act is relu; ints: M, in, out, act */
 static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
@@ -123,7 +111,7 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
     pt_tensor *gx;
     pt_tensor *xin = node->inputs[0];
     if ((st = pt_tensor_empty(ctx, dt, xin->ndim, xin->shape, &gx))) goto fail;
-    gemm(dt, CblasNoTrans, CblasNoTrans, M, in, nout, gp, nout, pt_tensor_data(w), in, 0.0,
+    pt_gemm(ctx, dt, CblasNoTrans, CblasNoTrans, M, in, nout, 1.0, gp, nout, pt_tensor_data(w), in, 0.0,
          pt_tensor_data(gx), in);
     grad_in[0] = gx;
   }
@@ -132,14 +120,14 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
     pt_tensor *wleaf = node->inputs[1];
     pt_tensor *dg = direct_grad(ctx, wleaf, &fresh);
     if (dg) {
-      gemm(dt, CblasTrans, CblasNoTrans, nout, in, M, gp, nout, pt_tensor_data(x), in,
+      pt_gemm(ctx, dt, CblasTrans, CblasNoTrans, nout, in, M, 1.0, gp, nout, pt_tensor_data(x), in,
            fresh ? 0.0 : 1.0, pt_tensor_data(dg), in);
       if (M == 0 && fresh) memset(pt_tensor_data(dg), 0, dg->storage->nbytes);
       atomic_fetch_add(&dg->version, 1);
     } else {
       pt_tensor *gw;
       if ((st = pt_tensor_zeros(ctx, dt, 2, w->shape, &gw))) goto fail;
-      gemm(dt, CblasTrans, CblasNoTrans, nout, in, M, gp, nout, pt_tensor_data(x), in, 0.0,
+      pt_gemm(ctx, dt, CblasTrans, CblasNoTrans, nout, in, M, 1.0, gp, nout, pt_tensor_data(x), in, 0.0,
            pt_tensor_data(gw), in);
       grad_in[1] = gw;
     }
@@ -223,7 +211,7 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
     }
   });
   if (in > 0)
-    gemm(dt, CblasNoTrans, CblasTrans, M, nout, in, pt_tensor_data(xc), in, pt_tensor_data(wc), in,
+    pt_gemm(ctx, dt, CblasNoTrans, CblasTrans, M, nout, in, 1.0, pt_tensor_data(xc), in, pt_tensor_data(wc), in,
          bc ? 1.0 : 0.0, pt_tensor_data(y), nout);
   if (act == PT_ACT_RELU) {
     int64_t n = M * nout;

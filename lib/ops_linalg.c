@@ -9,6 +9,8 @@
  * Backward uses the same core with transposed views, so it copies nothing either. */
 #include "ops_linalg.h"
 
+#include "blas.h"
+
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
@@ -89,14 +91,10 @@ static pt_status prepare_operand(pt_ctx *ctx, pt_tensor *t, operand *op) {
   return PT_OK;
 }
 
-static void gemm(pt_dtype dt, const operand *a, const operand *b, int64_t m, int64_t n, int64_t k,
-                 double alpha, const void *ap, const void *bp, double beta, void *cp, int64_t ldc) {
-  if (dt == PT_FLOAT32)
-    cblas_sgemm(CblasRowMajor, a->tr, b->tr, (int)m, (int)n, (int)k, (float)alpha, ap, (int)a->ld,
-                bp, (int)b->ld, (float)beta, cp, (int)ldc);
-  else
-    cblas_dgemm(CblasRowMajor, a->tr, b->tr, (int)m, (int)n, (int)k, alpha, ap, (int)a->ld, bp,
-                (int)b->ld, beta, cp, (int)ldc);
+static void gemm(const pt_ctx *ctx, pt_dtype dt, const operand *a, const operand *b, int64_t m,
+                 int64_t n, int64_t k, double alpha, const void *ap, const void *bp, double beta,
+                 void *cp, int64_t ldc) {
+  pt_gemm(ctx, dt, a->tr, b->tr, m, n, k, alpha, ap, a->ld, bp, b->ld, beta, cp, ldc);
 }
 
 /* Can the batch dims of a (with b a single matrix) be folded into a's rows? */
@@ -151,7 +149,7 @@ static pt_status bmm_core(pt_ctx *ctx, const char *fname, pt_tensor *a, pt_tenso
   size_t es = pt_dtype_size(a->dtype);
   char *ap = pt_tensor_data(oa.t), *bp = pt_tensor_data(ob.t), *cp = pt_tensor_data(c);
   if (nb == 2 && rows_stack(oa.t, &oa)) {
-    gemm(a->dtype, &oa, &ob, m * (batch), n, k, alpha, ap, bp, beta, cp, n);
+    gemm(ctx, a->dtype, &oa, &ob, m * (batch), n, k, alpha, ap, bp, beta, cp, n);
     goto done;
   }
   /* batch strides of each operand under broadcasting (0 for broadcast dims) */
@@ -166,7 +164,7 @@ static pt_status bmm_core(pt_ctx *ctx, const char *fname, pt_tensor *a, pt_tenso
   pt_iter_init(&it, nbatch, shape, 2, strides);
   int64_t i = 0;
   while (pt_iter_next(&it)) {
-    gemm(a->dtype, &oa, &ob, m, n, k, alpha, ap + it.offset[0] * (int64_t)es,
+    gemm(ctx, a->dtype, &oa, &ob, m, n, k, alpha, ap + it.offset[0] * (int64_t)es,
          bp + it.offset[1] * (int64_t)es, beta, cp + i * m * n * (int64_t)es, n);
     i++;
   }

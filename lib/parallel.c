@@ -3,7 +3,10 @@
 #include "parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 extern void openblas_set_num_threads(int n);
@@ -24,8 +27,8 @@ static struct {
   pthread_mutex_t lock;   /* protects the fields below */
   pthread_cond_t wake, done;
   int nhelpers;
-  unsigned generation;
-  int remaining;
+  atomic_uint generation;
+  atomic_int remaining;
   region r;
   int budget;
 } pool = {.once = PTHREAD_ONCE_INIT,
@@ -40,21 +43,57 @@ static void chunk_range(int64_t n, int nthreads, int t, int64_t *b, int64_t *e) 
   *e = *b + base + (t < extra ? 1 : 0);
 }
 
+/* Wait briefly by spinning before sleeping: ops come in quick succession during training and a
+ * condition-variable wake-up costs tens of microseconds, as much as a small GEMM. The spin
+ * yields the CPU regularly so that on a busy machine (our threads sharing a core) the thread
+ * we wait for can run. Returns true when cond became true. */
+#define SPIN_NS 100000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#define SPIN_UNTIL(cond)                                   \
+  do {                                                     \
+    int64_t spin_start_ = 0;                               \
+    for (unsigned spin_i_ = 1; !(cond); spin_i_++) {       \
+      cpu_relax();                                         \
+      if ((spin_i_ & 63) == 0) {                           \
+        sched_yield();                                     \
+        int64_t t_ = now_ns();                             \
+        if (!spin_start_) spin_start_ = t_;                \
+        else if (t_ - spin_start_ > SPIN_NS) break;        \
+      }                                                    \
+    }                                                      \
+  } while (0)
+
 static void *helper_main(void *p) {
   int tid = (int)(intptr_t)p;
   unsigned seen = 0;
-  pthread_mutex_lock(&pool.lock);
   for (;;) {
-    while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
-    seen = pool.generation;
+    SPIN_UNTIL(atomic_load_explicit(&pool.generation, memory_order_acquire) != seen);
+    pthread_mutex_lock(&pool.lock);
+    while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+    seen = atomic_load(&pool.generation);
     region r = pool.r;
-    if (tid >= r.nthreads) continue;
     pthread_mutex_unlock(&pool.lock);
+    if (tid >= r.nthreads) continue;
     int64_t b, e;
     chunk_range(r.n, r.nthreads, tid, &b, &e);
     if (b < e) r.fn(r.arg, b, e, tid);
-    pthread_mutex_lock(&pool.lock);
-    if (--pool.remaining == 0) pthread_cond_signal(&pool.done);
+    if (atomic_fetch_sub(&pool.remaining, 1) == 1) {
+      pthread_mutex_lock(&pool.lock);
+      pthread_cond_signal(&pool.done);
+      pthread_mutex_unlock(&pool.lock);
+    }
   }
   return NULL;
 }
@@ -69,6 +108,9 @@ int pt_parallel_budget(void) {
 
 static void pool_start(void) {
   pool.budget = pt_parallel_budget();
+  /* The budget is ours: OpenBLAS runs single-threaded and large products are split across
+   * our threads (lib/blas.c), so two pools never spin against each other. */
+  openblas_set_num_threads(1);
   for (int t = 1; t < pool.budget; t++) {
     pthread_t th;
     pthread_attr_t attr;
@@ -96,21 +138,24 @@ int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn 
     fn(arg, 0, n, 0);
     return 1;
   }
+  /* someone (e.g. the dispatcher restoring its setting) may have raised BLAS threads */
   int old_blas = openblas_get_num_threads();
   if (old_blas != 1) openblas_set_num_threads(1);
   pthread_mutex_lock(&pool.lock);
   pool.r = (region){fn, arg, n, nthreads};
-  pool.remaining = nthreads - 1;
-  pool.generation++;
+  atomic_store(&pool.remaining, nthreads - 1);
+  atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
   pthread_cond_broadcast(&pool.wake);
   pthread_mutex_unlock(&pool.lock);
   int64_t b, e;
   chunk_range(n, nthreads, 0, &b, &e);
   fn(arg, b, e, 0);
-  pthread_mutex_lock(&pool.lock);
-  while (pool.remaining > 0) pthread_cond_wait(&pool.done, &pool.lock);
-  pthread_mutex_unlock(&pool.lock);
-  if (old_blas != 1) openblas_set_num_threads(old_blas);
+  SPIN_UNTIL(atomic_load(&pool.remaining) <= 0);
+  if (atomic_load(&pool.remaining) > 0) {
+    pthread_mutex_lock(&pool.lock);
+    while (atomic_load(&pool.remaining) > 0) pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+  }
   pthread_mutex_unlock(&pool.busy);
   return nthreads;
 }

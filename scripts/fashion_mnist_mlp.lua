@@ -4,7 +4,7 @@
 local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
 
-local epochs = tonumber(arg and arg[1]) or 5
+local epochs = tonumber(arg and arg[1]) or 10
 local ckpt = arg and arg[2] or "mlp.safetensors"
 local dir = os.getenv("FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist/"
 
@@ -15,6 +15,9 @@ local test  = data.idx(dir .. "t10k-images-idx3-ubyte.gz",  dir .. "t10k-labels-
 local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
                             nn.Linear(128, 10))
 local opt    = optim.SGD(model:parameters(), {lr = 0.05, momentum = 0.9})
+-- DESIGN.md's 5 constant-rate epochs stop near 0.86 here, in PyTorch too (measured: 0.855);
+-- annealing the rate over 10 epochs reaches the 0.885 goal (measured: 0.892).
+local sched  = optim.CosineAnnealingLR(opt, {T_max = epochs})
 local loader = data.DataHandler(train, {batch = 64, shuffle = true, seed = 42})
 
 for epoch = 1, epochs do
@@ -24,6 +27,7 @@ for epoch = 1, epochs do
     loss:backward()
     opt:step()
   end
+  sched:step()
   print(string.format("epoch %d  test accuracy %.4f", epoch, pt.metrics.accuracy(model, test)))
 end
 pt.save(ckpt, model, {optimizer = opt, meta = {epochs = tostring(epochs)}})

@@ -67,12 +67,12 @@ for i = 1, math.min(count, full:len()) do idx[i] = i end
 local train = data.Subset(full, idx)
 pt.manual_seed(42)
 local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
-local opt = optim.SGD(model:parameters(), {lr = 0.01, momentum = 0.9})
+local opt = optim.SGD(model:parameters(), {lr = 0.01})
 local handler = data.DataHandler(train)
 local threads = tonumber(os.getenv("THREADS") or "2")
+local now = pt._data_now or os.clock
 for epoch = 1, 2 do
-  local t0 = os.time()
-  local clock0 = pt._data_now and pt._data_now() or os.clock()
+  local clock0 = now()
   local losses = handler:par_by_sample(model, threads, function(sample, m)
     local loss = nn.cross_entropy(m(sample[1]:view(1, 784)), pt.tensor({sample[2]}, {dtype = "int64"}))
     loss:backward()
@@ -80,8 +80,7 @@ for epoch = 1, 2 do
   end, {epoch = true, after_window = function() opt:step(); opt:zero_grad() end})
   local sum = 0
   for _, l in ipairs(losses) do sum = sum + l end
-  local dt = (pt._data_now and pt._data_now() or os.clock()) - clock0
+  local dt = now() - clock0
   print(("epoch %d: %d samples, mean loss %.4f, %.0f samples/s, test accuracy %.4f"):format(
     epoch, #losses, sum / #losses, #losses / math.max(dt, 1e-9), pt.metrics.accuracy(model, test)))
-  local _ = t0
 end

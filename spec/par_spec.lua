@@ -190,6 +190,14 @@ describe("par_by_sample errors", function()
     assert.matches("par_spec.lua:%d+: in function", err)
     -- the pool keeps working
     assert.are.same({3, 4}, (h:par_by_sample({}, 2, index_of)))
+    -- the first sample of a window runs on worker 1 (the caller's own thread)
+    ok, err = pcall(h.par_by_sample, h, {}, 2, function(s)
+      if s.i == 1 then error({code = 1}) end
+      return s.i
+    end)
+    assert.is_false(ok)
+    assert.matches("^par_by_sample: sample 1 failed on worker 1: %(error object is a table value%)\nstack traceback:", err)
+    assert.are.same({3, 4}, (h:par_by_sample({}, 2, index_of)))
   end)
 
   it("reports a sample that cannot be read or sent", function()
@@ -264,5 +272,56 @@ describe("_pool_map", function()
     assert.is_false(ok)
     assert.matches("interrupted", err)
     assert.are.same({2, 4}, pt._pool_map(function(x) return 2 * x end, {{1}, {2}}, {n_workers = 2}))
+  end)
+end)
+
+-- the seeds' recipes, run through the executable that runs this spec
+local function exe()
+  local f = io.open("/proc/self/stat")
+  if f then
+    local pid = f:read("*l"):match("^(%d+)")
+    f:close()
+    local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
+    local path = p:read("*l")
+    p:close()
+    if path and path:match("partrain$") then return path end
+  end
+  return os.getenv("PARTRAIN") or "build/partrain"
+end
+
+local function run_script(args)
+  local p = io.popen(exe() .. " " .. args .. " 2>&1; echo \"<rc=$?>\"")
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+describe("seed recipes", function()
+  it("seed 000: the toy par_by_sample example trains with Adam for 10 epochs", function()
+    local out = run_script("scripts/seed000_par_by_sample.lua")
+    assert.matches("<rc=0>", out)
+    local losses = {}
+    for e, l in out:gmatch("epoch:(%d+) | loss => ([%d%.]+)") do losses[tonumber(e) + 1] = tonumber(l) end
+    assert.are.equal(10, #losses)
+    assert.is_true(losses[10] < losses[1])
+  end)
+
+  it("seed 000: Fashion-MNIST per-sample training on a small subset", function()
+    local f = io.open("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", "rb")
+    if not f then return pending("Fashion-MNIST is not installed") end
+    f:close()
+    local out = run_script("scripts/seed000_par_by_sample.lua fmnist 300")
+    assert.matches("<rc=0>", out)
+    local acc = tonumber(out:match("epoch 2: 300 samples, mean loss [%d%.]+, %d+ samples/s, test accuracy ([%d%.]+)"))
+    assert.is_true(acc ~= nil and acc > 0.3, out)
+  end)
+
+  it("seed 002: the Runner sums x^3 in order and runs the predictor", function()
+    local out = run_script("scripts/seed002_runner.lua 100")
+    assert.matches("<rc=0>", out)
+    local expected = 0
+    for x = 0, 99 do expected = expected + x ^ 3 end
+    assert.matches(("sum of x%%^3 for x < 100: %.0f"):format(expected), out)
+    assert.matches("predictor output shape: {100,3}", out)
   end)
 end)

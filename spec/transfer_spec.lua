@@ -65,7 +65,9 @@ describe("transfer of classes and modules", function()
     end, lin)
     assert.is_true(r.cls)
     assert.are.same({1, 2}, r.out)
-    assert.are.equal(getmetatable(lin), getmetatable(r.m))
+    -- back home it is the caller's class as package.loaded holds it (busted insulates spec
+    -- files, so pt.nn may be an older copy of partrain.nn than require gives)
+    assert.are.equal(require("partrain.nn").Linear, getmetatable(r.m))
   end)
 end)
 

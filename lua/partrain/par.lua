@@ -47,10 +47,13 @@ end
 -- may pass nil); each call processes one window of samples idx .. idx+n-1, stopping at the end
 -- of the dataset (the last window may be short; a window never wraps), then idx advances by n;
 -- a call that starts past the end first goes back to sample 1. fn(sample, model) runs for each
--- sample of the window at once, sample j of the window on worker j. The model's parameters are
+-- sample of the window at once, sample j of the window on worker j (worker 1 is a state of its
+-- own driven by the calling thread, workers 2..n are pool threads, so n threads run in all and
+-- none of them idles waiting for the others). The model's parameters are
 -- shared (same tensors); each worker's backward() accumulates into its own gradient buffers,
--- which are added into param.grad after the window in worker order 1..n, so a given seed and n
--- give bitwise-identical results on every run. Nothing zeroes gradients.
+-- which are added into param.grad after the window in worker order 1..n (each worker adds its
+-- slice of every parameter, all workers at once), so a given seed and n give bitwise-identical
+-- results on every run. Nothing zeroes gradients. OpenBLAS runs one thread while workers run.
 -- Returns the list of fn's first results (the losses) in sample order, and the model.
 --
 -- opts:

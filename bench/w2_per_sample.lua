@@ -1,0 +1,61 @@
+-- W2/W8: per-sample training of the MLP 784-256-128-10 (batch 1 per sample: forward, backward;
+-- SGD step per window) with handler:par_by_sample on 1 and 2 threads, one epoch per call
+-- (opts.epoch with an after_window hook doing opt:step(); opt:zero_grad()).
+-- Synthetic data: N float32 inputs in [0, 1), random 1-based labels. Prints
+--   METRIC w2_samples_per_s_t1 / _t2 <median samples/s>, METRIC w2_samples_per_s (2 threads)
+--   METRIC w8_speedup <2-thread median / 1-thread median>
+-- Env: W2_N samples per epoch (default 4000), W2_REPS repetitions (default 3).
+local pt = require "partrain"
+local nn, optim, data = pt.nn, pt.optim, pt.data
+
+local N = tonumber(os.getenv("W2_N") or "4000")
+local REPS = tonumber(os.getenv("W2_REPS") or "3")
+local now = pt._data_now or os.clock
+
+pt.manual_seed(1)
+local samples = {}
+for i = 1, N do
+  samples[i] = {pt.rand(1, 784), pt.randint(1, 11, {1}, {dtype = "int64"})}
+end
+local dataset = {get = function(_, i) return samples[i] end, len = function() return N end}
+
+local function fn(sample, model)
+  local loss = nn.cross_entropy(model(sample[1]), sample[2])
+  loss:backward()
+  return loss
+end
+
+local function epoch(threads)
+  pt.manual_seed(2)
+  local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                              nn.Linear(128, 10))
+  local opt = optim.SGD(model:parameters(), {lr = 0.01})
+  local handler = data.DataHandler(dataset)
+  -- warm-up window: starts the workers, sends the model
+  handler:par_by_sample(model, threads, fn)
+  opt:zero_grad()
+  handler = data.DataHandler(dataset)
+  local t0 = now()
+  local losses = handler:par_by_sample(model, threads, fn, {epoch = true, after_window = function()
+    opt:step()
+    opt:zero_grad()
+  end})
+  local dt = now() - t0
+  assert(#losses == N)
+  return N / dt
+end
+
+local function median(t)
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+
+local rate = {}
+for _, threads in ipairs({1, 2}) do
+  local r = {}
+  for k = 1, REPS do r[k] = epoch(threads) end
+  rate[threads] = median(r)
+  print(string.format("METRIC w2_samples_per_s_t%d %.0f samples/s", threads, rate[threads]))
+end
+print(string.format("METRIC w2_samples_per_s %.0f samples/s", rate[2]))
+print(string.format("METRIC w8_speedup %.3f x", rate[2] / rate[1]))
