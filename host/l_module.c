@@ -1,4 +1,5 @@
 /* luaopen_partrain_core: the per-state context, shared binding helpers and registration. */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -245,7 +246,21 @@ static const luaL_Reg module_functions[] = {
     {NULL, NULL},
 };
 
+/* Tensor buffers of a training step (activations, gradients) are freed and allocated again on
+ * every step. Left to glibc's defaults, blocks over 128 KiB are mmap'ed and unmapped each time,
+ * and every reuse pays page faults and zeroing; keeping them in the heap makes reuse free. */
+static void tune_allocator(void) {
+#ifdef __GLIBC__
+  static bool done = false;
+  if (done) return;
+  done = true;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+#endif
+}
+
 int luaopen_partrain_core(lua_State *L) {
+  tune_allocator();
   state_create(L);
   /* module table */
   lua_newtable(L);

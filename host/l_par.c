@@ -20,7 +20,6 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,17 +180,9 @@ static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad
                    pt_shape_format(leaf->ndim, leaf->shape, b, sizeof b));
   }
   if (e->gen != w->gen) {
-    /* The engine's gradient is usually a fresh contiguous tensor nobody else holds: keep it
-     * instead of copying (no pass over the data). */
-    if (grad->dtype == leaf->dtype && grad->ndim == leaf->ndim && pt_tensor_is_contiguous(grad) &&
-        grad->offset == 0 && atomic_load(&grad->refcount) == 1 &&
-        atomic_load(&grad->storage->refcount) == 1 && grad->grad_fn == NULL &&
-        memcmp(grad->shape, leaf->shape, (size_t)leaf->ndim * sizeof(int64_t)) == 0) {
-      pt_tensor_release(e->buf);
-      e->buf = pt_tensor_retain(grad);
-      e->gen = w->gen;
-      return PT_OK;
-    }
+    /* Copy into this worker's persistent buffer. Keeping the engine's fresh gradient instead
+     * would save the copy but makes the allocator return and re-fault ~1 MB per sample
+     * (measured: 8x the page faults and 3x slower per-sample training). */
     if (e->buf && (atomic_load(&e->buf->refcount) != 1 || !pt_tensor_is_contiguous(e->buf))) {
       pt_tensor_release(e->buf);
       e->buf = NULL;
@@ -262,11 +253,12 @@ static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, con
 }
 
 /* --- the end of a par_by_sample window, inside the workers ---
- * The k workers of a window meet at a barrier after their samples; the first one lists the
- * parameters that got gradients (allocating missing .grad), they meet again, and each worker
- * adds the buffers of workers 1..k, in that order, into its slice of every param.grad. Every
- * element sees the same additions in the same order whatever the slicing, so results are
- * bitwise reproducible, and the reduction runs on all cores without another round trip. */
+ * Worker 1 (slot 0) accumulated straight into param.grad during its backward. The k workers of
+ * a window meet at a barrier after their samples; the first one lists the parameters that got
+ * gradients in slots 1..k-1 (allocating missing .grad), they meet again, and each worker adds
+ * the buffers of slots 1..k-1, in that order, into its slice of every param.grad. Every element
+ * sees the same additions in the same order whatever the slicing, so results are bitwise
+ * reproducible, and the reduction runs on all cores without another round trip. */
 struct par_window {
   int k;
   lpar_pool *pool;
@@ -280,6 +272,14 @@ struct par_window {
   int nparams, cap;
 };
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 static bool win_barrier(par_window *W, par_worker *self) {
   unsigned ph = atomic_load(&W->phase);
   if (atomic_fetch_add(&W->arrived, 1) + 1 == W->k) {
@@ -290,7 +290,8 @@ static bool win_barrier(par_window *W, par_worker *self) {
     pthread_mutex_unlock(&W->mu);
     return true;
   }
-  for (int spin = 0; spin < 200 && atomic_load(&W->phase) == ph; spin++) sched_yield();
+  /* peers usually arrive within microseconds: spin briefly (no system calls), then sleep */
+  for (int spin = 0; spin < 3000 && atomic_load(&W->phase) == ph; spin++) cpu_relax();
   pthread_mutex_lock(&W->mu);
   while (atomic_load(&W->phase) == ph) {
     if (self->intr && *self->intr) /* Ctrl-C in the caller's thread: stop the others */
@@ -426,14 +427,17 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     }
   }
   pt_ctx *ctx = lpt_ctx(L);
-  if (t->grads) {
+  /* Slot 0 of a window adds straight into param.grad (nobody else touches .grad until the
+   * window's barrier); the other slots fill their own buffers, added after the barrier. */
+  bool own_buffers = t->grads && t->slot > 0;
+  if (own_buffers) {
     w->gen++;
     if (w->gen == 0) w->gen = 1;
     ctx->accumulate = worker_accumulate;
     ctx->accumulate_data = w;
   }
   int st = lua_pcall(L, nargs, t->all_results ? LUA_MULTRET : 1, h);
-  if (t->grads) {
+  if (own_buffers) {
     ctx->accumulate = NULL;
     ctx->accumulate_data = NULL;
   }
@@ -500,6 +504,8 @@ static int make_state(lpar_pool *p, par_worker *w, char *err, size_t errlen) {
   lua_setglobal(L, "pt");
   lpt_state *s = lpt_get_state(L);
   s->worker_id = w->index;
+  /* the dispatcher owns the thread budget here: each worker's ops run on its own thread */
+  s->ctx.intra_threads = 1;
   /* deterministic per worker: the same code gives the same numbers every run */
   pt_rng_seed(&s->ctx.rng, 0x9e3779b97f4a7c15ULL * (uint64_t)w->index + 42);
   lua_pushlightuserdata(L, w);
@@ -899,6 +905,7 @@ static int l_pool_map(lua_State *L) {
   }
   wait_guard g;
   guard_begin(L, &g, true);
+  lpt_xfer_session(L, 1);
   int next = 1, ninflight = 0;
   char names_buf[16][24];
   const char *names[16];
@@ -950,6 +957,7 @@ static int l_pool_map(lua_State *L) {
         free_task(t);
         wait_one(p, &g, inflight, limit); /* fails too: drains */
         guard_end(&g);
+        lpt_xfer_session(L, 0);
         free(inflight);
         lpt_msg_release(call);
         return luaL_error(L, "interrupted");
@@ -960,6 +968,7 @@ static int l_pool_map(lua_State *L) {
     par_task *t = wait_one(p, &g, inflight, limit);
     if (!t) {
       guard_end(&g);
+      lpt_xfer_session(L, 0);
       free(inflight);
       lpt_msg_release(call);
       return luaL_error(L, "interrupted");
@@ -996,6 +1005,7 @@ static int l_pool_map(lua_State *L) {
     free_task(t);
   }
   guard_end(&g);
+  lpt_xfer_session(L, 0);
   free(inflight);
   lpt_msg_release(call);
   lua_settop(L, 3);
@@ -1007,7 +1017,7 @@ static int l_pool_map(lua_State *L) {
 /* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
  * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
  * i - start + 1 of its window. */
-static int l_par_windows(lua_State *L) {
+static int par_windows_impl(lua_State *L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
   luaL_checktype(L, 3, LUA_TFUNCTION);
   luaL_checktype(L, 4, LUA_TTABLE);
@@ -1072,6 +1082,7 @@ static int l_par_windows(lua_State *L) {
     }
     /* fetch and encode the window's samples before anything runs */
     static const char *const sname[] = {"sample"};
+    lpt_xfer_session(L, 1);
     for (int j = 0; j < k; j++) {
       lua_pushvalue(L, 3);
       lua_pushinteger(L, start + j);
@@ -1091,6 +1102,7 @@ static int l_par_windows(lua_State *L) {
         }
         free(tasks);
         lpt_msg_release(call);
+        lpt_xfer_session(L, 0);
         return luaL_error(L, "%s", buf);
       }
       lua_pop(L, 1);
@@ -1106,6 +1118,7 @@ static int l_par_windows(lua_State *L) {
       t->base.run = run_task;
       tasks[j] = t;
     }
+    lpt_xfer_session(L, 0);
     par_window *W = p->win;
     W->k = k;
     atomic_store(&W->arrived, 0);
@@ -1208,6 +1221,21 @@ static int l_par_windows(lua_State *L) {
   }
   free(tasks);
   lpt_msg_release(call);
+  return 1;
+}
+
+/* The dispatcher owns the thread budget for the whole call: the caller's own ops (the
+ * after_window hook's optimizer step) run on one thread too, so no intra-op pool spins against
+ * the workers (DESIGN.md: hand the budget to BLAS or to workers, never both). */
+static int l_par_windows(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  int old = ctx->intra_threads;
+  ctx->intra_threads = 1;
+  lua_pushcfunction(L, par_windows_impl);
+  lua_insert(L, 1);
+  int st = lua_pcall(L, lua_gettop(L) - 1, 1, 0);
+  ctx->intra_threads = old;
+  if (st != LUA_OK) return lua_error(L);
   return 1;
 }
 

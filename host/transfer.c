@@ -311,26 +311,35 @@ static bool plain_key(lua_State *L, int ki) {
   return n < 120 && memchr(k, PATH_SEP, n) == NULL && memchr(k, 0, n) == NULL;
 }
 
-static int count_loaded(lua_State *L) {
-  int n = 0;
+/* A signature of package.loaded (which module objects are loaded under which names), so the
+ * index is rebuilt when a module is added, removed or replaced. */
+static lua_Integer count_loaded(lua_State *L) {
+  uint64_t h = 1469598103934665603ULL;
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_pushnil(L);
   while (lua_next(L, -2)) {
-    n++;
+    uint64_t k = (uint64_t)(uintptr_t)lua_topointer(L, -2); /* interned: stable per name */
+    uint64_t v = (uint64_t)(uintptr_t)lua_topointer(L, -1) ^ (uint64_t)lua_type(L, -1);
+    h += (k * 0x9e3779b97f4a7c15ULL) ^ (v * 0xbf58476d1ce4e5b9ULL); /* order-independent */
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  return n;
+  return (lua_Integer)h;
 }
 
 /* Pushes the path index of L (object -> "mod\1field\1field"), rebuilding it when the set of
  * loaded modules changed. */
 static void push_index(lua_State *L) {
-  int count = count_loaded(L);
   if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY) == LUA_TTABLE) {
-    lua_getfield(L, -1, "count");
-    bool fresh = lua_tointeger(L, -1) == count;
+    /* inside a session (lpt_xfer_session) the index checked at its start is still good */
+    lua_getfield(L, -1, "session");
+    bool fresh = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    if (!fresh) {
+      lua_getfield(L, -1, "count");
+      fresh = lua_tointeger(L, -1) == count_loaded(L);
+      lua_pop(L, 1);
+    }
     if (fresh) {
       lua_getfield(L, -1, "map");
       lua_remove(L, -2);
@@ -338,6 +347,7 @@ static void push_index(lua_State *L) {
     }
   }
   lua_pop(L, 1);
+  lua_Integer count = count_loaded(L);
   luaL_checkstack(L, 16, "transfer index");
   lua_newtable(L); /* holder */
   lua_pushinteger(L, count);
@@ -1149,4 +1159,23 @@ int lpt_decode(lua_State *L, const lpt_msg *m, int *nvalues) {
   int st = lua_pcall(L, 1, LUA_MULTRET, 0);
   if (st == LUA_OK) *nvalues = lua_gettop(L) - top;
   return st;
+}
+
+void lpt_xfer_session(lua_State *L, int on) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY) == LUA_TTABLE) {
+    if (on) { /* check once now */
+      lua_getfield(L, -1, "count");
+      bool fresh = lua_tointeger(L, -1) == count_loaded(L);
+      lua_pop(L, 1);
+      if (!fresh) {
+        lua_pop(L, 1);
+        lua_pushnil(L);
+        lua_setfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY);
+        return; /* the next encode rebuilds; sessions start again at the next call */
+      }
+    }
+    lua_pushboolean(L, on);
+    lua_setfield(L, -2, "session");
+  }
+  lua_pop(L, 1);
 }

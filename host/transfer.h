@@ -70,6 +70,10 @@ int lpt_encode(lua_State *L, lpt_msg *m, int first, int n, const char *const *na
  * Returns LUA_OK, or an error status with the message pushed on L. Never raises. */
 int lpt_decode(lua_State *L, const lpt_msg *m, int *nvalues);
 
+/* Within a session the set of loaded modules is assumed not to change, so encodes skip the
+ * check that keeps the path index fresh (one check at the start). Never raises. */
+void lpt_xfer_session(lua_State *L, int on);
+
 /* A message holding one string (used for error texts); NULL when out of memory. */
 lpt_msg *lpt_msg_string(const char *s);
 

@@ -10,6 +10,18 @@
 #include <time.h>
 
 #define POOL_POLL_NS 20000000L /* 20 ms between checks of the interrupt flag */
+/* Before sleeping on a condition variable, a waiter spins this many times (a few tens of
+ * microseconds) watching a counter: handing work to a sleeping thread costs a futex wake-up,
+ * which on virtual machines can take longer than a whole per-sample step. */
+#define POOL_SPIN 3000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 typedef struct task_queue {
   pt_pool_task *head, *tail;
@@ -39,6 +51,8 @@ struct pt_pool {
   int max_pending;
   bool stop;
   atomic_bool cancel;
+  atomic_uint submits;     /* bumped by every submit: idle workers spin on it */
+  atomic_uint completions; /* bumped by every completion: the submitter spins on it */
   pool_worker *workers;
 };
 
@@ -85,13 +99,23 @@ static void *worker_main(void *arg) {
   for (;;) {
     pthread_mutex_lock(&p->mu);
     pt_pool_task *t;
+    bool spun = false;
     for (;;) {
       t = q_pop(&w->queue);
       if (!t) t = q_pop(&p->shared);
       if (t || p->stop) break;
+      if (!spun) { /* new work usually comes soon: watch for it briefly before sleeping */
+        spun = true;
+        unsigned seen = atomic_load(&p->submits);
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < POOL_SPIN && atomic_load(&p->submits) == seen; i++) cpu_relax();
+        pthread_mutex_lock(&p->mu);
+        continue;
+      }
       w->idle = true;
       pthread_cond_wait(&w->cond, &p->mu);
       w->idle = false;
+      spun = false;
     }
     if (!t) { /* stop requested and nothing left */
       pthread_mutex_unlock(&p->mu);
@@ -104,6 +128,7 @@ static void *worker_main(void *arg) {
     if (!t->cancelled) t->run(t, w->index, data);
     pthread_mutex_lock(&p->mu);
     q_push(&p->done, t);
+    atomic_fetch_add(&p->completions, 1);
     pthread_cond_broadcast(&p->done_cond);
     pthread_mutex_unlock(&p->mu);
   }
@@ -145,6 +170,8 @@ pt_status pt_pool_create(pt_ctx *ctx, const pt_pool_config *cfg, pt_pool **out) 
   p->workers = ws;
   p->max_pending = cfg->max_pending > 0 ? cfg->max_pending : 4 * cfg->n_workers;
   atomic_init(&p->cancel, false);
+  atomic_init(&p->submits, 0);
+  atomic_init(&p->completions, 0);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->done_cond, NULL);
   for (int i = 0; i < p->n; i++) {
@@ -221,6 +248,7 @@ pt_status pt_pool_submit(pt_ctx *ctx, pt_pool *p, pt_pool_task *t) {
   }
   p->pending++;
   t->cancelled = false;
+  atomic_fetch_add(&p->submits, 1);
   if (t->worker >= 0) {
     q_push(&p->workers[t->worker].queue, t);
     pthread_cond_signal(&p->workers[t->worker].cond);
@@ -245,7 +273,17 @@ pt_status pt_pool_wait(pt_ctx *ctx, pt_pool *p, pt_pool_task **done) {
     return pt_fail(ctx, PT_ESTATE, "pool: no task is outstanding");
   }
   pt_pool_task *t;
+  bool spun = false;
   while (!(t = q_pop(&p->done))) {
+    if (!spun) { /* completions usually come soon: watch briefly before sleeping */
+      spun = true;
+      unsigned seen = atomic_load(&p->completions);
+      pthread_mutex_unlock(&p->mu);
+      for (int i = 0; i < POOL_SPIN && atomic_load(&p->completions) == seen && !interrupted(ctx); i++)
+        cpu_relax();
+      pthread_mutex_lock(&p->mu);
+      continue;
+    }
     if (interrupted(ctx)) {
       pthread_mutex_unlock(&p->mu);
       return pt_fail(ctx, PT_EINTR, "interrupted");

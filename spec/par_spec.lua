@@ -325,3 +325,42 @@ describe("seed recipes", function()
     assert.matches("predictor output shape: {100,3}", out)
   end)
 end)
+
+describe("pt._Pool", function()
+  it("runs functions on chosen or any worker and reports completions", function()
+    local pool = pt._Pool(2)
+    assert.are.equal(2, pool:size())
+    local a = pool:submit(2, function(x) return x + 1, pt.worker_id() end, 41)
+    local b = pool:submit(0, function() error("nope", 0) end)
+    local got = {}
+    for _ = 1, 2 do
+      local id, worker, ok, r1, r2 = pool:next()
+      got[id] = {worker = worker, ok = ok, r1 = r1, r2 = r2}
+    end
+    assert.are.same({worker = 2, ok = true, r1 = 42, r2 = 2}, got[a])
+    assert.is_false(got[b].ok)
+    assert.are.equal("nope", got[b].r1)
+    assert.matches("stack traceback:", got[b].r2)
+    assert.are.equal(0, pool:pending())
+    pool:close()
+    pool:close()
+    assert.is_true(pool:closed())
+  end)
+
+  it("checks its arguments and state", function()
+    assert.has_error(function() pt._Pool(0) end, "pool: number of workers must be between 1 and 256, got 0")
+    local pool = pt._Pool(1)
+    assert.has_error(function() pool:submit(2, print) end, "submit: worker 2 out of range (pool has 1 workers)")
+    assert.has_error(function() pool:next() end, "next: no task is outstanding")
+    local co = coroutine.create(print)
+    assert.has_error(function() pool:submit(1, print, co) end,
+      "submit: argument 1 (thread) cannot be sent to a worker")
+    pool:close()
+    assert.has_error(function() pool:submit(1, print) end, "the pool was closed")
+  end)
+
+  it("rejects a handler whose dataset lacks get/len", function()
+    assert.has_error(function() par.par_by_sample({dataset = {}}, {}, 1, index_of) end,
+      "par_by_sample: the handler's dataset must have get(i) and len()")
+  end)
+end)

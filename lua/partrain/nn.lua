@@ -981,4 +981,8 @@ end
 ModuleDict.__pairs = function(self) return self:named_children() end
 doc(ModuleDict, "nn.ModuleDict([{name = m, ...} or {{name, m}, ...}]): registered modules by name; d.name, d[name] = m,\n  d:keys(), d:values(), d:items() / pairs(d) in insertion order (a map argument is added in sorted key order).")
 
+-- convolutional layers live in their own file; it extends this table
+package.loaded["partrain.nn"] = nn
+require "partrain.nn_conv"
+
 return nn

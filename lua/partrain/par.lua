@@ -50,10 +50,11 @@ end
 -- sample of the window at once, sample j of the window on worker j (worker 1 is a state of its
 -- own driven by the calling thread, workers 2..n are pool threads, so n threads run in all and
 -- none of them idles waiting for the others). The model's parameters are
--- shared (same tensors); each worker's backward() accumulates into its own gradient buffers,
--- which are added into param.grad after the window in worker order 1..n (each worker adds its
--- slice of every parameter, all workers at once), so a given seed and n give bitwise-identical
--- results on every run. Nothing zeroes gradients. OpenBLAS runs one thread while workers run.
+-- shared (same tensors). Worker 1's backward() adds straight into param.grad; workers 2..n
+-- accumulate into their own gradient buffers, which are added into param.grad after the window
+-- in worker order 2..n (each worker adds its slice of every parameter, all workers at once), so
+-- a given seed and n give bitwise-identical results on every run. Nothing zeroes gradients.
+-- OpenBLAS runs one thread while workers run.
 -- Returns the list of fn's first results (the losses) in sample order, and the model.
 --
 -- opts:
@@ -66,7 +67,9 @@ end
 --                      structure, such as a replaced submodule, need this)
 -- With windows/epoch the returned losses are all windows' losses in sample order.
 -- A failure in fn raises "par_by_sample: sample <i> failed on worker <w>: <message>" followed
--- by the worker's traceback; the gradients of that window are not added; later calls work.
+-- by the worker's traceback; the buffered gradients of that window (workers 2..n) are not
+-- added (worker 1's backward, if it ran, already was, as in rotta_rs where every backward adds
+-- into the shared gradients); later calls work.
 function M.par_by_sample(handler, model, n, fn, opts)
   local ds = check_handler(handler)
   if type(fn) ~= "function" then

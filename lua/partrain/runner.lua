@@ -26,11 +26,14 @@ local M = {}
 
 local IN_FLIGHT_PER_PRODUCER = 2
 
--- worker side: this module is required inside each worker; producers live here by runner id
-local producers = {}
+-- worker side: this module is required inside each worker; producers live in its _producers
+-- table by runner id (looked up through require, so the state survives even if these functions
+-- ever reach a worker as copies rather than by name)
+M._producers = {}
+local function store() return require("partrain.runner")._producers end
 
 function M._producer_setup(rid, device, cfg, init, work, fin)
-  producers[rid] = {device = device, cfg = cfg, work = work, fin = fin}
+  store()[rid] = {device = device, cfg = cfg, work = work, fin = fin}
   if init then init(device, cfg) end
   return true
 end
@@ -39,7 +42,7 @@ local NIL = {} -- marks a nil result (resolved by path: the caller sees its own 
 M._NIL = NIL
 
 function M._producer_work(rid, x)
-  local p = producers[rid]
+  local p = store()[rid]
   if not p then error("Runner: producer state lost (was the runner closed?)", 0) end
   if not p.work then return x end
   local y = p.work(p.device, p.cfg, x)
@@ -48,6 +51,7 @@ function M._producer_work(rid, x)
 end
 
 function M._producer_end(rid)
+  local producers = store()
   local p = producers[rid]
   producers[rid] = nil
   if p and p.fin then p.fin(p.device, p.cfg) end

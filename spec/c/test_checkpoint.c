@@ -51,7 +51,7 @@ static void test_decode_valid(pt_ctx *ctx) {
 }
 
 static void test_hostile(pt_ctx *ctx) {
-  unsigned char buf[64];
+  unsigned char buf[64] = {0};
   pt_safetensors st;
   /* truncated: fewer than 8 bytes */
   CHECK(pt_st_decode(ctx, buf, 5, &st) == PT_EFORMAT);
