@@ -15,8 +15,9 @@ const char *pt_state_lua_dir(void);
 /* The process's interrupt flag. The executable's SIGINT handler sets it to 1 (Ctrl-C) and clears
  * it before each top-level chunk and REPL line. partrain's ctx->interrupted points at it in the
  * executable's state, so a long loop in lib/ can poll `ctx->interrupted && *ctx->interrupted`
- * and stop with pt_fail(ctx, PT_EINTR, "interrupted"). Dispatcher workers may point their
- * ctx->interrupted at it too, so Ctrl-C reaches C loops on every thread. Never written by lib/. */
+ * and stop with pt_fail(ctx, PT_EINTR, "interrupted"). Dispatcher workers are stopped another
+ * way (host/l_par.c: a hook polling an atomic flag), which stays clean under TSan. Never
+ * written by lib/. */
 volatile sig_atomic_t *pt_state_interrupt_flag(void);
 
 /* Graceful interrupts: while a training loop (data.DataHandler:batches) runs, it enters soft mode;

@@ -7,8 +7,11 @@ cd "$(dirname "$0")/.."
 passed=0
 failed=0
 
-run_suite() { # $1 = build dir, $2 = label
+run_suite() { # $1 = build dir, $2 = label, $3... = spec files (default: all of spec/)
   local dir=$1 label=$2 out
+  shift 2
+  local specs=("$@")
+  [ ${#specs[@]} -eq 0 ] && specs=(spec)
   echo "== $label: ctest"
   out=$(ctest --test-dir "$dir" --output-on-failure 2>&1)
   echo "$out" | tail -n 20
@@ -17,7 +20,7 @@ run_suite() { # $1 = build dir, $2 = label
   cf=$(echo "$out" | grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)')
   passed=$((passed + cp)); failed=$((failed + cf))
   echo "== $label: busted specs"
-  out=$("$dir/partrain" /usr/bin/busted -o TAP spec 2>&1)
+  out=$("$dir/partrain" /usr/bin/busted -o TAP "${specs[@]}" 2>&1)
   local rc=$?
   echo "$out" | grep -E '^(not ok|#)' | head -n 200
   local bp bf
@@ -37,6 +40,14 @@ if [ "${PARTRAIN_SKIP_SANITIZERS:-0}" != 1 ]; then
     || { echo "asan build failed"; failed=$((failed + 1)); }
   if [ -x build-asan/partrain ]; then
     ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "asan+ubsan"
+  fi
+  # The dispatcher's specs (and everything that runs threads) under ThreadSanitizer.
+  BUILD_DIR=build-tsan BUILD_TYPE=Debug CMAKE_ARGS="-DPARTRAIN_TSAN=ON" bash scripts/setup.sh \
+    || { echo "tsan build failed"; failed=$((failed + 1)); }
+  if [ -x build-tsan/partrain ]; then
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_suite build-tsan "tsan" \
+      spec/par_spec.lua spec/transfer_spec.lua spec/runner_spec.lua spec/inbatch_spec.lua \
+      spec/process_spec.lua spec/async_spec.lua $(ls spec/data_parallel_spec.lua 2>/dev/null)
   fi
 fi
 

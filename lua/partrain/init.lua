@@ -10,8 +10,8 @@ local lazy = {
   optim = "partrain.optim",
   data = "partrain.data",
   metrics = "partrain.metrics",
-  utils = "partrain.utils",
   help = "partrain.help",
+  par = "partrain.par",
 }
 
 setmetatable(pt, {
@@ -25,13 +25,5 @@ setmetatable(pt, {
     return nil
   end,
 })
-
--- Lua-side extensions of the core (each file adds to pt and returns nothing)
-for _, ext in ipairs { "partrain.tensor_ext" } do
-  local ok, err = pcall(require, ext)
-  if not ok and not tostring(err):find("module '" .. ext .. "' not found", 1, true) then
-    error(err, 0)
-  end
-end
 
 return pt
