@@ -307,17 +307,19 @@ static pt_status max_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
     return st;
   }
   const int64_t *idx = pt_tensor_data(node->saved[0]);
-  int64_t n = planes * Ho * Wo;
+  int64_t P = (int64_t)Ho * Wo, HW = (int64_t)H * W;
   if (gx->dtype == PT_FLOAT32) {
     const float *g = pt_tensor_data(gy);
     float *d = pt_tensor_data(gx);
-    for (int64_t i = 0; i < n; i++)
-      if (idx[i] >= 0) d[(i / ((int64_t)Ho * Wo)) * H * W + idx[i]] += g[i];
+    for (int64_t pl = 0; pl < planes; pl++)
+      for (int64_t i = pl * P; i < (pl + 1) * P; i++)
+        if (idx[i] >= 0) d[pl * HW + idx[i]] += g[i];
   } else {
     const double *g = pt_tensor_data(gy);
     double *d = pt_tensor_data(gx);
-    for (int64_t i = 0; i < n; i++)
-      if (idx[i] >= 0) d[(i / ((int64_t)Ho * Wo)) * H * W + idx[i]] += g[i];
+    for (int64_t pl = 0; pl < planes; pl++)
+      for (int64_t i = pl * P; i < (pl + 1) * P; i++)
+        if (idx[i] >= 0) d[pl * HW + idx[i]] += g[i];
   }
   pt_tensor_release(gy);
   gin[0] = gx;

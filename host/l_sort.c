@@ -1,0 +1,141 @@
+/* Bindings of lib/ops_sort.h (sort, topk, cumsum, cumprod, all, any) and the whole-tensor
+ * comparisons equal and allclose, which answer with a Lua boolean. */
+#include <math.h>
+#include <string.h>
+
+#include "../lib/ops_sort.h"
+#include "lpt.h"
+
+static int push_pair(lua_State *L, pt_status st, pt_tensor *v, pt_tensor *i) {
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, v);
+  /* indices are 1-based in Lua, as Torch7; a copy, since the graph keeps the 0-based ones */
+  pt_tensor *one_based;
+  if (pt_tensor_clone_raw(lpt_ctx(L), i, &one_based)) {
+    pt_tensor_release(i);
+    return lpt_error(L);
+  }
+  pt_tensor_release(i);
+  int64_t n = pt_tensor_numel(one_based);
+  int64_t *p = pt_tensor_data(one_based);
+  for (int64_t k = 0; k < n; k++) p[k] += 1;
+  lpt_push_tensor(L, one_based);
+  return 2;
+}
+
+/* t:sort([dim=-1][, descending | {descending=false}]) -> values, indices */
+static int t_sort(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
+  int dim = lua_isinteger(L, 2) ? lpt_check_dim(L, 2, t->ndim, "sort") : (t->ndim ? t->ndim - 1 : 0);
+  int o = lua_isinteger(L, 2) ? 3 : 2;
+  bool desc = lua_isboolean(L, o) ? lua_toboolean(L, o) : lpt_opt_bool(L, lua_istable(L, o) ? o : 0, "descending", false);
+  pt_status st = pt_sort(lpt_ctx(L), t, dim, desc, &v, &i);
+  return push_pair(L, st, v, i);
+}
+
+/* t:topk(k[, dim=-1][, {largest=true}]) -> values, indices (sorted) */
+static int t_topk(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
+  lua_Integer k = luaL_checkinteger(L, 2);
+  int dim = lua_isinteger(L, 3) ? lpt_check_dim(L, 3, t->ndim, "topk") : (t->ndim ? t->ndim - 1 : 0);
+  int o = lua_isinteger(L, 3) ? 4 : 3;
+  bool largest = lua_isboolean(L, o) ? lua_toboolean(L, o) : lpt_opt_bool(L, lua_istable(L, o) ? o : 0, "largest", true);
+  pt_status st = pt_topk(lpt_ctx(L), t, (int64_t)k, dim, largest, &v, &i);
+  return push_pair(L, st, v, i);
+}
+
+static int scan(lua_State *L, bool prod) {
+  const char *fn = prod ? "cumprod" : "cumsum";
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  if (lua_isnoneornil(L, 2) && t->ndim > 1)
+    return lpt_errorf(L, "%s: a dimension is needed for a %d-D tensor", fn, t->ndim);
+  int dim = lua_isnoneornil(L, 2) ? 0 : lpt_check_dim(L, 2, t->ndim, fn);
+  pt_status st = prod ? pt_cumprod(lpt_ctx(L), t, dim, &r) : pt_cumsum(lpt_ctx(L), t, dim, &r);
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+static int t_cumsum(lua_State *L) { return scan(L, false); }
+static int t_cumprod(lua_State *L) { return scan(L, true); }
+
+static int bool_reduce(lua_State *L, bool is_all) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int dim = lua_isnoneornil(L, 2) ? -1 : lpt_check_dim(L, 2, t->ndim, is_all ? "all" : "any");
+  bool keepdim = lua_toboolean(L, 3);
+  pt_status st = is_all ? pt_all(lpt_ctx(L), t, dim, keepdim, &r) : pt_any(lpt_ctx(L), t, dim, keepdim, &r);
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+static int t_all(lua_State *L) { return bool_reduce(L, true); }
+static int t_any(lua_State *L) { return bool_reduce(L, false); }
+
+static bool same_shape(const pt_tensor *a, const pt_tensor *b) {
+  return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
+}
+
+/* t:equal(u) -> true when shapes and every value are equal (dtypes may differ) */
+static int t_equal(lua_State *L) {
+  pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
+  bool eq = same_shape(a, b);
+  for (int64_t i = 0, n = pt_tensor_numel(a); eq && i < n; i++)
+    eq = pt_tensor_get_flat(a, i) == pt_tensor_get_flat(b, i);
+  lua_pushboolean(L, eq);
+  return 1;
+}
+
+/* t:allclose(u[, {rtol=1e-5, atol=1e-8, equal_nan=false}]) -> |a-b| <= atol + rtol*|b| everywhere */
+static int t_allclose(lua_State *L) {
+  pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
+  double rtol = 1e-5, atol = 1e-8;
+  bool equal_nan = false;
+  if (lua_istable(L, 3)) {
+    if (lua_getfield(L, 3, "rtol") != LUA_TNIL) rtol = luaL_checknumber(L, -1);
+    if (lua_getfield(L, 3, "atol") != LUA_TNIL) atol = luaL_checknumber(L, -1);
+    lua_pop(L, 2);
+    equal_nan = lpt_opt_bool(L, 3, "equal_nan", false);
+  }
+  if (!same_shape(a, b)) {
+    char sa[PT_SHAPE_STR_MAX], sb[PT_SHAPE_STR_MAX];
+    return lpt_errorf(L, "allclose: shapes %s and %s differ", pt_shape_format(a->ndim, a->shape, sa, sizeof sa),
+                      pt_shape_format(b->ndim, b->shape, sb, sizeof sb));
+  }
+  bool ok = true;
+  for (int64_t i = 0, n = pt_tensor_numel(a); ok && i < n; i++) {
+    double x = pt_tensor_get_flat(a, i), y = pt_tensor_get_flat(b, i);
+    if (isnan(x) || isnan(y)) ok = equal_nan && isnan(x) && isnan(y);
+    else ok = x == y || fabs(x - y) <= atol + rtol * fabs(y);
+  }
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
+static const luaL_Reg methods[] = {
+    {"sort", t_sort},   {"topk", t_topk}, {"cumsum", t_cumsum}, {"cumprod", t_cumprod},
+    {"all", t_all},     {"any", t_any},   {"equal", t_equal},   {"allclose", t_allclose},
+    {NULL, NULL},
+};
+
+static const char *const docs[] = {
+    "sort", "t:sort([dim=-1][, descending | {descending=false}]) -> values, indices (1-based int64).\n  Stable: equal values keep their order; NaN sorts as the largest.",
+    "topk", "t:topk(k[, dim=-1][, {largest=true}]) -> the k largest (or smallest) values along dim, sorted, and their 1-based indices.",
+    "cumsum", "t:cumsum([dim]) -> running sums along dim (dim may be omitted for 1-D tensors).",
+    "cumprod", "t:cumprod([dim]) -> running products along dim.",
+    "all", "t:all([dim][, keepdim]) -> bool tensor: every element nonzero (over everything, or along dim).",
+    "any", "t:any([dim][, keepdim]) -> bool tensor: some element nonzero.",
+    "equal", "t:equal(u) -> true when u has t's shape and the same values.",
+    "allclose", "t:allclose(u[, {rtol=1e-5, atol=1e-8, equal_nan=false}]) -> true when |t-u| <= atol + rtol*|u| everywhere.",
+    NULL, NULL,
+};
+
+void lpt_open_sort(lua_State *L) {
+  lpt_add_methods(L, methods);
+  /* module forms take the tensor first: pt.sort(t, ...) */
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  for (const luaL_Reg *r = methods; r->name; r++) {
+    lua_pushcfunction(L, r->func);
+    lua_setfield(L, -2, r->name);
+  }
+  lua_pop(L, 1);
+  lpt_add_docs(L, 1, docs);
+}
