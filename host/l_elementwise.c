@@ -26,7 +26,7 @@ static inline void ew_push(lua_State *L, lpt_state *S, pt_tensor *t) {
   b->t = t;
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_setmetatable(L, -2);
-  if (S->ctx.bytes_allocated) lpt_gc_account(L);
+  lpt_gc_account_fast(L, S);
 }
 
 static inline bool is_number(lua_State *L, int idx) { return lua_type(L, idx) == LUA_TNUMBER; }
@@ -57,7 +57,7 @@ static double opt_alpha(lua_State *L, int idx) {
 
 /* op(arg1, arg2) where either may be a number (or a boolean); alpha for add/sub */
 static int binary_args(lua_State *L, pt_binop op, double alpha) {
-  lpt_state *S = lpt_get_state(L);
+  lpt_state *S = lpt_state_fast(L);
   pt_ctx *ctx = &S->ctx;
   pt_tensor *a = ew_test(L, S, 1), *b = ew_test(L, S, 2), *r = NULL, *tmp = NULL;
   pt_status st;
@@ -95,7 +95,7 @@ static int binary_args(lua_State *L, pt_binop op, double alpha) {
 
 /* The arithmetic metamethods: the hot path of `c = a + b`. */
 static int mm_add(lua_State *L) {
-  lpt_state *S = lpt_get_state(L);
+  lpt_state *S = lpt_state_fast(L);
   pt_tensor *a = ew_test(L, S, 1), *b, *r;
   if (a && (b = ew_test(L, S, 2))) {
     if (pt_add(&S->ctx, a, b, &r)) return lpt_error(L);

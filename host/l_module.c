@@ -1,5 +1,10 @@
 /* luaopen_partrain_core: the per-state context, shared binding helpers and registration. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <limits.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,7 +137,7 @@ void lpt_gc_account(lua_State *L) {
   s->gc_debt += bytes;
   /* Small tensors are paid for by their userdata; large ones push the collector along so
    * a training loop's temporaries are reclaimed before RSS grows. */
-  if (s->gc_debt >= ((size_t)8 << 20)) {
+  if (s->gc_debt >= LPT_GC_STEP_BYTES) {
     int kb = (int)(s->gc_debt >> 10);
     s->gc_debt = 0;
     lua_gc(L, LUA_GCSTEP, kb);
@@ -261,8 +266,83 @@ static void tune_allocator(void) {
 #endif
 }
 
+/* --- small Lua objects from lib's small-block allocator ---
+ * Every tensor result is a new userdata, and the collector frees them in bursts of thousands,
+ * far more than glibc's per-size tcache (7 blocks) holds, so each handle paid _int_malloc and
+ * _int_free (W3 `c = a + b`: ~15 ns of ~190 per op). Blocks up to LA_MAX bytes come from
+ * pt_small_alloc (per-thread lists over slabs kept apart from the malloc heap: a plain cache of
+ * malloc'ed blocks made glibc's heap grow without bound in a training loop); everything else,
+ * and every block made before this allocator was installed, goes to the state's own allocator
+ * (pt_small_owns tells them apart). The allocator must outlive the state, so it is installed
+ * only where this code cannot be unloaded: in the partrain host, or a module made
+ * RTLD_NODELETE. */
+#define LA_MAX 256
+
+typedef struct la_state {
+  lua_Alloc f;
+  void *ud;
+} la_state;
+
+/* The allocators states had before (in practice one: lauxlib's). Entries are written once under
+ * the lock and never freed: a closing state still frees through its entry after its registry
+ * is gone. */
+#define LA_MAX_OLD 8
+static la_state la_old[LA_MAX_OLD];
+static int la_n_old;
+static pthread_mutex_t la_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static la_state *la_entry(lua_Alloc f, void *ud) {
+  la_state *r = NULL;
+  pthread_mutex_lock(&la_mu);
+  for (int i = 0; i < la_n_old && !r; i++)
+    if (la_old[i].f == f && la_old[i].ud == ud) r = &la_old[i];
+  if (!r && la_n_old < LA_MAX_OLD) {
+    r = &la_old[la_n_old++];
+    r->f = f;
+    r->ud = ud;
+  }
+  pthread_mutex_unlock(&la_mu);
+  return r;
+}
+
+static void *la_alloc(void *ud, void *p, size_t osize, size_t nsize) {
+  la_state *a = ud;
+  if (p && pt_small_owns(p)) {
+    if (nsize == 0) {
+      pt_small_free(p, osize);
+      return NULL;
+    }
+    if (nsize <= osize) return p; /* shrinking in place: the class still fits */
+    void *q = nsize <= LA_MAX ? pt_small_alloc(NULL, nsize) : a->f(a->ud, NULL, 0, nsize);
+    if (!q) return NULL; /* Lua keeps p */
+    memcpy(q, p, osize);
+    pt_small_free(p, osize);
+    return q;
+  }
+  if (!p && nsize && nsize <= LA_MAX) return pt_small_alloc(NULL, nsize);
+  return a->f(a->ud, p, osize, nsize);
+}
+
+/* Whether the code of this file stays mapped until the process ends. */
+static bool code_stays_loaded(void) {
+  Dl_info info;
+  if (!dladdr((void *)&la_alloc, &info) || !info.dli_fname) return false;
+  if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) return true; /* a module */
+  char exe[4096], self[4096]; /* or linked into the executable (the partrain host) */
+  return realpath("/proc/self/exe", exe) && realpath(info.dli_fname, self) && strcmp(exe, self) == 0;
+}
+
+static void install_small_alloc(lua_State *L) {
+  void *ud;
+  lua_Alloc f = lua_getallocf(L, &ud);
+  if (f == la_alloc || !pt_small_ready() || !code_stays_loaded()) return;
+  la_state *a = la_entry(f, ud);
+  if (a) lua_setallocf(L, la_alloc, a);
+}
+
 int luaopen_partrain_core(lua_State *L) {
   tune_allocator();
+  install_small_alloc(L);
   state_create(L);
   /* module table */
   lua_newtable(L);

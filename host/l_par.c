@@ -20,6 +20,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/optim.h"
 #include "../lib/pool.h"
 #include "lpt.h"
 #include "state.h"
@@ -42,6 +44,7 @@ extern int openblas_get_num_threads(void);
 #define FN_KEY "partrain.par.fn"
 #define MODEL_KEY "partrain.par.model"
 #define HOOK_COUNT 1000
+#define PAR_MAX_SLOTS 256 /* pool_new's limit on workers */
 
 /* ------------------------------------------------------------------ worker side --- */
 
@@ -63,6 +66,7 @@ typedef struct par_worker {
   volatile sig_atomic_t *intr; /* the inline worker: the caller's interrupt flag */
   uint64_t call_id;   /* call whose function is stored at FN_KEY */
   uint64_t model_gen; /* model stored at MODEL_KEY */
+  pt_grad_redirect redirect; /* ctx->accumulate_data while it runs a sample of slot > 0 */
 } par_worker;
 
 enum { TASK_CALL = 0, TASK_ITEM = 1 };
@@ -149,51 +153,84 @@ static void add_into(pt_tensor *dst, const pt_tensor *src) {
   atomic_fetch_add(&dst->version, 1);
 }
 
-/* ctx->accumulate of a worker while it runs a par_by_sample sample */
+/* This worker's entry for leaf (created when missing), or NULL when out of memory. */
+static grad_entry *entry_of(pt_ctx *ctx, par_worker *w, pt_tensor *leaf) {
+  if (w->last < w->ng && w->g[w->last].param == leaf) return &w->g[w->last];
+  for (int i = 0; i < w->ng; i++)
+    if (w->g[i].param == leaf) {
+      w->last = i;
+      return &w->g[i];
+    }
+  if (w->ng == w->gcap) {
+    int cap = w->gcap ? w->gcap * 2 : 16;
+    grad_entry *g = realloc(w->g, (size_t)cap * sizeof *g);
+    if (!g) {
+      pt_fail(ctx, PT_ENOMEM, "backward: out of memory for gradient buffers");
+      return NULL;
+    }
+    w->g = g;
+    w->gcap = cap;
+  }
+  grad_entry *e = &w->g[w->ng];
+  w->last = w->ng++;
+  e->param = pt_tensor_retain(leaf);
+  e->buf = NULL;
+  e->gen = 0;
+  return e;
+}
+
+/* Make e->buf a persistent buffer for this window (contents undefined). Keeping the engine's
+ * fresh gradients instead would make the allocator return and re-fault ~1 MB per sample. */
+static pt_status entry_claim(pt_ctx *ctx, par_worker *w, grad_entry *e, pt_tensor *leaf) {
+  if (e->buf && (atomic_load(&e->buf->refcount) != 1 || !pt_tensor_is_contiguous(e->buf) ||
+                 e->buf->dtype != leaf->dtype || e->buf->ndim != leaf->ndim ||
+                 memcmp(e->buf->shape, leaf->shape, (size_t)leaf->ndim * sizeof(int64_t)) != 0)) {
+    pt_tensor_release(e->buf);
+    e->buf = NULL;
+  }
+  if (!e->buf) {
+    pt_status st = pt_tensor_empty(ctx, leaf->dtype, leaf->ndim, leaf->shape, &e->buf);
+    if (st) {
+      e->buf = NULL;
+      return st;
+    }
+  }
+  e->gen = w->gen;
+  return PT_OK;
+}
+
+/* The redirect's target: backward functions that can (Linear) write this worker's gradient
+ * straight into its buffer: overwrite on the window's first gradient of leaf, add after. */
+static pt_tensor *worker_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh, void *ud) {
+  par_worker *w = ud;
+  *fresh = false;
+  grad_entry *e = entry_of(ctx, w, leaf);
+  if (!e) return NULL;
+  if (e->gen != w->gen || !e->buf) {
+    if (entry_claim(ctx, w, e, leaf)) return NULL;
+    *fresh = true;
+  }
+  return e->buf;
+}
+
+/* The redirect's accumulate: gradients that did not go through a target */
 static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *ud) {
   par_worker *w = ud;
-  grad_entry *e = NULL;
-  if (w->last < w->ng && w->g[w->last].param == leaf) e = &w->g[w->last];
-  for (int i = 0; !e && i < w->ng; i++)
-    if (w->g[i].param == leaf) {
-      e = &w->g[i];
-      w->last = i;
-    }
-  if (!e) {
-    if (w->ng == w->gcap) {
-      int cap = w->gcap ? w->gcap * 2 : 16;
-      grad_entry *g = realloc(w->g, (size_t)cap * sizeof *g);
-      if (!g) return pt_fail(ctx, PT_ENOMEM, "backward: out of memory for gradient buffers");
-      w->g = g;
-      w->gcap = cap;
-    }
-    e = &w->g[w->ng];
-    w->last = w->ng++;
-    e->param = pt_tensor_retain(leaf);
-    e->buf = NULL;
-    e->gen = 0;
-  }
   if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) {
     char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
     return pt_fail(ctx, PT_ESHAPE, "backward: gradient of shape %s does not match shape %s",
                    pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
                    pt_shape_format(leaf->ndim, leaf->shape, b, sizeof b));
   }
-  if (e->gen != w->gen) {
-    /* Copy into this worker's persistent buffer. Keeping the engine's fresh gradient instead
-     * would save the copy but makes the allocator return and re-fault ~1 MB per sample
-     * (measured: 8x the page faults and 3x slower per-sample training). */
-    if (e->buf && (atomic_load(&e->buf->refcount) != 1 || !pt_tensor_is_contiguous(e->buf))) {
-      pt_tensor_release(e->buf);
-      e->buf = NULL;
-    }
-    if (!e->buf) {
-      pt_status st = pt_tensor_empty(ctx, leaf->dtype, leaf->ndim, leaf->shape, &e->buf);
-      if (st) return st;
-    }
-    pt_status st = pt_tensor_copy_into(ctx, e->buf, grad);
+  grad_entry *e = entry_of(ctx, w, leaf);
+  if (!e) return PT_ENOMEM;
+  if (e->gen != w->gen || !e->buf) {
+    pt_status st = entry_claim(ctx, w, e, leaf);
     if (st) return st;
-    e->gen = w->gen;
+    if ((st = pt_tensor_copy_into(ctx, e->buf, grad))) {
+      e->gen = 0;
+      return st;
+    }
     return PT_OK;
   }
   add_into(e->buf, grad);
@@ -259,8 +296,25 @@ static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, con
  * the buffers of slots 1..k-1, in that order, into its slice of every param.grad. Every element
  * sees the same additions in the same order whatever the slicing, so results are bitwise
  * reproducible, and the reduction runs on all cores without another round trip. */
+/* par_by_sample's fused optimizer step (opts.step = an optim.SGD): after the reduction each
+ * worker applies SGD to its slice of every parameter and zeroes that slice of the gradient, so
+ * the step runs on all threads right where the gradients are hot. Tensors are borrowed from the
+ * plan table on the caller's stack. */
+typedef struct step_entry {
+  pt_tensor *param, *buf;
+  pt_sgd_opts o;
+  bool first; /* the momentum buffer starts as the gradient */
+  /* param.grad is known to be all zeros (this call zeroed it and its version has not moved
+   * since): the step then reads only the workers' buffers */
+  bool grad_zero;
+  pt_tensor *zeroed;   /* the grad tensor this call zeroed (compared by identity only) */
+  unsigned zeroed_version;
+} step_entry;
+
 struct par_window {
   int k;
+  step_entry *plan;
+  int nplan;
   lpar_pool *pool;
   par_worker **slots; /* slot 0: the inline worker; slot j: pool worker j */
   atomic_int arrived;
@@ -291,7 +345,10 @@ static bool win_barrier(par_window *W, par_worker *self) {
     return true;
   }
   /* peers usually arrive within microseconds: spin briefly (no system calls), then sleep */
-  for (int spin = 0; spin < 3000 && atomic_load(&W->phase) == ph; spin++) cpu_relax();
+  for (int spin = 1; spin <= 3000 && atomic_load(&W->phase) == ph; spin++) {
+    cpu_relax();
+    if ((spin & 127) == 0) sched_yield(); /* a peer sharing this core (a busy machine) may run */
+  }
   pthread_mutex_lock(&W->mu);
   while (atomic_load(&W->phase) == ph) {
     if (self->intr && *self->intr) /* Ctrl-C in the caller's thread: stop the others */
@@ -374,11 +431,85 @@ static void window_reduce(par_task *t, par_worker *self) {
   if (!win_barrier(W, self) || atomic_load(&W->failed)) return;
   for (int q = 0; q < W->nparams; q++) {
     pt_tensor *param = W->params[q];
+    bool planned = false;
+    for (int i = 0; i < W->nplan && !planned; i++) planned = W->plan[i].param == param;
+    if (planned) continue;
     int64_t n = pt_tensor_numel(param);
     int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
     for (int j = 0; j < W->k; j++) {
       grad_entry *e = entry_for(W->slots[j], param);
       if (e) slice_add(param->grad, e->buf, lo, hi);
+    }
+  }
+  /* the fused step: this worker's slice of every parameter (elementwise, so slices are
+   * independent; the caller sees them after collecting every completion). With a step every
+   * slot (slot 0 too) filled its own buffers: the gradient of an element is
+   * ((grad + buf_0) + buf_1) + ..., the order of the unfused path, summed block by block on
+   * the stack; grad itself is read and zeroed only while it is not known to be zero. */
+  for (int q = 0; q < W->nplan; q++) {
+    step_entry *e = &W->plan[q];
+    pt_tensor *param = e->param, *grad = param->grad;
+    if (!grad) continue; /* as opt:step(): no gradient, no update */
+    int64_t n = pt_tensor_numel(param);
+    int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
+    if (lo >= hi) continue;
+    const void *bufs[PAR_MAX_SLOTS];
+    int nb = 0;
+    for (int j = 0; j < W->k; j++) {
+      grad_entry *ge = entry_for(W->slots[j], param);
+      if (ge) bufs[nb++] = pt_tensor_data(ge->buf);
+    }
+    pt_dtype dt = param->dtype;
+    size_t es = pt_dtype_size(dt);
+    char *pp = pt_tensor_data(param), *gp = pt_tensor_data(grad);
+    char *mp = e->buf ? pt_tensor_data(e->buf) : NULL;
+    if (nb == 0) { /* no new gradient: step with grad as it is */
+      pt_optim_sgd_range(param, grad, e->buf, e->first, &e->o, lo, hi, !e->grad_zero);
+      continue;
+    }
+    if (nb <= 2 && e->grad_zero) { /* the buffers are the whole gradient: read them directly */
+      pt_optim_sgd_raw(dt, pp + (size_t)lo * es, (const char *)bufs[0] + (size_t)lo * es,
+                       nb == 2 ? (const char *)bufs[1] + (size_t)lo * es : NULL,
+                       mp ? mp + (size_t)lo * es : NULL, e->first, &e->o, hi - lo);
+      continue;
+    }
+    enum { BLK = 1024 };
+    double tmp[BLK]; /* BLK doubles or 2 BLK floats */
+    int64_t blk = dt == PT_FLOAT32 ? 2 * BLK : BLK;
+    for (int64_t b0 = lo; b0 < hi; b0 += blk) {
+      int64_t m = hi - b0 < blk ? hi - b0 : blk;
+      if (dt == PT_FLOAT32) {
+        float *tp = (float *)tmp;
+        const float *g0 = (const float *)gp + b0;
+        int j = 0;
+        if (e->grad_zero) {
+          memcpy(tp, (const float *)bufs[0] + b0, (size_t)m * sizeof(float));
+          j = 1;
+        } else {
+          memcpy(tp, g0, (size_t)m * sizeof(float));
+        }
+        for (; j < nb; j++) {
+          const float *bp = (const float *)bufs[j] + b0;
+          for (int64_t i = 0; i < m; i++) tp[i] += bp[i];
+        }
+      } else {
+        double *tp = tmp;
+        const double *g0 = (const double *)gp + b0;
+        int j = 0;
+        if (e->grad_zero) {
+          memcpy(tp, (const double *)bufs[0] + b0, (size_t)m * sizeof(double));
+          j = 1;
+        } else {
+          memcpy(tp, g0, (size_t)m * sizeof(double));
+        }
+        for (; j < nb; j++) {
+          const double *bp = (const double *)bufs[j] + b0;
+          for (int64_t i = 0; i < m; i++) tp[i] += bp[i];
+        }
+      }
+      pt_optim_sgd_raw(dt, pp + (size_t)b0 * es, tmp, NULL, mp ? mp + (size_t)b0 * es : NULL,
+                       e->first, &e->o, m);
+      if (!e->grad_zero) memset(gp + (size_t)b0 * es, 0, (size_t)m * es);
     }
   }
 }
@@ -429,12 +560,15 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   pt_ctx *ctx = lpt_ctx(L);
   /* Slot 0 of a window adds straight into param.grad (nobody else touches .grad until the
    * window's barrier); the other slots fill their own buffers, added after the barrier. */
-  bool own_buffers = t->grads && t->slot > 0;
+  bool own_buffers = t->grads && (t->slot > 0 || (t->win && t->win->nplan > 0));
   if (own_buffers) {
     w->gen++;
     if (w->gen == 0) w->gen = 1;
-    ctx->accumulate = worker_accumulate;
-    ctx->accumulate_data = w;
+    w->redirect.accumulate = worker_accumulate;
+    w->redirect.target = worker_target;
+    w->redirect.userdata = w;
+    ctx->accumulate = pt_accumulate_redirect;
+    ctx->accumulate_data = &w->redirect;
   }
   int st = lua_pcall(L, nargs, t->all_results ? LUA_MULTRET : 1, h);
   if (own_buffers) {
@@ -946,11 +1080,13 @@ static int l_pool_map(lua_State *L) {
       t->call = lpt_msg_retain(call);
       t->call_id = call_id;
       t->index = i;
-      t->base.worker = -1;
       t->base.run = run_task;
       int slot = 0;
       while (inflight[slot]) slot++;
       inflight[slot] = t;
+      /* slot s runs on worker s: at most `limit` workers even when the shared pool is bigger
+       * (a par_by_sample with more threads grew it), and the slot's worker is free now */
+      t->base.worker = slot;
       pt_status st = pt_pool_submit(g.ctx, p->pool, &t->base);
       if (st) {
         inflight[slot] = NULL;
@@ -1026,7 +1162,51 @@ static int par_windows_impl(lua_State *L) {
   if (has_after) luaL_checktype(L, 6, LUA_TFUNCTION);
   bool refresh = lua_toboolean(L, 7);
   int nwin = (int)(lua_rawlen(L, 4) / 2);
-  lua_settop(L, 7);
+  lua_settop(L, 8);
+  /* 8: the fused step's plan {{param, buf|false, first, lr, momentum, dampening, weight_decay,
+   * nesterov, maximize}, ...} (built by par.lua from an optim.SGD) or nil */
+  step_entry *plan = NULL;
+  int nplan = 0;
+  if (!lua_isnil(L, 8)) {
+    luaL_checktype(L, 8, LUA_TTABLE);
+    nplan = (int)lua_rawlen(L, 8);
+    plan = lua_newuserdatauv(L, (size_t)(nplan ? nplan : 1) * sizeof *plan, 0);
+    memset(plan, 0, (size_t)(nplan ? nplan : 1) * sizeof *plan);
+    lua_replace(L, 7); /* keeps it alive for the call; refresh is read already */
+    for (int i = 0; i < nplan; i++) {
+      lua_rawgeti(L, 8, i + 1);
+      int e = lua_gettop(L);
+      luaL_checktype(L, e, LUA_TTABLE);
+      lua_rawgeti(L, e, 1);
+      plan[i].param = lpt_check_tensor(L, -1);
+      lua_rawgeti(L, e, 2);
+      plan[i].buf = lua_toboolean(L, -1) ? lpt_check_tensor(L, -1) : NULL;
+      lua_rawgeti(L, e, 3);
+      plan[i].first = lua_toboolean(L, -1);
+      double v[4];
+      for (int k = 0; k < 4; k++) {
+        lua_rawgeti(L, e, 4 + k);
+        v[k] = lua_tonumber(L, -1);
+      }
+      lua_rawgeti(L, e, 8);
+      lua_rawgeti(L, e, 9);
+      plan[i].o = (pt_sgd_opts){.lr = v[0], .momentum = v[1], .dampening = v[2],
+                                .weight_decay = v[3], .nesterov = lua_toboolean(L, -2),
+                                .maximize = lua_toboolean(L, -1)};
+      pt_tensor *pa = plan[i].param, *b = plan[i].buf;
+      if ((pa->dtype != PT_FLOAT32 && pa->dtype != PT_FLOAT64) || !pt_tensor_is_contiguous(pa))
+        return luaL_error(L, "par_by_sample: step: parameter %d must be a contiguous float32 or "
+                          "float64 tensor", i + 1);
+      if (b && (b->dtype != pa->dtype || pt_tensor_numel(b) != pt_tensor_numel(pa) ||
+                !pt_tensor_is_contiguous(b)))
+        return luaL_error(L, "par_by_sample: step: momentum buffer of parameter %d does not match it",
+                          i + 1);
+      if (plan[i].o.momentum != 0 && !b)
+        return luaL_error(L, "par_by_sample: step: parameter %d has no momentum buffer", i + 1);
+      lua_settop(L, 8);
+    }
+  }
+  lua_settop(L, 8);
   lpar_pool *p = shared_pool(L, n);
   if (!p->inl) {
     par_worker *w = calloc(1, sizeof *w);
@@ -1045,7 +1225,7 @@ static int par_windows_impl(lua_State *L) {
   /* the model: sent once per model object, cached by every worker */
   if (refresh || p->model_ref == LUA_NOREF || !p->model_msg ||
       (lua_rawgeti(L, LUA_REGISTRYINDEX, p->model_ref), !lua_rawequal(L, -1, 1))) {
-    lua_settop(L, 7);
+    lua_settop(L, 8);
     static const char *const mname[] = {"model"};
     lpt_msg *mm = encode_or_raise(L, 1, 1, mname, LPT_XFER_GLOBALS, "par_by_sample");
     lpt_msg_release(p->model_msg);
@@ -1055,12 +1235,12 @@ static int par_windows_impl(lua_State *L) {
     lua_pushvalue(L, 1);
     p->model_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
-  lua_settop(L, 7);
+  lua_settop(L, 8);
   static const char *const fname[] = {"the closure"};
   lpt_msg *call = encode_or_raise(L, 2, 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
                                   "par_by_sample");
   uint64_t call_id = ++p->next_call;
-  lua_newtable(L); /* 8: all losses */
+  lua_newtable(L); /* 9: all losses */
   int nloss = 0;
   par_task **tasks = calloc((size_t)n, sizeof *tasks);
   if (!tasks) {
@@ -1121,6 +1301,23 @@ static int par_windows_impl(lua_State *L) {
     lpt_xfer_session(L, 0);
     par_window *W = p->win;
     W->k = k;
+    W->plan = plan;
+    W->nplan = nplan;
+    for (int q = 0; q < nplan; q++) {
+      pt_tensor *pa = plan[q].param, *gr = pa->grad;
+      plan[q].grad_zero = gr && gr == plan[q].zeroed &&
+                          atomic_load(&gr->version) == plan[q].zeroed_version;
+      if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
+                 !pt_tensor_is_contiguous(gr))) {
+        for (int j = 0; j < k; j++) free_task(tasks[j]);
+        free(tasks);
+        lpt_msg_release(call);
+        W->plan = NULL;
+        W->nplan = 0;
+        return luaL_error(L, "par_by_sample: step: the gradient of parameter %d is not a contiguous "
+                          "tensor of its dtype and size", q + 1);
+      }
+    }
     atomic_store(&W->arrived, 0);
     atomic_store(&W->failed, false);
     for (int j = 0; j < k; j++) {
@@ -1184,6 +1381,25 @@ static int par_windows_impl(lua_State *L) {
       lua_pushstring(L, buf);
       return lua_error(L);
     }
+    W->plan = NULL;
+    W->nplan = 0;
+    for (int q = 0; q < nplan; q++) {
+      step_entry *e = &plan[q];
+      if (!e->param->grad) continue;
+      atomic_fetch_add(&e->param->version, 1);
+      if (!e->grad_zero) { /* zeroed now: later windows need not read it */
+        e->zeroed = e->param->grad;
+        e->zeroed_version = atomic_fetch_add(&e->param->grad->version, 1) + 1;
+      }
+      if (e->buf) atomic_fetch_add(&e->buf->version, 1);
+      if (e->first) { /* tell par.lua the buffer is in use now */
+        e->first = false;
+        lua_rawgeti(L, 8, q + 1);
+        lua_pushboolean(L, 0);
+        lua_rawseti(L, -2, 3);
+        lua_pop(L, 1);
+      }
+    }
     lua_createtable(L, k, 0); /* this window's losses */
     int wl = lua_gettop(L);
     for (int j = 0; j < k; j++) {
@@ -1203,7 +1419,7 @@ static int par_windows_impl(lua_State *L) {
       if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
       lua_pop(L, nr - 1);
       lua_pushvalue(L, -1);
-      lua_rawseti(L, 8, ++nloss);
+      lua_rawseti(L, 9, ++nloss);
       lua_rawseti(L, wl, j + 1);
       free_task(tasks[j]);
       tasks[j] = NULL;
@@ -1217,7 +1433,7 @@ static int par_windows_impl(lua_State *L) {
         return lua_error(L);
       }
     }
-    lua_settop(L, 8);
+    lua_settop(L, 9);
   }
   free(tasks);
   lpt_msg_release(call);

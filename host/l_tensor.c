@@ -34,11 +34,12 @@ pt_tensor *lpt_check_tensor(lua_State *L, int idx) {
 }
 
 void lpt_push_tensor(lua_State *L, pt_tensor *t) {
+  lpt_state *S = lpt_state_fast(L);
   lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
   b->t = t;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, lpt_get_state(L)->tensor_mt_ref);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S->tensor_mt_ref);
   lua_setmetatable(L, -2);
-  if (lpt_ctx(L)->bytes_allocated) lpt_gc_account(L);
+  lpt_gc_account_fast(L, S);
 }
 
 pt_tensor *lpt_to_tensor(lua_State *L, int idx, pt_dtype like) {

@@ -29,6 +29,11 @@ typedef struct lpt_box {
 
 lpt_state *lpt_get_state(lua_State *L);
 static inline pt_ctx *lpt_ctx(lua_State *L) { return &lpt_get_state(L)->ctx; }
+/* lpt_get_state without the call on hot paths: the pointer sits in the state's extra space. */
+static inline lpt_state *lpt_state_fast(lua_State *L) {
+  lpt_state *s = *(lpt_state **)lua_getextraspace(L);
+  return s ? s : lpt_get_state(L);
+}
 
 /* Raise the ctx's message as a Lua error at the caller's level. Never returns. */
 int lpt_error(lua_State *L);
@@ -66,6 +71,15 @@ void lpt_add_docs(lua_State *L, int in_methods, const char *const *pairs);
 
 /* Report tensor bytes to the collector so memory Lua cannot see still drives collection. */
 void lpt_gc_account(lua_State *L);
+#define LPT_GC_STEP_BYTES ((size_t)8 << 20) /* debt that makes lpt_gc_account step the collector */
+/* The same for pushes: moves ctx->bytes_allocated into the debt inline and calls out only when
+ * the collector is due a step. */
+static inline void lpt_gc_account_fast(lua_State *L, lpt_state *S) {
+  size_t b = S->ctx.bytes_allocated;
+  if (!b) return;
+  S->ctx.bytes_allocated = 0;
+  if ((S->gc_debt += b) >= LPT_GC_STEP_BYTES) lpt_gc_account(L);
+}
 
 /* Binding areas */
 void lpt_open_tensor(lua_State *L);

@@ -37,7 +37,7 @@ void pt_node_release(pt_node *n) {
   /* Releasing inputs may release their nodes in turn; deep graphs recurse here, which is
    * bounded by the depth of the network (thousands of layers at most). */
   node_free_saved(n);
-  pt_free(n);
+  pt_small_free(n, sizeof *n); /* per-thread small-block cache (lib/tensor.c) */
 }
 
 pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn backward,
@@ -46,7 +46,7 @@ pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_b
   if (!pt_autograd_needed(ctx, n_inputs, inputs)) return PT_OK;
   if (n_inputs > PT_NODE_MAX_INPUTS)
     return pt_fail(ctx, PT_EARG, "%s: too many inputs for autograd", name);
-  pt_node *n = pt_alloc(ctx, sizeof *n);
+  pt_node *n = pt_small_alloc(ctx, sizeof *n);
   if (!n) return PT_ENOMEM;
   memset(n, 0, sizeof *n);
   atomic_init(&n->refcount, 1);
@@ -112,6 +112,42 @@ pt_status pt_accumulate_default(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, v
   (void)userdata;
   if (!leaf->grad) return owned_copy(ctx, grad, leaf->dtype, &leaf->grad);
   return add_into(ctx, leaf->grad, grad);
+}
+
+pt_status pt_accumulate_redirect(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *redirect) {
+  pt_grad_redirect *r = redirect;
+  return r->accumulate(ctx, leaf, grad, r->userdata);
+}
+
+static bool same_shape(const pt_tensor *a, const pt_tensor *b) {
+  return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
+}
+
+pt_tensor *pt_autograd_grad_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh) {
+  *fresh = false;
+  if (leaf->grad_fn || !leaf->requires_grad || !pt_tensor_is_contiguous(leaf)) return NULL;
+  if (ctx->accumulate) {
+    if (ctx->accumulate != pt_accumulate_redirect) return NULL;
+    pt_grad_redirect *r = ctx->accumulate_data;
+    if (!r->target) return NULL;
+    pt_tensor *g = r->target(ctx, leaf, fresh, r->userdata);
+    if (g && (g->dtype != leaf->dtype || !same_shape(g, leaf) || !pt_tensor_is_contiguous(g))) {
+      *fresh = false;
+      return NULL;
+    }
+    return g;
+  }
+  if (!leaf->grad) {
+    if (pt_tensor_empty(ctx, leaf->dtype, leaf->ndim, leaf->shape, &leaf->grad)) {
+      leaf->grad = NULL;
+      return NULL;
+    }
+    *fresh = true;
+    return leaf->grad;
+  }
+  pt_tensor *g = leaf->grad;
+  if (g->dtype != leaf->dtype || !same_shape(g, leaf) || !pt_tensor_is_contiguous(g)) return NULL;
+  return g;
 }
 
 pt_status pt_sum_to_shape(pt_ctx *ctx, pt_tensor *g, int ndim, const int64_t *shape, pt_tensor **out) {

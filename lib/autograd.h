@@ -66,4 +66,26 @@ pt_status pt_sum_to_shape(pt_ctx *ctx, pt_tensor *g, int ndim, const int64_t *sh
 /* Detach: a new tensor sharing storage, with no grad_fn and requires_grad false. */
 pt_status pt_detach(pt_ctx *ctx, pt_tensor *t, pt_tensor **out);
 
+/* --- direct leaf-gradient targets ---
+ * A backward that can write a leaf's gradient in place (Linear's dW = g^T x, db = sum g) asks
+ * pt_autograd_grad_target() for the tensor to write into instead of returning grad_in: a
+ * contiguous tensor (borrowed) of the leaf's dtype and shape; when *fresh is set its contents
+ * are undefined and the backward must overwrite every element (beta = 0), otherwise it adds.
+ * The backward bumps the target's version after writing. NULL means "no target": use the general
+ * path (grad_in). Under the default accumulation the target is leaf->grad (created when missing,
+ * as pt_accumulate_default would). An accumulation hook offers targets by setting
+ * ctx->accumulate = pt_accumulate_redirect and ctx->accumulate_data to a pt_grad_redirect,
+ * whose accumulate() receives the gradients that did not go through a target. */
+typedef struct pt_grad_redirect {
+  pt_accumulate_fn accumulate; /* required */
+  /* optional: the buffer for leaf's gradient, or NULL for the general path */
+  pt_tensor *(*target)(pt_ctx *ctx, pt_tensor *leaf, bool *fresh, void *userdata);
+  void *userdata;
+} pt_grad_redirect;
+
+/* ctx->accumulate for a pt_grad_redirect in ctx->accumulate_data */
+pt_status pt_accumulate_redirect(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *redirect);
+
+pt_tensor *pt_autograd_grad_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh);
+
 #endif

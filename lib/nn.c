@@ -61,30 +61,107 @@ static pt_status grad_prep(pt_ctx *ctx, pt_tensor *g, pt_dtype dt, pt_tensor **o
   return st;
 }
 
-/* Where a backward may write a leaf's gradient directly (no temporary): the default
- * accumulation, a leaf, and an existing contiguous .grad of the right shape and dtype (created
- * zeroed when missing). Returns the grad tensor (borrowed) or NULL for the general path. */
+/* Where a backward may write a leaf's gradient directly (no temporary): see
+ * pt_autograd_grad_target (leaf->grad under the default accumulation, or the dispatcher's
+ * per-worker buffer). Returns the tensor (borrowed) or NULL for the general path. */
 static pt_tensor *direct_grad(pt_ctx *ctx, pt_tensor *leaf, bool *fresh) {
-  *fresh = false;
-  if (ctx->accumulate || leaf->grad_fn || !leaf->requires_grad || !pt_tensor_is_contiguous(leaf))
-    return NULL;
-  if (!leaf->grad) {
-    if (pt_tensor_empty(ctx, leaf->dtype, leaf->ndim, leaf->shape, &leaf->grad)) {
-      leaf->grad = NULL;
-      return NULL;
-    }
-    *fresh = true;
-    return leaf->grad;
-  }
-  pt_tensor *g = leaf->grad;
-  if (g->dtype != leaf->dtype || !same_shape(g, leaf) || !pt_tensor_is_contiguous(g)) return NULL;
-  return g;
+  return pt_autograd_grad_target(ctx, leaf, fresh);
 }
 
 /* ===================================================================== linear */
 
 
 /* saved: 0 x (contiguous), 1 W (contiguous), 2 y alias when act is relu; ints: M, in, out, act */
+/* Batch-1 backward (M == 1), one pass per output and no temporaries: g (nout, masked by the
+ * saved output when act is relu) is read once; rows of W and dW whose g is 0 (a dead ReLU) are
+ * skipped when adding (dW row += g_i x, gx += g_i W_i), written as zeros when dW is fresh. */
+#define LINEAR_VEC_MAX 4096
+static pt_status linear_backward_vec(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **grad_in) {
+  pt_tensor *x = node->saved[0], *w = node->saved[1];
+  int64_t in = node->ints[1], nout = node->ints[2];
+  pt_dtype dt = w->dtype;
+  pt_status st;
+  pt_tensor *gx = NULL;
+  bool relu = node->ints[3] == PT_ACT_RELU;
+  if (node->needs_grad[0]) {
+    pt_tensor *xin = node->inputs[0];
+    if ((st = pt_tensor_empty(ctx, dt, xin->ndim, xin->shape, &gx))) return st;
+  }
+  pt_tensor *dW = NULL, *db = NULL, *gw = NULL, *gb = NULL;
+  bool fresh_w = false, fresh_b = false;
+  if (node->needs_grad[1]) {
+    dW = direct_grad(ctx, node->inputs[1], &fresh_w);
+    if (!dW) {
+      if ((st = pt_tensor_empty(ctx, dt, 2, w->shape, &gw))) goto fail;
+      dW = gw;
+      fresh_w = true;
+    }
+  }
+  if (node->n_inputs > 2 && node->needs_grad[2]) {
+    db = direct_grad(ctx, node->inputs[2], &fresh_b);
+    if (!db) {
+      if ((st = pt_tensor_empty(ctx, dt, 1, &nout, &gb))) goto fail;
+      db = gb;
+      fresh_b = true;
+    }
+  }
+  DISPATCH(dt, {
+    T gbuf[LINEAR_VEC_MAX];
+    const T *gp = pt_tensor_data(g);
+    if (relu) {
+      const T *yp = pt_tensor_data(node->saved[2]);
+      for (int64_t i = 0; i < nout; i++) gbuf[i] = yp[i] > 0 ? gp[i] : (T)0;
+      gp = gbuf;
+    }
+    const T *xp = pt_tensor_data(x), *wp = pt_tensor_data(w);
+    if (gx) {
+      T *o = pt_tensor_data(gx);
+      for (int64_t k = 0; k < in; k++) o[k] = 0;
+      for (int64_t i = 0; i < nout; i++) {
+        T gi = gp[i];
+        if (gi == 0) continue;
+        const T *wr = wp + i * in;
+        for (int64_t k = 0; k < in; k++) o[k] += gi * wr[k];
+      }
+    }
+    if (dW) {
+      T *d = pt_tensor_data(dW);
+      for (int64_t i = 0; i < nout; i++) {
+        T gi = gp[i];
+        T *dr = d + i * in;
+        if (fresh_w) {
+          if (gi == 0)
+            memset(dr, 0, (size_t)in * sizeof(T));
+          else
+            for (int64_t k = 0; k < in; k++) dr[k] = gi * xp[k];
+        } else if (gi != 0) {
+          for (int64_t k = 0; k < in; k++) dr[k] += gi * xp[k];
+        }
+      }
+      atomic_fetch_add(&dW->version, 1);
+    }
+    if (db) {
+      T *bp = pt_tensor_data(db);
+      if (fresh_b)
+        for (int64_t j = 0; j < nout; j++) bp[j] = gp[j];
+      else
+        for (int64_t j = 0; j < nout; j++) bp[j] += gp[j];
+      atomic_fetch_add(&db->version, 1);
+    }
+  });
+  grad_in[0] = gx;
+  grad_in[1] = gw;
+  if (node->n_inputs > 2) grad_in[2] = gb;
+  return PT_OK;
+fail:
+  /* a fresh target handed out but not written must still hold a valid gradient */
+  if (dW && dW != gw && fresh_w) memset(pt_tensor_data(dW), 0, (size_t)(nout * in) * pt_dtype_size(dt));
+  pt_tensor_release(gx);
+  pt_tensor_release(gw);
+  pt_tensor_release(gb);
+  return st;
+}
+
 static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
                                  pt_tensor **grad_in) {
   pt_tensor *x = node->saved[0], *w = node->saved[1];
@@ -93,6 +170,11 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
   pt_tensor *g = NULL;
   pt_status st = grad_prep(ctx, grad_out, dt, &g);
   if (st) return st;
+  if (M == 1 && nout <= LINEAR_VEC_MAX) {
+    st = linear_backward_vec(ctx, node, g, grad_in);
+    pt_tensor_release(g);
+    return st;
+  }
   if (node->ints[3] == PT_ACT_RELU) { /* mask by the saved output: a new buffer */
     pt_tensor *m;
     if ((st = pt_tensor_empty(ctx, dt, g->ndim, g->shape, &m))) goto fail;
@@ -206,13 +288,21 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
     if (bc) {
       const T *bp = pt_tensor_data(bc);
       for (int64_t i = 0; i < M; i++) memcpy(yp + i * nout, bp, (size_t)nout * sizeof(T));
-    } else if (in == 0) {
+    } else if (in == 0 || M == 1) {
       memset(yp, 0, (size_t)(M * nout) * sizeof(T));
     }
   });
-  if (in > 0)
+  if (in > 0 && M == 1) { /* batch 1: y = W x (+ b), a matrix-vector product */
+    if (dt == PT_FLOAT32)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)nout, (blasint)in, 1.0f, pt_tensor_data(wc),
+                  (blasint)in, pt_tensor_data(xc), 1, bc ? 1.0f : 0.0f, pt_tensor_data(y), 1);
+    else
+      cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)nout, (blasint)in, 1.0, pt_tensor_data(wc),
+                  (blasint)in, pt_tensor_data(xc), 1, bc ? 1.0 : 0.0, pt_tensor_data(y), 1);
+  } else if (in > 0) {
     pt_gemm(ctx, dt, CblasNoTrans, CblasTrans, M, nout, in, 1.0, pt_tensor_data(xc), in, pt_tensor_data(wc), in,
          bc ? 1.0 : 0.0, pt_tensor_data(y), nout);
+  }
   if (act == PT_ACT_RELU) {
     int64_t n = M * nout;
     DISPATCH(dt, {

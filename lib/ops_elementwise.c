@@ -769,7 +769,48 @@ static pt_status record_binary(pt_ctx *ctx, int op, opnd x, opnd y, double alpha
  * binary: public out-of-place entry points
  * ------------------------------------------------------------------------------------------- */
 
+/* One-element tensors of one floating dtype and rank, nothing to record: `c = a + b` on scalars
+ * (W3). Same rank and one element each means the same all-ones shape, so there is nothing to
+ * broadcast, promote or iterate; this skips the generic path's dtype tables, kernel call and
+ * shape checks (~15 ns of an op that costs ~200 with its Lua handle). false: take the generic
+ * path. */
+static bool binary_one_element(pt_ctx *ctx, int op, const pt_tensor *a, const pt_tensor *b,
+                               pt_tensor **out) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim || op > PT_BIN_DIV) return false;
+  if ((a->requires_grad || b->requires_grad) && ctx->grad_enabled) return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != 1 || b->shape[i] != 1) return false;
+  double r;
+  if (a->dtype == PT_FLOAT32) {
+    float u = *(const float *)pt_tensor_data(a), v = *(const float *)pt_tensor_data(b), w;
+    switch (op) {
+    case PT_BIN_ADD: w = u + v; break;
+    case PT_BIN_SUB: w = u - v; break;
+    case PT_BIN_MUL: w = u * v; break;
+    default: w = u / v; break;
+    }
+    r = w;
+  } else if (a->dtype == PT_FLOAT64) {
+    double u = *(const double *)pt_tensor_data(a), v = *(const double *)pt_tensor_data(b);
+    switch (op) {
+    case PT_BIN_ADD: r = u + v; break;
+    case PT_BIN_SUB: r = u - v; break;
+    case PT_BIN_MUL: r = u * v; break;
+    default: r = u / v; break;
+    }
+  } else {
+    return false;
+  }
+  pt_tensor *o;
+  if (pt_tensor_empty(ctx, a->dtype, a->ndim, a->shape, &o)) return false; /* the generic path reports it */
+  if (a->dtype == PT_FLOAT32) *(float *)o->storage->data = (float)r;
+  else *(double *)o->storage->data = r;
+  *out = o;
+  return true;
+}
+
 static pt_status binary_op(pt_ctx *ctx, int op, opnd x, opnd y, double alpha, pt_tensor **out) {
+  if (x.t && y.t && alpha == 1.0 && binary_one_element(ctx, op, x.t, y.t, out)) return PT_OK;
   const char *fname = bin_names[op];
   pt_tensor *scaled = NULL, *r = NULL;
   opnd yy = y;

@@ -100,6 +100,45 @@ pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor
   return PT_OK;
 }
 
+#define SGD_LOOP(G)                                                      \
+  do {                                                                   \
+    if (!b) {                                                            \
+      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (G) + wd * p[i]); \
+    } else {                                                             \
+      for (int64_t i = 0; i < n; i++) {                                  \
+        T d = sign * (G) + wd * p[i];                                    \
+        T bi = buf_init ? d : mom * b[i] + damp * d;                     \
+        b[i] = bi;                                                       \
+        p[i] -= lr * (o->nesterov ? d + mom * bi : bi);                  \
+      }                                                                  \
+    }                                                                    \
+  } while (0)
+
+void pt_optim_sgd_raw(pt_dtype dt, void *pv, const void *gv, const void *g2v, void *bv,
+                      bool buf_init, const pt_sgd_opts *o, int64_t n) {
+  DISPATCH(dt, {
+    T *p = pv;
+    const T *gp = gv, *g2 = g2v;
+    T *b = bv;
+    const T lr = (T)o->lr, wd = (T)o->weight_decay, mom = (T)o->momentum;
+    const T damp = (T)(1.0 - o->dampening), sign = o->maximize ? (T)-1 : (T)1;
+    /* the same expressions as pt_optim_sgd: bitwise the same results */
+    if (g2)
+      SGD_LOOP(gp[i] + g2[i]);
+    else
+      SGD_LOOP(gp[i]);
+  });
+}
+
+void pt_optim_sgd_range(pt_tensor *param, pt_tensor *grad, pt_tensor *buf, bool buf_init,
+                        const pt_sgd_opts *o, int64_t lo, int64_t hi, bool zero_grad) {
+  size_t es = pt_dtype_size(param->dtype);
+  char *g = (char *)pt_tensor_data(grad) + (size_t)lo * es;
+  pt_optim_sgd_raw(param->dtype, (char *)pt_tensor_data(param) + (size_t)lo * es, g, NULL,
+                   buf ? (char *)pt_tensor_data(buf) + (size_t)lo * es : NULL, buf_init, o, hi - lo);
+  if (zero_grad) memset(g, 0, (size_t)(hi - lo) * es);
+}
+
 pt_status pt_optim_adam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
                         pt_tensor *exp_avg_sq, pt_tensor *max_sq, int64_t step,
                         const pt_adam_opts *o) {

@@ -16,6 +16,16 @@ typedef struct pt_sgd_opts {
 pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *buf,
                        bool buf_init, const pt_sgd_opts *o);
 
+/* The same update on elements [lo, hi) of a contiguous param, grad (same dtype) and buf (or
+ * NULL), then grad[lo, hi) = 0 when zero_grad: the dispatcher steps one slice per worker.
+ * No checks, no version bumps (the caller does both). */
+void pt_optim_sgd_range(pt_tensor *param, pt_tensor *grad, pt_tensor *buf, bool buf_init,
+                        const pt_sgd_opts *o, int64_t lo, int64_t hi, bool zero_grad);
+/* The same on raw arrays of n elements of dtype dt (p, g, buf or NULL, already offset); g2,
+ * when not NULL, is added to g first (the gradient is g[i] + g2[i]). */
+void pt_optim_sgd_raw(pt_dtype dt, void *p, const void *g, const void *g2, void *buf,
+                      bool buf_init, const pt_sgd_opts *o, int64_t n);
+
 typedef struct pt_adam_opts {
   double lr, beta1, beta2, eps, weight_decay;
   bool amsgrad, decoupled /* AdamW */, maximize;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +109,10 @@ static void *worker_main(void *arg) {
         spun = true;
         unsigned seen = atomic_load(&p->submits);
         pthread_mutex_unlock(&p->mu);
-        for (int i = 0; i < POOL_SPIN && atomic_load(&p->submits) == seen; i++) cpu_relax();
+        for (int i = 1; i <= POOL_SPIN && atomic_load(&p->submits) == seen; i++) {
+          cpu_relax();
+          if ((i & 127) == 0) sched_yield(); /* the submitter may share this core */
+        }
         pthread_mutex_lock(&p->mu);
         continue;
       }
@@ -279,8 +283,10 @@ pt_status pt_pool_wait(pt_ctx *ctx, pt_pool *p, pt_pool_task **done) {
       spun = true;
       unsigned seen = atomic_load(&p->completions);
       pthread_mutex_unlock(&p->mu);
-      for (int i = 0; i < POOL_SPIN && atomic_load(&p->completions) == seen && !interrupted(ctx); i++)
+      for (int i = 1; i <= POOL_SPIN && atomic_load(&p->completions) == seen && !interrupted(ctx); i++) {
         cpu_relax();
+        if ((i & 127) == 0) sched_yield(); /* the worker may share this core */
+      }
       pthread_mutex_lock(&p->mu);
       continue;
     }

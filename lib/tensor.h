@@ -10,6 +10,9 @@
 
 typedef struct pt_storage {
   atomic_int refcount;
+  /* Internal to tensor.c (PT_STORAGE_*): read only when release == NULL, so storages made by
+   * hand (with release set) need not initialise it. */
+  int flags;
   void *data;
   size_t nbytes;
   pt_device device;
@@ -35,6 +38,17 @@ typedef struct pt_tensor {
   struct pt_node *grad_fn;    /* the node that produced this tensor, or NULL for leaves */
   atomic_uint version;        /* bumped by in-place ops */
 } pt_tensor;
+
+/* Small-block allocator (lib/tensor.c) for tensor headers, small storages, autograd nodes and
+ * the Lua state's own small objects: per-thread free lists over slabs kept apart from the malloc
+ * heap. A block may be freed on any thread. The caller passes the size it allocated with. */
+#define PT_SMALL_MAX 1024
+void *pt_small_alloc(pt_ctx *ctx, size_t nbytes); /* counts in ctx->bytes_allocated (ctx may be NULL); NULL + message on failure */
+void pt_small_free(void *p, size_t nbytes);       /* NULL is fine */
+bool pt_small_owns(const void *p);                 /* p came from the slabs (not a malloc fallback) */
+bool pt_small_ready(void);                         /* the slabs are available (false under ASan) */
+size_t pt_small_cached_bytes(void);                /* bytes in this thread's free lists */
+void pt_small_trim(void);                          /* move this thread's lists to the shared pool */
 
 /* lifetime */
 pt_tensor *pt_tensor_retain(pt_tensor *t);

@@ -759,6 +759,12 @@ function BatchNorm1d:__init(num_features, opts)
 end
 function BatchNorm1d:forward(x)
   local p, b = self._parameters, self._buffers
+  -- nn.DataParallel: replicas 2..n normalise with their own batch statistics and leave the
+  -- shared running statistics alone (PyTorch: only the first replica updates them)
+  local dp = package.loaded["partrain.data_parallel"]
+  if self.training and dp and dp.secondary_replica then
+    return C._nn_batch_norm(x, nil, nil, p.weight, p.bias, true, 0, self.eps)
+  end
   local momentum = self.momentum or 0
   if self.training and self.track_running_stats then
     local n = b.num_batches_tracked:item() + 1

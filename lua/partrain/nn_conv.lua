@@ -140,6 +140,12 @@ function BatchNorm2d:forward(x)
       table.concat(x:size(), ",")), 2)
   end
   local p, b = self._parameters, self._buffers
+  -- nn.DataParallel: replicas 2..n normalise with their own batch statistics and leave the
+  -- shared running statistics alone (PyTorch: only the first replica updates them)
+  local dp = package.loaded["partrain.data_parallel"]
+  if self.training and dp and dp.secondary_replica then
+    return pt.batch_norm(x, nil, nil, p.weight, p.bias, {training = true, eps = self.eps})
+  end
   local momentum = self.momentum or 0
   local use_batch = self.training or not self.track_running_stats
   if self.training and self.track_running_stats then
@@ -191,5 +197,8 @@ nn.adaptive_avg_pool2d = pt.adaptive_avg_pool2d
 nn.batch_norm2d = pt.batch_norm
 nn.dropout2d = pt.dropout2d
 nn.upsample_nearest2d = pt.upsample_nearest2d
+
+-- nn.DataParallel (partrain.data_parallel sets it; package.loaded["partrain.nn"] is already set)
+require "partrain.data_parallel"
 
 return nn

@@ -42,6 +42,34 @@ local function check_handler(handler)
   return ds
 end
 
+-- The fused step's plan for an optim.SGD: {{param, momentum buffer or false, first, lr, momentum,
+-- dampening, weight_decay, nesterov, maximize}, ...} and, for buffers made here, the state
+-- tables they belong to once used.
+local function step_plan(opt)
+  local optim = pt.optim
+  if type(opt) ~= "table" or getmetatable(opt) ~= optim.SGD then
+    error("par_by_sample: step must be an optim.SGD (other optimizers: call opt:step() in "
+      .. "after_window)", 3)
+  end
+  local plan, fresh = {}, {}
+  for _, g in ipairs(opt.param_groups) do
+    for i, p in ipairs(g.params) do
+      local st = g._states[i]
+      local buf, first = false, false
+      if g.momentum ~= 0 then
+        buf = st.momentum_buffer
+        if buf == nil then
+          buf, first = pt.zeros_like(p), true
+          fresh[#plan + 1] = st
+        end
+      end
+      plan[#plan + 1] = {p, buf, first, g.lr, g.momentum, g.dampening, g.weight_decay,
+                         g.nesterov and true or false, g.maximize and true or false}
+    end
+  end
+  return plan, next(fresh) and fresh or nil
+end
+
 --- handler:par_by_sample(model, n, fn[, opts]) -> losses, model
 -- rotta_rs semantics: the thread count n is fixed by the first call (later calls reuse it and
 -- may pass nil); each call processes one window of samples idx .. idx+n-1, stopping at the end
@@ -62,6 +90,16 @@ end
 --   epoch = true       run windows from the current position to the end of the dataset
 --   after_window = f   with windows/epoch: f(window_losses) runs in the caller between
 --                      windows (e.g. opt:step(); opt:zero_grad())
+--   step = opt         an optim.SGD: opt:step() then opt:zero_grad() after every window,
+--                      fused into the window: every worker (worker 1 too) fills its own
+--                      gradient buffers and then updates its slice of every parameter, reading
+--                      the buffers in worker order, so the step runs on all threads where the
+--                      gradients are. The numbers are those of calling opt:step();
+--                      opt:zero_grad() from after_window (up to rounding for a parameter that
+--                      gets several gradients within one sample, e.g. a layer used twice).
+--                      Hyperparameters (lr, ...) are read at the start of the call;
+--                      after_window, if given, runs after the step. When a sample fails, none
+--                      of that window's gradients is added and the step does not run.
 --   refresh_model = true  re-send the model to the workers (it is cached per worker by
 --                      identity; parameters are shared anyway, so only changes to the model's
 --                      structure, such as a replaced submodule, need this)
@@ -115,8 +153,18 @@ function M.par_by_sample(handler, model, n, fn, opts)
     windows[2 * w - 1], windows[2 * w] = st.idx, stop
     st.idx = st.idx + n
   end
+  local plan, fresh_bufs
+  if opts.step ~= nil then plan, fresh_bufs = step_plan(opts.step) end
   local function get(i) return ds:get(i) end
-  local losses = pt._par_windows(model, fn, get, windows, n, opts.after_window, opts.refresh_model)
+  local losses = pt._par_windows(model, fn, get, windows, n, opts.after_window, opts.refresh_model,
+                                 plan)
+  if fresh_bufs then
+    -- momentum buffers created for this call join the optimizer's state once used
+    for i, e in ipairs(plan) do
+      local st = fresh_bufs[i]
+      if st and e[3] == false then st.momentum_buffer = e[2] end
+    end
+  end
   return losses, model
 end
 

@@ -1,0 +1,104 @@
+-- par_by_sample's fused optimizer step (opts.step) and the batch-1 Linear paths
+local pt = require "partrain"
+local nn, optim, data = pt.nn, pt.optim, pt.data
+
+local function make_data(n)
+  pt.manual_seed(7)
+  local s = {}
+  for i = 1, n do s[i] = {pt.rand(1, 12), pt.randint(1, 4, {1}, {dtype = "int64"})} end
+  return {get = function(_, i) return s[i] end, len = function() return n end}
+end
+
+local function fn(sample, model)
+  local loss = nn.cross_entropy(model(sample[1]), sample[2])
+  loss:backward()
+  return loss
+end
+
+local function train(threads, ds, sgd_opts, fused, calls)
+  pt.manual_seed(3)
+  local model = nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
+  local opt = optim.SGD(model:parameters(), sgd_opts)
+  local handler = data.DataHandler(ds)
+  local all = {}
+  for _ = 1, calls or 1 do
+    local losses
+    if fused then
+      local after = 0
+      losses = handler:par_by_sample(model, threads, fn, {epoch = true, step = opt,
+        after_window = function() after = after + 1 end})
+      assert.is_true(after > 0)
+    else
+      losses = handler:par_by_sample(model, threads, fn, {epoch = true, after_window = function()
+        opt:step()
+        opt:zero_grad()
+      end})
+    end
+    for _, l in ipairs(losses) do all[#all + 1] = l:item() end
+  end
+  return model, opt, all
+end
+
+describe("par_by_sample opts.step", function()
+  for _, threads in ipairs({1, 2, 3}) do
+    for _, o in ipairs({{lr = 0.1}, {lr = 0.05, momentum = 0.9, weight_decay = 1e-3},
+                        {lr = 0.05, momentum = 0.9, nesterov = true, maximize = true}}) do
+      it(("gives the same weights as opt:step(); opt:zero_grad() in after_window (%d threads, momentum %s)")
+           :format(threads, tostring(o.momentum)), function()
+        local ds = make_data(11)
+        local m1, o1, l1 = train(threads, ds, o, false, 2)
+        local m2, o2, l2 = train(threads, ds, o, true, 2)
+        assert.are.same(l1, l2)
+        local p1, p2 = m1:parameters(), m2:parameters()
+        for i = 1, #p1 do
+          assert.is_true(pt.equal(p1[i], p2[i]), "parameter " .. i)
+          assert.is_true(pt.equal(p2[i].grad, pt.zeros_like(p2[i])), "gradient " .. i .. " zeroed")
+          local b1, b2 = o1.state[p1[i]].momentum_buffer, o2.state[p2[i]].momentum_buffer
+          assert.are.equal(b1 == nil, b2 == nil)
+          if b1 then assert.is_true(pt.equal(b1, b2), "momentum buffer " .. i) end
+        end
+      end)
+    end
+  end
+
+  it("rejects other optimizers with a clear message", function()
+    local ds = make_data(4)
+    local model = nn.Sequential(nn.Linear(12, 4))
+    local opt = optim.Adam(model:parameters(), {lr = 0.1})
+    local ok, err = pcall(function()
+      data.DataHandler(ds):par_by_sample(model, 2, fn, {step = opt})
+    end)
+    assert.is_false(ok)
+    assert.matches("step must be an optim.SGD", err)
+  end)
+end)
+
+describe("batch-1 Linear", function()
+  it("matches the batched path in forward and backward, also into worker buffers", function()
+    pt.manual_seed(5)
+    local lin = nn.Linear(7, 5)
+    local x = pt.randn(1, 7):requires_grad_()
+    local y = nn.relu(lin(x))
+    y:sum():backward()
+    local gw, gb, gx = lin.weight.grad:clone(), lin.bias.grad:clone(), x.grad:clone()
+    -- the same row twice in a batch of 2 gives twice the gradients
+    lin.weight.grad, lin.bias.grad = nil, nil
+    local x2 = pt.cat({x:detach(), x:detach()}, 1):requires_grad_()
+    local y2 = nn.relu(lin(x2))
+    assert.is_true(pt.allclose(y2[1]:unsqueeze(1), y, {atol = 1e-6}))
+    y2:sum():backward()
+    assert.is_true(pt.allclose(lin.weight.grad, gw * 2, {atol = 1e-6}))
+    assert.is_true(pt.allclose(lin.bias.grad, gb * 2, {atol = 1e-6}))
+    assert.is_true(pt.allclose(x2.grad[1]:unsqueeze(1), gx, {atol = 1e-6}))
+  end)
+
+  it("passes gradcheck in float64 with and without fused relu", function()
+    local gradcheck = require "spec.gradcheck"
+    pt.manual_seed(6)
+    local x = pt.randn(1, 6, {dtype = "float64"}):requires_grad_()
+    local w = pt.randn(4, 6, {dtype = "float64"}):requires_grad_()
+    local b = pt.randn(4, {dtype = "float64"}):requires_grad_()
+    assert.is_true(gradcheck(function(a, ww, bb) return nn.linear(a, ww, bb) end, {x, w, b}))
+    assert.is_true(gradcheck(function(a, ww) return nn.linear(a, ww) end, {x, w}))
+  end)
+end)
