@@ -130,14 +130,39 @@ void lpt_add_docs(lua_State *L, int in_methods, const char *const *pairs) {
   lua_pop(L, 3);
 }
 
+static size_t full_gc_bytes(void) {
+  static size_t v = 0;
+  if (!v) {
+    const char *e = getenv("PARTRAIN_GC_FULL_MB");
+    long mb = e ? atol(e) : 64;
+    v = (size_t)(mb > 0 ? mb : 64) << 20;
+  }
+  return v;
+}
+
 void lpt_gc_account(lua_State *L) {
   lpt_state *s = lpt_get_state(L);
   size_t bytes = s->ctx.bytes_allocated;
   s->ctx.bytes_allocated = 0;
   s->gc_debt += bytes;
   /* Small tensors are paid for by their userdata; large ones push the collector along so
-   * a training loop's temporaries are reclaimed before RSS grows. */
-  if (s->gc_debt >= LPT_GC_STEP_BYTES) {
+   * a training loop's temporaries are reclaimed before RSS grows. lpt_gc_account_fast moves
+   * bytes into gc_debt itself and calls here once a step is due. */
+  if (s->gc_debt < LPT_GC_STEP_BYTES) return;
+  s->gc_major_debt += s->gc_debt;
+  /* at least 64 MB, and 4x the Lua heap so a big Lua heap is not walked too often */
+  size_t lua_heap = (size_t)lua_gc(L, LUA_GCCOUNT) << 10;
+  size_t full = full_gc_bytes() > 4 * lua_heap ? full_gc_bytes() : 4 * lua_heap;
+  if (s->gc_major_debt >= full) {
+    /* In generational mode young collections never free old objects, and a tensor handle that
+     * lived through two of them (a step's activations) stays until a major collection, which
+     * Lua times by its own heap (tiny here: a handle is 8 bytes). So tensor memory Lua cannot
+     * see would pile up; a full collection every so many bytes bounds it. Its cost is
+     * proportional to the Lua heap, not to tensor memory. */
+    s->gc_major_debt = 0;
+    s->gc_debt = 0;
+    lua_gc(L, LUA_GCCOLLECT);
+  } else {
     int kb = (int)(s->gc_debt >> 10);
     s->gc_debt = 0;
     lua_gc(L, LUA_GCSTEP, kb);

@@ -18,7 +18,8 @@ typedef struct lpt_state {
   pt_ctx ctx;
   const void *tensor_mt; /* identity of the tensor metatable, for fast type checks */
   int tensor_mt_ref;     /* registry reference to it, for fast pushes */
-  size_t gc_debt;        /* tensor bytes not yet reported to the collector */
+  size_t gc_debt;
+  size_t gc_major_debt;  /* tensor bytes since the last full collection */        /* tensor bytes not yet reported to the collector */
   int worker_id;         /* 0 in the caller's state, 1..n in dispatcher workers */
 } lpt_state;
 
