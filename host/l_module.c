@@ -390,6 +390,14 @@ int luaopen_partrain_core(lua_State *L) {
   };
   for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
     if (areas[i]) areas[i](L);
+  static const char *const docs[] = {
+      "manual_seed", "pt.manual_seed(n): seed this Lua state's random generator (each worker state has its own).",
+      "is_grad_enabled", "pt.is_grad_enabled() -> whether operations record a graph in this state.",
+      "set_grad_enabled", "pt.set_grad_enabled(flag) -> the previous setting; see also pt.no_grad(fn).",
+      "clock", "pt.clock() -> seconds on a monotonic wall clock, for timing (os.clock is CPU time).",
+      NULL, NULL,
+  };
+  lpt_add_docs(L, 0, docs);
   lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
   return 1;
 }

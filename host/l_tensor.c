@@ -940,6 +940,14 @@ static const char *const method_docs[] = {
     "to", "t:to(dtype_or_device) -> converted tensor; \"cuda\" raises without a GPU.",
     "fill_", "t:fill_(v) -> t, every element set to v.",
     "zero_", "t:zero_() -> t, every element set to 0.",
+    "int", "t:int() -> int32 copy.",
+    "byte", "t:byte() -> uint8 copy.",
+    "bool", "t:bool() -> bool copy (nonzero -> true).",
+    "device", "t:device() -> \"cpu\" (or \"cuda:N\").",
+    "stride", "t:stride([dim]) -> table of strides in elements, or the stride of dimension dim.",
+    "storage_offset", "t:storage_offset() -> 1-based position of t's first element in its storage.",
+    "is_contiguous", "t:is_contiguous() -> true when t's elements are laid out row-major without gaps.",
+    "is_same_storage", "t:is_same_storage(u) -> true when t and u view the same storage (views share it).",
     NULL, NULL,
 };
 
