@@ -2,6 +2,7 @@
 #include "nn.h"
 
 #include "blas.h"
+#include "conv.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -1216,163 +1217,21 @@ fail:
   return st;
 }
 
-/* batch norm saved: 0 x, 1 stats {C,2}, 2 w; ints: N, C, L, batch statistics used */
-static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
-                                     pt_tensor **grad_in) {
-  pt_tensor *x = node->saved[0], *stats = node->saved[1], *w = node->saved[2];
-  int64_t N = node->ints[0], C = node->ints[1], L = node->ints[2];
-  bool batch = node->ints[3] != 0;
-  pt_dtype dt = x->dtype;
-  pt_tensor *g, *gx = NULL, *gw = NULL, *gb = NULL;
-  pt_status st = grad_prep(ctx, grad_out, dt, &g);
-  if (st) return st;
-  if (node->needs_grad[0] && (st = pt_tensor_empty(ctx, dt, x->ndim, x->shape, &gx))) goto fail;
-  if (node->needs_grad[1] && (st = pt_tensor_zeros(ctx, dt, 1, &C, &gw))) goto fail;
-  if (node->n_inputs > 2 && node->needs_grad[2] && (st = pt_tensor_zeros(ctx, dt, 1, &C, &gb)))
-    goto fail;
-  DISPATCH(dt, {
-    const T *xp = pt_tensor_data(x), *gp = pt_tensor_data(g), *sp = pt_tensor_data(stats);
-    const T *wp = w ? (const T *)pt_tensor_data(w) : NULL;
-    T *gxp = gx ? (T *)pt_tensor_data(gx) : NULL, *gwp = gw ? (T *)pt_tensor_data(gw) : NULL;
-    T *gbp = gb ? (T *)pt_tensor_data(gb) : NULL;
-    double cnt = (double)(N * L);
-    for (int64_t c = 0; c < C; c++) {
-      double mean = sp[2 * c], rstd = sp[2 * c + 1], wc = wp ? wp[c] : 1.0;
-      double sg = 0, sgx = 0;
-      for (int64_t n = 0; n < N; n++)
-        for (int64_t l = 0; l < L; l++) {
-          int64_t e = (n * C + c) * L + l;
-          double xh = (xp[e] - mean) * rstd;
-          sg += gp[e];
-          sgx += gp[e] * xh;
-        }
-      if (gwp) gwp[c] = (T)sgx;
-      if (gbp) gbp[c] = (T)sg;
-      if (gxp) {
-        double m1 = batch ? sg / cnt : 0, m2 = batch ? sgx / cnt : 0;
-        for (int64_t n = 0; n < N; n++)
-          for (int64_t l = 0; l < L; l++) {
-            int64_t e = (n * C + c) * L + l;
-            double xh = (xp[e] - mean) * rstd;
-            gxp[e] = (T)(wc * rstd * (gp[e] - m1 - xh * m2));
-          }
-      }
-    }
-  });
-  pt_tensor_release(g);
-  grad_in[0] = gx;
-  grad_in[1] = gw;
-  grad_in[2] = gb;
-  return PT_OK;
-fail:
-  pt_tensor_release(g);
-  pt_tensor_release(gx);
-  pt_tensor_release(gw);
-  pt_tensor_release(gb);
-  return st;
-}
 
+/* Batch norm over {N,C} or {N,C,L}. The computation is pt_batch_norm's (lib/conv.h), shared
+ * with BatchNorm2d; this keeps BatchNorm1d's shape rule and uses batch statistics when no
+ * running statistics are given (track_running_stats=false). */
 pt_status pt_nn_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *running_mean,
                            pt_tensor *running_var, pt_tensor *w, pt_tensor *b, bool training,
                            double momentum, double eps, pt_tensor **out) {
   char s1[PT_SHAPE_STR_MAX];
   pt_status st;
-  const char *fname = "batch_norm";
-  if ((st = check_float(ctx, fname, "input", x))) return st;
+  if ((st = check_float(ctx, "batch_norm", "input", x))) return st;
   if (x->ndim != 2 && x->ndim != 3)
-    return pt_fail(ctx, PT_ESHAPE, "%s: expected input {N,C} or {N,C,L}, got shape %s", fname,
+    return pt_fail(ctx, PT_ESHAPE, "batch_norm: expected input {N,C} or {N,C,L}, got shape %s",
                    shape_str(x, s1));
-  int64_t N = x->shape[0], C = x->shape[1], L = x->ndim == 3 ? x->shape[2] : 1;
-  if ((st = check_affine(ctx, fname, "weight", w, x, 1, &C))) return st;
-  if ((st = check_affine(ctx, fname, "bias", b, x, 1, &C))) return st;
-  if ((st = check_affine(ctx, fname, "running_mean", running_mean, x, 1, &C))) return st;
-  if ((st = check_affine(ctx, fname, "running_var", running_var, x, 1, &C))) return st;
-  if ((running_mean && !pt_tensor_is_contiguous(running_mean)) ||
-      (running_var && !pt_tensor_is_contiguous(running_var)))
-    return pt_fail(ctx, PT_EARG, "%s: running statistics must be contiguous", fname);
   bool batch = training || !running_mean || !running_var;
-  if (batch && N * L <= 1)
-    return pt_fail(ctx, PT_ESHAPE,
-                   "%s: expected more than 1 value per channel when training, got input shape %s",
-                   fname, shape_str(x, s1));
-  pt_dtype dt = x->dtype;
-  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *stats = NULL, *y = NULL;
-  int64_t sshape[2] = {C, 2};
-  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc))) goto fail;
-  if (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))) goto fail;
-  if (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))) goto fail;
-  if ((st = pt_tensor_empty(ctx, dt, 2, sshape, &stats))) goto fail;
-  if ((st = pt_tensor_empty(ctx, dt, x->ndim, x->shape, &y))) goto fail;
-  DISPATCH(dt, {
-    const T *xp = pt_tensor_data(xc);
-    const T *wp = wc ? (const T *)pt_tensor_data(wc) : NULL, *bp = bc ? (const T *)pt_tensor_data(bc) : NULL;
-    T *yp = pt_tensor_data(y), *sp = pt_tensor_data(stats);
-    T *rm = running_mean ? (T *)pt_tensor_data(running_mean) : NULL;
-    T *rv = running_var ? (T *)pt_tensor_data(running_var) : NULL;
-    double cnt = (double)(N * L);
-    for (int64_t c = 0; c < C; c++) {
-      double mean, var;
-      if (batch) {
-        mean = 0;
-        var = 0;
-        for (int64_t n = 0; n < N; n++)
-          for (int64_t l = 0; l < L; l++) mean += xp[(n * C + c) * L + l];
-        mean /= cnt;
-        for (int64_t n = 0; n < N; n++)
-          for (int64_t l = 0; l < L; l++) {
-            double d = xp[(n * C + c) * L + l] - mean;
-            var += d * d;
-          }
-        if (training && rm && rv) {
-          rm[c] = (T)((1 - momentum) * rm[c] + momentum * mean);
-          rv[c] = (T)((1 - momentum) * rv[c] + momentum * var / (cnt - 1));
-        }
-        var /= cnt;
-      } else {
-        mean = rm[c];
-        var = rv[c];
-      }
-      double rstd = 1.0 / sqrt(var + eps);
-      sp[2 * c] = (T)mean;
-      sp[2 * c + 1] = (T)rstd;
-      double wv = wp ? wp[c] : 1.0, bv = bp ? bp[c] : 0.0;
-      for (int64_t n = 0; n < N; n++)
-        for (int64_t l = 0; l < L; l++) {
-          int64_t e = (n * C + c) * L + l;
-          yp[e] = (T)((xp[e] - mean) * rstd * wv + bv);
-        }
-    }
-  });
-  if (training && running_mean) atomic_fetch_add(&running_mean->version, 1);
-  if (training && running_var) atomic_fetch_add(&running_var->version, 1);
-  pt_node *node;
-  pt_tensor *inputs[3] = {x, w, b};
-  if ((st = pt_autograd_record(ctx, y, "BatchNormBackward", batch_norm_backward, 3, inputs, &node)))
-    goto fail;
-  if (node) {
-    node->saved[0] = xc;
-    node->saved[1] = stats;
-    node->saved[2] = wc;
-    xc = stats = wc = NULL;
-    node->ints[0] = N;
-    node->ints[1] = C;
-    node->ints[2] = L;
-    node->ints[3] = batch;
-    node->n_ints = 4;
-  }
-  pt_tensor_release(xc);
-  pt_tensor_release(wc);
-  pt_tensor_release(bc);
-  pt_tensor_release(stats);
-  *out = y;
-  return PT_OK;
-fail:
-  pt_tensor_release(xc);
-  pt_tensor_release(wc);
-  pt_tensor_release(bc);
-  pt_tensor_release(stats);
-  pt_tensor_release(y);
-  return st;
+  return pt_batch_norm(ctx, x, running_mean, running_var, w, b, batch, momentum, eps, out);
 }
 
 /* ================================================================== embedding */
