@@ -1,5 +1,6 @@
 /* Fused layers and losses: one pass forward, one pass backward, one autograd node each. */
 #include "nn.h"
+#include "dispatch.h"
 
 #include "blas.h"
 #include "conv.h"
@@ -8,17 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Run the body once with T = float or T = double according to dt (float dtypes only). */
-#define DISPATCH(dt, ...)                   \
-  do {                                      \
-    if ((dt) == PT_FLOAT32) {               \
-      typedef float T;                      \
-      __VA_ARGS__                           \
-    } else {                                \
-      typedef double T;                     \
-      __VA_ARGS__                           \
-    }                                       \
-  } while (0)
 
 /* --- helpers --- */
 
@@ -106,7 +96,7 @@ static pt_status linear_backward_vec(pt_ctx *ctx, pt_node *node, pt_tensor *g, p
       fresh_b = true;
     }
   }
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     T gbuf[LINEAR_VEC_MAX];
     const T *gp = pt_tensor_data(g);
     if (relu) {
@@ -181,7 +171,7 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
     if ((st = pt_tensor_empty(ctx, dt, g->ndim, g->shape, &m))) goto fail;
     int64_t n = M * nout;
     const void *yv = pt_tensor_data(node->saved[2]);
-    DISPATCH(dt, {
+    PT_DISPATCH_FLOAT(dt, {
       const T *gp = pt_tensor_data(g), *yp = yv;
       T *mp = pt_tensor_data(m);
       for (int64_t i = 0; i < n; i++) mp[i] = yp[i] > 0 ? gp[i] : (T)0;
@@ -225,7 +215,7 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
       dg = gb;
       fresh = true;
     }
-    DISPATCH(dt, {
+    PT_DISPATCH_FLOAT(dt, {
       const T *gq = gp;
       T *bp = pt_tensor_data(dg);
       if (fresh)
@@ -284,7 +274,7 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
   memcpy(yshape, x->shape, (size_t)x->ndim * sizeof(int64_t));
   yshape[x->ndim - 1] = nout;
   if ((st = pt_tensor_empty(ctx, dt, x->ndim, yshape, &y))) goto fail;
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     T *yp = pt_tensor_data(y);
     if (bc) {
       const T *bp = pt_tensor_data(bc);
@@ -306,7 +296,7 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
   }
   if (act == PT_ACT_RELU) {
     int64_t n = M * nout;
-    DISPATCH(dt, {
+    PT_DISPATCH_FLOAT(dt, {
       T *yp = pt_tensor_data(y);
       for (int64_t i = 0; i < n; i++) yp[i] = yp[i] > 0 ? yp[i] : (T)0;
     });
@@ -417,7 +407,7 @@ static pt_status act_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, p
     return st;
   }
   int64_t n = pt_tensor_numel(x);
-  DISPATCH(x->dtype, {
+  PT_DISPATCH_FLOAT(x->dtype, {
     const T *xp = pt_tensor_data(x), *yp = pt_tensor_data(y), *gp = pt_tensor_data(g);
     T *op = pt_tensor_data(gx);
     if (act == PT_ACT_RELU) {
@@ -443,7 +433,7 @@ pt_status pt_nn_activation(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double slop
     return st;
   }
   int64_t n = pt_tensor_numel(x);
-  DISPATCH(x->dtype, {
+  PT_DISPATCH_FLOAT(x->dtype, {
     const T *xp = pt_tensor_data(xc);
     T *yp = pt_tensor_data(y);
     if (act == PT_ACT_RELU) {
@@ -490,7 +480,7 @@ static pt_status softmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_ou
     pt_tensor_release(g);
     return st;
   }
-  DISPATCH(y->dtype, {
+  PT_DISPATCH_FLOAT(y->dtype, {
     const T *yp = pt_tensor_data(y), *gp = pt_tensor_data(g);
     T *op = pt_tensor_data(gx);
     for (int64_t o = 0; o < outer; o++)
@@ -532,7 +522,7 @@ pt_status pt_nn_softmax(pt_ctx *ctx, pt_tensor *x, int dim, bool lg, pt_tensor *
     pt_tensor_release(xc);
     return st;
   }
-  DISPATCH(x->dtype, {
+  PT_DISPATCH_FLOAT(x->dtype, {
     const T *xp = pt_tensor_data(xc);
     T *yp = pt_tensor_data(y);
     for (int64_t o = 0; o < outer; o++)
@@ -658,7 +648,7 @@ static pt_status class_loss_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad
     return st;
   }
   const int64_t *ip = pt_tensor_data(idx);
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     const T *gp = pt_tensor_data(g);
     const T *wp = wt ? (const T *)pt_tensor_data(wt) : NULL;
     T *op = pt_tensor_data(gx);
@@ -705,7 +695,7 @@ static pt_status class_loss(pt_ctx *ctx, const char *fname, bool ce, pt_tensor *
   if ((st = loss_output(ctx, input->dtype, red, N, input->ndim == 2, &loss))) goto fail;
   const int64_t *ip = pt_tensor_data(idx);
   double total = 0, denom = 0;
-  DISPATCH(input->dtype, {
+  PT_DISPATCH_FLOAT(input->dtype, {
     const T *xp = pt_tensor_data(xc);
     const T *wp = wc ? (const T *)pt_tensor_data(wc) : NULL;
     T *lp = pt_tensor_data(loss);
@@ -882,7 +872,7 @@ static pt_status pw_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt
   if (st) return st;
   if (node->needs_grad[0] && (st = pt_tensor_empty(ctx, dt, a->ndim, a->shape, &ga))) goto fail;
   if (node->needs_grad[1] && (st = pt_tensor_empty(ctx, dt, a->ndim, a->shape, &gb))) goto fail;
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     const T *ap = pt_tensor_data(a), *bp = pt_tensor_data(b), *gp = pt_tensor_data(g);
     const T *pp = pwt ? (const T *)pt_tensor_data(pwt) : NULL;
     T *gap = ga ? (T *)pt_tensor_data(ga) : NULL, *gbp = gb ? (T *)pt_tensor_data(gb) : NULL;
@@ -963,7 +953,7 @@ pt_status pt_nn_pointwise_loss(pt_ctx *ctx, const char *fname, pt_pointwise_loss
   else
     st = pt_tensor_empty(ctx, input->dtype, 0, NULL, &loss);
   if (st) goto fail;
-  DISPATCH(input->dtype, {
+  PT_DISPATCH_FLOAT(input->dtype, {
     const T *ap = pt_tensor_data(a), *bp = pt_tensor_data(b);
     const T *pp = pwc ? (const T *)pt_tensor_data(pwc) : NULL;
     T *lp = pt_tensor_data(loss);
@@ -1021,7 +1011,7 @@ static pt_status dropout_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_ou
     return st;
   }
   int64_t n = pt_tensor_numel(mask);
-  DISPATCH(mask->dtype, {
+  PT_DISPATCH_FLOAT(mask->dtype, {
     const T *mp = pt_tensor_data(mask), *gp = pt_tensor_data(g);
     T *op = pt_tensor_data(gx);
     for (int64_t i = 0; i < n; i++) op[i] = gp[i] * mp[i];
@@ -1046,7 +1036,7 @@ pt_status pt_nn_dropout(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_t
   if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &y))) goto fail;
   int64_t n = pt_tensor_numel(x);
   double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
-  DISPATCH(x->dtype, {
+  PT_DISPATCH_FLOAT(x->dtype, {
     const T *xp = pt_tensor_data(xc);
     T *mp = pt_tensor_data(mask), *yp = pt_tensor_data(y);
     for (int64_t i = 0; i < n; i++) {
@@ -1093,7 +1083,7 @@ static pt_status layer_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad
   if (node->n_inputs > 2 && node->needs_grad[2] &&
       (st = pt_tensor_zeros(ctx, dt, node->inputs[2]->ndim, node->inputs[2]->shape, &gb)))
     goto fail;
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     const T *xp = pt_tensor_data(x), *gp = pt_tensor_data(g), *sp = pt_tensor_data(stats);
     const T *wp = w ? (const T *)pt_tensor_data(w) : NULL;
     T *gxp = gx ? (T *)pt_tensor_data(gx) : NULL, *gwp = gw ? (T *)pt_tensor_data(gw) : NULL;
@@ -1167,7 +1157,7 @@ pt_status pt_nn_layer_norm(pt_ctx *ctx, pt_tensor *x, int nnorm, const int64_t *
   if (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))) goto fail;
   if ((st = pt_tensor_empty(ctx, dt, 2, sshape, &stats))) goto fail;
   if ((st = pt_tensor_empty(ctx, dt, x->ndim, x->shape, &y))) goto fail;
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     const T *xp = pt_tensor_data(xc);
     const T *wp = wc ? (const T *)pt_tensor_data(wc) : NULL, *bp = bc ? (const T *)pt_tensor_data(bc) : NULL;
     T *yp = pt_tensor_data(y), *sp = pt_tensor_data(stats);
@@ -1251,7 +1241,7 @@ static pt_status embedding_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_
   }
   int64_t n = pt_tensor_numel(idx);
   const int64_t *ip = pt_tensor_data(idx);
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     const T *gp = pt_tensor_data(g);
     T *wp = pt_tensor_data(gw);
     for (int64_t i = 0; i < n; i++) {

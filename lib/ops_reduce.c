@@ -6,37 +6,14 @@
  * each loop with a constant unit stride so the compiler can vectorise it. Float32 and float64
  * share one source through DISPATCH_FLOAT (the body is expanded once per type, with T bound). */
 #include "ops_reduce.h"
+#include "dispatch.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "autograd.h"
 
-#define DISPATCH_FLOAT(dt, ...)                                                                    \
-  do {                                                                                             \
-    if ((dt) == PT_FLOAT32) {                                                                      \
-      typedef float T;                                                                             \
-      __VA_ARGS__                                                                                  \
-    } else {                                                                                       \
-      typedef double T;                                                                            \
-      __VA_ARGS__                                                                                  \
-    }                                                                                              \
-  } while (0)
 
-/* float32, float64 or int64 (integer inputs are converted to int64 first) */
-#define DISPATCH_ALL(dt, ...)                                                                      \
-  do {                                                                                             \
-    if ((dt) == PT_FLOAT32) {                                                                      \
-      typedef float T;                                                                             \
-      __VA_ARGS__                                                                                  \
-    } else if ((dt) == PT_FLOAT64) {                                                               \
-      typedef double T;                                                                            \
-      __VA_ARGS__                                                                                  \
-    } else {                                                                                       \
-      typedef int64_t T;                                                                           \
-      __VA_ARGS__                                                                                  \
-    }                                                                                              \
-  } while (0)
 
 typedef struct geom {
   int64_t outer, n, inner;
@@ -347,7 +324,7 @@ static pt_status reduce_op(pt_ctx *ctx, rkind kind, pt_tensor *t, int dim, bool 
       goto fail;
     }
     double scale = kind == R_MEAN ? 1.0 / (double)g.n : 1.0;
-    DISPATCH_FLOAT(x->dtype, {
+    PT_DISPATCH_FLOAT(x->dtype, {
       const T *xp = pt_tensor_data(x);
       T *op = pt_tensor_data(o);
       for (int64_t oo = 0; oo < g.outer; oo++) {
@@ -361,7 +338,7 @@ static pt_status reduce_op(pt_ctx *ctx, rkind kind, pt_tensor *t, int dim, bool 
     });
     pt_free(acc);
   } else {
-    DISPATCH_FLOAT(x->dtype, {
+    PT_DISPATCH_FLOAT(x->dtype, {
       const T *xp = pt_tensor_data(x);
       T *op = pt_tensor_data(o);
       FOR_LANES(g, {
@@ -417,7 +394,7 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   } else if (kind == R_LSE) {
     if ((st = pt_logsumexp(ctx, x, dim, true, &r))) goto done;
   }
-  DISPATCH_FLOAT(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     const T *xp = x ? (const T *)pt_tensor_data(x) : NULL, *gp = pt_tensor_data(gc);
     const T *mp = m ? (const T *)pt_tensor_data(m) : NULL;
     const T *rp = r ? (const T *)pt_tensor_data(r) : NULL;
@@ -544,7 +521,7 @@ static pt_status minmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
     return st;
   }
   const int64_t *ixp = pt_tensor_data(idx);
-  DISPATCH_FLOAT(in->dtype, {
+  PT_DISPATCH_FLOAT(in->dtype, {
     const T *gp = pt_tensor_data(gc);
     T *ip = pt_tensor_data(gi);
     FOR_LANES(gm, { ip[base + ixp[oi] * s] = gp[oi]; });
@@ -573,7 +550,7 @@ static pt_status minmax(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, b
   if ((st = pt_tensor_empty(ctx, PT_INT64, ondim, oshape, &ix))) goto fail;
   if (values && (st = pt_tensor_empty(ctx, x->dtype, ondim, oshape, &v))) goto fail;
   int64_t *ixp = pt_tensor_data(ix);
-  DISPATCH_ALL(x->dtype, {
+  PT_DISPATCH_FLOAT_INT64(x->dtype, {
     const T *xp = pt_tensor_data(x);
     T *vp = v ? (T *)pt_tensor_data(v) : NULL;
     FOR_LANES(g, {
@@ -659,7 +636,7 @@ static pt_status softmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_t
     pt_tensor_release(gc);
     return st;
   }
-  DISPATCH_FLOAT(y->dtype, {
+  PT_DISPATCH_FLOAT(y->dtype, {
     const T *yp = pt_tensor_data(y), *gp = pt_tensor_data(gc);
     T *ip = pt_tensor_data(gi);
     const int64_t n = gm.n;
@@ -698,7 +675,7 @@ static pt_status softmax_op(pt_ctx *ctx, const char *fname, pt_tensor *t, int di
     const float *xp = pt_tensor_data(x);
     float *yp = pt_tensor_data(y);
     for (int64_t oi = 0; oi < g.outer; oi++) softmax_row_f32(xp + oi * g.n, yp + oi * g.n, g.n, logsm);
-  } else DISPATCH_FLOAT(x->dtype, {
+  } else PT_DISPATCH_FLOAT(x->dtype, {
     const T *xp = pt_tensor_data(x);
     T *yp = pt_tensor_data(y);
     const int64_t n = g.n;

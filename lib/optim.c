@@ -1,19 +1,10 @@
 /* Optimizer update kernels: PyTorch 1.13's single-tensor formulas, fused per parameter. */
 #include "optim.h"
+#include "dispatch.h"
 
 #include <math.h>
 #include <string.h>
 
-#define DISPATCH(dt, ...)     \
-  do {                        \
-    if ((dt) == PT_FLOAT32) { \
-      typedef float T;        \
-      __VA_ARGS__             \
-    } else {                  \
-      typedef double T;       \
-      __VA_ARGS__             \
-    }                         \
-  } while (0)
 
 pt_status pt_optim_check_param(pt_ctx *ctx, const char *fname, int index, pt_tensor *param) {
   if (param->dtype != PT_FLOAT32 && param->dtype != PT_FLOAT64)
@@ -77,7 +68,7 @@ pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor
   pt_status st = grad_of(ctx, param, grad, &g);
   if (st) return st;
   int64_t n = pt_tensor_numel(param);
-  DISPATCH(param->dtype, {
+  PT_DISPATCH_FLOAT(param->dtype, {
     T *p = pt_tensor_data(param);
     const T *gp = pt_tensor_data(g);
     T *b = buf ? (T *)pt_tensor_data(buf) : NULL;
@@ -116,7 +107,7 @@ pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor
 
 void pt_optim_sgd_raw(pt_dtype dt, void *pv, const void *gv, const void *g2v, void *bv,
                       bool buf_init, const pt_sgd_opts *o, int64_t n) {
-  DISPATCH(dt, {
+  PT_DISPATCH_FLOAT(dt, {
     T *p = pv;
     const T *gp = gv, *g2 = g2v;
     T *b = bv;
@@ -148,7 +139,7 @@ pt_status pt_optim_adam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tenso
   int64_t n = pt_tensor_numel(param);
   double bc1 = 1.0 - pow(o->beta1, (double)step);
   double bc2 = 1.0 - pow(o->beta2, (double)step);
-  DISPATCH(param->dtype, {
+  PT_DISPATCH_FLOAT(param->dtype, {
     T *p = pt_tensor_data(param);
     const T *gp = pt_tensor_data(g);
     T *m = pt_tensor_data(exp_avg), *v = pt_tensor_data(exp_avg_sq);
@@ -187,7 +178,7 @@ pt_status pt_optim_rmsprop(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_te
   pt_status st = grad_of(ctx, param, grad, &g);
   if (st) return st;
   int64_t n = pt_tensor_numel(param);
-  DISPATCH(param->dtype, {
+  PT_DISPATCH_FLOAT(param->dtype, {
     T *p = pt_tensor_data(param);
     const T *gp = pt_tensor_data(g);
     T *sq = pt_tensor_data(square_avg);
@@ -230,7 +221,7 @@ pt_status pt_optim_adagrad(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_te
   if (st) return st;
   int64_t n = pt_tensor_numel(param);
   double clr = o->lr / (1.0 + (double)(step - 1) * o->lr_decay);
-  DISPATCH(param->dtype, {
+  PT_DISPATCH_FLOAT(param->dtype, {
     T *p = pt_tensor_data(param);
     const T *gp = pt_tensor_data(g);
     T *s = pt_tensor_data(state_sum);
@@ -279,7 +270,7 @@ pt_status pt_optim_norm_acc(pt_ctx *ctx, pt_tensor *g, double p, double *acc) {
 pt_status pt_optim_scale_(pt_ctx *ctx, pt_tensor *t, double s) {
   int64_t n = pt_tensor_numel(t);
   if (pt_tensor_is_contiguous(t) && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64)) {
-    DISPATCH(t->dtype, {
+    PT_DISPATCH_FLOAT(t->dtype, {
       T *p = pt_tensor_data(t);
       for (int64_t i = 0; i < n; i++) p[i] *= (T)s;
     });
