@@ -49,9 +49,16 @@ static void SUFFIX(col2im)(const real *cols, int C, int H, int W, int kh, int kw
           real *dst = dx + ((int64_t)c * H + iy) * W;
           const real *src = row + (int64_t)oy * Wo;
           int off = kj * dw - pw;
-          for (int ox = 0; ox < Wo; ox++) {
-            int ix = ox * sw + off;
-            if (ix >= 0 && ix < W) dst[ix] += src[ox];
+          if (sw == 1) {
+            /* the valid output columns form one range: a plain, vectorisable add */
+            int lo = off < 0 ? -off : 0;
+            int hi = W - off < Wo ? W - off : Wo;
+            for (int ox = lo; ox < hi; ox++) dst[ox + off] += src[ox];
+          } else {
+            for (int ox = 0; ox < Wo; ox++) {
+              int ix = ox * sw + off;
+              if (ix >= 0 && ix < W) dst[ix] += src[ox];
+            }
           }
         }
       }
