@@ -4,7 +4,7 @@
 #   bench/w7_startup.sh torch
 #   bench/w7_startup.sh                        (both)
 # Prints "METRIC w7_startup_ms <median> ms" for each side run. Uses hyperfine when installed
-# (median of its runs), else the median of RUNS (default 50) timed runs after 3 warm-ups.
+# (median of its runs), else the median of RUNS (default 50) timed runs after 3 warm-ups (hyperfine: 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +14,7 @@ median_ms() { # command...: median wall time in ms
   if command -v hyperfine >/dev/null 2>&1; then
     local json
     json=$(mktemp)
-    hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$json" "$(printf '%q ' "$@")" >/dev/null 2>&1
+    hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$json" "$(printf '%q ' "$@")" >/dev/null 2>&1
     # hyperfine's JSON holds the median in seconds
     sed -n 's/.*"median": *\([0-9.eE+-]*\).*/\1/p' "$json" | head -n 1 |
       awk '{ printf "%.2f\n", $1 * 1000 }'

@@ -697,13 +697,15 @@ static void guard_begin(lua_State *L, wait_guard *g, bool blas1) {
   g->old_flag = g->ctx->interrupted;
   g->installed = false;
   g->old_blas = 0;
+  /* only the main state owns Ctrl-C and the BLAS setting: a pool used inside a worker (e.g.
+   * DataParallel inside par_by_sample) leaves both alone, or it would race with the caller */
+  if (lpt_get_state(L)->worker_id != 0) return;
   sigint_flag = 0;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
-  /* only the main state owns Ctrl-C: a pool used inside a worker leaves signals alone */
-  if (lpt_get_state(L)->worker_id == 0 && sigaction(SIGINT, NULL, &g->old_action) == 0 &&
+  if (sigaction(SIGINT, NULL, &g->old_action) == 0 &&
       g->old_action.sa_handler != SIG_IGN && sigaction(SIGINT, &sa, NULL) == 0) {
     g->installed = true;
     g->ctx->interrupted = &sigint_flag;

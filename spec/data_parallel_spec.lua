@@ -236,6 +236,26 @@ describe("DataParallel outputs and gradients", function()
     end
   end)
 
+  it("adds through an outer accumulation redirect (inside par_by_sample)", function()
+    pt.manual_seed(20)
+    local model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)):double()
+    local ds = {get = function(_, i) return pt.ones(4, 3, F64) * i end, len = function() return 4 end}
+    local function run(use_dp)
+      zero(model)
+      pt.data.DataHandler(ds):par_by_sample(model, 2, function(x, m)
+        local net = use_dp and pt.nn.DataParallel(m, {devices = {"cpu:1", "cpu:2"}}) or m
+        local l = net(x):pow(2):sum()
+        l:backward()
+        return l:item()
+      end, {windows = 2})
+      return grads(model)
+    end
+    local plain = run(false)
+    assert_grads(model, plain) -- sanity: grads() of the same state
+    run(true)
+    assert_grads(model, plain)
+  end)
+
   it("records nothing under no_grad", function()
     local model = mlp()
     local x = pt.randn(4, 5, F64)
@@ -634,16 +654,32 @@ describe("DataParallel errors", function()
   end)
 end)
 
-describe("scripts/fashion_mnist_cnn.lua", function()
-  local function exe()
-    local f = io.open("/proc/self/stat")
-    local pid = f:read("*l"):match("^(%d+)")
-    f:close()
-    local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
-    local path = p:read("*l")
+local function exe()
+  local f = io.open("/proc/self/stat")
+  local pid = f:read("*l"):match("^(%d+)")
+  f:close()
+  local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
+  local path = p:read("*l")
+  p:close()
+  return path and path:match("partrain$") and path or os.getenv("PARTRAIN") or "build/partrain"
+end
+
+describe("scripts/seed003_data_parallel.lua", function()
+  it("runs the seed's two test cases as the seed describes", function()
+    local p = io.popen(exe() .. " scripts/seed003_data_parallel.lua 2>&1")
+    local text = p:read("a")
     p:close()
-    return path and path:match("partrain$") and path or os.getenv("PARTRAIN") or "build/partrain"
-  end
+    assert.matches("test case one\n  type of A_out is list of 2\n  size of A_out content is {8, 2}\n", text)
+    local diff = tonumber(text:match("max difference to one device ([%d%.e%-]+)"))
+    assert.is_not_nil(diff, text)
+    assert.is_true(diff < 1e-5, text)
+    assert.matches("out1 type is list of 2; out2 type is list of 2\n  out1 element size is {8, 2}", text)
+    assert.matches("second output type is Tensor float32\n  second output size is {16, 2}", text)
+    assert.matches("pieces gathered from workers 2, 1; with sort_and_gather from workers 1, 2", text)
+  end)
+end)
+
+describe("scripts/fashion_mnist_cnn.lua", function()
   local dir = os.getenv("FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist/"
   local have = io.open(dir .. "train-images-idx3-ubyte.gz")
   if have then have:close() end

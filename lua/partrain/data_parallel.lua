@@ -504,7 +504,9 @@ if docs then
   inputs_are_scattered=true: every argument is such a per-device list (no scatter);
   except_keywords={"k", ...}: table keys (at any depth) whose values stay per-device lists;
   sort_and_gather=true: gather in ascending device order instead of the order devices were listed.
-  One device calls module directly.]]
+  output_device: where gathered outputs live (checked; every cpu device shares the host's memory).
+  One device calls module directly. The module is sent to the workers on every call (parameters and
+  buffers by reference), so train()/eval() and replaced submodules always take effect.]]
 end
 
 nn.DataParallel = DataParallel
