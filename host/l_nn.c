@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../lib/nn.h"
+#include "../lib/parallel.h"
 #include "lpt.h"
 
 static pt_tensor *opt_tensor(lua_State *L, int idx) {
@@ -213,7 +214,8 @@ static int l_zero_grads(lua_State *L) {
     } else {
       pt_tensor *g = t->grad;
       if (pt_tensor_is_contiguous(g))
-        memset(pt_tensor_data(g), 0, (size_t)pt_tensor_numel(g) * pt_dtype_size(g->dtype));
+        pt_parallel_zero(lpt_ctx(L), pt_tensor_data(g), pt_tensor_numel(g), pt_dtype_size(g->dtype),
+                         32768);
       else
         pt_tensor_fill(lpt_ctx(L), g, 0.0);
       atomic_fetch_add(&g->version, 1);

@@ -1,6 +1,7 @@
 /* Optimizer update kernels: PyTorch 1.13's single-tensor formulas, fused per parameter. */
 #include "optim.h"
 #include "dispatch.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -62,29 +63,32 @@ static void bump(pt_tensor *t) {
   if (t) atomic_fetch_add(&t->version, 1);
 }
 
+typedef struct sgd_job {
+  pt_dtype dt;
+  char *p, *b;
+  const char *g;
+  bool buf_init;
+  const pt_sgd_opts *o;
+} sgd_job;
+
+static void sgd_chunk(void *arg, int64_t lo, int64_t hi, int tid) {
+  (void)tid;
+  const sgd_job *j = arg;
+  size_t es = pt_dtype_size(j->dt);
+  pt_optim_sgd_raw(j->dt, j->p + (size_t)lo * es, j->g + (size_t)lo * es, NULL,
+                   j->b ? j->b + (size_t)lo * es : NULL, j->buf_init, j->o, hi - lo);
+}
+
 pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *buf,
                        bool buf_init, const pt_sgd_opts *o) {
   pt_tensor *g;
   pt_status st = grad_of(ctx, param, grad, &g);
   if (st) return st;
-  int64_t n = pt_tensor_numel(param);
-  PT_DISPATCH_FLOAT(param->dtype, {
-    T *p = pt_tensor_data(param);
-    const T *gp = pt_tensor_data(g);
-    T *b = buf ? (T *)pt_tensor_data(buf) : NULL;
-    const T lr = (T)o->lr, wd = (T)o->weight_decay, mom = (T)o->momentum;
-    const T damp = (T)(1.0 - o->dampening), sign = o->maximize ? (T)-1 : (T)1;
-    if (!b) {
-      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * gp[i] + wd * p[i]);
-    } else {
-      for (int64_t i = 0; i < n; i++) {
-        T d = sign * gp[i] + wd * p[i];
-        T bi = buf_init ? d : mom * b[i] + damp * d;
-        b[i] = bi;
-        p[i] -= lr * (o->nesterov ? d + mom * bi : bi);
-      }
-    }
-  });
+  /* Element-wise, so splitting the range over the intra-op threads changes no result; each
+   * core then streams its half of parameters, gradients and momentum through its own cache. */
+  sgd_job job = {param->dtype, pt_tensor_data(param), buf ? pt_tensor_data(buf) : NULL,
+                 pt_tensor_data(g), buf_init, o};
+  pt_parallel_for(ctx, pt_tensor_numel(param), 32768, sgd_chunk, &job);
   bump(param);
   bump(buf);
   pt_tensor_release(g);

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,4 +159,20 @@ int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn 
   }
   pthread_mutex_unlock(&pool.busy);
   return nthreads;
+}
+
+typedef struct zero_job {
+  char *p;
+  size_t es;
+} zero_job;
+
+static void zero_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  zero_job *j = arg;
+  memset(j->p + (size_t)b * j->es, 0, (size_t)(e - b) * j->es);
+}
+
+void pt_parallel_zero(const pt_ctx *ctx, void *p, int64_t n, size_t elsize, int64_t grain) {
+  zero_job j = {p, elsize};
+  pt_parallel_for(ctx, n, grain, zero_chunk, &j);
 }

@@ -19,6 +19,11 @@ int pt_parallel_threads(const pt_ctx *ctx);
  * pool is busy (nested or concurrent use) or when n is small. Returns the thread count used. */
 int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn fn, void *arg);
 
+/* memset of n elements split like pt_parallel_for(n, grain): with the grain of an element-wise
+ * update over the same array (optim's SGD uses 32768), each thread zeroes the part it updated,
+ * which is still in its cache. */
+void pt_parallel_zero(const pt_ctx *ctx, void *p, int64_t n, size_t elsize, int64_t grain);
+
 /* The process-wide budget: PARTRAIN_NUM_THREADS, else the number of online CPUs. */
 int pt_parallel_budget(void);
 
