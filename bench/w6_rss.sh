@@ -11,7 +11,7 @@ trap 'rm -f "$out" /tmp/w6_mlp.safetensors' EXIT
 if [ "$side" = partrain ]; then
   PARTRAIN_PROGRESS=0 /usr/bin/time -f "%M" -o "$out" "$build/partrain" scripts/fashion_mnist_mlp.lua 1 /tmp/w6_mlp.safetensors >/dev/null
 else
-  /usr/bin/time -f "%M" -o "$out" /usr/bin/python3 bench/w6_recipe.py >/dev/null
+  /usr/bin/time -f "%M" -o "$out" /usr/bin/python3 bench/mlp_recipe_torch.py >/dev/null
 fi
 kb=$(tail -n 1 "$out")
 echo "METRIC w6_peak_rss_mb $((kb / 1024)) MB"

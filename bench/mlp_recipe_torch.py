@@ -1,4 +1,4 @@
-# W6 PyTorch side: the MLP recipe (784-256-128-10, batch 64, SGD momentum 0.9) on all of
+# PyTorch side of W6 (bench/w6_rss.sh): the MLP recipe (784-256-128-10, batch 64, SGD momentum 0.9) on all of
 # Fashion-MNIST, loaded the usual way (numpy from the gzip IDX files), for one epoch plus a test
 # evaluation. bench/w6_rss.sh measures its peak RSS.
 import gzip, sys
