@@ -211,3 +211,18 @@ describe("partrain command line", function()
     assert.are.same({ "6", "", 0 }, { out, err, rc })
   end)
 end)
+
+describe("the Lua module from a stock lua5.4", function()
+  it("gives the same API through require \"partrain\"", function()
+    local dir = pt.ffi.exe_dir()
+    local cmd = string.format(
+      "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='%s/lua/?.so;;' lua5.4 -e " ..
+      "'local pt = require \"partrain\"; local m = pt.nn.Linear(3, 2); " ..
+      "print(pt.ones(2, 3):sum():item(), m(pt.ones(4, 3)):size()[1], pt.is_grad_enabled())' 2>&1", dir)
+    local h = io.popen(cmd)
+    local out = h:read("a")
+    local ok = h:close()
+    assert.is_true(ok, out)
+    assert.are.equal("6.0\t4\ttrue\n", out)
+  end)
+end)
