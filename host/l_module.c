@@ -399,5 +399,10 @@ int luaopen_partrain_core(lua_State *L) {
   };
   lpt_add_docs(L, 0, docs);
   lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+#ifdef PT_SANITIZER
+  /* which sanitizer this build carries (specs that start other programs need to know) */
+  lua_pushliteral(L, PT_SANITIZER);
+  lua_setfield(L, -2, "_sanitizer");
+#endif
   return 1;
 }
