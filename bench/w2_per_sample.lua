@@ -16,7 +16,7 @@ local N = tonumber(os.getenv("W2_N") or "4000")
 local REPS = tonumber(os.getenv("W2_REPS") or "3")
 -- W2_CLOCK=cpu: time with os.clock (process CPU time; meaningful for 1 thread only, a check
 -- that does not depend on other load on the machine)
-local now = os.getenv("W2_CLOCK") == "cpu" and os.clock or pt._data_now or os.clock
+local now = os.getenv("W2_CLOCK") == "cpu" and os.clock or pt.clock
 
 pt.manual_seed(1)
 local samples = {}
