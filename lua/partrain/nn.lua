@@ -736,10 +736,12 @@ function LayerNorm:extra_repr()
 end
 doc(LayerNorm, "nn.LayerNorm(normalized_shape[, {eps=1e-5, elementwise_affine=true, bias=true}]): normalises the trailing dims; weight 1, bias 0.")
 
-local BatchNorm1d = Module:extend("BatchNorm1d")
-nn.BatchNorm1d = BatchNorm1d
-function BatchNorm1d:__init(num_features, opts)
-  check_size("BatchNorm1d", "num_features", num_features)
+-- Shared by BatchNorm1d and BatchNorm2d (nn_conv.lua): parameters, buffers, printing and the
+-- running-statistics bookkeeping; each class checks its input rank and calls its kernel.
+local BatchNorm = Module:extend("_BatchNorm")
+nn._BatchNorm = BatchNorm
+function BatchNorm:__init(num_features, opts)
+  check_size(class_name(self), "num_features", num_features)
   opts = opts or {}
   self.num_features = num_features
   self.eps = opts.eps or 1e-5
@@ -757,26 +759,33 @@ function BatchNorm1d:__init(num_features, opts)
     self:register_buffer("num_batches_tracked", pt.zeros({}, {dtype = "int64"}))
   end
 end
-function BatchNorm1d:forward(x)
-  local p, b = self._parameters, self._buffers
+-- running_mean, running_var and momentum for this call; nil statistics mean batch statistics
+-- that update nothing
+function BatchNorm:_running_stats()
   -- nn.DataParallel: replicas 2..n normalise with their own batch statistics and leave the
   -- shared running statistics alone (PyTorch: only the first replica updates them)
   local dp = package.loaded["partrain.data_parallel"]
-  if self.training and dp and dp.secondary_replica then
-    return C._nn_batch_norm(x, nil, nil, p.weight, p.bias, true, 0, self.eps)
-  end
+  if self.training and dp and dp.secondary_replica then return nil, nil, 0 end
+  local b = self._buffers
   local momentum = self.momentum or 0
   if self.training and self.track_running_stats then
     local n = b.num_batches_tracked:item() + 1
     b.num_batches_tracked:fill_(n)
     if not self.momentum then momentum = 1 / n end -- cumulative moving average
   end
-  return C._nn_batch_norm(x, b.running_mean, b.running_var, p.weight, p.bias, self.training,
-    momentum, self.eps)
+  return b.running_mean, b.running_var, momentum
 end
-function BatchNorm1d:extra_repr()
+function BatchNorm:extra_repr()
   return string.format("%d, eps=%g, momentum=%s, affine=%s, track_running_stats=%s", self.num_features,
     self.eps, tostring(self.momentum), tostring(self.affine), tostring(self.track_running_stats))
+end
+
+local BatchNorm1d = BatchNorm:extend("BatchNorm1d")
+nn.BatchNorm1d = BatchNorm1d
+function BatchNorm1d:forward(x)
+  local p = self._parameters
+  local mean, var, momentum = self:_running_stats()
+  return C._nn_batch_norm(x, mean, var, p.weight, p.bias, self.training, momentum, self.eps)
 end
 doc(BatchNorm1d, [[nn.BatchNorm1d(num_features[, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true}])
   Input {N,C} or {N,C,L}. Training: batch statistics, running stats updated (momentum=false: cumulative

@@ -113,52 +113,23 @@ function AdaptiveAvgPool2d:forward(x) return pt.adaptive_avg_pool2d(x, self.outp
 function AdaptiveAvgPool2d:extra_repr() return "output_size=" .. fmt_pair(self.output_size) end
 doc(AdaptiveAvgPool2d, "nn.AdaptiveAvgPool2d(output_size) -> averages into output_size (n or {h, w}) bins.")
 
-local BatchNorm2d = Module:extend("BatchNorm2d")
+local BatchNorm2d = nn._BatchNorm:extend("BatchNorm2d")
 nn.BatchNorm2d = BatchNorm2d
 function BatchNorm2d:__init(num_features, opts)
   positive("BatchNorm2d", "num_features", num_features)
-  opts = opts or {}
-  self.num_features = num_features
-  self.eps = opts.eps or 1e-5
-  if opts.momentum == false then self.momentum = false else self.momentum = opts.momentum or 0.1 end
-  self.affine = opts.affine ~= false
-  self.track_running_stats = opts.track_running_stats ~= false
-  local dt = opts.dtype or "float32"
-  if self.affine then
-    self.weight = nn.Parameter(pt.ones(num_features, {dtype = dt}))
-    self.bias = nn.Parameter(pt.zeros(num_features, {dtype = dt}))
-  end
-  if self.track_running_stats then
-    self:register_buffer("running_mean", pt.zeros(num_features, {dtype = dt}))
-    self:register_buffer("running_var", pt.ones(num_features, {dtype = dt}))
-    self:register_buffer("num_batches_tracked", pt.zeros({}, {dtype = "int64"}))
-  end
+  BatchNorm2d.super.__init(self, num_features, opts)
 end
 function BatchNorm2d:forward(x)
   if x:dim() ~= 4 then
     error(string.format("BatchNorm2d:forward: expected a 4-D input {N,C,H,W}, got shape {%s}",
       table.concat(x:size(), ",")), 2)
   end
-  local p, b = self._parameters, self._buffers
-  -- nn.DataParallel: replicas 2..n normalise with their own batch statistics and leave the
-  -- shared running statistics alone (PyTorch: only the first replica updates them)
-  local dp = package.loaded["partrain.data_parallel"]
-  if self.training and dp and dp.secondary_replica then
-    return pt.batch_norm(x, nil, nil, p.weight, p.bias, {training = true, eps = self.eps})
-  end
-  local momentum = self.momentum or 0
-  local use_batch = self.training or not self.track_running_stats
-  if self.training and self.track_running_stats then
-    local n = b.num_batches_tracked:item() + 1
-    b.num_batches_tracked:fill_(n)
-    if not self.momentum then momentum = 1 / n end
-  end
-  return pt.batch_norm(x, b.running_mean, b.running_var, p.weight, p.bias,
-    {training = use_batch, momentum = momentum, eps = self.eps})
-end
-function BatchNorm2d:extra_repr()
-  return string.format("%d, eps=%g, momentum=%s, affine=%s", self.num_features, self.eps,
-    tostring(self.momentum), tostring(self.affine))
+  local p = self._parameters
+  local mean, var, momentum = self:_running_stats()
+  -- without running statistics (track_running_stats=false, or a DataParallel replica 2..n)
+  -- batch statistics are used even in evaluation mode, as BatchNorm1d's kernel does
+  return pt.batch_norm(x, mean, var, p.weight, p.bias,
+    {training = self.training or mean == nil, momentum = momentum, eps = self.eps})
 end
 doc(BatchNorm2d, [[nn.BatchNorm2d(num_features[, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true}])
   Per-channel batch normalisation of {N,C,H,W}; running statistics in training, used in eval.]])
