@@ -1,27 +1,8 @@
 -- The partrain executable's command line (host/main.c), run through io.popen.
 -- The executable is the interpreter running this spec (build/partrain /usr/bin/busted spec).
 
-local function exe_path()
-  local f = io.open("/proc/self/stat")
-  if f then
-    local pid = f:read("*l"):match("^(%d+)")
-    f:close()
-    local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
-    local path = p:read("*l")
-    p:close()
-    if path and path:match("partrain$") then return path end
-  end
-  local i, a = -1, nil
-  while arg and arg[i] do
-    a = arg[i]
-    i = i - 1
-  end
-  return os.getenv("PARTRAIN") or a or "build/partrain"
-end
-
-local EXE = exe_path()
-
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local support = require "spec.support"
+local EXE, q = support.exe, support.quote
 
 -- run a shell command line with EXE as $P; returns stdout, stderr, exit code
 local function sh(cmdline, stdin)

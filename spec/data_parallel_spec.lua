@@ -654,19 +654,11 @@ describe("DataParallel errors", function()
   end)
 end)
 
-local function exe()
-  local f = io.open("/proc/self/stat")
-  local pid = f:read("*l"):match("^(%d+)")
-  f:close()
-  local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
-  local path = p:read("*l")
-  p:close()
-  return path and path:match("partrain$") and path or os.getenv("PARTRAIN") or "build/partrain"
-end
+local EXE = require("spec.support").exe
 
 describe("scripts/seed003_data_parallel.lua", function()
   it("runs the seed's two test cases as the seed describes", function()
-    local p = io.popen(exe() .. " scripts/seed003_data_parallel.lua 2>&1")
+    local p = io.popen(EXE .. " scripts/seed003_data_parallel.lua 2>&1")
     local text = p:read("a")
     p:close()
     assert.matches("test case one\n  type of A_out is list of 2\n  size of A_out content is {8, 2}\n", text)
@@ -686,7 +678,7 @@ describe("scripts/fashion_mnist_cnn.lua", function()
 
   local function run(opts)
     local out = os.tmpname()
-    local p = io.popen(exe() .. " scripts/fashion_mnist_cnn.lua " .. opts .. " --out " .. out .. " 2>&1")
+    local p = io.popen(EXE .. " scripts/fashion_mnist_cnn.lua " .. opts .. " --out " .. out .. " 2>&1")
     local text = p:read("a")
     p:close()
     local f = io.open(out, "rb")

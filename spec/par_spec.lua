@@ -276,21 +276,10 @@ describe("_pool_map", function()
 end)
 
 -- the seeds' recipes, run through the executable that runs this spec
-local function exe()
-  local f = io.open("/proc/self/stat")
-  if f then
-    local pid = f:read("*l"):match("^(%d+)")
-    f:close()
-    local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
-    local path = p:read("*l")
-    p:close()
-    if path and path:match("partrain$") then return path end
-  end
-  return os.getenv("PARTRAIN") or "build/partrain"
-end
+local EXE = require("spec.support").exe
 
 local function run_script(args)
-  local p = io.popen(exe() .. " " .. args .. " 2>&1; echo \"<rc=$?>\"")
+  local p = io.popen(EXE .. " " .. args .. " 2>&1; echo \"<rc=$?>\"")
   local out = p:read("a")
   p:close()
   return out

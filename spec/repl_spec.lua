@@ -1,27 +1,8 @@
 -- The REPL (host/repl.c) fed through a pipe: `partrain -i < input`. Without a terminal there
 -- are no prompts, so stdout holds exactly the auto-printed results. help() (partrain.help).
 
-local function exe_path()
-  local f = io.open("/proc/self/stat")
-  if f then
-    local pid = f:read("*l"):match("^(%d+)")
-    f:close()
-    local p = io.popen("readlink -f /proc/" .. pid .. "/exe")
-    local path = p:read("*l")
-    p:close()
-    if path and path:match("partrain$") then return path end
-  end
-  local i, a = -1, nil
-  while arg and arg[i] do
-    a = arg[i]
-    i = i - 1
-  end
-  return os.getenv("PARTRAIN") or a or "build/partrain"
-end
-
-local EXE = exe_path()
-
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local support = require "spec.support"
+local EXE, q = support.exe, support.quote
 
 -- feed input to `partrain -i`; returns stdout, stderr, exit code
 local function repl(input, extra)
