@@ -5,26 +5,8 @@ local ref = dofile("spec/fixtures/mlp_reference.lua")
 
 local F64 = {dtype = "float64"}
 
-local function flat(v, out)
-  out = out or {}
-  if type(v) == "table" then
-    for _, e in ipairs(v) do flat(e, out) end
-  else
-    out[#out + 1] = v
-  end
-  return out
-end
-
-local function assert_close(t, expected, tol)
-  local a = flat(pt.is_tensor(t) and t:tolist() or t)
-  local b = flat(pt.is_tensor(expected) and expected:tolist() or expected)
-  assert.are.equal(#b, #a)
-  for i = 1, #a do
-    if math.abs(a[i] - b[i]) > (tol or 1e-10) * math.max(1, math.abs(b[i])) then
-      error(string.format("element %d: got %.17g, expected %.17g", i, a[i], b[i]), 2)
-    end
-  end
-end
+local support = require "spec.support"
+local flat, assert_close = support.flat, support.assert_close_with(1e-10)
 
 local function err_of(f, ...)
   local ok, e = pcall(f, ...)

@@ -27,4 +27,35 @@ M.exe = exe_path()
 -- s as one single-quoted shell word
 function M.quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
+local pt = require "partrain"
+local assert = require "luassert"  -- busted's assert is not visible from a required module
+
+-- the numbers of nested tables, in order
+local function flat(v, out)
+  out = out or {}
+  if type(v) == "table" then
+    for _, e in ipairs(v) do flat(e, out) end
+  else
+    out[#out + 1] = v
+  end
+  return out
+end
+
+M.flat = flat
+
+-- assert_close(t, expected[, tol]) comparing tensors or nested tables element by element with a
+-- relative tolerance (absolute below 1); tol defaults to default_tol
+function M.assert_close_with(default_tol)
+  return function(t, expected, tol)
+    local a = flat(pt.is_tensor(t) and t:tolist() or t)
+    local b = flat(pt.is_tensor(expected) and expected:tolist() or expected)
+    assert.are.equal(#b, #a)
+    for i = 1, #a do
+      if math.abs(a[i] - b[i]) > (tol or default_tol) * math.max(1, math.abs(b[i])) then
+        error(string.format("element %d: got %.17g, expected %.17g", i, a[i], b[i]), 2)
+      end
+    end
+  end
+end
+
 return M
