@@ -254,6 +254,19 @@ done:
   return PT_OK;
 }
 
+/* For the backward of an op that scatters or sums its output gradient into its single input:
+ * the output gradient made contiguous, and a zeroed input gradient to add into. */
+static pt_status scatter_buffers(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gy,
+                                 pt_tensor **gx) {
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, gy);
+  if (st) return st;
+  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], gx))) {
+    pt_tensor_release(*gy);
+    return st;
+  }
+  return PT_OK;
+}
+
 /* ---------------------------------------------------------------- pooling */
 
 static pt_status pool_out_size(pt_ctx *ctx, const char *fn, const pt_pool2d_opts *o, int H, int W, int *Ho,
@@ -300,12 +313,8 @@ static pt_status max_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
   int H, W, Ho, Wo;
   pool_unints(node, &o, &planes, &H, &W, &Ho, &Wo);
   pt_tensor *gy, *gx;
-  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  pt_status st = scatter_buffers(ctx, node, gout, &gy, &gx);
   if (st) return st;
-  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
-    pt_tensor_release(gy);
-    return st;
-  }
   const int64_t *idx = pt_tensor_data(node->saved[0]);
   int64_t P = (int64_t)Ho * Wo, HW = (int64_t)H * W;
   if (gx->dtype == PT_FLOAT32) {
@@ -332,12 +341,8 @@ static pt_status avg_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
   int H, W, Ho, Wo;
   pool_unints(node, &o, &planes, &H, &W, &Ho, &Wo);
   pt_tensor *gy, *gx;
-  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  pt_status st = scatter_buffers(ctx, node, gout, &gy, &gx);
   if (st) return st;
-  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
-    pt_tensor_release(gy);
-    return st;
-  }
   if (gx->dtype == PT_FLOAT32)
     avg_pool_backward_f32(pt_tensor_data(gy), pt_tensor_data(gx), planes, H, W, Ho, Wo, &o);
   else
@@ -417,12 +422,8 @@ pt_status pt_avg_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_t
 static pt_status adaptive_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   const int64_t *iv = node->ints;
   pt_tensor *gy, *gx;
-  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  pt_status st = scatter_buffers(ctx, node, gout, &gy, &gx);
   if (st) return st;
-  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
-    pt_tensor_release(gy);
-    return st;
-  }
   if (gx->dtype == PT_FLOAT32)
     adaptive_avg_backward_f32(pt_tensor_data(gy), pt_tensor_data(gx), iv[0], (int)iv[1], (int)iv[2], (int)iv[3], (int)iv[4]);
   else
@@ -660,12 +661,8 @@ static pt_status upsample_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
   int64_t planes = node->ints[0];
   int H = (int)node->ints[1], W = (int)node->ints[2], sh = (int)node->ints[3], sw = (int)node->ints[4];
   pt_tensor *gy, *gx;
-  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  pt_status st = scatter_buffers(ctx, node, gout, &gy, &gx);
   if (st) return st;
-  if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) {
-    pt_tensor_release(gy);
-    return st;
-  }
   int Ho = H * sh, Wo = W * sw;
   for (int64_t pl = 0; pl < planes; pl++)
     for (int oy = 0; oy < Ho; oy++)
