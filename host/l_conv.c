@@ -47,12 +47,6 @@ static double opt_number(lua_State *L, int opts, const char *key, double def) {
   return v;
 }
 
-static int finish(lua_State *L, pt_status st, pt_tensor *out) {
-  if (st) return lpt_error(L);
-  lpt_push_tensor(L, out);
-  return 1;
-}
-
 /* pt.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) */
 static int l_conv2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = NULL;
@@ -70,7 +64,7 @@ static int l_conv2d(lua_State *L) {
   o.groups = (int)opt_number(L, opts, "groups", 1);
   pt_tensor *out = NULL;
   pt_status st = pt_conv2d(lpt_ctx(L), x, w, b, &o, &out);
-  return finish(L, st, out);
+  return lpt_push_result(L, st, out);
 }
 
 static void pool_opts(lua_State *L, const char *fname, pt_pool2d_opts *o) {
@@ -89,7 +83,7 @@ static int l_max_pool2d(lua_State *L) {
   pt_pool2d_opts o;
   pool_opts(L, "max_pool2d", &o);
   pt_status st = pt_max_pool2d(lpt_ctx(L), x, &o, &out);
-  return finish(L, st, out);
+  return lpt_push_result(L, st, out);
 }
 
 static int l_avg_pool2d(lua_State *L) {
@@ -97,7 +91,7 @@ static int l_avg_pool2d(lua_State *L) {
   pt_pool2d_opts o;
   pool_opts(L, "avg_pool2d", &o);
   pt_status st = pt_avg_pool2d(lpt_ctx(L), x, &o, &out);
-  return finish(L, st, out);
+  return lpt_push_result(L, st, out);
 }
 
 static int l_adaptive_avg_pool2d(lua_State *L) {
@@ -105,7 +99,7 @@ static int l_adaptive_avg_pool2d(lua_State *L) {
   int size[2];
   arg_pair(L, 2, size, "adaptive_avg_pool2d", "output size");
   pt_status st = pt_adaptive_avg_pool2d(lpt_ctx(L), x, size[0], size[1], &out);
-  return finish(L, st, out);
+  return lpt_push_result(L, st, out);
 }
 
 /* pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=, momentum=0.1, eps=1e-5}]) */
@@ -125,7 +119,7 @@ static int l_batch_norm(lua_State *L) {
   double momentum = opt_number(L, opts, "momentum", 0.1), eps = opt_number(L, opts, "eps", 1e-5);
   pt_tensor *out = NULL;
   pt_status st = pt_batch_norm(lpt_ctx(L), x, t[0], t[1], t[2], t[3], training, momentum, eps, &out);
-  return finish(L, st, out);
+  return lpt_push_result(L, st, out);
 }
 
 /* pt.dropout2d(x[, p=0.5][, training=true]) */
@@ -134,7 +128,7 @@ static int l_dropout2d(lua_State *L) {
   double p = luaL_optnumber(L, 2, 0.5);
   bool training = lua_isnone(L, 3) ? true : lua_toboolean(L, 3);
   pt_status st = pt_dropout2d(lpt_ctx(L), x, p, training, &out);
-  return finish(L, st, out);
+  return lpt_push_result(L, st, out);
 }
 
 /* pt.upsample_nearest2d(x, scale) -- scale an integer or {sh, sw} */
@@ -143,7 +137,7 @@ static int l_upsample_nearest2d(lua_State *L) {
   int s[2];
   arg_pair(L, 2, s, "upsample_nearest2d", "scale factor");
   pt_status st = pt_upsample_nearest2d(lpt_ctx(L), x, s[0], s[1], &out);
-  return finish(L, st, out);
+  return lpt_push_result(L, st, out);
 }
 
 static const luaL_Reg functions[] = {

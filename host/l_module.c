@@ -169,6 +169,24 @@ void lpt_gc_account(lua_State *L) {
   }
 }
 
+int lpt_push_result(lua_State *L, pt_status st, pt_tensor *t) {
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, t);
+  return 1;
+}
+
+pt_status lpt_one_based(pt_ctx *ctx, pt_tensor *ix, bool copy, pt_tensor **out) {
+  pt_tensor *r = ix;
+  if (copy) {
+    pt_status st = pt_tensor_clone_raw(ctx, ix, &r);
+    if (st) return st;
+  }
+  int64_t *p = pt_tensor_data(r), n = pt_tensor_numel(r);
+  for (int64_t i = 0; i < n; i++) p[i] += 1;
+  *out = r;
+  return PT_OK;
+}
+
 /* --- argument helpers --- */
 
 int lpt_check_shape(lua_State *L, int idx, int64_t *shape) {

@@ -39,18 +39,6 @@ static int t_prod(lua_State *L) { return reduce_simple(L, "prod", pt_prod); }
 static int t_logsumexp(lua_State *L) { return reduce_simple(L, "logsumexp", pt_logsumexp); }
 
 /* 0-based int64 indices -> 1-based; in place when the tensor is ours alone, else a copy. */
-static pt_status one_based(pt_ctx *ctx, pt_tensor *ix, bool copy, pt_tensor **out) {
-  pt_tensor *r = ix;
-  if (copy) {
-    pt_status st = pt_tensor_clone_raw(ctx, ix, &r);
-    if (st) return st;
-  }
-  int64_t *p = pt_tensor_data(r), n = pt_tensor_numel(r);
-  for (int64_t i = 0; i < n; i++) p[i] += 1;
-  *out = r;
-  return PT_OK;
-}
-
 typedef pt_status (*minmax_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **, pt_tensor **);
 
 static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
@@ -65,7 +53,7 @@ static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
   bool keepdim = lua_toboolean(L, 3);
   if (fn(ctx, t, dim, keepdim, &v, &ix)) return lpt_error(L);
   /* the autograd node keeps the 0-based indices: hand out a 1-based copy */
-  pt_status st = one_based(ctx, ix, true, &ix1);
+  pt_status st = lpt_one_based(ctx, ix, true, &ix1);
   pt_tensor_release(ix);
   if (st) {
     pt_tensor_release(v);
@@ -85,7 +73,7 @@ static int argminmax(lua_State *L, const char *fname, reduce_fn fn) {
   bool keepdim = lua_toboolean(L, 3);
   pt_ctx *ctx = lpt_ctx(L);
   if (fn(ctx, t, dim, keepdim, &ix)) return lpt_error(L);
-  one_based(ctx, ix, false, &r); /* in place: cannot fail */
+  lpt_one_based(ctx, ix, false, &r); /* in place: cannot fail */
   lpt_push_tensor(L, r);
   return 1;
 }

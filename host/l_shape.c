@@ -8,12 +8,6 @@
 
 /* --- helpers --- */
 
-static int push_result(lua_State *L, pt_status st, pt_tensor *r) {
-  if (st) return lpt_error(L);
-  lpt_push_tensor(L, r);
-  return 1;
-}
-
 static void push_value(lua_State *L, double v, pt_dtype dt) {
   if (dt == PT_BOOL)
     lua_pushboolean(L, v != 0.0);
@@ -72,7 +66,7 @@ static int t_view(lua_State *L) {
   int64_t shape[PT_MAX_DIMS];
   int n = lpt_check_shape(L, 2, shape);
   pt_status st = pt_view(lpt_ctx(L), t, n, shape, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_reshape(lua_State *L) {
@@ -80,19 +74,19 @@ static int t_reshape(lua_State *L) {
   int64_t shape[PT_MAX_DIMS];
   int n = lpt_check_shape(L, 2, shape);
   pt_status st = pt_reshape(lpt_ctx(L), t, n, shape, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_view_as(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *o = lpt_check_tensor(L, 2), *r = NULL;
   pt_status st = pt_view(lpt_ctx(L), t, o->ndim, o->shape, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_reshape_as(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *o = lpt_check_tensor(L, 2), *r = NULL;
   pt_status st = pt_reshape(lpt_ctx(L), t, o->ndim, o->shape, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_transpose(lua_State *L) {
@@ -100,13 +94,13 @@ static int t_transpose(lua_State *L) {
   int d0 = lpt_check_dim(L, 2, t->ndim, "transpose");
   int d1 = lpt_check_dim(L, 3, t->ndim, "transpose");
   pt_status st = pt_transpose(lpt_ctx(L), t, d0, d1, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_t(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   pt_status st = pt_t(lpt_ctx(L), t, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_permute(lua_State *L) {
@@ -122,7 +116,7 @@ static int t_permute(lua_State *L) {
     perm[i] = d >= 1 && d <= n ? (int)d - 1 : -1;
   }
   pt_status st = pt_permute(lpt_ctx(L), t, perm, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_narrow(lua_State *L) {
@@ -136,7 +130,7 @@ static int t_narrow(lua_State *L) {
                       (int)start, (int)length, dim + 1, (int)size);
   if (start < 0) start += size + 1;
   pt_status st = pt_narrow(lpt_ctx(L), t, dim, start - 1, length, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_select(lua_State *L) {
@@ -148,21 +142,21 @@ static int t_select(lua_State *L) {
     return lpt_errorf(L, "select: index %d out of range for dimension %d of size %d", (int)i,
                       dim + 1, (int)size);
   pt_status st = pt_select(lpt_ctx(L), t, dim, norm_index(i, size), &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_squeeze(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int dim = lpt_opt_dim(L, 2, t->ndim, "squeeze", -1);
   pt_status st = pt_squeeze(lpt_ctx(L), t, dim, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_unsqueeze(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int dim = check_new_dim(L, 2, t->ndim + 1, "unsqueeze");
   pt_status st = pt_unsqueeze(lpt_ctx(L), t, dim, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_expand(lua_State *L) {
@@ -170,13 +164,13 @@ static int t_expand(lua_State *L) {
   int64_t shape[PT_MAX_DIMS];
   int n = lpt_check_shape(L, 2, shape);
   pt_status st = pt_expand(lpt_ctx(L), t, n, shape, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_expand_as(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *o = lpt_check_tensor(L, 2), *r = NULL;
   pt_status st = pt_expand(lpt_ctx(L), t, o->ndim, o->shape, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_flatten(lua_State *L) {
@@ -184,19 +178,19 @@ static int t_flatten(lua_State *L) {
   int start = lpt_opt_dim(L, 2, t->ndim, "flatten", 0);
   int end = lpt_opt_dim(L, 3, t->ndim, "flatten", t->ndim ? t->ndim - 1 : 0);
   pt_status st = pt_flatten(lpt_ctx(L), t, start, end, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_contiguous(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   pt_status st = pt_contiguous(lpt_ctx(L), t, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_clone(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   pt_status st = pt_clone(lpt_ctx(L), t, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_repeat(lua_State *L) {
@@ -204,7 +198,7 @@ static int t_repeat(lua_State *L) {
   int64_t reps[PT_MAX_DIMS];
   int n = lpt_check_shape(L, 2, reps);
   pt_status st = pt_repeat(lpt_ctx(L), t, n, reps, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 /* --- joining --- */
@@ -248,7 +242,7 @@ static int l_cat(lua_State *L) {
   int dim_idx, n = tensor_list(L, "cat", &ts, &dim_idx);
   int dim = n ? lpt_opt_dim(L, dim_idx, ts[0]->ndim, "cat", 0) : 0;
   pt_status st = pt_cat(lpt_ctx(L), n, ts, dim, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int l_stack(lua_State *L) {
@@ -256,7 +250,7 @@ static int l_stack(lua_State *L) {
   int dim_idx, n = tensor_list(L, "stack", &ts, &dim_idx);
   int dim = n && !lua_isnoneornil(L, dim_idx) ? check_new_dim(L, dim_idx, ts[0]->ndim + 1, "stack") : 0;
   pt_status st = pt_stack(lpt_ctx(L), n, ts, dim, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 /* --- splitting --- */
@@ -331,7 +325,7 @@ static int t_gather(lua_State *L) {
   int dim = lpt_check_dim(L, 2, t->ndim, "gather");
   pt_tensor *index = lpt_check_tensor(L, 3);
   pt_status st = pt_gather(lpt_ctx(L), t, dim, index, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_scatter(lua_State *L) {
@@ -341,7 +335,7 @@ static int t_scatter(lua_State *L) {
   double v = 0;
   pt_tensor *src = value_or_tensor(L, 4, "scatter", &v);
   pt_status st = pt_scatter(lpt_ctx(L), t, dim, index, src, v, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_scatter_(lua_State *L) {
@@ -360,7 +354,7 @@ static int t_scatter_add(lua_State *L) {
   int dim = lpt_check_dim(L, 2, t->ndim, "scatter_add");
   pt_tensor *index = lpt_check_tensor(L, 3), *src = lpt_check_tensor(L, 4);
   pt_status st = pt_scatter_add(lpt_ctx(L), t, dim, index, src, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_scatter_add_(lua_State *L) {
@@ -377,7 +371,7 @@ static int t_index_select(lua_State *L) {
   int dim = lpt_check_dim(L, 2, t->ndim, "index_select");
   pt_tensor *index = lpt_check_tensor(L, 3);
   pt_status st = pt_index_select(lpt_ctx(L), t, dim, index, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 static int t_index_add_(lua_State *L) {
@@ -411,7 +405,7 @@ static int t_index_fill_(lua_State *L) {
 static int t_masked_select(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *r = NULL;
   pt_status st = pt_masked_select(lpt_ctx(L), t, mask, &r);
-  return push_result(L, st, r);
+  return lpt_push_result(L, st, r);
 }
 
 /* --- indexing and slicing: t[key] and t[key] = value --- */
@@ -524,12 +518,12 @@ static int t_slice(lua_State *L) {
     pt_status st;
     if (key->dtype == PT_BOOL || key->dtype == PT_UINT8) {
       st = pt_masked_select(ctx, t, key, &r);
-      return push_result(L, st, r);
+      return lpt_push_result(L, st, r);
     }
     if (key->dtype == PT_INT64 || key->dtype == PT_INT32) {
       if (t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use item())");
       st = pt_index_select(ctx, t, 0, key, &r);
-      return push_result(L, st, r);
+      return lpt_push_result(L, st, r);
     }
     return lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s",
                       pt_dtype_name(key->dtype));

@@ -9,17 +9,11 @@
 static int push_pair(lua_State *L, pt_status st, pt_tensor *v, pt_tensor *i) {
   if (st) return lpt_error(L);
   lpt_push_tensor(L, v);
-  /* indices are 1-based in Lua, as Torch7; a copy, since the graph keeps the 0-based ones */
+  /* a 1-based copy for Lua: the graph keeps the 0-based indices */
   pt_tensor *one_based;
-  if (pt_tensor_clone_raw(lpt_ctx(L), i, &one_based)) {
-    pt_tensor_release(i);
-    return lpt_error(L);
-  }
+  st = lpt_one_based(lpt_ctx(L), i, true, &one_based);
   pt_tensor_release(i);
-  int64_t n = pt_tensor_numel(one_based);
-  int64_t *p = pt_tensor_data(one_based);
-  for (int64_t k = 0; k < n; k++) p[k] += 1;
-  lpt_push_tensor(L, one_based);
+  lpt_push_result(L, st, one_based);
   return 2;
 }
 
@@ -51,9 +45,7 @@ static int scan(lua_State *L, bool prod) {
     return lpt_errorf(L, "%s: a dimension is needed for a %d-D tensor", fn, t->ndim);
   int dim = lua_isnoneornil(L, 2) ? 0 : lpt_check_dim(L, 2, t->ndim, fn);
   pt_status st = prod ? pt_cumprod(lpt_ctx(L), t, dim, &r) : pt_cumsum(lpt_ctx(L), t, dim, &r);
-  if (st) return lpt_error(L);
-  lpt_push_tensor(L, r);
-  return 1;
+  return lpt_push_result(L, st, r);
 }
 static int t_cumsum(lua_State *L) { return scan(L, false); }
 static int t_cumprod(lua_State *L) { return scan(L, true); }
@@ -63,9 +55,7 @@ static int bool_reduce(lua_State *L, bool is_all) {
   int dim = lua_isnoneornil(L, 2) ? -1 : lpt_check_dim(L, 2, t->ndim, is_all ? "all" : "any");
   bool keepdim = lua_toboolean(L, 3);
   pt_status st = is_all ? pt_all(lpt_ctx(L), t, dim, keepdim, &r) : pt_any(lpt_ctx(L), t, dim, keepdim, &r);
-  if (st) return lpt_error(L);
-  lpt_push_tensor(L, r);
-  return 1;
+  return lpt_push_result(L, st, r);
 }
 static int t_all(lua_State *L) { return bool_reduce(L, true); }
 static int t_any(lua_State *L) { return bool_reduce(L, false); }

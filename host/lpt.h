@@ -49,6 +49,13 @@ void lpt_push_tensor(lua_State *L, pt_tensor *t);
 /* Take a tensor or a Lua number (as a 0-d tensor of dtype `like`); new reference. */
 pt_tensor *lpt_to_tensor(lua_State *L, int idx, pt_dtype like);
 
+/* Raise the ctx's message when st fails, else push t (taking over the reference): the common
+ * tail of a binding returning one tensor. */
+int lpt_push_result(lua_State *L, pt_status st, pt_tensor *t);
+/* Index tensors are 0-based in lib/ and 1-based in Lua: add 1 to every element of the int64
+ * tensor ix, in place or (copy, when a graph node keeps the 0-based one) in a new tensor. */
+pt_status lpt_one_based(pt_ctx *ctx, pt_tensor *ix, bool copy, pt_tensor **out);
+
 /* A shape given as varargs of integers from idx on, or as one table; returns ndim. */
 int lpt_check_shape(lua_State *L, int idx, int64_t *shape);
 /* Lua 1-based (negative from the end) dimension -> 0-based; raises "fname: dimension ..." */
