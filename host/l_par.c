@@ -133,26 +133,6 @@ static void cancel_hook(lua_State *L, lua_Debug *ar) {
     luaL_error(L, "interrupted");
 }
 
-/* dst += src (same number of elements) */
-static void add_into(pt_tensor *dst, const pt_tensor *src) {
-  int64_t n = pt_tensor_numel(dst);
-  if (dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32 && pt_tensor_is_contiguous(dst) &&
-      pt_tensor_is_contiguous(src)) {
-    float *d = pt_tensor_data(dst);
-    const float *s = pt_tensor_data(src);
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  } else if (dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64 &&
-             pt_tensor_is_contiguous(dst) && pt_tensor_is_contiguous(src)) {
-    double *d = pt_tensor_data(dst);
-    const double *s = pt_tensor_data(src);
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  } else {
-    for (int64_t i = 0; i < n; i++)
-      pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));
-  }
-  atomic_fetch_add(&dst->version, 1);
-}
-
 /* This worker's entry for leaf (created when missing), or NULL when out of memory. */
 static grad_entry *entry_of(pt_ctx *ctx, par_worker *w, pt_tensor *leaf) {
   if (w->last < w->ng && w->g[w->last].param == leaf) return &w->g[w->last];
@@ -233,7 +213,8 @@ static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad
     }
     return PT_OK;
   }
-  add_into(e->buf, grad);
+  pt_tensor_add_raw(e->buf, grad);
+  atomic_fetch_add(&e->buf->version, 1);
   return PT_OK;
 }
 

@@ -78,18 +78,7 @@ static pt_status add_into(pt_ctx *ctx, pt_tensor *dst, pt_tensor *src) {
                    pt_shape_format(src->ndim, src->shape, a, sizeof a),
                    pt_shape_format(dst->ndim, dst->shape, b, sizeof b));
   }
-  if (dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32 && pt_tensor_is_contiguous(src)) {
-    float *d = pt_tensor_data(dst);
-    const float *s = pt_tensor_data(src);
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  } else if (dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64 && pt_tensor_is_contiguous(src)) {
-    double *d = pt_tensor_data(dst);
-    const double *s = pt_tensor_data(src);
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  } else {
-    for (int64_t i = 0; i < n; i++)
-      pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));
-  }
+  pt_tensor_add_raw(dst, src);
   atomic_fetch_add(&dst->version, 1);
   return PT_OK;
 }

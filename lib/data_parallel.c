@@ -125,23 +125,6 @@ static pt_status scalar_zero(pt_ctx *ctx, pt_tensor **out) {
   return pt_tensor_zeros(ctx, PT_FLOAT32, 1, &one, out);
 }
 
-/* dst += src over the flat element order; dst is contiguous */
-static void add_flat(pt_tensor *dst, const pt_tensor *src) {
-  int64_t n = pt_tensor_numel(dst);
-  if (dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32 && pt_tensor_is_contiguous(src)) {
-    float *d = pt_tensor_data(dst);
-    const float *s = pt_tensor_data(src);
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  } else if (dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64 && pt_tensor_is_contiguous(src)) {
-    double *d = pt_tensor_data(dst);
-    const double *s = pt_tensor_data(src);
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  } else {
-    for (int64_t i = 0; i < n; i++)
-      pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));
-  }
-}
-
 /* ------------------------------------------------------------------ creation --- */
 
 static pt_status chain_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin);
@@ -480,7 +463,7 @@ static pt_status dp_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, vo
   }
   dp_buf *e = find_buf(r, leaf);
   if (e) {
-    add_flat(e->buf, grad);
+    pt_tensor_add_raw(e->buf, grad);
     return PT_OK;
   }
   if (r->nb == r->cap) {

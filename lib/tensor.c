@@ -681,6 +681,23 @@ pt_status pt_tensor_to_dtype_raw(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tens
   return PT_OK;
 }
 
+void pt_tensor_add_raw(pt_tensor *dst, const pt_tensor *src) {
+  int64_t n = pt_tensor_numel(dst);
+  bool contiguous = pt_tensor_is_contiguous(dst) && pt_tensor_is_contiguous(src);
+  if (contiguous && dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32) {
+    float *d = pt_tensor_data(dst);
+    const float *s = pt_tensor_data(src);
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else if (contiguous && dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64) {
+    double *d = pt_tensor_data(dst);
+    const double *s = pt_tensor_data(src);
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));
+  }
+}
+
 pt_status pt_tensor_fill(pt_ctx *ctx, pt_tensor *t, double v) {
   (void)ctx;
   int64_t n = pt_tensor_numel(t);

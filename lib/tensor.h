@@ -114,6 +114,9 @@ pt_status pt_tensor_contiguous_raw(pt_ctx *ctx, pt_tensor *t, pt_tensor **out); 
 pt_status pt_tensor_clone_raw(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out);
 pt_status pt_tensor_to_dtype_raw(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out); /* retains if same dtype */
 pt_status pt_tensor_fill(pt_ctx *ctx, pt_tensor *t, double v);
+/* dst += src element by element in flat order (same number of elements, any dtypes and
+ * strides; fast for contiguous float32/float64 pairs). No autograd, no version bump. */
+void pt_tensor_add_raw(pt_tensor *dst, const pt_tensor *src);
 
 /* Raw views (share storage, no autograd); dims are 0-based and already normalised.
  * The autograd-aware versions are in ops_shape.c. */
