@@ -4,6 +4,7 @@
 
 #include "../lib/nn.h"
 #include "../lib/parallel.h"
+#include "../lib/ops_reduce.h"
 #include "lpt.h"
 
 static pt_tensor *opt_tensor(lua_State *L, int idx) {
@@ -57,7 +58,8 @@ static int softmax(lua_State *L, bool lg) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out;
   int ndim = x->ndim;
   int dim = lpt_opt_dim(L, 2, ndim, lg ? "log_softmax" : "softmax", ndim ? ndim - 1 : 0);
-  return push_result(L, pt_nn_softmax(lpt_ctx(L), x, dim, lg, &out), out);
+  /* the kernels of t:softmax / t:log_softmax (lib/ops_reduce.c); here dim defaults to the last */
+  return push_result(L, (lg ? pt_log_softmax : pt_softmax)(lpt_ctx(L), x, dim, &out), out);
 }
 static int l_softmax(lua_State *L) { return softmax(L, false); }
 static int l_log_softmax(lua_State *L) { return softmax(L, true); }

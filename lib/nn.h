@@ -30,9 +30,6 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
 /* elementwise activation; slope is used by PT_ACT_LEAKY_RELU */
 pt_status pt_nn_activation(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double slope, pt_tensor **out);
 
-/* softmax / log_softmax along dim (0-based) */
-pt_status pt_nn_softmax(pt_ctx *ctx, pt_tensor *x, int dim, bool log, pt_tensor **out);
-
 /* cross entropy of logits {N,C} (or {C}) against 1-based class indices {N} (or 0-d), with
  * optional class weights {C} (NULL), label smoothing in [0,1] and ignore_index (0 = none). */
 pt_status pt_nn_cross_entropy(pt_ctx *ctx, pt_tensor *input, pt_tensor *target, pt_tensor *weight,
