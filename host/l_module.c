@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../lib/blas.h"
 #include "lpt.h"
 #include "state.h"
 
@@ -385,6 +386,7 @@ static void install_small_alloc(lua_State *L) {
 
 int luaopen_partrain_core(lua_State *L) {
   tune_allocator();
+  pt_blas_single_threaded();
   install_small_alloc(L);
   state_create(L);
   /* module table */

@@ -34,8 +34,6 @@
 #include "state.h"
 #include "transfer.h"
 
-extern void openblas_set_num_threads(int n);
-extern int openblas_get_num_threads(void);
 
 #define POOL_MT "partrain.Pool"
 #define SHARED_POOL_KEY "partrain.par.shared_pool"
@@ -670,16 +668,15 @@ typedef struct wait_guard {
   volatile sig_atomic_t *old_flag;
   struct sigaction old_action;
   bool installed;
-  int old_blas;
 } wait_guard;
 
-static void guard_begin(lua_State *L, wait_guard *g, bool blas1) {
+static void guard_begin(lua_State *L, wait_guard *g) {
   g->ctx = lpt_ctx(L);
   g->old_flag = g->ctx->interrupted;
   g->installed = false;
-  g->old_blas = 0;
-  /* only the main state owns Ctrl-C and the BLAS setting: a pool used inside a worker (e.g.
-   * DataParallel inside par_by_sample) leaves both alone, or it would race with the caller */
+  /* only the main state owns Ctrl-C: a pool used inside a worker (e.g. DataParallel inside
+   * par_by_sample) leaves it alone, or it would race with the caller. OpenBLAS needs no
+   * setting here: partrain keeps it single-threaded for good (lib/blas.h). */
   if (lpt_get_state(L)->worker_id != 0) return;
   sigint_flag = 0;
   struct sigaction sa;
@@ -691,16 +688,11 @@ static void guard_begin(lua_State *L, wait_guard *g, bool blas1) {
     g->installed = true;
     g->ctx->interrupted = &sigint_flag;
   }
-  if (blas1) {
-    g->old_blas = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-  }
 }
 
 static void guard_end(wait_guard *g) {
   if (g->installed) sigaction(SIGINT, &g->old_action, NULL);
   g->ctx->interrupted = g->old_flag;
-  if (g->old_blas > 0) openblas_set_num_threads(g->old_blas);
 }
 
 static lpar_pool *check_pool(lua_State *L, int idx) {
@@ -892,7 +884,7 @@ static int l_pool_submit(lua_State *L) {
   t->base.worker = (int)w - 1;
   t->base.run = run_task;
   wait_guard g;
-  guard_begin(L, &g, false);
+  guard_begin(L, &g);
   pt_status st = pt_pool_submit(g.ctx, p->pool, &t->base);
   guard_end(&g);
   if (st) {
@@ -907,7 +899,7 @@ static int l_pool_next(lua_State *L) {
   lpar_pool *p = check_pool(L, 1);
   if (pt_pool_pending(p->pool) == 0) return luaL_error(L, "next: no task is outstanding");
   wait_guard g;
-  guard_begin(L, &g, false);
+  guard_begin(L, &g);
   par_task *t = wait_one(p, &g, NULL, 0);
   guard_end(&g);
   if (!t) return luaL_error(L, "interrupted");
@@ -1021,7 +1013,7 @@ static int l_pool_map(lua_State *L) {
     return luaL_error(L, "out of memory");
   }
   wait_guard g;
-  guard_begin(L, &g, true);
+  guard_begin(L, &g);
   lpt_xfer_session(L, 1);
   int next = 1, ninflight = 0;
   char names_buf[16][24];
@@ -1307,7 +1299,7 @@ static int par_windows_impl(lua_State *L) {
       tasks[j]->win = W;
       tasks[j]->slot = j;
     }
-    guard_begin(L, &g, true);
+    guard_begin(L, &g);
     for (int j = 1; j < k; j++) {
       pt_status st = pt_pool_submit(g.ctx, p->pool, &tasks[j]->base);
       if (st) {

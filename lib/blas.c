@@ -3,6 +3,16 @@
 
 #include "parallel.h"
 
+#include <pthread.h>
+
+extern void openblas_set_num_threads(int n);
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void set_single_threaded(void) { openblas_set_num_threads(1); }
+
+void pt_blas_single_threaded(void) { pthread_once(&blas_once, set_single_threaded); }
+
 /* below this many multiply-adds a split costs more than it saves */
 #define SPLIT_MIN_FLOPS (1 << 20)
 

@@ -9,6 +9,11 @@
 
 #include "pt_core.h"
 
+/* Put OpenBLAS in single-threaded mode, once per process (idempotent, thread-safe). partrain owns
+ * the thread budget: BLAS never starts threads of its own, so its pool and ours (or dispatcher
+ * workers) never compete. Called when the Lua module opens and when the intra-op pool starts. */
+void pt_blas_single_threaded(void);
+
 /* Row-major C{m,n} = alpha * op(A){m,k} op(B){k,n} + beta * C, dtype float32 or float64. */
 void pt_gemm(const pt_ctx *ctx, pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m,
              int64_t n, int64_t k, double alpha, const void *a, int64_t lda, const void *b,

@@ -2,6 +2,8 @@
  * wake for each region; the calling thread runs chunk 0 itself. */
 #include "parallel.h"
 
+#include "blas.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -10,8 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-extern void openblas_set_num_threads(int n);
-extern int openblas_get_num_threads(void);
 
 #define MAX_THREADS 64
 
@@ -111,7 +111,7 @@ static void pool_start(void) {
   pool.budget = pt_parallel_budget();
   /* The budget is ours: OpenBLAS runs single-threaded and large products are split across
    * our threads (lib/blas.c), so two pools never spin against each other. */
-  openblas_set_num_threads(1);
+  pt_blas_single_threaded();
   for (int t = 1; t < pool.budget; t++) {
     pthread_t th;
     pthread_attr_t attr;
@@ -139,9 +139,6 @@ int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn 
     fn(arg, 0, n, 0);
     return 1;
   }
-  /* someone (e.g. the dispatcher restoring its setting) may have raised BLAS threads */
-  int old_blas = openblas_get_num_threads();
-  if (old_blas != 1) openblas_set_num_threads(1);
   pthread_mutex_lock(&pool.lock);
   pool.r = (region){fn, arg, n, nthreads};
   atomic_store(&pool.remaining, nthreads - 1);
