@@ -194,12 +194,7 @@ static pt_tensor *worker_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh, void 
 /* The redirect's accumulate: gradients that did not go through a target */
 static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *ud) {
   par_worker *w = ud;
-  if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) {
-    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
-    return pt_fail(ctx, PT_ESHAPE, "backward: gradient of shape %s does not match shape %s",
-                   pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
-                   pt_shape_format(leaf->ndim, leaf->shape, b, sizeof b));
-  }
+  if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) return pt_grad_shape_error(ctx, grad, leaf);
   grad_entry *e = entry_of(ctx, w, leaf);
   if (!e) return PT_ENOMEM;
   if (e->gen != w->gen || !e->buf) {

@@ -72,15 +72,17 @@ pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_b
 /* dst += src, same shape; dst is contiguous and owned by the engine. */
 static pt_status add_into(pt_ctx *ctx, pt_tensor *dst, pt_tensor *src) {
   int64_t n = pt_tensor_numel(dst);
-  if (pt_tensor_numel(src) != n || dst->ndim != src->ndim) {
-    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
-    return pt_fail(ctx, PT_ESHAPE, "backward: gradient of shape %s does not match shape %s",
-                   pt_shape_format(src->ndim, src->shape, a, sizeof a),
-                   pt_shape_format(dst->ndim, dst->shape, b, sizeof b));
-  }
+  if (pt_tensor_numel(src) != n || dst->ndim != src->ndim) return pt_grad_shape_error(ctx, src, dst);
   pt_tensor_add_raw(dst, src);
   atomic_fetch_add(&dst->version, 1);
   return PT_OK;
+}
+
+pt_status pt_grad_shape_error(pt_ctx *ctx, const pt_tensor *grad, const pt_tensor *target) {
+  char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+  return pt_fail(ctx, PT_ESHAPE, "backward: gradient of shape %s does not match shape %s",
+                 pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
+                 pt_shape_format(target->ndim, target->shape, b, sizeof b));
 }
 
 /* A fresh contiguous copy of g in dtype dt that the engine may add into. */

@@ -57,6 +57,10 @@ void pt_node_release(pt_node *n);
 /* root.backward(grad): grad may be NULL for a one-element root (then 1). */
 pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain_graph);
 
+/* Fails with "backward: gradient of shape {..} does not match shape {..}" (grad vs target):
+ * the one message every accumulation hook gives for a gradient of the wrong size. */
+pt_status pt_grad_shape_error(pt_ctx *ctx, const pt_tensor *grad, const pt_tensor *target);
+
 /* The default accumulation: leaf->grad += grad (allocating it on first use). */
 pt_status pt_accumulate_default(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *userdata);
 

@@ -455,12 +455,7 @@ static dp_buf *find_buf(dp_rep *r, const pt_tensor *leaf) {
 /* ctx->accumulate of one replica's backward: leaf gradients into the replica's own buffers */
 static pt_status dp_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *ud) {
   dp_rep *r = ud;
-  if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) {
-    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
-    return pt_fail(ctx, PT_ESHAPE, "backward: gradient of shape %s does not match shape %s",
-                   pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
-                   pt_shape_format(leaf->ndim, leaf->shape, b, sizeof b));
-  }
+  if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) return pt_grad_shape_error(ctx, grad, leaf);
   dp_buf *e = find_buf(r, leaf);
   if (e) {
     pt_tensor_add_raw(e->buf, grad);
