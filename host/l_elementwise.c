@@ -13,17 +13,14 @@
 
 /* The live tensor at idx, or NULL (not a tensor, or a closed one). */
 static inline pt_tensor *ew_test(lua_State *L, const lpt_state *S, int idx) {
-  lpt_box *b = lua_touserdata(L, idx);
-  if (!b || !lua_getmetatable(L, idx)) return NULL;
-  const void *mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
-  return mt == S->tensor_mt ? b->t : NULL;
+  (void)S;
+  lpt_box *b = lpt_test_box(L, idx);
+  return b ? b->t : NULL;
 }
 
 /* Push a result, taking over the reference (metatable from upvalue 1). */
 static inline void ew_push(lua_State *L, lpt_state *S, pt_tensor *t) {
-  lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->t = t;
+  lpt_box_new(L, t);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_setmetatable(L, -2);
   lpt_gc_account_fast(L, S);

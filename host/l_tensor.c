@@ -11,32 +11,23 @@
 /* --- userdata --- */
 
 pt_tensor *lpt_test_tensor(lua_State *L, int idx) {
-  lpt_box *b = lua_touserdata(L, idx);
-  if (!b || !lua_getmetatable(L, idx)) return NULL;
-  const void *mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
-  if (mt != lpt_get_state(L)->tensor_mt) return NULL;
-  return b->t;
+  lpt_box *b = lpt_test_box(L, idx);
+  return b ? b->t : NULL;
 }
 
 pt_tensor *lpt_check_tensor(lua_State *L, int idx) {
-  lpt_box *b = lua_touserdata(L, idx);
-  if (b && lua_getmetatable(L, idx)) {
-    const void *mt = lua_topointer(L, -1);
-    lua_pop(L, 1);
-    if (mt == lpt_get_state(L)->tensor_mt) {
-      if (!b->t) luaL_argerror(L, idx, "tensor was closed");
-      return b->t;
-    }
+  lpt_box *b = lpt_test_box(L, idx);
+  if (!b) {
+    luaL_typeerror(L, idx, "Tensor");
+    return NULL;
   }
-  luaL_typeerror(L, idx, "Tensor");
-  return NULL;
+  if (!b->t) luaL_argerror(L, idx, "tensor was closed");
+  return b->t;
 }
 
 void lpt_push_tensor(lua_State *L, pt_tensor *t) {
   lpt_state *S = lpt_state_fast(L);
-  lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->t = t;
+  lpt_box_new(L, t);
   lua_rawgeti(L, LUA_REGISTRYINDEX, S->tensor_mt_ref);
   lua_setmetatable(L, -2);
   lpt_gc_account_fast(L, S);
@@ -67,6 +58,7 @@ static int t_gc(lua_State *L) {
   lpt_box *b = lua_touserdata(L, 1);
   pt_tensor_release(b->t);
   b->t = NULL;
+  b->tag = 0; /* the block may be reused for another object: a stale tag must not match */
   return 0;
 }
 
@@ -878,7 +870,6 @@ static const luaL_Reg tensor_methods[] = {
 };
 
 static const luaL_Reg tensor_metamethods[] = {
-    {"__gc", t_gc},
     {"__close", t_close},
     {"__len", t_len},
     {"__tostring", t_tostring},
@@ -959,6 +950,10 @@ void lpt_open_tensor(lua_State *L) {
   lua_pushliteral(L, "Tensor");
   lua_setfield(L, -2, "__name");
   luaL_setfuncs(L, tensor_metamethods, 0);
+  if (!lpt_boxes_freed_by_allocator(L)) {
+    lua_pushcfunction(L, t_gc);
+    lua_setfield(L, -2, "__gc");
+  }
   lua_getfield(L, LUA_REGISTRYINDEX, LPT_METHODS);
   lua_pushcclosure(L, t_index, 1);
   lua_setfield(L, -2, "__index");

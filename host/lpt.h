@@ -23,10 +23,34 @@ typedef struct lpt_state {
   int worker_id;         /* 0 in the caller's state, 1..n in dispatcher workers */
 } lpt_state;
 
-/* The userdata: a box holding one reference. A closed (<close>) tensor has t == NULL. */
+/* The userdata: a box holding one reference. A closed (<close>) tensor has t == NULL.
+ * tag marks the block as a tensor handle for the state's allocator, which releases t when the
+ * collector frees the block (no __gc: see "tensor handles without finalizers" in l_module.c). */
 typedef struct lpt_box {
   pt_tensor *t;
+  uintptr_t tag;
 } lpt_box;
+
+extern uintptr_t lpt_box_magic; /* random per process; tag == magic ^ the box's address */
+
+/* The box at idx when it is a tensor handle (open or closed), else NULL. The tag tells handles
+ * apart without fetching the metatable (the hot path of every binding). */
+static inline lpt_box *lpt_test_box(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof(lpt_box)) return NULL;
+  lpt_box *b = lua_touserdata(L, idx);
+  return b->tag == (lpt_box_magic ^ (uintptr_t)b) ? b : NULL;
+}
+
+/* A new box for t on top of the stack, without its metatable. */
+static inline lpt_box *lpt_box_new(lua_State *L, pt_tensor *t) {
+  lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->t = t;
+  b->tag = lpt_box_magic ^ (uintptr_t)b;
+  return b;
+}
+/* Whether the collector's frees release this state's tensor handles (the tensor metatable then
+ * has no __gc). */
+bool lpt_boxes_freed_by_allocator(lua_State *L);
 
 lpt_state *lpt_get_state(lua_State *L);
 static inline pt_ctx *lpt_ctx(lua_State *L) { return &lpt_get_state(L)->ctx; }

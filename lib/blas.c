@@ -6,10 +6,18 @@
 #include <pthread.h>
 
 extern void openblas_set_num_threads(int n);
+/* OpenBLAS's own pool (what its fork handler calls); weak: other BLAS builds lack it */
+extern void blas_thread_shutdown_(void) __attribute__((weak));
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
-static void set_single_threaded(void) { openblas_set_num_threads(1); }
+/* partrain splits GEMMs over its own pool, so OpenBLAS's threads are never used; they spin after
+ * start-up (~0.1 s of a second core, which slowed W3 by half when the two cores share a
+ * physical one), so the pool is stopped. */
+static void set_single_threaded(void) {
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
 
 void pt_blas_single_threaded(void) { pthread_once(&blas_once, set_single_threaded); }
 

@@ -100,11 +100,10 @@ uint64_t pt_rng_below(pt_rng *rng, uint64_t n) {
 
 /* --- dtypes --- */
 
-static const size_t dtype_sizes[PT_DTYPE_COUNT] = {4, 8, 8, 4, 1, 1};
+const unsigned char pt_dtype_sizes[PT_DTYPE_COUNT] = {4, 8, 8, 4, 1, 1};
 static const char *const dtype_names[PT_DTYPE_COUNT] = {"float32", "float64", "int64",
                                                         "int32",   "uint8",   "bool"};
 
-size_t pt_dtype_size(pt_dtype dt) { return (unsigned)dt < PT_DTYPE_COUNT ? dtype_sizes[dt] : 0; }
 const char *pt_dtype_name(pt_dtype dt) {
   return (unsigned)dt < PT_DTYPE_COUNT ? dtype_names[dt] : "unknown";
 }

@@ -88,7 +88,10 @@ double pt_rng_normal(pt_rng *rng);         /* N(0, 1) */
 uint64_t pt_rng_below(pt_rng *rng, uint64_t n); /* [0, n) without bias */
 
 /* dtypes */
-size_t pt_dtype_size(pt_dtype dt);
+extern const unsigned char pt_dtype_sizes[]; /* by dtype; inline: element addressing is hot */
+static inline size_t pt_dtype_size(pt_dtype dt) {
+  return (unsigned)dt < PT_DTYPE_COUNT ? pt_dtype_sizes[dt] : 0;
+}
 const char *pt_dtype_name(pt_dtype dt);      /* "float32", ... */
 bool pt_dtype_from_name(const char *name, pt_dtype *out); /* accepts "float", "long" etc. too */
 bool pt_dtype_is_floating(pt_dtype dt);

@@ -77,6 +77,23 @@ describe("tensor memory", function()
     assert.is_true(rss_mb() - before < 800, string.format("RSS grew by %.0f MB", rss_mb() - before))
   end)
 
+  it("never takes a freed handle's memory, reused by other Lua objects, for a handle", function()
+    -- the allocator releases a handle's tensor when the collector frees its block (no __gc);
+    -- the block is then reused by objects that overwrite only part of it (a table's array of
+    -- three numbers has the same size), which must not look like a handle when freed again
+    for _ = 1, 20 do
+      local ts = {}
+      for i = 1, 2000 do ts[i] = pt.ones(1) end
+      ts = nil
+      collectgarbage()
+      local xs = {}
+      for i = 1, 2000 do xs[i] = {2.0, 2.0, 2.0} end
+      xs = nil
+      collectgarbage()
+    end
+    assert.are.equal(2, (pt.ones(1) + pt.ones(1)):item())
+  end)
+
   it("frees a <close> tensor at once and rejects later use", function()
     local t2
     do
