@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/dispatch.h"
 #include "../lib/optim.h"
 #include "../lib/pool.h"
 #include "lpt.h"
@@ -50,6 +51,11 @@ typedef struct grad_entry {
   pt_tensor *param; /* retained */
   pt_tensor *buf;   /* this worker's gradient of param, valid when gen matches */
   unsigned gen;
+  /* or, when factored, the gradient is fac[0..rows) (g) times fac[rows..rows+cols) (x)^T:
+   * a batch-1 Linear's weight in a window with a fused step (pt_grad_redirect.rank1) */
+  bool factored;
+  void *fac;
+  size_t fac_bytes;
 } grad_entry;
 
 typedef struct lpar_pool lpar_pool;
@@ -65,6 +71,7 @@ typedef struct par_worker {
   uint64_t call_id;   /* call whose function is stored at FN_KEY */
   uint64_t model_gen; /* model stored at MODEL_KEY */
   pt_grad_redirect redirect; /* ctx->accumulate_data while it runs a sample of slot > 0 */
+  struct par_window *step_win; /* the window being run when it has a fused step, else NULL */
 } par_worker;
 
 enum { TASK_CALL = 0, TASK_ITEM = 1 };
@@ -154,6 +161,9 @@ static grad_entry *entry_of(pt_ctx *ctx, par_worker *w, pt_tensor *leaf) {
   e->param = pt_tensor_retain(leaf);
   e->buf = NULL;
   e->gen = 0;
+  e->factored = false;
+  e->fac = NULL;
+  e->fac_bytes = 0;
   return e;
 }
 
@@ -174,6 +184,21 @@ static pt_status entry_claim(pt_ctx *ctx, par_worker *w, grad_entry *e, pt_tenso
     }
   }
   e->gen = w->gen;
+  e->factored = false;
+  return PT_OK;
+}
+
+/* buf = the factored gradient g x^T (a second gradient of the same leaf arrived). */
+static pt_status entry_unfactor(pt_ctx *ctx, par_worker *w, grad_entry *e, pt_tensor *leaf) {
+  int64_t rows = leaf->shape[0], cols = leaf->shape[1];
+  pt_status st = entry_claim(ctx, w, e, leaf);
+  if (st) return st;
+  PT_DISPATCH_FLOAT(leaf->dtype, {
+    const T *g = e->fac, *x = (const T *)e->fac + rows;
+    T *d = pt_tensor_data(e->buf);
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t c = 0; c < cols; c++) d[r * cols + c] = g[r] * x[c];
+  });
   return PT_OK;
 }
 
@@ -184,7 +209,9 @@ static pt_tensor *worker_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh, void 
   *fresh = false;
   grad_entry *e = entry_of(ctx, w, leaf);
   if (!e) return NULL;
-  if (e->gen != w->gen || !e->buf) {
+  if (e->gen == w->gen && e->factored) {
+    if (entry_unfactor(ctx, w, e, leaf)) return NULL;
+  } else if (e->gen != w->gen || !e->buf) {
     if (entry_claim(ctx, w, e, leaf)) return NULL;
     *fresh = true;
   }
@@ -197,7 +224,10 @@ static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad
   if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) return pt_grad_shape_error(ctx, grad, leaf);
   grad_entry *e = entry_of(ctx, w, leaf);
   if (!e) return PT_ENOMEM;
-  if (e->gen != w->gen || !e->buf) {
+  if (e->gen == w->gen && e->factored) {
+    pt_status st = entry_unfactor(ctx, w, e, leaf);
+    if (st) return st;
+  } else if (e->gen != w->gen || !e->buf) {
     pt_status st = entry_claim(ctx, w, e, leaf);
     if (st) return st;
     if ((st = pt_tensor_copy_into(ctx, e->buf, grad))) {
@@ -215,6 +245,7 @@ static void clear_grads(par_worker *w) {
   for (int i = 0; i < w->ng; i++) {
     pt_tensor_release(w->g[i].param);
     pt_tensor_release(w->g[i].buf);
+    free(w->g[i].fac);
   }
   w->ng = 0;
   w->last = 0;
@@ -300,6 +331,32 @@ struct par_window {
   int nparams, cap;
 };
 
+/* The redirect's rank1: the window's first gradient of a parameter the fused step updates is
+ * kept as its two factors (copied: the graph may go before the window ends). */
+static bool worker_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void *x, void *ud) {
+  par_worker *w = ud;
+  par_window *W = w->step_win;
+  if (!W || (leaf->dtype != PT_FLOAT32 && leaf->dtype != PT_FLOAT64)) return false;
+  bool planned = false;
+  for (int i = 0; i < W->nplan && !planned; i++) planned = W->plan[i].param == leaf;
+  if (!planned) return false;
+  grad_entry *e = entry_of(ctx, w, leaf);
+  if (!e || e->gen == w->gen) return false; /* a second gradient: dense */
+  size_t es = pt_dtype_size(leaf->dtype), rows = (size_t)leaf->shape[0], cols = (size_t)leaf->shape[1];
+  size_t need = (rows + cols) * es;
+  if (e->fac_bytes < need) {
+    void *f = realloc(e->fac, need);
+    if (!f) return false;
+    e->fac = f;
+    e->fac_bytes = need;
+  }
+  memcpy(e->fac, g, rows * es);
+  memcpy((char *)e->fac + rows * es, x, cols * es);
+  e->factored = true;
+  e->gen = w->gen;
+  return true;
+}
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -364,8 +421,55 @@ static void slice_add(pt_tensor *dst, const pt_tensor *src, int64_t lo, int64_t 
 
 static grad_entry *entry_for(par_worker *w, pt_tensor *param) {
   for (int i = 0; i < w->ng; i++)
-    if (w->g[i].param == param) return w->g[i].gen == w->gen && w->g[i].buf ? &w->g[i] : NULL;
+    if (w->g[i].param == param)
+      return w->g[i].gen == w->gen && (w->g[i].buf || w->g[i].factored) ? &w->g[i] : NULL;
   return NULL;
+}
+
+/* A gradient source of the fused step: a slot's dense buffer, or its factors g (rows) then x
+ * (cols) when fac. */
+typedef struct grad_src {
+  const void *p;
+  bool fac;
+} grad_src;
+
+/* Whether row r of every source's gradient is 0 (all sources factored). */
+static bool row_dead(pt_dtype dt, const grad_src *src, int ns, int64_t r) {
+  for (int j = 0; j < ns; j++)
+    if (dt == PT_FLOAT32 ? ((const float *)src[j].p)[r] != 0 : ((const double *)src[j].p)[r] != 0)
+      return false;
+  return true;
+}
+
+/* out[0..m) = gradient elements b0..b0+m: grad0 (or 0 when NULL) + the sources in slot order,
+ * factored ones as g[row] * x[col]: the additions of the unfused path (param.grad + each slot's
+ * buffer), product by product, in the same order. This file is compiled with
+ * -ffp-contract=off so that each product is rounded before its addition, as in a buffer. */
+static void grad_block(pt_dtype dt, void *out, const char *grad0, const grad_src *src, int ns,
+                       int64_t b0, int64_t m, int64_t cols, int64_t rows) {
+  PT_DISPATCH_FLOAT(dt, {
+    T *tp = out;
+    if (grad0)
+      memcpy(tp, grad0, (size_t)m * sizeof(T));
+    else
+      memset(tp, 0, (size_t)m * sizeof(T));
+    for (int j = 0; j < ns; j++) {
+      if (!src[j].fac) {
+        const T *bp = (const T *)src[j].p + b0;
+        for (int64_t i = 0; i < m; i++) tp[i] += bp[i];
+        continue;
+      }
+      const T *g = src[j].p, *x = (const T *)src[j].p + rows;
+      for (int64_t i = 0; i < m;) { /* row by row */
+        int64_t f = b0 + i, r = f / cols, c = f % cols, len = cols - c;
+        if (len > m - i) len = m - i;
+        T gr = g[r];
+        if (gr != 0)
+          for (int64_t k = 0; k < len; k++) tp[i + k] += gr * x[c + k];
+        i += len;
+      }
+    }
+  });
 }
 
 static void window_reduce(par_task *t, par_worker *self) {
@@ -379,7 +483,7 @@ static void window_reduce(par_task *t, par_worker *self) {
       par_worker *w = W->slots[j];
       for (int i = 0; i < w->ng; i++) {
         grad_entry *e = &w->g[i];
-        if (e->gen != w->gen || !e->buf) continue;
+        if (e->gen != w->gen || (!e->buf && !e->factored)) continue;
         bool have = false;
         for (int q = 0; q < W->nparams && !have; q++) have = W->params[q] == e->param;
         if (have) continue;
@@ -412,7 +516,7 @@ static void window_reduce(par_task *t, par_worker *self) {
     int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
     for (int j = 0; j < W->k; j++) {
       grad_entry *e = entry_for(W->slots[j], param);
-      if (e) slice_add(param->grad, e->buf, lo, hi);
+      if (e && !e->factored) slice_add(param->grad, e->buf, lo, hi); /* factors: planned only */
     }
   }
   /* the fused step: this worker's slice of every parameter (elementwise, so slices are
@@ -427,63 +531,52 @@ static void window_reduce(par_task *t, par_worker *self) {
     int64_t n = pt_tensor_numel(param);
     int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
     if (lo >= hi) continue;
-    const void *bufs[PAR_MAX_SLOTS];
-    int nb = 0;
+    grad_src src[PAR_MAX_SLOTS];
+    int ns = 0, nb = 0;
     for (int j = 0; j < W->k; j++) {
       grad_entry *ge = entry_for(W->slots[j], param);
-      if (ge) bufs[nb++] = pt_tensor_data(ge->buf);
+      if (!ge) continue;
+      src[ns].fac = ge->factored;
+      src[ns++].p = ge->factored ? ge->fac : pt_tensor_data(ge->buf);
+      nb += !ge->factored;
     }
     pt_dtype dt = param->dtype;
     size_t es = pt_dtype_size(dt);
     char *pp = pt_tensor_data(param), *gp = pt_tensor_data(grad);
     char *mp = e->buf ? pt_tensor_data(e->buf) : NULL;
-    if (nb == 0) { /* no new gradient: step with grad as it is */
+    if (ns == 0) { /* no new gradient: step with grad as it is */
       pt_optim_sgd_range(param, grad, e->buf, e->first, &e->o, lo, hi, !e->grad_zero);
       continue;
     }
-    if (nb <= 2 && e->grad_zero) { /* the buffers are the whole gradient: read them directly */
-      pt_optim_sgd_raw(dt, pp + (size_t)lo * es, (const char *)bufs[0] + (size_t)lo * es,
-                       nb == 2 ? (const char *)bufs[1] + (size_t)lo * es : NULL,
+    if (nb == ns && nb <= 2 && e->grad_zero) { /* the buffers are the whole gradient: read them directly */
+      pt_optim_sgd_raw(dt, pp + (size_t)lo * es, (const char *)src[0].p + (size_t)lo * es,
+                       nb == 2 ? (const char *)src[1].p + (size_t)lo * es : NULL,
                        mp ? mp + (size_t)lo * es : NULL, e->first, &e->o, hi - lo);
       continue;
     }
+    /* Plain SGD leaves a parameter whose gradient is 0 as it is, so with only factored
+     * gradients (a batch-1 Linear's weight) rows where every g is 0 (dead ReLUs) are skipped. */
+    bool skip_dead = nb == 0 && e->grad_zero && !mp && e->o.weight_decay == 0 && !e->o.maximize;
+    int64_t cols = nb < ns ? param->shape[1] : 1;
     enum { BLK = 1024 };
     double tmp[BLK]; /* BLK doubles or 2 BLK floats */
     int64_t blk = dt == PT_FLOAT32 ? 2 * BLK : BLK;
-    for (int64_t b0 = lo; b0 < hi; b0 += blk) {
+    for (int64_t b0 = lo; b0 < hi;) {
       int64_t m = hi - b0 < blk ? hi - b0 : blk;
-      if (dt == PT_FLOAT32) {
-        float *tp = (float *)tmp;
-        const float *g0 = (const float *)gp + b0;
-        int j = 0;
-        if (e->grad_zero) {
-          memcpy(tp, (const float *)bufs[0] + b0, (size_t)m * sizeof(float));
-          j = 1;
-        } else {
-          memcpy(tp, g0, (size_t)m * sizeof(float));
-        }
-        for (; j < nb; j++) {
-          const float *bp = (const float *)bufs[j] + b0;
-          for (int64_t i = 0; i < m; i++) tp[i] += bp[i];
-        }
-      } else {
-        double *tp = tmp;
-        const double *g0 = (const double *)gp + b0;
-        int j = 0;
-        if (e->grad_zero) {
-          memcpy(tp, (const double *)bufs[0] + b0, (size_t)m * sizeof(double));
-          j = 1;
-        } else {
-          memcpy(tp, g0, (size_t)m * sizeof(double));
-        }
-        for (; j < nb; j++) {
-          const double *bp = (const double *)bufs[j] + b0;
-          for (int64_t i = 0; i < m; i++) tp[i] += bp[i];
+      if (skip_dead) { /* one row (or the part of it in the slice) at a time */
+        int64_t r = b0 / cols, end = (r + 1) * cols;
+        if (m > end - b0) m = end - b0;
+        if (row_dead(dt, src, ns, r)) {
+          b0 += m;
+          continue;
         }
       }
+      grad_block(dt, tmp, e->grad_zero ? NULL : gp + (size_t)b0 * es, src, ns, b0, m, cols,
+                 param->shape[0]);
       pt_optim_sgd_raw(dt, pp + (size_t)b0 * es, tmp, NULL, mp ? mp + (size_t)b0 * es : NULL,
                        e->first, &e->o, m);
       if (!e->grad_zero) memset(gp + (size_t)b0 * es, 0, (size_t)m * es);
+      b0 += m;
     }
   }
 }
@@ -540,6 +633,8 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     if (w->gen == 0) w->gen = 1;
     w->redirect.accumulate = worker_accumulate;
     w->redirect.target = worker_target;
+    w->step_win = t->win && t->win->nplan > 0 ? t->win : NULL;
+    w->redirect.rank1 = w->step_win ? worker_rank1 : NULL;
     w->redirect.userdata = w;
     ctx->accumulate = pt_accumulate_redirect;
     ctx->accumulate_data = &w->redirect;

@@ -114,6 +114,14 @@ static bool same_shape(const pt_tensor *a, const pt_tensor *b) {
   return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
 }
 
+bool pt_autograd_grad_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void *x) {
+  if (ctx->accumulate != pt_accumulate_redirect || leaf->grad_fn || !leaf->requires_grad ||
+      leaf->ndim != 2 || !pt_tensor_is_contiguous(leaf))
+    return false;
+  pt_grad_redirect *r = ctx->accumulate_data;
+  return r->rank1 && r->rank1(ctx, leaf, g, x, r->userdata);
+}
+
 pt_tensor *pt_autograd_grad_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh) {
   *fresh = false;
   if (leaf->grad_fn || !leaf->requires_grad || !pt_tensor_is_contiguous(leaf)) return NULL;

@@ -84,6 +84,11 @@ typedef struct pt_grad_redirect {
   pt_accumulate_fn accumulate; /* required */
   /* optional: the buffer for leaf's gradient, or NULL for the general path */
   pt_tensor *(*target)(pt_ctx *ctx, pt_tensor *leaf, bool *fresh, void *userdata);
+  /* optional: take the gradient of a 2-D leaf (rows x cols) as the outer product g x^T, with g
+   * (rows) and x (cols) in leaf's dtype, copied by the callee; false: use a target or grad_in.
+   * A batch-1 Linear's weight gradient is such a product, and keeping the factors saves the
+   * dispatcher writing, reading and zeroing a dense buffer per sample. */
+  bool (*rank1)(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void *x, void *userdata);
   void *userdata;
 } pt_grad_redirect;
 
@@ -91,5 +96,7 @@ typedef struct pt_grad_redirect {
 pt_status pt_accumulate_redirect(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *redirect);
 
 pt_tensor *pt_autograd_grad_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh);
+/* Offer leaf's gradient as g x^T (see pt_grad_redirect.rank1): true when it was taken. */
+bool pt_autograd_grad_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void *x);
 
 #endif

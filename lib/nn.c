@@ -80,7 +80,21 @@ static pt_status linear_backward_vec(pt_ctx *ctx, pt_node *node, pt_tensor *g, p
   }
   pt_tensor *dW = NULL, *db = NULL, *gw = NULL, *gb = NULL;
   bool fresh_w = false, fresh_b = false;
-  if (node->needs_grad[1]) {
+  /* g masked by the ReLU, in g's own buffer or gmask */
+  _Alignas(64) char gmask[LINEAR_VEC_MAX * sizeof(double)];
+  const void *gv = pt_tensor_data(g);
+  if (relu) {
+    PT_DISPATCH_FLOAT(dt, {
+      const T *gp = gv, *yp = pt_tensor_data(node->saved[2]);
+      T *m = (T *)gmask;
+      for (int64_t i = 0; i < nout; i++) m[i] = yp[i] > 0 ? gp[i] : (T)0;
+    });
+    gv = gmask;
+  }
+  /* the weight's gradient as factors, where the accumulation takes them (par_by_sample) */
+  bool w_done = node->needs_grad[1] &&
+                pt_autograd_grad_rank1(ctx, node->inputs[1], gv, pt_tensor_data(x));
+  if (node->needs_grad[1] && !w_done) {
     dW = direct_grad(ctx, node->inputs[1], &fresh_w);
     if (!dW) {
       if ((st = pt_tensor_empty(ctx, dt, 2, w->shape, &gw))) goto fail;
@@ -97,13 +111,7 @@ static pt_status linear_backward_vec(pt_ctx *ctx, pt_node *node, pt_tensor *g, p
     }
   }
   PT_DISPATCH_FLOAT(dt, {
-    T gbuf[LINEAR_VEC_MAX];
-    const T *gp = pt_tensor_data(g);
-    if (relu) {
-      const T *yp = pt_tensor_data(node->saved[2]);
-      for (int64_t i = 0; i < nout; i++) gbuf[i] = yp[i] > 0 ? gp[i] : (T)0;
-      gp = gbuf;
-    }
+    const T *gp = gv;
     const T *xp = pt_tensor_data(x), *wp = pt_tensor_data(w);
     if (gx) {
       T *o = pt_tensor_data(gx);

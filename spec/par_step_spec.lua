@@ -15,9 +15,9 @@ local function fn(sample, model)
   return loss
 end
 
-local function train(threads, ds, sgd_opts, fused, calls)
+local function train(threads, ds, sgd_opts, fused, calls, make_model)
   pt.manual_seed(3)
-  local model = nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
+  local model = make_model and make_model() or nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
   local opt = optim.SGD(model:parameters(), sgd_opts)
   local handler = data.DataHandler(ds)
   local all = {}
@@ -56,6 +56,41 @@ describe("par_by_sample opts.step", function()
           local b1, b2 = o1.state[p1[i]].momentum_buffer, o2.state[p2[i]].momentum_buffer
           assert.are.equal(b1 == nil, b2 == nil)
           if b1 then assert.is_true(pt.equal(b1, b2), "momentum buffer " .. i) end
+        end
+      end)
+    end
+  end
+
+  -- a batch-1 Linear's weight gradient travels as its two factors into the fused step; a
+  -- weight used twice in a sample turns them into a dense buffer
+  local models = {
+    ["a Linear used twice per sample"] = function()
+      local shared = nn.Linear(12, 12)
+      return nn.Sequential(shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(12, 4))
+    end,
+    ["a float64 model"] = function()
+      return nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4)):double()
+    end,
+  }
+  for name, make_model in pairs(models) do
+    for _, o in ipairs({{lr = 0.1}, {lr = 0.05, momentum = 0.9}}) do
+      it(("gives the same weights as the unfused path for %s (momentum %s)"):format(name, tostring(o.momentum)),
+         function()
+        local ds = make_data(9)
+        if name:match("float64") then
+          local d = {}
+          for i = 1, 9 do d[i] = {ds:get(i)[1]:double(), ds:get(i)[2]} end
+          ds = {get = function(_, i) return d[i] end, len = function() return 9 end}
+        end
+        local m1 = train(2, ds, o, false, 2, make_model)
+        local m2 = train(2, ds, o, true, 2, make_model)
+        pt.manual_seed(3)
+        local p0 = make_model():parameters()
+        local p1, p2 = m1:parameters(), m2:parameters()
+        assert.are.equal(#p1, #p2)
+        for i = 1, #p1 do
+          assert.is_true(pt.equal(p1[i], p2[i]), "parameter " .. i)
+          assert.is_false(pt.equal(p0[i], p2[i]), "parameter " .. i .. " did not move")
         end
       end)
     end
