@@ -589,6 +589,10 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   int top = lua_gettop(L);
   t->ok = false;
   t->result = NULL;
+  if (!t->args) { /* a placeholder for a sample that could not be sent: fails the window */
+    if (t->win) window_reduce(t, w);
+    return;
+  }
   lua_pushcfunction(L, worker_msgh);
   int h = lua_gettop(L);
   int nargs = 0;
@@ -1325,45 +1329,6 @@ static int par_windows_impl(lua_State *L) {
       lpt_msg_release(call);
       return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
     }
-    /* fetch and encode the window's samples before anything runs */
-    static const char *const sname[] = {"sample"};
-    lpt_xfer_session(L, 1);
-    for (int j = 0; j < k; j++) {
-      lua_pushvalue(L, 3);
-      lua_pushinteger(L, start + j);
-      int st = lua_pcall(L, 1, 1, 0);
-      par_task *t = calloc(1, sizeof *t);
-      lpt_msg *m = t ? lpt_msg_new() : NULL;
-      if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
-        char buf[PT_ERRMSG_MAX];
-        snprintf(buf, sizeof buf, "par_by_sample: sample %d %s: %s", start + j,
-                 st != LUA_OK ? "could not be read" : "cannot be sent to a worker",
-                 m ? lua_tostring(L, -1) : "out of memory");
-        lpt_msg_release(m);
-        free(t);
-        for (int q = 0; q < j; q++) {
-          free_task(tasks[q]);
-          tasks[q] = NULL;
-        }
-        free(tasks);
-        lpt_msg_release(call);
-        lpt_xfer_session(L, 0);
-        return luaL_error(L, "%s", buf);
-      }
-      lua_pop(L, 1);
-      t->kind = TASK_ITEM;
-      t->args = m;
-      t->call = lpt_msg_retain(call);
-      t->call_id = call_id;
-      t->model = lpt_msg_retain(p->model_msg);
-      t->model_gen = p->model_gen;
-      t->grads = true;
-      t->index = start + j;
-      t->base.worker = j;
-      t->base.run = run_task;
-      tasks[j] = t;
-    }
-    lpt_xfer_session(L, 0);
     par_window *W = p->win;
     W->k = k;
     W->plan = plan;
@@ -1374,7 +1339,6 @@ static int par_windows_impl(lua_State *L) {
                           atomic_load(&gr->version) == plan[q].zeroed_version;
       if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
                  !pt_tensor_is_contiguous(gr))) {
-        for (int j = 0; j < k; j++) free_task(tasks[j]);
         free(tasks);
         lpt_msg_release(call);
         W->plan = NULL;
@@ -1385,29 +1349,82 @@ static int par_windows_impl(lua_State *L) {
     }
     atomic_store(&W->arrived, 0);
     atomic_store(&W->failed, false);
-    for (int j = 0; j < k; j++) {
-      tasks[j]->win = W;
-      tasks[j]->slot = j;
-    }
+    /* Each worker's sample is fetched, encoded and submitted before the next is fetched, the
+     * caller's own sample (slot 0) last: the workers start while the caller still prepares.
+     * A sample that cannot be read or sent leaves its slot to a placeholder task that fails
+     * the window (the others must still meet it at the window's barriers). */
+    static const char *const sname[] = {"sample"};
+    char ferr[PT_ERRMSG_MAX];
+    ferr[0] = '\0';
     guard_begin(L, &g);
-    for (int j = 1; j < k; j++) {
-      pt_status st = pt_pool_submit(g.ctx, p->pool, &tasks[j]->base);
-      if (st) {
-        for (int q = j; q < k; q++) {
-          free_task(tasks[q]);
-          tasks[q] = NULL;
-        }
-        if (pt_pool_pending(p->pool) == 0) { /* nothing to drain */
-          free_task(tasks[0]);
-          tasks[0] = NULL;
+    lpt_xfer_session(L, 1);
+    bool pool_failed = false;
+    for (int jj = 1; jj <= k; jj++) {
+      int j = jj % k; /* 1, 2, ..., k-1, then 0 */
+      par_task *t = calloc(1, sizeof *t);
+      if (!t) {
+        snprintf(ferr, sizeof ferr, "par_by_sample: out of memory");
+        t = NULL;
+      } else if (!ferr[0] || j == 0) {
+        /* after a failure only slot 0 is still read: its sample comes first, and the first
+         * failure in sample order is the one reported */
+        lua_pushvalue(L, 3);
+        lua_pushinteger(L, start + j);
+        int st = lua_pcall(L, 1, 1, 0);
+        lpt_msg *m = lpt_msg_new();
+        if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
+          snprintf(ferr, sizeof ferr, "par_by_sample: sample %d %s: %s", start + j,
+                   st != LUA_OK ? "could not be read" : "cannot be sent to a worker",
+                   m ? lua_tostring(L, -1) : "out of memory");
+          lpt_msg_release(m);
+        } else if (ferr[0]) {
+          lpt_msg_release(m); /* the window fails anyway */
         } else {
-          wait_one(p, &g, tasks, k); /* fails too: drains */
+          t->args = m;
         }
-        guard_end(&g);
-        free(tasks);
-        lpt_msg_release(call);
-        return luaL_error(L, "interrupted");
+        lua_pop(L, 1);
       }
+      if (!t) { /* no task for this slot: nothing can stand in for it */
+        pool_failed = true;
+        break;
+      }
+      t->kind = TASK_ITEM;
+      t->call = lpt_msg_retain(call);
+      t->call_id = call_id;
+      t->model = lpt_msg_retain(p->model_msg);
+      t->model_gen = p->model_gen;
+      t->grads = true;
+      t->index = start + j;
+      t->base.worker = j;
+      t->base.run = run_task;
+      t->win = W;
+      t->slot = j;
+      tasks[j] = t;
+      if (j > 0 && pt_pool_submit(g.ctx, p->pool, &t->base) != PT_OK) {
+        tasks[j] = NULL;
+        free_task(t);
+        pool_failed = true;
+        break;
+      }
+    }
+    lpt_xfer_session(L, 0);
+    if (pool_failed) { /* a worker may wait for a slot that never comes: cancel and drain */
+      atomic_store(&W->failed, true);
+      pt_pool_cancel(p->pool);
+      pt_ctx quiet;
+      pt_ctx_init(&quiet, 0);
+      pt_pool_task *done;
+      while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
+      }
+      pt_pool_uncancel(p->pool);
+      for (int q = 0; q < k; q++) {
+        free_task(tasks[q]);
+        tasks[q] = NULL;
+      }
+      guard_end(&g);
+      free(tasks);
+      lpt_msg_release(call);
+      return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
     /* sample 1 of the window runs right here, on the inline worker's state */
     p->inl->intr = g.ctx->interrupted;
@@ -1423,6 +1440,15 @@ static int par_windows_impl(lua_State *L) {
       }
     }
     guard_end(&g);
+    if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
+      for (int q = 0; q < k; q++) {
+        free_task(tasks[q]);
+        tasks[q] = NULL;
+      }
+      free(tasks);
+      lpt_msg_release(call);
+      return luaL_error(L, "%s", ferr);
+    }
     /* the first failure in sample order fails the call */
     for (int j = 0; j < k; j++) {
       par_task *t = tasks[j];
