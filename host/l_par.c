@@ -433,14 +433,6 @@ typedef struct grad_src {
   bool fac;
 } grad_src;
 
-/* Whether row r of every source's gradient is 0 (all sources factored). */
-static bool row_dead(pt_dtype dt, const grad_src *src, int ns, int64_t r) {
-  for (int j = 0; j < ns; j++)
-    if (dt == PT_FLOAT32 ? ((const float *)src[j].p)[r] != 0 : ((const double *)src[j].p)[r] != 0)
-      return false;
-  return true;
-}
-
 /* out[0..m) = gradient elements b0..b0+m: grad0 (or 0 when NULL) + the sources in slot order,
  * factored ones as g[row] * x[col]: the additions of the unfused path (param.grad + each slot's
  * buffer), product by product, in the same order. This file is compiled with
@@ -554,29 +546,38 @@ static void window_reduce(par_task *t, par_worker *self) {
                        mp ? mp + (size_t)lo * es : NULL, e->first, &e->o, hi - lo);
       continue;
     }
-    /* Plain SGD leaves a parameter whose gradient is 0 as it is, so with only factored
-     * gradients (a batch-1 Linear's weight) rows where every g is 0 (dead ReLUs) are skipped. */
-    bool skip_dead = nb == 0 && e->grad_zero && !mp && e->o.weight_decay == 0 && !e->o.maximize;
-    int64_t cols = nb < ns ? param->shape[1] : 1;
+    int64_t rows = param->shape[0], cols = nb < ns ? param->shape[1] : 1;
+    if (nb == 0 && e->grad_zero && !mp) {
+      /* only factored gradients and no momentum: one pass per row segment over the
+       * parameter, products summed on the fly; plain SGD leaves rows whose g is 0 in every
+       * slot (dead ReLUs) as they are, so those are skipped */
+      bool skip_dead = e->o.weight_decay == 0 && !e->o.maximize;
+      for (int64_t b0 = lo; b0 < hi;) {
+        int64_t r = b0 / cols, c = b0 % cols, m = cols - c;
+        if (m > hi - b0) m = hi - b0;
+        const void *xs[PAR_MAX_SLOTS];
+        double sc[PAR_MAX_SLOTS];
+        bool dead = true;
+        for (int j = 0; j < ns; j++) {
+          sc[j] = dt == PT_FLOAT32 ? ((const float *)src[j].p)[r] : ((const double *)src[j].p)[r];
+          xs[j] = (const char *)src[j].p + (size_t)(rows + c) * es;
+          dead = dead && sc[j] == 0;
+        }
+        if (!(dead && skip_dead))
+          pt_optim_sgd_scaled(dt, pp + (size_t)b0 * es, xs, sc, ns, &e->o, m);
+        b0 += m;
+      }
+      continue;
+    }
     enum { BLK = 1024 };
     double tmp[BLK]; /* BLK doubles or 2 BLK floats */
     int64_t blk = dt == PT_FLOAT32 ? 2 * BLK : BLK;
-    for (int64_t b0 = lo; b0 < hi;) {
+    for (int64_t b0 = lo; b0 < hi; b0 += blk) {
       int64_t m = hi - b0 < blk ? hi - b0 : blk;
-      if (skip_dead) { /* one row (or the part of it in the slice) at a time */
-        int64_t r = b0 / cols, end = (r + 1) * cols;
-        if (m > end - b0) m = end - b0;
-        if (row_dead(dt, src, ns, r)) {
-          b0 += m;
-          continue;
-        }
-      }
-      grad_block(dt, tmp, e->grad_zero ? NULL : gp + (size_t)b0 * es, src, ns, b0, m, cols,
-                 param->shape[0]);
+      grad_block(dt, tmp, e->grad_zero ? NULL : gp + (size_t)b0 * es, src, ns, b0, m, cols, rows);
       pt_optim_sgd_raw(dt, pp + (size_t)b0 * es, tmp, NULL, mp ? mp + (size_t)b0 * es : NULL,
                        e->first, &e->o, m);
       if (!e->grad_zero) memset(gp + (size_t)b0 * es, 0, (size_t)m * es);
-      b0 += m;
     }
   }
 }

@@ -125,6 +125,47 @@ void pt_optim_sgd_raw(pt_dtype dt, void *pv, const void *gv, const void *g2v, vo
   });
 }
 
+void pt_optim_sgd_scaled(pt_dtype dt, void *pv, const void *const *xv, const double *s, int nf,
+                         const pt_sgd_opts *o, int64_t n) {
+  PT_DISPATCH_FLOAT(dt, {
+    T *p = pv;
+    const T lr = (T)o->lr, wd = (T)o->weight_decay, sign = o->maximize ? (T)-1 : (T)1;
+    const T *x[2];
+    T sc[2];
+    int k = 0;
+    for (int j = 0; j < nf; j++) {
+      if (s[j] == 0) continue;
+      if (k == 2) { /* three or more live terms: sum in a block on the stack */
+        enum { BLK = 512 };
+        T g[BLK];
+        for (int64_t b0 = 0; b0 < n; b0 += BLK) {
+          int64_t m = n - b0 < BLK ? n - b0 : BLK;
+          for (int64_t i = 0; i < m; i++) g[i] = (T)0;
+          for (int q = 0; q < nf; q++) {
+            if (s[q] == 0) continue;
+            const T *xq = (const T *)xv[q] + b0, sq = (T)s[q];
+            for (int64_t i = 0; i < m; i++) g[i] += sq * xq[i];
+          }
+          T *pb = p + b0;
+          for (int64_t i = 0; i < m; i++) pb[i] -= lr * (sign * g[i] + wd * pb[i]);
+        }
+        return;
+      }
+      x[k] = xv[j];
+      sc[k++] = (T)s[j];
+    }
+    if (k == 1) {
+      const T *x0 = x[0], s0 = sc[0];
+      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (s0 * x0[i]) + wd * p[i]);
+    } else if (k == 2) {
+      const T *x0 = x[0], *x1 = x[1], s0 = sc[0], s1 = sc[1];
+      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (s0 * x0[i] + s1 * x1[i]) + wd * p[i]);
+    } else {
+      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (T)0 + wd * p[i]);
+    }
+  });
+}
+
 void pt_optim_sgd_range(pt_tensor *param, pt_tensor *grad, pt_tensor *buf, bool buf_init,
                         const pt_sgd_opts *o, int64_t lo, int64_t hi, bool zero_grad) {
   size_t es = pt_dtype_size(param->dtype);

@@ -21,6 +21,13 @@ pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor
  * No checks, no version bumps (the caller does both). */
 void pt_optim_sgd_range(pt_tensor *param, pt_tensor *grad, pt_tensor *buf, bool buf_init,
                         const pt_sgd_opts *o, int64_t lo, int64_t hi, bool zero_grad);
+/* SGD without momentum on n elements p[0..n) whose gradient is the sum of nf scaled vectors,
+ * (((0 + s[0] x[0][i]) + s[1] x[1][i]) + ...), each product rounded before it is added (this
+ * file is built with -ffp-contract=off): the value a dense buffer of those products would give,
+ * so the update is bitwise that of pt_optim_sgd_raw on the summed gradient. Terms with s == 0
+ * are skipped (adding 0 changes no sum that starts at +0). */
+void pt_optim_sgd_scaled(pt_dtype dt, void *p, const void *const *x, const double *s, int nf,
+                         const pt_sgd_opts *o, int64_t n);
 /* The same on raw arrays of n elements of dtype dt (p, g, buf or NULL, already offset); g2,
  * when not NULL, is added to g first (the gradient is g[i] + g2[i]). */
 void pt_optim_sgd_raw(pt_dtype dt, void *p, const void *g, const void *g2, void *buf,
