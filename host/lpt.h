@@ -36,8 +36,9 @@ extern uintptr_t lpt_box_magic; /* random per process; tag == magic ^ the box's 
 /* The box at idx when it is a tensor handle (open or closed), else NULL. The tag tells handles
  * apart without fetching the metatable (the hot path of every binding). */
 static inline lpt_box *lpt_test_box(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof(lpt_box)) return NULL;
+  /* a full userdata of a box's size (a light userdata's raw length is 0) */
   lpt_box *b = lua_touserdata(L, idx);
+  if (!b || lua_rawlen(L, idx) != sizeof(lpt_box)) return NULL;
   return b->tag == (lpt_box_magic ^ (uintptr_t)b) ? b : NULL;
 }
 

@@ -42,7 +42,7 @@
 #define SMALL_CLASSES 28
 #define SMALL_CLASS_BYTES ((size_t)256 << 10)
 #define SLAB_BYTES ((size_t)64 << 10)
-#define REGION_BYTES ((size_t)16 << 30)
+#define REGION_BYTES PT_SMALL_REGION_BYTES
 
 static inline int small_class(size_t n) {
   if (n <= 256) return n ? (int)((n - 1) >> 4) : 0;
@@ -69,10 +69,7 @@ void pt_small_free(void *p, size_t nbytes) {
   (void)nbytes;
   free(p);
 }
-bool pt_small_owns(const void *p) {
-  (void)p;
-  return false;
-}
+char *pt_small_region; /* stays NULL: every block is a plain malloc */
 size_t pt_small_cached_bytes(void) { return 0; }
 void pt_small_trim(void) {}
 bool pt_small_ready(void) { return false; }
@@ -98,7 +95,7 @@ static _Thread_local small_cache tl_small;
 static pthread_once_t small_once = PTHREAD_ONCE_INIT;
 static pthread_key_t small_key;
 static bool small_key_ok;
-static char *region_base; /* NULL: no region, blocks are plain mallocs */
+char *pt_small_region; /* NULL: no region, blocks are plain mallocs */
 static atomic_size_t region_used;
 static small_pool pools[SMALL_CLASSES];
 /* the unused rest of exited threads' slabs */
@@ -106,9 +103,6 @@ static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *spare_slab[16], *spare_end[16];
 static int n_spare;
 
-bool pt_small_owns(const void *p) {
-  return region_base && (const char *)p >= region_base && (const char *)p < region_base + REGION_BYTES;
-}
 
 /* Push n blocks chained from first..last onto class k's global pool. */
 static void pool_put(int k, void *first, void *last, size_t n) {
@@ -146,7 +140,7 @@ static void small_init(void) {
   if (!small_key_ok) return; /* no way to hand a thread's blocks back: stay with malloc */
   void *p = mmap(NULL, REGION_BYTES, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p != MAP_FAILED) region_base = p;
+  if (p != MAP_FAILED) pt_small_region = p;
 }
 
 /* A block of class k when this thread's list is empty: from the global pool (half a list at
@@ -154,7 +148,7 @@ static void small_init(void) {
 static void *small_refill(small_cache *c, int k) {
   if (!c->registered) {
     pthread_once(&small_once, small_init);
-    if (!region_base || pthread_setspecific(small_key, c) != 0) return NULL;
+    if (!pt_small_region || pthread_setspecific(small_key, c) != 0) return NULL;
     c->registered = true;
   }
   size_t size = small_size(k);
@@ -187,7 +181,7 @@ static void *small_refill(small_cache *c, int k) {
     if (!slab || (size_t)(end - slab) < size) {
       size_t off = atomic_fetch_add_explicit(&region_used, SLAB_BYTES, memory_order_relaxed);
       if (off + SLAB_BYTES > REGION_BYTES) return NULL;
-      slab = region_base + off;
+      slab = pt_small_region + off;
       end = slab + SLAB_BYTES;
     }
     c->slab = slab;
@@ -260,7 +254,7 @@ void pt_small_trim(void) {
 
 bool pt_small_ready(void) {
   pthread_once(&small_once, small_init);
-  return region_base != NULL;
+  return pt_small_region != NULL;
 }
 
 #endif
@@ -429,8 +423,12 @@ pt_status pt_tensor_empty(pt_ctx *ctx, pt_dtype dt, int ndim, const int64_t *sha
   if (!t) return PT_ENOMEM;
   t->dtype = dt;
   t->ndim = ndim;
-  if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
-  pt_contiguous_strides(ndim, shape, t->stride);
+  int64_t s = 1; /* shape and contiguous strides inline: W3 makes a tensor per op */
+  for (int i = ndim - 1; i >= 0; i--) {
+    t->shape[i] = shape[i];
+    t->stride[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
   *out = t;
   return PT_OK;
 }

@@ -45,7 +45,12 @@ typedef struct pt_tensor {
 #define PT_SMALL_MAX 1024
 void *pt_small_alloc(pt_ctx *ctx, size_t nbytes); /* counts in ctx->bytes_allocated (ctx may be NULL); NULL + message on failure */
 void pt_small_free(void *p, size_t nbytes);       /* NULL is fine */
-bool pt_small_owns(const void *p);                 /* p came from the slabs (not a malloc fallback) */
+/* p came from the slabs (not a malloc fallback); inline: Lua's allocator asks on every call */
+extern char *pt_small_region; /* the slabs' address range, NULL until made (always under ASan) */
+#define PT_SMALL_REGION_BYTES ((size_t)16 << 30)
+static inline bool pt_small_owns(const void *p) {
+  return pt_small_region && (uintptr_t)p - (uintptr_t)pt_small_region < PT_SMALL_REGION_BYTES;
+}
 bool pt_small_ready(void);                         /* the slabs are available (false under ASan) */
 size_t pt_small_cached_bytes(void);                /* bytes in this thread's free lists */
 void pt_small_trim(void);                          /* move this thread's lists to the shared pool */
