@@ -42,6 +42,7 @@
 #define WORKER_KEY "partrain.par.worker"
 #define FN_KEY "partrain.par.fn"
 #define MODEL_KEY "partrain.par.model"
+#define DATA_KEY "partrain.par.dataset"
 #define HOOK_COUNT 1000
 #define PAR_MAX_SLOTS 256 /* pool_new's limit on workers */
 
@@ -70,6 +71,7 @@ typedef struct par_worker {
   volatile sig_atomic_t *intr; /* the inline worker: the caller's interrupt flag */
   uint64_t call_id;   /* call whose function is stored at FN_KEY */
   uint64_t model_gen; /* model stored at MODEL_KEY */
+  uint64_t data_gen;  /* par_by_sample call whose dataset is stored at DATA_KEY */
   pt_grad_redirect redirect; /* ctx->accumulate_data while it runs a sample of slot > 0 */
   struct par_window *step_win; /* the window being run when it has a fused step, else NULL */
 } par_worker;
@@ -90,6 +92,8 @@ typedef struct par_task {
   lpt_msg *model;  /* [model] appended as the last argument (par_by_sample) */
   uint64_t model_gen;
   lpt_msg *args;   /* TASK_CALL: [fn, args...]; TASK_ITEM: [args...] */
+  lpt_msg *data;   /* par_by_sample read_in_workers: [dataset], whose get(index) is the sample */
+  uint64_t data_gen;
   bool grads;      /* collect leaf gradients into the worker's buffers */
   bool all_results;
   /* out */
@@ -118,6 +122,7 @@ static void free_task(par_task *t) {
   lpt_msg_release(t->call);
   lpt_msg_release(t->model);
   lpt_msg_release(t->args);
+  lpt_msg_release(t->data);
   lpt_msg_release(t->result);
   free(t);
 }
@@ -590,7 +595,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   int top = lua_gettop(L);
   t->ok = false;
   t->result = NULL;
-  if (!t->args) { /* a placeholder for a sample that could not be sent: fails the window */
+  if (!t->args && !t->data) { /* a placeholder for a sample that could not be sent: fails the window */
     if (t->win) window_reduce(t, w);
     return;
   }
@@ -620,9 +625,39 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
       lua_setfield(L, LUA_REGISTRYINDEX, MODEL_KEY);
       w->model_gen = t->model_gen;
     }
+    if (t->data && w->data_gen != t->data_gen) {
+      int n;
+      w->data_gen = 0;
+      if (!decode_into(L, t, t->data, &n, "the dataset")) goto out;
+      lua_settop(L, h + 1);
+      lua_setfield(L, LUA_REGISTRYINDEX, DATA_KEY);
+      w->data_gen = t->data_gen;
+    }
     lua_getfield(L, LUA_REGISTRYINDEX, FN_KEY);
     int n;
-    if (!decode_into(L, t, t->args, &n, "the arguments")) goto out;
+    if (t->data) { /* the sample: dataset:get(index), read here */
+      lua_getfield(L, LUA_REGISTRYINDEX, DATA_KEY);
+      lua_getfield(L, -1, "get");
+      lua_insert(L, -2);
+      lua_pushinteger(L, t->index);
+      if (lua_pcall(L, 2, 1, h) != LUA_OK) {
+        char buf[PT_ERRMSG_MAX];
+        const char *tb = NULL;
+        if (lua_istable(L, -1)) {
+          lua_rawgeti(L, -1, 1);
+          lua_rawgeti(L, -2, 2);
+          snprintf(buf, sizeof buf, "reading the sample: %s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "(error)");
+          tb = lua_tostring(L, -1);
+        } else {
+          snprintf(buf, sizeof buf, "reading the sample: %s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "(error)");
+        }
+        t->result = error_msg(L, buf, tb);
+        goto out;
+      }
+      n = 1;
+    } else if (!decode_into(L, t, t->args, &n, "the arguments")) {
+      goto out;
+    }
     nargs = n;
     if (t->model) {
       lua_getfield(L, LUA_REGISTRYINDEX, MODEL_KEY);
@@ -1225,7 +1260,10 @@ static int l_pool_map(lua_State *L) {
  * i - start + 1 of its window. */
 static int par_windows_impl(lua_State *L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  luaL_checktype(L, 3, LUA_TFUNCTION);
+  /* 3: get(i) -> sample, run in the caller; or, with read_in_workers (9), the dataset, sent to
+   * every worker once per call, whose dataset:get(i) each worker calls for its own samples */
+  bool read_in_workers = lua_toboolean(L, 9);
+  if (!read_in_workers) luaL_checktype(L, 3, LUA_TFUNCTION);
   luaL_checktype(L, 4, LUA_TTABLE);
   int n = (int)luaL_checkinteger(L, 5);
   bool has_after = !lua_isnoneornil(L, 6);
@@ -1310,11 +1348,25 @@ static int par_windows_impl(lua_State *L) {
   lpt_msg *call = encode_or_raise(L, 2, 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
                                   "par_by_sample");
   uint64_t call_id = ++p->next_call;
+  lpt_msg *dmsg = NULL;
+  if (read_in_workers) {
+    static const char *const dname[] = {"dataset"};
+    lpt_msg *dm = lpt_msg_new();
+    if (!dm || lpt_encode(L, dm, 3, 1, dname, LPT_XFER_GLOBALS) != LUA_OK) {
+      lpt_msg_release(dm);
+      lpt_msg_release(call);
+      lpt_msg_release(dmsg);
+      return luaL_error(L, "par_by_sample: %s", dm ? lua_tostring(L, -1) : "out of memory");
+    }
+    dmsg = dm;
+  }
+  lua_settop(L, 8);
   lua_newtable(L); /* 9: all losses */
   int nloss = 0;
   par_task **tasks = calloc((size_t)n, sizeof *tasks);
   if (!tasks) {
     lpt_msg_release(call);
+      lpt_msg_release(dmsg);
     return luaL_error(L, "out of memory");
   }
   /* keep `call` and `tasks` owned by a userdata while Lua code may raise */
@@ -1328,6 +1380,7 @@ static int par_windows_impl(lua_State *L) {
     if (k < 1 || k > n) {
       free(tasks);
       lpt_msg_release(call);
+      lpt_msg_release(dmsg);
       return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
     }
     par_window *W = p->win;
@@ -1342,6 +1395,7 @@ static int par_windows_impl(lua_State *L) {
                  !pt_tensor_is_contiguous(gr))) {
         free(tasks);
         lpt_msg_release(call);
+      lpt_msg_release(dmsg);
         W->plan = NULL;
         W->nplan = 0;
         return luaL_error(L, "par_by_sample: step: the gradient of parameter %d is not a contiguous "
@@ -1366,6 +1420,9 @@ static int par_windows_impl(lua_State *L) {
       if (!t) {
         snprintf(ferr, sizeof ferr, "par_by_sample: out of memory");
         t = NULL;
+      } else if (dmsg) { /* the worker reads it */
+        t->data = lpt_msg_retain(dmsg);
+        t->data_gen = call_id;
       } else if (!ferr[0] || j == 0) {
         /* after a failure only slot 0 is still read: its sample comes first, and the first
          * failure in sample order is the one reported */
@@ -1425,6 +1482,7 @@ static int par_windows_impl(lua_State *L) {
       guard_end(&g);
       free(tasks);
       lpt_msg_release(call);
+      lpt_msg_release(dmsg);
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
     /* sample 1 of the window runs right here, on the inline worker's state */
@@ -1437,6 +1495,7 @@ static int par_windows_impl(lua_State *L) {
         guard_end(&g);
         free(tasks);
         lpt_msg_release(call);
+      lpt_msg_release(dmsg);
         return luaL_error(L, "interrupted");
       }
     }
@@ -1448,6 +1507,7 @@ static int par_windows_impl(lua_State *L) {
       }
       free(tasks);
       lpt_msg_release(call);
+      lpt_msg_release(dmsg);
       return luaL_error(L, "%s", ferr);
     }
     /* the first failure in sample order fails the call */
@@ -1470,6 +1530,7 @@ static int par_windows_impl(lua_State *L) {
       }
       free(tasks);
       lpt_msg_release(call);
+      lpt_msg_release(dmsg);
       lua_pushstring(L, buf);
       return lua_error(L);
     }
@@ -1506,6 +1567,7 @@ static int par_windows_impl(lua_State *L) {
         }
         free(tasks);
         lpt_msg_release(call);
+      lpt_msg_release(dmsg);
         return luaL_error(L, "%s", buf);
       }
       if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
@@ -1522,6 +1584,7 @@ static int par_windows_impl(lua_State *L) {
       if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
         free(tasks);
         lpt_msg_release(call);
+      lpt_msg_release(dmsg);
         return lua_error(L);
       }
     }
@@ -1529,6 +1592,7 @@ static int par_windows_impl(lua_State *L) {
   }
   free(tasks);
   lpt_msg_release(call);
+      lpt_msg_release(dmsg);
   return 1;
 }
 

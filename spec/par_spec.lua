@@ -177,6 +177,56 @@ describe("par_by_sample gradients", function()
   end)
 end)
 
+describe("par_by_sample read_in_workers", function()
+  local function train(read_in_workers)
+    pt.manual_seed(4)
+    local model = pt.nn.Sequential(pt.nn.Linear(3, 4), pt.nn.ReLU(), pt.nn.Linear(4, 1))
+    local opt = pt.optim.SGD(model:parameters(), {lr = 0.1})
+    local xs = {}
+    for i = 1, 7 do xs[i] = pt.rand(1, 3) end
+    local ds = {get = function(_, i) return {x = xs[i], y = pt.full({1, 1}, i / 7)} end,
+                len = function() return 7 end}
+    local losses = data.DataHandler(ds):par_by_sample(model, 3, function(s, m)
+      local loss = pt.nn.mse_loss(m(s.x), s.y)
+      loss:backward()
+      return loss:item()
+    end, {epoch = true, step = opt, read_in_workers = read_in_workers})
+    return losses, model:parameters()
+  end
+
+  it("gives the same losses and weights as reading in the caller", function()
+    local l1, p1 = train(false)
+    local l2, p2 = train(true)
+    assert.are.same(l1, l2)
+    for i = 1, #p1 do assert.is_true(pt.equal(p1[i], p2[i]), "parameter " .. i) end
+  end)
+
+  it("calls dataset:get in the worker that runs the sample", function()
+    local ds = {get = function(_, i) return {i = i, reader = pt.worker_id()} end,
+                len = function() return 4 end}
+    local got = data.DataHandler(ds):par_by_sample({}, 2, function(s) return {s.i, s.reader, pt.worker_id()} end,
+                                                   {epoch = true, read_in_workers = true})
+    for k, r in ipairs(got) do
+      assert.are.equal(k, r[1])
+      assert.are.equal(r[3], r[2]) -- read where it runs
+    end
+    assert.are.equal(2, got[2][2])
+  end)
+
+  it("fails the sample whose get fails, naming it, and keeps working", function()
+    local ds = {get = function(_, i)
+      if i == 3 then error("disk on fire") end
+      return {i = i}
+    end, len = function() return 4 end}
+    local h = data.DataHandler(ds)
+    local ok, err = pcall(h.par_by_sample, h, {}, 2, index_of, {epoch = true, read_in_workers = true})
+    assert.is_false(ok)
+    assert.matches("^par_by_sample: sample 3 failed on worker 1: reading the sample: .*disk on fire", err)
+    local again = data.DataHandler(toy_dataset(2)):par_by_sample({}, 2, index_of, {read_in_workers = true})
+    assert.are.same({1, 2}, again)
+  end)
+end)
+
 describe("par_by_sample errors", function()
   it("names the sample and the worker, with the worker's traceback", function()
     local h = data.DataHandler(toy_dataset(4))

@@ -100,6 +100,14 @@ end
 --                      Hyperparameters (lr, ...) are read at the start of the call;
 --                      after_window, if given, runs after the step. When a sample fails, none
 --                      of that window's gradients is added and the step does not run.
+--   read_in_workers = true  each worker reads its own samples, as PyTorch's DataLoader
+--                      workers do: the dataset is sent to every worker once per call (tensors
+--                      and partrain objects by reference, Lua tables copied, like the model)
+--                      and worker j calls dataset:get(i) for its samples, so the caller only
+--                      hands out indices instead of reading and sending every sample. get then
+--                      runs in the worker's state: it must not depend on changes the caller
+--                      makes during the call. A failing get fails its sample
+--                      ("... failed on worker w: reading the sample: <message>").
 --   refresh_model = true  re-send the model to the workers (it is cached per worker by
 --                      identity; parameters are shared anyway, so only changes to the model's
 --                      structure, such as a replaced submodule, need this)
@@ -155,9 +163,10 @@ function M.par_by_sample(handler, model, n, fn, opts)
   end
   local plan, fresh_bufs
   if opts.step ~= nil then plan, fresh_bufs = step_plan(opts.step) end
-  local function get(i) return ds:get(i) end
-  local losses = pt._par_windows(model, fn, get, windows, n, opts.after_window, opts.refresh_model,
-                                 plan)
+  local source = ds
+  if not opts.read_in_workers then source = function(i) return ds:get(i) end end
+  local losses = pt._par_windows(model, fn, source, windows, n, opts.after_window, opts.refresh_model,
+                                 plan, opts.read_in_workers and true or false)
   if fresh_bufs then
     -- momentum buffers created for this call join the optimizer's state once used
     for i, e in ipairs(plan) do
