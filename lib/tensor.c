@@ -35,8 +35,8 @@
  * used; a slab is never given back, so memory is the peak of small blocks in use).
  *   size classes: 16-byte steps up to 256 bytes, 64-byte steps up to PT_SMALL_MAX;
  *   per-thread lists, no locks: a block freed on a worker joins the worker's list;
- *   each list is bounded: past SMALL_CLASS_BYTES, half of it moves to a global pool (mutex, one
- *   move per many frees), where an empty list refills from before carving a new slab;
+ *   each list is bounded (SMALL_CLASS_BYTES): whole lists move to and from a global pool (a
+ *   mutex, one move per many frees, O(1)) before a new slab is carved (see small_cache);
  *   a thread that exits gives its lists and the rest of its slab to the global pool.
  * Under ASan every block is a plain malloc so the sanitizer sees each one. */
 #define SMALL_CLASSES 28
@@ -78,17 +78,29 @@ bool pt_small_ready(void) { return false; }
 
 #include <sys/mman.h>
 
+/* A chain of free blocks (each block's first word links the next) with its last block. */
+typedef struct small_list {
+  void *head, *tail; /* tail is meaningful only while count > 0 */
+  uint32_t count;
+} small_list;
+
+/* Per thread and class, two lists (Bonwick's magazines): allocations pop and frees push on cur;
+ * a cur that fills (SMALL_CLASS_BYTES) is set aside as full, and a full list already there goes
+ * to the global pool. Moves are whole lists, O(1): no walking of cold blocks, which made a
+ * thread that frees what another allocates (the dispatcher's messages and results) pay a
+ * cache miss per block. An empty cur takes the full list, else a list from the pool. */
 typedef struct small_cache {
-  void *head[SMALL_CLASSES];
-  uint32_t count[SMALL_CLASSES];
+  small_list cur[SMALL_CLASSES], full[SMALL_CLASSES];
   char *slab, *slab_end; /* the rest of this thread's current slab */
   bool registered;       /* the thread-exit destructor knows this thread's lists */
 } small_cache;
 
+#define POOL_LISTS 64
 typedef struct small_pool {
   pthread_mutex_t mu;
-  void *head;          /* under mu */
-  atomic_size_t count; /* written under mu; read without it to skip an empty pool */
+  small_list lists[POOL_LISTS]; /* under mu; when all are used, a new list joins the last */
+  int n;                        /* under mu */
+  atomic_int avail;             /* = n, read without the lock to skip an empty pool */
 } small_pool;
 
 static _Thread_local small_cache tl_small;
@@ -103,26 +115,41 @@ static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *spare_slab[16], *spare_end[16];
 static int n_spare;
 
+/* Give list l (non-empty) to class k's global pool and empty it. */
+static void pool_put(int k, small_list *l) {
+  small_pool *sp = &pools[k];
+  pthread_mutex_lock(&sp->mu);
+  if (sp->n < POOL_LISTS) {
+    sp->lists[sp->n++] = *l;
+  } else { /* join the last list: O(1) with its tail */
+    small_list *last = &sp->lists[POOL_LISTS - 1];
+    *(void **)l->tail = last->head;
+    last->head = l->head;
+    last->count += l->count;
+  }
+  atomic_store_explicit(&sp->avail, sp->n, memory_order_relaxed);
+  pthread_mutex_unlock(&sp->mu);
+  *l = (small_list){NULL, NULL, 0};
+}
 
-/* Push n blocks chained from first..last onto class k's global pool. */
-static void pool_put(int k, void *first, void *last, size_t n) {
-  pthread_mutex_lock(&pools[k].mu);
-  *(void **)last = pools[k].head;
-  pools[k].head = first;
-  atomic_store_explicit(&pools[k].count, atomic_load_explicit(&pools[k].count, memory_order_relaxed) + n,
-                        memory_order_relaxed);
-  pthread_mutex_unlock(&pools[k].mu);
+/* Take a list of class k from the global pool into l (empty); false when there is none. */
+static bool pool_get(int k, small_list *l) {
+  small_pool *sp = &pools[k];
+  if (!atomic_load_explicit(&sp->avail, memory_order_relaxed)) return false; /* checked again under the lock */
+  pthread_mutex_lock(&sp->mu);
+  bool got = sp->n > 0;
+  if (got) *l = sp->lists[--sp->n];
+  atomic_store_explicit(&sp->avail, sp->n, memory_order_relaxed);
+  pthread_mutex_unlock(&sp->mu);
+  return got;
 }
 
 static void small_thread_exit(void *arg) {
   small_cache *c = arg;
   for (int k = 0; k < SMALL_CLASSES; k++) {
-    if (!c->head[k]) continue;
-    void *last = c->head[k];
-    while (*(void **)last) last = *(void **)last;
-    pool_put(k, c->head[k], last, c->count[k]);
-    c->head[k] = NULL;
-    c->count[k] = 0;
+    if (c->cur[k].count) pool_put(k, &c->cur[k]);
+    if (c->full[k].count) pool_put(k, &c->full[k]);
+    c->cur[k] = c->full[k] = (small_list){NULL, NULL, 0};
   }
   pthread_mutex_lock(&spare_mu);
   if (c->slab && c->slab_end - c->slab >= 64 && n_spare < 16) {
@@ -143,36 +170,29 @@ static void small_init(void) {
   if (p != MAP_FAILED) pt_small_region = p;
 }
 
-/* A block of class k when this thread's list is empty: from the global pool (half a list at
- * once), else carved from this thread's slab. NULL when the region is unavailable or full. */
+static inline void *list_pop(small_list *l) {
+  void *p = l->head;
+  l->head = *(void **)p;
+  l->count--;
+  return p;
+}
+
+/* A block of class k when this thread's cur list is empty: the full list, a list from the
+ * global pool, else carved from this thread's slab. NULL when the region is unavailable or
+ * full. */
 static void *small_refill(small_cache *c, int k) {
   if (!c->registered) {
     pthread_once(&small_once, small_init);
     if (!pt_small_region || pthread_setspecific(small_key, c) != 0) return NULL;
     c->registered = true;
   }
-  size_t size = small_size(k);
-  if (atomic_load_explicit(&pools[k].count, memory_order_relaxed)) { /* checked again under the lock */
-    size_t want = SMALL_CLASS_BYTES / size / 2;
-    pthread_mutex_lock(&pools[k].mu);
-    void *first = pools[k].head, *last = first;
-    size_t n = 0;
-    if (first) {
-      n = 1;
-      while (n < want && *(void **)last) last = *(void **)last, n++;
-      pools[k].head = *(void **)last;
-      atomic_store_explicit(&pools[k].count,
-                            atomic_load_explicit(&pools[k].count, memory_order_relaxed) - n,
-                            memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&pools[k].mu);
-    if (first) {
-      *(void **)last = NULL;
-      c->head[k] = *(void **)first;
-      c->count[k] = (uint32_t)(n - 1);
-      return first;
-    }
+  if (c->full[k].count) {
+    c->cur[k] = c->full[k];
+    c->full[k] = (small_list){NULL, NULL, 0};
+    return list_pop(&c->cur[k]);
   }
+  if (pool_get(k, &c->cur[k])) return list_pop(&c->cur[k]);
+  size_t size = small_size(k);
   if ((size_t)(c->slab_end - c->slab) < size) {
     char *slab = NULL, *end = NULL;
     pthread_mutex_lock(&spare_mu);
@@ -197,10 +217,9 @@ void *pt_small_alloc(pt_ctx *ctx, size_t nbytes) {
   int k = small_class(nbytes);
   size_t size = small_size(k);
   small_cache *c = &tl_small;
-  void *p = c->head[k];
-  if (p) {
-    c->head[k] = *(void **)p;
-    c->count[k]--;
+  void *p;
+  if (c->cur[k].count) {
+    p = list_pop(&c->cur[k]);
   } else if (!(p = small_refill(c, k)) && !(p = malloc(size))) {
     if (ctx) pt_fail(ctx, PT_ENOMEM, "out of memory allocating %zu bytes", nbytes);
     return NULL;
@@ -221,30 +240,28 @@ void pt_small_free(void *p, size_t nbytes) {
     /* first small free on this thread (a thread that only frees what others made) */
     pthread_once(&small_once, small_init);
     if (pthread_setspecific(small_key, c) != 0) {
-      pool_put(k, p, p, 1);
+      *(void **)p = NULL;
+      small_list one = {p, p, 1};
+      pool_put(k, &one);
       return;
     }
     c->registered = true;
   }
-  *(void **)p = c->head[k];
-  c->head[k] = p;
-  if (++c->count[k] * small_size(k) >= SMALL_CLASS_BYTES) { /* (a division here cost W3 ~5%) */
-    /* keep the newest half here, move the older half to the global pool */
-    size_t keep = c->count[k] / 2;
-    void *last = c->head[k];
-    for (size_t i = 1; i < keep; i++) last = *(void **)last;
-    void *first = *(void **)last;
-    *(void **)last = NULL;
-    void *tail = first;
-    while (*(void **)tail) tail = *(void **)tail;
-    pool_put(k, first, tail, c->count[k] - keep);
-    c->count[k] = (uint32_t)keep;
+  small_list *l = &c->cur[k];
+  *(void **)p = l->head;
+  if (!l->count) l->tail = p;
+  l->head = p;
+  if (++l->count * small_size(k) >= SMALL_CLASS_BYTES) { /* (a division here cost W3 ~5%) */
+    if (c->full[k].count) pool_put(k, &c->full[k]);
+    c->full[k] = *l;
+    *l = (small_list){NULL, NULL, 0};
   }
 }
 
 size_t pt_small_cached_bytes(void) {
   size_t n = 0;
-  for (int k = 0; k < SMALL_CLASSES; k++) n += tl_small.count[k] * small_size(k);
+  for (int k = 0; k < SMALL_CLASSES; k++)
+    n += (tl_small.cur[k].count + tl_small.full[k].count) * small_size(k);
   return n;
 }
 
