@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/backend.h"
 #include "../lib/ops_index.h"
 #include "lpt.h"
 
@@ -327,11 +328,30 @@ static int t_to(lua_State *L) {
   pt_dtype dt;
   if (pt_dtype_from_name(what, &dt)) return convert_to(L, dt);
   pt_device dev;
-  if (pt_device_parse(lpt_ctx(L), what, &dev)) return lpt_error(L);
-  if (dev.type == PT_CUDA)
-    return lpt_errorf(L, "to: CUDA is not available (partrain was built without a GPU backend "
-                         "or no GPU was found)");
-  lua_settop(L, 1);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (pt_device_parse(ctx, what, &dev)) return lpt_error(L);
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  pt_status st = pt_tensor_to_device(ctx, t, dev, &r);
+  if (st == PT_OK && r == t) { /* already there: t itself, as PyTorch */
+    pt_tensor_release(r);
+    lua_settop(L, 1);
+    return 1;
+  }
+  return lpt_push_result(L, st, r);
+}
+
+/* pt.cuda.is_available() / pt.cuda.device_count(): whether a GPU backend registered itself
+ * (lib/backend.h) and how many devices it found */
+static int cuda_count(void) {
+  const pt_backend *b = pt_backend_of(PT_CUDA);
+  return b ? b->device_count() : 0;
+}
+static int l_cuda_is_available(lua_State *L) {
+  lua_pushboolean(L, cuda_count() > 0);
+  return 1;
+}
+static int l_cuda_device_count(lua_State *L) {
+  lua_pushinteger(L, cuda_count());
   return 1;
 }
 
@@ -928,7 +948,7 @@ static const char *const method_docs[] = {
     "float", "t:float() -> float32 copy (t itself when already float32).",
     "double", "t:double() -> float64 copy.",
     "long", "t:long() -> int64 copy.",
-    "to", "t:to(dtype_or_device) -> converted tensor; \"cuda\" raises without a GPU.",
+    "to", "t:to(dtype_or_device) -> converted tensor, or a copy on another device (t itself when\n  already there); \"cuda\" raises without a GPU backend (see pt.cuda.is_available()).",
     "fill_", "t:fill_(v) -> t, every element set to v.",
     "zero_", "t:zero_() -> t, every element set to 0.",
     "int", "t:int() -> int32 copy.",
@@ -963,6 +983,15 @@ void lpt_open_tensor(lua_State *L) {
   lua_pop(L, 1);
   lpt_add_methods(L, tensor_methods);
   lpt_add_functions(L, tensor_functions);
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  static const luaL_Reg cuda_functions[] = {
+      {"is_available", l_cuda_is_available},
+      {"device_count", l_cuda_device_count},
+      {NULL, NULL},
+  };
+  luaL_newlib(L, cuda_functions);
+  lua_setfield(L, -2, "cuda");
+  lua_pop(L, 1);
   lpt_add_docs(L, 0, tensor_docs);
   lpt_add_docs(L, 1, method_docs);
 }
