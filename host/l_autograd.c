@@ -59,7 +59,7 @@ static int t_set_flat(lua_State *L) {
   lua_Integer i = luaL_checkinteger(L, 2);
   luaL_argcheck(L, i >= 1 && i <= pt_tensor_numel(t), 2, "flat index out of range");
   pt_tensor_set_flat(t, i - 1, luaL_checknumber(L, 3));
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return 0;
 }
 

@@ -171,7 +171,7 @@ static int l_view(lua_State *L) {
 static int l_copy_(lua_State *L) {
   pt_tensor *dst = lpt_check_tensor(L, 1), *src = lpt_check_tensor(L, 2);
   if (pt_tensor_copy_into(lpt_ctx(L), dst, src)) return lpt_error(L);
-  atomic_fetch_add(&dst->version, 1);
+  atomic_fetch_add(&dst->storage->version, 1);
   lua_settop(L, 1);
   return 1;
 }
@@ -183,7 +183,7 @@ static int l_uniform_(lua_State *L) {
   if (!pt_dtype_is_floating(t->dtype))
     return lpt_errorf(L, "uniform_: tensor must be floating point, got %s", pt_dtype_name(t->dtype));
   if (pt_tensor_uniform_(lpt_ctx(L), t, lo, hi)) return lpt_error(L);
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   lua_settop(L, 1);
   return 1;
 }
@@ -194,7 +194,7 @@ static int l_normal_(lua_State *L) {
   if (!pt_dtype_is_floating(t->dtype))
     return lpt_errorf(L, "normal_: tensor must be floating point, got %s", pt_dtype_name(t->dtype));
   if (pt_tensor_normal_(lpt_ctx(L), t, mean, std)) return lpt_error(L);
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   lua_settop(L, 1);
   return 1;
 }
@@ -220,7 +220,7 @@ static int l_zero_grads(lua_State *L) {
                          32768);
       else
         pt_tensor_fill(lpt_ctx(L), g, 0.0);
-      atomic_fetch_add(&g->version, 1);
+      atomic_fetch_add(&g->storage->version, 1);
     }
   }
   return 0;

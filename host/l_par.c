@@ -242,7 +242,7 @@ static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad
     return PT_OK;
   }
   pt_tensor_add_raw(e->buf, grad);
-  atomic_fetch_add(&e->buf->version, 1);
+  atomic_fetch_add(&e->buf->storage->version, 1);
   return PT_OK;
 }
 
@@ -1390,7 +1390,7 @@ static int par_windows_impl(lua_State *L) {
     for (int q = 0; q < nplan; q++) {
       pt_tensor *pa = plan[q].param, *gr = pa->grad;
       plan[q].grad_zero = gr && gr == plan[q].zeroed &&
-                          atomic_load(&gr->version) == plan[q].zeroed_version;
+                          atomic_load(&gr->storage->version) == plan[q].zeroed_version;
       if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
                  !pt_tensor_is_contiguous(gr))) {
         free(tasks);
@@ -1539,12 +1539,12 @@ static int par_windows_impl(lua_State *L) {
     for (int q = 0; q < nplan; q++) {
       step_entry *e = &plan[q];
       if (!e->param->grad) continue;
-      atomic_fetch_add(&e->param->version, 1);
+      atomic_fetch_add(&e->param->storage->version, 1);
       if (!e->grad_zero) { /* zeroed now: later windows need not read it */
         e->zeroed = e->param->grad;
-        e->zeroed_version = atomic_fetch_add(&e->param->grad->version, 1) + 1;
+        e->zeroed_version = atomic_fetch_add(&e->param->grad->storage->version, 1) + 1;
       }
-      if (e->buf) atomic_fetch_add(&e->buf->version, 1);
+      if (e->buf) atomic_fetch_add(&e->buf->storage->version, 1);
       if (e->first) { /* tell par.lua the buffer is in use now */
         e->first = false;
         lua_rawgeti(L, 8, q + 1);

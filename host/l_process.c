@@ -583,6 +583,7 @@ static int receive(lua_State *L, proc_worker *w, int wid, int results, int error
       seg->device = (pt_device){PT_CPU, 0};
       seg->release = munmap_release;
       seg->owner = NULL;
+      atomic_init(&seg->version, 0);
     }
   }
   if (segfd >= 0) close(segfd);

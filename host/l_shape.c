@@ -588,7 +588,7 @@ static int t_slice_assign(lua_State *L) {
   }
   pt_tensor_release(view);
   if (st) return lpt_error(L);
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return 0;
 }
 

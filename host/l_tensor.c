@@ -184,7 +184,7 @@ static int t_newindex(lua_State *L) {
     if (pt_check_inplace(lpt_ctx(L), "index", t, NULL)) return lpt_error(L);
     int64_t idx = i - 1;
     pt_tensor_set(t, &idx, lua_tonumber(L, 3));
-    atomic_fetch_add(&t->version, 1);
+    atomic_fetch_add(&t->storage->version, 1);
     return 0;
   }
   lua_getfield(L, lua_upvalueindex(1), "__slice_assign");

@@ -74,7 +74,7 @@ static pt_status add_into(pt_ctx *ctx, pt_tensor *dst, pt_tensor *src) {
   int64_t n = pt_tensor_numel(dst);
   if (pt_tensor_numel(src) != n || dst->ndim != src->ndim) return pt_grad_shape_error(ctx, src, dst);
   pt_tensor_add_raw(dst, src);
-  atomic_fetch_add(&dst->version, 1);
+  atomic_fetch_add(&dst->storage->version, 1);
   return PT_OK;
 }
 
@@ -307,6 +307,19 @@ pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain
     if (ctx->interrupted && *ctx->interrupted) {
       st = pt_fail(ctx, PT_EINTR, "interrupted");
       goto done;
+    }
+    for (int k = 0; k < PT_NODE_MAX_SAVED; k++) {
+      pt_tensor *sv = n->saved[k];
+      if (sv && atomic_load(&sv->storage->version) != n->saved_version[k]) {
+        char shape[96];
+        st = pt_fail(ctx, PT_ESTATE,
+                     "%s: one of the variables needed for gradient computation has been modified "
+                     "by an inplace operation (saved tensor %d of shape %s is at version %u; "
+                     "expected version %u)",
+                     n->name, k + 1, pt_shape_format(sv->ndim, sv->shape, shape, sizeof shape),
+                     atomic_load(&sv->storage->version), n->saved_version[k]);
+        goto done;
+      }
     }
     pt_tensor *gin[PT_NODE_MAX_INPUTS] = {NULL};
     pt_tensor *gout = n->pending_grad;

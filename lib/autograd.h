@@ -26,7 +26,8 @@ struct pt_node {
   int n_inputs;
   pt_tensor *inputs[PT_NODE_MAX_INPUTS];    /* retained */
   bool needs_grad[PT_NODE_MAX_INPUTS];
-  pt_tensor *saved[PT_NODE_MAX_SAVED];      /* retained, op-specific */
+  pt_tensor *saved[PT_NODE_MAX_SAVED];      /* retained, op-specific: set with pt_node_save */
+  unsigned saved_version[PT_NODE_MAX_SAVED]; /* their storages' versions when saved */
   double scalars[4];                        /* op-specific */
   int64_t ints[PT_MAX_DIMS * 2];            /* op-specific (dims, shapes) */
   int n_ints;
@@ -94,6 +95,13 @@ typedef struct pt_grad_redirect {
 
 /* ctx->accumulate for a pt_grad_redirect in ctx->accumulate_data */
 pt_status pt_accumulate_redirect(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *redirect);
+
+/* node->saved[k] = t, taking over the reference (NULL is fine), with t's version: the engine
+ * refuses to run the node's backward once the tensor was modified in place (through any view). */
+static inline void pt_node_save(pt_node *node, int k, pt_tensor *t) {
+  node->saved[k] = t;
+  node->saved_version[k] = t ? atomic_load(&t->storage->version) : 0;
+}
 
 pt_tensor *pt_autograd_grad_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh);
 /* Offer leaf's gradient as g x^T (see pt_grad_redirect.rank1): true when it was taken. */

@@ -60,6 +60,7 @@ static pt_status device_storage_new(pt_ctx *ctx, const pt_backend *b, pt_device 
   s->device = dev;
   s->release = device_storage_release;
   s->owner = (void *)b;
+  atomic_init(&s->version, 0);
   *out = s;
   return PT_OK;
 }

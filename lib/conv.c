@@ -234,8 +234,8 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
   if ((st = pt_autograd_record(ctx, y, "Conv2dBackward", conv2d_backward, bias ? 3 : 2, inputs, &node)))
     goto done;
   if (node) {
-    node->saved[0] = pt_tensor_retain(xc);
-    node->saved[1] = pt_tensor_retain(wc);
+    pt_node_save(node, 0, pt_tensor_retain(xc));
+    pt_node_save(node, 1, pt_tensor_retain(wc));
     int64_t ints[16] = {o->stride[0], o->stride[1], o->padding[0], o->padding[1], o->dilation[0],
                         o->dilation[1], g, N, C, H, W, O, kh, kw, Ho, Wo};
     memcpy(node->ints, ints, sizeof ints);
@@ -397,7 +397,7 @@ static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, 
                                is_max ? max_pool_backward : avg_pool_backward, 1, &x, &node)))
     goto done;
   if (node) {
-    node->saved[0] = pt_tensor_retain(idx);
+    pt_node_save(node, 0, pt_tensor_retain(idx));
     pool_ints(node, o, planes, H, W, Ho, Wo);
   }
 done:
@@ -568,8 +568,8 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, "BatchNormBackward", batch_norm_backward, 3, inputs, &node))) goto done;
   if (node) {
-    node->saved[0] = pt_tensor_retain(xc);
-    node->saved[1] = pt_tensor_retain(stats);
+    pt_node_save(node, 0, pt_tensor_retain(xc));
+    pt_node_save(node, 1, pt_tensor_retain(stats));
     node->ints[0] = N, node->ints[1] = C, node->ints[2] = S, node->ints[3] = training;
     node->n_ints = 4;
   }
@@ -648,7 +648,7 @@ pt_status pt_dropout2d(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_te
     return st;
   }
   if (node) {
-    node->saved[0] = pt_tensor_retain(mask);
+    pt_node_save(node, 0, pt_tensor_retain(mask));
     node->ints[0] = S;
     node->n_ints = 1;
   }

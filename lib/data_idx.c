@@ -375,7 +375,7 @@ pt_status pt_data_normalize_(pt_ctx *ctx, pt_tensor *x, int64_t channels, const 
         for (int64_t k = 0; k < plane; k++) p[k] = (p[k] - m) * s;
       }
     }
-  atomic_fetch_add(&x->version, 1);
+  atomic_fetch_add(&x->storage->version, 1);
   return PT_OK;
 }
 
@@ -396,7 +396,7 @@ pt_status pt_data_random_flip_(pt_ctx *ctx, pt_tensor *x, int64_t C, int64_t H, 
       }
     }
   }
-  atomic_fetch_add(&x->version, 1);
+  atomic_fetch_add(&x->storage->version, 1);
   return PT_OK;
 }
 

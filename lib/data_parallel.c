@@ -656,7 +656,7 @@ static pt_status reduce_leaf(pt_ctx *ctx, pt_tensor *leaf, pt_tensor **srcs, int
   add_job J = {d, srcs + first, n - first};
   /* each element sees the same additions in the same order however the range is split */
   pt_parallel_for(ctx, pt_tensor_numel(d), 1 << 14, add_range, &J);
-  atomic_fetch_add(&d->version, 1);
+  atomic_fetch_add(&d->storage->version, 1);
   return PT_OK;
 }
 

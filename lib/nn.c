@@ -137,7 +137,7 @@ static pt_status linear_backward_vec(pt_ctx *ctx, pt_node *node, pt_tensor *g, p
           for (int64_t k = 0; k < in; k++) dr[k] += gi * xp[k];
         }
       }
-      atomic_fetch_add(&dW->version, 1);
+      atomic_fetch_add(&dW->storage->version, 1);
     }
     if (db) {
       T *bp = pt_tensor_data(db);
@@ -145,7 +145,7 @@ static pt_status linear_backward_vec(pt_ctx *ctx, pt_node *node, pt_tensor *g, p
         for (int64_t j = 0; j < nout; j++) bp[j] = gp[j];
       else
         for (int64_t j = 0; j < nout; j++) bp[j] += gp[j];
-      atomic_fetch_add(&db->version, 1);
+      atomic_fetch_add(&db->storage->version, 1);
     }
   });
   grad_in[0] = gx;
@@ -204,7 +204,7 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
       pt_gemm(ctx, dt, CblasTrans, CblasNoTrans, nout, in, M, 1.0, gp, nout, pt_tensor_data(x), in,
            fresh ? 0.0 : 1.0, pt_tensor_data(dg), in);
       if (M == 0 && fresh) memset(pt_tensor_data(dg), 0, dg->storage->nbytes);
-      atomic_fetch_add(&dg->version, 1);
+      atomic_fetch_add(&dg->storage->version, 1);
     } else {
       pt_tensor *gw;
       if ((st = pt_tensor_zeros(ctx, dt, 2, w->shape, &gw))) goto fail;
@@ -231,7 +231,7 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
       for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < nout; j++) bp[j] += gq[i * nout + j];
     });
-    atomic_fetch_add(&dg->version, 1);
+    atomic_fetch_add(&dg->storage->version, 1);
     grad_in[2] = gb;
   }
   pt_tensor_release(g);
@@ -315,8 +315,8 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
                                linear_backward, b ? 3 : 2, inputs, &node)))
     goto fail;
   if (node) {
-    node->saved[0] = xc;
-    node->saved[1] = wc;
+    pt_node_save(node, 0, xc);
+    pt_node_save(node, 1, wc);
     xc = wc = NULL;
     if (act == PT_ACT_RELU && (st = alias(ctx, y, &node->saved[2]))) goto fail;
     node->ints[0] = M;
@@ -453,7 +453,7 @@ pt_status pt_nn_activation(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double slop
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, act_backward_name(act), act_backward, 1, &x, &node))) goto fail;
   if (node) {
-    node->saved[0] = xc;
+    pt_node_save(node, 0, xc);
     xc = NULL;
     if ((st = alias(ctx, y, &node->saved[1]))) goto fail;
     node->ints[0] = act;
@@ -654,9 +654,9 @@ static pt_status class_loss(pt_ctx *ctx, const char *fname, bool ce, pt_tensor *
                                class_loss_backward, 1, inputs, &node)))
     goto fail;
   if (node) {
-    node->saved[0] = probs;
-    node->saved[1] = idx;
-    node->saved[2] = wc;
+    pt_node_save(node, 0, probs);
+    pt_node_save(node, 1, idx);
+    pt_node_save(node, 2, wc);
     probs = idx = wc = NULL;
     node->ints[0] = N;
     node->ints[1] = C;
@@ -881,9 +881,9 @@ pt_status pt_nn_pointwise_loss(pt_ctx *ctx, const char *fname, pt_pointwise_loss
   if ((st = pt_autograd_record(ctx, loss, pw_backward_name(kind), pw_backward, 2, inputs, &node)))
     goto fail;
   if (node) {
-    node->saved[0] = a;
-    node->saved[1] = b;
-    node->saved[2] = pwc;
+    pt_node_save(node, 0, a);
+    pt_node_save(node, 1, b);
+    pt_node_save(node, 2, pwc);
     a = b = pwc = NULL;
     node->ints[0] = kind;
     node->ints[1] = red;
@@ -954,7 +954,7 @@ pt_status pt_nn_dropout(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_t
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, "DropoutBackward", dropout_backward, 1, &x, &node))) goto fail;
   if (node) {
-    node->saved[0] = mask;
+    pt_node_save(node, 0, mask);
     mask = NULL;
   }
   pt_tensor_release(mask);
@@ -1091,9 +1091,9 @@ pt_status pt_nn_layer_norm(pt_ctx *ctx, pt_tensor *x, int nnorm, const int64_t *
   if ((st = pt_autograd_record(ctx, y, "LayerNormBackward", layer_norm_backward, 3, inputs, &node)))
     goto fail;
   if (node) {
-    node->saved[0] = xc;
-    node->saved[1] = stats;
-    node->saved[2] = wc;
+    pt_node_save(node, 0, xc);
+    pt_node_save(node, 1, stats);
+    pt_node_save(node, 2, wc);
     xc = stats = wc = NULL;
     node->ints[0] = M;
     node->ints[1] = D;
@@ -1207,7 +1207,7 @@ pt_status pt_nn_embedding(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, in
   if ((st = pt_autograd_record(ctx, y, "EmbeddingBackward", embedding_backward, 1, &weight, &node)))
     goto fail;
   if (node) {
-    node->saved[0] = idx;
+    pt_node_save(node, 0, idx);
     idx = NULL;
     node->ints[0] = V;
     node->ints[1] = D;

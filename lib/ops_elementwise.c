@@ -642,18 +642,18 @@ done:
 
 static void save_versions(pt_node *node) {
   for (int k = 0; k < node->n_inputs; k++)
-    node->ints[VERSION_SLOT + k] = node->inputs[k] ? (int64_t)atomic_load(&node->inputs[k]->version) : 0;
+    node->ints[VERSION_SLOT + k] = node->inputs[k] ? (int64_t)atomic_load(&node->inputs[k]->storage->version) : 0;
   node->n_ints = VERSION_SLOT + node->n_inputs;
 }
 
 static pt_status check_versions(pt_ctx *ctx, pt_node *node) {
   for (int k = 0; k < node->n_inputs; k++) {
     pt_tensor *t = node->inputs[k];
-    if (t && (int64_t)atomic_load(&t->version) != node->ints[VERSION_SLOT + k])
+    if (t && (int64_t)atomic_load(&t->storage->version) != node->ints[VERSION_SLOT + k])
       return pt_fail(ctx, PT_ESTATE,
                      "one of the variables needed for gradient computation has been modified by "
                      "an inplace operation (input %d is at version %u; expected version %lld)",
-                     k + 1, (unsigned)atomic_load(&t->version),
+                     k + 1, (unsigned)atomic_load(&t->storage->version),
                      (long long)node->ints[VERSION_SLOT + k]);
   }
   return PT_OK;
@@ -1152,7 +1152,7 @@ pt_status pt_where(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b, pt_
       pt_tensor_release(r);
       return st;
     }
-    if (node) node->saved[0] = pt_tensor_retain(cond);
+    if (node) pt_node_save(node, 0, pt_tensor_retain(cond));
   }
   *out = r;
   return PT_OK;
@@ -1219,7 +1219,7 @@ pt_status pt_masked_fill(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, double valu
       pt_tensor_release(r);
       return st;
     }
-    if (node) node->saved[0] = pt_tensor_retain(mask);
+    if (node) pt_node_save(node, 0, pt_tensor_retain(mask));
   }
   *out = r;
   return PT_OK;
@@ -1326,7 +1326,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
   }
   if (odt == self->dtype && !overlaps_differently(self, y.t)) {
     st = binary_forward(ctx, fname, op, x, y, self, &r);
-    if (!st) atomic_fetch_add(&self->version, 1);
+    if (!st) atomic_fetch_add(&self->storage->version, 1);
   } else {
     st = binary_forward(ctx, fname, op, x, y, NULL, &r);
     if (!st) st = pt_tensor_copy_into(ctx, self, r);
@@ -1404,7 +1404,7 @@ static pt_status inplace_unary(pt_ctx *ctx, const char *fname, int op, pt_tensor
   if (graph && (st = inplace_old(ctx, self, op != PT_UN_NEG, &old))) return st;
   if (odt == self->dtype) {
     st = unary_forward(ctx, op, self, p, self, &r);
-    if (!st) atomic_fetch_add(&self->version, 1);
+    if (!st) atomic_fetch_add(&self->storage->version, 1);
   } else {
     st = unary_forward(ctx, op, self, p, NULL, &r);
     if (!st) st = pt_tensor_copy_into(ctx, self, r);
@@ -1449,11 +1449,11 @@ pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double 
   pt_tensor *old = NULL;
   if (graph && (st = inplace_old(ctx, self, false, &old))) return st;
   fill_masked(self, mask, value);
-  atomic_fetch_add(&self->version, 1);
+  atomic_fetch_add(&self->storage->version, 1);
   if (graph) {
     pt_node *node;
     st = pt_autograd_record(ctx, self, "MaskedFillBackward", masked_fill_backward, 1, &old, &node);
-    if (!st && node) node->saved[0] = pt_tensor_retain(mask);
+    if (!st && node) pt_node_save(node, 0, pt_tensor_retain(mask));
   }
   pt_tensor_release(old);
   return st;

@@ -178,7 +178,7 @@ pt_status pt_gather(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_ten
     return st;
   }
   if (node) {
-    node->saved[0] = pt_tensor_retain(index);
+    pt_node_save(node, 0, pt_tensor_retain(index));
     node->ints[0] = dim;
     node->n_ints = 1;
   }
@@ -224,7 +224,7 @@ static pt_status scatter_out(pt_ctx *ctx, const char *fname, pt_tensor *t, int d
     return st;
   }
   if (node) {
-    node->saved[0] = pt_tensor_retain(index);
+    pt_node_save(node, 0, pt_tensor_retain(index));
     node->ints[0] = dim;
     node->ints[1] = mode == SC_ADD;
     node->n_ints = 2;
@@ -250,7 +250,7 @@ pt_status pt_scatter_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_t
   if (!st) st = check_gather_shapes(ctx, "scatter_", t, dim, index, src);
   if (st) return st;
   scatter_gather_loop(t, dim, index, src, value, SC_SET);
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
 
@@ -260,7 +260,7 @@ pt_status pt_scatter_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, 
   if (!st) st = check_gather_shapes(ctx, "scatter_add_", t, dim, index, src);
   if (st) return st;
   scatter_gather_loop(t, dim, index, src, 0, SC_ADD);
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
 
@@ -378,7 +378,7 @@ pt_status pt_index_select(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, 
     return st;
   }
   if (node) {
-    node->saved[0] = pt_tensor_retain(index);
+    pt_node_save(node, 0, pt_tensor_retain(index));
     node->ints[0] = dim;
     node->n_ints = 1;
   }
@@ -400,7 +400,7 @@ pt_status pt_index_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt
                    pt_shape_format(src->ndim, src->shape, b, sizeof b));
   }
   index_loop(t, dim, index, src, IX_ADD_TO_T);
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
 
@@ -434,7 +434,7 @@ pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, p
   }
   index_loop(t, dim, index, s, IX_COPY_TO_T);
   pt_tensor_release(s);
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
 
@@ -502,7 +502,7 @@ pt_status pt_masked_select(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor
     return st;
   }
   if (node) {
-    node->saved[0] = pt_tensor_retain(mask);
+    pt_node_save(node, 0, pt_tensor_retain(mask));
     node->ints[0] = nb;
     for (int d = 0; d < nb; d++) node->ints[1 + d] = bshape[d];
     node->n_ints = 1 + nb;
@@ -555,6 +555,6 @@ pt_status pt_masked_assign_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_ten
     else
       memcpy(p, vbuf, es);
   }
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }

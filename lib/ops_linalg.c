@@ -175,7 +175,7 @@ done:
     pt_tensor_release(c);
     return st;
   }
-  atomic_fetch_add(&c->version, 1);
+  atomic_fetch_add(&c->storage->version, 1);
   *out = c;
   return PT_OK;
 }

@@ -353,7 +353,7 @@ static pt_status reduce_op(pt_ctx *ctx, rkind kind, pt_tensor *t, int dim, bool 
   if ((st = pt_autograd_record(ctx, o, rnodes[kind], reduce_backward, 1, &t, &node))) goto fail;
   if (node) {
     /* sum and mean need only the input's shape; the others read its values */
-    if (kind != R_SUM && kind != R_MEAN) node->saved[0] = pt_tensor_retain(x);
+    if (kind != R_SUM && kind != R_MEAN) pt_node_save(node, 0, pt_tensor_retain(x));
     node->ints[0] = dim;
     node->ints[1] = keepdim;
     node->ints[2] = kind;
@@ -585,7 +585,7 @@ static pt_status minmax(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, b
                                  1, &t, &node)))
       goto fail;
     if (node) {
-      node->saved[0] = pt_tensor_retain(ix);
+      pt_node_save(node, 0, pt_tensor_retain(ix));
       node->ints[0] = dim;
       node->n_ints = 1;
     }

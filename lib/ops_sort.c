@@ -116,7 +116,7 @@ static pt_status sorted_k(pt_ctx *ctx, const char *fn, pt_tensor *t, int64_t k, 
       (st = pt_autograd_record(ctx, v, desc ? "SortBackward" : "SortBackward", select_backward, 1, &t, &node)))
     goto done;
   if (pt_dtype_is_floating(t->dtype) && node) {
-    node->saved[0] = pt_tensor_retain(ix);
+    pt_node_save(node, 0, pt_tensor_retain(ix));
     node->ints[0] = dim;
     node->n_ints = 1;
   }
@@ -252,7 +252,7 @@ static pt_status scan(pt_ctx *ctx, const char *fn, pt_tensor *t, int dim, bool p
     if (node) {
       node->ints[0] = dim;
       node->n_ints = 1;
-      if (prod) node->saved[0] = pt_tensor_retain(tc);
+      if (prod) pt_node_save(node, 0, pt_tensor_retain(tc));
     }
   }
 done:

@@ -60,7 +60,7 @@ static pt_status grad_of(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tens
 }
 
 static void bump(pt_tensor *t) {
-  if (t) atomic_fetch_add(&t->version, 1);
+  if (t) atomic_fetch_add(&t->storage->version, 1);
 }
 
 typedef struct sgd_job {

@@ -312,6 +312,7 @@ static void storage_init(pt_storage *s, size_t nbytes, int flags) {
   s->device = (pt_device){PT_CPU, 0};
   s->release = NULL;
   s->owner = NULL;
+  atomic_init(&s->version, 0);
 }
 
 static pt_storage *storage_new(pt_ctx *ctx, size_t nbytes) {
@@ -351,7 +352,6 @@ void pt_tensor_release(pt_tensor *t) {
 static void tensor_init(pt_tensor *t) {
   memset(t, 0, sizeof *t);
   atomic_init(&t->refcount, 1);
-  atomic_init(&t->version, 0);
 }
 
 static pt_tensor *tensor_alloc(pt_ctx *ctx) {
@@ -653,7 +653,7 @@ pt_status pt_tensor_copy_into(pt_ctx *ctx, pt_tensor *dst, const pt_tensor *src)
       pt_write_from_double(dp + it.offset[0] * (int64_t)ds,
                            dst->dtype, pt_read_as_double(sp + it.offset[1] * (int64_t)ss, src->dtype));
   }
-  atomic_fetch_add(&dst->version, 1);
+  atomic_fetch_add(&dst->storage->version, 1);
   return PT_OK;
 }
 
@@ -730,7 +730,7 @@ pt_status pt_tensor_fill(pt_ctx *ctx, pt_tensor *t, double v) {
   } else {
     for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, v);
   }
-  atomic_fetch_add(&t->version, 1);
+  atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
 

@@ -19,6 +19,9 @@ typedef struct pt_storage {
   /* How to release data; NULL means pt_free(data). Used for mmap/shared memory. */
   void (*release)(struct pt_storage *s);
   void *owner;
+  /* bumped by in-place writes through any tensor on this storage: views share it, so autograd
+   * sees a saved tensor modified through another view (as PyTorch's version counter) */
+  atomic_uint version;
 } pt_storage;
 
 struct pt_node;
@@ -36,7 +39,6 @@ typedef struct pt_tensor {
   bool retains_grad;
   struct pt_tensor *grad;     /* accumulated gradient of a leaf, or NULL */
   struct pt_node *grad_fn;    /* the node that produced this tensor, or NULL for leaves */
-  atomic_uint version;        /* bumped by in-place ops */
 } pt_tensor;
 
 /* Small-block allocator (lib/tensor.c) for tensor headers, small storages, autograd nodes and

@@ -430,3 +430,47 @@ describe("error messages", function()
     assert_err("MSELoss: reduction must be 'mean', 'sum' or 'none', got 'avg'", nn.MSELoss, {reduction = "avg"})
   end)
 end)
+
+describe("saved tensors modified in place", function()
+  local function errmsg(f)
+    local ok, err = pcall(f)
+    assert.is_false(ok)
+    return err
+  end
+
+  it("are caught through another view of the same storage", function()
+    local x = pt.tensor({1, 2}, {requires_grad = true})
+    local h = x * 1
+    local y = h * h
+    h:narrow(1, 1, 1):add_(1) -- a view: the version counter is the storage's
+    assert.matches("MulBackward: one of the variables needed for gradient computation has been "
+                   .. "modified by an inplace operation", errmsg(function() y:sum():backward() end), 1, true)
+  end)
+
+  it("are caught in fused layers (a weight changed between forward and backward)", function()
+    local lin = nn.Linear(3, 2)
+    local out = lin(pt.ones(4, 3))
+    pt.no_grad(function() lin.weight:mul_(2) end)
+    assert.matches("LinearBackward: one of the variables needed for gradient computation has been "
+                   .. "modified by an inplace operation (saved tensor 2 of shape {2,3}",
+                   errmsg(function() out:sum():backward() end), 1, true)
+  end)
+
+  it("are caught after an optimizer step, as in PyTorch", function()
+    local lin = nn.Linear(3, 2)
+    local opt = pt.optim.SGD(lin:parameters(), {lr = 0.1})
+    local loss = lin(pt.ones(4, 3):requires_grad_()):sum()
+    loss:backward({retain_graph = true})
+    opt:step()
+    assert.matches("LinearBackward: one of the variables", errmsg(function() loss:backward() end), 1, true)
+  end)
+
+  it("do not stop a backward when an unrelated tensor changed", function()
+    local lin = nn.Linear(3, 2)
+    local x = pt.ones(4, 3)
+    local out = lin(x:clone())
+    x:add_(1) -- not the saved copy
+    out:sum():backward()
+    assert.are.same({2}, lin.bias.grad:size())
+  end)
+end)

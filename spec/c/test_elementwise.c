@@ -68,10 +68,10 @@ static void test_promotion(pt_ctx *ctx) {
 static void test_inplace(pt_ctx *ctx) {
   pt_tensor *w = make(ctx, PT_FLOAT32, 1, (int64_t[]){3}, (double[]){1, 2, 3});
   pt_tensor *i = make(ctx, PT_INT64, 1, (int64_t[]){3}, (double[]){1, 2, 3});
-  unsigned v0 = atomic_load(&w->version);
+  unsigned v0 = atomic_load(&w->storage->version);
   CHECK(pt_add_scalar_(ctx, w, 1) == PT_OK);
   CHECK(pt_tensor_get_flat(w, 2) == 4);
-  CHECK(atomic_load(&w->version) == v0 + 1);
+  CHECK(atomic_load(&w->storage->version) == v0 + 1);
   CHECK(pt_binary_scalar_(ctx, PT_BIN_DIV, i, 2, true) == PT_EARG);
   CHECK(strcmp(pt_errmsg(ctx), "div_: result type float32 can't be cast to the desired output type int64") == 0);
   w->requires_grad = true;
