@@ -38,6 +38,7 @@ struct pt_node {
   void *extra;                              /* op-specific heap data */
   void (*free_extra)(void *extra);
   bool released;                            /* saved tensors freed after backward */
+  bool is_view;                             /* the output shares its input's storage (view ops) */
   /* engine bookkeeping during one backward pass (single thread) */
   pt_tensor *pending_grad;
   int pending_deps;

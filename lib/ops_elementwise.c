@@ -1268,6 +1268,13 @@ pt_status pt_inplace_check(pt_ctx *ctx, const char *fname, const pt_tensor *self
 /* The tensor that stands for self's value before an in-place op in the recorded graph: a copy
  * (when the backward needs the old values) or an alias, carrying self's old grad_fn. */
 static pt_status inplace_old(pt_ctx *ctx, pt_tensor *self, bool need_values, pt_tensor **out) {
+  /* The graph of a view's base would not see the change (PyTorch rebases it; partrain has no
+   * link from a view to its base yet): refuse rather than give wrong gradients. */
+  if (self->grad_fn && self->grad_fn->is_view)
+    return pt_fail(ctx, PT_EARG,
+                   "in-place operation on a view (made by %s) of a tensor that requires grad is not "
+                   "supported yet: its base's gradient would miss it; use an out-of-place op or "
+                   "clone() the view first", self->grad_fn->name);
   pt_tensor *old = NULL;
   pt_status st = need_values ? pt_tensor_clone_raw(ctx, self, &old) : pt_detach(ctx, self, &old);
   if (st) return st;

@@ -20,6 +20,8 @@ static pt_status record1(pt_ctx *ctx, pt_tensor *in, pt_tensor **out, const char
   if (st) {
     pt_tensor_release(*out);
     *out = NULL;
+  } else if (*node) {
+    (*node)->is_view = (*out)->storage == in->storage;
   }
   return st;
 }

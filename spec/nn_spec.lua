@@ -442,9 +442,21 @@ describe("saved tensors modified in place", function()
     local x = pt.tensor({1, 2}, {requires_grad = true})
     local h = x * 1
     local y = h * h
-    h:narrow(1, 1, 1):add_(1) -- a view: the version counter is the storage's
+    pt.no_grad(function() h:narrow(1, 1, 1):add_(1) end) -- a view: the counter is the storage's
     assert.matches("MulBackward: one of the variables needed for gradient computation has been "
                    .. "modified by an inplace operation", errmsg(function() y:sum():backward() end), 1, true)
+  end)
+
+  it("refuses in-place ops on views in the graph instead of giving the base a wrong gradient", function()
+    local x = pt.tensor({1, 2}, {requires_grad = true})
+    local h = x * 1
+    assert.matches("in-place operation on a view (made by NarrowBackward) of a tensor that requires "
+                   .. "grad is not supported yet", errmsg(function() h:narrow(1, 1, 1):mul_(2) end), 1, true)
+    -- in place on the tensor itself is fine, several times over
+    h:mul_(2)
+    h:add_(1)
+    h:sum():backward()
+    assert.are.same({2, 2}, x.grad:tolist())
   end)
 
   it("are caught in fused layers (a weight changed between forward and backward)", function()
