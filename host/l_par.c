@@ -1258,6 +1258,15 @@ static int l_pool_map(lua_State *L) {
 /* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
  * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
  * i - start + 1 of its window. */
+/* par_windows_impl's exits: the tasks of the window (NULL entries are fine), the task array
+ * and the call's messages. */
+static void windows_cleanup(par_task **tasks, int k, lpt_msg *call, lpt_msg *dmsg) {
+  for (int q = 0; q < k; q++) free_task(tasks[q]);
+  free(tasks);
+  lpt_msg_release(call);
+  lpt_msg_release(dmsg);
+}
+
 static int par_windows_impl(lua_State *L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
   /* 3: get(i) -> sample, run in the caller; or, with read_in_workers (9), the dataset, sent to
@@ -1353,10 +1362,10 @@ static int par_windows_impl(lua_State *L) {
     static const char *const dname[] = {"dataset"};
     lpt_msg *dm = lpt_msg_new();
     if (!dm || lpt_encode(L, dm, 3, 1, dname, LPT_XFER_GLOBALS) != LUA_OK) {
+      bool oom = !dm;
       lpt_msg_release(dm);
       lpt_msg_release(call);
-      lpt_msg_release(dmsg);
-      return luaL_error(L, "par_by_sample: %s", dm ? lua_tostring(L, -1) : "out of memory");
+      return luaL_error(L, "par_by_sample: %s", oom ? "out of memory" : lua_tostring(L, -1));
     }
     dmsg = dm;
   }
@@ -1366,7 +1375,7 @@ static int par_windows_impl(lua_State *L) {
   par_task **tasks = calloc((size_t)n, sizeof *tasks);
   if (!tasks) {
     lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+    lpt_msg_release(dmsg);
     return luaL_error(L, "out of memory");
   }
   /* keep `call` and `tasks` owned by a userdata while Lua code may raise */
@@ -1378,9 +1387,7 @@ static int par_windows_impl(lua_State *L) {
     lua_pop(L, 2);
     int k = stop - start + 1;
     if (k < 1 || k > n) {
-      free(tasks);
-      lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+      windows_cleanup(tasks, 0, call, dmsg);
       return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
     }
     par_window *W = p->win;
@@ -1393,9 +1400,7 @@ static int par_windows_impl(lua_State *L) {
                           atomic_load(&gr->storage->version) == plan[q].zeroed_version;
       if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
                  !pt_tensor_is_contiguous(gr))) {
-        free(tasks);
-        lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+        windows_cleanup(tasks, 0, call, dmsg);
         W->plan = NULL;
         W->nplan = 0;
         return luaL_error(L, "par_by_sample: step: the gradient of parameter %d is not a contiguous "
@@ -1475,14 +1480,8 @@ static int par_windows_impl(lua_State *L) {
       while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
       }
       pt_pool_uncancel(p->pool);
-      for (int q = 0; q < k; q++) {
-        free_task(tasks[q]);
-        tasks[q] = NULL;
-      }
       guard_end(&g);
-      free(tasks);
-      lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+      windows_cleanup(tasks, k, call, dmsg);
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
     /* sample 1 of the window runs right here, on the inline worker's state */
@@ -1493,21 +1492,13 @@ static int par_windows_impl(lua_State *L) {
     for (int c = 1; c < k; c++) {
       if (!wait_one(p, &g, tasks, k)) {
         guard_end(&g);
-        free(tasks);
-        lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+        windows_cleanup(tasks, 0, call, dmsg);
         return luaL_error(L, "interrupted");
       }
     }
     guard_end(&g);
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
-      for (int q = 0; q < k; q++) {
-        free_task(tasks[q]);
-        tasks[q] = NULL;
-      }
-      free(tasks);
-      lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+      windows_cleanup(tasks, k, call, dmsg);
       return luaL_error(L, "%s", ferr);
     }
     /* the first failure in sample order fails the call */
@@ -1524,13 +1515,7 @@ static int par_windows_impl(lua_State *L) {
         snprintf(buf, sizeof buf, "par_by_sample: sample %d failed on worker %d: %s%s%s",
                  t->index, j + 1, msg ? msg : "(error)", tb && *tb ? "\n" : "", tb ? tb : "");
       }
-      for (int q = 0; q < k; q++) {
-        free_task(tasks[q]);
-        tasks[q] = NULL;
-      }
-      free(tasks);
-      lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+      windows_cleanup(tasks, k, call, dmsg);
       lua_pushstring(L, buf);
       return lua_error(L);
     }
@@ -1561,13 +1546,7 @@ static int par_windows_impl(lua_State *L) {
         char buf[PT_ERRMSG_MAX];
         snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", tasks[j]->index,
                  lua_tostring(L, -1));
-        for (int q = 0; q < k; q++) {
-          free_task(tasks[q]);
-          tasks[q] = NULL;
-        }
-        free(tasks);
-        lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+        windows_cleanup(tasks, k, call, dmsg);
         return luaL_error(L, "%s", buf);
       }
       if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
@@ -1582,17 +1561,13 @@ static int par_windows_impl(lua_State *L) {
       lua_pushvalue(L, 6);
       lua_pushvalue(L, wl);
       if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-        free(tasks);
-        lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+        windows_cleanup(tasks, 0, call, dmsg);
         return lua_error(L);
       }
     }
     lua_settop(L, 9);
   }
-  free(tasks);
-  lpt_msg_release(call);
-      lpt_msg_release(dmsg);
+  windows_cleanup(tasks, 0, call, dmsg);
   return 1;
 }
 
