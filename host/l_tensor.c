@@ -990,6 +990,16 @@ void lpt_open_tensor(lua_State *L) {
       {NULL, NULL},
   };
   luaL_newlib(L, cuda_functions);
+  lua_getfield(L, -2, "_docs"); /* docs, keyed by function, as lpt_add_docs does */
+  lua_getfield(L, -2, "is_available");
+  lua_pushliteral(L, "pt.cuda.is_available() -> whether a GPU backend found a CUDA device "
+                     "(false in this build: kernels/README.md).");
+  lua_rawset(L, -3);
+  lua_getfield(L, -2, "device_count");
+  lua_pushliteral(L, "pt.cuda.device_count() -> the number of CUDA devices partrain can use (0 "
+                     "without a GPU backend).");
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
   lua_setfield(L, -2, "cuda");
   lua_pop(L, 1);
   lpt_add_docs(L, 0, tensor_docs);

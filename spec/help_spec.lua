@@ -21,9 +21,9 @@ describe("help texts", function()
     assert.are.same({}, missing)
   end)
 
-  it("exist for every class and function of nn and optim", function()
+  it("exist for every class and function of nn, optim and cuda", function()
     local missing = {}
-    for _, m in ipairs {"nn", "optim"} do
+    for _, m in ipairs {"nn", "optim", "cuda"} do
       for k, v in pairs(pt[m]) do
         if (type(v) == "function" or (type(v) == "table" and rawget(v, "__name"))) and not k:match("^_")
             and not pt._docs[v] then
