@@ -569,55 +569,6 @@ static const luaL_Reg functions[] = {
     {NULL, NULL},
 };
 
-/* pt.save / pt.load / pt.load_into / pt.progress live in Lua modules: these forwarders load the
- * module on first use and replace themselves in the module table with the Lua function. */
-static int l_forward(lua_State *L) {
-  int n = lua_gettop(L);
-  lua_getglobal(L, "require");
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_call(L, 1, 1);
-  lua_getfield(L, -1, lua_tostring(L, lua_upvalueindex(2)));
-  if (!lua_isfunction(L, -1))
-    return luaL_error(L, "%s.%s is missing", lua_tostring(L, lua_upvalueindex(1)),
-                      lua_tostring(L, lua_upvalueindex(2)));
-  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
-  lua_pushvalue(L, lua_upvalueindex(3));
-  lua_pushvalue(L, -3);
-  lua_rawset(L, -3);
-  lua_pop(L, 1);
-  lua_remove(L, -2); /* the module */
-  lua_insert(L, 1);
-  lua_call(L, n, LUA_MULTRET);
-  return lua_gettop(L);
-}
-
-static void add_forward(lua_State *L, const char *name, const char *module, const char *field) {
-  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
-  lua_pushstring(L, module);
-  lua_pushstring(L, field);
-  lua_pushstring(L, name);
-  lua_pushcclosure(L, l_forward, 3);
-  lua_setfield(L, -2, name);
-  lua_pop(L, 1);
-}
-
-static const char *const docs[] = {
-    "save", "pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler}])\n"
-            "  Write a safetensors checkpoint (via path..\".tmp\" and a rename). A model saves its\n"
-            "  state_dict(); optimizer tensors go under \"optimizer.*\", the rest of its state as JSON metadata.",
-    "load", "pt.load(path) -> tensors, meta, state\n  tensors: name -> Tensor; meta: your metadata;\n"
-            "  state.optimizer: the optimizer's state_dict, state.loader_epoch. Hostile files raise errors.",
-    "load_into", "pt.load_into(path, model[, {optimizer = opt, loader = handler}]) -> meta\n"
-                 "  Restore model, optimizer and loader epoch for an exact resume.",
-    "progress", "pt.progress({total =, desc =}, iter, state, init) -> iterator with a progress bar.",
-    NULL, NULL,
-};
-
 void lpt_open_data(lua_State *L) {
   lpt_add_functions(L, functions);
-  add_forward(L, "save", "partrain.checkpoint", "save");
-  add_forward(L, "load", "partrain.checkpoint", "load");
-  add_forward(L, "load_into", "partrain.checkpoint", "load_into");
-  add_forward(L, "progress", "partrain.progress", "wrap");
-  lpt_add_docs(L, 0, docs);
 }

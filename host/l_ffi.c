@@ -336,11 +336,13 @@ typedef struct native_job {
   native_item *items;
   int n;
   atomic_int next;
+  volatile sig_atomic_t *intr; /* Ctrl-C: no new item starts (a running C call cannot stop) */
 } native_job;
 
 static void *native_worker(void *arg) {
   native_job *job = arg;
   for (;;) {
+    if (job->intr && *job->intr) break;
     int i = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
     if (i >= job->n) break;
     native_item *it = &job->items[i];
@@ -415,7 +417,9 @@ static int l_native_map(lua_State *L) {
     nok += it->ok;
     lua_pop(L, 1);
   }
-  native_job job = {f, items, (int)n, 0};
+  lpt_sigint_guard g;
+  lpt_sigint_guard_begin(L, &g);
+  native_job job = {f, items, (int)n, 0, g.ctx->interrupted};
   int nthreads = (int)(nw < nok ? nw : nok) - 1; /* the caller's thread works too */
   pthread_t tids[LFFI_MAX_WORKERS];
   int started = 0;
@@ -423,6 +427,9 @@ static int l_native_map(lua_State *L) {
     if (pthread_create(&tids[started], NULL, native_worker, &job) != 0) break;
   native_worker(&job);
   for (int k = 0; k < started; k++) pthread_join(tids[k], NULL);
+  bool interrupted = job.intr && *job.intr;
+  lpt_sigint_guard_end(&g);
+  if (interrupted) return luaL_error(L, "interrupted");
   lua_createtable(L, (int)n, 1);
   for (lua_Integer i = 1; i <= n; i++) {
     if (!items[i - 1].ok) continue;
@@ -477,35 +484,6 @@ static const char *const ffi_docs[] = {
     NULL, NULL,
 };
 
-/* --- pt.inbatch_parallel & co. live in lua/partrain/inbatch.lua; these forwarders load it on
- * first use (the module then rawsets the Lua functions into pt, replacing the forwarders). --- */
-
-static int inbatch_forward(lua_State *L) {
-  int nargs = lua_gettop(L);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "partrain.inbatch");
-  lua_call(L, 1, 1);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_gettable(L, -2);
-  if (lua_type(L, -1) != LUA_TFUNCTION)
-    return lpt_errorf(L, "partrain.inbatch does not define %s", lua_tostring(L, lua_upvalueindex(1)));
-  lua_replace(L, -2);
-  lua_insert(L, 1);
-  lua_call(L, nargs, LUA_MULTRET);
-  return lua_gettop(L);
-}
-
-static void lpt_open_inbatch(lua_State *L) {
-  static const char *const names[] = {"inbatch_parallel", "args", "named", "any_action_failed", NULL};
-  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
-  for (const char *const *n = names; *n; n++) {
-    lua_pushstring(L, *n);
-    lua_pushcclosure(L, inbatch_forward, 1);
-    lua_setfield(L, -2, *n);
-  }
-  lua_pop(L, 1);
-}
-
 void lpt_open_ffi(lua_State *L) {
   if (luaL_newmetatable(L, LFFI_LIB)) {
     lua_pushcfunction(L, lib_gc);
@@ -541,5 +519,4 @@ void lpt_open_ffi(lua_State *L) {
   lua_pop(L, 1);
   lpt_open_async(L);
   lpt_open_process(L);
-  lpt_open_inbatch(L);
 }

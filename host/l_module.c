@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -455,6 +456,41 @@ static void install_allocator(lua_State *L) {
 
 bool lpt_boxes_freed_by_allocator(lua_State *L) {
   return box_block && lua_getallocf(L, NULL) == la_alloc;
+}
+
+/* --- Ctrl-C while C code waits (the dispatcher, native calls) --- */
+
+static volatile sig_atomic_t sigint_flag; /* set by our SIGINT handler while we wait */
+
+static void on_sigint(int sig) {
+  sigint_flag = 1;
+  signal(sig, SIG_DFL); /* a second Ctrl-C (workers stuck in C code) kills, as in lua.c */
+}
+
+/* see lpt.h */
+void lpt_sigint_guard_begin(lua_State *L, lpt_sigint_guard *g) {
+  g->ctx = lpt_ctx(L);
+  g->old_flag = g->ctx->interrupted;
+  g->installed = false;
+  /* only the main state owns Ctrl-C: a pool used inside a worker (e.g. DataParallel inside
+   * par_by_sample) leaves it alone, or it would race with the caller. OpenBLAS needs no
+   * setting here: partrain keeps it single-threaded for good (lib/blas.h). */
+  if (lpt_get_state(L)->worker_id != 0) return;
+  sigint_flag = 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGINT, NULL, &g->old_action) == 0 &&
+      g->old_action.sa_handler != SIG_IGN && sigaction(SIGINT, &sa, NULL) == 0) {
+    g->installed = true;
+    g->ctx->interrupted = &sigint_flag;
+  }
+}
+
+void lpt_sigint_guard_end(lpt_sigint_guard *g) {
+  if (g->installed) sigaction(SIGINT, &g->old_action, NULL);
+  g->ctx->interrupted = g->old_flag;
 }
 
 int luaopen_partrain_core(lua_State *L) {

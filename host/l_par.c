@@ -783,48 +783,6 @@ static void worker_fini(void *ud, int index, void *data) {
 
 /* ------------------------------------------------------------------ caller side --- */
 
-static volatile sig_atomic_t sigint_flag; /* set by our SIGINT handler while we wait */
-
-static void on_sigint(int sig) {
-  sigint_flag = 1;
-  signal(sig, SIG_DFL); /* a second Ctrl-C (workers stuck in C code) kills, as in lua.c */
-}
-
-/* While workers run, Ctrl-C is ours: it sets a flag that every wait polls (lib/pool.c); the
- * call then stops the workers and raises "interrupted" in the caller, which unwinds like any
- * error. The previous handler (the executable's) comes back when the wait ends. */
-typedef struct wait_guard {
-  pt_ctx *ctx;
-  volatile sig_atomic_t *old_flag;
-  struct sigaction old_action;
-  bool installed;
-} wait_guard;
-
-static void guard_begin(lua_State *L, wait_guard *g) {
-  g->ctx = lpt_ctx(L);
-  g->old_flag = g->ctx->interrupted;
-  g->installed = false;
-  /* only the main state owns Ctrl-C: a pool used inside a worker (e.g. DataParallel inside
-   * par_by_sample) leaves it alone, or it would race with the caller. OpenBLAS needs no
-   * setting here: partrain keeps it single-threaded for good (lib/blas.h). */
-  if (lpt_get_state(L)->worker_id != 0) return;
-  sigint_flag = 0;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGINT, NULL, &g->old_action) == 0 &&
-      g->old_action.sa_handler != SIG_IGN && sigaction(SIGINT, &sa, NULL) == 0) {
-    g->installed = true;
-    g->ctx->interrupted = &sigint_flag;
-  }
-}
-
-static void guard_end(wait_guard *g) {
-  if (g->installed) sigaction(SIGINT, &g->old_action, NULL);
-  g->ctx->interrupted = g->old_flag;
-}
-
 static lpar_pool *check_pool(lua_State *L, int idx) {
   lpar_pool **pp = luaL_checkudata(L, idx, POOL_MT);
   if (!*pp || (*pp)->closed) luaL_error(L, "the pool was closed");
@@ -939,7 +897,7 @@ static lpar_pool *shared_pool(lua_State *L, int n) {
  * everything outstanding, free it and everything in `owned` (nowned pointers, set to NULL),
  * re-arm the pool and return NULL; the caller ends its guard, frees its own things and raises
  * "interrupted". */
-static par_task *wait_one(lpar_pool *p, wait_guard *g, par_task **owned, int nowned) {
+static par_task *wait_one(lpar_pool *p, lpt_sigint_guard *g, par_task **owned, int nowned) {
   pt_pool_task *done;
   pt_status st = pt_pool_wait(g->ctx, p->pool, &done);
   if (st == PT_OK) return (par_task *)done;
@@ -1013,10 +971,10 @@ static int l_pool_submit(lua_State *L) {
   t->id = ++p->next_id;
   t->base.worker = (int)w - 1;
   t->base.run = run_task;
-  wait_guard g;
-  guard_begin(L, &g);
+  lpt_sigint_guard g;
+  lpt_sigint_guard_begin(L, &g);
   pt_status st = pt_pool_submit(g.ctx, p->pool, &t->base);
-  guard_end(&g);
+  lpt_sigint_guard_end(&g);
   if (st) {
     free_task(t);
     return luaL_error(L, "%s", st == PT_EINTR ? "interrupted" : lpt_ctx(L)->err);
@@ -1028,10 +986,10 @@ static int l_pool_submit(lua_State *L) {
 static int l_pool_next(lua_State *L) {
   lpar_pool *p = check_pool(L, 1);
   if (pt_pool_pending(p->pool) == 0) return luaL_error(L, "next: no task is outstanding");
-  wait_guard g;
-  guard_begin(L, &g);
+  lpt_sigint_guard g;
+  lpt_sigint_guard_begin(L, &g);
   par_task *t = wait_one(p, &g, NULL, 0);
-  guard_end(&g);
+  lpt_sigint_guard_end(&g);
   if (!t) return luaL_error(L, "interrupted");
   lua_settop(L, 1);
   lua_pushinteger(L, (lua_Integer)t->id);
@@ -1142,8 +1100,8 @@ static int l_pool_map(lua_State *L) {
     lpt_msg_release(call);
     return luaL_error(L, "out of memory");
   }
-  wait_guard g;
-  guard_begin(L, &g);
+  lpt_sigint_guard g;
+  lpt_sigint_guard_begin(L, &g);
   lpt_xfer_session(L, 1);
   int next = 1, ninflight = 0;
   char names_buf[16][24];
@@ -1197,7 +1155,7 @@ static int l_pool_map(lua_State *L) {
         inflight[slot] = NULL;
         free_task(t);
         wait_one(p, &g, inflight, limit); /* fails too: drains */
-        guard_end(&g);
+        lpt_sigint_guard_end(&g);
         lpt_xfer_session(L, 0);
         free(inflight);
         lpt_msg_release(call);
@@ -1208,7 +1166,7 @@ static int l_pool_map(lua_State *L) {
     }
     par_task *t = wait_one(p, &g, inflight, limit);
     if (!t) {
-      guard_end(&g);
+      lpt_sigint_guard_end(&g);
       lpt_xfer_session(L, 0);
       free(inflight);
       lpt_msg_release(call);
@@ -1245,7 +1203,7 @@ static int l_pool_map(lua_State *L) {
     lua_rawseti(L, 3, t->index);
     free_task(t);
   }
-  guard_end(&g);
+  lpt_sigint_guard_end(&g);
   lpt_xfer_session(L, 0);
   free(inflight);
   lpt_msg_release(call);
@@ -1379,7 +1337,7 @@ static int par_windows_impl(lua_State *L) {
     return luaL_error(L, "out of memory");
   }
   /* keep `call` and `tasks` owned by a userdata while Lua code may raise */
-  wait_guard g;
+  lpt_sigint_guard g;
   for (int wi = 0; wi < nwin; wi++) {
     lua_rawgeti(L, 4, 2 * wi + 1);
     lua_rawgeti(L, 4, 2 * wi + 2);
@@ -1416,7 +1374,7 @@ static int par_windows_impl(lua_State *L) {
     static const char *const sname[] = {"sample"};
     char ferr[PT_ERRMSG_MAX];
     ferr[0] = '\0';
-    guard_begin(L, &g);
+    lpt_sigint_guard_begin(L, &g);
     lpt_xfer_session(L, 1);
     bool pool_failed = false;
     for (int jj = 1; jj <= k; jj++) {
@@ -1480,7 +1438,7 @@ static int par_windows_impl(lua_State *L) {
       while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
       }
       pt_pool_uncancel(p->pool);
-      guard_end(&g);
+      lpt_sigint_guard_end(&g);
       windows_cleanup(tasks, k, call, dmsg);
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
@@ -1491,12 +1449,12 @@ static int par_windows_impl(lua_State *L) {
     p->inl->intr = NULL;
     for (int c = 1; c < k; c++) {
       if (!wait_one(p, &g, tasks, k)) {
-        guard_end(&g);
+        lpt_sigint_guard_end(&g);
         windows_cleanup(tasks, 0, call, dmsg);
         return luaL_error(L, "interrupted");
       }
     }
-    guard_end(&g);
+    lpt_sigint_guard_end(&g);
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
       windows_cleanup(tasks, k, call, dmsg);
       return luaL_error(L, "%s", ferr);

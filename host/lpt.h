@@ -4,6 +4,7 @@
 #define LPT_H
 
 #include <lauxlib.h>
+#include <signal.h>
 #include <lua.h>
 
 #include "../lib/autograd.h"
@@ -113,6 +114,20 @@ static inline void lpt_gc_account_fast(lua_State *L, lpt_state *S) {
   S->ctx.bytes_allocated = 0;
   if ((S->gc_debt += b) >= LPT_GC_STEP_BYTES) lpt_gc_account(L);
 }
+
+/* While workers or native calls run, Ctrl-C is ours: it sets a flag that every wait polls
+ * (ctx->interrupted, lib/pool.c); the call then stops its threads and raises "interrupted" in
+ * the caller, which unwinds like any error. The previous handler (the executable's) comes back
+ * at lpt_sigint_guard_end. Only the main state takes Ctrl-C over (a worker's guard does
+ * nothing). A second Ctrl-C during the wait kills the process, as in lua.c. */
+typedef struct lpt_sigint_guard {
+  pt_ctx *ctx;
+  volatile sig_atomic_t *old_flag;
+  struct sigaction old_action;
+  bool installed;
+} lpt_sigint_guard;
+void lpt_sigint_guard_begin(lua_State *L, lpt_sigint_guard *g);
+void lpt_sigint_guard_end(lpt_sigint_guard *g);
 
 /* Binding areas */
 void lpt_open_tensor(lua_State *L);

@@ -36,6 +36,14 @@ local function script(text)
 end
 
 describe("partrain command line", function()
+  it("reports the caller's line for functions loaded on first use (pt.save, pt.inbatch_parallel)", function()
+    for _, call in ipairs {"pt.save(123)", "pt.inbatch_parallel(1)"} do
+      local _, err, rc = sh("$P -e " .. q("local function f() " .. call .. " end\nf()"))
+      assert.are.equal(1, rc)
+      assert.matches("^partrain: %(command line%):1: ", err)
+    end
+  end)
+
   it("is the interpreter running the specs", function()
     assert.matches("partrain$", EXE)
   end)

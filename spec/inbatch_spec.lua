@@ -390,6 +390,22 @@ describe("inbatch_parallel (native)", function()
     assert.is_true(now() - t0 >= 0.75)
   end)
 
+  it("starts no more items after Ctrl-C and raises interrupted", function()
+    local items = {}
+    for i = 1, 40 do items[i] = { 50, i } end -- 2 s on one worker
+    local act = pt.inbatch_parallel({ target = "native", init = function() return items end },
+      function(self) return lib:fn("sleep_ms", "int(int, int)") end)
+    pt._par_test_sigint(0.2)
+    local t0 = now()
+    local ok, err = pcall(act, {}, pt.named { n_workers = 1 })
+    assert.is_false(ok)
+    assert.matches("interrupted", err)
+    assert.is_true(now() - t0 < 1.0)
+    local again = pt.inbatch_parallel({ target = "native", init = function() return { { 1, 7 } } end },
+      function(self) return lib:fn("sleep_ms", "int(int, int)") end)
+    assert.are.same({ 7, n = 1 }, again({}))
+  end)
+
   it("turns a dtype mismatch into that item's error value", function()
     local x = pt.tensor({ 1, 2 })
     local act = pt.inbatch_parallel({ target = "native",

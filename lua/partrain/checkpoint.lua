@@ -207,13 +207,16 @@ function M.load_into(path, model, opts)
   return meta
 end
 
--- pt.save & co. start as C forwarders that load this module; keep their help texts
+-- pt.save & co. (init.lua loads this module on first use of one of them)
 local docs = rawget(pt, "_docs")
 if docs then
-  for _, name in ipairs {"save", "load", "load_into"} do
-    local f = rawget(pt, name)
-    if f and docs[f] then docs[M[name]] = docs[f] end
-  end
+  docs[M.save] = "pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler}])\n"
+    .. "  Write a safetensors checkpoint (via path..\".tmp\" and a rename). A model saves its\n"
+    .. "  state_dict(); optimizer tensors go under \"optimizer.*\", the rest of its state as JSON metadata."
+  docs[M.load] = "pt.load(path) -> tensors, meta, state\n  tensors: name -> Tensor; meta: your metadata;\n"
+    .. "  state.optimizer: the optimizer's state_dict, state.loader_epoch. Hostile files raise errors."
+  docs[M.load_into] = "pt.load_into(path, model[, {optimizer = opt, loader = handler}]) -> meta\n"
+    .. "  Restore model, optimizer and loader epoch for an exact resume."
 end
 
 return M

@@ -422,7 +422,7 @@ function M.inbatch_parallel(opts, method)
   end
 end
 
--- make them reachable as pt.* (replacing the forwarders host/l_ffi.c installed)
+-- reachable as pt.* (init.lua loads this module on first use of one of them)
 for _, name in ipairs { "inbatch_parallel", "args", "named", "any_action_failed" } do
   rawset(pt, name, M[name])
 end

@@ -14,6 +14,19 @@ local lazy = {
   par = "partrain.par",
 }
 
+-- functions that live in Lua modules, loaded with their module on first use; reaching them
+-- through here (not a C forwarder) keeps error levels right on the first call too
+local lazy_functions = {
+  save = {"partrain.checkpoint", "save"},
+  load = {"partrain.checkpoint", "load"},
+  load_into = {"partrain.checkpoint", "load_into"},
+  progress = {"partrain.progress", "wrap"},
+  inbatch_parallel = {"partrain.inbatch", "inbatch_parallel"},
+  args = {"partrain.inbatch", "args"},
+  named = {"partrain.inbatch", "named"},
+  any_action_failed = {"partrain.inbatch", "any_action_failed"},
+}
+
 setmetatable(pt, {
   __index = function(t, k)
     local name = lazy[k]
@@ -21,6 +34,12 @@ setmetatable(pt, {
       local m = require(name)
       rawset(t, k, m)
       return m
+    end
+    local f = lazy_functions[k]
+    if f then
+      local v = require(f[1])[f[2]]
+      rawset(t, k, v)
+      return v
     end
     return nil
   end,

@@ -224,8 +224,6 @@ if docs then
   docs[M.new] = "progress.new{total=, desc=, mode=\"tty\"|\"plain\"|\"none\", log=} -> bar with :step(n), :report(loss), :close()."
   docs[M.wrap] = "pt.progress({total=, desc=}, iter, state, init) -> iterator that shows a progress bar."
   docs[M.log] = "progress.log(path, record): append a table as one JSON line."
-  local f = rawget(pt, "progress")
-  if f and docs[f] then docs[M.wrap] = docs[f] end
 end
 
 M.Bar = Bar
