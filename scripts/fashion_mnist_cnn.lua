@@ -13,8 +13,9 @@
 --     --data-parallel K train through nn.DataParallel over cpu:1..cpu:K
 -- Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist) or $FASHION_MNIST_DIR.
 -- Measured with the defaults (SGD momentum 0.9, lr 0.05 cosine-annealed over 10 epochs, batch 64):
--- test accuracy 0.878 0.884 0.896 0.908 0.912 0.916 0.917 0.918 0.920 0.9225 (epochs 1..10),
--- about 55 s per epoch on 2 quiet cores. --bn: 0.886 0.888 0.903 0.915 0.912 0.920 0.921 0.926
+-- test accuracy 0.8797 0.8880 0.9000 0.9094 0.9106 0.9163 0.9168 0.9175 0.9225 0.9244
+-- (epochs 1..10, session 2; session 1 ended at 0.9225),
+-- about 50-55 s per epoch on 2 cores. --bn: 0.886 0.888 0.903 0.915 0.912 0.920 0.921 0.926
 -- 0.929 0.9298.
 local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
