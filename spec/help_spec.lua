@@ -37,4 +37,18 @@ describe("help texts", function()
     table.sort(missing)
     assert.are.same({}, missing)
   end)
+
+  it("exist for every DataHandler method", function()
+    local h = pt.data.DataHandler({get = function() end, len = function() return 1 end})
+    local mt = getmetatable(h)
+    local class = type(mt.__index) == "table" and mt.__index or mt
+    local missing = {}
+    for k, v in pairs(class) do
+      if type(v) == "function" and not k:match("^_") and not pt._docs[v] then
+        missing[#missing + 1] = "loader:" .. k
+      end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
 end)

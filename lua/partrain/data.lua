@@ -535,6 +535,12 @@ if docs then
     [DataHandler.report] = "loader:report(loss | {name=value}) -> running means on the progress bar and in the metrics log.",
     [DataHandler.next_batch] = "loader:next_batch() -> x, y; wraps around to a new epoch after the last batch.",
     [DataHandler.set_epoch] = "loader:set_epoch(k): the next batches() call runs epoch k+1 (its shuffle).",
+    [DataHandler.len] = "loader:len() -> batches per epoch (also #loader).",
+    [DataHandler.par_by_sample] = "loader:par_by_sample(model, n, fn[, opts]) -> losses, model\n"
+      .. "  fn(sample, model) on n threads, one window of n samples per call; gradients summed per window.\n"
+      .. "  opts: windows=k | epoch=true, after_window=f(losses), step=optim.SGD (fused step),\n"
+      .. "  read_in_workers=true (workers call dataset:get themselves), refresh_model=true.\n"
+      .. "  Every rule: lua/partrain/par.lua.",
     [transforms.normalize] = "data.transforms.normalize(mean, std[, {shape={C,H,W}}]) -> (x-mean)/std per channel, in place.",
     [transforms.one_hot] = "data.transforms.one_hot(num_classes) -> y (1-based) becomes float32 {B, num_classes}.",
     [transforms.random_flip] = "data.transforms.random_flip([p=0.5][, {shape={C,H,W}}]) -> mirror images left-right.",
