@@ -15,8 +15,8 @@
 -- Measured with the defaults (SGD momentum 0.9, lr 0.05 cosine-annealed over 10 epochs, batch 64):
 -- test accuracy 0.8797 0.8880 0.9000 0.9094 0.9106 0.9163 0.9168 0.9175 0.9225 0.9244
 -- (epochs 1..10, session 2; session 1 ended at 0.9225),
--- about 50-55 s per epoch on 2 cores. --bn: 0.886 0.888 0.903 0.915 0.912 0.920 0.921 0.926
--- 0.929 0.9298.
+-- about 50-55 s per epoch on 2 cores. --bn: 0.8766 0.8937 0.8972 0.9151 0.9180 0.9193 0.9180 0.9262
+-- 0.9262 0.9280 (session 2; session 1 ended at 0.9298).
 local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
 
