@@ -24,6 +24,8 @@ static void node_free_saved(pt_node *n) {
   for (int i = 0; i < n->n_inputs; i++) {
     pt_tensor_release(n->inputs[i]);
     n->inputs[i] = NULL;
+    pt_node_release(n->input_fn[i]);
+    n->input_fn[i] = NULL;
   }
   if (n->extra && n->free_extra) n->free_extra(n->extra);
   n->extra = NULL;
@@ -38,6 +40,35 @@ void pt_node_release(pt_node *n) {
    * bounded by the depth of the network (thousands of layers at most). */
   node_free_saved(n);
   pt_small_free(n, sizeof *n); /* per-thread small-block cache (lib/tensor.c) */
+}
+
+/* The history of a tensor whose grad_fn is m, as of now (a new reference). A view's values
+ * follow its base: when the base got a new history since the view was made (an in-place op),
+ * the view's node is resolved again over the base's current one, as a copy, so that what was
+ * recorded earlier keeps the old one (PyTorch rebases views the same way). Other nodes are
+ * their own history. On failure to copy, the view keeps its recorded history. */
+static pt_node *node_now(pt_node *m) {
+  bool plain = m && m->is_view && m->n_inputs == 1 && m->inputs[0] && !m->extra && !m->released;
+  for (int k = 0; plain && k < PT_NODE_MAX_SAVED; k++) plain = !m->saved[k];
+  if (!plain) return pt_node_retain(m);
+  pt_node *base_now = node_now(m->inputs[0]->grad_fn);
+  if (base_now == m->input_fn[0]) {
+    pt_node_release(base_now);
+    return pt_node_retain(m);
+  }
+  pt_node *c = pt_small_alloc(NULL, sizeof *c);
+  if (!c) {
+    pt_node_release(base_now);
+    return pt_node_retain(m);
+  }
+  memcpy(c, m, sizeof *c);
+  atomic_init(&c->refcount, 1);
+  c->inputs[0] = pt_tensor_retain(m->inputs[0]);
+  c->input_fn[0] = base_now;
+  c->pending_grad = NULL;
+  c->pending_deps = 0;
+  c->visit_mark = 0;
+  return c;
 }
 
 pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn backward,
@@ -55,6 +86,7 @@ pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_b
   n->n_inputs = n_inputs;
   for (int i = 0; i < n_inputs; i++) {
     n->inputs[i] = pt_tensor_retain(inputs[i]);
+    n->input_fn[i] = inputs[i] ? node_now(inputs[i]->grad_fn) : NULL;
     n->needs_grad[i] = inputs[i] && inputs[i]->requires_grad;
   }
   n->out_ndim = out->ndim;
@@ -206,6 +238,9 @@ static pt_status list_push(pt_ctx *ctx, node_list *l, pt_node *n) {
 
 static atomic_uint backward_pass_counter;
 
+/* The node that produced n's input i: the history it had when n was recorded (input_fn). */
+static inline pt_node *input_node(const pt_node *n, int i) { return n->input_fn[i]; }
+
 static pt_status accumulate_leaf(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad) {
   if (ctx->accumulate) return ctx->accumulate(ctx, leaf, grad, ctx->accumulate_data);
   return pt_accumulate_default(ctx, leaf, grad, NULL);
@@ -267,7 +302,7 @@ pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain
   /* 1. collect the nodes reachable from root and count how many consumers each has */
   unsigned mark = atomic_fetch_add(&backward_pass_counter, 1) + 1;
   node_list all = {0}, stack = {0}, ready = {0};
-  pt_node *rootn = root->grad_fn;
+  pt_node *rootn = node_now(root->grad_fn); /* released at the end */
   if (rootn->released) {
     st = pt_fail(ctx, PT_ESTATE,
                  "backward: trying to backward through the graph a second time (pass "
@@ -280,9 +315,8 @@ pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain
   while (stack.n) {
     pt_node *n = stack.items[--stack.n];
     for (int i = 0; i < n->n_inputs; i++) {
-      pt_tensor *in = n->inputs[i];
-      if (!in || !n->needs_grad[i] || !in->grad_fn) continue;
-      pt_node *m = in->grad_fn;
+      pt_node *m = input_node(n, i);
+      if (!m || !n->needs_grad[i]) continue;
       if (m->visit_mark != mark) {
         m->visit_mark = mark;
         m->pending_deps = 0;
@@ -334,10 +368,11 @@ pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain
     for (int i = 0; i < n->n_inputs && !st; i++) {
       pt_tensor *in = n->inputs[i];
       if (!gin[i] || !in || !n->needs_grad[i]) continue;
-      if (in->grad_fn) {
+      pt_node *m = input_node(n, i);
+      if (m) {
         if (in->retains_grad) st = pt_accumulate_default(ctx, in, gin[i], NULL);
-        if (!st) st = pend(ctx, in->grad_fn, gin[i]);
-        if (!st && --in->grad_fn->pending_deps == 0) st = list_push(ctx, &ready, in->grad_fn);
+        if (!st) st = pend(ctx, m, gin[i]);
+        if (!st && --m->pending_deps == 0) st = list_push(ctx, &ready, m);
       } else {
         st = accumulate_leaf(ctx, in, gin[i]);
       }
@@ -361,6 +396,7 @@ done:
     for (size_t i = 0; i < all.n; i++) pt_node_release(all.items[i]);
   }
   pt_tensor_release(g0);
+  pt_node_release(rootn);
   free(all.items);
   free(stack.items);
   free(ready.items);

@@ -25,6 +25,10 @@ struct pt_node {
   pt_backward_fn backward;
   int n_inputs;
   pt_tensor *inputs[PT_NODE_MAX_INPUTS];    /* retained */
+  /* each input's grad_fn when this node was recorded (retained; NULL for leaves): the edge the
+   * backward follows, so that an in-place op giving an input a new history later does not
+   * change what this node's output was computed from */
+  struct pt_node *input_fn[PT_NODE_MAX_INPUTS];
   bool needs_grad[PT_NODE_MAX_INPUTS];
   pt_tensor *saved[PT_NODE_MAX_SAVED];      /* retained, op-specific: set with pt_node_save */
   unsigned saved_version[PT_NODE_MAX_SAVED]; /* their storages' versions when saved */

@@ -485,4 +485,58 @@ describe("saved tensors modified in place", function()
     out:sum():backward()
     assert.are.same({2}, lin.bias.grad:size())
   end)
+
+  -- the graph follows what each op was computed from, as PyTorch: edges are taken when an op is
+  -- recorded, and a view used after its base changed in place sees the base's new history
+  local function grad_of(f)
+    local x = pt.tensor({1, 2}, {requires_grad = true})
+    f(x)
+    return x.grad:tolist()
+  end
+
+  it("keep an op's input history when the input changes in place afterwards", function()
+    assert.are.same({1, 1}, grad_of(function(x)
+      local h = x * 1
+      local z = h + 1 -- computed before the change: dz/dx = 1
+      h:mul_(2)
+      z:sum():backward()
+    end))
+    assert.are.same({1, 0}, grad_of(function(x)
+      local h = x * 1
+      local z = h:narrow(1, 1, 1) + 1
+      h:mul_(3)
+      z:sum():backward()
+    end))
+  end)
+
+  it("give a view used after its base changed in place the base's new history", function()
+    assert.are.same({3, 0}, grad_of(function(x)
+      local h = x * 1
+      local v = h:narrow(1, 1, 1)
+      h:mul_(3)
+      v:sum():backward()
+    end))
+    assert.are.same({3, 0}, grad_of(function(x)
+      local h = x * 1
+      local v = h:narrow(1, 1, 1)
+      h:mul_(3)
+      v:backward(pt.ones(1)) -- the view itself as the root
+    end))
+    assert.are.same({6, 0}, grad_of(function(x)
+      local h = x * 1
+      local v = h:view(2):narrow(1, 1, 1) -- a view of a view
+      h:mul_(2)
+      h:mul_(3)
+      v:sum():backward()
+    end))
+  end)
+
+  it("take a view of the tensor changed in place as the operand's old value", function()
+    -- h += h[1]: h[1] = 2 x1, h[2] = x2 + x1
+    assert.are.same({3, 1}, grad_of(function(x)
+      local h = x * 1
+      h:add_(h:narrow(1, 1, 1))
+      h:sum():backward()
+    end))
+  end)
 end)
