@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../lib/backend.h"
+#include "../lib/ops_elementwise.h"
 #include "../lib/ops_index.h"
 #include "lpt.h"
 
@@ -358,13 +359,13 @@ static int l_cuda_device_count(lua_State *L) {
 static int t_fill_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
-  pt_tensor_fill(lpt_ctx(L), t, v);
+  if (pt_fill_(lpt_ctx(L), t, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
 
 static int t_zero_(lua_State *L) {
-  pt_tensor_fill(lpt_ctx(L), lpt_check_tensor(L, 1), 0.0);
+  if (pt_fill_(lpt_ctx(L), lpt_check_tensor(L, 1), 0.0)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------------
@@ -1262,19 +1263,90 @@ pt_status pt_inplace_check(pt_ctx *ctx, const char *fname, const pt_tensor *self
   if (ctx->grad_enabled && self->requires_grad && !self->grad_fn)
     return pt_fail(ctx, PT_ESTATE,
                    "%s: a leaf tensor that requires grad is used in an in-place operation", fname);
+  const pt_tensor *b = self->base;
+  if (ctx->grad_enabled && b && b->requires_grad && !b->grad_fn)
+    return pt_fail(ctx, PT_ESTATE,
+                   "%s: a view of a leaf tensor that requires grad is used in an in-place operation",
+                   fname);
   return PT_OK;
+}
+
+/* --- CopySlices: an in-place op on a view changes its base ---
+ * The base's new history: its old one for the elements outside the view, and the view's new
+ * one (the in-place op's node, or none after a constant was copied in) inside it. */
+typedef struct view_geometry {
+  int64_t offset; /* of the view in its base's (contiguous) storage order, base offset excluded */
+  int ndim;
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+} view_geometry;
+
+/* The view's region of g (contiguous, the base's shape), sharing g's storage. */
+static pt_status region_of(pt_ctx *ctx, pt_tensor *g, const view_geometry *v, pt_tensor **out) {
+  return pt_tensor_from_storage(ctx, g->storage, g->dtype, g->offset + v->offset, v->ndim, v->shape,
+                                v->stride, out);
+}
+
+static pt_status copy_slices_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  const view_geometry *v = node->extra;
+  pt_tensor *gc = NULL, *region = NULL;
+  pt_status st = pt_tensor_contiguous_raw(ctx, g, &gc);
+  if (st) return st;
+  if (node->needs_grad[1]) { /* the view's part */
+    if (!(st = region_of(ctx, gc, v, &region))) st = pt_tensor_clone_raw(ctx, region, &gin[1]);
+    pt_tensor_release(region);
+    region = NULL;
+  }
+  if (!st && node->needs_grad[0]) { /* the rest goes to the old history */
+    if (!(st = pt_tensor_clone_raw(ctx, gc, &gin[0])) && !(st = region_of(ctx, gin[0], v, &region)))
+      pt_tensor_fill(ctx, region, 0.0);
+    pt_tensor_release(region);
+  }
+  pt_tensor_release(gc);
+  return st;
+}
+
+/* After an in-place op on self under grad mode: when self is a view, its base's history takes
+ * the change in (the base must be contiguous, so that the view's strides address the gradient
+ * too). */
+static pt_status rebase_view(pt_ctx *ctx, const char *fname, pt_tensor *self) {
+  pt_tensor *b = self->base;
+  if (!ctx->grad_enabled || !b || (!b->requires_grad && !self->requires_grad)) return PT_OK;
+  if (!pt_tensor_is_contiguous(b))
+    return pt_fail(ctx, PT_EARG,
+                   "%s: an in-place operation on a view of a non-contiguous tensor is not supported "
+                   "with autograd (make the base contiguous() first)", fname);
+  view_geometry *v = malloc(sizeof *v);
+  if (!v) return pt_fail(ctx, PT_ENOMEM, "%s: out of memory", fname);
+  v->offset = self->offset - b->offset;
+  v->ndim = self->ndim;
+  for (int i = 0; i < self->ndim; i++) {
+    v->shape[i] = self->shape[i];
+    v->stride[i] = self->stride[i];
+  }
+  pt_tensor *old = NULL; /* the base's old history, carried by an alias */
+  pt_status st = pt_detach(ctx, b, &old);
+  if (st) {
+    free(v);
+    return st;
+  }
+  old->grad_fn = pt_node_retain(b->grad_fn);
+  old->requires_grad = b->requires_grad;
+  pt_tensor *inputs[2] = {old, self};
+  pt_node *node = NULL;
+  st = pt_autograd_record(ctx, b, "CopySlices", copy_slices_backward, 2, inputs, &node);
+  if (!st && node) {
+    node->extra = v;
+    node->free_extra = free;
+  } else {
+    free(v);
+  }
+  pt_tensor_release(old);
+  return st;
 }
 
 /* The tensor that stands for self's value before an in-place op in the recorded graph: a copy
  * (when the backward needs the old values) or an alias, carrying self's old grad_fn. */
 static pt_status inplace_old(pt_ctx *ctx, pt_tensor *self, bool need_values, pt_tensor **out) {
-  /* The graph of a view's base would not see the change (PyTorch rebases it; partrain has no
-   * link from a view to its base yet): refuse rather than give wrong gradients. */
-  if (self->grad_fn && self->grad_fn->is_view)
-    return pt_fail(ctx, PT_EARG,
-                   "in-place operation on a view (made by %s) of a tensor that requires grad is not "
-                   "supported yet: its base's gradient would miss it; use an out-of-place op or "
-                   "clone() the view first", self->grad_fn->name);
   pt_tensor *old = NULL;
   pt_status st = need_values ? pt_tensor_clone_raw(ctx, self, &old) : pt_detach(ctx, self, &old);
   if (st) return st;
@@ -1352,6 +1424,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
       save_versions(node);
     }
   }
+  if (!st) st = rebase_view(ctx, fname, self);
 done:
   pt_tensor_release(r);
   pt_tensor_release(scaled);
@@ -1426,6 +1499,7 @@ static pt_status inplace_unary(pt_ctx *ctx, const char *fname, int op, pt_tensor
       save_versions(node);
     }
   }
+  if (!st) st = rebase_view(ctx, un_names[op], self);
   pt_tensor_release(r);
   pt_tensor_release(old);
   return st;
@@ -1462,6 +1536,7 @@ pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double 
     st = pt_autograd_record(ctx, self, "MaskedFillBackward", masked_fill_backward, 1, &old, &node);
     if (!st && node) pt_node_save(node, 0, pt_tensor_retain(mask));
   }
+  if (!st) st = rebase_view(ctx, "masked_fill_", self);
   pt_tensor_release(old);
   return st;
 }
@@ -1470,6 +1545,8 @@ static pt_status copy_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tens
   if (!node->needs_grad[0]) return PT_OK;
   return finish_grad(ctx, pt_tensor_retain(g), node->inputs[0], &gin[0]);
 }
+
+static pt_status became_constant(pt_ctx *ctx, const char *fname, pt_tensor *self);
 
 pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src) {
   pt_status st = pt_inplace_check(ctx, "copy_", self);
@@ -1485,13 +1562,28 @@ pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src) {
   if (st) return st;
   if (ctx->grad_enabled && pt_dtype_is_floating(self->dtype) && src->requires_grad && src != self) {
     pt_node *node;
-    return pt_autograd_record(ctx, self, "CopyBackwards", copy_backward, 1, &src, &node);
+    st = pt_autograd_record(ctx, self, "CopyBackwards", copy_backward, 1, &src, &node);
+    return st ? st : rebase_view(ctx, "copy_", self);
   }
-  if (ctx->grad_enabled && self->grad_fn && src != self) {
-    /* the old history no longer contributes: self now holds a constant */
+  if (src == self) return PT_OK;
+  return became_constant(ctx, "copy_", self);
+}
+
+/* self now holds values that depend on nothing that requires grad: its old history no longer
+ * contributes (nor, when it is a view, does the base's for those elements). */
+static pt_status became_constant(pt_ctx *ctx, const char *fname, pt_tensor *self) {
+  if (!ctx->grad_enabled) return PT_OK;
+  if (self->grad_fn) {
     pt_node_release(self->grad_fn);
     self->grad_fn = NULL;
     self->requires_grad = false;
   }
-  return PT_OK;
+  return rebase_view(ctx, fname, self);
+}
+
+pt_status pt_fill_(pt_ctx *ctx, pt_tensor *self, double v) {
+  pt_status st = pt_inplace_check(ctx, "fill_", self);
+  if (!st) st = pt_tensor_fill(ctx, self, v);
+  if (!st) st = became_constant(ctx, "fill_", self);
+  return st;
 }

@@ -152,5 +152,8 @@ pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool h
 pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value);
 /* self <- src (broadcast, dtype converted); gradients flow to src. */
 pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src);
+/* self[...] = v with autograd: self (and, for a view, those elements of its base) no longer
+ * depends on its old history. */
+pt_status pt_fill_(pt_ctx *ctx, pt_tensor *self, double v);
 
 #endif

@@ -20,8 +20,9 @@ static pt_status record1(pt_ctx *ctx, pt_tensor *in, pt_tensor **out, const char
   if (st) {
     pt_tensor_release(*out);
     *out = NULL;
-  } else if (*node) {
-    (*node)->is_view = (*out)->storage == in->storage;
+  } else if ((*out)->storage == in->storage && *out != in) {
+    if (*node) (*node)->is_view = true;
+    if (!(*out)->base) (*out)->base = pt_tensor_retain(in->base ? in->base : in);
   }
   return st;
 }

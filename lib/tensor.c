@@ -340,6 +340,7 @@ void pt_tensor_release(pt_tensor *t) {
   pt_storage *s = t->storage;
   pt_tensor_release(t->grad);
   pt_node_release(t->grad_fn);
+  pt_tensor_release(t->base);
   if (storage_embedded_in(t, s)) {
     /* The block goes when its storage does: now, or when the last view over it dies. */
     pt_storage_release(s);

@@ -39,6 +39,10 @@ typedef struct pt_tensor {
   bool retains_grad;
   struct pt_tensor *grad;     /* accumulated gradient of a leaf, or NULL */
   struct pt_node *grad_fn;    /* the node that produced this tensor, or NULL for leaves */
+  /* for a view made by a view op (ops_shape.c): the tensor whose storage it views (retained; a
+   * view of a view names the first), so that an in-place op on the view can update the base's
+   * history (CopySlices); NULL otherwise */
+  struct pt_tensor *base;
 } pt_tensor;
 
 /* Small-block allocator (lib/tensor.c) for tensor headers, small storages, autograd nodes and

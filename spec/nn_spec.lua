@@ -67,6 +67,15 @@ describe("gradchecks (float64)", function()
   local function r(...) return pt.randn({...}, F64) end
   before_each(function() pt.manual_seed(11) end)
 
+  it("in-place ops on views of an intermediate (CopySlices)", function()
+    gradcheck(function(a, b)
+      local h = a * 1
+      h:narrow(2, 2, 2):mul_(b) -- h[:, 2:3] *= b, through a strided view
+      h:select(1, 1):add_(b:select(1, 1):sum())
+      return h:exp()
+    end, {r(3, 4), r(3, 2)})
+  end)
+
   it("linear: 2-D, 1-D and 3-D inputs, with and without bias, fused relu", function()
     gradcheck(nn.linear, {r(3, 4), r(2, 4), r(2)})
     gradcheck(nn.linear, {r(4), r(2, 4), r(2)})
@@ -447,16 +456,19 @@ describe("saved tensors modified in place", function()
                    .. "modified by an inplace operation", errmsg(function() y:sum():backward() end), 1, true)
   end)
 
-  it("refuses in-place ops on views in the graph instead of giving the base a wrong gradient", function()
+  it("carry in-place ops on a view into its base's gradient (CopySlices)", function()
     local x = pt.tensor({1, 2}, {requires_grad = true})
     local h = x * 1
-    assert.matches("in-place operation on a view (made by NarrowBackward) of a tensor that requires "
-                   .. "grad is not supported yet", errmsg(function() h:narrow(1, 1, 1):mul_(2) end), 1, true)
-    -- in place on the tensor itself is fine, several times over
-    h:mul_(2)
-    h:add_(1)
+    h:narrow(1, 1, 1):mul_(2)
     h:sum():backward()
-    assert.are.same({2, 2}, x.grad:tolist())
+    assert.are.same({2, 1}, x.grad:tolist())
+    -- in place on the tensor itself, several times over
+    local x2 = pt.tensor({1, 2}, {requires_grad = true})
+    local h2 = x2 * 1
+    h2:mul_(2)
+    h2:add_(1)
+    h2:sum():backward()
+    assert.are.same({2, 2}, x2.grad:tolist())
   end)
 
   it("are caught in fused layers (a weight changed between forward and backward)", function()
@@ -538,5 +550,33 @@ describe("saved tensors modified in place", function()
       h:add_(h:narrow(1, 1, 1))
       h:sum():backward()
     end))
+  end)
+
+  it("fill a buffer that does not require grad from tensors that do, through views", function()
+    assert.are.same({2, 2}, grad_of(function(x)
+      local buf = pt.zeros(3)
+      buf:narrow(1, 1, 2):copy_(x * 2)
+      buf:sum():backward()
+    end))
+  end)
+
+  it("cut the gradient of elements overwritten with constants, and square through a view", function()
+    assert.are.same({0, 1}, grad_of(function(x)
+      local h = x * 1
+      h:narrow(1, 1, 1):fill_(0)
+      h:sum():backward()
+    end))
+    assert.are.same({1, 4}, grad_of(function(x)
+      local h = x * 1
+      local v = h:narrow(1, 2, 1)
+      v:mul_(v) -- h[2] = x2^2
+      h:sum():backward()
+    end))
+  end)
+
+  it("refuse in-place ops on a view of a leaf that requires grad, as PyTorch", function()
+    local x = pt.tensor({1, 2}, {requires_grad = true})
+    assert.matches("mul_: a view of a leaf tensor that requires grad is used in an in-place operation",
+                   errmsg(function() x:narrow(1, 1, 1):mul_(2) end), 1, true)
   end)
 end)
