@@ -4,6 +4,7 @@
 
 #include "../lib/ops_index.h"
 #include "../lib/ops_shape.h"
+#include "../lib/ops_elementwise.h"
 #include "lpt.h"
 
 /* --- helpers --- */
@@ -547,8 +548,11 @@ static int t_slice_assign(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
   double v = 0;
   pt_tensor *src = value_or_tensor(L, 3, "index", &v);
-  if (pt_check_inplace(ctx, "index", t, src)) return lpt_error(L);
   pt_tensor *key = lpt_test_tensor(L, 2);
+  /* a slice with autograd involved: copy_/fill_ through a view, which updates t's history */
+  bool leaf = t->requires_grad && !t->grad_fn; /* refused below, as any in-place op on one */
+  bool graph = !key && !leaf && ctx->grad_enabled && (t->requires_grad || (src && src->requires_grad));
+  if (!graph && pt_check_inplace(ctx, "index", t, src)) return lpt_error(L);
   if (key) {
     if (key->dtype == PT_BOOL || key->dtype == PT_UINT8) {
       if (pt_masked_assign_(ctx, "index", t, key, src, v)) return lpt_error(L);
@@ -565,9 +569,9 @@ static int t_slice_assign(lua_State *L) {
   if (!lua_istable(L, 2) && lua_type(L, 2) != LUA_TNUMBER)
     return lpt_errorf(L, "index: invalid index of type %s", luaL_typename(L, 2));
   bool all;
-  pt_tensor *view = resolve_key(L, t, 2, true, &all);
+  pt_tensor *view = resolve_key(L, t, 2, !graph, &all);
   pt_status st;
-  if (src && pt_tensor_numel(src) == 1) {
+  if (src && pt_tensor_numel(src) == 1 && !src->requires_grad) {
     v = pt_tensor_get_flat(src, 0);
     src = NULL;
   }
@@ -582,9 +586,9 @@ static int t_slice_assign(lua_State *L) {
                    pt_shape_format(src->ndim, src->shape, a, sizeof a),
                    pt_shape_format(view->ndim, view->shape, b, sizeof b));
     }
-    if (!st) st = pt_tensor_copy_into(ctx, view, src);
+    if (!st) st = graph ? pt_copy_(ctx, view, src) : pt_tensor_copy_into(ctx, view, src);
   } else {
-    st = pt_tensor_fill(ctx, view, v);
+    st = graph ? pt_fill_(ctx, view, v) : pt_tensor_fill(ctx, view, v);
   }
   pt_tensor_release(view);
   if (st) return lpt_error(L);

@@ -169,6 +169,21 @@ describe("assignment with t[key] = value", function()
     pt.no_grad(function() x[{{1, 2}, 2}] = 0 end)
     assert.are.same({0, 0}, x[{{}, 2}]:tolist())
   end)
+
+  it("records slices written with autograd into the tensor's history (CopySlices)", function()
+    local x = pt.tensor({1, 2}, {requires_grad = true})
+    local buf = pt.zeros(2, 3)
+    buf[{1, {1, 2}}] = x * 2   -- a tensor that requires grad into a buffer that does not
+    buf[{2, 3}] = x:sum()      -- a 1-element tensor keeps its gradient too
+    assert.are.equal("CopySlices", buf.grad_fn)
+    buf:sum():backward()
+    assert.are.same({3, 3}, x.grad:tolist())
+    local x2 = pt.tensor({1, 2}, {requires_grad = true})
+    local h = x2 * 1
+    h[{2}] = 0                 -- a constant cuts that element's gradient
+    h:sum():backward()
+    assert.are.same({1, 0}, x2.grad:tolist())
+  end)
 end)
 
 describe("gather and scatter", function()
