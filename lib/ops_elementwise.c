@@ -1569,14 +1569,27 @@ pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src) {
   return became_constant(ctx, "copy_", self);
 }
 
-/* self now holds values that depend on nothing that requires grad: its old history no longer
- * contributes (nor, when it is a view, does the base's for those elements). */
+static pt_status zero_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  (void)g;
+  if (!node->needs_grad[0]) return PT_OK;
+  return pt_tensor_zeros_like(ctx, node->inputs[0], &gin[0]);
+}
+
+/* self now holds values that depend on nothing that requires grad: its old history gets zero
+ * gradients (as PyTorch's FillBackward: self still requires grad), and so, when self is a
+ * view, do those elements of its base. */
 static pt_status became_constant(pt_ctx *ctx, const char *fname, pt_tensor *self) {
   if (!ctx->grad_enabled) return PT_OK;
   if (self->grad_fn) {
-    pt_node_release(self->grad_fn);
-    self->grad_fn = NULL;
-    self->requires_grad = false;
+    pt_tensor *old = NULL;
+    pt_status st = pt_detach(ctx, self, &old);
+    if (st) return st;
+    old->grad_fn = pt_node_retain(self->grad_fn);
+    old->requires_grad = true;
+    pt_node *node;
+    st = pt_autograd_record(ctx, self, "FillBackward", zero_backward, 1, &old, &node);
+    pt_tensor_release(old);
+    if (st) return st;
   }
   return rebase_view(ctx, fname, self);
 }

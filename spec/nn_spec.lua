@@ -574,6 +574,18 @@ describe("saved tensors modified in place", function()
     end))
   end)
 
+  it("give a tensor overwritten with constants zero gradients for its old history, as PyTorch", function()
+    for _, overwrite in ipairs {function(h) h:fill_(7) end, function(h) h:copy_(pt.ones(2)) end,
+                                function(h) h:zero_() end} do
+      assert.are.same({0, 0}, grad_of(function(x)
+        local h = x * 1
+        overwrite(h)
+        assert.are.equal(true, h.requires_grad)
+        h:sum():backward()
+      end))
+    end
+  end)
+
   it("refuse in-place ops on a view of a leaf that requires grad, as PyTorch", function()
     local x = pt.tensor({1, 2}, {requires_grad = true})
     assert.matches("mul_: a view of a leaf tensor that requires grad is used in an in-place operation",
