@@ -447,6 +447,36 @@ typedef struct enc {
   size_t root_plen;     /* path length of the root itself */
 } enc;
 
+/* The encoder's tables (seen, upids, gnames) sit in stack slots that start as nil and are made
+ * on first use: most messages (a sample, a loss) need one at most, and every table made here
+ * is a Lua allocation on the dispatcher's hot path. */
+static void enc_need(enc *e, int slot, int nrec) {
+  if (lua_type(e->L, slot) == LUA_TTABLE) return;
+  lua_createtable(e->L, 0, nrec);
+  lua_replace(e->L, slot);
+}
+
+/* The id given earlier to the value at vi, or 0. */
+static lua_Integer seen_id(enc *e, int vi) {
+  lua_State *L = e->L;
+  if (lua_type(L, e->seen) != LUA_TTABLE) return 0;
+  lua_pushvalue(L, vi);
+  lua_Integer id = lua_rawget(L, e->seen) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  return id;
+}
+
+/* Give the value at vi the next id (later references to it send that id). */
+static int seen_add(enc *e, int vi) {
+  lua_State *L = e->L;
+  enc_need(e, e->seen, 4);
+  int id = e->next_id++;
+  lua_pushvalue(L, vi);
+  lua_pushinteger(L, id);
+  lua_rawset(L, e->seen);
+  return id;
+}
+
 static void enc_fail(enc *e, int vi, const char *why) {
   lua_State *L = e->L;
   char tname[64];
@@ -529,6 +559,7 @@ static void add_global_name(void *ud, const char *name, size_t len) {
   enc *e = ud;
   lua_State *L = e->L;
   /* gnames[name] = env (value on top of the stack, below the name pushes) */
+  enc_need(e, e->gnames, 4);
   lua_pushlstring(L, name, len);
   if (lua_rawget(L, e->gnames) == LUA_TNIL) {
     lua_pushlstring(L, name, len);
@@ -560,20 +591,15 @@ static bool try_path(enc *e, int vi) {
     s = q + 1;
   }
   lua_pop(L, 1);
-  /* register so later references are cheap */
-  lua_pushvalue(L, vi);
-  lua_pushinteger(L, e->next_id++);
-  lua_rawset(L, e->seen);
+  seen_add(e, vi); /* later references are cheap */
   return true;
 }
 
 static void enc_function(enc *e, int vi, bool cache) {
   lua_State *L = e->L;
   if (lua_iscfunction(L, vi)) enc_fail(e, vi, " (only C functions of loaded modules can)");
-  int fid = e->next_id++;
-  lua_pushvalue(L, vi);
-  lua_pushinteger(L, fid);
-  lua_rawset(L, e->seen);
+  int fid = seen_add(e, vi);
+  enc_need(e, e->upids, 4);
   dump_state ds;
   ds.init = 0;
   lua_pushvalue(L, vi);
@@ -651,9 +677,7 @@ static void enc_function(enc *e, int vi, bool cache) {
 
 static void enc_table(enc *e, int vi) {
   lua_State *L = e->L;
-  lua_pushvalue(L, vi);
-  lua_pushinteger(L, e->next_id++);
-  lua_rawset(L, e->seen);
+  seen_add(e, vi);
   put_byte(e->m, 'T');
   lua_pushnil(L);
   while (lua_next(L, vi)) {
@@ -712,15 +736,13 @@ static void enc_value(enc *e, int vi) {
   }
   if (++e->depth > XFER_MAX_DEPTH) luaL_error(L, "value too deeply nested to send to a worker");
   luaL_checkstack(L, 12, "transfer");
-  lua_pushvalue(L, vi);
-  if (lua_rawget(L, e->seen) == LUA_TNUMBER) {
+  lua_Integer ref = seen_id(e, vi);
+  if (ref) {
     put_byte(m, 'R');
-    put_varint(m, (uint64_t)lua_tointeger(L, -1));
-    lua_pop(L, 1);
+    put_varint(m, (uint64_t)ref);
     e->depth--;
     return;
   }
-  lua_pop(L, 1);
   if (t == LUA_TUSERDATA) {
     lpt_box *b = lua_touserdata(L, vi);
     if (lua_getmetatable(L, vi)) {
@@ -729,9 +751,7 @@ static void enc_value(enc *e, int vi) {
         lua_pop(L, 1);
         if (!b->t) enc_fail(e, vi, " (the tensor was closed)");
         size_t k = add_obj(m, pt_tensor_retain(b->t), NULL);
-        lua_pushvalue(L, vi);
-        lua_pushinteger(L, e->next_id++);
-        lua_rawset(L, e->seen);
+        seen_add(e, vi);
         put_byte(m, 'U');
         put_varint(m, k);
         e->depth--;
@@ -743,9 +763,7 @@ static void enc_value(enc *e, int vi) {
         void *obj = ops->share(L, vi);
         if (!obj) enc_fail(e, vi, NULL);
         size_t k = add_obj(m, obj, ops);
-        lua_pushvalue(L, vi);
-        lua_pushinteger(L, e->next_id++);
-        lua_rawset(L, e->seen);
+        seen_add(e, vi);
         put_byte(m, 'S');
         put_varint(m, k);
         e->depth--;
@@ -779,13 +797,13 @@ static int lookup_global(lua_State *L) {
 static int encode_protected(lua_State *L) {
   enc *e = lua_touserdata(L, 1);
   e->L = L;
-  lua_newtable(L);
+  lua_pushnil(L); /* made on first use (enc_need) */
   e->seen = lua_gettop(L);
   push_index(L);
   e->index = lua_gettop(L);
-  lua_newtable(L);
+  lua_pushnil(L);
   e->upids = lua_gettop(L);
-  lua_newtable(L);
+  lua_pushnil(L);
   e->gnames = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   e->globals = lua_gettop(L);
@@ -814,7 +832,7 @@ static int encode_protected(lua_State *L) {
     }
   }
   /* globals: sending one may discover more names; loop until none is left */
-  if (e->flags & LPT_XFER_GLOBALS) {
+  if ((e->flags & LPT_XFER_GLOBALS) && lua_type(L, e->gnames) == LUA_TTABLE) {
     lua_newtable(L);
     int done = lua_gettop(L);
     for (;;) {
@@ -1122,7 +1140,7 @@ static int decode_protected(lua_State *L) {
   dec *d = lua_touserdata(L, 1);
   lua_settop(L, 1);
   d->L = L;
-  lua_newtable(L);
+  lua_createtable(L, 8, 0); /* ids 1..: one allocation for a typical message (a sample) */
   d->refs = 2;
   d->next_id = 1;
   int n = (int)get_varint(d);
