@@ -30,6 +30,7 @@
 
 #include "../lib/dispatch.h"
 #include "../lib/optim.h"
+#include "../lib/parallel.h"
 #include "../lib/pool.h"
 #include "lpt.h"
 #include "state.h"
@@ -362,14 +363,6 @@ static bool worker_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void
   return true;
 }
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
 static bool win_barrier(par_window *W, par_worker *self) {
   unsigned ph = atomic_load(&W->phase);
   if (atomic_fetch_add(&W->arrived, 1) + 1 == W->k) {
@@ -382,7 +375,7 @@ static bool win_barrier(par_window *W, par_worker *self) {
   }
   /* peers usually arrive within microseconds: spin briefly (no system calls), then sleep */
   for (int spin = 1; spin <= 3000 && atomic_load(&W->phase) == ph; spin++) {
-    cpu_relax();
+    pt_cpu_relax();
     if ((spin & 127) == 0) sched_yield(); /* a peer sharing this core (a busy machine) may run */
   }
   pthread_mutex_lock(&W->mu);

@@ -50,12 +50,6 @@ static void chunk_range(int64_t n, int nthreads, int t, int64_t *b, int64_t *e) 
  * we wait for can run. Returns true when cond became true. */
 #define SPIN_NS 100000
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 static int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -66,7 +60,7 @@ static int64_t now_ns(void) {
   do {                                                     \
     int64_t spin_start_ = 0;                               \
     for (unsigned spin_i_ = 1; !(cond); spin_i_++) {       \
-      cpu_relax();                                         \
+      pt_cpu_relax();                                      \
       if ((spin_i_ & 63) == 0) {                           \
         sched_yield();                                     \
         int64_t t_ = now_ns();                             \

@@ -27,4 +27,13 @@ void pt_parallel_zero(const pt_ctx *ctx, void *p, int64_t n, size_t elsize, int6
 /* The process-wide budget: PARTRAIN_NUM_THREADS, else the number of online CPUs. */
 int pt_parallel_budget(void);
 
+/* A hint for spin-wait loops (the pool's, the intra-op pool's, the dispatcher's barriers). */
+static inline void pt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 #endif

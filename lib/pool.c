@@ -2,6 +2,8 @@
  * targeted task wakes exactly its worker, and the submitter sleeps on `done_cond`. */
 #include "pool.h"
 
+#include "parallel.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -15,14 +17,6 @@
  * microseconds) watching a counter: handing work to a sleeping thread costs a futex wake-up,
  * which on virtual machines can take longer than a whole per-sample step. */
 #define POOL_SPIN 3000
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 typedef struct task_queue {
   pt_pool_task *head, *tail;
@@ -110,7 +104,7 @@ static void *worker_main(void *arg) {
         unsigned seen = atomic_load(&p->submits);
         pthread_mutex_unlock(&p->mu);
         for (int i = 1; i <= POOL_SPIN && atomic_load(&p->submits) == seen; i++) {
-          cpu_relax();
+          pt_cpu_relax();
           if ((i & 127) == 0) sched_yield(); /* the submitter may share this core */
         }
         pthread_mutex_lock(&p->mu);
@@ -284,7 +278,7 @@ pt_status pt_pool_wait(pt_ctx *ctx, pt_pool *p, pt_pool_task **done) {
       unsigned seen = atomic_load(&p->completions);
       pthread_mutex_unlock(&p->mu);
       for (int i = 1; i <= POOL_SPIN && atomic_load(&p->completions) == seen && !interrupted(ctx); i++) {
-        cpu_relax();
+        pt_cpu_relax();
         if ((i & 127) == 0) sched_yield(); /* the worker may share this core */
       }
       pthread_mutex_lock(&p->mu);
