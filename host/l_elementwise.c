@@ -11,13 +11,6 @@
 
 /* --- fast stack helpers --- */
 
-/* The live tensor at idx, or NULL (not a tensor, or a closed one). */
-static inline pt_tensor *ew_test(lua_State *L, const lpt_state *S, int idx) {
-  (void)S;
-  lpt_box *b = lpt_test_box(L, idx);
-  return b ? b->t : NULL;
-}
-
 /* Push a result, taking over the reference (metatable from upvalue 1). */
 static inline void ew_push(lua_State *L, lpt_state *S, pt_tensor *t) {
   lpt_box_new(L, t);
@@ -56,7 +49,7 @@ static double opt_alpha(lua_State *L, int idx) {
 static int binary_args(lua_State *L, pt_binop op, double alpha) {
   lpt_state *S = lpt_state_fast(L);
   pt_ctx *ctx = &S->ctx;
-  pt_tensor *a = ew_test(L, S, 1), *b = ew_test(L, S, 2), *r = NULL, *tmp = NULL;
+  pt_tensor *a = lpt_test_tensor(L, 1), *b = lpt_test_tensor(L, 2), *r = NULL, *tmp = NULL;
   pt_status st;
   if (a && b) {
     if (alpha != 1.0)
@@ -93,8 +86,8 @@ static int binary_args(lua_State *L, pt_binop op, double alpha) {
 /* The arithmetic metamethods: the hot path of `c = a + b`. */
 static int mm_add(lua_State *L) {
   lpt_state *S = lpt_state_fast(L);
-  pt_tensor *a = ew_test(L, S, 1), *b, *r;
-  if (a && (b = ew_test(L, S, 2))) {
+  pt_tensor *a = lpt_test_tensor(L, 1), *b, *r;
+  if (a && (b = lpt_test_tensor(L, 2))) {
     if (pt_add(&S->ctx, a, b, &r)) return lpt_error(L);
     ew_push(L, S, r);
     return 1;

@@ -12,11 +12,6 @@
 
 /* --- userdata --- */
 
-pt_tensor *lpt_test_tensor(lua_State *L, int idx) {
-  lpt_box *b = lpt_test_box(L, idx);
-  return b ? b->t : NULL;
-}
-
 pt_tensor *lpt_check_tensor(lua_State *L, int idx) {
   lpt_box *b = lpt_test_box(L, idx);
   if (!b) {
@@ -965,7 +960,6 @@ static const char *const method_docs[] = {
 
 void lpt_open_tensor(lua_State *L) {
   luaL_newmetatable(L, LPT_TENSOR);
-  lpt_get_state(L)->tensor_mt = lua_topointer(L, -1);
   lua_pushvalue(L, -1);
   lpt_get_state(L)->tensor_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushliteral(L, "Tensor");

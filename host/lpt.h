@@ -17,7 +17,6 @@
 /* Per-lua_State host data; lua_getextraspace(L) points at it for fast access. */
 typedef struct lpt_state {
   pt_ctx ctx;
-  const void *tensor_mt; /* identity of the tensor metatable, for fast type checks */
   int tensor_mt_ref;     /* registry reference to it, for fast pushes */
   size_t gc_debt;
   size_t gc_major_debt;  /* tensor bytes since the last full collection */        /* tensor bytes not yet reported to the collector */
@@ -41,6 +40,12 @@ static inline lpt_box *lpt_test_box(lua_State *L, int idx) {
   lpt_box *b = lua_touserdata(L, idx);
   if (!b || lua_rawlen(L, idx) != sizeof(lpt_box)) return NULL;
   return b->tag == (lpt_box_magic ^ (uintptr_t)b) ? b : NULL;
+}
+
+/* The live tensor at idx, or NULL (not a tensor, or a closed one). */
+static inline pt_tensor *lpt_test_tensor(lua_State *L, int idx) {
+  lpt_box *b = lpt_test_box(L, idx);
+  return b ? b->t : NULL;
 }
 
 /* A new box for t on top of the stack, without its metatable. */
@@ -69,7 +74,6 @@ int lpt_errorf(lua_State *L, const char *fmt, ...);
 
 /* Tensors on the stack */
 pt_tensor *lpt_check_tensor(lua_State *L, int idx); /* raises a type error naming the argument */
-pt_tensor *lpt_test_tensor(lua_State *L, int idx);  /* NULL when not a (live) tensor */
 /* Push a tensor, taking over the caller's reference (t may not be NULL). */
 void lpt_push_tensor(lua_State *L, pt_tensor *t);
 /* Take a tensor or a Lua number (as a 0-d tensor of dtype `like`); new reference. */

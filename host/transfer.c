@@ -438,7 +438,6 @@ typedef struct enc {
   int globals; /* the source's global table */
   int next_id;
   int depth;
-  const void *tensor_mt;
   /* where we are, for messages */
   const char *root;     /* "model", "argument 2", "the closure" ... */
   char path[400];
@@ -744,19 +743,17 @@ static void enc_value(enc *e, int vi) {
     return;
   }
   if (t == LUA_TUSERDATA) {
-    lpt_box *b = lua_touserdata(L, vi);
+    lpt_box *b = lpt_test_box(L, vi);
+    if (b) {
+      if (!b->t) enc_fail(e, vi, " (the tensor was closed)");
+      size_t k = add_obj(m, pt_tensor_retain(b->t), NULL);
+      seen_add(e, vi);
+      put_byte(m, 'U');
+      put_varint(m, k);
+      e->depth--;
+      return;
+    }
     if (lua_getmetatable(L, vi)) {
-      const void *mt = lua_topointer(L, -1);
-      if (mt == e->tensor_mt) {
-        lua_pop(L, 1);
-        if (!b->t) enc_fail(e, vi, " (the tensor was closed)");
-        size_t k = add_obj(m, pt_tensor_retain(b->t), NULL);
-        seen_add(e, vi);
-        put_byte(m, 'U');
-        put_varint(m, k);
-        e->depth--;
-        return;
-      }
       if (lua_getfield(L, -1, LPT_SHARE_FIELD) == LUA_TLIGHTUSERDATA) {
         const lpt_share_ops *ops = lua_touserdata(L, -1);
         lua_pop(L, 2);
@@ -807,7 +804,6 @@ static int encode_protected(lua_State *L) {
   e->gnames = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   e->globals = lua_gettop(L);
-  e->tensor_mt = lpt_get_state(L)->tensor_mt;
   e->next_id = 1;
   put_varint(e->m, (uint64_t)e->n);
   put_byte(e->m, (int)e->flags);
