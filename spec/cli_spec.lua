@@ -202,18 +202,21 @@ describe("partrain command line", function()
 end)
 
 describe("the Lua module from a stock lua5.4", function()
-  it("gives the same API through require \"partrain\"", function()
+  -- runs chunk (a Lua string, no single quotes) in lua5.4 with this build's module; -> output, ok
+  local function stock_lua(chunk)
     local dir = pt.ffi.exe_dir()
     -- an ASan build's module needs the ASan runtime loaded first into the stock interpreter
     local preload = pt._sanitizer == "address"
       and "LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 " or ""
-    local cmd = string.format(preload ..
-      "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='%s/lua/?.so;;' lua5.4 -e " ..
-      "'local pt = require \"partrain\"; local m = pt.nn.Linear(3, 2); " ..
-      "print(pt.ones(2, 3):sum():item(), m(pt.ones(4, 3)):size()[1], pt.is_grad_enabled())' 2>&1", dir)
-    local h = io.popen(cmd)
+    local h = io.popen(string.format(preload ..
+      "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='%s/lua/?.so;;' lua5.4 -e '%s' 2>&1", dir, chunk))
     local out = h:read("a")
-    local ok = h:close()
+    return out, h:close()
+  end
+
+  it("gives the same API through require \"partrain\"", function()
+    local out, ok = stock_lua('local pt = require "partrain"; local m = pt.nn.Linear(3, 2); ' ..
+      'print(pt.ones(2, 3):sum():item(), m(pt.ones(4, 3)):size()[1], pt.is_grad_enabled())')
     assert.is_true(ok, out)
     assert.are.equal("6.0\t4\ttrue\n", out)
   end)
@@ -221,19 +224,12 @@ describe("the Lua module from a stock lua5.4", function()
   it("frees the tensors of dropped handles under lua5.4's own collector", function()
     -- handles have no __gc where partrain's allocator wraps the state's: 1,500 temporaries of
     -- 4 MB (6 GB in all) must come and go under lua.c's allocator and incremental collector
-    local dir = pt.ffi.exe_dir()
-    local preload = pt._sanitizer == "address"
-      and "LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 " or ""
-    local cmd = string.format(preload ..
-      "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='%s/lua/?.so;;' lua5.4 -e " ..
-      "'local pt = require \"partrain\"; local x = pt.zeros(1024, 1024); " ..
-      "for i = 1, 1500 do local y = x + i end; local v = pt.ones(1); " ..
-      "for i = 1, 200000 do v = v + 1 end; print(v:item()); " ..
-      "for l in io.lines(\"/proc/self/status\") do " ..
-      "if l:match(\"^VmHWM\") then print(l:match(\"(%%d+)\")) end end' 2>&1", dir)
-    local h = io.popen(cmd)
-    local out = h:read("a")
-    assert.is_true(h:close(), out)
+    local out, ok = stock_lua('local pt = require "partrain"; local x = pt.zeros(1024, 1024); ' ..
+      'for i = 1, 1500 do local y = x + i end; local v = pt.ones(1); ' ..
+      'for i = 1, 200000 do v = v + 1 end; print(v:item()); ' ..
+      'for l in io.lines("/proc/self/status") do ' ..
+      'if l:match("^VmHWM") then print(l:match("(%d+)")) end end')
+    assert.is_true(ok, out)
     local value, peak_kb = out:match("^(%S+)\n(%d+)\n$")
     assert.are.equal("200001.0", value, out)
     assert.is_true(tonumber(peak_kb) < 600 * 1024, "peak RSS " .. tostring(peak_kb) .. " kB")
