@@ -238,9 +238,6 @@ static pt_status list_push(pt_ctx *ctx, node_list *l, pt_node *n) {
 
 static atomic_uint backward_pass_counter;
 
-/* The node that produced n's input i: the history it had when n was recorded (input_fn). */
-static inline pt_node *input_node(const pt_node *n, int i) { return n->input_fn[i]; }
-
 static pt_status accumulate_leaf(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad) {
   if (ctx->accumulate) return ctx->accumulate(ctx, leaf, grad, ctx->accumulate_data);
   return pt_accumulate_default(ctx, leaf, grad, NULL);
@@ -315,7 +312,7 @@ pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain
   while (stack.n) {
     pt_node *n = stack.items[--stack.n];
     for (int i = 0; i < n->n_inputs; i++) {
-      pt_node *m = input_node(n, i);
+      pt_node *m = n->input_fn[i]; /* the history when n was recorded */
       if (!m || !n->needs_grad[i]) continue;
       if (m->visit_mark != mark) {
         m->visit_mark = mark;
@@ -368,7 +365,7 @@ pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain
     for (int i = 0; i < n->n_inputs && !st; i++) {
       pt_tensor *in = n->inputs[i];
       if (!gin[i] || !in || !n->needs_grad[i]) continue;
-      pt_node *m = input_node(n, i);
+      pt_node *m = n->input_fn[i]; /* the history when n was recorded */
       if (m) {
         if (in->retains_grad) st = pt_accumulate_default(ctx, in, gin[i], NULL);
         if (!st) st = pend(ctx, m, gin[i]);

@@ -17,14 +17,14 @@ const pt_backend *pt_backend_of(pt_device_type type) {
 
 pt_status pt_device_check(pt_ctx *ctx, const char *fname, pt_device dev) {
   if (dev.type == PT_CPU) return PT_OK;
-  char name[32];
-  pt_device_format(dev, name, sizeof name);
   const pt_backend *b = pt_backend_of(dev.type);
   if (!b)
     return pt_fail(ctx, PT_EARG,
                    "%s: CUDA is not available (partrain was built without a GPU backend or no GPU "
                    "was found)", fname);
   int n = b->device_count();
+  char name[32];
+  pt_device_format(dev, name, sizeof name);
   if (dev.index >= n)
     return pt_fail(ctx, PT_EARG, "%s: no device %s (%d %s device%s found)", fname, name, n, b->name,
                    n == 1 ? "" : "s");
