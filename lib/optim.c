@@ -95,10 +95,15 @@ pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor
   return PT_OK;
 }
 
+/* SGD without momentum on P[0..N) with gradient G (an expression of i); lr, sign and wd in
+ * scope. The one update formula of pt_optim_sgd_raw and pt_optim_sgd_scaled: bitwise alike. */
+#define SGD_PLAIN(P, N, G) \
+  for (int64_t i = 0; i < (N); i++) (P)[i] -= lr * (sign * (G) + wd * (P)[i])
+
 #define SGD_LOOP(G)                                                      \
   do {                                                                   \
     if (!b) {                                                            \
-      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (G) + wd * p[i]); \
+      SGD_PLAIN(p, n, G);                                                \
     } else {                                                             \
       for (int64_t i = 0; i < n; i++) {                                  \
         T d = sign * (G) + wd * p[i];                                    \
@@ -147,7 +152,7 @@ void pt_optim_sgd_scaled(pt_dtype dt, void *pv, const void *const *xv, const dou
             for (int64_t i = 0; i < m; i++) g[i] += sq * xq[i];
           }
           T *pb = p + b0;
-          for (int64_t i = 0; i < m; i++) pb[i] -= lr * (sign * g[i] + wd * pb[i]);
+          SGD_PLAIN(pb, m, g[i]);
         }
         return;
       }
@@ -156,12 +161,12 @@ void pt_optim_sgd_scaled(pt_dtype dt, void *pv, const void *const *xv, const dou
     }
     if (k == 1) {
       const T *x0 = x[0], s0 = sc[0];
-      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (s0 * x0[i]) + wd * p[i]);
+      SGD_PLAIN(p, n, s0 * x0[i]);
     } else if (k == 2) {
       const T *x0 = x[0], *x1 = x[1], s0 = sc[0], s1 = sc[1];
-      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (s0 * x0[i] + s1 * x1[i]) + wd * p[i]);
+      SGD_PLAIN(p, n, s0 * x0[i] + s1 * x1[i]);
     } else {
-      for (int64_t i = 0; i < n; i++) p[i] -= lr * (sign * (T)0 + wd * p[i]);
+      SGD_PLAIN(p, n, (T)0);
     }
   });
 }
