@@ -577,13 +577,7 @@ static int receive(lua_State *L, proc_worker *w, int wid, int results, int error
                map == MAP_FAILED ? strerror(errno) : "out of memory");
       ok = false;
     } else {
-      atomic_init(&seg->refcount, 1);
-      seg->data = map;
-      seg->nbytes = h.seg;
-      seg->device = (pt_device){PT_CPU, 0};
-      seg->release = munmap_release;
-      seg->owner = NULL;
-      atomic_init(&seg->version, 0);
+      pt_storage_init_external(seg, map, h.seg, (pt_device){PT_CPU, 0}, munmap_release, NULL);
     }
   }
   if (segfd >= 0) close(segfd);

@@ -49,18 +49,12 @@ static pt_status device_storage_new(pt_ctx *ctx, const pt_backend *b, pt_device 
                                     pt_storage **out) {
   pt_storage *s = pt_alloc(ctx, sizeof *s);
   if (!s) return PT_ENOMEM;
-  s->data = b->alloc(dev.index, nbytes ? nbytes : 1);
-  if (!s->data) {
+  void *data = b->alloc(dev.index, nbytes ? nbytes : 1);
+  if (!data) {
     pt_free(s);
     return pt_fail(ctx, PT_ENOMEM, "out of %s memory allocating %zu bytes", b->name, nbytes);
   }
-  atomic_init(&s->refcount, 1);
-  s->flags = 0;
-  s->nbytes = nbytes;
-  s->device = dev;
-  s->release = device_storage_release;
-  s->owner = (void *)b;
-  atomic_init(&s->version, 0);
+  pt_storage_init_external(s, data, nbytes, dev, device_storage_release, (void *)b);
   *out = s;
   return PT_OK;
 }

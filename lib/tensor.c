@@ -304,6 +304,20 @@ void pt_storage_release(pt_storage *s) {
   }
 }
 
+void pt_storage_init_external(pt_storage *s, void *data, size_t nbytes, pt_device device,
+                              void (*release)(pt_storage *s), void *owner) {
+  atomic_init(&s->refcount, 1);
+  s->flags = 0;
+  s->data = data;
+  s->nbytes = nbytes;
+  s->device = device;
+  s->release = release;
+  s->owner = owner;
+  atomic_init(&s->version, 0);
+}
+
+/* The fields of pt_storage_init_external, written here again so that this stays inline: every
+ * tensor made passes here (W3). */
 static void storage_init(pt_storage *s, size_t nbytes, int flags) {
   atomic_init(&s->refcount, 1);
   s->flags = flags;

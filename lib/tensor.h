@@ -65,6 +65,10 @@ void pt_small_trim(void);                          /* move this thread's lists t
 pt_tensor *pt_tensor_retain(pt_tensor *t);
 void pt_tensor_release(pt_tensor *t); /* NULL is fine */
 pt_storage *pt_storage_retain(pt_storage *s);
+/* A storage header (allocated by the caller, freed with pt_free after release(s)) over memory
+ * partrain did not allocate (a device's, a shared mapping): refcount 1, version 0. */
+void pt_storage_init_external(pt_storage *s, void *data, size_t nbytes, pt_device device,
+                              void (*release)(pt_storage *s), void *owner);
 void pt_storage_release(pt_storage *s);
 
 /* creation: a new contiguous tensor with uninitialised / zeroed data */
