@@ -75,6 +75,8 @@ typedef struct par_worker {
   uint64_t data_gen;  /* par_by_sample call whose dataset is stored at DATA_KEY */
   pt_grad_redirect redirect; /* ctx->accumulate_data while it runs a sample of slot > 0 */
   struct par_window *step_win; /* the window being run when it has a fused step, else NULL */
+  int slot;                    /* its slot in the window being run */
+  uint64_t rep_gen;            /* the replica set the model at MODEL_KEY was decoded with, or 0 */
 } par_worker;
 
 enum { TASK_CALL = 0, TASK_ITEM = 1 };
@@ -92,6 +94,7 @@ typedef struct par_task {
   lpt_msg *call;   /* [fn] shared by the items of one call (TASK_ITEM) */
   lpt_msg *model;  /* [model] appended as the last argument (par_by_sample) */
   uint64_t model_gen;
+  uint64_t rep_gen; /* decode the model with the slot's parameter replicas (par_replicas.gen) */
   lpt_msg *args;   /* TASK_CALL: [fn, args...]; TASK_ITEM: [args...] */
   lpt_msg *data;   /* par_by_sample read_in_workers: [dataset], whose get(index) is the sample */
   uint64_t data_gen;
@@ -102,6 +105,25 @@ typedef struct par_task {
   lpt_msg *result; /* ok: results; else: message, traceback */
   struct par_task *next_free;
 } par_task;
+
+/* par_by_sample's parameter replicas, for a fused step on 2+ workers: the worker of slot j > 0
+ * runs its samples on its own copy of every stepped parameter and applies the whole step to it,
+ * as slot 0 does to the parameter itself, with the same operations on the same inputs in the
+ * same order, so every copy stays bitwise equal to the parameter. No worker then reads memory
+ * that another core has just written: with one shared copy stepped slice by slice, each
+ * worker's next forward re-fetched the slices the others had stepped, and 2 workers ran barely
+ * faster than 1 (a 784x256 layer, 1 MB of L2 per core). */
+#define PAR_REPLICA_BYTES ((size_t)64 << 20) /* per worker; larger models step slice by slice */
+typedef struct par_replicas {
+  int n, slots;        /* parameters; slots of the calls they serve (rows 1..slots-1) */
+  pt_tensor **t;       /* [j * n + i]: slot j's copy of parameter i; row 0: the parameters (all retained) */
+  pt_tensor **mom;     /* [j * n + i]: slot j's copy of parameter i's momentum buffer (or NULL); row 0 unused */
+  unsigned *version;   /* [i]: the parameter's storage version when the copies last equalled it */
+  pt_tensor **mom_src; /* [i]: the momentum buffer the copies last equalled (compared by identity only) */
+  unsigned *mom_version;
+  bool stale;          /* a window may have stepped some copies and not others: copy again */
+  uint64_t gen;        /* changes with the set (the workers decode the model again); 0: none */
+} par_replicas;
 
 struct lpar_pool {
   pt_pool *pool;
@@ -116,6 +138,8 @@ struct lpar_pool {
   bool closed;
   par_window *win;
   par_worker *inl; /* par_by_sample's slot 1: a state driven by the caller's own thread */
+  par_replicas rep;
+  uint64_t rep_next_gen;
 };
 
 static void free_task(par_task *t) {
@@ -289,8 +313,9 @@ static lpt_msg *error_msg(lua_State *L, const char *message, const char *traceba
 }
 
 /* A decode failure inside the worker becomes the task's error. */
-static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, const char *what) {
-  int st = lpt_decode(L, m, n);
+static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, const char *what,
+                        const lpt_tensor_subst *subst) {
+  int st = lpt_decode_subst(L, m, n, subst);
   if (st == LUA_OK) return true;
   char buf[PT_ERRMSG_MAX];
   snprintf(buf, sizeof buf, "cannot receive %s: %s", what, lua_tostring(L, -1));
@@ -308,13 +333,16 @@ static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, con
  * sees the same additions in the same order whatever the slicing, so results are bitwise
  * reproducible, and the reduction runs on all cores without another round trip. */
 /* par_by_sample's fused optimizer step (opts.step = an optim.SGD): after the reduction each
- * worker applies SGD to its slice of every parameter and zeroes that slice of the gradient, so
- * the step runs on all threads right where the gradients are hot. Tensors are borrowed from the
+ * worker applies SGD to its own copy of every replicated parameter (par_replicas; slot 0 to the
+ * parameter itself), or to its slice of the shared parameter when there are no copies, and
+ * zeroes its slice of the gradient, so the step runs on all threads right where the gradients
+ * are hot. Tensors are borrowed from the
  * plan table on the caller's stack. */
 typedef struct step_entry {
   pt_tensor *param, *buf;
   pt_sgd_opts o;
   bool first; /* the momentum buffer starts as the gradient */
+  int rep;    /* its index in the pool's par_replicas (every slot steps all of it), or -1 */
   /* param.grad is known to be all zeros (this call zeroed it and its version has not moved
    * since): the step then reads only the workers' buffers */
   bool grad_zero;
@@ -328,6 +356,7 @@ struct par_window {
   int nplan;
   lpar_pool *pool;
   par_worker **slots; /* slot 0: the inline worker; slot j: pool worker j */
+  par_replicas *rep;
   atomic_int arrived;
   atomic_uint phase;
   atomic_bool failed;
@@ -337,6 +366,18 @@ struct par_window {
   int nparams, cap;
 };
 
+/* The tensor the worker of slot j computes with for plan entry e: its copy, or the parameter. */
+static pt_tensor *plan_param(const par_window *W, const step_entry *e, int slot) {
+  return e->rep >= 0 && slot > 0 ? W->rep->t[slot * W->rep->n + e->rep] : e->param;
+}
+
+/* The parameter of which t is slot j's copy, or t itself. */
+static pt_tensor *replica_origin(const par_window *W, int slot, pt_tensor *t) {
+  for (int i = 0; i < W->nplan && slot > 0; i++)
+    if (W->plan[i].rep >= 0 && plan_param(W, &W->plan[i], slot) == t) return W->plan[i].param;
+  return t;
+}
+
 /* The redirect's rank1: the window's first gradient of a parameter the fused step updates is
  * kept as its two factors (copied: the graph may go before the window ends). */
 static bool worker_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void *x, void *ud) {
@@ -344,7 +385,7 @@ static bool worker_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void
   par_window *W = w->step_win;
   if (!W || (leaf->dtype != PT_FLOAT32 && leaf->dtype != PT_FLOAT64)) return false;
   bool planned = false;
-  for (int i = 0; i < W->nplan && !planned; i++) planned = W->plan[i].param == leaf;
+  for (int i = 0; i < W->nplan && !planned; i++) planned = plan_param(W, &W->plan[i], w->slot) == leaf;
   if (!planned) return false;
   grad_entry *e = entry_of(ctx, w, leaf);
   if (!e || e->gen == w->gen) return false; /* a second gradient: dense */
@@ -474,8 +515,9 @@ static void window_reduce(par_task *t, par_worker *self) {
       for (int i = 0; i < w->ng; i++) {
         grad_entry *e = &w->g[i];
         if (e->gen != w->gen || (!e->buf && !e->factored)) continue;
+        pt_tensor *param = replica_origin(W, j, e->param);
         bool have = false;
-        for (int q = 0; q < W->nparams && !have; q++) have = W->params[q] == e->param;
+        for (int q = 0; q < W->nparams && !have; q++) have = W->params[q] == param;
         if (have) continue;
         if (W->nparams == W->cap) {
           int cap = W->cap ? 2 * W->cap : 16;
@@ -487,12 +529,12 @@ static void window_reduce(par_task *t, par_worker *self) {
           W->params = np;
           W->cap = cap;
         }
-        if (!e->param->grad &&
-            pt_tensor_zeros(ctx, e->param->dtype, e->param->ndim, e->param->shape, &e->param->grad)) {
+        if (!param->grad &&
+            pt_tensor_zeros(ctx, param->dtype, param->ndim, param->shape, &param->grad)) {
           atomic_store(&W->failed, true);
           break;
         }
-        W->params[W->nparams++] = e->param;
+        W->params[W->nparams++] = param;
       }
     }
   }
@@ -514,17 +556,28 @@ static void window_reduce(par_task *t, par_worker *self) {
    * slot (slot 0 too) filled its own buffers: the gradient of an element is
    * ((grad + buf_0) + buf_1) + ..., the order of the unfused path, summed block by block on
    * the stack; grad itself is read and zeroed only while it is not known to be zero. */
+  /* A replicated parameter (e->rep >= 0) is stepped whole by every slot, each on its own copy
+   * (slot 0: the parameter, with its momentum buffer); its gradient, when read, is zeroed only
+   * after every slot has read it. */
+  bool zero_after = false;
   for (int q = 0; q < W->nplan; q++) {
     step_entry *e = &W->plan[q];
-    pt_tensor *param = e->param, *grad = param->grad;
+    pt_tensor *grad = e->param->grad;
     if (!grad) continue; /* as opt:step(): no gradient, no update */
+    bool whole = e->rep >= 0;
+    pt_tensor *param = plan_param(W, e, t->slot);
+    pt_tensor *mom = whole && t->slot > 0 ? W->rep->mom[t->slot * W->rep->n + e->rep] : e->buf;
     int64_t n = pt_tensor_numel(param);
-    int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
+    int64_t lo = whole ? 0 : n * t->slot / W->k, hi = whole ? n : n * (t->slot + 1) / W->k;
     if (lo >= hi) continue;
+    bool zero_grad = !e->grad_zero && !whole;
+    zero_after = zero_after || (!e->grad_zero && whole);
+    if (whole && t->slot > 0) atomic_fetch_add(&param->storage->version, 1);
+    if (whole && t->slot > 0 && mom) atomic_fetch_add(&mom->storage->version, 1);
     grad_src src[PAR_MAX_SLOTS];
     int ns = 0, nb = 0;
     for (int j = 0; j < W->k; j++) {
-      grad_entry *ge = entry_for(W->slots[j], param);
+      grad_entry *ge = entry_for(W->slots[j], plan_param(W, e, j));
       if (!ge) continue;
       src[ns].fac = ge->factored;
       src[ns++].p = ge->factored ? ge->fac : pt_tensor_data(ge->buf);
@@ -533,9 +586,9 @@ static void window_reduce(par_task *t, par_worker *self) {
     pt_dtype dt = param->dtype;
     size_t es = pt_dtype_size(dt);
     char *pp = pt_tensor_data(param), *gp = pt_tensor_data(grad);
-    char *mp = e->buf ? pt_tensor_data(e->buf) : NULL;
+    char *mp = mom ? pt_tensor_data(mom) : NULL;
     if (ns == 0) { /* no new gradient: step with grad as it is */
-      pt_optim_sgd_range(param, grad, e->buf, e->first, &e->o, lo, hi, !e->grad_zero);
+      pt_optim_sgd_range(param, grad, mom, e->first, &e->o, lo, hi, zero_grad);
       continue;
     }
     if (nb == ns && nb <= 2 && e->grad_zero) { /* the buffers are the whole gradient: read them directly */
@@ -575,9 +628,19 @@ static void window_reduce(par_task *t, par_worker *self) {
       grad_block(dt, tmp, e->grad_zero ? NULL : gp + (size_t)b0 * es, src, ns, b0, m, cols, rows);
       pt_optim_sgd_raw(dt, pp + (size_t)b0 * es, tmp, NULL, mp ? mp + (size_t)b0 * es : NULL,
                        e->first, &e->o, m);
-      if (!e->grad_zero) memset(gp + (size_t)b0 * es, 0, (size_t)m * es);
+      if (zero_grad) memset(gp + (size_t)b0 * es, 0, (size_t)m * es);
     }
   }
+  if (zero_after && win_barrier(W, self))
+    for (int q = 0; q < W->nplan; q++) {
+      step_entry *e = &W->plan[q];
+      pt_tensor *grad = e->param->grad;
+      if (!grad || e->grad_zero || e->rep < 0) continue;
+      int64_t n = pt_tensor_numel(grad);
+      int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
+      memset((char *)pt_tensor_data(grad) + (size_t)lo * pt_dtype_size(grad->dtype), 0,
+             (size_t)(hi - lo) * pt_dtype_size(grad->dtype));
+    }
 }
 
 static void run_task(pt_pool_task *base, int worker, void *data) {
@@ -597,31 +660,34 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   int nargs = 0;
   if (t->kind == TASK_CALL) {
     int n;
-    if (!decode_into(L, t, t->args, &n, "the function and its arguments")) goto out;
+    if (!decode_into(L, t, t->args, &n, "the function and its arguments", NULL)) goto out;
     if (n < 1) goto out;
     nargs = n - 1;
   } else {
     if (w->call_id != t->call_id) {
       int n;
       w->call_id = 0;
-      if (!decode_into(L, t, t->call, &n, "the function")) goto out;
+      if (!decode_into(L, t, t->call, &n, "the function", NULL)) goto out;
       lua_settop(L, h + 1);
       lua_setfield(L, LUA_REGISTRYINDEX, FN_KEY);
       w->call_id = t->call_id;
     }
-    if (t->model && w->model_gen != t->model_gen) {
+    if (t->model && (w->model_gen != t->model_gen || w->rep_gen != t->rep_gen)) {
       int n;
       w->model_gen = 0;
       clear_grads(w);
-      if (!decode_into(L, t, t->model, &n, "the model")) goto out;
+      const par_replicas *r = &w->owner->rep;
+      lpt_tensor_subst sub = {r->t, r->t + (size_t)t->slot * (size_t)r->n, r->n};
+      if (!decode_into(L, t, t->model, &n, "the model", t->rep_gen ? &sub : NULL)) goto out;
       lua_settop(L, h + 1);
       lua_setfield(L, LUA_REGISTRYINDEX, MODEL_KEY);
       w->model_gen = t->model_gen;
+      w->rep_gen = t->rep_gen;
     }
     if (t->data && w->data_gen != t->data_gen) {
       int n;
       w->data_gen = 0;
-      if (!decode_into(L, t, t->data, &n, "the dataset")) goto out;
+      if (!decode_into(L, t, t->data, &n, "the dataset", NULL)) goto out;
       lua_settop(L, h + 1);
       lua_setfield(L, LUA_REGISTRYINDEX, DATA_KEY);
       w->data_gen = t->data_gen;
@@ -648,7 +714,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
         goto out;
       }
       n = 1;
-    } else if (!decode_into(L, t, t->args, &n, "the arguments")) {
+    } else if (!decode_into(L, t, t->args, &n, "the arguments", NULL)) {
       goto out;
     }
     nargs = n;
@@ -661,6 +727,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   /* Slot 0 of a window adds straight into param.grad (nobody else touches .grad until the
    * window's barrier); the other slots fill their own buffers, added after the barrier. */
   bool own_buffers = t->grads && (t->slot > 0 || (t->win && t->win->nplan > 0));
+  w->slot = t->slot;
   if (own_buffers) {
     w->gen++;
     if (w->gen == 0) w->gen = 1;
@@ -782,8 +849,114 @@ static lpar_pool *check_pool(lua_State *L, int idx) {
   return *pp;
 }
 
+static void replicas_free(par_replicas *r) {
+  for (int i = 0; r->t && i < r->n * r->slots; i++) pt_tensor_release(r->t[i]);
+  for (int i = 0; r->mom && i < r->n * r->slots; i++) pt_tensor_release(r->mom[i]);
+  free(r->t);
+  free(r->mom);
+  free(r->version);
+  free(r->mom_src);
+  free(r->mom_version);
+  memset(r, 0, sizeof *r);
+}
+
+static bool same_layout(const pt_tensor *a, const pt_tensor *b) {
+  return a && b && a->dtype == b->dtype && a->ndim == b->ndim &&
+         memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
+}
+
+/* A fresh contiguous tensor like t in *out (kept when it is one already); false without memory. */
+static bool replica_make(pt_tensor **out, const pt_tensor *t, bool requires_grad) {
+  if (same_layout(*out, t)) return true;
+  pt_tensor_release(*out);
+  *out = NULL;
+  pt_ctx quiet;
+  pt_ctx_init(&quiet, 0);
+  if (pt_tensor_empty(&quiet, t->dtype, t->ndim, t->shape, out)) {
+    *out = NULL;
+    return false;
+  }
+  (*out)->requires_grad = requires_grad;
+  return true;
+}
+
+/* Give the plan's parameters (and momentum buffers) copies for slots 1..slots-1, keeping the
+ * pool's set when it is the same, and set plan[q].rep. Without memory, for a parameter listed
+ * twice, or past PAR_REPLICA_BYTES, the plan steps slice by slice on the shared parameters. */
+static void replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int slots) {
+  par_replicas *r = &p->rep;
+  for (int q = 0; q < nplan; q++) plan[q].rep = -1;
+  if (slots < 2 || nplan == 0) return;
+  size_t bytes = 0;
+  for (int q = 0; q < nplan; q++) {
+    const pt_tensor *a = plan[q].param;
+    bytes += (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) * (plan[q].buf ? 2 : 1);
+    for (int i = 0; i < q; i++)
+      if (plan[i].param == a) return;
+  }
+  if (bytes > PAR_REPLICA_BYTES) return;
+  bool same = r->gen && r->n == nplan && r->slots == slots;
+  for (int q = 0; same && q < nplan; q++)
+    same = r->t[q] == plan[q].param && same_layout(r->t[nplan + q], plan[q].param);
+  if (!same) {
+    replicas_free(r);
+    size_t cells = (size_t)nplan * (size_t)slots;
+    r->t = calloc(cells, sizeof *r->t);
+    r->mom = calloc(cells, sizeof *r->mom);
+    r->version = calloc((size_t)nplan, sizeof *r->version);
+    r->mom_src = calloc((size_t)nplan, sizeof *r->mom_src);
+    r->mom_version = calloc((size_t)nplan, sizeof *r->mom_version);
+    if (!r->t || !r->mom || !r->version || !r->mom_src || !r->mom_version) {
+      replicas_free(r);
+      return;
+    }
+    r->n = nplan;
+    r->slots = slots;
+    for (int q = 0; q < nplan; q++) r->t[q] = pt_tensor_retain(plan[q].param);
+    r->gen = ++p->rep_next_gen;
+  }
+  for (int q = 0; q < nplan; q++)
+    for (int j = 1; j < slots; j++)
+      if (!replica_make(&r->t[j * nplan + q], plan[q].param, true) ||
+          (plan[q].buf && !replica_make(&r->mom[j * nplan + q], plan[q].buf, false))) {
+        replicas_free(r);
+        return;
+      }
+  r->stale = true;
+  for (int q = 0; q < nplan; q++) plan[q].rep = q;
+}
+
+/* Before a window: the copies that may differ from their parameter or momentum buffer (the
+ * set is new, a window failed, or the user's code changed them between windows or calls) are
+ * copied again. */
+static void replicas_sync(par_replicas *r, const step_entry *plan, int nplan) {
+  for (int q = 0; q < nplan; q++) {
+    const step_entry *e = &plan[q];
+    if (e->rep < 0) continue;
+    int i = e->rep;
+    unsigned v = atomic_load(&e->param->storage->version);
+    if (r->stale || v != r->version[i]) {
+      size_t nb = (size_t)pt_tensor_numel(e->param) * pt_dtype_size(e->param->dtype);
+      for (int j = 1; j < r->slots; j++)
+        memcpy(pt_tensor_data(r->t[j * r->n + i]), pt_tensor_data(e->param), nb);
+      r->version[i] = v;
+    }
+    if (!e->buf || e->first) continue; /* the first step writes the buffers whole */
+    unsigned bv = atomic_load(&e->buf->storage->version);
+    if (r->stale || r->mom_src[i] != e->buf || bv != r->mom_version[i]) {
+      size_t nb = (size_t)pt_tensor_numel(e->buf) * pt_dtype_size(e->buf->dtype);
+      for (int j = 1; j < r->slots; j++)
+        memcpy(pt_tensor_data(r->mom[j * r->n + i]), pt_tensor_data(e->buf), nb);
+      r->mom_src[i] = e->buf;
+      r->mom_version[i] = bv;
+    }
+  }
+  r->stale = false;
+}
+
 static void pool_close(lpar_pool *p) {
   if (!p) return;
+  replicas_free(&p->rep);
   p->closed = true;
   if (p->pool) pt_pool_destroy(p->pool, discard_task);
   p->pool = NULL;
@@ -1290,6 +1463,11 @@ static int par_windows_impl(lua_State *L) {
   }
   p->win->slots[0] = p->inl;
   for (int j = 1; j < p->n; j++) p->win->slots[j] = &p->w[j];
+  p->win->rep = &p->rep;
+  replicas_prepare(p, plan, nplan, n);
+  uint64_t rep_gen = 0;
+  for (int q = 0; q < nplan && !rep_gen; q++)
+    if (plan[q].rep >= 0) rep_gen = p->rep.gen;
   /* the model: sent once per model object, cached by every worker */
   if (refresh || p->model_ref == LUA_NOREF || !p->model_msg ||
       (lua_rawgeti(L, LUA_REGISTRYINDEX, p->model_ref), !lua_rawequal(L, -1, 1))) {
@@ -1360,6 +1538,10 @@ static int par_windows_impl(lua_State *L) {
     }
     atomic_store(&W->arrived, 0);
     atomic_store(&W->failed, false);
+    if (rep_gen) {
+      replicas_sync(&p->rep, plan, nplan);
+      p->rep.stale = true; /* until this window's step is known to have run in every slot */
+    }
     /* Each worker's sample is fetched, encoded and submitted before the next is fetched, the
      * caller's own sample (slot 0) last: the workers start while the caller still prepares.
      * A sample that cannot be read or sent leaves its slot to a placeholder task that fails
@@ -1407,6 +1589,7 @@ static int par_windows_impl(lua_State *L) {
       t->call_id = call_id;
       t->model = lpt_msg_retain(p->model_msg);
       t->model_gen = p->model_gen;
+      t->rep_gen = j > 0 ? rep_gen : 0;
       t->grads = true;
       t->index = start + j;
       t->base.worker = j;
@@ -1475,12 +1658,19 @@ static int par_windows_impl(lua_State *L) {
     for (int q = 0; q < nplan; q++) {
       step_entry *e = &plan[q];
       if (!e->param->grad) continue;
-      atomic_fetch_add(&e->param->storage->version, 1);
+      unsigned v = atomic_fetch_add(&e->param->storage->version, 1) + 1;
+      if (e->rep >= 0) p->rep.version[e->rep] = v; /* the copies took the same step */
       if (!e->grad_zero) { /* zeroed now: later windows need not read it */
         e->zeroed = e->param->grad;
         e->zeroed_version = atomic_fetch_add(&e->param->grad->storage->version, 1) + 1;
       }
-      if (e->buf) atomic_fetch_add(&e->buf->storage->version, 1);
+      if (e->buf) {
+        unsigned bv = atomic_fetch_add(&e->buf->storage->version, 1) + 1;
+        if (e->rep >= 0) {
+          p->rep.mom_src[e->rep] = e->buf;
+          p->rep.mom_version[e->rep] = bv;
+        }
+      }
       if (e->first) { /* tell par.lua the buffer is in use now */
         e->first = false;
         lua_rawgeti(L, 8, q + 1);
@@ -1489,6 +1679,7 @@ static int par_windows_impl(lua_State *L) {
         lua_pop(L, 1);
       }
     }
+    if (rep_gen) p->rep.stale = false;
     lua_createtable(L, k, 0); /* this window's losses */
     int wl = lua_gettop(L);
     for (int j = 0; j < k; j++) {

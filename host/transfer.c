@@ -906,6 +906,7 @@ typedef struct dec {
   int refs;
   int next_id;
   int depth;
+  const lpt_tensor_subst *subst; /* or NULL */
 } dec;
 
 static void dec_bad(dec *d) { luaL_error(d->L, "corrupt message from another state"); }
@@ -1085,7 +1086,14 @@ static void dec_value_tag(dec *d, int tag) {
   case 'U': {
     size_t k = (size_t)get_varint(d);
     if (k >= d->m->nobjs || d->m->objs[k].ops) dec_bad(d);
-    lpt_push_tensor(L, pt_tensor_retain(d->m->objs[k].ptr));
+    pt_tensor *t = d->m->objs[k].ptr;
+    if (d->subst)
+      for (int i = 0; i < d->subst->n; i++)
+        if (d->subst->from[i] == t) {
+          t = d->subst->to[i];
+          break;
+        }
+    lpt_push_tensor(L, pt_tensor_retain(t));
     dec_register(d, lua_gettop(L));
     return;
   }
@@ -1159,9 +1167,14 @@ static int decode_protected(lua_State *L) {
 }
 
 int lpt_decode(lua_State *L, const lpt_msg *m, int *nvalues) {
+  return lpt_decode_subst(L, m, nvalues, NULL);
+}
+
+int lpt_decode_subst(lua_State *L, const lpt_msg *m, int *nvalues, const lpt_tensor_subst *subst) {
   dec d;
   memset(&d, 0, sizeof d);
   d.m = m;
+  d.subst = subst;
   *nvalues = 0;
   int top = lua_gettop(L);
   if (!lua_checkstack(L, 16)) {

@@ -70,6 +70,14 @@ int lpt_encode(lua_State *L, lpt_msg *m, int first, int n, const char *const *na
  * Returns LUA_OK, or an error status with the message pushed on L. Never raises. */
 int lpt_decode(lua_State *L, const lpt_msg *m, int *nvalues);
 
+/* lpt_decode, with every tensor from[i] of the message pushed as to[i] instead (par_by_sample's
+ * per-worker parameter replicas). */
+typedef struct lpt_tensor_subst {
+  struct pt_tensor *const *from, *const *to;
+  int n;
+} lpt_tensor_subst;
+int lpt_decode_subst(lua_State *L, const lpt_msg *m, int *nvalues, const lpt_tensor_subst *subst);
+
 /* Within a session the set of loaded modules is assumed not to change, so encodes skip the
  * check that keeps the path index fresh (one check at the start). Never raises. */
 void lpt_xfer_session(lua_State *L, int on);

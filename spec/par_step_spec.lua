@@ -96,6 +96,81 @@ describe("par_by_sample opts.step", function()
     end
   end
 
+  -- with 2+ threads every worker steps its own copy of the parameters; the copies must follow
+  -- changes made by the user's code between windows and between calls, and a gradient left
+  -- over from before the call must be read by every worker before it is zeroed
+  local function run_pair(threads, o, between, make_hook, pre, close)
+    local results = {}
+    for _, fused in ipairs({false, true}) do
+      local ds = make_data(10)
+      pt.manual_seed(3)
+      local model = nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
+      local opt = optim.SGD(model:parameters(), o)
+      local handler = data.DataHandler(ds)
+      local losses = {}
+      local hook = make_hook and make_hook()
+      for call = 1, 2 do
+        if pre then pre(model) end
+        local ls
+        if fused then
+          ls = handler:par_by_sample(model, threads, fn, {epoch = true, step = opt,
+            after_window = function() if hook then hook(model) end end})
+        else
+          ls = handler:par_by_sample(model, threads, fn, {epoch = true, after_window = function()
+            opt:step()
+            opt:zero_grad()
+            if hook then hook(model) end
+          end})
+        end
+        for _, l in ipairs(ls) do losses[#losses + 1] = l:item() end
+        if between and call == 1 then between(model, opt) end
+      end
+      results[#results + 1] = {model = model, opt = opt, losses = losses}
+    end
+    -- close: up to rounding (a gradient left in param.grad meets the first sample's
+    -- gradient in a fused multiply-add on the unfused path)
+    local same = close and function(x, y) return pt.allclose(x, y, {rtol = 1e-5, atol = 1e-6}) end or pt.equal
+    local a, b = results[1], results[2]
+    for i = 1, #a.losses do
+      assert.is_true(same(pt.tensor(a.losses[i]), pt.tensor(b.losses[i])), "loss " .. i)
+    end
+    local pa, pb = a.model:parameters(), b.model:parameters()
+    for i = 1, #pa do
+      assert.is_true(same(pa[i], pb[i]), "parameter " .. i)
+      local ba, bb = a.opt.state[pa[i]].momentum_buffer, b.opt.state[pb[i]].momentum_buffer
+      if ba then assert.is_true(same(ba, bb), "momentum buffer " .. i) end
+    end
+  end
+
+  for _, threads in ipairs({1, 2, 3}) do
+    for _, o in ipairs({{lr = 0.1}, {lr = 0.05, momentum = 0.9}}) do
+      local tag = ("(%d threads, momentum %s)"):format(threads, tostring(o.momentum))
+      it("follows parameters changed in after_window " .. tag, function()
+        run_pair(threads, o, nil, function()
+          local w = 0
+          return function(model)
+            w = w + 1
+            if w % 3 == 0 then pt.no_grad(function() model[1].weight:mul_(0.5) end) end
+          end
+        end)
+      end)
+      it("follows parameters and momentum buffers changed between calls " .. tag, function()
+        run_pair(threads, o, function(model, opt)
+          pt.no_grad(function()
+            model[3].weight:fill_(0.01)
+            local b = opt.state[model[1].weight].momentum_buffer
+            if b then b:mul_(-1) end
+          end)
+        end)
+      end)
+      it("reads a gradient left from before the call in every worker " .. tag, function()
+        run_pair(threads, o, nil, nil, function(model)
+          for _, p in ipairs(model:parameters()) do p.grad = pt.full(p:size(), 0.25) end
+        end, true)
+      end)
+    end
+  end
+
   it("rejects other optimizers with a clear message", function()
     local ds = make_data(4)
     local model = nn.Sequential(nn.Linear(12, 4))

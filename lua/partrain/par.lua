@@ -92,9 +92,16 @@ end
 --                      windows (e.g. opt:step(); opt:zero_grad())
 --   step = opt         an optim.SGD: opt:step() then opt:zero_grad() after every window,
 --                      fused into the window: every worker (worker 1 too) fills its own
---                      gradient buffers and then updates its slice of every parameter, reading
---                      the buffers in worker order, so the step runs on all threads where the
---                      gradients are. The numbers are those of calling opt:step();
+--                      gradient buffers and then steps the parameters, reading the buffers in
+--                      worker order, so the step runs on all threads where the gradients are.
+--                      With 2+ workers each of workers 2..n computes with its own copy of the
+--                      stepped parameters (up to 64 MiB of them; larger models are stepped
+--                      slice by slice on the shared tensors) and steps it whole, as worker 1
+--                      steps the parameters, so the copies stay bitwise equal and no core
+--                      re-reads what another core just wrote; changes the user's code makes to
+--                      the parameters or momentum buffers between windows are copied over
+--                      before the next window. Within fn, workers 2..n see their copies as the
+--                      model's parameters. The numbers are those of calling opt:step();
 --                      opt:zero_grad() from after_window (up to rounding for a parameter that
 --                      gets several gradients within one sample, e.g. a layer used twice).
 --                      Hyperparameters (lr, ...) are read at the start of the call;
