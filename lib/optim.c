@@ -97,8 +97,13 @@ pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor
 
 /* SGD without momentum on P[0..N) with gradient G (an expression of i); lr, sign and wd in
  * scope. The one update formula of pt_optim_sgd_raw and pt_optim_sgd_scaled: bitwise alike. */
-#define SGD_PLAIN(P, N, G) \
-  for (int64_t i = 0; i < (N); i++) (P)[i] -= lr * (sign * (G) + wd * (P)[i])
+#define SGD_PLAIN(P, N, G)                                                 \
+  do {                                                                     \
+    if (wd == 0 && sign == 1) /* as PyTorch: no decay term; half the work */ \
+      for (int64_t i = 0; i < (N); i++) (P)[i] -= lr * (G);                \
+    else                                                                   \
+      for (int64_t i = 0; i < (N); i++) (P)[i] -= lr * (sign * (G) + wd * (P)[i]); \
+  } while (0)
 
 #define SGD_LOOP(G)                                                      \
   do {                                                                   \

@@ -174,6 +174,10 @@ static inline void *list_pop(small_list *l) {
   void *p = l->head;
   l->head = *(void **)p;
   l->count--;
+  /* the next block of this class was freed a while ago (a GC sweep, another thread) and is
+   * often out of cache: fetch it now, so that the next allocation does not wait for it
+   * (perf: 7% of per-sample training stalled on that load) */
+  if (l->count) __builtin_prefetch(l->head, 1);
   return p;
 }
 
