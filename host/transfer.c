@@ -505,15 +505,37 @@ static size_t path_push_str(enc *e, const char *piece) {
   return old;
 }
 
+/* The path is kept for error messages only, so the usual keys (strings, integers) are appended
+ * without snprintf, which was a tenth of encoding a {tensor, label} sample. */
 static size_t path_push_key(enc *e, int ki) {
   lua_State *L = e->L;
   char piece[96];
-  if (lua_type(L, ki) == LUA_TSTRING) {
-    const char *k = lua_tostring(L, ki);
-    snprintf(piece, sizeof piece, "%s%s", e->plen ? "." : "", k);
-  } else if (lua_isinteger(L, ki)) {
-    snprintf(piece, sizeof piece, "[%lld]", (long long)lua_tointeger(L, ki));
-  } else if (lua_type(L, ki) == LUA_TNUMBER) {
+  int kt = lua_type(L, ki);
+  if (kt == LUA_TSTRING) {
+    size_t old = e->plen, n;
+    const char *k = lua_tolstring(L, ki, &n);
+    if (e->plen + n + 1 < sizeof e->path) {
+      if (e->plen) e->path[e->plen++] = '.';
+      memcpy(e->path + e->plen, k, n + 1);
+      e->plen += n;
+    }
+    return old;
+  }
+  if (kt == LUA_TNUMBER && lua_isinteger(L, ki)) {
+    lua_Integer v = lua_tointeger(L, ki);
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    char *q = piece + sizeof piece;
+    *--q = '\0';
+    *--q = ']';
+    do {
+      *--q = (char)('0' + u % 10);
+      u /= 10;
+    } while (u);
+    if (v < 0) *--q = '-';
+    *--q = '[';
+    return path_push_str(e, q);
+  }
+  if (kt == LUA_TNUMBER) {
     snprintf(piece, sizeof piece, "[%g]", lua_tonumber(L, ki));
   } else {
     snprintf(piece, sizeof piece, "[%s key]", luaL_typename(L, ki));

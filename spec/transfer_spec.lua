@@ -138,6 +138,9 @@ describe("values that cannot cross", function()
     local x = {inner = {co = coroutine.create(print)}}
     assert.has_error(function() on_worker(function() return x end) end,
       "_pool_map: field 'x.inner.co' (thread) cannot be sent to a worker (in upvalue 'x' of the closure)")
+    local y = {[3] = {[-120] = {[0.5] = {coroutine.create(print)}}}}
+    assert.has_error(function() on_worker(function() return y end) end,
+      "_pool_map: field 'y[3][-120][0.5][1]' (thread) cannot be sent to a worker (in upvalue 'y' of the closure)")
   end)
 
   it("names a foreign userdata and a closed tensor", function()
