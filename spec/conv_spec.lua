@@ -39,6 +39,12 @@ describe("conv2d", function()
     local x, w, b = f64(2, 3, 7, 6), f64(4, 3, 3, 2), f64(4)
     close(pt.conv2d(x, w, b, {stride = 2, padding = 1}), conv_ref(x, w, b, 2, 1))
     close(pt.conv2d(x, w, nil, {}), conv_ref(x, w, nil, 1, 0))
+    -- stride 1 with padding goes through a zero-padded copy of each channel (the CNN's 5x5
+    -- layers); a channel too big for that copy takes the bounds-checked loops
+    local x5, w5 = f64(2, 3, 9, 8), f64(4, 3, 5, 5)
+    close(pt.conv2d(x5, w5, b, {padding = 2}), conv_ref(x5, w5, b, 1, 2))
+    local big, w3 = f64(1, 1, 100, 97), f64(2, 1, 3, 3)
+    close(pt.conv2d(big, w3, nil, {padding = 1}), conv_ref(big, w3, nil, 1, 1))
   end)
 
   it("computes output shapes for 3-D and 4-D inputs", function()
@@ -52,6 +58,11 @@ describe("conv2d", function()
     gradcheck(function(x, w) return pt.conv2d(x, w, nil, {groups = 2, dilation = 2}) end, {f64(1, 4, 6, 6), f64(2, 2, 2, 2)})
     gradcheck(function(x, w, b) return pt.conv2d(x, w, b) end, {f64(2, 3, 3, 3), f64(2, 3, 1, 1), f64(2)})
     gradcheck(function(x, w) return pt.conv2d(x, w, nil, {padding = {1, 0}, stride = {1, 2}}) end, {f64(3, 4, 5), f64(2, 3, 2, 3)})
+    -- stride 1 with padding (the zero-padded copy), also per group, and a channel too big for it
+    gradcheck(function(x, w, b) return pt.conv2d(x, w, b, {padding = {2, 1}}) end, {f64(2, 3, 6, 5), f64(2, 3, 5, 3), f64(2)})
+    gradcheck(function(x, w) return pt.conv2d(x, w, nil, {padding = 1, groups = 2}) end, {f64(1, 4, 4, 5), f64(4, 2, 3, 3)})
+    gradcheck(function(x, w) return pt.conv2d(x, w, nil, {padding = 1}) end, {f64(1, 1, 91, 92), f64(1, 1, 2, 2)},
+      {skip = {true}}) -- the weight only: 8k input elements would take seconds
   end)
 
   it("rejects mismatched channels with both shapes", function()
