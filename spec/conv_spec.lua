@@ -90,6 +90,20 @@ describe("pooling", function()
     assert.are.same({{{{4, 8}, {12, 16}}}}, pt.max_pool2d(x, 2):tolist())
     gradcheck(function(x) return pt.max_pool2d(x, 2) end, {f64(2, 2, 4, 4)})
     gradcheck(function(x) return pt.max_pool2d(x, 3, {stride = 2, padding = 1}) end, {f64(1, 2, 5, 5)})
+    -- as PyTorch: a tie goes to the first maximum in the window, a NaN wins (the last NaN when
+    -- several), in the 2x2 fast path and in the general path (a 2x2 window at stride 1) alike
+    local nan = 0 / 0
+    local t = pt.tensor({{{{1, 5, 7, nan}, {5, 2, nan, 9}, {3, 3, -1, 0}, {3, 3, 0, -1}}}}, {requires_grad = true})
+    local y = pt.max_pool2d(t, 2)
+    local v = y:tolist()[1][1]
+    assert.are.equal(5, v[1][1])
+    assert.is_true(v[1][2] ~= v[1][2])
+    assert.are.same({3, 0}, v[2])
+    y:sum():backward()
+    assert.are.same({{0, 1, 0, 0}, {0, 0, 1, 0}, {1, 0, 0, 1}, {0, 0, 0, 0}}, t.grad:tolist()[1][1])
+    local g = pt.max_pool2d(t:detach(), 2, {stride = 1}):tolist()[1][1]
+    assert.are.same({3, 3, 0}, g[3])
+    assert.are.equal(5, g[1][1])
   end)
 
   it("computes ceil_mode sizes as PyTorch", function()
