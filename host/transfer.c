@@ -44,8 +44,12 @@ struct lpt_msg {
 };
 
 lpt_msg *lpt_msg_new(void) {
-  lpt_msg *m = calloc(1, sizeof *m);
-  if (m) atomic_init(&m->refcount, 1);
+  /* malloc + memset, not calloc: glibc's calloc skips the per-thread cache, and a message is
+   * made for every sample and every result */
+  lpt_msg *m = malloc(sizeof *m);
+  if (!m) return NULL;
+  memset(m, 0, sizeof *m);
+  atomic_init(&m->refcount, 1);
   return m;
 }
 
@@ -431,7 +435,11 @@ typedef struct enc {
   int first, n;
   const char *const *names;
   unsigned flags;
-  int seen;    /* object -> id */
+  int seen;    /* object address (light userdata) -> id, once seen_p overflows */
+  /* the first SEEN_SMALL objects' addresses, object i + 1 having id i + 1: a sample or a result
+   * holds a few, and a table per message was a tenth of encoding one */
+  const void *seen_p[16];
+  int seen_n;
   int index;   /* object -> path */
   int upids;   /* upvalue id (light userdata) -> fid * 256 + n */
   int gnames;  /* global name -> environment table to look it up in */
@@ -455,11 +463,20 @@ static void enc_need(enc *e, int slot, int nrec) {
   lua_replace(e->L, slot);
 }
 
-/* The id given earlier to the value at vi, or 0. */
+#define SEEN_SMALL ((int)(sizeof ((enc *)0)->seen_p / sizeof ((enc *)0)->seen_p[0]))
+
+/* The id given earlier to the value at vi, or 0. Objects are told apart by address: every one
+ * the encoder has seen is reachable from the values being sent, so none can be collected and
+ * its address reused while the message is made. */
 static lua_Integer seen_id(enc *e, int vi) {
   lua_State *L = e->L;
-  if (lua_type(L, e->seen) != LUA_TTABLE) return 0;
-  lua_pushvalue(L, vi);
+  const void *p = lua_topointer(L, vi);
+  if (lua_type(L, e->seen) != LUA_TTABLE) {
+    for (int i = 0; i < e->seen_n; i++)
+      if (e->seen_p[i] == p) return i + 1;
+    return 0;
+  }
+  lua_pushlightuserdata(L, (void *)p);
   lua_Integer id = lua_rawget(L, e->seen) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
   lua_pop(L, 1);
   return id;
@@ -468,9 +485,21 @@ static lua_Integer seen_id(enc *e, int vi) {
 /* Give the value at vi the next id (later references to it send that id). */
 static int seen_add(enc *e, int vi) {
   lua_State *L = e->L;
-  enc_need(e, e->seen, 4);
+  const void *p = lua_topointer(L, vi);
   int id = e->next_id++;
-  lua_pushvalue(L, vi);
+  if (lua_type(L, e->seen) != LUA_TTABLE) {
+    if (e->seen_n < SEEN_SMALL) {
+      e->seen_p[e->seen_n++] = p; /* ids are given in order, so id == seen_n */
+      return id;
+    }
+    enc_need(e, e->seen, 2 * SEEN_SMALL);
+    for (int i = 0; i < e->seen_n; i++) {
+      lua_pushlightuserdata(L, (void *)e->seen_p[i]);
+      lua_pushinteger(L, i + 1);
+      lua_rawset(L, e->seen);
+    }
+  }
+  lua_pushlightuserdata(L, (void *)p);
   lua_pushinteger(L, id);
   lua_rawset(L, e->seen);
   return id;

@@ -30,6 +30,21 @@ describe("transfer of plain values", function()
     assert.are_not.equal(t, r.back) -- a copy
   end)
 
+  it("keeps shared references among many objects (past the encoder's small table)", function()
+    local objs, refs = {}, {}
+    for i = 1, 40 do objs[i] = {i = i, t = pt.tensor(i)} end
+    for i = 1, 40 do refs[i] = objs[(i * 7) % 40 + 1] end -- every object again, out of order
+    local r = on_worker(function(o, rf)
+      local ok = true
+      for i = 1, 40 do
+        local want = o[(i * 7) % 40 + 1]
+        ok = ok and rf[i] == want and rf[i].t == want.t and rf[i].t:item() == want.i
+      end
+      return ok and o[1] ~= o[2]
+    end, objs, refs)
+    assert.is_true(r)
+  end)
+
   it("copies tables deeply (the worker's changes stay there)", function()
     local t = {inner = {x = 1}}
     on_worker(function(x) x.inner.x = 99 end, t)
