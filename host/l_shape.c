@@ -398,7 +398,7 @@ static int t_index_fill_(lua_State *L) {
   int dim = lpt_check_dim(L, 2, t->ndim, "index_fill_");
   pt_tensor *index = lpt_check_tensor(L, 3);
   double v = lua_isboolean(L, 4) ? lua_toboolean(L, 4) : luaL_checknumber(L, 4);
-  if (pt_index_copy_(lpt_ctx(L), t, dim, index, NULL, v)) return lpt_error(L);
+  if (pt_index_fill_(lpt_ctx(L), "index_fill_", t, dim, index, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -543,16 +543,45 @@ static int t_slice(lua_State *L) {
   return 1;
 }
 
+/* t[mask] = value / t[index] = value where t is part of a graph: a number (or a one-element
+ * tensor that needs no gradient) is filled in with masked_fill_ / index_fill_, which record it;
+ * tensor values are not differentiable here. */
+static int key_assign_graph(lua_State *L, pt_tensor *t, pt_tensor *key, pt_tensor *src, double v) {
+  pt_ctx *ctx = lpt_ctx(L);
+  bool is_mask = key->dtype == PT_BOOL || key->dtype == PT_UINT8;
+  if (!is_mask && key->dtype != PT_INT64 && key->dtype != PT_INT32)
+    return lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s",
+                      pt_dtype_name(key->dtype));
+  if (src && (src->requires_grad || pt_tensor_numel(src) != 1))
+    return lpt_errorf(L, "index: assigning a tensor through a %s is not differentiable; assign a "
+                      "number, or build the result out of place with pt.where(mask, value, t)",
+                      is_mask ? "bool mask" : "tensor of positions");
+  if (src) v = pt_tensor_get_flat(src, 0);
+  pt_status st;
+  if (is_mask) {
+    pt_tensor *mask = NULL;
+    st = pt_tensor_to_dtype_raw(ctx, key, PT_BOOL, &mask);
+    if (!st) st = pt_masked_fill_(ctx, t, mask, v);
+    pt_tensor_release(mask);
+  } else {
+    if (t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use fill_)");
+    st = pt_index_fill_(ctx, "index", t, 0, key, v);
+  }
+  return st ? lpt_error(L) : 0;
+}
+
 static int t_slice_assign(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   pt_ctx *ctx = lpt_ctx(L);
   double v = 0;
   pt_tensor *src = value_or_tensor(L, 3, "index", &v);
   pt_tensor *key = lpt_test_tensor(L, 2);
-  /* a slice with autograd involved: copy_/fill_ through a view, which updates t's history */
+  /* autograd involved: a slice goes through copy_/fill_ on a view, a mask or index tensor
+   * through masked_fill_, each of which updates t's history */
   bool leaf = t->requires_grad && !t->grad_fn; /* refused below, as any in-place op on one */
-  bool graph = !key && !leaf && ctx->grad_enabled && (t->requires_grad || (src && src->requires_grad));
+  bool graph = !leaf && ctx->grad_enabled && (t->requires_grad || (src && src->requires_grad));
   if (!graph && pt_check_inplace(ctx, "index", t, src)) return lpt_error(L);
+  if (key && graph) return key_assign_graph(L, t, key, src, v);
   if (key) {
     if (key->dtype == PT_BOOL || key->dtype == PT_UINT8) {
       if (pt_masked_assign_(ctx, "index", t, key, src, v)) return lpt_error(L);
@@ -694,10 +723,10 @@ static const char *const method_docs[] = {
     "index_select", "t:index_select(dim, index) -> copy of the slices at the 1-based positions of a 1-D int64 index.",
     "index_add_", "t:index_add_(dim, index, src) -> t, with slice i of src added to slice index[i] of t.",
     "index_copy_", "t:index_copy_(dim, index, src) -> t, with slice i of src copied to slice index[i].",
-    "index_fill_", "t:index_fill_(dim, index, value) -> t, with the slices at index set to value.",
+    "index_fill_", "t:index_fill_(dim, index, value) -> t, with the slices at index set to value (differentiable: they get no gradient).",
     "masked_select", "t:masked_select(mask) -> 1-D copy of the elements where the bool mask is true (mask broadcasts).",
     "__slice", "t[key]: a number selects along dim 1; a table has one entry per leading dim: a number selects\n  (the dim goes away), {a, b} is the inclusive range a..b (negative from the end), {a} keeps a..a,\n  {} or \":\" keeps the whole dim; a bool tensor selects elements (1-D copy); an int64 tensor selects\n  rows. Ranges give views sharing storage. When every dim is selected by numbers the result is a number.",
-    "__slice_assign", "t[key] = value: key as for t[key]; value is a number or a tensor broadcast to the slice.\n  With a bool mask, a number or one-element tensor fills, a tensor with one value per true entry is copied in order.",
+    "__slice_assign", "t[key] = value: key as for t[key]; value is a number or a tensor broadcast to the slice.\n  With a bool mask, a number or one-element tensor fills, a tensor with one value per true entry is copied in order.\n  With autograd (t in a graph, or a value that requires grad) slices record CopySlices; masks and position\n  tensors take numbers only (recorded as masked_fill_), e.g. logits[mask] = -math.huge.",
     NULL, NULL,
 };
 

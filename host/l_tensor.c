@@ -171,7 +171,9 @@ static int t_newindex(lua_State *L) {
     }
     return lpt_errorf(L, "cannot set field '%s' of a Tensor", k);
   }
-  if (lua_isinteger(L, 2) && t->ndim == 1 && lua_type(L, 3) == LUA_TNUMBER) {
+  /* t[i] = x on a 1-D tensor; with autograd involved it goes through slice assignment below */
+  if (lua_isinteger(L, 2) && t->ndim == 1 && lua_type(L, 3) == LUA_TNUMBER &&
+      !(t->requires_grad && t->grad_fn && lpt_ctx(L)->grad_enabled)) {
     lua_Integer i = lua_tointeger(L, 2), n = t->shape[0];
     if (i < 0) i += n + 1;
     if (i < 1 || i > n)

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "ops_elementwise.h"
 #include "ops_shape.h"
 
 /* --- helpers --- */
@@ -402,6 +403,27 @@ pt_status pt_index_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt
   index_loop(t, dim, index, src, IX_ADD_TO_T);
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
+}
+
+pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, pt_tensor *index,
+                         double value) {
+  if (!(ctx->grad_enabled && t->requires_grad && pt_dtype_is_floating(t->dtype))) {
+    pt_status st = check_index_1d(ctx, fname, t, dim, index);
+    return st ? st : pt_index_copy_(ctx, t, dim, index, NULL, value);
+  }
+  pt_status st = pt_inplace_check(ctx, fname, t);
+  if (!st) st = check_index_1d(ctx, fname, t, dim, index);
+  if (st) return st;
+  int64_t shape[PT_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) shape[d] = d == dim ? t->shape[d] : 1;
+  pt_tensor *mask;
+  if ((st = pt_tensor_zeros(ctx, PT_BOOL, t->ndim, shape, &mask))) return st;
+  bool *m = pt_tensor_data(mask);
+  int64_t n = pt_tensor_numel(index);
+  for (int64_t i = 0; i < n; i++) m[index_entry(index, i)] = true;
+  st = pt_masked_fill_(ctx, t, mask, value);
+  pt_tensor_release(mask);
+  return st;
 }
 
 pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,

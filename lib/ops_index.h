@@ -32,6 +32,11 @@ pt_status pt_index_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt
 /* t.select(dim, index[i]) = src broadcast to the index_select shape (src NULL: value) */
 pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                          double value);
+/* t.select(dim, index[i]) = value for every i; index 1-D. Differentiable: when t is part of a
+ * graph the fill is masked_fill_ with a bool mask along dim (the filled slices get no gradient,
+ * through views too); fname names the caller in messages. */
+pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, pt_tensor *index,
+                         double value);
 /* Where mask (same shape as t after broadcasting the mask) is true: src NULL or one element:
  * fill with value / that element; otherwise src must have exactly as many elements as the mask
  * has true entries and they are written in order (masked_scatter). fname names the caller. */

@@ -186,6 +186,63 @@ describe("assignment with t[key] = value", function()
   end)
 end)
 
+describe("mask, position and element assignment with autograd", function()
+  local mask = pt.tensor({{true, false, true}, {false, false, true}})
+
+  it("fills through a bool mask and cuts the filled elements' gradients", function()
+    gradcheck(function(x) local y = x * 1; y[mask] = 3; return y end, {randn64(2, 3)})
+    gradcheck(function(x) local y = x * 1; y[mask:to("uint8")] = pt.tensor(-1); return y end, {randn64(2, 3)})
+    -- a mask that broadcasts, into a view of the tensor (its base's history follows)
+    gradcheck(function(x)
+      local y = x * 2
+      local v = y:narrow(1, 2, 2)
+      v[pt.tensor({true, false, true})] = 0
+      return y
+    end, {randn64(3, 3)})
+    local x = pt.tensor({{1, 2, 3}, {4, 5, 6}}, {requires_grad = true})
+    local y = x * 2
+    y[mask] = -math.huge -- the usual way to mask logits
+    assert.are.same({{-math.huge, 4, -math.huge}, {8, 10, -math.huge}}, y:tolist())
+    assert.are.equal("MaskedFillBackward", y.grad_fn)
+    y:masked_fill(mask, 0):sum():backward()
+    assert.are.same({{0, 2, 0}, {2, 2, 0}}, x.grad:tolist())
+  end)
+
+  it("fills rows through a tensor of positions, and index_fill_ along any dim", function()
+    gradcheck(function(x) local y = x * 1; y[long({1, 3, 1})] = -2; return y end, {randn64(3, 2)})
+    gradcheck(function(x) return (x * 1):index_fill_(2, long({2}), 0.5) end, {randn64(3, 4)})
+    local x = pt.tensor({{1, 2}, {3, 4}, {5, 6}}, {requires_grad = true})
+    local y = x * 1
+    y[long({2})] = 9
+    assert.are.same({{1, 2}, {9, 9}, {5, 6}}, y:tolist())
+    y:sum():backward()
+    assert.are.same({{1, 1}, {0, 0}, {1, 1}}, x.grad:tolist())
+  end)
+
+  it("sets one element of a 1-D tensor in the graph", function()
+    gradcheck(function(x) local y = x * 1; y[2] = 5; y[-1] = 1; return y end, {randn64(4)})
+  end)
+
+  it("refuses tensor values and leaves with messages that say what to do", function()
+    local x = randn64(2, 3)
+    x.requires_grad = true
+    local y = x * 1
+    assert.are.equal("index: assigning a tensor through a bool mask is not differentiable; assign a "
+      .. "number, or build the result out of place with pt.where(mask, value, t)",
+      errmsg(function() y[mask] = pt.tensor({1, 2, 3}, {dtype = "float64"}) end))
+    assert.are.equal("index: assigning a tensor through a tensor of positions is not differentiable; "
+      .. "assign a number, or build the result out of place with pt.where(mask, value, t)",
+      errmsg(function() y[long({1})] = x[1]:sum() end))
+    assert.are.equal(
+      "index: in-place operation on a tensor that requires grad (use pt.no_grad, detach() or the out-of-place form)",
+      errmsg(function() x[mask] = 0 end))
+    assert.are.equal("index_fill_: a leaf tensor that requires grad is used in an in-place operation",
+      errmsg(function() x:index_fill_(1, long({1}), 0) end))
+    assert.are.equal("index: index 4 out of range for dimension 1 of size 2",
+      errmsg(function() y[long({4})] = 0 end))
+  end)
+end)
+
 describe("gather and scatter", function()
   it("gather picks along a dim with 1-based positions", function()
     local t = pt.tensor({{1, 2}, {3, 4}})
