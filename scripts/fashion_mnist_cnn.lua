@@ -14,8 +14,8 @@
 -- Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist) or $FASHION_MNIST_DIR.
 -- Measured with the defaults (SGD momentum 0.9, lr 0.05 cosine-annealed over 10 epochs, batch 64):
 -- test accuracy 0.8797 0.8880 0.9000 0.9094 0.9106 0.9163 0.9168 0.9175 0.9225 0.9244
--- (epochs 1..10, session 2; session 1 ended at 0.9225),
--- about 50-55 s per epoch on 2 cores. --bn: 0.8766 0.8937 0.8972 0.9151 0.9180 0.9193 0.9180 0.9262
+-- (epochs 1..10, session 2; the same to the digit in session 3; session 1 ended at 0.9225),
+-- about 45-51 s per epoch on 2 cores (50-55 s in session 2). --bn: 0.8766 0.8937 0.8972 0.9151 0.9180 0.9193 0.9180 0.9262
 -- 0.9262 0.9280 (session 2; session 1 ended at 0.9298).
 local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
