@@ -749,14 +749,12 @@ static void enc_table(enc *e, int vi) {
   }
 }
 
-static void enc_value(enc *e, int vi) {
-  lua_State *L = e->L;
-  lpt_msg *m = e->m;
-  if (m->oom) luaL_error(L, "out of memory encoding a value for a worker");
-  int t = lua_type(L, vi);
+/* nil, booleans, numbers, strings and light userdata, which are written as they are; false
+ * for any other type. */
+static bool put_scalar(lpt_msg *m, lua_State *L, int vi, int t) {
   switch (t) {
-  case LUA_TNIL: put_byte(m, 'n'); return;
-  case LUA_TBOOLEAN: put_byte(m, lua_toboolean(L, vi) ? 't' : 'f'); return;
+  case LUA_TNIL: put_byte(m, 'n'); return true;
+  case LUA_TBOOLEAN: put_byte(m, lua_toboolean(L, vi) ? 't' : 'f'); return true;
   case LUA_TNUMBER:
     if (lua_isinteger(L, vi)) {
       int64_t v = (int64_t)lua_tointeger(L, vi);
@@ -767,22 +765,33 @@ static void enc_value(enc *e, int vi) {
       put_byte(m, 'd');
       put(m, &v, 8);
     }
-    return;
+    return true;
   case LUA_TSTRING: {
     size_t n;
     const char *s = lua_tolstring(L, vi, &n);
     put_byte(m, 's');
     put_str(m, s, n);
-    return;
+    return true;
   }
   case LUA_TLIGHTUSERDATA: {
     void *p = lua_touserdata(L, vi);
     put_byte(m, 'L');
     put(m, &p, sizeof p);
-    return;
+    return true;
   }
-  case LUA_TTHREAD: enc_fail(e, vi, NULL); return;
-  default: break;
+  default: return false;
+  }
+}
+
+static void enc_value(enc *e, int vi) {
+  lua_State *L = e->L;
+  lpt_msg *m = e->m;
+  if (m->oom) luaL_error(L, "out of memory encoding a value for a worker");
+  int t = lua_type(L, vi);
+  if (put_scalar(m, L, vi, t)) return;
+  if (t == LUA_TTHREAD) {
+    enc_fail(e, vi, NULL);
+    return;
   }
   if (++e->depth > XFER_MAX_DEPTH) luaL_error(L, "value too deeply nested to send to a worker");
   luaL_checkstack(L, 12, "transfer");
@@ -925,9 +934,50 @@ static int encode_protected(lua_State *L) {
   return 0;
 }
 
+/* Values that are all scalars or distinct open tensors (a result, a loss) need neither the path
+ * index nor the error paths, so they are written here without the protected call and the
+ * encoder's set-up that every other message pays for; the bytes are the same. False (m
+ * untouched) for anything else. */
+static bool encode_plain(lua_State *L, lpt_msg *m, int first, int n, unsigned flags) {
+  enum { PLAIN_MAX = 8 };
+  const lpt_box *boxes[PLAIN_MAX];
+  if (n > PLAIN_MAX) return false;
+  for (int i = 0; i < n; i++) {
+    int t = lua_type(L, first + i);
+    boxes[i] = NULL;
+    if (t == LUA_TUSERDATA) {
+      const lpt_box *b = lpt_test_box(L, first + i);
+      if (!b || !b->t) return false;
+      for (int j = 0; j < i; j++)
+        if (boxes[j] == b) return false; /* the second one is a reference */
+      boxes[i] = b;
+    } else if (t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TTHREAD) {
+      return false;
+    }
+  }
+  put_varint(m, (uint64_t)n);
+  put_byte(m, (int)flags);
+  for (int i = 0; i < n; i++) {
+    if (boxes[i]) {
+      size_t k = add_obj(m, pt_tensor_retain(boxes[i]->t), NULL);
+      put_byte(m, 'U');
+      put_varint(m, k);
+    } else {
+      put_scalar(m, L, first + i, lua_type(L, first + i));
+    }
+  }
+  put_byte(m, 'z');
+  return true;
+}
+
 int lpt_encode(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
                unsigned flags) {
   first = lua_absindex(L, first);
+  if (encode_plain(L, m, first, n, flags)) {
+    if (!m->oom) return LUA_OK;
+    lua_pushliteral(L, "out of memory encoding a value for a worker");
+    return LUA_ERRMEM;
+  }
   enc e;
   memset(&e, 0, sizeof e);
   e.m = m;

@@ -9,6 +9,22 @@ local function on_worker(fn, ...)
 end
 
 describe("transfer of plain values", function()
+  it("returns several plain results and tensors, a tensor returned twice as one object", function()
+    local pool = pt._Pool(1)
+    local t = pt.tensor({1, 2})
+    pool:submit(1, function(x) return x, 7, 2.5, "s\0", nil, true, x * 2 end, t)
+    local r = table.pack(pool:next())
+    assert.is_true(r[3])
+    assert.are.equal(t, r[4])       -- the same tensor object, by reference
+    assert.are.same({7, 2.5, "s\0", nil, true}, {r[5], r[6], r[7], r[8], r[9]})
+    assert.are.equal("float", math.type(r[6]))
+    assert.are.same({2, 4}, r[10]:tolist())
+    pool:submit(1, function(x) return x, x end, t)
+    r = table.pack(pool:next())
+    assert.is_true(rawequal(r[4], r[5])) -- one object on the way back too
+    pool:close()
+  end)
+
   it("keeps numbers (integer or float), strings, booleans and nil", function()
     local r = on_worker(function(i, f, s, t, n, b)
       return {math.type(i), math.type(f), s, #s, t, n == nil, b}
