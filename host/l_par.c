@@ -344,8 +344,7 @@ static bool decode_into(lua_State *L, par_task *t, const lpt_msg *m, int *n, con
  * worker applies SGD to its own copy of every replicated parameter (par_replicas; slot 0 to the
  * parameter itself), or to its slice of the shared parameter when there are no copies, and
  * zeroes its slice of the gradient, so the step runs on all threads right where the gradients
- * are hot. Tensors are borrowed from the
- * plan table on the caller's stack. */
+ * are hot. Tensors are borrowed from the plan table on the caller's stack. */
 typedef struct step_entry {
   pt_tensor *param, *buf;
   pt_sgd_opts o;
