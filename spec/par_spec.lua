@@ -298,6 +298,24 @@ describe("par_by_sample errors", function()
     assert.matches("interrupted", err)
     assert.are.same({1, 2}, (h:par_by_sample({}, 2, index_of)))
   end)
+
+  it("stops a whole epoch on Ctrl-C between windows, with and without after_window", function()
+    -- without a hook, Ctrl-C's guard spans all windows of the call; with one, each window
+    for _, hook in ipairs({false, true}) do
+      local h = data.DataHandler(toy_dataset(4000))
+      local opts = {epoch = true}
+      if hook then opts.after_window = function() end end
+      pt._par_test_sigint(0.2)
+      local ok, err = pcall(h.par_by_sample, h, {}, 2, function(s)
+        local t0 = os.clock()
+        while os.clock() - t0 < 0.002 do end -- 2 ms per sample: the epoch takes ~4 s
+        return s
+      end, opts)
+      assert.is_false(ok)
+      assert.matches("interrupted", err)
+      assert.are.same({1, 2}, (data.DataHandler(toy_dataset(2)):par_by_sample({}, 2, index_of)))
+    end
+  end)
 end)
 
 describe("_pool_map", function()
