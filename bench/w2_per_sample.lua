@@ -7,6 +7,7 @@
 -- Synthetic data: N float32 inputs in [0, 1), random 1-based labels. Prints
 --   METRIC w2_samples_per_s_t1 / _t2 <median samples/s>, METRIC w2_samples_per_s (2 threads)
 --   METRIC w8_speedup <2-thread median / 1-thread median>
+--   METRIC w8_ceiling <the same ratio for plain C threads sharing nothing>, when built
 -- Env: W2_N samples per epoch (default 4000), W2_REPS repetitions (default 3), W2_THREADS
 -- thread counts to run (default "1,2"; W2/W8 lines need both), W2_CLOCK (below).
 local pt = require "partrain"
@@ -77,4 +78,18 @@ end
 if rate[1] and rate[2] then
   print(string.format("METRIC w2_samples_per_s %.0f samples/s", rate[2]))
   print(string.format("METRIC w8_speedup %.3f x", rate[2] / rate[1]))
+  -- the machine's own ceiling for W8: the same two passes over the first layer's weights in
+  -- plain C, 2 independent threads against 1 (bench/two_thread_ceiling.c, built beside this
+  -- partrain as bench_two_thread_ceiling)
+  local dir = arg and arg[-1] and arg[-1]:match("^(.*)/[^/]*$")
+  local exe = dir and dir .. "/bench_two_thread_ceiling"
+  local f = exe and io.open(exe, "r")
+  if f then
+    f:close()
+    local p = io.popen(string.format("%q 5", exe))
+    local out = p:read("a")
+    p:close()
+    local c = out:match("METRIC w8_ceiling (%S+)")
+    if c then print(string.format("METRIC w8_ceiling %s x", c)) end
+  end
 end
