@@ -364,6 +364,7 @@ struct par_window {
   lpar_pool *pool;
   par_worker **slots; /* slot 0: the inline worker; slot j: pool worker j */
   par_replicas *rep;
+  bool plan_has_grads; /* every planned parameter had its .grad when the window started */
   atomic_int arrived;
   atomic_uint phase;
   atomic_bool failed;
@@ -510,11 +511,31 @@ static void grad_block(pt_dtype dt, void *out, const char *grad0, const grad_src
   });
 }
 
+/* After the first barrier every slot sees every slot's gradient entries. In the steady state
+ * of a fused step (each parameter that got a gradient is planned and has its .grad) there is
+ * nothing to list or allocate: every slot finds that alike and goes on without the listing and
+ * the second barrier. */
+static bool window_needs_list(const par_window *W) {
+  if (W->nplan == 0 || !W->plan_has_grads) return true;
+  for (int j = 0; j < W->k; j++) {
+    const par_worker *w = W->slots[j];
+    for (int i = 0; i < w->ng; i++) {
+      const grad_entry *e = &w->g[i];
+      if (e->gen != w->gen || (!e->buf && !e->factored)) continue;
+      bool planned = false;
+      for (int q = 0; q < W->nplan && !planned; q++) planned = plan_param(W, &W->plan[q], j) == e->param;
+      if (!planned) return true;
+    }
+  }
+  return false;
+}
+
 static void window_reduce(par_task *t, par_worker *self) {
   par_window *W = t->win;
   if (!t->ok) atomic_store(&W->failed, true);
   if (!win_barrier(W, self)) return;
-  if (t->slot == 0 && !atomic_load(&W->failed)) {
+  bool list = !atomic_load(&W->failed) && window_needs_list(W);
+  if (list && t->slot == 0) {
     pt_ctx *ctx = lpt_ctx(self->L);
     W->nparams = 0;
     for (int j = 0; j < W->k && !atomic_load(&W->failed); j++) {
@@ -545,8 +566,9 @@ static void window_reduce(par_task *t, par_worker *self) {
       }
     }
   }
-  if (!win_barrier(W, self) || atomic_load(&W->failed)) return;
-  for (int q = 0; q < W->nparams; q++) {
+  if ((list && !win_barrier(W, self)) || atomic_load(&W->failed)) return;
+  int nlisted = list ? W->nparams : 0;
+  for (int q = 0; q < nlisted; q++) {
     pt_tensor *param = W->params[q];
     bool planned = false;
     for (int i = 0; i < W->nplan && !planned; i++) planned = W->plan[i].param == param;
@@ -1541,6 +1563,8 @@ static int par_windows_impl(lua_State *L) {
     W->k = k;
     W->plan = plan;
     W->nplan = nplan;
+    W->plan_has_grads = true;
+    for (int q = 0; q < nplan; q++) W->plan_has_grads = W->plan_has_grads && plan[q].param->grad;
     for (int q = 0; q < nplan; q++) {
       pt_tensor *pa = plan[q].param, *gr = pa->grad;
       plan[q].grad_zero = gr && gr == plan[q].zeroed &&

@@ -171,6 +171,33 @@ describe("par_by_sample opts.step", function()
     end
   end
 
+  it("steps the optimizer's parameters and accumulates the others' gradients as the unfused path", function()
+    for _, threads in ipairs({2, 3}) do
+      local res = {}
+      for _, fused in ipairs({false, true}) do
+        local ds = make_data(10)
+        pt.manual_seed(3)
+        local model = nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
+        local opt = optim.SGD(model[3]:parameters(), {lr = 0.1}) -- the first layer is not stepped
+        local h = data.DataHandler(ds)
+        local opts = {epoch = true}
+        if fused then
+          opts.step = opt
+        else
+          opts.after_window = function() opt:step(); opt:zero_grad() end
+        end
+        h:par_by_sample(model, threads, fn, opts)
+        res[#res + 1] = model
+      end
+      local a, b = res[1], res[2]
+      assert.is_true(pt.equal(a[3].weight, b[3].weight), "stepped weight")
+      assert.is_true(pt.equal(a[1].weight, b[1].weight), "unstepped weight")
+      assert.is_true(pt.allclose(a[1].weight.grad, b[1].weight.grad, {rtol = 1e-5, atol = 1e-6}),
+        "accumulated gradient of the unstepped layer")
+      assert.is_false(pt.equal(b[1].weight.grad, pt.zeros_like(b[1].weight)))
+    end
+  end)
+
   it("rejects other optimizers with a clear message", function()
     local ds = make_data(4)
     local model = nn.Sequential(nn.Linear(12, 4))
