@@ -46,6 +46,7 @@
 #define DATA_KEY "partrain.par.dataset"
 #define HOOK_COUNT 1000
 #define PAR_MAX_SLOTS 256 /* pool_new's limit on workers */
+_Static_assert(PAR_MAX_SLOTS <= PT_SGD_RANK_MAX, "a window's terms must fit pt_optim_sgd_rank_rows");
 
 /* ------------------------------------------------------------------ worker side --- */
 
@@ -632,8 +633,14 @@ static void window_reduce(par_task *t, par_worker *self) {
        * parameter, products summed on the fly; plain SGD leaves rows whose g is 0 in every
        * slot (dead ReLUs) as they are, so those are skipped */
       bool skip_dead = e->o.weight_decay == 0 && !e->o.maximize;
-      for (int64_t b0 = lo; b0 < hi;) {
-        int64_t r = b0 / cols, c = b0 % cols, m = cols - c;
+      if (lo == 0 && hi == n) { /* whole rows (a replica, or one slot): one call */
+        const void *facs[PAR_MAX_SLOTS];
+        for (int j = 0; j < ns; j++) facs[j] = src[j].p;
+        pt_optim_sgd_rank_rows(dt, pp, rows, cols, facs, ns, &e->o, skip_dead);
+        continue;
+      }
+      for (int64_t b0 = lo, r = lo / cols, c = lo % cols; b0 < hi; r++, c = 0) {
+        int64_t m = cols - c; /* the rest of row r */
         if (m > hi - b0) m = hi - b0;
         const void *xs[PAR_MAX_SLOTS];
         double sc[PAR_MAX_SLOTS];

@@ -176,6 +176,50 @@ void pt_optim_sgd_scaled(pt_dtype dt, void *pv, const void *const *xv, const dou
   });
 }
 
+void pt_optim_sgd_rank_rows(pt_dtype dt, void *pv, int64_t rows, int64_t cols,
+                            const void *const *f, int nf, const pt_sgd_opts *o, bool skip_dead) {
+  PT_DISPATCH_FLOAT(dt, {
+    T *p = pv;
+    const T lr = (T)o->lr, wd = (T)o->weight_decay, sign = o->maximize ? (T)-1 : (T)1;
+    for (int64_t r = 0; r < rows; r++, p += cols) {
+      const T *x[2] = {NULL, NULL};
+      T sc[2] = {0, 0};
+      int k = 0;
+      for (int j = 0; j < nf; j++) {
+        T s = ((const T *)f[j])[r];
+        if (s == 0) continue;
+        if (k < 2) {
+          x[k] = (const T *)f[j] + rows;
+          sc[k] = s;
+        }
+        k++;
+      }
+      if (k == 0 && skip_dead) continue;
+      if (k > 2) { /* three or more live terms: pt_optim_sgd_scaled's block path */
+        const void *xv[PT_SGD_RANK_MAX];
+        double sv[PT_SGD_RANK_MAX];
+        int n = nf < PT_SGD_RANK_MAX ? nf : PT_SGD_RANK_MAX; /* nf <= PT_SGD_RANK_MAX: documented */
+        for (int j = 0; j < n; j++) {
+          xv[j] = (const T *)f[j] + rows;
+          sv[j] = (double)((const T *)f[j])[r];
+        }
+        pt_optim_sgd_scaled(dt, p, xv, sv, n, o, cols);
+        continue;
+      }
+      /* the expressions of pt_optim_sgd_scaled's one- and two-term loops */
+      if (k == 1) {
+        const T *x0 = x[0], s0 = sc[0];
+        SGD_PLAIN(p, cols, s0 * x0[i]);
+      } else if (k == 2) {
+        const T *x0 = x[0], *x1 = x[1], s0 = sc[0], s1 = sc[1];
+        SGD_PLAIN(p, cols, s0 * x0[i] + s1 * x1[i]);
+      } else {
+        SGD_PLAIN(p, cols, (T)0);
+      }
+    }
+  });
+}
+
 void pt_optim_sgd_range(pt_tensor *param, pt_tensor *grad, pt_tensor *buf, bool buf_init,
                         const pt_sgd_opts *o, int64_t lo, int64_t hi, bool zero_grad) {
   size_t es = pt_dtype_size(param->dtype);
