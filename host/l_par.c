@@ -1683,6 +1683,10 @@ static int par_windows_impl(lua_State *L) {
         return luaL_error(L, "interrupted");
       }
     }
+    /* A Ctrl-C that came once every sample of the window had finished (nothing was left to
+     * notice it) stops the call after this window's bookkeeping; a per-window guard would
+     * otherwise lose it when the next window resets the flag. */
+    bool late_intr = g.ctx->interrupted && *g.ctx->interrupted;
     if (has_after) GUARD_END();
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
       GUARD_END();
@@ -1754,6 +1758,11 @@ static int par_windows_impl(lua_State *L) {
       lua_rawseti(L, wl, j + 1);
       free_task(tasks[j]);
       tasks[j] = NULL;
+    }
+    if (late_intr) {
+      GUARD_END();
+      windows_cleanup(tasks, 0, call, dmsg);
+      return luaL_error(L, "interrupted");
     }
     if (has_after) {
       lua_pushvalue(L, 6);
