@@ -1427,6 +1427,26 @@ static void windows_cleanup(par_task **tasks, int k, lpt_msg *call, lpt_msg *dms
   lpt_msg_release(dmsg);
 }
 
+/* lua_pcall(L, nargs, 0, 0) with a count hook that raises "interrupted" once *flag is set (the
+ * state's own hook, if any, is put back afterwards). */
+static _Thread_local volatile sig_atomic_t *caller_flag;
+static void caller_intr_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  if (caller_flag && *caller_flag) luaL_error(L, "interrupted");
+}
+
+static int call_interruptible(lua_State *L, int nargs, volatile sig_atomic_t *flag) {
+  lua_Hook old = lua_gethook(L);
+  int mask = lua_gethookmask(L), count = lua_gethookcount(L);
+  volatile sig_atomic_t *old_flag = caller_flag;
+  caller_flag = flag;
+  if (flag) lua_sethook(L, caller_intr_hook, LUA_MASKCOUNT, HOOK_COUNT);
+  int st = lua_pcall(L, nargs, 0, 0);
+  caller_flag = old_flag;
+  lua_sethook(L, old, mask, count);
+  return st;
+}
+
 static int par_windows_impl(lua_State *L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
   /* 3: get(i) -> sample, run in the caller; or, with read_in_workers (9), the dataset, sent to
@@ -1543,9 +1563,10 @@ static int par_windows_impl(lua_State *L) {
     lpt_msg_release(dmsg);
     return luaL_error(L, "out of memory");
   }
-  /* Ctrl-C's guard covers each window; without an after_window hook (Lua code between windows,
-   * which Ctrl-C must interrupt as usual) it stays from the first window to the last: its three
-   * sigaction calls were 1-3 us of every ~35 us window on a VM. */
+  /* Ctrl-C's guard stays from the first window to the last (its three sigaction calls per
+   * window were 1-3 us of every ~35 us window on a VM, and a Ctrl-C between two windows went to
+   * the host's handler and was lost to this call); the after_window hook runs with a count hook
+   * that raises "interrupted" when the guard's flag is set, as the workers' states do. */
   lpt_sigint_guard g;
   bool guard_on = false;
 #define GUARD_END()                 \
@@ -1687,7 +1708,6 @@ static int par_windows_impl(lua_State *L) {
      * notice it) stops the call after this window's bookkeeping; a per-window guard would
      * otherwise lose it when the next window resets the flag. */
     bool late_intr = g.ctx->interrupted && *g.ctx->interrupted;
-    if (has_after) GUARD_END();
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
       GUARD_END();
       windows_cleanup(tasks, k, call, dmsg);
@@ -1767,7 +1787,8 @@ static int par_windows_impl(lua_State *L) {
     if (has_after) {
       lua_pushvalue(L, 6);
       lua_pushvalue(L, wl);
-      if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      if (call_interruptible(L, 1, g.ctx->interrupted) != LUA_OK) {
+        GUARD_END();
         windows_cleanup(tasks, 0, call, dmsg);
         return lua_error(L);
       }

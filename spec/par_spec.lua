@@ -299,12 +299,18 @@ describe("par_by_sample errors", function()
     assert.are.same({1, 2}, (h:par_by_sample({}, 2, index_of)))
   end)
 
-  it("stops a whole epoch on Ctrl-C between windows, with and without after_window", function()
-    -- without a hook, Ctrl-C's guard spans all windows of the call; with one, each window
-    for _, hook in ipairs({false, true}) do
+  it("stops a whole epoch on Ctrl-C, also in or between after_window hooks", function()
+    -- Ctrl-C's guard spans all windows of the call; a long after_window hook is interrupted too
+    for _, hook in ipairs({false, "empty", "long"}) do
       local h = data.DataHandler(toy_dataset(4000))
       local opts = {epoch = true}
-      if hook then opts.after_window = function() end end
+      if hook == "empty" then opts.after_window = function() end end
+      if hook == "long" then
+        opts.after_window = function()
+          local t0 = os.clock()
+          while os.clock() - t0 < 0.05 do end -- Lua code between windows, 50 ms
+        end
+      end
       pt._par_test_sigint(0.2)
       local ok, err = pcall(h.par_by_sample, h, {}, 2, function(s)
         local t0 = os.clock()
