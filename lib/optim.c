@@ -135,6 +135,21 @@ void pt_optim_sgd_raw(pt_dtype dt, void *pv, const void *gv, const void *g2v, vo
   });
 }
 
+/* The update from k <= 2 live rank-1 terms x[j] scaled by sc[j] (x, sc, k, lr, sign, wd in
+ * scope): pt_optim_sgd_scaled and pt_optim_sgd_rank_rows share it so that they round alike. */
+#define SGD_FEW_TERMS(P, N)                                     \
+  do {                                                          \
+    if (k == 1) {                                               \
+      const T *x0 = x[0], s0 = sc[0];                           \
+      SGD_PLAIN(P, N, s0 * x0[i]);                              \
+    } else if (k == 2) {                                        \
+      const T *x0 = x[0], *x1 = x[1], s0 = sc[0], s1 = sc[1];   \
+      SGD_PLAIN(P, N, s0 * x0[i] + s1 * x1[i]);                 \
+    } else {                                                    \
+      SGD_PLAIN(P, N, (T)0);                                    \
+    }                                                           \
+  } while (0)
+
 void pt_optim_sgd_scaled(pt_dtype dt, void *pv, const void *const *xv, const double *s, int nf,
                          const pt_sgd_opts *o, int64_t n) {
   PT_DISPATCH_FLOAT(dt, {
@@ -164,15 +179,7 @@ void pt_optim_sgd_scaled(pt_dtype dt, void *pv, const void *const *xv, const dou
       x[k] = xv[j];
       sc[k++] = (T)s[j];
     }
-    if (k == 1) {
-      const T *x0 = x[0], s0 = sc[0];
-      SGD_PLAIN(p, n, s0 * x0[i]);
-    } else if (k == 2) {
-      const T *x0 = x[0], *x1 = x[1], s0 = sc[0], s1 = sc[1];
-      SGD_PLAIN(p, n, s0 * x0[i] + s1 * x1[i]);
-    } else {
-      SGD_PLAIN(p, n, (T)0);
-    }
+    SGD_FEW_TERMS(p, n);
   });
 }
 
@@ -206,16 +213,7 @@ void pt_optim_sgd_rank_rows(pt_dtype dt, void *pv, int64_t rows, int64_t cols,
         pt_optim_sgd_scaled(dt, p, xv, sv, n, o, cols);
         continue;
       }
-      /* the expressions of pt_optim_sgd_scaled's one- and two-term loops */
-      if (k == 1) {
-        const T *x0 = x[0], s0 = sc[0];
-        SGD_PLAIN(p, cols, s0 * x0[i]);
-      } else if (k == 2) {
-        const T *x0 = x[0], *x1 = x[1], s0 = sc[0], s1 = sc[1];
-        SGD_PLAIN(p, cols, s0 * x0[i] + s1 * x1[i]);
-      } else {
-        SGD_PLAIN(p, cols, (T)0);
-      }
+      SGD_FEW_TERMS(p, cols);
     }
   });
 }
