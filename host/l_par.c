@@ -380,6 +380,13 @@ static pt_tensor *plan_param(const par_window *W, const step_entry *e, int slot)
   return e->rep >= 0 && slot > 0 ? W->rep->t[slot * W->rep->n + e->rep] : e->param;
 }
 
+/* Whether t is what the worker of slot j steps for some plan entry (a copy or a parameter). */
+static bool plan_has(const par_window *W, int slot, const pt_tensor *t) {
+  for (int i = 0; i < W->nplan; i++)
+    if (plan_param(W, &W->plan[i], slot) == t) return true;
+  return false;
+}
+
 /* The parameter of which t is slot j's copy, or t itself. */
 static pt_tensor *replica_origin(const par_window *W, int slot, pt_tensor *t) {
   for (int i = 0; i < W->nplan && slot > 0; i++)
@@ -393,9 +400,7 @@ static bool worker_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void
   par_worker *w = ud;
   par_window *W = w->step_win;
   if (!W || (leaf->dtype != PT_FLOAT32 && leaf->dtype != PT_FLOAT64)) return false;
-  bool planned = false;
-  for (int i = 0; i < W->nplan && !planned; i++) planned = plan_param(W, &W->plan[i], w->slot) == leaf;
-  if (!planned) return false;
+  if (!plan_has(W, w->slot, leaf)) return false;
   grad_entry *e = entry_of(ctx, w, leaf);
   if (!e || e->gen == w->gen) return false; /* a second gradient: dense */
   size_t es = pt_dtype_size(leaf->dtype), rows = (size_t)leaf->shape[0], cols = (size_t)leaf->shape[1];
@@ -523,9 +528,7 @@ static bool window_needs_list(const par_window *W) {
     for (int i = 0; i < w->ng; i++) {
       const grad_entry *e = &w->g[i];
       if (e->gen != w->gen || (!e->buf && !e->factored)) continue;
-      bool planned = false;
-      for (int q = 0; q < W->nplan && !planned; q++) planned = plan_param(W, &W->plan[q], j) == e->param;
-      if (!planned) return true;
+      if (!plan_has(W, j, e->param)) return true;
     }
   }
   return false;
@@ -571,9 +574,7 @@ static void window_reduce(par_task *t, par_worker *self) {
   int nlisted = list ? W->nparams : 0;
   for (int q = 0; q < nlisted; q++) {
     pt_tensor *param = W->params[q];
-    bool planned = false;
-    for (int i = 0; i < W->nplan && !planned; i++) planned = W->plan[i].param == param;
-    if (planned) continue;
+    if (plan_has(W, 0, param)) continue;
     int64_t n = pt_tensor_numel(param);
     int64_t lo = n * t->slot / W->k, hi = n * (t->slot + 1) / W->k;
     for (int j = 0; j < W->k; j++) {
@@ -917,20 +918,21 @@ static bool replica_make(pt_tensor **out, const pt_tensor *t, bool requires_grad
 }
 
 /* Give the plan's parameters (and momentum buffers) copies for slots 1..slots-1, keeping the
- * pool's set when it is the same, and set plan[q].rep. Without memory, for a parameter listed
- * twice, or past PAR_REPLICA_BYTES, the plan steps slice by slice on the shared parameters. */
-static void replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int slots) {
+ * pool's set when it is the same, and set plan[q].rep; returns the set's gen. Without memory,
+ * for a parameter listed twice, or past PAR_REPLICA_BYTES, the plan steps slice by slice on
+ * the shared parameters and 0 is returned. */
+static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int slots) {
   par_replicas *r = &p->rep;
   for (int q = 0; q < nplan; q++) plan[q].rep = -1;
-  if (slots < 2 || nplan == 0) return;
+  if (slots < 2 || nplan == 0) return 0;
   size_t bytes = 0;
   for (int q = 0; q < nplan; q++) {
     const pt_tensor *a = plan[q].param;
     bytes += (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) * (plan[q].buf ? 2 : 1);
     for (int i = 0; i < q; i++)
-      if (plan[i].param == a) return;
+      if (plan[i].param == a) return 0;
   }
-  if (bytes > PAR_REPLICA_BYTES) return;
+  if (bytes > PAR_REPLICA_BYTES) return 0;
   bool same = r->gen && r->n == nplan && r->slots == slots;
   for (int q = 0; same && q < nplan; q++)
     same = r->t[q] == plan[q].param && same_layout(r->t[nplan + q], plan[q].param);
@@ -944,7 +946,7 @@ static void replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int slot
     r->mom_version = calloc((size_t)nplan, sizeof *r->mom_version);
     if (!r->t || !r->mom || !r->version || !r->mom_src || !r->mom_version) {
       replicas_free(r);
-      return;
+      return 0;
     }
     r->n = nplan;
     r->slots = slots;
@@ -956,10 +958,17 @@ static void replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int slot
       if (!replica_make(&r->t[j * nplan + q], plan[q].param, true) ||
           (plan[q].buf && !replica_make(&r->mom[j * nplan + q], plan[q].buf, false))) {
         replicas_free(r);
-        return;
+        return 0;
       }
   r->stale = true;
   for (int q = 0; q < nplan; q++) plan[q].rep = q;
+  return r->gen;
+}
+
+/* rows[j * r->n + i] = src for slots 1..slots-1 (contiguous tensors of src's size). */
+static void replicas_copy(const par_replicas *r, pt_tensor *const *rows, int i, const pt_tensor *src) {
+  size_t nb = (size_t)pt_tensor_numel(src) * pt_dtype_size(src->dtype);
+  for (int j = 1; j < r->slots; j++) memcpy(pt_tensor_data(rows[j * r->n + i]), pt_tensor_data(src), nb);
 }
 
 /* Before a window: the copies that may differ from their parameter or momentum buffer (the
@@ -972,17 +981,13 @@ static void replicas_sync(par_replicas *r, const step_entry *plan, int nplan) {
     int i = e->rep;
     unsigned v = atomic_load(&e->param->storage->version);
     if (r->stale || v != r->version[i]) {
-      size_t nb = (size_t)pt_tensor_numel(e->param) * pt_dtype_size(e->param->dtype);
-      for (int j = 1; j < r->slots; j++)
-        memcpy(pt_tensor_data(r->t[j * r->n + i]), pt_tensor_data(e->param), nb);
+      replicas_copy(r, r->t, i, e->param);
       r->version[i] = v;
     }
     if (!e->buf || e->first) continue; /* the first step writes the buffers whole */
     unsigned bv = atomic_load(&e->buf->storage->version);
     if (r->stale || r->mom_src[i] != e->buf || bv != r->mom_version[i]) {
-      size_t nb = (size_t)pt_tensor_numel(e->buf) * pt_dtype_size(e->buf->dtype);
-      for (int j = 1; j < r->slots; j++)
-        memcpy(pt_tensor_data(r->mom[j * r->n + i]), pt_tensor_data(e->buf), nb);
+      replicas_copy(r, r->mom, i, e->buf);
       r->mom_src[i] = e->buf;
       r->mom_version[i] = bv;
     }
@@ -1520,10 +1525,7 @@ static int par_windows_impl(lua_State *L) {
   p->win->slots[0] = p->inl;
   for (int j = 1; j < p->n; j++) p->win->slots[j] = &p->w[j];
   p->win->rep = &p->rep;
-  replicas_prepare(p, plan, nplan, n);
-  uint64_t rep_gen = 0;
-  for (int q = 0; q < nplan && !rep_gen; q++)
-    if (plan[q].rep >= 0) rep_gen = p->rep.gen;
+  uint64_t rep_gen = replicas_prepare(p, plan, nplan, n); /* 0: no copies */
   /* the model: sent once per model object, cached by every worker */
   if (refresh || p->model_ref == LUA_NOREF || !p->model_msg ||
       (lua_rawgeti(L, LUA_REGISTRYINDEX, p->model_ref), !lua_rawequal(L, -1, 1))) {
@@ -1568,14 +1570,7 @@ static int par_windows_impl(lua_State *L) {
    * the host's handler and was lost to this call); the after_window hook runs with a count hook
    * that raises "interrupted" when the guard's flag is set, as the workers' states do. */
   lpt_sigint_guard g;
-  bool guard_on = false;
-#define GUARD_END()                 \
-  do {                              \
-    if (guard_on) {                 \
-      lpt_sigint_guard_end(&g);     \
-      guard_on = false;             \
-    }                               \
-  } while (0)
+  lpt_sigint_guard_begin(L, &g);
   for (int wi = 0; wi < nwin; wi++) {
     lua_rawgeti(L, 4, 2 * wi + 1);
     lua_rawgeti(L, 4, 2 * wi + 2);
@@ -1583,7 +1578,7 @@ static int par_windows_impl(lua_State *L) {
     lua_pop(L, 2);
     int k = stop - start + 1;
     if (k < 1 || k > n) {
-      GUARD_END();
+      lpt_sigint_guard_end(&g);
       windows_cleanup(tasks, 0, call, dmsg);
       return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
     }
@@ -1592,14 +1587,14 @@ static int par_windows_impl(lua_State *L) {
     W->plan = plan;
     W->nplan = nplan;
     W->plan_has_grads = true;
-    for (int q = 0; q < nplan; q++) W->plan_has_grads = W->plan_has_grads && plan[q].param->grad;
     for (int q = 0; q < nplan; q++) {
       pt_tensor *pa = plan[q].param, *gr = pa->grad;
+      W->plan_has_grads = W->plan_has_grads && gr;
       plan[q].grad_zero = gr && gr == plan[q].zeroed &&
                           atomic_load(&gr->storage->version) == plan[q].zeroed_version;
       if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
                  !pt_tensor_is_contiguous(gr))) {
-        GUARD_END();
+        lpt_sigint_guard_end(&g);
         windows_cleanup(tasks, 0, call, dmsg);
         W->plan = NULL;
         W->nplan = 0;
@@ -1620,10 +1615,6 @@ static int par_windows_impl(lua_State *L) {
     static const char *const sname[] = {"sample"};
     char ferr[PT_ERRMSG_MAX];
     ferr[0] = '\0';
-    if (!guard_on) {
-      lpt_sigint_guard_begin(L, &g);
-      guard_on = true;
-    }
     lpt_xfer_session(L, 1);
     bool pool_failed = false;
     for (int jj = 1; jj <= k; jj++) {
@@ -1688,7 +1679,7 @@ static int par_windows_impl(lua_State *L) {
       while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
       }
       pt_pool_uncancel(p->pool);
-      GUARD_END();
+      lpt_sigint_guard_end(&g);
       windows_cleanup(tasks, k, call, dmsg);
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
@@ -1699,17 +1690,17 @@ static int par_windows_impl(lua_State *L) {
     p->inl->intr = NULL;
     for (int c = 1; c < k; c++) {
       if (!wait_one(p, &g, tasks, k)) {
-        GUARD_END();
+        lpt_sigint_guard_end(&g);
         windows_cleanup(tasks, 0, call, dmsg);
         return luaL_error(L, "interrupted");
       }
     }
     /* A Ctrl-C that came once every sample of the window had finished (nothing was left to
-     * notice it) stops the call after this window's bookkeeping; a per-window guard would
-     * otherwise lose it when the next window resets the flag. */
+     * notice it) stops the call after this window's bookkeeping, rather than at some later
+     * window, or never when this was the last one. */
     bool late_intr = g.ctx->interrupted && *g.ctx->interrupted;
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
-      GUARD_END();
+      lpt_sigint_guard_end(&g);
       windows_cleanup(tasks, k, call, dmsg);
       return luaL_error(L, "%s", ferr);
     }
@@ -1727,7 +1718,7 @@ static int par_windows_impl(lua_State *L) {
         snprintf(buf, sizeof buf, "par_by_sample: sample %d failed on worker %d: %s%s%s",
                  t->index, j + 1, msg ? msg : "(error)", tb && *tb ? "\n" : "", tb ? tb : "");
       }
-      GUARD_END();
+      lpt_sigint_guard_end(&g);
       windows_cleanup(tasks, k, call, dmsg);
       lua_pushstring(L, buf);
       return lua_error(L);
@@ -1767,7 +1758,7 @@ static int par_windows_impl(lua_State *L) {
         char buf[PT_ERRMSG_MAX];
         snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", tasks[j]->index,
                  lua_tostring(L, -1));
-        GUARD_END();
+        lpt_sigint_guard_end(&g);
         windows_cleanup(tasks, k, call, dmsg);
         return luaL_error(L, "%s", buf);
       }
@@ -1780,7 +1771,7 @@ static int par_windows_impl(lua_State *L) {
       tasks[j] = NULL;
     }
     if (late_intr) {
-      GUARD_END();
+      lpt_sigint_guard_end(&g);
       windows_cleanup(tasks, 0, call, dmsg);
       return luaL_error(L, "interrupted");
     }
@@ -1788,15 +1779,14 @@ static int par_windows_impl(lua_State *L) {
       lua_pushvalue(L, 6);
       lua_pushvalue(L, wl);
       if (call_interruptible(L, 1, g.ctx->interrupted) != LUA_OK) {
-        GUARD_END();
+        lpt_sigint_guard_end(&g);
         windows_cleanup(tasks, 0, call, dmsg);
         return lua_error(L);
       }
     }
     lua_settop(L, 9);
   }
-  GUARD_END();
-#undef GUARD_END
+  lpt_sigint_guard_end(&g);
   windows_cleanup(tasks, 0, call, dmsg);
   return 1;
 }
