@@ -783,6 +783,13 @@ static bool put_scalar(lpt_msg *m, lua_State *L, int vi, int t) {
   }
 }
 
+/* A tensor, sent by reference: the message holds it until released. */
+static void put_tensor(lpt_msg *m, pt_tensor *t) {
+  size_t k = add_obj(m, pt_tensor_retain(t), NULL);
+  put_byte(m, 'U');
+  put_varint(m, k);
+}
+
 static void enc_value(enc *e, int vi) {
   lua_State *L = e->L;
   lpt_msg *m = e->m;
@@ -806,10 +813,8 @@ static void enc_value(enc *e, int vi) {
     lpt_box *b = lpt_test_box(L, vi);
     if (b) {
       if (!b->t) enc_fail(e, vi, " (the tensor was closed)");
-      size_t k = add_obj(m, pt_tensor_retain(b->t), NULL);
+      put_tensor(m, b->t);
       seen_add(e, vi);
-      put_byte(m, 'U');
-      put_varint(m, k);
       e->depth--;
       return;
     }
@@ -959,9 +964,7 @@ static bool encode_plain(lua_State *L, lpt_msg *m, int first, int n, unsigned fl
   put_byte(m, (int)flags);
   for (int i = 0; i < n; i++) {
     if (boxes[i]) {
-      size_t k = add_obj(m, pt_tensor_retain(boxes[i]->t), NULL);
-      put_byte(m, 'U');
-      put_varint(m, k);
+      put_tensor(m, boxes[i]->t);
     } else {
       put_scalar(m, L, first + i, lua_type(L, first + i));
     }
