@@ -543,15 +543,12 @@ static int t_slice(lua_State *L) {
   return 1;
 }
 
-/* t[mask] = value / t[index] = value where t is part of a graph: a number (or a one-element
- * tensor that needs no gradient) is filled in with masked_fill_ / index_fill_, which record it;
- * tensor values are not differentiable here. */
-static int key_assign_graph(lua_State *L, pt_tensor *t, pt_tensor *key, pt_tensor *src, double v) {
+/* t[mask] = value / t[index] = value (a checked key) where t is part of a graph: a number (or
+ * a one-element tensor that needs no gradient) is filled in with masked_fill_ / index_fill_,
+ * which record it; tensor values are not differentiable here. */
+static int key_assign_graph(lua_State *L, pt_tensor *t, pt_tensor *key, bool is_mask, pt_tensor *src,
+                            double v) {
   pt_ctx *ctx = lpt_ctx(L);
-  bool is_mask = key->dtype == PT_BOOL || key->dtype == PT_UINT8;
-  if (!is_mask && key->dtype != PT_INT64 && key->dtype != PT_INT32)
-    return lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s",
-                      pt_dtype_name(key->dtype));
   if (src && (src->requires_grad || pt_tensor_numel(src) != 1))
     return lpt_errorf(L, "index: assigning a tensor through a %s is not differentiable; assign a "
                       "number, or build the result out of place with pt.where(mask, value, t)",
@@ -564,7 +561,6 @@ static int key_assign_graph(lua_State *L, pt_tensor *t, pt_tensor *key, pt_tenso
     if (!st) st = pt_masked_fill_(ctx, t, mask, v);
     pt_tensor_release(mask);
   } else {
-    if (t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use fill_)");
     st = pt_index_fill_(ctx, "index", t, 0, key, v);
   }
   return st ? lpt_error(L) : 0;
@@ -581,19 +577,16 @@ static int t_slice_assign(lua_State *L) {
   bool leaf = t->requires_grad && !t->grad_fn; /* refused below, as any in-place op on one */
   bool graph = !leaf && ctx->grad_enabled && (t->requires_grad || (src && src->requires_grad));
   if (!graph && pt_check_inplace(ctx, "index", t, src)) return lpt_error(L);
-  if (key && graph) return key_assign_graph(L, t, key, src, v);
   if (key) {
-    if (key->dtype == PT_BOOL || key->dtype == PT_UINT8) {
-      if (pt_masked_assign_(ctx, "index", t, key, src, v)) return lpt_error(L);
-      return 0;
-    }
-    if (key->dtype == PT_INT64 || key->dtype == PT_INT32) {
-      if (t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use fill_)");
-      if (pt_index_copy_(ctx, t, 0, key, src, v)) return lpt_error(L);
-      return 0;
-    }
-    return lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s",
-                      pt_dtype_name(key->dtype));
+    bool is_mask = key->dtype == PT_BOOL || key->dtype == PT_UINT8;
+    if (!is_mask && key->dtype != PT_INT64 && key->dtype != PT_INT32)
+      return lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s",
+                        pt_dtype_name(key->dtype));
+    if (!is_mask && t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use fill_)");
+    if (graph) return key_assign_graph(L, t, key, is_mask, src, v);
+    if (is_mask ? pt_masked_assign_(ctx, "index", t, key, src, v) : pt_index_copy_(ctx, t, 0, key, src, v))
+      return lpt_error(L);
+    return 0;
   }
   if (!lua_istable(L, 2) && lua_type(L, 2) != LUA_TNUMBER)
     return lpt_errorf(L, "index: invalid index of type %s", luaL_typename(L, 2));
