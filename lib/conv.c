@@ -1,6 +1,7 @@
 /* Convolution, pooling, batch norm, channel dropout and upsampling (see conv.h). */
 #include "conv.h"
 
+#include "conv_winograd.h"
 #include "parallel.h"
 
 #include <cblas.h>
@@ -134,6 +135,17 @@ static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt
   if (node->needs_grad[1] && (st = pt_tensor_zeros_like(ctx, w, &gw))) goto fail;
   if (node->n_inputs > 2 && node->needs_grad[2] && (st = pt_tensor_zeros_like(ctx, node->inputs[2], &gb)))
     goto fail;
+  if (pt_conv_winograd_applies(x->dtype, C, O, kh, kw, Ho, Wo, &o)) {
+    st = pt_conv_winograd_backward(ctx, pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy),
+                                   gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
+                                   gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, o.padding[0], o.padding[1], Ho, Wo);
+    if (st) goto fail;
+    pt_tensor_release(gy);
+    gin[0] = gx;
+    gin[1] = gw;
+    gin[2] = gb;
+    return PT_OK;
+  }
   int64_t K = (int64_t)(C / o.groups) * kh * kw, P = (int64_t)Ho * Wo;
   size_t es = pt_dtype_size(x->dtype);
   int nthreads = pt_parallel_threads(ctx);
@@ -217,18 +229,24 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
       (bias && (st = pt_tensor_contiguous_raw(ctx, bias, &bc))) ||
       (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
     goto done;
-  int64_t K = (int64_t)(C / g) * kh * kw, P = (int64_t)Ho * Wo;
-  int nthreads = pt_parallel_threads(ctx);
-  size_t cols_bytes = (size_t)(K * P) * pt_dtype_size(x->dtype);
-  cols = pt_alloc(ctx, cols_bytes * (size_t)nthreads);
-  if (!cols) {
-    st = PT_ENOMEM;
-    goto done;
+  if (pt_conv_winograd_applies(x->dtype, C, O, kh, kw, Ho, Wo, o)) {
+    if ((st = pt_conv_winograd_forward(ctx, pt_tensor_data(xc), pt_tensor_data(wc), bc ? pt_tensor_data(bc) : NULL,
+                                       pt_tensor_data(y), N, C, H, W, O, o->padding[0], o->padding[1], Ho, Wo)))
+      goto done;
+  } else {
+    int64_t K = (int64_t)(C / g) * kh * kw, P = (int64_t)Ho * Wo;
+    int nthreads = pt_parallel_threads(ctx);
+    size_t cols_bytes = (size_t)(K * P) * pt_dtype_size(x->dtype);
+    cols = pt_alloc(ctx, cols_bytes * (size_t)nthreads);
+    if (!cols) {
+      st = PT_ENOMEM;
+      goto done;
+    }
+    conv_job job = {.x = pt_tensor_data(xc), .w = pt_tensor_data(wc), .b = bc ? pt_tensor_data(bc) : NULL,
+                    .y = pt_tensor_data(y), .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O, .kh = kh,
+                    .kw = kw, .Ho = Ho, .Wo = Wo, .o = o, .cols = cols, .cols_bytes = cols_bytes};
+    pt_parallel_for(ctx, N, 1, conv_forward_chunk, &job);
   }
-  conv_job job = {.x = pt_tensor_data(xc), .w = pt_tensor_data(wc), .b = bc ? pt_tensor_data(bc) : NULL,
-                  .y = pt_tensor_data(y), .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O, .kh = kh,
-                  .kw = kw, .Ho = Ho, .Wo = Wo, .o = o, .cols = cols, .cols_bytes = cols_bytes};
-  pt_parallel_for(ctx, N, 1, conv_forward_chunk, &job);
   pt_tensor *inputs[3] = {x, w, bias};
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, "Conv2dBackward", conv2d_backward, bias ? 3 : 2, inputs, &node)))

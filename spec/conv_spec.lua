@@ -65,6 +65,44 @@ describe("conv2d", function()
       {skip = {true}}) -- the weight only: 8k input elements would take seconds
   end)
 
+  -- float32 5x5 layers with 8+ channels run Winograd F(2x2,5x5) (lib/conv_winograd.c): they
+  -- must agree with the float64 path (direct im2col, gradient-checked above) to float32 accuracy
+  it("float32 5x5 layers (Winograd) agree with float64 in output and every gradient", function()
+    local function rel(a, r) return (a:double() - r):abs():max():item() / r:abs():max():item() end
+    pt.manual_seed(5)
+    -- {N, C, H, W, O, padding}: odd outputs (partial tiles), no padding, channels not a
+    -- multiple of 16, more images than a block holds (split over threads)
+    for _, s in ipairs{{2, 32, 14, 14, 64, 2}, {3, 9, 7, 9, 17, 2}, {1, 16, 8, 8, 8, 0},
+                       {5, 20, 5, 6, 33, 3}, {2, 16, 15, 11, 24, 1}, {70, 8, 6, 6, 8, 2}} do
+      local N, C, H, W, O, p = table.unpack(s)
+      local x, w, b = pt.randn(N, C, H, W), pt.randn(O, C, 5, 5), pt.randn(O)
+      for _, needs in ipairs{{true, true, true}, {false, true, true}, {true, false, false}} do
+        local x32, w32, b32 = x:clone():requires_grad_(needs[1]), w:clone():requires_grad_(needs[2]),
+          b:clone():requires_grad_(needs[3])
+        local x64, w64, b64 = x:double():requires_grad_(needs[1]), w:double():requires_grad_(needs[2]),
+          b:double():requires_grad_(needs[3])
+        local y32, y64 = pt.conv2d(x32, w32, b32, {padding = p}), pt.conv2d(x64, w64, b64, {padding = p})
+        assert.are.same(y64:size(), y32:size())
+        assert.is_true(rel(y32, y64) < 1e-5, table.concat(s, ","))
+        local gy = pt.randn(y32.shape)
+        y32:backward(gy)
+        y64:backward(gy:double())
+        for k, pair in ipairs{{x32, x64}, {w32, w64}, {b32, b64}} do
+          if needs[k] then
+            assert.is_true(rel(pair[1].grad, pair[2].grad) < 1e-5, table.concat(s, ",") .. " grad " .. k)
+          else
+            assert.is_nil(pair[1].grad)
+          end
+        end
+      end
+    end
+    -- a non-contiguous input and no bias
+    local x = pt.randn(2, 12, 9, 10):transpose(3, 4)
+    local w = pt.randn(8, 12, 5, 5)
+    local ref = pt.conv2d(x:double(), w:double(), nil, {padding = 2})
+    assert.is_true(rel(pt.conv2d(x, w, nil, {padding = 2}), ref) < 1e-5)
+  end)
+
   it("rejects mismatched channels with both shapes", function()
     local ok, err = pcall(pt.conv2d, pt.randn(2, 3, 8, 8), pt.randn(4, 2, 3, 3))
     assert.is_false(ok)
