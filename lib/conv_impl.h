@@ -203,6 +203,40 @@ static void SUFFIX(conv_backward)(const real *x, const real *w, const real *gy, 
   }
 }
 
+/* 2x2/2 max pooling of one plane with W == 2*Wo, in two passes that vectorise: first the
+ * pairs of each input row (flat over the whole plane: pair k is x[2k], x[2k+1]), then the
+ * pairs of rows. The winner is the first maximum in the order (0,0) (0,1) (1,0) (1,1) and the
+ * last NaN, as in the general path: taking each row's pair first keeps that order. Selects,
+ * not branches (which of four values wins is random on real data). */
+#ifndef MAX_POOL_FLAT_MAX
+#define MAX_POOL_FLAT_MAX 4096
+#endif
+static void SUFFIX(max_pool_rows2)(const real *restrict h0, const real *restrict h1, const int32_t *restrict c0,
+                                   const int32_t *restrict c1, real *restrict yo, int64_t *restrict io, int Wo,
+                                   int64_t i0, int64_t W) {
+  for (int ox = 0; ox < Wo; ox++) {
+    bool t = (h1[ox] > h0[ox]) | (h1[ox] != h1[ox]); /* | not ||: no branch */
+    yo[ox] = t ? h1[ox] : h0[ox];
+    io[ox] = (t ? i0 + W + c1[ox] : i0 + c0[ox]) + 2 * ox;
+  }
+}
+
+static void SUFFIX(max_pool_plane2)(const real *restrict xp, real *restrict yp, int64_t *restrict ip, int H,
+                                    int Wo) {
+  real h[MAX_POOL_FLAT_MAX];
+  int32_t hc[MAX_POOL_FLAT_MAX]; /* 1: the row's second column won */
+  int n = H * Wo, W = 2 * Wo;
+  for (int k = 0; k < n; k++) {
+    real a = xp[2 * k], b = xp[2 * k + 1];
+    bool tb = (b > a) | (b != b);
+    h[k] = tb ? b : a;
+    hc[k] = tb;
+  }
+  for (int oy = 0; oy < H / 2; oy++)
+    SUFFIX(max_pool_rows2)(h + 2 * oy * Wo, h + (2 * oy + 1) * Wo, hc + 2 * oy * Wo, hc + (2 * oy + 1) * Wo,
+                           yp + oy * Wo, ip + oy * Wo, Wo, (int64_t)2 * oy * W, W);
+}
+
 /* planes: N*C images of H*W; y {planes,Ho,Wo}; idx holds the argmax position within the plane */
 static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64_t p0, int64_t planes,
                                      int H, int W, int Ho, int Wo, const pt_pool2d_opts *o) {
@@ -213,14 +247,16 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64
       const real *xp = x + pl * H * W;
       real *yp = y + pl * Ho * Wo;
       int64_t *ip = idx + pl * Ho * Wo;
+      if (W == 2 * Wo && H * Wo <= MAX_POOL_FLAT_MAX) {
+        SUFFIX(max_pool_plane2)(xp, yp, ip, 2 * Ho, Wo);
+        continue;
+      }
       for (int oy = 0; oy < Ho; oy++) {
         const real *r0 = xp + 2 * oy * W, *r1 = r0 + W;
-        /* the winner by selects rather than branches (which of four values wins is random on
-         * real data); the NaN tests still compile to some branches, and no speed-up showed */
         for (int ox = 0; ox < Wo; ox++) {
           int64_t i0 = 2 * oy * W + 2 * ox;
           real a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
-          bool tb = (b > a) | (b != b); /* | not ||: no branch */
+          bool tb = (b > a) | (b != b);
           real best = tb ? b : a;
           int64_t bi = tb ? i0 + 1 : i0;
           bool tc = (c > best) | (c != c);

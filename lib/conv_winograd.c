@@ -27,7 +27,7 @@
 
 #define WG_VL 16     /* channels per vector step */
 #define WG_P 36      /* positions in a 6x6 tile */
-#define WG_TILES 196 /* tiles per GEMM block: the block's V and M stay within L2 */
+#define WG_TILES 98 /* tiles per GEMM block: the block's V and M stay within L2 */
 
 static const double wg_G[6][5] = {
     {1.0 / 2, 0, 0, 0, 0},
@@ -88,6 +88,12 @@ static void pack_input(const wg_dims *d, const float *restrict xn, float *restri
     }
 }
 
+/* dst[k * stride + l] = r[k][l]: one vector store per row (stores through six offsets of one
+ * pointer in a single loop are not vectorised: the compiler cannot rule out overlap) */
+static inline void store_rows(float *restrict dst, int64_t stride, const float r[6][WG_VL]) {
+  for (int k = 0; k < 6; k++) memcpy(dst + k * stride, r[k], sizeof r[k]);
+}
+
 /* V[p][row0 + tile][c] = (B^T d B)[p] for every tile of one packed image */
 static void transform_input(const wg_dims *d, const float *restrict xq, float *restrict V, int64_t row0) {
   const int64_t Cp = d->Cp, rs = (int64_t)d->Wq * Cp, ps = d->Tb * Cp;
@@ -110,17 +116,18 @@ static void transform_input(const wg_dims *d, const float *restrict xq, float *r
           }
         }
         for (int i = 0; i < 6; i++) {
-          float *out = V + (int64_t)(i * 6) * ps + t * Cp + c0;
+          float r[6][WG_VL];
           for (int l = 0; l < WG_VL; l++) {
             float d0 = m[i][0][l], d1 = m[i][1][l], d2 = m[i][2][l], d3 = m[i][3][l], d4 = m[i][4][l],
                   d5 = m[i][5][l];
-            out[l] = 2 * d0 + 3 * d1 - 4 * d2 - 3 * d3 + 2 * d4;
-            out[ps + l] = 2 * d1 + 5 * d2 + d3 - 2 * d4;
-            out[2 * ps + l] = 2 * d1 + d2 - 5 * d3 + 2 * d4;
-            out[3 * ps + l] = -d1 - 2 * d2 + d3 + 2 * d4;
-            out[4 * ps + l] = -2 * d1 + d2 + 2 * d3 - d4;
-            out[5 * ps + l] = 2 * d1 + 3 * d2 - 4 * d3 - 3 * d4 + 2 * d5;
+            r[0][l] = 2 * d0 + 3 * d1 - 4 * d2 - 3 * d3 + 2 * d4;
+            r[1][l] = 2 * d1 + 5 * d2 + d3 - 2 * d4;
+            r[2][l] = 2 * d1 + d2 - 5 * d3 + 2 * d4;
+            r[3][l] = -d1 - 2 * d2 + d3 + 2 * d4;
+            r[4][l] = -2 * d1 + d2 + 2 * d3 - d4;
+            r[5][l] = 2 * d1 + 3 * d2 - 4 * d3 - 3 * d4 + 2 * d5;
           }
+          store_rows(V + (int64_t)(i * 6) * ps + t * Cp + c0, ps, r);
         }
       }
     }
@@ -202,12 +209,13 @@ static void transform_grad(const wg_dims *d, const float *restrict gq, float *re
           }
         }
         for (int i = 0; i < 6; i++) {
-          float *out = G + (int64_t)(i * 6) * ps + t * Op + o0;
+          float r[6][WG_VL];
           for (int l = 0; l < WG_VL; l++) {
             float g0 = h[i][0][l], g1 = h[i][1][l];
-            out[l] = g0, out[ps + l] = g0 + g1, out[2 * ps + l] = g0 - g1;
-            out[3 * ps + l] = g0 + 2 * g1, out[4 * ps + l] = g0 - 0.5f * g1, out[5 * ps + l] = g1;
+            r[0][l] = g0, r[1][l] = g0 + g1, r[2][l] = g0 - g1;
+            r[3][l] = g0 + 2 * g1, r[4][l] = g0 - 0.5f * g1, r[5][l] = g1;
           }
+          store_rows(G + (int64_t)(i * 6) * ps + t * Op + o0, ps, r);
         }
       }
     }
@@ -235,17 +243,20 @@ static void transform_dinput(const wg_dims *d, const float *restrict dV, int64_t
           }
         }
         for (int k = 0; k < 6; k++) {
-          float *col = dxq + (2 * ty) * rs + (int64_t)(2 * tx + k) * Cp + c0;
+          float r[6][WG_VL];
           for (int l = 0; l < WG_VL; l++) {
             float v0 = m[0][k][l], v1 = m[1][k][l], v2 = m[2][k][l], v3 = m[3][k][l], v4 = m[4][k][l],
                   v5 = m[5][k][l];
-            col[l] += 2 * v0;
-            col[rs + l] += 3 * v0 + 2 * v1 + 2 * v2 - v3 - 2 * v4 + 2 * v5;
-            col[2 * rs + l] += -4 * v0 + 5 * v1 + v2 - 2 * v3 + v4 + 3 * v5;
-            col[3 * rs + l] += -3 * v0 + v1 - 5 * v2 + v3 + 2 * v4 - 4 * v5;
-            col[4 * rs + l] += 2 * v0 - 2 * v1 + 2 * v2 + 2 * v3 - v4 - 3 * v5;
-            col[5 * rs + l] += 2 * v5;
+            r[0][l] = 2 * v0;
+            r[1][l] = 3 * v0 + 2 * v1 + 2 * v2 - v3 - 2 * v4 + 2 * v5;
+            r[2][l] = -4 * v0 + 5 * v1 + v2 - 2 * v3 + v4 + 3 * v5;
+            r[3][l] = -3 * v0 + v1 - 5 * v2 + v3 + 2 * v4 - 4 * v5;
+            r[4][l] = 2 * v0 - 2 * v1 + 2 * v2 + 2 * v3 - v4 - 3 * v5;
+            r[5][l] = 2 * v5;
           }
+          float *col = dxq + (2 * ty) * rs + (int64_t)(2 * tx + k) * Cp + c0;
+          for (int i = 0; i < 6; i++)
+            for (int l = 0; l < WG_VL; l++) col[i * rs + l] += r[i][l];
         }
       }
     }

@@ -127,6 +127,8 @@ describe("pooling", function()
     local x = pt.tensor({{{{1, 2, 5, 6}, {3, 4, 7, 8}, {9, 10, 13, 14}, {11, 12, 15, 16}}}})
     assert.are.same({{{{4, 8}, {12, 16}}}}, pt.max_pool2d(x, 2):tolist())
     gradcheck(function(x) return pt.max_pool2d(x, 2) end, {f64(2, 2, 4, 4)})
+    -- odd sizes: the 2x2 path row by row (an even width goes through the flat two-pass one)
+    gradcheck(function(x) return pt.max_pool2d(x, 2) end, {f64(1, 2, 5, 7)})
     gradcheck(function(x) return pt.max_pool2d(x, 3, {stride = 2, padding = 1}) end, {f64(1, 2, 5, 5)})
     -- as PyTorch: a tie goes to the first maximum in the window, a NaN wins (the last NaN when
     -- several), in the 2x2 fast path and in the general path (a 2x2 window at stride 1) alike
