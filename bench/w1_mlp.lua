@@ -1,6 +1,7 @@
 -- W1: one epoch of the MLP 784-256-128-10 at batch 64, SGD momentum 0.9 lr 0.05, on 60000
 -- synthetic float32 inputs with random labels (independent of the data loader). Times the
--- training loop only, 3 repetitions; prints METRIC w1_epoch_s <median> s.
+-- training loop only, 3 repetitions; prints METRIC w1_epoch_s <median> s and, when built, the
+-- same epoch's matrix products alone (bench/w1_gemm_floor.c) as METRIC w1_gemm_floor_s.
 local pt = require "partrain"
 local nn, optim = pt.nn, pt.optim
 
@@ -38,3 +39,7 @@ for r = 1, reps do
 end
 table.sort(times)
 print(string.format("METRIC w1_epoch_s %.4f s", times[(#times + 1) // 2]))
+-- what W1's GEMMs alone take here, through the same pt_gemm split: the floor W1 cannot go under
+local helper = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "c_helper.lua")
+local floor = helper.metric("w1_gemm_floor", "w1_gemm_floor_s", reps)
+if floor then print(string.format("METRIC w1_gemm_floor_s %.4f s", floor)) end

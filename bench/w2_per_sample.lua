@@ -81,15 +81,7 @@ if rate[1] and rate[2] then
   -- the machine's own ceiling for W8: the same two passes over the first layer's weights in
   -- plain C, 2 independent threads against 1 (bench/two_thread_ceiling.c, built beside this
   -- partrain as bench_two_thread_ceiling)
-  local dir = arg and arg[-1] and arg[-1]:match("^(.*)/[^/]*$")
-  local exe = dir and dir .. "/bench_two_thread_ceiling"
-  local f = exe and io.open(exe, "r")
-  if f then
-    f:close()
-    local p = io.popen(string.format("%q 5", exe))
-    local out = p:read("a")
-    p:close()
-    local c = out:match("METRIC w8_ceiling (%S+)")
-    if c then print(string.format("METRIC w8_ceiling %s x", c)) end
-  end
+  local helper = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "c_helper.lua")
+  local c = helper.metric("two_thread_ceiling", "w8_ceiling", 5)
+  if c then print(string.format("METRIC w8_ceiling %s x", c)) end
 end

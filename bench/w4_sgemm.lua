@@ -44,22 +44,11 @@ local function api_round()
 end
 
 -- the direct OpenBLAS reference, built as bench_sgemm_direct beside this partrain
-local direct
-local exe = arg and arg[-1]
-local dir = exe and exe:match("^(.*)/[^/]*$")
-if dir then
-  local f = io.open(dir .. "/bench_sgemm_direct", "r")
-  if f then
-    f:close()
-    direct = dir .. "/bench_sgemm_direct"
-  end
-end
+local helper = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "c_helper.lua")
+local direct = helper.path("sgemm_direct")
 
 local function direct_round()
-  local p = io.popen(string.format("%q %d %d", direct, n, reps))
-  local out = p:read("*a")
-  p:close()
-  return tonumber(out:match("METRIC w4_openblas_direct_gflops (%S+)"))
+  return helper.metric("sgemm_direct", "w4_openblas_direct_gflops", n, reps)
 end
 
 -- alternate rounds so both sides see the same machine load; report medians over rounds
