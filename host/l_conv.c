@@ -75,9 +75,10 @@ static void pool_opts(lua_State *L, const char *fname, pt_pool2d_opts *o) {
   opt_pair(L, opts, "padding", zero, o->padding, fname);
   o->ceil_mode = lpt_opt_bool(L, opts, "ceil_mode", false);
   o->count_include_pad = lpt_opt_bool(L, opts, "count_include_pad", true);
+  o->relu = lpt_opt_bool(L, opts, "relu", false);
 }
 
-/* pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false}]) */
+/* pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, relu=false}]) */
 static int l_max_pool2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   pt_pool2d_opts o;
@@ -153,7 +154,8 @@ static const luaL_Reg functions[] = {
 
 static const char *const docs[] = {
     "conv2d", "pt.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) -> Tensor\n  x {N,C,H,W} or {C,H,W}; weight {out, C/groups, kh, kw}; options take n or {h, w}.",
-    "max_pool2d", "pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false}]) -> Tensor",
+    "max_pool2d", "pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, relu=false}]) -> Tensor\n"
+    "  relu=true: max_pool2d(relu(x)) in one pass (what Sequential runs for a ReLU followed by a MaxPool2d).",
     "avg_pool2d", "pt.avg_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, count_include_pad=true}]) -> Tensor",
     "adaptive_avg_pool2d", "pt.adaptive_avg_pool2d(x, size) -> Tensor with spatial size size (n or {h, w}).",
     "batch_norm", "pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=true, momentum=0.1, eps=1e-5}])\n  Per-channel normalisation of {N,C,...}; training updates the running statistics in place.",

@@ -322,6 +322,7 @@ static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes,
   const int64_t *iv = node->ints;
   o->kernel[0] = (int)iv[0], o->kernel[1] = (int)iv[1], o->stride[0] = (int)iv[2], o->stride[1] = (int)iv[3];
   o->padding[0] = (int)iv[4], o->padding[1] = (int)iv[5], o->ceil_mode = iv[6], o->count_include_pad = iv[7];
+  o->relu = false; /* the backward needs no flag: the forward left index -1 where it rectified */
   *planes = iv[8], *H = (int)iv[9], *W = (int)iv[10], *Ho = (int)(iv[11] / 65536), *Wo = (int)(iv[11] % 65536);
 }
 
@@ -381,10 +382,14 @@ typedef struct pool_job {
 
 static void max_pool_chunk(void *arg, int64_t b, int64_t e, int tid) {
   pool_job *j = arg;
-  if (j->dtype == PT_FLOAT32)
+  int64_t P = (int64_t)j->Ho * j->Wo;
+  if (j->dtype == PT_FLOAT32) {
     max_pool_forward_f32(j->x, j->y, j->idx, b, e, j->H, j->W, j->Ho, j->Wo, j->o);
-  else
+    if (j->o->relu) max_pool_relu_f32(j->y, j->idx, b * P, e * P);
+  } else {
     max_pool_forward_f64(j->x, j->y, j->idx, b, e, j->H, j->W, j->Ho, j->Wo, j->o);
+    if (j->o->relu) max_pool_relu_f64(j->y, j->idx, b * P, e * P);
+  }
 }
 
 static void avg_pool_chunk(void *arg, int64_t b, int64_t e, int tid) {
@@ -411,7 +416,7 @@ static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, 
   pool_job job = {pt_tensor_data(xc), pt_tensor_data(y), idx ? pt_tensor_data(idx) : NULL, x->dtype, H, W, Ho, Wo, o};
   pt_parallel_for(ctx, planes, 16, is_max ? max_pool_chunk : avg_pool_chunk, &job);
   pt_node *node;
-  if ((st = pt_autograd_record(ctx, y, is_max ? "MaxPool2dBackward" : "AvgPool2dBackward",
+  if ((st = pt_autograd_record(ctx, y, is_max ? (o->relu ? "ReluMaxPool2dBackward" : "MaxPool2dBackward") : "AvgPool2dBackward",
                                is_max ? max_pool_backward : avg_pool_backward, 1, &x, &node)))
     goto done;
   if (node) {

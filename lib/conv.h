@@ -18,6 +18,9 @@ typedef struct pt_pool2d_opts {
   int kernel[2], stride[2], padding[2];
   bool ceil_mode;
   bool count_include_pad; /* avg pool only */
+  bool relu;              /* max pool only: max(pool, 0), i.e. a ReLU before the pooling fused in
+                           * (ReLU is monotonic: pooling then rectifying gives the same values, and
+                           * the gradient reaches the window's first maximum only where it is > 0) */
 } pt_pool2d_opts;
 
 pt_status pt_max_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out);

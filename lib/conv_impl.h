@@ -297,6 +297,16 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64
   }
 }
 
+/* the fused ReLU of max pooling, outputs [b, e): a maximum <= 0 becomes 0 and takes no gradient
+ * (index -1); NaN stays NaN without a gradient, as a ReLU's backward gives it none */
+static void SUFFIX(max_pool_relu)(real *restrict y, int64_t *restrict idx, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; i++) {
+    bool dead = !(y[i] > 0);
+    idx[i] = dead ? -1 : idx[i];
+    y[i] = dead && y[i] == y[i] ? 0 : y[i];
+  }
+}
+
 static void SUFFIX(avg_pool_forward)(const real *x, real *y, int64_t p0, int64_t planes, int H, int W, int Ho,
                                      int Wo, const pt_pool2d_opts *o) {
   for (int64_t pl = p0; pl < planes; pl++) {

@@ -168,6 +168,47 @@ describe("pooling", function()
     gradcheck(function(x) return pt.adaptive_avg_pool2d(x, {2, 3}) end, {f64(1, 2, 5, 7)})
   end)
 
+  it("relu=true is max_pool2d(relu(x)): values, gradients, and Sequential's fused ReLU, MaxPool2d", function()
+    require "partrain.nn_conv"
+    local nn = pt.nn
+    gradcheck(function(x) return pt.max_pool2d(x, 2, {relu = true}) end, {f64(2, 3, 4, 6)})
+    gradcheck(function(x) return pt.max_pool2d(x, 3, {stride = 2, padding = 1, relu = true}) end, {f64(1, 2, 5, 5)})
+    -- windows all <= 0 (the rectified maximum is 0 and takes no gradient), ties, NaN, odd sizes
+    local nan = 0 / 0
+    local rows = {{-1, -2, 3, 3, 0, -1}, {-3, -4, 1, 3, 0, 0}, {2, nan, -1, -5, 7, 7},
+                  {-2, 2, -1, -6, 7, 1}, {5, 4, 3, 2, 1, 0}}
+    for _, shape in ipairs{{5, 6}, {4, 6}, {5, 5}} do
+      local t = pt.tensor({{rows}}):narrow(3, 1, shape[1]):narrow(4, 1, shape[2]):contiguous()
+      local a, b = t:clone():requires_grad_(), t:clone():requires_grad_()
+      local fused, plain = pt.max_pool2d(a, 2, {relu = true}), pt.max_pool2d(pt.relu(b), 2)
+      local fv, pv = fused:tolist()[1][1], plain:tolist()[1][1]
+      for i = 1, #pv do
+        for j = 1, #pv[i] do
+          if pv[i][j] ~= pv[i][j] then assert.is_true(fv[i][j] ~= fv[i][j]) else assert.are.equal(pv[i][j], fv[i][j]) end
+        end
+      end
+      fused:sum():backward()
+      plain:sum():backward()
+      assert.are.same(b.grad:tolist(), a.grad:tolist())
+    end
+    -- Sequential fuses a plain ReLU followed by a plain MaxPool2d; the result and the gradients
+    -- are those of the modules applied one by one
+    pt.manual_seed(4)
+    local seq = nn.Sequential(nn.Conv2d(2, 3, 3, {padding = 1}), nn.ReLU(), nn.MaxPool2d(2))
+    local x = pt.randn(2, 2, 6, 6)
+    local y1 = seq(x)
+    assert.are.equal("ReluMaxPool2dBackward", y1.grad_fn)
+    local y2 = x
+    for i = 1, #seq do y2 = seq[i](y2) end
+    assert.are.equal("MaxPool2dBackward", y2.grad_fn)
+    assert.are.same(y2:tolist(), y1:tolist())
+    y1:sum():backward()
+    local g1 = seq[1].weight.grad:clone()
+    seq:zero_grad()
+    y2:sum():backward()
+    assert.are.same(seq[1].weight.grad:tolist(), g1:tolist())
+  end)
+
   it("names bad kernels", function()
     local ok, err = pcall(pt.max_pool2d, pt.randn(1, 1, 2, 2), 3)
     assert.is_false(ok)

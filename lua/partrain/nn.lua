@@ -914,15 +914,21 @@ function Sequential:add(m)
 end
 Sequential.append = Sequential.add
 
--- The forward plan fuses Linear followed by ReLU into one C call (one node, no extra tensor).
+-- The forward plan fuses pairs into one C call (one node, no extra tensor): Linear followed by
+-- ReLU, and ReLU followed by MaxPool2d (pooling then rectifying gives the same values: ReLU is
+-- monotonic). Only modules of exactly those classes, without a forward of their own, fuse.
+local function plain(m, class) return m ~= nil and getmetatable(m) == class and rawget(m, "forward") == nil end
+
 local function build_plan(self)
   local plan, mods, names = {}, self._modules, self._module_names
   local i = 1
   while i <= #names do
     local m, nxt = mods[names[i]], mods[names[i + 1]]
-    if getmetatable(m) == Linear and rawget(m, "forward") == nil and nxt
-      and getmetatable(nxt) == ReLU and rawget(nxt, "forward") == nil then
-      plan[#plan + 1] = {m, true}
+    if plain(m, Linear) and plain(nxt, ReLU) then
+      plan[#plan + 1] = {m, "linear_relu"}
+      i = i + 2
+    elseif nn.MaxPool2d and plain(m, ReLU) and plain(nxt, nn.MaxPool2d) then
+      plan[#plan + 1] = {nxt, "relu_max_pool"}
       i = i + 2
     else
       plan[#plan + 1] = {m, false}
@@ -937,10 +943,13 @@ function Sequential:forward(x)
   local plan = rawget(self, "_plan") or build_plan(self)
   for i = 1, #plan do
     local step = plan[i]
-    local m = step[1]
-    if step[2] then
+    local m, fused = step[1], step[2]
+    if fused == "linear_relu" then
       local p = m._parameters
       x = C._nn_linear(x, p.weight, p.bias, "Linear:forward", "relu")
+    elseif fused == "relu_max_pool" then
+      x = pt.max_pool2d(x, m.kernel_size, {stride = m.stride, padding = m.padding, ceil_mode = m.ceil_mode,
+        relu = true})
     else
       x = m(x)
     end
@@ -949,7 +958,8 @@ function Sequential:forward(x)
 end
 doc(Sequential, [[nn.Sequential(m1, m2, ...) or nn.Sequential({m1, m2, ...}): applies modules in order.
   seq[i] is the i-th module, #seq their count, seq:add(m) appends. Children are named "1", "2", ...
-  A Linear directly followed by a ReLU runs as one fused kernel.]])
+  A Linear directly followed by a ReLU runs as one fused kernel, and so does a ReLU directly
+  followed by a MaxPool2d.]])
 
 local ModuleList = Module:extend("ModuleList")
 nn.ModuleList = ModuleList
