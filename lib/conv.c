@@ -2,10 +2,12 @@
 #include "conv.h"
 
 #include "conv_winograd.h"
+#include "dispatch.h"
 #include "parallel.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,29 +328,48 @@ static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes,
   *planes = iv[8], *H = (int)iv[9], *W = (int)iv[10], *Ho = (int)(iv[11] / 65536), *Wo = (int)(iv[11] % 65536);
 }
 
+/* Max pooling's backward, split over planes: each plane of the input gradient is zeroed and
+ * receives its window maxima's gradients while it is in cache (a memset of the whole gradient
+ * first, then the scatter, went over it twice; a batch-256 CNN's first pool has 26 MB of it). */
+typedef struct max_pool_grad_job {
+  const void *gy;
+  void *gx;
+  const int32_t *idx;
+  pt_dtype dtype;
+  int64_t P, HW;
+} max_pool_grad_job;
+
+static void max_pool_grad_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  const max_pool_grad_job *j = arg;
+  const int32_t *idx = j->idx;
+  for (int64_t pl = b; pl < e; pl++) {
+    PT_DISPATCH_FLOAT(j->dtype, {
+      const T *g = (const T *)j->gy + pl * j->P;
+      T *d = (T *)j->gx + pl * j->HW;
+      const int32_t *ix = idx + pl * j->P;
+      memset(d, 0, (size_t)j->HW * sizeof(T));
+      for (int64_t i = 0; i < j->P; i++)
+        if (ix[i] >= 0) d[ix[i]] += g[i];
+    });
+  }
+}
+
 static pt_status max_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   pt_pool2d_opts o;
   int64_t planes;
   int H, W, Ho, Wo;
   pool_unints(node, &o, &planes, &H, &W, &Ho, &Wo);
-  pt_tensor *gy, *gx;
-  pt_status st = scatter_buffers(ctx, node, gout, &gy, &gx);
+  pt_tensor *gy = NULL, *gx = NULL;
+  pt_tensor *xin = node->inputs[0];
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
   if (st) return st;
-  const int64_t *idx = pt_tensor_data(node->saved[0]);
-  int64_t P = (int64_t)Ho * Wo, HW = (int64_t)H * W;
-  if (gx->dtype == PT_FLOAT32) {
-    const float *g = pt_tensor_data(gy);
-    float *d = pt_tensor_data(gx);
-    for (int64_t pl = 0; pl < planes; pl++)
-      for (int64_t i = pl * P; i < (pl + 1) * P; i++)
-        if (idx[i] >= 0) d[pl * HW + idx[i]] += g[i];
-  } else {
-    const double *g = pt_tensor_data(gy);
-    double *d = pt_tensor_data(gx);
-    for (int64_t pl = 0; pl < planes; pl++)
-      for (int64_t i = pl * P; i < (pl + 1) * P; i++)
-        if (idx[i] >= 0) d[pl * HW + idx[i]] += g[i];
+  if ((st = pt_tensor_empty(ctx, xin->dtype, xin->ndim, xin->shape, &gx))) {
+    pt_tensor_release(gy);
+    return st;
   }
+  max_pool_grad_job job = {pt_tensor_data(gy), pt_tensor_data(gx), pt_tensor_data(node->saved[0]), gx->dtype,
+                           (int64_t)Ho * Wo, (int64_t)H * W};
+  pt_parallel_for(ctx, planes, 16, max_pool_grad_chunk, &job);
   pt_tensor_release(gy);
   gin[0] = gx;
   return PT_OK;
@@ -374,7 +395,7 @@ static pt_status avg_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
 typedef struct pool_job {
   const void *x;
   void *y;
-  int64_t *idx;
+  int32_t *idx;
   pt_dtype dtype;
   int H, W, Ho, Wo;
   const pt_pool2d_opts *o;
@@ -412,7 +433,11 @@ static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, 
   pt_tensor *xc = NULL, *y = NULL, *idx = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
     goto done;
-  if (is_max && (st = pt_tensor_empty(ctx, PT_INT64, yn, ys, &idx))) goto done;
+  if (is_max && (int64_t)H * W > INT32_MAX) {
+    st = pt_fail(ctx, PT_ESHAPE, "%s: a plane of %dx%d elements is too large (at most 2^31 - 1)", fn, H, W);
+    goto done;
+  }
+  if (is_max && (st = pt_tensor_empty(ctx, PT_INT32, yn, ys, &idx))) goto done;
   pool_job job = {pt_tensor_data(xc), pt_tensor_data(y), idx ? pt_tensor_data(idx) : NULL, x->dtype, H, W, Ho, Wo, o};
   pt_parallel_for(ctx, planes, 16, is_max ? max_pool_chunk : avg_pool_chunk, &job);
   pt_node *node;

@@ -212,8 +212,8 @@ static void SUFFIX(conv_backward)(const real *x, const real *w, const real *gy, 
 #define MAX_POOL_FLAT_MAX 4096
 #endif
 static void SUFFIX(max_pool_rows2)(const real *restrict h0, const real *restrict h1, const int32_t *restrict c0,
-                                   const int32_t *restrict c1, real *restrict yo, int64_t *restrict io, int Wo,
-                                   int64_t i0, int64_t W) {
+                                   const int32_t *restrict c1, real *restrict yo, int32_t *restrict io, int Wo,
+                                   int32_t i0, int32_t W) {
   for (int ox = 0; ox < Wo; ox++) {
     bool t = (h1[ox] > h0[ox]) | (h1[ox] != h1[ox]); /* | not ||: no branch */
     yo[ox] = t ? h1[ox] : h0[ox];
@@ -221,7 +221,7 @@ static void SUFFIX(max_pool_rows2)(const real *restrict h0, const real *restrict
   }
 }
 
-static void SUFFIX(max_pool_plane2)(const real *restrict xp, real *restrict yp, int64_t *restrict ip, int H,
+static void SUFFIX(max_pool_plane2)(const real *restrict xp, real *restrict yp, int32_t *restrict ip, int H,
                                     int Wo) {
   real h[MAX_POOL_FLAT_MAX];
   int32_t hc[MAX_POOL_FLAT_MAX]; /* 1: the row's second column won */
@@ -234,11 +234,12 @@ static void SUFFIX(max_pool_plane2)(const real *restrict xp, real *restrict yp, 
   }
   for (int oy = 0; oy < H / 2; oy++)
     SUFFIX(max_pool_rows2)(h + 2 * oy * Wo, h + (2 * oy + 1) * Wo, hc + 2 * oy * Wo, hc + (2 * oy + 1) * Wo,
-                           yp + oy * Wo, ip + oy * Wo, Wo, (int64_t)2 * oy * W, W);
+                           yp + oy * Wo, ip + oy * Wo, Wo, 2 * oy * W, W);
 }
 
-/* planes: N*C images of H*W; y {planes,Ho,Wo}; idx holds the argmax position within the plane */
-static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64_t p0, int64_t planes,
+/* planes: N*C images of H*W; y {planes,Ho,Wo}; idx holds the argmax position within the plane
+ * (int32: half the memory traffic of int64; pool2d refuses planes of 2^31 elements or more) */
+static void SUFFIX(max_pool_forward)(const real *x, real *y, int32_t *idx, int64_t p0, int64_t planes,
                                      int H, int W, int Ho, int Wo, const pt_pool2d_opts *o) {
   if (o->kernel[0] == 2 && o->kernel[1] == 2 && o->stride[0] == 2 && o->stride[1] == 2 &&
       o->padding[0] == 0 && o->padding[1] == 0 && 2 * Ho <= H && 2 * Wo <= W) {
@@ -246,7 +247,7 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64
     for (int64_t pl = p0; pl < planes; pl++) {
       const real *xp = x + pl * H * W;
       real *yp = y + pl * Ho * Wo;
-      int64_t *ip = idx + pl * Ho * Wo;
+      int32_t *ip = idx + pl * Ho * Wo;
       if (W == 2 * Wo && H * Wo <= MAX_POOL_FLAT_MAX) {
         SUFFIX(max_pool_plane2)(xp, yp, ip, 2 * Ho, Wo);
         continue;
@@ -254,11 +255,11 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64
       for (int oy = 0; oy < Ho; oy++) {
         const real *r0 = xp + 2 * oy * W, *r1 = r0 + W;
         for (int ox = 0; ox < Wo; ox++) {
-          int64_t i0 = 2 * oy * W + 2 * ox;
+          int32_t i0 = 2 * oy * W + 2 * ox;
           real a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
           bool tb = (b > a) | (b != b);
           real best = tb ? b : a;
-          int64_t bi = tb ? i0 + 1 : i0;
+          int32_t bi = tb ? i0 + 1 : i0;
           bool tc = (c > best) | (c != c);
           best = tc ? c : best;
           bi = tc ? i0 + W : bi;
@@ -276,7 +277,7 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64
       for (int ox = 0; ox < Wo; ox++) {
         int y0 = oy * o->stride[0] - o->padding[0], x0 = ox * o->stride[1] - o->padding[1];
         real best = 0;
-        int64_t bi = -1;
+        int32_t bi = -1;
         for (int ki = 0; ki < o->kernel[0]; ki++) {
           int iy = y0 + ki;
           if (iy < 0 || iy >= H) continue;
@@ -299,7 +300,7 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int64_t *idx, int64
 
 /* the fused ReLU of max pooling, outputs [b, e): a maximum <= 0 becomes 0 and takes no gradient
  * (index -1); NaN stays NaN without a gradient, as a ReLU's backward gives it none */
-static void SUFFIX(max_pool_relu)(real *restrict y, int64_t *restrict idx, int64_t b, int64_t e) {
+static void SUFFIX(max_pool_relu)(real *restrict y, int32_t *restrict idx, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; i++) {
     bool dead = !(y[i] > 0);
     idx[i] = dead ? -1 : idx[i];
