@@ -1,5 +1,5 @@
 /* Typed kernels for conv.c, included once per element type (Torch7's "generic" pattern).
- * Before including: real, SUFFIX(name), GEMM (cblas_sgemm/cblas_dgemm). All tensors here are
+ * Before including: real, REAL_IS_F32 (1 or 0), SUFFIX(name), GEMM (cblas_sgemm/cblas_dgemm). All tensors here are
  * contiguous NCHW buffers. */
 
 /* Stride 1, no dilation, and a padded channel that fits CONV_PAD_MAX elements: im2col and
@@ -211,6 +211,7 @@ static void SUFFIX(conv_backward)(const real *x, const real *w, const real *gy, 
 #ifndef MAX_POOL_FLAT_MAX
 #define MAX_POOL_FLAT_MAX 4096
 #endif
+#if !(REAL_IS_F32 && defined(MAX_POOL_ROWS2_F32_AVX512)) /* else conv.c has an AVX-512 one */
 static void SUFFIX(max_pool_rows2)(const real *restrict h0, const real *restrict h1, const int32_t *restrict c0,
                                    const int32_t *restrict c1, real *restrict yo, int32_t *restrict io, int Wo,
                                    int32_t i0, int32_t W) {
@@ -220,6 +221,7 @@ static void SUFFIX(max_pool_rows2)(const real *restrict h0, const real *restrict
     io[ox] = (t ? i0 + W + c1[ox] : i0 + c0[ox]) + 2 * ox;
   }
 }
+#endif
 
 static void SUFFIX(max_pool_plane2)(const real *restrict xp, real *restrict yp, int32_t *restrict ip, int H,
                                     int Wo) {

@@ -129,6 +129,22 @@ describe("pooling", function()
     gradcheck(function(x) return pt.max_pool2d(x, 2) end, {f64(2, 2, 4, 4)})
     -- odd sizes: the 2x2 path row by row (an even width goes through the flat two-pass one)
     gradcheck(function(x) return pt.max_pool2d(x, 2) end, {f64(1, 2, 5, 7)})
+    -- rows longer than a vector (40 -> 20 outputs) and shorter (14 -> 7), float32, with ties
+    -- from rounding to a few values: against a direct loop, values and argmax positions
+    for _, w in ipairs{40, 14} do
+      local x = (pt.rand(2, 3, 6, w) * 4):floor():requires_grad_()
+      local y = pt.max_pool2d(x, 2)
+      y:sum():backward()
+      local xs, ys, gs = x:detach():tolist(), y:tolist(), x.grad:tolist()
+      for n = 1, 2 do for c = 1, 3 do for oy = 1, 3 do for ox = 1, w // 2 do
+        local best, bi, bj
+        for i = 2 * oy - 1, 2 * oy do for j = 2 * ox - 1, 2 * ox do
+          if not best or xs[n][c][i][j] > best then best, bi, bj = xs[n][c][i][j], i, j end
+        end end
+        assert.are.equal(best, ys[n][c][oy][ox])
+        assert.are.equal(1, gs[n][c][bi][bj])
+      end end end end
+    end
     gradcheck(function(x) return pt.max_pool2d(x, 3, {stride = 2, padding = 1}) end, {f64(1, 2, 5, 5)})
     -- as PyTorch: a tie goes to the first maximum in the window, a NaN wins (the last NaN when
     -- several), in the 2x2 fast path and in the general path (a 2x2 window at stride 1) alike
