@@ -525,20 +525,30 @@ typedef struct add_job {
   int n;
 } add_job;
 
+/* d += s_0, then += s_1, ... element by element; block by block so that each block of d is
+ * read and written once for all sources (one pass over d per source cost ~1 ms of a 100 ms
+ * batch-256 CNN step at fc1's 13 MB), with the same additions in the same order. */
+#define ADD_BLOCK 2048
 static void add_range(void *arg, int64_t lo, int64_t hi, int tid) {
   (void)tid;
   add_job *J = arg;
   if (J->dst->dtype == PT_FLOAT32) {
     float *d = pt_tensor_data(J->dst);
-    for (int j = 0; j < J->n; j++) {
-      const float *s = pt_tensor_data(J->srcs[j]);
-      for (int64_t i = lo; i < hi; i++) d[i] += s[i];
+    for (int64_t b = lo; b < hi; b += ADD_BLOCK) {
+      int64_t e = hi - b < ADD_BLOCK ? hi : b + ADD_BLOCK;
+      for (int j = 0; j < J->n; j++) {
+        const float *s = pt_tensor_data(J->srcs[j]);
+        for (int64_t i = b; i < e; i++) d[i] += s[i];
+      }
     }
   } else if (J->dst->dtype == PT_FLOAT64) {
     double *d = pt_tensor_data(J->dst);
-    for (int j = 0; j < J->n; j++) {
-      const double *s = pt_tensor_data(J->srcs[j]);
-      for (int64_t i = lo; i < hi; i++) d[i] += s[i];
+    for (int64_t b = lo; b < hi; b += ADD_BLOCK) {
+      int64_t e = hi - b < ADD_BLOCK ? hi : b + ADD_BLOCK;
+      for (int j = 0; j < J->n; j++) {
+        const double *s = pt_tensor_data(J->srcs[j]);
+        for (int64_t i = b; i < e; i++) d[i] += s[i];
+      }
     }
   } else {
     for (int j = 0; j < J->n; j++)
