@@ -406,6 +406,7 @@ static void backward_chunk(void *arg, int64_t b, int64_t e, int tid) {
 
 pt_status pt_conv_winograd_forward(pt_ctx *ctx, const float *x, const float *w, const float *b, float *y,
                                    int N, int C, int H, int W, int O, int ph, int pw, int Ho, int Wo) {
+  if (N <= 0) return PT_OK; /* an empty batch: no output to write */
   wg_job j = {.x = x, .w = w, .b = b, .y = y};
   dims_init(&j.d, N, C, H, W, O, ph, pw, Ho, Wo);
   int nthreads = pt_parallel_threads(ctx);
@@ -428,6 +429,7 @@ pt_status pt_conv_winograd_forward(pt_ctx *ctx, const float *x, const float *w, 
 pt_status pt_conv_winograd_backward(pt_ctx *ctx, const float *x, const float *w, const float *gy, float *dx,
                                     float *dw, float *db, int N, int C, int H, int W, int O, int ph, int pw,
                                     int Ho, int Wo) {
+  if (N <= 0) return PT_OK; /* an empty batch adds nothing (no chunk would zero the partials) */
   wg_job j = {.x = x, .w = w, .gy = gy, .dx = dx, .dw = dw, .db = db};
   dims_init(&j.d, N, C, H, W, O, ph, pw, Ho, Wo);
   const wg_dims *d = &j.d;

@@ -96,6 +96,14 @@ describe("conv2d", function()
         end
       end
     end
+    -- an empty batch: an empty output and zero gradients
+    local e, ew, eb = pt.randn(0, 8, 6, 6):requires_grad_(), pt.randn(8, 8, 5, 5):requires_grad_(),
+      pt.randn(8):requires_grad_()
+    local ey = pt.conv2d(e, ew, eb, {padding = 2})
+    assert.are.same({0, 8, 6, 6}, ey:size())
+    ey:sum():backward()
+    assert.are.equal(0, ew.grad:abs():max():item())
+    assert.are.equal(0, eb.grad:abs():max():item())
     -- a non-contiguous input and no bias
     local x = pt.randn(2, 12, 9, 10):transpose(3, 4)
     local w = pt.randn(8, 12, 5, 5)
