@@ -3,6 +3,8 @@
 #include "../lib/conv.h"
 #include "lpt.h"
 
+#include <string.h>
+
 /* opts[key] as an int pair: a number n means {n, n}; missing means def */
 static void opt_pair(lua_State *L, int opts, const char *key, const int *def, int *out, const char *fname) {
   out[0] = def[0];
@@ -76,6 +78,8 @@ static void pool_opts(lua_State *L, const char *fname, pt_pool2d_opts *o) {
   o->ceil_mode = lpt_opt_bool(L, opts, "ceil_mode", false);
   o->count_include_pad = lpt_opt_bool(L, opts, "count_include_pad", true);
   o->relu = lpt_opt_bool(L, opts, "relu", false);
+  if (o->relu && strcmp(fname, "max_pool2d") != 0)
+    luaL_error(L, "%s: relu=true is an option of max_pool2d only", fname);
 }
 
 /* pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, relu=false}]) */

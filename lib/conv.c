@@ -168,7 +168,7 @@ static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt
   if (node->needs_grad[1] && (st = pt_tensor_zeros_like(ctx, w, &gw))) goto fail;
   if (node->n_inputs > 2 && node->needs_grad[2] && (st = pt_tensor_zeros_like(ctx, node->inputs[2], &gb)))
     goto fail;
-  if (pt_conv_winograd_applies(x->dtype, C, O, kh, kw, Ho, Wo, &o)) {
+  if (pt_conv_winograd_applies(x->dtype, N, C, O, kh, kw, Ho, Wo, &o)) {
     st = pt_conv_winograd_backward(ctx, pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy),
                                    gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
                                    gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, o.padding[0], o.padding[1], Ho, Wo);
@@ -262,7 +262,7 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
       (bias && (st = pt_tensor_contiguous_raw(ctx, bias, &bc))) ||
       (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
     goto done;
-  if (pt_conv_winograd_applies(x->dtype, C, O, kh, kw, Ho, Wo, o)) {
+  if (pt_conv_winograd_applies(x->dtype, N, C, O, kh, kw, Ho, Wo, o)) {
     if ((st = pt_conv_winograd_forward(ctx, pt_tensor_data(xc), pt_tensor_data(wc), bc ? pt_tensor_data(bc) : NULL,
                                        pt_tensor_data(y), N, C, H, W, O, o->padding[0], o->padding[1], Ho, Wo)))
       goto done;
@@ -344,10 +344,10 @@ static pt_status pool_out_size(pt_ctx *ctx, const char *fn, const pt_pool2d_opts
 }
 
 static void pool_ints(pt_node *node, const pt_pool2d_opts *o, int64_t planes, int H, int W, int Ho, int Wo) {
-  int64_t ints[12] = {o->kernel[0], o->kernel[1], o->stride[0], o->stride[1], o->padding[0],
-                      o->padding[1], o->ceil_mode, o->count_include_pad, planes, H, W, Ho * 65536LL + Wo};
+  int64_t ints[13] = {o->kernel[0], o->kernel[1], o->stride[0], o->stride[1], o->padding[0],
+                      o->padding[1], o->ceil_mode, o->count_include_pad, planes, H, W, Ho, Wo};
   memcpy(node->ints, ints, sizeof ints);
-  node->n_ints = 12;
+  node->n_ints = 13;
 }
 
 static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes, int *H, int *W, int *Ho,
@@ -356,7 +356,7 @@ static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes,
   o->kernel[0] = (int)iv[0], o->kernel[1] = (int)iv[1], o->stride[0] = (int)iv[2], o->stride[1] = (int)iv[3];
   o->padding[0] = (int)iv[4], o->padding[1] = (int)iv[5], o->ceil_mode = iv[6], o->count_include_pad = iv[7];
   o->relu = false; /* the backward needs no flag: the forward left index -1 where it rectified */
-  *planes = iv[8], *H = (int)iv[9], *W = (int)iv[10], *Ho = (int)(iv[11] / 65536), *Wo = (int)(iv[11] % 65536);
+  *planes = iv[8], *H = (int)iv[9], *W = (int)iv[10], *Ho = (int)iv[11], *Wo = (int)iv[12];
 }
 
 /* Max pooling's backward, split over planes: each plane of the input gradient is zeroed and

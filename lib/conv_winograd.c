@@ -63,15 +63,20 @@ static void dims_init(wg_dims *d, int N, int C, int H, int W, int O, int ph, int
   d->Tb = (int64_t)d->nb * d->tpi;
 }
 
-bool pt_conv_winograd_applies(pt_dtype dt, int C, int O, int kh, int kw, int Ho, int Wo,
+bool pt_conv_winograd_applies(pt_dtype dt, int N, int C, int O, int kh, int kw, int Ho, int Wo,
                               const pt_conv2d_opts *o) {
   if (dt != PT_FLOAT32 || kh != 5 || kw != 5 || o->groups != 1 || o->stride[0] != 1 || o->stride[1] != 1 ||
       o->dilation[0] != 1 || o->dilation[1] != 1)
     return false;
-  /* few channels: the transforms cost more than the GEMMs save (and rounding up to 16 wastes) */
-  if (C < 8 || O < 8 || C > 4096 || O > 4096) return false;
-  /* one image's transformed input and output must fit a modest buffer */
+  /* few channels: the transforms cost more than the GEMMs save (and rounding up to 16 wastes);
+   * many: the transformed filters (36 per filter, twice in the backward, and a weight gradient
+   * partial per thread) outgrow im2col's buffers */
+  if (C < 8 || O < 8 || C > 1024 || O > 1024) return false;
   int64_t tpi = (int64_t)((Ho + 1) / 2) * ((Wo + 1) / 2);
+  /* transforming the filters costs about as much as 5 tiles of the convolution: a batch with
+   * fewer than 32 tiles in all is left to im2col */
+  if ((int64_t)N * tpi < 32) return false;
+  /* one image's transformed input and output must fit a modest buffer */
   return tpi * (round_up(C, WG_VL) + round_up(O, WG_VL)) * WG_P * (int64_t)sizeof(float) <= ((int64_t)8 << 20);
 }
 

@@ -9,9 +9,10 @@
 #include "conv.h"
 
 /* Whether conv2d with these sizes takes the Winograd path: float32, 5x5, stride 1, no
- * dilation, one group, enough channels for the transforms to pay and small planes (the padded
- * per-image buffers stay in cache). */
-bool pt_conv_winograd_applies(pt_dtype dt, int C, int O, int kh, int kw, int Ho, int Wo,
+ * dilation, one group, 8..1024 channels in and out (enough for the transforms to pay, few
+ * enough for its transformed filters), small planes (the padded per-image buffers stay in
+ * cache) and a batch with enough tiles to pay for transforming the filters. */
+bool pt_conv_winograd_applies(pt_dtype dt, int N, int C, int O, int kh, int kw, int Ho, int Wo,
                               const pt_conv2d_opts *o);
 
 /* y {N,O,Ho,Wo} = conv(x {N,C,H,W}, w {O,C,5,5}) + b (b may be NULL); all contiguous. */

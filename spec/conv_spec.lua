@@ -72,7 +72,7 @@ describe("conv2d", function()
     pt.manual_seed(5)
     -- {N, C, H, W, O, padding}: odd outputs (partial tiles), no padding, channels not a
     -- multiple of 16, more images than a block holds (split over threads)
-    for _, s in ipairs{{2, 32, 14, 14, 64, 2}, {3, 9, 7, 9, 17, 2}, {1, 16, 8, 8, 8, 0},
+    for _, s in ipairs{{2, 32, 14, 14, 64, 2}, {3, 9, 7, 9, 17, 2}, {8, 16, 8, 8, 8, 0},
                        {5, 20, 5, 6, 33, 3}, {2, 16, 15, 11, 24, 1}, {70, 8, 6, 6, 8, 2}} do
       local N, C, H, W, O, p = table.unpack(s)
       local x, w, b = pt.randn(N, C, H, W), pt.randn(O, C, 5, 5), pt.randn(O)
@@ -239,6 +239,16 @@ describe("pooling", function()
     assert.truthy(err:find("max_pool2d: kernel 3x3 is larger than the padded input 2x2", 1, true))
     ok, err = pcall(pt.avg_pool2d, pt.randn(1, 1, 4, 4), 2, {padding = 2})
     assert.truthy(err:find("avg_pool2d: padding 2 should be at most half of kernel size 2", 1, true))
+    ok, err = pcall(pt.avg_pool2d, pt.randn(1, 1, 4, 4), 2, {relu = true})
+    assert.is_false(ok)
+    assert.truthy(err:find("avg_pool2d: relu=true is an option of max_pool2d only", 1, true))
+  end)
+
+  it("max_pool2d routes gradients in planes wider than 65535 outputs", function()
+    local x = pt.randn(2, 1, 2, 140000):requires_grad_()
+    pt.max_pool2d(x, 2):sum():backward()
+    assert.are.equal(2 * 70000, x.grad:sum():item())
+    assert.are.equal(2, x.grad:narrow(4, 139999, 2):sum():item()) -- the last window of each plane
   end)
 end)
 

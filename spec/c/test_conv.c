@@ -85,22 +85,29 @@ static void test_winograd(pt_ctx *ctx) {
   check_case(ctx, 1, 16, 8, 8, 8, 0, 3);    /* no padding */
   check_case(ctx, 5, 20, 5, 6, 33, 3, 4);   /* padding wider than the kernel's half */
   check_case(ctx, 30, 8, 6, 6, 8, 1, 5);    /* more images than a block of tiles (24 here) */
+  /* an empty batch adds nothing to the gradients */
+  float w[8 * 8 * 25] = {0}, dw[8 * 8 * 25] = {0}, db[8] = {0};
+  CHECK(pt_conv_winograd_backward(ctx, NULL, w, NULL, NULL, dw, db, 0, 8, 6, 6, 8, 2, 2, 6, 6) == PT_OK);
+  CHECK(dw[0] == 0 && dw[8 * 8 * 25 - 1] == 0 && db[0] == 0);
 }
 
 static void test_applies(void) {
   pt_conv2d_opts o = {.stride = {1, 1}, .padding = {2, 2}, .dilation = {1, 1}, .groups = 1};
-  CHECK(pt_conv_winograd_applies(PT_FLOAT32, 32, 64, 5, 5, 14, 14, &o));
-  CHECK(!pt_conv_winograd_applies(PT_FLOAT64, 32, 64, 5, 5, 14, 14, &o)); /* float64: im2col */
-  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 1, 32, 5, 5, 28, 28, &o));  /* too few channels */
-  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 32, 64, 3, 3, 14, 14, &o)); /* not 5x5 */
+  CHECK(pt_conv_winograd_applies(PT_FLOAT32, 64, 32, 64, 5, 5, 14, 14, &o));
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT64, 64, 32, 64, 5, 5, 14, 14, &o)); /* float64: im2col */
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 64, 1, 32, 5, 5, 28, 28, &o));  /* too few channels */
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 64, 32, 64, 3, 3, 14, 14, &o)); /* not 5x5 */
   pt_conv2d_opts s = o;
   s.stride[0] = 2;
-  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 32, 64, 5, 5, 14, 14, &s));
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 64, 32, 64, 5, 5, 14, 14, &s));
   pt_conv2d_opts g = o;
   g.groups = 2;
-  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 32, 64, 5, 5, 14, 14, &g));
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 64, 32, 64, 5, 5, 14, 14, &g));
   /* a plane whose transformed image would not fit the per-image buffer */
-  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 512, 512, 5, 5, 224, 224, &o));
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 1, 512, 512, 5, 5, 224, 224, &o));
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 64, 2048, 64, 5, 5, 14, 14, &o)); /* too many channels */
+  CHECK(!pt_conv_winograd_applies(PT_FLOAT32, 1, 32, 64, 5, 5, 6, 6, &o));    /* 9 tiles in all */
+  CHECK(pt_conv_winograd_applies(PT_FLOAT32, 4, 32, 64, 5, 5, 6, 6, &o));     /* 36 */
 }
 
 int main(void) {
