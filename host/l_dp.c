@@ -146,8 +146,23 @@ static int l_dp_cpu_count(lua_State *L) {
   return 1;
 }
 
+/* pt._graph_tag() -> a new tag; pt._graph_tag(tag) sets this state's tag for the nodes it
+ * records from now on (0: none) and returns the previous one (DataParallel's replicas) */
+static int l_graph_tag(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  if (lua_isnoneornil(L, 1)) {
+    lua_pushinteger(L, (lua_Integer)(pt_graph_tag_new() & 0x7fffffffffffffffULL));
+    return 1;
+  }
+  lua_Integer tag = luaL_checkinteger(L, 1);
+  lua_pushinteger(L, (lua_Integer)ctx->graph_tag);
+  ctx->graph_tag = (uint64_t)tag;
+  return 1;
+}
+
 static const luaL_Reg functions[] = {
     {"_dp_link", l_dp_link},
+    {"_graph_tag", l_graph_tag},
     {"_dp_cpu_count", l_dp_cpu_count},
     {NULL, NULL},
 };

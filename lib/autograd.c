@@ -83,6 +83,7 @@ pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_b
   atomic_init(&n->refcount, 1);
   n->name = name;
   n->backward = backward;
+  n->tag = ctx->graph_tag;
   n->n_inputs = n_inputs;
   for (int i = 0; i < n_inputs; i++) {
     n->inputs[i] = pt_tensor_retain(inputs[i]);
@@ -261,6 +262,39 @@ static pt_status pend(pt_ctx *ctx, pt_node *node, pt_tensor *g) {
   pt_tensor_release(node->pending_grad);
   node->pending_grad = sum;
   return PT_OK;
+}
+
+uint64_t pt_graph_tag_new(void) {
+  static atomic_uint_fast64_t next_tag;
+  return atomic_fetch_add(&next_tag, 1) + 1;
+}
+
+void pt_graph_release_tagged(pt_node *root) {
+  if (!root || !root->tag || root->released) return;
+  uint64_t tag = root->tag;
+  unsigned mark = atomic_fetch_add(&backward_pass_counter, 1) + 1;
+  node_list all = {0}, stack = {0};
+  pt_ctx quiet; /* list_push reports into a ctx; nobody reads this one */
+  pt_ctx_init(&quiet, 0);
+  root->visit_mark = mark;
+  if (list_push(&quiet, &stack, root) || list_push(&quiet, &all, root)) goto done;
+  while (stack.n) {
+    pt_node *n = stack.items[--stack.n];
+    for (int i = 0; i < n->n_inputs; i++) {
+      pt_node *m = n->input_fn[i];
+      if (!m || m->tag != tag || m->released || m->visit_mark == mark) continue;
+      m->visit_mark = mark;
+      if (list_push(&quiet, &stack, m) || list_push(&quiet, &all, m)) goto done;
+    }
+  }
+  /* as at the end of a backward: release saved data last, every node retained meanwhile */
+  for (size_t i = 0; i < all.n; i++) all.items[i]->released = true;
+  for (size_t i = 0; i < all.n; i++) pt_node_retain(all.items[i]);
+  for (size_t i = 0; i < all.n; i++) node_free_saved(all.items[i]);
+  for (size_t i = 0; i < all.n; i++) pt_node_release(all.items[i]);
+done: /* out of memory for the lists: the graph is left to its references, as before */
+  free(all.items);
+  free(stack.items);
 }
 
 pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain_graph) {

@@ -42,6 +42,7 @@ struct pt_node {
   void *extra;                              /* op-specific heap data */
   void (*free_extra)(void *extra);
   bool released;                            /* saved tensors freed after backward */
+  uint64_t tag;                             /* ctx->graph_tag when recorded (pt_graph_release_tagged) */
   bool is_view;                             /* the output shares its input's storage (view ops) */
   /* engine bookkeeping during one backward pass (single thread) */
   pt_tensor *pending_grad;
@@ -56,6 +57,16 @@ bool pt_autograd_needed(const pt_ctx *ctx, int n, pt_tensor *const *inputs);
  * NULL when no graph is recorded; the op then fills saved/scalars/ints. */
 pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn backward,
                              int n_inputs, pt_tensor *const *inputs, pt_node **node_out);
+
+/* A process-wide unique graph tag (never 0), for ctx->graph_tag. */
+uint64_t pt_graph_tag_new(void);
+
+/* Frees the saved data of root and of every node it reaches through nodes carrying root's tag
+ * (nonzero), and marks them released, as a backward without retain_graph does: for a graph
+ * recorded under a tag whose outputs may still be referenced (DataParallel's replicas, whose
+ * Lua handles live until a collector runs) once nothing can run backward through it. Nodes with
+ * another tag (a graph the tagged one was built on) are left alone. */
+void pt_graph_release_tagged(pt_node *root);
 
 pt_node *pt_node_retain(pt_node *n);
 void pt_node_release(pt_node *n);

@@ -54,6 +54,10 @@ static pt_dp_call *call_retain(pt_dp_call *c) {
 /* Drop everything that keeps the replicas' graphs (and the inputs) alive. */
 static void call_release_graph(pt_dp_call *c) {
   for (int i = 0; i < c->k; i++) {
+    /* the replica's graph was recorded under its own tag: free its saved activations now, not
+     * when the last Lua handle of a replica output (in a worker's state or the caller's) is
+     * collected, which kept several steps' activations alive (a batch-256 CNN: 639 MB) */
+    if (c->roots[i]) pt_graph_release_tagged(c->roots[i]->grad_fn);
     pt_tensor_release(c->roots[i]);
     c->roots[i] = NULL;
   }

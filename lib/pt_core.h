@@ -68,6 +68,7 @@ typedef struct pt_ctx {
   volatile sig_atomic_t *interrupted; /* optional: set by a signal handler */
   size_t bytes_allocated;             /* tensor bytes since the last GC report */
   int intra_threads;                  /* threads one op may use (lib/parallel.h); 0 = all */
+  uint64_t graph_tag;                 /* given to every autograd node recorded (0: none) */
 } pt_ctx;
 
 void pt_ctx_init(pt_ctx *ctx, uint64_t seed);

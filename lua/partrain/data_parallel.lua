@@ -74,8 +74,11 @@ end
 -- Runs in a worker: forward of one replica. Returns the packed outputs and the root of the
 -- replica's graph: its one output that requires grad, or (several) their flat concatenation in
 -- canonical order, or false.
-function M._replica(model, secondary, grad, n, ...)
+function M._replica(model, secondary, grad, tag, n, ...)
   M.secondary_replica = secondary
+  -- every node of this replica's graph carries the tag, so that the caller frees the graph's
+  -- saved tensors once its backward is done (a handle of an output may outlive it here)
+  local prev_tag = pt._graph_tag(tag)
   local out
   if grad then
     out = table.pack(model(...))
@@ -83,17 +86,25 @@ function M._replica(model, secondary, grad, n, ...)
     out = table.pack(pt.no_grad(function(...) return model(...) end, ...))
   end
   M.secondary_replica = false
-  if not grad then return out, false end
+  if not grad then
+    pt._graph_tag(prev_tag)
+    return out, false
+  end
   local parts = {}
   for i = 1, out.n do
     walk_tensors(out[i], function(t)
       if t.requires_grad then parts[#parts + 1] = t end
     end, 1, "the output")
   end
-  if #parts == 0 then return out, false end
-  if #parts == 1 then return out, parts[1] end
-  for i, t in ipairs(parts) do parts[i] = t:reshape(-1) end
-  return out, pt.cat(parts, 1)
+  local root = false
+  if #parts == 1 then
+    root = parts[1]
+  elseif #parts > 1 then
+    for i, t in ipairs(parts) do parts[i] = t:reshape(-1) end
+    root = pt.cat(parts, 1)
+  end
+  pt._graph_tag(prev_tag)
+  return out, root
 end
 
 -- sent to the workers as bytecode; resolves the worker's own copy of this module
@@ -442,7 +453,7 @@ function DataParallel:forward(...)
     local ids = {}
     for i = 1, k do
       local a = per[i]
-      ids[pool:submit(devs[i], replica_task, module, i > 1, grad, a.n, table.unpack(a, 1, a.n))] = i
+      ids[pool:submit(devs[i], replica_task, module, i > 1, grad, pt._graph_tag(), a.n, table.unpack(a, 1, a.n))] = i
     end
     for _ = 1, k do
       local r = table.pack(pool:next())
