@@ -457,6 +457,11 @@ static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, 
   int64_t d[4];
   pt_status st;
   if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
+  if (d[1] == 0 || d[2] == 0 || d[3] == 0) { /* as PyTorch: only the batch may be empty */
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: channels, height and width must be non-zero (only the batch may be "
+                   "empty), got input shape %s", fn, pt_shape_format(x->ndim, x->shape, b, sizeof b));
+  }
   int H = (int)d[2], W = (int)d[3], Ho = 0, Wo = 0;
   if ((st = pool_out_size(ctx, fn, o, H, W, &Ho, &Wo))) return st;
   int64_t planes = d[0] * d[1], ys[4];
