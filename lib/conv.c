@@ -230,6 +230,9 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
   if (w->ndim != 4)
     return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 4-D {out,in/groups,kh,kw}, got shape %s", fn,
                    pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  if (d[2] == 0 || d[3] == 0) /* as PyTorch */
+    return pt_fail(ctx, PT_ESHAPE, "%s: only the batch or the channels may be empty, got input shape %s", fn,
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
   int g = o->groups;
   for (int i = 0; i < 2; i++)
     if (o->stride[i] < 1 || o->dilation[i] < 1 || o->padding[i] < 0)

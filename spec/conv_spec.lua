@@ -111,6 +111,12 @@ describe("conv2d", function()
     assert.is_true(rel(pt.conv2d(x, w, nil, {padding = 2}), ref) < 1e-5)
   end)
 
+  it("rejects an input of zero height or width, as PyTorch", function()
+    local ok, err = pcall(pt.conv2d, pt.randn(1, 1, 0, 5), pt.randn(1, 1, 3, 3), nil, {padding = 2})
+    assert.is_false(ok)
+    assert.truthy(err:find("conv2d: only the batch or the channels may be empty, got input shape {1,1,0,5}", 1, true))
+  end)
+
   it("rejects mismatched channels with both shapes", function()
     local ok, err = pcall(pt.conv2d, pt.randn(2, 3, 8, 8), pt.randn(4, 2, 3, 3))
     assert.is_false(ok)
