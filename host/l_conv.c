@@ -3,8 +3,6 @@
 #include "../lib/conv.h"
 #include "lpt.h"
 
-#include <string.h>
-
 /* opts[key] as an int pair: a number n means {n, n}; missing means def */
 static void opt_pair(lua_State *L, int opts, const char *key, const int *def, int *out, const char *fname) {
   out[0] = def[0];
@@ -69,7 +67,7 @@ static int l_conv2d(lua_State *L) {
   return lpt_push_result(L, st, out);
 }
 
-static void pool_opts(lua_State *L, const char *fname, pt_pool2d_opts *o) {
+static void pool_opts(lua_State *L, const char *fname, bool is_max, pt_pool2d_opts *o) {
   arg_pair(L, 2, o->kernel, fname, "kernel size");
   int opts = lua_istable(L, 3) ? 3 : 0;
   opt_pair(L, opts, "stride", o->kernel, o->stride, fname);
@@ -78,15 +76,14 @@ static void pool_opts(lua_State *L, const char *fname, pt_pool2d_opts *o) {
   o->ceil_mode = lpt_opt_bool(L, opts, "ceil_mode", false);
   o->count_include_pad = lpt_opt_bool(L, opts, "count_include_pad", true);
   o->relu = lpt_opt_bool(L, opts, "relu", false);
-  if (o->relu && strcmp(fname, "max_pool2d") != 0)
-    luaL_error(L, "%s: relu=true is an option of max_pool2d only", fname);
+  if (o->relu && !is_max) luaL_error(L, "%s: relu=true is an option of max_pool2d only", fname);
 }
 
 /* pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, relu=false}]) */
 static int l_max_pool2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   pt_pool2d_opts o;
-  pool_opts(L, "max_pool2d", &o);
+  pool_opts(L, "max_pool2d", true, &o);
   pt_status st = pt_max_pool2d(lpt_ctx(L), x, &o, &out);
   return lpt_push_result(L, st, out);
 }
@@ -94,7 +91,7 @@ static int l_max_pool2d(lua_State *L) {
 static int l_avg_pool2d(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
   pt_pool2d_opts o;
-  pool_opts(L, "avg_pool2d", &o);
+  pool_opts(L, "avg_pool2d", false, &o);
   pt_status st = pt_avg_pool2d(lpt_ctx(L), x, &o, &out);
   return lpt_push_result(L, st, out);
 }
