@@ -264,6 +264,16 @@ static pt_status pend(pt_ctx *ctx, pt_node *node, pt_tensor *g) {
   return PT_OK;
 }
 
+/* The end of a backward without retain_graph: mark the nodes released and free their saved data,
+ * last and with every node retained meanwhile (freeing one's data may drop the last reference
+ * to another in the list). */
+static void release_saved(const node_list *all) {
+  for (size_t i = 0; i < all->n; i++) all->items[i]->released = true;
+  for (size_t i = 0; i < all->n; i++) pt_node_retain(all->items[i]);
+  for (size_t i = 0; i < all->n; i++) node_free_saved(all->items[i]);
+  for (size_t i = 0; i < all->n; i++) pt_node_release(all->items[i]);
+}
+
 uint64_t pt_graph_tag_new(void) {
   static atomic_uint_fast64_t next_tag;
   return atomic_fetch_add(&next_tag, 1) + 1;
@@ -287,11 +297,7 @@ void pt_graph_release_tagged(pt_node *root) {
       if (list_push(&quiet, &stack, m) || list_push(&quiet, &all, m)) goto done;
     }
   }
-  /* as at the end of a backward: release saved data last, every node retained meanwhile */
-  for (size_t i = 0; i < all.n; i++) all.items[i]->released = true;
-  for (size_t i = 0; i < all.n; i++) pt_node_retain(all.items[i]);
-  for (size_t i = 0; i < all.n; i++) node_free_saved(all.items[i]);
-  for (size_t i = 0; i < all.n; i++) pt_node_release(all.items[i]);
+  release_saved(&all);
 done: /* out of memory for the lists: the graph is left to its references, as before */
   free(all.items);
   free(stack.items);
@@ -418,14 +424,7 @@ done:
     pt_tensor_release(n->pending_grad);
     n->pending_grad = NULL;
   }
-  if (!retain_graph) {
-    for (size_t i = 0; i < all.n; i++) all.items[i]->released = true;
-    /* Release saved data last (it may drop the last reference to other nodes in the list, so
-     * retain them first). */
-    for (size_t i = 0; i < all.n; i++) pt_node_retain(all.items[i]);
-    for (size_t i = 0; i < all.n; i++) node_free_saved(all.items[i]);
-    for (size_t i = 0; i < all.n; i++) pt_node_release(all.items[i]);
-  }
+  if (!retain_graph) release_saved(&all);
   pt_tensor_release(g0);
   pt_node_release(rootn);
   free(all.items);
