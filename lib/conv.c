@@ -375,17 +375,16 @@ typedef struct max_pool_grad_job {
 
 static void max_pool_grad_chunk(void *arg, int64_t b, int64_t e, int tid) {
   const max_pool_grad_job *j = arg;
-  const int32_t *idx = j->idx;
-  for (int64_t pl = b; pl < e; pl++) {
-    PT_DISPATCH_FLOAT(j->dtype, {
+  PT_DISPATCH_FLOAT(j->dtype, {
+    for (int64_t pl = b; pl < e; pl++) {
       const T *g = (const T *)j->gy + pl * j->P;
       T *d = (T *)j->gx + pl * j->HW;
-      const int32_t *ix = idx + pl * j->P;
+      const int32_t *ix = j->idx + pl * j->P;
       memset(d, 0, (size_t)j->HW * sizeof(T));
       for (int64_t i = 0; i < j->P; i++)
         if (ix[i] >= 0) d[ix[i]] += g[i];
-    });
-  }
+    }
+  });
 }
 
 static pt_status max_pool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
 #include "parallel.h"
 
 #define DP_DEV_MAX 32
@@ -536,24 +537,17 @@ typedef struct add_job {
 static void add_range(void *arg, int64_t lo, int64_t hi, int tid) {
   (void)tid;
   add_job *J = arg;
-  if (J->dst->dtype == PT_FLOAT32) {
-    float *d = pt_tensor_data(J->dst);
-    for (int64_t b = lo; b < hi; b += ADD_BLOCK) {
-      int64_t e = hi - b < ADD_BLOCK ? hi : b + ADD_BLOCK;
-      for (int j = 0; j < J->n; j++) {
-        const float *s = pt_tensor_data(J->srcs[j]);
-        for (int64_t i = b; i < e; i++) d[i] += s[i];
+  if (pt_dtype_is_floating(J->dst->dtype)) {
+    PT_DISPATCH_FLOAT(J->dst->dtype, {
+      T *d = pt_tensor_data(J->dst);
+      for (int64_t b = lo; b < hi; b += ADD_BLOCK) {
+        int64_t e = hi - b < ADD_BLOCK ? hi : b + ADD_BLOCK;
+        for (int j = 0; j < J->n; j++) {
+          const T *s = pt_tensor_data(J->srcs[j]);
+          for (int64_t i = b; i < e; i++) d[i] += s[i];
+        }
       }
-    }
-  } else if (J->dst->dtype == PT_FLOAT64) {
-    double *d = pt_tensor_data(J->dst);
-    for (int64_t b = lo; b < hi; b += ADD_BLOCK) {
-      int64_t e = hi - b < ADD_BLOCK ? hi : b + ADD_BLOCK;
-      for (int j = 0; j < J->n; j++) {
-        const double *s = pt_tensor_data(J->srcs[j]);
-        for (int64_t i = b; i < e; i++) d[i] += s[i];
-      }
-    }
+    });
   } else {
     for (int j = 0; j < J->n; j++)
       for (int64_t i = lo; i < hi; i++)
