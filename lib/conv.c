@@ -149,6 +149,31 @@ static void add_partials(pt_dtype dt, void *dst, const char *src, int64_t n) {
     for (int64_t i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i];
 }
 
+/* The im2col path of conv2d's backward over N images: job has the tensors and sizes; its
+ * buffers (per-thread cols and weight/bias partials) are made and freed here. */
+static pt_status conv_backward_im2col(pt_ctx *ctx, conv_job *job, int N) {
+  size_t es = pt_dtype_size(job->dtype);
+  int nthreads = pt_parallel_threads(ctx);
+  if (nthreads > N) nthreads = N;
+  job->partial_bytes = job->dw_bytes + (size_t)job->O * es;
+  job->cols = pt_alloc(ctx, job->cols_bytes * (size_t)nthreads);
+  job->partials = nthreads > 1 ? pt_alloc(ctx, job->partial_bytes * (size_t)(nthreads - 1)) : NULL;
+  if (!job->cols || (nthreads > 1 && !job->partials)) {
+    pt_free(job->cols);
+    pt_free(job->partials);
+    return PT_ENOMEM;
+  }
+  int used = pt_parallel_for(ctx, N, 1, conv_backward_chunk, job);
+  for (int t = 1; t < used; t++) {
+    const char *p = job->partials + (size_t)(t - 1) * job->partial_bytes;
+    if (job->dw) add_partials(job->dtype, job->dw, p, (int64_t)(job->dw_bytes / es));
+    if (job->db) add_partials(job->dtype, job->db, p + job->dw_bytes, job->O);
+  }
+  pt_free(job->cols);
+  pt_free(job->partials);
+  return PT_OK;
+}
+
 static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
   pt_conv2d_opts o;
@@ -172,39 +197,17 @@ static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt
     st = pt_conv_winograd_backward(ctx, pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy),
                                    gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
                                    gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, o.padding[0], o.padding[1], Ho, Wo);
-    if (st) goto fail;
-    pt_tensor_release(gy);
-    gin[0] = gx;
-    gin[1] = gw;
-    gin[2] = gb;
-    return PT_OK;
+  } else {
+    size_t es = pt_dtype_size(x->dtype);
+    int64_t K = (int64_t)(C / o.groups) * kh * kw, P = (int64_t)Ho * Wo;
+    conv_job job = {.x = pt_tensor_data(x), .w = pt_tensor_data(w), .gy = pt_tensor_data(gy),
+                    .dx = gx ? pt_tensor_data(gx) : NULL, .dw = gw ? pt_tensor_data(gw) : NULL,
+                    .db = gb ? pt_tensor_data(gb) : NULL, .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O,
+                    .kh = kh, .kw = kw, .Ho = Ho, .Wo = Wo, .o = &o, .cols_bytes = (size_t)(K * P) * es,
+                    .dw_bytes = (size_t)pt_tensor_numel(w) * es};
+    st = conv_backward_im2col(ctx, &job, N);
   }
-  int64_t K = (int64_t)(C / o.groups) * kh * kw, P = (int64_t)Ho * Wo;
-  size_t es = pt_dtype_size(x->dtype);
-  int nthreads = pt_parallel_threads(ctx);
-  if (nthreads > N) nthreads = N;
-  conv_job job = {.x = pt_tensor_data(x), .w = pt_tensor_data(w), .gy = pt_tensor_data(gy),
-                  .dx = gx ? pt_tensor_data(gx) : NULL, .dw = gw ? pt_tensor_data(gw) : NULL,
-                  .db = gb ? pt_tensor_data(gb) : NULL, .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O,
-                  .kh = kh, .kw = kw, .Ho = Ho, .Wo = Wo, .o = &o, .cols_bytes = (size_t)(K * P) * es,
-                  .dw_bytes = (size_t)pt_tensor_numel(w) * es};
-  job.partial_bytes = job.dw_bytes + (size_t)O * es;
-  job.cols = pt_alloc(ctx, job.cols_bytes * (size_t)nthreads);
-  job.partials = nthreads > 1 ? pt_alloc(ctx, job.partial_bytes * (size_t)(nthreads - 1)) : NULL;
-  if (!job.cols || (nthreads > 1 && !job.partials)) {
-    pt_free(job.cols);
-    pt_free(job.partials);
-    st = PT_ENOMEM;
-    goto fail;
-  }
-  int used = pt_parallel_for(ctx, N, 1, conv_backward_chunk, &job);
-  for (int t = 1; t < used; t++) {
-    const char *p = job.partials + (size_t)(t - 1) * job.partial_bytes;
-    if (gw) add_partials(x->dtype, job.dw, p, pt_tensor_numel(w));
-    if (gb) add_partials(x->dtype, job.db, p + job.dw_bytes, O);
-  }
-  pt_free(job.cols);
-  pt_free(job.partials);
+  if (st) goto fail;
   pt_tensor_release(gy);
   gin[0] = gx;
   gin[1] = gw;
