@@ -948,8 +948,7 @@ function Sequential:forward(x)
       local p = m._parameters
       x = C._nn_linear(x, p.weight, p.bias, "Linear:forward", "relu")
     elseif fused == "relu_max_pool" then
-      x = pt.max_pool2d(x, m.kernel_size, {stride = m.stride, padding = m.padding, ceil_mode = m.ceil_mode,
-        relu = true})
+      x = pt.max_pool2d(x, m.kernel_size, m:_pool_opts(true))
     else
       x = m(x)
     end

@@ -88,10 +88,12 @@ local function pool_class(name, fn)
     self.ceil_mode = opts.ceil_mode or false
     self.count_include_pad = opts.count_include_pad ~= false
   end
-  function P:forward(x)
-    return fn(x, self.kernel_size, {stride = self.stride, padding = self.padding,
-      ceil_mode = self.ceil_mode, count_include_pad = self.count_include_pad})
+  -- the call's options; relu = true fuses a preceding ReLU into max pooling (Sequential's plan)
+  function P:_pool_opts(relu)
+    return {stride = self.stride, padding = self.padding, ceil_mode = self.ceil_mode,
+      count_include_pad = self.count_include_pad, relu = relu}
   end
+  function P:forward(x) return fn(x, self.kernel_size, self:_pool_opts()) end
   function P:extra_repr()
     return string.format("kernel_size=%s, stride=%s, padding=%s", fmt_pair(self.kernel_size),
       fmt_pair(self.stride), fmt_pair(self.padding))
