@@ -143,13 +143,6 @@ struct lpar_pool {
   uint64_t rep_next_gen;
 };
 
-/* A zeroed task; malloc + memset, not calloc: glibc's calloc skips the per-thread cache, and
- * par_by_sample makes a task for every sample. NULL when out of memory. */
-static par_task *task_new(void) {
-  par_task *t = malloc(sizeof *t);
-  if (t) memset(t, 0, sizeof *t);
-  return t;
-}
 
 static void free_task(par_task *t) {
   if (!t) return;
@@ -1167,7 +1160,7 @@ static int l_pool_submit(lua_State *L) {
   }
   lpt_msg *m = encode_or_raise(L, 3, nargs + 1, nargs < 63 ? names : NULL, LPT_XFER_GLOBALS,
                                "submit");
-  par_task *t = task_new();
+  par_task *t = lpt_zalloc(sizeof *t);
   if (!t) {
     lpt_msg_release(m);
     return luaL_error(L, "out of memory");
@@ -1331,7 +1324,7 @@ static int l_pool_map(lua_State *L) {
         na = 1;
         lua_pushvalue(L, base);
       }
-      par_task *t = task_new();
+      par_task *t = lpt_zalloc(sizeof *t);
       lpt_msg *m = t ? lpt_msg_new() : NULL;
       if (!m || lpt_encode(L, m, base + 1, na, na <= 16 ? names : NULL, LPT_XFER_GLOBALS) != LUA_OK) {
         const char *why = m ? lua_tostring(L, -1) : "out of memory";
@@ -1619,7 +1612,7 @@ static int par_windows_impl(lua_State *L) {
     bool pool_failed = false;
     for (int jj = 1; jj <= k; jj++) {
       int j = jj % k; /* 1, 2, ..., k-1, then 0 */
-      par_task *t = task_new();
+      par_task *t = lpt_zalloc(sizeof *t);
       if (!t) {
         snprintf(ferr, sizeof ferr, "par_by_sample: out of memory");
         t = NULL;

@@ -6,9 +6,19 @@
 #include <lauxlib.h>
 #include <signal.h>
 #include <lua.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../lib/autograd.h"
 #include "../lib/tensor.h"
+
+/* n zeroed bytes, or NULL. malloc + memset, not calloc: glibc's calloc skips the per-thread
+ * cache, and the dispatcher makes a task and messages for every sample. */
+static inline void *lpt_zalloc(size_t n) {
+  void *p = malloc(n);
+  if (p) memset(p, 0, n);
+  return p;
+}
 
 #define LPT_TENSOR "partrain.Tensor"     /* metatable name of tensor userdata */
 #define LPT_METHODS "partrain.Tensor.methods" /* registry key of the methods table */

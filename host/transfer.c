@@ -44,11 +44,8 @@ struct lpt_msg {
 };
 
 lpt_msg *lpt_msg_new(void) {
-  /* malloc + memset, not calloc: glibc's calloc skips the per-thread cache, and a message is
-   * made for every sample and every result */
-  lpt_msg *m = malloc(sizeof *m);
+  lpt_msg *m = lpt_zalloc(sizeof *m);
   if (!m) return NULL;
-  memset(m, 0, sizeof *m);
   atomic_init(&m->refcount, 1);
   return m;
 }
