@@ -93,6 +93,36 @@ static void pack_input(const wg_dims *d, const float *restrict xn, float *restri
     }
 }
 
+/* The 1-D transforms, each applied to the columns of a tile and then to its rows:
+ * r = B^T d (6 -> 6), r = B v (6 -> 6, its transpose), r = A^T m (6 -> 2), r = A g (2 -> 6). */
+static inline void wg_bt(const float d[6], float r[6]) {
+  r[0] = 2 * d[0] + 3 * d[1] - 4 * d[2] - 3 * d[3] + 2 * d[4];
+  r[1] = 2 * d[1] + 5 * d[2] + d[3] - 2 * d[4];
+  r[2] = 2 * d[1] + d[2] - 5 * d[3] + 2 * d[4];
+  r[3] = -d[1] - 2 * d[2] + d[3] + 2 * d[4];
+  r[4] = -2 * d[1] + d[2] + 2 * d[3] - d[4];
+  r[5] = 2 * d[1] + 3 * d[2] - 4 * d[3] - 3 * d[4] + 2 * d[5];
+}
+
+static inline void wg_b(const float v[6], float r[6]) {
+  r[0] = 2 * v[0];
+  r[1] = 3 * v[0] + 2 * v[1] + 2 * v[2] - v[3] - 2 * v[4] + 2 * v[5];
+  r[2] = -4 * v[0] + 5 * v[1] + v[2] - 2 * v[3] + v[4] + 3 * v[5];
+  r[3] = -3 * v[0] + v[1] - 5 * v[2] + v[3] + 2 * v[4] - 4 * v[5];
+  r[4] = 2 * v[0] - 2 * v[1] + 2 * v[2] + 2 * v[3] - v[4] - 3 * v[5];
+  r[5] = 2 * v[5];
+}
+
+static inline void wg_at(const float m[6], float r[2]) {
+  r[0] = m[0] + m[1] + m[2] + m[3] + m[4];
+  r[1] = m[1] - m[2] + 2 * m[3] - 0.5f * m[4] + m[5];
+}
+
+static inline void wg_a(const float g[2], float r[6]) {
+  r[0] = g[0], r[1] = g[0] + g[1], r[2] = g[0] - g[1];
+  r[3] = g[0] + 2 * g[1], r[4] = g[0] - 0.5f * g[1], r[5] = g[1];
+}
+
 /* dst[k * stride + l] = r[k][l]: one vector store per row (stores through six offsets of one
  * pointer in a single loop are not vectorised: the compiler cannot rule out overlap) */
 static inline void store_rows(float *restrict dst, int64_t stride, const float r[6][WG_VL]) {
@@ -110,27 +140,17 @@ static void transform_input(const wg_dims *d, const float *restrict xq, float *r
         for (int j = 0; j < 6; j++) {
           const float *col = xq + (2 * ty) * rs + (int64_t)(2 * tx + j) * Cp + c0;
           for (int l = 0; l < WG_VL; l++) {
-            float d0 = col[l], d1 = col[rs + l], d2 = col[2 * rs + l], d3 = col[3 * rs + l],
-                  d4 = col[4 * rs + l], d5 = col[5 * rs + l];
-            m[0][j][l] = 2 * d0 + 3 * d1 - 4 * d2 - 3 * d3 + 2 * d4;
-            m[1][j][l] = 2 * d1 + 5 * d2 + d3 - 2 * d4;
-            m[2][j][l] = 2 * d1 + d2 - 5 * d3 + 2 * d4;
-            m[3][j][l] = -d1 - 2 * d2 + d3 + 2 * d4;
-            m[4][j][l] = -2 * d1 + d2 + 2 * d3 - d4;
-            m[5][j][l] = 2 * d1 + 3 * d2 - 4 * d3 - 3 * d4 + 2 * d5;
+            float in[6] = {col[l], col[rs + l], col[2 * rs + l], col[3 * rs + l], col[4 * rs + l], col[5 * rs + l]}, out[6];
+            wg_bt(in, out);
+            for (int i = 0; i < 6; i++) m[i][j][l] = out[i];
           }
         }
         for (int i = 0; i < 6; i++) {
           float r[6][WG_VL];
           for (int l = 0; l < WG_VL; l++) {
-            float d0 = m[i][0][l], d1 = m[i][1][l], d2 = m[i][2][l], d3 = m[i][3][l], d4 = m[i][4][l],
-                  d5 = m[i][5][l];
-            r[0][l] = 2 * d0 + 3 * d1 - 4 * d2 - 3 * d3 + 2 * d4;
-            r[1][l] = 2 * d1 + 5 * d2 + d3 - 2 * d4;
-            r[2][l] = 2 * d1 + d2 - 5 * d3 + 2 * d4;
-            r[3][l] = -d1 - 2 * d2 + d3 + 2 * d4;
-            r[4][l] = -2 * d1 + d2 + 2 * d3 - d4;
-            r[5][l] = 2 * d1 + 3 * d2 - 4 * d3 - 3 * d4 + 2 * d5;
+            float in[6] = {m[i][0][l], m[i][1][l], m[i][2][l], m[i][3][l], m[i][4][l], m[i][5][l]}, out[6];
+            wg_bt(in, out);
+            for (int k = 0; k < 6; k++) r[k][l] = out[k];
           }
           store_rows(V + (int64_t)(i * 6) * ps + t * Cp + c0, ps, r);
         }
@@ -151,16 +171,16 @@ static void transform_output(const wg_dims *d, const float *restrict M, int64_t 
         for (int j = 0; j < 6; j++) {
           const float *in = M + (int64_t)j * ps + t * Op + o0;
           for (int l = 0; l < WG_VL; l++) {
-            float m0 = in[l], m1 = in[6 * ps + l], m2 = in[12 * ps + l], m3 = in[18 * ps + l],
-                  m4 = in[24 * ps + l], m5 = in[30 * ps + l];
-            s[0][j][l] = m0 + m1 + m2 + m3 + m4;
-            s[1][j][l] = m1 - m2 + 2 * m3 - 0.5f * m4 + m5;
+            float v[6] = {in[l], in[6 * ps + l], in[12 * ps + l], in[18 * ps + l], in[24 * ps + l], in[30 * ps + l]}, out[2];
+            wg_at(v, out);
+            s[0][j][l] = out[0], s[1][j][l] = out[1];
           }
         }
         for (int a = 0; a < 2; a++)
           for (int l = 0; l < WG_VL; l++) {
-            r[a][0][l] = s[a][0][l] + s[a][1][l] + s[a][2][l] + s[a][3][l] + s[a][4][l];
-            r[a][1][l] = s[a][1][l] - s[a][2][l] + 2 * s[a][3][l] - 0.5f * s[a][4][l] + s[a][5][l];
+            float v[6] = {s[a][0][l], s[a][1][l], s[a][2][l], s[a][3][l], s[a][4][l], s[a][5][l]}, out[2];
+            wg_at(v, out);
+            r[a][0][l] = out[0], r[a][1][l] = out[1];
           }
         int n = d->O - (int)o0 < WG_VL ? d->O - (int)o0 : WG_VL;
         for (int l = 0; l < n; l++) {
@@ -208,17 +228,17 @@ static void transform_grad(const wg_dims *d, const float *restrict gq, float *re
         for (int b = 0; b < 2; b++) {
           const float *in = gq + (2 * ty) * rs + (int64_t)(2 * tx + b) * Op + o0;
           for (int l = 0; l < WG_VL; l++) {
-            float g0 = in[l], g1 = in[rs + l];
-            h[0][b][l] = g0, h[1][b][l] = g0 + g1, h[2][b][l] = g0 - g1;
-            h[3][b][l] = g0 + 2 * g1, h[4][b][l] = g0 - 0.5f * g1, h[5][b][l] = g1;
+            float g[2] = {in[l], in[rs + l]}, out[6];
+            wg_a(g, out);
+            for (int i = 0; i < 6; i++) h[i][b][l] = out[i];
           }
         }
         for (int i = 0; i < 6; i++) {
           float r[6][WG_VL];
           for (int l = 0; l < WG_VL; l++) {
-            float g0 = h[i][0][l], g1 = h[i][1][l];
-            r[0][l] = g0, r[1][l] = g0 + g1, r[2][l] = g0 - g1;
-            r[3][l] = g0 + 2 * g1, r[4][l] = g0 - 0.5f * g1, r[5][l] = g1;
+            float g[2] = {h[i][0][l], h[i][1][l]}, out[6];
+            wg_a(g, out);
+            for (int k = 0; k < 6; k++) r[k][l] = out[k];
           }
           store_rows(G + (int64_t)(i * 6) * ps + t * Op + o0, ps, r);
         }
@@ -237,27 +257,17 @@ static void transform_dinput(const wg_dims *d, const float *restrict dV, int64_t
         for (int i = 0; i < 6; i++) {
           const float *in = dV + (int64_t)(i * 6) * ps + t * Cp + c0;
           for (int l = 0; l < WG_VL; l++) {
-            float v0 = in[l], v1 = in[ps + l], v2 = in[2 * ps + l], v3 = in[3 * ps + l], v4 = in[4 * ps + l],
-                  v5 = in[5 * ps + l];
-            m[i][0][l] = 2 * v0;
-            m[i][1][l] = 3 * v0 + 2 * v1 + 2 * v2 - v3 - 2 * v4 + 2 * v5;
-            m[i][2][l] = -4 * v0 + 5 * v1 + v2 - 2 * v3 + v4 + 3 * v5;
-            m[i][3][l] = -3 * v0 + v1 - 5 * v2 + v3 + 2 * v4 - 4 * v5;
-            m[i][4][l] = 2 * v0 - 2 * v1 + 2 * v2 + 2 * v3 - v4 - 3 * v5;
-            m[i][5][l] = 2 * v5;
+            float v[6] = {in[l], in[ps + l], in[2 * ps + l], in[3 * ps + l], in[4 * ps + l], in[5 * ps + l]}, out[6];
+            wg_b(v, out);
+            for (int k = 0; k < 6; k++) m[i][k][l] = out[k];
           }
         }
         for (int k = 0; k < 6; k++) {
           float r[6][WG_VL];
           for (int l = 0; l < WG_VL; l++) {
-            float v0 = m[0][k][l], v1 = m[1][k][l], v2 = m[2][k][l], v3 = m[3][k][l], v4 = m[4][k][l],
-                  v5 = m[5][k][l];
-            r[0][l] = 2 * v0;
-            r[1][l] = 3 * v0 + 2 * v1 + 2 * v2 - v3 - 2 * v4 + 2 * v5;
-            r[2][l] = -4 * v0 + 5 * v1 + v2 - 2 * v3 + v4 + 3 * v5;
-            r[3][l] = -3 * v0 + v1 - 5 * v2 + v3 + 2 * v4 - 4 * v5;
-            r[4][l] = 2 * v0 - 2 * v1 + 2 * v2 + 2 * v3 - v4 - 3 * v5;
-            r[5][l] = 2 * v5;
+            float v[6] = {m[0][k][l], m[1][k][l], m[2][k][l], m[3][k][l], m[4][k][l], m[5][k][l]}, out[6];
+            wg_b(v, out);
+            for (int i = 0; i < 6; i++) r[i][l] = out[i];
           }
           float *col = dxq + (2 * ty) * rs + (int64_t)(2 * tx + k) * Cp + c0;
           for (int i = 0; i < 6; i++)
