@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "../lib/nn.h"
-#include "../lib/parallel.h"
+#include "../lib/optim.h"
 #include "../lib/ops_reduce.h"
 #include "lpt.h"
 
@@ -204,6 +204,8 @@ static int l_zero_grads(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   bool to_none = lua_toboolean(L, 2);
   lua_Integer n = luaL_len(L, 1);
+  pt_tensor **grads = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *grads, 0);
+  int m = 0;
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 1, i);
     pt_tensor *t = lpt_test_tensor(L, -1);
@@ -214,15 +216,10 @@ static int l_zero_grads(lua_State *L) {
       t->grad = NULL;
       pt_tensor_release(g);
     } else {
-      pt_tensor *g = t->grad;
-      if (pt_tensor_is_contiguous(g))
-        pt_parallel_zero(lpt_ctx(L), pt_tensor_data(g), pt_tensor_numel(g), pt_dtype_size(g->dtype),
-                         32768);
-      else
-        pt_tensor_fill(lpt_ctx(L), g, 0.0);
-      atomic_fetch_add(&g->storage->version, 1);
+      grads[m++] = t->grad; /* held by t until the call returns */
     }
   }
+  if (pt_optim_zero_grads(lpt_ctx(L), grads, m)) return lpt_error(L);
   return 0;
 }
 

@@ -92,7 +92,10 @@ static int l_sgd(lua_State *L) {
       .nesterov = opt_flag(L, 3, "nesterov"),
       .maximize = opt_flag(L, 3, "maximize"),
   };
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  int n = (int)luaL_len(L, 1);
+  /* collected first (the tensors stay referenced by params and states), then stepped at once */
+  pt_sgd_item *items = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *items, 0);
+  int top = lua_gettop(L), m = 0;
   for (int i = 1; i <= n; i++, lua_settop(L, top)) {
     int s;
     pt_tensor *p = param_at(L, fname, i, &s);
@@ -100,8 +103,9 @@ static int l_sgd(lua_State *L) {
     pt_tensor *buf = NULL;
     bool fresh = false;
     if (o.momentum != 0) buf = state_tensor(L, fname, s, "momentum_buffer", i, p, NAN, &fresh);
-    if (pt_optim_sgd(lpt_ctx(L), p, p->grad, buf, fresh, &o)) return lpt_error(L);
+    items[m++] = (pt_sgd_item){p, p->grad, buf, fresh};
   }
+  if (pt_optim_sgd_many(lpt_ctx(L), items, m, &o)) return lpt_error(L);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "parallel.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -63,36 +64,85 @@ static void bump(pt_tensor *t) {
   if (t) atomic_fetch_add(&t->storage->version, 1);
 }
 
-typedef struct sgd_job {
-  pt_dtype dt;
-  char *p, *b;
-  const char *g;
-  bool buf_init;
-  const pt_sgd_opts *o;
-} sgd_job;
+/* Element-wise updates split over the intra-op threads as one range across all the tensors of
+ * a step (pt_parallel_for_segments); zero_grad splits its tensors the same way, so each core
+ * zeroes the gradients it has just read. */
+#define STEP_GRAIN 32768
 
-static void sgd_chunk(void *arg, int64_t lo, int64_t hi, int tid) {
-  (void)tid;
-  const sgd_job *j = arg;
-  size_t es = pt_dtype_size(j->dt);
-  pt_optim_sgd_raw(j->dt, j->p + (size_t)lo * es, j->g + (size_t)lo * es, NULL,
-                   j->b ? j->b + (size_t)lo * es : NULL, j->buf_init, j->o, hi - lo);
+typedef struct sgd_many_job {
+  const pt_sgd_item *items;
+  pt_tensor *const *g; /* contiguous gradients of the parameters' dtypes */
+  const pt_sgd_opts *o;
+} sgd_many_job;
+
+static void sgd_segment(void *arg, int i, int64_t lo, int64_t hi) {
+  const sgd_many_job *j = arg;
+  const pt_sgd_item *it = &j->items[i];
+  pt_dtype dt = it->param->dtype;
+  size_t es = pt_dtype_size(dt);
+  pt_optim_sgd_raw(dt, (char *)pt_tensor_data(it->param) + (size_t)lo * es,
+                   (const char *)pt_tensor_data(j->g[i]) + (size_t)lo * es, NULL,
+                   it->buf ? (char *)pt_tensor_data(it->buf) + (size_t)lo * es : NULL,
+                   it->buf_init, j->o, hi - lo);
+}
+
+pt_status pt_optim_sgd_many(pt_ctx *ctx, const pt_sgd_item *items, int n, const pt_sgd_opts *o) {
+  if (n <= 0) return PT_OK;
+  pt_tensor **g = calloc((size_t)n, sizeof *g);
+  int64_t *counts = calloc((size_t)n, sizeof *counts);
+  pt_status st = g && counts ? PT_OK : pt_fail(ctx, PT_ENOMEM, "out of memory");
+  for (int i = 0; i < n && !st; i++) {
+    st = grad_of(ctx, items[i].param, items[i].grad, &g[i]);
+    counts[i] = pt_tensor_numel(items[i].param);
+  }
+  if (!st) {
+    sgd_many_job job = {items, g, o};
+    st = pt_parallel_for_segments(ctx, n, counts, STEP_GRAIN, sgd_segment, &job);
+  }
+  for (int i = 0; i < n; i++) {
+    if (!st) {
+      bump(items[i].param);
+      bump(items[i].buf);
+    }
+    if (g) pt_tensor_release(g[i]);
+  }
+  free(g);
+  free(counts);
+  return st;
 }
 
 pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *buf,
                        bool buf_init, const pt_sgd_opts *o) {
-  pt_tensor *g;
-  pt_status st = grad_of(ctx, param, grad, &g);
-  if (st) return st;
-  /* Element-wise, so splitting the range over the intra-op threads changes no result; each
-   * core then streams its half of parameters, gradients and momentum through its own cache. */
-  sgd_job job = {param->dtype, pt_tensor_data(param), buf ? pt_tensor_data(buf) : NULL,
-                 pt_tensor_data(g), buf_init, o};
-  pt_parallel_for(ctx, pt_tensor_numel(param), 32768, sgd_chunk, &job);
-  bump(param);
-  bump(buf);
-  pt_tensor_release(g);
-  return PT_OK;
+  pt_sgd_item it = {param, grad, buf, buf_init};
+  return pt_optim_sgd_many(ctx, &it, 1, o);
+}
+
+static void zero_segment(void *arg, int i, int64_t lo, int64_t hi) {
+  pt_tensor *t = ((pt_tensor *const *)arg)[i];
+  size_t es = pt_dtype_size(t->dtype);
+  memset((char *)pt_tensor_data(t) + (size_t)lo * es, 0, (size_t)(hi - lo) * es);
+}
+
+pt_status pt_optim_zero_grads(pt_ctx *ctx, pt_tensor *const *grads, int n) {
+  pt_tensor **flat = malloc((size_t)(n > 0 ? n : 1) * sizeof *flat);
+  int64_t *counts = calloc((size_t)(n > 0 ? n : 1), sizeof *counts);
+  pt_status st = flat && counts ? PT_OK : pt_fail(ctx, PT_ENOMEM, "out of memory");
+  int nflat = 0;
+  for (int i = 0; i < n && !st; i++) {
+    pt_tensor *t = grads[i];
+    if (pt_tensor_is_contiguous(t)) {
+      flat[nflat] = t;
+      counts[nflat++] = pt_tensor_numel(t);
+    } else {
+      st = pt_tensor_fill(ctx, t, 0.0); /* bumps its version */
+    }
+  }
+  if (!st) st = pt_parallel_for_segments(ctx, nflat, counts, STEP_GRAIN, zero_segment, flat);
+  if (!st)
+    for (int i = 0; i < nflat; i++) bump(flat[i]);
+  free(flat);
+  free(counts);
+  return st;
 }
 
 /* SGD without momentum on P[0..N) with gradient G (an expression of i); lr, sign and wd in

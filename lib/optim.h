@@ -16,6 +16,19 @@ typedef struct pt_sgd_opts {
 pt_status pt_optim_sgd(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *buf,
                        bool buf_init, const pt_sgd_opts *o);
 
+/* One parameter of pt_optim_sgd_many: as pt_optim_sgd's arguments. */
+typedef struct pt_sgd_item {
+  pt_tensor *param, *grad, *buf;
+  bool buf_init;
+} pt_sgd_item;
+/* pt_optim_sgd on every item with one split of all their elements over the intra-op threads
+ * (the same numbers: the update is element-wise). */
+pt_status pt_optim_sgd_many(pt_ctx *ctx, const pt_sgd_item *items, int n, const pt_sgd_opts *o);
+
+/* Zeroes n gradient tensors (optimizers' zero_grad) with the split of pt_optim_sgd_many over
+ * the same tensors, and bumps their versions. */
+pt_status pt_optim_zero_grads(pt_ctx *ctx, pt_tensor *const *grads, int n);
+
 /* The same update on elements [lo, hi) of a contiguous param, grad (same dtype) and buf (or
  * NULL), then grad[lo, hi) = 0 when zero_grad: the dispatcher steps one slice per worker.
  * No checks, no version bumps (the caller does both). */

@@ -152,18 +152,38 @@ int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn 
   return nthreads;
 }
 
-typedef struct zero_job {
-  char *p;
-  size_t es;
-} zero_job;
+typedef struct segments_job {
+  const int64_t *start; /* start[i]: the first element of item i; start[nitems]: the total */
+  int nitems;
+  pt_segment_fn fn;
+  void *arg;
+} segments_job;
 
-static void zero_chunk(void *arg, int64_t b, int64_t e, int tid) {
+static void segments_chunk(void *arg, int64_t b, int64_t e, int tid) {
   (void)tid;
-  zero_job *j = arg;
-  memset(j->p + (size_t)b * j->es, 0, (size_t)(e - b) * j->es);
+  const segments_job *j = arg;
+  int lo = 0, hi = j->nitems - 1; /* the item holding element b: the last with start <= b */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (j->start[mid] <= b) lo = mid;
+    else hi = mid - 1;
+  }
+  for (int i = lo; i < j->nitems && j->start[i] < e; i++) {
+    int64_t s = j->start[i], end = j->start[i + 1];
+    int64_t from = b > s ? b - s : 0, to = (e < end ? e : end) - s;
+    if (from < to) j->fn(j->arg, i, from, to);
+  }
 }
 
-void pt_parallel_zero(const pt_ctx *ctx, void *p, int64_t n, size_t elsize, int64_t grain) {
-  zero_job j = {p, elsize};
-  pt_parallel_for(ctx, n, grain, zero_chunk, &j);
+pt_status pt_parallel_for_segments(pt_ctx *ctx, int nitems, const int64_t *counts, int64_t grain,
+                                   pt_segment_fn fn, void *arg) {
+  if (nitems <= 0) return PT_OK;
+  int64_t *start = malloc(((size_t)nitems + 1) * sizeof *start);
+  if (!start) return pt_fail(ctx, PT_ENOMEM, "out of memory");
+  start[0] = 0;
+  for (int i = 0; i < nitems; i++) start[i + 1] = start[i] + counts[i];
+  segments_job j = {start, nitems, fn, arg};
+  pt_parallel_for(ctx, start[nitems], grain, segments_chunk, &j);
+  free(start);
+  return PT_OK;
 }

@@ -19,10 +19,15 @@ int pt_parallel_threads(const pt_ctx *ctx);
  * pool is busy (nested or concurrent use) or when n is small. Returns the thread count used. */
 int pt_parallel_for(const pt_ctx *ctx, int64_t n, int64_t grain, pt_parallel_fn fn, void *arg);
 
-/* memset of n elements split like pt_parallel_for(n, grain): with the grain of an element-wise
- * update over the same array (optim's SGD uses 32768), each thread zeroes the part it updated,
- * which is still in its cache. */
-void pt_parallel_zero(const pt_ctx *ctx, void *p, int64_t n, size_t elsize, int64_t grain);
+/* fn(arg, item, begin, end): elements [begin, end) of item `item`, in the item's own indices. */
+typedef void (*pt_segment_fn)(void *arg, int item, int64_t begin, int64_t end);
+
+/* pt_parallel_for over the elements of nitems arrays laid end to end (counts[i] elements each):
+ * a list of tensors gets one split and one wait, as PyTorch's foreach kernels, instead of one
+ * per tensor (where each small tensor also ran on one thread while the others waited). fn sees
+ * each item's part of a chunk in item order. Fails only when out of memory (ctx says so). */
+pt_status pt_parallel_for_segments(pt_ctx *ctx, int nitems, const int64_t *counts, int64_t grain,
+                                   pt_segment_fn fn, void *arg);
 
 /* The process-wide budget: PARTRAIN_NUM_THREADS, else the number of online CPUs. */
 int pt_parallel_budget(void);

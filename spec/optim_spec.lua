@@ -149,6 +149,57 @@ describe("Optimizer mechanics", function()
     assert.is_nil(a.grad)
   end)
 
+  it("one step over many tensors equals stepping each alone; zero_grad clears them all", function()
+    -- sizes around the 32768-element split (one range across every tensor of the step), a
+    -- float64 and a float32 parameter in one group, a transposed (non-contiguous) gradient
+    local sizes = {{40000}, {3}, {70001}, {}, {5, 7}, {33000}}
+    local function params(dt)
+      pt.manual_seed(7)
+      local ps = {}
+      for i, s in ipairs(sizes) do
+        local p = nn.Parameter(pt.randn(s, {dtype = (i == 2 or i == 6) and "float32" or dt}))
+        ps[i] = p
+      end
+      return ps
+    end
+    local function grads(ps, step)
+      for i, p in ipairs(ps) do
+        pt.manual_seed(100 * step + i)
+        if i == 5 then
+          p.grad = pt.randn({7, 5}, {dtype = p:dtype()}):t() -- {5,7}, not contiguous
+        else
+          p.grad = pt.randn(p:size(), {dtype = p:dtype()})
+        end
+      end
+    end
+    local o = {lr = 0.1, momentum = 0.9, weight_decay = 0.01, nesterov = true}
+    local all, alone = params("float64"), params("float64")
+    local opt_all = optim.SGD(all, o)
+    local opts_alone = {}
+    for i, p in ipairs(alone) do opts_alone[i] = optim.SGD({p}, o) end
+    for step = 1, 3 do
+      grads(all, step)
+      grads(alone, step)
+      opt_all:step()
+      for _, opt in ipairs(opts_alone) do opt:step() end
+    end
+    for i = 1, #sizes do
+      assert.is_true(pt.equal(all[i], alone[i]), "parameter " .. i)
+      assert.is_true(pt.equal(opt_all.state[all[i]].momentum_buffer,
+        opts_alone[i].state[alone[i]].momentum_buffer), "momentum of parameter " .. i)
+    end
+    -- and the values are the formula's, checked on elements at both ends of the split
+    local p = nn.Parameter(pt.zeros(70001, F64))
+    p.grad = pt.arange(1, 70002, 1, F64)
+    optim.SGD({nn.Parameter(pt.zeros(40000, F64)), p}, {lr = 0.5}):step()
+    assert.are.equal(-0.5, p:_get_flat(1))
+    assert.are.equal(-35000.5, p:_get_flat(70001))
+    opt_all:zero_grad()
+    for i, q in ipairs(all) do
+      assert.are.equal(0, q.grad:abs():sum():item(), "gradient " .. i)
+    end
+  end)
+
   it("state_dict / load_state_dict resume exactly", function()
     local function make()
       local p = pt.tensor({1, 2, 3}, F64)
