@@ -683,6 +683,16 @@ static void enc_function(enc *e, int vi, bool cache) {
     const char *name = lua_getupvalue(L, vi, i);
     int uv = lua_gettop(L);
     bool is_env = (name && strcmp(name, "_ENV") == 0) || lua_rawequal(L, uv, e->globals);
+    if (is_env && lua_type(L, uv) == LUA_TTABLE && (e->flags & LPT_XFER_GLOBALS)) {
+      /* every function's own reads, also when its _ENV is the upvalue of a function sent
+       * before (all functions of a chunk share one): a global function read by the closure
+       * reads globals of its own */
+      size_t bl;
+      const char *bcode = lua_tolstring(L, bci, &bl);
+      lua_pushvalue(L, uv); /* env for add_global_name */
+      scan_globals(bcode, bl, add_global_name, e);
+      lua_pop(L, 1);
+    }
     void *uid = lua_upvalueid(L, vi, i);
     lua_pushlightuserdata(L, uid);
     if (lua_rawget(L, e->upids) == LUA_TNUMBER) {
@@ -699,13 +709,6 @@ static void enc_function(enc *e, int vi, bool cache) {
     lua_rawset(L, e->upids);
     if (is_env && lua_type(L, uv) == LUA_TTABLE) {
       put_byte(e->m, 'E');
-      if (e->flags & LPT_XFER_GLOBALS) {
-        size_t bl;
-        const char *bcode = lua_tolstring(L, bci, &bl);
-        lua_pushvalue(L, uv); /* env for add_global_name */
-        scan_globals(bcode, bl, add_global_name, e);
-        lua_pop(L, 1);
-      }
     } else {
       const char *nm = name && *name ? name : "?";
       snprintf(rootbuf, sizeof rootbuf, "upvalue '%s'", nm);

@@ -104,6 +104,9 @@ end)
 
 GLOBAL_SCALE = 7
 function global_helper(x) return x * GLOBAL_SCALE end
+SPEC_ONLY_READ_BY_HELPER = {scale = 3}
+function spec_global_reader(x) return x * SPEC_ONLY_READ_BY_HELPER.scale end
+function spec_global_unsendable() return SPEC_UNSENDABLE end
 
 describe("transfer of functions", function()
   it("sends upvalues, keeping shared upvalues shared", function()
@@ -122,6 +125,17 @@ describe("transfer of functions", function()
   it("sends the globals a closure reads, through nested functions", function()
     local r = on_worker(function(x) return global_helper(x) + GLOBAL_SCALE end, 2)
     assert.are.equal(21, r)
+  end)
+
+  it("sends the globals read by a global function the closure calls, and only through it", function()
+    -- both functions' _ENV is the chunk's one upvalue: the second function's own reads count
+    local r = on_worker(function(x) return spec_global_reader(x) end, 2)
+    assert.are.equal(2 * SPEC_ONLY_READ_BY_HELPER.scale, r)
+    SPEC_UNSENDABLE = coroutine.create(function() end)
+    local ok, e = pcall(on_worker, function() return spec_global_unsendable() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("global 'SPEC_UNSENDABLE' (thread) cannot be sent to a worker", 1, true))
+    SPEC_UNSENDABLE = nil
   end)
 
   it("supports recursive local functions", function()
