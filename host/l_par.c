@@ -948,7 +948,7 @@ static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int 
   }
   for (int q = 0; q < nplan; q++)
     for (int j = 1; j < slots; j++)
-      if (!replica_make(&r->t[j * nplan + q], plan[q].param, true) ||
+      if (!replica_make(&r->t[j * nplan + q], plan[q].param, plan[q].param->requires_grad) ||
           (plan[q].buf && !replica_make(&r->mom[j * nplan + q], plan[q].buf, false))) {
         replicas_free(r);
         return 0;
@@ -972,6 +972,8 @@ static void replicas_sync(par_replicas *r, const step_entry *plan, int nplan) {
     const step_entry *e = &plan[q];
     if (e->rep < 0) continue;
     int i = e->rep;
+    /* a frozen parameter's copies are frozen too (an after_window hook may change it) */
+    for (int j = 1; j < r->slots; j++) r->t[j * r->n + i]->requires_grad = e->param->requires_grad;
     unsigned v = atomic_load(&e->param->storage->version);
     if (r->stale || v != r->version[i]) {
       replicas_copy(r, r->t, i, e->param);

@@ -163,6 +163,37 @@ describe("par_by_sample opts.step", function()
           end)
         end)
       end)
+      it("leaves a frozen layer alone, and steps it once an after_window hook unfreezes it " .. tag, function()
+        local frozen_weights = {}
+        run_pair(threads, o, nil, function()
+          local w = 0
+          return function(model)
+            w = w + 1
+            if w == 3 then
+              frozen_weights[#frozen_weights + 1] = model[1].weight:clone()
+              model[1].weight.requires_grad, model[1].bias.requires_grad = true, true
+            end
+          end
+        end, function(model)
+          if not model[1].weight.grad then -- the first call: frozen until the hook
+            model[1].weight.requires_grad, model[1].bias.requires_grad = false, false
+          end
+        end)
+        pt.manual_seed(3)
+        local initial = nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))[1].weight
+        assert.are.equal(2, #frozen_weights)
+        for _, w in ipairs(frozen_weights) do -- both paths: unchanged for the first windows
+          assert.is_true(pt.equal(w, initial))
+        end
+        local ds = make_data(10)
+        pt.manual_seed(3)
+        local model = nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 4))
+        model[1].weight.requires_grad, model[1].bias.requires_grad = false, false
+        local opt = optim.SGD(model:parameters(), o)
+        data.DataHandler(ds):par_by_sample(model, threads, fn, {epoch = true, step = opt})
+        assert.is_nil(model[1].weight.grad)
+        assert.is_true(pt.equal(model[1].weight, initial))
+      end)
       it("reads a gradient left from before the call in every worker " .. tag, function()
         run_pair(threads, o, nil, nil, function(model)
           for _, p in ipairs(model:parameters()) do p.grad = pt.full(p:size(), 0.25) end
