@@ -144,6 +144,34 @@ describe("pt.Runner", function()
     r:close()
   end)
 
+  it("runs producer_end when collected and when the program ends without close()", function()
+    local flags = pt.zeros(2)
+    local r = pt.Runner{devices = 2, producer_end = function() flags[pt.worker_id()] = 5 end}
+    r({1, 2})
+    r = nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    assert.are.same({5, 5}, flags:tolist())
+    -- a script that ends with an open runner: the state's close runs the finalizers
+    local f = os.tmpname()
+    local script = os.tmpname()
+    local h = assert(io.open(script, "w"))
+    h:write(([[
+      local pt = require "partrain"
+      local r = pt.Runner{devices = 1, cfg = {f = %q},
+        producer_end = function(_, cfg) local o = io.open(cfg.f, "w"); o:write("ended"); o:close() end}
+      r({1})
+    ]]):format(f))
+    h:close()
+    local support = require "spec.support"
+    assert.is_true(os.execute(support.quote(support.exe) .. " " .. support.quote(script)))
+    h = assert(io.open(f))
+    assert.are.equal("ended", h:read("a"))
+    h:close()
+    os.remove(f)
+    os.remove(script)
+  end)
+
   it("closes with <close>", function()
     local flags = pt.zeros(1)
     do

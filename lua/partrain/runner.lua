@@ -125,7 +125,7 @@ function M.new(opts)
     error("Runner: cfg must be a table (got " .. type(opts.cfg) .. ")", 3)
   end
   runner_count = runner_count + 1
-  local self = setmetatable({
+  local self = {
     devices = list,
     ordered = opts.ordered and true or false,
     cfg = opts.cfg or {},
@@ -134,9 +134,13 @@ function M.new(opts)
     consumer_end = opts.consumer_end,
     closed = false,
     id = ("%s#%d"):format(tostring(pt._pool_map):match("0x%x+") or "r", runner_count),
-  }, Runner)
+  }
   local pool = pt._Pool(#list)
   self.pool = pool
+  -- the metatable (with __gc) after the pool: Lua runs finalizers in the reverse order of
+  -- marking, so a collected runner (or one alive when the state closes) runs close(), and its
+  -- producer_end, before the pool's own finalizer stops the threads
+  setmetatable(self, Runner)
   for w, d in ipairs(list) do
     pool:submit(w, M._producer_setup, self.id, d, opts.cfg or {}, opts.producer_init,
       opts.producer_work, opts.producer_end)
