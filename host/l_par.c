@@ -1567,6 +1567,10 @@ static int par_windows_impl(lua_State *L) {
   lpt_sigint_guard g;
   lpt_sigint_guard_begin(L, &g);
   for (int wi = 0; wi < nwin; wi++) {
+    /* windows.started: how many windows began, for par.lua to leave the rest to the next
+     * call when this one fails */
+    lua_pushinteger(L, wi + 1);
+    lua_setfield(L, 4, "started");
     lua_rawgeti(L, 4, 2 * wi + 1);
     lua_rawgeti(L, 4, 2 * wi + 2);
     int start = (int)lua_tointeger(L, -2), stop = (int)lua_tointeger(L, -1);

@@ -250,6 +250,27 @@ describe("par_by_sample errors", function()
     assert.are.same({3, 4}, (h:par_by_sample({}, 2, index_of)))
   end)
 
+  it("leaves the windows after a failed one to the next call (epoch, windows, after_window)", function()
+    local h = data.DataHandler(toy_dataset(10))
+    local ok, err = pcall(h.par_by_sample, h, {}, 2, function(s)
+      if s.i == 3 then error("bad 3") end
+      return s.i
+    end, {epoch = true})
+    assert.is_false(ok)
+    assert.matches("sample 3 failed", err)
+    -- window [3,4] failed and counts as processed; [5,6] .. [9,10] never ran
+    assert.are.same({5, 6}, (h:par_by_sample({}, 2, index_of)))
+    assert.are.same({7, 8, 9, 10}, (h:par_by_sample({}, 2, index_of, {epoch = true})))
+    local hooks = 0
+    ok, err = pcall(h.par_by_sample, h, {}, 2, index_of, {windows = 4, after_window = function()
+      hooks = hooks + 1
+      if hooks == 2 then error("hook failed", 0) end
+    end})
+    assert.is_false(ok)
+    assert.are.equal("hook failed", err)
+    assert.are.same({5, 6}, (h:par_by_sample({}, 2, index_of))) -- after [1,2] and [3,4]
+  end)
+
   it("reports a sample that cannot be read or sent", function()
     local h = data.DataHandler({get = function(_, i)
       if i == 2 then error("disk on fire") end

@@ -122,7 +122,8 @@ end
 -- A failure in fn raises "par_by_sample: sample <i> failed on worker <w>: <message>" followed
 -- by the worker's traceback; the buffered gradients of that window (workers 2..n) are not
 -- added (worker 1's backward, if it ran, already was, as in rotta_rs where every backward adds
--- into the shared gradients); later calls work.
+-- into the shared gradients); later calls work. The failed window counts as processed; with
+-- windows/epoch the windows after it did not run, and the next call starts with them.
 function M.par_by_sample(handler, model, n, fn, opts)
   local ds = check_handler(handler)
   if type(fn) ~= "function" then
@@ -172,8 +173,15 @@ function M.par_by_sample(handler, model, n, fn, opts)
   if opts.step ~= nil then plan, fresh_bufs = step_plan(opts.step) end
   local source = ds
   if not opts.read_in_workers then source = function(i) return ds:get(i) end end
-  local losses = pt._par_windows(model, fn, source, windows, n, opts.after_window, opts.refresh_model,
-                                 plan, opts.read_in_workers and true or false)
+  local ok, losses = pcall(pt._par_windows, model, fn, source, windows, n, opts.after_window,
+                           opts.refresh_model, plan, opts.read_in_workers and true or false)
+  if not ok then
+    -- the failed window counts as processed (as a failing one-window call); the windows after
+    -- it never ran and are the next call's, as if each window had been a call of its own
+    local started = windows.started or 0
+    if started < nwin then st.idx = windows[2 * started + 1] end
+    error(losses, 0)
+  end
   if fresh_bufs then
     -- momentum buffers created for this call join the optimizer's state once used
     for i, e in ipairs(plan) do
