@@ -54,6 +54,7 @@ for _, target in ipairs(lua_targets) do
           marked,                          -- a table with a metatable: a single value too
           {},                              -- an empty list: no arguments
           { n = 3, 5, nil, "e" },          -- a list with a hole, length from n
+          { n = 2 },                       -- n without list items: a named key
         }
       end
       B.show = pt.inbatch_parallel(B.opts, function(self, ...)
@@ -75,7 +76,7 @@ for _, target in ipairs(lua_targets) do
       end)
       local b = B.new({})
       b:show()
-      assert.are.same({ "1 a", "{x=2,y=b}", "3 c {z=true}", "4", "obj:obj", "", "5 nil e" },
+      assert.are.same({ "1 a", "{x=2,y=b}", "3 c {z=true}", "4", "obj:obj", "", "5 nil e", "{n=2}" },
         { table.unpack(b.results, 1, b.results.n) })
     end)
 

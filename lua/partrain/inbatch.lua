@@ -17,7 +17,7 @@
 --     It returns a list with one entry per invocation.
 --   * Each entry becomes the arguments of one invocation:
 --       pt.args({a, b}, {k = v})      positional a, b and named {k = v}
---       {k = v, ...} (only string keys)  named only
+--       {k = v, ...} (only string keys)  named only ({n = 2} too)
 --       {a, b, ...}  (a plain list)      positional (entry.n is honoured for lists with nils)
 --       anything else (a number, a string, a tensor, a table with a metatable)
 --                                        the single positional argument
@@ -135,6 +135,7 @@ local function unpack_entry(entry, i)
   if type(entry) ~= "table" or getmetatable(entry) ~= nil then
     return { n = 1, entry }, {}
   end
+  -- n is a list's length (table.pack) only beside list items; alone it is a named key
   local has_string, has_other = false, false
   for k in pairs(entry) do
     if type(k) == "string" then
@@ -143,7 +144,7 @@ local function unpack_entry(entry, i)
       has_other = true
     end
   end
-  if has_string and not has_other then return { n = 0 }, entry end
+  if not has_other and (has_string or entry.n ~= nil) then return { n = 0 }, entry end
   if has_string and has_other then
     error(("inbatch_parallel: init entry %d mixes list items and named keys; "
       .. "use pt.args(list, named)"):format(i), 0)
