@@ -316,7 +316,13 @@ pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain
                      pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
                      pt_shape_format(root->ndim, root->shape, b, sizeof b));
     }
-    g0 = pt_tensor_retain(grad);
+    /* as PyTorch: the gradient takes the output's dtype; and a layout the backward functions
+     * can read whatever they assume (a broadcast gradient has zero strides) */
+    pt_tensor *cast = NULL;
+    if ((st = pt_tensor_to_dtype_raw(ctx, grad, root->dtype, &cast))) return st;
+    st = pt_tensor_contiguous_raw(ctx, cast, &g0);
+    pt_tensor_release(cast);
+    if (st) return st;
   } else {
     if (pt_tensor_numel(root) != 1) {
       char a[PT_SHAPE_STR_MAX];

@@ -1391,8 +1391,15 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
   pt_tensor *old = NULL;
   if (graph && (st = inplace_old(ctx, self, bin_uses_values(op), &old))) return st;
   opnd x = T_(self), yy = y;
-  if (graph && y.t == self) yy = T_(old); /* a.mul_(a): the backward must see the old value */
-  pt_tensor *scaled = NULL, *r = NULL;
+  pt_tensor *scaled = NULL, *r = NULL, *yold = NULL;
+  if (graph && y.t == self) {
+    yy = T_(old); /* a.mul_(a): the backward must see the old value */
+  } else if (graph && y.t && y.t->storage == self->storage) {
+    /* another view of self's storage (a:mul_(a:view(3))): the op overwrites it too, so the
+     * backward gets a copy of its values as they were, with its history */
+    if ((st = inplace_old(ctx, y.t, bin_uses_values(op), &yold))) goto done;
+    yy = T_(yold);
+  }
   if (alpha != 1.0) {
     if (y.t) {
       st = binary_forward(ctx, fname, PT_BIN_MUL, y, S_(alpha, alpha == floor(alpha)), NULL, &scaled);
@@ -1428,6 +1435,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
 done:
   pt_tensor_release(r);
   pt_tensor_release(scaled);
+  pt_tensor_release(yold);
   pt_tensor_release(old);
   return st;
 }

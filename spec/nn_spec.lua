@@ -471,6 +471,35 @@ describe("saved tensors modified in place", function()
     assert.are.same({2, 2}, x2.grad:tolist())
   end)
 
+  it("give the right gradient when an in-place op's argument is another view of its output", function()
+    local function grad(f)
+      local a = pt.tensor({{1, 2}, {3, 4}}, {dtype = "float64", requires_grad = true})
+      local c = a * 1
+      f(c)
+      c:sum():backward()
+      return a.grad:reshape(-1):tolist()
+    end
+    -- as the out-of-place c * v with v a view of c before the op
+    assert.are.same({2, 4, 6, 8}, grad(function(c) c:mul_(c:view(2, 2)) end))
+    assert.are.same({0, 0, 0, 0}, grad(function(c) c:div_(c:view(2, 2)) end))
+    assert.are.same({2, 2, 2, 2}, grad(function(c) c:add_(c:view(2, 2)) end))
+    assert.are.same({2, 6, 4, 8}, grad(function(c) c:mul_(c:t()) end))
+    assert.are.same({2, 4, 6, 8}, grad(function(c) c:t():mul_(c:t()) end))
+    assert.are.same({3, 4, 2, 3}, grad(function(c) c[1]:mul_(c[2]) end)) -- rows: no overlap
+  end)
+
+  it("cast a backward gradient of another dtype to the output's, and read any layout", function()
+    local a = pt.tensor({{1, 2}, {3, 4}}, {requires_grad = true})
+    a:mm(pt.eye(2)):backward(pt.ones(2, 2, {dtype = "float64"}))
+    assert.are.same({{1, 1}, {1, 1}}, a.grad:tolist())
+    local b = pt.tensor({{1, 2}, {3, 4}}, {dtype = "float64", requires_grad = true})
+    pt.max_pool2d(b:view(1, 1, 2, 2), 2):backward(pt.ones(1, 1, 1, 1))
+    assert.are.same({{0, 0}, {0, 1}}, b.grad:tolist())
+    local c = pt.tensor({{1, 2}, {3, 4}}, {requires_grad = true})
+    c:mm(pt.eye(2)):backward(pt.tensor({{1, 2}}):expand(2, 2)) -- zero strides
+    assert.are.same({{1, 2}, {1, 2}}, c.grad:tolist())
+  end)
+
   it("are caught in fused layers (a weight changed between forward and backward)", function()
     local lin = nn.Linear(3, 2)
     local out = lin(pt.ones(4, 3))
