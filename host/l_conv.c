@@ -1,7 +1,18 @@
 /* Bindings of the convolution family (lib/conv.h): pt.conv2d, pt.max_pool2d, pt.avg_pool2d,
  * pt.adaptive_avg_pool2d, pt.batch_norm, pt.dropout2d, pt.upsample_nearest2d. */
+#include <limits.h>
+#include <stdio.h>
+
 #include "../lib/conv.h"
 #include "lpt.h"
+
+/* the integer at idx as an int; a Lua integer beyond int's range is an error, not truncated */
+static int int_at(lua_State *L, int idx, const char *fname, const char *what) {
+  lua_Integer v = lua_tointeger(L, idx);
+  if (v < INT_MIN || v > INT_MAX)
+    lpt_errorf(L, "%s: %s %I is out of range", fname, what, (LUAI_UACINT)v);
+  return (int)v;
+}
 
 /* opts[key] as an int pair: a number n means {n, n}; missing means def */
 static void opt_pair(lua_State *L, int opts, const char *key, const int *def, int *out, const char *fname) {
@@ -9,13 +20,16 @@ static void opt_pair(lua_State *L, int opts, const char *key, const int *def, in
   out[1] = def[1];
   if (opts == 0 || !lua_istable(L, opts)) return;
   int t = lua_getfield(L, opts, key);
+  char what[64];
+  snprintf(what, sizeof what, "option '%s'", key);
   if (t == LUA_TNUMBER) {
-    out[0] = out[1] = (int)luaL_checkinteger(L, -1);
+    luaL_checkinteger(L, -1);
+    out[0] = out[1] = int_at(L, -1, fname, what);
   } else if (t == LUA_TTABLE) {
     for (int i = 0; i < 2; i++) {
       lua_geti(L, -1, i + 1);
       if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option '%s' must be an integer or a pair {h, w}", fname, key);
-      out[i] = (int)lua_tointeger(L, -1);
+      out[i] = int_at(L, -1, fname, what);
       lua_pop(L, 1);
     }
   } else if (t != LUA_TNIL) {
@@ -26,12 +40,12 @@ static void opt_pair(lua_State *L, int opts, const char *key, const int *def, in
 
 static void arg_pair(lua_State *L, int idx, int *out, const char *fname, const char *what) {
   if (lua_isinteger(L, idx)) {
-    out[0] = out[1] = (int)lua_tointeger(L, idx);
+    out[0] = out[1] = int_at(L, idx, fname, what);
   } else if (lua_istable(L, idx)) {
     for (int i = 0; i < 2; i++) {
       lua_geti(L, idx, i + 1);
       if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: %s must be an integer or a pair {h, w}", fname, what);
-      out[i] = (int)lua_tointeger(L, -1);
+      out[i] = int_at(L, -1, fname, what);
       lua_pop(L, 1);
     }
   } else {

@@ -220,8 +220,8 @@ int lpt_check_dim(lua_State *L, int idx, int ndim, const char *fname) {
   int n = ndim > 0 ? ndim : 1;
   if (d < 0) d += n + 1;
   if (d < 1 || d > n)
-    return lpt_errorf(L, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
-                      (int)luaL_checkinteger(L, idx), ndim);
+    return lpt_errorf(L, "%s: dimension %I out of range (tensor has %d dimensions)", fname,
+                      (LUAI_UACINT)luaL_checkinteger(L, idx), ndim);
   return (int)d - 1;
 }
 

@@ -127,8 +127,8 @@ static int t_narrow(lua_State *L) {
   lua_Integer length = check_integer(L, 4, "narrow", "length");
   int64_t size = t->ndim ? t->shape[dim] : 0;
   if (start < 0 && start + size < 0)
-    return lpt_errorf(L, "narrow: start %d and length %d out of range for dimension %d of size %d",
-                      (int)start, (int)length, dim + 1, (int)size);
+    return lpt_errorf(L, "narrow: start %I and length %I out of range for dimension %d of size %I",
+                      (LUAI_UACINT)start, (LUAI_UACINT)length, dim + 1, (LUAI_UACINT)size);
   if (start < 0) start += size + 1;
   pt_status st = pt_narrow(lpt_ctx(L), t, dim, start - 1, length, &r);
   return lpt_push_result(L, st, r);
@@ -430,8 +430,8 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
     }
     if (i == 0 || i > t->shape[0] || i < -t->shape[0]) {
       pt_tensor_release(cur);
-      lpt_errorf(L, "index: index %d out of range for dimension 1 of size %d", (int)i,
-                 (int)t->shape[0]);
+      lpt_errorf(L, "index: index %I out of range for dimension 1 of size %I", (LUAI_UACINT)i,
+                 (LUAI_UACINT)t->shape[0]);
     }
     if (sel(ctx, cur, 0, norm_index(i, t->shape[0]), &next)) {
       pt_tensor_release(cur);
@@ -461,8 +461,8 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
       }
       if (i == 0 || i > size || i < -size) {
         pt_tensor_release(cur);
-        lpt_errorf(L, "index: index %d out of range for dimension %d of size %d", (int)i, k,
-                   (int)size);
+        lpt_errorf(L, "index: index %I out of range for dimension %d of size %I", (LUAI_UACINT)i, k,
+                   (LUAI_UACINT)size);
       }
       st = sel(ctx, cur, d, norm_index(i, size), &next);
       selected++;

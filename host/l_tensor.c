@@ -115,8 +115,8 @@ static int t_index(lua_State *L) {
     lua_Integer i = lua_tointeger(L, 2), n = t->shape[0];
     if (i < 0) i += n + 1;
     if (i < 1 || i > n)
-      return lpt_errorf(L, "index: index %d out of range for dimension 1 of size %d",
-                        (int)lua_tointeger(L, 2), (int)n);
+      return lpt_errorf(L, "index: index %I out of range for dimension 1 of size %I",
+                        (LUAI_UACINT)lua_tointeger(L, 2), (LUAI_UACINT)n);
     if (t->ndim == 1) {
       int64_t idx = i - 1;
       push_value(L, pt_tensor_get(t, &idx), t->dtype);
@@ -177,8 +177,8 @@ static int t_newindex(lua_State *L) {
     lua_Integer i = lua_tointeger(L, 2), n = t->shape[0];
     if (i < 0) i += n + 1;
     if (i < 1 || i > n)
-      return lpt_errorf(L, "index: index %d out of range for dimension 1 of size %d",
-                        (int)lua_tointeger(L, 2), (int)n);
+      return lpt_errorf(L, "index: index %I out of range for dimension 1 of size %I",
+                        (LUAI_UACINT)lua_tointeger(L, 2), (LUAI_UACINT)n);
     if (pt_check_inplace(lpt_ctx(L), "index", t, NULL)) return lpt_error(L);
     int64_t idx = i - 1;
     pt_tensor_set(t, &idx, lua_tonumber(L, 3));

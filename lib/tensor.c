@@ -843,7 +843,7 @@ pt_status pt_narrow_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64
                         pt_tensor **out) {
   pt_status st = check_dim(ctx, "narrow", t, dim);
   if (st) return st;
-  if (start < 0 || length < 0 || start + length > t->shape[dim])
+  if (start < 0 || length < 0 || start > t->shape[dim] || length > t->shape[dim] - start)
     return pt_fail(ctx, PT_EARG,
                    "narrow: start %lld and length %lld out of range for dimension %d of size %lld",
                    (long long)start + 1, (long long)length, dim + 1, (long long)t->shape[dim]);

@@ -127,6 +127,18 @@ describe("narrow and select", function()
                      errmsg(function() return t:narrow(1, -5, 1) end))
     assert.are.equal("narrow: start must be an integer, got 1.5",
                      errmsg(function() return t:narrow(1, 1.5, 1) end))
+    -- lengths near the integer limit must not wrap around the range check
+    assert.are.equal("narrow: start 2 and length 9223372036854775807 out of range for dimension 1 of size 4",
+                     errmsg(function() return t:narrow(1, 2, math.maxinteger) end))
+    assert.are.equal("narrow: start 4 and length 9223372036854775807 out of range for dimension 1 of size 4",
+                     errmsg(function() return t:narrow(1, -1, math.maxinteger) end))
+    -- indices and dimensions beyond 32 bits are reported as given
+    assert.are.equal("index: index 4294967298 out of range for dimension 1 of size 4",
+                     errmsg(function() return t[4294967298] end))
+    assert.are.equal("index: index 4294967298 out of range for dimension 1 of size 4",
+                     errmsg(function() return t[{4294967298, 1}] end))
+    assert.are.equal("sum: dimension 4294967297 out of range (tensor has 2 dimensions)",
+                     errmsg(function() return t:sum(4294967297) end))
   end)
 
   it("select removes the dim; t[i] is select(1, i)", function()
