@@ -176,6 +176,14 @@ static int l_copy_(lua_State *L) {
   return 1;
 }
 
+/* _nn_set_data_(t, src): t takes src's data and dtype, staying the same object (Module:to) */
+static int l_set_data_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *src = lpt_check_tensor(L, 2);
+  if (pt_tensor_set_data(lpt_ctx(L), t, src)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
 /* _nn_uniform_(t, lo, hi) / _nn_normal_(t, mean, std): in-place fills from the state's RNG */
 static int l_uniform_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
@@ -246,6 +254,7 @@ static const luaL_Reg functions[] = {
     {"_nn_embedding", l_embedding},
     {"_nn_view", l_view},
     {"_nn_copy_", l_copy_},
+    {"_nn_set_data_", l_set_data_},
     {"_nn_uniform_", l_uniform_},
     {"_nn_normal_", l_normal_},
     {"_nn_zero_grads", l_zero_grads},

@@ -342,9 +342,9 @@ static pt_storage *storage_new(pt_ctx *ctx, size_t nbytes) {
   return s;
 }
 
-static inline bool storage_embedded_in(const pt_tensor *t, const pt_storage *s) {
-  return s && !s->release && (s->flags & PT_STORAGE_EMBEDDED) &&
-         (const char *)s == (const char *)t + TENSOR_PART;
+/* the storage made in one block with t (t->embedded), whatever t's storage is now */
+static inline pt_storage *home_storage(const pt_tensor *t) {
+  return t->embedded ? (pt_storage *)((char *)t + TENSOR_PART) : NULL;
 }
 
 pt_tensor *pt_tensor_retain(pt_tensor *t) {
@@ -359,9 +359,12 @@ void pt_tensor_release(pt_tensor *t) {
   pt_tensor_release(t->grad);
   pt_node_release(t->grad_fn);
   pt_tensor_release(t->base);
-  if (storage_embedded_in(t, s)) {
-    /* The block goes when its storage does: now, or when the last view over it dies. */
-    pt_storage_release(s);
+  pt_storage *home = home_storage(t);
+  if (home) {
+    /* The block goes when its storage does: now, or when the last view over it dies. t holds
+     * its home storage also after pt_tensor_set_data gave it another one. */
+    if (s != home) pt_storage_release(s);
+    pt_storage_release(home);
     return;
   }
   pt_storage_release(s);
@@ -388,6 +391,7 @@ static pt_tensor *tensor_alloc_with_storage(pt_ctx *ctx, size_t nbytes) {
     pt_tensor *t = (pt_tensor *)block;
     tensor_init(t);
     t->storage = (pt_storage *)(block + TENSOR_PART);
+    t->embedded = true;
     storage_init(t->storage, nbytes, PT_STORAGE_EMBEDDED);
     return t;
   }
@@ -750,6 +754,29 @@ pt_status pt_tensor_fill(pt_ctx *ctx, pt_tensor *t, double v) {
     for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, v);
   }
   atomic_fetch_add(&t->storage->version, 1);
+  return PT_OK;
+}
+
+pt_status pt_tensor_set_data(pt_ctx *ctx, pt_tensor *t, pt_tensor *src) {
+  if (t->grad_fn) return pt_fail(ctx, PT_EARG, "set_data: only a leaf tensor's data can be replaced");
+  if (t == src) return PT_OK;
+  /* an embedded t's reference to its home storage stays (the block holds t itself); any
+   * other storage it points to is referenced on its own */
+  pt_storage *home = home_storage(t), *old = t->storage, *s = src->storage;
+  if (s != home) pt_storage_retain(s);
+  t->storage = s;
+  if (old != home) pt_storage_release(old);
+  t->offset = src->offset;
+  t->ndim = src->ndim;
+  t->dtype = src->dtype;
+  memcpy(t->shape, src->shape, sizeof t->shape);
+  memcpy(t->stride, src->stride, sizeof t->stride);
+  pt_tensor *g = t->grad;
+  if (g && (g->dtype != t->dtype || g->ndim != t->ndim ||
+            memcmp(g->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)) != 0)) {
+    t->grad = NULL;
+    pt_tensor_release(g);
+  }
   return PT_OK;
 }
 

@@ -37,6 +37,7 @@ typedef struct pt_tensor {
   /* autograd */
   bool requires_grad;
   bool retains_grad;
+  bool embedded; /* lib/tensor.c: t's block also holds its first storage, kept until t dies */
   struct pt_tensor *grad;     /* accumulated gradient of a leaf, or NULL */
   struct pt_node *grad_fn;    /* the node that produced this tensor, or NULL for leaves */
   /* for a view made by a view op (ops_shape.c): the tensor whose storage it views (retained; a
@@ -129,6 +130,10 @@ pt_status pt_tensor_contiguous_raw(pt_ctx *ctx, pt_tensor *t, pt_tensor **out); 
 pt_status pt_tensor_clone_raw(pt_ctx *ctx, const pt_tensor *t, pt_tensor **out);
 pt_status pt_tensor_to_dtype_raw(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out); /* retains if same dtype */
 pt_status pt_tensor_fill(pt_ctx *ctx, pt_tensor *t, double v);
+/* t takes src's storage, dtype, shape and strides (PyTorch's t.data = src) and stays the same
+ * object, so whatever holds t (an optimizer, a module sharing it) sees the new data. A leaf
+ * only; its .grad is dropped when it no longer matches t's dtype and shape. */
+pt_status pt_tensor_set_data(pt_ctx *ctx, pt_tensor *t, pt_tensor *src);
 /* dst += src element by element in flat order (same number of elements, any dtypes and
  * strides; fast for contiguous float32/float64 pairs). No autograd, no version bump. */
 void pt_tensor_add_raw(pt_tensor *dst, const pt_tensor *src);

@@ -368,6 +368,30 @@ describe("Module", function()
     assert.is_true(m.weight.requires_grad)
   end)
 
+  it("Module:to keeps its parameters' identity: optimizers and tied weights follow", function()
+    local m = nn.Linear(2, 1)
+    local w = m.weight
+    local opt = pt.optim.SGD(m:parameters(), {lr = 0.1})
+    m(pt.ones(1, 2)):sum():backward()
+    m:double()
+    assert.is_true(rawequal(w, m.weight))
+    assert.are.equal("float64", w:dtype())
+    assert.are.equal("float64", w.grad:dtype()) -- the gradient is converted too
+    local before = w:clone()
+    opt:zero_grad()
+    m(pt.ones(3, 2, {dtype = "float64"})):sum():backward()
+    opt:step()
+    assert.is_false(pt.equal(before, w)) -- the optimizer made before :double() steps it
+    local enc, dec = nn.Linear(3, 3), nn.Linear(3, 3)
+    dec.weight = enc.weight
+    local s = nn.Sequential(enc, dec):double():float():double()
+    assert.is_true(rawequal(enc.weight, dec.weight))
+    assert.are.equal(3, #s:parameters())
+    local bn = nn.BatchNorm1d(3):double()
+    assert.are.equal("float64", bn.running_var:dtype())
+    assert.are.equal("int64", bn.num_batches_tracked:dtype()) -- integer buffers stay
+  end)
+
   it("documents every public function and class", function()
     for _, name in ipairs({"Linear", "Embedding", "Dropout", "LayerNorm", "BatchNorm1d", "Flatten",
       "Identity", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss",

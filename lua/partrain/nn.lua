@@ -322,21 +322,23 @@ function Module:zero_grad(opts)
 end
 doc(Module.zero_grad, "m:zero_grad([{set_to_none=false}]): zeroes every parameter's .grad in place\n  (keeps the buffers; set_to_none=true drops them instead).")
 
+-- As PyTorch's Module._apply: every parameter and buffer keeps its identity and takes converted
+-- data, so an optimizer made before, weights tied between modules and views held elsewhere of
+-- the module's tensors all follow; a parameter's .grad is converted too.
 local function convert(self, dtype)
+  local function floating(t) return t:dtype() == "float32" or t:dtype() == "float64" end
   pt.no_grad(function()
+    local done = {}
     for _, m in ipairs(self:modules()) do
-      for _, n in ipairs(m._param_names) do
-        local p = m._parameters[n]
-        if p:dtype() ~= dtype then
-          local q = p:detach():to(dtype):detach()
-          q.requires_grad = true
-          m._parameters[n] = q
-        end
-      end
-      for _, n in ipairs(m._buffer_names) do
-        local b = m._buffers[n]
-        if pt.is_tensor(b) and b:dtype() ~= dtype and (b:dtype() == "float32" or b:dtype() == "float64") then
-          m._buffers[n] = b:to(dtype):detach()
+      for _, group in ipairs({{m._param_names, m._parameters}, {m._buffer_names, m._buffers}}) do
+        for _, n in ipairs(group[1]) do
+          local t = group[2][n]
+          if pt.is_tensor(t) and not done[t] and floating(t) and t:dtype() ~= dtype then
+            done[t] = true
+            local g = t.grad
+            C._nn_set_data_(t, t:detach():to(dtype))
+            if g and floating(g) and g:dtype() ~= dtype then t.grad = g:to(dtype) end
+          end
         end
       end
     end

@@ -71,9 +71,53 @@ static void test_rng(pt_ctx *ctx) {
   CHECK(fabs(sum / 10000) < 0.05);
 }
 
+/* set_data keeps the object and swaps its data; a small tensor's header shares one block with
+ * its first storage, which must outlive the header however often the data is swapped (ASan
+ * checks the frees) */
+static void test_set_data(pt_ctx *ctx) {
+  int64_t small[1] = {2}, big[1] = {300};
+  for (int order = 0; order < 2; order++) {
+    pt_tensor *t = NULL, *view = NULL, *a = NULL, *b = NULL;
+    CHECK(pt_tensor_zeros(ctx, PT_FLOAT32, 1, small, &t) == PT_OK); /* one block */
+    pt_tensor_set_flat(t, 1, 7);
+    CHECK(pt_narrow_raw(ctx, t, 0, 1, 1, &view) == PT_OK); /* a view of the first storage */
+    CHECK(pt_tensor_zeros(ctx, PT_FLOAT64, 1, big, &a) == PT_OK);
+    CHECK(pt_tensor_zeros(ctx, PT_FLOAT64, 1, small, &b) == PT_OK);
+    pt_tensor_set_flat(b, 0, 5);
+    CHECK(pt_tensor_set_data(ctx, t, a) == PT_OK);
+    CHECK(t->dtype == PT_FLOAT64 && t->shape[0] == 300 && t->storage == a->storage);
+    CHECK(pt_tensor_set_data(ctx, t, b) == PT_OK);
+    CHECK(pt_tensor_get_flat(t, 0) == 5);
+    CHECK(pt_tensor_set_data(ctx, t, view) == PT_OK); /* back onto its own first storage */
+    CHECK(t->dtype == PT_FLOAT32 && pt_tensor_get_flat(t, 0) == 7);
+    CHECK(pt_tensor_set_data(ctx, t, b) == PT_OK);
+    pt_tensor_release(a);
+    pt_tensor_release(b);
+    if (order == 0) { /* the view outlives the tensor, or the other way round */
+      pt_tensor_release(t);
+      CHECK(pt_tensor_get_flat(view, 0) == 7);
+      pt_tensor_release(view);
+    } else {
+      pt_tensor_release(view);
+      CHECK(pt_tensor_get_flat(t, 0) == 5);
+      pt_tensor_release(t);
+    }
+  }
+  pt_tensor *t = NULL, *g = NULL, *f = NULL;
+  CHECK(pt_tensor_zeros(ctx, PT_FLOAT32, 1, small, &t) == PT_OK);
+  CHECK(pt_tensor_zeros(ctx, PT_FLOAT32, 1, small, &g) == PT_OK);
+  t->grad = g;
+  CHECK(pt_tensor_zeros(ctx, PT_FLOAT64, 1, small, &f) == PT_OK);
+  CHECK(pt_tensor_set_data(ctx, t, f) == PT_OK);
+  CHECK(t->grad == NULL); /* a gradient of the old dtype no longer fits */
+  pt_tensor_release(f);
+  pt_tensor_release(t);
+}
+
 int main(void) {
   pt_ctx ctx;
   pt_ctx_init(&ctx, 1);
+  test_set_data(&ctx);
   test_create_and_views(&ctx);
   test_broadcast(&ctx);
   test_sum_to_shape(&ctx);
