@@ -1260,6 +1260,8 @@ pt_status pt_to_dtype(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out) {
  * ------------------------------------------------------------------------------------------- */
 
 pt_status pt_inplace_check(pt_ctx *ctx, const char *fname, const pt_tensor *self) {
+  pt_status st = pt_check_no_internal_overlap(ctx, fname, self);
+  if (st) return st;
   if (ctx->grad_enabled && self->requires_grad && !self->grad_fn)
     return pt_fail(ctx, PT_ESTATE,
                    "%s: a leaf tensor that requires grad is used in an in-place operation", fname);

@@ -248,6 +248,7 @@ pt_status pt_scatter_add(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, p
 pt_status pt_scatter_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                       double value) {
   pt_status st = pt_check_inplace(ctx, "scatter_", t, src);
+  if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_", t, dim, index, src);
   if (st) return st;
   scatter_gather_loop(t, dim, index, src, value, SC_SET);
@@ -258,6 +259,7 @@ pt_status pt_scatter_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_t
 pt_status pt_scatter_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src) {
   if (!src) return pt_fail(ctx, PT_EARG, "scatter_add_: src must be a tensor");
   pt_status st = pt_check_inplace(ctx, "scatter_add_", t, src);
+  if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_add_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_add_", t, dim, index, src);
   if (st) return st;
   scatter_gather_loop(t, dim, index, src, 0, SC_ADD);
@@ -389,6 +391,7 @@ pt_status pt_index_select(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, 
 
 pt_status pt_index_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src) {
   pt_status st = pt_check_inplace(ctx, "index_add_", t, src);
+  if (!st) st = pt_check_no_internal_overlap(ctx, "index_add_", t);
   if (!st) st = check_index_1d(ctx, "index_add_", t, dim, index);
   if (st) return st;
   int64_t shape[PT_MAX_DIMS];
@@ -429,6 +432,7 @@ pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, 
 pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                          double value) {
   pt_status st = pt_check_inplace(ctx, "index_copy_", t, src);
+  if (!st) st = pt_check_no_internal_overlap(ctx, "index_copy_", t);
   if (!st) st = check_index_1d(ctx, "index_copy_", t, dim, index);
   if (st) return st;
   int64_t shape[PT_MAX_DIMS];

@@ -420,6 +420,16 @@ void pt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
   }
 }
 
+pt_status pt_check_no_internal_overlap(pt_ctx *ctx, const char *fname, const pt_tensor *t) {
+  for (int i = 0; i < t->ndim; i++)
+    if (t->stride[i] == 0 && t->shape[i] > 1)
+      return pt_fail(ctx, PT_EARG,
+                     "%s: more than one element of the written-to tensor refers to a single "
+                     "memory location (an expanded tensor): clone() it first",
+                     fname);
+  return PT_OK;
+}
+
 bool pt_tensor_is_contiguous(const pt_tensor *t) {
   int64_t s = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {

@@ -86,6 +86,9 @@ pt_status pt_tensor_scalar(pt_ctx *ctx, pt_dtype dt, double value, pt_tensor **o
 /* shape helpers */
 int64_t pt_tensor_numel(const pt_tensor *t);
 bool pt_tensor_is_contiguous(const pt_tensor *t);
+/* Fails when two elements of t are one memory location (a dimension of size > 1 with stride 0,
+ * as expand makes), as PyTorch's in-place ops do: t cannot be written in place. */
+pt_status pt_check_no_internal_overlap(pt_ctx *ctx, const char *fname, const pt_tensor *t);
 void pt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 int64_t pt_shape_numel(int ndim, const int64_t *shape);
 /* "{3,4}" into buf; returns buf */

@@ -379,6 +379,21 @@ describe("where, masked_fill, clamp", function()
 end)
 
 describe("in-place ops", function()
+  it("refuse to write through an expanded view (one location, several elements), as PyTorch", function()
+    local t = pt.zeros(1, 3)
+    local e = t:expand(4, 3)
+    local tail = ": more than one element of the written-to tensor refers to a single memory location (an expanded tensor): clone() it first"
+    assert_error("add_" .. tail, function() e:add_(1) end)
+    assert_error("copy_" .. tail, function() e:copy_(pt.ones(4, 3)) end)
+    assert_error("fill_" .. tail, function() e:fill_(2) end)
+    assert_error("scatter_" .. tail, function() e:scatter_(2, pt.ones(4, 1, {dtype = "int64"}), 2.0) end)
+    assert_error("index_add_" .. tail, function() e:index_add_(1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1, 3)) end)
+    assert.are.same({{0, 0, 0}}, t:tolist())
+    e[{2, 1}] = 5 -- one element: allowed, as PyTorch's setitem
+    t:expand(1, 3):add_(1) -- size-1 dimensions may have any stride
+    assert.are.same({{6, 1, 1}}, t:tolist())
+  end)
+
   it("modify self, return self and bump the version", function()
     local t = pt.tensor({1, 2, 3})
     local v = t:view(3)
