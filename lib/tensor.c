@@ -432,11 +432,13 @@ pt_status pt_check_no_internal_overlap(pt_ctx *ctx, const char *fname, const pt_
 
 bool pt_tensor_is_contiguous(const pt_tensor *t) {
   int64_t s = 1;
+  bool standard = true;
   for (int i = t->ndim - 1; i >= 0; i--) {
-    if (t->shape[i] != 1 && t->stride[i] != s) return false;
+    if (t->shape[i] == 0) return true; /* no elements: any strides will do, as PyTorch */
+    if (t->shape[i] != 1 && t->stride[i] != s) standard = false;
     s *= t->shape[i];
   }
-  return true;
+  return standard;
 }
 
 const char *pt_shape_format(int ndim, const int64_t *shape, char *buf, size_t n) {
