@@ -431,7 +431,12 @@ end
 
 function DataParallel:forward(...)
   local ndev = #self.device_ids
-  if ndev == 1 then return self.module(...) end
+  -- one device runs the module right here, unless the options make per-device lists of the
+  -- inputs or outputs (then the lists have one entry, as with more devices)
+  if ndev == 1 and not self.inputs_are_scattered and self.gather_to_one_device
+    and next(self.except_keywords) == nil then
+    return self.module(...)
+  end
   local args = table.pack(...)
   local per, k, inputs
   local devs = {}
@@ -516,7 +521,7 @@ if docs then
   except_keywords={"k", ...}: table keys (at any depth) whose values stay per-device lists;
   sort_and_gather=true: gather in ascending device order instead of the order devices were listed.
   output_device: where gathered outputs live (checked; every cpu device shares the host's memory).
-  One device calls module directly. The module is sent to the workers on every call (parameters and
+  One device calls module directly (with the default options; per-device lists have one entry). The module is sent to the workers on every call (parameters and
   buffers by reference), so train()/eval() and replaced submodules always take effect.]]
 end
 
