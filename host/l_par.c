@@ -1147,21 +1147,36 @@ static int l_pool_new(lua_State *L) {
   return 1;
 }
 
-static int l_pool_submit(lua_State *L) {
-  lpar_pool *p = check_pool(L, 1);
-  lua_Integer w = luaL_checkinteger(L, 2);
-  luaL_checktype(L, 3, LUA_TFUNCTION);
+/* Submits fn (at fn_idx) with the values above it to worker w of p. names_idx (0: none) is a
+ * list naming the arguments in messages (missing entries: "argument i"); a value that cannot
+ * be sent raises "<what>: ..." with no position when names are given (the Lua caller re-raises
+ * it where its user called), else "submit: ..." at the caller's line. */
+static int pool_submit(lua_State *L, lpar_pool *p, lua_Integer w, int fn_idx, int names_idx,
+                       const char *what) {
+  luaL_checktype(L, fn_idx, LUA_TFUNCTION);
   if (w < 0 || w > p->n) luaL_error(L, "submit: worker %d out of range (pool has %d workers)", (int)w, p->n);
-  int nargs = lua_gettop(L) - 3;
+  int nargs = lua_gettop(L) - fn_idx;
   const char *names[64];
-  char bufs[64][24];
+  char bufs[64][48];
   names[0] = "the closure";
   for (int i = 1; i <= nargs && i < 64; i++) {
-    snprintf(bufs[i], sizeof bufs[i], "argument %d", i);
+    const char *given = NULL;
+    if (names_idx && lua_rawgeti(L, names_idx, i) == LUA_TSTRING) given = lua_tostring(L, -1);
+    if (given) snprintf(bufs[i], sizeof bufs[i], "%s", given);
+    else snprintf(bufs[i], sizeof bufs[i], "argument %d", i);
+    if (names_idx) lua_pop(L, 1);
     names[i] = bufs[i];
   }
-  lpt_msg *m = encode_or_raise(L, 3, nargs + 1, nargs < 63 ? names : NULL, LPT_XFER_GLOBALS,
-                               "submit");
+  lpt_msg *m = lpt_msg_new();
+  if (!m) return luaL_error(L, "out of memory");
+  if (lpt_encode(L, m, fn_idx, nargs + 1, nargs < 63 ? names : NULL, LPT_XFER_GLOBALS) != LUA_OK) {
+    lpt_msg_release(m);
+    if (names_idx) {
+      lua_pushfstring(L, "%s: %s", what, lua_tostring(L, -1));
+      return lua_error(L);
+    }
+    return luaL_error(L, "%s: %s", what, lua_tostring(L, -1));
+  }
   par_task *t = lpt_zalloc(sizeof *t);
   if (!t) {
     lpt_msg_release(m);
@@ -1183,6 +1198,21 @@ static int l_pool_submit(lua_State *L) {
   }
   lua_pushinteger(L, (lua_Integer)t->id);
   return 1;
+}
+
+/* pool:submit(w, fn, ...) -> id */
+static int l_pool_submit(lua_State *L) {
+  lpar_pool *p = check_pool(L, 1);
+  return pool_submit(L, p, luaL_checkinteger(L, 2), 3, 0, "submit");
+}
+
+/* pool:submit_as(what, names, w, fn, ...) -> id: as submit, naming the arguments in messages
+ * ("Runner: upvalue 'co' (thread) of producer_work cannot be sent to a worker") */
+static int l_pool_submit_as(lua_State *L) {
+  lpar_pool *p = check_pool(L, 1);
+  const char *what = luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  return pool_submit(L, p, luaL_checkinteger(L, 4), 5, 3, what);
 }
 
 static int l_pool_next(lua_State *L) {
@@ -1851,7 +1881,8 @@ static int l_worker_id(lua_State *L) {
 }
 
 static const luaL_Reg pool_methods[] = {
-    {"submit", l_pool_submit}, {"next", l_pool_next},   {"pending", l_pool_pending},
+    {"submit", l_pool_submit},
+    {"submit_as", l_pool_submit_as}, {"next", l_pool_next},   {"pending", l_pool_pending},
     {"size", l_pool_size},     {"close", l_pool_close}, {"closed", l_pool_closed},
     {NULL, NULL},
 };

@@ -571,6 +571,24 @@ describe("DataParallel errors", function()
       errmsg(nn.DataParallel, m, {except_keywords = {"a", 3}}))
   end)
 
+  it("names a module field or a forward argument that cannot be sent to a replica", function()
+    local model = mlp()
+    model.log = assert(io.open(os.tmpname(), "w"))
+    local dp = nn.DataParallel(model, {devices = {"cpu:1", "cpu:2"}})
+    assert.are.equal("DataParallel: field 'log' (userdata FILE*) cannot be sent to a worker (in the module)",
+      errmsg(function() return dp(pt.randn(4, 5, F64)) end))
+    model.log:close()
+    model.log = nil
+    local Two = nn.Module:extend("TwoArgs")
+    function Two:__init() self.l = nn.Linear(5, 1):double() end
+    function Two:forward(x) return self.l(x) end
+    local co = coroutine.create(function() end)
+    local dp2 = nn.DataParallel(Two(), {devices = {"cpu:1", "cpu:2"}})
+    assert.are.equal("DataParallel: argument 2 of forward (thread) cannot be sent to a worker",
+      errmsg(function() return dp2(pt.randn(4, 5, F64), co) end))
+    assert.are.same({4, 1}, dp2(pt.randn(4, 5, F64)):size()) -- and it keeps working
+  end)
+
   it("the first failing replica in device order raises, naming its device, with the traceback", function()
     local Fail = nn.Module:extend("Fail")
     function Fail:forward(x)

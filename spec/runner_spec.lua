@@ -172,6 +172,28 @@ describe("pt.Runner", function()
     os.remove(script)
   end)
 
+  it("names a value that cannot be sent to a producer", function()
+    local co = coroutine.create(function() end)
+    local f = assert(io.open(os.tmpname(), "w"))
+    local function err(fn, ...)
+      local ok, e = pcall(fn, ...)
+      assert.is_false(ok)
+      return tostring(e)
+    end
+    assert.matches("Runner: upvalue 'co' %(thread%) of function 'producer_work' cannot be sent to a worker$",
+      err(pt.Runner, {devices = 1, producer_work = function() return co end}))
+    assert.matches("Runner: field 'cfg.f' %(userdata FILE%*%) cannot be sent to a worker %(in cfg%)$",
+      err(pt.Runner, {devices = 1, cfg = {f = f}}))
+    local r = pt.Runner{devices = 1, producer_work = function(_, _, x) return x end,
+      consumer_init = function(cfg) cfg.sum = 0 end,
+      consumer_work = function(cfg, y) cfg.sum = cfg.sum + y end,
+      consumer_end = function(cfg) return cfg.sum end}
+    assert.are.equal("Runner: item 2 (thread) cannot be sent to a worker", err(r, {1, co}))
+    assert.are.equal(5, r({5})) -- and it keeps working
+    r:close()
+    f:close()
+  end)
+
   it("closes with <close>", function()
     local flags = pt.zeros(1)
     do

@@ -107,6 +107,10 @@ function M._replica(model, secondary, grad, tag, n, ...)
   return out, root
 end
 
+-- what each value sent to a replica is, in messages about a value that cannot be sent
+local names = {"the module", "the replica's rank", "the grad mode", "the graph tag",
+  "the number of arguments"}
+
 -- sent to the workers as bytecode; resolves the worker's own copy of this module
 local function replica_task(...)
   return require("partrain.data_parallel")._replica(...)
@@ -458,7 +462,9 @@ function DataParallel:forward(...)
     local ids = {}
     for i = 1, k do
       local a = per[i]
-      ids[pool:submit(devs[i], replica_task, module, i > 1, grad, pt._graph_tag(), a.n, table.unpack(a, 1, a.n))] = i
+      for j = #names + 1, 5 + a.n do names[j] = ("argument %d of forward"):format(j - 5) end
+      ids[pool:submit_as("DataParallel", names, devs[i], replica_task, module, i > 1, grad,
+        pt._graph_tag(), a.n, table.unpack(a, 1, a.n))] = i
     end
     for _ = 1, k do
       local r = table.pack(pool:next())

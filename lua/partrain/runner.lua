@@ -25,6 +25,10 @@ local pt = require "partrain"
 local M = {}
 
 local IN_FLIGHT_PER_PRODUCER = 2
+-- what the values sent to a producer are, for "Runner: upvalue 'co' (thread) of producer_work
+-- cannot be sent to a worker" (pool:submit_as)
+local SETUP_NAMES = {"the runner's id", "the device", "cfg", "producer_init", "producer_work",
+  "producer_end"}
 
 -- worker side: this module is required inside each worker; producers live in its _producers
 -- table by runner id (looked up through require, so the state survives even if these functions
@@ -96,6 +100,11 @@ Runner.__name = "Runner"
 
 local runner_count = 0
 
+-- wait for everything in flight, ignoring results (after a failure)
+local function drain(pool)
+  while pool:pending() > 0 do pool:next() end
+end
+
 local function fail_message(what, rec, wk, msg, tb)
   local s = ("Runner: %s failed on producer %d (%s): %s"):format(what, wk, rec.devices[wk], tostring(msg))
   if tb and tb ~= "" then s = s .. "\n" .. tb end
@@ -142,8 +151,14 @@ function M.new(opts)
   -- producer_end, before the pool's own finalizer stops the threads
   setmetatable(self, Runner)
   for w, d in ipairs(list) do
-    pool:submit(w, M._producer_setup, self.id, d, opts.cfg or {}, opts.producer_init,
-      opts.producer_work, opts.producer_end)
+    local sent, e = pcall(pool.submit_as, pool, "Runner", SETUP_NAMES, w, M._producer_setup, self.id,
+      d, opts.cfg or {}, opts.producer_init, opts.producer_work, opts.producer_end)
+    if not sent then
+      drain(pool)
+      self.closed = true
+      pool:close()
+      error(e, 3)
+    end
   end
   local err
   for _ = 1, #list do
@@ -158,10 +173,6 @@ function M.new(opts)
   return self
 end
 
--- wait for everything in flight, ignoring results (after a failure)
-local function drain(pool)
-  while pool:pending() > 0 do pool:next() end
-end
 
 local function run(self, data)
   local nextitem
@@ -183,6 +194,7 @@ local function run(self, data)
   local inflight, seq_of, buffer = {}, {}, {}
   for w = 1, n do inflight[w] = 0 end
   local seq, next_seq, exhausted, nin = 0, 1, false, 0
+  local item_names = {"the runner's id", "item"}
   local function deliver(y)
     if y == NIL then y = nil end
     if cwork then cwork(cfg, y) end
@@ -200,7 +212,12 @@ local function run(self, data)
         break
       end
       seq = seq + 1
-      local id = pool:submit(best, M._producer_work, self.id, x)
+      item_names[2] = ("item %d"):format(seq)
+      local sent, id = pcall(pool.submit_as, pool, "Runner", item_names, best, M._producer_work, self.id, x)
+      if not sent then
+        drain(pool)
+        error(id, 0)
+      end
       seq_of[id] = seq
       inflight[best] = inflight[best] + 1
       nin = nin + 1
