@@ -62,6 +62,137 @@ static int cmp_name(const void *a, const void *b) {
   return strcmp(((const pt_st_entry *)a)->name, ((const pt_st_entry *)b)->name);
 }
 
+/* --- header strings: valid UTF-8, no NUL --- */
+
+/* 0 when s is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), else the
+ * 1-based offset of the first byte that is not */
+size_t pt_st_utf8_invalid_at(const char *str) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (s[i]) {
+    unsigned c = s[i];
+    int n;
+    uint32_t cp, min;
+    if (c < 0x80) {
+      i++;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      n = 1, cp = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2, cp = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+      return i + 1;
+    }
+    for (int k = 1; k <= n; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) return i + 1; /* also stops at the terminating NUL */
+      cp = cp << 6 | (s[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i + 1;
+    i += (size_t)n + 1;
+  }
+  return 0;
+}
+
+/* s for an error message: control bytes, and with high also bytes >= 0x80, as \xNN */
+static const char *shown(const char *str, bool high, char *buf, size_t size) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t o = 0;
+  for (; *s && o + 8 < size; s++) {
+    if (*s < 0x20 || *s == 0x7F || (high && *s >= 0x80))
+      o += (size_t)snprintf(buf + o, size - o, "\\x%02x", *s);
+    else buf[o++] = (char)*s;
+  }
+  if (*s) {
+    memcpy(buf + o, "...", 3);
+    o += 3;
+  }
+  buf[o] = '\0';
+  return buf;
+}
+
+#define SHOWN_MAX 160
+
+/* The ordinal (0-based, in document order) of the first string literal of a parsed JSON text
+ * that holds the escape \u0000, or -1. cJSON would cut such a string short at the NUL. */
+static long first_nul_string(const char *json, size_t len) {
+  long ord = -1;
+  bool in = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = json[i];
+    if (!in) {
+      if (c == '"') in = true, ord++;
+    } else if (c == '"') {
+      in = false;
+    } else if (c == '\\' && i + 1 < len) {
+      if (json[i + 1] == 'u' && i + 5 < len && memcmp(json + i + 2, "0000", 4) == 0) return ord;
+      i++;
+    }
+  }
+  return -1;
+}
+
+enum { STR_OK, STR_UTF8, STR_NUL };
+
+/* Checks the strings of j in document order (its key first when it is an object member),
+ * counting them in *ord to match first_nul_string. */
+static int check_strings(const cJSON *j, bool member, long *ord, long nul) {
+  if (member) {
+    if ((*ord)++ == nul) return STR_NUL;
+    if (pt_st_utf8_invalid_at(j->string)) return STR_UTF8;
+  }
+  if (cJSON_IsString(j)) {
+    if ((*ord)++ == nul) return STR_NUL;
+    if (pt_st_utf8_invalid_at(j->valuestring)) return STR_UTF8;
+  } else if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, j) {
+      int r = check_strings(c, cJSON_IsObject(j), ord, nul);
+      if (r) return r;
+    }
+  }
+  return STR_OK;
+}
+
+static pt_status header_strings(pt_ctx *ctx, const char *json, size_t len, const cJSON *root) {
+  static const char *const why[] = {"", "is not valid UTF-8",
+                                    "holds a NUL character (\\u0000), which partrain does not accept"};
+  long nul = first_nul_string(json, len), ord = 0;
+  char b[SHOWN_MAX];
+  const cJSON *item;
+  cJSON_ArrayForEach(item, root) {
+    const char *name = item->string;
+    if (ord++ == nul)
+      return pt_fail(ctx, PT_EFORMAT, "load: tensor name '%s\\u0000...' %s", shown(name, true, b, sizeof b),
+                     why[STR_NUL]);
+    if (pt_st_utf8_invalid_at(name))
+      return pt_fail(ctx, PT_EFORMAT, "load: tensor name '%s' %s", shown(name, true, b, sizeof b), why[STR_UTF8]);
+    if (strcmp(name, "__metadata__") == 0 && cJSON_IsObject(item)) {
+      const cJSON *kv;
+      cJSON_ArrayForEach(kv, item) {
+        const char *key = kv->string;
+        if (ord++ == nul)
+          return pt_fail(ctx, PT_EFORMAT, "load: __metadata__ key '%s\\u0000...' %s", shown(key, true, b, sizeof b),
+                         why[STR_NUL]);
+        if (pt_st_utf8_invalid_at(key))
+          return pt_fail(ctx, PT_EFORMAT, "load: __metadata__ key '%s' %s", shown(key, true, b, sizeof b),
+                         why[STR_UTF8]);
+        int r = check_strings(kv, false, &ord, nul);
+        if (r)
+          return pt_fail(ctx, PT_EFORMAT, "load: __metadata__ value of '%s' %s", shown(key, false, b, sizeof b),
+                         why[r]);
+      }
+      continue;
+    }
+    int r = check_strings(item, false, &ord, nul);
+    if (r)
+      return pt_fail(ctx, PT_EFORMAT, "load: tensor '%s': a string in its header entry %s",
+                     shown(name, false, b, sizeof b), why[r]);
+  }
+  return PT_OK;
+}
+
 static pt_status parse_entry(pt_ctx *ctx, const cJSON *item, pt_st_entry *e) {
   const char *name = item->string;
   if (!cJSON_IsObject(item))
@@ -140,6 +271,7 @@ pt_status pt_st_parse_header(pt_ctx *ctx, const char *json, size_t len, uint64_t
     st = pt_fail(ctx, PT_EFORMAT, "load: the header is not a JSON object");
     goto done;
   }
+  if ((st = header_strings(ctx, json, (size_t)(end - json), root))) goto done;
   int count = cJSON_GetArraySize(root);
   out->entries = calloc((size_t)count + 1, sizeof *out->entries);
   if (!out->entries) {
@@ -378,6 +510,18 @@ pt_status pt_st_write(pt_ctx *ctx, const char *path, int n, const char *const *n
       goto done;
     }
     for (int i = 0; i < n_meta; i++) {
+      char b[SHOWN_MAX];
+      size_t bad;
+      if ((bad = pt_st_utf8_invalid_at(keys[i]))) {
+        st = pt_fail(ctx, PT_EARG, "save: metadata key '%s' is not valid UTF-8 (byte %zu)",
+                     shown(keys[i], true, b, sizeof b), bad);
+        goto done;
+      }
+      if ((bad = pt_st_utf8_invalid_at(values[i]))) {
+        st = pt_fail(ctx, PT_EARG, "save: metadata '%s': value is not valid UTF-8 (byte %zu)",
+                     shown(keys[i], false, b, sizeof b), bad);
+        goto done;
+      }
       if (cJSON_GetObjectItemCaseSensitive(meta, keys[i])) {
         st = pt_fail(ctx, PT_EARG, "save: duplicate metadata key '%s'", keys[i]);
         goto done;
@@ -392,6 +536,13 @@ pt_status pt_st_write(pt_ctx *ctx, const char *path, int n, const char *const *n
   for (int i = 0; i < n; i++) {
     pt_tensor *t = tensors[i];
     const char *dn = pt_st_dtype_name(t->dtype);
+    size_t bad = pt_st_utf8_invalid_at(names[i]);
+    if (bad) {
+      char b[SHOWN_MAX];
+      st = pt_fail(ctx, PT_EARG, "save: tensor name '%s' is not valid UTF-8 (byte %zu)",
+                   shown(names[i], true, b, sizeof b), bad);
+      goto done;
+    }
     if (strcmp(names[i], "__metadata__") == 0) {
       st = pt_fail(ctx, PT_EARG, "save: '__metadata__' cannot be a tensor name");
       goto done;

@@ -5,7 +5,9 @@
  *   data      raw little-endian tensor bytes; offsets are relative to the start of this section,
  *             and the tensors cover it exactly (no gaps, no overlaps).
  * Reading validates everything against the file size before use: a hostile file fails with a
- * message naming the problem and never makes the reader allocate more than the file holds. */
+ * message naming the problem and never makes the reader allocate more than the file holds.
+ * Header strings must be valid UTF-8 without NUL characters (the escape \u0000 is refused on
+ * reading, since names and values here are C strings). */
 #ifndef PT_CHECKPOINT_H
 #define PT_CHECKPOINT_H
 
@@ -40,6 +42,11 @@ void pt_st_free(pt_safetensors *st);
 
 /* The safetensors dtype name ("F32", ...) of a dtype. */
 const char *pt_st_dtype_name(pt_dtype dt);
+
+/* 0 when s is valid UTF-8 (strict: no overlong forms, surrogates or code points above U+10FFFF),
+ * else the 1-based offset of the first byte that is not. Every string of a header must be:
+ * reading rejects one that is not (naming its key), and so does writing. */
+size_t pt_st_utf8_invalid_at(const char *s);
 
 /* Write n named tensors (CPU, any strides) and n_meta string pairs to path.tmp, fsync, then rename
  * to path: an interrupted save leaves any previous file at path as it was. */

@@ -104,7 +104,7 @@ describe("pt.save / pt.load", function()
     assert.matches("expected a model", err_of(pt.save, p, 42))
     assert.matches("path must be a string", err_of(pt.save, nil, {}))
     assert.matches("meta key 'partrain.x' is reserved", err_of(pt.save, p, {}, {meta = {["partrain.x"] = 1}}))
-    assert.matches("meta 'bad': cannot encode NaN", err_of(pt.save, p, {}, {meta = {bad = 0 / 0}}))
+    assert.matches("meta 'bad': cannot encode a boolean key", err_of(pt.save, p, {}, {meta = {bad = {[true] = 1}}}))
     assert.matches("meta 'f': cannot encode a function", err_of(pt.save, p, {}, {meta = {f = print}}))
     assert.matches("optimizer must have a state_dict", err_of(pt.save, p, {}, {optimizer = {}}))
     assert.matches("'__metadata__' cannot be a tensor name", err_of(pt.save, p, {__metadata__ = pt.tensor({1})}))
@@ -332,5 +332,355 @@ describe("JSON helpers", function()
     assert.matches("cannot encode a boolean key", err_of(pt._json_encode, {[true] = 1}))
     assert.matches("nested too deeply", err_of(pt._json_encode, (function() local t = {}; t.t = t; return t end)()))
     assert.matches("invalid JSON", err_of(pt._json_decode, "{"))
+  end)
+end)
+
+-- the message without a position, checking that any position is this file's
+local SPEC = debug.getinfo(1, "S").short_src
+local function msg_of(fn, ...)
+  local err = err_of(fn, ...)
+  local src, rest = err:match("^([^\n]-):%d+: (.*)$")
+  if src then
+    assert.are.equal(SPEC, src)
+    return rest
+  end
+  return err
+end
+
+-- same value and same math.type (nan equals nan; -0.0 differs from 0.0)
+local function assert_same_number(want, got, what)
+  local ok = math.type(want) == math.type(got)
+    and ((want ~= want and got ~= got) or (want == got and (want ~= 0 or 1 / want == 1 / got)))
+  if not ok then
+    error(("%s: wanted %s %s, got %s %s"):format(what, math.type(want), string.format("%.17g", want),
+      tostring(math.type(got)), type(got) == "number" and string.format("%.17g", got) or tostring(got)), 2)
+  end
+end
+
+describe("numbers in checkpoint metadata", function()
+  local function numbers()
+    local decayed, lr = {}, 0.1 + 0.2
+    for k = 1, 12 do lr = lr * 0.7; decayed[k] = lr end
+    return {
+      sum = 0.1 + 0.2, third = 1 / 3, tiny = 1e-300, denormal = 5e-324, huge = 1.7976931348623157e308,
+      two53 = 2.0 ^ 53, two53i = (1 << 53) + 1, two63 = 2.0 ^ 63,
+      maxint = math.maxinteger, minint = math.mininteger, one = 1.0, onei = 1, zero = 0.0, negzero = -0.0,
+      inf = math.huge, ninf = -math.huge, nan = 0 / 0, e20 = 1e20, decayed = decayed,
+      nested = {x = {0.1 + 0.2, 1.0, 3, {deep = -2.5e-7}}},
+    }
+  end
+
+  local function check_all(want, got, path)
+    for k, v in pairs(want) do
+      if type(v) == "table" then
+        assert.are.equal("table", type(got[k]), path .. k)
+        check_all(v, got[k], path .. tostring(k) .. ".")
+      else
+        assert_same_number(v, got[k], path .. tostring(k))
+      end
+    end
+  end
+
+  it("round-trip exactly, integers as integers and floats as floats (nan and inf too)", function()
+    local p = tmp("numbers.safetensors")
+    local want = numbers()
+    pt.save(p, {}, {meta = want})
+    local _, meta = pt.load(p)
+    check_all(want, meta, "meta.")
+  end)
+
+  it("are written in their shortest exact form, a float always with '.' or an exponent", function()
+    local enc = require("partrain.checkpoint")._json_encode
+    local cases = {
+      {0.1 + 0.2, "0.30000000000000004"}, {0.1, "0.1"}, {1.0, "1.0"}, {1, "1"}, {-0.0, "-0.0"},
+      {2.0 ^ 53, "9007199254740992.0"}, {(1 << 53) + 1, "9007199254740993"},
+      {math.maxinteger, "9223372036854775807"}, {math.mininteger, "-9223372036854775808"},
+      {1e300, "1e+300"}, {1 / 3, "0.3333333333333333"}, {5e-324, "4.94065645841247e-324"},
+      {0 / 0, "NaN"}, {math.huge, "Infinity"}, {-math.huge, "-Infinity"},
+      {{1, 2.5, "a\0b\n\"\\"}, [==[[1,2.5,"a\u0000b\n\"\\"]]==]},
+      {{[3] = 1, x = 2, ["#y"] = 3, ["\\z"] = 4}, [==[{"#3":1,"\\#y":3,"\\\\z":4,"x":2}]==]},
+      {{}, "{}"},
+    }
+    for _, c in ipairs(cases) do assert.are.equal(c[2], enc(c[1], "test")) end
+  end)
+
+  it("decode with Lua's integer/float rules and refuse malformed JSON", function()
+    local dec = require("partrain.checkpoint")._json_decode
+    local v = dec('[1, 1.0, 1e2, -0, 9223372036854775807, 9223372036854775808, 0.30000000000000004, '
+      .. 'NaN, -Infinity, "caf\\u00e9 \\ud83d\\ude00", {"#2": true, "\\\\#3": null, "x": [] }]')
+    assert_same_number(1, v[1], "1")
+    assert_same_number(1.0, v[2], "2")
+    assert_same_number(100.0, v[3], "3")
+    assert_same_number(0, v[4], "4")
+    assert_same_number(math.maxinteger, v[5], "5")
+    assert_same_number(2.0 ^ 63, v[6], "6")
+    assert_same_number(0.1 + 0.2, v[7], "7")
+    assert_same_number(0 / 0, v[8], "8")
+    assert_same_number(-math.huge, v[9], "9")
+    assert.are.equal("caf\u{e9} \u{1F600}", v[10])
+    assert.are.same({[2] = true, x = {}}, v[11])
+    for text, why in pairs({
+      ['{"a":1'] = "invalid JSON %(a missing ',' or '}' at byte 7%)",
+      ['"\\ud800"'] = "invalid JSON %(a lone surrogate at byte 2%)",
+      ['"\255"'] = "invalid JSON %(a string that is not valid UTF%-8",
+      ['[1] x'] = "invalid JSON %(trailing characters at byte 5%)",
+      ['01'] = "invalid JSON %(trailing characters at byte 2%)",
+      [string.rep("[", 1000)] = "nesting too deep",
+    }) do
+      assert.matches(why, err_of(dec, text))
+    end
+  end)
+
+  it("read the same with plain python3 json (numbers exact, nan and inf as Python writes them)", function()
+    local p = tmp("numbers_py.safetensors")
+    pt.save(p, {w = pt.tensor({1.5})}, {meta = {sum = 0.1 + 0.2, one = 1.0, maxint = math.maxinteger,
+      inf = math.huge, nan = 0 / 0, list = {0.1 + 0.2, 2}, note = "caf\u{e9}"}})
+    local h = io.popen("/usr/bin/python3 scripts/read_checkpoint.py " .. p .. " 2>&1")
+    local out = h:read("a")
+    h:close()
+    assert.matches("meta sum = 0.30000000000000004\n", out, 1, true)
+    assert.matches("meta one = 1.0\n", out, 1, true)
+    assert.matches("meta maxint = 9223372036854775807\n", out, 1, true)
+    assert.matches("meta note = caf\u{e9}\n", out, 1, true)
+    local script = "import json,sys; sys.path.insert(0, 'scripts'); import read_checkpoint as r; "
+      .. "t, m = r.read(sys.argv[1]); ks = json.loads(m['partrain.json_keys']); "
+      .. "print(' '.join(f'{k}={json.loads(m[k])!r}' for k in sorted(ks)))"
+    h = io.popen("/usr/bin/python3 -c \"" .. script .. "\" " .. p .. " 2>&1")
+    out = h:read("a")
+    h:close()
+    assert.are.equal("inf=inf list=[0.30000000000000004, 2] maxint=9223372036854775807 nan=nan one=1.0 "
+      .. "sum=0.30000000000000004\n", out)
+  end)
+
+  it("still load metadata written by earlier versions (cJSON's numbers)", function()
+    local opt = '{"param_groups":[{"lr":0.3,"momentum":0.9,"nesterov":false,"params":[1,2]}],'
+      .. '"state":{"#1":{"momentum_buffer":{"__tensor__":"optimizer.state.1.momentum_buffer"}}},"steps":4}'
+    local function js(x) return '"' .. x:gsub('["\\]', "\\%0") .. '"' end
+    local header = '{"__metadata__":{"partrain.optimizer":' .. js(opt) .. ',"partrain.json_keys":'
+      .. js('["epoch","tags"]') .. ',"epoch":"3","tags":' .. js('["a","\\\\#b"]') .. ',"note":"x",'
+      .. '"partrain.loader_epoch":"2","partrain.format":"1"},'
+      .. '"optimizer.state.1.momentum_buffer":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+    local tensors, meta, state = pt.load(st_file("old.safetensors", header, string.pack("<ff", 1, 2)))
+    assert.is_nil(next(tensors))
+    assert.are.same({epoch = 3, tags = {"a", "\\#b"}, note = "x"}, meta)
+    assert.are.equal(2, state.loader_epoch)
+    assert.are.equal(4, state.optimizer.steps)
+    assert.are.same({1, 2}, state.optimizer.state[1].momentum_buffer:tolist())
+    assert.are.same({lr = 0.3, momentum = 0.9, nesterov = false, params = {1, 2}}, state.optimizer.param_groups[1])
+  end)
+end)
+
+describe("exact resume with inexact hyperparameters", function()
+  it("train 2 epochs == 1 + save + load + 1, fake momentum SGD, lr = 0.1 + 0.2 decayed by 0.7: bitwise equal", function()
+    local ds = regression_data()
+    local function epoch(m, o, l)
+      train_epoch(m, o, l)
+      o.lr = o.lr * 0.7
+    end
+    local m1 = fake_model()
+    local o1 = fake_sgd(m1, 0.1 + 0.2, 0.9)
+    local l1 = data.DataHandler(ds, {batch = 4, shuffle = true, progress = false})
+    epoch(m1, o1, l1)
+    epoch(m1, o1, l1)
+
+    local m2 = fake_model()
+    local o2 = fake_sgd(m2, 0.1 + 0.2, 0.9)
+    local l2 = data.DataHandler(ds, {batch = 4, shuffle = true, progress = false})
+    epoch(m2, o2, l2)
+    local p = tmp("resume_lr.safetensors")
+    pt.save(p, m2, {optimizer = o2, loader = l2, meta = {lr = o2.lr}})
+
+    local m3 = fake_model()
+    local o3 = fake_sgd(m3, 0.01, 0)
+    local l3 = data.DataHandler(ds, {batch = 4, shuffle = true, progress = false})
+    local meta = pt.load_into(p, m3, {optimizer = o3, loader = l3})
+    assert_same_number(o2.lr, meta.lr, "meta.lr")
+    assert_same_number(o2.lr, o3.lr, "lr")
+    epoch(m3, o3, l3)
+    assert_same_number(o1.lr, o3.lr, "lr after the resumed epoch")
+    assert.are.same(flat(m1.w), flat(m3.w))
+    assert.are.same(flat(m1.b), flat(m3.b))
+  end)
+
+  it("train 2 epochs == 1 + save + load + 1, nn.Linear (float64), SGD momentum and Adam, lr = 0.1 + 0.2 decayed by 0.7: bitwise equal", function()
+    local nn, optim = pt.nn, pt.optim
+    local ds = regression_data()
+    for _, make_opt in ipairs({
+      function(m) return optim.SGD(m:parameters(), {lr = 0.1 + 0.2, momentum = 0.9}) end,
+      function(m) return optim.Adam(m:parameters(), {lr = 0.1 + 0.2, betas = {0.9, 0.99}, eps = 1e-8 / 3}) end,
+    }) do
+      local function epoch(model, opt, loader)
+        for x, y in loader:batches() do
+          opt:zero_grad()
+          nn.mse_loss(model(x:to("float64")):view(-1), y:to("float64")):backward()
+          opt:step()
+        end
+        for _, g in ipairs(opt.param_groups) do g.lr = g.lr * 0.7 end
+      end
+      local function setup(seed)
+        pt.manual_seed(seed)
+        local m = nn.Linear(2, 1, {dtype = "float64"})
+        return m, make_opt(m), data.DataHandler(ds, {batch = 4, shuffle = true, progress = false})
+      end
+      local m1, o1, l1 = setup(1)
+      epoch(m1, o1, l1); epoch(m1, o1, l1)
+      local m2, o2, l2 = setup(1)
+      epoch(m2, o2, l2)
+      local p = tmp("resume_nn_lr.safetensors")
+      pt.save(p, m2, {optimizer = o2, loader = l2})
+      local m3, o3, l3 = setup(99)
+      pt.load_into(p, m3, {optimizer = o3, loader = l3})
+      assert_same_number(o2.param_groups[1].lr, o3.param_groups[1].lr, "lr")
+      for k, v in pairs(o2.param_groups[1]) do
+        if type(v) == "number" then assert_same_number(v, o3.param_groups[1][k], k) end
+      end
+      epoch(m3, o3, l3)
+      local a, b = m1:state_dict(), m3:state_dict()
+      for name, t in pairs(a) do assert.are.same(flat(t), flat(b[name])) end
+    end
+  end)
+end)
+
+describe("pt.load_into a plain table of tensors", function()
+  it("copies into leaves that require grad, without recording a graph", function()
+    local p = tmp("leaf.safetensors")
+    pt.save(p, {w = pt.tensor({1.5, -2, 3}), b = pt.tensor({0.25})})
+    local w, b = pt.zeros(3, {requires_grad = true}), pt.zeros(1, {requires_grad = true})
+    pt.load_into(p, {w = w, b = b})
+    assert.are.same({1.5, -2, 3}, w:tolist())
+    assert.are.same({0.25}, b:tolist())
+    assert.is_true(w.requires_grad and w.is_leaf)
+    assert.is_nil(w.grad_fn)
+    assert.is_true(pt.is_grad_enabled())
+    ;(w * w):sum():backward()
+    assert.are.same({3, -4, 6}, w.grad:tolist())
+  end)
+
+  it("refuses a tensor of another shape, naming the key and both shapes, and changes nothing", function()
+    local p = tmp("shape.safetensors")
+    pt.save(p, {a = pt.tensor({7}), w = pt.tensor({7})})
+    local a, w = pt.zeros(1), pt.zeros(3)
+    assert.are.equal("load_into: size mismatch for w: copying a tensor with shape {1} from checkpoint, "
+      .. "the shape in the target is {3}", msg_of(pt.load_into, p, {a = a, w = w}))
+    assert.are.same({0}, a:tolist()) -- nothing copied: all shapes are checked first
+    assert.are.same({0, 0, 0}, w:tolist())
+    assert.are.equal("load_into: size mismatch for w: copying a tensor with shape {1} from checkpoint, "
+      .. "the shape in the target is {}", msg_of(pt.load_into, p, {w = pt.tensor(0)}))
+    assert.are.equal(("load_into: '%s' has no tensor 'x'"):format(p), msg_of(pt.load_into, p, {x = pt.zeros(1)}))
+    assert.are.equal("load_into: entry 'a' of the target is a number, not a tensor", msg_of(pt.load_into, p, {a = 1}))
+  end)
+end)
+
+describe("header strings", function()
+  local p
+  before_each(function() p = tmp("strings.safetensors") end)
+
+  it("refuses names, meta keys and meta strings that are not valid UTF-8, naming the key", function()
+    local one = pt.tensor({1})
+    assert.are.equal("save: tensor name 'w\\xff' is not valid UTF-8 (byte 2)", msg_of(pt.save, p, {["w\xff"] = one}))
+    assert.are.equal("save: optimizer state: key '\\xc3x' at 'state' is not valid UTF-8 (byte 1)",
+      msg_of(pt.save, p, {}, {optimizer = {state_dict = function() return {state = {["\xc3x"] = {b = one}}} end}}))
+    assert.are.equal("save: meta key 'k\\xfe' is not valid UTF-8 (byte 2)", msg_of(pt.save, p, {}, {meta = {["k\xfe"] = 1}}))
+    assert.are.equal("save: meta 'note': string is not valid UTF-8 (byte 4)",
+      msg_of(pt.save, p, {}, {meta = {note = "abc\xed\xa0\x80"}}))
+    assert.are.equal("save: meta 'tags': string at '2' is not valid UTF-8 (byte 1)",
+      msg_of(pt.save, p, {}, {meta = {tags = {"ok", "\xc0\xaf"}}}))
+    assert.are.equal("save: meta 'm': key '\\xff' is not valid UTF-8 (byte 1)",
+      msg_of(pt.save, p, {}, {meta = {m = {["\xff"] = 1}}}))
+    assert.are.equal("save: optimizer state: string at 'param_groups.1.name' is not valid UTF-8 (byte 1)",
+      msg_of(pt.save, p, {}, {optimizer = {state_dict = function() return {param_groups = {{name = "\x80"}}} end}}))
+    assert.is_nil(io.open(p)) -- nothing was written
+    -- valid UTF-8 goes through, and python's json reads it
+    pt.save(p, {["poids.\u{e9}"] = one}, {meta = {["cl\u{e9}"] = "\u{1F600}", l = {"\u{e9}"}}})
+    local t, meta = pt.load(p)
+    assert.are.same({1}, t["poids.\u{e9}"]:tolist())
+    assert.are.same({["cl\u{e9}"] = "\u{1F600}", l = {"\u{e9}"}}, meta)
+    local h = io.popen("/usr/bin/python3 scripts/read_checkpoint.py " .. p .. " 2>&1")
+    local out = h:read("a")
+    h:close()
+    assert.matches("poids.\u{e9}\tfloat32\t[1]\n", out, 1, true)
+    assert.matches("meta cl\u{e9} = \u{1F600}\n", out, 1, true)
+  end)
+
+  it("refuses NUL bytes in names and meta keys, and keeps them in meta strings", function()
+    assert.are.equal("save: tensor name 'a\\x00b' contains a NUL byte (names and keys cannot hold one)",
+      msg_of(pt.save, p, {["a\0b"] = pt.tensor({1}), a = pt.tensor({2})}))
+    assert.are.equal("save: meta key 'k\\x00' contains a NUL byte (names and keys cannot hold one)",
+      msg_of(pt.save, p, {}, {meta = {["k\0"] = 1}}))
+    assert.are.equal("save: path 'x\\x00y' contains a NUL byte", msg_of(pt.save, "x\0y", {}))
+    assert.are.equal("load: path 'x\\x00y' contains a NUL byte", msg_of(pt.load, "x\0y"))
+    pt.save(p, {}, {meta = {s = "x\0y", t = {"\0", ["a\0"] = "\0b"}, plain = "xy"}})
+    local _, meta = pt.load(p)
+    assert.are.same({s = "x\0y", t = {"\0", ["a\0"] = "\0b"}, plain = "xy"}, meta)
+  end)
+
+  it("rejects a hand-made header with invalid UTF-8 or \\u0000, naming the key", function()
+    local f32 = string.pack("<f", 1)
+    local a = '"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}'
+    for _, c in ipairs({
+      {'{"a\255":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', "tensor name 'a\\xff' is not valid UTF-8"},
+      {'{"__metadata__":{"k":"\254"},' .. a .. '}', "__metadata__ value of 'k' is not valid UTF-8"},
+      {'{"__metadata__":{"k\192\175":"v"},' .. a .. '}', "__metadata__ key 'k\\xc0\\xaf' is not valid UTF-8"},
+      {'{"a\\u0000b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
+       "tensor name 'a\\u0000...' holds a NUL character (\\u0000), which partrain does not accept"},
+      {'{' .. a .. ',"__metadata__":{"k":"x\\u0000"}}',
+       "__metadata__ value of 'k' holds a NUL character (\\u0000), which partrain does not accept"},
+    }) do
+      local path = st_file("bad_string", c[1], f32)
+      assert.are.equal(("load: '%s': %s"):format(path, c[2]), msg_of(pt.load, path))
+    end
+    -- an escaped backslash before u0000 is no NUL
+    local t = pt.load(st_file("ok_string", '{"a\\\\u0000":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', f32))
+    assert.are.same({1}, t["a\\u0000"]:tolist())
+  end)
+end)
+
+describe("checkpoint errors point at the caller", function()
+  local function at_line(fn)
+    local ok, err = pcall(fn)
+    assert.is_false(ok)
+    return err
+  end
+
+  it("for errors raised by what pt.load_into calls, and by pt.load inside it", function()
+    local p = tmp("lines.safetensors")
+    pt.save(p, {weight = pt.ones(1), bias = pt.ones(1)})
+    local m = pt.nn.Linear(1, 3)
+    local err = at_line(function() pt.load_into(p, m) end) local line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: load_state_dict: size mismatch for weight: copying a param with shape {1} "
+      .. "from checkpoint, the shape in current model is {3,1}"):format(SPEC, line), err)
+    local missing = tmp("missing.safetensors")
+    err = at_line(function() pt.load_into(missing, m) end) line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: load: cannot open '%s': No such file or directory"):format(SPEC, line, missing), err)
+    err = at_line(function() pt.load(missing) end) line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: load: cannot open '%s': No such file or directory"):format(SPEC, line, missing), err)
+    pt.save(p, m, {optimizer = pt.optim.SGD(m:parameters(), {lr = 0.1})})
+    local o = pt.optim.SGD({m.weight}, {lr = 0.1})
+    err = at_line(function() pt.load_into(p, m, {optimizer = o}) end) line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: SGD:load_state_dict: parameter group 1 has 2 parameters in the state dict, "
+      .. "1 in the optimizer"):format(SPEC, line), err)
+    err = at_line(function() pt.load_into(p, {weight = pt.zeros(2)}) end) line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: load_into: size mismatch for weight: copying a tensor with shape {3,1} from "
+      .. "checkpoint, the shape in the target is {2}"):format(SPEC, line), err)
+  end)
+
+  it("for pt.save's own checks and the C writer's", function()
+    local p = tmp("lines2.safetensors")
+    local err = at_line(function() pt.save(p, {x = 3}) end) local line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: save: entry 'x' is a number, not a tensor"):format(SPEC, line), err)
+    err = at_line(function() pt.save(p, {}, {meta = {f = print}}) end) line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: save: meta 'f': cannot encode a function"):format(SPEC, line), err)
+    err = at_line(function() pt.save("/nonexistent-dir/x", {}) end) line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: save: cannot create '/nonexistent-dir/x.tmp': No such file or directory"):format(SPEC, line), err)
+  end)
+
+  it("keeps the position of an error raised in the user's own code, and non-string errors", function()
+    local p = tmp("lines3.safetensors")
+    local model = {}
+    function model:state_dict() error("my state_dict broke") end local line = debug.getinfo(1, "l").currentline
+    assert.are.equal(("%s:%d: my state_dict broke"):format(SPEC, line), at_line(function() pt.save(p, model) end))
+    local obj = {}
+    function model:state_dict() error(obj) end
+    assert.are.equal(obj, at_line(function() pt.save(p, model) end))
   end)
 end)

@@ -4,22 +4,62 @@
 --   tensors      the model's state_dict (or the plain table given), names as they are;
 --                optimizer tensors as "optimizer.<path>" (e.g. "optimizer.state.1.exp_avg")
 --   __metadata__ string -> string:
---                user meta: strings as they are, other values JSON-encoded (listed in
---                "partrain.json_keys"); "partrain.optimizer": the optimizer's state_dict as JSON
---                with each tensor replaced by {"__tensor__": "<name>"}; "partrain.loader_epoch";
---                "partrain.format" = "1".
+--                user meta: strings as they are, other values (and strings holding a NUL byte)
+--                JSON-encoded (listed in "partrain.json_keys"); "partrain.optimizer": the
+--                optimizer's state_dict as JSON with each tensor replaced by
+--                {"__tensor__": "<name>"}; "partrain.loader_epoch"; "partrain.format" = "1".
+-- The JSON inside metadata values (encode/decode below) keeps every Lua value exactly:
+--   integers as integers ("3"), floats always with a '.' or an exponent ("1.0", "0.30000000000000004",
+--   "1e+300"), the shortest of %.15g/%.16g/%.17g that reads back to the same double; nan and
+--   +-inf as NaN / Infinity / -Infinity (what Python's json reads and writes); sequences as
+--   arrays; other tables as objects whose integer keys are "#<n>" (a string key starting with
+--   '#' or '\\' gets a '\\' in front). Strings must be valid UTF-8.
+-- Header strings (tensor names, meta keys and values) must be valid UTF-8; names and keys cannot
+-- hold a NUL byte.
 -- Writing goes to path .. ".tmp", then a rename: a crash mid-save keeps the previous file.
 local pt = require "partrain"
 
 local M = {}
 
 local OPT_PREFIX = "optimizer."
+local MAX_DEPTH = 64
 
--- call a C entry point; its errors are raised again at the level of our caller's caller
-local function checked(fn, ...)
-  local r = table.pack(pcall(fn, ...))
-  if not r[1] then error((tostring(r[2]):gsub("^[^:\n]*:%d+: ", "")), 3) end
-  return table.unpack(r, 2, r.n)
+-- Errors: the work below raises messages without a position (error(msg, 0)); each public
+-- function runs it under pcall and raises the message again at its caller's line. A position
+-- that points into partrain's own Lua files (a method we called raised at its caller's level,
+-- or a C entry point reported our line) is dropped; one in the user's code (their own
+-- state_dict, say) is kept as it is.
+local SELF = debug.getinfo(1, "S").short_src
+local DIR = SELF:match("^(.*[/\\])") or ""
+
+local function is_internal(src)
+  return src == SELF or (#DIR > 0 and src:sub(1, #DIR) == DIR and not src:find("[/\\]", #DIR + 1)
+    and src:find("%.lua$") ~= nil)
+end
+
+-- called directly (never as a tail call) by a public function: level 3 is that function's caller
+local function rethrow(err)
+  if type(err) ~= "string" then error(err, 0) end
+  local src, rest = err:match("^([^\n]-):%d+: (.*)$")
+  if src and not is_internal(src) then error(err, 0) end
+  error(src and rest or err, 3)
+end
+
+local function fail(fmt, ...) error(fmt:format(...), 0) end
+
+-- a string for a message: control bytes (and with high, every byte >= 0x80) as \xNN
+local function shown(s, high)
+  return (s:gsub(high and "[%z\1-\31\127-\255]" or "[%z\1-\31\127]",
+    function(c) return ("\\x%02x"):format(c:byte()) end))
+end
+
+-- a tensor name or a meta key: valid UTF-8 without NUL bytes
+local function check_name(what, s)
+  if s:find("\0", 1, true) then
+    fail("save: %s '%s' contains a NUL byte (names and keys cannot hold one)", what, shown(s))
+  end
+  local ok, at = utf8.len(s)
+  if not ok then fail("save: %s '%s' is not valid UTF-8 (byte %d)", what, shown(s, true), at) end
 end
 
 local function is_tensor(x) return pt.is_tensor(x) end
@@ -35,9 +75,248 @@ local function sorted_keys(t)
   return keys
 end
 
+-- --- JSON for metadata values: exact numbers, integer vs float kept ---
+
+local ESCAPE = {['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n",
+                ["\r"] = "\\r", ["\t"] = "\\t"}
+for c = 0, 31 do
+  local ch = string.char(c)
+  ESCAPE[ch] = ESCAPE[ch] or ("\\u%04x"):format(c)
+end
+
+local function at(path) return path == "" and "" or (" at '%s'"):format(path) end
+
+local function enc_string(s, what, path, prefix)
+  local ok, pos = utf8.len(s)
+  if not ok then fail("%s: %s%s is not valid UTF-8 (byte %d)", prefix, what, at(path), pos) end
+  return '"' .. s:gsub('[%z\1-\31"\\]', ESCAPE) .. '"'
+end
+
+local function enc_number(x)
+  if math.type(x) == "integer" then return ("%d"):format(x) end
+  if x ~= x then return "NaN" end
+  if x == math.huge then return "Infinity" end
+  if x == -math.huge then return "-Infinity" end
+  local s
+  for _, f in ipairs({"%.15g", "%.16g", "%.17g"}) do
+    s = f:format(x):gsub(",", ".") -- whatever the C locale's decimal point
+    if tonumber(s) == x then break end
+  end
+  if not s:find("[.eE]") then s = s .. ".0" end -- a float stays a float
+  return s
+end
+
+local function encode(v, path, depth, prefix, out)
+  local tv = type(v)
+  if tv == "string" then
+    out[#out + 1] = enc_string(v, "string", path, prefix)
+  elseif tv == "number" then
+    out[#out + 1] = enc_number(v)
+  elseif tv == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif tv == "nil" then
+    out[#out + 1] = "null"
+  elseif tv == "table" then
+    if depth > MAX_DEPTH then fail("%s: table nested too deeply (a cycle?)%s", prefix, at(path)) end
+    local n, count, seq = 0, 0, true
+    for k in pairs(v) do
+      count = count + 1
+      if math.type(k) == "integer" and k >= 1 then
+        if k > n then n = k end
+      else
+        seq = false
+      end
+    end
+    local function sub(k) return path == "" and tostring(k) or path .. "." .. tostring(k) end
+    if seq and count > 0 and n == count then
+      out[#out + 1] = "["
+      for i = 1, n do
+        if i > 1 then out[#out + 1] = "," end
+        encode(v[i], sub(i), depth + 1, prefix, out)
+      end
+      out[#out + 1] = "]"
+      return
+    end
+    local keys, map = {}, {}
+    for k in pairs(v) do
+      local ek
+      if type(k) == "string" then
+        ek = (k:sub(1, 1) == "#" or k:sub(1, 1) == "\\") and "\\" .. k or k
+      elseif math.type(k) == "integer" then
+        ek = "#" .. k
+      else
+        fail("%s: cannot encode a %s key%s", prefix, math.type(k) or type(k), at(path))
+      end
+      keys[#keys + 1], map[ek] = ek, k
+    end
+    table.sort(keys)
+    out[#out + 1] = "{"
+    for i, ek in ipairs(keys) do
+      if i > 1 then out[#out + 1] = "," end
+      local k = map[ek]
+      out[#out + 1] = enc_string(ek, ("key '%s'"):format(shown(tostring(k), true)), path, prefix)
+      out[#out + 1] = ":"
+      encode(v[k], sub(k), depth + 1, prefix, out)
+    end
+    out[#out + 1] = "}"
+  else
+    fail("%s: cannot encode a %s%s", prefix, tv, at(path))
+  end
+end
+
+-- prefix starts every error message ("save: meta 'x'")
+local function json_encode(v, prefix)
+  local out = {}
+  encode(v, "", 0, prefix, out)
+  return table.concat(out)
+end
+
+local UNESCAPE = {['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t"}
+
+-- -> value, or raises "invalid JSON (...)"
+local function json_decode(s)
+  local pos = 1
+  local function bad(what) error(("invalid JSON (%s at byte %d)"):format(what, pos), 0) end
+  local function ws() pos = s:find("[^ \t\r\n]", pos) or #s + 1 end
+
+  local function str()
+    local parts, i = {}, pos + 1
+    while true do
+      local a = s:find('[%z\1-\31"\\]', i)
+      if not a then pos = #s + 1; bad("unterminated string") end
+      parts[#parts + 1] = s:sub(i, a - 1)
+      local c = s:sub(a, a)
+      if c == '"' then
+        pos = a + 1
+        break
+      elseif c == "\\" then
+        local e = s:sub(a + 1, a + 1)
+        if e == "u" then
+          local h = s:match("^%x%x%x%x", a + 2)
+          pos = a
+          if not h then bad("a bad \\u escape") end
+          local cp = tonumber(h, 16)
+          i = a + 6
+          if cp >= 0xD800 and cp <= 0xDBFF then
+            local lo = s:match("^\\u(%x%x%x%x)", i)
+            lo = lo and tonumber(lo, 16)
+            if not lo or lo < 0xDC00 or lo > 0xDFFF then bad("a lone surrogate") end
+            cp = 0x10000 + (cp - 0xD800) * 0x400 + (lo - 0xDC00)
+            i = i + 6
+          elseif cp >= 0xDC00 and cp <= 0xDFFF then
+            bad("a lone surrogate")
+          end
+          parts[#parts + 1] = utf8.char(cp)
+        else
+          pos = a
+          parts[#parts + 1] = UNESCAPE[e] or bad("a bad escape")
+          i = a + 2
+        end
+      else
+        pos = a
+        bad("a control character in a string")
+      end
+    end
+    local r = table.concat(parts)
+    if not utf8.len(r) then bad("a string that is not valid UTF-8") end
+    return r
+  end
+
+  local value
+  local function number()
+    local int = s:match("^-?0", pos) or s:match("^-?[1-9]%d*", pos)
+    if not int then
+      for tok, v in pairs({NaN = 0 / 0, Infinity = math.huge, ["-Infinity"] = -math.huge}) do
+        if s:sub(pos, pos + #tok - 1) == tok then
+          pos = pos + #tok
+          return v
+        end
+      end
+      bad("an unexpected character")
+    end
+    local j = pos + #int
+    local frac = s:match("^%.%d+", j) or ""
+    j = j + #frac
+    local exp = s:match("^[eE][-+]?%d+", j) or ""
+    j = j + #exp
+    local v = tonumber(s:sub(pos, j - 1)) -- Lua's own rules: "12" integer, too big for one: float
+    if (frac ~= "" or exp ~= "") and math.type(v) == "integer" then v = v + 0.0 end
+    pos = j
+    return v
+  end
+
+  function value(depth)
+    ws()
+    if depth > 2 * MAX_DEPTH then bad("nesting too deep") end
+    local c = s:sub(pos, pos)
+    if c == "{" then
+      pos = pos + 1
+      local t = {}
+      ws()
+      if s:sub(pos, pos) == "}" then
+        pos = pos + 1
+        return t
+      end
+      while true do
+        ws()
+        if s:sub(pos, pos) ~= '"' then bad("a missing key") end
+        local k = str()
+        local n = k:match("^#(-?%d+)$")
+        if n and math.tointeger(tonumber(n)) then k = math.tointeger(tonumber(n))
+        elseif k:sub(1, 1) == "\\" then k = k:sub(2) end
+        ws()
+        if s:sub(pos, pos) ~= ":" then bad("a missing ':'") end
+        pos = pos + 1
+        t[k] = value(depth + 1)
+        ws()
+        c = s:sub(pos, pos)
+        pos = pos + 1
+        if c == "}" then return t end
+        if c ~= "," then pos = pos - 1; bad("a missing ',' or '}'") end
+      end
+    elseif c == "[" then
+      pos = pos + 1
+      local t, n = {}, 0
+      ws()
+      if s:sub(pos, pos) == "]" then
+        pos = pos + 1
+        return t
+      end
+      while true do
+        n = n + 1
+        t[n] = value(depth + 1)
+        ws()
+        c = s:sub(pos, pos)
+        pos = pos + 1
+        if c == "]" then return t end
+        if c ~= "," then pos = pos - 1; bad("a missing ',' or ']'") end
+      end
+    elseif c == '"' then
+      return str()
+    elseif s:find("^true", pos) then
+      pos = pos + 4
+      return true
+    elseif s:find("^false", pos) then
+      pos = pos + 5
+      return false
+    elseif s:find("^null", pos) then
+      pos = pos + 4
+      return nil
+    end
+    return number()
+  end
+
+  local v = value(0)
+  ws()
+  if pos <= #s then bad("trailing characters") end
+  return v
+end
+
+M._json_encode, M._json_decode = json_encode, json_decode -- for the spec
+
 -- optimizer state: tensors out into (names, tensors), the rest into a JSON-able tree
 local function flatten_state(value, path, names, tensors, depth)
-  if depth > 64 then error("save: optimizer state nested too deeply at '" .. path .. "'", 0) end
+  if depth > MAX_DEPTH then fail("save: optimizer state nested too deeply at '%s'", path) end
   if is_tensor(value) then
     names[#names + 1] = OPT_PREFIX .. path
     tensors[#tensors + 1] = value
@@ -47,7 +326,7 @@ local function flatten_state(value, path, names, tensors, depth)
   local out = {}
   for _, k in ipairs(sorted_keys(value)) do
     if type(k) ~= "string" and math.type(k) ~= "integer" then
-      error(("save: optimizer state key of type %s at '%s'"):format(type(k), path), 0)
+      fail("save: optimizer state key of type %s at '%s'", type(k), path)
     end
     local sub = path == "" and tostring(k) or path .. "." .. tostring(k)
     out[k] = flatten_state(value[k], sub, names, tensors, depth + 1)
@@ -60,7 +339,7 @@ local function restore_state(value, tensors, used)
   if value.__tensor__ ~= nil and next(value, next(value)) == nil then
     local name = value.__tensor__
     local t = tensors[name]
-    if not t then error(("load: optimizer state refers to a missing tensor '%s'"):format(tostring(name)), 0) end
+    if not t then fail("load: optimizer state refers to a missing tensor '%s'", tostring(name)) end
     used[name] = true
     return t
   end
@@ -69,105 +348,105 @@ local function restore_state(value, tensors, used)
   return out
 end
 
---- pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler}])
-function M.save(path, obj, opts)
-  if type(path) ~= "string" then error("save: path must be a string", 2) end
+local function shape_str(t) return "{" .. table.concat(t:size(), ",") .. "}" end
+
+local function save(path, obj, opts)
+  if type(path) ~= "string" then fail("save: path must be a string") end
+  if path:find("\0", 1, true) then fail("save: path '%s' contains a NUL byte", shown(path)) end
   opts = opts or {}
-  if type(opts) ~= "table" then error("save: options must be a table", 2) end
+  if type(opts) ~= "table" then fail("save: options must be a table") end
   local sd
   if type(obj) == "table" and type(obj.state_dict) == "function" then
     sd = obj:state_dict()
   elseif type(obj) == "table" then
     sd = obj
   else
-    error("save: expected a model (with state_dict()) or a table of tensors, got a " .. type(obj), 2)
+    fail("save: expected a model (with state_dict()) or a table of tensors, got a %s", type(obj))
   end
   local names, tensors = {}, {}
   for _, k in ipairs(sorted_keys(sd)) do
-    if type(k) ~= "string" then
-      error(("save: tensor names must be strings (got a %s key)"):format(type(k)), 2)
-    end
+    if type(k) ~= "string" then fail("save: tensor names must be strings (got a %s key)", type(k)) end
     local t = sd[k]
-    if not is_tensor(t) then error(("save: entry '%s' is a %s, not a tensor"):format(k, type(t)), 2) end
+    if not is_tensor(t) then fail("save: entry '%s' is a %s, not a tensor", shown(k, true), type(t)) end
     if k:sub(1, #OPT_PREFIX) == OPT_PREFIX and opts.optimizer then
-      error(("save: tensor name '%s' clashes with the optimizer's names"):format(k), 2)
+      fail("save: tensor name '%s' clashes with the optimizer's names", shown(k, true))
     end
     names[#names + 1], tensors[#tensors + 1] = k, t
   end
   local mkeys, mvals = {}, {}
   local json_keys = {}
   if opts.meta ~= nil then
-    if type(opts.meta) ~= "table" then error("save: meta must be a table", 2) end
+    if type(opts.meta) ~= "table" then fail("save: meta must be a table") end
     for _, k in ipairs(sorted_keys(opts.meta)) do
-      if type(k) ~= "string" then error("save: meta keys must be strings", 2) end
-      if k:sub(1, 9) == "partrain." then error(("save: meta key '%s' is reserved"):format(k), 2) end
+      if type(k) ~= "string" then fail("save: meta keys must be strings") end
+      check_name("meta key", k)
+      if k:sub(1, 9) == "partrain." then fail("save: meta key '%s' is reserved", k) end
       local v = opts.meta[k]
       mkeys[#mkeys + 1] = k
-      if type(v) == "string" then
+      local prefix = ("save: meta '%s'"):format(k)
+      if type(v) == "string" and not v:find("\0", 1, true) then
+        local ok, pos = utf8.len(v)
+        if not ok then fail("%s: string is not valid UTF-8 (byte %d)", prefix, pos) end
         mvals[#mvals + 1] = v
-      else
-        local ok, s = pcall(pt._json_encode, v)
-        if not ok then error(("save: meta '%s': %s"):format(k, tostring(s):gsub("^.-json: ", "")), 2) end
-        mvals[#mvals + 1] = s
+      else -- a string with a NUL byte goes as a JSON string ("\u0000"), which reads back whole
+        mvals[#mvals + 1] = json_encode(v, prefix)
         json_keys[#json_keys + 1] = k
       end
     end
   end
   if #json_keys > 0 then
-    mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.json_keys", pt._json_encode(json_keys)
+    mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.json_keys", json_encode(json_keys, "save: meta")
   end
   if opts.optimizer ~= nil then
     local o = opts.optimizer
     if type(o) ~= "table" or type(o.state_dict) ~= "function" then
-      error("save: optimizer must have a state_dict() method", 2)
+      fail("save: optimizer must have a state_dict() method")
     end
-    local ok, tree = pcall(flatten_state, o:state_dict(), "", names, tensors, 0)
-    if not ok then error(tree, 2) end
-    local ok2, s = pcall(pt._json_encode, tree)
-    if not ok2 then error("save: optimizer state: " .. tostring(s):gsub("^.-json: ", ""), 2) end
-    mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.optimizer", s
+    local tree = flatten_state(o:state_dict(), "", names, tensors, 0)
+    mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.optimizer", json_encode(tree, "save: optimizer state")
   end
   if opts.loader ~= nil then
     if type(opts.loader) ~= "table" or math.type(opts.loader.epoch) ~= "integer" then
-      error("save: loader must be a DataHandler", 2)
+      fail("save: loader must be a DataHandler")
     end
     mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.loader_epoch", tostring(opts.loader.epoch)
   end
   mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.format", "1"
-  checked(pt._save, path, names, tensors, mkeys, mvals)
+  for _, name in ipairs(names) do check_name("tensor name", name) end
+  pt._save(path, names, tensors, mkeys, mvals)
 end
 
---- pt.load(path) -> tensors, meta, state
--- tensors: name -> Tensor (the model's; optimizer tensors are moved into state.optimizer);
--- meta: the user metadata (decoded); state: {optimizer = state_dict or nil, loader_epoch = n or nil}.
--- Files written by other tools load too (their metadata comes back as strings).
-function M.load(path)
-  if type(path) ~= "string" then error("load: path must be a string", 2) end
-  local tensors, raw, order = checked(pt._load, path)
+local function decode_meta(path, what, s)
+  local ok, v = pcall(json_decode, s)
+  if not ok then fail("load: '%s': %s is not valid JSON: %s", path, what, v) end
+  return v
+end
+
+local function load(path)
+  if type(path) ~= "string" then fail("load: path must be a string") end
+  if path:find("\0", 1, true) then fail("load: path '%s' contains a NUL byte", shown(path)) end
+  local tensors, raw, order = pt._load(path)
   local meta, state = {}, {}
   local json_keys = {}
   if raw["partrain.json_keys"] then
-    local ok, list = pcall(pt._json_decode, raw["partrain.json_keys"])
-    if not ok or type(list) ~= "table" then error(("load: '%s': invalid partrain.json_keys metadata"):format(path), 2) end
+    local list = decode_meta(path, "partrain.json_keys metadata", raw["partrain.json_keys"])
+    if type(list) ~= "table" then fail("load: '%s': invalid partrain.json_keys metadata", path) end
     for _, k in ipairs(list) do json_keys[k] = true end
   end
   for k, v in pairs(raw) do
     if k:sub(1, 9) ~= "partrain." then
       if json_keys[k] then
-        local ok, d = pcall(pt._json_decode, v)
-        if not ok then error(("load: '%s': metadata '%s' is not valid JSON"):format(path, k), 2) end
-        meta[k] = d
+        meta[k] = decode_meta(path, ("metadata '%s'"):format(k), v)
       else
         meta[k] = v
       end
     end
   end
   if raw["partrain.optimizer"] then
-    local ok, tree = pcall(pt._json_decode, raw["partrain.optimizer"])
-    if not ok then error(("load: '%s': optimizer state is not valid JSON"):format(path), 2) end
+    local tree = decode_meta(path, "optimizer state", raw["partrain.optimizer"])
     local used = {}
-    local ok2, st = pcall(restore_state, tree, tensors, used)
-    if not ok2 then error(("load: '%s': %s"):format(path, tostring(st):gsub("^load: ", "")), 2) end
+    local ok, st = pcall(restore_state, tree, tensors, used)
+    if not ok then fail("load: '%s': %s", path, tostring(st):gsub("^load: ", "")) end
     state.optimizer = st
     for name in pairs(used) do tensors[name] = nil end
   end
@@ -176,34 +455,71 @@ function M.load(path)
   return tensors, meta, state
 end
 
---- pt.load_into(path, model[, {optimizer = opt, loader = handler, strict = true}]) -> meta
--- Restores the model (load_state_dict, or copies into a plain table of tensors), the optimizer
--- state and the loader's epoch, so training resumes exactly where the checkpoint was taken.
-function M.load_into(path, model, opts)
-  opts = opts or {}
-  local tensors, meta, state = M.load(path)
-  if type(model) == "table" and type(model.load_state_dict) == "function" then
-    if opts.strict ~= nil then model:load_state_dict(tensors, {strict = opts.strict}) else model:load_state_dict(tensors) end
-  elseif type(model) == "table" then
-    for name, t in pairs(model) do
-      local src = tensors[name]
-      if not src then error(("load_into: '%s' has no tensor '%s'"):format(path, tostring(name)), 2) end
-      if not is_tensor(t) or type(t.copy_) ~= "function" then
-        error(("load_into: entry '%s' of the target is not a tensor with copy_"):format(tostring(name)), 2)
-      end
-      t:copy_(src)
+-- copies the loaded tensors into a plain table of tensors: every shape is checked before any
+-- copy, and the copies are not recorded by autograd (targets may be leaves that require grad)
+local function copy_into(path, target, tensors)
+  local todo = {}
+  for _, name in ipairs(sorted_keys(target)) do
+    local t, src = target[name], tensors[name]
+    if not is_tensor(t) then
+      fail("load_into: entry '%s' of the target is a %s, not a tensor", tostring(name), type(t))
     end
+    if not src then fail("load_into: '%s' has no tensor '%s'", path, tostring(name)) end
+    if shape_str(src) ~= shape_str(t) then
+      fail("load_into: size mismatch for %s: copying a tensor with shape %s from checkpoint, the shape in the target is %s",
+        tostring(name), shape_str(src), shape_str(t))
+    end
+    todo[#todo + 1] = {t, src}
+  end
+  pt.no_grad(function()
+    for _, e in ipairs(todo) do e[1]:copy_(e[2]) end
+  end)
+end
+
+local function load_into(path, model, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then fail("load_into: options must be a table") end
+  if type(model) ~= "table" then fail("load_into: model must be a Module or a table of tensors") end
+  local tensors, meta, state = load(path)
+  if type(model.load_state_dict) == "function" then
+    if opts.strict ~= nil then model:load_state_dict(tensors, {strict = opts.strict}) else model:load_state_dict(tensors) end
   else
-    error("load_into: model must be a Module or a table of tensors", 2)
+    copy_into(path, model, tensors)
   end
   if opts.optimizer then
-    if not state.optimizer then error(("load_into: '%s' holds no optimizer state"):format(path), 2) end
+    if not state.optimizer then fail("load_into: '%s' holds no optimizer state", path) end
     opts.optimizer:load_state_dict(state.optimizer)
   end
   if opts.loader then
-    if not state.loader_epoch then error(("load_into: '%s' holds no loader epoch"):format(path), 2) end
+    if not state.loader_epoch then fail("load_into: '%s' holds no loader epoch", path) end
     opts.loader:set_epoch(state.loader_epoch)
   end
+  return meta
+end
+
+--- pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler}])
+function M.save(path, obj, opts)
+  local ok, err = pcall(save, path, obj, opts)
+  if not ok then rethrow(err) end
+end
+
+--- pt.load(path) -> tensors, meta, state
+-- tensors: name -> Tensor (the model's; optimizer tensors are moved into state.optimizer);
+-- meta: the user metadata (decoded); state: {optimizer = state_dict or nil, loader_epoch = n or nil}.
+-- Files written by other tools load too (their metadata comes back as strings).
+function M.load(path)
+  local ok, tensors, meta, state = pcall(load, path)
+  if not ok then rethrow(tensors) end
+  return tensors, meta, state
+end
+
+--- pt.load_into(path, model[, {optimizer = opt, loader = handler, strict = true}]) -> meta
+-- Restores the model (load_state_dict, or copies into a plain table of tensors of the same
+-- shapes), the optimizer state and the loader's epoch, so training resumes exactly where the
+-- checkpoint was taken.
+function M.load_into(path, model, opts)
+  local ok, meta = pcall(load_into, path, model, opts)
+  if not ok then rethrow(meta) end
   return meta
 end
 
@@ -212,11 +528,13 @@ local docs = rawget(pt, "_docs")
 if docs then
   docs[M.save] = "pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler}])\n"
     .. "  Write a safetensors checkpoint (via path..\".tmp\" and a rename). A model saves its\n"
-    .. "  state_dict(); optimizer tensors go under \"optimizer.*\", the rest of its state as JSON metadata."
+    .. "  state_dict(); optimizer tensors go under \"optimizer.*\", the rest of its state as JSON metadata.\n"
+    .. "  Numbers in meta and optimizer state come back exactly (integer or float, nan and inf too)."
   docs[M.load] = "pt.load(path) -> tensors, meta, state\n  tensors: name -> Tensor; meta: your metadata;\n"
     .. "  state.optimizer: the optimizer's state_dict, state.loader_epoch. Hostile files raise errors."
   docs[M.load_into] = "pt.load_into(path, model[, {optimizer = opt, loader = handler}]) -> meta\n"
-    .. "  Restore model, optimizer and loader epoch for an exact resume."
+    .. "  Restore model, optimizer and loader epoch for an exact resume. model: a Module (load_state_dict)\n"
+    .. "  or a table name -> tensor of the same shapes (copied without recording a graph)."
 end
 
 return M

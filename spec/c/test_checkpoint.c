@@ -144,11 +144,73 @@ static void test_write_read(pt_ctx *ctx) {
   pt_tensor_release(b);
 }
 
+/* header strings: valid UTF-8 only, and no \u0000 (names and values are C strings) */
+static void test_strings(pt_ctx *ctx) {
+  CHECK(pt_st_utf8_invalid_at("") == 0);
+  CHECK(pt_st_utf8_invalid_at("plain") == 0);
+  CHECK(pt_st_utf8_invalid_at("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == 0);
+  CHECK(pt_st_utf8_invalid_at("a\xff") == 2);
+  CHECK(pt_st_utf8_invalid_at("ab\xc3") == 3);          /* truncated sequence */
+  CHECK(pt_st_utf8_invalid_at("\xc0\xaf") == 1);        /* overlong '/' */
+  CHECK(pt_st_utf8_invalid_at("\xe0\x80\xaf") == 1);    /* overlong, 3 bytes */
+  CHECK(pt_st_utf8_invalid_at("x\xed\xa0\x80") == 2);   /* a surrogate */
+  CHECK(pt_st_utf8_invalid_at("\xf4\x90\x80\x80") == 1); /* above U+10FFFF */
+  CHECK(pt_st_utf8_invalid_at("\x80") == 1);            /* a lone continuation byte */
+
+  const char *ok = "\"x\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}";
+  char h[512];
+  snprintf(h, sizeof h, "{\"a\xff\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}");
+  expect_error(ctx, h, 1, "load: tensor name 'a\\xff' is not valid UTF-8");
+  snprintf(h, sizeof h, "{\"__metadata__\":{\"k\":\"\xfe\"},%s}", ok);
+  expect_error(ctx, h, 1, "load: __metadata__ value of 'k' is not valid UTF-8");
+  snprintf(h, sizeof h, "{\"__metadata__\":{\"k\xed\xa0\x80\":\"v\"},%s}", ok);
+  expect_error(ctx, h, 1, "load: __metadata__ key 'k\\xed\\xa0\\x80' is not valid UTF-8");
+  snprintf(h, sizeof h, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"note\":\"\xc0\xaf\"}}");
+  expect_error(ctx, h, 1, "load: tensor 'a': a string in its header entry is not valid UTF-8");
+  snprintf(h, sizeof h, "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}");
+  expect_error(ctx, h, 1, "load: tensor name 'a\\u0000...' holds a NUL character (\\u0000), which partrain does not accept");
+  snprintf(h, sizeof h, "{%s,\"__metadata__\":{\"k\":\"v\",\"k2\":\"a\\u0000\"}}", ok);
+  expect_error(ctx, h, 1, "load: __metadata__ value of 'k2' holds a NUL character");
+  snprintf(h, sizeof h, "{%s,\"__metadata__\":{\"k\\u0000\":\"v\"}}", ok);
+  expect_error(ctx, h, 1, "load: __metadata__ key 'k\\u0000...' holds a NUL character");
+
+  /* escapes that are fine: an escaped backslash before u0000, \u00e9, a surrogate pair */
+  unsigned char buf[512], one = 5;
+  snprintf(h, sizeof h, "{\"a\\\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                        "\"__metadata__\":{\"k\":\"caf\\u00e9 \\ud83d\\ude00\"}}");
+  size_t n = make_file(buf, h, &one, 1);
+  pt_safetensors st;
+  CHECK(pt_st_decode(ctx, buf, n, &st) == PT_OK);
+  CHECK(st.n == 1 && strcmp(st.entries[0].name, "a\\u0000") == 0);
+  CHECK(st.n_meta == 1 && strcmp(st.meta_values[0], "caf\xc3\xa9 \xf0\x9f\x98\x80") == 0);
+  pt_st_free(&st);
+
+  /* writing refuses what reading would */
+  char path[] = "/tmp/pt_test_ckpt_utf8_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  int64_t s1[1] = {1};
+  pt_tensor *t;
+  pt_tensor_empty(ctx, PT_UINT8, 1, s1, &t);
+  const char *bad_name[1] = {"w\xff"}, *good_name[1] = {"w"};
+  const char *key[1] = {"k"}, *bad_val[1] = {"v\xc3"}, *bad_key[1] = {"\xfek"};
+  CHECK(pt_st_write(ctx, path, 1, bad_name, &t, 0, NULL, NULL) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "save: tensor name 'w\\xff' is not valid UTF-8 (byte 2)") == 0);
+  CHECK(pt_st_write(ctx, path, 1, good_name, &t, 1, key, bad_val) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "save: metadata 'k': value is not valid UTF-8 (byte 2)") == 0);
+  CHECK(pt_st_write(ctx, path, 1, good_name, &t, 1, bad_key, key) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "save: metadata key '\\xfek' is not valid UTF-8 (byte 1)") == 0);
+  remove(path);
+  pt_tensor_release(t);
+}
+
 int main(void) {
   pt_ctx ctx;
   pt_ctx_init(&ctx, 1);
   test_decode_valid(&ctx);
   test_hostile(&ctx);
   test_write_read(&ctx);
+  test_strings(&ctx);
   return TEST_SUMMARY();
 }
