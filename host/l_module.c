@@ -263,6 +263,29 @@ static int l_manual_seed(lua_State *L) {
   return 0;
 }
 
+/* pt.get_rng_state() -> a uint8 tensor with this state's generator state */
+static int l_get_rng_state(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_tensor *t;
+  int64_t n = PT_RNG_STATE_BYTES;
+  if (pt_tensor_empty(ctx, PT_UINT8, 1, &n, &t)) return lpt_error(L);
+  pt_rng_get_state(&ctx->rng, pt_tensor_data(t));
+  lpt_push_tensor(L, t);
+  return 1;
+}
+
+/* pt.set_rng_state(t): the generator continues from a state get_rng_state() returned */
+static int l_set_rng_state(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (t->dtype != PT_UINT8 || t->ndim != 1 || !pt_tensor_is_contiguous(t))
+    return lpt_errorf(L, "set_rng_state: expected the 1-D uint8 tensor of get_rng_state(), got %s of %d dimensions",
+                      pt_dtype_name(t->dtype), t->ndim);
+  if (pt_rng_set_state(ctx, &ctx->rng, pt_tensor_data(t), (size_t)pt_tensor_numel(t)))
+    return lpt_error(L);
+  return 0;
+}
+
 static int l_is_grad_enabled(lua_State *L) {
   lua_pushboolean(L, lpt_ctx(L)->grad_enabled);
   return 1;
@@ -294,6 +317,8 @@ static const luaL_Reg module_functions[] = {
     {"_soft_interrupt", l_soft_interrupt},
     {"clock", l_clock},
     {"manual_seed", l_manual_seed},
+    {"get_rng_state", l_get_rng_state},
+    {"set_rng_state", l_set_rng_state},
     {"is_grad_enabled", l_is_grad_enabled},
     {"set_grad_enabled", l_set_grad_enabled},
     {NULL, NULL},
@@ -526,6 +551,8 @@ int luaopen_partrain_core(lua_State *L) {
     if (areas[i]) areas[i](L);
   static const char *const docs[] = {
       "manual_seed", "pt.manual_seed(n): seed this Lua state's random generator (each worker state has its own).",
+      "get_rng_state", "pt.get_rng_state() -> uint8 tensor: this state's generator state (save it to resume dropout,\n  random transforms and initialisation exactly; pt.save(..., {rng = true}) stores it).",
+      "set_rng_state", "pt.set_rng_state(t): the generator continues from a state pt.get_rng_state() returned.",
       "is_grad_enabled", "pt.is_grad_enabled() -> whether operations record a graph in this state.",
       "set_grad_enabled", "pt.set_grad_enabled(flag) -> the previous setting; see also pt.no_grad(fn).",
       "clock", "pt.clock() -> seconds on a monotonic wall clock, for timing (os.clock is CPU time).",

@@ -59,6 +59,44 @@ void pt_rng_seed(pt_rng *rng, uint64_t seed) {
   rng->has_spare_normal = false;
 }
 
+static void put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+void pt_rng_get_state(const pt_rng *rng, unsigned char out[PT_RNG_STATE_BYTES]) {
+  out[0] = 1;
+  for (int i = 0; i < 4; i++) put_le64(out + 1 + 8 * i, rng->s[i]);
+  out[33] = rng->has_spare_normal ? 1 : 0;
+  uint64_t bits;
+  memcpy(&bits, &rng->spare_normal, sizeof bits);
+  put_le64(out + 34, bits);
+}
+
+pt_status pt_rng_set_state(pt_ctx *ctx, pt_rng *rng, const unsigned char *b, size_t n) {
+  if (n != PT_RNG_STATE_BYTES)
+    return pt_fail(ctx, PT_EARG,
+                   "set_rng_state: expected the %d bytes of get_rng_state(), got %zu",
+                   PT_RNG_STATE_BYTES, n);
+  if (b[0] != 1 || b[33] > 1)
+    return pt_fail(ctx, PT_EARG, "set_rng_state: not a state from get_rng_state() (format byte %u)",
+                   (unsigned)b[0]);
+  pt_rng r;
+  for (int i = 0; i < 4; i++) r.s[i] = get_le64(b + 1 + 8 * i);
+  if (!(r.s[0] | r.s[1] | r.s[2] | r.s[3]))
+    return pt_fail(ctx, PT_EARG, "set_rng_state: an all-zero state (the generator would be stuck)");
+  r.has_spare_normal = b[33] != 0;
+  uint64_t bits = get_le64(b + 34);
+  memcpy(&r.spare_normal, &bits, sizeof bits);
+  *rng = r;
+  return PT_OK;
+}
+
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 uint64_t pt_rng_next(pt_rng *rng) {

@@ -87,6 +87,11 @@ uint64_t pt_rng_next(pt_rng *rng);
 double pt_rng_uniform(pt_rng *rng);        /* [0, 1) */
 double pt_rng_normal(pt_rng *rng);         /* N(0, 1) */
 uint64_t pt_rng_below(pt_rng *rng, uint64_t n); /* [0, n) without bias */
+/* The generator's whole state as bytes (format 1: a version byte, the four words and the
+ * spare normal, little-endian), for checkpoints: setting it back replays the same numbers. */
+#define PT_RNG_STATE_BYTES 42
+void pt_rng_get_state(const pt_rng *rng, unsigned char out[PT_RNG_STATE_BYTES]);
+pt_status pt_rng_set_state(pt_ctx *ctx, pt_rng *rng, const unsigned char *bytes, size_t n);
 
 /* dtypes */
 extern const unsigned char pt_dtype_sizes[]; /* by dtype; inline: element addressing is hot */

@@ -324,6 +324,65 @@ describe("exact resume", function()
   end)
 end)
 
+describe("the random generator in a checkpoint", function()
+  local nn, optim = pt.nn, pt.optim
+  it("get_rng_state / set_rng_state replay the same numbers, and refuse what is not a state", function()
+    local s = pt.get_rng_state()
+    assert.are.equal("uint8", s:dtype())
+    local a = pt.randn(5) -- randn keeps a spare normal: it is part of the state
+    pt.set_rng_state(s)
+    assert.is_true(pt.equal(a, pt.randn(5)))
+    local function err(f, ...)
+      local ok, e = pcall(f, ...)
+      assert.is_false(ok)
+      return (tostring(e):gsub("^[^\n]-:%d+: ", ""))
+    end
+    assert.are.equal("set_rng_state: expected the 1-D uint8 tensor of get_rng_state(), got float32 of 1 dimensions",
+      err(pt.set_rng_state, pt.zeros(42)))
+    assert.are.equal("set_rng_state: expected the 42 bytes of get_rng_state(), got 3",
+      err(pt.set_rng_state, pt.zeros(3, {dtype = "uint8"})))
+    assert.are.equal("set_rng_state: not a state from get_rng_state() (format byte 0)",
+      err(pt.set_rng_state, pt.zeros(42, {dtype = "uint8"})))
+  end)
+
+  it("rng = true makes a resume with dropout exact; load_into restores it unless rng = false", function()
+    local x = pt.randn(16, 4)
+    local function setup()
+      pt.manual_seed(5)
+      local m = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.3), nn.Linear(8, 1))
+      return m, optim.SGD(m:parameters(), {lr = 0.1, momentum = 0.9})
+    end
+    local function steps(m, o, n)
+      for _ = 1, n do
+        o:zero_grad()
+        m(x):pow(2):mean():backward()
+        o:step()
+      end
+    end
+    local m1, o1 = setup()
+    steps(m1, o1, 4)
+    local m2, o2 = setup()
+    steps(m2, o2, 2)
+    local p = tmp("rng.safetensors")
+    pt.save(p, m2, {optimizer = o2, rng = true})
+    local tensors, _, state = pt.load(p)
+    assert.is_nil(tensors["partrain.rng_state"]) -- not one of the model's tensors
+    assert.are.same({42}, state.rng:size())
+    local m3, o3 = setup()
+    pt.manual_seed(99)
+    pt.load_into(p, m3, {optimizer = o3})
+    steps(m3, o3, 2)
+    for name, t in pairs(m1:state_dict()) do assert.is_true(pt.equal(t, m3:state_dict()[name]), name) end
+    local m4, o4 = setup()
+    pt.manual_seed(99)
+    pt.load_into(p, m4, {optimizer = o4, rng = false})
+    steps(m4, o4, 2)
+    assert.is_false(pt.equal(m1[3].weight, m4[3].weight)) -- other dropout masks
+    assert.has_error(function() pt.save(p, {["partrain.rng_state"] = pt.zeros(1)}) end,
+      "save: tensor name 'partrain.rng_state' is reserved")
+  end)
+end)
+
 describe("JSON helpers", function()
   it("round-trip nested tables with integer keys, escapes and booleans", function()
     local v = {state = {[1] = {step = 3}, [3] = {step = 4}}, list = {1, 2.5, "x"}, flag = false,

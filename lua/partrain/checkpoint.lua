@@ -2,7 +2,8 @@
 --
 -- File layout (readable by any safetensors reader, e.g. scripts/read_checkpoint.py):
 --   tensors      the model's state_dict (or the plain table given), names as they are;
---                optimizer tensors as "optimizer.<path>" (e.g. "optimizer.state.1.exp_avg")
+--                optimizer tensors as "optimizer.<path>" (e.g. "optimizer.state.1.exp_avg");
+--                with rng = true the generator's state as "partrain.rng_state" (uint8)
 --   __metadata__ string -> string:
 --                user meta: strings as they are, other values (and strings holding a NUL byte)
 --                JSON-encoded (listed in "partrain.json_keys"); "partrain.optimizer": the
@@ -22,6 +23,7 @@ local pt = require "partrain"
 local M = {}
 
 local OPT_PREFIX = "optimizer."
+local RNG_NAME = "partrain.rng_state" -- the tensor of pt.get_rng_state() (save's rng = true)
 local MAX_DEPTH = 64
 
 -- Errors: the work below raises messages without a position (error(msg, 0)); each public
@@ -371,6 +373,7 @@ local function save(path, obj, opts)
     if k:sub(1, #OPT_PREFIX) == OPT_PREFIX and opts.optimizer then
       fail("save: tensor name '%s' clashes with the optimizer's names", shown(k, true))
     end
+    if k == RNG_NAME then fail("save: tensor name '%s' is reserved", k) end
     names[#names + 1], tensors[#tensors + 1] = k, t
   end
   local mkeys, mvals = {}, {}
@@ -410,6 +413,9 @@ local function save(path, obj, opts)
       fail("save: loader must be a DataHandler")
     end
     mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.loader_epoch", tostring(opts.loader.epoch)
+  end
+  if opts.rng then -- the generator, for dropout and random transforms to resume exactly
+    names[#names + 1], tensors[#tensors + 1] = RNG_NAME, pt.get_rng_state()
   end
   mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.format", "1"
   for _, name in ipairs(names) do check_name("tensor name", name) end
@@ -451,6 +457,9 @@ local function load(path)
     for name in pairs(used) do tensors[name] = nil end
   end
   if raw["partrain.loader_epoch"] then state.loader_epoch = math.tointeger(tonumber(raw["partrain.loader_epoch"])) end
+  if tensors[RNG_NAME] then
+    state.rng, tensors[RNG_NAME] = tensors[RNG_NAME], nil
+  end
   state.names = order
   return tensors, meta, state
 end
@@ -494,6 +503,10 @@ local function load_into(path, model, opts)
     if not state.loader_epoch then fail("load_into: '%s' holds no loader epoch", path) end
     opts.loader:set_epoch(state.loader_epoch)
   end
+  if state.rng and opts.rng ~= false then
+    local ok, e = pcall(pt.set_rng_state, state.rng)
+    if not ok then fail("load_into: '%s': %s", path, tostring(e):gsub("^[^\n]-:%d+: ", "")) end
+  end
   return meta
 end
 
@@ -526,14 +539,17 @@ end
 -- pt.save & co. (init.lua loads this module on first use of one of them)
 local docs = rawget(pt, "_docs")
 if docs then
-  docs[M.save] = "pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler}])\n"
+  docs[M.save] = "pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler, rng = true}])\n"
     .. "  Write a safetensors checkpoint (via path..\".tmp\" and a rename). A model saves its\n"
     .. "  state_dict(); optimizer tensors go under \"optimizer.*\", the rest of its state as JSON metadata.\n"
-    .. "  Numbers in meta and optimizer state come back exactly (integer or float, nan and inf too)."
+    .. "  Numbers in meta and optimizer state come back exactly (integer or float, nan and inf too).\n"
+    .. "  rng = true also stores the random generator (pt.get_rng_state), for dropout and random transforms."
   docs[M.load] = "pt.load(path) -> tensors, meta, state\n  tensors: name -> Tensor; meta: your metadata;\n"
-    .. "  state.optimizer: the optimizer's state_dict, state.loader_epoch. Hostile files raise errors."
-  docs[M.load_into] = "pt.load_into(path, model[, {optimizer = opt, loader = handler}]) -> meta\n"
-    .. "  Restore model, optimizer and loader epoch for an exact resume. model: a Module (load_state_dict)\n"
+    .. "  state.optimizer: the optimizer's state_dict, state.loader_epoch, state.rng (the generator's\n"
+    .. "  state, when saved with rng = true). Hostile files raise errors."
+  docs[M.load_into] = "pt.load_into(path, model[, {optimizer = opt, loader = handler, rng = true}]) -> meta\n"
+    .. "  Restore model, optimizer, loader epoch and (when saved; rng = false skips it) the random generator\n"
+    .. "  for an exact resume. model: a Module (load_state_dict)\n"
     .. "  or a table name -> tensor of the same shapes (copied without recording a graph)."
 end
 
