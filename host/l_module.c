@@ -92,6 +92,19 @@ int lpt_error(lua_State *L) {
   return lua_error(L);
 }
 
+const char *lpt_error_text(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
+    lua_pushvalue(L, idx);
+    return lua_tostring(L, -1);
+  }
+  if (luaL_callmeta(L, idx, "__tostring")) {
+    if (lua_type(L, -1) == LUA_TSTRING) return lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  return lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, idx));
+}
+
 int lpt_errorf(lua_State *L, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -284,13 +284,7 @@ static void clear_grads(par_worker *w) {
 }
 
 static int worker_msgh(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (!msg) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-      msg = lua_tostring(L, -1);
-    else
-      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
+  const char *msg = lpt_error_text(L, 1);
   lua_createtable(L, 2, 0);
   lua_pushstring(L, msg);
   lua_rawseti(L, -2, 1);
@@ -1293,8 +1287,12 @@ static int action_error_tostring(lua_State *L) {
   lua_getfield(L, 1, "index");
   lua_getfield(L, 1, "worker");
   lua_getfield(L, 1, "message");
-  lua_pushfstring(L, "ActionError: item %d failed on worker %d: %s", (int)lua_tointeger(L, -3),
-                  (int)lua_tointeger(L, -2), lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  const char *msg = lua_tostring(L, -1) ? lua_tostring(L, -1) : "?";
+  if (lua_tointeger(L, -2) > 0)
+    lua_pushfstring(L, "ActionError: item %I failed on worker %I: %s", (LUAI_UACINT)lua_tointeger(L, -3),
+                    (LUAI_UACINT)lua_tointeger(L, -2), msg);
+  else /* the async target: in the caller's own state */
+    lua_pushfstring(L, "ActionError: item %I failed: %s", (LUAI_UACINT)lua_tointeger(L, -3), msg);
   return 1;
 }
 

@@ -269,7 +269,7 @@ static bool recv_header(int fd, msg_header *h, int *segfd) {
 /* --- the worker --- */
 
 static int child_msgh(lua_State *L) {
-  const char *msg = luaL_tolstring(L, 1, NULL);
+  const char *msg = lpt_error_text(L, 1);
   lua_createtable(L, 0, 2);
   lua_pushstring(L, msg);
   lua_setfield(L, -2, "message");

@@ -81,6 +81,9 @@ static inline lpt_state *lpt_state_fast(lua_State *L) {
 int lpt_error(lua_State *L);
 /* Raise "fname: message" (like luaL_error, at the caller's level). Never returns. */
 int lpt_errorf(lua_State *L, const char *fmt, ...);
+/* Pushes and returns the text of the error object at idx, as lua.c reports one: a string or a
+ * number as it is, else its __tostring, else "(error object is a <type> value)". */
+const char *lpt_error_text(lua_State *L, int idx);
 
 /* Tensors on the stack */
 pt_tensor *lpt_check_tensor(lua_State *L, int idx); /* raises a type error naming the argument */

@@ -170,6 +170,26 @@ for _, target in ipairs(lua_targets) do
       assert.is_false(pt.any_action_failed({ 1, 2, n = 3 }))
     end)
 
+    it("reports a table error object alike on every target, without partrain's frames", function()
+      local B = Batch(target)
+      B.act = pt.inbatch_parallel(B.opts, function(self, item)
+        if item == 2 then error({ code = 7 }) end
+        if item == 3 then error(setmetatable({}, { __tostring = function() return "custom text" end })) end
+        return item
+      end)
+      local b = B.new({})
+      b:act()
+      assert.are.equal("(error object is a table value)", b.results[2].message)
+      assert.are.equal("custom text", b.results[3].message)
+      assert.matches("^stack traceback:\n", b.results[2].traceback)
+      assert.is_nil(b.results[2].traceback:find("inbatch.lua", 1, true))
+      if target == "async" then -- in the caller's own state: no worker to name
+        assert.are.equal("ActionError: item 2 failed: (error object is a table value)", tostring(b.results[2]))
+      else
+        assert.matches("^ActionError: item 2 failed on worker %d: %(error object is a table value%)$", tostring(b.results[2]))
+      end
+    end)
+
     it("raises the first failure when there is no post, naming the item, with the traceback", function()
       local act = pt.inbatch_parallel({ target = target, init = function() return { 1, 2, 3 } end },
         function(self, item)

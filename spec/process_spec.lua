@@ -111,6 +111,13 @@ describe("pt._process_map", function()
     assert.matches("boom 2$", errors[2].message)
     assert.matches("stack traceback", errors[2].traceback)
     assert.is_true(errors[2].worker == 1 or errors[2].worker == 2)
+    -- error objects that are not strings read as in the threads' workers
+    local _, errs = pt._process_map(function(i)
+      if i == 1 then error({ code = 7 }) end
+      error(setmetatable({}, { __tostring = function() return "custom text" end }))
+    end, { { 1 }, { 2 } }, 1)
+    assert.are.equal("(error object is a table value)", errs[1].message)
+    assert.are.equal("custom text", errs[2].message)
   end)
 
   it("turns a worker killed by SIGSEGV in native code into its item's error and replaces it", function()

@@ -178,13 +178,26 @@ local function build(prefix, pos, call_pos, named, with_named)
   return a
 end
 
+-- as the workers' handler (lpt_error_text): a string or number as it is, else __tostring, else
+-- "(error object is a <type> value)"; the traceback without this module's own frames
 local function traceback_handler(e)
   if is_error(e) then return e end
-  local msg = tostring(e)
-  if type(e) == "table" and getmetatable(e) and getmetatable(e).__tostring == nil then
-    msg = "(error object is a table value)"
+  local msg
+  local mt = getmetatable(e)
+  if type(e) == "string" or type(e) == "number" then
+    msg = tostring(e)
+  elseif mt and mt.__tostring then
+    msg = tostring(e)
+  else
+    msg = ("(error object is a %s value)"):format(type(e))
   end
-  return { message = msg, traceback = debug.traceback(msg, 2) }
+  local lines = {}
+  for line in debug.traceback(nil, 2):gmatch("[^\n]+") do
+    if not line:find("partrain/inbatch.lua", 1, true) and not line:find("in function 'xpcall'", 1, true) then
+      lines[#lines + 1] = line
+    end
+  end
+  return { message = msg, traceback = table.concat(lines, "\n") }
 end
 
 -- --- targets: each returns results (with n) holding values or error values ---
