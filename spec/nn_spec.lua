@@ -113,6 +113,28 @@ describe("gradchecks (float64)", function()
     gradcheck(function(v) return nn.cross_entropy(v, long(2)) end, {r(3)})
   end)
 
+  it("cross_entropy and nll_loss over {N,C,d1,...} inputs, and with class probabilities", function()
+    local x, y = r(2, 3, 2, 2), long({{{1, 2}, {3, 3}}, {{2, 1}, {1, 3}}})
+    local w = pt.tensor({0.5, 2, 1}, F64)
+    for _, red in ipairs({"mean", "sum", "none"}) do
+      gradcheck(function(v) return nn.cross_entropy(v, y, {reduction = red, weight = w, ignore_index = 2}) end, {x})
+      gradcheck(function(v) return nn.nll_loss(v, y, {reduction = red, weight = w}) end, {x})
+    end
+    assert.are.same({2, 2, 2}, nn.cross_entropy(x, y, {reduction = "none"}):size())
+    local p = nn.softmax(r(4, 3), 2)
+    for _, red in ipairs({"mean", "sum", "none"}) do
+      gradcheck(function(v, q) return nn.cross_entropy(v, q, {reduction = red, weight = w, label_smoothing = 0.1}) end,
+        {r(4, 3), p})
+    end
+    gradcheck(function(v, q) return nn.cross_entropy(v, q) end, {r(2, 3, 2), nn.softmax(r(2, 3, 2), 2)})
+    -- the modules take the same paths
+    assert.is_true(pt.equal(nn.CrossEntropyLoss({weight = w})(x, y), nn.cross_entropy(x, y, {weight = w})))
+    local x2, q = r(2, 3), nn.softmax(r(2, 3), 2)
+    assert.is_true(pt.equal(nn.CrossEntropyLoss({reduction = "sum"})(x2, q),
+      nn.cross_entropy(x2, q, {reduction = "sum"})))
+    assert.is_true(pt.equal(nn.NLLLoss({reduction = "none"})(x, y), nn.nll_loss(x, y, {reduction = "none"})))
+  end)
+
   it("nll_loss", function()
     local y = long({2, 1, 3})
     gradcheck(function(v) return nn.nll_loss(v, y) end, {r(3, 3)})
@@ -161,6 +183,38 @@ describe("gradchecks (float64)", function()
     assert.are.same({{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, w.grad:tolist())
     local fl = nn.Flatten()
     gradcheck(function(x) return fl(x) end, {r(2, 3, 2)})
+  end)
+end)
+
+describe("cross_entropy against PyTorch (float64)", function()
+  -- inputs from pt.manual_seed(3); the expected values are torch 1.13's F.cross_entropy on the
+  -- same numbers (0-based classes there)
+  it("{N,C,d1,d2} inputs with class indices, and {N,C} class probabilities", function()
+    pt.manual_seed(3)
+    local x = pt.randn({2, 4, 3, 2}, F64)
+    local t = long({{{1, 2}, {3, 4}, {2, 2}}, {{4, 4}, {1, 1}, {3, 2}}})
+    local w = pt.tensor({1, 2, 0.5, 1.5}, F64)
+    local function v(l) return l:item() end
+    assert.is_true(math.abs(v(nn.cross_entropy(x, t)) - 1.959082170938) < 1e-11)
+    assert.is_true(math.abs(v(nn.cross_entropy(x, t, {weight = w})) - 2.075127009072) < 1e-11)
+    assert.is_true(math.abs(v(nn.cross_entropy(x, t, {ignore_index = 2})) - 1.798502843218) < 1e-11)
+    assert.is_true(math.abs(v(nn.cross_entropy(x, t, {label_smoothing = 0.1, weight = w})) - 2.019075167628) < 1e-11)
+    assert.is_true(math.abs(v(nn.cross_entropy(x, t, {reduction = "sum"})) - 23.508986051256) < 1e-10)
+    local p = nn.softmax(pt.randn({5, 4}, F64), 2)
+    local x2 = pt.randn({5, 4}, F64)
+    assert.is_true(math.abs(v(nn.cross_entropy(x2, p)) - 1.974061644509) < 1e-11)
+    assert.is_true(math.abs(v(nn.cross_entropy(x2, p, {weight = w})) - 2.387092695539) < 1e-11)
+    assert.is_true(math.abs(v(nn.cross_entropy(x2, p, {label_smoothing = 0.2})) - 1.914550248387) < 1e-11)
+    assert.is_true(math.abs(v(nn.cross_entropy(x2, p, {reduction = "sum"})) - 9.870308222546) < 1e-11)
+    local function err(...)
+      local ok, e = pcall(...)
+      assert.is_false(ok)
+      return (tostring(e):gsub("^[^\n]-:%d+: ", ""))
+    end
+    assert.are.equal("cross_entropy: probability target shape {5,3} does not match input shape {5,4}",
+      err(nn.cross_entropy, x2, pt.randn({5, 3}, F64)))
+    assert.are.equal("cross_entropy: target shape {2,3} does not match input shape {2,4,3,2} (expected "
+      .. "{N,d1,...} class indices or {N,C,d1,...} probabilities)", err(nn.cross_entropy, x, long({{1, 1, 1}, {1, 1, 1}})))
   end)
 end)
 
@@ -425,7 +479,15 @@ describe("error messages", function()
       long({1, 2}), {label_smoothing = 2})
     assert_err("cross_entropy: weight must have shape {10} (one per class), got {3}", nn.cross_entropy, x,
       long({1, 2}), {weight = pt.ones(3)})
-    assert_err("nll_loss: input must be {N,C} or {C}, got shape {2,3,4}", nn.nll_loss, pt.zeros(2, 3, 4), long({1, 2}))
+    assert_err("nll_loss: target shape {2} does not match input shape {2,3,4} (expected {N,d1,...} class indices)",
+      nn.nll_loss, pt.zeros(2, 3, 4), long({1, 2}))
+    local p = pt.full({2, 10}, 0.1)
+    assert_err("cross_entropy: reduction must be 'mean', 'sum' or 'none', got 'avg'", nn.cross_entropy, x, p,
+      {reduction = "avg"})
+    assert_err("cross_entropy: label_smoothing must be between 0 and 1, got 2", nn.cross_entropy, x, p,
+      {label_smoothing = 2})
+    assert_err("cross_entropy: weight must have shape {10} (one per class), got {3}", nn.cross_entropy, x, p,
+      {weight = pt.ones(3)})
     assert_err("linear: input dtype float64 does not match weight dtype float32", nn.linear,
       pt.zeros(2, 3, F64), pt.zeros(4, 3))
   end)

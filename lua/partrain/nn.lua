@@ -585,20 +585,93 @@ function nn.embedding(indices, weight, opts)
 end
 doc(nn.embedding, "nn.embedding(indices, weight[, {padding_idx=}]) -> rows of weight at 1-based integer indices.")
 
+local function shape_text(t) return "{" .. table.concat(t:size(), ",") .. "}" end
+
+-- {N,C,d1,...} scores and {N,d1,...} class indices as the {N*d1*..., C} rows and {N*d1*...}
+-- targets of the fused kernels (classes moved last); unflatten(loss) shapes a "none" result back
+local function rows_of_classes(name, input, target)
+  local isz, tsz = input:size(), target:size()
+  local ok = #tsz == #isz - 1 and tsz[1] == isz[1]
+  for d = 3, #isz do ok = ok and tsz[d - 1] == isz[d] end
+  if not ok then
+    error(("%s: target shape %s does not match input shape %s (expected {N,d1,...} class indices%s)")
+      :format(name, shape_text(target), shape_text(input),
+        name == "cross_entropy" and " or {N,C,d1,...} probabilities" or ""), 3)
+  end
+  local perm = {1}
+  for d = 3, #isz do perm[#perm + 1] = d end
+  perm[#perm + 1] = 2
+  local rows = input:permute(table.unpack(perm)):reshape(-1, isz[2])
+  return rows, target:reshape(-1), function(loss) return loss:reshape(tsz) end
+end
+
+local function is_probabilities(input, target)
+  local dt = pt.is_tensor(target) and target:dtype()
+  return (dt == "float32" or dt == "float64") and target:dim() == input:dim() and input:dim() >= 1
+end
+
+-- PyTorch's cross entropy with class probabilities: -sum_c w_c p_c log_softmax(x)_c per sample,
+-- the targets smoothed first; "mean" divides by the number of samples
+local function soft_cross_entropy(input, target, opts)
+  if shape_text(target) ~= shape_text(input) then
+    error(("cross_entropy: probability target shape %s does not match input shape %s")
+      :format(shape_text(target), shape_text(input)), 3)
+  end
+  local cdim = input:dim() == 1 and 1 or 2
+  local ncls = input:size()[cdim]
+  local red = reduction_of(opts)
+  if red ~= "mean" and red ~= "sum" and red ~= "none" then
+    error(("cross_entropy: reduction must be 'mean', 'sum' or 'none', got '%s'"):format(tostring(red)), 3)
+  end
+  local eps = opts and opts.label_smoothing or 0
+  if type(eps) ~= "number" or eps < 0 or eps > 1 then
+    error(("cross_entropy: label_smoothing must be between 0 and 1, got %s"):format(tostring(eps)), 3)
+  end
+  local w = opts and opts.weight
+  if w ~= nil and (not pt.is_tensor(w) or shape_text(w) ~= "{" .. ncls .. "}") then
+    error(("cross_entropy: weight must have shape {%d} (one per class), got %s")
+      :format(ncls, pt.is_tensor(w) and shape_text(w) or type(w)), 3)
+  end
+  local logp = nn.log_softmax(input, cdim)
+  if eps > 0 then target = target * (1 - eps) + eps / ncls end
+  if w ~= nil then
+    local shape = {}
+    for d = 1, input:dim() do shape[d] = d == cdim and ncls or 1 end
+    logp = logp * w:reshape(shape)
+  end
+  local loss = -(logp * target):sum(cdim)
+  if red == "mean" then return loss:mean() elseif red == "sum" then return loss:sum() end
+  return loss
+end
+
 function nn.cross_entropy(input, target, opts)
-  if opts == nil then return C._nn_cross_entropy(input, target) end
-  return C._nn_cross_entropy(input, target, opts.weight, opts.label_smoothing or 0,
+  if opts == nil and input:dim() <= 2 and not is_probabilities(input, target) then
+    return C._nn_cross_entropy(input, target)
+  end
+  if is_probabilities(input, target) then return soft_cross_entropy(input, target, opts) end
+  opts = opts or {}
+  local unflatten
+  if input:dim() > 2 then input, target, unflatten = rows_of_classes("cross_entropy", input, target) end
+  local loss = C._nn_cross_entropy(input, target, opts.weight, opts.label_smoothing or 0,
     opts.ignore_index, reduction_of(opts))
+  if unflatten and reduction_of(opts) == "none" then loss = unflatten(loss) end
+  return loss
 end
 doc(nn.cross_entropy, [[nn.cross_entropy(logits, target[, {weight=, label_smoothing=0, ignore_index=, reduction="mean"}])
-  Fused log-softmax + NLL. logits {N,C} (or {C}); target {N} of 1-based class indices (1..C).
-  weight: per-class weights {C}; reduction "mean" (weighted mean), "sum" or "none".]])
+  Fused log-softmax + NLL. logits {N,C} (or {C}, or {N,C,d1,...}); target {N} (or {N,d1,...}) of
+  1-based class indices (1..C), or class probabilities of the logits' shape (a float tensor).
+  weight: per-class weights {C}; reduction "mean" (weighted mean; with probabilities the mean over
+  samples), "sum" or "none".]])
 
 function nn.nll_loss(input, target, opts)
   opts = opts or {}
-  return C._nn_nll_loss(input, target, opts.weight, opts.ignore_index, reduction_of(opts))
+  local unflatten
+  if input:dim() > 2 then input, target, unflatten = rows_of_classes("nll_loss", input, target) end
+  local loss = C._nn_nll_loss(input, target, opts.weight, opts.ignore_index, reduction_of(opts))
+  if unflatten and reduction_of(opts) == "none" then loss = unflatten(loss) end
+  return loss
 end
-doc(nn.nll_loss, "nn.nll_loss(log_probs, target[, {weight=, ignore_index=, reduction=\"mean\"}]) -> -log_probs[target] (1-based classes).")
+doc(nn.nll_loss, "nn.nll_loss(log_probs, target[, {weight=, ignore_index=, reduction=\"mean\"}]) -> -log_probs[target] (1-based classes;\n  log_probs {N,C}, {C} or {N,C,d1,...} with target {N,d1,...}).")
 
 function nn.mse_loss(input, target, opts) return C._nn_mse_loss(input, target, reduction_of(opts)) end
 doc(nn.mse_loss, "nn.mse_loss(input, target[, {reduction=\"mean\"}]) -> mean((input - target)^2); shapes must match.")
@@ -880,12 +953,19 @@ loss_class("L1Loss", function(self, x, y) return C._nn_l1_loss(x, y, self.reduct
 loss_class("SmoothL1Loss", function(self, x, y)
   return C._nn_smooth_l1_loss(x, y, self.beta, self.reduction)
 end, "nn.SmoothL1Loss([{beta=1, reduction=\"mean\"}]).", function(self, o) self.beta = o.beta or 1.0 end)
+local function loss_opts(self)
+  local o = self.opts
+  return {weight = o.weight, label_smoothing = o.label_smoothing, ignore_index = o.ignore_index,
+    reduction = self.reduction}
+end
 loss_class("CrossEntropyLoss", function(self, x, y)
   local o = self.opts
+  if x:dim() > 2 or is_probabilities(x, y) then return nn.cross_entropy(x, y, loss_opts(self)) end
   return C._nn_cross_entropy(x, y, o.weight, o.label_smoothing or 0, o.ignore_index, self.reduction)
-end, "nn.CrossEntropyLoss([{weight=, label_smoothing=0, ignore_index=, reduction=\"mean\"}]): forward(logits, target) with 1-based class indices; see help(nn.cross_entropy).")
+end, "nn.CrossEntropyLoss([{weight=, label_smoothing=0, ignore_index=, reduction=\"mean\"}]): forward(logits, target) with 1-based class indices\n  or class probabilities; see help(nn.cross_entropy).")
 loss_class("NLLLoss", function(self, x, y)
   local o = self.opts
+  if x:dim() > 2 then return nn.nll_loss(x, y, loss_opts(self)) end
   return C._nn_nll_loss(x, y, o.weight, o.ignore_index, self.reduction)
 end, "nn.NLLLoss([{weight=, ignore_index=, reduction=\"mean\"}]): forward(log_probs, target).")
 loss_class("BCELoss", function(self, x, y) return C._nn_bce(x, y, self.reduction) end,
