@@ -3,6 +3,8 @@
  * points; users normally call those modules, not these functions. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,19 +48,17 @@ static void push_strings(lua_State *L, char **s, int n) {
  * -> features, labels|nil, header names|nil, class names|nil */
 static int l_read_csv(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  bool header = lua_toboolean(L, 2);
-  const char *name = NULL;
-  int col = PT_CSV_NO_LABEL;
+  pt_csv_opts o = {.has_header = lua_toboolean(L, 2)};
   if (lua_type(L, 3) == LUA_TSTRING) {
-    name = lua_tostring(L, 3);
+    o.label_name = lua_tostring(L, 3);
+    o.has_label = true;
   } else if (!lua_isnoneornil(L, 3)) {
-    lua_Integer c = luaL_checkinteger(L, 3);
-    if (c == 0 || c > 1000000 || c < -1000000) return luaL_argerror(L, 3, "label column out of range");
-    col = c > 0 ? (int)c - 1 : (int)c;
+    o.label_index = luaL_checkinteger(L, 3); /* any value: out of range ones fail with the file's column count */
+    o.has_label = true;
   }
-  lua_Integer off = luaL_optinteger(L, 4, 0);
+  o.label_offset = luaL_optinteger(L, 4, 0);
   pt_csv_result r;
-  if (pt_csv_read(lpt_ctx(L), path, header, name, col, off, &r)) return lpt_error(L);
+  if (pt_csv_read_opts(lpt_ctx(L), path, &o, &r)) return lpt_error(L);
   /* push without raising while r holds memory: lua_push* only fail on OOM */
   lpt_push_tensor(L, r.features);
   r.features = NULL;
@@ -137,11 +137,66 @@ static int l_take(lua_State *L) {
   return 1;
 }
 
-/* _data_stack(list) -> tensor {n, ...}; a list of numbers gives int64 (all integers) or float32 */
+/* collate errors carry no position: they are about the dataset's samples, not a line of code */
+static int collate_fail(lua_State *L, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  return lua_error(L);
+}
+
+/* what the value at idx is, for messages: "a tensor", "a number", "a table", "nothing", ... */
+static const char *kind_of(lua_State *L, int idx) {
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL: case LUA_TNONE: return "nothing";
+  case LUA_TNUMBER: return "a number";
+  case LUA_TSTRING: return "a string";
+  case LUA_TTABLE: return "a table";
+  case LUA_TBOOLEAN: return "a boolean";
+  case LUA_TFUNCTION: return "a function";
+  default: return lpt_test_tensor(L, idx) ? "a tensor" : "a userdata";
+  }
+}
+
+/* One leaf of a batch: the dataset index of batch entry i (1-based) and the key path */
+typedef struct stack_where {
+  const int64_t *perm; /* 1-based dataset indices of the batch (NULL: entry i is sample i) */
+  const char *path;    /* "" for the whole sample */
+} stack_where;
+
+static long long sample_of(const stack_where *w, lua_Integer i) {
+  return w->perm ? (long long)w->perm[i - 1] : (long long)i;
+}
+
+/* "collate: sample 7 has <a> at key x, sample 3 <b>"; for a whole sample (path "") "sample 7 is
+ * <a>, ..." or, with has, "sample 7 has <a>, ..." */
+static int stack_mismatch(lua_State *L, const stack_where *w, lua_Integer i, bool has, const char *what,
+                          const char *ref_what) {
+  char a[32], b[32];
+  snprintf(a, sizeof a, "%lld", sample_of(w, i));
+  snprintf(b, sizeof b, "%lld", sample_of(w, 1));
+  if (!w->path[0])
+    return collate_fail(L, "collate: sample %s %s %s, sample %s %s", a, has ? "has" : "is", what, b, ref_what);
+  return collate_fail(L, "collate: sample %s has %s at key %s, sample %s %s", a, what, w->path, b, ref_what);
+}
+
+/* _data_stack(list[, perm, first, path]) -> tensor {n, ...}; a list of numbers gives int64 (all
+ * integers) or float32. perm (int64 tensor of 1-based dataset indices) with first tells the
+ * dataset index of each entry and path the key path of the leaf, for messages. */
 static int l_stack(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 1);
   if (n < 1) return lpt_errorf(L, "collate: empty batch");
+  stack_where w = {NULL, luaL_optstring(L, 4, "")};
+  if (!lua_isnoneornil(L, 2)) {
+    pt_tensor *perm = lpt_check_tensor(L, 2);
+    lua_Integer first = luaL_checkinteger(L, 3);
+    if (perm->dtype != PT_INT64 || perm->ndim != 1 || !pt_tensor_is_contiguous(perm) || first < 1 ||
+        first - 1 + n > perm->shape[0])
+      return lpt_errorf(L, "collate: bad permutation");
+    w.perm = (const int64_t *)pt_tensor_data(perm) + (first - 1);
+  }
   lua_geti(L, 1, 1);
   int first_type = lua_type(L, -1);
   lua_pop(L, 1);
@@ -150,8 +205,7 @@ static int l_stack(lua_State *L) {
     bool ints = true;
     for (lua_Integer i = 1; i <= n; i++) {
       lua_geti(L, 1, i);
-      if (lua_type(L, -1) != LUA_TNUMBER)
-        return lpt_errorf(L, "collate: sample %d is a %s, sample 1 a number", (int)i, luaL_typename(L, -1));
+      if (lua_type(L, -1) != LUA_TNUMBER) return stack_mismatch(L, &w, i, false, kind_of(L, -1), "a number");
       if (!lua_isinteger(L, -1)) ints = false;
       lua_pop(L, 1);
     }
@@ -171,10 +225,29 @@ static int l_stack(lua_State *L) {
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 1, i);
     items[i - 1] = lpt_test_tensor(L, -1);
-    if (!items[i - 1])
-      return lpt_errorf(L, "collate: sample %d is a %s, expected a tensor or a number", (int)i,
-                        luaL_typename(L, -1));
+    if (!items[i - 1]) {
+      if (i > 1) return stack_mismatch(L, &w, i, false, kind_of(L, -1), "a tensor");
+      char a[32];
+      snprintf(a, sizeof a, "%lld", sample_of(&w, 1));
+      if (!w.path[0])
+        return collate_fail(L, "collate: sample %s is %s, expected a tensor or a number", a, kind_of(L, -1));
+      return collate_fail(L, "collate: sample %s has %s at key %s, expected a tensor or a number", a,
+                          kind_of(L, -1), w.path);
+    }
     lua_pop(L, 1); /* still referenced by the list */
+    const pt_tensor *t = items[i - 1], *f = items[0];
+    if (t->ndim != f->ndim || memcmp(t->shape, f->shape, (size_t)f->ndim * sizeof(int64_t))) {
+      char a[PT_SHAPE_STR_MAX + 8], b[PT_SHAPE_STR_MAX + 8], s[PT_SHAPE_STR_MAX];
+      snprintf(a, sizeof a, "shape %s", pt_shape_format(t->ndim, t->shape, s, sizeof s));
+      snprintf(b, sizeof b, "shape %s", pt_shape_format(f->ndim, f->shape, s, sizeof s));
+      return stack_mismatch(L, &w, i, true, a, b);
+    }
+    if (t->dtype != f->dtype) {
+      char a[64], b[64];
+      snprintf(a, sizeof a, "dtype %s", pt_dtype_name(t->dtype));
+      snprintf(b, sizeof b, "dtype %s", pt_dtype_name(f->dtype));
+      return stack_mismatch(L, &w, i, true, a, b);
+    }
   }
   pt_tensor *o;
   if (pt_data_stack(ctx, items, n, &o)) return lpt_error(L);
@@ -266,10 +339,23 @@ static int l_one_hot(lua_State *L) {
 
 /* --- metrics --- */
 
+/* _data_count_correct(logits, labels[, fname]) -> correct, total; a label outside 1..C (C: the
+ * scores' columns) raises "<fname>: label 0 out of range 1..C", as confusion_matrix does */
 static int l_count_correct(lua_State *L) {
   pt_tensor *logits = lpt_check_tensor(L, 1), *labels = lpt_check_tensor(L, 2);
+  const char *fname = luaL_optstring(L, 3, "count_correct");
   int64_t correct, total;
   if (pt_data_count_correct(lpt_ctx(L), logits, labels, &correct, &total)) return lpt_error(L);
+  int64_t C = logits->shape[logits->ndim - 1];
+  for (int64_t b = 0; b < total; b++) {
+    double lv = pt_tensor_get_flat(labels, b);
+    if (!(lv >= 1 && lv <= (double)C) || lv != floor(lv)) {
+      char v[32], c[32];
+      snprintf(v, sizeof v, "%g", lv);
+      snprintf(c, sizeof c, "%lld", (long long)C);
+      return lpt_errorf(L, "%s: label %s out of range 1..%s", fname, v, c);
+    }
+  }
   lua_pushinteger(L, correct);
   lua_pushinteger(L, total);
   return 2;

@@ -3,10 +3,19 @@
  * list of per-parameter state tables (created here when missing) holding the moment buffers
  * as tensors and "step" as an integer. The public API is lua/partrain/optim.lua. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../lib/optim.h"
 #include "lpt.h"
+
+/* lua_pushfstring (so lpt_errorf) knows no %g: numbers in messages go through here ("0.5", "-1",
+ * "nan", "inf"); buf holds 32 bytes */
+static const char *num_str(double v, char *buf) {
+  if (isnan(v)) return "nan";
+  snprintf(buf, 32, "%g", v);
+  return buf;
+}
 
 static double opt_num(lua_State *L, int opts, const char *key, double def) {
   double v = def;
@@ -193,7 +202,8 @@ static int l_clip_grad_norm(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   double max_norm = luaL_checknumber(L, 2);
   double p = luaL_optnumber(L, 3, 2.0);
-  if (!(p > 0)) return lpt_errorf(L, "clip_grad_norm: norm_type must be positive, got %g", p);
+  char nb[32];
+  if (!(p > 0)) return lpt_errorf(L, "clip_grad_norm: norm_type must be positive, got %s", num_str(p, nb));
   int n = (int)luaL_len(L, 1);
   double acc = 0;
   for (int pass = 0; pass < 2; pass++) {
@@ -222,14 +232,15 @@ static int l_clip_grad_norm(lua_State *L) {
 static int l_clip_grad_value(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   double v = luaL_checknumber(L, 2);
-  if (!(v >= 0)) return lpt_errorf(L, "clip_grad_value: clip_value must be non-negative, got %g", v);
+  char nb[32];
+  if (!(v >= 0)) return lpt_errorf(L, "clip_grad_value: clip_value must be non-negative, got %s", num_str(v, nb));
   int n = (int)luaL_len(L, 1);
   for (int i = 1; i <= n; i++) {
     lua_geti(L, 1, i);
     pt_tensor *t = lpt_test_tensor(L, -1);
     lua_pop(L, 1);
     if (!t) return lpt_errorf(L, "clip_grad_value: parameter %d is not a tensor", i);
-    if (t->grad) pt_optim_clamp_(lpt_ctx(L), t->grad, v);
+    if (t->grad && pt_optim_clamp_(lpt_ctx(L), t->grad, v)) return lpt_error(L);
   }
   return 0;
 }

@@ -17,12 +17,12 @@ pt_status pt_idx_read(pt_ctx *ctx, const char *path, pt_tensor **out);
  * Used to turn IDX's 0-based labels into partrain's 1-based class indices (offset 1). */
 pt_status pt_data_class_index(pt_ctx *ctx, const pt_tensor *t, int64_t offset, pt_tensor **out);
 
-/* A numeric CSV file. Every column except the label column becomes a float32 feature.
- * label_col: 0-based column index, negative from the end (-1 = the last column), or
- * PT_CSV_NO_LABEL for none (then labels is NULL). Label values that are
- * all integers become int64 (+ label_offset); any non-integer number makes them float32; a
- * label column holding words becomes int64 class indices 1.. in order of first appearance, and
- * class_names (when not NULL) receives a malloc'ed array of n_classes malloc'ed strings. */
+/* A numeric CSV file (RFC 4180: a quoted field may hold commas, newlines and "" for a quote;
+ * blanks around fields, blank lines and a leading UTF-8 byte order mark are ignored). Every
+ * column except the label column becomes a float32 feature. Label values that are all integers
+ * become int64 (+ label_offset); any non-integer number makes them float32; a label column
+ * holding words becomes int64 class indices 1.. in order of first appearance, and class_names
+ * receives a malloc'ed array of n_classes malloc'ed strings. */
 typedef struct pt_csv_result {
   pt_tensor *features;   /* float32 {N, F} */
   pt_tensor *labels;     /* {N} or NULL */
@@ -31,8 +31,18 @@ typedef struct pt_csv_result {
   char **class_names;    /* for word labels, else NULL */
   int n_classes;
 } pt_csv_result;
+typedef struct pt_csv_opts {
+  bool has_header;
+  const char *label_name; /* when not NULL, the label column is looked up in the header by name */
+  bool has_label;         /* else: false = no label column (labels stays NULL) */
+  int64_t label_index;    /* 1-BASED column, negative from the end (-1 = the last column); 0 and
+                             indices beyond the columns fail with "label column k out of range" */
+  int64_t label_offset;
+} pt_csv_opts;
+pt_status pt_csv_read_opts(pt_ctx *ctx, const char *path, const pt_csv_opts *opts, pt_csv_result *out);
+/* The same with a 0-BASED label_col (negative from the end, -1 = the last column) or
+ * PT_CSV_NO_LABEL for none; label_name, when not NULL, names the column instead. */
 #define PT_CSV_NO_LABEL (-1000000000)
-/* label_name: when not NULL, the label column is looked up in the header by name. */
 pt_status pt_csv_read(pt_ctx *ctx, const char *path, bool has_header, const char *label_name,
                       int label_col, int64_t label_offset, pt_csv_result *out);
 void pt_csv_result_free(pt_csv_result *r);

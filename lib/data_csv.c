@@ -17,28 +17,81 @@ typedef struct field {
 /* 1 GiB: a CSV bigger than this should be converted to a binary format first */
 #define CSV_MAX_BYTES ((uint64_t)1 << 30)
 
-static void trim(field *f) {
-  while (f->n && isspace((unsigned char)f->s[0])) f->s++, f->n--;
-  while (f->n && isspace((unsigned char)f->s[f->n - 1])) f->n--;
-  if (f->n >= 2 && f->s[0] == '"' && f->s[f->n - 1] == '"') f->s++, f->n -= 2;
-}
+/* Not '\n': a record ends there. */
+static bool inline_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
-/* split line [p, end) at commas into at most max fields; returns the number of fields */
-static int split(const char *p, const char *end, field *out, int max) {
-  int n = 0;
+/* One record (RFC 4180) from *pp: fields are separated by commas, a field whose first
+ * non-blank character is '"' is quoted (it may hold commas, newlines and "" for a quote), blanks
+ * around fields are dropped. Stores up to max fields in out (with unquote, quoted fields are
+ * unquoted in place in the buffer, so every record must be read with unquote at most once) and
+ * returns the number of fields in *nf; *blank tells a record holding nothing but blanks. Advances
+ * *pp past the record and *lineno over the newlines read. line: the record's first line, for
+ * messages. */
+static pt_status read_record(pt_ctx *ctx, const char *path, char **pp, char *end, int *lineno,
+                             bool unquote, field *out, int max, int *nf, bool *blank) {
+  char *p = *pp;
+  int line = *lineno, n = 0;
+  bool quoted_any = false;
+  size_t first_len = 0;
   for (;;) {
-    const char *c = memchr(p, ',', (size_t)(end - p));
-    const char *fe = c ? c : end;
+    while (p < end && inline_space(*p)) p++;
+    const char *s;
+    size_t len;
+    if (p < end && *p == '"') {
+      quoted_any = true;
+      char *w = p + 1, *q = p + 1;
+      s = w;
+      for (;;) {
+        if (q >= end)
+          return pt_fail(ctx, PT_EFORMAT, "csv: '%s':%d: field %d: unterminated quoted field", path,
+                         line, n + 1);
+        if (*q == '"') {
+          if (q + 1 < end && q[1] == '"') {
+            if (unquote) *w = '"';
+            w++;
+            q += 2;
+            continue;
+          }
+          q++;
+          break;
+        }
+        if (*q == '\n') (*lineno)++;
+        if (unquote) *w = *q;
+        w++;
+        q++;
+      }
+      len = (size_t)(w - s);
+      p = q;
+      while (p < end && inline_space(*p)) p++;
+      if (p < end && *p != ',' && *p != '\n')
+        return pt_fail(ctx, PT_EFORMAT, "csv: '%s':%d: field %d: unexpected '%c' after the closing quote",
+                       path, line, n + 1, *p);
+    } else {
+      s = p;
+      while (p < end && *p != ',' && *p != '\n') p++;
+      len = (size_t)(p - s);
+      while (len && inline_space(s[len - 1])) len--;
+    }
+    if (n == 0) first_len = len;
     if (n < max) {
-      out[n].s = p;
-      out[n].n = (size_t)(fe - p);
-      trim(&out[n]);
+      out[n].s = s;
+      out[n].n = len;
     }
     n++;
-    if (!c) break;
-    p = c + 1;
+    if (p < end && *p == ',') {
+      p++;
+      continue;
+    }
+    if (p < end) { /* '\n' */
+      p++;
+      (*lineno)++;
+    }
+    break;
   }
-  return n;
+  *pp = p;
+  *nf = n;
+  *blank = n == 1 && !quoted_any && first_len == 0;
+  return PT_OK;
 }
 
 static bool parse_number(field f, double *v) {
@@ -50,12 +103,6 @@ static bool parse_number(field f, double *v) {
   errno = 0;
   *v = strtod(tmp, &e);
   return e == tmp + f.n && *e == '\0';
-}
-
-static bool blank(const char *p, const char *end) {
-  for (; p < end; p++)
-    if (!isspace((unsigned char)*p)) return false;
-  return true;
 }
 
 static char *dup_field(field f) {
@@ -103,36 +150,40 @@ static int64_t word_index(word_map *m, field f) {
   return m->vals[i];
 }
 
-static pt_status csv_parse(pt_ctx *ctx, const char *path, char *buf, size_t len, bool has_header,
-                           const char *label_name, int label_col, int64_t label_offset,
-                           pt_csv_result *out) {
-  const char *end = buf + len;
-  /* count lines with content and find the first one */
-  int64_t nlines = 0;
-  const char *first = NULL, *first_end = NULL;
-  int first_lineno = 0, lineno = 0;
-  for (const char *p = buf; p < end;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end;
-    lineno++;
-    if (!blank(p, le)) {
-      if (!first) first = p, first_end = le, first_lineno = lineno;
-      nlines++;
-    }
-    p = nl ? nl + 1 : end;
+static pt_status csv_parse(pt_ctx *ctx, const char *path, char *buf, size_t len,
+                           const pt_csv_opts *o, pt_csv_result *out) {
+  char *end = buf + len;
+  /* a UTF-8 byte order mark is not part of the first header name */
+  if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) buf += 3;
+  /* count the records with content and find the first one (quote-aware, nothing written) */
+  int64_t nrecords = 0;
+  char *first = NULL;
+  int first_lineno = 0, lineno = 1, ncols = 0;
+  for (char *p = buf; p < end;) {
+    char *rec = p;
+    int rec_line = lineno, nf;
+    bool is_blank;
+    if (read_record(ctx, path, &p, end, &lineno, false, NULL, 0, &nf, &is_blank)) return PT_EFORMAT;
+    if (is_blank) continue;
+    if (!first) first = rec, first_lineno = rec_line, ncols = nf;
+    nrecords++;
   }
   if (!first) return pt_fail(ctx, PT_EFORMAT, "csv: '%s' is empty", path);
-  int ncols = split(first, first_end, NULL, 0);
   if (ncols > 1000000) return pt_fail(ctx, PT_EFORMAT, "csv: '%s': too many columns (%d)", path, ncols);
   field *fields = calloc((size_t)ncols, sizeof *fields);
   if (!fields) return pt_fail(ctx, PT_ENOMEM, "csv: out of memory");
   pt_status st = PT_OK;
-  int64_t nrows = nlines - (has_header ? 1 : 0);
+  int64_t nrows = nrecords - (o->has_header ? 1 : 0);
   field *labf = NULL;
   word_map wm = {0};
+  int label_col = -1;
+  char *p = first; /* the records left to read (each is unquoted in place, once) */
+  lineno = first_lineno;
   out->ncols = ncols;
-  if (has_header) {
-    split(first, first_end, fields, ncols);
+  if (o->has_header) {
+    int nf;
+    bool is_blank;
+    if ((st = read_record(ctx, path, &p, end, &lineno, true, fields, ncols, &nf, &is_blank))) goto done;
     out->header = calloc((size_t)ncols, sizeof(char *));
     if (!out->header) {
       st = pt_fail(ctx, PT_ENOMEM, "csv: out of memory");
@@ -144,27 +195,26 @@ static pt_status csv_parse(pt_ctx *ctx, const char *path, char *buf, size_t len,
         goto done;
       }
   }
-  if (label_name) {
-    if (!has_header) {
+  if (o->label_name) {
+    if (!o->has_header) {
       st = pt_fail(ctx, PT_EARG, "csv: the label column is named ('%s'), which needs header = true",
-                   label_name);
+                   o->label_name);
       goto done;
     }
-    label_col = -1;
     for (int i = 0; i < ncols; i++)
-      if (strcmp(out->header[i], label_name) == 0) label_col = i;
+      if (strcmp(out->header[i], o->label_name) == 0) label_col = i;
     if (label_col < 0) {
-      st = pt_fail(ctx, PT_EARG, "csv: '%s': no column named '%s' in the header", path, label_name);
+      st = pt_fail(ctx, PT_EARG, "csv: '%s': no column named '%s' in the header", path, o->label_name);
       goto done;
     }
-  } else if (label_col == PT_CSV_NO_LABEL) {
-    label_col = -1;
-  } else if (label_col >= ncols || label_col < -ncols) {
-    st = pt_fail(ctx, PT_EARG, "csv: '%s': label column %d out of range (the file has %d columns)",
-                 path, label_col < 0 ? label_col : label_col + 1, ncols);
-    goto done;
-  } else if (label_col < 0) {
-    label_col += ncols;
+  } else if (o->has_label) {
+    int64_t c = o->label_index;
+    if (c == 0 || c > ncols || c < -(int64_t)ncols) {
+      st = pt_fail(ctx, PT_EARG, "csv: '%s': label column %lld out of range (the file has %d columns)",
+                   path, (long long)c, ncols);
+      goto done;
+    }
+    label_col = (int)(c > 0 ? c - 1 : c + ncols);
   }
   if (nrows < 1) {
     st = pt_fail(ctx, PT_EFORMAT, "csv: '%s' has a header but no rows", path);
@@ -182,34 +232,30 @@ static pt_status csv_parse(pt_ctx *ctx, const char *path, char *buf, size_t len,
   }
   float *feat = pt_tensor_data(out->features);
   int64_t row = 0;
-  lineno = 0;
-  for (const char *p = buf; p < end;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end;
-    lineno++;
-    if (!blank(p, le) && !(has_header && lineno == first_lineno)) {
-      int n = split(p, le, fields, ncols);
-      if (n != ncols) {
-        st = pt_fail(ctx, PT_EFORMAT, "csv: '%s':%d: expected %d fields, got %d", path, lineno, ncols, n);
+  while (p < end) {
+    int rec_line = lineno, n;
+    bool is_blank;
+    if ((st = read_record(ctx, path, &p, end, &lineno, true, fields, ncols, &n, &is_blank))) goto done;
+    if (is_blank) continue;
+    if (n != ncols) {
+      st = pt_fail(ctx, PT_EFORMAT, "csv: '%s':%d: expected %d fields, got %d", path, rec_line, ncols, n);
+      goto done;
+    }
+    int k = 0;
+    for (int c = 0; c < ncols; c++) {
+      if (c == label_col) {
+        labf[row] = fields[c];
+        continue;
+      }
+      double v;
+      if (!parse_number(fields[c], &v)) {
+        st = pt_fail(ctx, PT_EFORMAT, "csv: '%s':%d: field %d ('%.*s') is not a number", path, rec_line,
+                     c + 1, (int)(fields[c].n > 40 ? 40 : fields[c].n), fields[c].s);
         goto done;
       }
-      int k = 0;
-      for (int c = 0; c < ncols; c++) {
-        if (c == label_col) {
-          labf[row] = fields[c];
-          continue;
-        }
-        double v;
-        if (!parse_number(fields[c], &v)) {
-          st = pt_fail(ctx, PT_EFORMAT, "csv: '%s':%d: field %d ('%.*s') is not a number", path,
-                       lineno, c + 1, (int)(fields[c].n > 40 ? 40 : fields[c].n), fields[c].s);
-          goto done;
-        }
-        feat[row * nfeat + k++] = (float)v;
-      }
-      row++;
+      feat[row * nfeat + k++] = (float)v;
     }
-    p = nl ? nl + 1 : end;
+    row++;
   }
   if (label_col >= 0) {
     bool numbers = true, integers = true;
@@ -229,7 +275,7 @@ static pt_status csv_parse(pt_ctx *ctx, const char *path, char *buf, size_t len,
         double v = 0;
         parse_number(labf[i], &v);
         if (integers)
-          ((int64_t *)pt_tensor_data(out->labels))[i] = (int64_t)v + label_offset;
+          ((int64_t *)pt_tensor_data(out->labels))[i] = (int64_t)v + o->label_offset;
         else
           ((float *)pt_tensor_data(out->labels))[i] = (float)v;
       }
@@ -272,8 +318,7 @@ done:
   return st;
 }
 
-pt_status pt_csv_read(pt_ctx *ctx, const char *path, bool has_header, const char *label_name,
-                      int label_col, int64_t label_offset, pt_csv_result *out) {
+pt_status pt_csv_read_opts(pt_ctx *ctx, const char *path, const pt_csv_opts *opts, pt_csv_result *out) {
   memset(out, 0, sizeof *out);
   FILE *f = fopen(path, "rb");
   if (!f) return pt_fail(ctx, PT_EIO, "csv: cannot open '%s': %s", path, strerror(errno));
@@ -303,7 +348,16 @@ pt_status pt_csv_read(pt_ctx *ctx, const char *path, bool has_header, const char
     free(buf);
     return pt_fail(ctx, PT_EFORMAT, "csv: '%s' contains NUL bytes (not a text file)", path);
   }
-  pt_status st = csv_parse(ctx, path, buf, len, has_header, label_name, label_col, label_offset, out);
+  pt_status st = csv_parse(ctx, path, buf, len, opts, out);
   free(buf);
   return st;
+}
+
+pt_status pt_csv_read(pt_ctx *ctx, const char *path, bool has_header, const char *label_name,
+                      int label_col, int64_t label_offset, pt_csv_result *out) {
+  pt_csv_opts o = {.has_header = has_header, .label_name = label_name,
+                   .has_label = label_name != NULL || label_col != PT_CSV_NO_LABEL,
+                   .label_index = label_col >= 0 ? (int64_t)label_col + 1 : label_col,
+                   .label_offset = label_offset};
+  return pt_csv_read_opts(ctx, path, &o, out);
 }

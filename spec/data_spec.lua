@@ -208,11 +208,40 @@ describe("data.TensorDataset and DataHandler", function()
     assert.are.equal("int64", y:dtype())
     assert.are.same({2, 1, 2}, y:tolist())
     local bad = {get = function(_, i) return {pt.zeros(i)} end, len = function() return 2 end}
-    assert.matches("stack: sample 2 has shape {2}, sample 1 has {1}",
-                   err_of(data.DataHandler(bad, {progress = false}):batches()))
+    assert.are.equal("collate: sample 2 has shape {2} at key [1], sample 1 shape {1}",
+                     err_of(data.DataHandler(bad, {progress = false}):batches()))
     local mixed = {get = function(_, i) return i == 1 and {1} or {"a"} end, len = function() return 2 end}
-    assert.matches("collate: sample 2 is a string, sample 1 a number",
-                   err_of(data.DataHandler(mixed, {progress = false}):batches()))
+    assert.are.equal("collate: sample 2 has a string at key [1], sample 1 a number",
+                     err_of(data.DataHandler(mixed, {progress = false}):batches()))
+  end)
+
+  it("rejects unknown options and options of the wrong type, naming them", function()
+    local ds = make(4)
+    assert.are.equal("DataHandler: unknown option 'batch_size' (options: batch, drop_last, log, progress, seed, "
+      .. "shuffle, transform)", err_of(data.DataHandler, ds, {batch_size = 4}))
+    assert.are.equal('DataHandler: shuffle must be a boolean, got "no"', err_of(data.DataHandler, ds, {shuffle = "no"}))
+    assert.are.equal("DataHandler: shuffle must be a boolean, got 1", err_of(data.DataHandler, ds, {shuffle = 1}))
+    assert.are.equal("DataHandler: drop_last must be a boolean, got 0", err_of(data.DataHandler, ds, {drop_last = 0}))
+    assert.are.equal("DataHandler: batch must be a positive integer, got 2.5", err_of(data.DataHandler, ds, {batch = 2.5}))
+    assert.are.equal("DataHandler: seed must be an integer, got \"7\"", err_of(data.DataHandler, ds, {seed = "7"}))
+    assert.are.equal("DataHandler: progress must be true, false or a description string, got 3",
+                     err_of(data.DataHandler, ds, {progress = 3}))
+    assert.are.equal("DataHandler: log must be a path string, got true", err_of(data.DataHandler, ds, {log = true}))
+    assert.are.equal("DataHandler: transform must be a function(x, y) -> x, y, got a table",
+                     err_of(data.DataHandler, ds, {transform = {}}))
+    assert.are.equal("DataHandler: unknown option 1 (options: batch, drop_last, log, progress, seed, shuffle, "
+      .. "transform)", err_of(data.DataHandler, ds, {4}))
+    local h = data.DataHandler(ds, {batch = 2, shuffle = false, drop_last = true, progress = "train", seed = 3})
+    assert.are.equal(2, #h)
+    assert.are.equal("batches: unknown option 'bar' (options: log, progress)", err_of(h.batches, h, {bar = false}))
+    assert.are.equal("batches: log must be a path string, got 5", err_of(h.batches, h, {log = 5}))
+    -- the option names the error is about, at the caller's line
+    local ok, e = pcall(function()
+      local bad = data.DataHandler(ds, {batch_size = 4})
+      return bad
+    end)
+    assert.is_false(ok)
+    assert.matches("^spec/data_spec%.lua:%d+: DataHandler: unknown option 'batch_size'", e)
   end)
 
   it("checks its arguments", function()
@@ -250,6 +279,132 @@ describe("data.TensorDataset and DataHandler", function()
   end)
 end)
 
+describe("DataHandler collation of structured samples (PyTorch's default_collate)", function()
+  local function dataset(n, get) return {get = function(_, i) return get(i) end, len = function() return n end} end
+  local function loader(ds, opts)
+    opts = opts or {}
+    opts.progress = false
+    return data.DataHandler(ds, opts)
+  end
+
+  it("batches dict samples into one table per step, as many steps as #loader", function()
+    local h = loader(dataset(5, function(i) return {x = pt.tensor({i, -i}), y = i} end), {batch = 2})
+    assert.are.equal(3, #h)
+    local xs, ys, seconds = {}, {}, 0
+    for b, second in h:batches() do
+      xs[#xs + 1] = b.x:tolist()
+      ys[#ys + 1] = b.y:tolist()
+      assert.are.equal("int64", b.y:dtype())
+      if second ~= nil then seconds = seconds + 1 end
+    end
+    assert.are.same({{{1, -1}, {2, -2}}, {{3, -3}, {4, -4}}, {{5, -5}}}, xs)
+    assert.are.same({{1, 2}, {3, 4}, {5}}, ys)
+    assert.are.equal(0, seconds) -- one value per step
+    local b = h:next_batch()
+    assert.are.same({1, 2}, b.y:tolist())
+  end)
+
+  it("collates nested lists and dicts leaf by leaf", function()
+    local h = loader(dataset(3, function(i)
+      return {img = pt.full({2, 2}, i), meta = {id = i, w = i / 2, tags = {i, 10 * i}}, pair = {pt.tensor({i}), -i}}
+    end), {batch = 3})
+    local b = h:batches()()
+    assert.are.same({3, 2, 2}, b.img:size())
+    assert.are.same({{3, 3}, {3, 3}}, b.img:tolist()[3])
+    assert.are.same({1, 2, 3}, b.meta.id:tolist())
+    assert.are.equal("int64", b.meta.id:dtype())
+    assert.are.same({0.5, 1, 1.5}, b.meta.w:tolist())
+    assert.are.equal("float32", b.meta.w:dtype())
+    assert.are.same({1, 2, 3}, b.meta.tags[1]:tolist())
+    assert.are.same({10, 20, 30}, b.meta.tags[2]:tolist())
+    assert.are.same({{1}, {2}, {3}}, b.pair[1]:tolist())
+    assert.are.same({-1, -2, -3}, b.pair[2]:tolist())
+    -- a list sample with a nested list still gives its fields as values
+    local l = loader(dataset(2, function(i) return {pt.tensor({i}), i, {pt.tensor({i, i}), {k = i}}} end), {batch = 2})
+    local x, y, z = l:batches()()
+    assert.are.same({{1}, {2}}, x:tolist())
+    assert.are.same({1, 2}, y:tolist())
+    assert.are.same({{1, 1}, {2, 2}}, z[1]:tolist())
+    assert.are.same({1, 2}, z[2].k:tolist())
+  end)
+
+  it("keeps one value per step for tensor and number samples, and counts empty-table samples", function()
+    local t = loader(dataset(3, function(i) return pt.tensor({i, i}) end), {batch = 2})
+    local x, y = t:batches()()
+    assert.are.same({{1, 1}, {2, 2}}, x:tolist())
+    assert.is_nil(y)
+    local n = loader(dataset(3, function(i) return i + 0.5 end), {batch = 3})
+    assert.are.same({1.5, 2.5, 3.5}, n:batches()():tolist())
+    local e = loader(dataset(5, function() return {} end), {batch = 2})
+    local steps = 0
+    for b in e:batches() do
+      steps = steps + 1
+      assert.are.same({}, b)
+    end
+    assert.are.equal(#e, steps)
+    assert.are.equal(3, steps)
+  end)
+
+  it("hands a dict batch to the transform as one table", function()
+    local h = loader(dataset(4, function(i) return {x = pt.tensor({i}), y = i} end), {batch = 4,
+      transform = function(b) b.x = b.x * 10; return b end})
+    local b = h:batches()()
+    assert.are.same({{10}, {20}, {30}, {40}}, b.x:tolist())
+    local broken = loader(dataset(2, function(i) return {pt.tensor({i}), i} end),
+      {transform = function(x) x:mul_(2) end})
+    assert.are.equal("DataHandler: the transform returned nil; it must return the batch (x, y, ...)",
+                     err_of(broken:batches()):gsub("^[^:]*:%d+: ", ""))
+  end)
+
+  it("names the sample and the key path of what cannot be collated", function()
+    local function first_error(get, n, opts)
+      return err_of(loader(dataset(n or 3, get), opts or {batch = 3}):batches())
+    end
+    assert.are.equal("collate: sample 1 is a string (a sample is a tensor, a number, or a list or dict of them)",
+      first_error(function() return "a" end))
+    assert.are.equal("collate: sample 1 has a string at key name (a sample holds tensors, numbers, and lists or "
+      .. "dicts of them)", first_error(function(i) return {x = pt.ones(1), name = "n" .. i} end))
+    assert.are.equal("collate: sample 1 has a boolean at key meta.ok (a sample holds tensors, numbers, and lists "
+      .. "or dicts of them)", first_error(function() return {meta = {ok = true}} end))
+    assert.are.equal("collate: sample 1 is a table mixing list entries and named keys (a sample is a tensor, a "
+      .. "number, or a list or dict of them)", first_error(function() return {pt.ones(1), y = 1} end))
+    assert.are.equal('collate: sample 1 has a table with holes (nil entries) at key ["a b"] (a sample holds '
+      .. "tensors, numbers, and lists or dicts of them)", first_error(function() return {["a b"] = {1, nil, 3}} end))
+    -- structures differing across samples: named by dataset index, against the batch's first sample
+    assert.are.equal("collate: sample 2 is a list of 2, sample 1 a dict",
+      first_error(function(i) return i == 2 and {pt.ones(1), 1} or {x = pt.ones(1), y = 1} end))
+    assert.are.equal("collate: sample 3 has nothing at key y, sample 1 a number",
+      first_error(function(i) return i == 3 and {x = pt.ones(1)} or {x = pt.ones(1), y = 1} end))
+    assert.are.equal("collate: sample 2 has a table at key meta.id, sample 1 a number",
+      first_error(function(i) return {meta = {id = i == 2 and {i} or i}} end))
+    assert.are.equal("collate: sample 3 has a number at key pair, sample 1 a list of 2",
+      first_error(function(i) return {pair = i == 3 and 5 or {i, i}} end))
+    assert.are.equal("collate: sample 2 has a list of 1 at key pair, sample 1 a list of 2",
+      first_error(function(i) return {pair = i == 2 and {i} or {i, i}} end))
+    assert.are.equal("collate: sample 2 has dtype float64 at key x, sample 1 dtype float32",
+      first_error(function(i) return {x = pt.ones(2, {dtype = i == 2 and "float64" or "float32"})} end))
+    assert.are.equal("collate: sample 2 has shape {3}, sample 1 shape {2}",
+      first_error(function(i) return pt.ones(i == 2 and 3 or 2) end))
+    assert.are.equal("collate: sample 3 is a tensor, sample 1 a number", first_error(function(i)
+      return i == 3 and pt.ones(1) or i end))
+    -- with shuffle, the indices are the dataset's, the reference the batch's first sample
+    local perm = pt._data_permutation(6, 12, 0, true):tolist()
+    assert.are_not.equal(4, perm[1])
+    assert.are.equal(("collate: sample 4 has shape {3} at key x, sample %d shape {2}"):format(perm[1]),
+      first_error(function(i) return {x = pt.ones(i == 4 and 3 or 2)} end, 6, {batch = 6, shuffle = true, seed = 12}))
+  end)
+
+  it("collates {tensor, number} lists as before", function()
+    local h = loader(dataset(5, function(i) return {pt.tensor({i, 2 * i}), i % 3 + 1} end), {batch = 2})
+    local seen = {}
+    for x, y, z in h:batches() do
+      assert.is_nil(z)
+      seen[#seen + 1] = {x:tolist(), y:tolist()}
+    end
+    assert.are.same({{{{1, 2}, {2, 4}}, {2, 3}}, {{{3, 6}, {4, 8}}, {1, 2}}, {{{5, 10}}, {3}}}, seen)
+  end)
+end)
+
 describe("data.Subset and random_split", function()
   local x = pt.zeros(10, 1)
   for i = 1, 10 do x:_set_flat(i, i) end
@@ -280,6 +435,25 @@ describe("data.Subset and random_split", function()
     assert.matches("sizes add up to 9 but the dataset has 10 samples", err_of(data.random_split, ds, {6, 3}))
     assert.matches("fractions must add up to 1", err_of(data.random_split, ds, {0.5, 0.2}))
     assert.matches("non%-empty list", err_of(data.random_split, ds, {}))
+  end)
+
+  it("random_split rejects fractions outside [0, 1] and negative sizes", function()
+    assert.are.equal("random_split: fraction at index 1 is not between 0 and 1 (got 1.5)",
+                     err_of(data.random_split, ds, {1.5, -0.5}))
+    assert.are.equal("random_split: fraction at index 2 is not between 0 and 1 (got -0.5)",
+                     err_of(data.random_split, ds, {0.75, -0.5, 0.75}))
+    assert.are.equal("random_split: fraction at index 2 is not between 0 and 1 (got nan)",
+                     err_of(data.random_split, ds, {0.5, 0 / 0, 0.5}))
+    assert.are.equal("random_split: size 1 must be a non-negative integer, got -3",
+                     err_of(data.random_split, ds, {-3, 13}))
+    assert.are.equal("random_split: size 2 must be a number, got a string", err_of(data.random_split, ds, {5, "5"}))
+    -- integral floats are sizes, unless they add up to 1 (PyTorch's rule)
+    local a, b = data.random_split(ds, {7.0, 3.0})
+    assert.are.equal(7, a:len())
+    assert.are.equal(3, b:len())
+    assert.are.equal(10, data.random_split(ds, {1.0}):len())
+    local c, d, e = data.random_split(ds, {0.25, 0.25, 0.5})
+    assert.are.same({3, 2, 5}, {c:len(), d:len(), e:len()}) -- floor: 2, 2, 5; the one left over goes to part 1
   end)
 end)
 
@@ -320,6 +494,51 @@ describe("data.csv", function()
     assert.matches("needs header = true", err_of(data.csv, write(tmp("j.csv"), "1,2\n"), {header = false, label = "a"}))
     assert.matches("cannot open", err_of(data.csv, tmp("missing.csv")))
     assert.matches("NUL bytes", err_of(data.csv, write(tmp("k.csv"), "1,2\0\n")))
+  end)
+
+  it("reads RFC 4180 quoted fields: commas, doubled quotes, newlines", function()
+    local p = write(tmp("q.csv"), 'a,b,city\n1,2,"New York, NY"\n3, "4" ,"Boston, MA"\r\n5,6,"New York, NY"\n')
+    local ds = data.csv(p)
+    assert.are.same({"New York, NY", "Boston, MA"}, ds.classes)
+    assert.are.same({1, 2, 1}, ds.labels:tolist())
+    assert.are.same({{1, 2}, {3, 4}, {5, 6}}, ds.features:tolist())
+    local q = write(tmp("q2.csv"), '"x, the first","say ""hi""",label\n1,2,"two\nlines"\n3,4,"a ""q"""\n5,6,""""\n')
+    local d2 = data.csv(q, {label = 3})
+    assert.are.same({"x, the first", 'say "hi"', "label"}, d2.header)
+    assert.are.same({"two\nlines", 'a "q"', '"'}, d2.classes)
+    assert.are.same({1, 2, 3}, d2.labels:tolist())
+    local e = write(tmp("q2e.csv"), 'a,b,label\n1,2,"two\nlines"\n3,4,x\n5,6,""\n')
+    assert.are.equal("csv: '" .. e .. "': row 3 has an empty label", err_of(data.csv, e))
+    -- messages after a quoted newline count the file's lines
+    local r = write(tmp("q3.csv"), 'a,b\n1,"x\ny"\n2,z\n')
+    assert.are.equal("csv: '" .. r .. "':2: field 2 ('x\ny') is not a number", err_of(data.csv, r, {label = false}))
+    local s = write(tmp("q4.csv"), 'a,b\n1,"x\ny"\n4,5,6\n')
+    assert.are.equal("csv: '" .. s .. "':4: expected 2 fields, got 3", err_of(data.csv, s))
+  end)
+
+  it("names unterminated quotes and text after a closing quote", function()
+    local p = write(tmp("u.csv"), 'a,b\n1,2\n3,"4\n5,6\n')
+    assert.are.equal("csv: '" .. p .. "':3: field 2: unterminated quoted field", err_of(data.csv, p))
+    local q = write(tmp("u2.csv"), 'a,b\n1,"2"x\n')
+    assert.are.equal("csv: '" .. q .. "':2: field 2: unexpected 'x' after the closing quote", err_of(data.csv, q))
+  end)
+
+  it("skips a UTF-8 byte order mark", function()
+    local p = write(tmp("bom.csv"), "\239\187\191a,b,label\n1,2,0\n3,4,1\n")
+    local ds = data.csv(p, {label = "a"})
+    assert.are.same({"a", "b", "label"}, ds.header)
+    assert.are.same({1, 3}, ds.labels:tolist())
+    local q = write(tmp("bom2.csv"), "\239\187\1911,2\n3,4\n")
+    assert.are.same({{1}, {3}}, data.csv(q, {header = false}).features:tolist())
+  end)
+
+  it("gives the file's column count for every label index out of range", function()
+    local p = write(tmp("l.csv"), "a,b,label\n1,2,0\n")
+    for _, k in ipairs({0, 4, -4, 7, 1 << 40, -(1 << 40)}) do
+      assert.are.equal(("csv: '%s': label column %d out of range (the file has 3 columns)"):format(p, k),
+                       err_of(data.csv, p, {label = k}))
+    end
+    assert.are.same({1, 3}, data.csv(write(tmp("l2.csv"), "a,b,c\n1,2,3\n3,4,5\n"), {label = -3}).labels:tolist())
   end)
 end)
 

@@ -67,6 +67,52 @@ describe("pt.metrics.accuracy", function()
   end)
 end)
 
+describe("pt.metrics.accuracy checks and transforms", function()
+  local identity = function(input) return input end
+  local scores = pt.tensor({{0.9, 0.1}, {0.2, 0.8}, {0.6, 0.4}})
+
+  it("rejects labels outside 1..C like confusion_matrix", function()
+    local zero_based = data.TensorDataset(scores, pt.tensor({0, 1, 0}, {dtype = "int64"}))
+    assert.are.equal("accuracy: label 0 out of range 1..2", err_of(pt.metrics.accuracy, identity, zero_based))
+    assert.are.equal("confusion_matrix: label 0 out of range 1..2",
+                     err_of(pt.metrics.confusion_matrix, identity, zero_based, 2):gsub("^[^:]*:%d+: ", ""))
+    local too_big = data.TensorDataset(scores, pt.tensor({1, 3, 2}, {dtype = "int64"}))
+    assert.are.equal("accuracy: label 3 out of range 1..2", err_of(pt.metrics.accuracy, identity, too_big))
+    local fractional = data.TensorDataset(scores, pt.tensor({1, 1.5, 2}))
+    assert.are.equal("accuracy: label 1.5 out of range 1..2", err_of(pt.metrics.accuracy, identity, fractional))
+    -- raised at the caller's line
+    local ok, e = pcall(function()
+      local a = pt.metrics.accuracy(identity, zero_based)
+      return a
+    end)
+    assert.is_false(ok)
+    assert.matches("^spec/metrics_spec%.lua:%d+: accuracy: label 0 out of range 1%.%.2$", e)
+    -- float labels that are class indices count
+    assert.are.equal(1, pt.metrics.accuracy(identity, data.TensorDataset(scores, pt.tensor({1, 2, 1}))))
+  end)
+
+  it("applies a DataHandler's per-batch transform, as its batches() do", function()
+    local feats = pt.tensor({{1, 0}, {0, 1}, {1, 0}})
+    local labels = pt.tensor({2, 1, 2}, {dtype = "int64"})
+    local swap = function(xb, yb) return pt.stack({xb[{{}, 2}], xb[{{}, 1}]}, 2), yb end
+    local h = data.DataHandler(data.TensorDataset(feats, labels), {batch = 2, transform = swap, progress = false})
+    local correct, total = 0, 0
+    for xb, yb in h:batches() do
+      local c, n = pt._data_count_correct(identity(xb), yb)
+      correct, total = correct + c, total + n
+    end
+    assert.are.equal(1, correct / total)
+    assert.are.equal(1, pt.metrics.accuracy(identity, h))
+    assert.are.same({{1, 0}, {0, 2}}, pt.metrics.confusion_matrix(identity, h, 2):tolist())
+    -- the bare dataset has no transform; an explicit transform replaces the handler's
+    assert.are.equal(0, pt.metrics.accuracy(identity, h.dataset))
+    assert.are.same({{0, 1}, {2, 0}}, pt.metrics.confusion_matrix(identity, h.dataset, 2):tolist())
+    assert.are.equal(0, pt.metrics.accuracy(identity, h, {transform = function(a, b) return a, b end}))
+    assert.are.equal(0, pt.metrics.accuracy(identity, h, {transform = false}))
+    assert.are.same({{0, 1}, {2, 0}}, pt.metrics.confusion_matrix(identity, h, 2, {transform = false}):tolist())
+  end)
+end)
+
 describe("pt.metrics.confusion_matrix", function()
   it("returns int64 {C,C} with rows = true class, columns = predicted", function()
     local cm = pt.metrics.confusion_matrix(fake_model(), ds, 3, {batch = 2})

@@ -281,6 +281,95 @@ describe("optim errors", function()
     assert_err("StepLR: step_size must be a positive number, got nil", optim.StepLR, optim.SGD({p}, {lr = 1}), {})
   end)
 
+  it("NaN and mistyped hyperparameters, with the optimizer's name", function()
+    local nan = 0 / 0
+    assert_err("SGD: invalid learning rate: nan", optim.SGD, {p}, {lr = nan})
+    assert_err("Adam: invalid learning rate: nan", optim.Adam, {p}, nan)
+    assert_err("AdamW: invalid learning rate: nan", optim.AdamW, {p}, {lr = nan})
+    assert_err("RMSprop: invalid learning rate: nan", optim.RMSprop, {p}, {lr = nan})
+    assert_err("Adagrad: invalid learning rate: nan", optim.Adagrad, {p}, {lr = nan})
+    assert_err("SGD: invalid momentum value: nan", optim.SGD, {p}, {lr = 0.1, momentum = nan})
+    assert_err("SGD: invalid dampening value: nan", optim.SGD, {p}, {lr = 0.1, dampening = nan})
+    assert_err("Adam: invalid epsilon value: nan", optim.Adam, {p}, {eps = nan})
+    assert_err("Adam: invalid beta parameter at index 1: nan", optim.Adam, {p}, {betas = {nan, 0.9}})
+    assert_err("SGD: option 'dampening' must be a number, got string 'x'", optim.SGD, {p}, {lr = 0.1, dampening = "x"})
+    assert_err("SGD: option 'lr' must be a number, got string '0.1'", optim.SGD, {p}, {lr = "0.1"})
+    assert_err("SGD: option 'nesterov' must be a boolean, got number", optim.SGD, {p}, {lr = 0.1, momentum = 0.9, nesterov = 1})
+    assert_err("Adam: option 'amsgrad' must be a boolean, got string", optim.Adam, {p}, {amsgrad = "yes"})
+    assert_err("RMSprop: option 'alpha' must be a number, got table", optim.RMSprop, {p}, {alpha = {}})
+    assert_err("RMSprop: option 'centered' must be a boolean, got number", optim.RMSprop, {p}, {centered = 0})
+    assert_err("Adagrad: option 'initial_accumulator_value' must be a number, got boolean", optim.Adagrad, {p},
+      {initial_accumulator_value = true})
+    assert_err("Adagrad: option 'maximize' must be a boolean, got string", optim.Adagrad, {p}, {maximize = "no"})
+    -- in parameter groups and added groups too
+    assert_err("SGD: invalid learning rate: nan", optim.SGD, {{params = {p}, lr = nan}}, {lr = 0.1})
+    local o = optim.SGD({p}, {lr = 0.1})
+    assert_err("SGD: option 'dampening' must be a number, got string 'x'", o.add_param_group, o,
+      {params = {nn.Parameter(pt.zeros(1))}, dampening = "x"})
+    assert.are.equal(1, #o.param_groups)
+    -- and in a loaded state dict, before anything changes
+    local sd = o:state_dict()
+    sd.param_groups[1].lr = -5
+    assert_err("SGD:load_state_dict: invalid learning rate: -5", o.load_state_dict, o, sd)
+    sd.param_groups[1].lr = nan
+    assert_err("SGD:load_state_dict: invalid learning rate: nan", o.load_state_dict, o, sd)
+    assert_err("SGD:load_state_dict: parameter group 1 of the state dict is a number, not a table", o.load_state_dict, o,
+      {param_groups = {3}, state = {}})
+    assert_err("SGD:load_state_dict: state of parameter 1 is a number, not a table", o.load_state_dict, o,
+      {param_groups = {{params = {1}, lr = 0.2}}, state = {3}})
+    assert.are.equal(0.1, o.param_groups[1].lr)
+  end)
+
+  it("clipping messages format their numbers", function()
+    local q = nn.Parameter(pt.ones(2))
+    q.grad = pt.ones(2)
+    assert_err('clip_grad_norm: norm_type must be a positive number or "inf", got 0', optim.clip_grad_norm, {q}, 1,
+      {norm_type = 0})
+    assert_err('clip_grad_norm: norm_type must be a positive number or "inf", got -2.5', optim.clip_grad_norm, {q}, 1,
+      {norm_type = -2.5})
+    assert_err('clip_grad_norm: norm_type must be a positive number or "inf", got nan', optim.clip_grad_norm, {q}, 1,
+      {norm_type = 0 / 0})
+    assert_err('clip_grad_norm: norm_type must be a positive number or "inf", got max', optim.clip_grad_norm, {q}, 1,
+      {norm_type = "max"})
+    assert_err("clip_grad_value: clip_value must be a non-negative number, got -1", optim.clip_grad_value, {q}, -1)
+    assert_err("clip_grad_value: clip_value must be a non-negative number, got nan", optim.clip_grad_value, {q}, 0 / 0)
+    -- the C entry points (no %g in lua_pushfstring)
+    assert_err("clip_grad_norm: norm_type must be positive, got 0", pt._optim_clip_grad_norm, {q}, 1, 0)
+    assert_err("clip_grad_norm: norm_type must be positive, got -0.5", pt._optim_clip_grad_norm, {q}, 1, -0.5)
+    assert_err("clip_grad_value: clip_value must be non-negative, got -1", pt._optim_clip_grad_value, {q}, -1)
+    assert_err("clip_grad_value: clip_value must be non-negative, got nan", pt._optim_clip_grad_value, {q}, 0 / 0)
+    assert.are.same({1, 1}, q.grad:tolist())
+  end)
+
+  it("a scheduler refuses groups added after it, and a new one goes on from its state", function()
+    local a, b = nn.Parameter(pt.zeros(1)), nn.Parameter(pt.zeros(1))
+    local o = optim.SGD({a}, {lr = 0.1})
+    local s = optim.StepLR(o, {step_size = 2, gamma = 0.5})
+    for _ = 1, 3 do s:step() end
+    assert.are.equal(0.05, o.param_groups[1].lr)
+    o:add_param_group({params = {b}, lr = 0.03})
+    assert_err("StepLR:step: parameter group 2 was added after the scheduler was created (it knows 1); create the "
+      .. "scheduler after add_param_group, or create a new one and load this one's state_dict to go on from epoch 3",
+      s.step, s)
+    assert.are.same({0.05, 0.03}, {o.param_groups[1].lr, o.param_groups[2].lr}) -- nothing changed
+    assert.are.equal(3, s.last_epoch)
+    local l = optim.LambdaLR(optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1}), function(e) return 1 / (e + 1) end)
+    l.optimizer:add_param_group({params = {nn.Parameter(pt.zeros(1))}})
+    l.optimizer:add_param_group({params = {nn.Parameter(pt.zeros(1))}})
+    assert_err("LambdaLR:step: parameter groups 2..3 were added after the scheduler was created (it knows 1)",
+      l.step, l)
+    -- going on: the new group's lr is its base lr, scheduled from the current epoch
+    local s2 = optim.StepLR(o, {step_size = 2, gamma = 0.5})
+    s2:load_state_dict(s:state_dict())
+    assert_close({o.param_groups[1].lr, o.param_groups[2].lr}, {0.05, 0.015})
+    s2:step()
+    assert_close(s2:get_last_lr(), {0.025, 0.0075})
+    assert_err("StepLR:load_state_dict: parameter group 2 was added", s.load_state_dict, s, s2:state_dict())
+    assert_err("StepLR:load_state_dict: expected a table with an integer last_epoch", s2.load_state_dict, s2, {})
+    assert_err("StepLR:load_state_dict: base lr 1 is a string, not a number", s2.load_state_dict, s2,
+      {last_epoch = 1, base_lrs = {"x"}})
+  end)
+
   it("stepping and loading bad state", function()
     local q = nn.Parameter(pt.zeros(2, 2))
     local o = optim.SGD({q}, {lr = 0.1, momentum = 0.9})

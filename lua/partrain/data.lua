@@ -2,8 +2,10 @@
 --
 -- A dataset is anything with get(i) (1-based) returning a sample and len():
 --   {get = function(self, i) return {x, y} end, len = function(self) return n end}
--- A sample is a list {x, y} (or a single tensor/number). Datasets built here are C-backed: they
--- also have _collate(indices, first, count), which gathers a whole batch in one C call.
+-- A sample is a list {x, y}, a single tensor/number, or (PyTorch's default_collate) a dict
+-- {x = ..., y = ...} or any nesting of lists and dicts of tensors and numbers. Datasets built here
+-- are C-backed: they also have _collate(indices, first, count), which gathers a whole batch in
+-- one C call.
 --
 -- Class labels are 1-BASED class indices everywhere in partrain (as in Torch7): data.idx adds 1
 -- to the 0-based labels stored in IDX files, so Fashion-MNIST's classes are 1..10.
@@ -164,6 +166,8 @@ end
 -- CSV -------------------------------------------------------------------------------------
 
 --- data.csv(path[, {header = true, label = "name" | index | false, label_offset = 0}])
+-- Fields may be quoted as in RFC 4180 ("New York, NY", "" for a quote inside, newlines too); a
+-- leading UTF-8 byte order mark is skipped.
 -- Numeric columns become float32 features {N, F}; the label column (default: the last one;
 -- label = false for none) becomes int64 when all its values are integers (plus label_offset),
 -- float32 otherwise, and words become class indices 1.. in order of first appearance
@@ -227,38 +231,60 @@ function Subset:_collate(indices, first, count)
 end
 
 --- data.random_split(dataset, {n1, n2, ...}[, {seed = 42}]) -> Subset, Subset, ...
--- The sizes must add up to #dataset; fractions summing to 1 are also accepted.
+-- The sizes (integers >= 0) must add up to #dataset. A list of fractions in [0, 1] summing to 1
+-- is also accepted (no Lua integer among them; integral floats such as {7.0, 3.0} are sizes
+-- unless they sum to 1), as in PyTorch: each part gets floor(f * n) samples and the remainder
+-- goes one by one to the parts in order.
 function data.random_split(ds, sizes, opts)
   check_dataset(ds, "random_split")
   if type(sizes) ~= "table" or #sizes == 0 then error("random_split: sizes must be a non-empty list", 2) end
   opts = opts or {}
+  if type(opts) ~= "table" then error("random_split: options must be a table", 2) end
+  local seed = opts.seed or 42
+  if math.type(seed) ~= "integer" then error("random_split: seed must be an integer, got " .. tostring(seed), 2) end
   local n = ds:len()
   local counts, total = {}, 0
-  local fractions = true
-  for _, s in ipairs(sizes) do
-    if math.type(s) == "integer" then fractions = false end
+  -- fractions: no integer among them, and a sum of 1 or a non-integral value ({7.0, 3.0} are sizes)
+  local any_int, all_integral, sum = false, true, 0
+  for k, s in ipairs(sizes) do
+    if type(s) ~= "number" then
+      error(("random_split: size %d must be a number, got a %s"):format(k, type(s)), 2)
+    end
+    if math.type(s) == "integer" then any_int = true end
+    if not math.tointeger(s) then all_integral = false end
+    sum = sum + s
   end
+  local fractions = not any_int and (not all_integral or sum == 1)
   if fractions then
     local fsum = 0
-    for _, f in ipairs(sizes) do fsum = fsum + f end
-    if math.abs(fsum - 1) > 1e-9 then error("random_split: fractions must add up to 1", 2) end
+    for k, f in ipairs(sizes) do
+      if not (f >= 0 and f <= 1) then
+        error(("random_split: fraction at index %d is not between 0 and 1 (got %s)"):format(k,
+          f ~= f and "nan" or tostring(f)), 2)
+      end
+      fsum = fsum + f
+    end
+    if math.abs(fsum - 1) > 1e-9 then
+      error(("random_split: fractions must add up to 1, got %.17g (sizes must be integers)"):format(fsum), 2)
+    end
     for k, f in ipairs(sizes) do counts[k] = math.floor(f * n) end
     local rest = n
     for _, c in ipairs(counts) do rest = rest - c end
     for k = 1, rest do counts[(k - 1) % #counts + 1] = counts[(k - 1) % #counts + 1] + 1 end
   else
     for k, s in ipairs(sizes) do
-      if math.type(s) ~= "integer" or s < 0 then
-        error(("random_split: size %d must be a non-negative integer"):format(k), 2)
+      local c = math.tointeger(s)
+      if not c or c < 0 then
+        error(("random_split: size %d must be a non-negative integer, got %s"):format(k, tostring(s)), 2)
       end
-      counts[k] = s
+      counts[k] = c
     end
   end
   for _, c in ipairs(counts) do total = total + c end
   if total ~= n then
     error(("random_split: sizes add up to %d but the dataset has %d samples"):format(total, n), 2)
   end
-  local perm = pt._data_permutation(n, opts.seed or 42, 0, true):tolist()
+  local perm = pt._data_permutation(n, seed, 0, true):tolist()
   local out, pos = {}, 0
   for k, c in ipairs(counts) do
     local idx = table.move(perm, pos + 1, pos + c, 1, {})
@@ -276,24 +302,54 @@ DataHandler.__name = "DataHandler"
 
 local defaults = {batch = 128, shuffle = false, seed = 42, drop_last = false}
 
+-- option -> nil when the value is fine, else what it must be
+local handler_options = {
+  batch = function(v) if math.type(v) ~= "integer" or v < 1 then return "a positive integer" end end,
+  shuffle = function(v) if type(v) ~= "boolean" then return "a boolean" end end,
+  seed = function(v) if math.type(v) ~= "integer" then return "an integer" end end,
+  drop_last = function(v) if type(v) ~= "boolean" then return "a boolean" end end,
+  transform = function(v) if type(v) ~= "function" then return "a function(x, y) -> x, y" end end,
+  progress = function(v)
+    if type(v) ~= "boolean" and type(v) ~= "string" then return "true, false or a description string" end
+  end,
+  log = function(v) if type(v) ~= "string" then return "a path string" end end,
+}
+
+local function value_str(v)
+  if type(v) == "string" then return ("%q"):format(v) end
+  if type(v) == "number" or type(v) == "boolean" then return tostring(v) end
+  return "a " .. type(v)
+end
+
+-- checks an options table against allowed (name -> checker); errors at the caller's caller
+local function check_options(fname, opts, allowed)
+  local names = {}
+  for k in pairs(allowed) do names[#names + 1] = k end
+  table.sort(names)
+  for k, v in pairs(opts) do
+    local check = allowed[k]
+    if not check then
+      error(("%s: unknown option %s (options: %s)"):format(fname, type(k) == "string" and "'" .. k .. "'" or
+        tostring(k), table.concat(names, ", ")), 3)
+    end
+    local want = check(v)
+    if want then error(("%s: %s must be %s, got %s"):format(fname, k, want, value_str(v)), 3) end
+  end
+end
+
 --- data.DataHandler(dataset[, {batch = 128, shuffle = false, seed = 42, drop_last = false,
 --                               transform = fn(x, y) -> x, y, progress = nil|true|false|"desc",
 --                               log = "metrics.jsonl"}])
 -- handler:batches() iterates over one epoch of batches; every call reshuffles (seed, epoch).
+-- Unknown options and values of the wrong type are errors.
 function data.DataHandler(ds, opts)
   check_dataset(ds, "DataHandler")
   opts = opts or {}
   if type(opts) ~= "table" then error("DataHandler: options must be a table", 2) end
+  check_options("DataHandler", opts, handler_options)
   local o = {}
   for k, v in pairs(defaults) do o[k] = v end
   for k, v in pairs(opts) do o[k] = v end
-  if math.type(o.batch) ~= "integer" or o.batch < 1 then
-    error("DataHandler: batch must be a positive integer, got " .. tostring(o.batch), 2)
-  end
-  if math.type(o.seed) ~= "integer" then error("DataHandler: seed must be an integer", 2) end
-  if o.transform ~= nil and type(o.transform) ~= "function" then
-    error("DataHandler: transform must be a function(x, y) -> x, y", 2)
-  end
   return setmetatable({dataset = ds, opts = o, batch = o.batch, epoch = 0}, DataHandler)
 end
 
@@ -311,29 +367,197 @@ function DataHandler:set_epoch(k)
   self.epoch = k
 end
 
-local function collate_samples(ds, perm, first, count)
-  local columns, width
-  for k = 0, count - 1 do
-    local s = ds:get(perm[first + k])
-    if is_tensor(s) or type(s) == "number" then s = {s} end
-    if type(s) ~= "table" then
-      error(("collate: sample %d is a %s, expected a list {x, y}"):format(perm[first + k], type(s)), 0)
+-- Collation of samples from get(i), PyTorch's default_collate. A sample is a leaf (a tensor or
+-- a number), a list {a, b, ...} (keys 1..n) or a dict {name = v, ...} (string keys) of samples,
+-- nested; every sample of a batch has the structure of the first (other keys of later samples
+-- are not read, as in PyTorch). The batch has that structure with each leaf stacked: tensors
+-- into {B, ...}, numbers into int64 {B} (all integers) or float32 {B}. Messages name a sample by
+-- its dataset index and the place in it by a key path (x, [2], x[2].y).
+
+local function path_key(path, k)
+  if math.type(k) == "integer" then return path .. "[" .. k .. "]" end
+  if k:match("^[%a_][%w_]*$") then return path == "" and k or path .. "." .. k end
+  return path .. ("[%q]"):format(k)
+end
+
+-- "list", n | "dict", sorted keys | nil, what is wrong
+local function table_shape(t)
+  local n, count, strs, other = #t, 0, nil, nil
+  for k in next, t do
+    count = count + 1
+    if type(k) == "string" then
+      strs = strs or {}
+      strs[#strs + 1] = k
+    elseif not (math.type(k) == "integer" and k >= 1 and k <= n) then
+      other = other or k
     end
-    if not columns then
-      width = #s
-      columns = {}
-      for c = 1, width do columns[c] = {} end
-    elseif #s ~= width then
-      error(("collate: sample %d has %d fields, the first sample of the batch %d"):format(perm[first + k], #s, width), 0)
-    end
-    for c = 1, width do columns[c][k + 1] = s[c] end
   end
-  local out = {}
-  for c = 1, width do out[c] = pt._data_stack(columns[c]) end
+  if strs and #strs < count then return nil, "mixing list entries and named keys" end
+  if other ~= nil then
+    return nil, ("whose keys are neither 1..n nor strings (key %s)"):format(tostring(other))
+  end
+  if strs then
+    table.sort(strs)
+    return "dict", strs
+  end
+  if count < n then return nil, "with holes (nil entries)" end
+  return "list", n
+end
+
+local function describe(v)
+  if v == nil then return "nothing" end
+  if is_tensor(v) then return "a tensor" end
+  if type(v) == "table" then
+    local kind, info = table_shape(v)
+    if kind == "list" then return info == 0 and "an empty table" or ("a list of %d"):format(info) end
+    if kind == "dict" then return "a dict" end
+    return "a table"
+  end
+  return "a " .. type(v)
+end
+
+-- "collate: sample 7 has <what> at key x, sample 3 <ref>" ("sample 7 is <what>" for the whole sample)
+local function mismatch(idx, path, what, ref_idx, ref_what)
+  if path == "" then
+    return ("collate: sample %d is %s, sample %d %s"):format(idx, what, ref_idx, ref_what)
+  end
+  return ("collate: sample %d has %s at key %s, sample %d %s"):format(idx, what, path, ref_idx, ref_what)
+end
+
+local function not_collatable(idx, path, v, why)
+  local what = describe(v)
+  if type(v) == "table" then what = "a table " .. why end
+  if path == "" then
+    return ("collate: sample %d is %s (a sample is a tensor, a number, or a list or dict of them)"):format(idx, what)
+  end
+  return ("collate: sample %d has %s at key %s (a sample holds tensors, numbers, and lists or dicts of them)"):format(
+    idx, what, path)
+end
+
+-- the structure of the first sample: {leaf = j} (column j) or {kind = "list"|"dict", n | keys, children}
+local function build(s, idx, path, leaves)
+  if is_tensor(s) or type(s) == "number" then
+    leaves[#leaves + 1] = path
+    return {leaf = #leaves, path = path, what = type(s) == "number" and "a number" or "a tensor"}
+  end
+  if type(s) ~= "table" then error(not_collatable(idx, path, s), 0) end
+  local kind, info = table_shape(s)
+  if not kind then error(not_collatable(idx, path, s, info), 0) end
+  local node = {kind = kind, path = path, children = {}}
+  if kind == "list" then
+    node.n = info
+    for i = 1, info do node.children[i] = build(s[i], idx, path_key(path, i), leaves) end
+  else
+    node.keys = info
+    for i, k in ipairs(info) do node.children[i] = build(s[k], idx, path_key(path, k), leaves) end
+  end
+  return node
+end
+
+local function node_what(node)
+  if node.kind == "list" then return node.n == 0 and "an empty table" or ("a list of %d"):format(node.n) end
+  if node.kind == "dict" then return "a dict" end
+  return node.what
+end
+
+-- s (sample idx) differs from the structure of node (first sample ref_idx): raise the message
+local function diagnose(node, s, idx, ref_idx)
+  local path = node.path
+  if type(s) ~= "table" then
+    if not is_tensor(s) and type(s) ~= "number" then error(not_collatable(idx, path, s), 0) end
+    error(mismatch(idx, path, describe(s), ref_idx, node_what(node)), 0)
+  end
+  local kind, info = table_shape(s)
+  if not kind then error(not_collatable(idx, path, s, info), 0) end
+  if kind ~= node.kind or (kind == "list" and info ~= node.n) then
+    error(mismatch(idx, path, describe(s), ref_idx, node_what(node)), 0)
+  end
+  -- a dict without one of the keys of the first sample (fill reads no others)
+  for i, k in ipairs(node.keys) do
+    if s[k] == nil then error(mismatch(idx, path_key(path, k), "nothing", ref_idx, node_what(node.children[i])), 0) end
+  end
+  error(mismatch(idx, path, describe(s), ref_idx, node_what(node)), 0) -- not reached: fill saw a difference
+end
+
+-- put the leaves of sample s (dataset index idx) into columns[.][pos]; leaf types are checked
+-- when the columns are stacked. As in PyTorch, the keys of the first sample are the batch's:
+-- a later sample must have them all (a list the same length), keys beyond them are not read.
+local function fill(node, s, idx, ref_idx, columns, pos)
+  local j = node.leaf
+  if j then
+    columns[j][pos] = s
+    return
+  end
+  if type(s) ~= "table" then diagnose(node, s, idx, ref_idx) end
+  local children = node.children
+  if node.kind == "list" then
+    local n = node.n
+    if #s ~= n then diagnose(node, s, idx, ref_idx) end
+    for i = 1, n do
+      local v = s[i]
+      if v == nil then diagnose(node, s, idx, ref_idx) end
+      fill(children[i], v, idx, ref_idx, columns, pos)
+    end
+  else
+    local keys = node.keys
+    for i = 1, #keys do
+      local v = s[keys[i]]
+      if v == nil then diagnose(node, s, idx, ref_idx) end
+      fill(children[i], v, idx, ref_idx, columns, pos)
+    end
+  end
+end
+
+local function assemble(node, stacked)
+  if node.leaf then return stacked[node.leaf] end
+  local out, children = {}, node.children
+  if node.kind == "list" then
+    for i = 1, node.n do out[i] = assemble(children[i], stacked) end
+  else
+    for i, k in ipairs(node.keys) do out[k] = assemble(children[i], stacked) end
+  end
   return out
 end
 
--- one batch: a list of batch tensors
+-- one batch from get(i): the list of values the iterator returns (see DataHandler:batches)
+local function collate_samples(ds, perm, first, count)
+  local ref_idx = perm[first]
+  local s1 = ds:get(ref_idx)
+  local leaves = {}
+  local root = build(s1, ref_idx, "", leaves)
+  local columns = {}
+  for j = 1, #leaves do columns[j] = {} end
+  local flat = root.kind == "list" and root.n > 0 -- {x, y, ...} of leaves: the common case
+  if flat then
+    for i = 1, root.n do
+      if not root.children[i].leaf then flat = false end
+    end
+  end
+  for k = 0, count - 1 do
+    local idx = k == 0 and ref_idx or perm[first + k]
+    local s = k == 0 and s1 or ds:get(idx)
+    if flat and type(s) == "table" then
+      local width = #leaves
+      if #s ~= width then diagnose(root, s, idx, ref_idx) end
+      for j = 1, width do
+        local v = s[j]
+        if v == nil then diagnose(root, s, idx, ref_idx) end
+        columns[j][k + 1] = v
+      end
+    else
+      fill(root, s, idx, ref_idx, columns, k + 1)
+    end
+  end
+  local stacked = {}
+  for j = 1, #leaves do stacked[j] = pt._data_stack(columns[j], perm, first, leaves[j]) end
+  if root.leaf then return {stacked[1]} end -- a tensor or number sample: one value
+  if flat then return stacked end
+  -- a list sample gives its fields as values; a dict sample (and an empty table) one table
+  if root.kind == "list" and root.n > 0 then return assemble(root, stacked) end
+  return {assemble(root, stacked)}
+end
+
+-- one batch: the list of values the iterator returns
 function DataHandler:_batch(perm, first, count)
   local ds = self.dataset
   local cols = ds._collate and ds._collate(ds, perm, first, count)
@@ -347,12 +571,21 @@ local function progress_setting(self, bopts)
   return p
 end
 
+local batches_options = {progress = handler_options.progress, log = handler_options.log}
+
 --- handler:batches([{progress = nil|true|false|"desc", log = path}]) -> iterator of x, y, ...
 -- One epoch: `for x, y in loader:batches() do ... end`. Calling the iterator again after it
 -- ended starts a new (reshuffled) epoch. Shows progress on a TTY (see partrain.progress);
 -- report the loss with loader:report(loss) to see it on the bar.
+-- What one step returns follows the samples' structure (see collate_samples above): a list
+-- sample {x, y, ...} gives its fields batched, as several values (x, y, ...); a tensor or number
+-- sample one batch tensor; a dict sample {x = ..., y = ...} (and an empty table) ONE table with
+-- the same keys, batched: `for b in loader:batches() do model(b.x) ... end`. The transform
+-- receives these values (a dict batch: the one table) and returns them.
 function DataHandler:batches(bopts)
   bopts = bopts or {}
+  if type(bopts) ~= "table" then error("batches: options must be a table", 2) end
+  check_options("batches", bopts, batches_options)
   local n = self.dataset:len()
   local nb = self:len()
   local B = self.opts.batch
@@ -401,6 +634,9 @@ function DataHandler:batches(bopts)
     if transform then
       local rest = table.move(cols, 3, #cols, 1, {})
       local x, y = transform(cols[1], cols[2], table.unpack(rest))
+      if x == nil then
+        error("DataHandler: the transform returned nil; it must return the batch (x, y, ...)", 2)
+      end
       cols[1], cols[2] = x, y
     end
     if bar then bar:step(count) end
@@ -524,14 +760,18 @@ if docs then
       .. "  Images stay uint8 in memory; batches are float32 in [0,1], {B,H*W} (flatten=false: {B,1,H,W}).\n"
       .. "  Labels are 1-BASED class indices: file label + 1.",
     [data.csv] = "data.csv(path[, {header=true, label=-1|index|\"name\"|false, label_offset=0}]) -> dataset\n"
-      .. "  float32 features {N,F}; integer labels int64 (+label_offset), word labels -> classes 1.. (ds.classes).",
+      .. "  float32 features {N,F}; integer labels int64 (+label_offset), word labels -> classes 1.. (ds.classes).\n"
+      .. "  RFC 4180 quoting (\"New York, NY\", \"\" for a quote); a UTF-8 byte order mark is skipped.",
     [data.Subset] = "data.Subset(dataset, indices) -> the samples at the given 1-based indices.",
     [data.random_split] = "data.random_split(dataset, {n1, n2, ...}[, {seed=42}]) -> Subset, Subset, ... (sizes or fractions).",
     [data.DataHandler] = "data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, progress=, log=}])\n"
       .. "  for x, y in loader:batches() do ... end  -- one epoch; each call reshuffles (seed, epoch)\n"
       .. "  #loader batches per epoch; loader:report(loss) shows it on the progress bar; loader:next_batch() wraps around;\n"
-      .. "  loader:set_epoch(k) for resuming; loader:par_by_sample(model, n, fn) runs samples on n threads.",
-    [DataHandler.batches] = "loader:batches([{progress=nil|true|false|\"desc\", log=path}]) -> iterator of x, y (one epoch).",
+      .. "  loader:set_epoch(k) for resuming; loader:par_by_sample(model, n, fn) runs samples on n threads.\n"
+      .. "  Samples from get(i) may be tensors, numbers, lists or dicts of them, nested (PyTorch's default_collate);\n"
+      .. "  a list sample gives x, y, ... per step, a dict sample one table: for b in loader:batches() do f(b.x, b.y) end.",
+    [DataHandler.batches] = "loader:batches([{progress=nil|true|false|\"desc\", log=path}]) -> iterator of x, y (one epoch);\n"
+      .. "  of one table per step for dict samples.",
     [DataHandler.report] = "loader:report(loss | {name=value}) -> running means on the progress bar and in the metrics log.",
     [DataHandler.next_batch] = "loader:next_batch() -> x, y; wraps around to a new epoch after the last batch.",
     [DataHandler.set_epoch] = "loader:set_epoch(k): the next batches() call runs epoch k+1 (its shuffle).",

@@ -197,11 +197,24 @@ function Optimizer:load_state_dict(sd)
   local params = {}
   for gi, g in ipairs(self.param_groups) do
     local sg = sd.param_groups[gi]
+    if type(sg) ~= "table" then
+      error(string.format("%s: parameter group %d of the state dict is a %s, not a table", name, gi, type(sg)), 2)
+    end
     if type(sg.params) ~= "table" or #sg.params ~= #g.params then
       error(string.format("%s: parameter group %d has %d parameters in the state dict, %d in the optimizer",
         name, gi, type(sg.params) == "table" and #sg.params or 0, #g.params), 2)
     end
     for i, p in ipairs(g.params) do params[sg.params[i]] = {p, g, i} end
+    -- the loaded hyperparameters must pass the checks the constructor makes
+    local merged = {}
+    for k, v in pairs(g) do merged[k] = v end
+    for k, v in pairs(sg) do
+      if k ~= "params" and k ~= "_states" then merged[k] = v end
+    end
+    getmetatable(self).validate(name, merged)
+  end
+  if sd.state ~= nil and type(sd.state) ~= "table" then
+    error(string.format("%s: state must be a table, got %s", name, type(sd.state)), 2)
   end
   -- validate everything before changing anything
   local new_states = {}
@@ -209,6 +222,9 @@ function Optimizer:load_state_dict(sd)
     local target = params[idx]
     if not target then error(string.format("%s: state for unknown parameter %s", name, tostring(idx)), 2) end
     local p = target[1]
+    if type(e) ~= "table" then
+      error(string.format("%s: state of parameter %d is a %s, not a table", name, idx, type(e)), 2)
+    end
     local st = {}
     for k, v in pairs(e) do
       if k == "step" then
@@ -262,11 +278,39 @@ function Optimizer:__tostring()
   return table.concat(lines, "\n")
 end
 
+local function num_str(v)
+  if v ~= v then return "nan" end
+  return tostring(v)
+end
+
+-- every option of cls.types ("number" / "boolean") has that type (checked before the ranges)
+local function check_types(name, group, types)
+  for _, key in ipairs(types.number or {}) do
+    local v = group[key]
+    if type(v) ~= "number" then
+      error(string.format("%s: option '%s' must be a number, got %s", name, key,
+        v == nil and "nil" or type(v) .. (type(v) == "string" and " '" .. v .. "'" or "")), 4)
+    end
+  end
+  for _, key in ipairs(types.boolean or {}) do
+    local v = group[key]
+    if type(v) ~= "boolean" then
+      error(string.format("%s: option '%s' must be a boolean, got %s", name, key, type(v)), 4)
+    end
+  end
+end
+
+-- PyTorch's "Invalid learning rate: -1"; NaN is never valid
 local function check_nonneg(name, group, key, what)
   local v = group[key]
-  if type(v) ~= "number" or v < 0 then
-    error(string.format("%s: invalid %s: %s", name, what or key, tostring(v)), 4)
+  if type(v) ~= "number" or not (v >= 0) then
+    error(string.format("%s: invalid %s: %s", name, what or key, num_str(v)), 4)
   end
+end
+
+local function check_not_nan(name, group, key, what)
+  local v = group[key]
+  if v ~= v then error(string.format("%s: invalid %s: nan", name, what or key), 4) end
 end
 
 -- ------------------------------------------------------------------ SGD
@@ -275,9 +319,12 @@ local sgd_opts = {}
 make_class("SGD", {momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false},
   {lr = true},
   function(name, g)
+    check_types(name, g, {number = {"lr", "momentum", "dampening", "weight_decay"},
+      boolean = {"nesterov", "maximize"}})
     check_nonneg(name, g, "lr", "learning rate")
-    check_nonneg(name, g, "momentum")
-    check_nonneg(name, g, "weight_decay")
+    check_nonneg(name, g, "momentum", "momentum value")
+    check_nonneg(name, g, "weight_decay", "weight_decay value")
+    check_not_nan(name, g, "dampening", "dampening value")
     if g.nesterov and (g.momentum <= 0 or g.dampening ~= 0) then
       error(name .. ": nesterov momentum requires a momentum and zero dampening", 4)
     end
@@ -296,14 +343,15 @@ doc(optim.SGD, [[optim.SGD(params, {lr=, momentum=0, dampening=0, weight_decay=0
 -- ------------------------------------------------------------------ Adam / AdamW
 
 local function adam_validate(name, g)
+  check_types(name, g, {number = {"lr", "eps", "weight_decay"}, boolean = {"amsgrad", "maximize"}})
   check_nonneg(name, g, "lr", "learning rate")
   check_nonneg(name, g, "eps", "epsilon value")
   check_nonneg(name, g, "weight_decay", "weight_decay value")
   if type(g.betas) ~= "table" then error(name .. ": betas must be a table {beta1, beta2}", 4) end
   for i = 1, 2 do
     local b = g.betas[i]
-    if type(b) ~= "number" or b < 0 or b >= 1 then
-      error(string.format("%s: invalid beta parameter at index %d: %s", name, i, tostring(b)), 4)
+    if type(b) ~= "number" or not (b >= 0 and b < 1) then
+      error(string.format("%s: invalid beta parameter at index %d: %s", name, i, num_str(b)), 4)
     end
   end
 end
@@ -334,6 +382,8 @@ local rms_opts = {}
 make_class("RMSprop", {lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
   centered = false, maximize = false}, nil,
   function(name, g)
+    check_types(name, g, {number = {"lr", "alpha", "eps", "weight_decay", "momentum"},
+      boolean = {"centered", "maximize"}})
     check_nonneg(name, g, "lr", "learning rate")
     check_nonneg(name, g, "eps", "epsilon value")
     check_nonneg(name, g, "momentum", "momentum value")
@@ -355,6 +405,8 @@ local ada_opts = {}
 make_class("Adagrad", {lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
   eps = 1e-10, maximize = false}, nil,
   function(name, g)
+    check_types(name, g, {number = {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"},
+      boolean = {"maximize"}})
     check_nonneg(name, g, "lr", "learning rate")
     check_nonneg(name, g, "lr_decay", "lr_decay value")
     check_nonneg(name, g, "weight_decay", "weight_decay value")
@@ -387,15 +439,25 @@ function optim.clip_grad_norm(params, max_norm, opts)
   if type(max_norm) ~= "number" then
     error("clip_grad_norm: max_norm must be a number, got " .. type(max_norm), 2)
   end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("clip_grad_norm: options must be a table, got " .. type(opts), 2)
+  end
   local p = opts and opts.norm_type or 2
   if p == "inf" then p = math.huge end
-  return C._optim_clip_grad_norm(list, max_norm, p)
+  if type(p) ~= "number" or not (p > 0) then
+    error("clip_grad_norm: norm_type must be a positive number or \"inf\", got " .. num_str(p), 2)
+  end
+  return (C._optim_clip_grad_norm(list, max_norm, p))
 end
 optim.clip_grad_norm_ = optim.clip_grad_norm
 doc(optim.clip_grad_norm, "optim.clip_grad_norm(params, max_norm[, {norm_type=2}]) -> total norm of all gradients (before clipping);\n  scales the gradients in place by max_norm/(total+1e-6) when that is below 1. norm_type may be math.huge or \"inf\".")
 
 function optim.clip_grad_value(params, value)
-  C._optim_clip_grad_value(param_list("clip_grad_value", params), value)
+  local list = param_list("clip_grad_value", params)
+  if type(value) ~= "number" or not (value >= 0) then
+    error("clip_grad_value: clip_value must be a non-negative number, got " .. num_str(value), 2)
+  end
+  C._optim_clip_grad_value(list, value)
 end
 optim.clip_grad_value_ = optim.clip_grad_value
 doc(optim.clip_grad_value, "optim.clip_grad_value(params, value): clamps every gradient element into [-value, value].")
@@ -432,11 +494,29 @@ function Scheduler:get_lr(i, base, epoch)
   return base * self.factor(epoch)
 end
 
+-- A group added with opt:add_param_group after the scheduler was created has no base lr here.
+-- PyTorch 1.13 has no one rule for it (StepLR and LinearLR scale its lr from where it is,
+-- LambdaLR leaves it alone, CosineAnnealingLR pins it at eta_min), so this is an error.
+local function check_groups(self, fname)
+  local n, m = #self.optimizer.param_groups, #self.base_lrs
+  if n < m then
+    error(string.format("%s:%s: the optimizer has %d parameter groups, the scheduler was created for %d",
+      self.name, fname, n, m), 3)
+  elseif n > m then
+    error(string.format("%s:%s: parameter group%s %s added after the scheduler was created (it knows %d); "
+      .. "create the scheduler after add_param_group, or create a new one and load this one's state_dict "
+      .. "to go on from epoch %d", self.name, fname, n - m > 1 and "s" or "",
+      n - m > 1 and string.format("%d..%d were", m + 1, n) or string.format("%d was", n), m, self.last_epoch), 3)
+  end
+end
+
 function Scheduler:step()
+  check_groups(self, "step")
   self.last_epoch = self.last_epoch + 1
   self:_apply()
 end
-doc(Scheduler.step, "sched:step(): advances one epoch (or step) and sets each group's lr.")
+doc(Scheduler.step, "sched:step(): advances one epoch (or step) and sets each group's lr.\n"
+  .. "  Every parameter group must exist when the scheduler is created (add_param_group after it: an error).")
 
 function Scheduler:get_last_lr()
   local out = {}
@@ -451,8 +531,22 @@ function Scheduler:state_dict()
   return {last_epoch = self.last_epoch, base_lrs = b}
 end
 function Scheduler:load_state_dict(sd)
+  if type(sd) ~= "table" or math.type(sd.last_epoch) ~= "integer" then
+    error(self.name .. ":load_state_dict: expected a table with an integer last_epoch (from sched:state_dict())", 2)
+  end
+  check_groups(self, "load_state_dict")
+  local base = sd.base_lrs or {}
+  if type(base) ~= "table" or #base > #self.base_lrs then
+    error(string.format("%s:load_state_dict: the state dict has %s base lrs, the scheduler %d groups", self.name,
+      type(base) == "table" and tostring(#base) or "no list of", #self.base_lrs), 2)
+  end
+  for i, v in ipairs(base) do
+    if type(v) ~= "number" then
+      error(string.format("%s:load_state_dict: base lr %d is a %s, not a number", self.name, i, type(v)), 2)
+    end
+  end
   self.last_epoch = sd.last_epoch
-  for i, v in ipairs(sd.base_lrs or {}) do self.base_lrs[i] = v end
+  for i, v in ipairs(base) do self.base_lrs[i] = v end
   self:_apply()
 end
 doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=}; sched:load_state_dict(sd) restores it.")
