@@ -417,6 +417,8 @@ describe("data.Subset and random_split", function()
     local h = data.DataHandler(s, {batch = 3, progress = false})
     assert.are.same({{4}, {2}, {9}}, h:batches()():tolist())
     assert.matches("index 11 %(entry 1%) out of range 1..10", err_of(data.Subset, ds, {11}))
+    assert.matches("Subset: index 3.0 %(entry 1%) is not an integer", err_of(data.Subset, ds, pt.tensor({3, 1})))
+    assert.matches("TensorDataset: index 2.0 is not an integer", err_of(ds.get, ds, 2.0))
   end)
 
   it("random_split partitions reproducibly", function()

@@ -36,6 +36,17 @@ end
 
 -- TensorDataset ---------------------------------------------------------------------------
 
+-- i as a dataset index in 1..n, or an error at the caller's caller naming what is wrong
+local function check_index(what, i, n, entry)
+  local at = entry and (" (entry %d)"):format(entry) or ""
+  if math.type(i) ~= "integer" then
+    error(("%s: index %s%s is not an integer"):format(what, tostring(i), at), 3)
+  end
+  if i < 1 or i > n then
+    error(("%s: index %d%s out of range 1..%d"):format(what, i, at, n), 3)
+  end
+end
+
 local TensorDataset = {}
 TensorDataset.__index = TensorDataset
 TensorDataset.__name = "TensorDataset"
@@ -68,9 +79,7 @@ local function gather_index(i)
 end
 
 function TensorDataset:get(i)
-  if math.type(i) ~= "integer" or i < 1 or i > self.n then
-    error(("TensorDataset: index %s out of range 1..%d"):format(tostring(i), self.n), 2)
-  end
+  check_index("TensorDataset", i, self.n)
   local idx, out = gather_index(i), {}
   for k, t in ipairs(self.tensors) do
     if t:dim() == 1 then
@@ -149,9 +158,7 @@ function IdxDataset:len() return self.n end
 IdxDataset.__len = IdxDataset.len
 
 function IdxDataset:get(i)
-  if math.type(i) ~= "integer" or i < 1 or i > self.n then
-    error(("idx: index %s out of range 1..%d"):format(tostring(i), self.n), 2)
-  end
+  check_index("idx", i, self.n)
   local x = pt._data_gather(self.images, gather_index(i), 1, 1, self.sample_opts)
   if self.labels then return {x, self.labels[i]} end
   return {x}
@@ -204,11 +211,7 @@ function data.Subset(ds, indices)
   local list = indices
   if is_tensor(indices) then list = indices:tolist() end
   if type(list) ~= "table" then error("Subset: indices must be a list or an int64 tensor", 2) end
-  for k, i in ipairs(list) do
-    if math.type(i) ~= "integer" or i < 1 or i > n then
-      error(("Subset: index %s (entry %d) out of range 1..%d"):format(tostring(i), k, n), 2)
-    end
-  end
+  for k, i in ipairs(list) do check_index("Subset", i, n, k) end
   local t = #list > 0 and pt.tensor(list, {dtype = "int64"}) or nil
   return setmetatable({dataset = ds, indices = t, list = list, n = #list}, Subset)
 end
@@ -217,9 +220,7 @@ function Subset:len() return self.n end
 Subset.__len = Subset.len
 
 function Subset:get(i)
-  if math.type(i) ~= "integer" or i < 1 or i > self.n then
-    error(("Subset: index %s out of range 1..%d"):format(tostring(i), self.n), 2)
-  end
+  check_index("Subset", i, self.n)
   return self.dataset:get(self.list[i])
 end
 
