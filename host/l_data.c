@@ -1,7 +1,6 @@
 /* Data, checkpoints and progress helpers from Lua. The Lua modules partrain.data,
  * partrain.checkpoint, partrain.metrics and partrain.progress build on these pt._data_* entry
  * points; users normally call those modules, not these functions. */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -406,167 +405,6 @@ static int l_request_interrupt(lua_State *L) {
   return 0;
 }
 
-/* --- JSON (cJSON): Lua values <-> text, for checkpoint metadata --- */
-
-/* Keys: string keys are kept (a leading '#' or '\\' is escaped with '\\'); integer keys of
- * tables that are not plain sequences become "#<n>". Sequences become arrays. */
-static cJSON *to_json(lua_State *L, int idx, int depth, const char *key);
-
-static cJSON *json_fail(lua_State *L, cJSON *partial, const char *fmt, const char *a, const char *b) {
-  cJSON_Delete(partial);
-  lua_pushfstring(L, fmt, a, b);
-  return NULL;
-}
-
-static bool is_sequence(lua_State *L, int idx, lua_Integer *len) {
-  lua_Integer n = 0, count = 0;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    count++;
-    if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1) {
-      if (lua_tointeger(L, -1) > n) n = lua_tointeger(L, -1);
-    } else {
-      n = -1;
-    }
-    if (n < 0) {
-      lua_pop(L, 1);
-      return false;
-    }
-  }
-  *len = n;
-  return n == count && n > 0;
-}
-
-static cJSON *to_json(lua_State *L, int idx, int depth, const char *key) {
-  idx = lua_absindex(L, idx);
-  switch (lua_type(L, idx)) {
-  case LUA_TNIL: return cJSON_CreateNull();
-  case LUA_TBOOLEAN: return cJSON_CreateBool(lua_toboolean(L, idx));
-  case LUA_TSTRING: return cJSON_CreateString(lua_tostring(L, idx));
-  case LUA_TNUMBER: {
-    if (lua_isinteger(L, idx)) {
-      lua_Integer v = lua_tointeger(L, idx);
-      if (v > -9007199254740992LL && v < 9007199254740992LL) return cJSON_CreateNumber((double)v);
-      char buf[32];
-      snprintf(buf, sizeof buf, "%lld", (long long)v);
-      return cJSON_CreateRaw(buf);
-    }
-    double d = lua_tonumber(L, idx);
-    if (!isfinite(d)) return json_fail(L, NULL, "cannot encode %s (at '%s')", d != d ? "NaN" : "infinity", key);
-    return cJSON_CreateNumber(d);
-  }
-  case LUA_TTABLE: {
-    if (depth > 64) return json_fail(L, NULL, "table nested too deeply (a cycle?) at '%s'%s", key, "");
-    lua_Integer len;
-    if (is_sequence(L, idx, &len)) {
-      cJSON *arr = cJSON_CreateArray();
-      if (!arr) return json_fail(L, NULL, "out of memory%s%s", "", "");
-      for (lua_Integer i = 1; i <= len; i++) {
-        lua_geti(L, idx, i);
-        cJSON *v = to_json(L, -1, depth + 1, key);
-        if (!v) { /* stack: element, message */
-          lua_replace(L, -2);
-          cJSON_Delete(arr);
-          return NULL;
-        }
-        lua_pop(L, 1);
-        cJSON_AddItemToArray(arr, v);
-      }
-      return arr;
-    }
-    cJSON *obj = cJSON_CreateObject();
-    if (!obj) return json_fail(L, NULL, "out of memory%s%s", "", "");
-    lua_pushnil(L);
-    while (lua_next(L, idx)) { /* stack: key, value */
-      if (lua_type(L, -2) == LUA_TSTRING) {
-        const char *s = lua_tostring(L, -2);
-        if (s[0] == '#' || s[0] == '\\') lua_pushfstring(L, "\\%s", s);
-        else lua_pushvalue(L, -2);
-      } else if (lua_isinteger(L, -2)) {
-        lua_pushfstring(L, "#%I", (LUAI_UACINT)lua_tointeger(L, -2));
-      } else {
-        const char *tn = luaL_typename(L, -2);
-        lua_pop(L, 2);
-        return json_fail(L, obj, "cannot encode a %s key (at '%s')", tn, key);
-      }
-      const char *k = lua_tostring(L, -1); /* stack: key, value, encoded key */
-      cJSON *v = to_json(L, -2, depth + 1, k);
-      if (!v) { /* stack: key, value, encoded key, message */
-        lua_replace(L, -4);
-        lua_pop(L, 2);
-        cJSON_Delete(obj);
-        return NULL;
-      }
-      cJSON_AddItemToObject(obj, k, v);
-      lua_pop(L, 2);
-    }
-    return obj;
-  }
-  default:
-    return json_fail(L, NULL, "cannot encode a %s (at '%s')", luaL_typename(L, idx), key);
-  }
-}
-
-static int l_json_encode(lua_State *L) {
-  luaL_checkany(L, 1);
-  cJSON *j = to_json(L, 1, 0, "");
-  if (!j) return lpt_errorf(L, "json: %s", lua_tostring(L, -1));
-  char *s = cJSON_PrintUnformatted(j);
-  cJSON_Delete(j);
-  if (!s) return lpt_errorf(L, "json: out of memory");
-  lua_pushstring(L, s);
-  free(s);
-  return 1;
-}
-
-static void from_json(lua_State *L, const cJSON *j, int depth) {
-  luaL_checkstack(L, 4, "json nesting");
-  if (cJSON_IsNull(j)) lua_pushnil(L);
-  else if (cJSON_IsBool(j)) lua_pushboolean(L, cJSON_IsTrue(j));
-  else if (cJSON_IsString(j)) lua_pushstring(L, j->valuestring);
-  else if (cJSON_IsNumber(j)) {
-    double d = j->valuedouble;
-    if (d == floor(d) && fabs(d) < 9.2e18) lua_pushinteger(L, (lua_Integer)d);
-    else lua_pushnumber(L, d);
-  } else if (cJSON_IsArray(j)) {
-    lua_createtable(L, cJSON_GetArraySize(j), 0);
-    lua_Integer i = 1;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, j) {
-      from_json(L, c, depth + 1);
-      lua_rawseti(L, -2, i++);
-    }
-  } else {
-    lua_newtable(L);
-    const cJSON *c;
-    cJSON_ArrayForEach(c, j) {
-      const char *k = c->string;
-      char *end;
-      if (k[0] == '#' && k[1]) {
-        long long v = strtoll(k + 1, &end, 10);
-        if (*end == '\0') lua_pushinteger(L, v);
-        else lua_pushstring(L, k);
-      } else if (k[0] == '\\') {
-        lua_pushstring(L, k + 1);
-      } else {
-        lua_pushstring(L, k);
-      }
-      from_json(L, c, depth + 1);
-      lua_rawset(L, -3);
-    }
-  }
-}
-
-static int l_json_decode(lua_State *L) {
-  size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
-  cJSON *j = cJSON_ParseWithLength(s, len);
-  if (!j) return lpt_errorf(L, "json: invalid JSON");
-  from_json(L, j, 0);
-  cJSON_Delete(j);
-  return 1;
-}
 
 /* --- checkpoints --- */
 
@@ -648,8 +486,6 @@ static const luaL_Reg functions[] = {
     {"_data_request_interrupt", l_request_interrupt},
     {"_data_now", l_now},
     {"_isatty", l_isatty},
-    {"_json_encode", l_json_encode},
-    {"_json_decode", l_json_decode},
     {"_save", l_save},
     {"_load", l_load},
     {NULL, NULL},

@@ -449,7 +449,7 @@ describe("numbers in checkpoint metadata", function()
   end)
 
   it("are written in their shortest exact form, a float always with '.' or an exponent", function()
-    local enc = require("partrain.checkpoint")._json_encode
+    local enc = require("partrain.json").encode
     local cases = {
       {0.1 + 0.2, "0.30000000000000004"}, {0.1, "0.1"}, {1.0, "1.0"}, {1, "1"}, {-0.0, "-0.0"},
       {2.0 ^ 53, "9007199254740992.0"}, {(1 << 53) + 1, "9007199254740993"},
@@ -464,7 +464,7 @@ describe("numbers in checkpoint metadata", function()
   end)
 
   it("decode with Lua's integer/float rules and refuse malformed JSON", function()
-    local dec = require("partrain.checkpoint")._json_decode
+    local dec = require("partrain.json").decode
     local v = dec('[1, 1.0, 1e2, -0, 9223372036854775807, 9223372036854775808, 0.30000000000000004, '
       .. 'NaN, -Infinity, "caf\\u00e9 \\ud83d\\ude00", {"#2": true, "\\\\#3": null, "x": [] }]')
     assert_same_number(1, v[1], "1")

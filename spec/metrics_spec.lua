@@ -137,6 +137,34 @@ describe("pt.metrics.log", function()
     assert.are.same({{epoch = 1, accuracy = 0.5}, {epoch = 2, accuracy = 0.75}}, lines)
     assert.matches("record must be a table", err_of(pt.metrics.log, p, 3))
   end)
+
+  it("logs NaN and infinities (a diverging run) and one-element tensors as numbers", function()
+    local p = os.tmpname()
+    pt.metrics.log(p, {loss = 0 / 0, grad_norm = 1 / 0, acc = pt.tensor(0.5), nested = {t = pt.tensor({2})}})
+    local f = assert(io.open(p))
+    local line = f:read("l")
+    f:close()
+    assert.are.equal('{"acc":0.5,"grad_norm":Infinity,"loss":NaN,"nested":{"t":2.0}}', line)
+    local rec = pt._json_decode(line)
+    assert.is_true(rec.loss ~= rec.loss)
+    assert.are.equal(math.huge, rec.grad_norm)
+    local ok, e = pcall(pt.metrics.log, p, {w = pt.ones(3)})
+    assert.is_false(ok)
+    assert.matches("log: 'w' is a tensor of 3 elements %(log numbers or one%-element tensors%)$", e)
+    os.remove(p)
+    -- and a DataHandler's per-epoch log keeps going when the loss is NaN
+    local log = os.tmpname()
+    local loader = pt.data.DataHandler(pt.data.TensorDataset(pt.randn(8, 2), pt.ones(8)),
+      {batch = 4, log = log, progress = false})
+    for _ in loader:batches() do loader:report(0 / 0) end
+    local n = 0
+    for l in io.lines(log) do
+      n = n + 1
+      assert.matches('"loss":NaN', l, 1, true)
+    end
+    assert.are.equal(1, n)
+    os.remove(log)
+  end)
 end)
 
 describe("pt.metrics with nn", function()

@@ -25,6 +25,8 @@ local lazy_functions = {
   args = {"partrain.inbatch", "args"},
   named = {"partrain.inbatch", "named"},
   any_action_failed = {"partrain.inbatch", "any_action_failed"},
+  _json_encode = {"partrain.json", "encode"},
+  _json_decode = {"partrain.json", "decode"},
 }
 
 setmetatable(pt, {

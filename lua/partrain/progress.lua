@@ -112,8 +112,30 @@ function Bar:step(samples)
   if now - self.last_draw >= gap then self:draw() end
 end
 
+local json = require "partrain.json"
+
+-- a log record as JSON: one-element tensors as their numbers (a loss, an accuracy); NaN and
+-- +-inf as Python's json writes them, so a diverging run is logged, not stopped
+local function scalars(v, path, depth)
+  if pt.is_tensor(v) then
+    if v:numel() ~= 1 then
+      error(("log: '%s' is a tensor of %d elements (log numbers or one-element tensors)")
+        :format(path, v:numel()), 0)
+    end
+    return v:item()
+  end
+  if type(v) ~= "table" or depth > 32 then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = scalars(x, path == "" and tostring(k) or path .. "." .. tostring(k), depth + 1) end
+  return out
+end
+
+local function log_line(record)
+  return json.encode(scalars(record, "", 0), "log")
+end
+
 local function write_log(f, record)
-  f:write(pt._json_encode(record), "\n")
+  f:write(log_line(record), "\n")
 end
 
 --- bar:report(loss) or bar:report{loss = v, acc = w}: running means shown on the bar.
@@ -213,9 +235,11 @@ end
 --- progress.log(path, record): append one JSON line (any Lua table of numbers, strings, booleans).
 function M.log(path, record)
   if type(record) ~= "table" then error("log: record must be a table", 2) end
+  local ok, line = pcall(log_line, record)
+  if not ok then error(line, 2) end
   local f, err = io.open(path, "a")
   if not f then error("log: cannot open '" .. tostring(path) .. "': " .. tostring(err), 2) end
-  f:write(pt._json_encode(record), "\n")
+  f:write(line, "\n")
   f:close()
 end
 
