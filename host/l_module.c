@@ -246,10 +246,13 @@ int lpt_opt_dim(lua_State *L, int idx, int ndim, const char *fname, int def) {
 pt_dtype lpt_check_dtype(lua_State *L, int idx) {
   const char *name = luaL_checkstring(L, idx);
   pt_dtype dt;
-  if (!pt_dtype_from_name(name, &dt))
-    return (pt_dtype)luaL_argerror(
-        L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected float32, float64, int64, int32, uint8 or bool)", name));
-  return dt;
+  if (pt_dtype_from_name(name, &dt)) return dt;
+  static const char expected[] = "(expected float32, float64, int64, int32, uint8 or bool)";
+  if (idx > 0) return (pt_dtype)luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' %s", name, expected));
+  /* an options field: name the function that was called, not an argument number */
+  lua_Debug ar;
+  const char *fname = lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name ? ar.name : "?";
+  return (pt_dtype)lpt_errorf(L, "%s: unknown dtype '%s' %s", fname, name, expected);
 }
 
 pt_dtype lpt_opt_dtype(lua_State *L, int opts_idx, pt_dtype def) {

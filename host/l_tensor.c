@@ -611,6 +611,26 @@ static void fill_nested(lua_State *L, int idx, int dim, int ndim, pt_tensor *t, 
   }
 }
 
+/* A constructor's options table (idx 0: none) may hold only dtype and requires_grad: a
+ * misspelled key would otherwise be ignored (requires_gard = true: no gradients). */
+static void check_creation_opts(lua_State *L, int idx, const char *fname) {
+  if (!idx || !lua_istable(L, idx)) return;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (!k || (strcmp(k, "dtype") != 0 && strcmp(k, "requires_grad") != 0))
+      lpt_errorf(L, "%s: unknown option '%s' (options: dtype, requires_grad)", fname,
+                 k ? k : luaL_typename(L, -1));
+  }
+  pt_dtype dt;
+  if (lua_getfield(L, idx, "dtype") != LUA_TNIL &&
+      !(lua_type(L, -1) == LUA_TSTRING && pt_dtype_from_name(lua_tostring(L, -1), &dt)))
+    lpt_errorf(L, "%s: unknown dtype '%s' (expected float32, float64, int64, int32, uint8 or bool)",
+               fname, luaL_tolstring(L, -1, NULL));
+  lua_pop(L, 1);
+}
+
 /* pt.tensor(nested_table_or_number, {dtype=, requires_grad=}) */
 static int l_tensor(lua_State *L) {
   int ndim = -1;
@@ -630,6 +650,7 @@ static int l_tensor(lua_State *L) {
   /* Torch7 and most Lua users write numbers without a decimal point: default to float32 unless
    * every value is an integer and the user asked for an integer dtype. */
   if (def == PT_INT64) def = PT_FLOAT32;
+  check_creation_opts(L, lua_istable(L, 2) ? 2 : 0, "tensor");
   pt_dtype dt = lpt_opt_dtype(L, 2, def);
   pt_tensor *t;
   if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
@@ -661,6 +682,7 @@ static pt_tensor *new_sized(lua_State *L, const char *fname, pt_dtype def, int *
       opts = top;
     }
   }
+  check_creation_opts(L, opts, fname);
   int ndim = lpt_check_shape(L, 1, shape);
   for (int i = 0; i < ndim; i++)
     if (shape[i] < 0) {
@@ -710,6 +732,7 @@ static int l_full(lua_State *L) {
   int64_t shape[PT_MAX_DIMS];
   int ndim = lpt_check_shape(L, 1, shape);
   pt_dtype def = lua_isboolean(L, 2) ? PT_BOOL : PT_FLOAT32;
+  check_creation_opts(L, lua_istable(L, 3) ? 3 : 0, "full");
   pt_dtype dt = lpt_opt_dtype(L, 3, def);
   pt_tensor *t;
   if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
@@ -717,16 +740,17 @@ static int l_full(lua_State *L) {
   return finish_new(L, t, lua_istable(L, 3) ? 3 : 0);
 }
 
-static int like(lua_State *L, double v, bool fill) {
+static int like(lua_State *L, const char *fname, double v, bool fill) {
   pt_tensor *src = lpt_check_tensor(L, 1), *t;
+  check_creation_opts(L, lua_istable(L, 2) ? 2 : 0, fname);
   pt_dtype dt = lpt_opt_dtype(L, 2, src->dtype);
   if (pt_tensor_empty(lpt_ctx(L), dt, src->ndim, src->shape, &t)) return lpt_error(L);
   if (fill) pt_tensor_fill(lpt_ctx(L), t, v);
   return finish_new(L, t, lua_istable(L, 2) ? 2 : 0);
 }
-static int l_zeros_like(lua_State *L) { return like(L, 0, true); }
-static int l_ones_like(lua_State *L) { return like(L, 1, true); }
-static int l_empty_like(lua_State *L) { return like(L, 0, false); }
+static int l_zeros_like(lua_State *L) { return like(L, "zeros_like", 0, true); }
+static int l_ones_like(lua_State *L) { return like(L, "ones_like", 1, true); }
+static int l_empty_like(lua_State *L) { return like(L, "empty_like", 0, false); }
 
 /* arange(stop) / arange(start, stop[, step]) -- stop exclusive, as PyTorch */
 static int l_arange(lua_State *L) {
@@ -749,6 +773,7 @@ static int l_arange(lua_State *L) {
   if (count < 0) count = 0;
   if (count > 1e12) return lpt_errorf(L, "arange: too many elements");
   int64_t n = (int64_t)count;
+  check_creation_opts(L, opts, "arange");
   pt_dtype dt = lpt_opt_dtype(L, opts, all_int ? PT_INT64 : PT_FLOAT32);
   pt_tensor *t;
   if (pt_tensor_empty(lpt_ctx(L), dt, 1, &n, &t)) return lpt_error(L);
@@ -760,6 +785,7 @@ static int l_linspace(lua_State *L) {
   double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
   lua_Integer n = luaL_checkinteger(L, 3);
   if (n < 0) return lpt_errorf(L, "linspace: number of steps must be non-negative, got %d", (int)n);
+  check_creation_opts(L, lua_istable(L, 4) ? 4 : 0, "linspace");
   pt_dtype dt = lpt_opt_dtype(L, 4, PT_FLOAT32);
   int64_t sz = n;
   pt_tensor *t;
@@ -774,6 +800,7 @@ static int l_eye(lua_State *L) {
   int opts = lua_istable(L, 2) ? 2 : (lua_istable(L, 3) ? 3 : 0);
   lua_Integer m = lua_isinteger(L, 2) ? lua_tointeger(L, 2) : n;
   if (n < 0 || m < 0) return lpt_errorf(L, "eye: sizes must be non-negative");
+  check_creation_opts(L, opts, "eye");
   int64_t shape[2] = {n, m};
   pt_tensor *t;
   if (pt_tensor_zeros(lpt_ctx(L), lpt_opt_dtype(L, opts, PT_FLOAT32), 2, shape, &t)) return lpt_error(L);
@@ -821,6 +848,7 @@ static int l_randint(lua_State *L) {
   luaL_checktype(L, shape_idx, LUA_TTABLE);
   int64_t shape[PT_MAX_DIMS];
   int ndim = lpt_check_shape(L, shape_idx, shape);
+  check_creation_opts(L, lua_istable(L, shape_idx + 1) ? shape_idx + 1 : 0, "randint");
   pt_dtype dt = lpt_opt_dtype(L, shape_idx + 1, PT_INT64);
   if (hi <= lo) return lpt_errorf(L, "randint: empty range [%d, %d)", (int)lo, (int)hi);
   pt_tensor *t;
@@ -833,6 +861,7 @@ static int l_randint(lua_State *L) {
 static int l_randperm(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   if (n < 0) return lpt_errorf(L, "randperm: n must be non-negative, got %d", (int)n);
+  check_creation_opts(L, lua_istable(L, 2) ? 2 : 0, "randperm");
   pt_dtype dt = lpt_opt_dtype(L, 2, PT_INT64);
   int64_t sz = n;
   pt_tensor *t;

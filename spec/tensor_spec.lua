@@ -35,6 +35,26 @@ describe("tensor construction", function()
     for i = 1, 10 do assert.are.equal(i, p[i]) end
   end)
 
+  it("constructors reject unknown options and dtypes, naming the function", function()
+    local function err(f, ...)
+      local ok, e = pcall(f, ...)
+      assert.is_false(ok)
+      return (tostring(e):gsub("^[^\n]-:%d+: ", ""))
+    end
+    local tail = ": unknown option 'requires_gard' (options: dtype, requires_grad)"
+    assert.are.equal("randn" .. tail, err(pt.randn, 2, {requires_gard = true}))
+    assert.are.equal("zeros" .. tail, err(pt.zeros, {2, 3}, {requires_gard = true}))
+    assert.are.equal("tensor" .. tail, err(pt.tensor, {1, 2}, {requires_gard = true}))
+    assert.are.equal("ones_like" .. tail, err(pt.ones_like, pt.ones(2), {requires_gard = true}))
+    assert.are.equal("arange" .. tail, err(pt.arange, 3, {requires_gard = true}))
+    assert.are.equal("full" .. tail, err(pt.full, {2}, 1, {requires_gard = true}))
+    assert.are.equal("eye" .. tail, err(pt.eye, 2, {requires_gard = true}))
+    assert.are.equal("randint" .. tail, err(pt.randint, 1, 5, {2}, {requires_gard = true}))
+    assert.are.equal("ones: unknown dtype 'float16' (expected float32, float64, int64, int32, uint8 or bool)",
+      err(pt.ones, 2, {dtype = "float16"}))
+    assert.is_true(pt.randn(2, {requires_grad = true, dtype = "float64"}).requires_grad)
+  end)
+
   it("rejects ragged tables with a message", function()
     assert.has_error(function() pt.tensor({{1, 2}, {3}}) end)
     local ok, err = pcall(pt.tensor, {{1, 2}, {3}})
