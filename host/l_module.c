@@ -69,19 +69,35 @@ static lpt_state *state_create(lua_State *L) {
   return s;
 }
 
-/* Position of the nearest Lua caller: bindings may be reached through other C functions
- * (metamethods, __index dispatch), and the user wants their own line in the message. */
+/* Whether a chunk's source is one of partrain's own Lua modules (<lua dir>/partrain/x.lua). */
+static bool is_partrain_source(const char *src) {
+  const char *dir = pt_state_lua_dir();
+  size_t n = strlen(dir);
+  if (src[0] != '@' || strncmp(src + 1, dir, n) != 0 || strncmp(src + 1 + n, "/partrain/", 10) != 0)
+    return false;
+  return strchr(src + 1 + n + 10, '/') == NULL;
+}
+
+/* Position of the user's line: the nearest Lua caller outside partrain's own modules (a binding
+ * may be reached through metamethods or through nn.lua's Linear:forward, and the user wants
+ * their own line in "Linear:forward: input has 3 features ..."); else the nearest Lua caller. */
 static void where_lua(lua_State *L) {
   lua_Debug ar;
-  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+  bool pushed = false;
+  for (int level = 1; level <= 16 && lua_getstack(L, level, &ar); level++) {
     lua_getinfo(L, "Sl", &ar);
-    if (ar.currentline > 0) {
+    if (ar.currentline <= 0) continue;
+    if (!is_partrain_source(ar.source)) {
+      if (pushed) lua_pop(L, 1);
       lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
       return;
     }
-    if (level >= 4) break;
+    if (!pushed) {
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      pushed = true;
+    }
   }
-  lua_pushliteral(L, "");
+  if (!pushed) lua_pushliteral(L, "");
 }
 
 int lpt_error(lua_State *L) {

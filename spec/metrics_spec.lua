@@ -73,13 +73,13 @@ describe("pt.metrics.accuracy checks and transforms", function()
 
   it("rejects labels outside 1..C like confusion_matrix", function()
     local zero_based = data.TensorDataset(scores, pt.tensor({0, 1, 0}, {dtype = "int64"}))
-    assert.are.equal("accuracy: label 0 out of range 1..2", err_of(pt.metrics.accuracy, identity, zero_based))
+    assert.are.equal("accuracy: label 0 out of range 1..2", (err_of(pt.metrics.accuracy, identity, zero_based):gsub("^[^:]*:%d+: ", "")))
     assert.are.equal("confusion_matrix: label 0 out of range 1..2",
                      err_of(pt.metrics.confusion_matrix, identity, zero_based, 2):gsub("^[^:]*:%d+: ", ""))
     local too_big = data.TensorDataset(scores, pt.tensor({1, 3, 2}, {dtype = "int64"}))
-    assert.are.equal("accuracy: label 3 out of range 1..2", err_of(pt.metrics.accuracy, identity, too_big))
+    assert.are.equal("accuracy: label 3 out of range 1..2", (err_of(pt.metrics.accuracy, identity, too_big):gsub("^[^:]*:%d+: ", "")))
     local fractional = data.TensorDataset(scores, pt.tensor({1, 1.5, 2}))
-    assert.are.equal("accuracy: label 1.5 out of range 1..2", err_of(pt.metrics.accuracy, identity, fractional))
+    assert.are.equal("accuracy: label 1.5 out of range 1..2", (err_of(pt.metrics.accuracy, identity, fractional):gsub("^[^:]*:%d+: ", "")))
     -- raised at the caller's line
     local ok, e = pcall(function()
       local a = pt.metrics.accuracy(identity, zero_based)

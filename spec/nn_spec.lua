@@ -463,6 +463,24 @@ describe("Module", function()
 end)
 
 describe("error messages", function()
+  it("point at the user's line, not at partrain's modules (README's example)", function()
+    local function line_of(f)
+      local ok, e = pcall(f)
+      assert.is_false(ok)
+      return tostring(e)
+    end
+    local here = debug.getinfo(1, "S").short_src
+    local e = line_of(function() local y = nn.Linear(784, 10)(pt.zeros(64, 783)); return y end)
+    assert.are.equal(here .. ":" .. (debug.getinfo(1, "l").currentline - 1)
+      .. ": Linear:forward: input has 783 features, expected 784 (input shape {64,783})", e)
+    e = line_of(function() local y = nn.Conv2d(3, 4, 3)(pt.ones(1, 2, 5, 5)); return y end)
+    assert.are.equal(here .. ":" .. (debug.getinfo(1, "l").currentline - 1)
+      .. ": conv2d: input has 2 channels, expected 3 (input shape {1,2,5,5}, weight shape {4,3,3,3})", e)
+    e = line_of(function() local l = nn.cross_entropy(pt.ones(2, 3), long({1, 5})); return l end)
+    assert.are.equal(here .. ":" .. (debug.getinfo(1, "l").currentline - 1)
+      .. ": cross_entropy: target class 5 out of range for 3 classes", e)
+  end)
+
   it("Linear and class-index losses", function()
     assert_err("Linear:forward: input has 783 features, expected 784 (input shape {64,783})",
       nn.Linear(784, 10), pt.zeros(64, 783))
