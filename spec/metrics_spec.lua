@@ -167,6 +167,22 @@ describe("pt.metrics.log", function()
   end)
 end)
 
+describe("pt.progress over a plain iterator", function()
+  it("counts iterations (it/s), or samples when told how many a step holds", function()
+    local function run(opts)
+      local text = {}
+      local stream = {write = function(_, ...) for _, v in ipairs({...}) do text[#text + 1] = v end end,
+                      flush = function() end}
+      opts.mode, opts.stream, opts.total = "plain", stream, 3
+      for _ in pt.progress(opts, ipairs({1, 2, 3})) do end
+      return table.concat(text)
+    end
+    assert.matches(" it/s", run({}))
+    assert.is_nil(run({}):find("samples/s", 1, true))
+    assert.matches(" samples/s", run({samples = 64}))
+  end)
+end)
+
 describe("pt.metrics with nn", function()
   it("evaluates an nn model and restores its training mode", function()
     local nn = pt.nn

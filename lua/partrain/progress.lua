@@ -34,7 +34,7 @@ end
 
 --- progress.new{total = steps, desc = "epoch 1", mode = "tty"|"plain"|"none", stream = io.stdout,
 --               interval = seconds between plain lines, every = steps between plain lines,
---               log = "metrics.jsonl", log_every = steps, epoch = n}
+--               log = "metrics.jsonl", log_every = steps, epoch = n, unit = "samples"}
 function M.new(opts)
   opts = opts or {}
   local mode = opts.mode
@@ -47,7 +47,7 @@ function M.new(opts)
     interval = opts.interval or M.interval, every = opts.every, epoch = opts.epoch,
     log_every = opts.log_every, quiet_end = opts.quiet_end,
     start = pt._data_now(), last_draw = -math.huge, lines = 0,
-    steps = 0, samples = 0, sums = {}, counts = {}, order = {},
+    steps = 0, samples = 0, sums = {}, counts = {}, order = {}, unit = opts.unit or "samples",
   }, Bar)
   self.last_draw = self.start
   if opts.log then
@@ -77,7 +77,7 @@ function Bar:line()
   for _, k in ipairs(self.order) do
     parts[#parts + 1] = ("%s %.4f"):format(k, self.sums[k] / self.counts[k])
   end
-  if el > 0 then parts[#parts + 1] = fmt_rate(self.samples / el) .. " samples/s" end
+  if el > 0 then parts[#parts + 1] = fmt_rate(self.samples / el) .. " " .. self.unit .. "/s" end
   if self.total and self.steps < self.total and self.steps > 0 then
     parts[#parts + 1] = "ETA " .. fmt_time(el / self.steps * (self.total - self.steps))
   else
@@ -217,8 +217,9 @@ end
 function M.wrap(opts, iter, state, init)
   if type(opts) ~= "table" then error("wrap: options table expected as argument 1", 2) end
   if type(iter) ~= "function" then error("wrap: iterator function expected as argument 2", 2) end
+  -- a plain iterator counts steps (tqdm's it/s) unless it says how many samples a step holds
   local bar = M.new{total = opts.total, desc = opts.desc, mode = opts.mode, log = opts.log,
-                    stream = opts.stream}
+                    stream = opts.stream, unit = opts.samples and "samples" or "it"}
   local ctl = init
   return function()
     local r = table.pack(iter(state, ctl))
