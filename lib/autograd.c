@@ -33,13 +33,27 @@ static void node_free_saved(pt_node *n) {
   n->pending_grad = NULL;
 }
 
+/* Freeing a node releases its inputs' nodes, and a graph can be a chain as long as a training
+ * run (a loss summed over 400k steps without item()): nodes whose last reference goes while
+ * this thread frees another are queued and freed by the outermost call, in a loop, where
+ * recursion ran out of stack. */
+static _Thread_local pt_node *release_queue;
+static _Thread_local bool releasing;
+
 void pt_node_release(pt_node *n) {
   if (!n) return;
   if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) return;
-  /* Releasing inputs may release their nodes in turn; deep graphs recurse here, which is
-   * bounded by the depth of the network (thousands of layers at most). */
-  node_free_saved(n);
-  pt_small_free(n, sizeof *n); /* per-thread small-block cache (lib/tensor.c) */
+  n->release_next = release_queue;
+  release_queue = n;
+  if (releasing) return;
+  releasing = true;
+  while (release_queue) {
+    pt_node *m = release_queue;
+    release_queue = m->release_next;
+    node_free_saved(m);
+    pt_small_free(m, sizeof *m); /* per-thread small-block cache (lib/tensor.c) */
+  }
+  releasing = false;
 }
 
 /* The history of a tensor whose grad_fn is m, as of now (a new reference). A view's values
@@ -47,28 +61,65 @@ void pt_node_release(pt_node *n) {
  * the view's node is resolved again over the base's current one, as a copy, so that what was
  * recorded earlier keeps the old one (PyTorch rebases views the same way). Other nodes are
  * their own history. On failure to copy, the view keeps its recorded history. */
-static pt_node *node_now(pt_node *m) {
+static bool plain_view(const pt_node *m) {
   bool plain = m && m->is_view && m->n_inputs == 1 && m->inputs[0] && !m->extra && !m->released;
   for (int k = 0; plain && k < PT_NODE_MAX_SAVED; k++) plain = !m->saved[k];
-  if (!plain) return pt_node_retain(m);
-  pt_node *base_now = node_now(m->inputs[0]->grad_fn);
-  if (base_now == m->input_fn[0]) {
-    pt_node_release(base_now);
-    return pt_node_retain(m);
+  return plain;
+}
+
+/* No in-place op touched the storage since the view was recorded: its history is as it was
+ * (and so is every view under it, recorded earlier), without walking the chain of views. */
+static bool view_unchanged(const pt_node *m) {
+  return atomic_load(&m->inputs[0]->storage->version) == m->view_version;
+}
+
+static pt_node *node_now(pt_node *m) {
+  if (!plain_view(m) || view_unchanged(m)) return pt_node_retain(m);
+  /* the chain of views down to a history that stands as it is, then back up, in loops: a
+   * sequence consumed one narrow() at a time makes chains as long as the sequence */
+  size_t n = 0, cap = 16;
+  pt_node **chain = malloc(cap * sizeof *chain);
+  if (!chain) return pt_node_retain(m);
+  pt_node *cur = m;
+  while (plain_view(cur) && !view_unchanged(cur)) {
+    if (n == cap) {
+      pt_node **grown = realloc(chain, 2 * cap * sizeof *chain);
+      if (!grown) {
+        free(chain);
+        return pt_node_retain(m); /* keeps its recorded history, as on any failure here */
+      }
+      chain = grown;
+      cap *= 2;
+    }
+    chain[n++] = cur;
+    cur = cur->inputs[0]->grad_fn;
   }
-  pt_node *c = pt_small_alloc(NULL, sizeof *c);
-  if (!c) {
-    pt_node_release(base_now);
-    return pt_node_retain(m);
+  pt_node *below = pt_node_retain(cur); /* the history of the innermost view's input, now */
+  while (n > 0) {
+    pt_node *v = chain[--n];
+    if (below == v->input_fn[0]) {
+      pt_node_release(below);
+      below = pt_node_retain(v);
+      continue;
+    }
+    pt_node *c = pt_small_alloc(NULL, sizeof *c);
+    if (!c) {
+      pt_node_release(below);
+      below = pt_node_retain(v);
+      continue;
+    }
+    memcpy(c, v, sizeof *c);
+    atomic_init(&c->refcount, 1);
+    c->inputs[0] = pt_tensor_retain(v->inputs[0]);
+    c->input_fn[0] = below;
+    c->view_version = atomic_load(&c->inputs[0]->storage->version); /* resolved as of now */
+    c->pending_grad = NULL;
+    c->pending_deps = 0;
+    c->visit_mark = 0;
+    below = c;
   }
-  memcpy(c, m, sizeof *c);
-  atomic_init(&c->refcount, 1);
-  c->inputs[0] = pt_tensor_retain(m->inputs[0]);
-  c->input_fn[0] = base_now;
-  c->pending_grad = NULL;
-  c->pending_deps = 0;
-  c->visit_mark = 0;
-  return c;
+  free(chain);
+  return below;
 }
 
 pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn backward,

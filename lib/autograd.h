@@ -44,6 +44,8 @@ struct pt_node {
   bool released;                            /* saved tensors freed after backward */
   uint64_t tag;                             /* ctx->graph_tag when recorded (pt_graph_release_tagged) */
   bool is_view;                             /* the output shares its input's storage (view ops) */
+  unsigned view_version;                    /* is_view: that storage's version when recorded */
+  struct pt_node *release_next;             /* pt_node_release's queue of nodes being freed */
   /* engine bookkeeping during one backward pass (single thread) */
   pt_tensor *pending_grad;
   int pending_deps;

@@ -21,7 +21,10 @@ static pt_status record1(pt_ctx *ctx, pt_tensor *in, pt_tensor **out, const char
     pt_tensor_release(*out);
     *out = NULL;
   } else if ((*out)->storage == in->storage && *out != in) {
-    if (*node) (*node)->is_view = true;
+    if (*node) {
+      (*node)->is_view = true;
+      (*node)->view_version = atomic_load(&in->storage->version);
+    }
     if (!(*out)->base) (*out)->base = pt_tensor_retain(in->base ? in->base : in);
   }
   return st;

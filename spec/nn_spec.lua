@@ -575,6 +575,41 @@ describe("saved tensors modified in place", function()
     assert.are.same({2, 2}, x2.grad:tolist())
   end)
 
+  it("free a graph as long as a training run without running out of stack", function()
+    -- a loss summed over many steps without item(): one chain of 300k nodes, freed at once
+    local a = pt.tensor({0.5}, {requires_grad = true})
+    local c = a
+    for _ = 1, 300000 do c = c + 1e-6 end
+    c = nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    local b = pt.tensor({1.0}, {requires_grad = true})
+    local d = b
+    for _ = 1, 300000 do d = d * 1 end
+    d:backward()
+    assert.are.same({1}, b.grad:tolist())
+  end)
+
+  it("resolve long chains of views, before and after an in-place op on them", function()
+    local x = pt.tensor({1, 2, 3, 4, 5, 6}, {dtype = "float64", requires_grad = true})
+    local rest, toks = x * 1, {}
+    for i = 1, 5 do -- consume one element at a time, as a tokenizer loop
+      toks[i] = rest:select(1, 1)
+      rest = rest:narrow(1, 2, rest:size(1) - 1)
+    end
+    rest:mul_(10) -- in place on the innermost view: its history and its base's change
+    local loss = rest:sum()
+    for i = 1, 5 do loss = loss + toks[i] * i end
+    loss:backward()
+    assert.are.same({1, 2, 3, 4, 5, 10}, x.grad:tolist())
+    local v = pt.tensor({1, 2}, {dtype = "float64", requires_grad = true})
+    local w = v * 1
+    for _ = 1, 20000 do w = w:view(2) end
+    w:mul_(3)
+    w:sum():backward()
+    assert.are.same({3, 3}, v.grad:tolist())
+  end)
+
   it("give the right gradient when an in-place op's argument is another view of its output", function()
     local function grad(f)
       local a = pt.tensor({{1, 2}, {3, 4}}, {dtype = "float64", requires_grad = true})
