@@ -1,4 +1,6 @@
 /* Autograd from Lua: backward, no_grad, detach, requires_grad_, retain_grad. */
+#include <string.h>
+
 #include "lpt.h"
 
 /* t:backward([grad][, {retain_graph=}]) */
@@ -7,9 +9,18 @@ static int t_backward(lua_State *L) {
   pt_tensor *g = NULL;
   int opts = 0;
   if (lua_istable(L, 2)) opts = 2;
-  else if (!lua_isnoneornil(L, 2)) {
-    g = lpt_check_tensor(L, 2);
-    if (lua_istable(L, 3)) opts = 3;
+  else {
+    if (!lua_isnoneornil(L, 2)) g = lpt_check_tensor(L, 2);
+    if (lua_istable(L, 3)) opts = 3; /* backward(grad, opts) or backward(nil, opts) */
+  }
+  if (opts) { /* a misspelled option would silently free the graph */
+    lua_pushnil(L);
+    while (lua_next(L, opts)) {
+      lua_pop(L, 1);
+      if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "retain_graph") != 0)
+        return lpt_errorf(L, "backward: unknown option '%s' (options: retain_graph)",
+                          luaL_tolstring(L, -1, NULL));
+    }
   }
   bool retain = lpt_opt_bool(L, opts, "retain_graph", false);
   if (pt_backward(lpt_ctx(L), t, g, retain)) return lpt_error(L);

@@ -291,6 +291,8 @@ static pt_status list_push(pt_ctx *ctx, node_list *l, pt_node *n) {
 static atomic_uint backward_pass_counter;
 
 static pt_status accumulate_leaf(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad) {
+  /* turned off since the graph was recorded (x:requires_grad_(false)): no gradient, as PyTorch */
+  if (!leaf->requires_grad) return PT_OK;
   if (ctx->accumulate) return ctx->accumulate(ctx, leaf, grad, ctx->accumulate_data);
   return pt_accumulate_default(ctx, leaf, grad, NULL);
 }

@@ -257,8 +257,10 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
   int Wo = (W + 2 * o->padding[1] - o->dilation[1] * (kw - 1) - 1) / o->stride[1] + 1;
   if (H + 2 * o->padding[0] < o->dilation[0] * (kh - 1) + 1 || W + 2 * o->padding[1] < o->dilation[1] * (kw - 1) + 1 ||
       Ho < 1 || Wo < 1)
-    return pt_fail(ctx, PT_ESHAPE, "%s: kernel %dx%d is larger than the padded input %dx%d (input shape %s)", fn,
-                   kh, kw, H + 2 * o->padding[0], W + 2 * o->padding[1],
+    return pt_fail(ctx, PT_ESHAPE, "%s: kernel %dx%d%s is larger than the padded input %dx%d (input shape %s)", fn,
+                   o->dilation[0] * (kh - 1) + 1, o->dilation[1] * (kw - 1) + 1,
+                   o->dilation[0] > 1 || o->dilation[1] > 1 ? " (dilated)" : "",
+                   H + 2 * o->padding[0], W + 2 * o->padding[1],
                    pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
   pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL;
   void *cols = NULL;
@@ -335,10 +337,14 @@ static pt_status pool_out_size(pt_ctx *ctx, const char *fn, const pt_pool2d_opts
     if (o->padding[i] * 2 > o->kernel[i])
       return pt_fail(ctx, PT_EARG, "%s: padding %d should be at most half of kernel size %d", fn,
                      o->padding[i], o->kernel[i]);
-    int span = in[i] + 2 * o->padding[i] - o->kernel[i];
+    if (o->dilation[i] < 0) return pt_fail(ctx, PT_EARG, "%s: dilation must be >= 1", fn);
+    int extent[2]; /* the window's span with dilation */
+    for (int k = 0; k < 2; k++) extent[k] = (o->dilation[k] > 1 ? o->dilation[k] : 1) * (o->kernel[k] - 1) + 1;
+    int span = in[i] + 2 * o->padding[i] - extent[i];
     if (span < 0)
-      return pt_fail(ctx, PT_ESHAPE, "%s: kernel %dx%d is larger than the padded input %dx%d", fn,
-                     o->kernel[0], o->kernel[1], H + 2 * o->padding[0], W + 2 * o->padding[1]);
+      return pt_fail(ctx, PT_ESHAPE, "%s: kernel %dx%d%s is larger than the padded input %dx%d", fn,
+                     extent[0], extent[1], extent[0] != o->kernel[0] || extent[1] != o->kernel[1] ? " (dilated)" : "",
+                     H + 2 * o->padding[0], W + 2 * o->padding[1]);
     int n = (o->ceil_mode ? (span + o->stride[i] - 1) / o->stride[i] : span / o->stride[i]) + 1;
     /* the last window must start inside the input or left padding (PyTorch's rule) */
     if (o->ceil_mode && (n - 1) * o->stride[i] >= in[i] + o->padding[i]) n--;
@@ -362,6 +368,7 @@ static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes,
   o->kernel[0] = (int)iv[0], o->kernel[1] = (int)iv[1], o->stride[0] = (int)iv[2], o->stride[1] = (int)iv[3];
   o->padding[0] = (int)iv[4], o->padding[1] = (int)iv[5], o->ceil_mode = iv[6], o->count_include_pad = iv[7];
   o->relu = false; /* the backward needs no flag: the forward left index -1 where it rectified */
+  o->dilation[0] = o->dilation[1] = 1; /* max pool's backward follows the saved indices */
   *planes = iv[8], *H = (int)iv[9], *W = (int)iv[10], *Ho = (int)iv[11], *Wo = (int)iv[12];
 }
 

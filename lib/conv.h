@@ -16,6 +16,7 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
 
 typedef struct pt_pool2d_opts {
   int kernel[2], stride[2], padding[2];
+  int dilation[2];        /* max pool only; 0 reads as 1 (initializers that leave it out) */
   bool ceil_mode;
   bool count_include_pad; /* avg pool only */
   bool relu;              /* max pool only: max(pool, 0), i.e. a ReLU before the pooling fused in

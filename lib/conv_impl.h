@@ -243,8 +243,9 @@ static void SUFFIX(max_pool_plane2)(const real *restrict xp, real *restrict yp, 
  * (int32: half the memory traffic of int64; pool2d refuses planes of 2^31 elements or more) */
 static void SUFFIX(max_pool_forward)(const real *x, real *y, int32_t *idx, int64_t p0, int64_t planes,
                                      int H, int W, int Ho, int Wo, const pt_pool2d_opts *o) {
+  int dy = o->dilation[0] > 1 ? o->dilation[0] : 1, dx = o->dilation[1] > 1 ? o->dilation[1] : 1;
   if (o->kernel[0] == 2 && o->kernel[1] == 2 && o->stride[0] == 2 && o->stride[1] == 2 &&
-      o->padding[0] == 0 && o->padding[1] == 0 && 2 * Ho <= H && 2 * Wo <= W) {
+      o->padding[0] == 0 && o->padding[1] == 0 && dy == 1 && dx == 1 && 2 * Ho <= H && 2 * Wo <= W) {
     /* the common 2x2/2 case: no bounds checks; NaN propagates as in the general path */
     for (int64_t pl = p0; pl < planes; pl++) {
       const real *xp = x + pl * H * W;
@@ -281,10 +282,10 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int32_t *idx, int64
         real best = 0;
         int32_t bi = -1;
         for (int ki = 0; ki < o->kernel[0]; ki++) {
-          int iy = y0 + ki;
+          int iy = y0 + ki * dy;
           if (iy < 0 || iy >= H) continue;
           for (int kj = 0; kj < o->kernel[1]; kj++) {
-            int ix = x0 + kj;
+            int ix = x0 + kj * dx;
             if (ix < 0 || ix >= W) continue;
             real v = xp[iy * W + ix];
             if (bi < 0 || v > best || v != v) {
@@ -304,9 +305,9 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int32_t *idx, int64
  * (index -1); NaN stays NaN without a gradient, as a ReLU's backward gives it none */
 static void SUFFIX(max_pool_relu)(real *restrict y, int32_t *restrict idx, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; i++) {
-    bool dead = !(y[i] > 0);
+    bool dead = y[i] <= 0; /* a NaN maximum stays, with its gradient, as PyTorch's relu */
     idx[i] = dead ? -1 : idx[i];
-    y[i] = dead && y[i] == y[i] ? 0 : y[i];
+    y[i] = dead ? 0 : y[i];
   }
 }
 

@@ -87,7 +87,7 @@ static pt_status linear_backward_vec(pt_ctx *ctx, pt_node *node, pt_tensor *g, p
     PT_DISPATCH_FLOAT(dt, {
       const T *gp = gv, *yp = pt_tensor_data(node->saved[2]);
       T *m = (T *)gmask;
-      for (int64_t i = 0; i < nout; i++) m[i] = yp[i] > 0 ? gp[i] : (T)0;
+      for (int64_t i = 0; i < nout; i++) m[i] = yp[i] <= 0 ? (T)0 : gp[i];
     });
     gv = gmask;
   }
@@ -182,7 +182,7 @@ static pt_status linear_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out
     PT_DISPATCH_FLOAT(dt, {
       const T *gp = pt_tensor_data(g), *yp = yv;
       T *mp = pt_tensor_data(m);
-      for (int64_t i = 0; i < n; i++) mp[i] = yp[i] > 0 ? gp[i] : (T)0;
+      for (int64_t i = 0; i < n; i++) mp[i] = yp[i] <= 0 ? (T)0 : gp[i];
     });
     pt_tensor_release(g);
     g = m;
@@ -306,7 +306,7 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
     int64_t n = M * nout;
     PT_DISPATCH_FLOAT(dt, {
       T *yp = pt_tensor_data(y);
-      for (int64_t i = 0; i < n; i++) yp[i] = yp[i] > 0 ? yp[i] : (T)0;
+      for (int64_t i = 0; i < n; i++) yp[i] = yp[i] <= 0 ? (T)0 : yp[i];
     });
   }
   pt_node *node;
@@ -369,9 +369,10 @@ static const char *act_backward_name(pt_nn_act act) {
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_C 0.044715
 
+/* ReLU keeps NaN and passes its gradient (x <= 0 is false for NaN), as PyTorch's threshold */
 static inline double act_f(pt_nn_act act, double x, double slope) {
   switch (act) {
-  case PT_ACT_RELU: return x > 0 ? x : 0;
+  case PT_ACT_RELU: return x <= 0 ? 0 : x;
   case PT_ACT_LEAKY_RELU: return x > 0 ? x : slope * x;
   case PT_ACT_GELU: return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
   case PT_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(GELU_K * (x + GELU_C * x * x * x)));
@@ -385,7 +386,7 @@ static inline double act_f(pt_nn_act act, double x, double slope) {
 /* derivative from the input x and the output y */
 static inline double act_df(pt_nn_act act, double x, double y, double slope) {
   switch (act) {
-  case PT_ACT_RELU: return x > 0 ? 1 : 0;
+  case PT_ACT_RELU: return x <= 0 ? 0 : 1;
   case PT_ACT_LEAKY_RELU: return x > 0 ? 1 : slope;
   case PT_ACT_GELU:
     return 0.5 * (1.0 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) * 0.3989422804014327;
@@ -419,7 +420,7 @@ static pt_status act_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, p
     const T *xp = pt_tensor_data(x), *yp = pt_tensor_data(y), *gp = pt_tensor_data(g);
     T *op = pt_tensor_data(gx);
     if (act == PT_ACT_RELU) {
-      for (int64_t i = 0; i < n; i++) op[i] = xp[i] > 0 ? gp[i] : (T)0;
+      for (int64_t i = 0; i < n; i++) op[i] = xp[i] <= 0 ? (T)0 : gp[i];
     } else {
       for (int64_t i = 0; i < n; i++) op[i] = (T)(gp[i] * act_df(act, xp[i], yp[i], slope));
     }
@@ -445,7 +446,7 @@ pt_status pt_nn_activation(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double slop
     const T *xp = pt_tensor_data(xc);
     T *yp = pt_tensor_data(y);
     if (act == PT_ACT_RELU) {
-      for (int64_t i = 0; i < n; i++) yp[i] = xp[i] > 0 ? xp[i] : (T)0;
+      for (int64_t i = 0; i < n; i++) yp[i] = xp[i] <= 0 ? (T)0 : xp[i];
     } else {
       for (int64_t i = 0; i < n; i++) yp[i] = (T)act_f(act, xp[i], slope);
     }

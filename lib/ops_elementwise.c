@@ -215,7 +215,7 @@ static inline double h_gelud_d(double x) {
   UK(sqrtd_##S, T, T, (T)0.5 / SQRT(x))                                                         \
   UK(tanhd_##S, T, T, h_tanhd_##S(x))                                                            \
   UK(sigmoidd_##S, T, T, h_sigmoidd_##S(x))                                                      \
-  UK(relud_##S, T, T, x > 0 ? (T)1 : (T)0)                                                      \
+  UK(relud_##S, T, T, x <= 0 ? (T)0 : (T)1)                                                      \
   UK(gelud_##S, T, T, h_gelud_##S(x))                                                            \
   UK(cosd_##S, T, T, -SIN(x))                                                                   \
   UK(clampd_##S, T, T, (x >= (T)p[0] && x <= (T)p[1]) ? (T)1 : (T)0)

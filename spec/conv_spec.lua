@@ -1,5 +1,6 @@
 local pt = require "partrain"
 local gradcheck = require "spec.gradcheck"
+local nn = pt.nn
 
 local function f64(...) return pt.randn({...}, {dtype = "float64"}) end
 
@@ -133,6 +134,12 @@ describe("conv2d", function()
     assert.truthy(msg(pt.conv2d, pt.zeros(1, 3, 5, 5, {dtype = "int64"}), pt.randn(4, 3, 3, 3)):find("conv2d: input must be float32 or float64, got int64", 1, true))
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = 0}):find("conv2d: stride and dilation must be >= 1 and padding >= 0", 1, true))
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = "x"}):find("conv2d: option 'stride' must be an integer or a pair {h, w}", 1, true))
+    -- misspelled options are errors, never the defaults; the size error shows the dilated kernel
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {paddin = 1}):find("conv2d: unknown option 'paddin' (options: stride, padding, dilation, groups)", 1, true))
+    assert.truthy(msg(pt.max_pool2d, pt.randn(1, 3, 5, 5), 2, {stide = 1}):find("max_pool2d: unknown option 'stide' (options: stride, padding, dilation, ceil_mode, relu)", 1, true))
+    assert.truthy(msg(pt.avg_pool2d, pt.randn(1, 3, 5, 5), 2, {dilation = 2}):find("avg_pool2d: unknown option 'dilation'", 1, true))
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 1, 5, 5), pt.randn(1, 1, 3, 3), nil, {dilation = {1, 3}}):find("conv2d: kernel 3x7 (dilated) is larger than the padded input 5x5", 1, true))
+    assert.has_error(function() nn.MaxPool2d(2, {dilatoin = 2}) end, "MaxPool2d: unknown option 'dilatoin'")
     -- beyond int's range: an error, never a truncated value (2^32 + 1 would run as 1)
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {padding = 4294967297}):find("conv2d: option 'padding' 4294967297 is out of range", 1, true))
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = {1, 4294967297}}):find("conv2d: option 'stride' 4294967297 is out of range", 1, true))
@@ -141,6 +148,17 @@ describe("conv2d", function()
 end)
 
 describe("pooling", function()
+  it("max_pool2d with dilation, as PyTorch's (values from torch 1.13)", function()
+    local x = pt.arange(1, 26):reshape(1, 1, 5, 5):float()
+    assert.are.same({{{{13, 15}, {23, 25}}}}, pt.max_pool2d(x, 2, {dilation = 2}):tolist())
+    assert.are.same({{{{19, 20, 19}, {24, 25, 24}, {19, 20, 19}}}},
+      pt.max_pool2d(x, 3, {dilation = 2, stride = 1, padding = 1}):tolist())
+    assert.are.same({{{{8, 10}, {18, 20}, {23, 25}}}}, pt.max_pool2d(x, 2, {dilation = {1, 2}, ceil_mode = true}):tolist())
+    assert.are.same({{{{13, 15}, {23, 25}}}}, nn.MaxPool2d(2, {dilation = 2})(x):tolist())
+    local xr = pt.randn({1, 2, 7, 6}, {dtype = "float64"})
+    gradcheck(function(v) return pt.max_pool2d(v, 3, {dilation = 2, stride = 1}) end, {xr})
+  end)
+
   it("max_pool2d picks maxima and routes gradients to them", function()
     local x = pt.tensor({{{{1, 2, 5, 6}, {3, 4, 7, 8}, {9, 10, 13, 14}, {11, 12, 15, 16}}}})
     assert.are.same({{{{4, 8}, {12, 16}}}}, pt.max_pool2d(x, 2):tolist())

@@ -422,6 +422,26 @@ describe("Module", function()
     assert.is_true(m.weight.requires_grad)
   end)
 
+  it("Sequential fuses only modules whose forward is their class's own, checked at every call", function()
+    local seq = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    local x = pt.randn(2, 3)
+    seq(x) -- the plan is made: Linear+ReLU fused
+    local calls = 0
+    seq[2].forward = function(_, v) calls = calls + 1; return v * 0 end
+    assert.is_true(pt.equal(seq(x), seq[3](pt.zeros(2, 4))))
+    assert.are.equal(1, calls)
+    seq[2].forward = nil
+    local own = nn.ReLU.forward
+    nn.ReLU.forward = function(self, v) calls = calls + 10; return own(self, v) end
+    local ok, err = pcall(function()
+      nn.Sequential(nn.Linear(3, 4), nn.ReLU())(x)
+      nn.Sequential(nn.ReLU(), nn.MaxPool2d(2))(pt.randn(1, 1, 4, 4))
+    end)
+    nn.ReLU.forward = own
+    assert(ok, err)
+    assert.are.equal(21, calls)
+  end)
+
   it("Module:to keeps its parameters' identity: optimizers and tied weights follow", function()
     local m = nn.Linear(2, 1)
     local w = m.weight
@@ -573,6 +593,39 @@ describe("saved tensors modified in place", function()
     h2:add_(1)
     h2:sum():backward()
     assert.are.same({2, 2}, x2.grad:tolist())
+  end)
+
+  it("follow PyTorch at the edges: ReLU at NaN, backward(nil, opts), a leaf turned off", function()
+    -- relu keeps NaN and passes its gradient (torch's threshold: x <= 0 -> 0), fused or not
+    local x = pt.tensor({0 / 0, -1, 2, 0}, {requires_grad = true})
+    local y = nn.relu(x)
+    assert.is_true(y[1] ~= y[1])
+    y:sum():backward()
+    assert.are.same({1, 0, 1, 0}, x.grad:tolist())
+    local x2 = pt.tensor({0 / 0, -1, 2, 0}, {requires_grad = true})
+    x2:relu():sum():backward()
+    assert.are.same({1, 0, 1, 0}, x2.grad:tolist())
+    local z = pt.tensor({{{{0 / 0, 1}, {2, 3}}}}, {requires_grad = true})
+    local p = pt.max_pool2d(z, 2, {relu = true})
+    assert.is_true(p:item() ~= p:item())
+    p:sum():backward()
+    assert.are.same({{{{1, 0}, {0, 0}}}}, z.grad:tolist())
+    -- backward(nil, {retain_graph = true}) keeps the graph; a misspelled option is an error
+    local a = pt.tensor({1, 2}, {requires_grad = true})
+    local s = (a * a):sum()
+    s:backward(nil, {retain_graph = true})
+    s:backward()
+    assert.are.same({4, 8}, a.grad:tolist())
+    assert.has_error(function() (a * 2):sum():backward(nil, {retain_grahp = true}) end,
+      "backward: unknown option 'retain_grahp' (options: retain_graph)")
+    -- a leaf whose requires_grad was turned off after the forward gets no gradient
+    local b = pt.tensor({1, 2}, {dtype = "float64", requires_grad = true})
+    local c = pt.tensor({3}, {dtype = "float64", requires_grad = true})
+    local out = (b * 3):sum() + c
+    b:requires_grad_(false)
+    out:backward()
+    assert.is_nil(b.grad)
+    assert.are.same({1}, c.grad:tolist())
   end)
 
   it("free a graph as long as a training run without running out of stack", function()

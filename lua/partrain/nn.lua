@@ -168,6 +168,10 @@ function Module:new(...)
   self:__init(...)
   return self
 end
+doc(Module.new, [[Class:new(...) -> a new instance; Class(...) calls it.
+  Sets up the instance's registries of parameters, buffers and children, then runs
+  Class.__init(self, ...) (define __init in a class; a subclass of a concrete layer calls
+  Class.super.__init(self, ...)). Override __init, not new.]])
 
 function Module:__init() end
 
@@ -175,8 +179,15 @@ function Module:forward()
   error(class_name(self) .. ":forward is not implemented (define function "
     .. class_name(self) .. ":forward(...))", 2)
 end
+doc(Module.forward, [[m:forward(...) -> output: the module's computation; m(...) calls it.
+  Every layer defines its own (help(nn.<Layer>) says what it computes); a class made with
+  nn.Module:extend defines function MyNet:forward(x) ... end. nn.Module's own raises
+  "MyNet:forward is not implemented".]])
 
 function Module:extra_repr() return "" end
+doc(Module.extra_repr, [[m:extra_repr() -> string: the settings shown in m's printed form, inside the parentheses:
+  Linear(in_features=4, out_features=2, bias=true). Define it in a class to show its own
+  (nn.Module's returns ""); the children are printed after it, one per line.]])
 
 function Module:register_parameter(name, t)
   if t ~= nil and not (pt.is_tensor(t) and t.is_leaf) then
@@ -447,6 +458,7 @@ doc(nn.Parameter, "nn.Parameter(t) -> t as a leaf with requires_grad = true (reg
 
 local init = {}
 nn.init = init
+doc(init, "nn.init: parameter initialisers as PyTorch's torch.nn.init (in place, seeded by pt.manual_seed): uniform_, kaiming_uniform_, ...")
 
 local function check_tensor(fname, t)
   if not pt.is_tensor(t) then error(fname .. ": expected a tensor, got " .. type(t), 3) end
@@ -579,7 +591,13 @@ function nn.batch_norm(x, running_mean, running_var, w, b, training, momentum, e
   return C._nn_batch_norm(x, running_mean, running_var, w, b, training and true or false,
     momentum or 0.1, eps or 1e-5)
 end
-doc(nn.batch_norm, "nn.batch_norm(x, running_mean, running_var[, weight, bias, training=false, momentum=0.1, eps=1e-5])\n  x {N,C} or {N,C,L}; running stats may be nil (then batch statistics are always used).")
+doc(nn.batch_norm, [[nn.batch_norm(x, running_mean, running_var[, weight, bias, training=false, momentum=0.1, eps=1e-5])
+  PyTorch's F.batch_norm: positional arguments, and training defaults to FALSE: x is normalised
+  with the running statistics (evaluation). training=true: with the batch statistics, updating
+  the running ones in place (running = (1-momentum)*running + momentum*batch).
+  x {N,C} or {N,C,L}; running_mean/running_var may be nil (then batch statistics are always used).
+  pt.batch_norm (also nn.batch_norm2d) is the other form: an options table, any {N,C,...} input,
+  and training defaults to TRUE. nn.BatchNorm1d/BatchNorm2d pass their mode explicitly.]])
 function nn.embedding(indices, weight, opts)
   return C._nn_embedding(weight, indices, opts and opts.padding_idx or 0)
 end
@@ -703,6 +721,8 @@ nn.functional = {
   bce_with_logits = nn.bce_with_logits,
 }
 nn.F = nn.functional
+doc(nn.functional, "nn.functional (also nn.F): the functional forms (PyTorch's torch.nn.functional): F.relu(x), F.cross_entropy(z, y), ...\n"
+  .. "  The same functions as nn.relu, nn.cross_entropy, ...; help(nn.functional.<name>) shows one.")
 
 -- ------------------------------------------------------------------ layers
 
@@ -732,6 +752,8 @@ function Linear:reset_parameters()
     init.uniform_(b, -bound, bound)
   end
 end
+doc(Linear.reset_parameters, "linear:reset_parameters(): draws weight and bias again, in place, as the constructor does:\n"
+  .. "  U(-1/sqrt(in_features), 1/sqrt(in_features)) for both (kaiming_uniform_ with a=sqrt(5) for the weight).")
 function Linear:forward(x)
   return C._nn_linear(x, self._parameters.weight, self._parameters.bias, "Linear:forward")
 end
@@ -815,6 +837,8 @@ doc(LayerNorm, "nn.LayerNorm(normalized_shape[, {eps=1e-5, elementwise_affine=tr
 -- running-statistics bookkeeping; each class checks its input rank and calls its kernel.
 local BatchNorm = Module:extend("_BatchNorm")
 nn._BatchNorm = BatchNorm
+doc(BatchNorm, "nn._BatchNorm: the base BatchNorm1d and BatchNorm2d share (parameters, running statistics, printing);\n"
+  .. "  internal: use nn.BatchNorm1d or nn.BatchNorm2d.")
 function BatchNorm:__init(num_features, opts)
   check_size(class_name(self), "num_features", num_features)
   opts = opts or {}
@@ -995,11 +1019,17 @@ function Sequential:add(m)
   return self
 end
 Sequential.append = Sequential.add
+doc(Sequential.add, "seq:add(m) -> seq: appends module m as child \"#seq+1\" (seq:append(m) is the same).")
 
 -- The forward plan fuses pairs into one C call (one node, no extra tensor): Linear followed by
 -- ReLU, and ReLU followed by MaxPool2d (pooling then rectifying gives the same values: ReLU is
--- monotonic). Only modules of exactly those classes, without a forward of their own, fuse.
-local function plain(m, class) return m ~= nil and getmetatable(m) == class and rawget(m, "forward") == nil end
+-- monotonic). Only modules of exactly those classes whose forward is still the class's own
+-- (no override on the instance or the class) fuse; the plan is checked at every call, so an
+-- override made after the first call takes effect.
+local own_forward = {} -- class -> the forward it was defined with (set where the classes are)
+local function plain(m, class)
+  return m ~= nil and getmetatable(m) == class and m.forward == own_forward[class]
+end
 
 local function build_plan(self)
   local plan, mods, names = {}, self._modules, self._module_names
@@ -1007,10 +1037,10 @@ local function build_plan(self)
   while i <= #names do
     local m, nxt = mods[names[i]], mods[names[i + 1]]
     if plain(m, Linear) and plain(nxt, ReLU) then
-      plan[#plan + 1] = {m, "linear_relu"}
+      plan[#plan + 1] = {m, "linear_relu", nxt}
       i = i + 2
     elseif nn.MaxPool2d and plain(m, ReLU) and plain(nxt, nn.MaxPool2d) then
-      plan[#plan + 1] = {nxt, "relu_max_pool"}
+      plan[#plan + 1] = {nxt, "relu_max_pool", m}
       i = i + 2
     else
       plan[#plan + 1] = {m, false}
@@ -1021,8 +1051,21 @@ local function build_plan(self)
   return plan
 end
 
+-- whether the fused pairs of a plan may still fuse (a forward overridden since it was made)
+local function plan_holds(plan)
+  for i = 1, #plan do
+    local step = plan[i]
+    if step[2] and (step[1].forward ~= own_forward[getmetatable(step[1])]
+                    or (step[3] and step[3].forward ~= own_forward[getmetatable(step[3])])) then
+      return false
+    end
+  end
+  return true
+end
+
 function Sequential:forward(x)
-  local plan = rawget(self, "_plan") or build_plan(self)
+  local plan = rawget(self, "_plan")
+  if not plan or not plan_holds(plan) then plan = build_plan(self) end
   for i = 1, #plan do
     local step = plan[i]
     local m, fused = step[1], step[2]
@@ -1052,13 +1095,16 @@ function ModuleList:append(m)
   self:add_module(tostring(#self._module_names + 1), m)
   return self
 end
+doc(ModuleList.append, "list:append(m) -> list: adds module m at the end (child \"#list+1\").")
 function ModuleList:extend(list)
   for _, m in ipairs(list) do self:append(m) end
   return self
 end
+doc(ModuleList.extend, "list:extend({m1, m2, ...}) -> list: appends each module in order.")
 function ModuleList:forward()
   error("ModuleList:forward: a ModuleList has no forward; iterate over it (for i, m in ipairs(list))", 2)
 end
+doc(ModuleList.forward, "list:forward(): an error: a ModuleList has no forward; iterate over it (for i, m in ipairs(list)).")
 doc(ModuleList, "nn.ModuleList([{m1, m2, ...}]): a registered list of modules; list[i], #list, ipairs(list), list:append(m), list:extend(t).")
 
 local ModuleDict = Module:extend("ModuleDict")
@@ -1079,16 +1125,22 @@ function ModuleDict:keys()
   for i, n in ipairs(self._module_names) do out[i] = n end
   return out
 end
+doc(ModuleDict.keys, "d:keys() -> list of the names in insertion order.")
 function ModuleDict:values() return self:children() end
+doc(ModuleDict.values, "d:values() -> list of the modules in insertion order.")
 function ModuleDict:items() return self:named_children() end
+doc(ModuleDict.items, "d:items() -> iterator of name, module in insertion order (as pairs(d)).")
 function ModuleDict:forward()
   error("ModuleDict:forward: a ModuleDict has no forward; index it by name", 2)
 end
+doc(ModuleDict.forward, "d:forward(): an error: a ModuleDict has no forward; index it by name (d.name, d[name]).")
 ModuleDict.__pairs = function(self) return self:named_children() end
 doc(ModuleDict, "nn.ModuleDict([{name = m, ...} or {{name, m}, ...}]): registered modules by name; d.name, d[name] = m,\n  d:keys(), d:values(), d:items() / pairs(d) in insertion order (a map argument is added in sorted key order).")
 
 -- convolutional layers live in their own file; it extends this table
 package.loaded["partrain.nn"] = nn
 require "partrain.nn_conv"
+own_forward[Linear], own_forward[ReLU] = Linear.forward, ReLU.forward
+own_forward[nn.MaxPool2d] = nn.MaxPool2d.forward
 
 return nn

@@ -61,6 +61,8 @@ function Conv2d:reset_parameters()
     init.uniform_(self.bias, -bound, bound)
   end
 end
+doc(Conv2d.reset_parameters, "conv:reset_parameters(): draws weight and bias again, in place, as the constructor does:\n"
+  .. "  U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels/groups * kh * kw (kaiming_uniform_, a=sqrt(5)).")
 function Conv2d:forward(x)
   local p = self._parameters
   return pt.conv2d(x, p.weight, p.bias, {stride = self.stride, padding = self.padding,
@@ -78,20 +80,33 @@ end
 doc(Conv2d, [[nn.Conv2d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, dilation=1, groups=1, bias=true}])
   2-D convolution of {N,C,H,W} (or {C,H,W}) inputs; sizes are n or {h, w}. PyTorch's default init.]])
 
-local function pool_class(name, fn)
+local function pool_class(name, fn, is_max)
   local P = Module:extend(name)
+  local allowed = is_max and {stride = true, padding = true, dilation = true, ceil_mode = true}
+    or {stride = true, padding = true, ceil_mode = true, count_include_pad = true}
   function P:__init(kernel_size, opts)
     opts = opts or {}
+    for k in pairs(opts) do
+      if not allowed[k] then error(("%s: unknown option '%s'"):format(name, tostring(k)), 3) end
+    end
     self.kernel_size = pair(name, "kernel_size", kernel_size)
     self.stride = pair(name, "stride", opts.stride or self.kernel_size)
     self.padding = pair(name, "padding", opts.padding or 0)
     self.ceil_mode = opts.ceil_mode or false
-    self.count_include_pad = opts.count_include_pad ~= false
+    if is_max then
+      self.dilation = pair(name, "dilation", opts.dilation or 1)
+    else
+      self.count_include_pad = opts.count_include_pad ~= false
+    end
   end
   -- the call's options; relu = true fuses a preceding ReLU into max pooling (Sequential's plan)
   function P:_pool_opts(relu)
+    if is_max then
+      return {stride = self.stride, padding = self.padding, dilation = self.dilation,
+        ceil_mode = self.ceil_mode, relu = relu}
+    end
     return {stride = self.stride, padding = self.padding, ceil_mode = self.ceil_mode,
-      count_include_pad = self.count_include_pad, relu = relu}
+      count_include_pad = self.count_include_pad}
   end
   function P:forward(x) return fn(x, self.kernel_size, self:_pool_opts()) end
   function P:extra_repr()
@@ -101,9 +116,9 @@ local function pool_class(name, fn)
   return P
 end
 
-nn.MaxPool2d = pool_class("MaxPool2d", pt.max_pool2d)
-doc(nn.MaxPool2d, "nn.MaxPool2d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false}])")
-nn.AvgPool2d = pool_class("AvgPool2d", pt.avg_pool2d)
+nn.MaxPool2d = pool_class("MaxPool2d", pt.max_pool2d, true)
+doc(nn.MaxPool2d, "nn.MaxPool2d(kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false}])")
+nn.AvgPool2d = pool_class("AvgPool2d", pt.avg_pool2d, false)
 doc(nn.AvgPool2d, "nn.AvgPool2d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true}])")
 
 local AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
@@ -168,6 +183,14 @@ nn.max_pool2d = pt.max_pool2d
 nn.avg_pool2d = pt.avg_pool2d
 nn.adaptive_avg_pool2d = pt.adaptive_avg_pool2d
 nn.batch_norm2d = pt.batch_norm
+-- the C text (host/l_conv.c) does not say how this form differs from nn.batch_norm
+doc(pt.batch_norm, [[pt.batch_norm(x, mean, var[, w, b][, {training=true, momentum=0.1, eps=1e-5}]), also nn.batch_norm2d
+  pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=true, momentum=0.1, eps=1e-5}])
+  Per-channel normalisation of x {N,C,...} (any rank >= 2). Options in a table, and training
+  defaults to TRUE: batch statistics, updating running_mean/running_var in place (momentum);
+  {training=false}: the running statistics (evaluation). Running statistics may be nil.
+  nn.batch_norm is the other form, PyTorch's F.batch_norm: positional arguments, {N,C} or
+  {N,C,L} inputs, and training defaults to FALSE. nn.BatchNorm2d passes its mode explicitly.]])
 nn.dropout2d = pt.dropout2d
 nn.upsample_nearest2d = pt.upsample_nearest2d
 
