@@ -101,7 +101,7 @@ int pt_host_report(lua_State *L, int status) {
   return status;
 }
 
-/* Usage on stderr after a bad option, on stdout when asked for with -h. */
+/* Usage on stderr after a bad option, on stdout when asked for with -h or --help. */
 static void print_usage(const char *badoption) {
   FILE *out = badoption ? stderr : stdout;
   if (badoption) {
@@ -116,9 +116,10 @@ static void print_usage(const char *badoption) {
           "  -e chunk  execute string 'chunk'\n"
           "  -i        enter interactive mode after executing 'script'\n"
           "  -l mod    require library 'mod' into global 'mod'\n"
+          "  -l g=mod  require library 'mod' into global 'g'\n"
           "  -v        show version information\n"
           "  -W        turn warnings on\n"
-          "  -h        show this help\n"
+          "  -h        show this help (also --help)\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n"
           "With no arguments: the REPL on a terminal, otherwise stdin runs as a script.\n"
@@ -149,12 +150,21 @@ static int dostring(lua_State *L, const char *s, const char *name) {
   return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
 }
 
-/* require 'name' into global 'name' (-l) */
-static int dolibrary(lua_State *L, const char *name) {
+/* -l 'globname[=modname]': globname = require(modname), as lua.c 5.4.4 (without '=', the
+ * module's name is the global's) */
+static int dolibrary(lua_State *L, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  const char *modname = eq ? eq + 1 : arg;
+  lua_pushlstring(L, arg, eq ? (size_t)(eq - arg) : strlen(arg)); /* the global's name */
   lua_getglobal(L, "require");
-  lua_pushstring(L, name);
+  lua_pushstring(L, modname);
   int status = pt_host_docall(L, 1, 1);
-  if (status == LUA_OK) lua_setglobal(L, name);
+  if (status == LUA_OK) {
+    lua_setglobal(L, lua_tostring(L, -2));
+    lua_pop(L, 1);
+    return LUA_OK;
+  }
+  lua_remove(L, -2); /* the global's name, under the message */
   return pt_host_report(L, status);
 }
 
@@ -191,7 +201,11 @@ static int collectargs(char **argv, int *first) {
     *first = i;
     if (argv[i][0] != '-') return args; /* not an option: the script */
     switch (argv[i][1]) {
-    case '-': /* '--' */
+    case '-': /* '--', or '--help' (same as -h) */
+      if (strcmp(argv[i], "--help") == 0) {
+        args |= has_h;
+        break;
+      }
       if (argv[i][2] != '\0') return has_error;
       *first = i + 1;
       return args;

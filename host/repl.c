@@ -17,7 +17,9 @@
  * of names from the globals (so `pt.nn.Li<TAB>` loads pt.nn), and its fields complete: the
  * value's own keys, then along its metatable's __index chain; an __index function contributes
  * the tables it holds as upvalues (except _ENV): the tensor methods table for tensors, the
- * lazily loaded submodules for pt. After ':' only functions complete. */
+ * lazily loaded submodules for pt. A metatable's __fields, a list of names, adds the fields an
+ * __index function computes (partrain.help lists the tensor properties there: grad,
+ * requires_grad, is_leaf, grad_fn, shape). After ':' only functions complete. */
 #include <errno.h>
 #include <lauxlib.h>
 #include <lualib.h>
@@ -145,12 +147,30 @@ static void add_keys(lua_State *L, int idx, bool methods_only) {
   }
 }
 
+/* The names listed in the metatable (at the top of the stack)'s __fields: fields its __index
+ * function provides. They are not methods. */
+static void add_listed_fields(lua_State *L) {
+  if (lua_getfield(L, -1, "__fields") == LUA_TTABLE) {
+    lua_Integer n = luaL_len(L, -1);
+    for (lua_Integer i = 1; i <= n; i++) {
+      if (lua_rawgeti(L, -1, i) == LUA_TSTRING) {
+        size_t len;
+        const char *k = lua_tolstring(L, -1, &len);
+        add_candidate(L, k, len);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+}
+
 /* Fields of the value at idx: its own keys and its metatable's __index chain. */
 static void add_fields(lua_State *L, int idx, bool methods_only, int depth) {
   idx = lua_absindex(L, idx);
   if (depth > 8) return;
   if (lua_type(L, idx) == LUA_TTABLE) add_keys(L, idx, methods_only);
   if (!lua_getmetatable(L, idx)) return;
+  if (!methods_only) add_listed_fields(L);
   int t = lua_getfield(L, -1, "__index");
   if (t == LUA_TTABLE) {
     add_fields(L, -1, methods_only, depth + 1);

@@ -1,11 +1,30 @@
 -- Train an MLP 784-256-128-10 on Fashion-MNIST, print test accuracy per epoch, save a checkpoint.
 --   partrain scripts/fashion_mnist_mlp.lua [epochs] [checkpoint path]
+--     epochs            a positive integer (default 10)
+--     checkpoint path   where to save (default mlp.safetensors)
+-- Anything else (a third argument, epochs that are not a positive integer) stops with the usage.
 -- Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).
 local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
 
-local epochs = tonumber(arg and arg[1]) or 10
-local ckpt = arg and arg[2] or "mlp.safetensors"
+local USAGE = "usage: partrain scripts/fashion_mnist_mlp.lua [epochs] [checkpoint path]\n"
+  .. "  epochs: a positive integer (default 10); checkpoint path: default mlp.safetensors"
+local args = arg or {}
+if args[1] == "-h" or args[1] == "--help" then
+  print(USAGE)
+  return
+end
+local function usage_error(msg) error("fashion_mnist_mlp: " .. msg .. "\n" .. USAGE, 0) end
+if #args > 2 then usage_error(("too many arguments (%d)"):format(#args)) end
+local epochs = 10
+if args[1] ~= nil then
+  epochs = math.tointeger(tonumber(args[1]))
+  if not epochs or epochs < 1 then
+    usage_error(("epochs must be a positive integer, got '%s'"):format(args[1]))
+  end
+end
+local ckpt = args[2] or "mlp.safetensors"
+if ckpt == "" then usage_error("the checkpoint path is empty") end
 local dir = os.getenv("FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist/"
 
 pt.manual_seed(42)

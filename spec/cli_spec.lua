@@ -62,6 +62,20 @@ describe("partrain command line", function()
     assert.are.equal(0, rc)
   end)
 
+  it("--help prints the usage on stdout and exits 0, as -h", function()
+    local out, err, rc = sh("$P --help")
+    local h_out = sh("$P -h")
+    assert.matches("^usage: partrain %[options%] %[script %[args%]%]", out)
+    assert.are.equal(h_out, out)
+    assert.matches("\n  %-l g=mod  require library 'mod' into global 'g'\n", out)
+    assert.matches("\n  %-h        show this help %(also %-%-help%)\n", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, rc)
+    local _, err2, rc2 = sh("$P --helpx")
+    assert.matches("^partrain: unrecognized option '%-%-helpx'\nusage:", err2)
+    assert.are.equal(1, rc2)
+  end)
+
   it("an unknown option prints the usage and exits 1", function()
     local out, err, rc = sh("$P -x")
     assert.are.equal("", out)
@@ -135,6 +149,28 @@ describe("partrain command line", function()
     assert.are.equal(1, rc2)
   end)
 
+  it("-l g=mod requires mod into global g, as lua.c 5.4.4", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. q(dir)))
+    local f = assert(io.open(dir .. "/clispecmod.lua", "w"))
+    f:write("return {hello = function() return 'hi' end}\n")
+    f:close()
+    local env = "LUA_PATH=" .. q(dir .. "/?.lua;;") .. " "
+    local out, err, rc = sh(env .. "$P -l g=clispecmod -e 'io.write(g.hello(), \" \", tostring(clispecmod))'")
+    assert.are.same({ "hi nil", "", 0 }, { out, err, rc })
+    local out2 = sh(env .. "$P -lg2=clispecmod -e 'io.write(g2.hello())'")
+    assert.are.equal("hi", out2)
+    local out3 = sh(env .. "$P -l clispecmod -e 'io.write(clispecmod.hello())'")
+    assert.are.equal("hi", out3)
+    local out4, err4, rc4 = sh(env .. "$P -l g=no_such_module_y -e 'io.write(1)'")
+    assert.are.equal("", out4)
+    assert.matches("^partrain: module 'no_such_module_y' not found", err4)
+    assert.are.equal(1, rc4)
+    os.remove(dir .. "/clispecmod.lua")
+    os.remove(dir)
+  end)
+
   it("an error in -e prints the message and a traceback and exits 1", function()
     local out, err, rc = sh("$P -e 'error(\"bad thing\")' -e 'io.write(\"not reached\")'")
     assert.are.equal("", out)
@@ -198,6 +234,43 @@ describe("partrain command line", function()
     local out, err, rc = sh("$P -e 'local x = pt.ones(3, {requires_grad=true}); (x*x):sum():backward(); " ..
       "io.write(string.format(\"%g\", x.grad:sum():item()))'")
     assert.are.same({ "6", "", 0 }, { out, err, rc })
+  end)
+end)
+
+describe("scripts/fashion_mnist_mlp.lua", function()
+  local usage = "usage: partrain scripts/fashion_mnist_mlp.lua [epochs] [checkpoint path]\n" ..
+    "  epochs: a positive integer (default 10); checkpoint path: default mlp.safetensors"
+
+  it("rejects bad arguments with the usage before training (no checkpoint written)", function()
+    local dir = os.tmpname()
+    for _, case in ipairs {
+      {"abc " .. dir .. ".ckpt", "epochs must be a positive integer, got 'abc'"},
+      {"0", "epochs must be a positive integer, got '0'"},
+      {"2.5", "epochs must be a positive integer, got '2.5'"},
+      {"3 a.safetensors extra", "too many arguments (3)"},
+      {"3 ''", "the checkpoint path is empty"},
+    } do
+      local out, err, rc = sh("FASHION_MNIST_DIR=/nonexistent/ $P scripts/fashion_mnist_mlp.lua " .. case[1])
+      assert.are.equal("", out)
+      assert.are.equal("partrain: fashion_mnist_mlp: " .. case[2] .. "\n" .. usage .. "\n",
+        err:match("^(.-)stack traceback:\n"))
+      assert.are.equal(1, rc)
+    end
+    assert.is_nil(io.open(dir .. ".ckpt"))
+    os.remove(dir)
+  end)
+
+  it("-h and --help print the usage", function()
+    for _, a in ipairs {"-h", "--help"} do
+      local out, err, rc = sh("$P scripts/fashion_mnist_mlp.lua " .. a)
+      assert.are.same({ usage .. "\n", "", 0 }, { out, err, rc })
+    end
+  end)
+
+  it("takes epochs and a path (reaching the data loading)", function()
+    local _, err, rc = sh("FASHION_MNIST_DIR=/nonexistent/ $P scripts/fashion_mnist_mlp.lua 2 x.safetensors")
+    assert.matches("^partrain: [^\n]*/nonexistent/train%-images%-idx3%-ubyte%.gz", err)
+    assert.are.equal(1, rc)
   end)
 end)
 

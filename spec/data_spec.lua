@@ -81,6 +81,16 @@ describe("data.idx", function()
     assert.are.equal(1, #s)
   end)
 
+  it("prints as IdxDataset(n), and help on it shows its methods", function()
+    local ds = data.idx(write(tmp("i6"), imgs), write(tmp("l6"), labs))
+    assert.are.equal("IdxDataset(5)", tostring(ds))
+    assert.are.equal("DataHandler(batch=2, shuffle=false, 3 batches of IdxDataset(5))",
+      tostring(data.DataHandler(ds, {batch = 2})))
+    local text = require("partrain.help").text(ds)
+    assert.matches("^an object of class IdxDataset; help%(IdxDataset%):\ndata%.idx datasets", text)
+    assert.matches("\n  get +ds:get%(i%) %-> {image, label}", text)
+  end)
+
   it("names the problem in hostile files", function()
     assert.matches("bad magic 0x01000803", err_of(data.idx, write(tmp("b1"), "\1\0\8\3" .. imgs:sub(5))))
     assert.matches("truncated: shape {5,2,3} needs 30 data bytes, the file has 29",

@@ -261,6 +261,28 @@ describe("Optimizer mechanics", function()
     end
     assert.is_string(pt._docs[optim.Optimizer.step])
     assert.is_string(pt._docs[optim.Optimizer.state_dict])
+    for _, k in ipairs({"get_lr", "get_last_lr", "step", "state_dict", "load_state_dict"}) do
+      assert.is_string(pt._docs[optim.LRScheduler[k]], k)
+    end
+    assert.is_string(pt._docs[optim.LRScheduler])
+  end)
+
+  it("keeps the hyperparameter checks internal (no public validate) and still runs them", function()
+    for _, k in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+      assert.is_nil(rawget(optim[k], "validate"), k)
+      assert.is_function(rawget(optim[k], "_validate"), k)
+    end
+    local o = optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1})
+    assert.has_error(function() o:add_param_group({params = {nn.Parameter(pt.zeros(1))}, lr = -1}) end,
+      "SGD: invalid learning rate: -1")
+  end)
+
+  it("a scheduler's printed settings stay out of its state_dict", function()
+    local o = optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1})
+    local s = optim.StepLR(o, {step_size = 2, gamma = 0.5})
+    s:step()
+    assert.are.equal("StepLR(step_size=2, gamma=0.5, last_epoch=1)", tostring(s))
+    assert.are.same({last_epoch = 1, base_lrs = {1}}, s:state_dict())
   end)
 end)
 

@@ -205,3 +205,49 @@ describe("pretty.format", function()
     assert.truthy(pt._docs[pretty.format]:find("^pretty.format%(v"))
   end)
 end)
+
+describe("printed forms of schedulers and data objects", function()
+  local optim, data = pt.optim, pt.data
+
+  local function sgd() return optim.SGD({ pt.zeros(2, { requires_grad = true }) }, { lr = 0.1 }) end
+
+  it("an LR scheduler prints its settings and last_epoch", function()
+    local s = optim.StepLR(sgd(), { step_size = 10 })
+    for _ = 1, 3 do s:step() end
+    assert.are.equal("StepLR(step_size=10, gamma=0.1, last_epoch=3)", tostring(s))
+    assert.are.equal("CosineAnnealingLR(T_max=5, eta_min=0, last_epoch=0)",
+      tostring(optim.CosineAnnealingLR(sgd(), { T_max = 5 })))
+    assert.are.equal("LambdaLR(lr_lambda=<function>, last_epoch=0)",
+      tostring(optim.LambdaLR(sgd(), function() return 1 end)))
+    assert.are.equal("LinearLR(start_factor=0.333333, end_factor=1, total_iters=5, last_epoch=0)",
+      tostring(optim.LinearLR(sgd())))
+    assert.are.equal("LinearWarmup(warmup_steps=4, start_factor=0.25, last_epoch=0)",
+      tostring(optim.LinearWarmup(sgd(), { warmup_steps = 4 })))
+  end)
+
+  it("datasets, subsets and DataHandlers print one line", function()
+    local ds = data.TensorDataset(pt.randn(10, 3), pt.arange(1, 11))
+    assert.are.equal("TensorDataset(10)", tostring(ds))
+    local a = data.random_split(ds, { 7, 3 })
+    assert.are.equal("Subset(7 of TensorDataset(10))", tostring(a))
+    assert.are.equal("DataHandler(batch=4, shuffle=false, 3 batches of TensorDataset(10))",
+      tostring(data.DataHandler(ds, { batch = 4 })))
+    local h = data.DataHandler(a, { batch = 2, shuffle = true, seed = 1, drop_last = true,
+      transform = function(x, y) return x, y end })
+    for _ in h:batches({ progress = false }) do end
+    assert.are.equal("DataHandler(batch=2, shuffle=true, seed=1, drop_last=true, transform=<function>, " ..
+      "epoch=1, 3 batches of Subset(7 of TensorDataset(10)))", tostring(h))
+    -- a dataset of the user's own: its size
+    local own = { get = function() return { 1 } end, len = function() return 5 end }
+    assert.are.equal("DataHandler(batch=128, shuffle=false, 1 batch of 5 samples)",
+      tostring(data.DataHandler(own)))
+  end)
+
+  it("pretty.format (the REPL) prints them through __tostring, not their fields", function()
+    local ds = data.TensorDataset(pt.zeros(60000, 2), pt.zeros(60000))
+    local h = data.DataHandler(ds, { batch = 64, shuffle = true })
+    assert.are.equal("DataHandler(batch=64, shuffle=true, 938 batches of TensorDataset(60000))", pretty.format(h))
+    assert.are.equal("{TensorDataset(60000), StepLR(step_size=1, gamma=0.1, last_epoch=0)}",
+      pretty.format({ ds, optim.StepLR(sgd(), { step_size = 1 }) }))
+  end)
+end)

@@ -76,6 +76,16 @@ describe("REPL", function()
     assert.are.equal("partrain: stdin:2: 'end' expected (to close 'function' at line 1) near <eof>\n", err)
   end)
 
+  it("prints data handlers, datasets and schedulers through __tostring (not their fields)", function()
+    local out, err = repl("ds = pt.data.TensorDataset(pt.zeros(60000, 784), pt.zeros(60000))\n" ..
+      "h = pt.data.DataHandler(ds, {batch = 64, shuffle = true})\nh\nds\n" ..
+      "opt = pt.optim.SGD(pt.nn.Linear(2, 2):parameters(), {lr = 0.1})\n" ..
+      "s = pt.optim.StepLR(opt, {step_size = 10}); for i = 1, 3 do s:step() end\ns\n")
+    assert.are.equal("DataHandler(batch=64, shuffle=true, 938 batches of TensorDataset(60000))\n" ..
+      "TensorDataset(60000)\nStepLR(step_size=10, gamma=0.1, last_epoch=3)\n", out)
+    assert.are.equal("", err)
+  end)
+
   it("reports a failing __tostring while printing", function()
     local out, err = repl("setmetatable({}, {__tostring = function() error('no', 0) end})\n")
     assert.are.equal("<table: __tostring failed: no>\n", out)
@@ -94,6 +104,39 @@ describe("REPL", function()
     os.remove(inf)
     assert.matches("^partrain: interrupted\nstack traceback:\n", out)
     assert.matches("\n42\n<rc=0>\n$", out)
+  end)
+end)
+
+describe("tab completion", function()
+  -- runs the REPL on a terminal (util-linux's script gives it one) with input typed at once;
+  -- returns what the terminal showed
+  local function tty(input)
+    local inf = os.tmpname()
+    local f = assert(io.open(inf, "w"))
+    f:write(input)
+    f:close()
+    local hist = os.tmpname()
+    local p = io.popen("HOME=/nonexistent PARTRAIN_HISTORY=" .. q(hist) .. " INPUTRC=/dev/null TERM=dumb " ..
+      "timeout 20 script -qec " .. q(q(EXE)) .. " /dev/null < " .. q(inf) .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    os.remove(inf)
+    os.remove(hist)
+    return (out:gsub("\r", ""))
+  end
+
+  local has_script = os.execute("command -v script > /dev/null 2>&1")
+
+  it("completes tensor properties (grad, requires_grad, is_leaf, grad_fn), not only methods", function()
+    if not has_script then
+      pending("util-linux's script is not installed")
+      return
+    end
+    -- without the completion the lines would read x.gr, x.requires, ... and print nil
+    local out = tty("x = pt.ones(2, {requires_grad = true}); y = (x * 2):sum(); y:backward()\n" ..
+      "x.gr\t\ny.requires\t\nx.is_l\t\ny.grad_f\t\n")
+    assert.matches("\ntensor%({2%., 2%.}, shape={2}, dtype=float32%)\n> [^\n]*\ntrue\n> [^\n]*\ntrue\n" ..
+      "> [^\n]*\nSumBackward\n", out)
   end)
 end)
 

@@ -91,6 +91,8 @@ function TensorDataset:get(i)
   return out
 end
 
+function TensorDataset:__tostring() return ("TensorDataset(%d)"):format(self.n) end
+
 function TensorDataset:_collate(indices, first, count)
   local out = {}
   for k, t in ipairs(self.tensors) do out[k] = pt._data_gather(t, indices, first, count) end
@@ -164,6 +166,8 @@ function IdxDataset:get(i)
   return {x}
 end
 
+function IdxDataset:__tostring() return ("IdxDataset(%d)"):format(self.n) end
+
 function IdxDataset:_collate(indices, first, count)
   local x = pt._data_gather(self.images, indices, first, count, self.gather_opts)
   if self.labels then return {x, pt._data_gather(self.labels, indices, first, count)} end
@@ -223,6 +227,19 @@ function Subset:get(i)
   check_index("Subset", i, self.n)
   return self.dataset:get(self.list[i])
 end
+
+-- a dataset as printed inside another's form: its __tostring, else its size
+local function dataset_str(ds)
+  local mt = getmetatable(ds)
+  if type(mt) == "table" and rawget(mt, "__tostring") then
+    local ok, str = pcall(tostring, ds)
+    if ok and type(str) == "string" and not str:find("\n") then return str end
+  end
+  local ok, n = pcall(ds.len, ds)
+  return ok and (tostring(n) .. " samples") or "a dataset"
+end
+
+function Subset:__tostring() return ("Subset(%d of %s)"):format(self.n, dataset_str(self.dataset)) end
 
 -- a Subset of a C-backed dataset is C-backed too
 function Subset:_collate(indices, first, count)
@@ -343,6 +360,18 @@ end
 --                               log = "metrics.jsonl"}])
 -- handler:batches() iterates over one epoch of batches; every call reshuffles (seed, epoch).
 -- Unknown options and values of the wrong type are errors.
+function DataHandler:__tostring()
+  local o = self.opts
+  local parts = {"batch=" .. tostring(o.batch), "shuffle=" .. tostring(o.shuffle)}
+  if o.shuffle and o.seed ~= defaults.seed then parts[#parts + 1] = "seed=" .. tostring(o.seed) end
+  if o.drop_last then parts[#parts + 1] = "drop_last=true" end
+  if o.transform then parts[#parts + 1] = "transform=<function>" end
+  if self.epoch > 0 then parts[#parts + 1] = "epoch=" .. self.epoch end
+  local ok, nb = pcall(self.len, self)
+  parts[#parts + 1] = (ok and (nb .. (nb == 1 and " batch" or " batches")) or "batches") .. " of " .. dataset_str(self.dataset)
+  return "DataHandler(" .. table.concat(parts, ", ") .. ")"
+end
+
 function data.DataHandler(ds, opts)
   check_dataset(ds, "DataHandler")
   opts = opts or {}
@@ -764,6 +793,18 @@ if docs then
       .. "  float32 features {N,F}; integer labels int64 (+label_offset), word labels -> classes 1.. (ds.classes).\n"
       .. "  RFC 4180 quoting (\"New York, NY\", \"\" for a quote); a UTF-8 byte order mark is skipped.",
     [data.Subset] = "data.Subset(dataset, indices) -> the samples at the given 1-based indices.",
+    [TensorDataset] = "data.TensorDataset_class: the class of data.TensorDataset(x, y, ...) datasets (and of data.csv's);\n"
+      .. "  ds:get(i) -> {x[i], y[i], ...}, ds:len() / #ds; ds.tensors holds the tensors.",
+    [TensorDataset.get] = "ds:get(i) -> sample i (1-based): {x[i], y[i], ...}, one entry per tensor.",
+    [TensorDataset.len] = "ds:len() -> number of samples (also #ds).",
+    [Subset] = "data.Subset objects (data.Subset, data.random_split): ds:get(i) is dataset:get(indices[i]); ds:len() / #ds.",
+    [Subset.get] = "subset:get(i) -> sample indices[i] of the underlying dataset (i 1-based).",
+    [Subset.len] = "subset:len() -> number of indices (also #subset).",
+    [IdxDataset] = "data.idx datasets (IDX images and labels): ds:get(i) -> {image, label}, ds:len() / #ds.",
+    [IdxDataset.get] = "ds:get(i) -> {image, label} of sample i (1-based; the image float, the label a 1-based class index).",
+    [IdxDataset.len] = "ds:len() -> number of images (also #ds).",
+    [DataHandler] = "data.DataHandler_class: the class of data.DataHandler(dataset, opts) loaders; help(data.DataHandler) for the options.\n"
+      .. "  for x, y in loader:batches() do ... end; #loader batches per epoch; loader.dataset, loader.epoch.",
     [data.random_split] = "data.random_split(dataset, {n1, n2, ...}[, {seed=42}]) -> Subset, Subset, ... (sizes or fractions).",
     [data.DataHandler] = "data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, progress=, log=}])\n"
       .. "  for x, y in loader:batches() do ... end  -- one epoch; each call reshuffles (seed, epoch)\n"
@@ -782,6 +823,8 @@ if docs then
       .. "  opts: windows=k | epoch=true, after_window=f(losses), step=optim.SGD (fused step),\n"
       .. "  read_in_workers=true (workers call dataset:get themselves), refresh_model=true.\n"
       .. "  Every rule: lua/partrain/par.lua.",
+    [transforms] = "data.transforms: per-batch transforms for DataHandler's transform option: fn(x, y, ...) -> x, y, ...\n"
+      .. "  data.DataHandler(ds, {transform = transforms.compose(transforms.random_flip(), transforms.normalize(m, s))})",
     [transforms.normalize] = "data.transforms.normalize(mean, std[, {shape={C,H,W}}]) -> (x-mean)/std per channel, in place.",
     [transforms.one_hot] = "data.transforms.one_hot(num_classes) -> y (1-based) becomes float32 {B, num_classes}.",
     [transforms.random_flip] = "data.transforms.random_flip([p=0.5][, {shape={C,H,W}}]) -> mirror images left-right.",

@@ -45,7 +45,7 @@ local function check_param_list(name, list, where)
   return out
 end
 
--- cls: the optimizer class; defaults: its hyperparameters (nil = required); validate(name, group)
+-- cls: the optimizer class; defaults: its hyperparameters (nil = required); _validate(name, group)
 local function new_optimizer(cls, params, lr_or_opts, maybe_opts)
   local name = cls.name
   local opts = lr_or_opts
@@ -83,7 +83,7 @@ local function new_optimizer(cls, params, lr_or_opts, maybe_opts)
       if group[k] == nil then group[k] = v end
     end
     if group.lr == nil then error(name .. ": lr is required (optim." .. name .. "(params, {lr = ...}))", 3) end
-    cls.validate(name, group)
+    cls._validate(name, group)
     group._states = {}
     for i, p in ipairs(group.params) do
       if seen[p] then error(name .. ": some parameters appear in more than one parameter group", 3) end
@@ -102,7 +102,7 @@ end
 
 local function make_class(name, defaults, allowed, validate, kernel, opts_of)
   local cls = setmetatable({name = name, defaults = defaults, allowed = allowed or {},
-    validate = validate}, {__index = Optimizer})
+    _validate = validate}, {__index = Optimizer})
   cls.__index = cls
   cls.__tostring = Optimizer.__tostring
   cls._kernel = kernel
@@ -143,7 +143,7 @@ function Optimizer:add_param_group(g)
   for k, v in pairs(self.defaults) do
     if group[k] == nil then group[k] = v end
   end
-  getmetatable(self).validate(self.name, group)
+  getmetatable(self)._validate(self.name, group)
   group._states = {}
   for i, p in ipairs(group.params) do
     if self.state[p] then error(self.name .. ": some parameters appear in more than one parameter group", 2) end
@@ -211,7 +211,7 @@ function Optimizer:load_state_dict(sd)
     for k, v in pairs(sg) do
       if k ~= "params" and k ~= "_states" then merged[k] = v end
     end
-    getmetatable(self).validate(name, merged)
+    getmetatable(self)._validate(name, merged)
   end
   if sd.state ~= nil and type(sd.state) ~= "table" then
     error(string.format("%s: state must be a table, got %s", name, type(sd.state)), 2)
@@ -468,12 +468,15 @@ local Scheduler = {}
 Scheduler.__index = Scheduler
 optim.LRScheduler = Scheduler
 
-local function new_scheduler(cls, opt, get_factor, get_lr)
+-- settings: the constructor's options, only for printing (__tostring, in the order of
+-- cls._repr_keys: StepLR(step_size=10, gamma=0.1, last_epoch=3)); the formulas hold their own copies
+local function new_scheduler(cls, opt, get_factor, get_lr, settings)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
     error(cls.name .. ": expected an optimizer as the first argument", 3)
   end
   local self = setmetatable({optimizer = opt, last_epoch = 0, base_lrs = {}, factor = get_factor,
     get_lr = get_lr}, cls)
+  self._settings = settings or {}
   for i, g in ipairs(opt.param_groups) do
     if g.initial_lr == nil then g.initial_lr = g.lr end
     self.base_lrs[i] = g.initial_lr
@@ -492,6 +495,26 @@ end
 
 function Scheduler:get_lr(i, base, epoch)
   return base * self.factor(epoch)
+end
+doc(Scheduler.get_lr, "sched:get_lr(i, base_lr, epoch) -> the learning rate of parameter group i at epoch (base_lr: its\n"
+  .. "  initial lr). step() sets each group's lr to it; a scheduler's formula is in help(optim.<Scheduler>).")
+
+local function setting_str(v)
+  if math.type(v) == "float" then
+    if v ~= v then return "nan" end
+    return (string.format("%.6g", v))
+  end
+  if type(v) == "function" then return "<function>" end
+  return tostring(v)
+end
+
+function Scheduler:__tostring()
+  local parts = {}
+  for _, k in ipairs(rawget(getmetatable(self), "_repr_keys") or {}) do
+    parts[#parts + 1] = k .. "=" .. setting_str((rawget(self, "_settings") or {})[k])
+  end
+  parts[#parts + 1] = "last_epoch=" .. tostring(self.last_epoch)
+  return (self.name or "LRScheduler") .. "(" .. table.concat(parts, ", ") .. ")"
 end
 
 -- A group added with opt:add_param_group after the scheduler was created has no base lr here.
@@ -550,10 +573,17 @@ function Scheduler:load_state_dict(sd)
   self:_apply()
 end
 doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=}; sched:load_state_dict(sd) restores it.")
+doc(Scheduler.load_state_dict, "sched:load_state_dict(sd): goes on from a sched:state_dict() (its last_epoch and base lrs) and\n"
+  .. "  sets each group's lr for that epoch.")
+doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers (StepLR, CosineAnnealingLR, LambdaLR, LinearLR, LinearWarmup)
+  local sched = optim.StepLR(opt, {step_size = 10})   -- sets each group's lr for epoch 0
+  for epoch = 1, n do train_one_epoch(); sched:step() end
+  sched.last_epoch counts the step() calls; sched:get_last_lr() lists the lrs set.]])
 
-local function scheduler_class(name, ctor, text)
-  local cls = setmetatable({name = name}, {__index = Scheduler})
+local function scheduler_class(name, ctor, text, repr_keys)
+  local cls = setmetatable({name = name, _repr_keys = repr_keys}, {__index = Scheduler})
   cls.__index = cls
+  cls.__tostring = Scheduler.__tostring
   optim[name] = setmetatable(cls, {
     __index = Scheduler,
     __call = function(c, opt, ...) return ctor(c, opt, ...) end,
@@ -574,8 +604,10 @@ scheduler_class("StepLR", function(cls, opt, opts)
   opts = opts or {}
   local step_size = need_number("StepLR", "step_size", opts.step_size, true)
   local gamma = opts.gamma or 0.1
-  return new_scheduler(cls, opt, function(e) return gamma ^ (e // step_size) end)
-end, "optim.StepLR(opt, {step_size=, gamma=0.1}): lr = base * gamma^floor(epoch/step_size).")
+  return new_scheduler(cls, opt, function(e) return gamma ^ (e // step_size) end, nil,
+    {step_size = step_size, gamma = gamma})
+end, "optim.StepLR(opt, {step_size=, gamma=0.1}): lr = base * gamma^floor(epoch/step_size).",
+  {"step_size", "gamma"})
 
 scheduler_class("CosineAnnealingLR", function(cls, opt, opts)
   opts = opts or {}
@@ -583,27 +615,32 @@ scheduler_class("CosineAnnealingLR", function(cls, opt, opts)
   local eta_min = opts.eta_min or 0
   return new_scheduler(cls, opt, nil, function(_, _, base, e)
     return eta_min + (base - eta_min) * (1 + math.cos(math.pi * e / T_max)) / 2
-  end)
-end, "optim.CosineAnnealingLR(opt, {T_max=, eta_min=0}): lr = eta_min + (base-eta_min)*(1+cos(pi*epoch/T_max))/2.")
+  end, {T_max = T_max, eta_min = eta_min})
+end, "optim.CosineAnnealingLR(opt, {T_max=, eta_min=0}): lr = eta_min + (base-eta_min)*(1+cos(pi*epoch/T_max))/2.",
+  {"T_max", "eta_min"})
 
 scheduler_class("LambdaLR", function(cls, opt, fn)
   if type(fn) ~= "function" then error("LambdaLR: expected a function epoch -> factor", 3) end
-  return new_scheduler(cls, opt, fn)
-end, "optim.LambdaLR(opt, fn): lr = base * fn(epoch).")
+  return new_scheduler(cls, opt, fn, nil, {lr_lambda = fn})
+end, "optim.LambdaLR(opt, fn): lr = base * fn(epoch).", {"lr_lambda"})
 
 scheduler_class("LinearLR", function(cls, opt, opts)
   opts = opts or {}
   local s0, s1, n = opts.start_factor or 1 / 3, opts.end_factor or 1, opts.total_iters or 5
   need_number("LinearLR", "total_iters", n, true)
-  return new_scheduler(cls, opt, function(e) return s0 + (s1 - s0) * math.min(e, n) / n end)
-end, "optim.LinearLR(opt, {start_factor=1/3, end_factor=1, total_iters=5}): factor moves linearly from start to end.")
+  return new_scheduler(cls, opt, function(e) return s0 + (s1 - s0) * math.min(e, n) / n end, nil,
+    {start_factor = s0, end_factor = s1, total_iters = n})
+end, "optim.LinearLR(opt, {start_factor=1/3, end_factor=1, total_iters=5}): factor moves linearly from start to end.",
+  {"start_factor", "end_factor", "total_iters"})
 
 scheduler_class("LinearWarmup", function(cls, opt, opts)
   opts = opts or {}
   local n = need_number("LinearWarmup", "warmup_steps", opts.warmup_steps, true)
   local s0 = opts.start_factor or 1 / n
-  return new_scheduler(cls, opt, function(e) return s0 + (1 - s0) * math.min(e, n) / n end)
-end, "optim.LinearWarmup(opt, {warmup_steps=, start_factor=1/warmup_steps}): lr grows linearly to its base value\n  over warmup_steps calls of step(), then stays.")
+  return new_scheduler(cls, opt, function(e) return s0 + (1 - s0) * math.min(e, n) / n end, nil,
+    {warmup_steps = n, start_factor = s0})
+end, "optim.LinearWarmup(opt, {warmup_steps=, start_factor=1/warmup_steps}): lr grows linearly to its base value\n  over warmup_steps calls of step(), then stays.",
+  {"warmup_steps", "start_factor"})
 
 doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad (step, zero_grad, state_dict, param_groups).")
 

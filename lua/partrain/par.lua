@@ -195,4 +195,25 @@ end
 M.pool_map = pt._pool_map
 M.ActionError = pt.ActionError
 
+local docs = rawget(pt, "_docs")
+if docs then
+  docs[M.par_by_sample] = "par.par_by_sample(handler, model, n, fn[, opts]) -> losses, model: what\n"
+    .. "  loader:par_by_sample(model, n, fn, opts) runs (see help(pt.data.DataHandler_class.par_by_sample));\n"
+    .. "  fn(sample, model) for one window of n samples on n threads, gradients summed per window.\n"
+    .. "  opts: windows=k | epoch=true, after_window=f(losses), step=optim.SGD (fused step),\n"
+    .. "  read_in_workers=true, refresh_model=true. Every rule: lua/partrain/par.lua."
+  -- the same function as pt._pool_map (host/l_par.c), documented under its public name
+  docs[M.pool_map] = "par.pool_map(fn, arglists[, {n_workers=}]) -> results (also pt._pool_map)\n"
+    .. "  fn(table.unpack(arglists[i])) for every i on the worker pool, at most n_workers at once\n"
+    .. "  (default: one per CPU); results[i] is fn's first result, in input order. A failed item's\n"
+    .. "  slot holds a pt.ActionError {message, traceback, index, worker}: it never raises for item\n"
+    .. "  failures, only when fn cannot be sent to the workers, and \"interrupted\" on Ctrl-C."
+  if type(M.ActionError) == "table" and docs[M.ActionError] == nil then
+    docs[M.ActionError] = "pt.ActionError: the metatable of the error values that par.pool_map and pt.inbatch_parallel\n"
+      .. "  put in a failed item's slot instead of raising. Fields: message, traceback, index\n"
+      .. "  (the item), worker; tostring(e) reads \"ActionError: item 3 failed on worker 2: <message>\".\n"
+      .. "  getmetatable(v) == pt.ActionError tests for one; pt.any_action_failed(results) checks a list."
+  end
+end
+
 return M
