@@ -73,6 +73,15 @@ static int l_cross_entropy(lua_State *L) {
   return push_result(L, pt_nn_cross_entropy(lpt_ctx(L), x, t, w, eps, ignore, red, &out), out);
 }
 
+/* _nn_cross_entropy_plain(input, target) -> the mean loss of {N,C} or {C} scores and class
+ * indices, or nothing for the forms nn.cross_entropy handles in Lua ({N,C,d...} scores, class
+ * probabilities): one C call on the per-sample hot path instead of Lua's shape tests */
+static int l_cross_entropy_plain(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *t = lpt_check_tensor(L, 2), *out;
+  if (x->ndim > 2 || (pt_dtype_is_floating(t->dtype) && t->ndim == x->ndim)) return 0;
+  return push_result(L, pt_nn_cross_entropy(lpt_ctx(L), x, t, NULL, 0.0, 0, PT_REDUCE_MEAN, &out), out);
+}
+
 /* _nn_nll_loss(input, target, weight|nil, ignore_index|nil, reduction) */
 static int l_nll_loss(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *t = lpt_check_tensor(L, 2), *w = opt_tensor(L, 3), *out;
@@ -242,6 +251,7 @@ static const luaL_Reg functions[] = {
     {"_nn_softmax", l_softmax},
     {"_nn_log_softmax", l_log_softmax},
     {"_nn_cross_entropy", l_cross_entropy},
+    {"_nn_cross_entropy_plain", l_cross_entropy_plain},
     {"_nn_nll_loss", l_nll_loss},
     {"_nn_mse_loss", l_mse_loss},
     {"_nn_l1_loss", l_l1_loss},

@@ -663,8 +663,9 @@ local function soft_cross_entropy(input, target, opts)
 end
 
 function nn.cross_entropy(input, target, opts)
-  if opts == nil and input:dim() <= 2 and not is_probabilities(input, target) then
-    return C._nn_cross_entropy(input, target)
+  if opts == nil then
+    local loss = C._nn_cross_entropy_plain(input, target)
+    if loss then return loss end
   end
   if is_probabilities(input, target) then return soft_cross_entropy(input, target, opts) end
   opts = opts or {}
