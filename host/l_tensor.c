@@ -1003,6 +1003,14 @@ void lpt_open_tensor(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, LPT_METHODS);
   lua_pushcclosure(L, t_index, 1);
   lua_setfield(L, -2, "__index");
+  /* the fields t_index provides besides the methods (the REPL completes t.gr<TAB> from here) */
+  static const char *const fields[] = {"grad", "requires_grad", "is_leaf", "grad_fn", "shape"};
+  lua_createtable(L, (int)(sizeof fields / sizeof *fields), 0);
+  for (int i = 0; i < (int)(sizeof fields / sizeof *fields); i++) {
+    lua_pushstring(L, fields[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "__fields");
   lua_getfield(L, LUA_REGISTRYINDEX, LPT_METHODS);
   lua_pushcclosure(L, t_newindex, 1);
   lua_setfield(L, -2, "__newindex");

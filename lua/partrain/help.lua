@@ -74,9 +74,8 @@ end
 
 -- ------------------------------------------------------------------ tensor properties
 
--- Fields the tensor's __index provides besides its methods (host/l_tensor.c t_index). Listed in
--- the tensor metatable's __fields when the C side does not list them itself: the REPL completes
--- t.gr<TAB> from there.
+-- Fields the tensor's __index provides besides its methods (host/l_tensor.c t_index, which
+-- lists their names in the tensor metatable's __fields for the REPL's completion).
 local TENSOR_PROPERTIES = {
   {"grad", "t.grad -> Tensor or nil: the gradient backward() accumulated into t (a leaf, or a\n"
     .. "  tensor that called retain_grad()); nil until then. Assignable: t.grad = nil or a tensor of t's shape."},
@@ -89,15 +88,6 @@ local TENSOR_PROPERTIES = {
   {"shape", "t.shape -> {size...}: t's sizes as a new table (same as t:size())."},
 }
 
-do
-  local ok, t = pcall(pt.zeros, 0)
-  local mt = ok and getmetatable(t)
-  if type(mt) == "table" and rawget(mt, "__fields") == nil then
-    local names = {}
-    for i, p in ipairs(TENSOR_PROPERTIES) do names[i] = p[1] end
-    rawset(mt, "__fields", names)
-  end
-end
 
 -- ------------------------------------------------------------------ lazily loaded parts
 
