@@ -13,15 +13,8 @@ static int t_backward(lua_State *L) {
     if (!lua_isnoneornil(L, 2)) g = lpt_check_tensor(L, 2);
     if (lua_istable(L, 3)) opts = 3; /* backward(grad, opts) or backward(nil, opts) */
   }
-  if (opts) { /* a misspelled option would silently free the graph */
-    lua_pushnil(L);
-    while (lua_next(L, opts)) {
-      lua_pop(L, 1);
-      if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "retain_graph") != 0)
-        return lpt_errorf(L, "backward: unknown option '%s' (options: retain_graph)",
-                          luaL_tolstring(L, -1, NULL));
-    }
-  }
+  static const char *const names[] = {"retain_graph", NULL}; /* a typo would free the graph */
+  lpt_check_options(L, opts, "backward", names);
   bool retain = lpt_opt_bool(L, opts, "retain_graph", false);
   if (pt_backward(lpt_ctx(L), t, g, retain)) return lpt_error(L);
   return 0;

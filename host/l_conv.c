@@ -15,29 +15,6 @@ static int int_at(lua_State *L, int idx, const char *fname, const char *what) {
   return (int)v;
 }
 
-/* A misspelled option must not run with the default ({stide = 1}, {paddin = 1}). */
-static void check_option_names(lua_State *L, int opts, const char *fname, const char *const *names) {
-  if (!opts) return;
-  lua_pushnil(L);
-  while (lua_next(L, opts)) {
-    lua_pop(L, 1);
-    bool known = false;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
-    if (!known) {
-      const char *key = luaL_tolstring(L, -1, NULL);
-      luaL_Buffer b;
-      luaL_buffinit(L, &b);
-      for (int i = 0; names[i]; i++) {
-        if (i) luaL_addstring(&b, ", ");
-        luaL_addstring(&b, names[i]);
-      }
-      luaL_pushresult(&b);
-      lpt_errorf(L, "%s: unknown option '%s' (options: %s)", fname, key, lua_tostring(L, -1));
-    }
-  }
-}
-
 /* opts[key] as an int pair: a number n means {n, n}; missing means def */
 static void opt_pair(lua_State *L, int opts, const char *key, const int *def, int *out, const char *fname) {
   out[0] = def[0];
@@ -95,7 +72,7 @@ static int l_conv2d(lua_State *L) {
     if (lua_istable(L, 4)) opts = 4;
   }
   static const char *const names[] = {"stride", "padding", "dilation", "groups", NULL};
-  check_option_names(L, opts, "conv2d", names);
+  lpt_check_options(L, opts, "conv2d", names);
   pt_conv2d_opts o;
   static const int one[2] = {1, 1}, zero[2] = {0, 0};
   opt_pair(L, opts, "stride", one, o.stride, "conv2d");
@@ -112,7 +89,7 @@ static void pool_opts(lua_State *L, const char *fname, bool is_max, pt_pool2d_op
   int opts = lua_istable(L, 3) ? 3 : 0;
   static const char *const max_names[] = {"stride", "padding", "dilation", "ceil_mode", "relu", NULL};
   static const char *const avg_names[] = {"stride", "padding", "ceil_mode", "count_include_pad", "relu", NULL};
-  check_option_names(L, opts, fname, is_max ? max_names : avg_names);
+  lpt_check_options(L, opts, fname, is_max ? max_names : avg_names);
   opt_pair(L, opts, "stride", o->kernel, o->stride, fname);
   static const int zero[2] = {0, 0}, one[2] = {1, 1};
   opt_pair(L, opts, "padding", zero, o->padding, fname);

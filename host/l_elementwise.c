@@ -28,11 +28,14 @@ static int bad_operand(lua_State *L, int idx, const char *expected) {
 }
 
 /* alpha from an options table at idx (1 when absent) */
-static double opt_alpha(lua_State *L, int idx) {
+static double opt_alpha(lua_State *L, int idx, const char *fname) {
+  lpt_check_max_args(L, idx, fname);
   if (!lua_istable(L, idx)) {
     if (!lua_isnoneornil(L, idx)) luaL_typeerror(L, idx, "options table");
     return 1.0;
   }
+  static const char *const names[] = {"alpha", NULL};
+  lpt_check_options(L, idx, fname, names);
   double alpha = 1.0;
   if (lua_getfield(L, idx, "alpha") != LUA_TNIL) {
     int ok;
@@ -99,10 +102,15 @@ static int mm_mul(lua_State *L) { return binary_args(L, PT_BIN_MUL, 1.0); }
 static int mm_div(lua_State *L) { return binary_args(L, PT_BIN_DIV, 1.0); }
 static int mm_pow(lua_State *L) { return binary_args(L, PT_BIN_POW, 1.0); }
 
-static int f_add(lua_State *L) { return binary_args(L, PT_BIN_ADD, opt_alpha(L, 3)); }
-static int f_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, opt_alpha(L, 3)); }
+static int f_add(lua_State *L) { return binary_args(L, PT_BIN_ADD, opt_alpha(L, 3, "add")); }
+static int f_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, opt_alpha(L, 3, "sub")); }
+/* a third argument (div's rounding_mode, say) is refused, never ignored; the metamethods
+ * (__add, __div, ...) get exactly two */
 #define BINARY_FN(name, OP)                                                                     \
-  static int f_##name(lua_State *L) { return binary_args(L, OP, 1.0); }
+  static int f_##name(lua_State *L) {                                                           \
+    lpt_check_max_args(L, 2, #name);                                                            \
+    return binary_args(L, OP, 1.0);                                                             \
+  }
 BINARY_FN(mul, PT_BIN_MUL)
 BINARY_FN(div, PT_BIN_DIV)
 BINARY_FN(pow, PT_BIN_POW)
@@ -145,13 +153,18 @@ static int inplace_binary(lua_State *L, pt_binop op, double alpha) {
   return 1;
 }
 
-static int m_add_(lua_State *L) { return inplace_binary(L, PT_BIN_ADD, opt_alpha(L, 3)); }
-static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_alpha(L, 3)); }
-static int m_mul_(lua_State *L) { return inplace_binary(L, PT_BIN_MUL, 1.0); }
-static int m_div_(lua_State *L) { return inplace_binary(L, PT_BIN_DIV, 1.0); }
-static int m_pow_(lua_State *L) { return inplace_binary(L, PT_BIN_POW, 1.0); }
-static int m_maximum_(lua_State *L) { return inplace_binary(L, PT_BIN_MAXIMUM, 1.0); }
-static int m_minimum_(lua_State *L) { return inplace_binary(L, PT_BIN_MINIMUM, 1.0); }
+static int m_add_(lua_State *L) { return inplace_binary(L, PT_BIN_ADD, opt_alpha(L, 3, "add_")); }
+static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_alpha(L, 3, "sub_")); }
+#define INPLACE_BINARY_FN(name, OP)                                                             \
+  static int m_##name##_(lua_State *L) {                                                        \
+    lpt_check_max_args(L, 2, #name "_");                                                        \
+    return inplace_binary(L, OP, 1.0);                                                          \
+  }
+INPLACE_BINARY_FN(mul, PT_BIN_MUL)
+INPLACE_BINARY_FN(div, PT_BIN_DIV)
+INPLACE_BINARY_FN(pow, PT_BIN_POW)
+INPLACE_BINARY_FN(maximum, PT_BIN_MAXIMUM)
+INPLACE_BINARY_FN(minimum, PT_BIN_MINIMUM)
 
 /* --- unary --- */
 
@@ -172,9 +185,16 @@ static int inplace_unary(lua_State *L, pt_unop op) {
 
 static int mm_unm(lua_State *L) { return unary(L, PT_UN_NEG); }
 
+/* t:round(2) (PyTorch's decimals) and the like are refused, never ignored */
 #define UNARY_FN(name, OP)                                                                      \
-  static int f_##name(lua_State *L) { return unary(L, OP); }                                    \
-  static int m_##name##_(lua_State *L) { return inplace_unary(L, OP); }
+  static int f_##name(lua_State *L) {                                                           \
+    lpt_check_max_args(L, 1, #name);                                                            \
+    return unary(L, OP);                                                                        \
+  }                                                                                             \
+  static int m_##name##_(lua_State *L) {                                                        \
+    lpt_check_max_args(L, 1, #name "_");                                                        \
+    return inplace_unary(L, OP);                                                                \
+  }
 UNARY_FN(neg, PT_UN_NEG)
 UNARY_FN(abs, PT_UN_ABS)
 UNARY_FN(exp, PT_UN_EXP)

@@ -121,6 +121,34 @@ const char *lpt_error_text(lua_State *L, int idx) {
   return lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, idx));
 }
 
+void lpt_check_options(lua_State *L, int idx, const char *fname, const char *const *names) {
+  if (!idx || !lua_istable(L, idx)) return;
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    bool known = false;
+    if (lua_type(L, -1) == LUA_TSTRING)
+      for (int i = 0; names[i] && !known; i++) known = strcmp(lua_tostring(L, -1), names[i]) == 0;
+    if (known) continue;
+    const char *key = luaL_tolstring(L, -1, NULL);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; names[i]; i++) {
+      if (i) luaL_addstring(&b, ", ");
+      luaL_addstring(&b, names[i]);
+    }
+    luaL_pushresult(&b);
+    lpt_errorf(L, "%s: unknown option '%s' (%s%s)", fname, key, names[0] ? "options: " : "no options",
+               lua_tostring(L, -1));
+  }
+}
+
+void lpt_check_max_args(lua_State *L, int n, const char *fname) {
+  int top = lua_gettop(L);
+  if (top > n) lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, n + 1, luaL_typename(L, n + 1));
+}
+
 int lpt_errorf(lua_State *L, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -24,10 +24,23 @@ static bool is_arg(lua_State *L, int idx, int opts) { return idx != opts && !lua
 
 typedef pt_status (*reduce_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **);
 
+/* keepdim: argument idx (a boolean), or {keepdim = } there; nothing else may follow */
+static bool keepdim_arg(lua_State *L, int idx, const char *fname) {
+  static const char *const names[] = {"keepdim", NULL};
+  lpt_check_max_args(L, idx, fname);
+  if (!lua_istable(L, idx)) return lua_toboolean(L, idx);
+  lpt_check_options(L, idx, fname, names);
+  return lpt_opt_bool(L, idx, "keepdim", false);
+}
+
 static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  if (lua_istable(L, 2)) { /* t:sum({keepdim = true}): no dim */
+    lua_pushnil(L);
+    lua_insert(L, 2);
+  }
   int dim = opt_dim(L, 2, t, fname);
-  bool keepdim = lua_toboolean(L, 3);
+  bool keepdim = keepdim_arg(L, 3, fname);
   if (fn(lpt_ctx(L), t, dim, keepdim, &r)) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
@@ -45,12 +58,12 @@ static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v, *ix, *ix1;
   pt_ctx *ctx = lpt_ctx(L);
   if (lua_isnoneornil(L, 2)) {
-    if (fn(ctx, t, PT_DIM_ALL, lua_toboolean(L, 3), &v, NULL)) return lpt_error(L);
+    if (fn(ctx, t, PT_DIM_ALL, keepdim_arg(L, 3, fname), &v, NULL)) return lpt_error(L);
     lpt_push_tensor(L, v);
     return 1;
   }
   int dim = lpt_check_dim(L, 2, t->ndim, fname);
-  bool keepdim = lua_toboolean(L, 3);
+  bool keepdim = keepdim_arg(L, 3, fname);
   if (fn(ctx, t, dim, keepdim, &v, &ix)) return lpt_error(L);
   /* the autograd node keeps the 0-based indices: hand out a 1-based copy */
   pt_status st = lpt_one_based(ctx, ix, true, &ix1);
@@ -70,7 +83,7 @@ static int t_min(lua_State *L) { return minmax(L, "min", pt_min); }
 static int argminmax(lua_State *L, const char *fname, reduce_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *ix, *r;
   int dim = opt_dim(L, 2, t, fname);
-  bool keepdim = lua_toboolean(L, 3);
+  bool keepdim = keepdim_arg(L, 3, fname);
   pt_ctx *ctx = lpt_ctx(L);
   if (fn(ctx, t, dim, keepdim, &ix)) return lpt_error(L);
   lpt_one_based(ctx, ix, false, &r); /* in place: cannot fail */
@@ -83,13 +96,22 @@ static int t_argmin(lua_State *L) { return argminmax(L, "argmin", pt_argmin); }
 
 typedef pt_status (*var_fn)(pt_ctx *, pt_tensor *, int, bool, bool, pt_tensor **);
 
-/* t:var([dim][, keepdim][, {unbiased=true}]) */
+/* t:var([dim][, keepdim][, {unbiased=true, correction=1, keepdim=false}]) */
 static int var_std(lua_State *L, const char *fname, var_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
   int opts = trailing_opts(L, 2);
+  static const char *const names[] = {"unbiased", "correction", "keepdim", NULL};
+  lpt_check_options(L, opts, fname, names);
+  lpt_check_max_args(L, opts ? opts : 3, fname);
   int dim = is_arg(L, 2, opts) ? lpt_check_dim(L, 2, t->ndim, fname) : PT_DIM_ALL;
-  bool keepdim = is_arg(L, 3, opts) && lua_toboolean(L, 3);
+  bool keepdim = (is_arg(L, 3, opts) && lua_toboolean(L, 3)) || lpt_opt_bool(L, opts, "keepdim", false);
   bool unbiased = lpt_opt_bool(L, opts, "unbiased", true);
+  if (opts && lua_getfield(L, opts, "correction") != LUA_TNIL) { /* PyTorch's newer spelling */
+    if (!lua_isinteger(L, -1) || (lua_tointeger(L, -1) != 0 && lua_tointeger(L, -1) != 1))
+      return lpt_errorf(L, "%s: correction must be 0 or 1, got %s", fname, luaL_tolstring(L, -1, NULL));
+    unbiased = lua_tointeger(L, -1) == 1;
+  }
+  if (opts) lua_pop(L, 1);
   if (fn(lpt_ctx(L), t, dim, unbiased, keepdim, &r)) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;

@@ -330,6 +330,7 @@ static int t_gather(lua_State *L) {
 }
 
 static int t_scatter(lua_State *L) {
+  lpt_check_max_args(L, 4, "scatter"); /* PyTorch's reduce= is scatter_add here */
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int dim = lpt_check_dim(L, 2, t->ndim, "scatter");
   pt_tensor *index = lpt_check_tensor(L, 3);
@@ -340,6 +341,7 @@ static int t_scatter(lua_State *L) {
 }
 
 static int t_scatter_(lua_State *L) {
+  lpt_check_max_args(L, 4, "scatter_");
   pt_tensor *t = lpt_check_tensor(L, 1);
   int dim = lpt_check_dim(L, 2, t->ndim, "scatter_");
   pt_tensor *index = lpt_check_tensor(L, 3);
@@ -376,6 +378,7 @@ static int t_index_select(lua_State *L) {
 }
 
 static int t_index_add_(lua_State *L) {
+  lpt_check_max_args(L, 4, "index_add_"); /* PyTorch's alpha is not there: refused, not ignored */
   pt_tensor *t = lpt_check_tensor(L, 1);
   int dim = lpt_check_dim(L, 2, t->ndim, "index_add_");
   pt_tensor *index = lpt_check_tensor(L, 3), *src = lpt_check_tensor(L, 4);

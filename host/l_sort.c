@@ -17,23 +17,43 @@ static int push_pair(lua_State *L, pt_status st, pt_tensor *v, pt_tensor *i) {
   return 2;
 }
 
-/* t:sort([dim=-1][, descending | {descending=false}]) -> values, indices */
+/* The dim of sort/topk: argument idx when it is an integer, else opts.dim, else the last. */
+static int sort_dim(lua_State *L, int idx, int opts, const pt_tensor *t, const char *fname) {
+  if (lua_isinteger(L, idx)) return lpt_check_dim(L, idx, t->ndim, fname);
+  if (opts && lua_getfield(L, opts, "dim") != LUA_TNIL) {
+    int d = lpt_check_dim(L, -1, t->ndim, fname);
+    lua_pop(L, 1);
+    return d;
+  }
+  if (opts) lua_pop(L, 1);
+  return t->ndim ? t->ndim - 1 : 0;
+}
+
+/* t:sort([dim=-1][, descending | {descending=false, dim=}]) -> values, indices */
 static int t_sort(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
-  int dim = lua_isinteger(L, 2) ? lpt_check_dim(L, 2, t->ndim, "sort") : (t->ndim ? t->ndim - 1 : 0);
   int o = lua_isinteger(L, 2) ? 3 : 2;
-  bool desc = lua_isboolean(L, o) ? lua_toboolean(L, o) : lpt_opt_bool(L, lua_istable(L, o) ? o : 0, "descending", false);
+  int opts = lua_istable(L, o) ? o : 0;
+  static const char *const names[] = {"dim", "descending", "stable", NULL};
+  lpt_check_options(L, opts, "sort", names);
+  lpt_check_max_args(L, o, "sort");
+  int dim = sort_dim(L, 2, opts, t, "sort");
+  bool desc = lua_isboolean(L, o) ? lua_toboolean(L, o) : lpt_opt_bool(L, opts, "descending", false);
   pt_status st = pt_sort(lpt_ctx(L), t, dim, desc, &v, &i);
   return push_pair(L, st, v, i);
 }
 
-/* t:topk(k[, dim=-1][, {largest=true}]) -> values, indices (sorted) */
+/* t:topk(k[, dim=-1][, largest | {largest=true, dim=, sorted=true}]) -> values, indices (sorted) */
 static int t_topk(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
   lua_Integer k = luaL_checkinteger(L, 2);
-  int dim = lua_isinteger(L, 3) ? lpt_check_dim(L, 3, t->ndim, "topk") : (t->ndim ? t->ndim - 1 : 0);
   int o = lua_isinteger(L, 3) ? 4 : 3;
-  bool largest = lua_isboolean(L, o) ? lua_toboolean(L, o) : lpt_opt_bool(L, lua_istable(L, o) ? o : 0, "largest", true);
+  int opts = lua_istable(L, o) ? o : 0;
+  static const char *const names[] = {"dim", "largest", "sorted", NULL};
+  lpt_check_options(L, opts, "topk", names);
+  lpt_check_max_args(L, o, "topk");
+  int dim = sort_dim(L, 3, opts, t, "topk");
+  bool largest = lua_isboolean(L, o) ? lua_toboolean(L, o) : lpt_opt_bool(L, opts, "largest", true);
   pt_status st = pt_topk(lpt_ctx(L), t, (int64_t)k, dim, largest, &v, &i);
   return push_pair(L, st, v, i);
 }
@@ -52,8 +72,12 @@ static int t_cumprod(lua_State *L) { return scan(L, true); }
 
 static int bool_reduce(lua_State *L, bool is_all) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
-  int dim = lua_isnoneornil(L, 2) ? -1 : lpt_check_dim(L, 2, t->ndim, is_all ? "all" : "any");
-  bool keepdim = lua_toboolean(L, 3);
+  const char *fname = is_all ? "all" : "any";
+  int dim = lua_isnoneornil(L, 2) ? -1 : lpt_check_dim(L, 2, t->ndim, fname);
+  static const char *const names[] = {"keepdim", NULL};
+  lpt_check_max_args(L, 3, fname);
+  lpt_check_options(L, lua_istable(L, 3) ? 3 : 0, fname, names);
+  bool keepdim = lua_istable(L, 3) ? lpt_opt_bool(L, 3, "keepdim", false) : lua_toboolean(L, 3);
   pt_status st = is_all ? pt_all(lpt_ctx(L), t, dim, keepdim, &r) : pt_any(lpt_ctx(L), t, dim, keepdim, &r);
   return lpt_push_result(L, st, r);
 }
@@ -79,7 +103,10 @@ static int t_allclose(lua_State *L) {
   pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
   double rtol = 1e-5, atol = 1e-8;
   bool equal_nan = false;
+  static const char *const names[] = {"rtol", "atol", "equal_nan", NULL};
+  lpt_check_max_args(L, 3, "allclose");
   if (lua_istable(L, 3)) {
+    lpt_check_options(L, 3, "allclose", names);
     if (lua_getfield(L, 3, "rtol") != LUA_TNIL) rtol = luaL_checknumber(L, -1);
     if (lua_getfield(L, 3, "atol") != LUA_TNIL) atol = luaL_checknumber(L, -1);
     lua_pop(L, 2);

@@ -615,14 +615,8 @@ static void fill_nested(lua_State *L, int idx, int dim, int ndim, pt_tensor *t, 
  * misspelled key would otherwise be ignored (requires_gard = true: no gradients). */
 static void check_creation_opts(lua_State *L, int idx, const char *fname) {
   if (!idx || !lua_istable(L, idx)) return;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    if (!k || (strcmp(k, "dtype") != 0 && strcmp(k, "requires_grad") != 0))
-      lpt_errorf(L, "%s: unknown option '%s' (options: dtype, requires_grad)", fname,
-                 k ? k : luaL_typename(L, -1));
-  }
+  static const char *const names[] = {"dtype", "requires_grad", NULL};
+  lpt_check_options(L, idx, fname, names);
   pt_dtype dt;
   if (lua_getfield(L, idx, "dtype") != LUA_TNIL &&
       !(lua_type(L, -1) == LUA_TSTRING && pt_dtype_from_name(lua_tostring(L, -1), &dt)))

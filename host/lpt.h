@@ -84,6 +84,12 @@ int lpt_errorf(lua_State *L, const char *fmt, ...);
 /* Pushes and returns the text of the error object at idx, as lua.c reports one: a string or a
  * number as it is, else its __tostring, else "(error object is a <type> value)". */
 const char *lpt_error_text(lua_State *L, int idx);
+/* The options table at idx (0: none) may hold only the keys listed (NULL-terminated): a
+ * misspelled or unsupported option is an error naming it and the options there are
+ * ("sort: unknown option 'descendng' (options: dim, descending)"), never the default. */
+void lpt_check_options(lua_State *L, int idx, const char *fname, const char *const *names);
+/* Raises "<fname>: unexpected argument #k (<type>)" when more than n arguments were passed. */
+void lpt_check_max_args(lua_State *L, int n, const char *fname);
 
 /* Tensors on the stack */
 pt_tensor *lpt_check_tensor(lua_State *L, int idx); /* raises a type error naming the argument */

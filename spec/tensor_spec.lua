@@ -55,6 +55,42 @@ describe("tensor construction", function()
     assert.is_true(pt.randn(2, {requires_grad = true, dtype = "float64"}).requires_grad)
   end)
 
+  it("methods refuse options and arguments they do not take, and take PyTorch's that they can", function()
+    local function err(f, ...)
+      local ok, e = pcall(f, ...)
+      assert.is_false(ok)
+      return (tostring(e):gsub("^[^\n]-:%d+: ", ""))
+    end
+    local x = pt.tensor({{1, 5, 3}, {4, 2, 6}})
+    -- PyTorch's spellings that partrain takes
+    assert.are.same({2.25, 2.25, 2.25}, x:var(1, {correction = 0}):tolist())
+    assert.are.same({4.5, 4.5, 4.5}, x:var(1, {correction = 1}):tolist())
+    assert.are.same({1, 3}, x:std(1, {keepdim = true}):size())
+    assert.are.same({{4, 5, 6}}, x:max(1, {keepdim = true}):tolist())
+    assert.are.same({{9, 12}}, x:sum(2, {keepdim = true}):t():tolist())
+    assert.are.same({{1, 3, 5}, {2, 4, 6}}, (x:sort({dim = 2})):tolist())
+    local v = x:sort({dim = 1, descending = true})
+    assert.are.same({{4, 5, 6}, {1, 2, 3}}, v:tolist())
+    assert.are.same({{4, 5, 6}}, (x:topk(1, {dim = 1})):tolist())
+    -- the rest is an error naming what was not understood
+    assert.are.equal("var: unknown option 'unbaised' (options: unbiased, correction, keepdim)",
+      err(x.var, x, 1, {unbaised = false}))
+    assert.are.equal("var: correction must be 0 or 1, got 2", err(x.var, x, 1, {correction = 2}))
+    assert.are.equal("sort: unknown option 'descendng' (options: dim, descending, stable)",
+      err(x.sort, x, {descendng = true}))
+    assert.are.equal("topk: unknown option 'larges' (options: dim, largest, sorted)", err(x.topk, x, 1, {larges = false}))
+    assert.are.equal("sum: unknown option 'dtype' (options: keepdim)", err(x.sum, x, 1, {dtype = "float64"}))
+    assert.are.equal("sum: unexpected argument #4 (number)", err(x.sum, x, 1, false, 5))
+    assert.are.equal("add: unknown option 'alph' (options: alpha)", err(pt.add, x, 1, {alph = 2}))
+    assert.are.equal("div: unexpected argument #3 (table)", err(pt.div, x, 2, {rounding_mode = "floor"}))
+    assert.are.equal("round: unexpected argument #2 (number)", err(x.round, x, 2))
+    assert.are.equal("allclose: unknown option 'atl' (options: rtol, atol, equal_nan)", err(x.allclose, x, x, {atl = 1}))
+    assert.are.equal("index_add_: unexpected argument #5 (table)",
+      err(pt.zeros(2).index_add_, pt.zeros(2), 1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1), {alpha = 3}))
+    assert.are.equal("scatter: unexpected argument #5 (table)",
+      err(pt.zeros(3).scatter, pt.zeros(3), 1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1), {reduce = "add"}))
+  end)
+
   it("rejects ragged tables with a message", function()
     assert.has_error(function() pt.tensor({{1, 2}, {3}}) end)
     local ok, err = pcall(pt.tensor, {{1, 2}, {3}})
