@@ -9,14 +9,6 @@
 
 /* --- helpers --- */
 
-static void push_value(lua_State *L, double v, pt_dtype dt) {
-  if (dt == PT_BOOL)
-    lua_pushboolean(L, v != 0.0);
-  else if (pt_dtype_is_floating(dt))
-    lua_pushnumber(L, v);
-  else
-    lua_pushinteger(L, (lua_Integer)v);
-}
 
 /* 1-based position (negative from the end) -> 0-based; out-of-range values stay out of range so
  * that lib/ reports them (with the original value when it was negative). */
@@ -537,9 +529,8 @@ static int t_slice(lua_State *L) {
   bool all;
   r = resolve_key(L, t, 2, false, &all);
   if (all) {
-    double v = pt_tensor_get_flat(r, 0);
+    lpt_push_element(L, (const char *)r->storage->data + r->offset * (int64_t)pt_dtype_size(r->dtype), r->dtype);
     pt_tensor_release(r);
-    push_value(L, v, t->dtype);
     return 1;
   }
   lpt_push_tensor(L, r);

@@ -69,13 +69,19 @@ static void push_shape(lua_State *L, int ndim, const int64_t *shape) {
   }
 }
 
-static void push_value(lua_State *L, double v, pt_dtype dt) {
-  if (dt == PT_BOOL)
-    lua_pushboolean(L, v != 0.0);
-  else if (pt_dtype_is_floating(dt))
-    lua_pushnumber(L, v);
-  else
-    lua_pushinteger(L, (lua_Integer)v);
+void lpt_push_element(lua_State *L, const void *p, pt_dtype dt) {
+  switch (dt) {
+  case PT_BOOL: lua_pushboolean(L, *(const bool *)p); break;
+  case PT_UINT8: lua_pushinteger(L, *(const uint8_t *)p); break;
+  case PT_INT32: lua_pushinteger(L, *(const int32_t *)p); break;
+  case PT_INT64: lua_pushinteger(L, *(const int64_t *)p); break; /* exact beyond 2^53 */
+  default: lua_pushnumber(L, pt_read_as_double(p, dt)); break;
+  }
+}
+
+/* the element at storage offset off (in elements) */
+static const void *element_at(const pt_tensor *t, int64_t off) {
+  return (const char *)t->storage->data + off * (int64_t)pt_dtype_size(t->dtype);
 }
 
 /* --- properties and indexing --- */
@@ -118,8 +124,7 @@ static int t_index(lua_State *L) {
       return lpt_errorf(L, "index: index %I out of range for dimension 1 of size %I",
                         (LUAI_UACINT)lua_tointeger(L, 2), (LUAI_UACINT)n);
     if (t->ndim == 1) {
-      int64_t idx = i - 1;
-      push_value(L, pt_tensor_get(t, &idx), t->dtype);
+      lpt_push_element(L, element_at(t, t->offset + (i - 1) * t->stride[0]), t->dtype);
       return 1;
     }
     /* a view: goes through select so autograd sees it */
@@ -271,7 +276,7 @@ static int t_item(lua_State *L) {
     return lpt_errorf(L, "item: tensor with %d elements cannot be converted to a number (shape %s)",
                       (int)pt_tensor_numel(t), pt_shape_format(t->ndim, t->shape, b, sizeof b));
   }
-  push_value(L, pt_tensor_get_flat(t, 0), t->dtype);
+  lpt_push_element(L, element_at(t, t->offset), t->dtype); /* one element: at the offset */
   return 1;
 }
 
@@ -279,7 +284,7 @@ static void push_list(lua_State *L, const pt_tensor *t, int dim, int64_t offset)
   const char *base = t->storage->data;
   size_t es = pt_dtype_size(t->dtype);
   if (dim == t->ndim) {
-    push_value(L, pt_read_as_double(base + offset * (int64_t)es, t->dtype), t->dtype);
+    lpt_push_element(L, base + offset * (int64_t)es, t->dtype);
     return;
   }
   lua_createtable(L, (int)t->shape[dim], 0);

@@ -95,6 +95,9 @@ void lpt_check_max_args(lua_State *L, int n, const char *fname);
 pt_tensor *lpt_check_tensor(lua_State *L, int idx); /* raises a type error naming the argument */
 /* Push a tensor, taking over the caller's reference (t may not be NULL). */
 void lpt_push_tensor(lua_State *L, pt_tensor *t);
+/* Pushes the element of dtype dt at p as Lua sees it: a boolean, an integer (exact, int64
+ * beyond 2^53 too) or a float. */
+void lpt_push_element(lua_State *L, const void *p, pt_dtype dt);
 /* Take a tensor or a Lua number (as a 0-d tensor of dtype `like`); new reference. */
 pt_tensor *lpt_to_tensor(lua_State *L, int idx, pt_dtype like);
 
