@@ -47,4 +47,6 @@ setmetatable(pt, {
   end,
 })
 
+require "partrain.tensor" -- isnan, argsort, flip, tril, amax, roll, ... as methods and pt.* functions
+
 return pt

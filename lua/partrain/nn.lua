@@ -720,6 +720,7 @@ nn.functional = {
   binary_cross_entropy = nn.binary_cross_entropy, bce = nn.bce,
   binary_cross_entropy_with_logits = nn.binary_cross_entropy_with_logits,
   bce_with_logits = nn.bce_with_logits,
+  one_hot = require("partrain.tensor").one_hot,
 }
 nn.F = nn.functional
 doc(nn.functional, "nn.functional (also nn.F): the functional forms (PyTorch's torch.nn.functional): F.relu(x), F.cross_entropy(z, y), ...\n"
