@@ -627,7 +627,13 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
   }
   if (dst) o = pt_tensor_retain(dst);
   else if ((st = pt_tensor_empty(ctx, odt, nd, shape, &o))) goto done;
-  run_binary(k, o, xc, xb, yc, yb);
+  if (op == PT_BIN_POW && !y.t && y.s == 2 && xc && pt_dtype_is_floating(cdt)) {
+    /* x^2 as x * x: the same correctly rounded square, in a vectorised loop (powf per element
+     * was 140x slower than PyTorch) */
+    run_binary(bin_kernels[PT_BIN_MUL][cdt], o, xc, xb, xc, xb);
+  } else {
+    run_binary(k, o, xc, xb, yc, yb);
+  }
   *out = o;
 done:
   pt_tensor_release(xconv);

@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include "autograd.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -652,6 +653,82 @@ bool pt_iter_next(pt_iter *it) {
 
 /* --- copies and conversions --- */
 
+/* A strided copy (a broadcast, a permutation, a dtype conversion) row by row: the last
+ * dimension in a typed loop, the others through an odometer; it went element by element
+ * through pt_iter and memcpy, 50-100x slower than PyTorch for expand/permute + contiguous. */
+typedef struct copy_job {
+  char *dp;
+  const char *sp;
+  int ndim;
+  const int64_t *shape, *dstride, *sstride;
+  pt_dtype ddt, sdt;
+} copy_job;
+
+#define COPY_ROW(TD, TS)                                             \
+  do {                                                               \
+    TD *dd = (TD *)d;                                                \
+    const TS *ss = (const TS *)s;                                    \
+    if (a == 1 && b == 1)                                            \
+      for (int64_t i = 0; i < n; i++) dd[i] = (TD)ss[i];             \
+    else                                                             \
+      for (int64_t i = 0; i < n; i++) dd[i * a] = (TD)ss[i * b];     \
+  } while (0)
+
+static void copy_row(const copy_job *j, char *d, const char *s, int64_t n, int64_t a, int64_t b) {
+  pt_dtype dt = j->ddt, st = j->sdt;
+  if (dt == st) {
+    size_t es = pt_dtype_size(dt);
+    if (a == 1 && b == 1) memcpy(d, s, (size_t)n * es);
+    else if (es == 4) COPY_ROW(uint32_t, uint32_t);
+    else if (es == 8) COPY_ROW(uint64_t, uint64_t);
+    else if (es == 1) COPY_ROW(uint8_t, uint8_t);
+    else
+      for (int64_t i = 0; i < n; i++) memcpy(d + i * a * (int64_t)es, s + i * b * (int64_t)es, es);
+    return;
+  }
+  /* the conversions C defines for every value (to floating point) in typed loops */
+  if (dt == PT_FLOAT32 && st == PT_FLOAT64) COPY_ROW(float, double);
+  else if (dt == PT_FLOAT64 && st == PT_FLOAT32) COPY_ROW(double, float);
+  else if (dt == PT_FLOAT32 && st == PT_INT64) COPY_ROW(float, int64_t);
+  else if (dt == PT_FLOAT64 && st == PT_INT64) COPY_ROW(double, int64_t);
+  else if (dt == PT_FLOAT32 && st == PT_UINT8) COPY_ROW(float, uint8_t);
+  else if (dt == PT_FLOAT64 && st == PT_UINT8) COPY_ROW(double, uint8_t);
+  else if (dt == PT_FLOAT32 && st == PT_INT32) COPY_ROW(float, int32_t);
+  else if (dt == PT_FLOAT64 && st == PT_INT32) COPY_ROW(double, int32_t);
+  else {
+    size_t ds = pt_dtype_size(dt), ss = pt_dtype_size(st);
+    for (int64_t i = 0; i < n; i++)
+      pt_write_from_double(d + i * a * (int64_t)ds, dt, pt_read_as_double(s + i * b * (int64_t)ss, st));
+  }
+}
+
+static void copy_rows(void *arg, int64_t r0, int64_t r1, int tid) {
+  (void)tid;
+  const copy_job *j = arg;
+  int outer = j->ndim - 1;
+  int64_t inner = j->ndim ? j->shape[outer] : 1;
+  int64_t a = j->ndim ? j->dstride[outer] : 0, b = j->ndim ? j->sstride[outer] : 0;
+  size_t ds = pt_dtype_size(j->ddt), ss = pt_dtype_size(j->sdt);
+  int64_t idx[PT_MAX_DIMS], doff = 0, soff = 0, r = r0;
+  for (int k = outer - 1; k >= 0; k--) { /* the coordinates of row r0 */
+    idx[k] = r % j->shape[k];
+    r /= j->shape[k];
+    doff += idx[k] * j->dstride[k];
+    soff += idx[k] * j->sstride[k];
+  }
+  for (int64_t row = r0; row < r1; row++) {
+    copy_row(j, j->dp + doff * (int64_t)ds, j->sp + soff * (int64_t)ss, inner, a, b);
+    for (int k = outer - 1; k >= 0; k--) { /* the next row */
+      doff += j->dstride[k];
+      soff += j->sstride[k];
+      if (++idx[k] < j->shape[k]) break;
+      doff -= idx[k] * j->dstride[k];
+      soff -= idx[k] * j->sstride[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 pt_status pt_tensor_copy_into(pt_ctx *ctx, pt_tensor *dst, const pt_tensor *src) {
   int nout;
   int64_t shape[PT_MAX_DIMS];
@@ -672,22 +749,13 @@ pt_status pt_tensor_copy_into(pt_ctx *ctx, pt_tensor *dst, const pt_tensor *src)
   }
   int64_t sstride[PT_MAX_DIMS];
   pt_broadcast_strides(src, dst->ndim, dst->shape, sstride);
-  const int64_t *strides[2] = {dst->stride, sstride};
-  pt_iter it;
-  pt_iter_init(&it, dst->ndim, dst->shape, 2, strides);
-  size_t ds = pt_dtype_size(dst->dtype), ss = pt_dtype_size(src->dtype);
-  char *dp = pt_tensor_data(dst);
-  const char *sp = pt_tensor_data(src);
-  if (dst->dtype == src->dtype) {
-    while (pt_iter_next(&it)) memcpy(dp + it.offset[0] * (int64_t)ds, sp + it.offset[1] * (int64_t)ss, ds);
-  } else if (dst->dtype == PT_FLOAT32 && src->dtype == PT_UINT8) {
-    while (pt_iter_next(&it))
-      *(float *)(dp + it.offset[0] * 4) = (float)*(const uint8_t *)(sp + it.offset[1]);
-  } else {
-    while (pt_iter_next(&it))
-      pt_write_from_double(dp + it.offset[0] * (int64_t)ds,
-                           dst->dtype, pt_read_as_double(sp + it.offset[1] * (int64_t)ss, src->dtype));
-  }
+  copy_job j = {pt_tensor_data(dst), pt_tensor_data(src), dst->ndim, dst->shape, dst->stride, sstride,
+                dst->dtype, src->dtype};
+  int64_t inner = dst->ndim ? dst->shape[dst->ndim - 1] : 1, rows = inner ? n / inner : 0;
+  /* rows of the last dimension, split over the intra-op threads when there is enough to copy */
+  int64_t grain = inner >= 65536 ? 1 : 65536 / (inner ? inner : 1);
+  if (src->storage == dst->storage) grain = rows; /* may overlap: one thread, in order */
+  pt_parallel_for(ctx, rows, grain, copy_rows, &j);
   atomic_fetch_add(&dst->storage->version, 1);
   return PT_OK;
 }

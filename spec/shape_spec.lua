@@ -141,6 +141,30 @@ describe("narrow and select", function()
                      errmsg(function() return t:sum(4294967297) end))
   end)
 
+  it("strided copies (contiguous of views, conversions, overlapping copy_) keep every value", function()
+    -- large enough to be split over the threads, row by row
+    local a = pt.arange(1, 200 * 700 + 1):reshape(200, 700)
+    local t = a:t():contiguous()
+    assert.are.same({700, 200}, t:size())
+    assert.are.equal(a[{37, 501}], t[{501, 37}])
+    assert.is_true(pt.equal(t:t(), a))
+    local e = pt.tensor({{1, 2, 3}}):expand(1000, 3):contiguous()
+    assert.are.same({1, 2, 3}, e[1000]:tolist())
+    local p = pt.arange(1, 2 * 3 * 4 * 5 + 1):reshape(2, 3, 4, 5):permute(4, 1, 3, 2):contiguous()
+    assert.are.equal(pt.arange(1, 121):reshape(2, 3, 4, 5)[{2, 3, 4, 5}], p[{5, 2, 4, 3}])
+    for _, dt in ipairs({"int64", "int32", "uint8", "float64", "bool"}) do
+      local src = pt.tensor({{1, 0}, {3, 4}}, {dtype = dt}):t() -- a transposed view
+      local f32 = src:float()
+      assert.are.same(dt == "bool" and {{1, 1}, {0, 1}} or {{1, 3}, {0, 4}}, f32:tolist(), dt)
+      assert.are.same(f32:tolist(), src:double():tolist(), dt)
+    end
+    assert.are.same({{true, true}, {false, true}}, pt.tensor({{2.5, 0}, {-1, 7}}):t():to("bool"):tolist())
+    -- a copy between overlapping views of one storage goes in order, as before
+    local o = pt.arange(1, 11):float()
+    o:narrow(1, 2, 9):copy_(o:narrow(1, 1, 9))
+    assert.are.same({1, 1, 2, 3, 4, 5, 6, 7, 8, 9}, o:tolist())
+  end)
+
   it("select removes the dim; t[i] is select(1, i)", function()
     local t = range(3, 4)
     assert.are.same({4, 5, 6, 7}, t:select(1, 2):tolist())
