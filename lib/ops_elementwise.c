@@ -7,6 +7,7 @@
  * stride patterns (1/1, 1/0, 0/1) specialised so the compiler vectorises them.
  * Backward functions are compositions of the same forward engine (grad mode is off there). */
 #include "ops_elementwise.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -514,16 +515,46 @@ static pt_status negative_int_power(pt_ctx *ctx, const char *fname) {
 
 /* Run kernel k over out (already allocated with the broadcast shape). x / y are tensors of the
  * compute dtype or numbers stored in xb / yb. */
-static void run_binary(bin_kernel k, pt_tensor *o, const pt_tensor *x, const void *xb,
-                       const pt_tensor *y, const void *yb) {
+/* Element-wise kernels over contiguous arrays are split over the intra-op threads from this many
+ * elements on (each thread a range of the same arrays: the same numbers); below it, one call. */
+#define EW_GRAIN 32768
+
+typedef struct bin_job {
+  bin_kernel k;
+  const char *x, *y;
+  char *o;
+  int64_t xs, ys;    /* 1, or 0 for a scalar */
+  size_t xe, ye, oe; /* element sizes */
+} bin_job;
+
+static void bin_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const bin_job *j = arg;
+  j->k(e - b, j->x + b * j->xs * (int64_t)j->xe, j->xs, j->y + b * j->ys * (int64_t)j->ye, j->ys,
+       j->o + b * (int64_t)j->oe, 1);
+}
+
+static void bin_contiguous(const pt_ctx *ctx, bin_kernel k, int64_t n, const void *x, int64_t xs,
+                           size_t xe, const void *y, int64_t ys, size_t ye, void *o, size_t oe) {
+  if (n < 2 * EW_GRAIN) {
+    k(n, x, xs, y, ys, o, 1);
+    return;
+  }
+  bin_job j = {k, x, y, o, xs, ys, xe, ye, oe};
+  pt_parallel_for(ctx, n, EW_GRAIN, bin_chunk, &j);
+}
+
+static void run_binary(const pt_ctx *ctx, bin_kernel k, pt_tensor *o, const pt_tensor *x,
+                       const void *xb, const pt_tensor *y, const void *yb) {
   int64_t n = pt_tensor_numel(o);
   if (n == 0) return;
   bool oc = pt_tensor_is_contiguous(o);
   int64_t nx = x ? pt_tensor_numel(x) : 1, ny = y ? pt_tensor_numel(y) : 1;
   if (oc && (!x || (pt_tensor_is_contiguous(x) && (nx == n || nx == 1))) &&
       (!y || (pt_tensor_is_contiguous(y) && (ny == n || ny == 1)))) {
-    k(n, x ? pt_tensor_data(x) : xb, nx == n ? 1 : 0, y ? pt_tensor_data(y) : yb, ny == n ? 1 : 0,
-      pt_tensor_data(o), 1);
+    bin_contiguous(ctx, k, n, x ? pt_tensor_data(x) : xb, nx == n ? 1 : 0,
+                   x ? pt_dtype_size(x->dtype) : 0, y ? pt_tensor_data(y) : yb, ny == n ? 1 : 0,
+                   y ? pt_dtype_size(y->dtype) : 0, pt_tensor_data(o), pt_dtype_size(o->dtype));
     return;
   }
   int64_t st[3][PT_MAX_DIMS];
@@ -575,7 +606,9 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
       pt_status st = pt_tensor_empty(ctx, odt, x.t->ndim, x.t->shape, &o);
       if (st) return st;
       int64_t n = pt_shape_numel(o->ndim, o->shape);
-      if (n) k(n, pt_tensor_data(x.t), 1, pt_tensor_data(y.t), 1, o->storage->data, 1);
+      size_t es = pt_dtype_size(cdt);
+      if (n) bin_contiguous(ctx, k, n, pt_tensor_data(x.t), 1, es, pt_tensor_data(y.t), 1, es,
+                            o->storage->data, pt_dtype_size(odt));
       *out = o;
       return PT_OK;
     }
@@ -630,9 +663,9 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
   if (op == PT_BIN_POW && !y.t && y.s == 2 && xc && pt_dtype_is_floating(cdt)) {
     /* x^2 as x * x: the same correctly rounded square, in a vectorised loop (powf per element
      * was 140x slower than PyTorch) */
-    run_binary(bin_kernels[PT_BIN_MUL][cdt], o, xc, xb, xc, xb);
+    run_binary(ctx, bin_kernels[PT_BIN_MUL][cdt], o, xc, xb, xc, xb);
   } else {
-    run_binary(k, o, xc, xb, yc, yb);
+    run_binary(ctx, k, o, xc, xb, yc, yb);
   }
   *out = o;
 done:
@@ -909,11 +942,30 @@ SCALAR_FN(pt_rpow_scalar, PT_BIN_POW, true)
  * unary
  * ------------------------------------------------------------------------------------------- */
 
-static void run_unary(un_kernel k, pt_tensor *o, const pt_tensor *x, const double *p) {
+typedef struct un_job {
+  un_kernel k;
+  const char *x;
+  char *o;
+  size_t xe, oe;
+  const double *p;
+} un_job;
+
+static void un_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const un_job *j = arg;
+  j->k(e - b, j->x + b * (int64_t)j->xe, 1, j->o + b * (int64_t)j->oe, 1, j->p);
+}
+
+static void run_unary(const pt_ctx *ctx, un_kernel k, pt_tensor *o, const pt_tensor *x, const double *p) {
   int64_t n = pt_tensor_numel(o);
   if (n == 0) return;
   if (pt_tensor_is_contiguous(o) && pt_tensor_is_contiguous(x) && pt_tensor_numel(x) == n) {
-    k(n, pt_tensor_data(x), 1, pt_tensor_data(o), 1, p);
+    if (n < 2 * EW_GRAIN) {
+      k(n, pt_tensor_data(x), 1, pt_tensor_data(o), 1, p);
+    } else {
+      un_job j = {k, pt_tensor_data(x), pt_tensor_data(o), pt_dtype_size(x->dtype), pt_dtype_size(o->dtype), p};
+      pt_parallel_for(ctx, n, EW_GRAIN, un_chunk, &j);
+    }
     return;
   }
   int64_t st[2][PT_MAX_DIMS];
@@ -958,7 +1010,7 @@ static pt_status unary_forward(pt_ctx *ctx, int op, pt_tensor *x, const double *
     pt_tensor_release(xc);
     return st;
   }
-  run_unary(k, o, xc, p);
+  run_unary(ctx, k, o, xc, p);
   pt_tensor_release(xc);
   *out = o;
   return PT_OK;
