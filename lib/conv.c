@@ -529,6 +529,22 @@ static pt_status adaptive_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
   return PT_OK;
 }
 
+typedef struct adaptive_job {
+  const void *x;
+  void *y;
+  pt_dtype dtype;
+  int H, W, Ho, Wo;
+} adaptive_job;
+
+static void adaptive_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const adaptive_job *j = arg;
+  if (j->dtype == PT_FLOAT32)
+    adaptive_avg_forward_f32(j->x, j->y, b, e, j->H, j->W, j->Ho, j->Wo);
+  else
+    adaptive_avg_forward_f64(j->x, j->y, b, e, j->H, j->W, j->Ho, j->Wo);
+}
+
 pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int Ho, int Wo, pt_tensor **out) {
   const char *fn = "adaptive_avg_pool2d";
   int64_t d[4];
@@ -541,10 +557,10 @@ pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int Ho, int Wo, pt_t
   int yn = out_shape(x, d[0], d[1], Ho, Wo, ys);
   pt_tensor *xc = NULL, *y = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y))) goto done;
-  if (x->dtype == PT_FLOAT32)
-    adaptive_avg_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo);
-  else
-    adaptive_avg_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), planes, H, W, Ho, Wo);
+  {
+    adaptive_job job = {pt_tensor_data(xc), pt_tensor_data(y), x->dtype, H, W, Ho, Wo};
+    pt_parallel_for(ctx, planes, (int64_t)(65536 / ((int64_t)H * W) + 1), adaptive_chunk, &job);
+  }
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, "AdaptiveAvgPool2dBackward", adaptive_backward, 1, &x, &node))) goto done;
   if (node) {
