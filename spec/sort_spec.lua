@@ -36,6 +36,23 @@ describe("sort and topk", function()
     assert.are.same({2, 0}, pt.topk(t, 0):size())
   end)
 
+  it("topk's selection is exactly the head of a full sort (ties, NaN, both directions)", function()
+    pt.manual_seed(1)
+    for _ = 1, 10 do
+      local z = pt.randint(0, 5, {3, 200}):float() -- many ties
+      z[{1, 7}] = 0 / 0
+      z[{2, 100}] = 0 / 0
+      for _, largest in ipairs({true, false}) do
+        for _, k in ipairs({1, 7, 24, 26, 200}) do -- a heap below n/8, a full sort above
+          local v, i = z:topk(k, 2, largest)
+          local sv, si = z:sort(2, largest)
+          assert.is_true(pt.equal(i, si:narrow(2, 1, k)), ("k=%d largest=%s"):format(k, tostring(largest)))
+          assert.is_true(pt.allclose(v, sv:narrow(2, 1, k), {equal_nan = true}))
+        end
+      end
+    end
+  end)
+
   it("sends gradients to the selected elements", function()
     gradcheck(function(x) return (x:sort()) end, {f64(3, 4)})
     gradcheck(function(x) return (x:sort(1, true)) end, {f64(3, 4)})
