@@ -10,15 +10,7 @@ local nan, inf = 0 / 0, math.huge
 local NAMES = {"isnan", "isinf", "isfinite", "argsort", "flip", "tril", "triu", "amax", "amin", "square",
                "reciprocal", "rsqrt", "trunc", "roll"}
 
-local function flat(v, out)
-  out = out or {}
-  if type(v) == "table" then
-    for _, e in ipairs(v) do flat(e, out) end
-  else
-    out[#out + 1] = v
-  end
-  return out
-end
+local flat = require("spec.support").flat
 
 -- t has exactly the values of the nested table expected (NaN matches NaN; with signed_zero the
 -- sign of zeros too) and its shape
