@@ -435,11 +435,20 @@ end
 
 function DataParallel:forward(...)
   local ndev = #self.device_ids
-  -- one device runs the module right here, unless the options make per-device lists of the
-  -- inputs or outputs (then the lists have one entry, as with more devices)
-  if ndev == 1 and not self.inputs_are_scattered and self.gather_to_one_device
-    and next(self.except_keywords) == nil then
-    return self.module(...)
+  -- one device: no scatter, no replicate, no gather (PyTorch's and the seed's rule): the module
+  -- runs right here on the arguments, and with inputs_are_scattered on each argument's entry for
+  -- that device (a per-device list of one; a tensor from a one-device gather_to_one_device=false
+  -- network, which returns its output as it is, passes unchanged)
+  if ndev == 1 then
+    if not self.inputs_are_scattered then return self.module(...) end
+    local args = table.pack(...)
+    for i = 1, args.n do
+      local a = args[i]
+      if type(a) == "table" and not pt.is_tensor(a) and getmetatable(a) == nil and #a == 1 then
+        args[i] = a[1]
+      end
+    end
+    return self.module(table.unpack(args, 1, args.n))
   end
   local args = table.pack(...)
   local per, k, inputs
@@ -527,7 +536,8 @@ if docs then
   except_keywords={"k", ...}: table keys (at any depth) whose values stay per-device lists;
   sort_and_gather=true: gather in ascending device order instead of the order devices were listed.
   output_device: where gathered outputs live (checked; every cpu device shares the host's memory).
-  One device calls module directly (with the default options; per-device lists have one entry). The module is sent to the workers on every call (parameters and
+  One device calls module directly (no scatter or gather; with inputs_are_scattered each argument's
+  per-device list of one is unwrapped). The module is sent to the workers on every call (parameters and
   buffers by reference), so train()/eval() and replaced submodules always take effect.]]
 end
 
