@@ -97,36 +97,63 @@ typedef enum { SC_SET, SC_ADD, SC_GATHER } sc_mode;
 /* One loop for the family, over index's shape. t is the tensor addressed through the index
  * (dst for scatter, source for gather); other is the per-position operand (src for scatter,
  * out for gather), NULL meaning the scalar value. Assumes shapes and values were validated. */
+/* The positions of index row by row (its last dimension in a loop, the others through an
+ * odometer): element by element through pt_iter and memcpy, gather and scatter_add ran 6-19x
+ * slower than PyTorch. Rows run in order (scatter_add with repeated indices adds in the same
+ * order as before). */
+#define SG_ROW(TYPE, BODY)                                                  \
+  do {                                                                      \
+    TYPE *tt = (TYPE *)tp;                                                  \
+    TYPE *oo = (TYPE *)(other ? op : vbuf);                                 \
+    for (int64_t j = 0; j < len; j++) {                                     \
+      int64_t v = index_at(index, ib + j * il) - 1;                         \
+      TYPE *tq = tt + tb + j * tl + v * dstride;                            \
+      TYPE *oq = oo + (other ? ob + j * ol : 0);                            \
+      BODY;                                                                 \
+    }                                                                       \
+  } while (0)
+
 static void scatter_gather_loop(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor *other,
                                 double value, sc_mode mode) {
-  int64_t tstride[PT_MAX_DIMS], zero[PT_MAX_DIMS] = {0};
-  memcpy(tstride, t->stride, sizeof tstride);
-  tstride[dim] = 0;
-  const int64_t *strides[3] = {index->stride, tstride, other ? other->stride : zero};
-  pt_iter it;
-  pt_iter_init(&it, index->ndim, index->shape, 3, strides);
+  int nd = index->ndim, last = nd - 1;
+  int64_t n = pt_tensor_numel(index);
+  if (n == 0) return;
   size_t es = pt_dtype_size(t->dtype);
-  char *tp = pt_tensor_data(t);
-  char *op = other ? pt_tensor_data(other) : NULL;
-  char vbuf[8];
+  char *tp = pt_tensor_data(t), *op = other ? pt_tensor_data(other) : NULL; /* at their offsets */
+  _Alignas(8) char vbuf[8];
   pt_write_from_double(vbuf, t->dtype, value);
   int64_t dstride = t->stride[dim];
-  while (pt_iter_next(&it)) {
-    int64_t v = index_at(index, index->offset + it.offset[0]) - 1;
-    char *tq = tp + (it.offset[1] + v * dstride) * (int64_t)es;
-    char *oq = other ? op + it.offset[2] * (int64_t)es : vbuf;
-    switch (mode) {
-    case SC_GATHER: memcpy(oq, tq, es); break;
-    case SC_SET: memcpy(tq, oq, es); break;
-    case SC_ADD:
-      if (t->dtype == PT_FLOAT32)
-        *(float *)tq += *(const float *)oq;
-      else if (t->dtype == PT_FLOAT64)
-        *(double *)tq += *(const double *)oq;
-      else
-        pt_write_from_double(tq, t->dtype,
-                             pt_read_as_double(tq, t->dtype) + pt_read_as_double(oq, t->dtype));
-      break;
+  int64_t len = nd ? index->shape[last] : 1;
+  int64_t il = nd ? index->stride[last] : 0, tl = nd && last != dim ? t->stride[last] : 0;
+  int64_t ol = nd && other ? other->stride[last] : 0;
+  int64_t idx[PT_MAX_DIMS] = {0};
+  int64_t ib = index->offset, tb = 0, ob = 0; /* index_at takes offsets from its storage */
+  bool f32 = t->dtype == PT_FLOAT32, f64 = t->dtype == PT_FLOAT64;
+  for (int64_t row = 0; row < n / len; row++) {
+    if (mode == SC_ADD && f32) SG_ROW(float, *tq += *oq);
+    else if (mode == SC_ADD && f64) SG_ROW(double, *tq += *oq);
+    else if (mode != SC_ADD && es == 4 && mode == SC_GATHER) SG_ROW(uint32_t, *oq = *tq);
+    else if (mode != SC_ADD && es == 4) SG_ROW(uint32_t, *tq = *oq);
+    else if (mode != SC_ADD && es == 8 && mode == SC_GATHER) SG_ROW(uint64_t, *oq = *tq);
+    else if (mode != SC_ADD && es == 8) SG_ROW(uint64_t, *tq = *oq);
+    else
+      for (int64_t j = 0; j < len; j++) { /* other sizes and integer adds */
+        int64_t v = index_at(index, ib + j * il) - 1;
+        char *tq = tp + (tb + j * tl + v * dstride) * (int64_t)es;
+        char *oq = other ? op + (ob + j * ol) * (int64_t)es : vbuf;
+        if (mode == SC_GATHER) memcpy(oq, tq, es);
+        else if (mode == SC_SET) memcpy(tq, oq, es);
+        else pt_write_from_double(tq, t->dtype, pt_read_as_double(tq, t->dtype) + pt_read_as_double(oq, t->dtype));
+      }
+    for (int k = last - 1; k >= 0; k--) { /* the next row */
+      ib += index->stride[k];
+      tb += k == dim ? 0 : t->stride[k];
+      if (other) ob += other->stride[k];
+      if (++idx[k] < index->shape[k]) break;
+      ib -= idx[k] * index->stride[k];
+      tb -= k == dim ? 0 : idx[k] * t->stride[k];
+      if (other) ob -= idx[k] * other->stride[k];
+      idx[k] = 0;
     }
   }
 }
