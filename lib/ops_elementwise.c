@@ -1020,9 +1020,27 @@ static pt_status unary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
   int op = (int)node->ints[0];
   pt_tensor *x = node->inputs[0], *d = NULL;
   if (!node->needs_grad[0]) return PT_OK;
-  pt_status st;
+  pt_status st = PT_OK;
+  pt_tensor *y = node->saved[0]; /* the output, for tanh, sigmoid and exp (record_unary) */
   if (op == PT_UN_NEG) {
     st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), S_(-1.0, false), NULL, &d);
+  } else if (y) {
+    /* the derivative from the saved output, in vectorised arithmetic, where the input's went
+     * through tanhf/expf again per element; the same expressions, so the same numbers:
+     * exp' = y, tanh' = 1 - y*y, sigmoid' = y * (1 - y) */
+    pt_tensor *u = NULL, *dy = NULL;
+    if (op == PT_UN_EXP) {
+      dy = pt_tensor_retain(y);
+    } else if (op == PT_UN_TANH) {
+      if (!(st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(y), T_(y), NULL, &u)))
+        st = binary_forward(ctx, "sub", PT_BIN_SUB, S_(1.0, false), T_(u), NULL, &dy);
+    } else {
+      if (!(st = binary_forward(ctx, "sub", PT_BIN_SUB, S_(1.0, false), T_(y), NULL, &u)))
+        st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(y), T_(u), NULL, &dy);
+    }
+    if (!st) st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), T_(dy), NULL, &d);
+    pt_tensor_release(u);
+    pt_tensor_release(dy);
   } else {
     if ((st = check_versions(ctx, node))) return st;
     pt_tensor *dx = NULL;
@@ -1045,6 +1063,13 @@ static pt_status record_unary(pt_ctx *ctx, int op, pt_tensor *x, const double *p
   node->scalars[0] = p ? p[0] : 0;
   node->scalars[1] = p ? p[1] : 0;
   save_versions(node);
+  if (op == PT_UN_EXP || op == PT_UN_TANH || op == PT_UN_SIGMOID) {
+    /* the backward reads the output: an alias without history (out's node holding out itself
+     * would be a cycle), whose version the engine checks as PyTorch does */
+    pt_tensor *alias;
+    if ((st = pt_detach(ctx, out, &alias))) return st;
+    pt_node_save(node, 0, alias);
+  }
   return PT_OK;
 }
 

@@ -692,6 +692,27 @@ describe("saved tensors modified in place", function()
     assert.are.same({{1, 2}, {1, 2}}, c.grad:tolist())
   end)
 
+  it("include the outputs of exp, tanh and sigmoid, whose backward reads them (as PyTorch)", function()
+    for _, name in ipairs({"exp", "tanh", "sigmoid"}) do
+      local x = pt.tensor({0.5, -1}, {dtype = "float64", requires_grad = true})
+      local y = x[name](x)
+      y:mul_(2)
+      local ok, err = pcall(function() y:sum():backward() end)
+      assert.is_false(ok)
+      assert.matches("one of the variables needed for gradient computation has been modified by an inplace operation", err)
+      -- untouched, the gradient is the derivative from the output
+      local x2 = pt.tensor({0.5, -1}, {dtype = "float64", requires_grad = true})
+      local y2 = x2[name](x2)
+      y2:sum():backward()
+      local v = y2:tolist()
+      local want = {}
+      for i = 1, 2 do
+        want[i] = name == "exp" and v[i] or (name == "tanh" and 1 - v[i] * v[i] or v[i] * (1 - v[i]))
+      end
+      assert.are.same(want, x2.grad:tolist())
+    end
+  end)
+
   it("are caught in fused layers (a weight changed between forward and backward)", function()
     local lin = nn.Linear(3, 2)
     local out = lin(pt.ones(4, 3))
