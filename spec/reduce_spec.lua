@@ -248,6 +248,18 @@ describe("softmax, log_softmax, logsumexp", function()
     near({{1 / z, math.exp(1) / z, math.exp(2) / z}, {1 / z, math.exp(1) / z, math.exp(2) / z}}, s)
   end)
 
+  it("softmax and log_softmax along a middle dim equal the last-dim ones of the permuted tensor", function()
+    pt.manual_seed(4)
+    local d = pt.randn({3, 5, 7}, {dtype = "float64"})
+    d[{2, 3, 4}] = 0 / 0 -- a NaN lane
+    d[{1, 2, 1}] = math.huge
+    for _, f in ipairs({"softmax", "log_softmax"}) do
+      local a = d[f](d, 2)
+      local b = d:permute(1, 3, 2):contiguous()[f](d:permute(1, 3, 2):contiguous(), 3):permute(1, 3, 2)
+      assert.is_true(pt.allclose(a, b, {equal_nan = true, rtol = 0, atol = 0}), f) -- bitwise
+    end
+  end)
+
   it("softmax along a non-last dim", function()
     local s = x23():softmax(1):tolist()
     local a = 1 / (1 + math.exp(3))
