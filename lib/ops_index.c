@@ -339,17 +339,26 @@ static void index_loop(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor 
   size_t tes = pt_dtype_size(t->dtype), oes = pt_dtype_size(other->dtype);
   char *tp = t->storage->data, *op = other->storage->data;
   bool same = t->dtype == other->dtype;
-  bool block = same && mode != IX_ADD_TO_T && slice_contiguous(nd, shape, ts) &&
-               slice_contiguous(nd, shape, os);
+  bool contiguous = same && slice_contiguous(nd, shape, ts) && slice_contiguous(nd, shape, os);
+  bool block = contiguous && mode != IX_ADD_TO_T;
+  /* index_add_ of contiguous float slices (index_select's and embedding-style backwards) adds
+   * whole slices in one loop */
+  bool add_block = contiguous && mode == IX_ADD_TO_T && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64);
+  size_t bytes = (size_t)m * tes; /* a slice */
   const int64_t *strides[2] = {ts, os};
   for (int64_t i = 0; i < n; i++) {
     char *tb = tp + (t->offset + index_entry(index, i) * t->stride[dim]) * (int64_t)tes;
     char *ob = op + (other->offset + i * other->stride[dim]) * (int64_t)oes;
     if (block) {
-      if (mode == IX_COPY_FROM_T)
-        memcpy(ob, tb, (size_t)m * tes);
+      if (mode == IX_COPY_FROM_T) memcpy(ob, tb, bytes);
+      else memmove(tb, ob, bytes);
+      continue;
+    }
+    if (add_block) {
+      if (t->dtype == PT_FLOAT32)
+        for (int64_t k = 0; k < m; k++) ((float *)tb)[k] += ((const float *)ob)[k];
       else
-        memmove(tb, ob, (size_t)m * tes);
+        for (int64_t k = 0; k < m; k++) ((double *)tb)[k] += ((const double *)ob)[k];
       continue;
     }
     pt_iter it;
