@@ -346,9 +346,17 @@ static void index_loop(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor 
   bool add_block = contiguous && mode == IX_ADD_TO_T && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64);
   size_t bytes = (size_t)m * tes; /* a slice */
   const int64_t *strides[2] = {ts, os};
+  /* loop invariants in locals: the slice loops below store through float pointers, which the
+   * compiler must otherwise assume may change these fields (reloading them made the copy
+   * loop of a 1-D index_select 50% slower) */
+  const int64_t toff = t->offset, tdim = t->stride[dim], ooff = other->offset, odim = other->stride[dim];
+  const char *ixp = index->storage->data;
+  const int64_t ixoff = index->offset, ixs = index->ndim ? index->stride[0] : 0;
+  const bool ix64 = index->dtype == PT_INT64;
   for (int64_t i = 0; i < n; i++) {
-    char *tb = tp + (t->offset + index_entry(index, i) * t->stride[dim]) * (int64_t)tes;
-    char *ob = op + (other->offset + i * other->stride[dim]) * (int64_t)oes;
+    int64_t e = ix64 ? ((const int64_t *)ixp)[ixoff + i * ixs] : ((const int32_t *)ixp)[ixoff + i * ixs];
+    char *tb = tp + (toff + (e - 1) * tdim) * (int64_t)tes;
+    char *ob = op + (ooff + i * odim) * (int64_t)oes;
     if (block) {
       if (mode == IX_COPY_FROM_T) memcpy(ob, tb, bytes);
       else memmove(tb, ob, bytes);
