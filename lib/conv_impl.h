@@ -241,6 +241,36 @@ static void SUFFIX(max_pool_plane2)(const real *restrict xp, real *restrict yp, 
 
 /* planes: N*C images of H*W; y {planes,Ho,Wo}; idx holds the argmax position within the plane
  * (int32: half the memory traffic of int64; pool2d refuses planes of 2^31 elements or more) */
+static inline void SUFFIX(max_pool_windows)(const real *x, real *y, int32_t *idx, int64_t p0,
+                                            int64_t planes, int H, int W, int Ho, int Wo, int kh,
+                                            int kw, int sh, int sw, int ph, int pw, int dy, int dx) {
+  for (int64_t pl = p0; pl < planes; pl++) {
+    const real *xp = x + pl * H * W;
+    for (int oy = 0; oy < Ho; oy++)
+      for (int ox = 0; ox < Wo; ox++) {
+        int y0 = oy * sh - ph, x0 = ox * sw - pw;
+        real best = 0;
+        int32_t bi = -1;
+        for (int ki = 0; ki < kh; ki++) {
+          int iy = y0 + ki * dy;
+          if (iy < 0 || iy >= H) continue;
+          for (int kj = 0; kj < kw; kj++) {
+            int ix = x0 + kj * dx;
+            if (ix < 0 || ix >= W) continue;
+            real v = xp[iy * W + ix];
+            if (bi < 0 || v > best || v != v) {
+              best = v;
+              bi = iy * W + ix;
+            }
+          }
+        }
+        int64_t out = (pl * Ho + oy) * Wo + ox;
+        y[out] = bi < 0 ? 0 : best;
+        idx[out] = bi;
+      }
+  }
+}
+
 static void SUFFIX(max_pool_forward)(const real *x, real *y, int32_t *idx, int64_t p0, int64_t planes,
                                      int H, int W, int Ho, int Wo, const pt_pool2d_opts *o) {
   int dy = o->dilation[0] > 1 ? o->dilation[0] : 1, dx = o->dilation[1] > 1 ? o->dilation[1] : 1;
@@ -274,31 +304,15 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int32_t *idx, int64
     }
     return;
   }
-  for (int64_t pl = p0; pl < planes; pl++) {
-    const real *xp = x + pl * H * W;
-    for (int oy = 0; oy < Ho; oy++)
-      for (int ox = 0; ox < Wo; ox++) {
-        int y0 = oy * o->stride[0] - o->padding[0], x0 = ox * o->stride[1] - o->padding[1];
-        real best = 0;
-        int32_t bi = -1;
-        for (int ki = 0; ki < o->kernel[0]; ki++) {
-          int iy = y0 + ki * dy;
-          if (iy < 0 || iy >= H) continue;
-          for (int kj = 0; kj < o->kernel[1]; kj++) {
-            int ix = x0 + kj * dx;
-            if (ix < 0 || ix >= W) continue;
-            real v = xp[iy * W + ix];
-            if (bi < 0 || v > best || v != v) {
-              best = v;
-              bi = iy * W + ix;
-            }
-          }
-        }
-        int64_t out = (pl * Ho + oy) * Wo + ox;
-        y[out] = bi < 0 ? 0 : best;
-        idx[out] = bi;
-      }
-  }
+  /* the window sizes in locals (stores into y and idx could otherwise alias o's fields), and
+   * the undilated case as its own instance: a dilation multiply in the inner loops made 3x3
+   * pooling 30% slower */
+  if (dy == 1 && dx == 1)
+    SUFFIX(max_pool_windows)(x, y, idx, p0, planes, H, W, Ho, Wo, o->kernel[0], o->kernel[1],
+                             o->stride[0], o->stride[1], o->padding[0], o->padding[1], 1, 1);
+  else
+    SUFFIX(max_pool_windows)(x, y, idx, p0, planes, H, W, Ho, Wo, o->kernel[0], o->kernel[1],
+                             o->stride[0], o->stride[1], o->padding[0], o->padding[1], dy, dx);
 }
 
 /* the fused ReLU of max pooling, outputs [b, e): a maximum <= 0 becomes 0 and takes no gradient
