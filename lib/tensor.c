@@ -729,6 +729,42 @@ static void copy_rows(void *arg, int64_t r0, int64_t r1, int tid) {
   }
 }
 
+/* Tiled copy for a transposed pair of last dims (TILE x TILE blocks); work items are
+ * (matrix, block row) pairs in order, the matrices of the leading dims through an odometer. */
+#define TILE 32
+static void copy_tiles(void *arg, int64_t w0, int64_t w1, int tid) {
+  (void)tid;
+  const copy_job *j = arg;
+  int nd = j->ndim;
+  int64_t R = j->shape[nd - 2], C = j->shape[nd - 1], tiles_r = (R + TILE - 1) / TILE;
+  int64_t drs = j->dstride[nd - 2], scs = j->sstride[nd - 1]; /* dst rows, src columns */
+  size_t es = pt_dtype_size(j->ddt);
+  for (int64_t w = w0; w < w1; w++) {
+    int64_t mat = w / tiles_r, r0 = (w % tiles_r) * TILE, r1 = r0 + TILE < R ? r0 + TILE : R;
+    int64_t doff = 0, soff = 0, m = mat;
+    for (int k = nd - 3; k >= 0; k--) { /* the matrix's offsets */
+      int64_t i = m % j->shape[k];
+      m /= j->shape[k];
+      doff += i * j->dstride[k];
+      soff += i * j->sstride[k];
+    }
+    for (int64_t c0 = 0; c0 < C; c0 += TILE) {
+      int64_t c1 = c0 + TILE < C ? c0 + TILE : C;
+      if (es == 4) {
+        uint32_t *d = (uint32_t *)j->dp + doff;
+        const uint32_t *s = (const uint32_t *)j->sp + soff;
+        for (int64_t r = r0; r < r1; r++)
+          for (int64_t c = c0; c < c1; c++) d[r * drs + c] = s[r + c * scs];
+      } else {
+        uint64_t *d = (uint64_t *)j->dp + doff;
+        const uint64_t *s = (const uint64_t *)j->sp + soff;
+        for (int64_t r = r0; r < r1; r++)
+          for (int64_t c = c0; c < c1; c++) d[r * drs + c] = s[r + c * scs];
+      }
+    }
+  }
+}
+
 pt_status pt_tensor_copy_into(pt_ctx *ctx, pt_tensor *dst, const pt_tensor *src) {
   int nout;
   int64_t shape[PT_MAX_DIMS];
@@ -751,6 +787,19 @@ pt_status pt_tensor_copy_into(pt_ctx *ctx, pt_tensor *dst, const pt_tensor *src)
   pt_broadcast_strides(src, dst->ndim, dst->shape, sstride);
   copy_job j = {pt_tensor_data(dst), pt_tensor_data(src), dst->ndim, dst->shape, dst->stride, sstride,
                 dst->dtype, src->dtype};
+  int nd = dst->ndim;
+  size_t es = pt_dtype_size(dst->dtype);
+  if (nd >= 2 && dst->dtype == src->dtype && (es == 4 || es == 8) && dst->stride[nd - 1] == 1 &&
+      sstride[nd - 2] == 1 && sstride[nd - 1] > 1 && src->storage != dst->storage &&
+      dst->shape[nd - 1] >= 32 && dst->shape[nd - 2] >= 32) {
+    /* the last two dims transposed (t:t():contiguous(), a key-major layout): tiles, so that
+     * neither side walks memory with a large stride (2.6x slower than PyTorch row by row) */
+    int64_t mats = n / (dst->shape[nd - 1] * dst->shape[nd - 2]);
+    int64_t tiles_r = (dst->shape[nd - 2] + TILE - 1) / TILE;
+    pt_parallel_for(ctx, mats * tiles_r, 1, copy_tiles, &j);
+    atomic_fetch_add(&dst->storage->version, 1);
+    return PT_OK;
+  }
   int64_t inner = dst->ndim ? dst->shape[dst->ndim - 1] : 1, rows = inner ? n / inner : 0;
   /* rows of the last dimension, split over the intra-op threads when there is enough to copy */
   int64_t grain = inner >= 65536 ? 1 : 65536 / (inner ? inner : 1);

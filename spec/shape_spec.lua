@@ -159,6 +159,15 @@ describe("narrow and select", function()
       assert.are.same(f32:tolist(), src:double():tolist(), dt)
     end
     assert.are.same({{true, true}, {false, true}}, pt.tensor({{2.5, 0}, {-1, 7}}):t():to("bool"):tolist())
+    -- transposed last dims are copied in tiles: edges that are not whole tiles, a batch, 4- and
+    -- 8-byte elements
+    for _, dt in ipairs({"float32", "float64", "int32"}) do
+      local b = pt.arange(1, 3 * 45 * 70 + 1):reshape(3, 45, 70):to(dt)
+      local bt = b:transpose(2, 3):contiguous()
+      assert.are.same({3, 70, 45}, bt:size())
+      assert.is_true(pt.equal(bt:transpose(2, 3), b), dt)
+      assert.are.equal(b[{3, 44, 69}], bt[{3, 69, 44}])
+    end
     -- a copy between overlapping views of one storage goes in order, as before
     local o = pt.arange(1, 11):float()
     o:narrow(1, 2, 9):copy_(o:narrow(1, 1, 9))
