@@ -194,6 +194,30 @@ static int t_repeat(lua_State *L) {
   return lpt_push_result(L, st, r);
 }
 
+/* diagonal([offset=0[, dim1=1[, dim2=2]]]) */
+static int t_diagonal(lua_State *L) {
+  lpt_check_max_args(L, 4, "diagonal");
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  if (t->ndim < 2)
+    return lpt_errorf(L, "diagonal: expects a tensor with at least 2 dimensions, got %d", t->ndim);
+  lua_Integer offset = lua_isnoneornil(L, 2) ? 0 : check_integer(L, 2, "diagonal", "offset");
+  int d1 = lpt_opt_dim(L, 3, t->ndim, "diagonal", 0);
+  int d2 = lpt_opt_dim(L, 4, t->ndim, "diagonal", 1);
+  pt_status st = pt_diagonal(lpt_ctx(L), t, offset, d1, d2, &r);
+  return lpt_push_result(L, st, r);
+}
+
+/* unfold(dim, size, step) */
+static int t_unfold(lua_State *L) {
+  lpt_check_max_args(L, 4, "unfold");
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int dim = lpt_check_dim(L, 2, t->ndim, "unfold");
+  lua_Integer size = check_integer(L, 3, "unfold", "size");
+  lua_Integer step = check_integer(L, 4, "unfold", "step");
+  pt_status st = pt_unfold(lpt_ctx(L), t, dim, size, step, &r);
+  return lpt_push_result(L, st, r);
+}
+
 /* --- joining --- */
 
 /* The tensors of cat/stack: pt.cat({a, b, c}, dim) or Torch7's pt.cat(a, b, c, dim). Leaves a
@@ -408,6 +432,7 @@ static int t_masked_select(lua_State *L) {
 
 typedef pt_status (*select_fn)(pt_ctx *, pt_tensor *, int, int64_t, pt_tensor **);
 typedef pt_status (*narrow_fn)(pt_ctx *, pt_tensor *, int, int64_t, int64_t, pt_tensor **);
+typedef pt_status (*slice_fn)(pt_ctx *, pt_tensor *, int, int64_t, int64_t, int64_t, pt_tensor **);
 
 /* Resolve a number or a table key (one entry per leading dim) to a view of t: a new reference.
  * With raw, no graph is recorded (assignment). *all_selected: every dim was removed by numbers. */
@@ -415,6 +440,7 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
   pt_ctx *ctx = lpt_ctx(L);
   select_fn sel = raw ? pt_select_raw : pt_select;
   narrow_fn nar = raw ? pt_narrow_raw : pt_narrow;
+  slice_fn slc = raw ? pt_slice_raw : pt_slice;
   pt_tensor *cur = pt_tensor_retain(t), *next;
   *all_selected = false;
   if (lua_type(L, key) == LUA_TNUMBER) {
@@ -468,26 +494,44 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
         lua_settop(L, top);
         continue;
       }
-      if (m > 2) {
+      if (m > 3) {
         pt_tensor_release(cur);
-        lpt_errorf(L, "index: a range is {}, {first} or {first, last}, got %d entries at position %d",
-                   m, k);
+        lpt_errorf(L, "index: a range is {}, {first}, {first, last} or {first, last, step}, got %d "
+                   "entries at position %d", m, k);
       }
-      int isnum1, isnum2;
+      int isnum1, isnum2, isnum3 = 1;
       lua_rawgeti(L, -1, 1);
-      lua_rawgeti(L, -2, m);
-      lua_Integer a = lua_tointegerx(L, -2, &isnum1), b = lua_tointegerx(L, -1, &isnum2);
+      lua_rawgeti(L, -2, m > 1 ? 2 : 1);
+      lua_rawgeti(L, -3, m > 2 ? 3 : 1);
+      lua_Integer a = lua_tointegerx(L, -3, &isnum1), b = lua_tointegerx(L, -2, &isnum2);
+      lua_Integer step = m > 2 ? lua_tointegerx(L, -1, &isnum3) : 1;
       if (!isnum1 || !isnum2) {
         pt_tensor_release(cur);
         lpt_errorf(L, "index: range bounds must be integers (position %d)", k);
       }
+      if (!isnum3) {
+        pt_tensor_release(cur);
+        lpt_errorf(L, "index: a range step must be an integer, got %s (position %d)",
+                   lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1), k);
+      }
+      if (step < 1) {
+        pt_tensor_release(cur);
+        lpt_errorf(L, "index: a range step must be at least 1, got %I (position %d; negative steps "
+                   "are not supported, use flip)", (LUAI_UACINT)step, k);
+      }
       lua_Integer a1 = a < 0 ? a + size + 1 : a, b1 = b < 0 ? b + size + 1 : b;
       if (a1 < 1 || a1 > size + 1 || b1 < a1 - 1 || b1 > size) {
         pt_tensor_release(cur);
+        if (m > 2)
+          lpt_errorf(L, "index: range {%I,%I,%I} out of range for dimension %d of size %I",
+                     (LUAI_UACINT)a, (LUAI_UACINT)b, (LUAI_UACINT)step, k, (LUAI_UACINT)size);
         lpt_errorf(L, "index: range {%d,%d} out of range for dimension %d of size %d", (int)a,
                    (int)b, k, (int)size);
       }
-      st = nar(ctx, cur, d, a1 - 1, b1 - a1 + 1, &next);
+      if (step == 1)
+        st = nar(ctx, cur, d, a1 - 1, b1 - a1 + 1, &next);
+      else /* first, first+step, ... up to last (inclusive) */
+        st = slc(ctx, cur, d, a1 - 1, b1 >= a1 ? (b1 - a1) / step + 1 : 0, step, &next);
       d++;
     } else if (ty == LUA_TSTRING && strcmp(lua_tostring(L, -1), ":") == 0) {
       d++;
@@ -633,6 +677,8 @@ static const luaL_Reg methods[] = {
     {"clone", t_clone},
     {"repeat_tensor", t_repeat},
     {"repeatTensor", t_repeat},
+    {"diagonal", t_diagonal},
+    {"unfold", t_unfold},
     {"split", t_split},
     {"chunk", t_chunk},
     {"unbind", t_unbind},
@@ -669,6 +715,8 @@ static const luaL_Reg functions[] = {
     {"contiguous", t_contiguous},
     {"clone", t_clone},
     {"repeat_tensor", t_repeat},
+    {"diagonal", t_diagonal},
+    {"unfold", t_unfold},
     {"split", t_split},
     {"chunk", t_chunk},
     {"unbind", t_unbind},
@@ -699,6 +747,13 @@ static const char *const method_docs[] = {
     "contiguous", "t:contiguous() -> t itself when contiguous, otherwise a contiguous copy.",
     "clone", "t:clone() -> contiguous copy (gradients flow back to t).",
     "repeat_tensor", "t:repeat_tensor(reps...) (also t:repeatTensor, Torch7's name; `repeat` is a Lua keyword)\n  -> t tiled reps[i] times along each dim (a copy); extra leading reps add dims.",
+    "diagonal", "t:diagonal([offset=0[, dim1=1[, dim2=2]]]) -> view of the diagonal of dims dim1 and dim2, which are\n"
+    "  removed; the diagonal becomes the last dim (as torch.diagonal). offset > 0 is above the main\n"
+    "  diagonal, < 0 below. Gradients flow back. Also pt.diagonal(t, ...).",
+    "unfold", "t:unfold(dim, size, step) -> view of every window of `size` elements along dim, `step` apart:\n"
+    "  dim becomes the (size(dim) - size) // step + 1 windows and a new last dim of `size` holds each\n"
+    "  (as Tensor.unfold; windows may overlap). Gradients flow back (summed where windows overlap).\n"
+    "  Also pt.unfold(t, dim, size, step).",
     "split", "t:split(size_or_sizes[, dim=1]) -> list of views: pieces of `size` (last one shorter) or of the given sizes.",
     "chunk", "t:chunk(n[, dim=1]) -> list of at most n views of size ceil(size/n).",
     "unbind", "t:unbind([dim=1]) -> list of the slices along dim (views, dim removed).",
@@ -712,7 +767,7 @@ static const char *const method_docs[] = {
     "index_copy_", "t:index_copy_(dim, index, src) -> t, with slice i of src copied to slice index[i].",
     "index_fill_", "t:index_fill_(dim, index, value) -> t, with the slices at index set to value (differentiable: they get no gradient).",
     "masked_select", "t:masked_select(mask) -> 1-D copy of the elements where the bool mask is true (mask broadcasts).",
-    "__slice", "t[key]: a number selects along dim 1; a table has one entry per leading dim: a number selects\n  (the dim goes away), {a, b} is the inclusive range a..b (negative from the end), {a} keeps a..a,\n  {} or \":\" keeps the whole dim; a bool tensor selects elements (1-D copy); an int64 tensor selects\n  rows. Ranges give views sharing storage. When every dim is selected by numbers the result is a number.",
+    "__slice", "t[key]: a number selects along dim 1; a table has one entry per leading dim: a number selects\n  (the dim goes away), {a, b} is the inclusive range a..b (negative from the end), {a} keeps a..a,\n  {a, b, step} takes a, a+step, ... up to b (step >= 1), {} or \":\" keeps the whole dim; a bool tensor selects elements (1-D copy); an int64 tensor selects\n  rows. Ranges give views sharing storage. When every dim is selected by numbers the result is a number.",
     "__slice_assign", "t[key] = value: key as for t[key]; value is a number or a tensor broadcast to the slice.\n  With a bool mask, a number or one-element tensor fills, a tensor with one value per true entry is copied in order.\n  With autograd (t in a graph, or a value that requires grad) slices record CopySlices; masks and position\n  tensors take numbers only (recorded as masked_fill_), e.g. logits[mask] = -math.huge.",
     NULL, NULL,
 };

@@ -577,3 +577,155 @@ pt_status pt_chunk(pt_ctx *ctx, pt_tensor *t, int64_t chunks, int dim, int *n_ou
   *n_out = (int)n;
   return PT_OK;
 }
+
+/* --- strided views: slice with a step, diagonal, unfold ---
+ * Each records its kind (ints[0]), parameters (ints[1..4]) and the input's shape (ints[5..]);
+ * the backward rebuilds the same view over zeros of the input's shape and writes grad into it. */
+
+enum { STRIDED_SLICE, STRIDED_DIAGONAL, STRIDED_UNFOLD };
+
+pt_status pt_slice_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t count,
+                       int64_t step, pt_tensor **out) {
+  pt_status st = check_dim(ctx, "slice", t, dim);
+  if (st) return st;
+  int64_t size = t->shape[dim];
+  if (step < 1) return pt_fail(ctx, PT_EARG, "slice: step must be at least 1, got %lld", (long long)step);
+  if (start < 0 || count < 0 || start > size || (count > 0 && start + (count - 1) * step >= size))
+    return pt_fail(ctx, PT_EARG,
+                   "slice: %lld elements from %lld with step %lld out of range for dimension %d of "
+                   "size %lld",
+                   (long long)count, (long long)start + 1, (long long)step, dim + 1, (long long)size);
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  memcpy(shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+  memcpy(stride, t->stride, (size_t)t->ndim * sizeof(int64_t));
+  shape[dim] = count;
+  stride[dim] = t->stride[dim] * step;
+  return pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset + start * t->stride[dim],
+                                t->ndim, shape, stride, out);
+}
+
+static pt_status diagonal_raw(pt_ctx *ctx, pt_tensor *t, int64_t offset, int d1, int d2,
+                              pt_tensor **out) {
+  pt_status st;
+  if ((st = check_dim(ctx, "diagonal", t, d1)) || (st = check_dim(ctx, "diagonal", t, d2))) return st;
+  if (d1 == d2)
+    return pt_fail(ctx, PT_EARG, "diagonal: dim1 and dim2 must be different dimensions, got %d and %d",
+                   d1 + 1, d2 + 1);
+  int64_t s1 = t->shape[d1], s2 = t->shape[d2], len, start = t->offset;
+  if (offset >= 0) {
+    len = s2 - offset < s1 ? s2 - offset : s1;
+    if (len > 0) start += offset * t->stride[d2];
+  } else {
+    len = s1 + offset < s2 ? s1 + offset : s2;
+    if (len > 0) start -= offset * t->stride[d1];
+  }
+  if (len < 0) len = 0;
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (i != d1 && i != d2) {
+      shape[n] = t->shape[i];
+      stride[n++] = t->stride[i];
+    }
+  shape[n] = len;
+  stride[n++] = t->stride[d1] + t->stride[d2];
+  return pt_tensor_from_storage(ctx, t->storage, t->dtype, start, n, shape, stride, out);
+}
+
+static pt_status unfold_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t size, int64_t step,
+                            pt_tensor **out) {
+  int nd = t->ndim;
+  if (nd == 0 ? dim != 0 : (dim < 0 || dim >= nd))
+    return pt_fail(ctx, PT_EARG, "unfold: dimension %d out of range (tensor has %d dimensions)",
+                   dim + 1, nd);
+  int64_t dsize = nd ? t->shape[dim] : 1;
+  if (size < 0) return pt_fail(ctx, PT_EARG, "unfold: size must be non-negative, got %lld", (long long)size);
+  if (size > dsize)
+    return pt_fail(ctx, PT_EARG, "unfold: size %lld is larger than dimension %d of size %lld",
+                   (long long)size, dim + 1, (long long)dsize);
+  if (step < 1) return pt_fail(ctx, PT_EARG, "unfold: step must be at least 1, got %lld", (long long)step);
+  if (nd >= PT_MAX_DIMS)
+    return pt_fail(ctx, PT_ESHAPE, "unfold: tensors have at most %d dimensions", PT_MAX_DIMS);
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  if (nd == 0) {
+    shape[0] = size;
+    stride[0] = 1;
+    return pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, 1, shape, stride, out);
+  }
+  memcpy(shape, t->shape, (size_t)nd * sizeof(int64_t));
+  memcpy(stride, t->stride, (size_t)nd * sizeof(int64_t));
+  shape[dim] = (dsize - size) / step + 1;
+  stride[dim] = t->stride[dim] * step;
+  shape[nd] = size;
+  stride[nd] = t->stride[dim];
+  return pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, nd + 1, shape, stride, out);
+}
+
+static pt_status strided_view_raw(pt_ctx *ctx, int kind, pt_tensor *t, const int64_t *p,
+                                  pt_tensor **out) {
+  switch (kind) {
+  case STRIDED_SLICE: return pt_slice_raw(ctx, t, (int)p[0], p[1], p[2], p[3], out);
+  case STRIDED_DIAGONAL: return diagonal_raw(ctx, t, p[0], (int)p[1], (int)p[2], out);
+  default: return unfold_raw(ctx, t, (int)p[0], p[1], p[2], out);
+  }
+}
+
+static pt_status strided_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int kind = (int)node->ints[0];
+  const int64_t *p = node->ints + 1;
+  pt_tensor *z, *v = NULL;
+  pt_status st = pt_tensor_zeros(ctx, g->dtype, node->n_ints - 5, node->ints + 5, &z);
+  if (st) return st;
+  if (kind == STRIDED_UNFOLD && p[1] > p[2] && z->ndim > 0) {
+    /* overlapping windows: element k of every window is a slice with the step, no overlap
+     * within one k */
+    int dim = (int)p[0], last = g->ndim - 1;
+    int64_t nwin = g->shape[dim];
+    for (int64_t k = 0; k < p[1] && !st; k++) {
+      pt_tensor *gk = NULL;
+      if (!(st = pt_slice_raw(ctx, z, dim, k, nwin, p[2], &v)) &&
+          !(st = pt_select_raw(ctx, g, last, k, &gk)))
+        pt_tensor_add_raw(v, gk);
+      pt_tensor_release(gk);
+      pt_tensor_release(v);
+      v = NULL;
+    }
+  } else if (!(st = strided_view_raw(ctx, kind, z, p, &v))) {
+    st = pt_tensor_copy_into(ctx, v, g);
+  }
+  pt_tensor_release(v);
+  if (st) {
+    pt_tensor_release(z);
+    return st;
+  }
+  gin[0] = z;
+  return PT_OK;
+}
+
+static pt_status strided_view(pt_ctx *ctx, int kind, const char *name, pt_tensor *t,
+                              int64_t p0, int64_t p1, int64_t p2, int64_t p3, pt_tensor **out) {
+  int64_t p[4] = {p0, p1, p2, p3};
+  pt_status st = strided_view_raw(ctx, kind, t, p, out);
+  if (st) return st;
+  pt_node *node;
+  if ((st = record1(ctx, t, out, name, strided_backward, &node))) return st;
+  if (node) {
+    node->ints[0] = kind;
+    for (int i = 0; i < 4; i++) node->ints[1 + i] = p[i];
+    save_shape(node, 5, t);
+  }
+  return PT_OK;
+}
+
+pt_status pt_slice(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t count, int64_t step,
+                   pt_tensor **out) {
+  return strided_view(ctx, STRIDED_SLICE, "SliceBackward", t, dim, start, count, step, out);
+}
+
+pt_status pt_diagonal(pt_ctx *ctx, pt_tensor *t, int64_t offset, int d1, int d2, pt_tensor **out) {
+  return strided_view(ctx, STRIDED_DIAGONAL, "DiagonalBackward", t, offset, d1, d2, 0, out);
+}
+
+pt_status pt_unfold(pt_ctx *ctx, pt_tensor *t, int dim, int64_t size, int64_t step, pt_tensor **out) {
+  return strided_view(ctx, STRIDED_UNFOLD, "UnfoldBackward", t, dim, size, step, 0, out);
+}

@@ -59,4 +59,18 @@ pt_status pt_split_sizes(pt_ctx *ctx, pt_tensor *t, int n, const int64_t *sizes,
  * *n_out pieces are written to outs, which needs room for min(chunks, max(size, 1)) entries */
 pt_status pt_chunk(pt_ctx *ctx, pt_tensor *t, int64_t chunks, int dim, int *n_out, pt_tensor **outs);
 
+/* Strided views (the backward writes grad into zeros of the input's shape; unfold's windows may
+ * overlap, so there it adds). start/offset are 0-based, step >= 1.
+ * slice: count elements start, start+step, ... along dim (t[{{first, last, step}}]). */
+pt_status pt_slice(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t count, int64_t step,
+                   pt_tensor **out);
+pt_status pt_slice_raw(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t count,
+                       int64_t step, pt_tensor **out);
+/* diagonal (torch.diagonal): dims d1 and d2 (distinct) removed, their diagonal appended last;
+ * offset > 0 above the main diagonal, < 0 below. */
+pt_status pt_diagonal(pt_ctx *ctx, pt_tensor *t, int64_t offset, int d1, int d2, pt_tensor **out);
+/* unfold (Tensor.unfold): dim becomes the (size(dim) - size) / step + 1 windows, and a last dim
+ * of `size` holds each window. A 0-d tensor gives shape {size} (size 0 or 1). */
+pt_status pt_unfold(pt_ctx *ctx, pt_tensor *t, int dim, int64_t size, int64_t step, pt_tensor **out);
+
 #endif
