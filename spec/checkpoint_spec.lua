@@ -511,6 +511,27 @@ describe("numbers in checkpoint metadata", function()
       .. "sum=0.30000000000000004\n", out)
   end)
 
+  it("refuse partrain metadata that is not what partrain writes, naming the key", function()
+    local function file(meta)
+      return st_file("badmeta.safetensors", '{"__metadata__":{' .. meta .. '}}')
+    end
+    for _, c in ipairs({
+      {'"partrain.loader_epoch":"abc"', "invalid partrain.loader_epoch metadata 'abc' (expected a non-negative integer)"},
+      {'"partrain.loader_epoch":"-1"', "invalid partrain.loader_epoch metadata '-1' (expected a non-negative integer)"},
+      {'"partrain.loader_epoch":"1.5"', "invalid partrain.loader_epoch metadata '1.5' (expected a non-negative integer)"},
+      {'"partrain.loader_epoch":"99999999999999999999"', "invalid partrain.loader_epoch metadata '99999999999999999999' (expected a non-negative integer)"},
+      {'"partrain.format":"2"', "partrain.format is '2'; this partrain reads format 1 (a file of a newer partrain?)"},
+      {'"partrain.json_keys":"{\\"a\\":1}","a":"1"', "invalid partrain.json_keys metadata (expected a list of key names)"},
+      {'"partrain.json_keys":"[1]"', "invalid partrain.json_keys metadata (entry 1 is a number, not a key name)"},
+    }) do
+      local p = file(c[1])
+      assert.are.equal("load: '" .. p .. "': " .. c[2], msg_of(pt.load, p))
+    end
+    -- files of other tools (no partrain keys) and partrain's own still load
+    assert.are.same({a = "1"}, select(2, pt.load(file('"a":"1"'))))
+    assert.are.equal(0, select(3, pt.load(file('"partrain.loader_epoch":"0","partrain.format":"1"'))).loader_epoch)
+  end)
+
   it("still load metadata written by earlier versions (cJSON's numbers)", function()
     local opt = '{"param_groups":[{"lr":0.3,"momentum":0.9,"nesterov":false,"params":[1,2]}],'
       .. '"state":{"#1":{"momentum_buffer":{"__tensor__":"optimizer.state.1.momentum_buffer"}}},"steps":4}'

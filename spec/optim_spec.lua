@@ -342,6 +342,37 @@ describe("optim errors", function()
     assert.are.equal(0.1, o.param_groups[1].lr)
   end)
 
+  it("load_state_dict refuses another optimizer's state dict, naming what does not fit", function()
+    local p = nn.Parameter(pt.ones(2))
+    local sgd = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+    p.grad = pt.ones(2)
+    sgd:step()
+    local adam = optim.Adam({p}, 0.1)
+    assert_err("Adam:load_state_dict: parameter group 1 has option 'dampening', which Adam does not take: "
+      .. "a state dict of another optimizer?", adam.load_state_dict, adam,
+      {param_groups = {{params = {1}, lr = 0.1, dampening = 0}}, state = {}})
+    local sd = sgd:state_dict()
+    for _, k in ipairs({"momentum", "dampening", "nesterov"}) do sd.param_groups[1][k] = nil end
+    assert_err("Adam:load_state_dict: state 'momentum_buffer' of parameter 1 is not one Adam keeps "
+      .. "(exp_avg, exp_avg_sq, max_exp_avg_sq, step): a state dict of another optimizer?", adam.load_state_dict, adam, sd)
+    -- nothing changed: Adam still steps from a fresh state
+    assert.are.same({}, adam:state_dict().state)
+    adam:step()
+    local st = adam:state_dict().state[1]
+    assert.are.equal(1, st.step:item())
+    -- buffers must be tensors
+    st.exp_avg = 3
+    assert_err("Adam:load_state_dict: state 'exp_avg' of parameter 1 is a number, not a tensor",
+      adam.load_state_dict, adam, {param_groups = adam:state_dict().param_groups, state = {st}})
+    -- Adam and AdamW keep the same state: one loads the other's
+    local adamw = optim.AdamW({p}, 0.1)
+    adamw:load_state_dict(adam:state_dict())
+    assert.are.equal(1, adamw:state_dict().state[1].step:item())
+    local ada = optim.Adagrad({p}, 0.1)
+    assert_err("Adagrad:load_state_dict: parameter group 1 has option 'betas', which Adagrad does not take",
+      ada.load_state_dict, ada, adam:state_dict())
+  end)
+
   it("clipping messages format their numbers", function()
     local q = nn.Parameter(pt.ones(2))
     q.grad = pt.ones(2)

@@ -194,11 +194,23 @@ local function load(path)
   if path:find("\0", 1, true) then fail("load: path '%s' contains a NUL byte", shown(path)) end
   local tensors, raw, order = pt._load(path)
   local meta, state = {}, {}
+  local format = raw["partrain.format"]
+  if format and format ~= "1" then
+    fail("load: '%s': partrain.format is '%s'; this partrain reads format 1 (a file of a newer partrain?)", path,
+      shown(format))
+  end
   local json_keys = {}
   if raw["partrain.json_keys"] then
     local list = decode_meta(path, "partrain.json_keys metadata", raw["partrain.json_keys"])
-    if type(list) ~= "table" then fail("load: '%s': invalid partrain.json_keys metadata", path) end
-    for _, k in ipairs(list) do json_keys[k] = true end
+    if type(list) ~= "table" or #list ~= #sorted_keys(list) then
+      fail("load: '%s': invalid partrain.json_keys metadata (expected a list of key names)", path)
+    end
+    for i, k in ipairs(list) do
+      if type(k) ~= "string" then
+        fail("load: '%s': invalid partrain.json_keys metadata (entry %d is a %s, not a key name)", path, i, type(k))
+      end
+      json_keys[k] = true
+    end
   end
   for k, v in pairs(raw) do
     if k:sub(1, 9) ~= "partrain." then
@@ -217,7 +229,14 @@ local function load(path)
     state.optimizer = st
     for name in pairs(used) do tensors[name] = nil end
   end
-  if raw["partrain.loader_epoch"] then state.loader_epoch = math.tointeger(tonumber(raw["partrain.loader_epoch"])) end
+  local epoch = raw["partrain.loader_epoch"]
+  if epoch then
+    state.loader_epoch = epoch:match("^%d+$") and math.tointeger(tonumber(epoch))
+    if not state.loader_epoch then
+      fail("load: '%s': invalid partrain.loader_epoch metadata '%s' (expected a non-negative integer)", path,
+        shown(epoch))
+    end
+  end
   if tensors[RNG_NAME] then
     state.rng, tensors[RNG_NAME] = tensors[RNG_NAME], nil
   end

@@ -155,6 +155,20 @@ function Optimizer:add_param_group(g)
 end
 doc(Optimizer.add_param_group, "opt:add_param_group({params=..., lr=...}): adds a group; missing options come from the defaults.")
 
+-- what each optimizer keeps per parameter: a state dict of another optimizer is refused on loading
+-- (PyTorch loads it and fails at the next step with KeyError: 'step', or trains on wrong buffers)
+local adam_keys = {step = true, exp_avg = true, exp_avg_sq = true, max_exp_avg_sq = true}
+local STATE_KEYS = {SGD = {momentum_buffer = true}, Adam = adam_keys, AdamW = adam_keys,
+  RMSprop = {step = true, square_avg = true, momentum_buffer = true, grad_avg = true},
+  Adagrad = {step = true, sum = true}}
+
+local function key_list(set)
+  local l = {}
+  for k in pairs(set) do l[#l + 1] = k end
+  table.sort(l)
+  return table.concat(l, ", ")
+end
+
 local STATE_TENSORS = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg",
   "grad_avg", "sum"}
 
@@ -205,6 +219,13 @@ function Optimizer:load_state_dict(sd)
         name, gi, type(sg.params) == "table" and #sg.params or 0, #g.params), 2)
     end
     for i, p in ipairs(g.params) do params[sg.params[i]] = {p, g, i} end
+    local cls = getmetatable(self)
+    for k in pairs(sg) do
+      if k ~= "params" and k ~= "_states" and cls.defaults[k] == nil and not cls.allowed[k] then
+        error(string.format("%s: parameter group %d has option '%s', which %s does not take: a state dict "
+          .. "of another optimizer?", name, gi, tostring(k), self.name), 2)
+      end
+    end
     -- the loaded hyperparameters must pass the checks the constructor makes
     local merged = {}
     for k, v in pairs(g) do merged[k] = v end
@@ -225,11 +246,17 @@ function Optimizer:load_state_dict(sd)
     if type(e) ~= "table" then
       error(string.format("%s: state of parameter %d is a %s, not a table", name, idx, type(e)), 2)
     end
-    local st = {}
+    local st, known = {}, STATE_KEYS[self.name]
     for k, v in pairs(e) do
+      if known and not known[k] then
+        error(string.format("%s: state '%s' of parameter %d is not one %s keeps (%s): a state dict of "
+          .. "another optimizer?", name, tostring(k), idx, self.name, key_list(known)), 2)
+      end
       if k == "step" then
         local n = pt.is_tensor(v) and v:item() or v
         st.step = math.tointeger(n) or error(string.format("%s: step of parameter %d is not an integer", name, idx), 2)
+      elseif not pt.is_tensor(v) and known then
+        error(string.format("%s: state '%s' of parameter %d is a %s, not a tensor", name, k, idx, type(v)), 2)
       elseif pt.is_tensor(v) then
         if table.concat(v:size(), ",") ~= table.concat(p:size(), ",") then
           error(string.format("%s: state '%s' of parameter %d has shape {%s}, expected {%s}", name, k, idx,
