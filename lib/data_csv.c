@@ -201,8 +201,16 @@ static pt_status csv_parse(pt_ctx *ctx, const char *path, char *buf, size_t len,
                    o->label_name);
       goto done;
     }
-    for (int i = 0; i < ncols; i++)
-      if (strcmp(out->header[i], o->label_name) == 0) label_col = i;
+    for (int i = 0; i < ncols; i++) {
+      if (strcmp(out->header[i], o->label_name) != 0) continue;
+      if (label_col >= 0) { /* which one was meant cannot be told */
+        st = pt_fail(ctx, PT_EARG,
+                     "csv: '%s': the header names columns %d and %d '%s': give the label column by index",
+                     path, label_col + 1, i + 1, o->label_name);
+        goto done;
+      }
+      label_col = i;
+    }
     if (label_col < 0) {
       st = pt_fail(ctx, PT_EARG, "csv: '%s': no column named '%s' in the header", path, o->label_name);
       goto done;

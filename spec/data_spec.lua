@@ -500,6 +500,11 @@ describe("data.csv", function()
     assert.matches(":3: expected 3 fields, got 2", err_of(data.csv, write(tmp("d.csv"), "a,b,c\n1,2,3\n4,5\n")))
     assert.matches(":2: field 1 %('x'%) is not a number", err_of(data.csv, write(tmp("e.csv"), "a,b\nx,1\n")))
     assert.matches("no column named 'z'", err_of(data.csv, write(tmp("f.csv"), "a,b\n1,2\n"), {label = "z"}))
+    -- a label name the header gives twice is ambiguous; by index it is not
+    local dup = write(tmp("dup.csv"), "a,y,b,y\n1,2,3,4\n")
+    assert.are.equal("csv: '" .. dup .. "': the header names columns 2 and 4 'y': give the label column by index",
+      err_of(data.csv, dup, {label = "y"}):gsub("^[^\n]-:%d+: ", ""))
+    assert.are.same({4}, data.csv(dup, {label = 4}).labels:tolist())
     assert.matches("is empty", err_of(data.csv, write(tmp("g.csv"), "\n\n")))
     assert.matches("has a header but no rows", err_of(data.csv, write(tmp("h.csv"), "a,b\n")))
     assert.matches("label column 7 out of range", err_of(data.csv, write(tmp("i.csv"), "1,2\n"), {header = false, label = 7}))
