@@ -361,7 +361,10 @@ static int l_cuda_device_count(lua_State *L) {
 static int t_fill_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
-  if (pt_fill_(lpt_ctx(L), t, v)) return lpt_error(L);
+  /* (an int64 from a Lua integer still goes through a double here: exact up to 2^53) */
+  bool exact_int = t->dtype == PT_INT64 && lua_isinteger(L, 2);
+  if ((!exact_int && pt_check_value_fits(lpt_ctx(L), "fill_", t->dtype, v)) || pt_fill_(lpt_ctx(L), t, v))
+    return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -598,22 +601,28 @@ static int check_nested(lua_State *L, int idx, int dim, int *ndim, int64_t *shap
   return 0;
 }
 
-static void fill_nested(lua_State *L, int idx, int dim, int ndim, pt_tensor *t, char **p) {
+/* false (with the value in *bad) at the first number that overflows t's dtype */
+static bool fill_nested(lua_State *L, int idx, int dim, int ndim, pt_tensor *t, char **p, double *bad) {
   if (dim == ndim) {
     double v = lua_isboolean(L, idx) ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
-    if (t->dtype == PT_INT64 && lua_isinteger(L, idx))
+    if (t->dtype == PT_INT64 && lua_isinteger(L, idx)) {
       *(int64_t *)*p = lua_tointeger(L, idx);
-    else
+    } else if (!pt_value_fits(t->dtype, v)) {
+      *bad = v;
+      return false;
+    } else {
       pt_write_from_double(*p, t->dtype, v);
+    }
     *p += pt_dtype_size(t->dtype);
-    return;
+    return true;
   }
   int64_t n = (int64_t)lua_rawlen(L, idx);
   for (int64_t i = 1; i <= n; i++) {
     lua_rawgeti(L, idx, i);
-    fill_nested(L, lua_gettop(L), dim + 1, ndim, t, p);
+    if (!fill_nested(L, lua_gettop(L), dim + 1, ndim, t, p, bad)) return false;
     lua_pop(L, 1);
   }
+  return true;
 }
 
 /* A constructor's options table (idx 0: none) may hold only dtype and requires_grad: a
@@ -655,7 +664,11 @@ static int l_tensor(lua_State *L) {
   if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
   lpt_push_tensor(L, t);
   char *p = t->storage->data;
-  fill_nested(L, 1, 0, ndim, t, &p);
+  double bad;
+  if (!fill_nested(L, 1, 0, ndim, t, &p, &bad)) { /* t is on the stack: the collector frees it */
+    pt_check_value_fits(lpt_ctx(L), "tensor", dt, bad);
+    return lpt_error(L);
+  }
   if (lpt_opt_bool(L, 2, "requires_grad", false)) {
     if (!pt_dtype_is_floating(dt))
       return lpt_errorf(L, "tensor: only floating point tensors can require gradients (dtype %s)",
@@ -734,8 +747,16 @@ static int l_full(lua_State *L) {
   check_creation_opts(L, lua_istable(L, 3) ? 3 : 0, "full");
   pt_dtype dt = lpt_opt_dtype(L, 3, def);
   pt_tensor *t;
-  if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
-  pt_tensor_fill(lpt_ctx(L), t, v);
+  bool exact_int = dt == PT_INT64 && lua_isinteger(L, 2);
+  if ((!exact_int && pt_check_value_fits(lpt_ctx(L), "full", dt, v)) ||
+      pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t))
+    return lpt_error(L);
+  if (exact_int) { /* every int64, not only those a double holds */
+    int64_t iv = (int64_t)lua_tointeger(L, 2), *p = pt_tensor_data(t);
+    for (int64_t i = 0, n = pt_tensor_numel(t); i < n; i++) p[i] = iv;
+  } else {
+    pt_tensor_fill(lpt_ctx(L), t, v);
+  }
   return finish_new(L, t, lua_istable(L, 3) ? 3 : 0);
 }
 

@@ -572,6 +572,23 @@ double pt_read_as_double(const void *p, pt_dtype dt) {
   }
 }
 
+bool pt_value_fits(pt_dtype dt, double v) {
+  switch (dt) {
+  case PT_INT64: return v >= -0x1p63 && v < 0x1p63; /* false for NaN */
+  case PT_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+  case PT_UINT8: return v >= -255.0 && v <= 255.0;
+  default: return true;
+  }
+}
+
+pt_status pt_check_value_fits(pt_ctx *ctx, const char *fname, pt_dtype dt, double v) {
+  if (pt_value_fits(dt, v)) return PT_OK;
+  char num[32];
+  snprintf(num, sizeof num, isnan(v) ? "nan" : "%.17g", v);
+  return pt_fail(ctx, PT_EARG, "%s: value %s cannot be converted to %s without overflow", fname, num,
+                 pt_dtype_name(dt));
+}
+
 void pt_write_from_double(void *p, pt_dtype dt, double v) {
   switch (dt) {
   case PT_FLOAT32: *(float *)p = (float)v; break;

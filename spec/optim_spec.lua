@@ -369,7 +369,7 @@ describe("optim errors", function()
     adamw:load_state_dict(adam:state_dict())
     assert.are.equal(1, adamw:state_dict().state[1].step:item())
     local ada = optim.Adagrad({p}, 0.1)
-    assert_err("Adagrad:load_state_dict: parameter group 1 has option 'betas', which Adagrad does not take",
+    assert_err("Adagrad:load_state_dict: parameter group 1 has option 'amsgrad', which Adagrad does not take",
       ada.load_state_dict, ada, adam:state_dict())
   end)
 

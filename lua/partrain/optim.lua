@@ -220,7 +220,10 @@ function Optimizer:load_state_dict(sd)
     end
     for i, p in ipairs(g.params) do params[sg.params[i]] = {p, g, i} end
     local cls = getmetatable(self)
-    for k in pairs(sg) do
+    local keys = {}
+    for k in pairs(sg) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys) -- the first in name order is reported, the same on every run
+    for _, k in ipairs(keys) do
       if k ~= "params" and k ~= "_states" and cls.defaults[k] == nil and not cls.allowed[k] then
         error(string.format("%s: parameter group %d has option '%s', which %s does not take: a state dict "
           .. "of another optimizer?", name, gi, tostring(k), self.name), 2)
