@@ -721,6 +721,8 @@ nn.functional = {
   binary_cross_entropy_with_logits = nn.binary_cross_entropy_with_logits,
   bce_with_logits = nn.bce_with_logits,
   one_hot = require("partrain.tensor").one_hot,
+  pad = require("partrain.tensor").pad,
+  interpolate = require("partrain.tensor").interpolate,
 }
 nn.F = nn.functional
 doc(nn.functional, "nn.functional (also nn.F): the functional forms (PyTorch's torch.nn.functional): F.relu(x), F.cross_entropy(z, y), ...\n"

@@ -347,6 +347,534 @@ add("trunc", function(t, ...)
 end, "t:trunc() -> rounded toward zero (-1.7 -> -1, -0.5 -> -0); NaN and +-inf kept, integer tensors\n"
   .. "  copied. No gradient, as floor and ceil (PyTorch's is zero everywhere). Also pt.trunc(t).")
 
+-- ------------------------------------------------------------------ shape helpers
+
+local function shape_str(t)
+  return "{" .. concat(type(t) == "table" and t or t:size(), ",") .. "}"
+end
+
+-- a list of integers (a table) or the numbers given as varargs (t:tile(2, 3) and t:tile({2, 3}))
+local function int_list(fname, what, first, ...)
+  local list = type(first) == "table" and first or {first, ...}
+  if type(first) == "table" then no_more(fname, 2, ...) end
+  local out = {}
+  for i = 1, #list do out[i] = check_int(fname, what, list[i]) end
+  return out
+end
+
+-- ------------------------------------------------------------------ movedim, swapaxes
+
+local function movedim(fname)
+  return function(t, src, dst, ...)
+    check_tensor(fname, t); no_more(fname, 3, ...)
+    if src == nil or dst == nil then fail("%s: source and destination expected (dimensions or lists of them)", fname) end
+    local sl = type(src) == "table" and src or {src}
+    local dl = type(dst) == "table" and dst or {dst}
+    if #sl ~= #dl then
+      fail("%s: source and destination must have the same number of dimensions, got %d and %d", fname, #sl, #dl)
+    end
+    local nd = t:dim()
+    local s, d, used_s, used_d = {}, {}, {}, {}
+    for i = 1, #sl do
+      s[i], d[i] = check_dim(fname, sl[i], nd), check_dim(fname, dl[i], nd)
+      if used_s[s[i]] then fail("%s: dimension %s appears more than once in source", fname, tostring(sl[i])) end
+      if used_d[d[i]] then fail("%s: dimension %s appears more than once in destination", fname, tostring(dl[i])) end
+      used_s[s[i]], used_d[d[i]] = true, true
+    end
+    if nd == 0 then return t:view({}) end
+    -- order[dst] = src; the other dims keep their order in the free places
+    local order = {}
+    for i = 1, #s do order[d[i]] = s[i] end
+    local rest = 1
+    for pos = 1, nd do
+      if not order[pos] then
+        while used_s[rest] do rest = rest + 1 end
+        order[pos] = rest
+        rest = rest + 1
+      end
+    end
+    return t:permute(order)
+  end
+end
+
+local movedim_doc = "t:%s(source, destination) -> view with dims source moved to positions destination (numbers, or\n"
+  .. "  lists of equal length; the other dims keep their order), as torch.%s. Also pt.%s(t, ...)."
+add("movedim", movedim("movedim"), fmt(movedim_doc, "movedim", "movedim", "movedim"))
+add("moveaxis", movedim("moveaxis"), fmt(movedim_doc, "moveaxis", "moveaxis (movedim's alias)", "moveaxis"))
+
+-- aliases of transpose: the same functions, so help(t.swapaxes) shows transpose's text
+for _, name in ipairs({"swapaxes", "swapdims"}) do
+  if rawget(methods, name) == nil and rawget(pt, name) == nil then
+    methods[name] = methods.transpose
+    pt[name] = rawget(pt, "transpose") or methods.transpose
+    M[name] = pt[name]
+  else
+    M._conflicts = M._conflicts or {}
+    M._conflicts[#M._conflicts + 1] = name
+  end
+end
+
+-- ------------------------------------------------------------------ repeat_interleave, tile
+
+local function is_int_dtype(dt)
+  return dt == "int64" or dt == "int32" or dt == "int16" or dt == "int8" or dt == "uint8"
+end
+
+-- 1-based positions 1..n repeated reps[i] times (reps: 1-D int64 tensor of n non-negative counts)
+local function repeat_positions(reps)
+  local n = reps:numel()
+  local cum = reps:long():cumsum(1)
+  local total = n > 0 and cum[n] or 0
+  -- position p gets 1 + #{i : cum[i] < p}: count each cum[i] + 1, then a running sum
+  local counts = pt.zeros(total + 1, {dtype = "int64"})
+  if reps:device() ~= "cpu" then counts = counts:to(reps:device()) end
+  if n > 0 then counts = counts:scatter_add(1, cum + 1, pt.ones_like(cum)) end
+  return counts:narrow(1, 1, total):cumsum(1) + 1
+end
+
+add("repeat_interleave", function(t, repeats, dim, ...)
+  local fname = "repeat_interleave"
+  check_tensor(fname, t); no_more(fname, 3, ...)
+  if type(dim) == "table" and not is_tensor(dim) then
+    check_opts(fname, dim, {"dim"})
+    dim = dim.dim
+  end
+  if repeats == nil then
+    -- pt.repeat_interleave(counts): 1-based positions repeated
+    if dim ~= nil then fail("%s: repeats expected (a number or a 1-D integer tensor)", fname) end
+    if not is_int_dtype(t:dtype()) or t:dim() > 1 then
+      fail("%s: with one argument, expects a 0-d or 1-D integer tensor of counts, got %s %s", fname,
+           t:dtype(), shape_str(t))
+    end
+    local r = t:reshape(-1)
+    if r:numel() > 0 and r:min():item() < 0 then fail("%s: repeats must be non-negative, got %d", fname, r:min():item()) end
+    return repeat_positions(r)
+  end
+  local x = t
+  local d
+  if dim == nil then
+    x, d = t:reshape(-1), 1
+  else
+    d = check_dim(fname, dim, t:dim())
+    if t:dim() == 0 then x = t:reshape(1) end
+  end
+  local size = x:size(d)
+  if is_tensor(repeats) then
+    if not is_int_dtype(repeats:dtype()) then
+      fail("%s: repeats must be an integer tensor, got %s", fname, repeats:dtype())
+    end
+    if repeats:dim() > 1 then
+      fail("%s: repeats must be a number, a 0-d or a 1-D tensor, got shape %s", fname, shape_str(repeats))
+    end
+    local r = repeats:reshape(-1)
+    if r:numel() > 0 and r:min():item() < 0 then fail("%s: repeats must be non-negative, got %d", fname, r:min():item()) end
+    if r:numel() == 1 then
+      repeats = r[1]
+    else
+      if r:numel() ~= size then
+        fail("%s: repeats has %d entries but dimension %d of the input has size %d", fname, r:numel(), d, size)
+      end
+      return x:index_select(d, repeat_positions(r))
+    end
+  end
+  local n = check_int(fname, "repeats", repeats)
+  if n < 0 then fail("%s: repeats must be non-negative, got %d", fname, n) end
+  if n == 0 then return x:narrow(d, 1, 0):clone() end
+  -- a new dim of n copies after d, merged with d
+  local shape, target = x:size(), x:size()
+  table.insert(shape, d + 1, n)
+  target[d] = target[d] * n
+  return x:unsqueeze(d + 1):expand(shape):reshape(target)
+end, "t:repeat_interleave(repeats[, dim]) -> copy of t with each element (each slice along dim) repeated\n"
+  .. "  repeats times: a number, or a 1-D integer tensor with one count per slice (as torch.repeat_interleave).\n"
+  .. "  Without dim t is flattened first. pt.repeat_interleave(counts) alone gives the 1-based positions\n"
+  .. "  1..n repeated counts[i] times. Gradients flow back. Also pt.repeat_interleave(t, ...).")
+
+add("tile", function(t, reps, ...)
+  check_tensor("tile", t)
+  if reps == nil then fail("tile: reps expected (a list of repeat counts)") end
+  local r = int_list("tile", "a repeat count", reps, ...)
+  for i = 1, #r do
+    if r[i] < 0 then fail("tile: repeat counts must be non-negative, got %d", r[i]) end
+  end
+  local nd = t:dim()
+  -- fewer reps than dims: leading 1s (torch.tile), more: new leading dims (repeat_tensor)
+  while #r < nd do table.insert(r, 1, 1) end
+  if #r == 0 then return t:clone() end
+  return t:repeat_tensor(r)
+end, "t:tile(reps) -> copy of t repeated reps[i] times along each dim (a list, or numbers t:tile(2, 3));\n"
+  .. "  with fewer reps than dims the leading dims are repeated once, with more t gets new leading dims\n"
+  .. "  (as torch.tile). Gradients flow back. Also pt.tile(t, reps).")
+
+-- ------------------------------------------------------------------ diff
+
+local diff_opts = {"n", "dim", "prepend", "append"}
+add("diff", function(t, ...)
+  local fname = "diff"
+  check_tensor(fname, t)
+  local args = {...}
+  local nargs = select("#", ...)
+  local opts = {}
+  if nargs > 0 and type(args[nargs]) == "table" and not is_tensor(args[nargs]) then
+    opts = args[nargs]
+    check_opts(fname, opts, diff_opts)
+    nargs = nargs - 1
+  end
+  if nargs > 2 then fail("%s: unexpected argument #%d (%s)", fname, 4, type(args[3])) end
+  local n, dim
+  if nargs >= 1 then n = args[1] end
+  if nargs >= 2 then dim = args[2] end
+  if opts.n ~= nil then n = opts.n end
+  if opts.dim ~= nil then dim = opts.dim end
+  n = n == nil and 1 or check_int(fname, "n", n)
+  if n < 0 then fail("%s: n must be non-negative, got %d", fname, n) end
+  local nd = t:dim()
+  if nd == 0 then fail("%s: expects a tensor with at least 1 dimension", fname) end
+  local d = check_dim(fname, dim == nil and -1 or dim, nd)
+  local parts = {}
+  for _, key in ipairs({"prepend", "append"}) do
+    local e = opts[key]
+    if e ~= nil then
+      if not is_tensor(e) then fail("%s: %s must be a tensor, got %s", fname, key, type(e)) end
+      if e:dim() ~= nd then
+        fail("%s: %s must have as many dimensions as the input (%d), got %d", fname, key, nd, e:dim())
+      end
+      for k = 1, nd do
+        if k ~= d and e:size(k) ~= t:size(k) then
+          fail("%s: %s of shape %s must match the input's shape %s except in dimension %d", fname, key,
+               shape_str(e), shape_str(t), d)
+        end
+      end
+    end
+  end
+  if n == 0 then return t end
+  local x = t
+  if opts.prepend ~= nil or opts.append ~= nil then
+    local list = {}
+    if opts.prepend ~= nil then list[#list + 1] = opts.prepend end
+    list[#list + 1] = t
+    if opts.append ~= nil then list[#list + 1] = opts.append end
+    x = pt.cat(list, d)
+  end
+  local is_bool = x:dtype() == "bool"
+  for _ = 1, n do
+    local len = x:size(d)
+    if len == 0 then break end
+    local hi, lo = x:narrow(d, 2, len - 1), x:narrow(d, 1, len - 1)
+    x = is_bool and hi:ne(lo) or hi - lo
+  end
+  return x
+end, "t:diff([n=1][, dim=-1][, {prepend=, append=}]) -> n-th forward difference along dim:\n"
+  .. "  out[i] = t[i+1] - t[i], applied n times (size shrinks by n; bool tensors give t[i+1] ~= t[i]).\n"
+  .. "  prepend/append: tensors joined before/after t along dim first (same shape except along dim).\n"
+  .. "  n and dim may be options too. As torch.diff. Gradients flow back. Also pt.diff(t, ...).")
+
+-- ------------------------------------------------------------------ cross
+
+add("cross", function(a, b, dim, ...)
+  local fname = "cross"
+  check_tensor(fname, a); no_more(fname, 3, ...)
+  if not is_tensor(b) then fail("%s: bad argument #2 (Tensor expected, got %s)", fname, type(b)) end
+  if type(dim) == "table" then
+    check_opts(fname, dim, {"dim"})
+    dim = dim.dim
+  end
+  local nd = a:dim()
+  if b:dim() ~= nd then
+    fail("%s: inputs must have the same number of dimensions, got %s and %s", fname, shape_str(a), shape_str(b))
+  end
+  local shape = {}
+  for k = 1, nd do
+    local x, y = a:size(k), b:size(k)
+    if x ~= y and x ~= 1 and y ~= 1 then
+      fail("%s: shapes %s and %s cannot be broadcast", fname, shape_str(a), shape_str(b))
+    end
+    shape[k] = x == 1 and y or x
+  end
+  local d
+  if dim == nil then
+    -- torch.cross's default: the first dimension of size 3
+    for k = 1, nd do
+      if shape[k] == 3 then d = k; break end
+    end
+    if not d then fail("%s: no dimension of size 3 in the inputs (shapes %s and %s)", fname, shape_str(a), shape_str(b)) end
+  else
+    d = check_dim(fname, dim, nd)
+  end
+  if nd == 0 or a:size(d) ~= 3 or b:size(d) ~= 3 then
+    fail("%s: dimension %d must have size 3 in both inputs, got shapes %s and %s", fname, d, shape_str(a), shape_str(b))
+  end
+  -- (a2 b3 - a3 b2, a3 b1 - a1 b3, a1 b2 - a2 b1)
+  local function idx(t, list)
+    local r = pt.tensor(list, {dtype = "int64"})
+    if t:device() ~= "cpu" then r = r:to(t:device()) end
+    return r
+  end
+  local a1, a2 = a:index_select(d, idx(a, {2, 3, 1})), a:index_select(d, idx(a, {3, 1, 2}))
+  local b1, b2 = b:index_select(d, idx(b, {2, 3, 1})), b:index_select(d, idx(b, {3, 1, 2}))
+  return a1 * b2 - a2 * b1
+end, "pt.cross(a, b[, dim]) -> cross product of 3-element vectors along dim (a:cross(b) too); a and b\n"
+  .. "  have the same number of dims and broadcast. Without dim, the first dimension of size 3 (torch.cross's\n"
+  .. "  default; torch.linalg.cross uses -1). Gradients flow back.")
+
+-- ------------------------------------------------------------------ einsum
+
+-- one operand's subscripts -> list of labels (letters; "..." marks where the ellipsis dims go)
+local function einsum_term(term, what)
+  local labels, has_ell, i = {}, false, 1
+  while i <= #term do
+    local c = term:sub(i, i)
+    if c == "." then
+      if term:sub(i, i + 2) ~= "..." then
+        fail("einsum: '.' in %s that is not part of an ellipsis '...'", what)
+      end
+      if has_ell then fail("einsum: more than one ellipsis '...' in %s", what) end
+      has_ell = true
+      labels[#labels + 1] = "..."
+      i = i + 3
+    elseif c:match("^[a-zA-Z]$") then
+      labels[#labels + 1] = c
+      i = i + 1
+    else
+      fail("einsum: invalid subscript '%s' in %s (subscripts are letters a-z, A-Z and one '...')", c, what)
+    end
+  end
+  return labels, has_ell
+end
+
+-- the labels of t's dims after its repeated labels were reduced to diagonals (which go last)
+local function einsum_diagonals(t, labels, k)
+  local again = true
+  while again do
+    again = false
+    for p = 1, #labels do
+      for q = p + 1, #labels do
+        if labels[p] == labels[q] then
+          if t:size(p) ~= t:size(q) then
+            fail("einsum: subscript '%s' is repeated in operand %d but its dimensions have sizes %d and %d",
+                 labels[p], k, t:size(p), t:size(q))
+          end
+          local l = labels[p]
+          t = t:diagonal(0, p, q)
+          table.remove(labels, q); table.remove(labels, p)
+          labels[#labels + 1] = l
+          again = true
+          break
+        end
+      end
+      if again then break end
+    end
+  end
+  return t, labels
+end
+
+-- sum t over the dims whose label keep[label] is false; returns t and its remaining labels
+local function einsum_sum_out(t, labels, keep)
+  local out = {}
+  for p = #labels, 1, -1 do
+    if not keep[labels[p]] then t = t:sum(p) end
+  end
+  for p = 1, #labels do
+    if keep[labels[p]] then out[#out + 1] = labels[p] end
+  end
+  return t, out
+end
+
+-- contract a (labels la) with b (labels lb); labels in `needed` stay, shared ones not needed are summed
+local function einsum_pair(a, la, b, lb, needed, sizes)
+  local ina, inb = {}, {}
+  for p, l in ipairs(la) do ina[l] = p end
+  for p, l in ipairs(lb) do inb[l] = p end
+  local batch, aonly, contr, bonly = {}, {}, {}, {}
+  for _, l in ipairs(la) do
+    if inb[l] then
+      if needed[l] then batch[#batch + 1] = l else contr[#contr + 1] = l end
+    else
+      aonly[#aonly + 1] = l
+    end
+  end
+  for _, l in ipairs(lb) do
+    if not ina[l] then bonly[#bonly + 1] = l end
+  end
+  local function arrange(t, where, groups)
+    local perm, shape, flat = {}, {}, {}
+    for _, g in ipairs(groups) do
+      local n = 1
+      for _, l in ipairs(g) do
+        perm[#perm + 1] = where[l]
+        shape[#shape + 1] = sizes[l]
+        n = n * sizes[l]
+      end
+      flat[#flat + 1] = n
+    end
+    if #perm > 0 then t = t:permute(perm) end
+    return t:expand(shape):reshape(flat) -- size-1 dims broadcast
+  end
+  local am = arrange(a, ina, {batch, aonly, contr})
+  local bm = arrange(b, inb, {batch, contr, bonly})
+  local r = pt.bmm(am, bm)
+  local shape, labels = {}, {}
+  for _, g in ipairs({batch, aonly, bonly}) do
+    for _, l in ipairs(g) do
+      shape[#shape + 1] = sizes[l]
+      labels[#labels + 1] = l
+    end
+  end
+  return r:reshape(shape), labels
+end
+
+local function einsum(equation, ...)
+  if type(equation) ~= "string" then
+    fail("einsum: bad argument #1 (equation string expected, got %s)", is_tensor(equation) and "tensor" or type(equation))
+  end
+  local ops = {...}
+  if select("#", ...) == 1 and type(ops[1]) == "table" and not is_tensor(ops[1]) then ops = ops[1] end
+  local nops = #ops
+  if nops == 0 then fail("einsum: expected at least one operand") end
+  for k = 1, nops do
+    if not is_tensor(ops[k]) then fail("einsum: operand %d is not a tensor (got %s)", k, type(ops[k])) end
+  end
+  local eq = equation:gsub("%s", "")
+  local lhs, rhs = eq:match("^(.-)%->(.*)$")
+  if not lhs then lhs = eq end
+  if rhs and rhs:find("->", 1, true) then fail("einsum: more than one '->' in the equation") end
+  local terms = {}
+  for term in (lhs .. ","):gmatch("([^,]*),") do terms[#terms + 1] = term end
+  if #terms ~= nops then
+    fail("einsum: the equation '%s' has %d operand%s but %d tensor%s given", equation, #terms,
+         #terms == 1 and "" or "s", nops, nops == 1 and " was" or "s were")
+  end
+  -- labels per operand, the ellipsis expanded into labels "...1" .. "...E" (right-aligned)
+  local parsed, n_ell = {}, 0
+  for k = 1, nops do
+    local labels, has_ell = einsum_term(terms[k], fmt("operand %d ('%s')", k, terms[k]))
+    local named = #labels - (has_ell and 1 or 0)
+    local nd = ops[k]:dim()
+    if (has_ell and named > nd) or (not has_ell and named ~= nd) then
+      fail("einsum: operand %d has %d dimensions but its subscripts '%s' name %d%s", k, nd, terms[k], named,
+           has_ell and " (besides '...')" or "")
+    end
+    parsed[k] = {labels = labels, ell = has_ell and nd - named or 0}
+    if has_ell then
+      if nd - named > n_ell then n_ell = nd - named end
+    end
+  end
+  local ell = {}
+  for e = 1, n_ell do ell[e] = "..." .. e end
+  local lists, sizes = {}, {}
+  for k = 1, nops do
+    local list = {}
+    for _, l in ipairs(parsed[k].labels) do
+      if l == "..." then
+        for e = n_ell - parsed[k].ell + 1, n_ell do list[#list + 1] = ell[e] end
+      else
+        list[#list + 1] = l
+      end
+    end
+    lists[k] = list
+  end
+  -- output labels
+  local out, count = {}, {}
+  for k = 1, nops do
+    for _, l in ipairs(lists[k]) do count[l] = true end
+  end
+  if rhs then
+    local labels = einsum_term(rhs, fmt("the output ('%s')", rhs))
+    local used = {}
+    for _, l in ipairs(labels) do
+      if l == "..." then
+        for e = 1, n_ell do out[#out + 1] = ell[e] end
+      else
+        if used[l] then fail("einsum: output subscript '%s' appears more than once", l) end
+        if not count[l] then fail("einsum: output subscript '%s' does not appear in any operand", l) end
+        used[l] = true
+        out[#out + 1] = l
+      end
+    end
+  else
+    -- implicit output: the ellipsis dims, then the letters used once (in any operand, counting
+    -- repeats within one), in alphabetical order (A-Z before a-z)
+    for e = 1, n_ell do out[#out + 1] = ell[e] end
+    local once = {}
+    local occurrences = {}
+    for k = 1, nops do
+      for _, l in ipairs(parsed[k].labels) do
+        if l ~= "..." then occurrences[l] = (occurrences[l] or 0) + 1 end
+      end
+    end
+    for l, c in pairs(occurrences) do
+      if c == 1 then once[#once + 1] = l end
+    end
+    sort(once)
+    for _, l in ipairs(once) do out[#out + 1] = l end
+  end
+  -- diagonals of repeated labels, then the size of each label (size-1 dims broadcast)
+  local ts = {}
+  for k = 1, nops do
+    local t, labels = einsum_diagonals(ops[k], {table.unpack(lists[k])}, k)
+    for p, l in ipairs(labels) do
+      local n = t:size(p)
+      local prev = sizes[l]
+      if prev == nil or prev == 1 then
+        sizes[l] = n
+      elseif n ~= prev and n ~= 1 then
+        local name = l:sub(1, 3) == "..." and "'...'" or "'" .. l .. "'"
+        fail("einsum: subscript %s has size %d in operand %d, which does not broadcast with size %d", name, n, k, prev)
+      end
+    end
+    ts[k], lists[k] = t, labels
+  end
+  -- sum out what no other operand and not the output uses, then contract left to right
+  local in_out = {}
+  for _, l in ipairs(out) do in_out[l] = true end
+  local function needed_after(k)
+    local need = {}
+    for l in pairs(in_out) do need[l] = true end
+    for j = k + 1, nops do
+      for _, l in ipairs(lists[j]) do need[l] = true end
+    end
+    return need
+  end
+  local function needed_besides(k)
+    local need = needed_after(k)
+    for j = 1, k - 1 do
+      for _, l in ipairs(lists[j]) do need[l] = true end
+    end
+    return need
+  end
+  for k = 1, nops do ts[k], lists[k] = einsum_sum_out(ts[k], lists[k], needed_besides(k)) end
+  local r, rl = ts[1], lists[1]
+  for k = 2, nops do
+    r, rl = einsum_pair(r, rl, ts[k], lists[k], needed_after(k), sizes)
+  end
+  -- labels left that the output does not keep (none, but a one-operand sum has been done above)
+  r, rl = einsum_sum_out(r, rl, in_out)
+  local where = {}
+  for p, l in ipairs(rl) do where[l] = p end
+  local perm, shape = {}, {}
+  for i, l in ipairs(out) do
+    perm[i] = where[l]
+    shape[i] = sizes[l]
+  end
+  if #perm > 0 then r = r:permute(perm) end
+  -- size-1 broadcast dims of a single operand reach their full size
+  if #shape > 0 then r = r:expand(shape) end
+  return r
+end
+docs[einsum] = "pt.einsum(equation, t1, t2, ...) (or a list of tensors) -> Einstein summation as torch.einsum:\n"
+  .. "  'ij,jk->ik' (matrix product), 'bij,bjk->bik' (batched), 'ij->ji' (transpose), 'ii->i' (diagonal),\n"
+  .. "  'ii' (trace), 'i,j->ij' (outer), 'ij->j' (sum over i), '...ij,...jk->...ik' (ellipsis broadcasts).\n"
+  .. "  Subscripts are letters; without '->' the output is the letters used once, alphabetically.\n"
+  .. "  Built on diagonal/sum/permute/bmm, so gradients flow back; a pure permutation ('ij->ji') is a view,\n"
+  .. "  as in torch. The sublist form einsum(t, {0, 1}, ...) is not supported."
+M.einsum = einsum
+if rawget(pt, "einsum") == nil then
+  pt.einsum = einsum -- a module function only: the equation comes first
+else
+  M._conflicts = M._conflicts or {}
+  M._conflicts[#M._conflicts + 1] = "einsum"
+end
+
 -- ------------------------------------------------------------------ one_hot (nn.functional)
 
 function M.one_hot(indices, num_classes, ...)
@@ -375,5 +903,256 @@ end
 docs[M.one_hot] = "nn.functional.one_hot(indices[, num_classes | {num_classes=}]) -> int64 tensor {..., C}: 1 at the\n"
   .. "  1-based class index of each element of the integer tensor indices, 0 elsewhere. C defaults to the\n"
   .. "  largest index; indices outside 1..C are an error. No gradient (as PyTorch)."
+
+-- ------------------------------------------------------------------ pad (nn.functional)
+
+local pad_modes = {constant = true, reflect = true, replicate = true, circular = true}
+
+function M.pad(t, pad, mode, value, ...)
+  local fname = "pad"
+  check_tensor(fname, t)
+  if type(mode) == "table" then
+    nothing_after(fname, 3, value, ...)
+    check_opts(fname, mode, {"mode", "value"})
+    mode, value = mode.mode, mode.value
+  else
+    no_more(fname, 4, ...)
+  end
+  if type(pad) ~= "table" or is_tensor(pad) then
+    fail("%s: pad must be a list of integers (last dimension first), got %s", fname, is_tensor(pad) and "tensor" or type(pad))
+  end
+  local p = {}
+  for i = 1, #pad do p[i] = check_int(fname, "a padding size", pad[i]) end
+  if mode == nil then mode = "constant" end
+  if type(mode) ~= "string" or not pad_modes[mode] then
+    fail("%s: mode must be constant, reflect, replicate or circular, got %s", fname,
+         type(mode) == "string" and "'" .. mode .. "'" or type(mode))
+  end
+  if value ~= nil and mode ~= "constant" then
+    fail("%s: mode '%s' takes no value (only constant padding has one)", fname, mode)
+  end
+  if value ~= nil and type(value) ~= "number" and type(value) ~= "boolean" then
+    fail("%s: value must be a number, got %s", fname, type(value))
+  end
+  if #p % 2 ~= 0 then fail("%s: the padding list must have an even length, got %d", fname, #p) end
+  local nd, np = t:dim(), #p // 2
+  if np > nd then
+    fail("%s: %d padding sizes pad %d dimensions, but the input %s has %d", fname, #p, np, shape_str(t), nd)
+  end
+  if mode ~= "constant" then
+    -- torch's rule: 2 sizes for a 2-D/3-D input, 4 for 3-D/4-D, 6 for 4-D/5-D
+    if not ((#p == 2 or #p == 4 or #p == 6) and (nd == np + 1 or nd == np + 2)) then
+      fail("%s: mode '%s' pads 2-D or 3-D inputs by 2 sizes, 3-D or 4-D inputs by 4 and 4-D or 5-D inputs "
+           .. "by 6, got %d sizes for a %d-D input", fname, mode, #p, nd)
+    end
+    if mode == "circular" and #p ~= 2 * (nd - 2) then
+      fail("%s: circular padding pads every dimension after the first two (batch and channel): expected %d "
+           .. "sizes for a %d-D input, got %d", fname, 2 * (nd - 2), nd, #p)
+    end
+  end
+  local x = t
+  for i = 1, np do
+    local d = nd - i + 1
+    local l, r = p[2 * i - 1], p[2 * i]
+    local n = x:size(d)
+    if n + l + r < 0 or n + math.min(l, 0) + math.min(r, 0) < 0 then
+      fail("%s: padding (%d, %d) leaves a negative size for dimension %d of size %d", fname, l, r, d, n)
+    end
+    if mode == "constant" then
+      if l < 0 or r < 0 then
+        local cl, cr = math.max(-l, 0), math.max(-r, 0)
+        x = x:narrow(d, cl + 1, n - cl - cr)
+      end
+      if l > 0 or r > 0 then
+        local parts = {}
+        local function filler(k)
+          local shape = x:size()
+          shape[d] = k
+          local f = pt.full(shape, value or 0, {dtype = x:dtype()})
+          if x:device() ~= "cpu" then f = f:to(x:device()) end
+          return f
+        end
+        if l > 0 then parts[#parts + 1] = filler(l) end
+        parts[#parts + 1] = x
+        if r > 0 then parts[#parts + 1] = filler(r) end
+        x = pt.cat(parts, d)
+      end
+    elseif l ~= 0 or r ~= 0 then
+      if mode == "reflect" and (l >= n or r >= n) then
+        fail("%s: reflect padding (%d, %d) must be smaller than the size %d of dimension %d (input %s)", fname,
+             l, r, n, d, shape_str(t))
+      end
+      if mode == "circular" and (l > n or r > n) then
+        fail("%s: circular padding (%d, %d) wraps around more than once: dimension %d has size %d", fname,
+             l, r, d, n)
+      end
+      if n == 0 then fail("%s: mode '%s' cannot pad dimension %d of size 0", fname, mode, d) end
+      -- 0-based source position of each output position j = -l .. n-1+r
+      local j = positions(x, -l, n + r)
+      local src
+      if mode == "reflect" then
+        local a = j:abs()
+        src = pt.where(a:gt(n - 1), 2 * (n - 1) - a, a)
+      elseif mode == "replicate" then
+        src = j:clamp(0, n - 1)
+      else
+        src = pt.where(j:lt(0), j + n, pt.where(j:ge(n), j - n, j))
+      end
+      x = x:index_select(d, src + 1)
+    end
+  end
+  if x == t then x = t:clone() end
+  return x
+end
+docs[M.pad] = "nn.functional.pad(t, pad[, {mode=\"constant\", value=0}]) (or pad(t, pad, mode, value)) -> t padded\n"
+  .. "  as torch's F.pad: pad lists sizes for the last dimension first, {left, right, top, bottom, front,\n"
+  .. "  back, ...}. constant fills with value (negative sizes crop); reflect mirrors without repeating the\n"
+  .. "  edge (sizes < the dim's size); replicate repeats the edge; circular wraps around (sizes <= the dim's\n"
+  .. "  size). The other modes pad 2-D/3-D inputs by 2 sizes, 3-D/4-D by 4, 4-D/5-D by 6 (circular: every\n"
+  .. "  dim after batch and channel). Gradients flow back."
+
+-- ------------------------------------------------------------------ interpolate (nn.functional)
+
+local function f32(x) return (string.unpack("f", string.pack("f", x))) end
+
+-- float list of n entries -> tensor of dtype dt shaped to broadcast along dim d of an nd-D tensor
+local function along(values, dt, d, nd, like)
+  local shape = {}
+  for k = 1, nd do shape[k] = 1 end
+  shape[d] = #values
+  local r = pt.tensor(values, {dtype = dt}):view(shape)
+  if like:device() ~= "cpu" then r = r:to(like:device()) end
+  return r
+end
+
+local function index_tensor(list, like)
+  local r = pt.tensor(list, {dtype = "int64"})
+  if like:device() ~= "cpu" then r = r:to(like:device()) end
+  return r
+end
+
+-- nearest along dim d: torch's nearest_idx (float32 arithmetic)
+local function nearest1(x, d, out, scale)
+  local n = x:size(d)
+  if out == n then return x end
+  local idx = {}
+  local s = f32(scale)
+  for i = 0, out - 1 do
+    local src
+    if out == 2 * n then src = i >> 1 else src = math.min(math.floor(f32(i * s)), n - 1) end
+    idx[i + 1] = src + 1
+  end
+  return x:index_select(d, index_tensor(idx, x))
+end
+
+-- linear along dim d: out = x[i0] * (1 - w) + x[i1] * w (torch's area_pixel_compute_source_index)
+local function linear1(x, d, out, scale, align_corners)
+  local n = x:size(d)
+  if out == n then return x end
+  local i0, i1, w0, w1 = {}, {}, {}, {}
+  for i = 0, out - 1 do
+    local src = align_corners and scale * i or math.max(scale * (i + 0.5) - 0.5, 0)
+    local a = math.floor(src)
+    local b = a < n - 1 and a + 1 or a
+    local w = math.min(math.max(src - a, 0), 1)
+    i0[i + 1], i1[i + 1], w0[i + 1], w1[i + 1] = a + 1, b + 1, 1 - w, w
+  end
+  local nd, dt = x:dim(), x:dtype()
+  return x:index_select(d, index_tensor(i0, x)) * along(w0, dt, d, nd, x)
+    + x:index_select(d, index_tensor(i1, x)) * along(w1, dt, d, nd, x)
+end
+
+local interp_opts = {"size", "scale_factor", "mode", "align_corners", "recompute_scale_factor"}
+
+function M.interpolate(t, opts, ...)
+  local fname = "interpolate"
+  check_tensor(fname, t); no_more(fname, 2, ...)
+  if type(opts) ~= "table" or is_tensor(opts) then
+    fail("%s: options expected ({size= or scale_factor=, mode=, align_corners=}), got %s", fname,
+         is_tensor(opts) and "tensor" or type(opts))
+  end
+  check_opts(fname, opts, interp_opts)
+  local mode = opts.mode == nil and "nearest" or opts.mode
+  if mode ~= "nearest" and mode ~= "linear" and mode ~= "bilinear" then
+    fail("%s: mode must be nearest, linear or bilinear, got %s", fname,
+         type(mode) == "string" and "'" .. mode .. "'" or type(mode))
+  end
+  local nd = t:dim()
+  if nd ~= 3 and nd ~= 4 then
+    fail("%s: expects a 3-D (N, C, L) or 4-D (N, C, H, W) input, got %d-D %s", fname, nd, shape_str(t))
+  end
+  if mode == "linear" and nd ~= 3 then fail("%s: mode 'linear' needs a 3-D input (N, C, L), got %d-D", fname, nd) end
+  if mode == "bilinear" and nd ~= 4 then fail("%s: mode 'bilinear' needs a 4-D input (N, C, H, W), got %d-D", fname, nd) end
+  if not is_float(t) then fail("%s: input must be a float tensor, got %s", fname, t:dtype()) end
+  local ac = opts.align_corners
+  if ac ~= nil then
+    if type(ac) ~= "boolean" then fail("%s: align_corners must be a boolean, got %s", fname, type(ac)) end
+    if mode == "nearest" then
+      fail("%s: align_corners can only be set with the interpolating modes linear and bilinear", fname)
+    end
+  end
+  local recompute = opts.recompute_scale_factor
+  if recompute ~= nil and type(recompute) ~= "boolean" then
+    fail("%s: recompute_scale_factor must be a boolean, got %s", fname, type(recompute))
+  end
+  local size, sf = opts.size, opts.scale_factor
+  if size == nil and sf == nil then fail("%s: either size or scale_factor must be given", fname) end
+  if size ~= nil and sf ~= nil then fail("%s: only one of size or scale_factor can be given", fname) end
+  if size ~= nil and recompute then
+    fail("%s: recompute_scale_factor is not meaningful with an explicit size", fname)
+  end
+  local ns = nd - 2
+  local function per_dim(v, what)
+    local list = type(v) == "table" and v or {}
+    if type(v) ~= "table" then for k = 1, ns do list[k] = v end end
+    if #list ~= ns then
+      fail("%s: %s must have %d entr%s for a %d-D input (one per spatial dimension), got %d", fname, what, ns,
+           ns == 1 and "y" or "ies", nd, #list)
+    end
+    return list
+  end
+  local outs, scales = {}, {}
+  if size ~= nil then
+    local l = per_dim(size, "size")
+    for k = 1, ns do
+      outs[k] = check_int(fname, "size", l[k])
+      if outs[k] < 1 then fail("%s: output sizes must be positive, got %d", fname, outs[k]) end
+    end
+  else
+    local l = per_dim(sf, "scale_factor")
+    for k = 1, ns do
+      local f = l[k]
+      if type(f) ~= "number" or f ~= f or f <= 0 or f == math.huge then
+        fail("%s: scale_factor must be a positive number, got %s", fname, tostring(f))
+      end
+      outs[k] = math.floor(t:size(k + 2) * f)
+      if outs[k] < 1 then
+        fail("%s: scale_factor %s gives an empty output for spatial dimension %d of size %d", fname, tostring(f), k,
+             t:size(k + 2))
+      end
+      if not recompute then scales[k] = 1 / f end
+    end
+  end
+  local x = t
+  for k = 1, ns do
+    local d, n, out = k + 2, t:size(k + 2), outs[k]
+    if mode == "nearest" then
+      x = nearest1(x, d, out, scales[k] or n / out)
+    else
+      local scale
+      if ac then scale = out > 1 and (n - 1) / (out - 1) or 0 else scale = scales[k] or n / out end
+      x = linear1(x, d, out, scale, ac)
+    end
+  end
+  if x == t then x = t:clone() end
+  return x
+end
+docs[M.interpolate] = "nn.functional.interpolate(t, {size= | scale_factor=, mode=\"nearest\", align_corners=,\n"
+  .. "  recompute_scale_factor=}) -> t resized over its spatial dims as torch's F.interpolate, for a 3-D\n"
+  .. "  (N, C, L) input with modes nearest or linear and a 4-D (N, C, H, W) input with nearest or bilinear.\n"
+  .. "  size and scale_factor are a number or one entry per spatial dim; the output size is\n"
+  .. "  floor(size * scale_factor), and the source positions use 1/scale_factor as torch does (unless\n"
+  .. "  recompute_scale_factor). align_corners (linear modes only) maps the corner pixels onto each\n"
+  .. "  other. Float inputs; gradients flow back."
 
 return M
