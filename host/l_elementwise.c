@@ -1,4 +1,4 @@
-/* Elementwise ops from Lua: arithmetic metamethods (+ - * / ^ unary -), methods and pt.*
+/* Elementwise ops from Lua: arithmetic metamethods (+ - * / ^ % // unary -), methods and pt.*
  * functions for binary, unary, comparison and logical ops, where / masked_fill / clamp, the
  * in-place forms and _to_dtype (clone lives with the shape ops).
  *
@@ -101,6 +101,8 @@ static int mm_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, 1.0); }
 static int mm_mul(lua_State *L) { return binary_args(L, PT_BIN_MUL, 1.0); }
 static int mm_div(lua_State *L) { return binary_args(L, PT_BIN_DIV, 1.0); }
 static int mm_pow(lua_State *L) { return binary_args(L, PT_BIN_POW, 1.0); }
+static int mm_mod(lua_State *L) { return binary_args(L, PT_BIN_REMAINDER, 1.0); }
+static int mm_idiv(lua_State *L) { return binary_args(L, PT_BIN_FLOOR_DIVIDE, 1.0); }
 
 static int f_add(lua_State *L) { return binary_args(L, PT_BIN_ADD, opt_alpha(L, 3, "add")); }
 static int f_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, opt_alpha(L, 3, "sub")); }
@@ -124,6 +126,14 @@ BINARY_FN(gt, PT_BIN_GT)
 BINARY_FN(ge, PT_BIN_GE)
 BINARY_FN(logical_and, PT_BIN_LOGICAL_AND)
 BINARY_FN(logical_or, PT_BIN_LOGICAL_OR)
+BINARY_FN(atan2, PT_BIN_ATAN2)
+BINARY_FN(hypot, PT_BIN_HYPOT)
+BINARY_FN(remainder, PT_BIN_REMAINDER)
+BINARY_FN(fmod, PT_BIN_FMOD)
+BINARY_FN(floor_divide, PT_BIN_FLOOR_DIVIDE)
+BINARY_FN(logaddexp, PT_BIN_LOGADDEXP)
+BINARY_FN(xlogy, PT_BIN_XLOGY)
+BINARY_FN(copysign, PT_BIN_COPYSIGN)
 
 /* --- in-place binary: self:op_(other[, {alpha=}]) -> self --- */
 
@@ -165,6 +175,44 @@ INPLACE_BINARY_FN(div, PT_BIN_DIV)
 INPLACE_BINARY_FN(pow, PT_BIN_POW)
 INPLACE_BINARY_FN(maximum, PT_BIN_MAXIMUM)
 INPLACE_BINARY_FN(minimum, PT_BIN_MINIMUM)
+INPLACE_BINARY_FN(atan2, PT_BIN_ATAN2)
+INPLACE_BINARY_FN(hypot, PT_BIN_HYPOT)
+INPLACE_BINARY_FN(remainder, PT_BIN_REMAINDER)
+INPLACE_BINARY_FN(fmod, PT_BIN_FMOD)
+INPLACE_BINARY_FN(floor_divide, PT_BIN_FLOOR_DIVIDE)
+INPLACE_BINARY_FN(xlogy, PT_BIN_XLOGY)
+INPLACE_BINARY_FN(copysign, PT_BIN_COPYSIGN)
+
+/* --- lerp(start, end, weight): start and end tensors, weight a tensor or a number --- */
+
+static pt_tensor *lerp_weight(lua_State *L, double *w) {
+  pt_tensor *t = lpt_test_tensor(L, 3);
+  *w = 0;
+  if (t) return t;
+  if (!is_number(L, 3)) bad_operand(L, 3, "Tensor or number");
+  *w = lua_tonumber(L, 3);
+  return NULL;
+}
+
+static int f_lerp(lua_State *L) {
+  lpt_check_max_args(L, 3, "lerp");
+  pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2), *r;
+  double w;
+  pt_tensor *wt = lerp_weight(L, &w);
+  if (pt_lerp(lpt_ctx(L), a, b, wt, w, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static int m_lerp_(lua_State *L) {
+  lpt_check_max_args(L, 3, "lerp_");
+  pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
+  double w;
+  pt_tensor *wt = lerp_weight(L, &w);
+  if (pt_lerp_(lpt_ctx(L), a, b, wt, w)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
 
 /* --- unary --- */
 
@@ -211,6 +259,25 @@ UNARY_FN(floor, PT_UN_FLOOR)
 UNARY_FN(ceil, PT_UN_CEIL)
 UNARY_FN(round, PT_UN_ROUND)
 UNARY_FN(logical_not, PT_UN_LOGICAL_NOT)
+UNARY_FN(erf, PT_UN_ERF)
+UNARY_FN(erfc, PT_UN_ERFC)
+UNARY_FN(erfinv, PT_UN_ERFINV)
+UNARY_FN(log1p, PT_UN_LOG1P)
+UNARY_FN(expm1, PT_UN_EXPM1)
+UNARY_FN(log2, PT_UN_LOG2)
+UNARY_FN(log10, PT_UN_LOG10)
+UNARY_FN(exp2, PT_UN_EXP2)
+UNARY_FN(tan, PT_UN_TAN)
+UNARY_FN(asin, PT_UN_ASIN)
+UNARY_FN(acos, PT_UN_ACOS)
+UNARY_FN(atan, PT_UN_ATAN)
+UNARY_FN(sinh, PT_UN_SINH)
+UNARY_FN(cosh, PT_UN_COSH)
+UNARY_FN(asinh, PT_UN_ASINH)
+UNARY_FN(acosh, PT_UN_ACOSH)
+UNARY_FN(atanh, PT_UN_ATANH)
+UNARY_FN(frac, PT_UN_FRAC)
+UNARY_FN(sinc, PT_UN_SINC)
 
 /* --- where, masked_fill, clamp --- */
 
@@ -326,6 +393,7 @@ static int m_copy_(lua_State *L) {
 static const luaL_Reg metamethods[] = {
     {"__add", mm_add}, {"__sub", mm_sub}, {"__mul", mm_mul},
     {"__div", mm_div}, {"__pow", mm_pow}, {"__unm", mm_unm},
+    {"__mod", mm_mod}, {"__idiv", mm_idiv},
     {NULL, NULL},
 };
 
@@ -343,6 +411,17 @@ static const luaL_Reg shared[] = {
     {"sin", f_sin},         {"cos", f_cos},       {"sign", f_sign},
     {"floor", f_floor},     {"ceil", f_ceil},     {"round", f_round},
     {"masked_fill", f_masked_fill},               {"clamp", f_clamp},
+    {"atan2", f_atan2},     {"hypot", f_hypot},   {"remainder", f_remainder},
+    {"fmod", f_fmod},       {"floor_divide", f_floor_divide},
+    {"logaddexp", f_logaddexp},                   {"xlogy", f_xlogy},
+    {"copysign", f_copysign},                     {"lerp", f_lerp},
+    {"erf", f_erf},         {"erfc", f_erfc},     {"erfinv", f_erfinv},
+    {"log1p", f_log1p},     {"expm1", f_expm1},   {"log2", f_log2},
+    {"log10", f_log10},     {"exp2", f_exp2},     {"tan", f_tan},
+    {"asin", f_asin},       {"acos", f_acos},     {"atan", f_atan},
+    {"sinh", f_sinh},       {"cosh", f_cosh},     {"asinh", f_asinh},
+    {"acosh", f_acosh},     {"atanh", f_atanh},   {"frac", f_frac},
+    {"sinc", f_sinc},
     {NULL, NULL},
 };
 
@@ -358,6 +437,17 @@ static const luaL_Reg methods_only[] = {
     {"round_", m_round_},   {"logical_not_", m_logical_not_},
     {"clamp_", m_clamp_},   {"masked_fill_", m_masked_fill_},
     {"copy_", m_copy_},     {"_to_dtype", m_to_dtype},
+    {"atan2_", m_atan2_},   {"hypot_", m_hypot_}, {"remainder_", m_remainder_},
+    {"fmod_", m_fmod_},     {"floor_divide_", m_floor_divide_},
+    {"xlogy_", m_xlogy_},   {"copysign_", m_copysign_},
+    {"lerp_", m_lerp_},
+    {"erf_", m_erf_},       {"erfc_", m_erfc_},   {"erfinv_", m_erfinv_},
+    {"log1p_", m_log1p_},   {"expm1_", m_expm1_}, {"log2_", m_log2_},
+    {"log10_", m_log10_},   {"exp2_", m_exp2_},   {"tan_", m_tan_},
+    {"asin_", m_asin_},     {"acos_", m_acos_},   {"atan_", m_atan_},
+    {"sinh_", m_sinh_},     {"cosh_", m_cosh_},   {"asinh_", m_asinh_},
+    {"acosh_", m_acosh_},   {"atanh_", m_atanh_}, {"frac_", m_frac_},
+    {"sinc_", m_sinc_},
     {NULL, NULL},
 };
 
@@ -400,6 +490,45 @@ static const char *const docs[] = {
     "round", "round(t) -> rounded half to even (no gradient).",
     "masked_fill", "masked_fill(t, mask, value) -> copy of t with value where the bool mask (broadcast to t) is true.",
     "clamp", "clamp(t, min, max) -> t limited to [min, max]; either bound may be nil. Also clamp(t, {min=, max=}).",
+    "atan2", "atan2(a, b) -> the angle of the point (b, a) in [-pi, pi], elementwise with broadcasting\n"
+    "  (torch.atan2); integers give float32. Numbers on either side.",
+    "hypot", "hypot(a, b) -> sqrt(a^2 + b^2) without overflow; floating tensors only.",
+    "remainder", "remainder(a, b) -> a - floor(a / b) * b, Python's %: the result has the sign of the divisor\n"
+    "  (-5 % 3 = 1, 5 % -3 = -1); also a % b. Integers stay integers, and an integer divisor of 0 is\n"
+    "  an error (floats give nan). Gradients: 1 for a, -floor(a / b) for b.",
+    "fmod", "fmod(a, b) -> C's fmod: the result has the sign of the dividend (fmod(-5, 3) = -2). Integers\n"
+    "  stay integers; an integer divisor of 0 is an error (floats give nan). Gradients: 1 for a,\n"
+    "  -trunc(a / b) for b.",
+    "floor_divide", "floor_divide(a, b) -> a / b rounded toward -inf (torch >= 1.13), also a // b; -7 // 2 = -4.\n"
+    "  Integers stay integers; an integer divisor of 0 is an error (floats give +-inf or nan). No\n"
+    "  gradient (PyTorch has none either).",
+    "logaddexp", "logaddexp(a, b) -> log(e^a + e^b) without overflow; floating tensors only.",
+    "xlogy", "xlogy(a, b) -> a * log(b), 0 where a == 0 (NaN where b is NaN); integers give float32.",
+    "copysign", "copysign(a, b) -> |a| with the sign of b (its sign bit: -0 counts as negative); integers\n"
+    "  give float32. The gradient for b is zero.",
+    "lerp", "lerp(start, end, weight) -> start + weight * (end - start); start and end tensors, weight a\n"
+    "  number or a tensor; all three broadcast. Floating dtypes only. Gradients: (1 - weight) for start,\n"
+    "  weight for end, end - start for weight.",
+    "erf", "erf(t) -> the error function 2/sqrt(pi) * integral of e^(-u^2) from 0 to t (integers give float32).",
+    "erfc", "erfc(t) -> 1 - erf(t), accurate where erf(t) is near 1.",
+    "erfinv", "erfinv(t) -> the inverse of erf on [-1, 1]: +-inf at +-1, nan outside.",
+    "log1p", "log1p(t) -> log(1 + t), accurate for small t.",
+    "expm1", "expm1(t) -> e^t - 1, accurate for small t.",
+    "log2", "log2(t) -> base-2 logarithm.",
+    "log10", "log10(t) -> base-10 logarithm.",
+    "exp2", "exp2(t) -> 2^t.",
+    "tan", "tan(t) -> tangent.",
+    "asin", "asin(t) -> arcsine in [-pi/2, pi/2] (nan outside [-1, 1]).",
+    "acos", "acos(t) -> arccosine in [0, pi] (nan outside [-1, 1]).",
+    "atan", "atan(t) -> arctangent in (-pi/2, pi/2).",
+    "sinh", "sinh(t) -> hyperbolic sine.",
+    "cosh", "cosh(t) -> hyperbolic cosine.",
+    "asinh", "asinh(t) -> inverse hyperbolic sine.",
+    "acosh", "acosh(t) -> inverse hyperbolic cosine (nan below 1).",
+    "atanh", "atanh(t) -> inverse hyperbolic tangent (+-inf at +-1, nan outside).",
+    "frac", "frac(t) -> t - trunc(t), the fractional part with t's sign (-1.5 -> -0.5); floating tensors\n"
+    "  only; the gradient is 1.",
+    "sinc", "sinc(t) -> sin(pi t) / (pi t), normalized (1 at 0), as torch.sinc.",
     NULL, NULL,
 };
 
@@ -432,6 +561,33 @@ static const char *const method_docs[] = {
     "masked_fill_", "t:masked_fill_(mask, value) -> t with value written where mask is true.",
     "copy_", "t:copy_(src) -> t, src's values broadcast and converted into t; gradients flow to src.",
     "_to_dtype", "t:_to_dtype(name) -> t converted to dtype name; float conversions keep gradients (used by float(), double(), ...).",
+    "atan2_", "t:atan2_(other) -> t, atan2(t, other) in place (t must be floating).",
+    "hypot_", "t:hypot_(other) -> t, hypot(t, other) in place.",
+    "remainder_", "t:remainder_(other) -> t, t % other in place (the sign of the divisor).",
+    "fmod_", "t:fmod_(other) -> t, fmod(t, other) in place (the sign of the dividend).",
+    "floor_divide_", "t:floor_divide_(other) -> t, t // other in place (rounded toward -inf).",
+    "xlogy_", "t:xlogy_(other) -> t, t * log(other) in place (0 where t == 0).",
+    "copysign_", "t:copysign_(other) -> t, |t| with other's sign in place.",
+    "lerp_", "t:lerp_(end, weight) -> t, t + weight * (end - t) in place (weight a number or a tensor).",
+    "erf_", "t:erf_() -> t, erf t in place.",
+    "erfc_", "t:erfc_() -> t, erfc t in place.",
+    "erfinv_", "t:erfinv_() -> t, erfinv t in place.",
+    "log1p_", "t:log1p_() -> t, log(1 + t) in place.",
+    "expm1_", "t:expm1_() -> t, e^t - 1 in place.",
+    "log2_", "t:log2_() -> t, log2 t in place.",
+    "log10_", "t:log10_() -> t, log10 t in place.",
+    "exp2_", "t:exp2_() -> t, 2^t in place.",
+    "tan_", "t:tan_() -> t, tan t in place.",
+    "asin_", "t:asin_() -> t, asin t in place.",
+    "acos_", "t:acos_() -> t, acos t in place.",
+    "atan_", "t:atan_() -> t, atan t in place.",
+    "sinh_", "t:sinh_() -> t, sinh t in place.",
+    "cosh_", "t:cosh_() -> t, cosh t in place.",
+    "asinh_", "t:asinh_() -> t, asinh t in place.",
+    "acosh_", "t:acosh_() -> t, acosh t in place.",
+    "atanh_", "t:atanh_() -> t, atanh t in place.",
+    "frac_", "t:frac_() -> t, t - trunc(t) in place.",
+    "sinc_", "t:sinc_() -> t, sinc t in place.",
     NULL, NULL,
 };
 

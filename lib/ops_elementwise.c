@@ -25,6 +25,15 @@ enum {
   BIN_DIV_DY,                       /* -x / y^2 */
   BIN_MAXW,                         /* x > y ? 1 : x == y ? 0.5 : 0 */
   BIN_MINW,                         /* x < y ? 1 : x == y ? 0.5 : 0 */
+  BIN_ATAN2_DX,                     /* y / (x^2 + y^2) */
+  BIN_ATAN2_DY,                     /* -x / (x^2 + y^2) */
+  BIN_HYPOT_D,                      /* x / hypot(x, y) */
+  BIN_REM_DY,                       /* -floor_divide(x, y) */
+  BIN_FMOD_DY,                      /* -trunc(x / y) */
+  BIN_LAE_D,                        /* 1 / (1 + e^(y - x)) */
+  BIN_XLOGY_ZERO,                   /* bool: x == 0 && y <= 0 (xlogy's self gradient is 0) */
+  BIN_XLOGY_DY,                     /* x / y */
+  BIN_COPYSIGN_DX,                  /* x == 0 ? 0 : copysign(x, y) / x */
   BIN_COUNT
 };
 
@@ -40,6 +49,21 @@ enum {
   UN_GELU_D,
   UN_COS_D, /* -sin x */
   UN_CLAMP_D,
+  UN_ERF_D,
+  UN_ERFC_D,
+  UN_ERFINV_D,
+  UN_LOG1P_D,
+  UN_LOG2_D,
+  UN_LOG10_D,
+  UN_EXP2_D,
+  UN_TAN_D,
+  UN_ASIN_D,
+  UN_ACOS_D,
+  UN_ATAN_D,
+  UN_ASINH_D,
+  UN_ACOSH_D,
+  UN_ATANH_D,
+  UN_SINC_D,
   UN_COUNT
 };
 
@@ -54,6 +78,15 @@ static const char *const bin_names[BIN_COUNT] = {
     [PT_BIN_LOGICAL_OR] = "logical_or", [BIN_POW_DX] = "pow",
     [BIN_POW_DY] = "pow",         [BIN_DIV_DY] = "div",
     [BIN_MAXW] = "maximum",       [BIN_MINW] = "minimum",
+    [PT_BIN_ATAN2] = "atan2",     [PT_BIN_HYPOT] = "hypot",
+    [PT_BIN_REMAINDER] = "remainder", [PT_BIN_FMOD] = "fmod",
+    [PT_BIN_FLOOR_DIVIDE] = "floor_divide", [PT_BIN_LOGADDEXP] = "logaddexp",
+    [PT_BIN_XLOGY] = "xlogy",     [PT_BIN_COPYSIGN] = "copysign",
+    [BIN_ATAN2_DX] = "atan2",     [BIN_ATAN2_DY] = "atan2",
+    [BIN_HYPOT_D] = "hypot",      [BIN_REM_DY] = "remainder",
+    [BIN_FMOD_DY] = "fmod",       [BIN_LAE_D] = "logaddexp",
+    [BIN_XLOGY_ZERO] = "xlogy",   [BIN_XLOGY_DY] = "xlogy",
+    [BIN_COPYSIGN_DX] = "copysign",
 };
 
 static const char *const bin_nodes[PT_BIN_COUNT_PUBLIC] = {
@@ -61,6 +94,10 @@ static const char *const bin_nodes[PT_BIN_COUNT_PUBLIC] = {
     [PT_BIN_MUL] = "MulBackward",         [PT_BIN_DIV] = "DivBackward",
     [PT_BIN_POW] = "PowBackward",         [PT_BIN_MAXIMUM] = "MaximumBackward",
     [PT_BIN_MINIMUM] = "MinimumBackward",
+    [PT_BIN_ATAN2] = "Atan2Backward",     [PT_BIN_HYPOT] = "HypotBackward",
+    [PT_BIN_REMAINDER] = "RemainderBackward", [PT_BIN_FMOD] = "FmodBackward",
+    [PT_BIN_LOGADDEXP] = "LogaddexpBackward", [PT_BIN_XLOGY] = "XlogyBackward",
+    [PT_BIN_COPYSIGN] = "CopysignBackward",
 };
 
 static const char *const un_names[UN_COUNT] = {
@@ -73,6 +110,18 @@ static const char *const un_names[UN_COUNT] = {
     [UN_LOG_D] = "log",      [UN_SQRT_D] = "sqrt",        [UN_TANH_D] = "tanh",
     [UN_SIGMOID_D] = "sigmoid", [UN_RELU_D] = "relu",     [UN_GELU_D] = "gelu",
     [UN_COS_D] = "cos",      [UN_CLAMP_D] = "clamp",
+    [PT_UN_ERF] = "erf",     [PT_UN_ERFC] = "erfc",       [PT_UN_ERFINV] = "erfinv",
+    [PT_UN_LOG1P] = "log1p", [PT_UN_EXPM1] = "expm1",     [PT_UN_LOG2] = "log2",
+    [PT_UN_LOG10] = "log10", [PT_UN_EXP2] = "exp2",       [PT_UN_TAN] = "tan",
+    [PT_UN_ASIN] = "asin",   [PT_UN_ACOS] = "acos",       [PT_UN_ATAN] = "atan",
+    [PT_UN_SINH] = "sinh",   [PT_UN_COSH] = "cosh",       [PT_UN_ASINH] = "asinh",
+    [PT_UN_ACOSH] = "acosh", [PT_UN_ATANH] = "atanh",     [PT_UN_FRAC] = "frac",
+    [PT_UN_SINC] = "sinc",   [UN_ERF_D] = "erf",          [UN_ERFC_D] = "erfc",
+    [UN_ERFINV_D] = "erfinv", [UN_LOG1P_D] = "log1p",     [UN_LOG2_D] = "log2",
+    [UN_LOG10_D] = "log10",  [UN_EXP2_D] = "exp2",        [UN_TAN_D] = "tan",
+    [UN_ASIN_D] = "asin",    [UN_ACOS_D] = "acos",        [UN_ATAN_D] = "atan",
+    [UN_ASINH_D] = "asinh",  [UN_ACOSH_D] = "acosh",      [UN_ATANH_D] = "atanh",
+    [UN_SINC_D] = "sinc",
 };
 
 static const char *const un_nodes[UN_COUNT] = {
@@ -81,6 +130,13 @@ static const char *const un_nodes[UN_COUNT] = {
     [PT_UN_SIGMOID] = "SigmoidBackward", [PT_UN_RELU] = "ReluBackward",
     [PT_UN_GELU] = "GeluBackward", [PT_UN_SIN] = "SinBackward",   [PT_UN_COS] = "CosBackward",
     [UN_CLAMP] = "ClampBackward",
+    [PT_UN_ERF] = "ErfBackward",     [PT_UN_ERFC] = "ErfcBackward",   [PT_UN_ERFINV] = "ErfinvBackward",
+    [PT_UN_LOG1P] = "Log1pBackward", [PT_UN_EXPM1] = "Expm1Backward", [PT_UN_LOG2] = "Log2Backward",
+    [PT_UN_LOG10] = "Log10Backward", [PT_UN_EXP2] = "Exp2Backward",   [PT_UN_TAN] = "TanBackward",
+    [PT_UN_ASIN] = "AsinBackward",   [PT_UN_ACOS] = "AcosBackward",   [PT_UN_ATAN] = "AtanBackward",
+    [PT_UN_SINH] = "SinhBackward",   [PT_UN_COSH] = "CoshBackward",   [PT_UN_ASINH] = "AsinhBackward",
+    [PT_UN_ACOSH] = "AcoshBackward", [PT_UN_ATANH] = "AtanhBackward", [PT_UN_FRAC] = "FracBackward",
+    [PT_UN_SINC] = "SincBackward",
 };
 
 /* derivative of each differentiable unary op, as an op on the input */
@@ -89,6 +145,13 @@ static const int un_deriv[UN_COUNT] = {
     [PT_UN_SQRT] = UN_SQRT_D, [PT_UN_TANH] = UN_TANH_D,        [PT_UN_SIGMOID] = UN_SIGMOID_D,
     [PT_UN_RELU] = UN_RELU_D, [PT_UN_GELU] = UN_GELU_D,        [PT_UN_SIN] = PT_UN_COS,
     [PT_UN_COS] = UN_COS_D,   [UN_CLAMP] = UN_CLAMP_D,
+    [PT_UN_ERF] = UN_ERF_D,   [PT_UN_ERFC] = UN_ERFC_D,        [PT_UN_ERFINV] = UN_ERFINV_D,
+    [PT_UN_LOG1P] = UN_LOG1P_D, [PT_UN_EXPM1] = PT_UN_EXP,     [PT_UN_LOG2] = UN_LOG2_D,
+    [PT_UN_LOG10] = UN_LOG10_D, [PT_UN_EXP2] = UN_EXP2_D,      [PT_UN_TAN] = UN_TAN_D,
+    [PT_UN_ASIN] = UN_ASIN_D, [PT_UN_ACOS] = UN_ACOS_D,        [PT_UN_ATAN] = UN_ATAN_D,
+    [PT_UN_SINH] = PT_UN_COSH, [PT_UN_COSH] = PT_UN_SINH,      [PT_UN_ASINH] = UN_ASINH_D,
+    [PT_UN_ACOSH] = UN_ACOSH_D, [PT_UN_ATANH] = UN_ATANH_D,    [PT_UN_SINC] = UN_SINC_D,
+    /* frac: the gradient passes through (unary_backward) */
 };
 
 const char *pt_binop_name(pt_binop op) {
@@ -224,6 +287,151 @@ static inline double h_gelud_d(double x) {
 FLOAT_KERNELS(f, float, powf, logf, expf, sqrtf, tanhf, sinf, cosf, floorf, ceilf, nearbyintf, fabsf)
 FLOAT_KERNELS(d, double, pow, log, exp, sqrt, tanh, sin, cos, floor, ceil, nearbyint, fabs)
 
+/* --- more math: erf family, logs and exps, trigonometric and hyperbolic functions, frac, sinc,
+ * atan2, hypot, remainder, fmod, floor_divide, logaddexp, xlogy, copysign (float, double) --- */
+#define LIBM_f(fn) fn##f
+#define LIBM_d(fn) fn
+
+/* erfinv (C has none): Giles' single-precision approximation ("Approximating the erfinv
+ * function", GPU Computing Gems) as the start, then Newton steps on erf (|y| <= 0.5) or on erfc
+ * (above, where 1 - |y| is exact and erf has no digits left to compare with). Correctly signed
+ * zeros, +-inf at +-1, NaN outside [-1, 1]. float32 goes through this double version. */
+static double h_erfinv_d(double y) {
+  if (y != y || y < -1 || y > 1) return NAN;
+  if (y == 1) return INFINITY;
+  if (y == -1) return -INFINITY;
+  if (y == 0) return y;
+  double a = fabs(y), w = -log((1.0 - a) * (1.0 + a)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * a, c = 1.0 - a;
+  for (int k = 0; k < 3; k++) {
+    double d = M_2_SQRTPI * exp(-x * x);
+    if (d == 0) break;
+    x = a <= 0.5 ? x - (erf(x) - a) / d : x + (erfc(x) - c) / d;
+  }
+  return y < 0 ? -x : x;
+}
+static inline float h_erfinv_f(float y) { return (float)h_erfinv_d(y); }
+
+#define MATH_HELPERS(S, T)                                                                      \
+  static inline T h_sinc_##S(T x) {                                                             \
+    if (x == 0) return (T)1;                                                                    \
+    T p = (T)M_PI * x;                                                                          \
+    return LIBM_##S(sin)(p) / p;                                                                \
+  }                                                                                             \
+  /* d/dx sin(pi x)/(pi x) = (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at 0 (as PyTorch) */    \
+  static inline T h_sincd_##S(T x) {                                                            \
+    if (x == 0) return (T)0;                                                                    \
+    T p = (T)M_PI * x;                                                                          \
+    return (p * LIBM_##S(cos)(p) - LIBM_##S(sin)(p)) / (p * x);                                 \
+  }                                                                                             \
+  /* Python's %: fmod, moved by one divisor when the signs differ (PyTorch's formula) */        \
+  static inline T h_rem_##S(T x, T y) {                                                         \
+    T m = LIBM_##S(fmod)(x, y);                                                                 \
+    if (m != 0 && ((y < 0) != (m < 0))) m += y;                                                 \
+    return m;                                                                                   \
+  }                                                                                             \
+  /* floor(x / y) through fmod, exact where x / y rounds (0.3 // 0.1 is 2), PyTorch's formula */\
+  static inline T h_floordiv_##S(T x, T y) {                                                    \
+    if (y == 0) return x / y;                                                                   \
+    T m = LIBM_##S(fmod)(x, y);                                                                 \
+    T q = (x - m) / y;                                                                          \
+    if (m != 0 && ((y < 0) != (m < 0))) q -= (T)1;                                              \
+    if (q == 0) return LIBM_##S(copysign)((T)0, x / y);                                         \
+    T f = LIBM_##S(floor)(q);                                                                   \
+    if (q - f > (T)0.5) f += (T)1;                                                              \
+    return f;                                                                                   \
+  }                                                                                             \
+  static inline T h_xlogy_##S(T x, T y) {                                                       \
+    if (y != y) return y;                                                                       \
+    if (x == 0) return (T)0;                                                                    \
+    return x * LIBM_##S(log)(y);                                                                \
+  }                                                                                             \
+  static inline T h_logaddexp_##S(T x, T y) {                                                   \
+    if (LIBM_##S(fabs)(x) == (T)INFINITY && x == y) return x;                                   \
+    T m = x < y ? y : x;                                                                        \
+    return m + LIBM_##S(log1p)(LIBM_##S(exp)(-LIBM_##S(fabs)(x - y)));                          \
+  }
+
+#define MATH_KERNELS(S, T)                                                                      \
+  MATH_HELPERS(S, T)                                                                            \
+  UK(erf_##S, T, T, LIBM_##S(erf)(x))                                                           \
+  UK(erfc_##S, T, T, LIBM_##S(erfc)(x))                                                         \
+  UK(erfinv_##S, T, T, h_erfinv_##S(x))                                                         \
+  UK(log1p_##S, T, T, LIBM_##S(log1p)(x))                                                       \
+  UK(expm1_##S, T, T, LIBM_##S(expm1)(x))                                                       \
+  UK(log2_##S, T, T, LIBM_##S(log2)(x))                                                         \
+  UK(log10_##S, T, T, LIBM_##S(log10)(x))                                                       \
+  UK(exp2_##S, T, T, LIBM_##S(exp2)(x))                                                         \
+  UK(tan_##S, T, T, LIBM_##S(tan)(x))                                                           \
+  UK(asin_##S, T, T, LIBM_##S(asin)(x))                                                         \
+  UK(acos_##S, T, T, LIBM_##S(acos)(x))                                                         \
+  UK(atan_##S, T, T, LIBM_##S(atan)(x))                                                         \
+  UK(sinh_##S, T, T, LIBM_##S(sinh)(x))                                                         \
+  UK(cosh_##S, T, T, LIBM_##S(cosh)(x))                                                         \
+  UK(asinh_##S, T, T, LIBM_##S(asinh)(x))                                                       \
+  UK(acosh_##S, T, T, LIBM_##S(acosh)(x))                                                       \
+  UK(atanh_##S, T, T, LIBM_##S(atanh)(x))                                                       \
+  UK(frac_##S, T, T, x - LIBM_##S(trunc)(x))                                                    \
+  UK(sinc_##S, T, T, h_sinc_##S(x))                                                             \
+  UK(erfd_##S, T, T, (T)M_2_SQRTPI * LIBM_##S(exp)(-x * x))                                     \
+  UK(erfcd_##S, T, T, -(T)M_2_SQRTPI * LIBM_##S(exp)(-x * x))                                   \
+  UK(erfinvd_##S, T, T, (T)(1.0 / M_2_SQRTPI) * LIBM_##S(exp)(h_erfinv_##S(x) * h_erfinv_##S(x))) \
+  UK(log1pd_##S, T, T, (T)1 / (x + (T)1))                                                       \
+  UK(log2d_##S, T, T, (T)1 / (x * (T)M_LN2))                                                    \
+  UK(log10d_##S, T, T, (T)1 / (x * (T)M_LN10))                                                  \
+  UK(exp2d_##S, T, T, LIBM_##S(exp2)(x) * (T)M_LN2)                                             \
+  UK(tand_##S, T, T, (T)1 + LIBM_##S(tan)(x) * LIBM_##S(tan)(x))                                \
+  UK(asind_##S, T, T, (T)1 / LIBM_##S(sqrt)((T)1 - x * x))                                      \
+  UK(acosd_##S, T, T, (T)-1 / LIBM_##S(sqrt)((T)1 - x * x))                                     \
+  UK(atand_##S, T, T, (T)1 / (x * x + (T)1))                                                    \
+  UK(asinhd_##S, T, T, (T)1 / LIBM_##S(sqrt)(x * x + (T)1))                                     \
+  UK(acoshd_##S, T, T, (T)1 / LIBM_##S(sqrt)(x * x - (T)1))                                     \
+  UK(atanhd_##S, T, T, (T)1 / ((T)1 - x * x))                                                   \
+  UK(sincd_##S, T, T, h_sincd_##S(x))                                                           \
+  BK(atan2_##S, T, T, LIBM_##S(atan2)(x, y))                                                    \
+  BK(hypot_##S, T, T, LIBM_##S(hypot)(x, y))                                                    \
+  BK(rem_##S, T, T, h_rem_##S(x, y))                                                            \
+  BK(fmod_##S, T, T, LIBM_##S(fmod)(x, y))                                                      \
+  BK(floordiv_##S, T, T, h_floordiv_##S(x, y))                                                  \
+  BK(logaddexp_##S, T, T, h_logaddexp_##S(x, y))                                                \
+  BK(xlogy_##S, T, T, h_xlogy_##S(x, y))                                                        \
+  BK(copysign_##S, T, T, LIBM_##S(copysign)(x, y))                                              \
+  BK(atan2dx_##S, T, T, y / (x * x + y * y))                                                    \
+  BK(atan2dy_##S, T, T, -x / (x * x + y * y))                                                   \
+  BK(hypotd_##S, T, T, x / LIBM_##S(hypot)(x, y))                                               \
+  BK(remdy_##S, T, T, -h_floordiv_##S(x, y))                                                    \
+  BK(fmoddy_##S, T, T, -LIBM_##S(trunc)(x / y))                                                 \
+  BK(laed_##S, T, T, (T)1 / ((T)1 + LIBM_##S(exp)(y - x)))                                      \
+  BK(xlogyz_##S, T, uint8_t, x == 0 && y <= 0)                                                  \
+  BK(xlogydy_##S, T, T, x / y)                                                                  \
+  BK(copysigndx_##S, T, T, x == 0 ? (T)0 : LIBM_##S(copysign)(x, y) / x)
+
+MATH_KERNELS(f, float)
+MATH_KERNELS(d, double)
+
 /* integer power by squaring with wrap-around (negative exponents are rejected before) */
 #define INT_KERNELS(S, T, UT)                                                                   \
   static inline T ipow_##S(T base, T e) {                                                       \
@@ -255,6 +463,35 @@ SIGNED_KERNELS(l, int64_t, uint64_t)
 SIGNED_KERNELS(i, int32_t, uint32_t)
 INT_KERNELS(u, uint8_t, uint8_t)
 UK(sign_u, uint8_t, uint8_t, x != 0)
+
+/* Integer remainder, fmod and floor division. A zero divisor is refused before a kernel runs
+ * (int_division_by_zero); the kernels still give 0 for it, so that no input can trap (SIGFPE).
+ * Division by -1 never divides: MIN % -1 and MIN / -1 trap on x86, and their results are 0 and
+ * MIN (wrapped, as every other integer overflow here). */
+#define SIGNED_DIV_KERNELS(S, T, UT)                                                            \
+  static inline T irem_##S(T x, T y) {                                                          \
+    if (y == 0 || y == -1) return 0;                                                            \
+    T r = (T)(x % y);                                                                           \
+    if (r != 0 && ((r < 0) != (y < 0))) r = (T)(r + y);                                         \
+    return r;                                                                                   \
+  }                                                                                             \
+  static inline T ifmod_##S(T x, T y) { return (y == 0 || y == -1) ? 0 : (T)(x % y); }           \
+  static inline T ifloordiv_##S(T x, T y) {                                                     \
+    if (y == 0) return 0;                                                                       \
+    if (y == -1) return (T)((UT)0 - (UT)x);                                                     \
+    T q = (T)(x / y);                                                                           \
+    if (x % y != 0 && ((x < 0) != (y < 0))) q--;                                                \
+    return q;                                                                                   \
+  }                                                                                             \
+  BK(rem_##S, T, T, irem_##S(x, y))                                                             \
+  BK(fmod_##S, T, T, ifmod_##S(x, y))                                                           \
+  BK(floordiv_##S, T, T, ifloordiv_##S(x, y))
+
+SIGNED_DIV_KERNELS(l, int64_t, uint64_t)
+SIGNED_DIV_KERNELS(i, int32_t, uint32_t)
+BK(rem_u, uint8_t, uint8_t, y == 0 ? 0 : x % y)
+BK(fmod_u, uint8_t, uint8_t, y == 0 ? 0 : x % y)
+BK(floordiv_u, uint8_t, uint8_t, y == 0 ? 0 : x / y)
 
 /* comparisons: every dtype, bool result */
 #define CMP_KERNELS(S, T)                                                                       \
@@ -308,6 +545,23 @@ static const bin_kernel bin_kernels[BIN_COUNT][PT_DTYPE_COUNT] = {
     [BIN_DIV_DY] = ROW_FLOAT(divdy),
     [BIN_MAXW] = ROW_FLOAT(maxw),
     [BIN_MINW] = ROW_FLOAT(minw),
+    [PT_BIN_ATAN2] = ROW_FLOAT(atan2),
+    [PT_BIN_HYPOT] = ROW_FLOAT(hypot),
+    [PT_BIN_REMAINDER] = ROW_NUM(rem),
+    [PT_BIN_FMOD] = ROW_NUM(fmod),
+    [PT_BIN_FLOOR_DIVIDE] = ROW_NUM(floordiv),
+    [PT_BIN_LOGADDEXP] = ROW_FLOAT(logaddexp),
+    [PT_BIN_XLOGY] = ROW_FLOAT(xlogy),
+    [PT_BIN_COPYSIGN] = ROW_FLOAT(copysign),
+    [BIN_ATAN2_DX] = ROW_FLOAT(atan2dx),
+    [BIN_ATAN2_DY] = ROW_FLOAT(atan2dy),
+    [BIN_HYPOT_D] = ROW_FLOAT(hypotd),
+    [BIN_REM_DY] = ROW_FLOAT(remdy),
+    [BIN_FMOD_DY] = ROW_FLOAT(fmoddy),
+    [BIN_LAE_D] = ROW_FLOAT(laed),
+    [BIN_XLOGY_ZERO] = ROW_FLOAT(xlogyz),
+    [BIN_XLOGY_DY] = ROW_FLOAT(xlogydy),
+    [BIN_COPYSIGN_DX] = ROW_FLOAT(copysigndx),
 };
 
 static const un_kernel un_kernels[UN_COUNT][PT_DTYPE_COUNT] = {
@@ -343,6 +597,40 @@ static const un_kernel un_kernels[UN_COUNT][PT_DTYPE_COUNT] = {
     [UN_GELU_D] = ROW_FLOAT(gelud),
     [UN_COS_D] = ROW_FLOAT(cosd),
     [UN_CLAMP_D] = ROW_FLOAT(clampd),
+    [PT_UN_ERF] = ROW_FLOAT(erf),
+    [PT_UN_ERFC] = ROW_FLOAT(erfc),
+    [PT_UN_ERFINV] = ROW_FLOAT(erfinv),
+    [PT_UN_LOG1P] = ROW_FLOAT(log1p),
+    [PT_UN_EXPM1] = ROW_FLOAT(expm1),
+    [PT_UN_LOG2] = ROW_FLOAT(log2),
+    [PT_UN_LOG10] = ROW_FLOAT(log10),
+    [PT_UN_EXP2] = ROW_FLOAT(exp2),
+    [PT_UN_TAN] = ROW_FLOAT(tan),
+    [PT_UN_ASIN] = ROW_FLOAT(asin),
+    [PT_UN_ACOS] = ROW_FLOAT(acos),
+    [PT_UN_ATAN] = ROW_FLOAT(atan),
+    [PT_UN_SINH] = ROW_FLOAT(sinh),
+    [PT_UN_COSH] = ROW_FLOAT(cosh),
+    [PT_UN_ASINH] = ROW_FLOAT(asinh),
+    [PT_UN_ACOSH] = ROW_FLOAT(acosh),
+    [PT_UN_ATANH] = ROW_FLOAT(atanh),
+    [PT_UN_FRAC] = ROW_FLOAT(frac),
+    [PT_UN_SINC] = ROW_FLOAT(sinc),
+    [UN_ERF_D] = ROW_FLOAT(erfd),
+    [UN_ERFC_D] = ROW_FLOAT(erfcd),
+    [UN_ERFINV_D] = ROW_FLOAT(erfinvd),
+    [UN_LOG1P_D] = ROW_FLOAT(log1pd),
+    [UN_LOG2_D] = ROW_FLOAT(log2d),
+    [UN_LOG10_D] = ROW_FLOAT(log10d),
+    [UN_EXP2_D] = ROW_FLOAT(exp2d),
+    [UN_TAN_D] = ROW_FLOAT(tand),
+    [UN_ASIN_D] = ROW_FLOAT(asind),
+    [UN_ACOS_D] = ROW_FLOAT(acosd),
+    [UN_ATAN_D] = ROW_FLOAT(atand),
+    [UN_ASINH_D] = ROW_FLOAT(asinhd),
+    [UN_ACOSH_D] = ROW_FLOAT(acoshd),
+    [UN_ATANH_D] = ROW_FLOAT(atanhd),
+    [UN_SINC_D] = ROW_FLOAT(sincd),
 };
 
 /* unary ops whose result is floating even for integer inputs */
@@ -350,6 +638,10 @@ static bool un_is_float_op(int op) {
   switch (op) {
   case PT_UN_EXP: case PT_UN_LOG: case PT_UN_SQRT: case PT_UN_TANH: case PT_UN_SIGMOID:
   case PT_UN_GELU: case PT_UN_SIN: case PT_UN_COS:
+  case PT_UN_ERF: case PT_UN_ERFC: case PT_UN_ERFINV: case PT_UN_LOG1P: case PT_UN_EXPM1:
+  case PT_UN_LOG2: case PT_UN_LOG10: case PT_UN_EXP2: case PT_UN_TAN: case PT_UN_ASIN:
+  case PT_UN_ACOS: case PT_UN_ATAN: case PT_UN_SINH: case PT_UN_COSH: case PT_UN_ASINH:
+  case PT_UN_ACOSH: case PT_UN_ATANH: case PT_UN_SINC:
     return true;
   default:
     return op >= UN_ABS_D;
@@ -502,7 +794,12 @@ static void op_dtypes(int op, pt_dtype res, pt_dtype *compute, pt_dtype *outdt) 
     *compute = *outdt = PT_BOOL;
     return;
   case PT_BIN_DIV: case BIN_POW_DX: case BIN_POW_DY: case BIN_DIV_DY: case BIN_MAXW: case BIN_MINW:
+  case PT_BIN_ATAN2: case PT_BIN_XLOGY: case PT_BIN_COPYSIGN:
     *compute = *outdt = pt_dtype_is_floating(res) ? res : PT_FLOAT32;
+    return;
+  case BIN_XLOGY_ZERO:
+    *compute = pt_dtype_is_floating(res) ? res : PT_FLOAT32;
+    *outdt = PT_BOOL;
     return;
   default:
     *compute = *outdt = res;
@@ -591,6 +888,51 @@ static inline bool contig(const pt_tensor *t) {
   return true;
 }
 
+/* remainder, fmod and floor_divide on integers divide: a zero divisor is an error */
+static inline bool int_divides(int op, pt_dtype cdt) {
+  return (op == PT_BIN_REMAINDER || op == PT_BIN_FMOD || op == PT_BIN_FLOOR_DIVIDE) &&
+         !pt_dtype_is_floating(cdt);
+}
+
+#define ANY_ZERO(T)                                                                             \
+  do {                                                                                          \
+    const T *v = pt_tensor_data(t);                                                             \
+    bool z = false;                                                                             \
+    for (int64_t i = 0; i < n; i++) z |= v[i] == 0;                                             \
+    return z;                                                                                   \
+  } while (0)
+
+/* whether an integer tensor has a zero element */
+static bool has_zero(const pt_tensor *t) {
+  int64_t n = pt_tensor_numel(t);
+  if (contig(t)) {
+    switch (t->dtype) {
+    case PT_INT64: ANY_ZERO(int64_t);
+    case PT_INT32: ANY_ZERO(int32_t);
+    case PT_UINT8: case PT_BOOL: ANY_ZERO(uint8_t);
+    default: break;
+    }
+  }
+  for (int64_t i = 0; i < n; i++)
+    if (pt_tensor_get_flat(t, i) == 0) return true;
+  return false;
+}
+
+/* the integer number in buf (dtype dt) is zero */
+static bool buf_is_zero(const void *buf, pt_dtype dt) {
+  switch (dt) {
+  case PT_INT64: return *(const int64_t *)buf == 0;
+  case PT_INT32: return *(const int32_t *)buf == 0;
+  default: return *(const uint8_t *)buf == 0;
+  }
+}
+
+static pt_status division_by_zero(pt_ctx *ctx, const char *fname) {
+  return pt_fail(ctx, PT_EARG,
+                 "%s: integer division by zero (a divisor is 0; a float dtype gives inf or nan "
+                 "instead)", fname);
+}
+
 /* out = op(x, y) without autograd. dst (optional) is the output, already checked to have the
  * broadcast shape and the op's output dtype. */
 static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, opnd y,
@@ -600,8 +942,8 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
   if (x.t && y.t && !dst && x.t->dtype == y.t->dtype && same_shape(x.t, y.t)) {
     op_dtypes(op, x.t->dtype, &cdt, &odt);
     bin_kernel k = bin_kernels[op][cdt];
-    if (k && cdt == x.t->dtype && (op != PT_BIN_POW || pt_dtype_is_floating(cdt)) && contig(x.t) &&
-        contig(y.t)) {
+    if (k && cdt == x.t->dtype && (op != PT_BIN_POW || pt_dtype_is_floating(cdt)) &&
+        !int_divides(op, cdt) && contig(x.t) && contig(y.t)) {
       pt_tensor *o;
       pt_status st = pt_tensor_empty(ctx, odt, x.t->ndim, x.t->shape, &o);
       if (st) return st;
@@ -657,6 +999,10 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
   else if (y.t->dtype != cdt) {
     if ((st = pt_tensor_to_dtype_raw(ctx, y.t, cdt, &yconv))) goto done;
     yc = yconv;
+  }
+  if (int_divides(op, cdt) && (yc ? has_zero(yc) : buf_is_zero(yb, cdt))) {
+    st = division_by_zero(ctx, fname);
+    goto done;
   }
   if (dst) o = pt_tensor_retain(dst);
   else if ((st = pt_tensor_empty(ctx, odt, nd, shape, &o))) goto done;
@@ -724,6 +1070,23 @@ static pt_status grad_times(pt_ctx *ctx, pt_tensor *g, int op, opnd x, opnd y, p
 
 static bool bin_uses_values(int op) { return op != PT_BIN_ADD && op != PT_BIN_SUB; }
 
+static void fill_masked(pt_tensor *t, const pt_tensor *mask, double value);
+
+/* xlogy's gradient for x: xlogy(g, y), 0 where x == 0 and y <= 0 (PyTorch's formula) */
+static pt_status xlogy_grad_x(pt_ctx *ctx, pt_tensor *g, opnd x, opnd y, pt_tensor **out) {
+  pt_tensor *d = NULL, *zero = NULL;
+  pt_status st = binary_forward(ctx, "xlogy", PT_BIN_XLOGY, T_(g), y, NULL, &d);
+  if (!st) st = binary_forward(ctx, "xlogy", BIN_XLOGY_ZERO, x, y, NULL, &zero);
+  if (st) {
+    pt_tensor_release(d);
+    return st;
+  }
+  fill_masked(d, zero, 0.0); /* zero has the broadcast shape of x and y, d of g (the same) */
+  pt_tensor_release(zero);
+  *out = d;
+  return PT_OK;
+}
+
 /* layout in ints[1]: 0 both tensors, 1 tensor op number, 2 number op tensor */
 static pt_status binary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
   int op = (int)node->ints[0], layout = (int)node->ints[1];
@@ -768,6 +1131,32 @@ static pt_status binary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
     case PT_BIN_MINIMUM:
       st = grad_times(ctx, g, BIN_MINW, side == 0 ? x : y, side == 0 ? y : x, &d);
       break;
+    case PT_BIN_ATAN2:
+      st = grad_times(ctx, g, side == 0 ? BIN_ATAN2_DX : BIN_ATAN2_DY, x, y, &d);
+      break;
+    case PT_BIN_HYPOT:
+      st = grad_times(ctx, g, BIN_HYPOT_D, side == 0 ? x : y, side == 0 ? y : x, &d);
+      break;
+    case PT_BIN_REMAINDER:
+    case PT_BIN_FMOD:
+      if (side == 0) d = pt_tensor_retain(g), st = PT_OK;
+      else st = grad_times(ctx, g, op == PT_BIN_FMOD ? BIN_FMOD_DY : BIN_REM_DY, x, y, &d);
+      break;
+    case PT_BIN_LOGADDEXP:
+      st = grad_times(ctx, g, BIN_LAE_D, side == 0 ? x : y, side == 0 ? y : x, &d);
+      break;
+    case PT_BIN_XLOGY:
+      if (side == 0) st = xlogy_grad_x(ctx, g, x, y, &d);
+      else st = grad_times(ctx, g, BIN_XLOGY_DY, x, y, &d);
+      break;
+    case PT_BIN_COPYSIGN:
+      if (side == 0) {
+        st = grad_times(ctx, g, BIN_COPYSIGN_DX, x, y, &d);
+        break;
+      }
+      /* the sign's source gets zeros, as PyTorch */
+      if ((st = pt_tensor_zeros_like(ctx, node->inputs[k], &gin[k]))) return st;
+      continue;
     default:
       return pt_fail(ctx, PT_EARG, "no gradient for %s", bin_names[op]);
     }
@@ -777,7 +1166,10 @@ static pt_status binary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   return PT_OK;
 }
 
-static bool bin_differentiable(int op) { return op <= PT_BIN_MINIMUM; }
+static bool bin_differentiable(int op) {
+  return op <= PT_BIN_MINIMUM || (op >= PT_BIN_ATAN2 && op <= PT_BIN_COPYSIGN &&
+                                  op != PT_BIN_FLOOR_DIVIDE);
+}
 
 static pt_status record_binary(pt_ctx *ctx, int op, opnd x, opnd y, double alpha, pt_tensor *out) {
   if (!(x.t && x.t->requires_grad) && !(y.t && y.t->requires_grad)) return PT_OK;
@@ -914,6 +1306,14 @@ BIN_FN(pt_gt, PT_BIN_GT)
 BIN_FN(pt_ge, PT_BIN_GE)
 BIN_FN(pt_logical_and, PT_BIN_LOGICAL_AND)
 BIN_FN(pt_logical_or, PT_BIN_LOGICAL_OR)
+BIN_FN(pt_atan2, PT_BIN_ATAN2)
+BIN_FN(pt_hypot, PT_BIN_HYPOT)
+BIN_FN(pt_remainder, PT_BIN_REMAINDER)
+BIN_FN(pt_fmod, PT_BIN_FMOD)
+BIN_FN(pt_floor_divide, PT_BIN_FLOOR_DIVIDE)
+BIN_FN(pt_logaddexp, PT_BIN_LOGADDEXP)
+BIN_FN(pt_xlogy, PT_BIN_XLOGY)
+BIN_FN(pt_copysign, PT_BIN_COPYSIGN)
 
 pt_status pt_add_alpha(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, double alpha, pt_tensor **out) {
   return binary_op(ctx, PT_BIN_ADD, T_(a), T_(b), alpha, out);
@@ -1024,6 +1424,8 @@ static pt_status unary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
   pt_tensor *y = node->saved[0]; /* the output, for tanh, sigmoid and exp (record_unary) */
   if (op == PT_UN_NEG) {
     st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), S_(-1.0, false), NULL, &d);
+  } else if (op == PT_UN_FRAC) {
+    d = pt_tensor_retain(g);
   } else if (y) {
     /* the derivative from the saved output, in vectorised arithmetic, where the input's went
      * through tanhf/expf again per element; the same expressions, so the same numbers:
@@ -1104,6 +1506,25 @@ UN_FN(pt_gelu, PT_UN_GELU)
 UN_FN(pt_sin, PT_UN_SIN)
 UN_FN(pt_cos, PT_UN_COS)
 UN_FN(pt_logical_not, PT_UN_LOGICAL_NOT)
+UN_FN(pt_erf, PT_UN_ERF)
+UN_FN(pt_erfc, PT_UN_ERFC)
+UN_FN(pt_erfinv, PT_UN_ERFINV)
+UN_FN(pt_log1p, PT_UN_LOG1P)
+UN_FN(pt_expm1, PT_UN_EXPM1)
+UN_FN(pt_log2, PT_UN_LOG2)
+UN_FN(pt_log10, PT_UN_LOG10)
+UN_FN(pt_exp2, PT_UN_EXP2)
+UN_FN(pt_tan, PT_UN_TAN)
+UN_FN(pt_asin, PT_UN_ASIN)
+UN_FN(pt_acos, PT_UN_ACOS)
+UN_FN(pt_atan, PT_UN_ATAN)
+UN_FN(pt_sinh, PT_UN_SINH)
+UN_FN(pt_cosh, PT_UN_COSH)
+UN_FN(pt_asinh, PT_UN_ASINH)
+UN_FN(pt_acosh, PT_UN_ACOSH)
+UN_FN(pt_atanh, PT_UN_ATANH)
+UN_FN(pt_frac, PT_UN_FRAC)
+UN_FN(pt_sinc, PT_UN_SINC)
 
 /* clamp bounds for dtype dt: open sides become the dtype's range, integer dtypes saturate */
 static pt_status clamp_params(pt_ctx *ctx, const char *fname, pt_dtype dt, bool has_lo, double lo,
@@ -1574,7 +1995,7 @@ static pt_status inplace_unary(pt_ctx *ctx, const char *fname, int op, pt_tensor
   bool graph = ctx->grad_enabled && un_differentiable(op) && pt_dtype_is_floating(self->dtype) &&
                self->requires_grad;
   pt_tensor *old = NULL, *r = NULL;
-  if (graph && (st = inplace_old(ctx, self, op != PT_UN_NEG, &old))) return st;
+  if (graph && (st = inplace_old(ctx, self, op != PT_UN_NEG && op != PT_UN_FRAC, &old))) return st;
   if (odt == self->dtype) {
     st = unary_forward(ctx, op, self, p, self, &r);
     if (!st) atomic_fetch_add(&self->storage->version, 1);
@@ -1691,5 +2112,246 @@ pt_status pt_fill_(pt_ctx *ctx, pt_tensor *self, double v) {
   pt_status st = pt_inplace_check(ctx, "fill_", self);
   if (!st) st = pt_tensor_fill(ctx, self, v);
   if (!st) st = became_constant(ctx, "fill_", self);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * lerp: start + weight * (end - start), three operands (weight a tensor or a number)
+ * ------------------------------------------------------------------------------------------- */
+
+typedef void (*lerp_kernel)(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb,
+                            const void *pw, int64_t sw, void *po, int64_t so);
+
+/* PyTorch's form: from the nearer end, so that weight 0 gives start and weight 1 gives end
+ * exactly */
+#define LERP_KERNEL(S, T)                                                                       \
+  static inline T h_lerp_##S(T a, T b, T w) {                                                   \
+    return LIBM_##S(fabs)(w) < (T)0.5 ? a + w * (b - a) : b - (b - a) * ((T)1 - w);             \
+  }                                                                                             \
+  static void lerp_##S(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb,       \
+                       const void *pw, int64_t sw, void *po, int64_t so) {                      \
+    const T *a = pa, *b = pb, *w = pw;                                                          \
+    T *o = po;                                                                                  \
+    if (so == 1 && sa == 1 && sb == 1 && sw == 0) {                                             \
+      const T c = w[0];                                                                         \
+      for (int64_t i = 0; i < n; i++) o[i] = h_lerp_##S(a[i], b[i], c);                         \
+    } else if (so == 1 && sa == 1 && sb == 1 && sw == 1) {                                      \
+      for (int64_t i = 0; i < n; i++) o[i] = h_lerp_##S(a[i], b[i], w[i]);                      \
+    } else {                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i * so] = h_lerp_##S(a[i * sa], b[i * sb], w[i * sw]);  \
+    }                                                                                           \
+  }
+LERP_KERNEL(f, float)
+LERP_KERNEL(d, double)
+
+typedef struct lerp_job {
+  lerp_kernel k;
+  const char *p[3];
+  int64_t s[3]; /* 1, or 0 for one element */
+  char *o;
+  size_t es;
+} lerp_job;
+
+static void lerp_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const lerp_job *j = arg;
+  int64_t step = (int64_t)j->es;
+  j->k(e - b, j->p[0] + b * j->s[0] * step, j->s[0], j->p[1] + b * j->s[1] * step, j->s[1],
+       j->p[2] + b * j->s[2] * step, j->s[2], j->o + b * step, 1);
+}
+
+/* PyTorch's promotion over several tensors: dimensioned ones decide within a category, 0-d ones
+ * only raise the category */
+static pt_dtype result_type_n(pt_tensor *const *ts, int n) {
+  pt_dtype dim = PT_BOOL, zero = PT_BOOL;
+  bool have_dim = false, have_zero = false;
+  for (int i = 0; i < n; i++) {
+    if (!ts[i]) continue;
+    if (ts[i]->ndim > 0) {
+      dim = have_dim ? pt_dtype_promote(dim, ts[i]->dtype) : ts[i]->dtype;
+      have_dim = true;
+    } else {
+      zero = have_zero ? pt_dtype_promote(zero, ts[i]->dtype) : ts[i]->dtype;
+      have_zero = true;
+    }
+  }
+  if (!have_dim) return zero;
+  if (!have_zero) return dim;
+  return category(zero) > category(dim) ? zero : dim;
+}
+
+/* out = lerp(a, b, w or ws) without autograd */
+static pt_status lerp_forward(pt_ctx *ctx, const char *fname, pt_tensor *a, pt_tensor *b,
+                              pt_tensor *w, double ws, pt_tensor **out) {
+  pt_tensor *in[3] = {a, b, w};
+  pt_dtype dt = result_type_n(in, 3);
+  if (!pt_dtype_is_floating(dt))
+    return pt_fail(ctx, PT_EARG, "%s: not supported for %s tensors (start, end and weight must "
+                   "give a floating dtype)", fname, pt_dtype_name(dt));
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  pt_status st = pt_broadcast_shapes(ctx, fname, a->ndim, a->shape, b->ndim, b->shape, &nd, shape);
+  if (st) return st;
+  if (w) {
+    int n1 = nd;
+    int64_t s1[PT_MAX_DIMS];
+    memcpy(s1, shape, sizeof s1);
+    if (pt_broadcast_shapes(ctx, fname, n1, s1, w->ndim, w->shape, &nd, shape)) {
+      char x[PT_SHAPE_STR_MAX], y[PT_SHAPE_STR_MAX], z[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "%s: shapes %s, %s and %s (weight) cannot be broadcast", fname,
+                     pt_shape_format(a->ndim, a->shape, x, sizeof x),
+                     pt_shape_format(b->ndim, b->shape, y, sizeof y),
+                     pt_shape_format(w->ndim, w->shape, z, sizeof z));
+    }
+  }
+  pt_tensor *c[3] = {NULL, NULL, NULL}, *o = NULL;
+  _Alignas(16) unsigned char wb[16];
+  pt_write_from_double(wb, dt, ws);
+  for (int i = 0; i < 3 && !st; i++)
+    if (in[i]) st = pt_tensor_to_dtype_raw(ctx, in[i], dt, &c[i]);
+  if (!st) st = pt_tensor_empty(ctx, dt, nd, shape, &o);
+  if (st) goto done;
+  lerp_kernel k = dt == PT_FLOAT32 ? lerp_f : lerp_d;
+  int64_t n = pt_tensor_numel(o);
+  size_t es = pt_dtype_size(dt);
+  bool flat = true;
+  for (int i = 0; i < 3; i++)
+    if (c[i] && !(pt_tensor_is_contiguous(c[i]) &&
+                  (pt_tensor_numel(c[i]) == n || pt_tensor_numel(c[i]) == 1)))
+      flat = false;
+  if (n == 0) {
+    /* nothing to compute */
+  } else if (flat) {
+    lerp_job j = {k, {NULL, NULL, NULL}, {0, 0, 0}, o->storage->data, es};
+    for (int i = 0; i < 3; i++) {
+      j.p[i] = c[i] ? pt_tensor_data(c[i]) : (const char *)wb;
+      j.s[i] = c[i] && pt_tensor_numel(c[i]) == n ? 1 : 0;
+    }
+    if (n < 2 * EW_GRAIN) lerp_chunk(&j, 0, n, 0);
+    else pt_parallel_for(ctx, n, EW_GRAIN, lerp_chunk, &j);
+  } else {
+    int64_t strides[4][PT_MAX_DIMS];
+    memcpy(strides[0], o->stride, sizeof strides[0]);
+    for (int i = 0; i < 3; i++) {
+      if (c[i]) pt_broadcast_strides(c[i], nd, shape, strides[i + 1]);
+      else memset(strides[i + 1], 0, sizeof strides[i + 1]);
+    }
+    nd_loop l;
+    nd_setup(&l, nd, shape, 4, strides);
+    nd_pos p;
+    nd_begin(&l, &p);
+    int last = l.nd - 1;
+    for (int64_t r = 0; r < p.rows; r++) {
+      const void *ops[3];
+      for (int i = 0; i < 3; i++) ops[i] = c[i] ? elem_ptr(c[i], p.off[i + 1]) : (const void *)wb;
+      k(l.shape[last], ops[0], l.stride[1][last], ops[1], l.stride[2][last], ops[2],
+        l.stride[3][last], elem_ptr(o, p.off[0]), l.stride[0][last]);
+      nd_advance(&l, &p);
+    }
+  }
+  *out = o;
+  o = NULL;
+done:
+  for (int i = 0; i < 3; i++) pt_tensor_release(c[i]);
+  pt_tensor_release(o);
+  return st;
+}
+
+/* inputs: start, end[, weight]; scalars[0]: the weight when it is a number */
+static pt_status lerp_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *a = node->inputs[0], *b = node->inputs[1];
+  pt_tensor *w = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  double ws = node->scalars[0];
+  pt_status st = PT_OK;
+  if (w && (st = check_versions(ctx, node))) return st; /* a number weight uses no values */
+  for (int k = 0; k < node->n_inputs && !st; k++) {
+    if (!node->needs_grad[k]) continue;
+    pt_tensor *u = NULL, *d = NULL;
+    if (k == 0) { /* g * (1 - w) */
+      if (!w) st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), S_(1.0 - ws, false), NULL, &d);
+      else if (!(st = binary_forward(ctx, "sub", PT_BIN_SUB, S_(1.0, false), T_(w), NULL, &u)))
+        st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), T_(u), NULL, &d);
+    } else if (k == 1) { /* g * w */
+      st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), w ? T_(w) : S_(ws, false), NULL, &d);
+    } else { /* g * (end - start) */
+      if (!(st = binary_forward(ctx, "sub", PT_BIN_SUB, T_(b), T_(a), NULL, &u)))
+        st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), T_(u), NULL, &d);
+    }
+    pt_tensor_release(u);
+    if (!st) st = finish_grad(ctx, d, node->inputs[k], &gin[k]);
+  }
+  return st;
+}
+
+static pt_status record_lerp(pt_ctx *ctx, pt_tensor *out, pt_tensor *a, pt_tensor *b, pt_tensor *w,
+                             double ws) {
+  pt_tensor *inputs[3] = {a, b, w};
+  pt_node *node;
+  pt_status st = pt_autograd_record(ctx, out, "LerpBackward", lerp_backward, w ? 3 : 2, inputs, &node);
+  if (st || !node) return st;
+  node->scalars[0] = ws;
+  save_versions(node);
+  return PT_OK;
+}
+
+pt_status pt_lerp(pt_ctx *ctx, pt_tensor *start, pt_tensor *end, pt_tensor *weight, double w,
+                  pt_tensor **out) {
+  pt_tensor *r = NULL;
+  pt_status st = lerp_forward(ctx, "lerp", start, end, weight, w, &r);
+  if (st) return st;
+  if (ctx->grad_enabled && (st = record_lerp(ctx, r, start, end, weight, w))) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_lerp_(pt_ctx *ctx, pt_tensor *self, pt_tensor *end, pt_tensor *weight, double w) {
+  const char *fname = "lerp_";
+  pt_status st = pt_inplace_check(ctx, fname, self);
+  if (st) return st;
+  pt_tensor *r = NULL, *old = NULL, *eold = NULL, *wold = NULL;
+  /* computed aside (end or weight may share self's memory), then copied in */
+  if ((st = lerp_forward(ctx, fname, self, end, weight, w, &r))) return st;
+  if (!pt_can_cast(r->dtype, self->dtype)) {
+    st = pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
+                 fname, pt_dtype_name(r->dtype), pt_dtype_name(self->dtype));
+    goto done;
+  }
+  if (!shape_equals(self, r->ndim, r->shape)) {
+    char x[PT_SHAPE_STR_MAX], y[PT_SHAPE_STR_MAX];
+    st = pt_fail(ctx, PT_ESHAPE, "%s: output with shape %s doesn't match the broadcast shape %s",
+                 fname, pt_shape_format(self->ndim, self->shape, x, sizeof x),
+                 pt_shape_format(r->ndim, r->shape, y, sizeof y));
+    goto done;
+  }
+  bool graph = ctx->grad_enabled && pt_dtype_is_floating(self->dtype) &&
+               (self->requires_grad || end->requires_grad || (weight && weight->requires_grad));
+  pt_tensor *e = end, *wt = weight;
+  if (graph) {
+    /* the backward needs values only with a tensor weight; operands in self's memory are
+     * overwritten, so the graph gets copies of them as they were */
+    bool values = weight != NULL;
+    if ((st = inplace_old(ctx, self, values, &old))) goto done;
+    if (end == self) e = old;
+    else if (end->storage == self->storage) {
+      if ((st = inplace_old(ctx, end, values, &eold))) goto done;
+      e = eold;
+    }
+    if (weight == self) wt = old;
+    else if (weight && weight->storage == self->storage) {
+      if ((st = inplace_old(ctx, weight, true, &wold))) goto done;
+      wt = wold;
+    }
+  }
+  if ((st = pt_tensor_copy_into(ctx, self, r)) || !graph) goto done;
+  if ((st = record_lerp(ctx, self, old, e, wt, w))) goto done;
+  st = rebase_view(ctx, fname, self);
+done:
+  pt_tensor_release(r);
+  pt_tensor_release(old);
+  pt_tensor_release(eold);
+  pt_tensor_release(wold);
   return st;
 }

@@ -40,6 +40,16 @@ typedef enum pt_binop {
   /* logical: any dtype (nonzero is true), bool results */
   PT_BIN_LOGICAL_AND,
   PT_BIN_LOGICAL_OR,
+  /* more math (floating results for integer inputs: atan2, xlogy, copysign; floating only:
+   * hypot, logaddexp; every dtype but bool: remainder, fmod, floor_divide) */
+  PT_BIN_ATAN2,        /* atan2(a, b), the angle of the point (b, a) */
+  PT_BIN_HYPOT,        /* sqrt(a^2 + b^2) without overflow */
+  PT_BIN_REMAINDER,    /* Python's %: the sign of the divisor; integer / 0 is an error */
+  PT_BIN_FMOD,         /* C's fmod: the sign of the dividend; integer / 0 is an error */
+  PT_BIN_FLOOR_DIVIDE, /* rounds toward -inf (torch >= 1.13); integer / 0 is an error; no gradient */
+  PT_BIN_LOGADDEXP,    /* log(e^a + e^b) */
+  PT_BIN_XLOGY,        /* a * log(b), 0 where a == 0 (unless b is NaN) */
+  PT_BIN_COPYSIGN,     /* |a| with the sign (bit) of b */
   PT_BIN_COUNT_PUBLIC
 } pt_binop;
 
@@ -60,6 +70,26 @@ typedef enum pt_unop {
   PT_UN_CEIL,  /* no gradient */
   PT_UN_ROUND, /* half to even, like PyTorch; no gradient */
   PT_UN_LOGICAL_NOT,
+  /* more math: floating results (integers give float32) except frac (floating only) */
+  PT_UN_ERF,
+  PT_UN_ERFC,
+  PT_UN_ERFINV,
+  PT_UN_LOG1P,
+  PT_UN_EXPM1,
+  PT_UN_LOG2,
+  PT_UN_LOG10,
+  PT_UN_EXP2,
+  PT_UN_TAN,
+  PT_UN_ASIN,
+  PT_UN_ACOS,
+  PT_UN_ATAN,
+  PT_UN_SINH,
+  PT_UN_COSH,
+  PT_UN_ASINH,
+  PT_UN_ACOSH,
+  PT_UN_ATANH,
+  PT_UN_FRAC, /* x - trunc(x); gradient 1 */
+  PT_UN_SINC, /* sin(pi x) / (pi x), 1 at 0 */
   PT_UN_COUNT_PUBLIC
 } pt_unop;
 
@@ -94,6 +124,23 @@ pt_status pt_gt(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
 pt_status pt_ge(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
 pt_status pt_logical_and(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
 pt_status pt_logical_or(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_atan2(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_hypot(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_remainder(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_fmod(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_floor_divide(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_logaddexp(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_xlogy(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_copysign(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+
+/* --- lerp: start + weight * (end - start), weight a number or a tensor (NULL: use w) ---
+ * start, end and weight broadcast and promote together; the result must be floating
+ * ("lerp: not supported for int64 tensors"). Gradients: start (1 - weight), end weight,
+ * weight (end - start). */
+pt_status pt_lerp(pt_ctx *ctx, pt_tensor *start, pt_tensor *end, pt_tensor *weight, double w,
+                  pt_tensor **out);
+/* self <- lerp(self, end, weight) (the in-place rules above) */
+pt_status pt_lerp_(pt_ctx *ctx, pt_tensor *self, pt_tensor *end, pt_tensor *weight, double w);
 
 /* --- binary with a number: a op s, or s op a when reversed (2 - t, 2 / t, 2 ^ t) ---
  * is_int says whether s is an integer (Lua integer): it decides the promotion. */
@@ -122,6 +169,25 @@ pt_status pt_gelu(pt_ctx *ctx, pt_tensor *a, pt_tensor **out); /* exact: x/2 (1 
 pt_status pt_sin(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_cos(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_logical_not(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_erf(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_erfc(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_erfinv(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_log1p(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_expm1(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_log2(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_log10(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_exp2(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_tan(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_asin(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_acos(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_atan(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_sinh(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_cosh(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_asinh(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_acosh(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_atanh(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_frac(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
+pt_status pt_sinc(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 
 /* --- selection --- */
 /* where(cond, a, b): a where cond is true, else b; cond must be bool; all three broadcast. */
