@@ -1,4 +1,4 @@
-/* Reductions from Lua: t:sum([dim][, keepdim]) and friends, also as pt.sum(t, ...).
+/* Reductions from Lua: t:sum([dim | {dims}][, keepdim]) and friends, also as pt.sum(t, ...).
  * Dims are 1-based (negative from the end); indices returned by max/min/argmax/argmin are
  * 1-based int64, as in Torch7. Without a dim every element is reduced into a 0-d tensor. */
 #include <math.h>
@@ -33,8 +33,59 @@ static bool keepdim_arg(lua_State *L, int idx, const char *fname) {
   return lpt_opt_bool(L, idx, "keepdim", false);
 }
 
-static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn) {
+/* Whether the table at idx is a list of dims ({1, 3}, or {}: every dim) rather than options. */
+static bool is_dim_list(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) return false;
+  if (lua_rawlen(L, idx) > 0) return true;
+  lua_pushnil(L);
+  if (!lua_next(L, idx)) return true; /* {} */
+  lua_pop(L, 2);
+  return false;
+}
+
+/* The list of dims at idx -> 0-based dims[] (1-based, negative from the end, in Lua); returns
+ * how many. Repeats, non-integers and keys other than 1..n are errors naming the function. */
+static int check_dim_list(lua_State *L, int idx, const pt_tensor *t, const char *fname, int *dims) {
+  idx = lua_absindex(L, idx);
+  lua_Integer len = (lua_Integer)lua_rawlen(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) { /* only the keys 1..len */
+    lua_pop(L, 1);
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > len)
+      lpt_errorf(L, "%s: the list of dimensions may hold only dimensions (found key '%s'; options go in a "
+                 "table of their own)", fname, luaL_tolstring(L, -1, NULL));
+  }
+  bool seen[PT_MAX_DIMS] = {false};
+  int n = 0;
+  for (lua_Integer i = 1; i <= len; i++) {
+    lua_rawgeti(L, idx, i);
+    if (!lua_isinteger(L, -1))
+      lpt_errorf(L, "%s: the list of dimensions holds %s at position %d (expected integers)", fname,
+                 lua_isnumber(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1), (int)i);
+    int d = lpt_check_dim(L, -1, t->ndim, fname);
+    if (seen[d])
+      lpt_errorf(L, "%s: dimension %I appears more than once in the list of dimensions", fname,
+                 (LUAI_UACINT)lua_tointeger(L, -1));
+    seen[d] = true;
+    dims[n++] = d;
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+typedef pt_status (*dims_fn)(pt_ctx *, pt_tensor *, int, const int *, bool, pt_tensor **);
+
+/* t:sum([dim | {dims}][, keepdim | {keepdim=}]) */
+static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn, dims_fn fnd) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  if (fnd && is_dim_list(L, 2)) { /* t:sum({1, 3}[, keepdim]) */
+    int dims[PT_MAX_DIMS];
+    int n = check_dim_list(L, 2, t, fname, dims);
+    bool keepdim = keepdim_arg(L, 3, fname);
+    if (fnd(lpt_ctx(L), t, n, dims, keepdim, &r)) return lpt_error(L);
+    lpt_push_tensor(L, r);
+    return 1;
+  }
   if (lua_istable(L, 2)) { /* t:sum({keepdim = true}): no dim */
     lua_pushnil(L);
     lua_insert(L, 2);
@@ -46,10 +97,24 @@ static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn) {
   return 1;
 }
 
-static int t_sum(lua_State *L) { return reduce_simple(L, "sum", pt_sum); }
-static int t_mean(lua_State *L) { return reduce_simple(L, "mean", pt_mean); }
-static int t_prod(lua_State *L) { return reduce_simple(L, "prod", pt_prod); }
-static int t_logsumexp(lua_State *L) { return reduce_simple(L, "logsumexp", pt_logsumexp); }
+static int t_sum(lua_State *L) { return reduce_simple(L, "sum", pt_sum, pt_sum_dims); }
+static int t_mean(lua_State *L) { return reduce_simple(L, "mean", pt_mean, pt_mean_dims); }
+static int t_prod(lua_State *L) { return reduce_simple(L, "prod", pt_prod, NULL); }
+static int t_logsumexp(lua_State *L) { return reduce_simple(L, "logsumexp", pt_logsumexp, pt_logsumexp_dims); }
+static int t_nansum(lua_State *L) { return reduce_simple(L, "nansum", pt_nansum, pt_nansum_dims); }
+static int t_nanmean(lua_State *L) { return reduce_simple(L, "nanmean", pt_nanmean, pt_nanmean_dims); }
+
+/* t:count_nonzero([dim | {dims}]) -> int64 */
+static int t_count_nonzero(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  lpt_check_max_args(L, 2, "count_nonzero");
+  int dims[PT_MAX_DIMS], n = 0;
+  if (lua_istable(L, 2)) n = check_dim_list(L, 2, t, "count_nonzero", dims);
+  else if (!lua_isnoneornil(L, 2)) dims[n++] = lpt_check_dim(L, 2, t->ndim, "count_nonzero");
+  if (pt_count_nonzero(lpt_ctx(L), t, n, dims, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
 
 /* 0-based int64 indices -> 1-based; in place when the tensor is ours alone, else a copy. */
 typedef pt_status (*minmax_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **, pt_tensor **);
@@ -95,15 +160,21 @@ static int t_argmax(lua_State *L) { return argminmax(L, "argmax", pt_argmax); }
 static int t_argmin(lua_State *L) { return argminmax(L, "argmin", pt_argmin); }
 
 typedef pt_status (*var_fn)(pt_ctx *, pt_tensor *, int, bool, bool, pt_tensor **);
+typedef pt_status (*var_dims_fn)(pt_ctx *, pt_tensor *, int, const int *, bool, bool, pt_tensor **);
 
-/* t:var([dim][, keepdim][, {unbiased=true, correction=1, keepdim=false}]) */
-static int var_std(lua_State *L, const char *fname, var_fn fn) {
+/* t:var([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=false}]) */
+static int var_std(lua_State *L, const char *fname, var_fn fn, var_dims_fn fnd) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  bool list = is_dim_list(L, 2);
   int opts = trailing_opts(L, 2);
+  if (opts == 2 && list) opts = 0; /* t:var({1, 2}): dims, not options */
   static const char *const names[] = {"unbiased", "correction", "keepdim", NULL};
   lpt_check_options(L, opts, fname, names);
   lpt_check_max_args(L, opts ? opts : 3, fname);
-  int dim = is_arg(L, 2, opts) ? lpt_check_dim(L, 2, t->ndim, fname) : PT_DIM_ALL;
+  int dims[PT_MAX_DIMS], ndims = 0;
+  int dim = PT_DIM_ALL;
+  if (list) ndims = check_dim_list(L, 2, t, fname, dims);
+  else if (is_arg(L, 2, opts)) dim = lpt_check_dim(L, 2, t->ndim, fname);
   bool keepdim = (is_arg(L, 3, opts) && lua_toboolean(L, 3)) || lpt_opt_bool(L, opts, "keepdim", false);
   bool unbiased = lpt_opt_bool(L, opts, "unbiased", true);
   if (opts && lua_getfield(L, opts, "correction") != LUA_TNIL) { /* PyTorch's newer spelling */
@@ -112,15 +183,17 @@ static int var_std(lua_State *L, const char *fname, var_fn fn) {
     unbiased = lua_tointeger(L, -1) == 1;
   }
   if (opts) lua_pop(L, 1);
-  if (fn(lpt_ctx(L), t, dim, unbiased, keepdim, &r)) return lpt_error(L);
+  pt_status st = list ? fnd(lpt_ctx(L), t, ndims, dims, unbiased, keepdim, &r)
+                      : fn(lpt_ctx(L), t, dim, unbiased, keepdim, &r);
+  if (st) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
 }
 
-static int t_var(lua_State *L) { return var_std(L, "var", pt_var); }
-static int t_std(lua_State *L) { return var_std(L, "std", pt_std); }
+static int t_var(lua_State *L) { return var_std(L, "var", pt_var, pt_var_dims); }
+static int t_std(lua_State *L) { return var_std(L, "std", pt_std, pt_std_dims); }
 
-/* t:norm([p=2][, dim][, keepdim]); p may be a number, math.huge, -math.huge or "fro" */
+/* t:norm([p=2][, dim | {dims}][, keepdim]); p may be a number, math.huge, -math.huge or "fro" */
 static int t_norm(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
   double p = 2;
@@ -130,9 +203,16 @@ static int t_norm(lua_State *L) {
   } else if (!lua_isnoneornil(L, 2)) {
     p = luaL_checknumber(L, 2);
   }
-  int dim = opt_dim(L, 3, t, "norm");
   bool keepdim = lua_toboolean(L, 4);
-  if (pt_norm(lpt_ctx(L), t, p, dim, keepdim, &r)) return lpt_error(L);
+  pt_status st;
+  if (is_dim_list(L, 3)) {
+    int dims[PT_MAX_DIMS];
+    int n = check_dim_list(L, 3, t, "norm", dims);
+    st = pt_norm_dims(lpt_ctx(L), t, p, n, dims, keepdim, &r);
+  } else {
+    st = pt_norm(lpt_ctx(L), t, p, opt_dim(L, 3, t, "norm"), keepdim, &r);
+  }
+  if (st) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
 }
@@ -155,14 +235,18 @@ static const luaL_Reg functions[] = {
     {"max", t_max},         {"min", t_min},         {"argmax", t_argmax},
     {"argmin", t_argmin},   {"var", t_var},         {"std", t_std},
     {"norm", t_norm},       {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
-    {"logsumexp", t_logsumexp}, {NULL, NULL},
+    {"logsumexp", t_logsumexp}, {"nansum", t_nansum}, {"nanmean", t_nanmean},
+    {"count_nonzero", t_count_nonzero}, {NULL, NULL},
 };
 
 #define DIMS "  dim is 1-based (negative from the end); without it every element is reduced to a 0-d tensor.\n  keepdim keeps the reduced dimension with size 1."
+#define DIMLIST "  dim may be a list of dims, e.g. {1, 3}: reduced together ({} = every dim, as torch's dim=());\n  a dim may appear once."
 
 static const char *const method_docs[] = {
-    "sum", "t:sum([dim][, keepdim]) -> Tensor, the sum (integer tensors give int64).\n  Also pt.sum(t, ...).\n" DIMS,
-    "mean", "t:mean([dim][, keepdim]) -> Tensor, the mean (floating point tensors only).\n  Also pt.mean(t, ...).\n" DIMS,
+    "sum", "t:sum([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the sum (integer tensors give int64).\n"
+           "  Also pt.sum(t, ...).\n" DIMS "\n" DIMLIST,
+    "mean", "t:mean([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the mean (floating point tensors only).\n"
+            "  Also pt.mean(t, ...).\n" DIMS "\n" DIMLIST,
     "prod", "t:prod([dim][, keepdim]) -> Tensor, the product (integer tensors give int64).\n  Also pt.prod(t, ...).\n" DIMS,
     "max", "t:max() -> 0-d Tensor, the largest element (NaN if any; t:max(nil, true) keeps the dims).\n"
            "t:max(dim[, keepdim]) -> values, indices (1-based int64) along dim.\n"
@@ -173,15 +257,28 @@ static const char *const method_docs[] = {
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmax(t, ...).",
     "argmin", "t:argmin([dim][, keepdim]) -> int64 Tensor of 1-based indices of the minima\n"
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmin(t, ...).",
-    "var", "t:var([dim][, keepdim][, {unbiased=true}]) -> Tensor, the variance\n"
-           "  (divides by n-1, or by n with unbiased=false).\n  Also pt.var(t, ...).\n" DIMS,
-    "std", "t:std([dim][, keepdim][, {unbiased=true}]) -> Tensor, the standard deviation\n"
-           "  (divides by n-1, or by n with unbiased=false).\n  Also pt.std(t, ...).\n" DIMS,
-    "norm", "t:norm([p=2][, dim][, keepdim]) -> Tensor, the p-norm: p > 0, math.huge (max |x|),\n"
-            "  -math.huge (min |x|), 0 (count of non-zeros) or \"fro\" (= 2).\n  Also pt.norm(t, ...).\n" DIMS,
+    "var", "t:var([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=}]) -> Tensor, the variance\n"
+           "  (divides by n-1, or by n with unbiased=false / correction=0; n counts every reduced element).\n"
+           "  Also pt.var(t, ...).\n" DIMS "\n" DIMLIST,
+    "std", "t:std([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=}]) -> Tensor, the standard\n"
+           "  deviation (divides by n-1, or by n with unbiased=false / correction=0).\n  Also pt.std(t, ...).\n" DIMS
+           "\n" DIMLIST,
+    "norm", "t:norm([p=2][, dim | {dims}][, keepdim]) -> Tensor, the p-norm: p > 0, math.huge (max |x|),\n"
+            "  -math.huge (min |x|), 0 (count of non-zeros) or \"fro\" (= 2). Over a list of dims it is the\n"
+            "  vector norm of all their elements together. Also pt.norm(t, ...).\n" DIMS "\n" DIMLIST,
     "softmax", "t:softmax(dim) -> Tensor, exp(t) / sum(exp(t)) along dim (numerically stable).\n  Also pt.softmax(t, dim).",
     "log_softmax", "t:log_softmax(dim) -> Tensor, t - logsumexp(t, dim) (numerically stable).\n  Also pt.log_softmax(t, dim).",
-    "logsumexp", "t:logsumexp([dim][, keepdim]) -> Tensor, log(sum(exp(t))) computed stably.\n  Also pt.logsumexp(t, ...).\n" DIMS,
+    "logsumexp", "t:logsumexp([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, log(sum(exp(t))) computed stably.\n"
+                 "  Also pt.logsumexp(t, ...).\n" DIMS "\n" DIMLIST,
+    "nansum", "t:nansum([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the sum with NaN counted as 0\n"
+              "  (torch.nansum; integer tensors give int64). The gradient is 0 at NaN elements.\n"
+              "  Also pt.nansum(t, ...).\n" DIMS "\n" DIMLIST,
+    "nanmean", "t:nanmean([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the mean of the non-NaN elements\n"
+               "  (nan where there is none; floating point tensors only). The gradient is 0 at NaN elements.\n"
+               "  Also pt.nanmean(t, ...).\n" DIMS "\n" DIMLIST,
+    "count_nonzero", "t:count_nonzero([dim | {dims}]) -> int64 Tensor, the number of non-zero elements (NaN\n"
+                     "  counts), over everything or along 1-based dim(s); no keepdim (as torch).\n"
+                     "  Also pt.count_nonzero(t, ...).",
     NULL, NULL,
 };
 

@@ -1,4 +1,5 @@
-/* Bindings of lib/ops_sort.h (sort, topk, cumsum, cumprod, all, any) and the whole-tensor
+/* Bindings of lib/ops_sort.h (sort, topk, cumsum, cumprod, all, any, median, kthvalue, mode,
+ * nonzero, unique, bincount, searchsorted) and the whole-tensor
  * comparisons equal and allclose, which answer with a Lua boolean. */
 #include <math.h>
 #include <string.h>
@@ -127,9 +128,178 @@ static int t_allclose(lua_State *L) {
   return 1;
 }
 
+/* keepdim at idx: a boolean, or {keepdim=} in the options table opts */
+static bool keepdim_at(lua_State *L, int idx, int opts) {
+  if (lua_isboolean(L, idx)) return lua_toboolean(L, idx);
+  return lpt_opt_bool(L, opts, "keepdim", false);
+}
+
+/* t:median() -> 0-d; t:median(dim[, keepdim | {keepdim=}]) -> values, indices */
+static int t_median(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
+  if (lua_isnoneornil(L, 2)) {
+    lpt_check_max_args(L, 1, "median");
+    pt_status st = pt_median(lpt_ctx(L), t, &v);
+    return lpt_push_result(L, st, v);
+  }
+  int opts = lua_istable(L, 3) ? 3 : 0;
+  static const char *const names[] = {"keepdim", NULL};
+  lpt_check_options(L, opts, "median", names);
+  lpt_check_max_args(L, 3, "median");
+  int dim = lpt_check_dim(L, 2, t->ndim, "median");
+  pt_status st = pt_median_dim(lpt_ctx(L), t, dim, keepdim_at(L, 3, opts), &v, &i);
+  return push_pair(L, st, v, i);
+}
+
+/* t:kthvalue(k[, dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices */
+static int t_kthvalue(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
+  lua_Integer k = luaL_checkinteger(L, 2);
+  int o = lua_isinteger(L, 3) ? 4 : 3;
+  int opts = lua_istable(L, o) ? o : 0;
+  static const char *const names[] = {"dim", "keepdim", NULL};
+  lpt_check_options(L, opts, "kthvalue", names);
+  lpt_check_max_args(L, o, "kthvalue");
+  int dim = sort_dim(L, 3, opts, t, "kthvalue");
+  pt_status st = pt_kthvalue(lpt_ctx(L), t, (int64_t)k, dim, keepdim_at(L, o, opts), &v, &i);
+  return push_pair(L, st, v, i);
+}
+
+/* t:mode([dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices */
+static int t_mode(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
+  int o = lua_isinteger(L, 2) ? 3 : 2;
+  int opts = lua_istable(L, o) ? o : 0;
+  static const char *const names[] = {"dim", "keepdim", NULL};
+  lpt_check_options(L, opts, "mode", names);
+  lpt_check_max_args(L, o, "mode");
+  if (o == 2 && !opts && !lua_isnoneornil(L, 2)) luaL_checkinteger(L, 2); /* a dim that is no integer */
+  int dim = sort_dim(L, 2, opts, t, "mode");
+  pt_status st = pt_mode(lpt_ctx(L), t, dim, keepdim_at(L, o, opts), &v, &i);
+  return push_pair(L, st, v, i);
+}
+
+/* t:nonzero([{as_tuple=false}]) -> int64 {n, ndim} of 1-based indices, or (as_tuple) one 1-D
+ * int64 tensor per dim */
+static int t_nonzero(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  static const char *const names[] = {"as_tuple", NULL};
+  lpt_check_max_args(L, 2, "nonzero");
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  lpt_check_options(L, lua_istable(L, 2) ? 2 : 0, "nonzero", names);
+  bool as_tuple = lpt_opt_bool(L, lua_istable(L, 2) ? 2 : 0, "as_tuple", false);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (pt_nonzero(ctx, t, &r)) return lpt_error(L);
+  lpt_one_based(ctx, r, false, &r); /* in place: cannot fail */
+  if (!as_tuple) {
+    lpt_push_tensor(L, r);
+    return 1;
+  }
+  int64_t n = r->shape[0];
+  int cols = t->ndim ? t->ndim : 1; /* a 0-d tensor: one tensor of n ones, as torch's (zeros) */
+  luaL_checkstack(L, cols, "nonzero");
+  for (int d = 0; d < cols; d++) {
+    pt_tensor *c = NULL, *col = NULL;
+    pt_status st;
+    if (t->ndim) {
+      if (!(st = pt_select_raw(ctx, r, 1, d, &c))) st = pt_tensor_clone_raw(ctx, c, &col);
+    } else if (!(st = pt_tensor_empty(ctx, PT_INT64, 1, &n, &col))) {
+      st = pt_tensor_fill(ctx, col, 1);
+    }
+    pt_tensor_release(c);
+    if (st) {
+      pt_tensor_release(col);
+      pt_tensor_release(r);
+      return lpt_error(L);
+    }
+    lpt_push_tensor(L, col);
+  }
+  pt_tensor_release(r);
+  return cols;
+}
+
+/* t:unique([{sorted=true, return_inverse=false, return_counts=false, dim=nil}])
+ *   -> values[, inverse (1-based)][, counts] */
+static int t_unique(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *inv = NULL, *cn = NULL;
+  static const char *const names[] = {"sorted", "return_inverse", "return_counts", "dim", NULL};
+  lpt_check_max_args(L, 2, "unique");
+  int opts = 0;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    opts = 2;
+  }
+  lpt_check_options(L, opts, "unique", names);
+  if (opts && lua_getfield(L, opts, "dim") != LUA_TNIL)
+    return lpt_errorf(L, "unique: dim is not supported (only the flattened form: leave dim out)");
+  bool want_inv = lpt_opt_bool(L, opts, "return_inverse", false);
+  bool want_cnt = lpt_opt_bool(L, opts, "return_counts", false);
+  (void)lpt_opt_bool(L, opts, "sorted", true); /* the values come sorted either way */
+  pt_ctx *ctx = lpt_ctx(L);
+  if (pt_unique(ctx, t, &v, want_inv ? &inv : NULL, want_cnt ? &cn : NULL)) return lpt_error(L);
+  lpt_push_tensor(L, v);
+  if (want_inv) {
+    lpt_one_based(ctx, inv, false, &inv); /* in place: cannot fail */
+    lpt_push_tensor(L, inv);
+  }
+  if (want_cnt) lpt_push_tensor(L, cn);
+  return 1 + want_inv + want_cnt;
+}
+
+/* t:bincount([weights][, {minlength=0}]) */
+static int t_bincount(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *w = NULL, *r = NULL;
+  int o = lua_istable(L, 2) ? 2 : 3; /* a tensor is a userdata, never a table */
+  if (o == 3 && !lua_isnoneornil(L, 2)) w = lpt_check_tensor(L, 2);
+  int opts = lua_istable(L, o) ? o : 0;
+  static const char *const names[] = {"minlength", NULL};
+  lpt_check_options(L, opts, "bincount", names);
+  lpt_check_max_args(L, o, "bincount");
+  lua_Integer minlength = 0;
+  if (opts && lua_getfield(L, opts, "minlength") != LUA_TNIL) {
+    if (!lua_isinteger(L, -1))
+      return lpt_errorf(L, "bincount: minlength must be an integer, got %s", luaL_tolstring(L, -1, NULL));
+    minlength = lua_tointeger(L, -1);
+  }
+  pt_status st = pt_bincount(lpt_ctx(L), t, w, (int64_t)minlength, &r);
+  return lpt_push_result(L, st, r);
+}
+
+/* seq:searchsorted(values[, {right=false, side="left"}]) -> 1-based insertion positions */
+static int t_searchsorted(lua_State *L) {
+  pt_tensor *seq = lpt_check_tensor(L, 1), *r = NULL;
+  if (lua_isnoneornil(L, 2)) return lpt_errorf(L, "searchsorted: values (a tensor or a number) are required");
+  if (!lpt_test_tensor(L, 2) && !lua_isnumber(L, 2)) lpt_check_tensor(L, 2); /* the usual type error */
+  static const char *const names[] = {"right", "side", NULL};
+  lpt_check_max_args(L, 3, "searchsorted");
+  int opts = lua_istable(L, 3) ? 3 : 0;
+  if (!opts && !lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
+  lpt_check_options(L, opts, "searchsorted", names);
+  bool right = lpt_opt_bool(L, opts, "right", false);
+  if (opts && lua_getfield(L, opts, "side") != LUA_TNIL) {
+    const char *side = lua_tostring(L, -1);
+    bool is_right = side && strcmp(side, "right") == 0;
+    if (!side || (!is_right && strcmp(side, "left") != 0))
+      return lpt_errorf(L, "searchsorted: side must be \"left\" or \"right\", got %s", luaL_tolstring(L, -1, NULL));
+    if (lua_getfield(L, opts, "right") != LUA_TNIL && lua_toboolean(L, -1) != is_right)
+      return lpt_errorf(L, "searchsorted: side=\"%s\" contradicts right=%s", side, right ? "true" : "false");
+    right = is_right;
+  }
+  pt_tensor *v = lpt_to_tensor(L, 2, seq->dtype);
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_status st = pt_searchsorted(ctx, seq, v, right, &r);
+  pt_tensor_release(v);
+  if (st) return lpt_error(L);
+  lpt_one_based(ctx, r, false, &r); /* in place: cannot fail */
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"sort", t_sort},   {"topk", t_topk}, {"cumsum", t_cumsum}, {"cumprod", t_cumprod},
     {"all", t_all},     {"any", t_any},   {"equal", t_equal},   {"allclose", t_allclose},
+    {"median", t_median}, {"kthvalue", t_kthvalue}, {"mode", t_mode}, {"nonzero", t_nonzero},
+    {"unique", t_unique}, {"bincount", t_bincount}, {"searchsorted", t_searchsorted},
     {NULL, NULL},
 };
 
@@ -142,6 +312,39 @@ static const char *const docs[] = {
     "any", "t:any([dim][, keepdim]) -> bool tensor: some element nonzero.",
     "equal", "t:equal(u) -> true when u has t's shape and the same values.",
     "allclose", "t:allclose(u[, {rtol=1e-5, atol=1e-8, equal_nan=false}]) -> true when |t-u| <= atol + rtol*|u| everywhere.",
+    "median", "t:median() -> 0-d Tensor, the lower median of all elements (the ((n+1)//2)-th smallest, as torch;\n"
+              "  NaN if any element is NaN, NaN for an empty tensor).\n"
+              "t:median(dim[, keepdim | {keepdim=}]) -> values, indices (1-based int64) along dim; a lane with a NaN\n"
+              "  gives NaN and the index of its first NaN. On ties the index is that of the median in a stable sort\n"
+              "  (torch's CPU pick among equal values may differ). The gradient goes to the selected element.\n"
+              "  Also pt.median(t, ...).",
+    "kthvalue", "t:kthvalue(k[, dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices (1-based int64): the k-th\n"
+                "  smallest along dim (k counts from 1, as torch's), NaN sorting largest. On ties the index is that of\n"
+                "  the k-th in a stable sort. The gradient goes to the selected element. Also pt.kthvalue(t, k, ...).",
+    "mode", "t:mode([dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices (1-based int64): the most frequent\n"
+            "  value along dim, the smallest one on ties (as torch), with the index of its last occurrence (as\n"
+            "  torch's CPU mode); NaNs count as one value, larger than all. The gradient goes to that element.\n"
+            "  Also pt.mode(t, ...).",
+    "nonzero", "t:nonzero() -> int64 Tensor {n, ndim}: the 1-based indices of the n non-zero elements (NaN counts), in\n"
+               "  row-major order (a 0-d tensor gives {1, 0} or {0, 0}).\n"
+               "t:nonzero({as_tuple=true}) -> one 1-D int64 tensor of 1-based indices per dim, as several return\n"
+               "  values (local rows, cols = m:nonzero({as_tuple=true})). Also pt.nonzero(t, ...).",
+    "unique", "t:unique([{sorted=true, return_inverse=false, return_counts=false}]) -> values[, inverse][, counts]:\n"
+              "  the distinct values of t flattened, ascending (also with sorted=false, which torch lets return any\n"
+              "  order); NaN last, every NaN a value of its own. inverse: int64 of t's shape, the 1-based position of\n"
+              "  each element in values (values[inverse] rebuilds t); counts: int64, how often each value occurs.\n"
+              "  dim= (unique slices) is not supported. Also pt.unique(t, ...).",
+    "bincount", "t:bincount([weights][, {minlength=0}]) -> counts of the values of a 1-D tensor of non-negative\n"
+                "  integers. Values keep torch's meaning (they are counted, not indices): value v is counted at\n"
+                "  position v+1 of the result (value 0 at position 1), whose length is max(t:max()+1, minlength).\n"
+                "  int64 counts; with weights (one per element) the sums of the weights, float32 for float32\n"
+                "  weights, else float64. Also pt.bincount(t, ...).",
+    "searchsorted", "seq:searchsorted(values[, {right=false}]) -> int64 Tensor of values' shape: for each v, the\n"
+                    "  1-based position p (1..n+1) where inserting v keeps seq (ascending, n elements) sorted,\n"
+                    "  i.e. table.insert(seq, p, v) order: seq[p-1] < v <= seq[p] (right=true or side=\"right\":\n"
+                    "  seq[p-1] <= v < seq[p]); torch's 0-based answer + 1. NaN sorts largest. seq is 1-D, or has the\n"
+                    "  leading dims of values (one sequence per row); values may be a number (0-d result).\n"
+                    "  Also pt.searchsorted(seq, values, ...).",
     NULL, NULL,
 };
 

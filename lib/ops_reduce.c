@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "ops_shape.h"
 
 
 
@@ -194,12 +195,13 @@ static pt_status prepare(pt_ctx *ctx, const char *fname, pt_tensor *t, bool ints
 /* ------------------------------------------------------------------------------------------ */
 /* Plain reductions: sum, mean, prod, var, std, norm, logsumexp                                */
 
-typedef enum rkind { R_SUM, R_MEAN, R_PROD, R_VAR, R_STD, R_NORM, R_LSE } rkind;
+typedef enum rkind { R_SUM, R_MEAN, R_PROD, R_VAR, R_STD, R_NORM, R_LSE, R_NANSUM, R_NANMEAN } rkind;
 
-static const char *const rnames[] = {"sum", "mean", "prod", "var", "std", "norm", "logsumexp"};
-static const char *const rnodes[] = {"SumBackward",  "MeanBackward", "ProdBackward",
-                                     "VarBackward",  "StdBackward",  "NormBackward",
-                                     "LogsumexpBackward"};
+static const char *const rnames[] = {"sum", "mean",      "prod",   "var",    "std",
+                                     "norm", "logsumexp", "nansum", "nanmean"};
+static const char *const rnodes[] = {"SumBackward",       "MeanBackward",   "ProdBackward",
+                                     "VarBackward",       "StdBackward",    "NormBackward",
+                                     "LogsumexpBackward", "NansumBackward", "NanmeanBackward"};
 
 static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin);
 
@@ -269,6 +271,20 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
       r = a;                                                                                       \
       break;                                                                                       \
     }                                                                                              \
+    case R_NANSUM:                                                                                 \
+    case R_NANMEAN: { /* NaN left out: counted as 0 by nansum, not counted by nanmean */          \
+      double a = 0;                                                                                \
+      int64_t c = 0;                                                                               \
+      for (int64_t i = 0; i < (n); i++) {                                                          \
+        double v = (double)(p)[i * s];                                                             \
+        if (v == v) {                                                                              \
+          a += v;                                                                                  \
+          c++;                                                                                     \
+        }                                                                                          \
+      }                                                                                            \
+      r = (kind) == R_NANMEAN ? a / (double)c : a;                                                 \
+      break;                                                                                       \
+    }                                                                                              \
     case R_LSE: {                                                                                  \
       double m = -INFINITY;                                                                        \
       for (int64_t i = 0; i < (n); i++) {                                                          \
@@ -293,7 +309,7 @@ static pt_status reduce_op(pt_ctx *ctx, rkind kind, pt_tensor *t, int dim, bool 
   pt_status st = check_dim(ctx, fname, t, dim);
   if (st) return st;
   pt_tensor *x = NULL, *o = NULL;
-  if ((st = prepare(ctx, fname, t, kind == R_SUM || kind == R_PROD, &x))) return st;
+  if ((st = prepare(ctx, fname, t, kind == R_SUM || kind == R_PROD || kind == R_NANSUM, &x))) return st;
   int ondim;
   int64_t oshape[PT_MAX_DIMS];
   reduced_shape(t, dim, keepdim, &ondim, oshape);
@@ -460,6 +476,17 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
         }
         break;
       }
+      case R_NANSUM:
+      case R_NANMEAN: { /* go (nanmean: go / the number of non-NaN) where x is not NaN, else 0 */
+        double f = go;
+        if (kind == R_NANMEAN) {
+          int64_t c = 0;
+          for (int64_t i = 0; i < n; i++) c += p[i * s] == p[i * s];
+          f = c ? go / (double)c : 0.0;
+        }
+        for (int64_t i = 0; i < n; i++) q[i * s] = (T)(p[i * s] == p[i * s] ? f : 0.0);
+        break;
+      }
       case R_LSE: {
         double l = rp[oi];
         for (int64_t i = 0; i < n; i++)
@@ -503,6 +530,144 @@ pt_status pt_norm(pt_ctx *ctx, pt_tensor *t, double p, int dim, bool keepdim, pt
 }
 pt_status pt_logsumexp(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
   return reduce_op(ctx, R_LSE, t, dim, keepdim, 0, out);
+}
+
+pt_status pt_nansum(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_NANSUM, t, dim, keepdim, 0, out);
+}
+pt_status pt_nanmean(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_NANMEAN, t, dim, keepdim, 0, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Several dims at once                                                                        */
+
+/* Checks a list of 0-based dims (range, repeats) and marks them in red[]; returns how many
+ * distinct dims it names (0 for an empty list). */
+static pt_status check_dims(pt_ctx *ctx, const char *fname, const pt_tensor *t, int ndims,
+                            const int *dims, bool *red) {
+  int n = t->ndim > 0 ? t->ndim : 1;
+  for (int i = 0; i < PT_MAX_DIMS; i++) red[i] = false;
+  if (ndims < 0) return pt_fail(ctx, PT_EARG, "%s: negative number of dimensions", fname);
+  for (int i = 0; i < ndims; i++) {
+    int d = dims[i];
+    if (d < 0 || d >= n)
+      return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                     d < 0 ? d : d + 1, t->ndim);
+    if (red[d])
+      return pt_fail(ctx, PT_EARG, "%s: dimension %d appears more than once in the list of dimensions",
+                     fname, d + 1);
+    red[d] = true;
+  }
+  return PT_OK;
+}
+
+/* The dims group is moved together (a view when the dims are adjacent, else one permuted copy)
+ * and reduced as one run of elements by reduce_op, so autograd goes through reshape/permute. */
+static pt_status reduce_dims(pt_ctx *ctx, rkind kind, pt_tensor *t, int ndims, const int *dims,
+                             bool keepdim, double param, pt_tensor **out) {
+  bool red[PT_MAX_DIMS];
+  pt_status st = check_dims(ctx, rnames[kind], t, ndims, dims, red);
+  if (st) return st;
+  int nd = t->ndim, nr = 0, lo = -1, hi = -1;
+  for (int i = 0; i < nd; i++)
+    if (red[i]) {
+      nr++;
+      if (lo < 0) lo = i;
+      hi = i;
+    }
+  if (ndims == 0 || nd == 0 || nr == nd) return reduce_op(ctx, kind, t, PT_DIM_ALL, keepdim, param, out);
+  if (nr == 1) return reduce_op(ctx, kind, t, lo, keepdim, param, out);
+  int64_t shape[PT_MAX_DIMS], group = 1;
+  int m = 0, rdim;
+  pt_tensor *y = NULL, *r = NULL;
+  for (int i = 0; i < nd; i++)
+    if (red[i]) group *= t->shape[i];
+  if (hi - lo + 1 == nr) { /* adjacent: (before..., group, after...) is a view of a contiguous t */
+    for (int i = 0; i < lo; i++) shape[m++] = t->shape[i];
+    rdim = m;
+    shape[m++] = group;
+    for (int i = hi + 1; i < nd; i++) shape[m++] = t->shape[i];
+    st = pt_reshape(ctx, t, m, shape, &y);
+  } else { /* kept dims first, the reduced ones last */
+    int perm[PT_MAX_DIMS], k = 0;
+    for (int i = 0; i < nd; i++)
+      if (!red[i]) perm[k++] = i, shape[m++] = t->shape[i];
+    for (int i = 0; i < nd; i++)
+      if (red[i]) perm[k++] = i;
+    rdim = m;
+    shape[m++] = group;
+    pt_tensor *p = NULL;
+    if (!(st = pt_permute(ctx, t, perm, &p))) st = pt_reshape(ctx, p, m, shape, &y);
+    pt_tensor_release(p);
+  }
+  if (st) return st;
+  st = reduce_op(ctx, kind, y, rdim, false, param, &r);
+  pt_tensor_release(y);
+  if (st) return st;
+  if (!keepdim) {
+    *out = r;
+    return PT_OK;
+  }
+  for (int i = 0; i < nd; i++) shape[i] = red[i] ? 1 : t->shape[i];
+  st = pt_view(ctx, r, nd, shape, out);
+  pt_tensor_release(r);
+  return st;
+}
+
+pt_status pt_sum_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim,
+                      pt_tensor **out) {
+  return reduce_dims(ctx, R_SUM, t, ndims, dims, keepdim, 0, out);
+}
+pt_status pt_mean_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim,
+                       pt_tensor **out) {
+  return reduce_dims(ctx, R_MEAN, t, ndims, dims, keepdim, 0, out);
+}
+pt_status pt_nansum_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim,
+                         pt_tensor **out) {
+  return reduce_dims(ctx, R_NANSUM, t, ndims, dims, keepdim, 0, out);
+}
+pt_status pt_nanmean_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim,
+                          pt_tensor **out) {
+  return reduce_dims(ctx, R_NANMEAN, t, ndims, dims, keepdim, 0, out);
+}
+pt_status pt_var_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased,
+                      bool keepdim, pt_tensor **out) {
+  return reduce_dims(ctx, R_VAR, t, ndims, dims, keepdim, unbiased ? 1 : 0, out);
+}
+pt_status pt_std_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased,
+                      bool keepdim, pt_tensor **out) {
+  return reduce_dims(ctx, R_STD, t, ndims, dims, keepdim, unbiased ? 1 : 0, out);
+}
+pt_status pt_norm_dims(pt_ctx *ctx, pt_tensor *t, double p, int ndims, const int *dims,
+                       bool keepdim, pt_tensor **out) {
+  if (isnan(p) || (p < 0 && p != -INFINITY))
+    return pt_fail(ctx, PT_EARG, "norm: p must be positive, 0, math.huge or -math.huge (got %g)", p);
+  return reduce_dims(ctx, R_NORM, t, ndims, dims, keepdim, p, out);
+}
+pt_status pt_logsumexp_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim,
+                            pt_tensor **out) {
+  return reduce_dims(ctx, R_LSE, t, ndims, dims, keepdim, 0, out);
+}
+
+pt_status pt_count_nonzero(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, pt_tensor **out) {
+  bool red[PT_MAX_DIMS];
+  pt_status st = check_dims(ctx, "count_nonzero", t, ndims, dims, red);
+  if (st) return st;
+  pt_tensor *x = NULL, *m = NULL;
+  if ((st = prepare(ctx, "count_nonzero", t, true, &x))) return st;
+  if ((st = pt_tensor_empty(ctx, PT_INT64, x->ndim, x->shape, &m))) goto done;
+  int64_t *mp = pt_tensor_data(m);
+  const int64_t n = pt_tensor_numel(x);
+  PT_DISPATCH_FLOAT_INT64(x->dtype, {
+    const T *xp = pt_tensor_data(x);
+    for (int64_t i = 0; i < n; i++) mp[i] = xp[i] != 0; /* NaN counts, as in PyTorch */
+  });
+  st = reduce_dims(ctx, R_SUM, m, ndims, dims, false, 0, out);
+done:
+  pt_tensor_release(x);
+  pt_tensor_release(m);
+  return st;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
  * argmax/argmin work on any dtype; mean, var, std, norm, softmax, log_softmax and logsumexp
  * need a floating point tensor (as PyTorch, an error names the dtype).
  * Indices (max/min/argmax/argmin) are 0-based int64 here; the Lua bindings add 1.
+ * nansum/nanmean are sum/mean without the NaN elements.
  * Empty inputs: sum -> 0, prod -> 1, mean -> nan, logsumexp -> -inf, norm -> 0; max, min, argmax
  * and argmin of an empty reduction are errors. */
 #ifndef PT_OPS_REDUCE_H
@@ -45,5 +46,32 @@ pt_status pt_norm(pt_ctx *ctx, pt_tensor *t, double p, int dim, bool keepdim, pt
 pt_status pt_softmax(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out);
 pt_status pt_log_softmax(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out);
 pt_status pt_logsumexp(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
+
+/* NaN left out: nansum counts it as 0 (integer inputs give int64, as sum), nanmean divides by the
+ * number of non-NaN elements (nan when there is none). The gradient is 0 at NaN elements. */
+pt_status pt_nansum(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
+pt_status pt_nanmean(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
+
+/* Several dims at once: dims holds ndims 0-based dims (ndims == 0: every dim, as PyTorch's
+ * sum(dim=())); a repeated dim is "<fname>: dimension <d> appears more than once in the list of
+ * dimensions" (1-based). The dims are reduced together as one run of elements (var, std, norm,
+ * logsumexp over all of them at once); keepdim keeps each with size 1. One dim gives exactly the
+ * single-dim function. */
+pt_status pt_sum_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim, pt_tensor **out);
+pt_status pt_mean_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim, pt_tensor **out);
+pt_status pt_nansum_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim, pt_tensor **out);
+pt_status pt_nanmean_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim, pt_tensor **out);
+pt_status pt_var_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased, bool keepdim,
+                      pt_tensor **out);
+pt_status pt_std_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased, bool keepdim,
+                      pt_tensor **out);
+pt_status pt_norm_dims(pt_ctx *ctx, pt_tensor *t, double p, int ndims, const int *dims, bool keepdim,
+                       pt_tensor **out);
+pt_status pt_logsumexp_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim,
+                            pt_tensor **out);
+
+/* int64 number of non-zero elements (NaN counts) over the dims (ndims == 0: all of them; no
+ * keepdim, as torch.count_nonzero); any dtype */
+pt_status pt_count_nonzero(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, pt_tensor **out);
 
 #endif
