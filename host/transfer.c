@@ -6,6 +6,9 @@
  *   'n' nil  't' true  'f' false  'i' int64  'd' double  's' varint len + bytes
  *   'R' varint id          back reference to a table/function/path already decoded
  *   'T'                    table (gets the next id): key value ... 'e', then metatable value
+ *   'C' varint 16, key     before the 'T' of a class-like table (a metatable, or a table with an
+ *                          __index field): where the table comes from, 8 bytes state id + 8 bytes
+ *                          serial (see "classes" below)
  *   'P' varint k, k strings  resolved by path (gets the next id)
  *   'F' byte cache, varint len + bytecode, varint nups, upvalues  (gets the next id)
  *       upvalue: 'E' (globals) | 'J' varint fid varint n (shared with function fid's upvalue n)
@@ -27,6 +30,7 @@
 #define XFER_MAX_DEPTH 180
 #define XFER_INDEX_KEY "partrain.transfer.index" /* registry: object -> path, rebuilt on change */
 #define XFER_FCACHE_KEY "partrain.transfer.fcache" /* registry: bytecode -> cached closure */
+#define XFER_CLASS_KEY "partrain.transfer.classes" /* registry: see push_classes */
 #define PATH_SEP '\1'
 
 typedef struct msg_obj {
@@ -449,6 +453,7 @@ typedef struct enc {
   size_t plen;
   const char *fn_desc;  /* for upvalues: " of the closure" or " of function 'x.f'" */
   size_t root_plen;     /* path length of the root itself */
+  bool mt_slot;         /* the value being encoded is a table's metatable */
 } enc;
 
 /* The encoder's tables (seen, upids, gnames) sit in stack slots that start as nil and are made
@@ -725,9 +730,96 @@ static void enc_function(enc *e, int vi, bool cache) {
   lua_pop(L, 1); /* bytecode */
 }
 
+/* ------------------------------------------------------------------------ classes --- */
+/* A class (a table used as a metatable, or any table with an __index field) that a worker gets
+ * as a copy must be the caller's own table again when instances come back, or
+ * getmetatable(result) == Point fails (Torch7's threads lost classes the same way). Every state
+ * has an id; a class table sent from the state that owns it carries (that id, a serial the
+ * state gives the table); a state that decodes it remembers its copy's origin, sends that same
+ * key when the copy goes anywhere, and reuses (refreshed) the copy when the class comes again;
+ * the owning state, decoding its own key, takes its original table if it still lives. All four
+ * maps are weak, so nothing is kept alive by having crossed. */
+static atomic_int_fast64_t next_state_id = 1; /* ids of states in this process, never reused */
+
+/* Pushes L's class table {id, serial, serial_of = {table -> serial} (weak keys), anchors =
+ * {serial -> table} (weak values), origin = {copy -> key} (weak keys), by_origin = {key -> copy}
+ * (weak values)}, made on first use. */
+static void push_classes(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_CLASS_KEY) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 6);
+  lua_pushinteger(L, (lua_Integer)atomic_fetch_add(&next_state_id, 1));
+  lua_setfield(L, -2, "id");
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "serial");
+  static const char *const names[] = {"serial_of", "anchors", "origin", "by_origin"};
+  for (int i = 0; i < 4; i++) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushstring(L, i % 2 ? "v" : "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, -2, names[i]);
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, XFER_CLASS_KEY);
+}
+
+static bool has_index_field(lua_State *L, int vi) {
+  lua_pushliteral(L, "__index");
+  int t = lua_rawget(L, vi);
+  lua_pop(L, 1);
+  return t != LUA_TNIL;
+}
+
+/* Writes 'C' and the origin key of the class-like table at vi. */
+static void put_class_origin(enc *e, int vi) {
+  lua_State *L = e->L;
+  luaL_checkstack(L, 8, "transfer");
+  int top = lua_gettop(L);
+  push_classes(L);
+  int ct = top + 1;
+  lua_getfield(L, ct, "origin");
+  lua_pushvalue(L, vi);
+  if (lua_rawget(L, -2) == LUA_TSTRING) { /* a copy: its origin goes on */
+    size_t n;
+    const char *k = lua_tolstring(L, -1, &n);
+    put_byte(e->m, 'C');
+    put_str(e->m, k, n);
+    lua_settop(L, top);
+    return;
+  }
+  lua_getfield(L, ct, "serial_of");
+  int so = lua_gettop(L);
+  lua_pushvalue(L, vi);
+  int64_t key[2];
+  if (lua_rawget(L, so) == LUA_TNUMBER) {
+    key[1] = (int64_t)lua_tointeger(L, -1);
+  } else { /* first time out of this state */
+    lua_getfield(L, ct, "serial");
+    key[1] = (int64_t)lua_tointeger(L, -1) + 1;
+    lua_pushinteger(L, (lua_Integer)key[1]);
+    lua_setfield(L, ct, "serial");
+    lua_pushvalue(L, vi);
+    lua_pushinteger(L, (lua_Integer)key[1]);
+    lua_rawset(L, so);
+    lua_getfield(L, ct, "anchors");
+    lua_pushvalue(L, vi);
+    lua_rawseti(L, -2, (lua_Integer)key[1]);
+  }
+  lua_getfield(L, ct, "id");
+  key[0] = (int64_t)lua_tointeger(L, -1);
+  put_byte(e->m, 'C');
+  put_str(e->m, (const char *)key, sizeof key);
+  lua_settop(L, top);
+}
+
 static void enc_table(enc *e, int vi) {
   lua_State *L = e->L;
+  bool class_like = e->mt_slot || has_index_field(L, vi);
+  e->mt_slot = false;
   seen_add(e, vi);
+  if (class_like) put_class_origin(e, vi);
   put_byte(e->m, 'T');
   lua_pushnil(L);
   while (lua_next(L, vi)) {
@@ -741,7 +833,9 @@ static void enc_table(enc *e, int vi) {
   put_byte(e->m, 'e');
   if (lua_getmetatable(L, vi)) {
     size_t old = path_push_str(e, e->plen ? ".<metatable>" : "<metatable>");
+    e->mt_slot = true;
     enc_value(e, lua_gettop(L));
+    e->mt_slot = false;
     path_restore(e, old);
     lua_pop(L, 1);
   } else {
@@ -1151,6 +1245,69 @@ static void dec_function(dec *d) {
   (void)fid;
 }
 
+/* The class table just decoded (on top, registered as id) came with origin key: in the state
+ * that owns it, the original replaces it; elsewhere an earlier copy of the same class, refreshed
+ * with the new one's fields (fields holding the new table itself hold the copy), replaces it, or
+ * it becomes the copy remembered for the key. */
+static void class_resolve(dec *d, const char *key, int id) {
+  lua_State *L = d->L;
+  int f = lua_gettop(L);
+  luaL_checkstack(L, 10, "transfer");
+  push_classes(L);
+  int ct = f + 1;
+  int64_t k[2];
+  memcpy(k, key, sizeof k);
+  lua_getfield(L, ct, "id");
+  bool own = (int64_t)lua_tointeger(L, -1) == k[0];
+  lua_pop(L, 1);
+  if (own) {
+    lua_getfield(L, ct, "anchors");
+    if (lua_rawgeti(L, -1, (lua_Integer)k[1]) == LUA_TTABLE) {
+      lua_copy(L, -1, f);
+      lua_pushvalue(L, f);
+      lua_rawseti(L, d->refs, id); /* later references in the message mean the original too */
+    }
+    lua_settop(L, f); /* (an original that is gone: the copy stands in) */
+    return;
+  }
+  lua_getfield(L, ct, "by_origin");
+  int bo = lua_gettop(L);
+  lua_pushlstring(L, key, sizeof k);
+  if (lua_rawget(L, bo) == LUA_TTABLE) {
+    int w = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, w)) { /* clearing fields during the traversal is allowed */
+      lua_pop(L, 1);
+      lua_pushvalue(L, -1);
+      lua_pushnil(L);
+      lua_rawset(L, w);
+    }
+    lua_pushnil(L);
+    while (lua_next(L, f)) {
+      if (lua_rawequal(L, -1, f)) lua_copy(L, w, -1);
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, w);
+    }
+    if (!lua_getmetatable(L, f)) lua_pushnil(L);
+    lua_setmetatable(L, w);
+    lua_copy(L, w, f);
+    lua_pushvalue(L, f);
+    lua_rawseti(L, d->refs, id);
+    lua_settop(L, f);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushlstring(L, key, sizeof k);
+  lua_pushvalue(L, f);
+  lua_rawset(L, bo);
+  lua_getfield(L, ct, "origin");
+  lua_pushvalue(L, f);
+  lua_pushlstring(L, key, sizeof k);
+  lua_rawset(L, -3);
+  lua_settop(L, f);
+}
+
 static void dec_value_tag(dec *d, int tag) {
   lua_State *L = d->L;
   luaL_checkstack(L, 8, "transfer");
@@ -1219,6 +1376,18 @@ static void dec_value_tag(dec *d, int tag) {
     dec_function(d);
     d->depth--;
     return;
+  case 'C': {
+    size_t n;
+    const char *k = get_str(d, &n);
+    char key[16];
+    if (n != sizeof key) dec_bad(d);
+    memcpy(key, k, sizeof key);
+    int id = d->next_id; /* the table's */
+    if (get_byte(d) != 'T') dec_bad(d);
+    dec_value_tag(d, 'T');
+    class_resolve(d, key, id);
+    return;
+  }
   case 'T': {
     if (++d->depth > XFER_MAX_DEPTH) dec_bad(d);
     lua_newtable(L);

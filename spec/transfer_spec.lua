@@ -82,6 +82,58 @@ describe("transfer of classes and modules", function()
     assert.are.same({25, true}, r)
   end)
 
+  it("gives the caller its own class back: instances made in a worker, and ones sent there", function()
+    local Base = {}
+    Base.__index = Base
+    function Base:kind() return "base" end
+    local Derived = setmetatable({}, {__index = Base})
+    Derived.__index = Derived
+    function Derived.new(v) return setmetatable({v = v}, Derived) end
+    local pool = pt._Pool(2)
+    for w = 1, 2 do pool:submit(w, function(i) return Derived.new(i), Derived end, w) end
+    for _ = 1, 2 do
+      local r = table.pack(pool:next())
+      assert.is_true(r[3])
+      local obj, cls = r[4], r[5]
+      assert.are.equal(Derived, getmetatable(obj))
+      assert.are.equal(Derived, cls)
+      assert.are.equal(Base, getmetatable(getmetatable(obj)).__index) -- the whole chain
+      assert.are.equal("base", obj:kind())
+    end
+    -- sent there and back
+    pool:submit(1, function(p) p.v = p.v + 1; return p end, Derived.new(41))
+    local r = table.pack(pool:next())
+    assert.are.equal(Derived, getmetatable(r[4]))
+    assert.are.equal(42, r[4].v)
+    -- a method added after the workers got the class is there on the next call (the worker's copy
+    -- is refreshed), and the worker's copy stays one table (methods see their own class)
+    function Derived:double() return 2 * self.v end
+    pool:submit(1, function(p) return p:double(), getmetatable(p).__index == getmetatable(p) end, Derived.new(5))
+    r = table.pack(pool:next())
+    assert.are.same({10, true}, {r[4], r[5]})
+    -- the worker's changes to its copy of a class stay there
+    pool:submit(1, function() Derived.tag = "worker"; return Derived.new(0) end)
+    r = table.pack(pool:next())
+    assert.are.equal(Derived, getmetatable(r[4]))
+    assert.is_nil(Derived.tag)
+    pool:close()
+  end)
+
+  it("gives one caller-side class for a class a worker made, across results", function()
+    local pool = pt._Pool(1)
+    pool:submit(1, function()
+      WorkerClass = WorkerClass or {__index = {hello = function() return "hi" end}}
+      return setmetatable({}, WorkerClass)
+    end)
+    local a = table.pack(pool:next())[4]
+    pool:submit(1, function() return setmetatable({}, WorkerClass), WorkerClass end)
+    local r = table.pack(pool:next())
+    assert.are.equal(getmetatable(a), getmetatable(r[4]))
+    assert.are.equal(getmetatable(a), r[5])
+    assert.are.equal("hi", a:hello())
+    pool:close()
+  end)
+
   it("resolves module tables and C functions by name in the worker", function()
     local r = on_worker(function(m, floor, zeros, nn_linear)
       return {m == math, floor(2.5), zeros(2):size(1), nn_linear == require("partrain.nn").Linear}
