@@ -505,6 +505,7 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
       lua_rawgeti(L, -3, m > 2 ? 3 : 1);
       lua_Integer a = lua_tointegerx(L, -3, &isnum1), b = lua_tointegerx(L, -2, &isnum2);
       lua_Integer step = m > 2 ? lua_tointegerx(L, -1, &isnum3) : 1;
+      if (m > 2 && lua_type(L, -1) != LUA_TNUMBER) isnum3 = 0;
       if (!isnum1 || !isnum2) {
         pt_tensor_release(cur);
         lpt_errorf(L, "index: range bounds must be integers (position %d)", k);

@@ -67,8 +67,8 @@ describe("indexing with t[key]", function()
                      errmsg(function() return t[{1, 1, 1}] end))
     assert.are.equal("index: invalid index entry of type boolean at position 2",
                      errmsg(function() return t[{1, true}] end))
-    assert.are.equal("index: a range is {}, {first} or {first, last}, got 3 entries at position 1",
-                     errmsg(function() return t[{{1, 2, 3}}] end))
+    assert.are.equal("index: a range is {}, {first}, {first, last} or {first, last, step}, got 4 entries at position 1",
+                     errmsg(function() return t[{{1, 2, 1, 3}}] end))
     assert.are.equal("index: index entries must be integers, got 1.5",
                      errmsg(function() return t[{1.5}] end))
     assert.are.equal("index: a tensor index must be a bool mask or int64 positions, got float32",
@@ -355,5 +355,74 @@ describe("gradients of indexing (float64 finite differences)", function()
     gradcheck(function(x) return x:scatter(2, uniq, 0.5) end, {randn64(2, 3)})
     gradcheck(function(x, s) return x:scatter_add(2, idx, s) end, {randn64(2, 3), randn64(2, 3)})
     gradcheck(function(x) return x:index_select(2, long({3, 1, 3})) end, {randn64(2, 3)})
+  end)
+end)
+
+-- {first, last, step}: expected values from PyTorch 1.13 (t[a-1:b:step]) on the same tensors
+describe("step ranges t[{{first, last, step}}]", function()
+  it("read every step-th element as a view (inclusive last, negative from the end)", function()
+    local t = range(5, 6)
+    assert.are.same({2, 14, 26}, t[{{1, 5, 2}, 3}]:tolist()) -- torch t[0:5:2, 2]
+    assert.are.same({{7, 9, 11}, {25, 27, 29}}, t[{{2, -1, 3}, {2, -1, 2}}]:tolist()) -- t[1:6:3, 1:6:2]
+    assert.are.same({{12, 13, 14, 15, 16, 17}, {24, 25, 26, 27, 28, 29}}, t[{{-3, -1, 2}}]:tolist())
+    assert.are.same({5, 0}, t[{{}, {6, 5, 2}}]:size()) -- empty, as t[:, 5:5:2]
+    assert.are.same({{0, 1, 2, 3, 4, 5}}, t[{{1, 2, 2}}]:tolist()) -- last not reached by the step
+    assert.are.same({{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}}, t[{{1, 2, 1}}]:tolist())
+    local v = t[{{1, 5, 2}}]
+    assert.is_true(v:is_same_storage(t))
+    assert.are.same({12, 1}, v:stride()) -- torch: (12, 1)
+    t[{{1, 5, 2}, 1}] = 100
+    assert.are.same({100, 100, 100}, v[{{}, 1}]:tolist())
+  end)
+
+  it("assignment fills or copies through the strided view", function()
+    local t = range(5, 6)
+    t[{{1, 5, 2}}] = -1
+    assert.are.same({-1, 6, -1, 18, -1}, t[{{}, 1}]:tolist()) -- torch u[0:5:2] = -1
+    local u = range(5, 6)
+    u[{{}, {1, 6, 4}}] = pt.tensor({{100, 200}})
+    assert.are.same({100, 1, 2, 3, 200, 5}, u[1]:tolist())
+    assert.are.same({100, 25, 26, 27, 200, 29}, u[5]:tolist())
+    assert.are.equal("index: value of shape {3} cannot be broadcast to the slice of shape {5,2}",
+                     errmsg(function() u[{{}, {1, 6, 4}}] = pt.ones(3) end))
+  end)
+
+  it("reports bad steps and out-of-range step ranges", function()
+    local t = range(5, 6)
+    assert.are.equal("index: a range step must be at least 1, got -1 (position 1; negative steps are not "
+                     .. "supported, use flip)", errmsg(function() return t[{{5, 1, -1}}] end))
+    assert.are.equal("index: a range step must be at least 1, got 0 (position 2; negative steps are not "
+                     .. "supported, use flip)", errmsg(function() return t[{{}, {1, 6, 0}}] end))
+    assert.are.equal("index: a range step must be an integer, got 1.5 (position 1)",
+                     errmsg(function() return t[{{1, 5, 1.5}}] end))
+    assert.are.equal("index: a range step must be an integer, got string (position 1)",
+                     errmsg(function() return t[{{1, 5, "2"}}] end))
+    assert.are.equal("index: range {1,7,2} out of range for dimension 2 of size 6",
+                     errmsg(function() return t[{{}, {1, 7, 2}}] end))
+    assert.are.equal("index: range {4,2,2} out of range for dimension 1 of size 5",
+                     errmsg(function() return t[{{4, 2, 2}}] end))
+    assert.are.equal("index: a range step must be at least 1, got -2 (position 1; negative steps are not "
+                     .. "supported, use flip)", errmsg(function() t[{{1, 5, -2}}] = 0 end))
+  end)
+
+  it("gradients flow through step ranges, reading and assigning (float64 finite differences)", function()
+    gradcheck(function(x) return x[{{1, 6, 2}, {2, -1, 2}}] end, {randn64(6, 5)})
+    gradcheck(function(x) return x[{{-4, -1, 3}}] * 2 end, {randn64(6, 5)})
+    gradcheck(function(x) return x:t()[{{1, 5, 4}, 2}] end, {randn64(6, 5)})
+    gradcheck(function(x)
+      local c = x * 1
+      c[{{1, 6, 2}}] = x[{{2, 6, 2}}] * 3
+      return c
+    end, {randn64(6, 5)})
+    gradcheck(function(x, v)
+      local c = x * 1
+      c[{{}, {1, 5, 2}}] = v
+      return c
+    end, {randn64(6, 5), randn64(6, 3)})
+    gradcheck(function(x)
+      local c = x * 1
+      c[{{2, 6, 2}, 1}] = 0.5
+      return c
+    end, {randn64(6, 5)})
   end)
 end)

@@ -1031,17 +1031,13 @@ local function index_tensor(list, like)
   return r
 end
 
--- nearest along dim d: torch's nearest_idx (float32 arithmetic)
+-- nearest along dim d: source floor(i * scale) in float32 arithmetic, as torch's CPU kernel (with
+-- a scale_factor of 1.1 an output of the input's size is not a copy there either)
 local function nearest1(x, d, out, scale)
   local n = x:size(d)
-  if out == n then return x end
   local idx = {}
   local s = f32(scale)
-  for i = 0, out - 1 do
-    local src
-    if out == 2 * n then src = i >> 1 else src = math.min(math.floor(f32(i * s)), n - 1) end
-    idx[i + 1] = src + 1
-  end
+  for i = 0, out - 1 do idx[i + 1] = math.min(math.floor(f32(i * s)), n - 1) + 1 end
   return x:index_select(d, index_tensor(idx, x))
 end
 
