@@ -1101,10 +1101,17 @@ function ModuleList:append(m)
 end
 doc(ModuleList.append, "list:append(m) -> list: adds module m at the end (child \"#list+1\").")
 function ModuleList:extend(list)
+  -- nn.ModuleList:extend("MyList") subclasses, as every class's extend(name) does
+  if type(list) == "string" then return Module.extend(self, list) end
+  if type(list) ~= "table" or is_module(list) and list.append ~= ModuleList.append then -- a ModuleList (or subclass) is fine
+    error("ModuleList:extend: expected a list of modules (or a class name to subclass), got "
+      .. (is_module(list) and "a " .. class_name(list) or type(list)), 2)
+  end
   for _, m in ipairs(list) do self:append(m) end
   return self
 end
-doc(ModuleList.extend, "list:extend({m1, m2, ...}) -> list: appends each module in order.")
+doc(ModuleList.extend, "list:extend({m1, m2, ...}) -> list: appends each module in order (or another ModuleList's).\n"
+  .. "  nn.ModuleList:extend(\"Name\") makes a subclass, as Module:extend(name).")
 function ModuleList:forward()
   error("ModuleList:forward: a ModuleList has no forward; iterate over it (for i, m in ipairs(list))", 2)
 end
