@@ -277,12 +277,39 @@ describe("Optimizer mechanics", function()
       "SGD: invalid learning rate: -1")
   end)
 
-  it("a scheduler's printed settings stay out of its state_dict", function()
+  it("a scheduler's settings are live fields (as PyTorch's attributes), printed and saved from there", function()
     local o = optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1})
     local s = optim.StepLR(o, {step_size = 2, gamma = 0.5})
     s:step()
     assert.are.equal("StepLR(step_size=2, gamma=0.5, last_epoch=1)", tostring(s))
-    assert.are.same({last_epoch = 1, base_lrs = {1}}, s:state_dict())
+    assert.are.same({last_epoch = 1, base_lrs = {1}, step_size = 2, gamma = 0.5}, s:state_dict())
+    s.gamma = 0.1 -- read by the next step's formula: base * gamma^(epoch // step_size)
+    s:step()
+    assert.are.equal(0.1, o.param_groups[1].lr)
+    assert.are.equal("StepLR(step_size=2, gamma=0.1, last_epoch=2)", tostring(s))
+    -- loaded into a scheduler made with other settings, they are the saved ones
+    local o2 = optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1})
+    local s2 = optim.StepLR(o2, {step_size = 5})
+    s2:load_state_dict(s:state_dict())
+    assert.are.equal("StepLR(step_size=2, gamma=0.1, last_epoch=2)", tostring(s2))
+    assert.are.equal(0.1, o2.param_groups[1].lr)
+    assert_err("StepLR:load_state_dict: 'T_max' is not a setting of StepLR (a state dict of another scheduler?)",
+      s2.load_state_dict, s2, {last_epoch = 1, T_max = 3})
+    assert_err("StepLR:load_state_dict: setting 'gamma' is a string, not a number",
+      s2.load_state_dict, s2, {last_epoch = 1, gamma = "x"})
+    local c = optim.CosineAnnealingLR(optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1}), {T_max = 10})
+    c.T_max = 2
+    c:step()
+    assert.are.equal(0.5, c:get_last_lr()[1])
+    local lam = optim.LambdaLR(optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1}), function(e) return 0.5 ^ e end)
+    lam.lr_lambda = function(e) return 0.25 ^ e end
+    lam:step()
+    assert.are.equal(0.25, lam:get_last_lr()[1])
+    assert.are.same({last_epoch = 1, base_lrs = {1}}, lam:state_dict()) -- the function stays with the code
+    local w = optim.LinearWarmup(optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1}), {warmup_steps = 4})
+    w.warmup_steps = 2
+    w:step()
+    assert.are.equal(0.25 + 0.75 / 2, w:get_last_lr()[1])
   end)
 end)
 

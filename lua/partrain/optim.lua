@@ -498,15 +498,17 @@ local Scheduler = {}
 Scheduler.__index = Scheduler
 optim.LRScheduler = Scheduler
 
--- settings: the constructor's options, only for printing (__tostring, in the order of
--- cls._repr_keys: StepLR(step_size=10, gamma=0.1, last_epoch=3)); the formulas hold their own copies
+-- settings: the constructor's options, kept as fields of the scheduler (sched.gamma, as PyTorch's
+-- attributes) that the formulas read at every step, so changing one takes effect; printed in the
+-- order of cls._repr_keys (StepLR(step_size=10, gamma=0.1, last_epoch=3)) and saved by state_dict.
+-- get_factor(self, epoch) -> factor, or get_lr(self, i, base, epoch) -> lr.
 local function new_scheduler(cls, opt, get_factor, get_lr, settings)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
     error(cls.name .. ": expected an optimizer as the first argument", 3)
   end
   local self = setmetatable({optimizer = opt, last_epoch = 0, base_lrs = {}, factor = get_factor,
     get_lr = get_lr}, cls)
-  self._settings = settings or {}
+  for k, v in pairs(settings or {}) do self[k] = v end
   for i, g in ipairs(opt.param_groups) do
     if g.initial_lr == nil then g.initial_lr = g.lr end
     self.base_lrs[i] = g.initial_lr
@@ -524,7 +526,7 @@ function Scheduler:_apply()
 end
 
 function Scheduler:get_lr(i, base, epoch)
-  return base * self.factor(epoch)
+  return base * self.factor(self, epoch)
 end
 doc(Scheduler.get_lr, "sched:get_lr(i, base_lr, epoch) -> the learning rate of parameter group i at epoch (base_lr: its\n"
   .. "  initial lr). step() sets each group's lr to it; a scheduler's formula is in help(optim.<Scheduler>).")
@@ -541,7 +543,7 @@ end
 function Scheduler:__tostring()
   local parts = {}
   for _, k in ipairs(rawget(getmetatable(self), "_repr_keys") or {}) do
-    parts[#parts + 1] = k .. "=" .. setting_str((rawget(self, "_settings") or {})[k])
+    parts[#parts + 1] = k .. "=" .. setting_str(rawget(self, k))
   end
   parts[#parts + 1] = "last_epoch=" .. tostring(self.last_epoch)
   return (self.name or "LRScheduler") .. "(" .. table.concat(parts, ", ") .. ")"
@@ -581,7 +583,12 @@ doc(Scheduler.get_last_lr, "sched:get_last_lr() -> list of the learning rates la
 function Scheduler:state_dict()
   local b = {}
   for i, v in ipairs(self.base_lrs) do b[i] = v end
-  return {last_epoch = self.last_epoch, base_lrs = b}
+  local sd = {last_epoch = self.last_epoch, base_lrs = b}
+  for _, k in ipairs(rawget(getmetatable(self), "_repr_keys") or {}) do
+    local v = rawget(self, k)
+    if type(v) == "number" then sd[k] = v end -- settings (a lambda stays with the code)
+  end
+  return sd
 end
 function Scheduler:load_state_dict(sd)
   if type(sd) ~= "table" or math.type(sd.last_epoch) ~= "integer" then
@@ -598,17 +605,35 @@ function Scheduler:load_state_dict(sd)
       error(string.format("%s:load_state_dict: base lr %d is a %s, not a number", self.name, i, type(v)), 2)
     end
   end
+  local settings = {}
+  for k, v in pairs(sd) do
+    if k ~= "last_epoch" and k ~= "base_lrs" then
+      local known = false
+      for _, rk in ipairs(rawget(getmetatable(self), "_repr_keys") or {}) do known = known or rk == k end
+      if not known or type(rawget(self, k)) ~= "number" then
+        error(string.format("%s:load_state_dict: '%s' is not a setting of %s (a state dict of another scheduler?)",
+          self.name, tostring(k), self.name), 2)
+      end
+      if type(v) ~= "number" then
+        error(string.format("%s:load_state_dict: setting '%s' is a %s, not a number", self.name, k, type(v)), 2)
+      end
+      settings[k] = v
+    end
+  end
   self.last_epoch = sd.last_epoch
   for i, v in ipairs(base) do self.base_lrs[i] = v end
+  for k, v in pairs(settings) do self[k] = v end
   self:_apply()
 end
-doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=}; sched:load_state_dict(sd) restores it.")
-doc(Scheduler.load_state_dict, "sched:load_state_dict(sd): goes on from a sched:state_dict() (its last_epoch and base lrs) and\n"
-  .. "  sets each group's lr for that epoch.")
+doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=, and the scheduler's number settings (step_size=,\n"
+  .. "  gamma=, ...)}; sched:load_state_dict(sd) restores it.")
+doc(Scheduler.load_state_dict, "sched:load_state_dict(sd): goes on from a sched:state_dict() (its last_epoch, base lrs and\n"
+  .. "  settings) and sets each group's lr for that epoch.")
 doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers (StepLR, CosineAnnealingLR, LambdaLR, LinearLR, LinearWarmup)
   local sched = optim.StepLR(opt, {step_size = 10})   -- sets each group's lr for epoch 0
   for epoch = 1, n do train_one_epoch(); sched:step() end
-  sched.last_epoch counts the step() calls; sched:get_last_lr() lists the lrs set.]])
+  sched.last_epoch counts the step() calls; sched:get_last_lr() lists the lrs set. The settings are fields
+  read at every step: after sched.gamma = 0.5 the next steps use the formula with the new value.]])
 
 local function scheduler_class(name, ctor, text, repr_keys)
   local cls = setmetatable({name = name, _repr_keys = repr_keys}, {__index = Scheduler})
@@ -634,7 +659,7 @@ scheduler_class("StepLR", function(cls, opt, opts)
   opts = opts or {}
   local step_size = need_number("StepLR", "step_size", opts.step_size, true)
   local gamma = opts.gamma or 0.1
-  return new_scheduler(cls, opt, function(e) return gamma ^ (e // step_size) end, nil,
+  return new_scheduler(cls, opt, function(self, e) return self.gamma ^ (e // self.step_size) end, nil,
     {step_size = step_size, gamma = gamma})
 end, "optim.StepLR(opt, {step_size=, gamma=0.1}): lr = base * gamma^floor(epoch/step_size).",
   {"step_size", "gamma"})
@@ -643,22 +668,26 @@ scheduler_class("CosineAnnealingLR", function(cls, opt, opts)
   opts = opts or {}
   local T_max = need_number("CosineAnnealingLR", "T_max", opts.T_max, true)
   local eta_min = opts.eta_min or 0
-  return new_scheduler(cls, opt, nil, function(_, _, base, e)
-    return eta_min + (base - eta_min) * (1 + math.cos(math.pi * e / T_max)) / 2
+  return new_scheduler(cls, opt, nil, function(self, _, base, e)
+    local lo = self.eta_min
+    return lo + (base - lo) * (1 + math.cos(math.pi * e / self.T_max)) / 2
   end, {T_max = T_max, eta_min = eta_min})
 end, "optim.CosineAnnealingLR(opt, {T_max=, eta_min=0}): lr = eta_min + (base-eta_min)*(1+cos(pi*epoch/T_max))/2.",
   {"T_max", "eta_min"})
 
 scheduler_class("LambdaLR", function(cls, opt, fn)
   if type(fn) ~= "function" then error("LambdaLR: expected a function epoch -> factor", 3) end
-  return new_scheduler(cls, opt, fn, nil, {lr_lambda = fn})
+  return new_scheduler(cls, opt, function(self, e) return self.lr_lambda(e) end, nil, {lr_lambda = fn})
 end, "optim.LambdaLR(opt, fn): lr = base * fn(epoch).", {"lr_lambda"})
 
 scheduler_class("LinearLR", function(cls, opt, opts)
   opts = opts or {}
   local s0, s1, n = opts.start_factor or 1 / 3, opts.end_factor or 1, opts.total_iters or 5
   need_number("LinearLR", "total_iters", n, true)
-  return new_scheduler(cls, opt, function(e) return s0 + (s1 - s0) * math.min(e, n) / n end, nil,
+  return new_scheduler(cls, opt, function(self, e)
+    local a, b, m = self.start_factor, self.end_factor, self.total_iters
+    return a + (b - a) * math.min(e, m) / m
+  end, nil,
     {start_factor = s0, end_factor = s1, total_iters = n})
 end, "optim.LinearLR(opt, {start_factor=1/3, end_factor=1, total_iters=5}): factor moves linearly from start to end.",
   {"start_factor", "end_factor", "total_iters"})
@@ -667,7 +696,10 @@ scheduler_class("LinearWarmup", function(cls, opt, opts)
   opts = opts or {}
   local n = need_number("LinearWarmup", "warmup_steps", opts.warmup_steps, true)
   local s0 = opts.start_factor or 1 / n
-  return new_scheduler(cls, opt, function(e) return s0 + (1 - s0) * math.min(e, n) / n end, nil,
+  return new_scheduler(cls, opt, function(self, e)
+    local a, m = self.start_factor, self.warmup_steps
+    return a + (1 - a) * math.min(e, m) / m
+  end, nil,
     {warmup_steps = n, start_factor = s0})
 end, "optim.LinearWarmup(opt, {warmup_steps=, start_factor=1/warmup_steps}): lr grows linearly to its base value\n  over warmup_steps calls of step(), then stays.",
   {"warmup_steps", "start_factor"})
