@@ -134,6 +134,52 @@ static void test_index_errors(pt_ctx *ctx) {
   pt_tensor_release(t);
 }
 
+/* slice with a step, diagonal and unfold: strides, messages, and backwards that write (or add,
+ * for overlapping windows) into zeros of the input's shape */
+static void test_strided_views(pt_ctx *ctx) {
+  pt_tensor *x = arange(ctx, PT_FLOAT64, 2, (int64_t[]){4, 5}), *s = NULL, *d = NULL, *u = NULL;
+  x->requires_grad = true;
+  CHECK(pt_slice(ctx, x, 1, 1, 2, 3, &s) == PT_OK); /* columns 2 and 5 (1-based) */
+  CHECK(s->storage == x->storage && s->shape[1] == 2 && s->stride[1] == 3 && s->offset == 1);
+  CHECK(pt_tensor_get_flat(s, 1) == 4 && pt_tensor_get_flat(s, 2) == 6);
+  CHECK(pt_slice(ctx, x, 1, 1, 3, 2, &d) == PT_EARG && d == NULL);
+  CHECK(strcmp(pt_errmsg(ctx), "slice: 3 elements from 2 with step 2 out of range for dimension 2 of size 5") == 0);
+  CHECK(pt_slice(ctx, x, 0, 0, 1, 0, &d) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "slice: step must be at least 1, got 0") == 0);
+  CHECK(pt_diagonal(ctx, x, 1, 0, 1, &d) == PT_OK); /* 1, 7, 13, 19 */
+  CHECK(d->ndim == 1 && d->shape[0] == 4 && d->stride[0] == 6 && pt_tensor_get_flat(d, 3) == 19);
+  pt_tensor_release(d);
+  CHECK(pt_diagonal(ctx, x, -7, 0, 1, &d) == PT_OK && d->shape[0] == 0 && d->offset == x->offset);
+  pt_tensor_release(d);
+  CHECK(pt_diagonal(ctx, x, 0, 1, 1, &d) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "diagonal: dim1 and dim2 must be different dimensions, got 2 and 2") == 0);
+  CHECK(pt_unfold(ctx, x, 1, 6, 1, &u) == PT_EARG && u == NULL);
+  CHECK(strcmp(pt_errmsg(ctx), "unfold: size 6 is larger than dimension 2 of size 5") == 0);
+  CHECK(pt_unfold(ctx, x, 1, 3, 1, &u) == PT_OK); /* {4, 3, 3}: windows overlap */
+  CHECK(u->ndim == 3 && u->shape[1] == 3 && u->shape[2] == 3 && u->stride[1] == 1 && u->stride[2] == 1);
+  CHECK(strcmp(u->grad_fn->name, "UnfoldBackward") == 0);
+  pt_tensor *g = NULL;
+  pt_tensor_zeros(ctx, PT_FLOAT64, 3, (int64_t[]){4, 3, 3}, &g);
+  pt_tensor_fill(ctx, g, 1.0);
+  CHECK(pt_backward(ctx, u, g, false) == PT_OK);
+  /* each column is in 1, 2, 3, 2, 1 windows */
+  double count[5] = {1, 2, 3, 2, 1};
+  for (int i = 0; i < 20 && x->grad; i++) CHECK(pt_tensor_get_flat(x->grad, i) == count[i % 5]);
+  pt_tensor_release(g);
+  g = NULL;
+  pt_tensor_release(x->grad);
+  x->grad = NULL;
+  pt_tensor_zeros(ctx, PT_FLOAT64, 2, (int64_t[]){4, 2}, &g);
+  pt_tensor_fill(ctx, g, 2.0);
+  CHECK(pt_backward(ctx, s, g, false) == PT_OK);
+  double sgrad[5] = {0, 2, 0, 0, 2};
+  for (int i = 0; i < 20 && x->grad; i++) CHECK(pt_tensor_get_flat(x->grad, i) == sgrad[i % 5]);
+  pt_tensor_release(g);
+  pt_tensor_release(u);
+  pt_tensor_release(s);
+  pt_tensor_release(x);
+}
+
 int main(void) {
   pt_ctx ctx;
   pt_ctx_init(&ctx, 1);
@@ -142,5 +188,6 @@ int main(void) {
   test_cat_tree(&ctx);
   test_split_chunk(&ctx);
   test_index_errors(&ctx);
+  test_strided_views(&ctx);
   return TEST_SUMMARY();
 }
