@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* sincos */
 /* Status messages, dtypes, devices, random numbers and aligned allocation. */
 #include "pt_core.h"
 
@@ -97,23 +98,6 @@ pt_status pt_rng_set_state(pt_ctx *ctx, pt_rng *rng, const unsigned char *b, siz
   return PT_OK;
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t pt_rng_next(pt_rng *rng) {
-  uint64_t *s = rng->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-double pt_rng_uniform(pt_rng *rng) { return (double)(pt_rng_next(rng) >> 11) * 0x1.0p-53; }
-
 double pt_rng_normal(pt_rng *rng) {
   if (rng->has_spare_normal) {
     rng->has_spare_normal = false;
@@ -122,10 +106,11 @@ double pt_rng_normal(pt_rng *rng) {
   double u1, u2;
   do u1 = pt_rng_uniform(rng); while (u1 <= 0.0);
   u2 = pt_rng_uniform(rng);
-  double r = sqrt(-2.0 * log(u1));
-  rng->spare_normal = r * sin(2.0 * M_PI * u2);
+  double r = sqrt(-2.0 * log(u1)), s, c;
+  sincos(2.0 * M_PI * u2, &s, &c); /* glibc's: the values of sin and cos, in one call */
+  rng->spare_normal = r * s;
   rng->has_spare_normal = true;
-  return r * cos(2.0 * M_PI * u2);
+  return r * c;
 }
 
 uint64_t pt_rng_below(pt_rng *rng, uint64_t n) {

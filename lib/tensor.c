@@ -1113,16 +1113,42 @@ pt_status pt_expand_raw(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shap
 
 /* --- random fills --- */
 
+/* The same values in the same order on every layout (a contiguous float tensor is written
+ * directly: set_flat's offset arithmetic per element was most of rand's time). */
 pt_status pt_tensor_uniform_(pt_ctx *ctx, pt_tensor *t, double lo, double hi) {
   int64_t n = pt_tensor_numel(t);
-  for (int64_t i = 0; i < n; i++)
-    pt_tensor_set_flat(t, i, lo + (hi - lo) * pt_rng_uniform(&ctx->rng));
+  double w = hi - lo;
+  if (pt_tensor_is_contiguous(t) && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64)) {
+    pt_rng r = ctx->rng; /* in registers for the loop */
+    if (t->dtype == PT_FLOAT32) {
+      float *p = pt_tensor_data(t);
+      for (int64_t i = 0; i < n; i++) p[i] = (float)(lo + w * pt_rng_uniform(&r));
+    } else {
+      double *p = pt_tensor_data(t);
+      for (int64_t i = 0; i < n; i++) p[i] = lo + w * pt_rng_uniform(&r);
+    }
+    ctx->rng = r;
+  } else {
+    for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, lo + w * pt_rng_uniform(&ctx->rng));
+  }
   return PT_OK;
 }
 
 pt_status pt_tensor_normal_(pt_ctx *ctx, pt_tensor *t, double mean, double std) {
   int64_t n = pt_tensor_numel(t);
-  for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, mean + std * pt_rng_normal(&ctx->rng));
+  if (pt_tensor_is_contiguous(t) && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64)) {
+    pt_rng r = ctx->rng;
+    if (t->dtype == PT_FLOAT32) {
+      float *p = pt_tensor_data(t);
+      for (int64_t i = 0; i < n; i++) p[i] = (float)(mean + std * pt_rng_normal(&r));
+    } else {
+      double *p = pt_tensor_data(t);
+      for (int64_t i = 0; i < n; i++) p[i] = mean + std * pt_rng_normal(&r);
+    }
+    ctx->rng = r;
+  } else {
+    for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, mean + std * pt_rng_normal(&ctx->rng));
+  }
   return PT_OK;
 }
 
