@@ -517,27 +517,62 @@ pt_status pt_median(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
 
 /* --- nonzero, unique, bincount, searchsorted --- */
 
+/* Runs BODY with T bound to t's element type (bool as uint8_t). */
+#define DISPATCH_ALL(dt, ...)                                                                      \
+  do {                                                                                             \
+    switch (dt) {                                                                                  \
+    case PT_FLOAT32: {                                                                             \
+      typedef float T;                                                                             \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    case PT_FLOAT64: {                                                                             \
+      typedef double T;                                                                            \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    case PT_INT64: {                                                                               \
+      typedef int64_t T;                                                                           \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    case PT_INT32: {                                                                               \
+      typedef int32_t T;                                                                           \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    default: {                                                                                     \
+      typedef uint8_t T;                                                                           \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    }                                                                                              \
+  } while (0)
+
 pt_status pt_nonzero(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
   pt_tensor *tc = NULL, *r = NULL;
   pt_status st = pt_tensor_contiguous_raw(ctx, t, &tc);
   if (st) return st;
-  int64_t n = pt_tensor_numel(tc), cnt = 0;
-  size_t es = pt_dtype_size(tc->dtype);
-  const char *src = pt_tensor_data(tc);
-  for (int64_t i = 0; i < n; i++) cnt += pt_read_as_double(src + i * (int64_t)es, tc->dtype) != 0;
-  int nd = t->ndim;
+  const int64_t n = pt_tensor_numel(tc);
+  int64_t cnt = 0;
+  const int nd = t->ndim;
+  DISPATCH_ALL(tc->dtype, {
+    const T *xp = pt_tensor_data(tc);
+    for (int64_t i = 0; i < n; i++) cnt += xp[i] != 0; /* NaN != 0 */
+  });
   if ((st = pt_tensor_empty(ctx, PT_INT64, 2, (int64_t[]){cnt, nd}, &r))) goto done;
   int64_t *rp = pt_tensor_data(r), idx[PT_MAX_DIMS] = {0};
-  for (int64_t i = 0; i < n; i++) {
-    if (pt_read_as_double(src + i * (int64_t)es, tc->dtype) != 0) {
-      memcpy(rp, idx, (size_t)nd * sizeof *idx);
-      rp += nd;
+  const int64_t last = nd ? t->shape[nd - 1] : 1;
+  DISPATCH_ALL(tc->dtype, {
+    const T *xp = pt_tensor_data(tc);
+    for (int64_t i = 0; i < n; i += last) { /* one row of the last dim at a time */
+      for (int64_t j = 0; j < last; j++)
+        if (xp[i + j] != 0) {
+          if (nd) idx[nd - 1] = j;
+          memcpy(rp, idx, (size_t)nd * sizeof *idx);
+          rp += nd;
+        }
+      for (int d = nd - 2; d >= 0; d--) { /* the next row's index */
+        if (++idx[d] < t->shape[d]) break;
+        idx[d] = 0;
+      }
     }
-    for (int d = nd - 1; d >= 0; d--) { /* the next row-major index */
-      if (++idx[d] < t->shape[d]) break;
-      idx[d] = 0;
-    }
-  }
+  });
 done:
   pt_tensor_release(tc);
   if (st) return st;
