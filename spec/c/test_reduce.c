@@ -120,6 +120,44 @@ static void test_matmul(pt_ctx *ctx) {
   pt_tensor_release(b);
 }
 
+/* lists of dims, nansum/nanmean, count_nonzero: values, shapes, 1-based messages */
+static void test_dims_and_nan(pt_ctx *ctx) {
+  double v[24];
+  for (int i = 0; i < 24; i++) v[i] = i;
+  pt_tensor *x = make(ctx, PT_FLOAT64, 3, (int64_t[]){2, 3, 4}, v), *r = NULL;
+  CHECK(pt_sum_dims(ctx, x, 2, (int[]){0, 2}, false, &r) == PT_OK); /* not adjacent */
+  CHECK(r->ndim == 1 && r->shape[0] == 3);
+  CHECK(pt_tensor_get_flat(r, 0) == 60 && pt_tensor_get_flat(r, 2) == 124);
+  pt_tensor_release(r);
+  CHECK(pt_mean_dims(ctx, x, 2, (int[]){2, 1}, true, &r) == PT_OK); /* adjacent, keepdim */
+  CHECK(r->ndim == 3 && r->shape[0] == 2 && r->shape[1] == 1 && r->shape[2] == 1);
+  CHECK_NEAR(pt_tensor_get_flat(r, 1), 17.5, 1e-12);
+  pt_tensor_release(r);
+  CHECK(pt_var_dims(ctx, x, 2, (int[]){0, 2}, false, false, &r) == PT_OK); /* one pass over the group */
+  CHECK_NEAR(pt_tensor_get_flat(r, 0), 37.25, 1e-12); /* {0..3, 12..15}: var with n = 8 */
+  pt_tensor_release(r);
+  CHECK(pt_sum_dims(ctx, x, 0, NULL, false, &r) == PT_OK); /* no dims: every dim */
+  CHECK(r->ndim == 0 && pt_tensor_get_flat(r, 0) == 276);
+  pt_tensor_release(r);
+  CHECK(pt_std_dims(ctx, x, 2, (int[]){1, 1}, true, false, &r) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "std: dimension 2 appears more than once in the list of dimensions") == 0);
+  CHECK(pt_logsumexp_dims(ctx, x, 2, (int[]){0, 3}, false, &r) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "logsumexp: dimension 4 out of range (tensor has 3 dimensions)") == 0);
+  pt_tensor_release(x);
+
+  pt_tensor *n = make(ctx, PT_FLOAT32, 2, (int64_t[]){2, 2}, (double[]){NAN, 1, 2, 4});
+  CHECK(pt_nansum(ctx, n, PT_DIM_ALL, false, &r) == PT_OK);
+  CHECK(pt_tensor_get_flat(r, 0) == 7);
+  pt_tensor_release(r);
+  CHECK(pt_nanmean(ctx, n, 0, false, &r) == PT_OK);
+  CHECK(pt_tensor_get_flat(r, 0) == 2 && pt_tensor_get_flat(r, 1) == 2.5);
+  pt_tensor_release(r);
+  CHECK(pt_count_nonzero(ctx, n, 1, (int[]){1}, &r) == PT_OK);
+  CHECK(r->dtype == PT_INT64 && pt_tensor_get_flat(r, 0) == 2 && pt_tensor_get_flat(r, 1) == 2);
+  pt_tensor_release(r);
+  pt_tensor_release(n);
+}
+
 int main(void) {
   pt_ctx ctx;
   pt_ctx_init(&ctx, 1);
@@ -127,5 +165,6 @@ int main(void) {
   test_max_indices(&ctx);
   test_softmax_and_backward(&ctx);
   test_matmul(&ctx);
+  test_dims_and_nan(&ctx);
   return TEST_SUMMARY();
 }
