@@ -184,6 +184,74 @@ static void test_large_strided(pt_ctx *ctx) {
   pt_tensor_release(b);
 }
 
+/* remainder / fmod / floor_divide on integers: a zero divisor is a status, never a trap; the most
+ * negative value by -1 gives 0 and itself; erfinv inverts erf; lerp's weight tensor */
+static void test_more_math(pt_ctx *ctx) {
+  int64_t s3[1] = {3}, s2[1] = {2};
+  pt_tensor *a = make(ctx, PT_INT64, 1, s3, (double[]){-9223372036854775808.0, 7, -7});
+  pt_tensor *z = make(ctx, PT_INT64, 1, s3, (double[]){-1, 0, 2});
+  pt_tensor *m1 = make(ctx, PT_INT64, 1, s3, (double[]){-1, -1, 2});
+  pt_tensor *r = NULL;
+  CHECK(pt_remainder(ctx, a, z, &r) == PT_EARG && r == NULL);
+  CHECK(strcmp(pt_errmsg(ctx), "remainder: integer division by zero (a divisor is 0; a float dtype "
+                               "gives inf or nan instead)") == 0);
+  CHECK(pt_floor_divide(ctx, a, z, &r) == PT_EARG && r == NULL);
+  CHECK(pt_binary_scalar(ctx, PT_BIN_FMOD, a, 0, true, false, &r) == PT_EARG && r == NULL);
+  CHECK(pt_binary_scalar_(ctx, PT_BIN_REMAINDER, a, 0, true) == PT_EARG);
+  CHECK(strncmp(pt_errmsg(ctx), "remainder_: integer division by zero", 36) == 0);
+  CHECK(pt_tensor_get_flat(a, 1) == 7);
+  CHECK(pt_remainder(ctx, a, m1, &r) == PT_OK);
+  CHECK(r->dtype == PT_INT64 && pt_tensor_get_flat(r, 0) == 0 && pt_tensor_get_flat(r, 1) == 0 &&
+        pt_tensor_get_flat(r, 2) == 1);
+  pt_tensor_release(r);
+  CHECK(pt_floor_divide(ctx, a, m1, &r) == PT_OK);
+  CHECK(pt_tensor_get_flat(r, 0) == -9223372036854775808.0 && pt_tensor_get_flat(r, 1) == -7 &&
+        pt_tensor_get_flat(r, 2) == -4);
+  pt_tensor_release(r);
+  CHECK(pt_fmod(ctx, a, m1, &r) == PT_OK);
+  CHECK(pt_tensor_get_flat(r, 0) == 0 && pt_tensor_get_flat(r, 2) == -1);
+  pt_tensor_release(r);
+
+  /* erfinv(erf(x)) == x over [-5.5, 5.5] */
+  int64_t sn[1] = {221};
+  double xs[221];
+  for (int i = 0; i < 221; i++) xs[i] = -5.5 + 0.05 * i;
+  pt_tensor *x = make(ctx, PT_FLOAT64, 1, sn, xs), *e = NULL, *back = NULL;
+  CHECK(pt_erf(ctx, x, &e) == PT_OK && pt_erfinv(ctx, e, &back) == PT_OK);
+  for (int i = 0; i < 221; i++) {
+    double want = xs[i], got = pt_tensor_get_flat(back, i);
+    /* erf loses x where it rounds to +-1 or near 0 only through its own rounding: compare with
+     * the conditioning of erf, |erf(x)| eps / erf'(x) */
+    double tol = 4e-16 * (fabs(pt_tensor_get_flat(e, i)) + 1e-300) / (M_2_SQRTPI * exp(-want * want));
+    if (fabs(pt_tensor_get_flat(e, i)) == 1.0) continue;
+    CHECK_NEAR(got, want, tol + 1e-15 * fabs(want));
+  }
+  pt_tensor_release(x);
+  pt_tensor_release(e);
+  pt_tensor_release(back);
+
+  pt_tensor *lo = make(ctx, PT_FLOAT32, 1, s2, (double[]){0, 10});
+  pt_tensor *hi = make(ctx, PT_FLOAT32, 1, s2, (double[]){4, 20});
+  pt_tensor *w = make(ctx, PT_FLOAT64, 1, s2, (double[]){0.25, 1});
+  CHECK(pt_lerp(ctx, lo, hi, w, 0, &r) == PT_OK);
+  CHECK(r->dtype == PT_FLOAT64 && r->refcount == 1 && pt_tensor_get_flat(r, 0) == 1 &&
+        pt_tensor_get_flat(r, 1) == 20);
+  pt_tensor_release(r);
+  CHECK(pt_lerp(ctx, lo, hi, NULL, 0.5, &r) == PT_OK);
+  CHECK(r->dtype == PT_FLOAT32 && pt_tensor_get_flat(r, 0) == 2 && pt_tensor_get_flat(r, 1) == 15);
+  pt_tensor_release(r);
+  r = NULL;
+  CHECK(pt_lerp(ctx, a, a, NULL, 0.5, &r) == PT_EARG && r == NULL);
+  CHECK(pt_unary_(ctx, PT_UN_FRAC, a) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "frac_: not supported for int64 tensors") == 0);
+  pt_tensor_release(lo);
+  pt_tensor_release(hi);
+  pt_tensor_release(w);
+  pt_tensor_release(a);
+  pt_tensor_release(z);
+  pt_tensor_release(m1);
+}
+
 int main(void) {
   pt_ctx ctx;
   pt_ctx_init(&ctx, 42);
@@ -193,5 +261,6 @@ int main(void) {
   test_gradients(&ctx);
   test_where_mask(&ctx);
   test_large_strided(&ctx);
+  test_more_math(&ctx);
   return TEST_SUMMARY();
 }
