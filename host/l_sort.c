@@ -285,7 +285,8 @@ static int t_searchsorted(lua_State *L) {
       return lpt_errorf(L, "searchsorted: side=\"%s\" contradicts right=%s", side, right ? "true" : "false");
     right = is_right;
   }
-  pt_tensor *v = lpt_to_tensor(L, 2, seq->dtype);
+  /* a number keeps its value (2.5 is not truncated for an integer sequence): comparisons are in double */
+  pt_tensor *v = lpt_to_tensor(L, 2, lua_isinteger(L, 2) ? PT_INT64 : PT_FLOAT64);
   pt_ctx *ctx = lpt_ctx(L);
   pt_status st = pt_searchsorted(ctx, seq, v, right, &r);
   pt_tensor_release(v);

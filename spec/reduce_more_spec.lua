@@ -533,6 +533,8 @@ describe("searchsorted", function()
     assert.are.same({{2, 1, 5}, {3, 4, 5}}, seq:searchsorted(v):tolist())
     assert.are.same({{3, 1, 5}, {3, 5, 5}}, seq:searchsorted(v, {right = true}):tolist())
     assert.are.same({2, 4, 1}, pt.tensor({1, 3, 5, 7}, I64):searchsorted(pt.tensor({2.5, 7.0, -1.0}, F64)):tolist())
+    assert.are.equal(2, pt.tensor({0, 1}, I64):searchsorted(0.5):item()) -- the number is not truncated
+    assert.are.equal(3, pt.tensor({0, 1}, I64):searchsorted(1, {right = true}):item())
   end)
 
   it("errors", function()
