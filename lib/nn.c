@@ -4,9 +4,12 @@
 
 #include "blas.h"
 #include "conv.h"
+#include "ops_reduce.h"
+#include "parallel.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -587,6 +590,68 @@ static pt_status class_loss_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad
   return PT_OK;
 }
 
+/* The per-row work of cross_entropy / nll_loss: row i's loss into li[i] and, for
+ * cross_entropy, its softmax into probs. float32 rows take the vectorised max and exp of the
+ * softmax kernels (expf within ~2 ulp, summed in double); float64 rows libm's exp. */
+typedef struct class_rows {
+  pt_dtype dt;
+  const void *x;
+  void *probs;
+  const int64_t *idx;
+  const void *w;
+  int64_t C;
+  double eps;
+  bool ce;
+  double *li;
+} class_rows;
+
+static void class_rows_run(void *arg, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const class_rows *a = arg;
+  int64_t C = a->C;
+  PT_DISPATCH_FLOAT(a->dt, {
+    const T *xp = a->x, *wp = a->w;
+    for (int64_t i = begin; i < end; i++) {
+      const T *row = xp + i * C;
+      int64_t y = a->idx[i];
+      double li = 0;
+      if (a->ce) {
+        T *pr = (T *)a->probs + i * C;
+        double mx = -INFINITY, s = 0;
+        if (a->dt == PT_FLOAT32) {
+          mx = pt_row_max_f32((const float *)row, C);
+          if (isinf(mx) && mx < 0) mx = 0;
+          s = pt_row_sum_exp_f32((const float *)row, (float)mx, (float *)pr, C);
+        } else {
+          for (int64_t c = 0; c < C; c++)
+            if (row[c] > mx) mx = row[c];
+          if (isinf(mx) && mx < 0) mx = 0;
+          for (int64_t c = 0; c < C; c++) {
+            double e = exp(row[c] - mx);
+            pr[c] = (T)e;
+            s += e;
+          }
+        }
+        double inv = 1.0 / s, lse = mx + log(s);
+        T tinv = (T)inv;
+        for (int64_t c = 0; c < C; c++) pr[c] = pr[c] * tinv;
+        if (y >= 0) {
+          double wy = wp ? wp[y] : 1.0;
+          li = (1.0 - a->eps) * wy * (lse - row[y]);
+          if (a->eps > 0) {
+            double sm = 0;
+            for (int64_t c = 0; c < C; c++) sm += (wp ? wp[c] : 1.0) * (lse - row[c]);
+            li += a->eps / (double)C * sm;
+          }
+        }
+      } else if (y >= 0) {
+        li = -(wp ? wp[y] : 1.0) * row[y];
+      }
+      a->li[i] = li;
+    }
+  });
+}
+
 static pt_status class_loss(pt_ctx *ctx, const char *fname, bool ce, pt_tensor *input,
                             pt_tensor *target, pt_tensor *weight, double eps, int64_t ignore_index,
                             pt_reduction red, pt_tensor **out) {
@@ -601,54 +666,34 @@ static pt_status class_loss(pt_ctx *ctx, const char *fname, bool ce, pt_tensor *
   if ((st = pt_tensor_contiguous_raw(ctx, input, &xc))) goto fail;
   if (ce && (st = pt_tensor_empty(ctx, input->dtype, input->ndim, input->shape, &probs))) goto fail;
   if ((st = loss_output(ctx, input->dtype, red, N, input->ndim == 2, &loss))) goto fail;
-  const int64_t *ip = pt_tensor_data(idx);
   double total = 0, denom = 0;
+  double *li = malloc((size_t)(N > 0 ? N : 1) * sizeof *li);
+  if (!li) {
+    st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory", fname);
+    goto fail;
+  }
+  class_rows rows = {input->dtype, pt_tensor_data(xc), ce ? pt_tensor_data(probs) : NULL,
+                     pt_tensor_data(idx), wc ? pt_tensor_data(wc) : NULL, C, eps, ce, li};
+  /* rows are independent: split them over the threads once there is enough work; the sums
+   * below add the per-row losses in row order, so the result does not depend on the split */
+  pt_parallel_for(ctx, N, (1 << 15) / (C > 0 ? C : 1) + 1, class_rows_run, &rows);
+  const int64_t *ip = pt_tensor_data(idx);
   PT_DISPATCH_FLOAT(input->dtype, {
-    const T *xp = pt_tensor_data(xc);
     const T *wp = wc ? (const T *)pt_tensor_data(wc) : NULL;
     T *lp = pt_tensor_data(loss);
     for (int64_t i = 0; i < N; i++) {
-      const T *row = xp + i * C;
-      int64_t y = ip[i];
-      double li = 0;
-      if (ce) {
-        T *pr = (T *)pt_tensor_data(probs) + i * C;
-        double mx = -INFINITY, s = 0;
-        for (int64_t c = 0; c < C; c++)
-          if (row[c] > mx) mx = row[c];
-        if (isinf(mx) && mx < 0) mx = 0;
-        for (int64_t c = 0; c < C; c++) {
-          double e = exp(row[c] - mx);
-          pr[c] = (T)e;
-          s += e;
-        }
-        double inv = 1.0 / s, lse = mx + log(s);
-        for (int64_t c = 0; c < C; c++) pr[c] = (T)(pr[c] * inv);
-        if (y >= 0) {
-          double wy = wp ? wp[y] : 1.0;
-          li = (1.0 - eps) * wy * (lse - row[y]);
-          if (eps > 0) {
-            double sm = 0;
-            for (int64_t c = 0; c < C; c++) sm += (wp ? wp[c] : 1.0) * (lse - row[c]);
-            li += eps / (double)C * sm;
-          }
-          denom += wy;
-        }
-      } else if (y >= 0) {
-        double wy = wp ? wp[y] : 1.0;
-        li = -wy * row[y];
-        denom += wy;
-      }
+      if (ip[i] >= 0) denom += wp ? wp[ip[i]] : 1.0;
       if (red == PT_REDUCE_NONE)
-        lp[i] = (T)li;
+        lp[i] = (T)li[i];
       else
-        total += li;
+        total += li[i];
     }
     if (red == PT_REDUCE_MEAN)
       lp[0] = (T)(total / denom); /* 0/0 = nan when every target is ignored, as PyTorch */
     else if (red == PT_REDUCE_SUM)
       lp[0] = (T)total;
   });
+  free(li);
   pt_node *node;
   pt_tensor *inputs[1] = {input};
   if ((st = pt_autograd_record(ctx, loss, ce ? "CrossEntropyBackward" : "NllLossBackward",

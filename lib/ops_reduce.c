@@ -79,7 +79,7 @@ static double sum_f32(const float *p, int64_t n) {
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-static float max_f32(const float *p, int64_t n) {
+float pt_row_max_f32(const float *p, int64_t n) {
   v8f acc;
   for (int j = 0; j < 8; j++) acc[j] = -INFINITY;
   int64_t i = 0;
@@ -119,7 +119,7 @@ static inline float fast_expf(float x) {
 }
 
 /* sum of exp(p[i] - m), storing each exp in q when q != NULL */
-static double sum_exp_f32(const float *restrict p, float m, float *restrict q, int64_t n) {
+double pt_row_sum_exp_f32(const float *restrict p, float m, float *restrict q, int64_t n) {
   double acc[VW] = {0};
   int64_t i = 0;
   if (q) {
@@ -144,12 +144,12 @@ static double sum_exp_f32(const float *restrict p, float m, float *restrict q, i
 }
 
 static void softmax_row_f32(const float *restrict p, float *restrict q, int64_t n, bool logsm) {
-  float m = max_f32(p, n);
+  float m = pt_row_max_f32(p, n);
   if (logsm) {
-    float l = (float)log(sum_exp_f32(p, m, NULL, n));
+    float l = (float)log(pt_row_sum_exp_f32(p, m, NULL, n));
     for (int64_t i = 0; i < n; i++) q[i] = (p[i] - m) - l;
   } else {
-    float inv = (float)(1.0 / sum_exp_f32(p, m, q, n));
+    float inv = (float)(1.0 / pt_row_sum_exp_f32(p, m, q, n));
     for (int64_t i = 0; i < n; i++) q[i] *= inv;
   }
 }

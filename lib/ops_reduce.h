@@ -74,4 +74,10 @@ pt_status pt_logsumexp_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dim
  * keepdim, as torch.count_nonzero); any dtype */
 pt_status pt_count_nonzero(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, pt_tensor **out);
 
+/* Row kernels shared with the losses (lib/nn.c): the largest of p[0..n) (NaNs are skipped),
+ * and the sum in double of exp(p[i] - m) (expf within ~2 ulp, vectorised), storing each
+ * exp in q when q != NULL. */
+float pt_row_max_f32(const float *p, int64_t n);
+double pt_row_sum_exp_f32(const float *restrict p, float m, float *restrict q, int64_t n);
+
 #endif
