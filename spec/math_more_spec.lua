@@ -385,6 +385,36 @@ describe("more binary math", function()
     for i = 1, #ir, 11 do assert.are.equal((i - 1 - n) % 7, ir[i]) end
   end)
 
+  it("fmod and remainder are exact at hard quotients (near integers, beyond 2^24 and 2^53, subnormal)", function()
+    -- C's fmod (math.fmod) is exact, and so its result is representable in float32 too
+    local ys = {3, -3, 0.1, -0.7, 1.5, 2 ^ -20, 1e-300, 5e-324, 1e300, -7e-310}
+    local xs, yy = {}, {}
+    for _, y in ipairs(ys) do
+      for _, k in ipairs({1, 2, 3, 7, -5, 1e6, 2 ^ 23 + 1, 2 ^ 24 + 3, 2 ^ 40, 2 ^ 52 + 1, 2 ^ 60, 1e20}) do
+        for _, f in ipairs({1, 1 + 2 ^ -52, 1 - 2 ^ -53, 1 + 2 ^ -23, 1 - 2 ^ -24, 1.3}) do
+          local x = k * y * f
+          if x == x and math.abs(x) < inf then xs[#xs + 1] = x; yy[#yy + 1] = y end
+        end
+      end
+      for _, x in ipairs({0.0, -0.0, 1e-310, -3e-320, 1e308, -1e308}) do xs[#xs + 1] = x; yy[#yy + 1] = y end
+    end
+    for _, dt in ipairs({"float64", "float32"}) do
+      local a, b = pt.tensor(xs, {dtype = dt}), pt.tensor(yy, {dtype = dt})
+      local al, bl = a:tolist(), b:tolist()
+      local f, r = a:fmod(b):tolist(), (a % b):tolist()
+      for i = 1, #al do
+        if bl[i] ~= 0 then
+          local want = math.fmod(al[i], bl[i])
+          same(f[i], want, 0, string.format("%s fmod(%.17g, %.17g)", dt, al[i], bl[i]))
+          -- Lua's float % is PyTorch's rule; in float32 the final move by one divisor rounds to float
+          local rw = al[i] % bl[i]
+          if dt == "float32" then rw = pt.tensor({rw}):item() end
+          same(r[i], rw, dt == "float32" and 6e-8 or 0, string.format("%s %.17g %% %.17g", dt, al[i], bl[i]))
+        end
+      end
+    end
+  end)
+
   it("take numbers on either side and promote as PyTorch", function()
     local t = i64({5, -5, 7})
     local function check(r, dt, want) assert.are.equal(dt, r:dtype()); same_list(r:tolist(), want, 1e-6) end
