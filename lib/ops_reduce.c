@@ -14,6 +14,7 @@
 
 #include "autograd.h"
 #include "ops_shape.h"
+#include "parallel.h"
 
 
 
@@ -55,8 +56,9 @@ static geom geom_of(const pt_tensor *t, int dim) {
     }                                                                                              \
   } while (0)
 
-/* exp in the precision of T */
-#define EXP_T(x) (sizeof(T) == sizeof(float) ? (double)expf((float)(x)) : exp((double)(x)))
+/* exp in the precision of T: float32 through fast_expf (below; vectorises), float64 libm's */
+static inline float fast_expf(float x);
+#define EXP_T(x) (sizeof(T) == sizeof(float) ? (double)fast_expf((float)(x)) : exp((double)(x)))
 
 /* --- unit-stride float32 kernels (the common case: the last dim of a float32 tensor) ---
  * Written so the compiler vectorises them without -ffast-math: VW independent partial results
@@ -354,6 +356,33 @@ static pt_status reduce_op(pt_ctx *ctx, rkind kind, pt_tensor *t, int dim, bool 
             for (int64_t j = 0; j < g.inner; j++) acc[j] += (double)row[j];
         }
         for (int64_t j = 0; j < g.inner; j++) op[oo * g.inner + j] = (T)(acc[j] * scale);
+      }
+    });
+    pt_free(acc);
+  } else if (kind == R_LSE && g.inner > 1) {
+    /* a leading or middle dim: the lanes side by side, row by row through memory, each lane
+     * with LANE_VALUE's operations in its order (strided lane by lane was 3-4x slower) */
+    double *acc = pt_alloc(ctx, (size_t)g.inner * 2 * sizeof(double));
+    if (!acc) {
+      st = PT_ENOMEM;
+      goto fail;
+    }
+    double *mx = acc, *e = acc + g.inner;
+    PT_DISPATCH_FLOAT(x->dtype, {
+      const T *xp = pt_tensor_data(x);
+      T *op = pt_tensor_data(o);
+      for (int64_t oo = 0; oo < g.outer; oo++) {
+        const T *blk = xp + oo * g.n * g.inner;
+        for (int64_t j = 0; j < g.inner; j++) mx[j] = -INFINITY, e[j] = 0;
+        for (int64_t i = 0; i < g.n; i++)
+          for (int64_t j = 0; j < g.inner; j++) {
+            double v = (double)blk[i * g.inner + j];
+            if (v > mx[j] || isnan(v)) mx[j] = v;
+          }
+        for (int64_t i = 0; i < g.n; i++)
+          for (int64_t j = 0; j < g.inner; j++) e[j] += EXP_T((double)blk[i * g.inner + j] - mx[j]);
+        for (int64_t j = 0; j < g.inner; j++)
+          op[oo * g.inner + j] = (T)(isinf(mx[j]) || isnan(mx[j]) ? mx[j] : mx[j] + log(e[j]));
       }
     });
     pt_free(acc);
@@ -844,33 +873,41 @@ static pt_status softmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_t
   return PT_OK;
 }
 
-static pt_status softmax_op(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, bool logsm,
-                            pt_tensor **out) {
-  int nd = t->ndim > 0 ? t->ndim : 1;
-  if (dim < -nd || dim >= nd)
-    return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
-                   dim < 0 ? dim : dim + 1, t->ndim);
-  if (dim < 0) dim += nd;
-  pt_tensor *x = NULL, *y = NULL;
-  pt_status st = prepare(ctx, fname, t, false, &x);
-  if (st) return st;
-  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &y))) goto fail;
-  geom g = geom_of(x, dim);
-  /* along a dim that is not the last: the inner lanes of each block side by side, row by row
-   * through memory (lane by lane strided through it was 5-10x slower than PyTorch); every lane
-   * sees the same operations in the same order as in the lane loop below */
-  double *acc = g.inner > 1 ? malloc((size_t)g.inner * (sizeof(double) + 2 * sizeof(double))) : NULL;
-  if (x->dtype == PT_FLOAT32 && g.inner == 1) {
-    const float *xp = pt_tensor_data(x);
-    float *yp = pt_tensor_data(y);
-    for (int64_t oi = 0; oi < g.outer; oi++) softmax_row_f32(xp + oi * g.n, yp + oi * g.n, g.n, logsm);
-  } else if (acc) PT_DISPATCH_FLOAT(x->dtype, {
-    const int64_t n = g.n, in = g.inner;
+typedef struct softmax_job {
+  geom g;
+  pt_dtype dt;
+  const void *x;
+  void *y;
+  bool logsm;
+  bool oom; /* a chunk could not get its buffers */
+} softmax_job;
+
+/* Blocks [begin, end) of softmax / log_softmax. A float32 last dim goes row by row through the
+ * vectorised row kernel; otherwise the inner lanes of a block go side by side, row by row
+ * through memory (lane by lane strided through it was 5-10x slower than PyTorch), every lane
+ * seeing the operations of the row kernel's scalar form. */
+static void softmax_chunk(void *arg, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  softmax_job *a = arg;
+  const int64_t n = a->g.n, in = a->g.inner;
+  bool logsm = a->logsm;
+  if (a->dt == PT_FLOAT32 && in == 1) {
+    const float *xp = a->x;
+    float *yp = a->y;
+    for (int64_t oi = begin; oi < end; oi++) softmax_row_f32(xp + oi * n, yp + oi * n, n, logsm);
+    return;
+  }
+  double *acc = malloc((size_t)in * 3 * sizeof(double));
+  if (!acc) {
+    a->oom = true;
+    return;
+  }
+  PT_DISPATCH_FLOAT(a->dt, {
     double *sum = acc;
     T *m = (T *)(acc + in), *f = (T *)(acc + 2 * in); /* max, then log-sum or 1/sum */
-    for (int64_t oi = 0; oi < g.outer; oi++) {
-      const T *p = (const T *)pt_tensor_data(x) + oi * n * in;
-      T *q = (T *)pt_tensor_data(y) + oi * n * in;
+    for (int64_t oi = begin; oi < end; oi++) {
+      const T *p = (const T *)a->x + oi * n * in;
+      T *q = (T *)a->y + oi * n * in;
       for (int64_t j = 0; j < in; j++) m[j] = -INFINITY, sum[j] = 0;
       for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < in; j++) {
@@ -896,33 +933,28 @@ static pt_status softmax_op(pt_ctx *ctx, const char *fname, pt_tensor *t, int di
       }
     }
   });
-  else PT_DISPATCH_FLOAT(x->dtype, {
-    const T *xp = pt_tensor_data(x);
-    T *yp = pt_tensor_data(y);
-    const int64_t n = g.n;
-    FOR_LANES(g, {
-      const T *p = xp + base;
-      T *q = yp + base;
-      T m = -INFINITY;
-      for (int64_t i = 0; i < n; i++)
-        if (p[i * s] > m || p[i * s] != p[i * s]) m = p[i * s];
-      double sum = 0;
-      if (logsm) {
-        for (int64_t i = 0; i < n; i++) sum += EXP_T(p[i * s] - m);
-        T l = (T)log(sum); /* (x - m) first: exact, then the small log term */
-        for (int64_t i = 0; i < n; i++) q[i * s] = (p[i * s] - m) - l;
-      } else {
-        for (int64_t i = 0; i < n; i++) {
-          T e = (T)EXP_T(p[i * s] - m);
-          q[i * s] = e;
-          sum += e;
-        }
-        T inv = (T)(1.0 / sum);
-        for (int64_t i = 0; i < n; i++) q[i * s] *= inv;
-      }
-    });
-  });
   free(acc);
+}
+
+static pt_status softmax_op(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, bool logsm,
+                            pt_tensor **out) {
+  int nd = t->ndim > 0 ? t->ndim : 1;
+  if (dim < -nd || dim >= nd)
+    return pt_fail(ctx, PT_EARG, "%s: dimension %d out of range (tensor has %d dimensions)", fname,
+                   dim < 0 ? dim : dim + 1, t->ndim);
+  if (dim < 0) dim += nd;
+  pt_tensor *x = NULL, *y = NULL;
+  pt_status st = prepare(ctx, fname, t, false, &x);
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, x->ndim, x->shape, &y))) goto fail;
+  softmax_job job = {geom_of(x, dim), x->dtype, pt_tensor_data(x), pt_tensor_data(y), logsm, false};
+  /* blocks (rows, for the last dim) are independent: over the threads once there is work */
+  int64_t per = job.g.n * job.g.inner;
+  pt_parallel_for(ctx, job.g.outer, (1 << 15) / (per > 0 ? per : 1) + 1, softmax_chunk, &job);
+  if (job.oom) {
+    st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory", fname);
+    goto fail;
+  }
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, logsm ? "LogSoftmaxBackward" : "SoftmaxBackward",
                                softmax_backward, 1, &t, &node)))
