@@ -402,6 +402,11 @@ describe("pt.einsum", function()
     assert_error("einsum: bad argument #1 (equation string expected, got tensor)", function() return pt.einsum(A, {1, 2}) end)
     assert_error("einsum: operand 2 is not a tensor (got number)", function() return pt.einsum("ij,jk", A, 3) end)
     assert_error("einsum: expected at least one operand", function() return pt.einsum("ij") end)
+    assert_error("einsum: products of operands need float32 or float64 tensors of one dtype, got int64 and int64 "
+                 .. "(convert with float() or double())", function() return pt.einsum("ij,jk", i64({{1}}), i64({{2}})) end)
+    assert_error("einsum: products of operands need float32 or float64 tensors of one dtype, got float32 and float64 "
+                 .. "(convert with float() or double())", function() return pt.einsum("i,i", pt.ones(2), pt.ones(2):double()) end)
+    same({{1, 4}, {2, 5}, {3, 6}}, pt.einsum("ij->ji", i64({{1, 2, 3}, {4, 5, 6}}))) -- one operand: any dtype
   end)
 
   it("gradients through every form (float64 finite differences)", function()

@@ -710,6 +710,11 @@ local function einsum_pair(a, la, b, lb, needed, sizes)
     if #perm > 0 then t = t:permute(perm) end
     return t:expand(shape):reshape(flat) -- size-1 dims broadcast
   end
+  local da, db = a:dtype(), b:dtype()
+  if not is_float(a) or not is_float(b) or da ~= db then
+    fail("einsum: products of operands need float32 or float64 tensors of one dtype, got %s and %s (convert "
+         .. "with float() or double())", da, db)
+  end
   local am = arrange(a, ina, {batch, aonly, contr})
   local bm = arrange(b, inb, {batch, contr, bonly})
   local r = pt.bmm(am, bm)
