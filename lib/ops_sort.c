@@ -3,6 +3,7 @@
 #include "ops_sort.h"
 #include "dispatch.h"
 #include "ops_shape.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -186,6 +187,67 @@ pt_status pt_topk(pt_ctx *ctx, pt_tensor *t, int64_t k, int dim, bool largest, p
 
 static pt_status scan(pt_ctx *ctx, const char *fn, pt_tensor *t, int dim, bool prod, pt_tensor **out);
 
+/* y = the running sum (or product) of x along the lanes of l, accumulated in double in index
+ * order (from the last index down with reverse: cumsum's backward), stored in x's float dtype.
+ * The inner lanes go side by side, row by row through memory (lane by lane through a double
+ * per element was 4x slower than PyTorch), blocks over the threads; each lane sees the same
+ * operations in the same order. */
+typedef struct scan_job {
+  pt_dtype dt;
+  const void *x;
+  void *y;
+  lanes l;
+  bool prod, reverse, oom;
+} scan_job;
+
+static void scan_chunk(void *arg, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  scan_job *a = arg;
+  const int64_t n = a->l.n, in = a->l.inner;
+  double one, *acc = in == 1 ? &one : malloc((size_t)in * sizeof *acc);
+  if (!acc) {
+    a->oom = true;
+    return;
+  }
+  bool prod = a->prod, reverse = a->reverse;
+  PT_DISPATCH_FLOAT(a->dt, {
+    const T *xp = a->x;
+    T *yp = a->y;
+    for (int64_t o = begin; o < end; o++) {
+      if (in == 1) { /* one lane: the running value in a register */
+        const T *row = xp + o * n;
+        T *out = yp + o * n;
+        double v = prod ? 1 : 0;
+        for (int64_t ii = 0; ii < n; ii++) {
+          int64_t i = reverse ? n - 1 - ii : ii;
+          v = prod ? v * (double)row[i] : v + (double)row[i];
+          out[i] = (T)v;
+        }
+        continue;
+      }
+      for (int64_t j = 0; j < in; j++) acc[j] = prod ? 1 : 0;
+      for (int64_t ii = 0; ii < n; ii++) {
+        int64_t i = reverse ? n - 1 - ii : ii;
+        const T *row = xp + (o * n + i) * in;
+        T *out = yp + (o * n + i) * in;
+        if (prod)
+          for (int64_t j = 0; j < in; j++) out[j] = (T)(acc[j] *= (double)row[j]);
+        else
+          for (int64_t j = 0; j < in; j++) out[j] = (T)(acc[j] += (double)row[j]);
+      }
+    }
+  });
+  if (in != 1) free(acc);
+}
+
+static pt_status scan_float(pt_ctx *ctx, pt_dtype dt, const void *x, void *y, lanes l, bool prod,
+                            bool reverse) {
+  scan_job job = {dt, x, y, l, prod, reverse, false};
+  int64_t per = l.n * l.inner;
+  pt_parallel_for(ctx, l.outer, (1 << 16) / (per > 0 ? per : 1) + 1, scan_chunk, &job);
+  return job.oom ? pt_fail(ctx, PT_ENOMEM, "scan: out of memory") : PT_OK;
+}
+
 static pt_status cumsum_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   /* d/dx_i of sum_k y_k g_k = sum_{k >= i} g_k: a reversed cumulative sum */
   int dim = (int)node->ints[0];
@@ -196,17 +258,12 @@ static pt_status cumsum_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt
     pt_tensor_release(g);
     return st;
   }
-  lanes l = lanes_of(g, dim);
-  for (int64_t o = 0; o < l.outer; o++)
-    for (int64_t j = 0; j < l.inner; j++) {
-      double acc = 0;
-      for (int64_t i = l.n - 1; i >= 0; i--) {
-        int64_t at = (o * l.n + i) * l.inner + j;
-        acc += pt_read_as_double((char *)pt_tensor_data(g) + at * (int64_t)pt_dtype_size(g->dtype), g->dtype);
-        pt_write_from_double((char *)pt_tensor_data(r) + at * (int64_t)pt_dtype_size(r->dtype), r->dtype, acc);
-      }
-    }
+  st = scan_float(ctx, g->dtype, pt_tensor_data(g), pt_tensor_data(r), lanes_of(g, dim), false, true);
   pt_tensor_release(g);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
   gin[0] = r;
   return PT_OK;
 }
@@ -258,10 +315,9 @@ static pt_status scan(pt_ctx *ctx, const char *fn, pt_tensor *t, int dim, bool p
   tc = c2;
   if ((st = pt_tensor_empty_like(ctx, tc, &r))) goto done;
   lanes l = lanes_of(tc, dim);
-  size_t es = pt_dtype_size(dt);
-  for (int64_t o = 0; o < l.outer; o++)
-    for (int64_t j = 0; j < l.inner; j++) {
-      if (dt == PT_INT64) {
+  if (dt == PT_INT64) {
+    for (int64_t o = 0; o < l.outer; o++)
+      for (int64_t j = 0; j < l.inner; j++) {
         int64_t acc = prod ? 1 : 0;
         for (int64_t i = 0; i < l.n; i++) {
           int64_t at = (o * l.n + i) * l.inner + j;
@@ -269,16 +325,10 @@ static pt_status scan(pt_ctx *ctx, const char *fn, pt_tensor *t, int dim, bool p
           acc = prod ? acc * v : acc + v;
           ((int64_t *)pt_tensor_data(r))[at] = acc;
         }
-      } else {
-        double acc = prod ? 1 : 0;
-        for (int64_t i = 0; i < l.n; i++) {
-          int64_t at = (o * l.n + i) * l.inner + j;
-          double v = pt_read_as_double((char *)pt_tensor_data(tc) + at * (int64_t)es, dt);
-          acc = prod ? acc * v : acc + v;
-          pt_write_from_double((char *)pt_tensor_data(r) + at * (int64_t)es, dt, acc);
-        }
       }
-    }
+  } else if ((st = scan_float(ctx, dt, pt_tensor_data(tc), pt_tensor_data(r), l, prod, false))) {
+    goto done;
+  }
   if (pt_dtype_is_floating(dt)) {
     pt_node *node;
     if ((st = pt_autograd_record(ctx, r, prod ? "CumprodBackward" : "CumsumBackward",
