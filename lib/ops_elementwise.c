@@ -9,7 +9,9 @@
 #include "ops_elementwise.h"
 #include "parallel.h"
 
+#include <immintrin.h>
 #include <math.h>
+#include <sleef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -566,6 +568,86 @@ CMP_KERNELS(u, uint8_t)
 BK(or_b, uint8_t, uint8_t, (x | y) != 0)
 BK(and_b, uint8_t, uint8_t, (x & y) != 0)
 
+/* --- float32 transcendentals, unit stride, on CPUs with AVX2 and FMA: SLEEF's vectorised
+ * functions (within 1 ulp; erfc 1.5), 8 lanes at a time, as PyTorch's CPU kernels do (libm's
+ * scalar tanhf/erff/expf were 3-6x slower than PyTorch). The tail and strided rows take the
+ * scalar kernel, as does a CPU without AVX2. --- */
+static bool simd_f8(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+#define V8 __attribute__((target("avx2,fma"))) static inline __m256
+V8 v8_sigmoid(__m256 x) { /* 1 / (1 + exp(-x)), as h_sigmoid_f */
+  __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+V8 v8_sigmoidd(__m256 x) {
+  __m256 s = v8_sigmoid(x);
+  return _mm256_mul_ps(s, _mm256_sub_ps(_mm256_set1_ps(1.0f), s));
+}
+V8 v8_tanhd(__m256 x) {
+  __m256 t = Sleef_tanhf8_u10avx2(x);
+  return _mm256_fnmadd_ps(t, t, _mm256_set1_ps(1.0f));
+}
+V8 v8_gelu(__m256 x) { /* 0.5 x (1 + erf(x / sqrt 2)), as h_gelu_f */
+  __m256 e = Sleef_erff8_u10avx2(_mm256_mul_ps(x, _mm256_set1_ps((float)M_SQRT1_2)));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+V8 v8_gelud(__m256 x) { /* Phi(x) + x phi(x), as h_gelud_f */
+  __m256 half = _mm256_set1_ps(0.5f);
+  __m256 e = Sleef_erff8_u10avx2(_mm256_mul_ps(x, _mm256_set1_ps((float)M_SQRT1_2)));
+  __m256 phi = Sleef_expf8_u10avx2(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), x), x));
+  __m256 a = _mm256_mul_ps(half, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+  return _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(x, phi), _mm256_set1_ps((float)(0.5 * M_2_SQRTPI * M_SQRT1_2))));
+}
+#undef V8
+
+#define SLEEF_UK(name, scalar, VEXPR)                                                            \
+  __attribute__((target("avx2,fma"))) static void name##_v8(int64_t n, const float *a, float *o) { \
+    int64_t i = 0;                                                                              \
+    for (; i + 8 <= n; i += 8) {                                                                \
+      __m256 x = _mm256_loadu_ps(a + i);                                                        \
+      _mm256_storeu_ps(o + i, VEXPR);                                                           \
+    }                                                                                           \
+    if (i < n) scalar(n - i, a + i, 1, o + i, 1, NULL);                                         \
+  }                                                                                             \
+  static void name(int64_t n, const void *pa, int64_t sa, void *po, int64_t so, const double *p) { \
+    if (sa == 1 && so == 1 && simd_f8())                                                        \
+      name##_v8(n, pa, po);                                                                     \
+    else                                                                                        \
+      scalar(n, pa, sa, po, so, p);                                                             \
+  }
+
+SLEEF_UK(exp_fv, exp_f, Sleef_expf8_u10avx2(x))
+SLEEF_UK(log_fv, log_f, Sleef_logf8_u10avx2(x))
+SLEEF_UK(tanh_fv, tanh_f, Sleef_tanhf8_u10avx2(x))
+SLEEF_UK(sigmoid_fv, sigmoid_f, v8_sigmoid(x))
+SLEEF_UK(gelu_fv, gelu_f, v8_gelu(x))
+SLEEF_UK(sin_fv, sin_f, Sleef_sinf8_u10avx2(x))
+SLEEF_UK(cos_fv, cos_f, Sleef_cosf8_u10avx2(x))
+SLEEF_UK(tanhd_fv, tanhd_f, v8_tanhd(x))
+SLEEF_UK(sigmoidd_fv, sigmoidd_f, v8_sigmoidd(x))
+SLEEF_UK(gelud_fv, gelud_f, v8_gelud(x))
+SLEEF_UK(erf_fv, erf_f, Sleef_erff8_u10avx2(x))
+SLEEF_UK(erfc_fv, erfc_f, Sleef_erfcf8_u15avx2(x))
+SLEEF_UK(log1p_fv, log1p_f, Sleef_log1pf8_u10avx2(x))
+SLEEF_UK(expm1_fv, expm1_f, Sleef_expm1f8_u10avx2(x))
+SLEEF_UK(log2_fv, log2_f, Sleef_log2f8_u10avx2(x))
+SLEEF_UK(log10_fv, log10_f, Sleef_log10f8_u10avx2(x))
+SLEEF_UK(exp2_fv, exp2_f, Sleef_exp2f8_u10avx2(x))
+SLEEF_UK(tan_fv, tan_f, Sleef_tanf8_u10avx2(x))
+SLEEF_UK(asin_fv, asin_f, Sleef_asinf8_u10avx2(x))
+SLEEF_UK(acos_fv, acos_f, Sleef_acosf8_u10avx2(x))
+SLEEF_UK(atan_fv, atan_f, Sleef_atanf8_u10avx2(x))
+SLEEF_UK(sinh_fv, sinh_f, Sleef_sinhf8_u10avx2(x))
+SLEEF_UK(cosh_fv, cosh_f, Sleef_coshf8_u10avx2(x))
+SLEEF_UK(asinh_fv, asinh_f, Sleef_asinhf8_u10avx2(x))
+SLEEF_UK(acosh_fv, acosh_f, Sleef_acoshf8_u10avx2(x))
+SLEEF_UK(atanh_fv, atanh_f, Sleef_atanhf8_u10avx2(x))
+
+/* the float32 kernel from SLEEF, the float64 one from libm */
+#define ROW_FV(name) {[PT_FLOAT32] = name##_fv, [PT_FLOAT64] = name##_d}
+
 #define ROW_ALL(name)                                                                           \
   { [PT_FLOAT32] = name##_f, [PT_FLOAT64] = name##_d, [PT_INT64] = name##_l,                   \
     [PT_INT32] = name##_i, [PT_UINT8] = name##_u, [PT_BOOL] = name##_u }
@@ -622,16 +704,16 @@ static const un_kernel un_kernels[UN_COUNT][PT_DTYPE_COUNT] = {
     [PT_UN_NEG] = ROW_NUM(neg),
     [PT_UN_ABS] = {[PT_FLOAT32] = abs_f, [PT_FLOAT64] = abs_d, [PT_INT64] = abs_l,
                    [PT_INT32] = abs_i, [PT_UINT8] = id_u, [PT_BOOL] = id_u},
-    [PT_UN_EXP] = ROW_FLOAT(exp),
-    [PT_UN_LOG] = ROW_FLOAT(log),
+    [PT_UN_EXP] = ROW_FV(exp),
+    [PT_UN_LOG] = ROW_FV(log),
     [PT_UN_SQRT] = ROW_FLOAT(sqrt),
-    [PT_UN_TANH] = ROW_FLOAT(tanh),
-    [PT_UN_SIGMOID] = ROW_FLOAT(sigmoid),
+    [PT_UN_TANH] = ROW_FV(tanh),
+    [PT_UN_SIGMOID] = ROW_FV(sigmoid),
     [PT_UN_RELU] = {[PT_FLOAT32] = relu_f, [PT_FLOAT64] = relu_d, [PT_INT64] = relu_l,
                     [PT_INT32] = relu_i, [PT_UINT8] = id_u, [PT_BOOL] = id_u},
-    [PT_UN_GELU] = ROW_FLOAT(gelu),
-    [PT_UN_SIN] = ROW_FLOAT(sin),
-    [PT_UN_COS] = ROW_FLOAT(cos),
+    [PT_UN_GELU] = ROW_FV(gelu),
+    [PT_UN_SIN] = ROW_FV(sin),
+    [PT_UN_COS] = ROW_FV(cos),
     [PT_UN_SIGN] = {[PT_FLOAT32] = sign_f, [PT_FLOAT64] = sign_d, [PT_INT64] = sign_l,
                     [PT_INT32] = sign_i, [PT_UINT8] = sign_u, [PT_BOOL] = id_u},
     [PT_UN_FLOOR] = {[PT_FLOAT32] = floor_f, [PT_FLOAT64] = floor_d, [PT_INT64] = id_l,
@@ -645,29 +727,29 @@ static const un_kernel un_kernels[UN_COUNT][PT_DTYPE_COUNT] = {
     [UN_ABS_D] = ROW_FLOAT(absd),
     [UN_LOG_D] = ROW_FLOAT(logd),
     [UN_SQRT_D] = ROW_FLOAT(sqrtd),
-    [UN_TANH_D] = ROW_FLOAT(tanhd),
-    [UN_SIGMOID_D] = ROW_FLOAT(sigmoidd),
+    [UN_TANH_D] = ROW_FV(tanhd),
+    [UN_SIGMOID_D] = ROW_FV(sigmoidd),
     [UN_RELU_D] = ROW_FLOAT(relud),
-    [UN_GELU_D] = ROW_FLOAT(gelud),
+    [UN_GELU_D] = ROW_FV(gelud),
     [UN_COS_D] = ROW_FLOAT(cosd),
     [UN_CLAMP_D] = ROW_FLOAT(clampd),
-    [PT_UN_ERF] = ROW_FLOAT(erf),
-    [PT_UN_ERFC] = ROW_FLOAT(erfc),
+    [PT_UN_ERF] = ROW_FV(erf),
+    [PT_UN_ERFC] = ROW_FV(erfc),
     [PT_UN_ERFINV] = ROW_FLOAT(erfinv),
-    [PT_UN_LOG1P] = ROW_FLOAT(log1p),
-    [PT_UN_EXPM1] = ROW_FLOAT(expm1),
-    [PT_UN_LOG2] = ROW_FLOAT(log2),
-    [PT_UN_LOG10] = ROW_FLOAT(log10),
-    [PT_UN_EXP2] = ROW_FLOAT(exp2),
-    [PT_UN_TAN] = ROW_FLOAT(tan),
-    [PT_UN_ASIN] = ROW_FLOAT(asin),
-    [PT_UN_ACOS] = ROW_FLOAT(acos),
-    [PT_UN_ATAN] = ROW_FLOAT(atan),
-    [PT_UN_SINH] = ROW_FLOAT(sinh),
-    [PT_UN_COSH] = ROW_FLOAT(cosh),
-    [PT_UN_ASINH] = ROW_FLOAT(asinh),
-    [PT_UN_ACOSH] = ROW_FLOAT(acosh),
-    [PT_UN_ATANH] = ROW_FLOAT(atanh),
+    [PT_UN_LOG1P] = ROW_FV(log1p),
+    [PT_UN_EXPM1] = ROW_FV(expm1),
+    [PT_UN_LOG2] = ROW_FV(log2),
+    [PT_UN_LOG10] = ROW_FV(log10),
+    [PT_UN_EXP2] = ROW_FV(exp2),
+    [PT_UN_TAN] = ROW_FV(tan),
+    [PT_UN_ASIN] = ROW_FV(asin),
+    [PT_UN_ACOS] = ROW_FV(acos),
+    [PT_UN_ATAN] = ROW_FV(atan),
+    [PT_UN_SINH] = ROW_FV(sinh),
+    [PT_UN_COSH] = ROW_FV(cosh),
+    [PT_UN_ASINH] = ROW_FV(asinh),
+    [PT_UN_ACOSH] = ROW_FV(acosh),
+    [PT_UN_ATANH] = ROW_FV(atanh),
     [PT_UN_FRAC] = ROW_FLOAT(frac),
     [PT_UN_SINC] = ROW_FLOAT(sinc),
     [UN_ERF_D] = ROW_FLOAT(erfd),

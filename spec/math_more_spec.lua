@@ -773,3 +773,65 @@ describe("help for the new ops", function()
     assert.is_string(pt._docs[pt.lerp], "lerp")
   end)
 end)
+
+describe("float32 transcendentals on long rows (SLEEF's vectorised kernels, 8 lanes at a time)", function()
+  -- every value several times over, so that each lands in a vector lane and in the scalar tail
+  local base = {0, -0.0, 1e-30, -1e-30, 1e-7, 0.1, -0.3, 0.5, 0.9999, 1, -1, 1.5, 2.5, -4, 9.5, 20,
+    -20, 80, -80, 88.5, -103, 1e10, -1e10, math.huge, -math.huge, 0 / 0}
+  local vals = {}
+  for r = 1, 3 do for _, v in ipairs(base) do vals[#vals + 1] = v end end
+  vals[#vals + 1] = 0.25 -- a length that is not a multiple of 8
+  local x32 = pt.tensor(vals, {dtype = "float32"})
+  local x64 = x32:double() -- the same inputs, in double
+  local function ulp32(v)
+    local a = math.abs(v)
+    if a < 2 ^ -126 then return 2 ^ -149 end
+    local _, e = math.frexp(a)
+    return 2 ^ (e - 24)
+  end
+  for _, name in ipairs({"exp", "log", "tanh", "sigmoid", "gelu", "sin", "cos", "erf", "erfc", "log1p",
+                         "expm1", "log2", "log10", "exp2", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                         "asinh", "acosh", "atanh"}) do
+    it(name .. " agrees with the float64 result within 2 ulp, special values included", function()
+      local y32, y64 = x32[name](x32):tolist(), x64[name](x64):tolist()
+      for i, want in ipairs(y64) do
+        local got = y32[i]
+        local ok
+        if want ~= want then
+          ok = got ~= got
+        elseif math.abs(want) == math.huge or math.abs(want) > 3.4028234663852886e38 then
+          ok = got == (want > 0 and math.huge or -math.huge)
+        else
+          -- sin/cos/tan of huge arguments: float32 range reduction differs; only the range is checked
+          local loose = math.abs(vals[i]) > 1e4 and (name == "sin" or name == "cos" or name == "tan")
+          -- gelu's 0.5 x (1 + erf(x / sqrt 2)) cancels for negative x in float32, in PyTorch too
+          -- (both give gelu(-4) = -0.000126719475 against -0.000126684967 in double)
+          local tol = 2 * ulp32(want) + 2 ^ -149 + (name == "gelu" and 2 ^ -24 * math.abs(vals[i]) or 0)
+          ok = loose and math.abs(got) <= (name == "tan" and math.huge or 1) or math.abs(got - want) <= tol
+        end
+        if not ok then
+          error(string.format("%s(%.9g): float32 %.9g, float64 %.17g", name, vals[i], got, want))
+        end
+      end
+    end)
+  end
+end)
+
+describe("float32 activation gradients on long rows (vectorised derivative kernels)", function()
+  local vals = {}
+  for i = 1, 37 do vals[i] = (i - 19) * 0.37 end
+  for _, name in ipairs({"tanh", "sigmoid", "gelu"}) do
+    it(name .. "'s backward agrees with float64's", function()
+      local a32 = pt.tensor(vals, {dtype = "float32", requires_grad = true})
+      local a64 = pt.tensor(vals, {dtype = "float64", requires_grad = true})
+      a32[name](a32):sum():backward()
+      a64[name](a64):sum():backward()
+      local g32, g64 = a32.grad:tolist(), a64.grad:tolist()
+      for i = 1, #vals do
+        if math.abs(g32[i] - g64[i]) > 1e-6 then
+          error(string.format("%s'(%g): float32 %.9g, float64 %.17g", name, vals[i], g32[i], g64[i]))
+        end
+      end
+    end)
+  end
+end)
