@@ -9,12 +9,18 @@
 #include "ops_elementwise.h"
 #include "parallel.h"
 
-#include <immintrin.h>
 #include <math.h>
-#include <sleef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* SLEEF's 8-lane functions are declared for AVX builds only; this file runs them behind a CPU
+ * check, whatever the build's own -march (Debug builds have none) */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include <immintrin.h>
+#include <sleef.h>
+#pragma GCC pop_options
 
 /* ---------------------------------------------------------------------------------------------
  * op tables
