@@ -463,9 +463,21 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
     return next;
   }
   int n = (int)lua_rawlen(L, key);
-  if (n > t->ndim) {
+  int ellipsis = 0; /* position of "..." (PyTorch's t[..., i]): the dims the other entries leave */
+  for (int k = 1; k <= n; k++) {
+    bool dots = lua_rawgeti(L, key, k) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0;
+    lua_pop(L, 1);
+    if (!dots) continue;
+    if (ellipsis) {
+      pt_tensor_release(cur);
+      lpt_errorf(L, "index: only one '...' is allowed (positions %d and %d)", ellipsis, k);
+    }
+    ellipsis = k;
+  }
+  if (n - (ellipsis > 0) > t->ndim) {
     pt_tensor_release(cur);
-    lpt_errorf(L, "index: too many indices for a tensor of %d dimensions (got %d)", t->ndim, n);
+    lpt_errorf(L, "index: too many indices for a tensor of %d dimensions (got %d)", t->ndim,
+               n - (ellipsis > 0));
   }
   int d = 0, selected = 0;
   for (int k = 1; k <= n; k++) {
@@ -538,6 +550,15 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
       d++;
       lua_settop(L, top);
       continue;
+    } else if (k == ellipsis) { /* every dim the other entries do not index, kept whole */
+      d += t->ndim - (n - 1);
+      lua_settop(L, top);
+      continue;
+    } else if (ty == LUA_TSTRING) {
+      pt_tensor_release(cur);
+      lpt_errorf(L, "index: invalid index entry '%s' at position %d (strings: \":\" for a whole "
+                 "dimension, \"...\" for all the dimensions the other entries leave)",
+                 lua_tostring(L, -1), k);
     } else {
       pt_tensor_release(cur);
       lpt_errorf(L, "index: invalid index entry of type %s at position %d", luaL_typename(L, -1), k);
