@@ -5,7 +5,9 @@
  * every argument are inherited (copy-on-write), nothing is serialised on the way in. The parent
  * sends each idle worker an item number over a socketpair; the worker calls fn(args...) under
  * pcall and sends back the result (or the error with its traceback) with a small serialiser:
- * nil, booleans, numbers, strings, nested tables (no cycles, metatables dropped) and tensors.
+ * nil, booleans, numbers, strings, nested tables (no cycles) and tensors. A table's metatable
+ * comes back as the caller's own table when the caller's fn, arguments or global classes reach
+ * it (class_map: a fork has it at the same address), and is dropped otherwise.
  * The tensors of one result travel in one memfd segment passed with SCM_RIGHTS: the worker
  * copies each tensor's data there once, the parent maps the segment and wraps it as the storage
  * of the result tensors (pt_tensor_from_storage; the storage's release callback munmaps), so
@@ -31,6 +33,7 @@
 #define LPROC_WORKERS "partrain.process.Workers"
 #define LPROC_MAX_WORKERS 256
 #define LPROC_MAX_DEPTH 100
+#define LPROC_CLASSES 6 /* l_process_map's stack slot of the class map (see class_walk) */
 #define LPROC_MAGIC 0x70747072u /* "ptpr" */
 
 void lpt_open_process(lua_State *L);
@@ -117,7 +120,14 @@ static bool ser_table(ser *s, int idx, int depth) {
     s->path[plen] = '\0';
     lua_pop(L, 1);
   }
-  put_u8(&s->b, 'e');
+  int has_mt = lua_getmetatable(L, idx);
+  if (has_mt && lua_istable(L, -1)) { /* its address: the parent may know it (class_map) */
+    put_u8(&s->b, 'E');
+    put_u64(&s->b, (uint64_t)(uintptr_t)lua_topointer(L, -1));
+  } else {
+    put_u8(&s->b, 'e');
+  }
+  if (has_mt) lua_pop(L, 1);
   lua_pushvalue(L, idx);
   lua_pushnil(L);
   lua_rawset(L, s->visiting);
@@ -450,6 +460,7 @@ typedef struct deser {
   const char *p, *end;
   pt_storage *seg;
   bool bad;
+  int classes; /* stack index of the class map (address -> table) */
 } deser;
 
 static bool take(deser *d, void *out, size_t n) {
@@ -512,6 +523,17 @@ static void deser_value(deser *d, int depth) {
       }
       if (*d->p == 'e') {
         d->p++;
+        return;
+      }
+      if (*d->p == 'E') { /* with a metatable: the caller's own when the class map has it */
+        uint64_t addr = 0;
+        d->p++;
+        if (!take(d, &addr, 8)) return;
+        lua_pushlightuserdata(L, (void *)(uintptr_t)addr);
+        if (lua_rawget(L, d->classes) == LUA_TTABLE)
+          lua_setmetatable(L, -2);
+        else
+          lua_pop(L, 1);
         return;
       }
       deser_value(d, depth + 1);
@@ -586,7 +608,7 @@ static int receive(lua_State *L, proc_worker *w, int wid, int results, int error
     pt_storage_release(seg);
     return err[0] ? -1 : 0;
   }
-  deser d = {L, payload, payload + h.payload, seg, false};
+  deser d = {L, payload, payload + h.payload, seg, false, LPROC_CLASSES};
   deser_value(&d, 0);
   free(payload);
   pt_storage_release(seg); /* the tensors hold their own references */
@@ -624,6 +646,79 @@ static void death_message(lua_State *L, int status, int item, int wid, int error
 /* pt._process_map(fn, arglists [, n_workers]) -> results, errors
  * results[i] = fn(table.unpack(arglists[i], 1, arglists[i].n or #arglists[i])) run in a forked
  * worker (results.n = #arglists); errors[i] = {message=, traceback=, worker=} for failed items. */
+/* The class map (stack slot LPROC_CLASSES of l_process_map): address -> table for every table
+ * a result's metatable may be in the parent: the metatables of the tables that fn (through its
+ * upvalues), the arguments and the globals' class-like tables (those with an __index field)
+ * reach, and those class-like tables themselves. Made before the first fork and held until
+ * the call returns, so in every worker (a fork) the same objects sit at the same addresses and
+ * stay alive: an address a worker sends is one of these or unknown, never another object. */
+#define LPROC_CLASS_BUDGET 50000 /* tables and functions visited at most (a large dataset upvalue) */
+
+static void class_add(lua_State *L, int map, int idx) {
+  lua_pushlightuserdata(L, (void *)lua_topointer(L, idx));
+  lua_pushvalue(L, idx);
+  lua_rawset(L, map);
+}
+
+static void class_walk(lua_State *L, int map, int seen, int idx, int depth, int *budget) {
+  int t = lua_type(L, idx);
+  if ((t != LUA_TTABLE && t != LUA_TFUNCTION) || depth > LPROC_MAX_DEPTH || *budget <= 0) return;
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, seen) != LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, idx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, seen);
+  (*budget)--;
+  luaL_checkstack(L, 8, "process: classes");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  bool globals = lua_rawequal(L, -1, idx);
+  lua_pop(L, 1);
+  if (t == LUA_TFUNCTION) {
+    for (int i = 1; lua_getupvalue(L, idx, i); i++) {
+      class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+      lua_pop(L, 1);
+    }
+    return;
+  }
+  if (globals) { /* not the whole of _G (package.loaded, ...): its class-like tables */
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      if (lua_istable(L, -1)) {
+        lua_pushliteral(L, "__index");
+        bool cls = lua_rawget(L, -2) != LUA_TNIL;
+        lua_pop(L, 1);
+        if (cls) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+      }
+      lua_pop(L, 1);
+    }
+    return;
+  }
+  lua_pushliteral(L, "__index");
+  if (lua_rawget(L, idx) != LUA_TNIL) class_add(L, map, idx);
+  lua_pop(L, 1);
+  if (lua_getmetatable(L, idx)) {
+    if (lua_istable(L, -1)) {
+      class_add(L, map, lua_gettop(L));
+      class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (*budget <= 0) {
+      lua_pop(L, 2);
+      break;
+    }
+    class_walk(L, map, seen, lua_gettop(L) - 1, depth + 1, budget);
+    class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+    lua_pop(L, 1);
+  }
+}
+
 static int l_process_map(lua_State *L) {
   luaL_checkany(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -642,6 +737,14 @@ static int l_process_map(lua_State *L) {
   ps->n = (int)nw;
   for (int i = 0; i < ps->n; i++) ps->w[i] = (proc_worker){0, -1, -1};
   luaL_setmetatable(L, LPROC_WORKERS);
+  lua_newtable(L); /* 6 = LPROC_CLASSES */
+  lua_newtable(L); /* 7: visited */
+  int budget = LPROC_CLASS_BUDGET;
+  class_walk(L, LPROC_CLASSES, 7, 1, 0, &budget);
+  class_walk(L, LPROC_CLASSES, 7, 2, 0, &budget);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  class_walk(L, LPROC_CLASSES, 7, 8, 0, &budget);
+  lua_settop(L, LPROC_CLASSES);
   char err[PT_ERRMSG_MAX] = "";
   lua_Integer next = 0, done = 0;
   struct pollfd pfd[LPROC_MAX_WORKERS];

@@ -69,7 +69,7 @@ describe("pt._process_map", function()
     assert.is_nil(r2[1])
   end)
 
-  it("sends shared references twice (as copies) and drops metatables", function()
+  it("sends shared references twice (as copies) and drops metatables made in the worker", function()
     local results = pt._process_map(function()
       local shared = { v = 1 }
       return setmetatable({ a = shared, b = shared }, { __index = function() return 0 end })
@@ -77,6 +77,28 @@ describe("pt._process_map", function()
     assert.are.same({ v = 1 }, results[1].a)
     assert.are.same({ v = 1 }, results[1].b)
     assert.is_nil(getmetatable(results[1]))
+  end)
+
+  it("gives back the caller's own class for metatables its fn, arguments or globals reach", function()
+    local Point = {}
+    Point.__index = Point
+    function Point.new(x) return setmetatable({ x = x }, Point) end
+    function Point:twice() return 2 * self.x end
+    ProcessSpecGlobalClass = setmetatable({}, { __index = Point })
+    ProcessSpecGlobalClass.__index = ProcessSpecGlobalClass
+    local results, errors = pt._process_map(function(i, p)
+      if i == 1 then return Point.new(5) end            -- a class fn reaches (upvalue)
+      if i == 2 then p.x = p.x + 1; return p end         -- an argument's class, there and back
+      return setmetatable({ x = 7 }, ProcessSpecGlobalClass) -- a global class, derived
+    end, { { 1 }, { 2, Point.new(20) }, { 3 } }, 2)
+    assert.is_nil(next(errors))
+    assert.are.equal(Point, getmetatable(results[1]))
+    assert.are.equal(10, results[1]:twice())
+    assert.are.equal(Point, getmetatable(results[2]))
+    assert.are.equal(21, results[2].x)
+    assert.are.equal(ProcessSpecGlobalClass, getmetatable(results[3]))
+    assert.are.equal(14, results[3]:twice())
+    ProcessSpecGlobalClass = nil
   end)
 
   it("brings tensors back through shared memory", function()
