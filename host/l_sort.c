@@ -113,17 +113,26 @@ static int t_allclose(lua_State *L) {
     lua_pop(L, 2);
     equal_nan = lpt_opt_bool(L, 3, "equal_nan", false);
   }
-  if (!same_shape(a, b)) {
-    char sa[PT_SHAPE_STR_MAX], sb[PT_SHAPE_STR_MAX];
-    return lpt_errorf(L, "allclose: shapes %s and %s differ", pt_shape_format(a->ndim, a->shape, sa, sizeof sa),
-                      pt_shape_format(b->ndim, b->shape, sb, sizeof sb));
+  /* the two broadcast against each other, as PyTorch's */
+  pt_ctx *ctx = lpt_ctx(L);
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  pt_tensor *ea = NULL, *eb = NULL;
+  if (pt_broadcast_shapes(ctx, "allclose", a->ndim, a->shape, b->ndim, b->shape, &nd, shape) ||
+      pt_expand_raw(ctx, a, nd, shape, &ea))
+    return lpt_error(L);
+  if (pt_expand_raw(ctx, b, nd, shape, &eb)) {
+    pt_tensor_release(ea);
+    return lpt_error(L);
   }
   bool ok = true;
-  for (int64_t i = 0, n = pt_tensor_numel(a); ok && i < n; i++) {
-    double x = pt_tensor_get_flat(a, i), y = pt_tensor_get_flat(b, i);
+  for (int64_t i = 0, n = pt_tensor_numel(ea); ok && i < n; i++) {
+    double x = pt_tensor_get_flat(ea, i), y = pt_tensor_get_flat(eb, i);
     if (isnan(x) || isnan(y)) ok = equal_nan && isnan(x) && isnan(y);
     else ok = x == y || fabs(x - y) <= atol + rtol * fabs(y);
   }
+  pt_tensor_release(ea);
+  pt_tensor_release(eb);
   lua_pushboolean(L, ok);
   return 1;
 }
