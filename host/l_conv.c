@@ -1,5 +1,6 @@
-/* Bindings of the convolution family (lib/conv.h): pt.conv2d, pt.max_pool2d, pt.avg_pool2d,
- * pt.adaptive_avg_pool2d, pt.batch_norm, pt.dropout2d, pt.upsample_nearest2d. */
+/* Bindings of the convolution family (lib/conv.h): pt.conv2d, pt.conv_transpose2d, pt.max_pool2d,
+ * pt.avg_pool2d, pt.adaptive_avg_pool2d, pt.adaptive_max_pool2d, pt.batch_norm, pt.dropout2d,
+ * pt.upsample_nearest2d. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +85,35 @@ static int l_conv2d(lua_State *L) {
   return lpt_push_result(L, st, out);
 }
 
+/* pt.conv_transpose2d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}]) */
+static int l_conv_transpose2d(lua_State *L) {
+  const char *fn = "conv_transpose2d";
+  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = NULL;
+  int opts = 0;
+  if (lua_istable(L, 3) && !lpt_test_tensor(L, 3)) opts = 3;
+  else {
+    if (!lua_isnoneornil(L, 3)) b = lpt_check_tensor(L, 3);
+    if (lua_istable(L, 4)) opts = 4;
+  }
+  static const char *const names[] = {"stride", "padding", "output_padding", "groups", "dilation", NULL};
+  lpt_check_options(L, opts, fn, names);
+  pt_conv_transpose2d_opts o;
+  static const int one[2] = {1, 1}, zero[2] = {0, 0};
+  opt_pair(L, opts, "stride", one, o.stride, fn);
+  opt_pair(L, opts, "padding", zero, o.padding, fn);
+  opt_pair(L, opts, "output_padding", zero, o.output_padding, fn);
+  opt_pair(L, opts, "dilation", one, o.dilation, fn);
+  o.groups = 1;
+  if (opts && lua_getfield(L, opts, "groups") != LUA_TNIL) {
+    if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option 'groups' must be an integer", fn);
+    o.groups = int_at(L, -1, fn, "option 'groups'");
+  }
+  if (opts) lua_pop(L, 1);
+  pt_tensor *out = NULL;
+  pt_status st = pt_conv_transpose2d(lpt_ctx(L), x, w, b, &o, &out);
+  return lpt_push_result(L, st, out);
+}
+
 static void pool_opts(lua_State *L, const char *fname, bool is_max, pt_pool2d_opts *o) {
   arg_pair(L, 2, o->kernel, fname, "kernel size");
   int opts = lua_istable(L, 3) ? 3 : 0;
@@ -126,6 +156,26 @@ static int l_adaptive_avg_pool2d(lua_State *L) {
   return lpt_push_result(L, st, out);
 }
 
+/* pt.adaptive_max_pool2d(x, size[, {return_indices=false}]) -> y[, indices (1-based, int64)] */
+static int l_adaptive_max_pool2d(lua_State *L) {
+  const char *fn = "adaptive_max_pool2d";
+  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL, *idx = NULL;
+  int size[2];
+  arg_pair(L, 2, size, fn, "output size");
+  int opts = lua_istable(L, 3) ? 3 : 0;
+  static const char *const names[] = {"return_indices", NULL};
+  lpt_check_options(L, opts, fn, names);
+  bool want = lpt_opt_bool(L, opts, "return_indices", false);
+  pt_status st = pt_adaptive_max_pool2d(lpt_ctx(L), x, size[0], size[1], &out, want ? &idx : NULL);
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, out);
+  if (!want) return 1;
+  int64_t *p = pt_tensor_data(idx), n = pt_tensor_numel(idx);
+  for (int64_t i = 0; i < n; i++) p[i] += 1; /* Lua's positions */
+  lpt_push_tensor(L, idx);
+  return 2;
+}
+
 /* pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=, momentum=0.1, eps=1e-5}]) */
 static int l_batch_norm(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *t[4] = {NULL, NULL, NULL, NULL};
@@ -166,9 +216,11 @@ static int l_upsample_nearest2d(lua_State *L) {
 
 static const luaL_Reg functions[] = {
     {"conv2d", l_conv2d},
+    {"conv_transpose2d", l_conv_transpose2d},
     {"max_pool2d", l_max_pool2d},
     {"avg_pool2d", l_avg_pool2d},
     {"adaptive_avg_pool2d", l_adaptive_avg_pool2d},
+    {"adaptive_max_pool2d", l_adaptive_max_pool2d},
     {"batch_norm", l_batch_norm},
     {"dropout2d", l_dropout2d},
     {"upsample_nearest2d", l_upsample_nearest2d},
@@ -177,10 +229,17 @@ static const luaL_Reg functions[] = {
 
 static const char *const docs[] = {
     "conv2d", "pt.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) -> Tensor\n  x {N,C,H,W} or {C,H,W}; weight {out, C/groups, kh, kw}; options take n or {h, w}.",
+    "conv_transpose2d", "pt.conv_transpose2d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}]) -> Tensor\n"
+    "  The transpose (gradient) of conv2d: x {N,C,H,W} or {C,H,W}; weight {C, out/groups, kh, kw} (PyTorch's layout);\n"
+    "  output size (H-1)*stride - 2*padding + dilation*(kh-1) + output_padding + 1; options take n or {h, w}.\n"
+    "  output_padding must be smaller than stride or dilation.",
     "max_pool2d", "pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, relu=false}]) -> Tensor\n"
     "  relu=true: max_pool2d(relu(x)) in one pass (what Sequential runs for a ReLU followed by a MaxPool2d).",
     "avg_pool2d", "pt.avg_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, count_include_pad=true}]) -> Tensor",
     "adaptive_avg_pool2d", "pt.adaptive_avg_pool2d(x, size) -> Tensor with spatial size size (n or {h, w}).",
+    "adaptive_max_pool2d", "pt.adaptive_max_pool2d(x, size[, {return_indices=false}]) -> Tensor[, indices]\n"
+    "  The maximum of each of size (n or {h, w}) bins (PyTorch's bins); with return_indices=true also an int64\n"
+    "  tensor of each maximum's 1-based position in its flattened H*W plane.",
     "batch_norm", "pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=true, momentum=0.1, eps=1e-5}])\n  Per-channel normalisation of {N,C,...}; training updates the running statistics in place.",
     "dropout2d", "pt.dropout2d(x[, p=0.5][, training=true]) -> Tensor with whole channels zeroed with probability p.",
     "upsample_nearest2d", "pt.upsample_nearest2d(x, scale) -> nearest-neighbour upsampling by integer factors.",

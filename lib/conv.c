@@ -313,6 +313,191 @@ done:
   return PT_OK;
 }
 
+/* ---------------------------------------------------------------- conv_transpose2d */
+
+/* In conv2d's terms a transposed convolution maps the conv's output space (x here, {N,Ci,Hi,Wi},
+ * Ci the conv's output channels) to its input space (y, {N,Co,Ho,Wo}): conv2d's kernels run with
+ * C = Co, H = Ho, W = Wo, O = Ci and the conv's output size Hi x Wi. */
+static pt_status conv_transpose2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
+  pt_conv2d_opts o;
+  const int64_t *iv = node->ints;
+  for (int i = 0; i < 2; i++) {
+    o.stride[i] = (int)iv[i];
+    o.padding[i] = (int)iv[2 + i];
+    o.dilation[i] = (int)iv[4 + i];
+  }
+  o.groups = (int)iv[6];
+  int N = (int)iv[7], Ci = (int)iv[8], Hi = (int)iv[9], Wi = (int)iv[10], Co = (int)iv[11], Ho = (int)iv[12],
+      Wo = (int)iv[13], kh = (int)iv[14], kw = (int)iv[15];
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  pt_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+  void *cols = NULL;
+  size_t es = pt_dtype_size(x->dtype);
+  int64_t K = (int64_t)(Co / o.groups) * kh * kw, P = (int64_t)Hi * Wi;
+  bool work = N > 0 && Ci > 0 && Co > 0;
+  if (node->needs_grad[0]) { /* conv2d's forward of the output gradient */
+    if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) goto fail;
+    if (work) {
+      int nthreads = pt_parallel_threads(ctx);
+      size_t cols_bytes = (size_t)(K * P) * es;
+      if (!(cols = pt_alloc(ctx, cols_bytes * (size_t)nthreads))) {
+        st = PT_ENOMEM;
+        goto fail;
+      }
+      conv_job job = {.x = pt_tensor_data(gy), .w = pt_tensor_data(w), .b = NULL, .y = pt_tensor_data(gx),
+                      .dtype = x->dtype, .C = Co, .H = Ho, .W = Wo, .O = Ci, .kh = kh, .kw = kw, .Ho = Hi,
+                      .Wo = Wi, .o = &o, .cols = cols, .cols_bytes = cols_bytes};
+      pt_parallel_for(ctx, N, 1, conv_forward_chunk, &job);
+      pt_free(cols);
+      cols = NULL;
+    }
+  }
+  if (node->needs_grad[1]) { /* conv2d's weight gradient with the output gradient as its input */
+    if ((st = pt_tensor_zeros_like(ctx, w, &gw))) goto fail;
+    if (work) {
+      conv_job job = {.x = pt_tensor_data(gy), .w = pt_tensor_data(w), .gy = pt_tensor_data(x), .dx = NULL,
+                      .dw = pt_tensor_data(gw), .db = NULL, .dtype = x->dtype, .C = Co, .H = Ho, .W = Wo,
+                      .O = Ci, .kh = kh, .kw = kw, .Ho = Hi, .Wo = Wi, .o = &o, .cols_bytes = (size_t)(K * P) * es,
+                      .dw_bytes = (size_t)pt_tensor_numel(w) * es};
+      if ((st = conv_backward_im2col(ctx, &job, N))) goto fail;
+    }
+  }
+  if (node->n_inputs > 2 && node->needs_grad[2]) {
+    if ((st = pt_tensor_zeros_like(ctx, node->inputs[2], &gb))) goto fail;
+    int64_t S = (int64_t)Ho * Wo;
+    PT_DISPATCH_FLOAT(x->dtype, {
+      const T *g = pt_tensor_data(gy);
+      T *b = pt_tensor_data(gb);
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < Co; c++) {
+          const T *row = g + (n * Co + c) * S;
+          T s = 0;
+          for (int64_t i = 0; i < S; i++) s += row[i];
+          b[c] += s;
+        }
+    });
+  }
+  pt_tensor_release(gy);
+  gin[0] = gx;
+  gin[1] = gw;
+  gin[2] = gb;
+  return PT_OK;
+fail:
+  pt_free(cols);
+  pt_tensor_release(gy);
+  pt_tensor_release(gx);
+  pt_tensor_release(gw);
+  pt_tensor_release(gb);
+  return st;
+}
+
+pt_status pt_conv_transpose2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
+                              const pt_conv_transpose2d_opts *ot, pt_tensor **out) {
+  const char *fn = "conv_transpose2d";
+  char bx[PT_SHAPE_STR_MAX], bw[PT_SHAPE_STR_MAX];
+  int64_t d[4];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = check_same_dtype(ctx, fn, "weight", x, w)) ||
+      (bias && (st = check_same_dtype(ctx, fn, "bias", x, bias))) || (st = as_nchw(ctx, fn, x, d)))
+    return st;
+  if (w->ndim != 4)
+    return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 4-D {in,out/groups,kh,kw}, got shape %s", fn,
+                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  if (d[2] == 0 || d[3] == 0)
+    return pt_fail(ctx, PT_ESHAPE, "%s: only the batch or the channels may be empty, got input shape %s", fn,
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  for (int i = 0; i < 2; i++)
+    if (ot->stride[i] < 1 || ot->dilation[i] < 1 || ot->padding[i] < 0 || ot->output_padding[i] < 0)
+      return pt_fail(ctx, PT_EARG, "%s: stride and dilation must be >= 1, padding and output_padding >= 0", fn);
+  for (int i = 0; i < 2; i++)
+    if (ot->output_padding[i] >= ot->stride[i] && ot->output_padding[i] >= ot->dilation[i])
+      return pt_fail(ctx, PT_EARG,
+                     "%s: output_padding {%d,%d} must be smaller than either stride {%d,%d} or dilation {%d,%d}", fn,
+                     ot->output_padding[0], ot->output_padding[1], ot->stride[0], ot->stride[1], ot->dilation[0],
+                     ot->dilation[1]);
+  int g = ot->groups;
+  if (g < 1 || d[1] % g)
+    return pt_fail(ctx, PT_EARG, "%s: groups=%d must divide input channels %lld", fn, g, (long long)d[1]);
+  if (w->shape[0] != d[1])
+    return pt_fail(ctx, PT_ESHAPE, "%s: input has %lld channels, expected %lld (input shape %s, weight shape %s)",
+                   fn, (long long)d[1], (long long)w->shape[0], pt_shape_format(x->ndim, x->shape, bx, sizeof bx),
+                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  int64_t Co64 = w->shape[1] * g;
+  if (bias && (bias->ndim != 1 || bias->shape[0] != Co64))
+    return pt_fail(ctx, PT_ESHAPE, "%s: bias must have shape {%lld}, got %s", fn, (long long)Co64,
+                   pt_shape_format(bias->ndim, bias->shape, bx, sizeof bx));
+  int kh = (int)w->shape[2], kw = (int)w->shape[3];
+  int64_t ho = (d[2] - 1) * ot->stride[0] - 2 * (int64_t)ot->padding[0] + (int64_t)ot->dilation[0] * (kh - 1) +
+               ot->output_padding[0] + 1;
+  int64_t wo = (d[3] - 1) * ot->stride[1] - 2 * (int64_t)ot->padding[1] + (int64_t)ot->dilation[1] * (kw - 1) +
+               ot->output_padding[1] + 1;
+  if (ho < 1 || wo < 1 || kh < 1 || kw < 1)
+    return pt_fail(ctx, PT_ESHAPE, "%s: output size %lldx%lld is too small (input shape %s, weight shape %s)", fn,
+                   (long long)ho, (long long)wo, pt_shape_format(x->ndim, x->shape, bx, sizeof bx),
+                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  if (ho > INT32_MAX || wo > INT32_MAX || Co64 > INT32_MAX)
+    return pt_fail(ctx, PT_ESHAPE, "%s: output size %lldx%lld is too large", fn, (long long)ho, (long long)wo);
+  int N = (int)d[0], Ci = (int)d[1], Hi = (int)d[2], Wi = (int)d[3], Co = (int)Co64, Ho = (int)ho, Wo = (int)wo;
+  pt_conv2d_opts o = {.groups = g};
+  for (int i = 0; i < 2; i++) {
+    o.stride[i] = ot->stride[i];
+    o.padding[i] = ot->padding[i];
+    o.dilation[i] = ot->dilation[i];
+  }
+  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL;
+  int64_t ys[4];
+  int yn = out_shape(x, N, Co, Ho, Wo, ys);
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_contiguous_raw(ctx, w, &wc)) ||
+      (bias && (st = pt_tensor_contiguous_raw(ctx, bias, &bc))) || (st = pt_tensor_zeros(ctx, x->dtype, yn, ys, &y)))
+    goto done;
+  if (N > 0 && Ci > 0 && Co > 0) { /* conv2d's input gradient, with x as the output gradient */
+    size_t es = pt_dtype_size(x->dtype);
+    int64_t K = (int64_t)(Co / g) * kh * kw, P = (int64_t)Hi * Wi;
+    conv_job job = {.x = pt_tensor_data(y), /* not read: no weight gradient */
+                    .w = pt_tensor_data(wc), .gy = pt_tensor_data(xc), .dx = pt_tensor_data(y), .dw = NULL,
+                    .db = NULL, .dtype = x->dtype, .C = Co, .H = Ho, .W = Wo, .O = Ci, .kh = kh, .kw = kw,
+                    .Ho = Hi, .Wo = Wi, .o = &o, .cols_bytes = (size_t)(K * P) * es, .dw_bytes = 0};
+    if ((st = conv_backward_im2col(ctx, &job, N))) goto done;
+  }
+  if (bc) {
+    int64_t S = (int64_t)Ho * Wo;
+    PT_DISPATCH_FLOAT(x->dtype, {
+      const T *b = pt_tensor_data(bc);
+      T *q = pt_tensor_data(y);
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < Co; c++) {
+          T *row = q + (n * Co + c) * S;
+          for (int64_t i = 0; i < S; i++) row[i] += b[c];
+        }
+    });
+  }
+  pt_tensor *inputs[3] = {x, w, bias};
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "ConvTranspose2dBackward", conv_transpose2d_backward, bias ? 3 : 2, inputs,
+                               &node)))
+    goto done;
+  if (node) {
+    pt_node_save(node, 0, pt_tensor_retain(xc));
+    pt_node_save(node, 1, pt_tensor_retain(wc));
+    int64_t ints[16] = {o.stride[0], o.stride[1], o.padding[0], o.padding[1], o.dilation[0], o.dilation[1], g, N,
+                        Ci, Hi, Wi, Co, Ho, Wo, kh, kw};
+    memcpy(node->ints, ints, sizeof ints);
+    node->n_ints = 16;
+  }
+done:
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
+
 /* For the backward of an op that scatters or sums its output gradient into its single input:
  * the output gradient made contiguous, and a zeroed input gradient to add into. */
 static pt_status scatter_buffers(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gy,
@@ -575,6 +760,75 @@ done:
     return st;
   }
   *out = y;
+  return PT_OK;
+}
+
+typedef struct adaptive_max_job {
+  const void *x;
+  void *y;
+  int32_t *idx;
+  pt_dtype dtype;
+  int H, W, Ho, Wo;
+} adaptive_max_job;
+
+static void adaptive_max_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const adaptive_max_job *j = arg;
+  if (j->dtype == PT_FLOAT32)
+    adaptive_max_forward_f32(j->x, j->y, j->idx, b, e, j->H, j->W, j->Ho, j->Wo);
+  else
+    adaptive_max_forward_f64(j->x, j->y, j->idx, b, e, j->H, j->W, j->Ho, j->Wo);
+}
+
+pt_status pt_adaptive_max_pool2d(pt_ctx *ctx, pt_tensor *x, int Ho, int Wo, pt_tensor **out, pt_tensor **indices) {
+  const char *fn = "adaptive_max_pool2d";
+  int64_t d[4];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
+  if (Ho < 1 || Wo < 1) return pt_fail(ctx, PT_EARG, "%s: output size must be positive, got %dx%d", fn, Ho, Wo);
+  if (d[1] == 0 || d[2] == 0 || d[3] == 0) {
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: channels, height and width must be non-zero (only the batch may be "
+                   "empty), got input shape %s", fn, pt_shape_format(x->ndim, x->shape, b, sizeof b));
+  }
+  if (d[2] * d[3] > INT32_MAX)
+    return pt_fail(ctx, PT_ESHAPE, "%s: a plane of %lldx%lld elements is too large (at most 2^31 - 1)", fn,
+                   (long long)d[2], (long long)d[3]);
+  int H = (int)d[2], W = (int)d[3];
+  int64_t planes = d[0] * d[1], ys[4];
+  int yn = out_shape(x, d[0], d[1], Ho, Wo, ys);
+  pt_tensor *xc = NULL, *y = NULL, *idx = NULL, *idx64 = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)) ||
+      (st = pt_tensor_empty(ctx, PT_INT32, yn, ys, &idx)))
+    goto done;
+  {
+    adaptive_max_job job = {pt_tensor_data(xc), pt_tensor_data(y), pt_tensor_data(idx), x->dtype, H, W, Ho, Wo};
+    pt_parallel_for(ctx, planes, (int64_t)(65536 / ((int64_t)H * W) + 1), adaptive_max_chunk, &job);
+  }
+  if (indices) {
+    if ((st = pt_tensor_empty(ctx, PT_INT64, yn, ys, &idx64))) goto done;
+    const int32_t *s = pt_tensor_data(idx);
+    int64_t *t = pt_tensor_data(idx64), n = pt_tensor_numel(idx);
+    for (int64_t i = 0; i < n; i++) t[i] = s[i];
+  }
+  pt_node *node;
+  /* the backward is max pooling's: it scatters by the saved positions */
+  if ((st = pt_autograd_record(ctx, y, "AdaptiveMaxPool2dBackward", max_pool_backward, 1, &x, &node))) goto done;
+  if (node) {
+    pt_node_save(node, 0, pt_tensor_retain(idx));
+    pt_pool2d_opts o = {.kernel = {1, 1}, .stride = {1, 1}};
+    pool_ints(node, &o, planes, H, W, Ho, Wo);
+  }
+done:
+  pt_tensor_release(xc);
+  pt_tensor_release(idx);
+  if (st) {
+    pt_tensor_release(y);
+    pt_tensor_release(idx64);
+    return st;
+  }
+  *out = y;
+  if (indices) *indices = idx64;
   return PT_OK;
 }
 

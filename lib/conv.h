@@ -14,6 +14,21 @@ typedef struct pt_conv2d_opts {
 pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
                     const pt_conv2d_opts *o, pt_tensor **out);
 
+/* The transpose of conv2d (PyTorch's conv_transpose2d): x {N,C,H,W} (or {C,H,W}), w
+ * {C,out/groups,kh,kw}, bias {out} or NULL -> {N,out,Ho,Wo} with
+ * Ho = (H-1)*stride - 2*padding + dilation*(kh-1) + output_padding + 1. Its forward is conv2d's
+ * input gradient, its input gradient conv2d's forward, its weight gradient conv2d's with the
+ * roles of input and output gradient swapped (the same im2col/col2im kernels). output_padding
+ * must be smaller than stride or dilation (it adds rows and columns at the end that no input
+ * reaches: bias only). */
+typedef struct pt_conv_transpose2d_opts {
+  int stride[2], padding[2], output_padding[2], dilation[2];
+  int groups;
+} pt_conv_transpose2d_opts;
+
+pt_status pt_conv_transpose2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
+                              const pt_conv_transpose2d_opts *o, pt_tensor **out);
+
 typedef struct pt_pool2d_opts {
   int kernel[2], stride[2], padding[2];
   int dilation[2];        /* max pool only; 0 reads as 1 (initializers that leave it out) */
@@ -27,6 +42,11 @@ typedef struct pt_pool2d_opts {
 pt_status pt_max_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out);
 pt_status pt_avg_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out);
 pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int out_h, int out_w, pt_tensor **out);
+/* Adaptive max pooling (PyTorch's bins: rows floor(i*H/Ho) .. ceil((i+1)*H/Ho)); indices (may be
+ * NULL) gets an int64 tensor of the output's shape with each maximum's 0-based flat position in
+ * its H*W plane (NaN wins, as in max_pool2d). */
+pt_status pt_adaptive_max_pool2d(pt_ctx *ctx, pt_tensor *x, int out_h, int out_w, pt_tensor **out,
+                                 pt_tensor **indices);
 
 /* Batch norm over {N,C,H,W} (also {N,C} and {N,C,L}): per-channel statistics over the other
  * dims. In training mode updates running_mean/var (may be NULL) with momentum (PyTorch's

@@ -480,3 +480,30 @@ static void SUFFIX(adaptive_avg_backward)(const real *gy, real *gx, int64_t plan
       }
     }
 }
+
+/* adaptive max pooling of planes [p0, p1) with the bins of adaptive_avg_forward; idx gets each
+ * maximum's position in its plane (the first maximum, the last NaN, as max pooling) */
+static void SUFFIX(adaptive_max_forward)(const real *x, real *y, int32_t *idx, int64_t p0, int64_t p1, int H,
+                                         int W, int Ho, int Wo) {
+  for (int64_t pl = p0; pl < p1; pl++) {
+    const real *xp = x + pl * H * W;
+    for (int oy = 0; oy < Ho; oy++) {
+      int y0 = (int)((int64_t)oy * H / Ho), y1 = (int)(((int64_t)(oy + 1) * H + Ho - 1) / Ho);
+      for (int ox = 0; ox < Wo; ox++) {
+        int x0 = (int)((int64_t)ox * W / Wo), x1 = (int)(((int64_t)(ox + 1) * W + Wo - 1) / Wo);
+        real best = xp[y0 * W + x0];
+        int32_t bi = y0 * W + x0;
+        for (int iy = y0; iy < y1; iy++)
+          for (int ix = x0; ix < x1; ix++) {
+            real v = xp[iy * W + ix];
+            if (v > best || v != v) {
+              best = v;
+              bi = iy * W + ix;
+            }
+          }
+        y[(pl * Ho + oy) * Wo + ox] = best;
+        idx[(pl * Ho + oy) * Wo + ox] = bi;
+      }
+    }
+  }
+}
