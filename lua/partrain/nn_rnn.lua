@@ -1,0 +1,960 @@
+-- Recurrent layers and attention for partrain.nn, as PyTorch's: RNNCell, LSTMCell, GRUCell,
+-- RNN, LSTM, GRU, MultiheadAttention, functional.scaled_dot_product_attention,
+-- TransformerEncoderLayer and TransformerEncoder. Loaded by nn.lua at its end.
+--
+-- Everything is built over differentiable tensor ops (nn.linear, matmul, sigmoid, tanh,
+-- softmax, cat, stack, narrow, dropout, layer_norm), so autograd needs nothing of its own. The
+-- recurrent layers project the input of every time step in one matmul per layer and direction,
+-- then run one step per loop iteration over the whole batch (as PyTorch's CPU kernels do).
+-- Parameter names, shapes, gate order and initialisation are PyTorch's, so a state_dict saved
+-- from PyTorch loads (load_state_dict) and gives the same outputs.
+local pt = require "partrain.core"
+local nn = require "partrain.nn"
+local Module, init = nn.Module, nn.init
+local docs = pt._docs
+
+local function doc(obj, text)
+  docs[obj] = text
+  return obj
+end
+
+local function shape_str(t)
+  return "{" .. table.concat(t:size(), ",") .. "}"
+end
+
+local function dims_str(list)
+  return "{" .. table.concat(list, ",") .. "}"
+end
+
+-- error(msg) at the nearest frame outside partrain's own Lua modules (the user's call)
+local function raise(msg)
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then level = 2; break end
+    local own = info.what == "C" or info.source:match("[/\\]partrain[/\\][%w_]+%.lua$")
+    if not own then break end
+    level = level + 1
+  end
+  error(msg, level)
+end
+
+local function check_opts(name, opts, allowed)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    raise(("%s: options must be a table, got %s"):format(name, type(opts)))
+  end
+  for k in pairs(opts) do
+    if not allowed[k] then raise(("%s: unknown option '%s'"):format(name, tostring(k))) end
+  end
+  return opts
+end
+
+local function set_of(list)
+  local s = {}
+  for _, k in ipairs(list) do s[k] = true end
+  return s
+end
+
+local function positive(name, what, v)
+  if math.type(v) ~= "integer" or v < 1 then
+    raise(("%s: %s must be a positive integer, got %s"):format(name, what, tostring(v)))
+  end
+end
+
+local function probability(name, what, v)
+  if type(v) ~= "number" or v < 0 or v > 1 then
+    raise(("%s: %s must be a number between 0 and 1, got %s"):format(name, what, tostring(v)))
+  end
+end
+
+local function boolean(name, what, v)
+  if type(v) ~= "boolean" then
+    raise(("%s: %s must be a boolean, got %s"):format(name, what, tostring(v)))
+  end
+end
+
+local function check_tensor(name, what, v)
+  if not pt.is_tensor(v) then
+    raise(("%s: %s must be a tensor, got %s"):format(name, what, type(v)))
+  end
+end
+
+local function is_float(t)
+  local dt = t:dtype()
+  return dt == "float32" or dt == "float64"
+end
+
+-- a boolean mask (true = masked out) or a float mask as an additive float mask
+local function additive_mask(name, what, m, dtype, masked_when)
+  local dt = m:dtype()
+  if dt == "bool" then
+    local blocked = masked_when and m or m:logical_not()
+    return pt.zeros(m:size(), {dtype = dtype}):masked_fill(blocked, -math.huge)
+  end
+  if dt == "float32" or dt == "float64" then
+    return dt == dtype and m or m:to(dtype)
+  end
+  raise(("%s: %s must be a bool or floating tensor, got dtype %s"):format(name, what, dt))
+end
+
+-- ------------------------------------------------------------------ cells
+
+local function step_rnn(x_proj, h, w_hh, b_hh, relu)
+  local pre = x_proj + nn.linear(h, w_hh, b_hh)
+  return relu and nn.relu(pre) or pre:tanh()
+end
+
+-- gates i, f, g, o (PyTorch's order); returns h', c'
+local function step_lstm(x_proj, h, c, w_hh, b_hh, hidden, w_hr)
+  local gates = x_proj + nn.linear(h, w_hh, b_hh)
+  local d = gates:dim()
+  local sig = gates:sigmoid()
+  local i = sig:narrow(d, 1, hidden)
+  local f = sig:narrow(d, hidden + 1, hidden)
+  local g = gates:narrow(d, 2 * hidden + 1, hidden):tanh()
+  local o = sig:narrow(d, 3 * hidden + 1, hidden)
+  local c2 = f * c + i * g
+  local h2 = o * c2:tanh()
+  if w_hr then h2 = nn.linear(h2, w_hr) end
+  return h2, c2
+end
+
+-- gates r, z, n (PyTorch's order), the reset gate applied to (W_hn h + b_hn)
+local function step_gru(x_proj, h, w_hh, b_hh, hidden)
+  local gh = nn.linear(h, w_hh, b_hh)
+  local d = gh:dim()
+  local r = (x_proj:narrow(d, 1, hidden) + gh:narrow(d, 1, hidden)):sigmoid()
+  local z = (x_proj:narrow(d, hidden + 1, hidden) + gh:narrow(d, hidden + 1, hidden)):sigmoid()
+  local n = (x_proj:narrow(d, 2 * hidden + 1, hidden) + r * gh:narrow(d, 2 * hidden + 1, hidden)):tanh()
+  return n + z * (h - n)
+end
+
+local GATES = {RNN_TANH = 1, RNN_RELU = 1, LSTM = 4, GRU = 3}
+
+local CELL_OPTS = set_of {"bias", "nonlinearity", "dtype"}
+
+local RNNCellBase = Module:extend("_RNNCellBase")
+nn._RNNCellBase = RNNCellBase
+doc(RNNCellBase, "nn._RNNCellBase: what RNNCell, LSTMCell and GRUCell share (parameters, initialisation, printing);\n"
+  .. "  internal: use nn.RNNCell, nn.LSTMCell or nn.GRUCell.")
+
+function RNNCellBase:_setup(name, input_size, hidden_size, opts, gates)
+  positive(name, "input_size", input_size)
+  positive(name, "hidden_size", hidden_size)
+  local bias = opts.bias
+  if bias == nil then bias = true end
+  boolean(name, "bias", bias)
+  self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+  local dt = opts.dtype or "float32"
+  self.weight_ih = nn.Parameter(pt.empty(gates * hidden_size, input_size, {dtype = dt}))
+  self.weight_hh = nn.Parameter(pt.empty(gates * hidden_size, hidden_size, {dtype = dt}))
+  if bias then
+    self.bias_ih = nn.Parameter(pt.empty(gates * hidden_size, {dtype = dt}))
+    self.bias_hh = nn.Parameter(pt.empty(gates * hidden_size, {dtype = dt}))
+  end
+  self:reset_parameters()
+end
+
+function RNNCellBase:reset_parameters()
+  local stdv = 1 / math.sqrt(self.hidden_size)
+  for _, p in ipairs(self:parameters()) do init.uniform_(p, -stdv, stdv) end
+end
+doc(RNNCellBase.reset_parameters, "cell:reset_parameters(): draws every weight and bias again from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)),\n"
+  .. "  in place, as the constructor does (PyTorch's initialisation).")
+
+function RNNCellBase:extra_repr()
+  local s = ("%d, %d"):format(self.input_size, self.hidden_size)
+  if not self.bias then s = s .. ", bias=false" end
+  if self.nonlinearity and self.nonlinearity ~= "tanh" then
+    s = s .. ", nonlinearity='" .. self.nonlinearity .. "'"
+  end
+  return s
+end
+
+-- input {N,in} or {in}; returns the input as {N,in}, whether it was batched, and N
+local function cell_input(self, name, x)
+  check_tensor(name, "input", x)
+  if x:dim() ~= 1 and x:dim() ~= 2 then
+    raise(("%s: expected input of 1 (unbatched) or 2 dimensions {N,input_size}, got shape %s")
+      :format(name, shape_str(x)))
+  end
+  if x:size(x:dim()) ~= self.input_size then
+    raise(("%s: input has %d features, expected input_size %d (input shape %s)")
+      :format(name, x:size(x:dim()), self.input_size, shape_str(x)))
+  end
+  local batched = x:dim() == 2
+  if not batched then x = x:unsqueeze(1) end
+  return x, batched, x:size(1)
+end
+
+local function cell_state(name, what, h, batched, n, hidden, x)
+  if h == nil then return pt.zeros(n, hidden, {dtype = x:dtype()}) end
+  check_tensor(name, what, h)
+  local want = batched and {n, hidden} or {hidden}
+  if shape_str(h) ~= dims_str(want) then
+    raise(("%s: %s has shape %s, expected %s"):format(name, what, shape_str(h), dims_str(want)))
+  end
+  return batched and h or h:unsqueeze(1)
+end
+
+local RNNCell = RNNCellBase:extend("RNNCell")
+nn.RNNCell = RNNCell
+function RNNCell:__init(input_size, hidden_size, opts)
+  opts = check_opts("RNNCell", opts, CELL_OPTS)
+  local nl = opts.nonlinearity or "tanh"
+  if nl ~= "tanh" and nl ~= "relu" then
+    raise(("RNNCell: nonlinearity must be 'tanh' or 'relu', got '%s'"):format(tostring(nl)))
+  end
+  self.nonlinearity = nl
+  self:_setup("RNNCell", input_size, hidden_size, opts, 1)
+end
+function RNNCell:forward(x, hx)
+  local p = self._parameters
+  local batched, n
+  x, batched, n = cell_input(self, "RNNCell:forward", x)
+  local h = cell_state("RNNCell:forward", "hx", hx, batched, n, self.hidden_size, x)
+  h = step_rnn(nn.linear(x, p.weight_ih, p.bias_ih), h, p.weight_hh, p.bias_hh, self.nonlinearity == "relu")
+  return batched and h or h:squeeze(1)
+end
+doc(RNNCell, [[nn.RNNCell(input_size, hidden_size[, {bias=true, nonlinearity="tanh", dtype="float32"}])
+  One step of an Elman RNN: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh), act tanh or relu.
+  cell(x[, h]) -> h'. x {N,input_size} (or {input_size} unbatched), h {N,hidden_size} (or
+  {hidden_size}; zeros when omitted). Parameters as PyTorch's: weight_ih {hidden,input},
+  weight_hh {hidden,hidden}, bias_ih, bias_hh {hidden}, all from U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
+
+local LSTMCell = RNNCellBase:extend("LSTMCell")
+nn.LSTMCell = LSTMCell
+function LSTMCell:__init(input_size, hidden_size, opts)
+  opts = check_opts("LSTMCell", opts, set_of {"bias", "dtype"})
+  self:_setup("LSTMCell", input_size, hidden_size, opts, 4)
+end
+function LSTMCell:forward(x, state)
+  local p = self._parameters
+  local name = "LSTMCell:forward"
+  local batched, n
+  x, batched, n = cell_input(self, name, x)
+  local h, c
+  if state ~= nil then
+    if type(state) ~= "table" or pt.is_tensor(state) or state[1] == nil or state[2] == nil then
+      raise(name .. ": the state must be a table {h, c} of two tensors (PyTorch's tuple (h, c)), got "
+        .. (pt.is_tensor(state) and "a tensor" or type(state)))
+    end
+    h = cell_state(name, "h", state[1], batched, n, self.hidden_size, x)
+    c = cell_state(name, "c", state[2], batched, n, self.hidden_size, x)
+  else
+    h = cell_state(name, "h", nil, batched, n, self.hidden_size, x)
+    c = h
+  end
+  h, c = step_lstm(nn.linear(x, p.weight_ih, p.bias_ih), h, c, p.weight_hh, p.bias_hh, self.hidden_size)
+  if not batched then return h:squeeze(1), c:squeeze(1) end
+  return h, c
+end
+doc(LSTMCell, [[nn.LSTMCell(input_size, hidden_size[, {bias=true, dtype="float32"}])
+  One LSTM step. cell(x[, {h, c}]) -> h', c' (two values; PyTorch's tuple (h, c) is the table
+  {h, c} here): local h, c = cell(x, {h, c}). x {N,input_size} or {input_size} unbatched;
+  h, c {N,hidden_size} (zeros when the state is omitted). Gates in PyTorch's order i, f, g, o:
+  weight_ih {4*hidden,input}, weight_hh {4*hidden,hidden}, bias_ih, bias_hh {4*hidden}.
+  c' = f*c + i*g, h' = o*tanh(c'). Init U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
+
+local GRUCell = RNNCellBase:extend("GRUCell")
+nn.GRUCell = GRUCell
+function GRUCell:__init(input_size, hidden_size, opts)
+  opts = check_opts("GRUCell", opts, set_of {"bias", "dtype"})
+  self:_setup("GRUCell", input_size, hidden_size, opts, 3)
+end
+function GRUCell:forward(x, hx)
+  local p = self._parameters
+  local batched, n
+  x, batched, n = cell_input(self, "GRUCell:forward", x)
+  local h = cell_state("GRUCell:forward", "hx", hx, batched, n, self.hidden_size, x)
+  h = step_gru(nn.linear(x, p.weight_ih, p.bias_ih), h, p.weight_hh, p.bias_hh, self.hidden_size)
+  return batched and h or h:squeeze(1)
+end
+doc(GRUCell, [[nn.GRUCell(input_size, hidden_size[, {bias=true, dtype="float32"}])
+  One GRU step. cell(x[, h]) -> h'. Gates in PyTorch's order r, z, n:
+  r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), z likewise, n = tanh(W_in x + b_in + r*(W_hn h + b_hn)),
+  h' = (1-z)*n + z*h. weight_ih {3*hidden,input}, weight_hh {3*hidden,hidden}, bias_ih, bias_hh
+  {3*hidden}; init U(-1/sqrt(hidden), 1/sqrt(hidden)). x {N,input} or {input}; h zeros when omitted.]])
+
+-- ------------------------------------------------------------------ RNN, LSTM, GRU
+
+local RNNBase = Module:extend("_RNNBase")
+nn._RNNBase = RNNBase
+doc(RNNBase, "nn._RNNBase: what RNN, LSTM and GRU share (parameters per layer and direction, the time loop);\n"
+  .. "  internal: use nn.RNN, nn.LSTM or nn.GRU.")
+
+local RNN_OPTS = {"num_layers", "bias", "batch_first", "dropout", "bidirectional", "dtype"}
+
+function RNNBase:_setup(name, mode, input_size, hidden_size, opts)
+  positive(name, "input_size", input_size)
+  positive(name, "hidden_size", hidden_size)
+  local num_layers = opts.num_layers or 1
+  positive(name, "num_layers", num_layers)
+  local bias, batch_first, bidirectional = opts.bias, opts.batch_first or false, opts.bidirectional or false
+  if bias == nil then bias = true end
+  boolean(name, "bias", bias)
+  boolean(name, "batch_first", batch_first)
+  boolean(name, "bidirectional", bidirectional)
+  local dropout = opts.dropout or 0
+  probability(name, "dropout", dropout)
+  local proj_size = opts.proj_size or 0
+  if math.type(proj_size) ~= "integer" or proj_size < 0 then
+    raise(("%s: proj_size must be a non-negative integer, got %s"):format(name, tostring(proj_size)))
+  end
+  if proj_size >= hidden_size then
+    raise(("%s: proj_size has to be smaller than hidden_size, got proj_size=%d, hidden_size=%d")
+      :format(name, proj_size, hidden_size))
+  end
+  self.mode = mode
+  self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+  self.bias, self.batch_first, self.dropout, self.bidirectional = bias, batch_first, dropout, bidirectional
+  self.proj_size = proj_size
+  local gates = GATES[mode]
+  local dirs = bidirectional and 2 or 1
+  local real_hidden = proj_size > 0 and proj_size or hidden_size
+  local dt = opts.dtype or "float32"
+  local names = {}
+  for layer = 0, num_layers - 1 do
+    for dir = 0, dirs - 1 do
+      local sfx = "_l" .. layer .. (dir == 1 and "_reverse" or "")
+      local layer_in = layer == 0 and input_size or real_hidden * dirs
+      self["weight_ih" .. sfx] = nn.Parameter(pt.empty(gates * hidden_size, layer_in, {dtype = dt}))
+      self["weight_hh" .. sfx] = nn.Parameter(pt.empty(gates * hidden_size, real_hidden, {dtype = dt}))
+      local e = {w_ih = "weight_ih" .. sfx, w_hh = "weight_hh" .. sfx}
+      if bias then
+        self["bias_ih" .. sfx] = nn.Parameter(pt.empty(gates * hidden_size, {dtype = dt}))
+        self["bias_hh" .. sfx] = nn.Parameter(pt.empty(gates * hidden_size, {dtype = dt}))
+        e.b_ih, e.b_hh = "bias_ih" .. sfx, "bias_hh" .. sfx
+      end
+      if proj_size > 0 then
+        self["weight_hr" .. sfx] = nn.Parameter(pt.empty(proj_size, hidden_size, {dtype = dt}))
+        e.w_hr = "weight_hr" .. sfx
+      end
+      names[#names + 1] = e
+    end
+  end
+  self._weight_names = names
+  self:reset_parameters()
+end
+
+function RNNBase:reset_parameters()
+  local stdv = 1 / math.sqrt(self.hidden_size)
+  for _, p in ipairs(self:parameters()) do init.uniform_(p, -stdv, stdv) end
+end
+doc(RNNBase.reset_parameters, "rnn:reset_parameters(): draws every weight and bias again from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)),\n"
+  .. "  in place, as the constructor does (PyTorch's initialisation).")
+
+function RNNBase:flatten_parameters() end
+doc(RNNBase.flatten_parameters, "rnn:flatten_parameters(): does nothing (PyTorch's packs the weights for cuDNN); kept so PyTorch code runs unchanged.")
+
+function RNNBase:extra_repr()
+  local s = ("%d, %d"):format(self.input_size, self.hidden_size)
+  if self.proj_size ~= 0 then s = s .. ", proj_size=" .. self.proj_size end
+  if self.num_layers ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
+  if self.mode == "RNN_RELU" then s = s .. ", nonlinearity='relu'" end
+  if not self.bias then s = s .. ", bias=false" end
+  if self.batch_first then s = s .. ", batch_first=true" end
+  if self.dropout ~= 0 then s = s .. ", dropout=" .. self.dropout end
+  if self.bidirectional then s = s .. ", bidirectional=true" end
+  return s
+end
+
+local function check_state(name, what, h, want)
+  check_tensor(name, what, h)
+  if shape_str(h) ~= dims_str(want) then
+    raise(("%s: expected %s of shape %s, got %s"):format(name, what, dims_str(want), shape_str(h)))
+  end
+end
+
+-- one layer in one direction over x {L,N,in}; returns the outputs {L,N,H_out} and the last state
+function RNNBase:_run_direction(x, e, reverse, h, c)
+  local p = self._parameters
+  local mode, hidden = self.mode, self.hidden_size
+  local w_hh, b_hh, w_hr = p[e.w_hh], e.b_hh and p[e.b_hh], e.w_hr and p[e.w_hr]
+  local proj = nn.linear(x, p[e.w_ih], e.b_ih and p[e.b_ih]) -- every time step in one product
+  local steps = x:size(1)
+  local outs = {}
+  for s = 1, steps do
+    local t = reverse and steps + 1 - s or s
+    local xt = proj:select(1, t)
+    if mode == "LSTM" then
+      h, c = step_lstm(xt, h, c, w_hh, b_hh, hidden, w_hr)
+    elseif mode == "GRU" then
+      h = step_gru(xt, h, w_hh, b_hh, hidden)
+    else
+      h = step_rnn(xt, h, w_hh, b_hh, mode == "RNN_RELU")
+    end
+    outs[t] = h
+  end
+  return pt.stack(outs, 1), h, c
+end
+
+function RNNBase:_forward(name, x, hx)
+  check_tensor(name, "input", x)
+  if x:dim() ~= 2 and x:dim() ~= 3 then
+    raise(("%s: expected input of 3 dimensions (%s) or 2 (unbatched {L,input_size}), got shape %s")
+      :format(name, self.batch_first and "{N,L,input_size}" or "{L,N,input_size}", shape_str(x)))
+  end
+  if not is_float(x) then
+    raise(("%s: input must be a floating tensor, got dtype %s"):format(name, x:dtype()))
+  end
+  if x:size(x:dim()) ~= self.input_size then
+    raise(("%s: input has %d features, expected input_size %d (input shape %s)")
+      :format(name, x:size(x:dim()), self.input_size, shape_str(x)))
+  end
+  local batched = x:dim() == 3
+  if not batched then
+    x = x:unsqueeze(2)
+  elseif self.batch_first then
+    x = x:transpose(1, 2)
+  end
+  local n = x:size(2)
+  local dirs = self.bidirectional and 2 or 1
+  local real_hidden = self.proj_size > 0 and self.proj_size or self.hidden_size
+  local nstates = self.num_layers * dirs
+  local h0, c0
+  local is_lstm = self.mode == "LSTM"
+  if hx ~= nil then
+    local hx_h, hx_c = hx, nil
+    if is_lstm then
+      if type(hx) ~= "table" or pt.is_tensor(hx) or hx[1] == nil or hx[2] == nil then
+        raise(name .. ": the initial state must be a table {h0, c0} of two tensors (PyTorch's tuple (h0, c0)), got "
+          .. (pt.is_tensor(hx) and "a tensor" or type(hx)))
+      end
+      hx_h, hx_c = hx[1], hx[2]
+    end
+    local wh = batched and {nstates, n, real_hidden} or {nstates, real_hidden}
+    check_state(name, is_lstm and "h0" or "hx", hx_h, wh)
+    h0 = batched and hx_h or hx_h:unsqueeze(2)
+    if is_lstm then
+      local wc = batched and {nstates, n, self.hidden_size} or {nstates, self.hidden_size}
+      check_state(name, "c0", hx_c, wc)
+      c0 = batched and hx_c or hx_c:unsqueeze(2)
+    end
+  end
+  local hs, cs = {}, {}
+  local layer_in = x
+  for layer = 1, self.num_layers do
+    local outs = {}
+    for dir = 1, dirs do
+      local k = (layer - 1) * dirs + dir
+      local h = h0 and h0:select(1, k) or pt.zeros(n, real_hidden, {dtype = x:dtype()})
+      local c
+      if is_lstm then c = c0 and c0:select(1, k) or pt.zeros(n, self.hidden_size, {dtype = x:dtype()}) end
+      local out
+      out, h, c = self:_run_direction(layer_in, self._weight_names[k], dir == 2, h, c)
+      outs[dir], hs[k], cs[k] = out, h, c
+    end
+    layer_in = dirs == 2 and pt.cat(outs, 3) or outs[1]
+    if self.dropout > 0 and self.training and layer < self.num_layers then
+      layer_in = nn.dropout(layer_in, self.dropout, true)
+    end
+  end
+  local output, h_n = layer_in, pt.stack(hs, 1)
+  local c_n = is_lstm and pt.stack(cs, 1) or nil
+  if not batched then
+    output, h_n = output:squeeze(2), h_n:squeeze(2)
+    if c_n then c_n = c_n:squeeze(2) end
+  elseif self.batch_first then
+    output = output:transpose(1, 2)
+  end
+  if is_lstm then return output, {h_n, c_n} end
+  return output, h_n
+end
+
+local RNN = RNNBase:extend("RNN")
+nn.RNN = RNN
+local RNN_ALLOWED = set_of(RNN_OPTS)
+RNN_ALLOWED.nonlinearity = true
+function RNN:__init(input_size, hidden_size, opts)
+  opts = check_opts("RNN", opts, RNN_ALLOWED)
+  local nl = opts.nonlinearity or "tanh"
+  if nl ~= "tanh" and nl ~= "relu" then
+    raise(("RNN: nonlinearity must be 'tanh' or 'relu', got '%s'"):format(tostring(nl)))
+  end
+  self.nonlinearity = nl
+  self:_setup("RNN", nl == "tanh" and "RNN_TANH" or "RNN_RELU", input_size, hidden_size, opts)
+end
+function RNN:forward(x, hx) return self:_forward("RNN:forward", x, hx) end
+doc(RNN, [[nn.RNN(input_size, hidden_size[, {num_layers=1, nonlinearity="tanh", bias=true, batch_first=false,
+    dropout=0, bidirectional=false, dtype="float32"}])
+  Elman RNN: h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), act tanh or relu.
+  rnn(x[, h0]) -> output, h_n
+    x       {L,N,input_size}, or {N,L,input_size} with batch_first, or unbatched {L,input_size}
+    h0      {D*num_layers,N,hidden_size} (D = 2 when bidirectional, else 1), or {D*num_layers,hidden_size}
+            unbatched; zeros when omitted
+    output  {L,N,D*hidden_size} (batch_first: {N,L,D*hidden_size}): the last layer's h_t, the two
+            directions concatenated (forward first)
+    h_n     {D*num_layers,N,hidden_size}: the final state of each layer and direction, in the order
+            layer 1 forward, layer 1 reverse, layer 2 forward, ...
+  dropout: applied to the output of every layer but the last, in training mode only.
+  Parameters as PyTorch's (so a PyTorch state_dict loads): weight_ih_l0 {hidden,input_size},
+  weight_hh_l0 {hidden,hidden}, bias_ih_l0, bias_hh_l0 {hidden}; layers l0, l1, ... (0-based, as
+  PyTorch names them); the reverse direction's end in _reverse. Init U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
+
+local LSTM = RNNBase:extend("LSTM")
+nn.LSTM = LSTM
+local LSTM_ALLOWED = set_of(RNN_OPTS)
+LSTM_ALLOWED.proj_size = true
+function LSTM:__init(input_size, hidden_size, opts)
+  opts = check_opts("LSTM", opts, LSTM_ALLOWED)
+  self:_setup("LSTM", "LSTM", input_size, hidden_size, opts)
+end
+function LSTM:forward(x, state) return self:_forward("LSTM:forward", x, state) end
+doc(LSTM, [[nn.LSTM(input_size, hidden_size[, {num_layers=1, bias=true, batch_first=false, dropout=0,
+    bidirectional=false, proj_size=0, dtype="float32"}])
+  Long short-term memory, gates in PyTorch's order i, f, g, o:
+    i,f,o = sigmoid(...), g = tanh(...), c_t = f*c_{t-1} + i*g, h_t = o*tanh(c_t)
+  lstm(x[, {h0, c0}]) -> output, {h_n, c_n}
+  PyTorch's tuple (h0, c0) is the table {h0, c0}: local out, state = lstm(x, {h0, c0}), then
+  state[1] is h_n and state[2] is c_n (local h_n, c_n = table.unpack(state)).
+    x       {L,N,input_size}, {N,L,input_size} with batch_first, or unbatched {L,input_size}
+    h0, c0  {D*num_layers,N,H_out} and {D*num_layers,N,hidden_size} (D = 2 when bidirectional;
+            H_out = proj_size if > 0, else hidden_size); without N when unbatched; zeros when omitted
+    output  {L,N,D*H_out} (batch_first: {N,L,D*H_out}); h_n, c_n shaped as h0, c0
+  dropout between layers in training mode only. proj_size > 0: h_t = (o*tanh(c_t)) W_hr^T.
+  Parameters as PyTorch's: weight_ih_l0 {4*hidden,input_size}, weight_hh_l0 {4*hidden,H_out},
+  bias_ih_l0, bias_hh_l0 {4*hidden}, weight_hr_l0 {proj_size,hidden} (with proj_size), ..._reverse
+  for the second direction; init U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
+
+local GRU = RNNBase:extend("GRU")
+nn.GRU = GRU
+function GRU:__init(input_size, hidden_size, opts)
+  opts = check_opts("GRU", opts, set_of(RNN_OPTS))
+  self:_setup("GRU", "GRU", input_size, hidden_size, opts)
+end
+function GRU:forward(x, hx) return self:_forward("GRU:forward", x, hx) end
+doc(GRU, [[nn.GRU(input_size, hidden_size[, {num_layers=1, bias=true, batch_first=false, dropout=0,
+    bidirectional=false, dtype="float32"}])
+  Gated recurrent unit, gates in PyTorch's order r, z, n:
+    r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), z = sigmoid(W_iz x + b_iz + W_hz h + b_hz),
+    n = tanh(W_in x + b_in + r*(W_hn h + b_hn)), h' = (1-z)*n + z*h
+  gru(x[, h0]) -> output, h_n, shapes as nn.RNN's (see help(nn.RNN)): x {L,N,input_size} (batch_first
+  {N,L,input_size}, unbatched {L,input_size}), h0 and h_n {D*num_layers,N,hidden_size}.
+  Parameters as PyTorch's: weight_ih_l0 {3*hidden,input_size}, weight_hh_l0 {3*hidden,hidden},
+  bias_ih_l0, bias_hh_l0 {3*hidden}, ..._reverse; init U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
+
+-- ------------------------------------------------------------------ attention
+
+local SDPA_OPTS = set_of {"attn_mask", "dropout_p", "is_causal", "scale"}
+
+local function causal_mask(L, S, dtype)
+  local allowed = pt.ones(L, S, {dtype = "bool"}):tril()
+  return pt.zeros(L, S, {dtype = dtype}):masked_fill(allowed:logical_not(), -math.huge)
+end
+
+function nn.scaled_dot_product_attention(q, k, v, opts)
+  local name = "scaled_dot_product_attention"
+  opts = check_opts(name, opts, SDPA_OPTS)
+  check_tensor(name, "query", q)
+  check_tensor(name, "key", k)
+  check_tensor(name, "value", v)
+  if q:dim() < 2 or k:dim() < 2 or v:dim() < 2 then
+    raise(("%s: query, key and value need at least 2 dimensions {...,L,E}, got shapes %s, %s, %s")
+      :format(name, shape_str(q), shape_str(k), shape_str(v)))
+  end
+  local E, L, S = q:size(q:dim()), q:size(q:dim() - 1), k:size(k:dim() - 1)
+  if k:size(k:dim()) ~= E then
+    raise(("%s: query and key must have the same embedding size, got shapes %s and %s")
+      :format(name, shape_str(q), shape_str(k)))
+  end
+  if v:size(v:dim() - 1) ~= S then
+    raise(("%s: key and value must have the same sequence length, got shapes %s and %s")
+      :format(name, shape_str(k), shape_str(v)))
+  end
+  local p = opts.dropout_p or 0
+  probability(name, "dropout_p", p)
+  local scale = opts.scale or 1 / math.sqrt(E)
+  local scores = q:matmul(k:transpose(-2, -1)) * scale
+  if opts.is_causal then
+    if opts.attn_mask ~= nil then
+      raise(name .. ": attn_mask and is_causal=true cannot be given together")
+    end
+    scores = scores + causal_mask(L, S, scores:dtype())
+  elseif opts.attn_mask ~= nil then
+    check_tensor(name, "attn_mask", opts.attn_mask)
+    scores = scores + additive_mask(name, "attn_mask", opts.attn_mask, scores:dtype(), false)
+  end
+  local w = nn.softmax(scores, -1)
+  if p > 0 then w = nn.dropout(w, p, true) end
+  return w:matmul(v)
+end
+doc(nn.scaled_dot_product_attention, [[nn.scaled_dot_product_attention(query, key, value[, {attn_mask=, dropout_p=0, is_causal=false, scale=}])
+  PyTorch 2.x's F.scaled_dot_product_attention: softmax(query key^T * scale + mask) value, with
+  query {...,L,E}, key {...,S,E}, value {...,S,Ev} -> {...,L,Ev} (leading dims broadcast).
+  scale defaults to 1/sqrt(E). attn_mask broadcasts to {...,L,S}: a BOOLEAN mask says which
+  positions may be attended to (true = allowed, false = masked out), as torch's SDPA; a float
+  mask is added to the scores. is_causal=true masks the upper triangle (query i attends to keys
+  1..i); it cannot be combined with attn_mask. dropout_p drops attention weights ALWAYS (this is
+  a function, not a module: pass 0 in evaluation). NB: nn.MultiheadAttention's boolean masks
+  mean the opposite (true = masked out), as torch's nn.MultiheadAttention.
+  Also nn.functional.scaled_dot_product_attention.]])
+nn.functional.scaled_dot_product_attention = nn.scaled_dot_product_attention
+
+local MHA_OPTS = set_of {"dropout", "bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim",
+  "batch_first", "dtype"}
+local MHA_FORWARD_OPTS = set_of {"key_padding_mask", "need_weights", "attn_mask",
+  "average_attn_weights", "is_causal"}
+
+local MultiheadAttention = Module:extend("MultiheadAttention")
+nn.MultiheadAttention = MultiheadAttention
+function MultiheadAttention:__init(embed_dim, num_heads, opts)
+  local name = "MultiheadAttention"
+  opts = check_opts(name, opts, MHA_OPTS)
+  positive(name, "embed_dim", embed_dim)
+  positive(name, "num_heads", num_heads)
+  if embed_dim % num_heads ~= 0 then
+    raise(("%s: embed_dim must be divisible by num_heads, got embed_dim=%d, num_heads=%d")
+      :format(name, embed_dim, num_heads))
+  end
+  local dropout = opts.dropout or 0
+  probability(name, "dropout", dropout)
+  local bias = opts.bias
+  if bias == nil then bias = true end
+  boolean(name, "bias", bias)
+  local batch_first = opts.batch_first or false
+  boolean(name, "batch_first", batch_first)
+  local add_bias_kv, add_zero_attn = opts.add_bias_kv or false, opts.add_zero_attn or false
+  boolean(name, "add_bias_kv", add_bias_kv)
+  boolean(name, "add_zero_attn", add_zero_attn)
+  local kdim, vdim = opts.kdim or embed_dim, opts.vdim or embed_dim
+  positive(name, "kdim", kdim)
+  positive(name, "vdim", vdim)
+  self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+  self.kdim, self.vdim = kdim, vdim
+  self.dropout, self.batch_first = dropout, batch_first
+  self.add_zero_attn = add_zero_attn
+  self._qkv_same_embed_dim = kdim == embed_dim and vdim == embed_dim
+  local dt = opts.dtype or "float32"
+  if self._qkv_same_embed_dim then
+    self.in_proj_weight = nn.Parameter(pt.empty(3 * embed_dim, embed_dim, {dtype = dt}))
+  else
+    self.q_proj_weight = nn.Parameter(pt.empty(embed_dim, embed_dim, {dtype = dt}))
+    self.k_proj_weight = nn.Parameter(pt.empty(embed_dim, kdim, {dtype = dt}))
+    self.v_proj_weight = nn.Parameter(pt.empty(embed_dim, vdim, {dtype = dt}))
+  end
+  if bias then self.in_proj_bias = nn.Parameter(pt.empty(3 * embed_dim, {dtype = dt})) end
+  if add_bias_kv then
+    self.bias_k = nn.Parameter(pt.empty(1, 1, embed_dim, {dtype = dt}))
+    self.bias_v = nn.Parameter(pt.empty(1, 1, embed_dim, {dtype = dt}))
+  end
+  self.out_proj = nn.Linear(embed_dim, embed_dim, {bias = bias, dtype = dt})
+  self:reset_parameters()
+end
+function MultiheadAttention:reset_parameters()
+  local p = self._parameters
+  if self._qkv_same_embed_dim then
+    init.xavier_uniform_(p.in_proj_weight)
+  else
+    init.xavier_uniform_(p.q_proj_weight)
+    init.xavier_uniform_(p.k_proj_weight)
+    init.xavier_uniform_(p.v_proj_weight)
+  end
+  if p.in_proj_bias then
+    -- nn.init.zeros_ (fill_) refuses a leaf that requires grad outside no_grad
+    pt.no_grad(function()
+      init.zeros_(p.in_proj_bias)
+      init.zeros_(self.out_proj.bias)
+    end)
+  end
+  if p.bias_k then
+    init.xavier_normal_(p.bias_k)
+    init.xavier_normal_(p.bias_v)
+  end
+end
+doc(MultiheadAttention.reset_parameters, "mha:reset_parameters(): PyTorch's initialisation, in place: xavier_uniform_ for in_proj_weight\n"
+  .. "  (or q/k/v_proj_weight), zeros for in_proj_bias and out_proj.bias, xavier_normal_ for bias_k/bias_v;\n"
+  .. "  out_proj.weight keeps nn.Linear's initialisation.")
+function MultiheadAttention:extra_repr()
+  local s = ("embed_dim=%d, num_heads=%d"):format(self.embed_dim, self.num_heads)
+  if self.dropout ~= 0 then s = s .. ", dropout=" .. self.dropout end
+  if not self._qkv_same_embed_dim then s = s .. (", kdim=%d, vdim=%d"):format(self.kdim, self.vdim) end
+  if self._parameters.bias_k then s = s .. ", add_bias_kv=true" end
+  if self.add_zero_attn then s = s .. ", add_zero_attn=true" end
+  if self.batch_first then s = s .. ", batch_first=true" end
+  return s
+end
+
+local function pad_last(t, value)
+  local shape = t:size()
+  shape[#shape] = 1
+  return pt.cat({t, pt.full(shape, value, {dtype = t:dtype()})}, t:dim())
+end
+
+function MultiheadAttention:forward(query, key, value, opts)
+  local name = "MultiheadAttention:forward"
+  opts = check_opts(name, opts, MHA_FORWARD_OPTS)
+  check_tensor(name, "query", query)
+  key, value = key or query, value or key or query
+  check_tensor(name, "key", key)
+  check_tensor(name, "value", value)
+  local qd = query:dim()
+  if (qd ~= 2 and qd ~= 3) or key:dim() ~= qd or value:dim() ~= qd then
+    raise(("%s: query, key and value must all be 3-D (batched) or all 2-D (unbatched), got shapes %s, %s, %s")
+      :format(name, shape_str(query), shape_str(key), shape_str(value)))
+  end
+  local E, H, hd = self.embed_dim, self.num_heads, self.head_dim
+  if query:size(qd) ~= E or key:size(qd) ~= self.kdim or value:size(qd) ~= self.vdim then
+    raise(("%s: expected query, key and value with %d, %d and %d features (embed_dim, kdim, vdim), got shapes %s, %s, %s")
+      :format(name, E, self.kdim, self.vdim, shape_str(query), shape_str(key), shape_str(value)))
+  end
+  local batched = qd == 3
+  local kpm, attn_mask = opts.key_padding_mask, opts.attn_mask
+  if batched then
+    if self.batch_first then
+      query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
+    end
+  else
+    query, key, value = query:unsqueeze(2), key:unsqueeze(2), value:unsqueeze(2)
+    if kpm ~= nil then check_tensor(name, "key_padding_mask", kpm); kpm = kpm:unsqueeze(1) end
+  end
+  -- now {L,N,E}, {S,N,kdim}, {S,N,vdim}
+  local L, N, S = query:size(1), query:size(2), key:size(1)
+  if key:size(2) ~= N or value:size(2) ~= N or value:size(1) ~= S then
+    raise(("%s: key and value must have the query's batch size and one sequence length, got shapes %s, %s, %s")
+      :format(name, shape_str(query), shape_str(key), shape_str(value)))
+  end
+  local dtype = query:dtype()
+  -- masks as additive float masks: {L,S} or {N*H,L,S}, and {N,S}
+  if opts.is_causal and attn_mask == nil then attn_mask = causal_mask(L, S, dtype) end
+  if attn_mask ~= nil then
+    check_tensor(name, "attn_mask", attn_mask)
+    local ok = (attn_mask:dim() == 2 and shape_str(attn_mask) == dims_str {L, S})
+      or (attn_mask:dim() == 3 and shape_str(attn_mask) == dims_str {N * H, L, S})
+    if not ok then
+      raise(("%s: attn_mask must have shape {L,S} = %s or {N*num_heads,L,S} = %s, got %s")
+        :format(name, dims_str {L, S}, dims_str {N * H, L, S}, shape_str(attn_mask)))
+    end
+    attn_mask = additive_mask(name, "attn_mask", attn_mask, dtype, true)
+  end
+  if kpm ~= nil then
+    check_tensor(name, "key_padding_mask", kpm)
+    if shape_str(kpm) ~= dims_str {N, S} then
+      local got = batched and kpm or kpm:squeeze(1)
+      raise(("%s: key_padding_mask must have shape %s, got %s")
+        :format(name, batched and dims_str {N, S} or dims_str {S}, shape_str(got)))
+    end
+    kpm = additive_mask(name, "key_padding_mask", kpm, dtype, true)
+  end
+  local p = self._parameters
+  local wq, wk, wv
+  if self._qkv_same_embed_dim then
+    wq = p.in_proj_weight:narrow(1, 1, E)
+    wk = p.in_proj_weight:narrow(1, E + 1, E)
+    wv = p.in_proj_weight:narrow(1, 2 * E + 1, E)
+  else
+    wq, wk, wv = p.q_proj_weight, p.k_proj_weight, p.v_proj_weight
+  end
+  local bq, bk, bv
+  if p.in_proj_bias then
+    bq = p.in_proj_bias:narrow(1, 1, E)
+    bk = p.in_proj_bias:narrow(1, E + 1, E)
+    bv = p.in_proj_bias:narrow(1, 2 * E + 1, E)
+  end
+  local q = nn.linear(query, wq, bq)
+  local k = nn.linear(key, wk, bk)
+  local v = nn.linear(value, wv, bv)
+  if p.bias_k then
+    k = pt.cat({k, p.bias_k:expand(1, N, E)}, 1)
+    v = pt.cat({v, p.bias_v:expand(1, N, E)}, 1)
+    if attn_mask then attn_mask = pad_last(attn_mask, 0) end
+    if kpm then kpm = pad_last(kpm, 0) end
+  end
+  -- heads: {L,N,E} -> {N*H,L,hd}
+  q = q:reshape(L, N * H, hd):transpose(1, 2)
+  k = k:reshape(k:size(1), N * H, hd):transpose(1, 2)
+  v = v:reshape(v:size(1), N * H, hd):transpose(1, 2)
+  if self.add_zero_attn then
+    k = pt.cat({k, pt.zeros(N * H, 1, hd, {dtype = dtype})}, 2)
+    v = pt.cat({v, pt.zeros(N * H, 1, hd, {dtype = dtype})}, 2)
+    if attn_mask then attn_mask = pad_last(attn_mask, 0) end
+    if kpm then kpm = pad_last(kpm, 0) end
+  end
+  local S2 = k:size(2)
+  local scores = (q * (1 / math.sqrt(hd))):matmul(k:transpose(2, 3)) -- {N*H,L,S2}
+  if attn_mask then scores = scores + attn_mask end
+  if kpm then scores = scores + kpm:reshape(N, 1, 1, S2):expand(N, H, 1, S2):reshape(N * H, 1, S2) end
+  local w = nn.softmax(scores, -1)
+  if self.dropout > 0 and self.training then w = nn.dropout(w, self.dropout, true) end
+  local out = w:matmul(v):transpose(1, 2):reshape(L, N, E)
+  out = self.out_proj(out)
+  local need_weights = opts.need_weights
+  if need_weights == nil then need_weights = true end
+  local weights
+  if need_weights then
+    weights = w:reshape(N, H, L, S2)
+    if opts.average_attn_weights ~= false then weights = weights:mean(2) end
+    if not batched then weights = weights:squeeze(1) end
+  end
+  if not batched then
+    out = out:squeeze(2)
+  elseif self.batch_first then
+    out = out:transpose(1, 2)
+  end
+  return out, weights
+end
+doc(MultiheadAttention, [[nn.MultiheadAttention(embed_dim, num_heads[, {dropout=0, bias=true, add_bias_kv=false,
+    add_zero_attn=false, kdim=embed_dim, vdim=embed_dim, batch_first=false, dtype="float32"}])
+  PyTorch's multi-head attention. mha(query, key, value[, {key_padding_mask=, attn_mask=,
+  need_weights=true, average_attn_weights=true, is_causal=false}]) -> attn_output, attn_weights
+    query {L,N,embed_dim}, key {S,N,kdim}, value {S,N,vdim} ({N,L,E} ... with batch_first, or
+    unbatched {L,E}, {S,kdim}, {S,vdim}); attn_output has the query's shape.
+    attn_weights {N,L,S} averaged over heads ({N,num_heads,L,S} with average_attn_weights=false;
+    without N unbatched), taken after dropout as PyTorch's; nil with need_weights=false.
+  Masks as torch.nn.MultiheadAttention's: a BOOLEAN mask marks what is masked OUT (true = not
+  attended), a float mask is added to the scores. key_padding_mask {N,S} (unbatched {S}): true
+  for padding keys. attn_mask {L,S} or {N*num_heads,L,S}. is_causal=true without attn_mask
+  masks the upper triangle (torch takes is_causal only as a hint next to an attn_mask).
+  NB: nn.scaled_dot_product_attention's boolean masks mean the opposite (true = allowed).
+  Parameters as PyTorch's: in_proj_weight {3E,E} (q, k, v stacked; q_proj_weight, k_proj_weight,
+  v_proj_weight instead when kdim or vdim differ), in_proj_bias {3E}, out_proj (an nn.Linear:
+  out_proj.weight, out_proj.bias), bias_k, bias_v {1,1,E} with add_bias_kv. Init as PyTorch:
+  xavier_uniform_ projections, zero biases.]])
+
+-- ------------------------------------------------------------------ Transformer
+
+local TEL_OPTS = set_of {"dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first",
+  "norm_first", "bias", "dtype"}
+
+local TransformerEncoderLayer = Module:extend("TransformerEncoderLayer")
+nn.TransformerEncoderLayer = TransformerEncoderLayer
+function TransformerEncoderLayer:__init(d_model, nhead, opts)
+  local name = "TransformerEncoderLayer"
+  opts = check_opts(name, opts, TEL_OPTS)
+  positive(name, "d_model", d_model)
+  positive(name, "nhead", nhead)
+  local ff = opts.dim_feedforward or 2048
+  positive(name, "dim_feedforward", ff)
+  local dropout = opts.dropout or 0.1
+  probability(name, "dropout", dropout)
+  local act = opts.activation or "relu"
+  if act ~= "relu" and act ~= "gelu" and type(act) ~= "function" then
+    raise(("%s: activation must be 'relu', 'gelu' or a function, got %s"):format(name, tostring(act)))
+  end
+  local eps = opts.layer_norm_eps or 1e-5
+  if type(eps) ~= "number" or eps <= 0 then
+    raise(("%s: layer_norm_eps must be a positive number, got %s"):format(name, tostring(eps)))
+  end
+  local batch_first, norm_first = opts.batch_first or false, opts.norm_first or false
+  boolean(name, "batch_first", batch_first)
+  boolean(name, "norm_first", norm_first)
+  local bias = opts.bias
+  if bias == nil then bias = true end
+  boolean(name, "bias", bias)
+  local dt = opts.dtype or "float32"
+  self.d_model, self.nhead, self.dim_feedforward = d_model, nhead, ff
+  self.activation = act
+  self.batch_first, self.norm_first, self.layer_norm_eps = batch_first, norm_first, eps
+  self.self_attn = nn.MultiheadAttention(d_model, nhead, {dropout = dropout, bias = bias,
+    batch_first = batch_first, dtype = dt})
+  self.linear1 = nn.Linear(d_model, ff, {bias = bias, dtype = dt})
+  self.dropout = nn.Dropout(dropout)
+  self.linear2 = nn.Linear(ff, d_model, {bias = bias, dtype = dt})
+  self.norm1 = nn.LayerNorm(d_model, {eps = eps, bias = bias, dtype = dt})
+  self.norm2 = nn.LayerNorm(d_model, {eps = eps, bias = bias, dtype = dt})
+  self.dropout1 = nn.Dropout(dropout)
+  self.dropout2 = nn.Dropout(dropout)
+end
+function TransformerEncoderLayer:_sa_block(x, attn_mask, kpm, is_causal)
+  local out = self.self_attn(x, x, x, {attn_mask = attn_mask, key_padding_mask = kpm,
+    need_weights = false, is_causal = is_causal})
+  return self.dropout1(out)
+end
+function TransformerEncoderLayer:_ff_block(x)
+  local h = self.linear1(x)
+  local act = self.activation
+  if act == "relu" then h = nn.relu(h) elseif act == "gelu" then h = nn.gelu(h) else h = act(h) end
+  return self.dropout2(self.linear2(self.dropout(h)))
+end
+local TEL_FORWARD_OPTS = set_of {"src_mask", "src_key_padding_mask", "is_causal"}
+function TransformerEncoderLayer:forward(src, opts)
+  opts = check_opts("TransformerEncoderLayer:forward", opts, TEL_FORWARD_OPTS)
+  check_tensor("TransformerEncoderLayer:forward", "src", src)
+  local mask, kpm, causal = opts.src_mask, opts.src_key_padding_mask, opts.is_causal
+  local x = src
+  if self.norm_first then
+    x = x + self:_sa_block(self.norm1(x), mask, kpm, causal)
+    x = x + self:_ff_block(self.norm2(x))
+  else
+    x = self.norm1(x + self:_sa_block(x, mask, kpm, causal))
+    x = self.norm2(x + self:_ff_block(x))
+  end
+  return x
+end
+function TransformerEncoderLayer:extra_repr()
+  local act = type(self.activation) == "function" and "<function>" or "'" .. self.activation .. "'"
+  return ("d_model=%d, nhead=%d, dim_feedforward=%d, activation=%s, norm_first=%s, batch_first=%s")
+    :format(self.d_model, self.nhead, self.dim_feedforward, act, tostring(self.norm_first),
+      tostring(self.batch_first))
+end
+doc(TransformerEncoderLayer, [[nn.TransformerEncoderLayer(d_model, nhead[, {dim_feedforward=2048, dropout=0.1, activation="relu",
+    layer_norm_eps=1e-5, batch_first=false, norm_first=false, bias=true, dtype="float32"}])
+  PyTorch's encoder layer: self-attention then a feed-forward block, each with dropout, a
+  residual connection and a LayerNorm (after the residual, or before the block with norm_first).
+  layer(src[, {src_mask=, src_key_padding_mask=, is_causal=false}]) -> output of src's shape
+  src {L,N,d_model} ({N,L,d_model} with batch_first, or unbatched {L,d_model}). src_mask and
+  src_key_padding_mask are nn.MultiheadAttention's attn_mask and key_padding_mask (booleans:
+  true = masked out). activation "relu", "gelu" or a function of a tensor.
+  Children as PyTorch's, so its state_dict keys match: self_attn, linear1, dropout, linear2,
+  norm1, norm2, dropout1, dropout2.]])
+
+-- a module copied with fresh parameter and buffer tensors (PyTorch's copy.deepcopy of a layer)
+local function deepcopy_module(m)
+  local seen = {}
+  local function copy(v)
+    if pt.is_tensor(v) then
+      if seen[v] then return seen[v] end
+      local c = v:detach():clone()
+      if v.requires_grad then c.requires_grad = true end
+      seen[v] = c
+      return c
+    end
+    if type(v) ~= "table" then return v end
+    if seen[v] then return seen[v] end
+    if not nn.is_module(v) and rawget(v, "__name") ~= nil then return v end -- a class
+    local c = {}
+    seen[v] = c
+    for k, x in next, v do rawset(c, copy(k), copy(x)) end
+    local mt = getmetatable(v)
+    -- modules and plain tables keep their metatable (the class); ordered tables are copied
+    return setmetatable(c, mt)
+  end
+  return copy(m)
+end
+
+local TransformerEncoder = Module:extend("TransformerEncoder")
+nn.TransformerEncoder = TransformerEncoder
+function TransformerEncoder:__init(encoder_layer, num_layers, opts)
+  local name = "TransformerEncoder"
+  if not nn.is_module(encoder_layer) then
+    raise(("%s: encoder_layer must be a Module (e.g. nn.TransformerEncoderLayer), got %s")
+      :format(name, type(encoder_layer)))
+  end
+  positive(name, "num_layers", num_layers)
+  opts = check_opts(name, opts, set_of {"norm", "enable_nested_tensor", "mask_check"})
+  if opts.norm ~= nil and not nn.is_module(opts.norm) then
+    raise(("%s: norm must be a Module (e.g. nn.LayerNorm), got %s"):format(name, type(opts.norm)))
+  end
+  local layers = nn.ModuleList()
+  for _ = 1, num_layers do layers:append(deepcopy_module(encoder_layer)) end
+  self.layers = layers
+  self.num_layers = num_layers
+  if opts.norm then self.norm = opts.norm end
+end
+function TransformerEncoder:forward(src, opts)
+  opts = check_opts("TransformerEncoder:forward", opts, TEL_FORWARD_OPTS)
+  local x = src
+  for _, layer in ipairs(self.layers:children()) do x = layer(x, opts) end
+  if self._modules.norm then x = self._modules.norm(x) end
+  return x
+end
+doc(TransformerEncoder, [[nn.TransformerEncoder(encoder_layer, num_layers[, {norm=}])
+  A stack of num_layers copies of encoder_layer (each with its own parameters, copied from
+  encoder_layer's, as PyTorch's deepcopy), then the optional norm module (e.g. nn.LayerNorm).
+  enc(src[, {src_mask=, src_key_padding_mask=, is_causal=false}]) -> output of src's shape; the
+  options go to every layer (see help(nn.TransformerEncoderLayer)).
+  Children: layers (an nn.ModuleList) and norm. state_dict keys are PyTorch's with the layer
+  index 1-based: PyTorch's layers.0.linear1.weight is layers.1.linear1.weight here.]])
+
+return nn
