@@ -1,6 +1,7 @@
--- Convolutional layers for partrain.nn: Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
--- BatchNorm2d, Dropout2d, Upsample. The compute is fused C (lib/conv.c); these classes hold
--- parameters and options, with PyTorch's defaults.
+-- Convolutional layers for partrain.nn: Conv1d, Conv2d, ConvTranspose1d/2d, MaxPool1d/2d,
+-- AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, BatchNorm2d, GroupNorm,
+-- InstanceNorm1d/2d, Dropout2d, Upsample, and their nn.functional forms. The compute is fused C
+-- (lib/conv.c); these classes hold parameters and options, with PyTorch's defaults.
 local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module, init = nn.Module, nn.init
@@ -77,8 +78,6 @@ function Conv2d:extra_repr()
   if not self.bias then s = s .. ", bias=false" end
   return s
 end
-doc(Conv2d, [[nn.Conv2d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, dilation=1, groups=1, bias=true}])
-  2-D convolution of {N,C,H,W} (or {C,H,W}) inputs; sizes are n or {h, w}. PyTorch's default init.]])
 
 local function pool_class(name, fn, is_max)
   local P = Module:extend(name)
@@ -177,8 +176,812 @@ function Upsample:forward(x) return pt.upsample_nearest2d(x, self.scale_factor) 
 function Upsample:extra_repr() return "scale_factor=" .. fmt_pair(self.scale_factor) .. ", mode=nearest" end
 doc(Upsample, "nn.Upsample({scale_factor=2, mode=\"nearest\"}) -> nearest-neighbour upsampling by integer factors.")
 
+-- ------------------------------------------------------------------ the rest of the family
+-- Conv1d/ConvTranspose1d and the 1-D pools run the 2-D kernels on a unit height ({N,C,L} as
+-- {N,C,1,L}); GroupNorm and InstanceNorm run batch_norm's kernel on {1, N*groups, ...}. Each
+-- checks its input itself so that its errors speak of its own shapes.
+
+local getinfo, fmt = debug.getinfo, string.format
+
+-- errors point at the nearest Lua frame outside partrain's own modules (as the C bindings do)
+local own_dir = getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
+local function fail(msg, ...)
+  if select("#", ...) > 0 then msg = fmt(msg, ...) end
+  local level = 2
+  while true do
+    local info = getinfo(level, "S")
+    if not info then return error(msg, 0) end
+    if info.what ~= "C" and info.source:sub(1, #own_dir + 1) ~= "@" .. own_dir then
+      return error(msg, level)
+    end
+    level = level + 1
+  end
+end
+
+local function shp(t) return "{" .. table.concat(t:size(), ",") .. "}" end
+local function floating(t) local d = t:dtype(); return d == "float32" or d == "float64" end
+
+-- opts may only hold the keys of allowed (a list, printed in the message)
+local function check_opts(name, opts, allowed)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" or pt.is_tensor(opts) then fail("%s: options must be a table, got %s", name, type(opts)) end
+  local set = {}
+  for _, k in ipairs(allowed) do set[k] = true end
+  for k in pairs(opts) do
+    if not set[k] then
+      fail("%s: unknown option '%s' (options: %s)", name, tostring(k), table.concat(allowed, ", "))
+    end
+  end
+  return opts
+end
+
+-- an integer, or a list of n integers ({3} for 1-D, {3, 2} for 2-D)
+local function tuple(name, what, v, n)
+  if math.type(v) == "integer" then
+    local t = {}
+    for i = 1, n do t[i] = v end
+    return t
+  end
+  if type(v) == "table" and not pt.is_tensor(v) and #v == n then
+    local t, ok = {}, true
+    for i = 1, n do
+      if math.type(v[i]) ~= "integer" then ok = false end
+      t[i] = v[i]
+    end
+    if ok then return t end
+  end
+  fail("%s: %s must be an integer%s, got %s", name, what, n == 1 and " (or {n})" or " or a pair {h, w}",
+    type(v) == "table" and "a table" or tostring(v))
+end
+
+local function check_tensor_arg(name, what, t, optional)
+  if optional and t == nil then return end
+  if not pt.is_tensor(t) then fail("%s: %s must be a Tensor, got %s", name, what, type(t)) end
+end
+
+local function fmt_tuple(p)
+  for i = 2, #p do
+    if p[i] ~= p[1] then return "{" .. table.concat(p, ", ") .. "}" end
+  end
+  return tostring(p[1])
+end
+
+local function all_eq(p, v)
+  for i = 1, #p do if p[i] ~= v then return false end end
+  return true
+end
+
+-- the input of a 1-D layer: {N,C,L} or {C,L}; returns C, L
+local function check_1d_input(name, x)
+  check_tensor_arg(name, "input", x)
+  local nd = x:dim()
+  if nd ~= 2 and nd ~= 3 then fail("%s: expected a 2-D {C,L} or 3-D {N,C,L} input, got shape %s", name, shp(x)) end
+  if not floating(x) then fail("%s: input must be float32 or float64, got %s", name, x:dtype()) end
+  return x:size(nd - 1), x:size(nd)
+end
+
+-- {N,C,L} -> {N,C,1,L} and back
+local function lift(x) return x:unsqueeze(x:dim()) end
+local function drop(y) return y:squeeze(y:dim() - 1) end
+
+-- "same"/"valid" padding: the {left, right} zero padding per spatial dim; stride must be 1 for same
+local function string_padding(name, padding, kernel, dilation, stride)
+  if padding == "valid" then
+    local t = {}
+    for i = 1, #kernel do t[i] = {0, 0} end
+    return t
+  end
+  if padding ~= "same" then
+    fail("%s: invalid padding string '%s', should be one of {'valid', 'same'}", name, tostring(padding))
+  end
+  if not all_eq(stride, 1) then fail("%s: padding='same' is not supported for strided convolutions", name) end
+  local t = {}
+  for i = 1, #kernel do
+    local total = dilation[i] * (kernel[i] - 1)
+    t[i] = {total // 2, total - total // 2}
+  end
+  return t
+end
+
+-- padding option of a convolution: an integer, a tuple or "same"/"valid" -> {{left, right}, ...}
+local function conv_padding(name, padding, kernel, dilation, stride)
+  if type(padding) == "string" then return string_padding(name, padding, kernel, dilation, stride) end
+  local p = tuple(name, "padding", padding, #kernel)
+  local t = {}
+  for i = 1, #kernel do
+    if p[i] < 0 then fail("%s: padding must be >= 0, got %d", name, p[i]) end
+    t[i] = {p[i], p[i]}
+  end
+  return t
+end
+
+-- {{l, r}, ...} per spatial dim -> F.pad's list (last dim first) and whether it is symmetric
+local function pad_list(pads)
+  local list, sym = {}, true
+  for i = #pads, 1, -1 do
+    list[#list + 1] = pads[i][1]
+    list[#list + 1] = pads[i][2]
+    if pads[i][1] ~= pads[i][2] then sym = false end
+  end
+  return list, sym
+end
+
+local F_pad = require("partrain.tensor").pad
+
+-- x padded as pads {{l, r}, ...} (one per spatial dim) and padding_mode mode ask; returns x and the
+-- symmetric zero padding left for the kernel. Asymmetric zero padding (an odd "same") goes through
+-- F.pad with the extra column on the right, as PyTorch; the other modes pad x wholly first.
+local function apply_padding(x, pads, mode)
+  local list, sym = pad_list(pads)
+  local p = {}
+  if mode == "zeros" then
+    for i = 1, #pads do p[i] = pads[i][1] end
+    if sym then return x, p end
+    local extra = {}
+    for i = #pads, 1, -1 do
+      extra[#extra + 1] = 0
+      extra[#extra + 1] = pads[i][2] - pads[i][1]
+    end
+    return F_pad(x, extra), p
+  end
+  for i = 1, #pads do p[i] = 0 end
+  if x:dim() == #pads + 1 then return F_pad(x:unsqueeze(1), list, {mode = mode}):squeeze(1), p end
+  return F_pad(x, list, {mode = mode}), p
+end
+
+-- shared checks of a convolution's weight and bias against its input (C channels)
+local function check_conv_args(name, x, w, b, nd, groups, module_msg)
+  check_tensor_arg(name, "weight", w)
+  check_tensor_arg(name, "bias", b, true)
+  local want = nd == 1 and "3-D {out,in/groups,k}" or "4-D {out,in/groups,kh,kw}"
+  if w:dim() ~= nd + 2 then fail("%s: weight must be %s, got shape %s", name, want, shp(w)) end
+  if w:dtype() ~= x:dtype() then fail("%s: weight has dtype %s, input has %s", name, w:dtype(), x:dtype()) end
+  if b and b:dtype() ~= x:dtype() then fail("%s: bias has dtype %s, input has %s", name, b:dtype(), x:dtype()) end
+  if math.type(groups) ~= "integer" or groups < 1 then fail("%s: groups must be a positive integer, got %s", name, tostring(groups)) end
+  local C, O = x:size(x:dim() - nd), w:size(1)
+  if C % groups ~= 0 or O % groups ~= 0 then
+    fail("%s: groups=%d must divide input channels %d and output channels %d", name, groups, C, O)
+  end
+  if w:size(2) * groups ~= C then
+    if module_msg then fail("%s: input has %d channels, expected %d (input shape %s)", name, C, w:size(2) * groups, shp(x)) end
+    fail("%s: input has %d channels, expected %d (input shape %s, weight shape %s)", name, C, w:size(2) * groups, shp(x), shp(w))
+  end
+  if b and (b:dim() ~= 1 or b:size(1) ~= O) then fail("%s: bias must have shape {%d}, got %s", name, O, shp(b)) end
+end
+
+local function positive_int(name, what, v)
+  if math.type(v) ~= "integer" or v < 1 then fail("%s: %s must be a positive integer, got %s", name, what, tostring(v)) end
+end
+
+local function positive_tuple(name, what, v, n)
+  local t = tuple(name, what, v, n)
+  for i = 1, n do
+    if t[i] < 1 then fail("%s: %s must be >= 1, got %d", name, what, t[i]) end
+  end
+  return t
+end
+
+-- conv1d over conv2d; pads {{l, r}}; name for the messages
+local function conv1d_run(name, x, w, b, stride, pads, dilation, groups, mode, module_msg)
+  local _, L = check_1d_input(name, x)
+  check_conv_args(name, x, w, b, 1, groups, module_msg)
+  if L == 0 then fail("%s: only the batch or the channels may be empty, got input shape %s", name, shp(x)) end
+  local span = dilation[1] * (w:size(3) - 1) + 1
+  local padded = L + pads[1][1] + pads[1][2]
+  if padded < span then
+    fail("%s: kernel %d%s is larger than the padded input %d (input shape %s)", name, span,
+      dilation[1] > 1 and " (dilated)" or "", padded, shp(x))
+  end
+  local xp, p = apply_padding(x, pads, mode)
+  return drop(pt.conv2d(lift(xp), lift(w), b, {stride = {1, stride[1]}, padding = {0, p[1]},
+    dilation = {1, dilation[1]}, groups = groups}))
+end
+
+-- nn.functional.conv1d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}])
+local function conv1d(x, w, b, opts)
+  if opts == nil and type(b) == "table" and not pt.is_tensor(b) then b, opts = nil, b end
+  opts = check_opts("conv1d", opts, {"stride", "padding", "dilation", "groups"})
+  check_tensor_arg("conv1d", "weight", w)
+  local stride = positive_tuple("conv1d", "stride", opts.stride or 1, 1)
+  local dilation = positive_tuple("conv1d", "dilation", opts.dilation or 1, 1)
+  local pads = conv_padding("conv1d", opts.padding or 0, {w:dim() == 3 and w:size(3) or 1}, dilation, stride)
+  return conv1d_run("conv1d", x, w, b, stride, pads, dilation, opts.groups or 1, "zeros")
+end
+nn.conv1d = doc(conv1d, [[nn.functional.conv1d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) -> Tensor
+  1-D convolution of x {N,C,L} or {C,L}; weight {out, C/groups, k}, bias {out}. padding is n, "valid"
+  (0) or "same" (output length L; stride 1). Runs conv2d's fused kernels on a unit height.]])
+
+local PADDING_MODES = {zeros = true, reflect = true, replicate = true, circular = true}
+
+-- shared constructor of Conv1d (nd = 1) and the transposed layers: sizes, options, parameters
+local function conv_init(self, name, nd, transposed, in_channels, out_channels, kernel_size, opts)
+  positive_int(name, "in_channels", in_channels)
+  positive_int(name, "out_channels", out_channels)
+  local allowed = {"stride", "padding", "dilation", "groups", "bias", "padding_mode", "dtype"}
+  if transposed then allowed[#allowed + 1] = "output_padding" end
+  opts = check_opts(name, opts, allowed)
+  local groups = opts.groups or 1
+  positive_int(name, "groups", groups)
+  if in_channels % groups ~= 0 or out_channels % groups ~= 0 then
+    fail("%s: groups=%d must divide in_channels %d and out_channels %d", name, groups, in_channels, out_channels)
+  end
+  self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+  self.kernel_size = positive_tuple(name, "kernel_size", kernel_size, nd)
+  self.stride = positive_tuple(name, "stride", opts.stride or 1, nd)
+  self.dilation = positive_tuple(name, "dilation", opts.dilation or 1, nd)
+  self.padding_mode = opts.padding_mode or "zeros"
+  if not PADDING_MODES[self.padding_mode] then
+    fail("%s: padding_mode must be one of 'zeros', 'reflect', 'replicate', 'circular', got '%s'", name,
+      tostring(self.padding_mode))
+  end
+  if transposed then
+    if self.padding_mode ~= "zeros" then fail("%s: only 'zeros' padding_mode is supported", name) end
+    if type(opts.padding) == "string" then fail("%s: padding must be an integer, not '%s'", name, opts.padding) end
+    self.padding = tuple(name, "padding", opts.padding or 0, nd)
+    self.output_padding = tuple(name, "output_padding", opts.output_padding or 0, nd)
+    for i = 1, nd do
+      if self.padding[i] < 0 or self.output_padding[i] < 0 then
+        fail("%s: padding and output_padding must be >= 0", name)
+      end
+      if self.output_padding[i] >= self.stride[i] and self.output_padding[i] >= self.dilation[i] then
+        fail("%s: output_padding %s must be smaller than either stride %s or dilation %s", name,
+          fmt_tuple(self.output_padding), fmt_tuple(self.stride), fmt_tuple(self.dilation))
+      end
+    end
+  else
+    local p = opts.padding or 0
+    self._pads = conv_padding(name, p, self.kernel_size, self.dilation, self.stride)
+    if type(p) == "string" then
+      self.padding = p
+    else
+      self.padding = {}
+      for i = 1, nd do self.padding[i] = self._pads[i][1] end
+    end
+  end
+  local dt = opts.dtype or "float32"
+  local shape = transposed and {in_channels, out_channels // groups} or {out_channels, in_channels // groups}
+  for i = 1, nd do shape[#shape + 1] = self.kernel_size[i] end
+  self.weight = nn.Parameter(pt.empty(shape, {dtype = dt}))
+  if opts.bias ~= false then self.bias = nn.Parameter(pt.empty(out_channels, {dtype = dt})) end
+  self:reset_parameters()
+end
+
+-- PyTorch's _ConvNd.reset_parameters: kaiming_uniform(a=sqrt(5)) for the weight, U(+-1/sqrt(fan_in))
+-- for the bias, fan_in = weight:size(2) * prod(kernel) (out/groups * prod(kernel) when transposed)
+local function conv_reset(self)
+  init.kaiming_uniform_(self.weight, {a = math.sqrt(5)})
+  if self.bias then
+    local fan_in = self.weight:size(2)
+    for _, k in ipairs(self.kernel_size) do fan_in = fan_in * k end
+    local bound = 1 / math.sqrt(fan_in)
+    init.uniform_(self.bias, -bound, bound)
+  end
+end
+
+local function conv_repr(self)
+  local s = fmt("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
+    fmt_tuple(self.kernel_size), fmt_tuple(self.stride))
+  if type(self.padding) == "string" then s = s .. ", padding=" .. self.padding
+  elseif not all_eq(self.padding, 0) then s = s .. ", padding=" .. fmt_tuple(self.padding) end
+  if not all_eq(self.dilation, 1) then s = s .. ", dilation=" .. fmt_tuple(self.dilation) end
+  if self.output_padding and not all_eq(self.output_padding, 0) then
+    s = s .. ", output_padding=" .. fmt_tuple(self.output_padding)
+  end
+  if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+  if not self.bias then s = s .. ", bias=false" end
+  if self.padding_mode ~= "zeros" then s = s .. ", padding_mode=" .. self.padding_mode end
+  return s
+end
+
+local RESET_DOC = "conv:reset_parameters(): draws weight and bias again, in place, as the constructor does:\n"
+  .. "  kaiming_uniform_(a=sqrt(5)) for the weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias,\n"
+  .. "  fan_in = weight:size(2) * the kernel's elements (in/groups, or out/groups when transposed)."
+
+-- nn.Conv1d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, dilation=1, groups=1, bias=true,
+--   padding_mode="zeros"}])
+local Conv1d = Module:extend("Conv1d")
+nn.Conv1d = Conv1d
+function Conv1d:__init(in_channels, out_channels, kernel_size, opts)
+  conv_init(self, "Conv1d", 1, false, in_channels, out_channels, kernel_size, opts)
+end
+Conv1d.reset_parameters = doc(function(self) conv_reset(self) end, RESET_DOC)
+function Conv1d:forward(x)
+  local p = self._parameters
+  return conv1d_run("Conv1d:forward", x, p.weight, p.bias, self.stride, self._pads, self.dilation, self.groups,
+    self.padding_mode, true)
+end
+Conv1d.extra_repr = conv_repr
+doc(Conv1d, [[nn.Conv1d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, dilation=1, groups=1, bias=true,
+  padding_mode="zeros", dtype="float32"}])
+  1-D convolution of {N,C,L} (or {C,L}) inputs; weight {out, in/groups, k}. padding is n, "valid" or "same"
+  (stride 1); padding_mode "zeros", "reflect", "replicate" or "circular". PyTorch's default init.
+  Runs conv2d's fused C kernels on a unit height.]])
+
+-- Conv2d: padding "same"/"valid" and the padding modes too (the kernel pads with zeros itself)
+do
+  local init2d = Conv2d.__init
+  function Conv2d:__init(in_channels, out_channels, kernel_size, opts)
+    opts = opts or {}
+    local mode, padding = opts.padding_mode or "zeros", opts.padding
+    if mode ~= "zeros" or type(padding) == "string" then
+      local o = {}
+      for k, v in pairs(opts) do o[k] = v end
+      o.padding_mode, o.padding = nil, 0
+      init2d(self, in_channels, out_channels, kernel_size, o)
+      if not PADDING_MODES[mode] then
+        fail("Conv2d: padding_mode must be one of 'zeros', 'reflect', 'replicate', 'circular', got '%s'", tostring(mode))
+      end
+      self.padding_mode = mode
+      self._pads = conv_padding("Conv2d", padding or 0, self.kernel_size, self.dilation, self.stride)
+      self.padding = type(padding) == "string" and padding or {self._pads[1][1], self._pads[2][1]}
+    else
+      init2d(self, in_channels, out_channels, kernel_size, opts)
+    end
+  end
+  local forward2d = Conv2d.forward
+  function Conv2d:forward(x)
+    if pt.is_tensor(x) and (x:dim() == 3 or x:dim() == 4) and x:size(x:dim() - 2) ~= self.in_channels then
+      fail("Conv2d:forward: input has %d channels, expected %d (input shape %s)", x:size(x:dim() - 2),
+        self.in_channels, shp(x))
+    end
+    if not self._pads then return forward2d(self, x) end
+    local p = self._parameters
+    local xp, pad = apply_padding(x, self._pads, self.padding_mode)
+    return pt.conv2d(xp, p.weight, p.bias, {stride = self.stride, padding = pad, dilation = self.dilation,
+      groups = self.groups})
+  end
+  local repr2d = Conv2d.extra_repr
+  function Conv2d:extra_repr()
+    if not self._pads then return repr2d(self) end
+    return conv_repr(self)
+  end
+end
+doc(Conv2d, [[nn.Conv2d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, dilation=1, groups=1, bias=true,
+  padding_mode="zeros"}])
+  2-D convolution of {N,C,H,W} (or {C,H,W}) inputs; sizes are n or {h, w}; padding also "valid" or "same"
+  (stride 1); padding_mode "zeros", "reflect", "replicate" or "circular". PyTorch's default init.]])
+
+-- conv_transpose1d over conv_transpose2d
+local function conv_transpose1d_run(name, x, w, b, stride, padding, output_padding, groups, dilation, module_msg)
+  local C, L = check_1d_input(name, x)
+  check_tensor_arg(name, "weight", w)
+  check_tensor_arg(name, "bias", b, true)
+  if w:dim() ~= 3 then fail("%s: weight must be 3-D {in,out/groups,k}, got shape %s", name, shp(w)) end
+  if w:dtype() ~= x:dtype() then fail("%s: weight has dtype %s, input has %s", name, w:dtype(), x:dtype()) end
+  if b and b:dtype() ~= x:dtype() then fail("%s: bias has dtype %s, input has %s", name, b:dtype(), x:dtype()) end
+  if math.type(groups) ~= "integer" or groups < 1 or C % groups ~= 0 then
+    fail("%s: groups=%s must divide input channels %d", name, tostring(groups), C)
+  end
+  if w:size(1) ~= C then
+    if module_msg then fail("%s: input has %d channels, expected %d (input shape %s)", name, C, w:size(1), shp(x)) end
+    fail("%s: input has %d channels, expected %d (input shape %s, weight shape %s)", name, C, w:size(1), shp(x), shp(w))
+  end
+  local O = w:size(2) * groups
+  if b and (b:dim() ~= 1 or b:size(1) ~= O) then fail("%s: bias must have shape {%d}, got %s", name, O, shp(b)) end
+  if L == 0 then fail("%s: only the batch or the channels may be empty, got input shape %s", name, shp(x)) end
+  if padding[1] < 0 or output_padding[1] < 0 then fail("%s: padding and output_padding must be >= 0", name) end
+  if output_padding[1] >= stride[1] and output_padding[1] >= dilation[1] then
+    fail("%s: output_padding %d must be smaller than either stride %d or dilation %d", name, output_padding[1],
+      stride[1], dilation[1])
+  end
+  local Lo = (L - 1) * stride[1] - 2 * padding[1] + dilation[1] * (w:size(3) - 1) + output_padding[1] + 1
+  if Lo < 1 then
+    fail("%s: output size %d is too small (input shape %s, weight shape %s)", name, Lo, shp(x), shp(w))
+  end
+  return drop(pt.conv_transpose2d(lift(x), lift(w), b, {stride = {1, stride[1]}, padding = {0, padding[1]},
+    output_padding = {0, output_padding[1]}, groups = groups, dilation = {1, dilation[1]}}))
+end
+
+-- nn.functional.conv_transpose1d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}])
+local function conv_transpose1d(x, w, b, opts)
+  if opts == nil and type(b) == "table" and not pt.is_tensor(b) then b, opts = nil, b end
+  local name = "conv_transpose1d"
+  opts = check_opts(name, opts, {"stride", "padding", "output_padding", "groups", "dilation"})
+  return conv_transpose1d_run(name, x, w, b, positive_tuple(name, "stride", opts.stride or 1, 1),
+    tuple(name, "padding", opts.padding or 0, 1), tuple(name, "output_padding", opts.output_padding or 0, 1),
+    opts.groups or 1, positive_tuple(name, "dilation", opts.dilation or 1, 1))
+end
+nn.conv_transpose1d = doc(conv_transpose1d, [[nn.functional.conv_transpose1d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}])
+  The transpose of conv1d: x {N,C,L} or {C,L}; weight {C, out/groups, k}; output length
+  (L-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1. Runs conv_transpose2d on a unit height.]])
+
+-- output_size (the spatial sizes, or with batch and channels in front) -> output_padding
+local function output_padding_for(name, self, x, output_size)
+  local nd = #self.kernel_size
+  if type(output_size) ~= "table" or pt.is_tensor(output_size) then
+    fail("%s: output_size must be a list of integers, got %s", name, type(output_size))
+  end
+  local n = #output_size
+  if n ~= nd and n ~= nd + 2 then
+    fail("%s: output_size must have %d or %d elements (got %d)", name, nd, nd + 2, n)
+  end
+  local op = {}
+  for i = 1, nd do
+    local want = output_size[n - nd + i]
+    local L = x:size(x:dim() - nd + i)
+    local min = (L - 1) * self.stride[i] - 2 * self.padding[i] + self.dilation[i] * (self.kernel_size[i] - 1) + 1
+    local max = min + self.stride[i] - 1
+    if math.type(want) ~= "integer" or want < min or want > max then
+      fail("%s: requested an output size of %s, but valid sizes range from %d to %d (for an input of %d)", name,
+        tostring(want), min, max, L)
+    end
+    op[i] = want - min
+  end
+  return op
+end
+
+local ConvTranspose1d = Module:extend("ConvTranspose1d")
+nn.ConvTranspose1d = ConvTranspose1d
+function ConvTranspose1d:__init(in_channels, out_channels, kernel_size, opts)
+  conv_init(self, "ConvTranspose1d", 1, true, in_channels, out_channels, kernel_size, opts)
+end
+ConvTranspose1d.reset_parameters = doc(function(self) conv_reset(self) end, RESET_DOC)
+function ConvTranspose1d:forward(x, output_size)
+  local p, name = self._parameters, "ConvTranspose1d:forward"
+  check_1d_input(name, x)
+  local op = output_size and output_padding_for(name, self, x, output_size) or self.output_padding
+  return conv_transpose1d_run(name, x, p.weight, p.bias, self.stride, self.padding, op, self.groups,
+    self.dilation, true)
+end
+ConvTranspose1d.extra_repr = conv_repr
+doc(ConvTranspose1d, [[nn.ConvTranspose1d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, output_padding=0,
+  groups=1, bias=true, dilation=1, dtype="float32"}])
+  The transpose (gradient) of Conv1d, for {N,C,L} or {C,L}; weight {in, out/groups, k} (PyTorch's layout
+  and init). m(x[, output_size]): output_size {L} (or {N,C,L}) picks the output_padding.]])
+
+local ConvTranspose2d = Module:extend("ConvTranspose2d")
+nn.ConvTranspose2d = ConvTranspose2d
+function ConvTranspose2d:__init(in_channels, out_channels, kernel_size, opts)
+  conv_init(self, "ConvTranspose2d", 2, true, in_channels, out_channels, kernel_size, opts)
+end
+ConvTranspose2d.reset_parameters = doc(function(self) conv_reset(self) end, RESET_DOC)
+function ConvTranspose2d:forward(x, output_size)
+  local p, name = self._parameters, "ConvTranspose2d:forward"
+  check_tensor_arg(name, "input", x)
+  local nd = x:dim()
+  if nd ~= 3 and nd ~= 4 then fail("%s: expected a 3-D {C,H,W} or 4-D {N,C,H,W} input, got shape %s", name, shp(x)) end
+  if x:size(nd - 2) ~= self.in_channels then
+    fail("%s: input has %d channels, expected %d (input shape %s)", name, x:size(nd - 2), self.in_channels, shp(x))
+  end
+  local op = output_size and output_padding_for(name, self, x, output_size) or self.output_padding
+  return pt.conv_transpose2d(x, p.weight, p.bias, {stride = self.stride, padding = self.padding,
+    output_padding = op, groups = self.groups, dilation = self.dilation})
+end
+ConvTranspose2d.extra_repr = conv_repr
+doc(ConvTranspose2d, [[nn.ConvTranspose2d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, output_padding=0,
+  groups=1, bias=true, dilation=1, dtype="float32"}])
+  The transpose (gradient) of Conv2d ("deconvolution"), for {N,C,H,W} or {C,H,W}; sizes are n or {h, w};
+  weight {in, out/groups, kh, kw} (PyTorch's layout and init). Output size
+  (H-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1; m(x[, output_size]): output_size {h, w}
+  (or {N,C,h,w}) picks the output_padding. Fused C (conv2d's im2col/col2im kernels).]])
+
+-- ------------------------------------------------------------------ 1-D and adaptive pooling
+
+-- checks of a 1-D pool's sizes; returns kernel, stride, padding, dilation as 1-element lists
+local function pool1d_args(name, x, kernel_size, opts, is_max)
+  local _, L = check_1d_input(name, x)
+  if x:size(x:dim() - 1) == 0 or L == 0 then
+    fail("%s: channels and length must be non-zero (only the batch may be empty), got input shape %s", name, shp(x))
+  end
+  local k = positive_tuple(name, "kernel_size", kernel_size, 1)
+  local s = positive_tuple(name, "stride", opts.stride or k, 1)
+  local p = tuple(name, "padding", opts.padding or 0, 1)
+  local d = is_max and positive_tuple(name, "dilation", opts.dilation or 1, 1) or {1}
+  if p[1] < 0 or 2 * p[1] > k[1] then
+    fail("%s: padding %d should be >= 0 and at most half of kernel size %d", name, p[1], k[1])
+  end
+  local span = d[1] * (k[1] - 1) + 1
+  if L + 2 * p[1] < span then
+    fail("%s: kernel %d%s is larger than the padded input %d (input shape %s)", name, span,
+      d[1] > 1 and " (dilated)" or "", L + 2 * p[1], shp(x))
+  end
+  return k, s, p, d
+end
+
+local function max_pool1d_run(name, x, kernel_size, opts)
+  local k, s, p, d = pool1d_args(name, x, kernel_size, opts, true)
+  return drop(pt.max_pool2d(lift(x), {1, k[1]}, {stride = {1, s[1]}, padding = {0, p[1]}, dilation = {1, d[1]},
+    ceil_mode = opts.ceil_mode or false}))
+end
+
+local function avg_pool1d_run(name, x, kernel_size, opts)
+  local k, s, p = pool1d_args(name, x, kernel_size, opts, false)
+  return drop(pt.avg_pool2d(lift(x), {1, k[1]}, {stride = {1, s[1]}, padding = {0, p[1]},
+    ceil_mode = opts.ceil_mode or false, count_include_pad = opts.count_include_pad ~= false}))
+end
+
+local MAX1D_OPTS = {"stride", "padding", "dilation", "ceil_mode"}
+local AVG1D_OPTS = {"stride", "padding", "ceil_mode", "count_include_pad"}
+
+local function max_pool1d(x, kernel_size, opts)
+  return max_pool1d_run("max_pool1d", x, kernel_size, check_opts("max_pool1d", opts, MAX1D_OPTS))
+end
+nn.max_pool1d = doc(max_pool1d, "nn.functional.max_pool1d(x, kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false}])\n"
+  .. "  Max pooling of x {N,C,L} or {C,L} (max_pool2d's kernels on a unit height).")
+local function avg_pool1d(x, kernel_size, opts)
+  return avg_pool1d_run("avg_pool1d", x, kernel_size, check_opts("avg_pool1d", opts, AVG1D_OPTS))
+end
+nn.avg_pool1d = doc(avg_pool1d, "nn.functional.avg_pool1d(x, kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true}])\n"
+  .. "  Average pooling of x {N,C,L} or {C,L} (avg_pool2d's kernels on a unit height).")
+
+local function pool1d_class(name, run, allowed, is_max)
+  local P = Module:extend(name)
+  function P:__init(kernel_size, opts)
+    opts = check_opts(name, opts, allowed)
+    self.kernel_size = positive_tuple(name, "kernel_size", kernel_size, 1)[1]
+    self.stride = positive_tuple(name, "stride", opts.stride or self.kernel_size, 1)[1]
+    self.padding = tuple(name, "padding", opts.padding or 0, 1)[1]
+    self.ceil_mode = opts.ceil_mode or false
+    if is_max then
+      self.dilation = positive_tuple(name, "dilation", opts.dilation or 1, 1)[1]
+    else
+      self.count_include_pad = opts.count_include_pad ~= false
+    end
+  end
+  function P:forward(x)
+    return run(name .. ":forward", x, self.kernel_size, {stride = self.stride, padding = self.padding,
+      dilation = self.dilation, ceil_mode = self.ceil_mode, count_include_pad = self.count_include_pad})
+  end
+  function P:extra_repr()
+    local s = fmt("kernel_size=%d, stride=%d, padding=%d", self.kernel_size, self.stride, self.padding)
+    if is_max then s = s .. fmt(", dilation=%d", self.dilation) end
+    return s .. ", ceil_mode=" .. tostring(self.ceil_mode)
+  end
+  return P
+end
+
+nn.MaxPool1d = doc(pool1d_class("MaxPool1d", max_pool1d_run, MAX1D_OPTS, true),
+  "nn.MaxPool1d(kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false}]): max pooling of {N,C,L} or {C,L}.")
+nn.AvgPool1d = doc(pool1d_class("AvgPool1d", avg_pool1d_run, AVG1D_OPTS, false),
+  "nn.AvgPool1d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true}]): average pooling of {N,C,L} or {C,L}.")
+
+local function adaptive1d_args(name, x, output_size)
+  check_1d_input(name, x)
+  local n = positive_tuple(name, "output_size", output_size, 1)[1]
+  if x:size(x:dim() - 1) == 0 or x:size(x:dim()) == 0 then
+    fail("%s: channels and length must be non-zero (only the batch may be empty), got input shape %s", name, shp(x))
+  end
+  return n
+end
+
+local function adaptive_avg_pool1d_run(name, x, output_size)
+  return drop(pt.adaptive_avg_pool2d(lift(x), {1, adaptive1d_args(name, x, output_size)}))
+end
+
+local function adaptive_max_pool1d_run(name, x, output_size, return_indices)
+  local y, idx = pt.adaptive_max_pool2d(lift(x), {1, adaptive1d_args(name, x, output_size)},
+    {return_indices = return_indices})
+  if return_indices then return drop(y), drop(idx) end
+  return drop(y)
+end
+
+local function adaptive_avg_pool1d(x, output_size) return adaptive_avg_pool1d_run("adaptive_avg_pool1d", x, output_size) end
+nn.adaptive_avg_pool1d = doc(adaptive_avg_pool1d, "nn.functional.adaptive_avg_pool1d(x, output_size) -> x {N,C,L} or {C,L} averaged into output_size bins.")
+local function adaptive_max_pool1d(x, output_size, opts)
+  opts = check_opts("adaptive_max_pool1d", opts, {"return_indices"})
+  return adaptive_max_pool1d_run("adaptive_max_pool1d", x, output_size, opts.return_indices or false)
+end
+nn.adaptive_max_pool1d = doc(adaptive_max_pool1d, "nn.functional.adaptive_max_pool1d(x, output_size[, {return_indices=false}]) -> Tensor[, indices]\n"
+  .. "  The maximum of each of output_size bins of x {N,C,L} or {C,L}; indices: 1-based positions along L (int64).")
+
+local AdaptiveAvgPool1d = Module:extend("AdaptiveAvgPool1d")
+nn.AdaptiveAvgPool1d = AdaptiveAvgPool1d
+function AdaptiveAvgPool1d:__init(output_size)
+  self.output_size = positive_tuple("AdaptiveAvgPool1d", "output_size", output_size, 1)[1]
+end
+function AdaptiveAvgPool1d:forward(x) return adaptive_avg_pool1d_run("AdaptiveAvgPool1d:forward", x, self.output_size) end
+function AdaptiveAvgPool1d:extra_repr() return "output_size=" .. self.output_size end
+doc(AdaptiveAvgPool1d, "nn.AdaptiveAvgPool1d(output_size) -> averages {N,C,L} or {C,L} into output_size bins.")
+
+local AdaptiveMaxPool1d = Module:extend("AdaptiveMaxPool1d")
+nn.AdaptiveMaxPool1d = AdaptiveMaxPool1d
+function AdaptiveMaxPool1d:__init(output_size, opts)
+  opts = check_opts("AdaptiveMaxPool1d", opts, {"return_indices"})
+  self.output_size = positive_tuple("AdaptiveMaxPool1d", "output_size", output_size, 1)[1]
+  self.return_indices = opts.return_indices or false
+end
+function AdaptiveMaxPool1d:forward(x)
+  return adaptive_max_pool1d_run("AdaptiveMaxPool1d:forward", x, self.output_size, self.return_indices)
+end
+function AdaptiveMaxPool1d:extra_repr() return "output_size=" .. self.output_size end
+doc(AdaptiveMaxPool1d, "nn.AdaptiveMaxPool1d(output_size[, {return_indices=false}]) -> the maximum of each of output_size bins of {N,C,L}\n"
+  .. "  or {C,L}; with return_indices the forward also returns the 1-based positions (int64).")
+
+local AdaptiveMaxPool2d = Module:extend("AdaptiveMaxPool2d")
+nn.AdaptiveMaxPool2d = AdaptiveMaxPool2d
+function AdaptiveMaxPool2d:__init(output_size, opts)
+  opts = check_opts("AdaptiveMaxPool2d", opts, {"return_indices"})
+  self.output_size = positive_tuple("AdaptiveMaxPool2d", "output_size", output_size, 2)
+  self.return_indices = opts.return_indices or false
+end
+function AdaptiveMaxPool2d:forward(x)
+  return pt.adaptive_max_pool2d(x, self.output_size, {return_indices = self.return_indices})
+end
+function AdaptiveMaxPool2d:extra_repr() return "output_size=" .. fmt_tuple(self.output_size) end
+doc(AdaptiveMaxPool2d, "nn.AdaptiveMaxPool2d(output_size[, {return_indices=false}]) -> the maximum of each of output_size (n or {h, w})\n"
+  .. "  bins of {N,C,H,W} or {C,H,W}; with return_indices the forward also returns each maximum's 1-based position\n"
+  .. "  in its flattened H*W plane (int64), as PyTorch's (0-based there).")
+
+-- ------------------------------------------------------------------ GroupNorm, InstanceNorm
+
+-- weight {C} and bias {C} broadcast over {N,C,...}
+local function affine(y, w, b)
+  if not w and not b then return y end
+  local shape = {}
+  for i = 2, y:dim() do shape[#shape + 1] = 1 end
+  shape[1] = -1
+  if w then y = y * w:reshape(shape) end
+  if b then y = y + b:reshape(shape) end
+  return y
+end
+
+local function check_channel_param(name, what, t, C, x)
+  if t == nil then return end
+  check_tensor_arg(name, what, t)
+  if t:dim() ~= 1 or t:size(1) ~= C then fail("%s: %s must have shape {%d}, got %s", name, what, C, shp(t)) end
+  if t:dtype() ~= x:dtype() then fail("%s: %s has dtype %s, input has %s", name, what, t:dtype(), x:dtype()) end
+end
+
+local function group_norm_run(name, x, G, w, b, eps)
+  check_tensor_arg(name, "input", x)
+  if x:dim() < 2 then fail("%s: expected an input of at least 2 dimensions {N,C,...}, got shape %s", name, shp(x)) end
+  if not floating(x) then fail("%s: input must be float32 or float64, got %s", name, x:dtype()) end
+  if math.type(G) ~= "integer" or G < 1 then fail("%s: num_groups must be a positive integer, got %s", name, tostring(G)) end
+  local N, C = x:size(1), x:size(2)
+  if C % G ~= 0 then
+    fail("%s: input has %d channels, not divisible by num_groups=%d (input shape %s)", name, C, G, shp(x))
+  end
+  check_channel_param(name, "weight", w, C, x)
+  check_channel_param(name, "bias", b, C, x)
+  local M = x:numel() // math.max(N * G, 1)
+  local y
+  if M <= 1 or N == 0 then
+    y = x * 0 -- one value per group: x - mean is 0
+  else
+    y = pt.batch_norm(x:reshape(1, N * G, M), nil, nil, {training = true, eps = eps}):reshape(x:size())
+  end
+  return affine(y, w, b)
+end
+
+-- nn.functional.group_norm(x, num_groups[, weight[, bias[, eps=1e-5]]])
+local function group_norm(x, num_groups, w, b, eps)
+  return group_norm_run("group_norm", x, num_groups, w, b, eps or 1e-5)
+end
+nn.group_norm = doc(group_norm, [==[nn.functional.group_norm(x, num_groups[, weight[, bias[, eps=1e-5]]]) -> Tensor
+  Normalises x {N,C,...} over each sample's groups of C/num_groups channels (and all the other dims),
+  then scales by weight {C} and shifts by bias {C}. batch_norm's fused kernel on {1, N*num_groups, ...}.]==])
+
+local GroupNorm = Module:extend("GroupNorm")
+nn.GroupNorm = GroupNorm
+function GroupNorm:__init(num_groups, num_channels, opts)
+  positive_int("GroupNorm", "num_groups", num_groups)
+  positive_int("GroupNorm", "num_channels", num_channels)
+  opts = check_opts("GroupNorm", opts, {"eps", "affine", "dtype"})
+  if num_channels % num_groups ~= 0 then
+    fail("GroupNorm: num_channels %d must be divisible by num_groups %d", num_channels, num_groups)
+  end
+  self.num_groups, self.num_channels = num_groups, num_channels
+  self.eps = opts.eps or 1e-5
+  self.affine = opts.affine ~= false
+  if self.affine then
+    local dt = opts.dtype or "float32"
+    self.weight = nn.Parameter(pt.ones(num_channels, {dtype = dt}))
+    self.bias = nn.Parameter(pt.zeros(num_channels, {dtype = dt}))
+  end
+end
+function GroupNorm:forward(x)
+  local name = "GroupNorm:forward"
+  check_tensor_arg(name, "input", x)
+  if x:dim() >= 2 and x:size(2) ~= self.num_channels then
+    fail("%s: input has %d channels, expected %d (input shape %s)", name, x:size(2), self.num_channels, shp(x))
+  end
+  local p = self._parameters
+  return group_norm_run(name, x, self.num_groups, p.weight, p.bias, self.eps)
+end
+function GroupNorm:extra_repr()
+  return fmt("%d, %d, eps=%g, affine=%s", self.num_groups, self.num_channels, self.eps, tostring(self.affine))
+end
+doc(GroupNorm, [[nn.GroupNorm(num_groups, num_channels[, {eps=1e-5, affine=true, dtype="float32"}])
+  Group normalisation of {N,C,...}: statistics per sample over groups of C/num_groups channels; weight 1,
+  bias 0 (per channel) when affine.]])
+
+local function instance_norm_run(name, x, rmean, rvar, w, b, use_input_stats, momentum, eps)
+  check_tensor_arg(name, "input", x)
+  if x:dim() < 3 then fail("%s: expected an input of at least 3 dimensions {N,C,...}, got shape %s", name, shp(x)) end
+  if not floating(x) then fail("%s: input must be float32 or float64, got %s", name, x:dtype()) end
+  local N, C = x:size(1), x:size(2)
+  check_channel_param(name, "running_mean", rmean, C, x)
+  check_channel_param(name, "running_var", rvar, C, x)
+  check_channel_param(name, "weight", w, C, x)
+  check_channel_param(name, "bias", b, C, x)
+  if (rmean == nil) ~= (rvar == nil) then fail("%s: running_mean and running_var must be given together", name) end
+  if not use_input_stats and not rmean then fail("%s: use_input_stats=false needs running_mean and running_var", name) end
+  local S = x:numel() // math.max(N * C, 1)
+  if use_input_stats and S <= 1 then
+    fail("%s: expected more than 1 spatial element when training, got input shape %s", name, shp(x))
+  end
+  local rm, rv
+  if rmean then rm, rv = rmean:detach():tile(N), rvar:detach():tile(N) end
+  local y = pt.batch_norm(x:reshape(1, N * C, S), rm, rv, {training = use_input_stats, momentum = momentum, eps = eps})
+  if rmean and use_input_stats and N > 0 then
+    pt.no_grad(function()
+      rmean:copy_(rm:view(N, C):mean(1))
+      rvar:copy_(rv:view(N, C):mean(1))
+    end)
+  end
+  return affine(y:reshape(x:size()), w, b)
+end
+
+-- nn.functional.instance_norm(x[, running_mean, running_var, weight, bias, use_input_stats=true, momentum=0.1, eps=1e-5])
+local function instance_norm(x, running_mean, running_var, w, b, use_input_stats, momentum, eps)
+  if use_input_stats == nil then use_input_stats = true end
+  return instance_norm_run("instance_norm", x, running_mean, running_var, w, b, use_input_stats, momentum or 0.1,
+    eps or 1e-5)
+end
+nn.instance_norm = doc(instance_norm, [[nn.functional.instance_norm(x[, running_mean, running_var, weight, bias, use_input_stats=true, momentum=0.1, eps=1e-5])
+  PyTorch's F.instance_norm (positional): normalises each sample's channel of x {N,C,...} over the other
+  dims; with running statistics use_input_stats=true updates them (the mean over the batch) in place,
+  false normalises with them. weight {C}, bias {C}. batch_norm's fused kernel on {1, N*C, ...}.]])
+
+local function instance_class(name, rank)
+  local I = nn._BatchNorm:extend(name)
+  function I:__init(num_features, opts)
+    positive_int(name, "num_features", num_features)
+    opts = check_opts(name, opts, {"eps", "momentum", "affine", "track_running_stats", "dtype"})
+    nn._BatchNorm.__init(self, num_features, {eps = opts.eps, momentum = opts.momentum,
+      affine = opts.affine == true, track_running_stats = opts.track_running_stats == true, dtype = opts.dtype})
+  end
+  function I:forward(x)
+    local fname = name .. ":forward"
+    check_tensor_arg(fname, "input", x)
+    local nd = x:dim()
+    if nd ~= rank + 1 and nd ~= rank + 2 then
+      fail("%s: expected a %d-D or %d-D input, got shape %s", fname, rank + 1, rank + 2, shp(x))
+    end
+    local unbatched = nd == rank + 1
+    if unbatched then x = x:unsqueeze(1) end
+    if (self.affine or self.track_running_stats) and x:size(2) ~= self.num_features then
+      fail("%s: input has %d channels, expected %d (input shape %s)", fname, x:size(2), self.num_features,
+        shp(unbatched and x:squeeze(1) or x))
+    end
+    local p, bf = self._parameters, self._buffers
+    local y = instance_norm_run(fname, x, bf.running_mean, bf.running_var, p.weight, p.bias,
+      self.training or not self.track_running_stats, self.momentum or 0.1, self.eps)
+    return unbatched and y:squeeze(1) or y
+  end
+  return I
+end
+
+nn.InstanceNorm1d = doc(instance_class("InstanceNorm1d", 1), [[nn.InstanceNorm1d(num_features[, {eps=1e-5, momentum=0.1, affine=false, track_running_stats=false}])
+  Normalises each sample's channel of {N,C,L} (or {C,L}) over L. affine: weight 1, bias 0; track_running_stats:
+  running statistics updated in training and used in eval.]])
+nn.InstanceNorm2d = doc(instance_class("InstanceNorm2d", 2), [[nn.InstanceNorm2d(num_features[, {eps=1e-5, momentum=0.1, affine=false, track_running_stats=false}])
+  Normalises each sample's channel of {N,C,H,W} (or {C,H,W}) over H and W. affine: weight 1, bias 0;
+  track_running_stats: running statistics updated in training and used in eval.]])
+
+-- nn.functional.conv2d: pt.conv2d, with padding "same"/"valid" too
+local function conv2d(x, w, b, opts)
+  local o = opts
+  if o == nil and type(b) == "table" and not pt.is_tensor(b) then o = b end
+  if type(o) ~= "table" or type(o.padding) ~= "string" then return pt.conv2d(x, w, b, opts) end
+  check_tensor_arg("conv2d", "input", x)
+  check_tensor_arg("conv2d", "weight", w)
+  if w:dim() ~= 4 then fail("conv2d: weight must be 4-D {out,in/groups,kh,kw}, got shape %s", shp(w)) end
+  local stride = positive_tuple("conv2d", "stride", o.stride or 1, 2)
+  local dilation = positive_tuple("conv2d", "dilation", o.dilation or 1, 2)
+  local pads = string_padding("conv2d", o.padding, {w:size(3), w:size(4)}, dilation, stride)
+  local xp, p = apply_padding(x, pads, "zeros")
+  local o2 = {}
+  for k, v in pairs(o) do o2[k] = v end
+  o2.padding = p
+  if o == b then return pt.conv2d(xp, w, o2) end
+  return pt.conv2d(xp, w, b, o2)
+end
+nn.conv2d = doc(conv2d, [[nn.functional.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) -> Tensor
+  pt.conv2d, where padding may also be "valid" (0) or "same" (the input's size; stride 1; an odd total
+  puts the extra row/column at the end, as PyTorch).]])
+
 -- functional forms
-nn.conv2d = pt.conv2d
 nn.max_pool2d = pt.max_pool2d
 nn.avg_pool2d = pt.avg_pool2d
 nn.adaptive_avg_pool2d = pt.adaptive_avg_pool2d
@@ -193,6 +996,13 @@ doc(pt.batch_norm, [[pt.batch_norm(x, mean, var[, w, b][, {training=true, moment
   {N,C,L} inputs, and training defaults to FALSE. nn.BatchNorm2d passes its mode explicitly.]])
 nn.dropout2d = pt.dropout2d
 nn.upsample_nearest2d = pt.upsample_nearest2d
+nn.conv_transpose2d = pt.conv_transpose2d
+nn.adaptive_max_pool2d = pt.adaptive_max_pool2d
+for _, k in ipairs {"conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+                    "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+                    "adaptive_max_pool2d", "group_norm", "instance_norm", "dropout2d"} do
+  if nn.functional[k] == nil then nn.functional[k] = nn[k] end
+end
 
 -- nn.DataParallel (partrain.data_parallel sets it; package.loaded["partrain.nn"] is already set)
 require "partrain.data_parallel"
