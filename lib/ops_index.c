@@ -7,6 +7,7 @@
 
 #include "ops_elementwise.h"
 #include "ops_shape.h"
+#include "parallel.h"
 
 /* --- helpers --- */
 
@@ -35,6 +36,27 @@ static pt_status validate_index(pt_ctx *ctx, const char *fname, const pt_tensor 
                                 int64_t size, int dim) {
   pt_status st = check_index_dtype(ctx, fname, index);
   if (st) return st;
+  if (pt_tensor_is_contiguous(index)) { /* one pass that vectorises; the slow one names a bad value */
+    int64_t n = pt_tensor_numel(index);
+    int64_t lo = 1, hi = 1;
+    if (index->dtype == PT_INT64) {
+      const int64_t *p = pt_tensor_data(index);
+      for (int64_t i = 0; i < n; i++) {
+        lo = p[i] < lo ? p[i] : lo;
+        hi = p[i] > hi ? p[i] : hi;
+      }
+    } else {
+      const int32_t *p = pt_tensor_data(index);
+      int32_t lo32 = 1, hi32 = 1;
+      for (int64_t i = 0; i < n; i++) {
+        lo32 = p[i] < lo32 ? p[i] : lo32;
+        hi32 = p[i] > hi32 ? p[i] : hi32;
+      }
+      lo = lo32;
+      hi = hi32;
+    }
+    if (lo >= 1 && hi <= size) return PT_OK;
+  }
   const int64_t *strides[1] = {index->stride};
   pt_iter it;
   pt_iter_init(&it, index->ndim, index->shape, 1, strides);
@@ -96,65 +118,151 @@ typedef enum { SC_SET, SC_ADD, SC_GATHER } sc_mode;
 
 /* One loop for the family, over index's shape. t is the tensor addressed through the index
  * (dst for scatter, source for gather); other is the per-position operand (src for scatter,
- * out for gather), NULL meaning the scalar value. Assumes shapes and values were validated. */
-/* The positions of index row by row (its last dimension in a loop, the others through an
- * odometer): element by element through pt_iter and memcpy, gather and scatter_add ran 6-19x
- * slower than PyTorch. Rows run in order (scatter_add with repeated indices adds in the same
- * order as before). */
-#define SG_ROW(TYPE, BODY)                                                  \
-  do {                                                                      \
-    TYPE *tt = (TYPE *)tp;                                                  \
-    TYPE *oo = (TYPE *)(other ? op : vbuf);                                 \
-    for (int64_t j = 0; j < len; j++) {                                     \
-      int64_t v = index_at(index, ib + j * il) - 1;                         \
-      TYPE *tq = tt + tb + j * tl + v * dstride;                            \
-      TYPE *oq = oo + (other ? ob + j * ol : 0);                            \
-      BODY;                                                                 \
-    }                                                                       \
+ * out for gather), NULL meaning the scalar value. Assumes shapes and values were validated.
+ * The positions of index go row by row (its last dimension in a loop, the others through an
+ * odometer), with the element type, the index dtype and the operation fixed per loop (the
+ * index's dtype tested per element kept gather 5x slower than PyTorch). Work is split over the
+ * intra-op threads so that each element of t is written by one thread in the serial order:
+ * gather splits anything (it writes a fresh out); scatter along the last dim splits rows
+ * (each row of index writes its own row of t), along another dim splits columns (a column j
+ * of index only reaches positions of t whose last coordinate is j), rows in order within it,
+ * so scatter_add with repeated indices adds in the same order as one thread does. */
+typedef struct sg_job {
+  pt_tensor *t;
+  const pt_tensor *index;
+  pt_tensor *other;
+  int dim;
+  sc_mode mode;
+  bool split_cols; /* the parallel items are columns of index (else rows) */
+  int64_t nrows, len;
+  _Alignas(8) char vbuf[8];
+} sg_job;
+
+#define SG_LOOP(IT, TYPE, BODY)                                                        \
+  do {                                                                                 \
+    const IT *ixs_ = (const IT *)index->storage->data;                                 \
+    TYPE *tt = (TYPE *)tp;                                                             \
+    TYPE *oo = (TYPE *)(other ? op : j->vbuf);                                         \
+    for (int64_t row = r0; row < r1; row++) {                                          \
+      const IT *ix = ixs_ + ib;                                                        \
+      TYPE *trow = tt + tb;                                                            \
+      TYPE *orow = oo + ob;                                                            \
+      if (il == 1 && ol == 1)                                                          \
+        for (int64_t c = c0; c < c1; c++) {                                            \
+          TYPE *tq = trow + c * tl + (int64_t)(ix[c] - 1) * dstride;                   \
+          TYPE *oq = orow + c;                                                         \
+          BODY;                                                                        \
+        }                                                                              \
+      else                                                                             \
+        for (int64_t c = c0; c < c1; c++) {                                            \
+          TYPE *tq = trow + c * tl + (int64_t)(ix[c * il] - 1) * dstride;              \
+          TYPE *oq = orow + c * ol;                                                    \
+          BODY;                                                                        \
+        }                                                                              \
+      for (int k = last - 1; k >= 0; k--) { /* the next row */                         \
+        ib += index->stride[k];                                                        \
+        tb += k == dim ? 0 : t->stride[k];                                             \
+        if (other) ob += other->stride[k];                                             \
+        if (++idx[k] < index->shape[k]) break;                                         \
+        ib -= idx[k] * index->stride[k];                                               \
+        tb -= k == dim ? 0 : idx[k] * t->stride[k];                                    \
+        if (other) ob -= idx[k] * other->stride[k];                                    \
+        idx[k] = 0;                                                                    \
+      }                                                                                \
+    }                                                                                  \
   } while (0)
 
-static void scatter_gather_loop(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor *other,
-                                double value, sc_mode mode) {
-  int nd = index->ndim, last = nd - 1;
-  int64_t n = pt_tensor_numel(index);
-  if (n == 0) return;
+#define SG_INDEX(TYPE, BODY)                                        \
+  do {                                                              \
+    if (index->dtype == PT_INT64) SG_LOOP(int64_t, TYPE, BODY);     \
+    else SG_LOOP(int32_t, TYPE, BODY);                              \
+  } while (0)
+
+/* rows [r0, r1) and columns [c0, c1) of index */
+static void sg_part(const sg_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  pt_tensor *t = j->t, *other = j->other;
+  const pt_tensor *index = j->index;
+  int dim = j->dim, nd = index->ndim, last = nd - 1;
+  sc_mode mode = j->mode;
   size_t es = pt_dtype_size(t->dtype);
   char *tp = pt_tensor_data(t), *op = other ? pt_tensor_data(other) : NULL; /* at their offsets */
-  _Alignas(8) char vbuf[8];
-  pt_write_from_double(vbuf, t->dtype, value);
-  int64_t dstride = t->stride[dim];
-  int64_t len = nd ? index->shape[last] : 1;
-  int64_t il = nd ? index->stride[last] : 0, tl = nd && last != dim ? t->stride[last] : 0;
-  int64_t ol = nd && other ? other->stride[last] : 0;
+  const int64_t dstride = t->stride[dim];
+  const int64_t il = nd ? index->stride[last] : 0, tl = nd && last != dim ? t->stride[last] : 0;
+  const int64_t ol = nd && other ? other->stride[last] : 0;
   int64_t idx[PT_MAX_DIMS] = {0};
-  int64_t ib = index->offset, tb = 0, ob = 0; /* index_at takes offsets from its storage */
+  int64_t ib = index->offset, tb = 0, ob = 0; /* index offsets are from its storage */
+  int64_t rest = r0;
+  for (int k = last - 1; k >= 0; k--) { /* the odometer at row r0 */
+    idx[k] = rest % index->shape[k];
+    rest /= index->shape[k];
+    ib += idx[k] * index->stride[k];
+    tb += k == dim ? 0 : idx[k] * t->stride[k];
+    if (other) ob += idx[k] * other->stride[k];
+  }
   bool f32 = t->dtype == PT_FLOAT32, f64 = t->dtype == PT_FLOAT64;
-  for (int64_t row = 0; row < n / len; row++) {
-    if (mode == SC_ADD && f32) SG_ROW(float, *tq += *oq);
-    else if (mode == SC_ADD && f64) SG_ROW(double, *tq += *oq);
-    else if (mode != SC_ADD && es == 4 && mode == SC_GATHER) SG_ROW(uint32_t, *oq = *tq);
-    else if (mode != SC_ADD && es == 4) SG_ROW(uint32_t, *tq = *oq);
-    else if (mode != SC_ADD && es == 8 && mode == SC_GATHER) SG_ROW(uint64_t, *oq = *tq);
-    else if (mode != SC_ADD && es == 8) SG_ROW(uint64_t, *tq = *oq);
-    else
-      for (int64_t j = 0; j < len; j++) { /* other sizes and integer adds */
-        int64_t v = index_at(index, ib + j * il) - 1;
-        char *tq = tp + (tb + j * tl + v * dstride) * (int64_t)es;
-        char *oq = other ? op + (ob + j * ol) * (int64_t)es : vbuf;
-        if (mode == SC_GATHER) memcpy(oq, tq, es);
-        else if (mode == SC_SET) memcpy(tq, oq, es);
-        else pt_write_from_double(tq, t->dtype, pt_read_as_double(tq, t->dtype) + pt_read_as_double(oq, t->dtype));
+  if (mode == SC_ADD && f32) SG_INDEX(float, *tq += *oq);
+  else if (mode == SC_ADD && f64) SG_INDEX(double, *tq += *oq);
+  else if (mode == SC_GATHER && es == 4) SG_INDEX(uint32_t, *oq = *tq);
+  else if (mode == SC_GATHER && es == 8) SG_INDEX(uint64_t, *oq = *tq);
+  else if (mode == SC_GATHER && es == 1) SG_INDEX(uint8_t, *oq = *tq);
+  else if (mode == SC_SET && es == 4) SG_INDEX(uint32_t, *tq = *oq);
+  else if (mode == SC_SET && es == 8) SG_INDEX(uint64_t, *tq = *oq);
+  else if (mode == SC_SET && es == 1) SG_INDEX(uint8_t, *tq = *oq);
+  else /* integer adds, in double as they always were */
+    for (int64_t row = r0; row < r1; row++) {
+      for (int64_t c = c0; c < c1; c++) {
+        int64_t v = index_at(index, ib + c * il) - 1;
+        char *tq = tp + (tb + c * tl + v * dstride) * (int64_t)es;
+        char *oq = other ? op + (ob + c * ol) * (int64_t)es : (char *)j->vbuf;
+        pt_write_from_double(tq, t->dtype,
+                             pt_read_as_double(tq, t->dtype) + pt_read_as_double(oq, t->dtype));
       }
-    for (int k = last - 1; k >= 0; k--) { /* the next row */
-      ib += index->stride[k];
-      tb += k == dim ? 0 : t->stride[k];
-      if (other) ob += other->stride[k];
-      if (++idx[k] < index->shape[k]) break;
-      ib -= idx[k] * index->stride[k];
-      tb -= k == dim ? 0 : idx[k] * t->stride[k];
-      if (other) ob -= idx[k] * other->stride[k];
-      idx[k] = 0;
+      for (int k = last - 1; k >= 0; k--) {
+        ib += index->stride[k];
+        tb += k == dim ? 0 : t->stride[k];
+        if (other) ob += other->stride[k];
+        if (++idx[k] < index->shape[k]) break;
+        ib -= idx[k] * index->stride[k];
+        tb -= k == dim ? 0 : idx[k] * t->stride[k];
+        if (other) ob -= idx[k] * other->stride[k];
+        idx[k] = 0;
+      }
     }
+}
+
+static void sg_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const sg_job *j = arg;
+  if (j->split_cols) sg_part(j, 0, j->nrows, b, e);
+  else sg_part(j, b, e, 0, j->len);
+}
+
+/* below this many positions a call runs on one thread */
+#define SG_PARALLEL_MIN 32768
+
+static void scatter_gather_loop(const pt_ctx *ctx, pt_tensor *t, int dim, const pt_tensor *index,
+                                pt_tensor *other, double value, sc_mode mode) {
+  int nd = index->ndim;
+  int64_t n = pt_tensor_numel(index);
+  if (n == 0) return;
+  sg_job j = {.t = t, .index = index, .other = other, .dim = dim, .mode = mode};
+  pt_write_from_double(j.vbuf, t->dtype, value);
+  j.len = nd ? index->shape[nd - 1] : 1;
+  j.nrows = n / j.len;
+  /* a src sharing t's storage keeps the serial order */
+  bool free_order = mode == SC_GATHER || !other || other->storage != t->storage;
+  if (n < SG_PARALLEL_MIN || !free_order || pt_parallel_threads(ctx) < 2) {
+    sg_part(&j, 0, j.nrows, 0, j.len);
+    return;
+  }
+  bool rows_ok = mode == SC_GATHER || dim == nd - 1, cols_ok = mode == SC_GATHER || dim != nd - 1;
+  if (rows_ok && (j.nrows >= 2 * pt_parallel_threads(ctx) || !cols_ok)) {
+    int64_t grain = SG_PARALLEL_MIN / 2 / j.len;
+    pt_parallel_for(ctx, j.nrows, grain < 1 ? 1 : grain, sg_chunk, &j);
+  } else {
+    j.split_cols = true;
+    int64_t grain = SG_PARALLEL_MIN / 2 / j.nrows;
+    pt_parallel_for(ctx, j.len, grain < 16 ? 16 : grain, sg_chunk, &j);
   }
 }
 
@@ -173,7 +281,7 @@ static pt_status gather_into_shape(pt_ctx *ctx, pt_tensor *g, int dim, pt_tensor
     pt_tensor_release(view);
     view = st ? NULL : v;
   }
-  if (!st) scatter_gather_loop(g, dim, index, view, 0, SC_GATHER);
+  if (!st) scatter_gather_loop(ctx, g, dim, index, view, 0, SC_GATHER);
   pt_tensor_release(view);
   if (st) {
     pt_tensor_release(r);
@@ -189,7 +297,7 @@ static pt_status gather_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   pt_tensor *in = node->inputs[0], *z;
   pt_status st = pt_tensor_zeros(ctx, g->dtype, in->ndim, in->shape, &z);
   if (st) return st;
-  scatter_gather_loop(z, (int)node->ints[0], node->saved[0], g, 0, SC_ADD);
+  scatter_gather_loop(ctx, z, (int)node->ints[0], node->saved[0], g, 0, SC_ADD);
   gin[0] = z;
   return PT_OK;
 }
@@ -199,7 +307,7 @@ pt_status pt_gather(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_ten
   if (st) return st;
   pt_tensor *r;
   if ((st = pt_tensor_empty(ctx, t->dtype, index->ndim, index->shape, &r))) return st;
-  scatter_gather_loop(t, dim, index, r, 0, SC_GATHER);
+  scatter_gather_loop(ctx, t, dim, index, r, 0, SC_GATHER);
   pt_node *node;
   if ((st = pt_autograd_record(ctx, r, "GatherBackward", gather_backward, 1, &t, &node))) {
     pt_tensor_release(r);
@@ -227,7 +335,7 @@ static pt_status scatter_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_t
       gin[0] = pt_tensor_retain(g);
     } else {
       if ((st = pt_tensor_clone_raw(ctx, g, &gin[0]))) return st;
-      scatter_gather_loop(gin[0], dim, index, NULL, 0, SC_SET);
+      scatter_gather_loop(ctx, gin[0], dim, index, NULL, 0, SC_SET);
     }
   }
   if (node->n_inputs > 1 && node->needs_grad[1])
@@ -242,7 +350,7 @@ static pt_status scatter_out(pt_ctx *ctx, const char *fname, pt_tensor *t, int d
   if (st) return st;
   pt_tensor *r;
   if ((st = pt_tensor_clone_raw(ctx, t, &r))) return st;
-  scatter_gather_loop(r, dim, index, src, value, mode);
+  scatter_gather_loop(ctx, r, dim, index, src, value, mode);
   pt_node *node;
   pt_tensor *inputs[2] = {t, src};
   st = pt_autograd_record(ctx, r, mode == SC_ADD ? "ScatterAddBackward" : "ScatterBackward",
@@ -278,7 +386,7 @@ pt_status pt_scatter_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_t
   if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_", t, dim, index, src);
   if (st) return st;
-  scatter_gather_loop(t, dim, index, src, value, SC_SET);
+  scatter_gather_loop(ctx, t, dim, index, src, value, SC_SET);
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
@@ -289,7 +397,7 @@ pt_status pt_scatter_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, 
   if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_add_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_add_", t, dim, index, src);
   if (st) return st;
-  scatter_gather_loop(t, dim, index, src, 0, SC_ADD);
+  scatter_gather_loop(ctx, t, dim, index, src, 0, SC_ADD);
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
@@ -311,9 +419,6 @@ static int64_t index_entry(const pt_tensor *index, int64_t i) {
   return index_at(index, index->offset + (index->ndim ? i * index->stride[0] : 0)) - 1;
 }
 
-/* For each i: f(t.select(dim, index[i]), other.select(dim, i)). other has t's shape except along
- * dim. The slices are walked in place (no view objects); contiguous same-dtype slices are copied
- * with one memcpy. */
 typedef enum { IX_COPY_FROM_T, IX_ADD_TO_T, IX_COPY_TO_T } ix_mode;
 
 static bool slice_contiguous(int nd, const int64_t *shape, const int64_t *stride) {
@@ -325,8 +430,10 @@ static bool slice_contiguous(int nd, const int64_t *shape, const int64_t *stride
   return true;
 }
 
-static void index_loop(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor *other,
-                       ix_mode mode) {
+/* The general loop: slice by slice, element by element through pt_iter (dtype conversions,
+ * integer adds, slices whose trailing dims are not one contiguous run). */
+static void index_loop_general(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor *other,
+                               ix_mode mode) {
   int nd = 0;
   int64_t shape[PT_MAX_DIMS], ts[PT_MAX_DIMS], os[PT_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++)
@@ -335,38 +442,23 @@ static void index_loop(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor 
       ts[nd] = t->stride[d];
       os[nd++] = other->stride[d];
     }
-  int64_t n = pt_tensor_numel(index), m = pt_shape_numel(nd, shape);
+  int64_t n = pt_tensor_numel(index);
   size_t tes = pt_dtype_size(t->dtype), oes = pt_dtype_size(other->dtype);
   char *tp = t->storage->data, *op = other->storage->data;
   bool same = t->dtype == other->dtype;
-  bool contiguous = same && slice_contiguous(nd, shape, ts) && slice_contiguous(nd, shape, os);
-  bool block = contiguous && mode != IX_ADD_TO_T;
-  /* index_add_ of contiguous float slices (index_select's and embedding-style backwards) adds
-   * whole slices in one loop */
-  bool add_block = contiguous && mode == IX_ADD_TO_T && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64);
-  size_t bytes = (size_t)m * tes; /* a slice */
   const int64_t *strides[2] = {ts, os};
-  /* loop invariants in locals: the slice loops below store through float pointers, which the
-   * compiler must otherwise assume may change these fields (reloading them made the copy
-   * loop of a 1-D index_select 50% slower) */
   const int64_t toff = t->offset, tdim = t->stride[dim], ooff = other->offset, odim = other->stride[dim];
-  const char *ixp = index->storage->data;
-  const int64_t ixoff = index->offset, ixs = index->ndim ? index->stride[0] : 0;
-  const bool ix64 = index->dtype == PT_INT64;
+  /* whole contiguous slices of one dtype copy as blocks (memmove: src may overlap t) */
+  bool block = same && mode != IX_ADD_TO_T && slice_contiguous(nd, shape, ts) &&
+               slice_contiguous(nd, shape, os);
+  size_t bytes = (size_t)pt_shape_numel(nd, shape) * tes;
   for (int64_t i = 0; i < n; i++) {
-    int64_t e = ix64 ? ((const int64_t *)ixp)[ixoff + i * ixs] : ((const int32_t *)ixp)[ixoff + i * ixs];
-    char *tb = tp + (toff + (e - 1) * tdim) * (int64_t)tes;
+    int64_t e = index_entry(index, i);
+    char *tb = tp + (toff + e * tdim) * (int64_t)tes;
     char *ob = op + (ooff + i * odim) * (int64_t)oes;
     if (block) {
       if (mode == IX_COPY_FROM_T) memcpy(ob, tb, bytes);
       else memmove(tb, ob, bytes);
-      continue;
-    }
-    if (add_block) {
-      if (t->dtype == PT_FLOAT32)
-        for (int64_t k = 0; k < m; k++) ((float *)tb)[k] += ((const float *)ob)[k];
-      else
-        for (int64_t k = 0; k < m; k++) ((double *)tb)[k] += ((const double *)ob)[k];
       continue;
     }
     pt_iter it;
@@ -400,11 +492,175 @@ static void index_loop(pt_tensor *t, int dim, const pt_tensor *index, pt_tensor 
   }
 }
 
+/* The typed loop, for one dtype whose dims after `dim` form one contiguous run of `inner`
+ * elements in both t and other (any strides before dim: the `outer` positions, walked by an
+ * odometer). Element-wise adds keep the serial order per element of t: index entries in order.
+ * Work splits over the threads by outer positions (disjoint parts of t), else by ranges of the
+ * run, else (index_select only) by index entries. */
+typedef struct ix_job {
+  pt_tensor *t, *other;
+  ix_mode mode;
+  const int64_t *pos; /* 0-based positions, n of them */
+  int64_t n, inner, outer, tdim, odim;
+  int nouter;
+  int64_t oshape[PT_MAX_DIMS], ostride_t[PT_MAX_DIMS], ostride_o[PT_MAX_DIMS];
+  int split; /* 0 outer, 1 run, 2 index entries */
+} ix_job;
+
+#define IX_ELEMS(TYPE, BODY)                                    \
+  do {                                                          \
+    TYPE *tt_ = (TYPE *)tbase, *oo_ = (TYPE *)obase;            \
+    if (j->inner == 1)                                          \
+      for (int64_t i = i0; i < i1; i++) {                       \
+        TYPE *tq = tt_ + pos[i] * tdim, *oq = oo_ + i * odim;   \
+        BODY;                                                   \
+      }                                                         \
+    else                                                        \
+      for (int64_t i = i0; i < i1; i++) {                       \
+        TYPE *tq = tt_ + pos[i] * tdim, *oq = oo_ + i * odim;   \
+        for (int64_t k = k0; k < k1; k++) {                     \
+          BODY;                                                 \
+          tq++;                                                 \
+          oq++;                                                 \
+        }                                                       \
+      }                                                         \
+  } while (0)
+
+static void ix_part(const ix_job *j, int64_t o0, int64_t o1, int64_t k0, int64_t k1, int64_t i0,
+                    int64_t i1) {
+  const int64_t *pos = j->pos;
+  const int64_t tdim = j->tdim, odim = j->odim;
+  size_t es = pt_dtype_size(j->t->dtype);
+  int64_t idx[PT_MAX_DIMS] = {0}, rest = o0, tb = 0, ob = 0;
+  for (int d = j->nouter - 1; d >= 0; d--) {
+    idx[d] = rest % j->oshape[d];
+    rest /= j->oshape[d];
+    tb += idx[d] * j->ostride_t[d];
+    ob += idx[d] * j->ostride_o[d];
+  }
+  char *tp = pt_tensor_data(j->t), *op = pt_tensor_data(j->other);
+  size_t bytes = (size_t)(k1 - k0) * es;
+  for (int64_t o = o0; o < o1; o++) {
+    char *tbase = tp + (tb + k0) * (int64_t)es, *obase = op + (ob + k0) * (int64_t)es;
+    if (j->inner > 1 && j->mode != IX_ADD_TO_T && bytes >= 64) {
+      for (int64_t i = i0; i < i1; i++) {
+        char *tq = tbase + pos[i] * tdim * (int64_t)es, *oq = obase + i * odim * (int64_t)es;
+        if (j->mode == IX_COPY_FROM_T) memcpy(oq, tq, bytes);
+        else memmove(tq, oq, bytes);
+      }
+    } else if (j->mode == IX_ADD_TO_T) {
+      if (j->t->dtype == PT_FLOAT32) IX_ELEMS(float, *tq += *oq);
+      else IX_ELEMS(double, *tq += *oq);
+    } else if (j->mode == IX_COPY_FROM_T) {
+      if (es == 4) IX_ELEMS(uint32_t, *oq = *tq);
+      else if (es == 8) IX_ELEMS(uint64_t, *oq = *tq);
+      else IX_ELEMS(uint8_t, *oq = *tq);
+    } else {
+      if (es == 4) IX_ELEMS(uint32_t, *tq = *oq);
+      else if (es == 8) IX_ELEMS(uint64_t, *tq = *oq);
+      else IX_ELEMS(uint8_t, *tq = *oq);
+    }
+    for (int d = j->nouter - 1; d >= 0; d--) {
+      tb += j->ostride_t[d];
+      ob += j->ostride_o[d];
+      if (++idx[d] < j->oshape[d]) break;
+      tb -= idx[d] * j->ostride_t[d];
+      ob -= idx[d] * j->ostride_o[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+static void ix_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const ix_job *j = arg;
+  if (j->split == 0) ix_part(j, b, e, 0, j->inner, 0, j->n);
+  else if (j->split == 1) ix_part(j, 0, j->outer, b, e, 0, j->n);
+  else ix_part(j, 0, j->outer, 0, j->inner, b, e);
+}
+
+/* dims dim+1.. of t (with t's shape) laid out as one run of stride 1 */
+static bool trailing_run(const pt_tensor *t, const int64_t *stride, int dim) {
+  int64_t s = 1;
+  for (int d = t->ndim - 1; d > dim; d--) {
+    if (t->shape[d] != 1 && stride[d] != s) return false;
+    s *= t->shape[d];
+  }
+  return true;
+}
+
+#define IX_PARALLEL_MIN 32768 /* elements moved below which a call runs on one thread */
+
+/* For each i: f(t.select(dim, index[i]), other.select(dim, i)). other has t's shape except along
+ * dim. Fails only when out of memory. */
+static pt_status index_loop(pt_ctx *ctx, pt_tensor *t, int dim, const pt_tensor *index,
+                            pt_tensor *other, ix_mode mode) {
+  int64_t n = pt_tensor_numel(index);
+  bool typed = t->dtype == other->dtype &&
+               (mode != IX_ADD_TO_T || t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64) &&
+               trailing_run(t, t->stride, dim) && trailing_run(t, other->stride, dim);
+  /* a src sharing t's storage (index_copy_, index_add_) keeps the general path's order */
+  if (!typed || n == 0 || (mode != IX_COPY_FROM_T && other->storage == t->storage)) {
+    index_loop_general(t, dim, index, other, mode);
+    return PT_OK;
+  }
+  ix_job j = {.t = t, .other = other, .mode = mode, .n = n, .inner = 1, .outer = 1,
+              .tdim = t->stride[dim], .odim = other->stride[dim], .nouter = dim};
+  for (int d = dim + 1; d < t->ndim; d++) j.inner *= t->shape[d];
+  for (int d = 0; d < dim; d++) {
+    j.oshape[d] = t->shape[d];
+    j.ostride_t[d] = t->stride[d];
+    j.ostride_o[d] = other->stride[d];
+    j.outer *= t->shape[d];
+  }
+  if (j.outer == 0 || j.inner == 0) return PT_OK; /* empty slices */
+  int64_t *pos = pt_alloc(ctx, (size_t)n * sizeof *pos);
+  if (!pos) return PT_ENOMEM;
+  for (int64_t i = 0; i < n; i++) pos[i] = index_entry(index, i);
+  j.pos = pos;
+  /* t's offset goes into the data pointers (pt_tensor_data); the rest is relative */
+  int64_t work = j.outer * j.inner * n;
+  int threads = pt_parallel_threads(ctx);
+  if (work < IX_PARALLEL_MIN || threads < 2) {
+    ix_part(&j, 0, j.outer, 0, j.inner, 0, n);
+  } else if (j.outer >= 2 * threads) {
+    int64_t grain = IX_PARALLEL_MIN / 2 / (j.inner * n);
+    pt_parallel_for(ctx, j.outer, grain < 1 ? 1 : grain, ix_chunk, &j);
+  } else if (j.inner >= 64 * threads) {
+    j.split = 1;
+    int64_t grain = IX_PARALLEL_MIN / 2 / (j.outer * n);
+    pt_parallel_for(ctx, j.inner, grain < 64 ? 64 : grain, ix_chunk, &j);
+  } else if (mode == IX_COPY_FROM_T) {
+    j.split = 2;
+    int64_t grain = IX_PARALLEL_MIN / 2 / (j.outer * j.inner);
+    pt_parallel_for(ctx, n, grain < 1 ? 1 : grain, ix_chunk, &j);
+  } else {
+    ix_part(&j, 0, j.outer, 0, j.inner, 0, n);
+  }
+  pt_free(pos);
+  return PT_OK;
+}
+
+/* The gradient of index_select is zeros with g's slices added at the index. When the input is a
+ * leaf whose gradient does not exist yet (the default accumulation would copy ours into a new
+ * .grad), that new .grad is zeroed and added into directly: the same additions on the same zeros,
+ * without a second dense buffer and copy. */
 static pt_status index_select_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
   pt_tensor *in = node->inputs[0], *z;
+  bool fresh = false;
+  pt_tensor *target = g->dtype == in->dtype ? pt_autograd_grad_target(ctx, in, &fresh) : NULL;
+  if (target && fresh) {
+    memset(pt_tensor_data(target), 0, (size_t)pt_tensor_numel(target) * pt_dtype_size(target->dtype));
+    pt_status st = index_loop(ctx, target, (int)node->ints[0], node->saved[0], g, IX_ADD_TO_T);
+    atomic_fetch_add(&target->storage->version, 1);
+    return st;
+  }
   pt_status st = pt_tensor_zeros(ctx, g->dtype, in->ndim, in->shape, &z);
   if (st) return st;
-  index_loop(z, (int)node->ints[0], node->saved[0], g, IX_ADD_TO_T);
+  if ((st = index_loop(ctx, z, (int)node->ints[0], node->saved[0], g, IX_ADD_TO_T))) {
+    pt_tensor_release(z);
+    return st;
+  }
   gin[0] = z;
   return PT_OK;
 }
@@ -417,7 +673,10 @@ pt_status pt_index_select(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, 
   shape[dim] = pt_tensor_numel(index);
   pt_tensor *r;
   if ((st = pt_tensor_empty(ctx, t->dtype, t->ndim, shape, &r))) return st;
-  index_loop(t, dim, index, r, IX_COPY_FROM_T);
+  if ((st = index_loop(ctx, t, dim, index, r, IX_COPY_FROM_T))) {
+    pt_tensor_release(r);
+    return st;
+  }
   pt_node *node = NULL;
   st = pt_autograd_record(ctx, r, "IndexSelectBackward", index_select_backward, 1, &t, &node);
   if (st) {
@@ -447,7 +706,7 @@ pt_status pt_index_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt
                    pt_shape_format(t->ndim, shape, a, sizeof a),
                    pt_shape_format(src->ndim, src->shape, b, sizeof b));
   }
-  index_loop(t, dim, index, src, IX_ADD_TO_T);
+  if ((st = index_loop(ctx, t, dim, index, src, IX_ADD_TO_T))) return st;
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
@@ -502,8 +761,9 @@ pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, p
     pt_tensor_release(v);
     if (st) return st;
   }
-  index_loop(t, dim, index, s, IX_COPY_TO_T);
+  st = index_loop(ctx, t, dim, index, s, IX_COPY_TO_T);
   pt_tensor_release(s);
+  if (st) return st;
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }

@@ -1,0 +1,358 @@
+-- The typed and threaded paths of gather/scatter, index_select/index_add_/index_copy_, max/min,
+-- stack/cat and repeat_tensor, and the embedding backward, against plain Lua references
+-- computed element by element in the serial order (float32 sums rounded step by step), on
+-- contiguous and non-contiguous inputs, every dtype, int32 and int64 indices, sizes on both
+-- sides of the threshold where work is split over the threads, and edge sizes.
+local pt = require "partrain"
+local gradcheck = require "spec.gradcheck"
+
+local function f32(x) return (string.unpack("<f", string.pack("<f", x))) end
+local function ident(x) return x end
+
+-- values of t in row-major order, as a flat Lua table
+local function vals(t)
+  if t:dim() == 0 then return {t:item()} end
+  return t:reshape(t:numel()):tolist()
+end
+
+local function numel(shape)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  return n
+end
+
+-- 0-based flat position -> 1-based coordinates, and back
+local function coords(i, shape)
+  local c = {}
+  for d = #shape, 1, -1 do
+    c[d] = i % shape[d] + 1
+    i = i // shape[d]
+  end
+  return c
+end
+local function flat(c, shape)
+  local k = 0
+  for d = 1, #shape do k = k * shape[d] + (c[d] - 1) end
+  return k + 1
+end
+
+local function copy(t)
+  local r = {}
+  for i, v in ipairs(t) do r[i] = v end
+  return r
+end
+
+-- a tensor of `dtype` with the given logical shape; `layout` "t" makes it a transposed view
+-- (of the first two dims), "n" a narrowed view with a gap after each row
+local function make(dtype, shape, layout, lo, hi)
+  local function gen(s)
+    if dtype == "float32" or dtype == "float64" then return pt.randn(s, {dtype = dtype}) end
+    if dtype == "bool" then return pt.randint(0, 2, s):to("bool") end
+    if dtype == "uint8" then return pt.randint(0, 200, s, {dtype = "uint8"}) end
+    return pt.randint(lo or -50, hi or 50, s, {dtype = dtype})
+  end
+  if layout == "t" and #shape >= 2 then
+    local s = copy(shape)
+    s[1], s[2] = s[2], s[1]
+    return gen(s):transpose(1, 2)
+  elseif layout == "n" then
+    local s = copy(shape)
+    s[#s] = s[#s] + 3
+    return gen(s):narrow(#s, 2, shape[#shape])
+  end
+  return gen(shape)
+end
+
+local function index_of(shape, size, itype, layout)
+  return make(itype, shape, layout, 1, size + 1)
+end
+
+local function same_values(expected, got)
+  assert.are.equal(#expected, #got)
+  for i = 1, #expected do
+    if expected[i] ~= got[i] then
+      error(string.format("element %d: expected %s, got %s", i, tostring(expected[i]), tostring(got[i])), 2)
+    end
+  end
+end
+
+local function round_of(dtype) return dtype == "float32" and f32 or ident end
+
+local function ref_gather(t, dim, index)
+  local tv, ts, iv, is = vals(t), t:size(), vals(index), index:size()
+  local out = {}
+  for i = 0, #iv - 1 do
+    local c = coords(i, is)
+    c[dim] = iv[i + 1]
+    out[i + 1] = tv[flat(c, ts)]
+  end
+  return out
+end
+
+-- scatter (add = false) or scatter_add (add = true) into a copy of t, positions in index order
+local function ref_scatter(t, dim, index, src, add, value)
+  local tv, ts, iv, is = vals(t), t:size(), vals(index), index:size()
+  local sv, ss = src and vals(src), src and src:size()
+  local round = round_of(t:dtype())
+  for i = 0, #iv - 1 do
+    local c = coords(i, is)
+    local s = src and sv[flat(c, ss)] or value
+    c[dim] = iv[i + 1]
+    local k = flat(c, ts)
+    if add then
+      if t:dtype() == "bool" then tv[k] = tv[k] or s else tv[k] = round(tv[k] + s) end
+    else
+      tv[k] = s
+    end
+  end
+  return tv
+end
+
+local function ref_index_select(t, dim, index)
+  local tv, ts, iv = vals(t), t:size(), vals(index)
+  local os = copy(ts)
+  os[dim] = #iv
+  local out = {}
+  for i = 0, numel(os) - 1 do
+    local c = coords(i, os)
+    c[dim] = iv[c[dim]]
+    out[i + 1] = tv[flat(c, ts)]
+  end
+  return out
+end
+
+-- index_add_ (add) or index_copy_ into a copy of t; src positions in row-major order, which
+-- visits the index entries of one destination element in order
+local function ref_index_put(t, dim, index, src, add)
+  local tv, ts, iv, sv, ss = vals(t), t:size(), vals(index), vals(src), src:size()
+  local round = round_of(t:dtype())
+  for i = 0, #sv - 1 do
+    local c = coords(i, ss)
+    c[dim] = iv[c[dim]]
+    local k = flat(c, ts)
+    tv[k] = add and round(tv[k] + sv[i + 1]) or sv[i + 1]
+  end
+  return tv
+end
+
+local DTYPES = {"float32", "float64", "int64", "int32", "uint8", "bool"}
+local ITYPES = {"int64", "int32"}
+
+describe("gather and scatter, typed paths", function()
+  -- {t shape, index shape}: small ones and ones above the threads' threshold (32768 positions)
+  local cases = {
+    {{5, 7}, {3, 4}},
+    {{1, 1}, {1, 1}},
+    {{4, 3, 6}, {2, 3, 5}},
+    {{300, 200}, {200, 180}},
+    {{64, 600}, {40, 1000}},
+  }
+
+  it("gather matches the reference along every dim, every dtype, both index dtypes", function()
+    for _, case in ipairs(cases) do
+      local tshape, ishape = case[1], case[2]
+      for dim = 1, #tshape do
+        for _, dtype in ipairs(DTYPES) do
+          for _, itype in ipairs(ITYPES) do
+            local big = numel(ishape) > 32768
+            if not big or dtype == "float32" or dtype == "uint8" or itype == "int64" then
+              local s = copy(ishape)
+              for d = 1, #s do if d ~= dim and s[d] > tshape[d] then s[d] = tshape[d] end end
+              local t = make(dtype, tshape)
+              local index = index_of(s, tshape[dim], itype)
+              same_values(ref_gather(t, dim, index), vals(t:gather(dim, index)))
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it("gather reads non-contiguous tensors and indices", function()
+    for _, layout in ipairs({"t", "n"}) do
+      for _, ilayout in ipairs({"t", "n", false}) do
+        for _, shapes in ipairs({{{6, 5}, {4, 5}}, {{220, 200}, {200, 190}}}) do
+          for dim = 1, 2 do
+            local tshape, ishape = shapes[1], copy(shapes[2])
+            if ishape[3 - dim] > tshape[3 - dim] then ishape[3 - dim] = tshape[3 - dim] end
+            local t = make("float32", tshape, layout)
+            local index = index_of(ishape, tshape[dim], "int64", ilayout)
+            same_values(ref_gather(t, dim, index), vals(t:gather(dim, index)))
+          end
+        end
+      end
+    end
+  end)
+
+  it("scatter_add adds repeated positions in order, scatter keeps the last write", function()
+    -- few rows of t and many of index: every position of t is hit many times
+    local shapes = {
+      {{3, 5}, {4, 5}},
+      {{20, 300}, {200, 300}},  -- split by columns (dim 1)
+      {{300, 8}, {300, 200}},   -- split by rows (dim 2)
+      {{2, 3, 70}, {2, 180, 70}},
+    }
+    for _, sh in ipairs(shapes) do
+      local tshape, ishape = sh[1], sh[2]
+      for dim = 1, #tshape do
+        local s = copy(ishape)
+        for d = 1, #s do if d ~= dim and s[d] > tshape[d] then s[d] = tshape[d] end end
+        for _, dtype in ipairs({"float32", "float64", "int64", "int32"}) do
+          for _, itype in ipairs(ITYPES) do
+            local t = make(dtype, tshape)
+            local index = index_of(s, tshape[dim], itype)
+            local src = make(dtype, s)
+            same_values(ref_scatter(t, dim, index, src, true), vals(t:scatter_add(dim, index, src)))
+            same_values(ref_scatter(t, dim, index, src, false), vals(t:scatter(dim, index, src)))
+            local u = t:clone()
+            u:scatter_add_(dim, index, src)
+            same_values(ref_scatter(t, dim, index, src, true), vals(u))
+            if dtype == "float32" then
+              same_values(ref_scatter(t, dim, index, nil, false, 2.5), vals(t:scatter(dim, index, 2.5)))
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it("scatter_add with a src larger than the index and non-contiguous operands", function()
+    for _, layout in ipairs({"t", "n"}) do
+      local t = make("float32", {40, 400}, layout)
+      local index = index_of({200, 300}, 40, "int64", layout)
+      local src = make("float32", {210, 310}, layout)
+      same_values(ref_scatter(t, 1, index, src, true), vals(t:scatter_add(1, index, src)))
+      local index2 = index_of({40, 900}, 400, "int32", layout)
+      local src2 = make("float32", {40, 905}, layout)
+      same_values(ref_scatter(t, 2, index2, src2, true), vals(t:scatter_add(2, index2, src2)))
+    end
+  end)
+
+  it("gather's backward is scatter_add of the gradient (in order), also when large", function()
+    gradcheck(function(x) return x:gather(1, pt.tensor({{1, 3}, {3, 3}, {2, 1}}, {dtype = "int64"})) end,
+      {pt.randn(3, 2, {dtype = "float64"})})
+    gradcheck(function(x) return x:t():gather(2, pt.tensor({{1, 1, 2}, {2, 1, 2}}, {dtype = "int32"})) end,
+      {pt.randn(2, 2, {dtype = "float64"})})
+    for _, dim in ipairs({1, 2}) do
+      local x = pt.randn(120, 300, {requires_grad = true})
+      local ishape = dim == 1 and {400, 300} or {120, 600}
+      local index = index_of(ishape, x:size(dim), "int64")
+      local g = pt.randn(ishape)
+      x:gather(dim, index):backward(g)
+      same_values(ref_scatter(pt.zeros(120, 300), dim, index, g, true), vals(x.grad))
+    end
+  end)
+end)
+
+describe("index_select, index_add_ and index_copy_, typed paths", function()
+  -- {shape, dim, number of index entries}: every split (outer positions, runs, index entries)
+  local cases = {
+    {{5, 4}, 1, 3}, {{5, 4}, 2, 6}, {{1, 1}, 1, 1}, {{3, 1, 4}, 2, 5},
+    {{1000, 64}, 1, 600}, {{1000, 512}, 1, 100}, {{100, 400}, 2, 500},
+    {{2, 50, 400}, 2, 60}, {{6, 70, 90}, 3, 80}, {{3, 4, 5}, 1, 7},
+  }
+
+  it("index_select matches the reference for every dtype and index dtype", function()
+    for _, case in ipairs(cases) do
+      local shape, dim, n = case[1], case[2], case[3]
+      for _, dtype in ipairs(DTYPES) do
+        for _, itype in ipairs(ITYPES) do
+          local t = make(dtype, shape)
+          local index = index_of({n}, shape[dim], itype)
+          same_values(ref_index_select(t, dim, index), vals(t:index_select(dim, index)))
+        end
+      end
+    end
+  end)
+
+  it("index_select reads non-contiguous tensors and indices", function()
+    for _, layout in ipairs({"t", "n"}) do
+      for _, shape in ipairs({{7, 6, 5}, {90, 60, 20}}) do
+        for dim = 1, 3 do
+          local t = make("float32", shape, layout)
+          local index = make("int64", {2 * shape[dim] + 4}, "n", 1, shape[dim] + 1)
+          same_values(ref_index_select(t, dim, index), vals(t:index_select(dim, index)))
+          local i32 = pt.randint(1, shape[dim] + 1, {2, 5 * shape[dim]}, {dtype = "int32"})[2]
+          same_values(ref_index_select(t, dim, i32), vals(t:index_select(dim, i32)))
+        end
+      end
+    end
+  end)
+
+  it("index_add_ adds repeated rows in order, index_copy_ keeps the last", function()
+    for _, case in ipairs(cases) do
+      local shape, dim, n = case[1], case[2], case[3]
+      for _, dtype in ipairs({"float32", "float64", "int64", "uint8"}) do
+        for _, itype in ipairs(ITYPES) do
+          local t = make(dtype, shape)
+          local index = index_of({n}, shape[dim], itype)
+          local sshape = copy(shape)
+          sshape[dim] = n
+          local src = make(dtype, sshape)
+          if dtype ~= "uint8" then
+            local u = t:clone()
+            u:index_add_(dim, index, src)
+            same_values(ref_index_put(t, dim, index, src, true), vals(u))
+          end
+          local v = t:clone()
+          v:index_copy_(dim, index, src)
+          same_values(ref_index_put(t, dim, index, src, false), vals(v))
+        end
+      end
+    end
+  end)
+
+  it("index_add_ and index_copy_ into non-contiguous tensors, from non-contiguous src", function()
+    for _, layout in ipairs({"t", "n"}) do
+      for dim = 1, 3 do
+        local shape = {40, 30, 50}
+        local base = make("float32", shape, layout)
+        local index = index_of({70}, shape[dim], "int64")
+        local sshape = copy(shape)
+        sshape[dim] = 70
+        local src = make("float32", sshape, layout)
+        local u = base:clone():transpose(1, 2):transpose(1, 2) -- contiguous copy
+        if layout == "t" then u = base:transpose(1, 2):clone():transpose(1, 2) end
+        u:index_add_(dim, index, src)
+        same_values(ref_index_put(base, dim, index, src, true), vals(u))
+        local v = base:transpose(1, 2):clone():transpose(1, 2)
+        v:index_copy_(dim, index, src)
+        same_values(ref_index_put(base, dim, index, src, false), vals(v))
+      end
+    end
+  end)
+
+  it("index_copy_ from a src that shares the tensor's storage copies as before", function()
+    local t = pt.arange(24, {dtype = "float32"}):view(6, 4)
+    t:index_copy_(1, pt.tensor({2, 3}, {dtype = "int64"}), t:narrow(1, 1, 2))
+    -- row by row: row 3 takes row 2 after row 2 took row 1
+    assert.are.same({{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {12, 13, 14, 15}, {16, 17, 18, 19},
+                     {20, 21, 22, 23}}, t:tolist())
+  end)
+
+  it("index_select's backward, into a fresh .grad and into an existing one", function()
+    gradcheck(function(x) return x:index_select(2, pt.tensor({3, 1, 3}, {dtype = "int64"})) end,
+      {pt.randn(2, 3, {dtype = "float64"})})
+    gradcheck(function(x) return x:t():index_select(1, pt.tensor({2, 2, 1}, {dtype = "int32"})) end,
+      {pt.randn(3, 2, {dtype = "float64"})})
+    for _, case in ipairs({{{2000, 64}, 1, 3000}, {{300, 200}, 2, 400}, {{4, 5}, 1, 7}}) do
+      local shape, dim, n = case[1], case[2], case[3]
+      local x = pt.randn(shape, {requires_grad = true})
+      local index = index_of({n}, shape[dim], "int64")
+      local gshape = copy(shape)
+      gshape[dim] = n
+      local g = pt.randn(gshape)
+      x:index_select(dim, index):backward(g)
+      local expect = ref_index_put(pt.zeros(shape), dim, index, g, true)
+      same_values(expect, vals(x.grad))
+      -- a second backward adds to the existing .grad: grad + (zeros + g's rows)
+      local g2 = pt.randn(gshape)
+      local before = x.grad:clone()
+      x:index_select(dim, index):backward(g2)
+      local add = ref_index_put(pt.zeros(shape), dim, index, g2, true)
+      local bv = vals(before)
+      for i = 1, #bv do bv[i] = f32(bv[i] + add[i]) end
+      same_values(bv, vals(x.grad))
+    end
+  end)
+end)
