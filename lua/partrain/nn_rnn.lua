@@ -477,8 +477,9 @@ function RNN:__init(input_size, hidden_size, opts)
   self:_setup("RNN", nl == "tanh" and "RNN_TANH" or "RNN_RELU", input_size, hidden_size, opts)
 end
 function RNN:forward(x, hx) return self:_forward("RNN:forward", x, hx) end
-doc(RNN, [[nn.RNN(input_size, hidden_size[, {num_layers=1, nonlinearity="tanh", bias=true, batch_first=false,
-    dropout=0, bidirectional=false, dtype="float32"}])
+doc(RNN, [[nn.RNN(input_size, hidden_size[, opts]): PyTorch's Elman RNN; rnn(x[, h0]) -> output, h_n
+  opts: {num_layers=1, nonlinearity="tanh", bias=true, batch_first=false, dropout=0,
+    bidirectional=false, dtype="float32"}
   Elman RNN: h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), act tanh or relu.
   rnn(x[, h0]) -> output, h_n
     x       {L,N,input_size}, or {N,L,input_size} with batch_first, or unbatched {L,input_size}
@@ -502,8 +503,9 @@ function LSTM:__init(input_size, hidden_size, opts)
   self:_setup("LSTM", "LSTM", input_size, hidden_size, opts)
 end
 function LSTM:forward(x, state) return self:_forward("LSTM:forward", x, state) end
-doc(LSTM, [[nn.LSTM(input_size, hidden_size[, {num_layers=1, bias=true, batch_first=false, dropout=0,
-    bidirectional=false, proj_size=0, dtype="float32"}])
+doc(LSTM, [[nn.LSTM(input_size, hidden_size[, opts]): PyTorch's LSTM; lstm(x[, {h0, c0}]) -> output, {h_n, c_n}
+  opts: {num_layers=1, bias=true, batch_first=false, dropout=0, bidirectional=false,
+    proj_size=0, dtype="float32"}
   Long short-term memory, gates in PyTorch's order i, f, g, o:
     i,f,o = sigmoid(...), g = tanh(...), c_t = f*c_{t-1} + i*g, h_t = o*tanh(c_t)
   lstm(x[, {h0, c0}]) -> output, {h_n, c_n}
@@ -525,8 +527,8 @@ function GRU:__init(input_size, hidden_size, opts)
   self:_setup("GRU", "GRU", input_size, hidden_size, opts)
 end
 function GRU:forward(x, hx) return self:_forward("GRU:forward", x, hx) end
-doc(GRU, [[nn.GRU(input_size, hidden_size[, {num_layers=1, bias=true, batch_first=false, dropout=0,
-    bidirectional=false, dtype="float32"}])
+doc(GRU, [[nn.GRU(input_size, hidden_size[, opts]): PyTorch's GRU; gru(x[, h0]) -> output, h_n
+  opts: {num_layers=1, bias=true, batch_first=false, dropout=0, bidirectional=false, dtype="float32"}
   Gated recurrent unit, gates in PyTorch's order r, z, n:
     r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), z = sigmoid(W_iz x + b_iz + W_hz h + b_hz),
     n = tanh(W_in x + b_in + r*(W_hn h + b_hn)), h' = (1-z)*n + z*h
@@ -794,10 +796,11 @@ function MultiheadAttention:forward(query, key, value, opts)
   end
   return out, weights
 end
-doc(MultiheadAttention, [[nn.MultiheadAttention(embed_dim, num_heads[, {dropout=0, bias=true, add_bias_kv=false,
-    add_zero_attn=false, kdim=embed_dim, vdim=embed_dim, batch_first=false, dtype="float32"}])
-  PyTorch's multi-head attention. mha(query, key, value[, {key_padding_mask=, attn_mask=,
-  need_weights=true, average_attn_weights=true, is_causal=false}]) -> attn_output, attn_weights
+doc(MultiheadAttention, [[nn.MultiheadAttention(embed_dim, num_heads[, opts]): PyTorch's multi-head attention
+  opts: {dropout=0, bias=true, add_bias_kv=false, add_zero_attn=false, kdim=embed_dim,
+    vdim=embed_dim, batch_first=false, dtype="float32"}
+  mha(query, key, value[, {key_padding_mask=, attn_mask=, need_weights=true,
+    average_attn_weights=true, is_causal=false}]) -> attn_output, attn_weights
     query {L,N,embed_dim}, key {S,N,kdim}, value {S,N,vdim} ({N,L,E} ... with batch_first, or
     unbatched {L,E}, {S,kdim}, {S,vdim}); attn_output has the query's shape.
     attn_weights {N,L,S} averaged over heads ({N,num_heads,L,S} with average_attn_weights=false;
@@ -888,9 +891,10 @@ function TransformerEncoderLayer:extra_repr()
     :format(self.d_model, self.nhead, self.dim_feedforward, act, tostring(self.norm_first),
       tostring(self.batch_first))
 end
-doc(TransformerEncoderLayer, [[nn.TransformerEncoderLayer(d_model, nhead[, {dim_feedforward=2048, dropout=0.1, activation="relu",
-    layer_norm_eps=1e-5, batch_first=false, norm_first=false, bias=true, dtype="float32"}])
-  PyTorch's encoder layer: self-attention then a feed-forward block, each with dropout, a
+doc(TransformerEncoderLayer, [[nn.TransformerEncoderLayer(d_model, nhead[, opts]): PyTorch's Transformer encoder layer
+  opts: {dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+    batch_first=false, norm_first=false, bias=true, dtype="float32"}
+  Self-attention then a feed-forward block, each with dropout, a
   residual connection and a LayerNorm (after the residual, or before the block with norm_first).
   layer(src[, {src_mask=, src_key_padding_mask=, is_causal=false}]) -> output of src's shape
   src {L,N,d_model} ({N,L,d_model} with batch_first, or unbatched {L,d_model}). src_mask and
@@ -955,6 +959,8 @@ doc(TransformerEncoder, [[nn.TransformerEncoder(encoder_layer, num_layers[, {nor
   enc(src[, {src_mask=, src_key_padding_mask=, is_causal=false}]) -> output of src's shape; the
   options go to every layer (see help(nn.TransformerEncoderLayer)).
   Children: layers (an nn.ModuleList) and norm. state_dict keys are PyTorch's with the layer
-  index 1-based: PyTorch's layers.0.linear1.weight is layers.1.linear1.weight here.]])
+  index 1-based: PyTorch's layers.0.linear1.weight is layers.1.linear1.weight here (rename the
+  keys of a PyTorch state_dict before load_state_dict). The options enable_nested_tensor and
+  mask_check are accepted and ignored (there are no nested tensors).]])
 
 return nn
