@@ -415,6 +415,10 @@ describe("nn_extra errors", function()
     assert_err("PReLU:forward: weight has 3 parameters, but the input has 4 channels (dim 2 of input shape {2,4})",
       function() return nn.PReLU(3)(pt.zeros(2, 4)) end)
     assert_err("prelu: weight must be a tensor, got number", F.prelu, pt.zeros(2), 0.25)
+    assert_err("prelu: weight has 3 parameters, but an input of fewer than 2 dimensions (shape {3}) has 1 channel",
+      F.prelu, pt.zeros(3), pt.ones(3))
+    assert_err("elu: inplace=true on a leaf tensor that requires grad", F.elu,
+      pt.zeros(3, {requires_grad = true}), {inplace = true})
     assert_err("cosine_similarity: x1 shape {2,3} and x2 shape {4,3} cannot be broadcast",
       F.cosine_similarity, pt.zeros(2, 3), pt.zeros(4, 3))
     assert_err("CosineSimilarity:forward: x2 must be a tensor, got nil", function() return nn.CosineSimilarity()(pt.zeros(2)) end)

@@ -314,6 +314,9 @@ end
 local function elementwise(def)
   local fn = def.fn
   def.fn = function(x, s, name)
+    if s.inplace and x.requires_grad and x.is_leaf and pt.is_grad_enabled() then
+      fail("%s: inplace=true on a leaf tensor that requires grad (its gradient would be lost; PyTorch refuses it too)", name)
+    end
     local y = fn(x, s, name)
     if s.inplace then
       x:copy_(y)
@@ -340,8 +343,8 @@ elementwise {
   cls = "ELU", fname = "elu",
   args = {{"alpha", number, 1.0}, {"inplace", boolean, false}}, repr = {"alpha", "inplace"},
   fn = function(x, s) return pt.where(x:gt(0), x, neg_part_expm1(x, s.alpha)) end,
-  doc = [==[nn.ELU([alpha=1.0[, inplace=false]]) or nn.ELU({alpha=, inplace=})
-  x for x > 0, alpha * (exp(x) - 1) otherwise (PyTorch's ELU).]==],
+  doc = [==[nn.ELU([alpha=1.0[, inplace=false]]): x for x > 0, alpha * (exp(x) - 1) otherwise.
+  Settings also as options: nn.ELU({alpha=, inplace=}). inplace writes the result into the input.]==],
   fdoc = "F.elu(x[, alpha=1.0[, inplace=false]]) -> x > 0 and x or alpha * (exp(x) - 1) (also {alpha=, inplace=}).",
 }
 
@@ -351,7 +354,7 @@ elementwise {
   cls = "SELU", fname = "selu",
   args = {{"inplace", boolean, false}}, repr = {"inplace"},
   fn = function(x) return pt.where(x:gt(0), x, neg_part_expm1(x, SELU_ALPHA)) * SELU_SCALE end,
-  doc = [==[nn.SELU([inplace=false]): scale * (x > 0 and x or alpha * (exp(x) - 1)) with PyTorch's constants
+  doc = [==[nn.SELU([inplace=false]): scale * ELU(x, alpha) with PyTorch's fixed alpha and scale.
   alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946.]==],
   fdoc = "F.selu(x[, inplace=false]) -> scale * elu(x, alpha) with alpha = 1.67326..., scale = 1.05070... (see help(nn.SELU)).",
 }
@@ -363,8 +366,8 @@ elementwise {
     local a = s.alpha
     return pt.where(x:gt(0), x, pt.minimum(x / a, 0):expm1() * a)
   end,
-  doc = [==[nn.CELU([alpha=1.0[, inplace=false]]) or nn.CELU({alpha=, inplace=})
-  max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha must not be 0.]==],
+  doc = [==[nn.CELU([alpha=1.0[, inplace=false]]): max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+  alpha must not be 0. Settings also as options: nn.CELU({alpha=, inplace=}).]==],
   fdoc = "F.celu(x[, alpha=1.0[, inplace=false]]) -> max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).",
 }
 
@@ -372,9 +375,9 @@ elementwise {
   cls = "Softplus", fname = "softplus",
   args = {{"beta", nonzero, 1}, {"threshold", number, 20}}, repr = {"beta", "threshold"},
   fn = function(x, s) return softplus_of(x, s.beta, s.threshold) end,
-  doc = [==[nn.Softplus([beta=1[, threshold=20]]) or nn.Softplus({beta=, threshold=})
-  log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (as PyTorch, for
-  stability).]==],
+  doc = [==[nn.Softplus([beta=1[, threshold=20]]): log(1 + exp(beta * x)) / beta, smooth ReLU.
+  x itself where beta * x > threshold (as PyTorch, for stability). Settings also as options:
+  nn.Softplus({beta=, threshold=}).]==],
   fdoc = "F.softplus(x[, beta=1[, threshold=20]]) -> log(1 + exp(beta*x)) / beta; x where beta*x > threshold.",
 }
 
@@ -400,8 +403,8 @@ elementwise {
     check_range(name, s)
     return x:clamp(s.min_val, s.max_val)
   end,
-  doc = [==[nn.Hardtanh([min_val=-1.0[, max_val=1.0[, inplace=false]]]) or nn.Hardtanh({min_val=, max_val=, inplace=})
-  x clamped to [min_val, max_val].]==],
+  doc = [==[nn.Hardtanh([min_val=-1.0[, max_val=1.0[, inplace=false]]]): x clamped to [min_val, max_val].
+  Settings also as options: nn.Hardtanh({min_val=, max_val=, inplace=}); max_val > min_val.]==],
   fdoc = "F.hardtanh(x[, min_val=-1.0[, max_val=1.0[, inplace=false]]]) -> x clamped to [min_val, max_val].",
 }
 
@@ -448,8 +451,8 @@ elementwise {
   args = {{"threshold", number, REQUIRED}, {"value", number, REQUIRED}, {"inplace", boolean, false}},
   repr = {"threshold", "value", "inplace"},
   fn = function(x, s) return pt.where(x:gt(s.threshold), x, s.value) end,
-  doc = [==[nn.Threshold(threshold, value[, inplace=false]) or nn.Threshold({threshold=, value=, inplace=})
-  x where x > threshold, value elsewhere.]==],
+  doc = [==[nn.Threshold(threshold, value[, inplace=false]): x where x > threshold, value elsewhere.
+  Settings also as options: nn.Threshold({threshold=, value=, inplace=}).]==],
   fdoc = "F.threshold(x, threshold, value[, inplace=false]) -> x where x > threshold, value elsewhere.",
 }
 
@@ -475,8 +478,8 @@ define {
     local a, b = x:narrow(d, 1, n // 2), x:narrow(d, n // 2 + 1, n // 2)
     return a * b:sigmoid()
   end,
-  doc = [==[nn.GLU([dim=-1]) or nn.GLU({dim=}): gated linear unit: the input split in halves a, b along dim
-  (1-based, negative from the end; its size must be even) gives a * sigmoid(b).]==],
+  doc = [==[nn.GLU([dim=-1]): gated linear unit a * sigmoid(b), a and b the halves of the input along dim.
+  dim is 1-based (negative from the end) and its size must be even; also nn.GLU({dim=}).]==],
   fdoc = "F.glu(x[, dim=-1]) -> a * sigmoid(b), a and b the two halves of x along dim (1-based).",
 }
 
@@ -484,8 +487,8 @@ define {
   cls = "Softmin", fname = "softmin",
   args = {{"dim", dim_arg, -1}}, repr = {"dim"}, check = check_input,
   fn = function(x, s) return nn.softmax(-x, s.dim) end,
-  doc = [==[nn.Softmin([dim=-1]) or nn.Softmin({dim=}): softmax(-x) along dim (1-based, negative from the end;
-  the default -1 as nn.Softmax's, where PyTorch guesses one).]==],
+  doc = [==[nn.Softmin([dim=-1]): softmax(-x) along dim (1-based, negative from the end).
+  The default -1 is nn.Softmax's (PyTorch guesses one); also nn.Softmin({dim=}).]==],
   fdoc = "F.softmin(x[, dim=-1]) -> softmax(-x, dim).",
 }
 
@@ -495,15 +498,17 @@ local function prelu(name, x, w)
   if w:dim() > 1 then fail("%s: weight must be 1-dimensional, got shape %s", name, shape_str(w)) end
   local n = w:numel()
   if n ~= 1 then
-    if x:dim() == 0 then fail("%s: a 0-dimensional input takes a weight of 1 element, got %d", name, n) end
-    local cdim = x:dim() >= 2 and 2 or 1
-    local channels = x:size(cdim)
+    if x:dim() < 2 then
+      fail("%s: weight has %d parameters, but an input of fewer than 2 dimensions (shape %s) has 1 channel",
+        name, n, shape_str(x))
+    end
+    local channels = x:size(2)
     if channels ~= n then
-      fail("%s: weight has %d parameters, but the input has %d channels (dim %d of input shape %s)",
-        name, n, channels, cdim, shape_str(x))
+      fail("%s: weight has %d parameters, but the input has %d channels (dim 2 of input shape %s)",
+        name, n, channels, shape_str(x))
     end
     local shape = {}
-    for d = 1, x:dim() do shape[d] = d == cdim and n or 1 end
+    for d = 1, x:dim() do shape[d] = d == 2 and n or 1 end
     w = w:reshape(shape)
   elseif x:dim() == 0 then
     w = w:reshape({})
@@ -521,9 +526,9 @@ function PReLU:__init(...)
 end
 function PReLU:forward(x) return prelu("PReLU:forward", check_input("PReLU:forward", x), self.weight) end
 function PReLU:extra_repr() return "num_parameters=" .. self.num_parameters end
-doc(PReLU, [==[nn.PReLU([num_parameters=1[, init=0.25[, dtype="float32"]]]) or nn.PReLU({num_parameters=, init=, dtype=})
-  x for x > 0, a * x otherwise, a learnable: weight {num_parameters} filled with init, one
-  slope for all (num_parameters=1) or one per channel (dim 2 of the input; dim 1 of a 1-D input).]==])
+doc(PReLU, [==[nn.PReLU([num_parameters=1[, init=0.25[, dtype="float32"]]]): x for x > 0, a * x otherwise, a learnable.
+  weight {num_parameters} filled with init: one slope for all (num_parameters=1) or one per
+  channel (dim 2 of the input; an input of fewer dims has 1 channel). Also nn.PReLU({num_parameters=, init=, dtype=}).]==])
 function F.prelu(x, weight, ...)
   if select("#", ...) > 0 then fail("prelu: expected (input, weight), got %d arguments", 2 + select("#", ...)) end
   return prelu("prelu", check_input("prelu", x), weight)
@@ -541,9 +546,9 @@ F.normalize = function(x, ...)
   return x / pt.maximum(x:norm(s.p, d, true), s.eps)
 end
 if nn.normalize == nil then nn.normalize = F.normalize end
-doc(F.normalize, [==[F.normalize(x[, p=2.0[, dim=2[, eps=1e-12]]]) or F.normalize(x, {p=, dim=, eps=})
-  x / max(||x||_p along dim, eps): unit p-norm rows of a {N,D} input by default (dim is 1-based:
-  PyTorch's dim=1 is dim=2 here).]==])
+doc(F.normalize, [==[F.normalize(x[, p=2.0[, dim=2[, eps=1e-12]]]) -> x / max(||x||_p along dim, eps).
+  Unit p-norm rows of a {N,D} input by default: dim is 1-based (PyTorch's dim=1 is dim=2 here).
+  Settings also as options: F.normalize(x, {p=, dim=, eps=}).]==])
 
 local function check_pair(name, a, b)
   check_input(name, a, "x1")
@@ -589,9 +594,10 @@ define {
   cls = "CosineSimilarity", fname = "cosine_similarity", n_in = 2, check = check_pair,
   args = {{"dim", dim_arg, 2}, {"eps", nonneg, 1e-8}}, repr = {"dim", "eps"},
   fn = function(x1, x2, s, name) return cosine_similarity(name, x1, x2, s.dim, s.eps) end,
-  doc = [==[nn.CosineSimilarity([dim=2[, eps=1e-8]]) or nn.CosineSimilarity({dim=, eps=}): forward(x1, x2)
-  sum(x1 * x2) / sqrt(max(||x1||^2, eps^2) * max(||x2||^2, eps^2)) along dim (1-based: PyTorch's
-  dim=1 is dim=2 here); x1 and x2 broadcast against each other; dim is removed.]==],
+  doc = [==[nn.CosineSimilarity([dim=2[, eps=1e-8]]): forward(x1, x2) -> cosine of x1 and x2 along dim.
+  sum(x1 * x2) / sqrt(max(||x1||^2, eps^2) * max(||x2||^2, eps^2)) (PyTorch 1.13's formula); dim
+  is 1-based (PyTorch's dim=1 is dim=2 here) and removed; x1 and x2 broadcast against each other.
+  Settings also as options: nn.CosineSimilarity({dim=, eps=}).]==],
   fdoc = "F.cosine_similarity(x1, x2[, dim=2[, eps=1e-8]]) -> cosine of x1 and x2 along dim (see help(nn.CosineSimilarity)).",
 }
 
@@ -607,8 +613,9 @@ define {
   args = {{"p", nonneg, 2.0}, {"eps", nonneg, 1e-6}, {"keepdim", boolean, false}},
   repr = {"p", "eps", "keepdim"},
   fn = function(x1, x2, s, name) return pairwise_distance(name, x1, x2, s.p, s.eps, s.keepdim) end,
-  doc = [==[nn.PairwiseDistance([p=2.0[, eps=1e-6[, keepdim=false]]]) or nn.PairwiseDistance({p=, eps=, keepdim=})
-  forward(x1, x2) -> ||x1 - x2 + eps||_p over the last dim (x1 and x2 broadcast).]==],
+  doc = [==[nn.PairwiseDistance([p=2.0[, eps=1e-6[, keepdim=false]]]): forward(x1, x2) -> ||x1 - x2 + eps||_p.
+  The norm is over the last dim (x1 and x2 broadcast). Settings also as options:
+  nn.PairwiseDistance({p=, eps=, keepdim=}).]==],
   fdoc = "F.pairwise_distance(x1, x2[, p=2.0[, eps=1e-6[, keepdim=false]]]) -> ||x1 - x2 + eps||_p over the last dim.",
 }
 
@@ -660,11 +667,11 @@ loss {
     end
     return reduce(l, s.reduction)
   end,
-  doc = [==[nn.KLDivLoss([reduction="mean"[, log_target=false]]) or nn.KLDivLoss({reduction=, log_target=})
-  forward(input, target): input holds log-probabilities; pointwise target * (log(target) - input)
-  (0 where target is 0), or exp(target) * (target - input) with log_target=true.
-  reduction "batchmean" (sum / batch size: the KL divergence PyTorch recommends), "mean" (over
-  all elements), "sum" or "none".]==],
+  doc = [==[nn.KLDivLoss([reduction="mean"[, log_target=false]]): forward(log_probs, target) -> KL divergence.
+  Pointwise target * (log(target) - input) (0 where target is 0), or exp(target) * (target -
+  input) with log_target=true. reduction "batchmean" (sum / batch size: the KL divergence, as
+  PyTorch recommends), "mean" (over all elements), "sum" or "none". Also as options:
+  nn.KLDivLoss({reduction=, log_target=}).]==],
   fdoc = "F.kl_div(input, target[, reduction=\"mean\"[, log_target=false]]) (also {reduction=, log_target=}); see help(nn.KLDivLoss).",
 }
 
@@ -677,9 +684,10 @@ loss {
     local delta = s.delta
     return pt.where(d:lt(delta), d * d * 0.5, (d - 0.5 * delta) * delta)
   end,
-  doc = [==[nn.HuberLoss([reduction="mean"[, delta=1.0]]) or nn.HuberLoss({reduction=, delta=})
-  0.5 d^2 where |d| < delta, delta * (|d| - delta/2) elsewhere (d = input - target). HuberLoss is
-  delta * SmoothL1Loss with beta = delta: the two agree at delta = beta = 1.]==],
+  doc = [==[nn.HuberLoss([reduction="mean"[, delta=1.0]]): forward(input, target) -> Huber loss.
+  0.5 d^2 where |d| < delta, delta * (|d| - delta/2) elsewhere (d = input - target; shapes must
+  match). It is delta * SmoothL1Loss with beta = delta: the two agree at delta = beta = 1.
+  Also as options: nn.HuberLoss({reduction=, delta=}).]==],
   fdoc = "F.huber_loss(input, target[, reduction=\"mean\"[, delta=1.0]]) (also {reduction=, delta=}); see help(nn.HuberLoss).",
 }
 
@@ -697,9 +705,9 @@ loss {
   args = {{"margin", number, 0.0}},
   check = function(name, a, b, y) return check_three_same(name, a, b, y, "input1", "input2", "target") end,
   fn = function(a, b, y, s) return (-y * (a - b) + s.margin):clamp(0) end,
-  doc = [==[nn.MarginRankingLoss([margin=0.0[, reduction="mean"]]) or nn.MarginRankingLoss({margin=, reduction=})
-  forward(input1, input2, target): max(0, -target * (input1 - input2) + margin), target 1 (input1
-  should rank higher) or -1; the three of the same shape.]==],
+  doc = [==[nn.MarginRankingLoss([margin=0.0[, reduction="mean"]]): forward(x1, x2, target) -> ranking loss.
+  max(0, -target * (x1 - x2) + margin), target 1 (x1 should rank higher) or -1; the three of one
+  shape. Also as options: nn.MarginRankingLoss({margin=, reduction=}).]==],
   fdoc = "F.margin_ranking_loss(input1, input2, target[, margin=0.0[, reduction=\"mean\"]]); see help(nn.MarginRankingLoss).",
 }
 
@@ -731,9 +739,9 @@ loss {
     local neg = pt.where(y:eq(-1), (cos - s.margin):clamp(0), 0)
     return pos + neg
   end,
-  doc = [==[nn.CosineEmbeddingLoss([margin=0.0[, reduction="mean"]]) or nn.CosineEmbeddingLoss({margin=, reduction=})
-  forward(input1, input2, target): inputs {N,D} (or {D}), target {N} (or {}) of 1 and -1:
-  1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1.]==],
+  doc = [==[nn.CosineEmbeddingLoss([margin=0.0[, reduction="mean"]]): forward(x1, x2, target) -> loss.
+  x1, x2 {N,D} (or {D}), target {N} (or {}) of 1 and -1: 1 - cos(x1, x2) where target is 1,
+  max(0, cos(x1, x2) - margin) where it is -1. Also as options: {margin=, reduction=}.]==],
   fdoc = "F.cosine_embedding_loss(input1, input2, target[, margin=0.0[, reduction=\"mean\"]]); see help(nn.CosineEmbeddingLoss).",
 }
 
@@ -759,10 +767,10 @@ loss {
     if s.swap then d_an = pt.minimum(d_an, pairwise_distance(name, p, n, s.p, s.eps, false)) end
     return (d_ap - d_an + s.margin):clamp(0)
   end,
-  doc = [==[nn.TripletMarginLoss([margin=1.0[, p=2.0[, eps=1e-6[, swap=false[, reduction="mean"]]]]])
-  or nn.TripletMarginLoss({margin=, p=, eps=, swap=, reduction=}): forward(anchor, positive, negative),
-  each {N,D} or {D}: max(d(a, p) - d(a, n) + margin, 0), d = F.pairwise_distance with p and eps;
-  swap: d(a, n) is min(d(a, n), d(p, n)).]==],
+  doc = [==[nn.TripletMarginLoss([margin=1.0[, p=2.0[, eps=1e-6[, swap=false[, reduction="mean"]]]]]): triplet loss.
+  forward(anchor, positive, negative), each {N,D} or {D}: max(d(a, p) - d(a, n) + margin, 0),
+  d = F.pairwise_distance with p and eps; swap: d(a, n) is min(d(a, n), d(p, n)).
+  Also as options: nn.TripletMarginLoss({margin=, p=, eps=, swap=, reduction=}).]==],
   fdoc = "F.triplet_margin_loss(anchor, positive, negative[, margin=1.0[, p=2.0[, eps=1e-6[, swap=false[, reduction=\"mean\"]]]]]).",
 }
 
@@ -786,10 +794,10 @@ loss {
     end
     return l
   end,
-  doc = [==[nn.PoissonNLLLoss([log_input=true[, full=false[, eps=1e-8[, reduction="mean"]]]])
-  or nn.PoissonNLLLoss({log_input=, full=, eps=, reduction=}): forward(input, target), target ~ Poisson(input):
-  exp(input) - target * input (log_input), else input - target * log(input + eps); full adds
-  Stirling's term target*log(target) - target + 0.5*log(2*pi*target) where target > 1.]==],
+  doc = [==[nn.PoissonNLLLoss([log_input=true[, full=false[, eps=1e-8[, reduction="mean"]]]]): Poisson NLL.
+  forward(input, target), target ~ Poisson(input): exp(input) - target * input (log_input),
+  else input - target * log(input + eps); full adds Stirling's term target*log(target) - target
+  + 0.5*log(2*pi*target) where target > 1. Also as options: {log_input=, full=, eps=, reduction=}.]==],
   fdoc = "F.poisson_nll_loss(input, target[, log_input=true[, full=false[, eps=1e-8[, reduction=\"mean\"]]]]); see help(nn.PoissonNLLLoss).",
 }
 
@@ -824,7 +832,7 @@ loss {
     if s.full then l = l + 0.5 * math.log(2 * math.pi) end
     return l
   end,
-  doc = [==[nn.GaussianNLLLoss([{full=false, eps=1e-6, reduction="mean"}]): forward(input, target, var)
+  doc = [==[nn.GaussianNLLLoss([{full=false, eps=1e-6, reduction="mean"}]): forward(input, target, var) -> Gaussian NLL.
   0.5 * (log(var) + (input - target)^2 / var) (+ 0.5*log(2*pi) with full), var clamped at eps
   (its gradient passed through, as PyTorch). var has the input's shape, or it with the last
   dim 1 or removed (one variance for all of a row); negative entries are errors.]==],
@@ -835,8 +843,8 @@ loss {
   cls = "SoftMarginLoss", fname = "soft_margin_loss", args = {},
   check = check_input_target,
   fn = function(x, y) return softplus_of(-y * x, 1, 20) end,
-  doc = [==[nn.SoftMarginLoss([reduction="mean"]) or nn.SoftMarginLoss({reduction=}): forward(input, target)
-  log(1 + exp(-target * input)), target 1 or -1 (computed without overflow).]==],
+  doc = [==[nn.SoftMarginLoss([reduction="mean"]): forward(input, target) -> log(1 + exp(-target * input)).
+  target 1 or -1; computed without overflow. Also as options: nn.SoftMarginLoss({reduction=}).]==],
   fdoc = "F.soft_margin_loss(input, target[, reduction=\"mean\"]) -> log(1 + exp(-target * input)), reduced.",
 }
 
@@ -866,9 +874,10 @@ loss {
     local cdim = x:dim()
     return l:sum(cdim) / x:size(cdim)
   end,
-  doc = [==[nn.MultiLabelSoftMarginLoss([weight=nil[, reduction="mean"]]) or nn.MultiLabelSoftMarginLoss({weight=, reduction=})
-  forward(input, target): input {N,C} scores, target {N,C} of 0 and 1; per sample the mean over
-  classes of -(y log sigmoid(x) + (1-y) log sigmoid(-x)), times weight {C} if given; reduced over N.]==],
+  doc = [==[nn.MultiLabelSoftMarginLoss([weight=nil[, reduction="mean"]]): forward(scores, targets) -> multi-label loss.
+  scores {N,C}, targets {N,C} of 0 and 1: per sample the mean over classes of -(y log sigmoid(x)
+  + (1-y) log sigmoid(-x)), times weight {C} (a buffer) if given; reduced over N. Also as
+  options: nn.MultiLabelSoftMarginLoss({weight=, reduction=}).]==],
   fdoc = "F.multilabel_soft_margin_loss(input, target[, weight=nil[, reduction=\"mean\"]]); see help(nn.MultiLabelSoftMarginLoss).",
 }
 
@@ -882,8 +891,9 @@ loss {
     local self_term = pt.where(y:ne(-1), x, 0)
     return margin_term + self_term
   end,
-  doc = [==[nn.HingeEmbeddingLoss([margin=1.0[, reduction="mean"]]) or nn.HingeEmbeddingLoss({margin=, reduction=})
-  forward(input, target): input where target is 1, max(0, margin - input) where target is -1.]==],
+  doc = [==[nn.HingeEmbeddingLoss([margin=1.0[, reduction="mean"]]): forward(input, target) -> hinge loss.
+  input where target is 1, max(0, margin - input) where target is -1. Also as options:
+  nn.HingeEmbeddingLoss({margin=, reduction=}).]==],
   fdoc = "F.hinge_embedding_loss(input, target[, margin=1.0[, reduction=\"mean\"]]); see help(nn.HingeEmbeddingLoss).",
 }
 
@@ -929,9 +939,9 @@ end
 function Unflatten:extra_repr()
   return string.format("dim=%d, unflattened_size={%s}", self.dim, table.concat(self.unflattened_size, ", "))
 end
-doc(Unflatten, [==[nn.Unflatten(dim, unflattened_size): splits dim (1-based, negative from the end) into the sizes
-  of the list unflattened_size (one entry may be -1): nn.Unflatten(2, {2, 3}) makes {N,6} {N,2,3}.
-  The inverse of nn.Flatten.]==])
+doc(Unflatten, [==[nn.Unflatten(dim, unflattened_size): splits dim into the sizes of a list, the inverse of nn.Flatten.
+  dim is 1-based (negative from the end); one size may be -1: nn.Unflatten(2, {2, 3}) makes
+  {N,6} {N,2,3}. Also nn.Unflatten({dim=, unflattened_size=}).]==])
 
 -- {*, C*r*r, H, W} <-> {*, C, H*r, W*r}
 local function pixel_shuffle(name, x, r, up)
@@ -980,8 +990,8 @@ define {
   args = {{"upscale_factor", pos_int, REQUIRED}}, repr = {"upscale_factor"},
   check = function(_, x) return x end,
   fn = function(x, s, name) return pixel_shuffle(name, x, s.upscale_factor, true) end,
-  doc = [==[nn.PixelShuffle(upscale_factor): {*, C*r*r, H, W} -> {*, C, H*r, W*r} (r = upscale_factor),
-  sub-pixel convolution's rearrangement; nn.PixelUnshuffle undoes it.]==],
+  doc = [==[nn.PixelShuffle(upscale_factor): {*, C*r*r, H, W} -> {*, C, H*r, W*r} with r = upscale_factor.
+  Sub-pixel convolution's rearrangement; nn.PixelUnshuffle undoes it.]==],
   fdoc = "F.pixel_shuffle(x, upscale_factor) -> {*, C*r*r, H, W} rearranged to {*, C, H*r, W*r}.",
 }
 
@@ -990,8 +1000,8 @@ define {
   args = {{"downscale_factor", pos_int, REQUIRED}}, repr = {"downscale_factor"},
   check = function(_, x) return x end,
   fn = function(x, s, name) return pixel_shuffle(name, x, s.downscale_factor, false) end,
-  doc = [==[nn.PixelUnshuffle(downscale_factor): {*, C, H*r, W*r} -> {*, C*r*r, H, W} (r = downscale_factor),
-  the inverse of nn.PixelShuffle.]==],
+  doc = [==[nn.PixelUnshuffle(downscale_factor): {*, C, H*r, W*r} -> {*, C*r*r, H, W} with r = downscale_factor.
+  The inverse of nn.PixelShuffle.]==],
   fdoc = "F.pixel_unshuffle(x, downscale_factor) -> {*, C, H*r, W*r} rearranged to {*, C*r*r, H, W}.",
 }
 
