@@ -330,6 +330,12 @@ describe("nn.RNN, nn.LSTM, nn.GRU", function()
       err(function() return lstm(pt.zeros(5, 2, 3), pt.zeros(2, 2, 4)) end))
     assert.are.equal("GRU:forward: expected hx of shape {2,2,4}, got {1,2,4}",
       err(function() return nn.GRU(3, 4, {bidirectional = true})(pt.zeros(5, 2, 3), pt.zeros(1, 2, 4)) end))
+    assert.are.equal("LSTM:forward: input dtype float64 does not match the parameters' float32 (convert with m:double() or m:float(), or t:to(dtype))",
+      err(function() return lstm(pt.zeros(5, 2, 3, {dtype = F64})) end))
+    assert.are.equal("LSTM:forward: c0 dtype float64 does not match the input's float32",
+      err(function() return lstm(pt.zeros(5, 2, 3), {pt.zeros(2, 2, 4), pt.zeros(2, 2, 4, {dtype = F64})}) end))
+    assert.are.equal("GRU:forward: the input has no time steps (input shape {2,0,3})",
+      err(function() return nn.GRU(3, 4, {batch_first = true})(pt.zeros(2, 0, 3)) end))
     assert.are.equal("RNN:forward: input must be a floating tensor, got dtype int64",
       err(function() return nn.RNN(3, 4)(pt.zeros(5, 2, 3, {dtype = "int64"})) end))
   end)
@@ -491,6 +497,8 @@ describe("nn.MultiheadAttention", function()
       err(function() return m(q, q, q, {key_padding_mask = pt.zeros(3, 2, {dtype = "bool"})}) end))
     assert.are.equal("MultiheadAttention:forward: attn_mask must be a bool or floating tensor, got dtype int64",
       err(function() return m(q, q, q, {attn_mask = pt.zeros(3, 3, {dtype = "int64"})}) end))
+    assert.are.equal("MultiheadAttention:forward: key dtype float64 does not match the parameters' float32 (convert with m:double() or m:float(), or t:to(dtype))",
+      err(function() return m(q, pt.zeros(3, 2, 4, {dtype = F64}), q) end))
     assert.are.equal("MultiheadAttention:forward: unknown option 'need_weight'",
       err(function() return m(q, q, q, {need_weight = false}) end))
   end)

@@ -85,6 +85,14 @@ local function is_float(t)
   return dt == "float32" or dt == "float64"
 end
 
+-- input and state must have the parameters' dtype
+local function check_dtype(name, what, t, param)
+  if t:dtype() ~= param:dtype() then
+    raise(("%s: %s dtype %s does not match the parameters' %s (convert with m:double() or m:float(), or t:to(dtype))")
+      :format(name, what, t:dtype(), param:dtype()))
+  end
+end
+
 -- a boolean mask (true = masked out) or a float mask as an additive float mask
 local function additive_mask(name, what, m, dtype, masked_when)
   local dt = m:dtype()
@@ -183,6 +191,7 @@ local function cell_input(self, name, x)
     raise(("%s: input has %d features, expected input_size %d (input shape %s)")
       :format(name, x:size(x:dim()), self.input_size, shape_str(x)))
   end
+  check_dtype(name, "input", x, self._parameters.weight_ih)
   local batched = x:dim() == 2
   if not batched then x = x:unsqueeze(1) end
   return x, batched, x:size(1)
@@ -194,6 +203,9 @@ local function cell_state(name, what, h, batched, n, hidden, x)
   local want = batched and {n, hidden} or {hidden}
   if shape_str(h) ~= dims_str(want) then
     raise(("%s: %s has shape %s, expected %s"):format(name, what, shape_str(h), dims_str(want)))
+  end
+  if h:dtype() ~= x:dtype() then
+    raise(("%s: %s dtype %s does not match the input's %s"):format(name, what, h:dtype(), x:dtype()))
   end
   return batched and h or h:unsqueeze(1)
 end
@@ -360,10 +372,13 @@ function RNNBase:extra_repr()
   return s
 end
 
-local function check_state(name, what, h, want)
+local function check_state(name, what, h, want, x)
   check_tensor(name, what, h)
   if shape_str(h) ~= dims_str(want) then
     raise(("%s: expected %s of shape %s, got %s"):format(name, what, dims_str(want), shape_str(h)))
+  end
+  if h:dtype() ~= x:dtype() then
+    raise(("%s: %s dtype %s does not match the input's %s"):format(name, what, h:dtype(), x:dtype()))
   end
 end
 
@@ -403,6 +418,10 @@ function RNNBase:_forward(name, x, hx)
     raise(("%s: input has %d features, expected input_size %d (input shape %s)")
       :format(name, x:size(x:dim()), self.input_size, shape_str(x)))
   end
+  check_dtype(name, "input", x, self._parameters[self._weight_names[1].w_ih])
+  if x:size(x:dim() == 3 and not self.batch_first and 1 or x:dim() - 1) == 0 then
+    raise(("%s: the input has no time steps (input shape %s)"):format(name, shape_str(x)))
+  end
   local batched = x:dim() == 3
   if not batched then
     x = x:unsqueeze(2)
@@ -425,11 +444,11 @@ function RNNBase:_forward(name, x, hx)
       hx_h, hx_c = hx[1], hx[2]
     end
     local wh = batched and {nstates, n, real_hidden} or {nstates, real_hidden}
-    check_state(name, is_lstm and "h0" or "hx", hx_h, wh)
+    check_state(name, is_lstm and "h0" or "hx", hx_h, wh, x)
     h0 = batched and hx_h or hx_h:unsqueeze(2)
     if is_lstm then
       local wc = batched and {nstates, n, self.hidden_size} or {nstates, self.hidden_size}
-      check_state(name, "c0", hx_c, wc)
+      check_state(name, "c0", hx_c, wc, x)
       c0 = batched and hx_c or hx_c:unsqueeze(2)
     end
   end
@@ -701,6 +720,10 @@ function MultiheadAttention:forward(query, key, value, opts)
     raise(("%s: expected query, key and value with %d, %d and %d features (embed_dim, kdim, vdim), got shapes %s, %s, %s")
       :format(name, E, self.kdim, self.vdim, shape_str(query), shape_str(key), shape_str(value)))
   end
+  local w_in = self._parameters.in_proj_weight or self._parameters.q_proj_weight
+  check_dtype(name, "query", query, w_in)
+  check_dtype(name, "key", key, w_in)
+  check_dtype(name, "value", value, w_in)
   local batched = qd == 3
   local kpm, attn_mask = opts.key_padding_mask, opts.attn_mask
   if batched then
