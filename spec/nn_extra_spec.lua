@@ -323,6 +323,26 @@ describe("nn_extra modules", function()
     assert_close(z, F.hardtanh(T.X))
     assert.are.equal("Hardtanh(min_val=-1, max_val=1, inplace=true)", tostring(nn.Hardtanh(-1, 1, true)))
   end)
+
+  it("inplace=true gives the gradients of the out-of-place form", function()
+    local base = pt.tensor({-2.5, -1.1, -0.3, 0.2, 0.9, 3.5, 4.2}, F64)
+    local w = pt.arange(1, 8, F64)
+    for _, n in ipairs({"elu", "selu", "celu", "mish", "hardtanh", "relu6", "hardswish", "hardsigmoid"}) do
+      local grads = {}
+      for _, inplace in ipairs({false, true}) do
+        local a = base:clone(); a.requires_grad = true
+        local y = F[n](a * 1, {inplace = inplace});
+        (y * w):sum():backward()
+        grads[#grads + 1] = a.grad
+      end
+      local ok, e = pcall(assert_close, grads[2], grads[1])
+      if not ok then error(n .. ": " .. tostring(e), 0) end
+    end
+    local a = base:clone(); a.requires_grad = true
+    local y = nn.Threshold(0.5, -7, true)(a * 1);
+    (y * w):sum():backward()
+    assert_close(a.grad, {0, 0, 0, 0, 5, 6, 7})
+  end)
 end)
 
 describe("nn_extra printing", function()

@@ -317,12 +317,12 @@ local function elementwise(def)
     if s.inplace and x.requires_grad and x.is_leaf and pt.is_grad_enabled() then
       fail("%s: inplace=true on a leaf tensor that requires grad (its gradient would be lost; PyTorch refuses it too)", name)
     end
-    local y = fn(x, s, name)
-    if s.inplace then
-      x:copy_(y)
-      return x
-    end
-    return y
+    if not s.inplace then return fn(x, s, name) end
+    -- the backward of fn may read its input, which copy_ overwrites: under autograd fn works on a
+    -- clone (copy_ does not bump the version that would catch it, so the gradient would be wrong)
+    local y = fn((x.requires_grad and pt.is_grad_enabled()) and x:clone() or x, s, name)
+    x:copy_(y)
+    return x
   end
   def.check = check_input
   define(def)
