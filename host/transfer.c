@@ -735,15 +735,16 @@ static void enc_function(enc *e, int vi, bool cache) {
  * as a copy must be the caller's own table again when instances come back, or
  * getmetatable(result) == Point fails (Torch7's threads lost classes the same way). Every state
  * has an id; a class table sent from the state that owns it carries (that id, a serial the
- * state gives the table); a state that decodes it remembers its copy's origin, sends that same
- * key when the copy goes anywhere, and reuses (refreshed) the copy when the class comes again;
- * the owning state, decoding its own key, takes its original table if it still lives. All four
- * maps are weak, so nothing is kept alive by having crossed. */
+ * state gives the table); a state that decodes it remembers its copy's origin and sends that
+ * same key when the copy goes anywhere; the owning state, decoding its own key, takes its
+ * original table if it still lives. Each message's copy is a new one (its methods' upvalues
+ * hold that copy), all with the same origin. The maps are weak, so nothing is kept alive by
+ * having crossed. A table with an __index field counts as a class even when it is used as an
+ * object: changes a worker makes to it do not come back. */
 static atomic_int_fast64_t next_state_id = 1; /* ids of states in this process, never reused */
 
 /* Pushes L's class table {id, serial, serial_of = {table -> serial} (weak keys), anchors =
- * {serial -> table} (weak values), origin = {copy -> key} (weak keys), by_origin = {key -> copy}
- * (weak values)}, made on first use. */
+ * {serial -> table} (weak values), origin = {copy -> key} (weak keys)}, made on first use. */
 static void push_classes(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_CLASS_KEY) == LUA_TTABLE) return;
   lua_pop(L, 1);
@@ -752,8 +753,8 @@ static void push_classes(lua_State *L) {
   lua_setfield(L, -2, "id");
   lua_pushinteger(L, 0);
   lua_setfield(L, -2, "serial");
-  static const char *const names[] = {"serial_of", "anchors", "origin", "by_origin"};
-  for (int i = 0; i < 4; i++) {
+  static const char *const names[] = {"serial_of", "anchors", "origin"};
+  for (int i = 0; i < 3; i++) {
     lua_newtable(L);
     lua_createtable(L, 0, 1);
     lua_pushstring(L, i % 2 ? "v" : "k");
@@ -1246,9 +1247,9 @@ static void dec_function(dec *d) {
 }
 
 /* The class table just decoded (on top, registered as id) came with origin key: in the state
- * that owns it, the original replaces it; elsewhere an earlier copy of the same class, refreshed
- * with the new one's fields (fields holding the new table itself hold the copy), replaces it, or
- * it becomes the copy remembered for the key. */
+ * that owns it, the original replaces it; elsewhere it becomes the copy remembered for the key
+ * (the newest: its functions' upvalues hold it, not an earlier copy, so instances its methods
+ * make are of it), and every copy of the key goes back as the key. */
 static void class_resolve(dec *d, const char *key, int id) {
   lua_State *L = d->L;
   int f = lua_gettop(L);
@@ -1270,37 +1271,6 @@ static void class_resolve(dec *d, const char *key, int id) {
     lua_settop(L, f); /* (an original that is gone: the copy stands in) */
     return;
   }
-  lua_getfield(L, ct, "by_origin");
-  int bo = lua_gettop(L);
-  lua_pushlstring(L, key, sizeof k);
-  if (lua_rawget(L, bo) == LUA_TTABLE) {
-    int w = lua_gettop(L);
-    lua_pushnil(L);
-    while (lua_next(L, w)) { /* clearing fields during the traversal is allowed */
-      lua_pop(L, 1);
-      lua_pushvalue(L, -1);
-      lua_pushnil(L);
-      lua_rawset(L, w);
-    }
-    lua_pushnil(L);
-    while (lua_next(L, f)) {
-      if (lua_rawequal(L, -1, f)) lua_copy(L, w, -1);
-      lua_pushvalue(L, -2);
-      lua_insert(L, -2);
-      lua_rawset(L, w);
-    }
-    if (!lua_getmetatable(L, f)) lua_pushnil(L);
-    lua_setmetatable(L, w);
-    lua_copy(L, w, f);
-    lua_pushvalue(L, f);
-    lua_rawseti(L, d->refs, id);
-    lua_settop(L, f);
-    return;
-  }
-  lua_pop(L, 1);
-  lua_pushlstring(L, key, sizeof k);
-  lua_pushvalue(L, f);
-  lua_rawset(L, bo);
   lua_getfield(L, ct, "origin");
   lua_pushvalue(L, f);
   lua_pushlstring(L, key, sizeof k);

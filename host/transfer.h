@@ -10,10 +10,10 @@
  *   nil, booleans, numbers (integer/float kept), strings   copied
  *   tables          deep copy; cycles and shared references kept (a table seen twice is one copy);
  *                   metatables kept (copied, or resolved by name: see below). A class (a
- *                   metatable, or a table with an __index field) keeps its identity: its copy in
- *                   a worker is one table that later calls reuse (refreshed with the class's
- *                   current fields), and it comes back to the state it came from as the
- *                   original table (getmetatable(result) == Point); see transfer.c, "classes"
+ *                   metatable, or a table with an __index field) keeps its identity: it comes
+ *                   back to the state it came from as the original table
+ *                   (getmetatable(result) == Point), changes a worker made to it left there;
+ *                   see transfer.c, "classes"
  *   Lua functions   bytecode (lua_dump/lua_load) plus upvalues transferred recursively; upvalues
  *                   shared between closures stay shared; an upvalue named _ENV (or the source's
  *                   global table) becomes the destination's global table
