@@ -1,9 +1,13 @@
 /* lib/conv_winograd.c against a direct convolution in double: forward, input, weight and bias
  * gradients (each alone too), odd output sizes, padding 0..3, channel counts that are not
- * multiples of the vector width, more images than one block; which layers take the path. */
+ * multiples of the vector width, more images than one block; which layers take the path.
+ * lib/conv.c's conv_transpose2d against its direct definition (every output gathers
+ * x * w where oy = iy*stride - padding + ky*dilation), forward and the three gradients, in
+ * float64 and float32, and its argument errors. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "conv_winograd.h"
 #include "testing.h"
 
@@ -91,6 +95,112 @@ static void test_winograd(pt_ctx *ctx) {
   CHECK(dw[0] == 0 && dw[8 * 8 * 25 - 1] == 0 && db[0] == 0);
 }
 
+/* the direct definition of a transposed convolution and its gradients, in double */
+typedef struct ct_case {
+  int N, Ci, H, W, Co, g, kh, kw, s[2], p[2], op[2], d[2];
+} ct_case;
+
+static pt_tensor *tensor_of(pt_ctx *ctx, pt_dtype dt, int nd, const int64_t *shape, const double *v) {
+  pt_tensor *t = NULL;
+  if (pt_tensor_empty(ctx, dt, nd, shape, &t)) return NULL;
+  int64_t n = pt_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) {
+    if (dt == PT_FLOAT32) ((float *)pt_tensor_data(t))[i] = (float)v[i];
+    else ((double *)pt_tensor_data(t))[i] = v[i];
+  }
+  return t;
+}
+
+static double max_rel(const pt_tensor *t, const double *ref, int64_t n) {
+  double e = 0, m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double a = t->dtype == PT_FLOAT32 ? ((const float *)pt_tensor_data(t))[i] : ((const double *)pt_tensor_data(t))[i];
+    if (fabs(a - ref[i]) > e) e = fabs(a - ref[i]);
+    if (fabs(ref[i]) > m) m = fabs(ref[i]);
+  }
+  return m > 0 ? e / m : e;
+}
+
+static void check_transpose(pt_ctx *ctx, const ct_case *c, pt_dtype dt, unsigned seed) {
+  int Ho = (c->H - 1) * c->s[0] - 2 * c->p[0] + c->d[0] * (c->kh - 1) + c->op[0] + 1;
+  int Wo = (c->W - 1) * c->s[1] - 2 * c->p[1] + c->d[1] * (c->kw - 1) + c->op[1] + 1;
+  int Cog = c->Co / c->g, Cig = c->Ci / c->g;
+  int64_t nx = (int64_t)c->N * c->Ci * c->H * c->W, nw = (int64_t)c->Ci * Cog * c->kh * c->kw,
+          ny = (int64_t)c->N * c->Co * Ho * Wo;
+  double *x = rand_buf(nx, &seed), *w = rand_buf(nw, &seed), *b = rand_buf(c->Co, &seed), *gy = rand_buf(ny, &seed);
+  double *y = calloc((size_t)ny, sizeof *y), *dx = calloc((size_t)nx, sizeof *dx), *dw = calloc((size_t)nw, sizeof *dw),
+         *db = calloc((size_t)c->Co, sizeof *db);
+  for (int64_t i = 0; i < ny; i++) y[i] = b[(i / ((int64_t)Ho * Wo)) % c->Co];
+  for (int64_t i = 0; i < ny; i++) db[(i / ((int64_t)Ho * Wo)) % c->Co] += gy[i];
+  for (int n = 0; n < c->N; n++)
+    for (int ci = 0; ci < c->Ci; ci++)
+      for (int iy = 0; iy < c->H; iy++)
+        for (int ix = 0; ix < c->W; ix++)
+          for (int oc = 0; oc < Cog; oc++)
+            for (int ky = 0; ky < c->kh; ky++)
+              for (int kx = 0; kx < c->kw; kx++) {
+                int oy = iy * c->s[0] - c->p[0] + ky * c->d[0], ox = ix * c->s[1] - c->p[1] + kx * c->d[1];
+                if (oy < 0 || oy >= Ho || ox < 0 || ox >= Wo) continue;
+                int co = (ci / Cig) * Cog + oc;
+                int64_t xi = (((int64_t)n * c->Ci + ci) * c->H + iy) * c->W + ix;
+                int64_t wi = (((int64_t)ci * Cog + oc) * c->kh + ky) * c->kw + kx;
+                int64_t yi = (((int64_t)n * c->Co + co) * Ho + oy) * Wo + ox;
+                y[yi] += x[xi] * w[wi];
+                dx[xi] += gy[yi] * w[wi];
+                dw[wi] += gy[yi] * x[xi];
+              }
+  int64_t xs[4] = {c->N, c->Ci, c->H, c->W}, ws[4] = {c->Ci, Cog, c->kh, c->kw}, bs[1] = {c->Co},
+          ys[4] = {c->N, c->Co, Ho, Wo};
+  pt_tensor *tx = tensor_of(ctx, dt, 4, xs, x), *tw = tensor_of(ctx, dt, 4, ws, w), *tb = tensor_of(ctx, dt, 1, bs, b),
+            *tg = tensor_of(ctx, dt, 4, ys, gy), *out = NULL;
+  tx->requires_grad = tw->requires_grad = tb->requires_grad = true;
+  pt_conv_transpose2d_opts o = {.stride = {c->s[0], c->s[1]}, .padding = {c->p[0], c->p[1]},
+                                .output_padding = {c->op[0], c->op[1]}, .dilation = {c->d[0], c->d[1]}, .groups = c->g};
+  double tol = dt == PT_FLOAT32 ? 1e-5 : 1e-12;
+  CHECK(pt_conv_transpose2d(ctx, tx, tw, tb, &o, &out) == PT_OK);
+  if (out) {
+    CHECK(out->ndim == 4 && out->shape[1] == c->Co && out->shape[2] == Ho && out->shape[3] == Wo);
+    CHECK(max_rel(out, y, ny) < tol);
+    CHECK(pt_backward(ctx, out, tg, false) == PT_OK);
+    CHECK(tx->grad && max_rel(tx->grad, dx, nx) < tol);
+    CHECK(tw->grad && max_rel(tw->grad, dw, nw) < tol);
+    CHECK(tb->grad && max_rel(tb->grad, db, c->Co) < tol);
+  }
+  pt_tensor_release(out);
+  pt_tensor_release(tx), pt_tensor_release(tw), pt_tensor_release(tb), pt_tensor_release(tg);
+  free(x), free(w), free(b), free(gy), free(y), free(dx), free(dw), free(db);
+}
+
+static void test_transpose(pt_ctx *ctx) {
+  static const ct_case cases[] = {
+      {2, 3, 4, 4, 2, 1, 3, 3, {1, 1}, {0, 0}, {0, 0}, {1, 1}}, /* stride 1: the zero-padded copy */
+      {2, 3, 4, 5, 4, 1, 3, 3, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {3, 4, 3, 4, 6, 2, 3, 2, {2, 1}, {1, 0}, {1, 0}, {1, 2}}, /* groups, dilation, output_padding */
+      {2, 2, 3, 3, 2, 1, 2, 2, {1, 1}, {0, 0}, {1, 1}, {2, 2}}, /* output_padding < dilation */
+      {5, 3, 3, 3, 2, 1, 1, 1, {1, 1}, {0, 0}, {0, 0}, {1, 1}}, /* 1x1: no im2col */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    check_transpose(ctx, &cases[i], PT_FLOAT64, 10 + (unsigned)i);
+    check_transpose(ctx, &cases[i], PT_FLOAT32, 20 + (unsigned)i);
+  }
+  /* errors: a status and a message naming the function */
+  int64_t xs[4] = {1, 3, 4, 4}, ws[4] = {3, 2, 3, 3}, w5[4] = {5, 2, 3, 3};
+  pt_tensor *x = NULL, *w = NULL, *w_bad = NULL, *out = NULL;
+  CHECK(pt_tensor_zeros(ctx, PT_FLOAT32, 4, xs, &x) == PT_OK);
+  CHECK(pt_tensor_zeros(ctx, PT_FLOAT32, 4, ws, &w) == PT_OK);
+  CHECK(pt_tensor_zeros(ctx, PT_FLOAT32, 4, w5, &w_bad) == PT_OK);
+  pt_conv_transpose2d_opts o = {.stride = {2, 2}, .padding = {0, 0}, .output_padding = {2, 0}, .dilation = {1, 1}, .groups = 1};
+  CHECK(pt_conv_transpose2d(ctx, x, w, NULL, &o, &out) == PT_EARG && !out);
+  CHECK(strstr(ctx->err, "conv_transpose2d: output_padding {2,0} must be smaller than either stride {2,2}") != NULL);
+  o.output_padding[0] = 0;
+  CHECK(pt_conv_transpose2d(ctx, x, w_bad, NULL, &o, &out) == PT_ESHAPE && !out);
+  CHECK(strstr(ctx->err, "conv_transpose2d: input has 3 channels, expected 5") != NULL);
+  o.padding[0] = o.padding[1] = 9;
+  CHECK(pt_conv_transpose2d(ctx, x, w, NULL, &o, &out) == PT_ESHAPE && !out);
+  CHECK(strstr(ctx->err, "is too small") != NULL);
+  pt_tensor_release(x), pt_tensor_release(w), pt_tensor_release(w_bad);
+}
+
 static void test_applies(void) {
   pt_conv2d_opts o = {.stride = {1, 1}, .padding = {2, 2}, .dilation = {1, 1}, .groups = 1};
   CHECK(pt_conv_winograd_applies(PT_FLOAT32, 64, 32, 64, 5, 5, 14, 14, &o));
@@ -115,5 +225,6 @@ int main(void) {
   pt_ctx_init(&ctx, 1);
   test_winograd(&ctx);
   test_applies();
+  test_transpose(&ctx);
   return TEST_SUMMARY();
 }
