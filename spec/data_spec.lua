@@ -500,6 +500,8 @@ describe("data.csv", function()
     assert.matches(":3: expected 3 fields, got 2", err_of(data.csv, write(tmp("d.csv"), "a,b,c\n1,2,3\n4,5\n")))
     assert.matches(":2: field 1 %('x'%) is not a number", err_of(data.csv, write(tmp("e.csv"), "a,b\nx,1\n")))
     assert.matches("no column named 'z'", err_of(data.csv, write(tmp("f.csv"), "a,b\n1,2\n"), {label = "z"}))
+    assert.are.equal("csv: unknown option 'lable' (options: header, label, label_offset)",
+      err_of(data.csv, write(tmp("o.csv"), "a,y\n1,2\n"), {lable = "y"}):gsub("^[^\n]-:%d+: ", ""))
     -- a label name the header gives twice is ambiguous; by index it is not
     local dup = write(tmp("dup.csv"), "a,y,b,y\n1,2,3,4\n")
     assert.are.equal("csv: '" .. dup .. "': the header names columns 2 and 4 'y': give the label column by index",

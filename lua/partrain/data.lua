@@ -186,6 +186,12 @@ end
 function data.csv(path, opts)
   if type(path) ~= "string" then error("csv: path must be a string", 2) end
   opts = opts or {}
+  if type(opts) ~= "table" then error("csv: options must be a table, got " .. type(opts), 2) end
+  for k in pairs(opts) do -- a misspelled option is an error, never ignored
+    if k ~= "header" and k ~= "label" and k ~= "label_offset" then
+      error(string.format("csv: unknown option '%s' (options: header, label, label_offset)", tostring(k)), 2)
+    end
+  end
   local header = opts.header
   if header == nil then header = true end
   local label = opts.label

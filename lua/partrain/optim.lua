@@ -224,7 +224,8 @@ function Optimizer:load_state_dict(sd)
     for k in pairs(sg) do keys[#keys + 1] = tostring(k) end
     table.sort(keys) -- the first in name order is reported, the same on every run
     for _, k in ipairs(keys) do
-      if k ~= "params" and k ~= "_states" and cls.defaults[k] == nil and not cls.allowed[k] then
+      -- initial_lr: what a scheduler records in each group (PyTorch's too)
+      if k ~= "params" and k ~= "_states" and k ~= "initial_lr" and cls.defaults[k] == nil and not cls.allowed[k] then
         error(string.format("%s: parameter group %d has option '%s', which %s does not take: a state dict "
           .. "of another optimizer?", name, gi, tostring(k), self.name), 2)
       end
@@ -641,7 +642,19 @@ local function scheduler_class(name, ctor, text, repr_keys)
   cls.__tostring = Scheduler.__tostring
   optim[name] = setmetatable(cls, {
     __index = Scheduler,
-    __call = function(c, opt, ...) return ctor(c, opt, ...) end,
+    __call = function(c, opt, opts, ...)
+      if type(opts) == "table" then -- a misspelled option is an error, never ignored
+        for k in pairs(opts) do
+          local known = false
+          for _, rk in ipairs(repr_keys) do known = known or rk == k end
+          if not known then
+            error(string.format("%s: unknown option '%s' (options: %s)", name, tostring(k),
+              table.concat(repr_keys, ", ")), 2)
+          end
+        end
+      end
+      return ctor(c, opt, opts, ...)
+    end,
   })
   doc(optim[name], text)
   return cls
