@@ -213,7 +213,7 @@ describe("conv1d and Conv1d", function()
     has("Conv1d: unknown option 'strides'", nn.Conv1d, 3, 4, 3, {strides = 2})
     has("Conv1d: padding_mode must be one of 'zeros', 'reflect', 'replicate', 'circular', got 'mirror'", nn.Conv1d, 3, 4, 3, {padding_mode = "mirror"})
     has("Conv2d: padding='same' is not supported for strided convolutions", nn.Conv2d, 3, 4, 3, {padding = "same", stride = 2})
-    has("Conv2d:forward: input has 5 channels, expected 3 (input shape {1,5,6,6})", nn.Conv2d(3, 4, 3), pt.randn(1, 5, 6, 6))
+    has("conv2d: input has 5 channels, expected 3 (input shape {1,5,6,6}, weight shape {4,3,3,3})", nn.Conv2d(3, 4, 3), pt.randn(1, 5, 6, 6))
     has("conv2d: invalid padding string 'full'", F.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {padding = "full"})
     -- the position is the caller's line, not nn_conv.lua's
     assert.truthy(msg(m, pt.randn(2, 5, 10)):find("conv_more_spec.lua:%d+: Conv1d:forward"))
