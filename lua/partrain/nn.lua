@@ -502,14 +502,19 @@ function init.normal_(t, mean, std)
 end
 doc(init.normal_, "nn.init.normal_(t[, mean=0, std=1]) -> t filled from N(mean, std^2).")
 
+-- without recording, as every initialiser (a parameter is a leaf that requires grad)
+local function filled(t, v)
+  pt.no_grad(function() t:fill_(v) end)
+  return t
+end
 function init.constant_(t, v)
   check_tensor("constant_", t)
-  return t:fill_(v)
+  return filled(t, v)
 end
 doc(init.constant_, "nn.init.constant_(t, v) -> t filled with v.")
-function init.zeros_(t) check_tensor("zeros_", t); return t:fill_(0) end
+function init.zeros_(t) check_tensor("zeros_", t); return filled(t, 0) end
 doc(init.zeros_, "nn.init.zeros_(t) -> t filled with 0.")
-function init.ones_(t) check_tensor("ones_", t); return t:fill_(1) end
+function init.ones_(t) check_tensor("ones_", t); return filled(t, 1) end
 doc(init.ones_, "nn.init.ones_(t) -> t filled with 1.")
 
 function init.xavier_uniform_(t, opts)
@@ -1151,6 +1156,8 @@ doc(ModuleDict, "nn.ModuleDict([{name = m, ...} or {{name, m}, ...}]): registere
 -- convolutional layers live in their own file; it extends this table
 package.loaded["partrain.nn"] = nn
 require "partrain.nn_conv"
+require "partrain.nn_extra" -- more activations, losses, distances
+require "partrain.nn_rnn" -- RNN, LSTM, GRU and their cells, attention, Transformer layers
 own_forward[Linear], own_forward[ReLU] = Linear.forward, ReLU.forward
 own_forward[nn.MaxPool2d] = nn.MaxPool2d.forward
 
