@@ -745,6 +745,193 @@ static pt_status minmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   return PT_OK;
 }
 
+/* The position of the maximum (is_min: minimum) of a unit-stride lane p[0..n), n >= 1, with the
+ * serial loop's rules: the first NaN wins; otherwise the first element that compares equal to
+ * the extreme (a later equal one, or +0 after -0, never replaces it). Blocks of LANE_BLOCK
+ * elements are reduced with vector compares (a NaN noted, not taken); only a block that beats
+ * the best so far (strictly) or holds a NaN is searched again, a vector at a time, for the
+ * position. VSEL(v, a) is v where v beats a, else a (MAXPS/MINPS where there are any). */
+#define LANE_BLOCK 1024
+#define DEFINE_LANE_BEST(SUF, T, IT, VSEL)                                                       \
+  typedef T vec_##SUF __attribute__((vector_size(32)));                                          \
+  typedef IT ivec_##SUF __attribute__((vector_size(32)));                                        \
+  static inline bool any_##SUF(ivec_##SUF k) {                                                   \
+    uint64_t w[4];                                                                               \
+    memcpy(w, &k, sizeof w);                                                                     \
+    return (w[0] | w[1] | w[2] | w[3]) != 0;                                                     \
+  }                                                                                              \
+  /* the first i >= b with p[i] == m (m != NaN), or p[i] != p[i] (nan), known to exist */        \
+  static inline int64_t find_##SUF(const T *p, int64_t b, int64_t e, T m, bool nan) {            \
+    enum { W = 32 / sizeof(T) };                                                                 \
+    vec_##SUF mv, v;                                                                             \
+    for (int l = 0; l < W; l++) mv[l] = m;                                                       \
+    for (; b + W <= e; b += W) {                                                                 \
+      memcpy(&v, p + b, sizeof v);                                                               \
+      if (any_##SUF(nan ? v != v : v == mv)) break;                                              \
+    }                                                                                            \
+    while (nan ? p[b] == p[b] : p[b] != m) b++;                                                  \
+    return b;                                                                                    \
+  }                                                                                              \
+  static inline __attribute__((always_inline)) int64_t lane_best_##SUF##_k(const T *p, int64_t n, \
+                                                                          const bool is_min) {   \
+    enum { W = 32 / sizeof(T) };                                                                 \
+    T best = p[0];                                                                               \
+    int64_t bi = 0;                                                                              \
+    for (int64_t b0 = 0; b0 < n; b0 += LANE_BLOCK) {                                             \
+      int64_t b1 = n - b0 < LANE_BLOCK ? n : b0 + LANE_BLOCK, i = b0;                            \
+      T m = p[b0];                                                                               \
+      bool nan = false;                                                                          \
+      if (b1 - b0 >= 4 * W) {                                                                    \
+        vec_##SUF a0, a1, a2, a3, v0, v1, v2, v3;                                                \
+        ivec_##SUF nn;                                                                           \
+        memcpy(&a0, p + i, sizeof a0);                                                           \
+        memcpy(&a1, p + i + W, sizeof a1);                                                       \
+        memcpy(&a2, p + i + 2 * W, sizeof a2);                                                   \
+        memcpy(&a3, p + i + 3 * W, sizeof a3);                                                   \
+        nn = (a0 != a0) | (a1 != a1) | (a2 != a2) | (a3 != a3);                                  \
+        for (i += 4 * W; i + 4 * W <= b1; i += 4 * W) {                                          \
+          memcpy(&v0, p + i, sizeof v0);                                                         \
+          memcpy(&v1, p + i + W, sizeof v1);                                                     \
+          memcpy(&v2, p + i + 2 * W, sizeof v2);                                                 \
+          memcpy(&v3, p + i + 3 * W, sizeof v3);                                                 \
+          nn |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);                               \
+          a0 = VSEL(v0, a0);                                                                     \
+          a1 = VSEL(v1, a1);                                                                     \
+          a2 = VSEL(v2, a2);                                                                     \
+          a3 = VSEL(v3, a3);                                                                     \
+        }                                                                                        \
+        nan = any_##SUF(nn);                                                                     \
+        m = a0[0];                                                                               \
+        for (int l = 0; l < W; l++) {                                                            \
+          T e[4] = {a0[l], a1[l], a2[l], a3[l]};                                                 \
+          for (int q = 0; q < 4; q++)                                                            \
+            if (is_min ? e[q] < m : e[q] > m) m = e[q];                                          \
+        }                                                                                        \
+      }                                                                                          \
+      for (; i < b1; i++) {                                                                      \
+        T e = p[i];                                                                              \
+        nan |= e != e;                                                                           \
+        if (is_min ? e < m || m != m : e > m || m != m) m = e;                                   \
+      }                                                                                          \
+      if (nan) return find_##SUF(p, b0, b1, m, true); /* the first NaN is the result */          \
+      if (b0 == 0 || (is_min ? m < best : m > best)) {                                           \
+        best = m;                                                                                \
+        bi = find_##SUF(p, b0, b1, m, false);                                                    \
+      }                                                                                          \
+    }                                                                                            \
+    return bi;                                                                                   \
+  }                                                                                              \
+  static int64_t lane_best_##SUF(const T *p, int64_t n, bool is_min) {                           \
+    return is_min ? lane_best_##SUF##_k(p, n, true) : lane_best_##SUF##_k(p, n, false);          \
+  }
+
+/* v where it beats a (strictly), else a: MAXPS/MINPS are exactly that (a NaN in v is not taken) */
+#if defined(__AVX__)
+#include <immintrin.h>
+#define VSEL_F32(v, a) \
+  (is_min ? (vec_f32)_mm256_min_ps((__m256)(v), (__m256)(a)) : (vec_f32)_mm256_max_ps((__m256)(v), (__m256)(a)))
+#define VSEL_F64(v, a) \
+  (is_min ? (vec_f64)_mm256_min_pd((__m256d)(v), (__m256d)(a)) : (vec_f64)_mm256_max_pd((__m256d)(v), (__m256d)(a)))
+#else
+#define VSEL_F32(v, a) VSEL_BLEND(f32, v, a)
+#define VSEL_F64(v, a) VSEL_BLEND(f64, v, a)
+#endif
+#define VSEL_BLEND(SUF, v, a)                                                             \
+  ({                                                                                      \
+    ivec_##SUF k_ = is_min ? (v) < (a) : (v) > (a);                                       \
+    (vec_##SUF)(((ivec_##SUF)(v) & k_) | ((ivec_##SUF)(a) & ~k_));                       \
+  })
+#define VSEL_I64(v, a) VSEL_BLEND(i64, v, a)
+
+DEFINE_LANE_BEST(f32, float, int32_t, VSEL_F32)
+DEFINE_LANE_BEST(f64, double, int64_t, VSEL_F64)
+DEFINE_LANE_BEST(i64, int64_t, int64_t, VSEL_I64)
+
+static int64_t lane_best(pt_dtype dt, const void *p, int64_t n, bool is_min) {
+  if (dt == PT_FLOAT32) return lane_best_f32(p, n, is_min);
+  if (dt == PT_FLOAT64) return lane_best_f64(p, n, is_min);
+  return lane_best_i64(p, n, is_min);
+}
+
+/* unit-stride lanes (the last dim, or everything): lanes split over the threads, or one long
+ * lane in chunks whose results are combined in chunk order */
+typedef struct minmax_job {
+  const char *x; /* float32, float64 or int64 */
+  pt_dtype dt;
+  int64_t n;
+  bool is_min;
+  int64_t *ix;
+  int64_t chunk_ix[64]; /* one lane: each chunk's position */
+  int nchunks;
+} minmax_job;
+
+static void minmax_lanes(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  minmax_job *j = arg;
+  size_t es = pt_dtype_size(j->dt);
+  for (int64_t oi = b; oi < e; oi++) j->ix[oi] = lane_best(j->dt, j->x + oi * j->n * (int64_t)es, j->n, j->is_min);
+}
+
+static void minmax_chunks(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  minmax_job *j = arg;
+  size_t es = pt_dtype_size(j->dt);
+  for (int64_t c = b; c < e; c++) {
+    int64_t c0 = c * j->n / j->nchunks, c1 = (c + 1) * j->n / j->nchunks;
+    j->chunk_ix[c] = c0 + lane_best(j->dt, j->x + c0 * (int64_t)es, c1 - c0, j->is_min);
+  }
+}
+
+#define MINMAX_PARALLEL_MIN 65536 /* elements below which a call runs on one thread */
+
+static void minmax_unit_stride(const pt_ctx *ctx, const pt_tensor *x, int64_t outer, int64_t n,
+                               bool is_min, int64_t *ix) {
+  minmax_job j = {.x = pt_tensor_data(x), .dt = x->dtype, .n = n, .is_min = is_min, .ix = ix};
+  int threads = pt_parallel_threads(ctx);
+  if (outer * n < MINMAX_PARALLEL_MIN || threads < 2) {
+    minmax_lanes(&j, 0, outer, 0);
+  } else if (outer >= 2 * threads) {
+    int64_t grain = MINMAX_PARALLEL_MIN / 2 / n;
+    pt_parallel_for(ctx, outer, grain < 1 ? 1 : grain, minmax_lanes, &j);
+  } else {
+    /* few long lanes: each in chunks (fixed by n alone, so the split never changes the answer) */
+    j.nchunks = (int)(n / (MINMAX_PARALLEL_MIN / 2) < 16 ? n / (MINMAX_PARALLEL_MIN / 2) : 16);
+    if (j.nchunks < 2) j.nchunks = 2;
+    for (int64_t oi = 0; oi < outer; oi++) {
+      pt_parallel_for(ctx, j.nchunks, 1, minmax_chunks, &j);
+      /* the first chunk with a NaN, else the strictly best in chunk order */
+      size_t es = pt_dtype_size(x->dtype);
+      int64_t bi = -1;
+      for (int c = 0; c < j.nchunks && bi < 0; c++) {
+        int64_t k = j.chunk_ix[c];
+        bool nan = x->dtype == PT_FLOAT32 ? isnan(((const float *)j.x)[k])
+                   : x->dtype == PT_FLOAT64 ? isnan(((const double *)j.x)[k]) : false;
+        if (nan) bi = k;
+      }
+      if (bi < 0) {
+        bi = j.chunk_ix[0];
+        for (int c = 1; c < j.nchunks; c++) {
+          int64_t k = j.chunk_ix[c];
+          bool better;
+          if (x->dtype == PT_FLOAT32) {
+            float a = ((const float *)j.x)[k], m = ((const float *)j.x)[bi];
+            better = is_min ? a < m : a > m;
+          } else if (x->dtype == PT_FLOAT64) {
+            double a = ((const double *)j.x)[k], m = ((const double *)j.x)[bi];
+            better = is_min ? a < m : a > m;
+          } else {
+            int64_t a = ((const int64_t *)j.x)[k], m = ((const int64_t *)j.x)[bi];
+            better = is_min ? a < m : a > m;
+          }
+          if (better) bi = k;
+        }
+      }
+      ix[oi] = bi;
+      j.x += n * (int64_t)es;
+    }
+  }
+}
+
 static pt_status minmax(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, bool keepdim,
                         bool is_min, pt_tensor **values, pt_tensor **indices) {
   pt_status st = check_dim(ctx, fname, t, dim);
@@ -764,6 +951,16 @@ static pt_status minmax(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, b
   if ((st = pt_tensor_empty(ctx, PT_INT64, ondim, oshape, &ix))) goto fail;
   if (values && (st = pt_tensor_empty(ctx, x->dtype, ondim, oshape, &v))) goto fail;
   int64_t *ixp = pt_tensor_data(ix);
+  if (g.inner == 1) {
+    minmax_unit_stride(ctx, x, g.outer, g.n, is_min, ixp);
+    if (v) {
+      PT_DISPATCH_FLOAT_INT64(x->dtype, {
+        const T *xp = pt_tensor_data(x);
+        T *vp = pt_tensor_data(v);
+        for (int64_t oi = 0; oi < g.outer; oi++) vp[oi] = xp[oi * g.n + ixp[oi]];
+      });
+    }
+  } else
   PT_DISPATCH_FLOAT_INT64(x->dtype, {
     const T *xp = pt_tensor_data(x);
     T *vp = v ? (T *)pt_tensor_data(v) : NULL;

@@ -356,3 +356,159 @@ describe("index_select, index_add_ and index_copy_, typed paths", function()
     end
   end)
 end)
+
+-- the serial rule: the first NaN wins; otherwise the first element strictly better than all
+-- before it (so the first of equal extremes, and -0 before +0 counts as the first zero)
+local function ref_best(v, is_min, from, to, step)
+  from, to, step = from or 1, to or #v, step or 1
+  local bi, b = from, v[from]
+  if b == b then
+    for i = from + step, to, step do
+      local e = v[i]
+      if e ~= e then bi, b = i, e; break end
+      if (is_min and e < b) or (not is_min and e > b) then bi, b = i, e end
+    end
+  end
+  return bi, b
+end
+
+local function same_number(expected, got, what)
+  local ok
+  if expected ~= expected then ok = got ~= got
+  elseif expected == 0 and type(expected) == "number" and math.type(expected) == "float" then
+    ok = got == 0 and 1 / got == 1 / expected -- the sign of a zero too
+  else ok = expected == got end
+  if not ok then error(string.format("%s: expected %s, got %s", what, tostring(expected), tostring(got)), 2) end
+end
+
+-- max/min/argmax/argmin over all elements of t (a tensor built from the Lua table v)
+local function check_all(t, v)
+  for _, is_min in ipairs({false, true}) do
+    local bi, b = ref_best(v, is_min)
+    local val = is_min and t:min() or t:max()
+    local arg = is_min and t:argmin() or t:argmax()
+    same_number(bi, arg:item(), (is_min and "argmin" or "argmax") .. " of " .. #v)
+    same_number(b, val:item(), (is_min and "min" or "max") .. " of " .. #v)
+  end
+end
+
+local function randn_values(n, dtype)
+  return pt.randn(n, {dtype = dtype}):tolist()
+end
+
+describe("max/min over all elements and along the last dim, vectorised paths", function()
+  local sizes = {1, 2, 7, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 3000, 70000, 300000}
+
+  it("match the serial scan for every size (blocks, tails, chunks over the threads)", function()
+    for _, n in ipairs(sizes) do
+      for _, dtype in ipairs({"float32", "float64"}) do
+        local v = randn_values(n, dtype)
+        check_all(pt.tensor(v, {dtype = dtype}), v)
+      end
+      local iv = pt.randint(-1000000, 1000000, {n}):tolist()
+      for _, dtype in ipairs({"int64", "int32"}) do check_all(pt.tensor(iv, {dtype = dtype}), iv) end
+      local uv = pt.randint(0, 256, {n}):tolist()
+      check_all(pt.tensor(uv, {dtype = "uint8"}), uv)
+    end
+  end)
+
+  it("take the first NaN wherever it is", function()
+    for _, n in ipairs({1, 5, 40, 100, 1500, 5000, 300000}) do
+      for _, at in ipairs({{1}, {n}, {(n + 1) // 2}, {n, (n + 3) // 4}, {(n + 1) // 2, n // 3 + 1, n}}) do
+        for _, dtype in ipairs({"float32", "float64"}) do
+          local v = randn_values(n, dtype)
+          for _, k in ipairs(at) do v[k] = 0 / 0 end
+          check_all(pt.tensor(v, {dtype = dtype}), v)
+        end
+      end
+    end
+  end)
+
+  it("give the first of equal extremes, across vectors, blocks and chunks", function()
+    for _, n in ipairs({16, 100, 5000, 300000}) do
+      for _, pair in ipairs({{1, n}, {2, 3}, {n // 2, n // 2 + 1}, {n // 3 + 1, n - 1}, {n - 1, n}}) do
+        local v = randn_values(n, "float32")
+        v[pair[1]], v[pair[2]] = 9.5, 9.5
+        local w = randn_values(n, "float32")
+        w[pair[1]], w[pair[2]] = -9.5, -9.5
+        check_all(pt.tensor(v), v)
+        check_all(pt.tensor(w), w)
+      end
+    end
+  end)
+
+  it("keep the first zero's sign and handle infinities", function()
+    for _, n in ipairs({3, 40, 5000, 300000}) do
+      for _, first in ipairs({-0.0, 0.0}) do
+        for _, at in ipairs({1, 2, n // 2, n}) do
+          local v = {}
+          for i = 1, n do v[i] = -first end
+          v[at] = first
+          check_all(pt.tensor(v), v)
+          check_all(pt.tensor(v, {dtype = "float64"}), v)
+        end
+      end
+      local inf = {}
+      for i = 1, n do inf[i] = -math.huge end
+      check_all(pt.tensor(inf), inf)
+      inf[n] = math.huge
+      check_all(pt.tensor(inf), inf)
+    end
+  end)
+
+  it("along the last dim: every row as the serial scan, values and 1-based indices", function()
+    for _, shape in ipairs({{1, 5}, {3, 1500}, {50, 70}, {4, 100000}, {300, 300}, {7, 1}}) do
+      for _, dtype in ipairs({"float32", "float64", "int64"}) do
+        local t = dtype == "int64" and pt.randint(-100, 100, shape) or pt.randn(shape, {dtype = dtype})
+        if dtype ~= "int64" then t[{{1}, {shape[2]}}] = 0 / 0 end -- a NaN at the end of row 1
+        for _, is_min in ipairs({false, true}) do
+          local vals_, idx = (is_min and t.min or t.max)(t, 2)
+          local kv, ki = (is_min and t.min or t.max)(t, 2, {keepdim = true})
+          local rows = t:tolist()
+          for r = 1, shape[1] do
+            local bi, b = ref_best(rows[r], is_min)
+            same_number(bi, idx:tolist()[r], "index of row " .. r)
+            same_number(b, vals_:tolist()[r], "value of row " .. r)
+            same_number(bi, ki:tolist()[r][1], "keepdim index of row " .. r)
+          end
+          local ai = (is_min and t.argmin or t.argmax)(t, 2)
+          assert.are.same(idx:tolist(), ai:tolist())
+        end
+      end
+    end
+  end)
+
+  it("non-contiguous inputs, other dims, and the backward", function()
+    local t = pt.randn(700, 90):t() -- {90, 700}, transposed
+    local rows = t:tolist()
+    local v, i = t:max(2)
+    for r = 1, 90 do
+      local bi, b = ref_best(rows[r], false)
+      same_number(bi, i:tolist()[r], "index")
+      same_number(b, v:tolist()[r], "value")
+    end
+    local flat_ = vals(t)
+    check_all(t, flat_)
+    local v1, i1 = t:min(1) -- along dim 1: the strided path
+    for c = 1, 700 do
+      local col = {}
+      for r = 1, 90 do col[r] = rows[r][c] end
+      local bi, b = ref_best(col, true)
+      same_number(bi, i1:tolist()[c], "dim 1 index")
+      same_number(b, v1:tolist()[c], "dim 1 value")
+    end
+    gradcheck(function(x) return x:max() end, {pt.randn(5, 7, {dtype = "float64"})})
+    gradcheck(function(x) return x:min(2) end, {pt.randn(4, 9, {dtype = "float64"})})
+    gradcheck(function(x) return x:t():max(2) end, {pt.randn(6, 3, {dtype = "float64"})})
+    local x = pt.randn(3, 100000, {requires_grad = true})
+    x:max(2):sum():backward()
+    local _, xi = x:max(2)
+    local g = x.grad:tolist()
+    for r = 1, 3 do
+      local ones = 0
+      for c = 1, 100000 do if g[r][c] ~= 0 then ones = ones + 1 end end
+      assert.are.equal(1, ones)
+      assert.are.equal(1, g[r][xi:tolist()[r]])
+    end
+  end)
+end)
