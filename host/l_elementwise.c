@@ -324,6 +324,7 @@ static double check_fill_value(lua_State *L, int idx) {
 static int f_masked_fill(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *r;
   double v = check_fill_value(L, 3);
+  lpt_check_value(L, "masked_fill", t->dtype, 3, v);
   if (pt_masked_fill(lpt_ctx(L), t, mask, v, &r)) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
@@ -332,6 +333,7 @@ static int f_masked_fill(lua_State *L) {
 static int m_masked_fill_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2);
   double v = check_fill_value(L, 3);
+  lpt_check_value(L, "masked_fill_", t->dtype, 3, v);
   if (pt_masked_fill_(lpt_ctx(L), t, mask, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;

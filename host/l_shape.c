@@ -352,6 +352,7 @@ static int t_scatter(lua_State *L) {
   pt_tensor *index = lpt_check_tensor(L, 3);
   double v = 0;
   pt_tensor *src = value_or_tensor(L, 4, "scatter", &v);
+  if (!src) lpt_check_value(L, "scatter", t->dtype, 4, v);
   pt_status st = pt_scatter(lpt_ctx(L), t, dim, index, src, v, &r);
   return lpt_push_result(L, st, r);
 }
@@ -363,6 +364,7 @@ static int t_scatter_(lua_State *L) {
   pt_tensor *index = lpt_check_tensor(L, 3);
   double v = 0;
   pt_tensor *src = value_or_tensor(L, 4, "scatter_", &v);
+  if (!src) lpt_check_value(L, "scatter_", t->dtype, 4, v);
   if (pt_scatter_(lpt_ctx(L), t, dim, index, src, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
@@ -417,6 +419,7 @@ static int t_index_fill_(lua_State *L) {
   int dim = lpt_check_dim(L, 2, t->ndim, "index_fill_");
   pt_tensor *index = lpt_check_tensor(L, 3);
   double v = lua_isboolean(L, 4) ? lua_toboolean(L, 4) : luaL_checknumber(L, 4);
+  lpt_check_value(L, "index_fill_", t->dtype, 4, v);
   if (pt_index_fill_(lpt_ctx(L), "index_fill_", t, dim, index, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
@@ -631,6 +634,7 @@ static int t_slice_assign(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
   double v = 0;
   pt_tensor *src = value_or_tensor(L, 3, "index", &v);
+  if (!src) lpt_check_value(L, "index", t->dtype, 3, v);
   pt_tensor *key = lpt_test_tensor(L, 2);
   /* autograd involved: a slice goes through copy_/fill_ on a view, a mask or index tensor
    * through masked_fill_, each of which updates t's history */

@@ -185,8 +185,12 @@ static int t_newindex(lua_State *L) {
       return lpt_errorf(L, "index: index %I out of range for dimension 1 of size %I",
                         (LUAI_UACINT)lua_tointeger(L, 2), (LUAI_UACINT)n);
     if (pt_check_inplace(lpt_ctx(L), "index", t, NULL)) return lpt_error(L);
+    lpt_check_value(L, "index", t->dtype, 3, lua_tonumber(L, 3));
     int64_t idx = i - 1;
-    pt_tensor_set(t, &idx, lua_tonumber(L, 3));
+    if (t->dtype == PT_INT64 && lua_isinteger(L, 3)) /* every int64, not only what a double holds */
+      ((int64_t *)t->storage->data)[t->offset + idx * t->stride[0]] = (int64_t)lua_tointeger(L, 3);
+    else
+      pt_tensor_set(t, &idx, lua_tonumber(L, 3));
     atomic_fetch_add(&t->storage->version, 1);
     return 0;
   }
@@ -358,13 +362,18 @@ static int l_cuda_device_count(lua_State *L) {
   return 1;
 }
 
+int lpt_check_value(lua_State *L, const char *fname, pt_dtype dt, int idx, double v) {
+  if (dt == PT_INT64 && lua_isinteger(L, idx)) return 0;
+  if (pt_check_value_fits(lpt_ctx(L), fname, dt, v)) return lpt_error(L);
+  return 0;
+}
+
 static int t_fill_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
-  /* (an int64 from a Lua integer still goes through a double here: exact up to 2^53) */
-  bool exact_int = t->dtype == PT_INT64 && lua_isinteger(L, 2);
-  if ((!exact_int && pt_check_value_fits(lpt_ctx(L), "fill_", t->dtype, v)) || pt_fill_(lpt_ctx(L), t, v))
-    return lpt_error(L);
+  lpt_check_value(L, "fill_", t->dtype, 2, v); /* (an int64 from a Lua integer still goes
+                                                  through a double: exact up to 2^53) */
+  if (pt_fill_(lpt_ctx(L), t, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -607,7 +616,8 @@ static bool fill_nested(lua_State *L, int idx, int dim, int ndim, pt_tensor *t, 
     double v = lua_isboolean(L, idx) ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
     if (t->dtype == PT_INT64 && lua_isinteger(L, idx)) {
       *(int64_t *)*p = lua_tointeger(L, idx);
-    } else if (!pt_value_fits(t->dtype, v)) {
+    } else if (!pt_dtype_is_floating(t->dtype) && !pt_value_fits(t->dtype, v)) {
+      /* (floats: pt.tensor({1e39}) is inf, as torch.tensor; full and fill_ refuse it) */
       *bad = v;
       return false;
     } else {

@@ -81,6 +81,10 @@ static inline lpt_state *lpt_state_fast(lua_State *L) {
 int lpt_error(lua_State *L);
 /* Raise "fname: message" (like luaL_error, at the caller's level). Never returns. */
 int lpt_errorf(lua_State *L, const char *fmt, ...);
+/* Raises "<fname>: value <v> cannot be converted to <dtype> without overflow" unless the number
+ * v (from stack index idx) fits dtype dt as PyTorch requires; an int64 from a Lua integer always
+ * fits. Returns 0. */
+int lpt_check_value(lua_State *L, const char *fname, pt_dtype dt, int idx, double v);
 /* Pushes and returns the text of the error object at idx, as lua.c reports one: a string or a
  * number as it is, else its __tostring, else "(error object is a <type> value)". */
 const char *lpt_error_text(lua_State *L, int idx);

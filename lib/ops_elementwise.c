@@ -624,6 +624,7 @@ V8 v8_gelud(__m256 x) { /* Phi(x) + x phi(x), as h_gelud_f */
       scalar(n, pa, sa, po, so, p);                                                             \
   }
 
+/* (not asinh/acosh: SLEEF's float versions overflow to inf from |x| ~ 1.8e19, sqrt(FLT_MAX)) */
 SLEEF_UK(exp_fv, exp_f, Sleef_expf8_u10avx2(x))
 SLEEF_UK(log_fv, log_f, Sleef_logf8_u10avx2(x))
 SLEEF_UK(tanh_fv, tanh_f, Sleef_tanhf8_u10avx2(x))
@@ -647,8 +648,6 @@ SLEEF_UK(acos_fv, acos_f, Sleef_acosf8_u10avx2(x))
 SLEEF_UK(atan_fv, atan_f, Sleef_atanf8_u10avx2(x))
 SLEEF_UK(sinh_fv, sinh_f, Sleef_sinhf8_u10avx2(x))
 SLEEF_UK(cosh_fv, cosh_f, Sleef_coshf8_u10avx2(x))
-SLEEF_UK(asinh_fv, asinh_f, Sleef_asinhf8_u10avx2(x))
-SLEEF_UK(acosh_fv, acosh_f, Sleef_acoshf8_u10avx2(x))
 SLEEF_UK(atanh_fv, atanh_f, Sleef_atanhf8_u10avx2(x))
 
 /* the float32 kernel from SLEEF, the float64 one from libm */
@@ -753,8 +752,8 @@ static const un_kernel un_kernels[UN_COUNT][PT_DTYPE_COUNT] = {
     [PT_UN_ATAN] = ROW_FV(atan),
     [PT_UN_SINH] = ROW_FV(sinh),
     [PT_UN_COSH] = ROW_FV(cosh),
-    [PT_UN_ASINH] = ROW_FV(asinh),
-    [PT_UN_ACOSH] = ROW_FV(acosh),
+    [PT_UN_ASINH] = ROW_FLOAT(asinh),
+    [PT_UN_ACOSH] = ROW_FLOAT(acosh),
     [PT_UN_ATANH] = ROW_FV(atanh),
     [PT_UN_FRAC] = ROW_FLOAT(frac),
     [PT_UN_SINC] = ROW_FLOAT(sinc),
@@ -2012,6 +2011,9 @@ static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y) {
   return false;
 }
 
+/* the in-place result no longer depends on what self was (defined with fill_) */
+static pt_status became_constant(pt_ctx *ctx, const char *fname, pt_tensor *self);
+
 static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tensor *self, opnd y,
                                 double alpha) {
   pt_status st = pt_inplace_check(ctx, fname, self);
@@ -2065,6 +2067,8 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
     st = binary_forward(ctx, fname, op, x, y, NULL, &r);
     if (!st) st = pt_tensor_copy_into(ctx, self, r);
   }
+  if (!st && !graph && !bin_differentiable(op) && pt_dtype_is_floating(self->dtype))
+    st = became_constant(ctx, fname, self); /* floor_divide_: its old history gives no gradient */
   if (st || !graph) goto done;
   {
     pt_tensor *inputs[2] = {old, yy.t};
@@ -2157,7 +2161,10 @@ static pt_status inplace_unary(pt_ctx *ctx, const char *fname, int op, pt_tensor
       save_versions(node);
     }
   }
-  if (!st) st = rebase_view(ctx, un_names[op], self);
+  if (!st && !graph && !un_differentiable(op) && pt_dtype_is_floating(self->dtype))
+    st = became_constant(ctx, fname, self); /* floor_, sign_, ...: zero gradient, as PyTorch */
+  else if (!st)
+    st = rebase_view(ctx, un_names[op], self);
   pt_tensor_release(r);
   pt_tensor_release(old);
   return st;
@@ -2204,7 +2211,6 @@ static pt_status copy_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tens
   return finish_grad(ctx, pt_tensor_retain(g), node->inputs[0], &gin[0]);
 }
 
-static pt_status became_constant(pt_ctx *ctx, const char *fname, pt_tensor *self);
 
 pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src) {
   pt_status st = pt_inplace_check(ctx, "copy_", self);
@@ -2218,6 +2224,9 @@ pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src) {
     st = pt_tensor_copy_into(ctx, self, src);
   }
   if (st) return st;
+  /* a value saved for a backward and now overwritten must be noticed (review: b:copy_(y) after
+   * y = b:clamp(...) gave wrong gradients silently) */
+  if (src != self) atomic_fetch_add(&self->storage->version, 1);
   if (ctx->grad_enabled && pt_dtype_is_floating(self->dtype) && src->requires_grad && src != self) {
     pt_node *node;
     st = pt_autograd_record(ctx, self, "CopyBackwards", copy_backward, 1, &src, &node);

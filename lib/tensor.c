@@ -4,6 +4,7 @@
 #include "autograd.h"
 #include "parallel.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -577,14 +578,22 @@ bool pt_value_fits(pt_dtype dt, double v) {
   case PT_INT64: return v >= -0x1p63 && v < 0x1p63; /* false for NaN */
   case PT_INT32: return v >= INT32_MIN && v <= INT32_MAX;
   case PT_UINT8: return v >= -255.0 && v <= 255.0;
+  case PT_FLOAT32: return !isfinite(v) || fabs(v) <= FLT_MAX; /* 1e39 is not inf */
   default: return true;
   }
 }
 
 pt_status pt_check_value_fits(pt_ctx *ctx, const char *fname, pt_dtype dt, double v) {
   if (pt_value_fits(dt, v)) return PT_OK;
-  char num[32];
-  snprintf(num, sizeof num, isnan(v) ? "nan" : "%.17g", v);
+  char num[40];
+  if (isnan(v)) {
+    snprintf(num, sizeof num, "nan");
+  } else { /* the shortest form that reads back as v: 1e+39, not 9.9999999999999994e+38 */
+    for (int prec = 15; prec <= 17; prec++) {
+      snprintf(num, sizeof num, "%.*g", prec, v);
+      if (strtod(num, NULL) == v) break;
+    }
+  }
   return pt_fail(ctx, PT_EARG, "%s: value %s cannot be converted to %s without overflow", fname, num,
                  pt_dtype_name(dt));
 }

@@ -108,8 +108,9 @@ double pt_tensor_get(const pt_tensor *t, const int64_t *index);  /* index has nd
 void pt_tensor_set(pt_tensor *t, const int64_t *index, double v);
 double pt_read_as_double(const void *p, pt_dtype dt);
 void pt_write_from_double(void *p, pt_dtype dt, double v);
-/* Whether v becomes an element of dtype dt without overflow, by PyTorch's rule: floats always;
- * integers when finite and in range, uint8 also from -255..-1 (wrapping, as C and torch). */
+/* Whether v becomes an element of dtype dt without overflow, by PyTorch's rule: float64 always,
+ * float32 unless finite beyond its range; integers when finite and in range, uint8 also from
+ * -255..-1 (wrapping, as C and torch). */
 bool pt_value_fits(pt_dtype dt, double v);
 /* PT_EARG "<fname>: value <v> cannot be converted to <dtype> without overflow" unless it fits */
 pt_status pt_check_value_fits(pt_ctx *ctx, const char *fname, pt_dtype dt, double v);

@@ -124,6 +124,22 @@ describe("tensor construction", function()
     assert.are.same({math.maxinteger, math.maxinteger}, pt.full({2}, math.maxinteger, I64):tolist())
     assert.are.same({math.mininteger}, pt.full({1}, math.mininteger, I64):tolist())
     assert.are.same({7, 7}, pt.zeros(2, I32):fill_(7):tolist())
+    -- every other way a number is written into a tensor (review)
+    local u = pt.zeros(4, U8)
+    local idx = pt.tensor({1}, I64)
+    assert.are.equal("index: value 300 cannot be converted to uint8 without overflow", msg(function() u[{{1, 2}}] = 300 end))
+    assert.are.equal("index: value 300 cannot be converted to uint8 without overflow", msg(function() u[1] = 300 end))
+    assert.are.equal("masked_fill: value 300 cannot be converted to uint8 without overflow", msg(u.masked_fill, u, u:eq(0), 300))
+    assert.are.equal("masked_fill_: value 300 cannot be converted to uint8 without overflow", msg(u.masked_fill_, u, u:eq(0), 300))
+    assert.are.equal("scatter: value 300 cannot be converted to uint8 without overflow", msg(u.scatter, u, 1, idx, 300))
+    assert.are.equal("scatter_: value 300 cannot be converted to uint8 without overflow", msg(u.scatter_, u, 1, idx, 300))
+    assert.are.equal("index_fill_: value 300 cannot be converted to uint8 without overflow", msg(u.index_fill_, u, 1, idx, 300))
+    assert.are.equal("full: value 1e+39 cannot be converted to float32 without overflow", msg(pt.full, {2}, 1e39))
+    assert.are.same({0, 0, 0, 0}, u:tolist()) -- nothing was written
+    assert.are.equal(math.huge, pt.tensor({1e39}):tolist()[1]) -- as torch.tensor
+    local big = pt.zeros(2, I64)
+    big[1] = math.maxinteger -- exact, not through a double
+    assert.are.same({math.maxinteger, 0}, big:tolist())
   end)
 
   it("rejects ragged tables with a message", function()
