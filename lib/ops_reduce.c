@@ -503,7 +503,8 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
           double f = nv > 0 ? go / pow(nv, param - 1) : 0.0;
           for (int64_t i = 0; i < n; i++) {
             double v = (double)p[i * s];
-            q[i * s] = (T)(f * ((v > 0) - (v < 0)) * pow(fabs(v), param - 1));
+            /* a zero element gets 0 (for p < 1, 0 * 0^(p-1) would be 0 * inf), as vector_norm */
+            q[i * s] = (T)(v == 0 ? 0.0 : f * ((v > 0) - (v < 0)) * pow(fabs(v), param - 1));
           }
         }
         break;
