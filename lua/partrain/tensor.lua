@@ -983,6 +983,11 @@ function M.pad(t, pad, mode, value, ...)
         x = pt.cat(parts, d)
       end
     elseif l ~= 0 or r ~= 0 then
+      if mode == "circular" and (l < 0 or r < 0) then -- crop first, then wrap what is left (torch)
+        local cl, cr = math.max(-l, 0), math.max(-r, 0)
+        x = x:narrow(d, cl + 1, n - cl - cr)
+        n, l, r = n - cl - cr, math.max(l, 0), math.max(r, 0)
+      end
       if mode == "reflect" and (l >= n or r >= n) then
         fail("%s: reflect padding (%d, %d) must be smaller than the size %d of dimension %d (input %s)", fname,
              l, r, n, d, shape_str(t))
