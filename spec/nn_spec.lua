@@ -575,6 +575,10 @@ describe("error messages", function()
     assert_err("ModuleList:extend: expected a list of modules (or a class name to subclass), got a Linear",
       ml.extend, ml, nn.Linear(2, 2))
     assert_err("ModuleList:extend: expected a list of modules (or a class name to subclass), got number", ml.extend, ml, 5)
+    assert_err("ModuleList:extend: call it on a list (nn.ModuleList({...}):extend(t)); nn.ModuleList:extend(\"Name\") "
+      .. "makes a subclass", nn.ModuleList.extend, nn.ModuleList, {nn.ReLU()})
+    assert_err("Module:extend: call it on a class (nn.Linear:extend(\"X\")), not on a module", nn.Linear(2, 2).extend,
+      nn.Linear(2, 2), "X")
     local m = nn.Linear(2, 2)
     assert_err("Linear: cannot assign a tensor without requires_grad to parameter 'weight'", function()
       m.weight = pt.zeros(2, 2)

@@ -148,6 +148,9 @@ function Module:extend(name)
   if type(name) ~= "string" then
     error("Module:extend: expected a class name (string), got " .. type(name), 2)
   end
+  if rawget(self, "_module_names") ~= nil then -- an instance: its class is what extends
+    error(string.format("Module:extend: call it on a class (nn.%s:extend(\"%s\")), not on a module", class_name(self), name), 2)
+  end
   local cls = {__name = name, __is_module = true, super = self}
   for _, k in ipairs(INHERITED_METAMETHODS) do cls[k] = rawget(self, k) end
   return setmetatable(cls, {__index = self, __call = class_mt.__call, __tostring = class_mt.__tostring})
@@ -1108,6 +1111,10 @@ doc(ModuleList.append, "list:append(m) -> list: adds module m at the end (child 
 function ModuleList:extend(list)
   -- nn.ModuleList:extend("MyList") subclasses, as every class's extend(name) does
   if type(list) == "string" then return Module.extend(self, list) end
+  if rawget(self, "_module_names") == nil then
+    error("ModuleList:extend: call it on a list (nn.ModuleList({...}):extend(t)); nn.ModuleList:extend(\"Name\") "
+      .. "makes a subclass", 2)
+  end
   if type(list) ~= "table" or is_module(list) and list.append ~= ModuleList.append then -- a ModuleList (or subclass) is fine
     error("ModuleList:extend: expected a list of modules (or a class name to subclass), got "
       .. (is_module(list) and "a " .. class_name(list) or type(list)), 2)
