@@ -634,7 +634,10 @@ doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers (StepLR
   local sched = optim.StepLR(opt, {step_size = 10})   -- sets each group's lr for epoch 0
   for epoch = 1, n do train_one_epoch(); sched:step() end
   sched.last_epoch counts the step() calls; sched:get_last_lr() lists the lrs set. The settings are fields
-  read at every step: after sched.gamma = 0.5 the next steps use the formula with the new value.]])
+  read at every step: after sched.gamma = 0.5 the next steps use the formula with the new value.
+  Each step sets the lr from the formula of the base lr (a closed form), not from the current lr as
+  PyTorch's chainable schedulers do: a changed setting applies to the whole formula, and an lr set by
+  hand is replaced at the next step.]])
 
 local function scheduler_class(name, ctor, text, repr_keys)
   local cls = setmetatable({name = name, _repr_keys = repr_keys}, {__index = Scheduler})
