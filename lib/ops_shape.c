@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "parallel.h"
+
 /* --- small helpers --- */
 
 static void save_shape(pt_node *node, int at, const pt_tensor *t) {
@@ -307,7 +309,73 @@ pt_status pt_contiguous(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
 
 /* --- repeat --- */
 
-/* grad_in[src position] += grad over every tile */
+/* grad_in[src position] += grad over every tile, the tiles in the order of g's elements (row
+ * major), as the element-by-element loop added them. Float gradients go row by row: for each
+ * combination of leading tiles (in order) and each source row, the tiles along the last dim
+ * add into that row one after the other. */
+typedef struct repeat_bwd_job {
+  const pt_tensor *g;
+  pt_tensor *z;
+  int nd, lead;
+  int64_t S[PT_MAX_DIMS], reps[PT_MAX_DIMS]; /* per dim of g; leading dims have S = 1 */
+  int64_t zrow_stride[PT_MAX_DIMS];         /* z's strides per dim of g (0 for leading) */
+  int64_t nrows;                            /* source rows: prod S[0..nd-2] */
+} repeat_bwd_job;
+
+static void repeat_bwd_rows(void *arg, int64_t r0, int64_t r1, int tid) {
+  (void)tid;
+  const repeat_bwd_job *j = arg;
+  const pt_tensor *g = j->g;
+  int nd = j->nd, last = nd - 1;
+  int64_t SL = j->S[last], RL = j->reps[last], gl = g->stride[last];
+  int64_t ntiles = 1; /* combinations of the leading tiles */
+  for (int d = 0; d < last; d++) ntiles *= j->reps[d];
+  bool f32 = g->dtype == PT_FLOAT32;
+  const char *gp = g->storage->data;
+  char *zp = j->z->storage->data;
+  int64_t tile[PT_MAX_DIMS] = {0}, src[PT_MAX_DIMS];
+  for (int64_t tc = 0; tc < ntiles; tc++) {
+    int64_t rest = r0;
+    for (int d = last - 1; d >= 0; d--) {
+      src[d] = rest % j->S[d];
+      rest /= j->S[d];
+    }
+    for (int64_t r = r0; r < r1; r++) {
+      int64_t goff = g->offset, zoff = 0;
+      for (int d = 0; d < last; d++) {
+        goff += (tile[d] * j->S[d] + src[d]) * g->stride[d];
+        zoff += src[d] * j->zrow_stride[d];
+      }
+      for (int64_t tl = 0; tl < RL; tl++) {
+        int64_t go = goff + tl * SL * gl;
+        if (f32) {
+          float *zq = (float *)zp + zoff;
+          const float *gq = (const float *)gp + go;
+          if (gl == 1)
+            for (int64_t k = 0; k < SL; k++) zq[k] += gq[k];
+          else
+            for (int64_t k = 0; k < SL; k++) zq[k] += gq[k * gl];
+        } else {
+          double *zq = (double *)zp + zoff;
+          const double *gq = (const double *)gp + go;
+          if (gl == 1)
+            for (int64_t k = 0; k < SL; k++) zq[k] += gq[k];
+          else
+            for (int64_t k = 0; k < SL; k++) zq[k] += gq[k * gl];
+        }
+      }
+      for (int d = last - 1; d >= 0; d--) { /* the next source row */
+        if (++src[d] < j->S[d]) break;
+        src[d] = 0;
+      }
+    }
+    for (int d = last - 1; d >= 0; d--) { /* the next combination of leading tiles */
+      if (++tile[d] < j->reps[d]) break;
+      tile[d] = 0;
+    }
+  }
+}
+
 static pt_status repeat_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
   pt_tensor *in = node->inputs[0], *z;
   int nd = g->ndim, lead = nd - in->ndim;
@@ -315,6 +383,20 @@ static pt_status repeat_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   if (st) return st;
   int64_t n = pt_tensor_numel(g), coord[PT_MAX_DIMS] = {0}, zstride[PT_MAX_DIMS];
   pt_contiguous_strides(in->ndim, in->shape, zstride);
+  if (n > 0 && nd > 0 && (g->dtype == PT_FLOAT32 || g->dtype == PT_FLOAT64)) {
+    repeat_bwd_job j = {.g = g, .z = z, .nd = nd, .lead = lead, .nrows = 1};
+    for (int d = 0; d < nd; d++) {
+      j.S[d] = d < lead ? 1 : in->shape[d - lead];
+      j.reps[d] = g->shape[d] / j.S[d];
+      j.zrow_stride[d] = d < lead ? 0 : zstride[d - lead];
+      if (d < nd - 1) j.nrows *= j.S[d];
+    }
+    int64_t per_row = n / j.nrows;
+    int64_t grain = 32768 / (per_row > 0 ? per_row : 1);
+    pt_parallel_for(ctx, j.nrows, grain < 1 ? 1 : grain, repeat_bwd_rows, &j);
+    gin[0] = z;
+    return PT_OK;
+  }
   char *zp = z->storage->data;
   size_t es = pt_dtype_size(z->dtype);
   for (int64_t i = 0; i < n; i++) {
@@ -334,6 +416,38 @@ static pt_status repeat_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   }
   gin[0] = z;
   return PT_OK;
+}
+
+/* out (contiguous, shape reps[d] * S[d]) from dim d on: the first tile of each dim is built
+ * (source rows copied, element by element when strided), then copied tile by tile with memcpy
+ * (tiles under 256 bytes: what is filled doubled) until the reps are filled. */
+static void repeat_fill(int d, int nd, const int64_t *S, const int64_t *reps, const int64_t *ostride,
+                        const int64_t *sstride, size_t es, char *out, const char *src) {
+  int64_t block; /* elements of one tile along dim d (with everything after it) */
+  if (d == nd - 1) {
+    block = S[d];
+    int64_t ss = sstride[d];
+    if (ss == 1 || S[d] == 1) memcpy(out, src, (size_t)S[d] * es);
+    else if (es == 4)
+      for (int64_t k = 0; k < S[d]; k++) ((uint32_t *)out)[k] = ((const uint32_t *)src)[k * ss];
+    else if (es == 8)
+      for (int64_t k = 0; k < S[d]; k++) ((uint64_t *)out)[k] = ((const uint64_t *)src)[k * ss];
+    else
+      for (int64_t k = 0; k < S[d]; k++) memcpy(out + k * (int64_t)es, src + k * ss * (int64_t)es, es);
+  } else {
+    block = S[d] * ostride[d];
+    for (int64_t i = 0; i < S[d]; i++)
+      repeat_fill(d + 1, nd, S, reps, ostride, sstride, es, out + i * ostride[d] * (int64_t)es,
+                  src + i * sstride[d] * (int64_t)es);
+  }
+  size_t bytes = (size_t)block * es, total = (size_t)(block * reps[d]) * es, filled = bytes;
+  if (bytes >= 256) /* copies of the first tile (read while it is in cache) */
+    for (; filled < total; filled += bytes) memcpy(out + filled, out, bytes);
+  while (filled < total) { /* small tiles: double what is filled */
+    size_t c = total - filled < filled ? total - filled : filled;
+    memcpy(out + filled, out, c);
+    filled += c;
+  }
 }
 
 pt_status pt_repeat(pt_ctx *ctx, pt_tensor *t, int nreps, const int64_t *reps, pt_tensor **out) {
@@ -356,18 +470,14 @@ pt_status pt_repeat(pt_ctx *ctx, pt_tensor *t, int nreps, const int64_t *reps, p
   }
   pt_tensor *r;
   if ((st = pt_tensor_empty(ctx, t->dtype, nreps, shape, &r))) return st;
-  int64_t n = pt_tensor_numel(r), coord[PT_MAX_DIMS] = {0};
+  int64_t n = pt_tensor_numel(r);
   size_t es = pt_dtype_size(t->dtype);
   char *dst = r->storage->data;
   const char *src = pt_tensor_data(t);
-  for (int64_t i = 0; i < n; i++) {
-    int64_t soff = 0;
-    for (int d = 0; d < nreps; d++) soff += (coord[d] % src_shape[d]) * src_stride[d];
-    memcpy(dst + i * (int64_t)es, src + soff * (int64_t)es, es);
-    for (int d = nreps - 1; d >= 0; d--) {
-      if (++coord[d] < shape[d]) break;
-      coord[d] = 0;
-    }
+  if (n > 0 && nreps > 0) {
+    repeat_fill(0, nreps, src_shape, reps, r->stride, src_stride, es, dst, src);
+  } else if (n > 0) { /* 0-d: one element */
+    memcpy(dst, src, es);
   }
   *out = r;
   pt_node *node;
@@ -429,6 +539,62 @@ static pt_status cat_record(pt_ctx *ctx, pt_tensor *out, int n, pt_tensor *const
   return st;
 }
 
+/* Rows [o0, o1) of cat's result seen as (outer, rowlen): each contiguous input of the result's
+ * dtype holds (outer, its length along dim * inner) and fills its part of every row (one memcpy
+ * for parts of 64 bytes or more, typed copies below that: stack along a new last dim puts one
+ * element of each input side by side). */
+typedef struct cat_job {
+  pt_tensor *const *ts;
+  int n;
+  bool all_direct;
+  size_t es;
+  char *dst;
+  int64_t outer, inner, rowlen;
+  const int64_t *len; /* per input: elements per row, negated when it goes through copy_into */
+  const char **src;   /* per input: its data */
+} cat_job;
+
+/* blocks of 16 rows: each input's 16 elements read together, written 16 rows apart */
+#define CAT_ONE_EACH(TYPE)                                                                 \
+  for (int64_t b = o0; b < o1; b += 16) {                                                  \
+    int64_t be = o1 - b < 16 ? o1 : b + 16;                                                \
+    TYPE *d = (TYPE *)j->dst + b * j->rowlen;                                              \
+    for (int k = 0; k < j->n; k++) {                                                       \
+      const TYPE *sp = (const TYPE *)j->src[k] + b;                                        \
+      for (int64_t o = 0; o < be - b; o++) d[o * j->rowlen + k] = sp[o];                  \
+    }                                                                                      \
+  }
+
+static void cat_rows(void *arg, int64_t o0, int64_t o1, int tid) {
+  (void)tid;
+  const cat_job *j = arg;
+  size_t es = j->es;
+  if (j->all_direct && j->rowlen == j->n) { /* every part one element: stack on a new last dim */
+    if (es == 4) CAT_ONE_EACH(uint32_t)
+    else if (es == 8) CAT_ONE_EACH(uint64_t)
+    else CAT_ONE_EACH(uint8_t)
+    return;
+  }
+  for (int64_t o = o0; o < o1; o++) {
+    char *d = j->dst + (size_t)(o * j->rowlen) * es;
+    for (int k = 0; k < j->n; k++) {
+      int64_t len = j->len[k];
+      size_t bytes = (size_t)(len < 0 ? -len : len) * es;
+      if (len > 0) {
+        const char *sp = j->src[k] + (size_t)(o * len) * es;
+        if (bytes >= 64) memcpy(d, sp, bytes);
+        else if (es == 4)
+          for (int64_t i = 0; i < len; i++) ((uint32_t *)d)[i] = ((const uint32_t *)sp)[i];
+        else if (es == 8)
+          for (int64_t i = 0; i < len; i++) ((uint64_t *)d)[i] = ((const uint64_t *)sp)[i];
+        else
+          for (int64_t i = 0; i < len; i++) d[i] = sp[i];
+      }
+      d += bytes;
+    }
+  }
+}
+
 pt_status pt_cat(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **out) {
   if (n <= 0) return pt_fail(ctx, PT_EARG, "cat: expected a non-empty list of tensors");
   pt_tensor *ref = ts[0];
@@ -462,14 +628,47 @@ pt_status pt_cat(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **
   }
   pt_tensor *r;
   if ((st = pt_tensor_empty(ctx, dt, ref->ndim, shape, &r))) return st;
+  /* contiguous inputs of the result's dtype go in rows of the result (cat_rows); the others
+   * through a narrowed view and pt_tensor_copy_into */
+  cat_job j = {.ts = ts, .n = n, .es = pt_dtype_size(dt), .dst = r->storage->data, .outer = 1,
+               .inner = 1};
+  for (int d = 0; d < dim; d++) j.outer *= shape[d];
+  for (int d = dim + 1; d < ref->ndim; d++) j.inner *= shape[d];
+  j.rowlen = shape[dim] * j.inner;
+  int64_t *lens = pt_alloc(ctx, (size_t)n * (sizeof(int64_t) + sizeof(char *)));
+  if (!lens) {
+    pt_tensor_release(r);
+    return PT_ENOMEM;
+  }
+  int direct = 0;
+  for (int k = 0; k < n; k++) {
+    bool d = ts[k]->dtype == dt && pt_tensor_is_contiguous(ts[k]);
+    lens[k] = ts[k]->shape[dim] * j.inner * (d ? 1 : -1);
+    direct += d && lens[k] != 0;
+  }
+  const char **srcs = (const char **)(lens + n);
+  for (int k = 0; k < n; k++) srcs[k] = pt_tensor_data(ts[k]);
+  j.len = lens;
+  j.src = srcs;
+  int64_t numel = j.outer * j.rowlen;
+  if (direct > 0 && numel > 0) {
+    j.all_direct = direct == n;
+    int64_t grain = 32768 / j.rowlen;
+    pt_parallel_for(ctx, j.outer, grain < 1 ? 1 : grain, cat_rows, &j);
+  }
   int64_t off = 0;
   for (int k = 0; k < n && !st; k++) {
+    if (lens[k] >= 0 && numel > 0) {
+      off += ts[k]->shape[dim];
+      continue;
+    }
     pt_tensor *v;
     if ((st = pt_narrow_raw(ctx, r, dim, off, ts[k]->shape[dim], &v))) break;
     st = pt_tensor_copy_into(ctx, v, ts[k]);
     pt_tensor_release(v);
     off += ts[k]->shape[dim];
   }
+  pt_free(lens);
   if (!st) st = cat_record(ctx, r, n, ts, dim);
   if (st) {
     pt_tensor_release(r);

@@ -512,3 +512,171 @@ describe("max/min over all elements and along the last dim, vectorised paths", f
     end
   end)
 end)
+
+-- cat of tensors (any dtypes, promoted) along dim: reference from their values
+local function ref_cat(ts, dim, dtype)
+  local ref = ts[1]:size()
+  local shape = copy(ref)
+  shape[dim] = 0
+  local starts = {}
+  for k, t in ipairs(ts) do
+    starts[k] = shape[dim]
+    shape[dim] = shape[dim] + t:size(dim)
+  end
+  local tv = {}
+  for k, t in ipairs(ts) do tv[k] = vals(t) end
+  local out = {}
+  for i = 0, numel(shape) - 1 do
+    local c = coords(i, shape)
+    local k = #ts
+    while starts[k] >= c[dim] do k = k - 1 end
+    c[dim] = c[dim] - starts[k]
+    local v = tv[k][flat(c, ts[k]:size())]
+    if dtype == "bool" then v = v and true or false end
+    out[i + 1] = v
+  end
+  return out
+end
+
+local function ref_repeat(t, reps)
+  local v, s = vals(t), t:size()
+  local lead = #reps - #s
+  local S, shape = {}, {}
+  for d = 1, #reps do
+    S[d] = d <= lead and 1 or s[d - lead]
+    shape[d] = S[d] * reps[d]
+  end
+  local out = {}
+  for i = 0, numel(shape) - 1 do
+    local c = coords(i, shape)
+    local sc = {}
+    for d = lead + 1, #reps do sc[d - lead] = (c[d] - 1) % S[d] + 1 end
+    out[i + 1] = #s == 0 and v[1] or v[flat(sc, s)]
+  end
+  return out
+end
+
+describe("cat, stack and repeat_tensor, row paths", function()
+  it("stack along every dim, every dtype, contiguous and not, small and large", function()
+    for _, shape in ipairs({{5}, {3, 4}, {1000}, {100, 100}, {2, 3, 4}}) do
+      for _, dtype in ipairs(DTYPES) do
+        local big = numel(shape) >= 1000
+        if not big or dtype == "float32" or dtype == "uint8" or dtype == "int64" then
+          for _, count in ipairs(big and {64} or {1, 3, 17}) do
+            local ts = {}
+            for k = 1, count do
+              ts[k] = make(dtype, shape, (k % 3 == 0 and #shape >= 2) and "t" or (k % 5 == 0 and "n" or nil))
+            end
+            for dim = 1, #shape + 1 do
+              local us = {}
+              for k = 1, count do us[k] = ts[k]:unsqueeze(dim) end
+              same_values(ref_cat(us, dim, dtype), vals(pt.stack(ts, dim)))
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it("cat of parts of every length (empty, under and over 64 bytes), mixed dtypes promote", function()
+    for _, dim in ipairs({1, 2, 3}) do
+      for _, lens in ipairs({{1, 2, 3}, {0, 5, 0, 40}, {17, 1, 33}, {200, 3}}) do
+        for _, dtype in ipairs({"float32", "float64", "int32", "uint8", "bool"}) do
+          local ts = {}
+          for k, l in ipairs(lens) do
+            local shape = {4, 3, 5}
+            shape[dim] = l
+            ts[k] = make(dtype, shape, k == 2 and "t" or nil)
+          end
+          same_values(ref_cat(ts, dim, dtype), vals(pt.cat(ts, dim)))
+        end
+        local mixed = {}
+        for k, l in ipairs(lens) do
+          local shape = {4, 3, 5}
+          shape[dim] = l
+          mixed[k] = make(k % 2 == 0 and "float64" or "int32", shape)
+        end
+        local r = pt.cat(mixed, dim)
+        assert.are.equal("float64", r:dtype())
+        same_values(ref_cat(mixed, dim, "float64"), vals(r))
+      end
+    end
+    local big = {}
+    for k = 1, 5 do big[k] = pt.randn(3000, k * 7) end
+    same_values(ref_cat(big, 2, "float32"), vals(pt.cat(big, 2)))
+  end)
+
+  it("stack and cat backwards", function()
+    gradcheck(function(a, b) return pt.stack({a, b, a}, 2) end,
+      {pt.randn(3, 4, {dtype = "float64"}), pt.randn(3, 4, {dtype = "float64"})})
+    gradcheck(function(a, b) return pt.cat({a, b:t()}, 2) end,
+      {pt.randn(3, 2, {dtype = "float64"}), pt.randn(5, 3, {dtype = "float64"})})
+  end)
+
+  it("repeat_tensor and tile: every dtype, layouts, leading and zero counts", function()
+    local cases = {
+      {{}, {3}}, {{}, {2, 2}}, {{1}, {5}}, {{5}, {3}}, {{3, 4}, {2, 3}}, {{3, 4}, {1, 1}},
+      {{2, 3, 4}, {2, 1, 3}}, {{3, 4}, {2, 1, 1}}, {{3, 4}, {0, 2}}, {{64, 64}, {8, 8}},
+      {{1, 7}, {300, 2}}, {{7, 1}, {2, 300}}, {{2, 2}, {3, 2, 2, 2}},
+    }
+    for _, case in ipairs(cases) do
+      local shape, reps = case[1], case[2]
+      for _, dtype in ipairs(DTYPES) do
+        for _, layout in ipairs({false, "t", "n"}) do
+          local t
+          if #shape == 0 then
+            t = make(dtype, {1}):reshape({})
+          else
+            t = make(dtype, shape, layout)
+          end
+          local r = t:repeat_tensor(table.unpack(reps))
+          local expect_shape = {}
+          for d = 1, #reps do
+            local lead = #reps - #shape
+            expect_shape[d] = reps[d] * (d <= lead and 1 or shape[d - lead])
+          end
+          assert.are.same(expect_shape, r:size())
+          same_values(ref_repeat(t, reps), vals(r))
+        end
+      end
+    end
+    local t = pt.randn(3, 4)
+    same_values(ref_repeat(t, {1, 2, 3}), vals(t:tile({1, 2, 3})))
+    same_values(ref_repeat(t, {2, 3}), vals(t:tile({2, 3})))
+  end)
+
+  it("repeat_tensor's backward adds the tiles in order (float32 rounding), any gradient layout", function()
+    gradcheck(function(x) return x:repeat_tensor(2, 3) end, {pt.randn(2, 3, {dtype = "float64"})})
+    gradcheck(function(x) return x:repeat_tensor(2, 1, 2) end, {pt.randn(3, 2, {dtype = "float64"})})
+    gradcheck(function(x) return x:t():repeat_tensor(3, 2):t() end, {pt.randn(2, 3, {dtype = "float64"})})
+    for _, case in ipairs({{{64, 64}, {8, 8}}, {{5, 7}, {3, 4, 2}}, {{1}, {3000}}, {{40, 3}, {2, 9}}}) do
+      local shape, reps = case[1], case[2]
+      for _, transposed in ipairs({false, true}) do
+        local x = pt.randn(shape, {requires_grad = true})
+        local y = x:repeat_tensor(table.unpack(reps))
+        local ys = y:size()
+        local g
+        if transposed and #ys >= 2 then
+          local s = copy(ys)
+          s[#s - 1], s[#s] = s[#s], s[#s - 1]
+          g = pt.randn(s):transpose(#s - 1, #s)
+        else
+          g = pt.randn(ys)
+        end
+        y:backward(g)
+        -- reference: z[src] accumulates g over g's elements in row-major order
+        local gv, z = vals(g), {}
+        for i = 1, x:numel() do z[i] = 0 end
+        local lead = #reps - #shape
+        for i = 0, #gv - 1 do
+          local c = coords(i, ys)
+          local sc = {}
+          for d = lead + 1, #reps do sc[d - lead] = (c[d] - 1) % shape[d - lead] + 1 end
+          local k = flat(sc, shape)
+          z[k] = f32(z[k] + gv[i + 1])
+        end
+        same_values(z, vals(x.grad))
+      end
+    end
+  end)
+end)
