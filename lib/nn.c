@@ -1179,6 +1179,87 @@ pt_status pt_nn_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *running_mean,
 
 /* ================================================================== embedding */
 
+/* The weight's gradient is zeros with g's rows added at the indices, in order; the default
+ * accumulation then copies it into a new .grad or adds it to the existing one (grad + gw, every
+ * element). Without a dense buffer per step, with the same numbers bit for bit:
+ * - .grad (or the dispatcher's buffer) is new: zero it and add the rows into it directly;
+ * - it exists: each distinct row's sum is formed from +0 in index order in a small buffer and
+ *   added to its row of .grad (grad + gw for those rows); every other element would have
+ *   become grad + 0, which differs from grad only for -0 (-> +0) and NaN payloads (quieted),
+ *   so those rows are only read, and written where x + 0 is not x.
+ * Adds split over column ranges (every element keeps its order), row passes over rows. */
+typedef struct emb_job {
+  pt_dtype dt;
+  const int64_t *ip;   /* n 0-based rows */
+  const int32_t *slot; /* per row: its slot in buf, -1 untouched (NULL: add straight to dst) */
+  int64_t n, D, pad;
+  const void *g;       /* n x D */
+  void *dst;           /* V x D: the rows are added here (or buf, by slot) */
+  void *buf;           /* distinct rows x D */
+} emb_job;
+
+static void emb_add_cols(void *arg, int64_t c0, int64_t c1, int tid) {
+  (void)tid;
+  const emb_job *j = arg;
+  PT_DISPATCH_FLOAT(j->dt, {
+    const T *gp = j->g;
+    T *out = j->slot ? (T *)j->buf : (T *)j->dst;
+    for (int64_t i = 0; i < j->n; i++) {
+      if (j->ip[i] == j->pad) continue;
+      T *row = out + (j->slot ? j->slot[j->ip[i]] : j->ip[i]) * j->D;
+      const T *gr = gp + i * j->D;
+      for (int64_t c = c0; c < c1; c++) row[c] += gr[c];
+    }
+  });
+}
+
+/* whether x + 0 differs from x in its bits for some x of the row (-0, a signalling NaN):
+ * an OR of bit differences, which vectorises */
+static bool emb_changed_by_zero_add_f32(const float *row, int64_t D) {
+  uint32_t acc = 0;
+  for (int64_t c = 0; c < D; c++) {
+    float y = row[c] + 0.0f;
+    uint32_t a, b;
+    memcpy(&a, &row[c], sizeof a);
+    memcpy(&b, &y, sizeof b);
+    acc |= a ^ b;
+  }
+  return acc != 0;
+}
+static bool emb_changed_by_zero_add_f64(const double *row, int64_t D) {
+  uint64_t acc = 0;
+  for (int64_t c = 0; c < D; c++) {
+    double y = row[c] + 0.0;
+    uint64_t a, b;
+    memcpy(&a, &row[c], sizeof a);
+    memcpy(&b, &y, sizeof b);
+    acc |= a ^ b;
+  }
+  return acc != 0;
+}
+
+/* rows [r0, r1) of dst: touched ones += their sum, the others x -> x + 0 where that changes x */
+static void emb_fold_rows(void *arg, int64_t r0, int64_t r1, int tid) {
+  (void)tid;
+  const emb_job *j = arg;
+  int64_t D = j->D;
+  PT_DISPATCH_FLOAT(j->dt, {
+    T *dst = j->dst;
+    const T *buf = j->buf;
+    for (int64_t r = r0; r < r1; r++) {
+      T *row = dst + r * D;
+      int32_t s = j->slot[r];
+      if (s >= 0) {
+        const T *b = buf + (int64_t)s * D;
+        for (int64_t c = 0; c < D; c++) row[c] += b[c];
+      } else if (sizeof(T) == sizeof(float) ? emb_changed_by_zero_add_f32((const float *)row, D)
+                                            : emb_changed_by_zero_add_f64((const double *)row, D)) {
+        for (int64_t c = 0; c < D; c++) row[c] = row[c] + (T)0;
+      }
+    }
+  });
+}
+
 /* saved: 0 indices (0-based int64, flat); ints: V, D, padding (0-based, -1 none) */
 static pt_status embedding_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out,
                                     pt_tensor **grad_in) {
@@ -1187,22 +1268,56 @@ static pt_status embedding_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_
   pt_dtype dt = node->out_dtype;
   pt_status st = grad_prep(ctx, grad_out, dt, &g);
   if (st) return st;
+  int64_t n = pt_tensor_numel(idx);
+  emb_job j = {.dt = dt, .ip = pt_tensor_data(idx), .n = n, .D = D, .pad = pad,
+               .g = pt_tensor_data(g)};
+  int64_t col_grain = D * n > 0 ? 65536 / n : 1;
+  if (col_grain < 16) col_grain = 16;
+  bool fresh = false;
+  pt_tensor *target = V <= INT32_MAX ? direct_grad(ctx, node->inputs[0], &fresh) : NULL;
+  if (target && fresh) {
+    j.dst = pt_tensor_data(target);
+    memset(j.dst, 0, (size_t)(V * D) * pt_dtype_size(dt));
+    pt_parallel_for(ctx, D, col_grain, emb_add_cols, &j);
+    atomic_fetch_add(&target->storage->version, 1);
+    pt_tensor_release(g);
+    return PT_OK;
+  }
+  if (target) {
+    int32_t *slot = pt_alloc(ctx, (size_t)V * sizeof *slot);
+    void *buf = NULL;
+    int32_t nslots = 0;
+    if (slot) {
+      memset(slot, 0xff, (size_t)V * sizeof *slot); /* -1 */
+      for (int64_t i = 0; i < n; i++)
+        if (j.ip[i] != pad && slot[j.ip[i]] < 0) slot[j.ip[i]] = nslots++;
+      buf = pt_alloc(ctx, (size_t)(nslots > 0 ? nslots : 1) * (size_t)D * pt_dtype_size(dt));
+    }
+    if (!slot || !buf) {
+      pt_free(slot);
+      pt_tensor_release(g);
+      return PT_ENOMEM;
+    }
+    memset(buf, 0, (size_t)nslots * (size_t)D * pt_dtype_size(dt)); /* +0 */
+    j.slot = slot;
+    j.buf = buf;
+    j.dst = pt_tensor_data(target);
+    pt_parallel_for(ctx, D, col_grain, emb_add_cols, &j);
+    int64_t row_grain = D > 0 ? 65536 / D : 1;
+    pt_parallel_for(ctx, V, row_grain < 1 ? 1 : row_grain, emb_fold_rows, &j);
+    atomic_fetch_add(&target->storage->version, 1);
+    pt_free(buf);
+    pt_free(slot);
+    pt_tensor_release(g);
+    return PT_OK;
+  }
   int64_t wshape[2] = {V, D};
   if ((st = pt_tensor_zeros(ctx, dt, 2, wshape, &gw))) {
     pt_tensor_release(g);
     return st;
   }
-  int64_t n = pt_tensor_numel(idx);
-  const int64_t *ip = pt_tensor_data(idx);
-  PT_DISPATCH_FLOAT(dt, {
-    const T *gp = pt_tensor_data(g);
-    T *wp = pt_tensor_data(gw);
-    for (int64_t i = 0; i < n; i++) {
-      if (ip[i] == pad) continue;
-      T *row = wp + ip[i] * D;
-      for (int64_t j = 0; j < D; j++) row[j] += gp[i * D + j];
-    }
-  });
+  j.dst = pt_tensor_data(gw);
+  pt_parallel_for(ctx, D, col_grain, emb_add_cols, &j);
   pt_tensor_release(g);
   grad_in[0] = gw;
   return PT_OK;

@@ -680,3 +680,77 @@ describe("cat, stack and repeat_tensor, row paths", function()
     end
   end)
 end)
+
+describe("embedding backward straight into the weight's .grad", function()
+  local nn = pt.nn
+
+  -- zeros plus g's rows in index order (padding skipped), in dtype's rounding
+  local function ref_rows(V, D, idx, g, pad, round)
+    local gw = {}
+    for i = 1, V * D do gw[i] = 0.0 end
+    local iv, gv = vals(idx), vals(g)
+    for i, r in ipairs(iv) do
+      if r ~= pad then
+        for c = 1, D do
+          local k = (r - 1) * D + c
+          gw[k] = round(gw[k] + gv[(i - 1) * D + c])
+        end
+      end
+    end
+    return gw
+  end
+
+  local function same_bits(expected, got, what)
+    assert.are.equal(#expected, #got)
+    for i = 1, #expected do same_number(expected[i], got[i], what .. " element " .. i) end
+  end
+
+  it("a new .grad, an existing one (signed zeros, NaN, untouched and padding rows), as before", function()
+    for _, case in ipairs({{50, 37, 300, 40}, {3000, 128, 4096, 2500}, {7, 1, 5, 7}}) do
+      local V, D, n, hi = case[1], case[2], case[3], case[4]
+      for _, dtype in ipairs({"float32", "float64"}) do
+        local round = round_of(dtype)
+        for _, pad in ipairs({0, 3}) do
+          local w = pt.randn(V, D, {dtype = dtype, requires_grad = true})
+          local idx = pt.randint(1, hi + 1, {n}, {dtype = n % 2 == 0 and "int64" or "int32"})
+          local g = pt.randn(n, D, {dtype = dtype})
+          local opts = pad > 0 and {padding_idx = pad} or nil
+          nn.embedding(idx, w, opts):backward(g)
+          local gw = ref_rows(V, D, idx, g, pad, round)
+          same_bits(gw, vals(w.grad), "new .grad")
+          -- the general path (a weight that is not a leaf) gives the same
+          local w2 = w:detach():clone()
+          w2.requires_grad = true
+          nn.embedding(idx, w2 * 1, opts):backward(g)
+          same_bits(gw, vals(w2.grad), "general path")
+          -- an existing .grad with -0 and NaN in touched, untouched and padding rows
+          local G = pt.randn(V, D, {dtype = dtype}):tolist()
+          for r = 1, V do
+            if r % 3 == 0 then G[r][1] = -0.0 end
+            if r % 4 == 0 then G[r][D] = 0 / 0 end
+          end
+          G[V][1] = -0.0
+          if pad > 0 then G[pad][1] = -0.0 end
+          local Gt = pt.tensor(G, {dtype = dtype})
+          w.grad = Gt:clone()
+          local g2 = pt.randn(n, D, {dtype = dtype})
+          nn.embedding(idx, w, opts):backward(g2)
+          local add = ref_rows(V, D, idx, g2, pad, round)
+          local expect = vals(Gt)
+          for i = 1, #expect do expect[i] = round(expect[i] + add[i]) end
+          same_bits(expect, vals(w.grad), "existing .grad")
+          -- nn.Embedding over two steps, with zero_grad between
+          local e = nn.Embedding(V, D, {dtype = dtype, padding_idx = pad > 0 and pad or nil})
+          e:forward(idx):backward(g)
+          e:forward(idx):backward(g2)
+          local w0 = ref_rows(V, D, idx, g, pad, round)
+          for i = 1, #w0 do w0[i] = round(w0[i] + add[i]) end
+          same_bits(w0, vals(e.weight.grad), "two steps")
+          e:zero_grad()
+          e:forward(idx):backward(g)
+          same_bits(w0 and ref_rows(V, D, idx, g, pad, round), vals(e.weight.grad), "after zero_grad")
+        end
+      end
+    end
+  end)
+end)
