@@ -756,9 +756,9 @@ static pt_status minmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
 #define DEFINE_LANE_BEST(SUF, T, IT, VSEL)                                                       \
   typedef T vec_##SUF __attribute__((vector_size(32)));                                          \
   typedef IT ivec_##SUF __attribute__((vector_size(32)));                                        \
-  static inline bool any_##SUF(ivec_##SUF k) {                                                   \
+  static inline bool any_##SUF(const ivec_##SUF *k) { /* by address: no vector in the ABI */   \
     uint64_t w[4];                                                                               \
-    memcpy(w, &k, sizeof w);                                                                     \
+    memcpy(w, k, sizeof w);                                                                      \
     return (w[0] | w[1] | w[2] | w[3]) != 0;                                                     \
   }                                                                                              \
   /* the first i >= b with p[i] == m (m != NaN), or p[i] != p[i] (nan), known to exist */        \
@@ -768,7 +768,8 @@ static pt_status minmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
     for (int l = 0; l < W; l++) mv[l] = m;                                                       \
     for (; b + W <= e; b += W) {                                                                 \
       memcpy(&v, p + b, sizeof v);                                                               \
-      if (any_##SUF(nan ? v != v : v == mv)) break;                                              \
+      ivec_##SUF k = nan ? v != v : v == mv;                                                     \
+      if (any_##SUF(&k)) break;                                                                  \
     }                                                                                            \
     while (nan ? p[b] == p[b] : p[b] != m) b++;                                                  \
     return b;                                                                                    \
@@ -801,7 +802,7 @@ static pt_status minmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
           a2 = VSEL(v2, a2);                                                                     \
           a3 = VSEL(v3, a3);                                                                     \
         }                                                                                        \
-        nan = any_##SUF(nn);                                                                     \
+        nan = any_##SUF(&nn);                                                                    \
         m = a0[0];                                                                               \
         for (int l = 0; l < W; l++) {                                                            \
           T e[4] = {a0[l], a1[l], a2[l], a3[l]};                                                 \
