@@ -124,6 +124,8 @@ local function load_all()
       if rawget(pt, k) == nil then pcall(function() return pt[k] end) end
     end
   end
+  local nn = rawget(pt, "nn") -- and nn's layers that load on first use
+  if type(nn) == "table" and type(rawget(nn, "_load_extras")) == "function" then nn._load_extras() end
 end
 
 -- ------------------------------------------------------------------ what a value is

@@ -1163,8 +1163,32 @@ doc(ModuleDict, "nn.ModuleDict([{name = m, ...} or {{name, m}, ...}]): registere
 -- convolutional layers live in their own file; it extends this table
 package.loaded["partrain.nn"] = nn
 require "partrain.nn_conv"
-require "partrain.nn_extra" -- more activations, losses, distances
-require "partrain.nn_rnn" -- RNN, LSTM, GRU and their cells, attention, Transformer layers
+-- More layers load on first use of a name nn (or nn.functional) does not have: they are half of
+-- nn's code, and every state (each worker's too) would otherwise carry them, which made the
+-- collector's work per per-sample step 10% larger (W2, instruction counts).
+local extras_loaded = false
+local function load_extras()
+  if extras_loaded then return end
+  extras_loaded = true
+  -- into this nn table (the files require "partrain.nn"), even when package.loaded holds another
+  -- one by now or an earlier one loaded them (busted insulates spec files; pt.nn stays)
+  local current = package.loaded["partrain.nn"]
+  package.loaded["partrain.nn"] = nn
+  for _, m in ipairs({"partrain.nn_extra", -- more activations, losses, distances
+                      "partrain.nn_rnn"}) do -- RNN, LSTM, GRU and their cells, attention, Transformer
+    package.loaded[m] = nil
+    require(m)
+  end
+  package.loaded["partrain.nn"] = current or nn
+end
+nn._load_extras = load_extras
+for _, t in ipairs({nn, nn.functional}) do
+  setmetatable(t, {__index = function(tbl, k)
+    if extras_loaded then return nil end
+    load_extras()
+    return rawget(tbl, k)
+  end})
+end
 own_forward[Linear], own_forward[ReLU] = Linear.forward, ReLU.forward
 own_forward[nn.MaxPool2d] = nn.MaxPool2d.forward
 
