@@ -181,22 +181,11 @@ doc(Upsample, "nn.Upsample({scale_factor=2, mode=\"nearest\"}) -> nearest-neighb
 -- {N,C,1,L}); GroupNorm and InstanceNorm run batch_norm's kernel on {1, N*groups, ...}. Each
 -- checks its input itself so that its errors speak of its own shapes.
 
-local getinfo, fmt = debug.getinfo, string.format
+
+local fmt = string.format
 
 -- errors point at the nearest Lua frame outside partrain's own modules (as the C bindings do)
-local own_dir = getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
-local function fail(msg, ...)
-  if select("#", ...) > 0 then msg = fmt(msg, ...) end
-  local level = 2
-  while true do
-    local info = getinfo(level, "S")
-    if not info then return error(msg, 0) end
-    if info.what ~= "C" and info.source:sub(1, #own_dir + 1) ~= "@" .. own_dir then
-      return error(msg, level)
-    end
-    level = level + 1
-  end
-end
+local fail = require("partrain.tensor")._fail
 
 local function shp(t) return "{" .. table.concat(t:size(), ",") .. "}" end
 local function floating(t) local d = t:dtype(); return d == "float32" or d == "float64" end

@@ -25,19 +25,7 @@ end
 -- ------------------------------------------------------------------ errors and arguments
 
 -- Errors are raised at the nearest caller outside partrain's own Lua files (the user's line).
-local function user_level()
-  local level = 3 -- 1 = user_level, 2 = fail, 3 = fail's caller
-  while true do
-    local info = debug.getinfo(level, "S")
-    if not info then return 1 end
-    if not info.source:find("partrain/[%w_]+%.lua$") then return level - 1 end
-    level = level + 1
-  end
-end
-
-local function fail(fmt, ...)
-  error(string.format(fmt, ...), user_level())
-end
+local fail = require("partrain.tensor")._fail
 
 local function shape_str(t) return "{" .. table.concat(t:size(), ",") .. "}" end
 

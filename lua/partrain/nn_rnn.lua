@@ -27,17 +27,8 @@ local function dims_str(list)
 end
 
 -- error(msg) at the nearest frame outside partrain's own Lua modules (the user's call)
-local function raise(msg)
-  local level = 2
-  while true do
-    local info = debug.getinfo(level, "S")
-    if not info then level = 2; break end
-    local own = info.what == "C" or info.source:match("[/\\]partrain[/\\][%w_]+%.lua$")
-    if not own then break end
-    level = level + 1
-  end
-  error(msg, level)
-end
+local fail = require("partrain.tensor")._fail
+local function raise(msg) fail("%s", msg) end
 
 local function check_opts(name, opts, allowed)
   if opts == nil then return {} end

@@ -101,6 +101,9 @@ local function add(name, f, text)
   end
 end
 M._conflicts = nil
+-- fail(msg, ...): the error at the user's line, for partrain's other Lua modules (nn_conv,
+-- nn_extra, nn_rnn) too
+M._fail = fail
 
 -- ------------------------------------------------------------------ tests of values
 
