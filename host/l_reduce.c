@@ -159,8 +159,8 @@ static int argminmax(lua_State *L, const char *fname, reduce_fn fn) {
 static int t_argmax(lua_State *L) { return argminmax(L, "argmax", pt_argmax); }
 static int t_argmin(lua_State *L) { return argminmax(L, "argmin", pt_argmin); }
 
-typedef pt_status (*var_fn)(pt_ctx *, pt_tensor *, int, bool, bool, pt_tensor **);
-typedef pt_status (*var_dims_fn)(pt_ctx *, pt_tensor *, int, const int *, bool, bool, pt_tensor **);
+typedef pt_status (*var_fn)(pt_ctx *, pt_tensor *, int, double, bool, pt_tensor **);
+typedef pt_status (*var_dims_fn)(pt_ctx *, pt_tensor *, int, const int *, double, bool, pt_tensor **);
 
 /* t:var([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=false}]) */
 static int var_std(lua_State *L, const char *fname, var_fn fn, var_dims_fn fnd) {
@@ -176,15 +176,16 @@ static int var_std(lua_State *L, const char *fname, var_fn fn, var_dims_fn fnd) 
   if (list) ndims = check_dim_list(L, 2, t, fname, dims);
   else if (is_arg(L, 2, opts)) dim = lpt_check_dim(L, 2, t->ndim, fname);
   bool keepdim = (is_arg(L, 3, opts) && lua_toboolean(L, 3)) || lpt_opt_bool(L, opts, "keepdim", false);
-  bool unbiased = lpt_opt_bool(L, opts, "unbiased", true);
+  double correction = lpt_opt_bool(L, opts, "unbiased", true) ? 1 : 0;
   if (opts && lua_getfield(L, opts, "correction") != LUA_TNIL) { /* PyTorch's newer spelling */
-    if (!lua_isinteger(L, -1) || (lua_tointeger(L, -1) != 0 && lua_tointeger(L, -1) != 1))
-      return lpt_errorf(L, "%s: correction must be 0 or 1, got %s", fname, luaL_tolstring(L, -1, NULL));
-    unbiased = lua_tointeger(L, -1) == 1;
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
+      return lpt_errorf(L, "%s: correction must be a non-negative integer, got %s", fname,
+                        luaL_tolstring(L, -1, NULL));
+    correction = (double)lua_tointeger(L, -1); /* divides by n - correction, as torch.var */
   }
   if (opts) lua_pop(L, 1);
-  pt_status st = list ? fnd(lpt_ctx(L), t, ndims, dims, unbiased, keepdim, &r)
-                      : fn(lpt_ctx(L), t, dim, unbiased, keepdim, &r);
+  pt_status st = list ? fnd(lpt_ctx(L), t, ndims, dims, correction, keepdim, &r)
+                      : fn(lpt_ctx(L), t, dim, correction, keepdim, &r);
   if (st) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
@@ -258,7 +259,7 @@ static const char *const method_docs[] = {
     "argmin", "t:argmin([dim][, keepdim]) -> int64 Tensor of 1-based indices of the minima\n"
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmin(t, ...).",
     "var", "t:var([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=}]) -> Tensor, the variance\n"
-           "  (divides by n-1, or by n with unbiased=false / correction=0; n counts every reduced element).\n"
+           "  (divides by n-1, or by n-c with correction=c (unbiased=false: c = 0); n counts every reduced element).\n"
            "  Also pt.var(t, ...).\n" DIMS "\n" DIMLIST,
     "std", "t:std([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=}]) -> Tensor, the standard\n"
            "  deviation (divides by n-1, or by n with unbiased=false / correction=0).\n  Also pt.std(t, ...).\n" DIMS

@@ -437,7 +437,7 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   /* per-lane statistics the gradient needs (grad mode is off here, so no graph) */
   if (kind == R_VAR || kind == R_STD) {
     if ((st = pt_mean(ctx, x, dim, true, &m))) goto done;
-    if (kind == R_STD && (st = pt_std(ctx, x, dim, param != 0, true, &r))) goto done;
+    if (kind == R_STD && (st = pt_std(ctx, x, dim, param, true, &r))) goto done;
   } else if (kind == R_NORM) {
     if ((st = pt_norm(ctx, x, param, dim, true, &r))) goto done;
   } else if (kind == R_LSE) {
@@ -550,19 +550,33 @@ pt_status pt_mean(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **
 pt_status pt_prod(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
   return reduce_op(ctx, R_PROD, t, dim, keepdim, 0, out);
 }
-pt_status pt_var(pt_ctx *ctx, pt_tensor *t, int dim, bool unbiased, bool keepdim, pt_tensor **out) {
-  return reduce_op(ctx, R_VAR, t, dim, keepdim, unbiased ? 1 : 0, out);
+pt_status pt_var(pt_ctx *ctx, pt_tensor *t, int dim, double correction, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_VAR, t, dim, keepdim, correction, out);
 }
-pt_status pt_std(pt_ctx *ctx, pt_tensor *t, int dim, bool unbiased, bool keepdim, pt_tensor **out) {
-  return reduce_op(ctx, R_STD, t, dim, keepdim, unbiased ? 1 : 0, out);
+pt_status pt_std(pt_ctx *ctx, pt_tensor *t, int dim, double correction, bool keepdim, pt_tensor **out) {
+  return reduce_op(ctx, R_STD, t, dim, keepdim, correction, out);
 }
 pt_status pt_norm(pt_ctx *ctx, pt_tensor *t, double p, int dim, bool keepdim, pt_tensor **out) {
   if (isnan(p) || (p < 0 && p != -INFINITY))
     return pt_fail(ctx, PT_EARG, "norm: p must be positive, 0, math.huge or -math.huge (got %g)", p);
   return reduce_op(ctx, R_NORM, t, dim, keepdim, p, out);
 }
+/* integer and bool tensors go through float32, as torch.logsumexp's */
+static pt_status as_float(pt_ctx *ctx, pt_tensor *t, pt_tensor **f) {
+  if (pt_dtype_is_floating(t->dtype)) {
+    *f = pt_tensor_retain(t);
+    return PT_OK;
+  }
+  return pt_tensor_to_dtype_raw(ctx, t, PT_FLOAT32, f);
+}
+
 pt_status pt_logsumexp(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
-  return reduce_op(ctx, R_LSE, t, dim, keepdim, 0, out);
+  pt_tensor *f;
+  pt_status st = as_float(ctx, t, &f);
+  if (st) return st;
+  st = reduce_op(ctx, R_LSE, f, dim, keepdim, 0, out);
+  pt_tensor_release(f);
+  return st;
 }
 
 pt_status pt_nansum(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {
@@ -680,13 +694,13 @@ pt_status pt_nanmean_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims,
                           pt_tensor **out) {
   return reduce_dims(ctx, R_NANMEAN, t, ndims, dims, keepdim, 0, out);
 }
-pt_status pt_var_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased,
+pt_status pt_var_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, double correction,
                       bool keepdim, pt_tensor **out) {
-  return reduce_dims(ctx, R_VAR, t, ndims, dims, keepdim, unbiased ? 1 : 0, out);
+  return reduce_dims(ctx, R_VAR, t, ndims, dims, keepdim, correction, out);
 }
-pt_status pt_std_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased,
+pt_status pt_std_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, double correction,
                       bool keepdim, pt_tensor **out) {
-  return reduce_dims(ctx, R_STD, t, ndims, dims, keepdim, unbiased ? 1 : 0, out);
+  return reduce_dims(ctx, R_STD, t, ndims, dims, keepdim, correction, out);
 }
 pt_status pt_norm_dims(pt_ctx *ctx, pt_tensor *t, double p, int ndims, const int *dims,
                        bool keepdim, pt_tensor **out) {
@@ -696,7 +710,12 @@ pt_status pt_norm_dims(pt_ctx *ctx, pt_tensor *t, double p, int ndims, const int
 }
 pt_status pt_logsumexp_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim,
                             pt_tensor **out) {
-  return reduce_dims(ctx, R_LSE, t, ndims, dims, keepdim, 0, out);
+  pt_tensor *f;
+  pt_status st = as_float(ctx, t, &f);
+  if (st) return st;
+  st = reduce_dims(ctx, R_LSE, f, ndims, dims, keepdim, 0, out);
+  pt_tensor_release(f);
+  return st;
 }
 
 pt_status pt_count_nonzero(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, pt_tensor **out) {

@@ -35,8 +35,8 @@ pt_status pt_argmax(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor 
 pt_status pt_argmin(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
 
 /* unbiased divides by n - 1 (n = 1 gives nan), otherwise by n */
-pt_status pt_var(pt_ctx *ctx, pt_tensor *t, int dim, bool unbiased, bool keepdim, pt_tensor **out);
-pt_status pt_std(pt_ctx *ctx, pt_tensor *t, int dim, bool unbiased, bool keepdim, pt_tensor **out);
+pt_status pt_var(pt_ctx *ctx, pt_tensor *t, int dim, double correction, bool keepdim, pt_tensor **out);
+pt_status pt_std(pt_ctx *ctx, pt_tensor *t, int dim, double correction, bool keepdim, pt_tensor **out);
 
 /* p-norm: p > 0 (sum |x|^p)^(1/p); p = INFINITY max |x|; p = -INFINITY min |x|; p = 0 the
  * number of non-zeros. Other p are an error. */
@@ -61,9 +61,9 @@ pt_status pt_sum_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, boo
 pt_status pt_mean_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim, pt_tensor **out);
 pt_status pt_nansum_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim, pt_tensor **out);
 pt_status pt_nanmean_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool keepdim, pt_tensor **out);
-pt_status pt_var_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased, bool keepdim,
+pt_status pt_var_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, double correction, bool keepdim,
                       pt_tensor **out);
-pt_status pt_std_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, bool unbiased, bool keepdim,
+pt_status pt_std_dims(pt_ctx *ctx, pt_tensor *t, int ndims, const int *dims, double correction, bool keepdim,
                       pt_tensor **out);
 pt_status pt_norm_dims(pt_ctx *ctx, pt_tensor *t, double p, int ndims, const int *dims, bool keepdim,
                        pt_tensor **out);

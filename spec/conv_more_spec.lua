@@ -211,6 +211,8 @@ describe("conv1d and Conv1d", function()
     has("Conv1d: in_channels must be a positive integer, got 0", nn.Conv1d, 0, 4, 3)
     has("Conv1d: kernel_size must be >= 1, got 0", nn.Conv1d, 3, 4, 0)
     has("Conv1d: unknown option 'strides'", nn.Conv1d, 3, 4, 3, {strides = 2})
+    has("Conv2d: unknown option 'strid' (options: stride, padding, dilation, groups, bias, padding_mode, dtype)",
+      nn.Conv2d, 3, 4, 3, {strid = 2})
     has("Conv1d: padding_mode must be one of 'zeros', 'reflect', 'replicate', 'circular', got 'mirror'", nn.Conv1d, 3, 4, 3, {padding_mode = "mirror"})
     has("Conv2d: padding='same' is not supported for strided convolutions", nn.Conv2d, 3, 4, 3, {padding = "same", stride = 2})
     has("conv2d: input has 5 channels, expected 3 (input shape {1,5,6,6}, weight shape {4,3,3,3})", nn.Conv2d(3, 4, 3), pt.randn(1, 5, 6, 6))

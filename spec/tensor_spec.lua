@@ -75,7 +75,7 @@ describe("tensor construction", function()
     -- the rest is an error naming what was not understood
     assert.are.equal("var: unknown option 'unbaised' (options: unbiased, correction, keepdim)",
       err(x.var, x, 1, {unbaised = false}))
-    assert.are.equal("var: correction must be 0 or 1, got 2", err(x.var, x, 1, {correction = 2}))
+    assert.are.equal("var: correction must be a non-negative integer, got -2", err(x.var, x, 1, {correction = -2}))
     assert.are.equal("sort: unknown option 'descendng' (options: dim, descending, stable)",
       err(x.sort, x, {descendng = true}))
     assert.are.equal("topk: unknown option 'larges' (options: dim, largest, sorted)", err(x.topk, x, 1, {larges = false}))

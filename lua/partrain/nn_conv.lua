@@ -490,7 +490,7 @@ doc(Conv1d, [[nn.Conv1d(in_channels, out_channels, kernel_size[, {stride=1, padd
 do
   local init2d = Conv2d.__init
   function Conv2d:__init(in_channels, out_channels, kernel_size, opts)
-    opts = opts or {}
+    opts = check_opts("Conv2d", opts, {"stride", "padding", "dilation", "groups", "bias", "padding_mode", "dtype"})
     local mode, padding = opts.padding_mode or "zeros", opts.padding
     if mode ~= "zeros" or type(padding) == "string" then
       local o = {}
