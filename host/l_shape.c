@@ -313,6 +313,7 @@ static int t_chunk(lua_State *L) {
   int dim = lpt_opt_dim(L, 3, t->ndim, "chunk", 0);
   int64_t size = t->ndim ? t->shape[dim] : 0, cap = size > 1 ? size : 1;
   if (chunks > 0 && chunks < cap) cap = chunks;
+  if (size == 0 && chunks > 1 && chunks <= PT_CHUNK_EMPTY_MAX) cap = chunks; /* empty pieces */
   pt_tensor **outs = lua_newuserdatauv(L, (size_t)cap * sizeof *outs, 0);
   int n = 0;
   if (pt_chunk(lpt_ctx(L), t, chunks, dim, &n, outs)) return lpt_error(L);

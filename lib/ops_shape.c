@@ -771,7 +771,13 @@ pt_status pt_chunk(pt_ctx *ctx, pt_tensor *t, int64_t chunks, int dim, int *n_ou
   int64_t size = t->shape[dim];
   int64_t split_size = (size + chunks - 1) / chunks;
   int64_t n = pt_split_count(size, split_size);
-  if (size == 0) split_size = 0;
+  if (size == 0) { /* chunks empty pieces, as torch.chunk */
+    if (chunks > PT_CHUNK_EMPTY_MAX)
+      return pt_fail(ctx, PT_EARG, "chunk: %lld empty chunks of a dimension of size 0 is too many",
+                     (long long)chunks);
+    split_size = 0;
+    n = chunks;
+  }
   if ((st = split_fill(ctx, t, (int)n, NULL, split_size, dim, outs))) return st;
   *n_out = (int)n;
   return PT_OK;

@@ -57,6 +57,7 @@ pt_status pt_split_sizes(pt_ctx *ctx, pt_tensor *t, int n, const int64_t *sizes,
                          pt_tensor **outs);
 /* chunk into at most `chunks` pieces of ceil(size/chunks) (a size-0 dim gives one empty piece);
  * *n_out pieces are written to outs, which needs room for min(chunks, max(size, 1)) entries */
+#define PT_CHUNK_EMPTY_MAX (1 << 20) /* chunk of a dimension of size 0: that many pieces at most */
 pt_status pt_chunk(pt_ctx *ctx, pt_tensor *t, int64_t chunks, int dim, int *n_out, pt_tensor **outs);
 
 /* Strided views (the backward writes grad into zeros of the input's shape; unfold's windows may

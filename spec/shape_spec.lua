@@ -341,6 +341,13 @@ describe("split, chunk, unbind", function()
     assert.are.equal(2, #pt.chunk(range(2, 6), 2, 2))
     assert.are.equal("chunk: number of chunks must be positive, got 0",
                      errmsg(function() return range(3):chunk(0) end))
+    -- a dimension of size 0 gives n empty pieces, as torch.chunk
+    local e = pt.zeros(0, 3):chunk(3)
+    assert.are.equal(3, #e)
+    for i = 1, 3 do assert.are.same({0, 3}, e[i]:size()) end
+    assert.are.equal(2, #pt.zeros(4, 0):chunk(2, 2))
+    assert.are.equal("chunk: 2000000 empty chunks of a dimension of size 0 is too many",
+                     errmsg(function() return pt.zeros(0):chunk(2000000) end))
   end)
 
   it("unbind gives the slices", function()
