@@ -174,16 +174,22 @@ static pt_status conv_backward_im2col(pt_ctx *ctx, conv_job *job, int N) {
   return PT_OK;
 }
 
+/* The options conv2d's and conv_transpose2d's nodes keep first in their ints: stride, padding,
+ * dilation (two each), groups. */
+static void conv_opts_of(const int64_t *iv, pt_conv2d_opts *o) {
+  for (int i = 0; i < 2; i++) {
+    o->stride[i] = (int)iv[i];
+    o->padding[i] = (int)iv[2 + i];
+    o->dilation[i] = (int)iv[4 + i];
+  }
+  o->groups = (int)iv[6];
+}
+
 static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
   pt_conv2d_opts o;
   const int64_t *iv = node->ints;
-  for (int i = 0; i < 2; i++) {
-    o.stride[i] = (int)iv[i];
-    o.padding[i] = (int)iv[2 + i];
-    o.dilation[i] = (int)iv[4 + i];
-  }
-  o.groups = (int)iv[6];
+  conv_opts_of(iv, &o);
   int N = (int)iv[7], C = (int)iv[8], H = (int)iv[9], W = (int)iv[10], O = (int)iv[11], kh = (int)iv[12],
       kw = (int)iv[13], Ho = (int)iv[14], Wo = (int)iv[15];
   pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
@@ -322,12 +328,7 @@ static pt_status conv_transpose2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor
   pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
   pt_conv2d_opts o;
   const int64_t *iv = node->ints;
-  for (int i = 0; i < 2; i++) {
-    o.stride[i] = (int)iv[i];
-    o.padding[i] = (int)iv[2 + i];
-    o.dilation[i] = (int)iv[4 + i];
-  }
-  o.groups = (int)iv[6];
+  conv_opts_of(iv, &o);
   int N = (int)iv[7], Ci = (int)iv[8], Hi = (int)iv[9], Wi = (int)iv[10], Co = (int)iv[11], Ho = (int)iv[12],
       Wo = (int)iv[13], kh = (int)iv[14], kw = (int)iv[15];
   pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
