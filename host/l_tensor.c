@@ -756,12 +756,10 @@ static int l_full(lua_State *L) {
   pt_dtype def = lua_isboolean(L, 2) ? PT_BOOL : PT_FLOAT32;
   check_creation_opts(L, lua_istable(L, 3) ? 3 : 0, "full");
   pt_dtype dt = lpt_opt_dtype(L, 3, def);
+  lpt_check_value(L, "full", dt, 2, v);
   pt_tensor *t;
-  bool exact_int = dt == PT_INT64 && lua_isinteger(L, 2);
-  if ((!exact_int && pt_check_value_fits(lpt_ctx(L), "full", dt, v)) ||
-      pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t))
-    return lpt_error(L);
-  if (exact_int) { /* every int64, not only those a double holds */
+  if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
+  if (dt == PT_INT64 && lua_isinteger(L, 2)) { /* every int64, not only those a double holds */
     int64_t iv = (int64_t)lua_tointeger(L, 2), *p = pt_tensor_data(t);
     for (int64_t i = 0, n = pt_tensor_numel(t); i < n; i++) p[i] = iv;
   } else {
