@@ -1,6 +1,6 @@
 /* Bindings of the convolution family (lib/conv.h): pt.conv2d, pt.conv_transpose2d, pt.max_pool2d,
- * pt.avg_pool2d, pt.adaptive_avg_pool2d, pt.adaptive_max_pool2d, pt.batch_norm, pt.dropout2d,
- * pt.upsample_nearest2d. */
+ * pt.avg_pool2d, pt.adaptive_avg_pool2d, pt.adaptive_max_pool2d, pt._max_unpool2d, pt.batch_norm,
+ * pt.dropout2d, pt.upsample_nearest2d. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,7 +117,7 @@ static int l_conv_transpose2d(lua_State *L) {
 static void pool_opts(lua_State *L, const char *fname, bool is_max, pt_pool2d_opts *o) {
   arg_pair(L, 2, o->kernel, fname, "kernel size");
   int opts = lua_istable(L, 3) ? 3 : 0;
-  static const char *const max_names[] = {"stride", "padding", "dilation", "ceil_mode", "relu", NULL};
+  static const char *const max_names[] = {"stride", "padding", "dilation", "ceil_mode", "relu", "return_indices", NULL};
   static const char *const avg_names[] = {"stride", "padding", "ceil_mode", "count_include_pad", "relu", NULL};
   lpt_check_options(L, opts, fname, is_max ? max_names : avg_names);
   opt_pair(L, opts, "stride", o->kernel, o->stride, fname);
@@ -131,13 +131,27 @@ static void pool_opts(lua_State *L, const char *fname, bool is_max, pt_pool2d_op
   if (o->relu && !is_max) luaL_error(L, "%s: relu=true is an option of max_pool2d only", fname);
 }
 
-/* pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, relu=false}]) */
+/* pushes y and, when idx is not NULL, idx (int64, 0-based in C) as Lua's 1-based positions */
+static int push_with_indices(lua_State *L, pt_tensor *y, pt_tensor *idx) {
+  lpt_push_tensor(L, y);
+  if (!idx) return 1;
+  int64_t *p = pt_tensor_data(idx), n = pt_tensor_numel(idx);
+  for (int64_t i = 0; i < n; i++) p[i] += 1;
+  lpt_push_tensor(L, idx);
+  return 2;
+}
+
+/* pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, dilation=1, ceil_mode=false, relu=false,
+ * return_indices=false}]) -> y[, indices (1-based, int64)] */
 static int l_max_pool2d(lua_State *L) {
-  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL;
+  pt_tensor *x = lpt_check_tensor(L, 1), *out = NULL, *idx = NULL;
   pt_pool2d_opts o;
   pool_opts(L, "max_pool2d", true, &o);
-  pt_status st = pt_max_pool2d(lpt_ctx(L), x, &o, &out);
-  return lpt_push_result(L, st, out);
+  bool want = lpt_opt_bool(L, lua_istable(L, 3) ? 3 : 0, "return_indices", false);
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_status st = want ? pt_max_pool2d_with_indices(ctx, x, &o, &out, &idx) : pt_max_pool2d(ctx, x, &o, &out);
+  if (st) return lpt_error(L);
+  return push_with_indices(L, out, idx);
 }
 
 static int l_avg_pool2d(lua_State *L) {
@@ -168,12 +182,19 @@ static int l_adaptive_max_pool2d(lua_State *L) {
   bool want = lpt_opt_bool(L, opts, "return_indices", false);
   pt_status st = pt_adaptive_max_pool2d(lpt_ctx(L), x, size[0], size[1], &out, want ? &idx : NULL);
   if (st) return lpt_error(L);
-  lpt_push_tensor(L, out);
-  if (!want) return 1;
-  int64_t *p = pt_tensor_data(idx), n = pt_tensor_numel(idx);
-  for (int64_t i = 0; i < n; i++) p[i] += 1; /* Lua's positions */
-  lpt_push_tensor(L, idx);
-  return 2;
+  return push_with_indices(L, out, idx);
+}
+
+/* pt._max_unpool2d(fname, x, indices, out_h, out_w): the kernel of nn.functional.max_unpool1d/2d
+ * (nn_conv.lua checks their options and works out the output size); indices are Lua's (1-based) */
+static int l_max_unpool2d(lua_State *L) {
+  const char *fn = luaL_checkstring(L, 1);
+  pt_tensor *x = lpt_check_tensor(L, 2), *idx = lpt_check_tensor(L, 3), *out = NULL;
+  luaL_checkinteger(L, 4);
+  luaL_checkinteger(L, 5);
+  int h = int_at(L, 4, fn, "output height"), w = int_at(L, 5, fn, "output width");
+  pt_status st = pt_max_unpool2d(lpt_ctx(L), fn, x, idx, 1, h, w, &out);
+  return lpt_push_result(L, st, out);
 }
 
 /* pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=, momentum=0.1, eps=1e-5}]) */
@@ -221,6 +242,7 @@ static const luaL_Reg functions[] = {
     {"avg_pool2d", l_avg_pool2d},
     {"adaptive_avg_pool2d", l_adaptive_avg_pool2d},
     {"adaptive_max_pool2d", l_adaptive_max_pool2d},
+    {"_max_unpool2d", l_max_unpool2d},
     {"batch_norm", l_batch_norm},
     {"dropout2d", l_dropout2d},
     {"upsample_nearest2d", l_upsample_nearest2d},
@@ -233,13 +255,19 @@ static const char *const docs[] = {
     "  The transpose (gradient) of conv2d: x {N,C,H,W} or {C,H,W}; weight {C, out/groups, kh, kw} (PyTorch's layout);\n"
     "  output size (H-1)*stride - 2*padding + dilation*(kh-1) + output_padding + 1; options take n or {h, w}.\n"
     "  output_padding must be smaller than stride or dilation.",
-    "max_pool2d", "pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, relu=false}]) -> Tensor\n"
-    "  relu=true: max_pool2d(relu(x)) in one pass (what Sequential runs for a ReLU followed by a MaxPool2d).",
+    "max_pool2d", "pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, dilation=1, ceil_mode=false, relu=false,\n"
+    "  return_indices=false}]) -> Tensor[, indices]\n"
+    "  x {N,C,H,W} or {C,H,W}; sizes are n or {h, w}. return_indices=true also returns an int64 tensor of each\n"
+    "  maximum's 1-based position in its flattened H*W input plane (PyTorch's, which counts from 0), as\n"
+    "  max_unpool2d takes them. relu=true: max_pool2d(relu(x)) in one pass (what Sequential runs for a ReLU\n"
+    "  followed by a MaxPool2d; not with return_indices).",
     "avg_pool2d", "pt.avg_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, count_include_pad=true}]) -> Tensor",
     "adaptive_avg_pool2d", "pt.adaptive_avg_pool2d(x, size) -> Tensor with spatial size size (n or {h, w}).",
     "adaptive_max_pool2d", "pt.adaptive_max_pool2d(x, size[, {return_indices=false}]) -> Tensor[, indices]\n"
     "  The maximum of each of size (n or {h, w}) bins (PyTorch's bins); with return_indices=true also an int64\n"
     "  tensor of each maximum's 1-based position in its flattened H*W plane.",
+    "_max_unpool2d", "pt._max_unpool2d(fname, x, indices, out_h, out_w) -> Tensor: the kernel of nn.functional.max_unpool1d/2d\n"
+    "  (which check the options and work out the output size); indices 1-based, fname names the caller in errors.",
     "batch_norm", "pt.batch_norm(x, running_mean, running_var[, weight, bias][, {training=true, momentum=0.1, eps=1e-5}])\n  Per-channel normalisation of {N,C,...}; training updates the running statistics in place.",
     "dropout2d", "pt.dropout2d(x[, p=0.5][, training=true]) -> Tensor with whole channels zeroed with probability p.",
     "upsample_nearest2d", "pt.upsample_nearest2d(x, scale) -> nearest-neighbour upsampling by integer factors.",

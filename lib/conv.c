@@ -650,8 +650,19 @@ static void avg_pool_chunk(void *arg, int64_t b, int64_t e, int tid) {
     avg_pool_forward_f64(j->x, j->y, b, e, j->H, j->W, j->Ho, j->Wo, j->o);
 }
 
+/* idx64: an int64 copy of max pooling's int32 positions (shape ys), for return_indices */
+static pt_status indices64(pt_ctx *ctx, const pt_tensor *idx, int yn, const int64_t *ys, pt_tensor **idx64) {
+  pt_status st = pt_tensor_empty(ctx, PT_INT64, yn, ys, idx64);
+  if (st) return st;
+  const int32_t *s = pt_tensor_data(idx);
+  int64_t *t = pt_tensor_data(*idx64), n = pt_tensor_numel(idx);
+  for (int64_t i = 0; i < n; i++) t[i] = s[i];
+  return PT_OK;
+}
+
+/* indices (max pooling only, may be NULL): each maximum's 0-based position in its plane */
 static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, const pt_pool2d_opts *o,
-                        pt_tensor **out) {
+                        pt_tensor **out, pt_tensor **indices) {
   int64_t d[4];
   pt_status st;
   if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
@@ -664,7 +675,11 @@ static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, 
   if ((st = pool_out_size(ctx, fn, o, H, W, &Ho, &Wo))) return st;
   int64_t planes = d[0] * d[1], ys[4];
   int yn = out_shape(x, d[0], d[1], Ho, Wo, ys);
-  pt_tensor *xc = NULL, *y = NULL, *idx = NULL;
+  pt_tensor *xc = NULL, *y = NULL, *idx = NULL, *idx64 = NULL;
+  if (indices && o->relu) {
+    st = pt_fail(ctx, PT_EARG, "%s: return_indices=true cannot be combined with relu=true", fn);
+    goto done;
+  }
   if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
     goto done;
   if (is_max && (int64_t)H * W > INT32_MAX) {
@@ -674,6 +689,7 @@ static pt_status pool2d(pt_ctx *ctx, const char *fn, bool is_max, pt_tensor *x, 
   if (is_max && (st = pt_tensor_empty(ctx, PT_INT32, yn, ys, &idx))) goto done;
   pool_job job = {pt_tensor_data(xc), pt_tensor_data(y), idx ? pt_tensor_data(idx) : NULL, x->dtype, H, W, Ho, Wo, o};
   pt_parallel_for(ctx, planes, 16, is_max ? max_pool_chunk : avg_pool_chunk, &job);
+  if (indices && (st = indices64(ctx, idx, yn, ys, &idx64))) goto done;
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, is_max ? (o->relu ? "ReluMaxPool2dBackward" : "MaxPool2dBackward") : "AvgPool2dBackward",
                                is_max ? max_pool_backward : avg_pool_backward, 1, &x, &node)))
@@ -687,18 +703,25 @@ done:
   pt_tensor_release(idx);
   if (st) {
     pt_tensor_release(y);
+    pt_tensor_release(idx64);
     return st;
   }
   *out = y;
+  if (indices) *indices = idx64;
   return PT_OK;
 }
 
 pt_status pt_max_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out) {
-  return pool2d(ctx, "max_pool2d", true, x, o, out);
+  return pool2d(ctx, "max_pool2d", true, x, o, out, NULL);
+}
+
+pt_status pt_max_pool2d_with_indices(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out,
+                                     pt_tensor **indices) {
+  return pool2d(ctx, "max_pool2d", true, x, o, out, indices);
 }
 
 pt_status pt_avg_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out) {
-  return pool2d(ctx, "avg_pool2d", false, x, o, out);
+  return pool2d(ctx, "avg_pool2d", false, x, o, out, NULL);
 }
 
 static pt_status adaptive_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
@@ -806,12 +829,7 @@ pt_status pt_adaptive_max_pool2d(pt_ctx *ctx, pt_tensor *x, int Ho, int Wo, pt_t
     adaptive_max_job job = {pt_tensor_data(xc), pt_tensor_data(y), pt_tensor_data(idx), x->dtype, H, W, Ho, Wo};
     pt_parallel_for(ctx, planes, (int64_t)(65536 / ((int64_t)H * W) + 1), adaptive_max_chunk, &job);
   }
-  if (indices) {
-    if ((st = pt_tensor_empty(ctx, PT_INT64, yn, ys, &idx64))) goto done;
-    const int32_t *s = pt_tensor_data(idx);
-    int64_t *t = pt_tensor_data(idx64), n = pt_tensor_numel(idx);
-    for (int64_t i = 0; i < n; i++) t[i] = s[i];
-  }
+  if (indices && (st = indices64(ctx, idx, yn, ys, &idx64))) goto done;
   pt_node *node;
   /* the backward is max pooling's: it scatters by the saved positions */
   if ((st = pt_autograd_record(ctx, y, "AdaptiveMaxPool2dBackward", max_pool_backward, 1, &x, &node))) goto done;
@@ -830,6 +848,116 @@ done:
   }
   *out = y;
   if (indices) *indices = idx64;
+  return PT_OK;
+}
+
+/* ---------------------------------------------------------------- max unpooling */
+
+/* Each plane of the output is zeroed, then x's plane written at its positions (in x's order:
+ * where two coincide the later wins, as PyTorch's CPU kernel); the backward gathers. Split over
+ * planes. */
+typedef struct unpool_job {
+  const void *src;
+  void *dst;
+  const int64_t *idx; /* 0-based, checked */
+  pt_dtype dtype;
+  int64_t P, S; /* x's and the output's plane sizes */
+  bool gather;  /* backward: dst[i] = src[idx[i]] over x's planes */
+} unpool_job;
+
+static void unpool_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const unpool_job *j = arg;
+  PT_DISPATCH_FLOAT(j->dtype, {
+    for (int64_t pl = b; pl < e; pl++) {
+      const int64_t *ix = j->idx + pl * j->P;
+      if (j->gather) {
+        const T *g = (const T *)j->src + pl * j->S;
+        T *d = (T *)j->dst + pl * j->P;
+        for (int64_t i = 0; i < j->P; i++) d[i] = g[ix[i]];
+      } else {
+        const T *s = (const T *)j->src + pl * j->P;
+        T *d = (T *)j->dst + pl * j->S;
+        memset(d, 0, (size_t)j->S * sizeof(T));
+        for (int64_t i = 0; i < j->P; i++) d[ix[i]] = s[i];
+      }
+    }
+  });
+}
+
+static pt_status max_unpool_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  pt_tensor *xin = node->inputs[0], *gy = NULL, *gx = NULL;
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  if (st) return st;
+  if ((st = pt_tensor_empty(ctx, xin->dtype, xin->ndim, xin->shape, &gx))) {
+    pt_tensor_release(gy);
+    return st;
+  }
+  int64_t planes = node->ints[0];
+  unpool_job job = {pt_tensor_data(gy), pt_tensor_data(gx), pt_tensor_data(node->saved[0]), gx->dtype,
+                    node->ints[1], node->ints[2], true};
+  pt_parallel_for(ctx, planes, 16, unpool_chunk, &job);
+  pt_tensor_release(gy);
+  gin[0] = gx;
+  return PT_OK;
+}
+
+pt_status pt_max_unpool2d(pt_ctx *ctx, const char *fn, pt_tensor *x, pt_tensor *indices, int64_t index_base,
+                          int out_h, int out_w, pt_tensor **out) {
+  char bx[PT_SHAPE_STR_MAX], bi[PT_SHAPE_STR_MAX];
+  int64_t d[4];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
+  if (indices->dtype != PT_INT64)
+    return pt_fail(ctx, PT_EARG, "%s: indices must be int64, got %s", fn, pt_dtype_name(indices->dtype));
+  if (indices->ndim != x->ndim || memcmp(indices->shape, x->shape, (size_t)x->ndim * sizeof(int64_t)))
+    return pt_fail(ctx, PT_ESHAPE, "%s: indices have shape %s, expected the input's shape %s", fn,
+                   pt_shape_format(indices->ndim, indices->shape, bi, sizeof bi),
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  if (d[1] == 0 || d[2] == 0 || d[3] == 0)
+    return pt_fail(ctx, PT_ESHAPE, "%s: channels, height and width must be non-zero (only the batch may be "
+                   "empty), got input shape %s", fn, pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  if (out_h < 1 || out_w < 1)
+    return pt_fail(ctx, PT_EARG, "%s: output size must be positive, got %dx%d (input shape %s)", fn, out_h, out_w,
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  int64_t planes = d[0] * d[1], P = d[2] * d[3], S = (int64_t)out_h * out_w, ys[4];
+  int yn = out_shape(x, d[0], d[1], out_h, out_w, ys);
+  pt_tensor *xc = NULL, *ic = NULL, *i0 = NULL, *y = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_contiguous_raw(ctx, indices, &ic)) ||
+      (st = pt_tensor_empty(ctx, PT_INT64, indices->ndim, indices->shape, &i0)) ||
+      (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
+    goto done;
+  {
+    const int64_t *s = pt_tensor_data(ic);
+    int64_t *t = pt_tensor_data(i0), n = planes * P;
+    for (int64_t i = 0; i < n; i++) {
+      t[i] = s[i] - index_base;
+      if (t[i] < 0 || t[i] >= S) {
+        st = pt_fail(ctx, PT_EARG, "%s: index %lld is out of range: an output plane has %lld positions "
+                     "(%lld to %lld; output size %dx%d)", fn, (long long)s[i], (long long)S,
+                     (long long)index_base, (long long)(S - 1 + index_base), out_h, out_w);
+        goto done;
+      }
+    }
+  }
+  unpool_job job = {pt_tensor_data(xc), pt_tensor_data(y), pt_tensor_data(i0), x->dtype, P, S, false};
+  pt_parallel_for(ctx, planes, 16, unpool_chunk, &job);
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "MaxUnpool2dBackward", max_unpool_backward, 1, &x, &node))) goto done;
+  if (node) {
+    pt_node_save(node, 0, pt_tensor_retain(i0));
+    node->ints[0] = planes, node->ints[1] = P, node->ints[2] = S;
+    node->n_ints = 3;
+  }
+done:
+  pt_tensor_release(xc);
+  pt_tensor_release(ic);
+  pt_tensor_release(i0);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
   return PT_OK;
 }
 

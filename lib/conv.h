@@ -40,6 +40,11 @@ typedef struct pt_pool2d_opts {
 } pt_pool2d_opts;
 
 pt_status pt_max_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out);
+/* max_pool2d that also gives, in indices, an int64 tensor of the output's shape with each
+ * window's maximum's 0-based flat position in its H*W input plane (PyTorch's return_indices;
+ * the first maximum, the last NaN). relu must be false. */
+pt_status pt_max_pool2d_with_indices(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out,
+                                     pt_tensor **indices);
 pt_status pt_avg_pool2d(pt_ctx *ctx, pt_tensor *x, const pt_pool2d_opts *o, pt_tensor **out);
 pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int out_h, int out_w, pt_tensor **out);
 /* Adaptive max pooling (PyTorch's bins: rows floor(i*H/Ho) .. ceil((i+1)*H/Ho)); indices (may be
@@ -47,6 +52,16 @@ pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int out_h, int out_w
  * its H*W plane (NaN wins, as in max_pool2d). */
 pt_status pt_adaptive_max_pool2d(pt_ctx *ctx, pt_tensor *x, int out_h, int out_w, pt_tensor **out,
                                  pt_tensor **indices);
+
+/* Max unpooling (PyTorch's max_unpool2d): y {N,C,out_h,out_w} (or {C,out_h,out_w}) is zero but
+ * where indices points: y's plane at indices[i] - index_base is x's element i of that plane.
+ * indices: int64 of x's shape, positions in the flattened out_h*out_w plane counting from
+ * index_base (0 in C, 1 from Lua); one outside the plane is an error. Where positions coincide
+ * the later one in x's order wins (PyTorch's CPU kernel); the gradient takes the output
+ * gradient at each position (a gather, as PyTorch's). fname names the caller in messages
+ * (max_unpool1d runs this on a unit height). */
+pt_status pt_max_unpool2d(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *indices, int64_t index_base,
+                          int out_h, int out_w, pt_tensor **out);
 
 /* Batch norm over {N,C,H,W} (also {N,C} and {N,C,L}): per-channel statistics over the other
  * dims. In training mode updates running_mean/var (may be NULL) with momentum (PyTorch's

@@ -136,7 +136,7 @@ describe("conv2d", function()
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = "x"}):find("conv2d: option 'stride' must be an integer or a pair {h, w}", 1, true))
     -- misspelled options are errors, never the defaults; the size error shows the dilated kernel
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {paddin = 1}):find("conv2d: unknown option 'paddin' (options: stride, padding, dilation, groups)", 1, true))
-    assert.truthy(msg(pt.max_pool2d, pt.randn(1, 3, 5, 5), 2, {stide = 1}):find("max_pool2d: unknown option 'stide' (options: stride, padding, dilation, ceil_mode, relu)", 1, true))
+    assert.truthy(msg(pt.max_pool2d, pt.randn(1, 3, 5, 5), 2, {stide = 1}):find("max_pool2d: unknown option 'stide' (options: stride, padding, dilation, ceil_mode, relu, return_indices)", 1, true))
     assert.truthy(msg(pt.avg_pool2d, pt.randn(1, 3, 5, 5), 2, {dilation = 2}):find("avg_pool2d: unknown option 'dilation'", 1, true))
     assert.truthy(msg(pt.conv2d, pt.randn(1, 1, 5, 5), pt.randn(1, 1, 3, 3), nil, {dilation = {1, 3}}):find("conv2d: kernel 3x7 (dilated) is larger than the padded input 5x5", 1, true))
     assert.has_error(function() nn.MaxPool2d(2, {dilatoin = 2}) end, "MaxPool2d: unknown option 'dilatoin'")

@@ -81,7 +81,7 @@ end
 
 local function pool_class(name, fn, is_max)
   local P = Module:extend(name)
-  local allowed = is_max and {stride = true, padding = true, dilation = true, ceil_mode = true}
+  local allowed = is_max and {stride = true, padding = true, dilation = true, ceil_mode = true, return_indices = true}
     or {stride = true, padding = true, ceil_mode = true, count_include_pad = true}
   function P:__init(kernel_size, opts)
     opts = opts or {}
@@ -94,6 +94,7 @@ local function pool_class(name, fn, is_max)
     self.ceil_mode = opts.ceil_mode or false
     if is_max then
       self.dilation = pair(name, "dilation", opts.dilation or 1)
+      self.return_indices = opts.return_indices or false
     else
       self.count_include_pad = opts.count_include_pad ~= false
     end
@@ -107,7 +108,11 @@ local function pool_class(name, fn, is_max)
     return {stride = self.stride, padding = self.padding, ceil_mode = self.ceil_mode,
       count_include_pad = self.count_include_pad}
   end
-  function P:forward(x) return fn(x, self.kernel_size, self:_pool_opts()) end
+  function P:forward(x)
+    local o = self:_pool_opts()
+    if self.return_indices then o.return_indices = true end
+    return fn(x, self.kernel_size, o)
+  end
   function P:extra_repr()
     return string.format("kernel_size=%s, stride=%s, padding=%s", fmt_pair(self.kernel_size),
       fmt_pair(self.stride), fmt_pair(self.padding))
@@ -116,7 +121,9 @@ local function pool_class(name, fn, is_max)
 end
 
 nn.MaxPool2d = pool_class("MaxPool2d", pt.max_pool2d, true)
-doc(nn.MaxPool2d, "nn.MaxPool2d(kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false}])")
+doc(nn.MaxPool2d, "nn.MaxPool2d(kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false, return_indices=false}])\n"
+  .. "  Max pooling of {N,C,H,W} or {C,H,W}; with return_indices the forward also returns each maximum's 1-based\n"
+  .. "  position in its flattened H*W input plane (int64; PyTorch's count from 0), what nn.MaxUnpool2d takes.")
 nn.AvgPool2d = pool_class("AvgPool2d", pt.avg_pool2d, false)
 doc(nn.AvgPool2d, "nn.AvgPool2d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true}])")
 
@@ -665,8 +672,11 @@ end
 
 local function max_pool1d_run(name, x, kernel_size, opts)
   local k, s, p, d = pool1d_args(name, x, kernel_size, opts, true)
-  return drop(pt.max_pool2d(lift(x), {1, k[1]}, {stride = {1, s[1]}, padding = {0, p[1]}, dilation = {1, d[1]},
-    ceil_mode = opts.ceil_mode or false}))
+  local want = opts.return_indices or false
+  local y, idx = pt.max_pool2d(lift(x), {1, k[1]}, {stride = {1, s[1]}, padding = {0, p[1]}, dilation = {1, d[1]},
+    ceil_mode = opts.ceil_mode or false, return_indices = want})
+  if want then return drop(y), drop(idx) end -- a 1 x L plane: the flat position is the one along L
+  return drop(y)
 end
 
 local function avg_pool1d_run(name, x, kernel_size, opts)
@@ -675,14 +685,16 @@ local function avg_pool1d_run(name, x, kernel_size, opts)
     ceil_mode = opts.ceil_mode or false, count_include_pad = opts.count_include_pad ~= false}))
 end
 
-local MAX1D_OPTS = {"stride", "padding", "dilation", "ceil_mode"}
+local MAX1D_OPTS = {"stride", "padding", "dilation", "ceil_mode", "return_indices"}
 local AVG1D_OPTS = {"stride", "padding", "ceil_mode", "count_include_pad"}
 
 local function max_pool1d(x, kernel_size, opts)
   return max_pool1d_run("max_pool1d", x, kernel_size, check_opts("max_pool1d", opts, MAX1D_OPTS))
 end
-nn.max_pool1d = doc(max_pool1d, "nn.functional.max_pool1d(x, kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false}])\n"
-  .. "  Max pooling of x {N,C,L} or {C,L} (max_pool2d's kernels on a unit height).")
+nn.max_pool1d = doc(max_pool1d, "nn.functional.max_pool1d(x, kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false,\n"
+  .. "  return_indices=false}]) -> Tensor[, indices]\n"
+  .. "  Max pooling of x {N,C,L} or {C,L} (max_pool2d's kernels on a unit height); return_indices=true also returns\n"
+  .. "  each maximum's 1-based position along L (int64; PyTorch's count from 0), what max_unpool1d takes.")
 local function avg_pool1d(x, kernel_size, opts)
   return avg_pool1d_run("avg_pool1d", x, kernel_size, check_opts("avg_pool1d", opts, AVG1D_OPTS))
 end
@@ -699,13 +711,15 @@ local function pool1d_class(name, run, allowed, is_max)
     self.ceil_mode = opts.ceil_mode or false
     if is_max then
       self.dilation = positive_tuple(name, "dilation", opts.dilation or 1, 1)[1]
+      self.return_indices = opts.return_indices or false
     else
       self.count_include_pad = opts.count_include_pad ~= false
     end
   end
   function P:forward(x)
     return run(name .. ":forward", x, self.kernel_size, {stride = self.stride, padding = self.padding,
-      dilation = self.dilation, ceil_mode = self.ceil_mode, count_include_pad = self.count_include_pad})
+      dilation = self.dilation, ceil_mode = self.ceil_mode, count_include_pad = self.count_include_pad,
+      return_indices = self.return_indices})
   end
   function P:extra_repr()
     local s = fmt("kernel_size=%d, stride=%d, padding=%d", self.kernel_size, self.stride, self.padding)
@@ -716,7 +730,9 @@ local function pool1d_class(name, run, allowed, is_max)
 end
 
 nn.MaxPool1d = doc(pool1d_class("MaxPool1d", max_pool1d_run, MAX1D_OPTS, true),
-  "nn.MaxPool1d(kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false}]): max pooling of {N,C,L} or {C,L}.")
+  "nn.MaxPool1d(kernel_size[, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false, return_indices=false}]): max pooling\n"
+  .. "  of {N,C,L} or {C,L}; with return_indices the forward also returns each maximum's 1-based position along L (int64;\n"
+  .. "  PyTorch's count from 0), what nn.MaxUnpool1d takes.")
 nn.AvgPool1d = doc(pool1d_class("AvgPool1d", avg_pool1d_run, AVG1D_OPTS, false),
   "nn.AvgPool1d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true}]): average pooling of {N,C,L} or {C,L}.")
 
@@ -786,6 +802,111 @@ function AdaptiveMaxPool2d:extra_repr() return "output_size=" .. fmt_tuple(self.
 doc(AdaptiveMaxPool2d, "nn.AdaptiveMaxPool2d(output_size[, {return_indices=false}]) -> the maximum of each of output_size (n or {h, w})\n"
   .. "  bins of {N,C,H,W} or {C,H,W}; with return_indices the forward also returns each maximum's 1-based position\n"
   .. "  in its flattened H*W plane (int64), as PyTorch's (0-based there).")
+
+-- ------------------------------------------------------------------ max unpooling
+
+local SPATIAL_NAMES = {{"length"}, {"height", "width"}}
+
+-- the output's spatial sizes, PyTorch's _unpool_output_size: (L-1)*stride + kernel - 2*padding per dim,
+-- or output_size (nd sizes, or nd + 2 with batch and channels in front) within stride - 1 of that
+local function unpool_size(name, x, k, s, p, output_size)
+  local nd = #k
+  local size = {}
+  for i = 1, nd do size[i] = (x:size(x:dim() - nd + i) - 1) * s[i] + k[i] - 2 * p[i] end
+  if output_size == nil then return size end
+  if type(output_size) ~= "table" or pt.is_tensor(output_size) then
+    fail("%s: output_size must be a list of integers, got %s", name, type(output_size))
+  end
+  local n = #output_size
+  if n ~= nd and n ~= nd + 2 then fail("%s: output_size must have %d or %d elements, got %d", name, nd, nd + 2, n) end
+  local out = {}
+  for i = 1, nd do
+    local v = output_size[n - nd + i]
+    if math.type(v) ~= "integer" or v <= size[i] - s[i] or v >= size[i] + s[i] then
+      fail("%s: output_size {%s}: the %s must be from %d to %d, got %s (input shape %s)", name,
+        table.concat(output_size, ", "), SPATIAL_NAMES[nd][i], size[i] - s[i] + 1, size[i] + s[i] - 1, tostring(v), shp(x))
+    end
+    out[i] = v
+  end
+  return out
+end
+
+-- max_unpool1d (nd = 1, on a unit height) and max_unpool2d; opts: stride, padding, output_size
+local function max_unpool_run(name, nd, x, indices, kernel_size, opts)
+  check_tensor_arg(name, "input", x)
+  check_tensor_arg(name, "indices", indices)
+  if nd == 1 then
+    check_1d_input(name, x)
+    -- the kernel would speak of the lifted shapes
+    if shp(indices) ~= shp(x) then
+      fail("%s: indices have shape %s, expected the input's shape %s", name, shp(indices), shp(x))
+    end
+  elseif x:dim() ~= 3 and x:dim() ~= 4 then
+    fail("%s: expected a 3-D {C,H,W} or 4-D {N,C,H,W} input, got shape %s", name, shp(x))
+  end
+  local k = positive_tuple(name, "kernel_size", kernel_size, nd)
+  local s = positive_tuple(name, "stride", opts.stride or k, nd)
+  local p = tuple(name, "padding", opts.padding or 0, nd)
+  for i = 1, nd do
+    if p[i] < 0 then fail("%s: padding must be >= 0, got %d", name, p[i]) end
+  end
+  local size = unpool_size(name, x, k, s, p, opts.output_size)
+  if nd == 1 then return drop(pt._max_unpool2d(name, lift(x), lift(indices), 1, size[1])) end
+  return pt._max_unpool2d(name, x, indices, size[1], size[2])
+end
+
+local UNPOOL_OPTS = {"stride", "padding", "output_size"}
+
+local function max_unpool1d(x, indices, kernel_size, opts)
+  return max_unpool_run("max_unpool1d", 1, x, indices, kernel_size, check_opts("max_unpool1d", opts, UNPOOL_OPTS))
+end
+nn.max_unpool1d = doc(max_unpool1d, [[nn.functional.max_unpool1d(x, indices, kernel_size[, {stride=kernel_size, padding=0, output_size}]) -> Tensor
+  The inverse of max_pool1d: zeros of length (L-1)*stride + kernel_size - 2*padding (or output_size: {L'} or
+  {N,C,L'}, within stride - 1 of that), with x {N,C,L} or {C,L} written at indices (int64, x's shape,
+  1-based positions along L, as max_pool1d's return_indices gives them). Where indices repeat the last
+  value wins; the gradient takes the output gradient at each index.]])
+
+local function max_unpool2d(x, indices, kernel_size, opts)
+  return max_unpool_run("max_unpool2d", 2, x, indices, kernel_size, check_opts("max_unpool2d", opts, UNPOOL_OPTS))
+end
+nn.max_unpool2d = doc(max_unpool2d, [[nn.functional.max_unpool2d(x, indices, kernel_size[, {stride=kernel_size, padding=0, output_size}]) -> Tensor
+  The inverse of max_pool2d: zeros of spatial size (H-1)*stride + kernel_size - 2*padding per dim (or
+  output_size: {h, w} or {N,C,h,w}, within stride - 1 of that), with x {N,C,H,W} or {C,H,W} written at
+  indices (int64, x's shape, 1-based positions in the flattened output plane, as max_pool2d's
+  return_indices gives them). Sizes are n or {h, w}. Where indices repeat the last value wins; the
+  gradient takes the output gradient at each index.]])
+
+local function unpool_class(name, nd)
+  local U = Module:extend(name)
+  function U:__init(kernel_size, opts)
+    opts = check_opts(name, opts, {"stride", "padding"})
+    self.kernel_size = positive_tuple(name, "kernel_size", kernel_size, nd)
+    self.stride = positive_tuple(name, "stride", opts.stride or self.kernel_size, nd)
+    self.padding = tuple(name, "padding", opts.padding or 0, nd)
+    for i = 1, nd do
+      if self.padding[i] < 0 then fail("%s: padding must be >= 0, got %d", name, self.padding[i]) end
+    end
+  end
+  function U:forward(x, indices, output_size)
+    return max_unpool_run(name .. ":forward", nd, x, indices, self.kernel_size,
+      {stride = self.stride, padding = self.padding, output_size = output_size})
+  end
+  function U:extra_repr()
+    return fmt("kernel_size=%s, stride=%s, padding=%s", fmt_tuple(self.kernel_size), fmt_tuple(self.stride),
+      fmt_tuple(self.padding))
+  end
+  return U
+end
+
+nn.MaxUnpool1d = doc(unpool_class("MaxUnpool1d", 1), [[nn.MaxUnpool1d(kernel_size[, {stride=kernel_size, padding=0}])
+  The inverse of MaxPool1d: m(x, indices[, output_size]) writes x {N,C,L} or {C,L} at indices (1-based, as
+  MaxPool1d's return_indices gives them) into zeros of length (L-1)*stride + kernel_size - 2*padding, or
+  output_size ({L'} or {N,C,L'}, within stride - 1 of that). See nn.functional.max_unpool1d.]])
+nn.MaxUnpool2d = doc(unpool_class("MaxUnpool2d", 2), [[nn.MaxUnpool2d(kernel_size[, {stride=kernel_size, padding=0}])
+  The inverse of MaxPool2d: m(x, indices[, output_size]) writes x {N,C,H,W} or {C,H,W} at indices (1-based
+  positions in the flattened output plane, as MaxPool2d's return_indices gives them) into zeros of spatial
+  size (H-1)*stride + kernel_size - 2*padding per dim, or output_size ({h, w} or {N,C,h,w}, within
+  stride - 1 of that). Sizes are n or {h, w}. See nn.functional.max_unpool2d.]])
 
 -- ------------------------------------------------------------------ GroupNorm, InstanceNorm
 
@@ -985,7 +1106,8 @@ nn.conv_transpose2d = pt.conv_transpose2d
 nn.adaptive_max_pool2d = pt.adaptive_max_pool2d
 for _, k in ipairs {"conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
                     "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-                    "adaptive_max_pool2d", "group_norm", "instance_norm", "dropout2d"} do
+                    "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d", "group_norm", "instance_norm",
+                    "dropout2d"} do
   if nn.functional[k] == nil then nn.functional[k] = nn[k] end
 end
 
