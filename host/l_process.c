@@ -600,6 +600,7 @@ static int receive(lua_State *L, proc_worker *w, int wid, int results, int error
       ok = false;
     } else {
       pt_storage_init_external(seg, map, h.seg, (pt_device){PT_CPU, 0}, munmap_release, NULL);
+      seg->flags |= PT_STORAGE_SHARED; /* a memfd mapped MAP_SHARED: later forks share it */
     }
   }
   if (segfd >= 0) close(segfd);

@@ -268,6 +268,20 @@ static int t_is_same_storage(lua_State *L) {
   return 1;
 }
 
+/* t:share_memory_(): PyTorch's; the storage moves into shared memory, so that processes forked
+ * afterwards (the process target) write into the caller's tensor */
+static int t_share_memory_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (pt_storage_share(lpt_ctx(L), t->storage)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_is_shared(lua_State *L) {
+  lua_pushboolean(L, pt_storage_is_shared(lpt_check_tensor(L, 1)->storage));
+  return 1;
+}
+
 static int t_storage_offset(lua_State *L) {
   lua_pushinteger(L, lpt_check_tensor(L, 1)->offset + 1);
   return 1;
@@ -930,6 +944,8 @@ static const luaL_Reg tensor_methods[] = {
     {"is_contiguous", t_is_contiguous},
     {"is_same_storage", t_is_same_storage},
     {"storage_offset", t_storage_offset},
+    {"share_memory_", t_share_memory_},
+    {"is_shared", t_is_shared},
     {"item", t_item},
     {"tolist", t_tolist},
     {"float", t_float},
@@ -1014,6 +1030,13 @@ static const char *const method_docs[] = {
     "storage_offset", "t:storage_offset() -> 1-based position of t's first element in its storage.",
     "is_contiguous", "t:is_contiguous() -> true when t's elements are laid out row-major without gaps.",
     "is_same_storage", "t:is_same_storage(u) -> true when t and u view the same storage (views share it).",
+    "share_memory_", "t:share_memory_() -> t, its storage moved into shared memory (once; views share it): processes\n"
+    "  forked afterwards (inbatch_parallel's process target) read and write the same bytes, so their\n"
+    "  in-place writes (t:add_(...), t[i] = v, an optimizer step) are seen by the caller and by each\n"
+    "  other (Hogwild training: model:share_memory()). Call it before the processes start and while\n"
+    "  no worker thread uses t. Concurrent writes to one element are not ordered.",
+    "is_shared", "t:is_shared() -> true when t's storage is in shared memory (t:share_memory_(), or a tensor\n"
+    "  returned by a process worker).",
     NULL, NULL,
 };
 

@@ -4,12 +4,15 @@
 #include "autograd.h"
 #include "parallel.h"
 
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* The storage header is padded so inline data stays 64-byte aligned. */
 #define STORAGE_HEADER (((sizeof(pt_storage) + 63) / 64) * 64)
@@ -77,8 +80,6 @@ void pt_small_trim(void) {}
 bool pt_small_ready(void) { return false; }
 
 #else
-
-#include <sys/mman.h>
 
 /* A chain of free blocks (each block's first word links the next) with its last block. */
 typedef struct small_list {
@@ -293,9 +294,49 @@ pt_storage *pt_storage_retain(pt_storage *s) {
   return s;
 }
 
+/* The length of the shared mapping pt_storage_share made for nbytes (whole pages). */
+static size_t shared_len(size_t nbytes) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return (nbytes + page - 1) / page * page;
+}
+
+static void shared_release(pt_storage *s) { munmap(s->data, shared_len(s->nbytes)); }
+
+pt_status pt_storage_share(pt_ctx *ctx, pt_storage *s) {
+  if (pt_storage_is_shared(s)) return PT_OK;
+  if (s->device.type != PT_CPU) {
+    char dev[32];
+    pt_device_format(s->device, dev, sizeof dev);
+    return pt_fail(ctx, PT_EARG, "share_memory_: tensor on %s (only CPU tensors can be shared)", dev);
+  }
+  if (s->nbytes == 0) {
+    s->flags |= PT_STORAGE_SHARED;
+    return PT_OK;
+  }
+  void *map = mmap(NULL, shared_len(s->nbytes), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  if (map == MAP_FAILED)
+    return pt_fail(ctx, PT_ENOMEM, "share_memory_: cannot map %zu bytes of shared memory: %s",
+                   s->nbytes, strerror(errno));
+  memcpy(map, s->data, s->nbytes);
+  if (s->release) { /* memory partrain did not allocate: its owner frees it now */
+    s->release(s);
+    s->release = shared_release;
+    s->owner = NULL;
+  } else if (!storage_data_inline(s)) {
+    pt_free(s->data);
+  } /* inline data stays part of the header's block, unused, until the storage dies */
+  s->data = map;
+  s->flags |= PT_STORAGE_SHARED;
+  return PT_OK;
+}
+
 void pt_storage_release(pt_storage *s) {
   if (!s) return;
   if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  /* data moved to a shared mapping by pt_storage_share: unmap it, then free the header as its
+   * flags say (its inline data is not in use any more) */
+  if (!s->release && pt_storage_is_shared(s) && s->nbytes) munmap(s->data, shared_len(s->nbytes));
   if (s->release) {
     s->release(s);
     pt_free(s);
@@ -305,7 +346,7 @@ void pt_storage_release(pt_storage *s) {
   } else if (s->flags & PT_STORAGE_SMALL) {
     pt_small_free(s, STORAGE_HEADER + s->nbytes);
   } else {
-    if (!storage_data_inline(s)) pt_free(s->data);
+    if (!storage_data_inline(s) && !pt_storage_is_shared(s)) pt_free(s->data);
     pt_free(s);
   }
 }

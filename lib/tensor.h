@@ -71,6 +71,15 @@ pt_storage *pt_storage_retain(pt_storage *s);
 void pt_storage_init_external(pt_storage *s, void *data, size_t nbytes, pt_device device,
                               void (*release)(pt_storage *s), void *owner);
 void pt_storage_release(pt_storage *s);
+/* pt_storage.flags bit, for every storage: its data lives in a MAP_SHARED mapping, so processes
+ * forked after the mapping was made read and write the same bytes (PyTorch's share_memory_;
+ * the process target's results). */
+#define PT_STORAGE_SHARED 4
+static inline bool pt_storage_is_shared(const pt_storage *s) { return s->flags & PT_STORAGE_SHARED; }
+/* Moves a CPU storage's bytes into a new MAP_SHARED anonymous mapping, in place: every tensor
+ * and view over s sees the same values at a new address. Nothing to do when already shared.
+ * The caller makes sure no other thread reads or writes s meanwhile. */
+pt_status pt_storage_share(pt_ctx *ctx, pt_storage *s);
 
 /* creation: a new contiguous tensor with uninitialised / zeroed data */
 pt_status pt_tensor_empty(pt_ctx *ctx, pt_dtype dt, int ndim, const int64_t *shape, pt_tensor **out);

@@ -186,3 +186,71 @@ describe("pt._process_map", function()
       "process: n_workers must be at least 1, got 0")
   end)
 end)
+
+describe("t:share_memory_()", function()
+  it("moves every kind of storage into shared memory in place, views included", function()
+    for _, t in ipairs({ pt.tensor({ 1.5, -2 }), pt.arange(1, 20001):double(),
+      pt.tensor({ 9007199254740993, -3 }, { dtype = "int64" }), pt.zeros(0), pt.tensor(7) }) do
+      local before = t:clone()
+      local view = t:numel() > 1 and t[{ { 2, 2 } }] or nil
+      assert.is_false(t:is_shared())
+      assert.are.equal(t, t:share_memory_())
+      assert.is_true(t:is_shared())
+      assert.is_true(pt.equal(before, t))
+      if view then
+        assert.is_true(view:is_shared())
+        view:fill_(5)
+        assert.are.equal(5, t[2])
+      end
+      t:share_memory_() -- a second call: nothing to do
+      assert.is_true(t:is_shared())
+    end
+    assert.are.equal(9007199254740993, pt.tensor({ 9007199254740993 }, { dtype = "int64" }):share_memory_()[1])
+  end)
+
+  it("lets process workers write into the caller's tensor", function()
+    local t = pt.zeros(6):share_memory_()
+    local rows = pt.zeros(3, 4):share_memory_()
+    local results, errors = pt._process_map(function(i)
+      t[i] = i * 10
+      rows[(i - 1) % 3 + 1]:add_(1)
+      return i
+    end, { { 1 }, { 2 }, { 3 }, { 4 }, { 5 }, { 6 } }, 2)
+    assert.are.same({}, errors)
+    assert.are.equal(6, results.n)
+    assert.are.same({ 10, 20, 30, 40, 50, 60 }, t:tolist())
+    assert.are.same({ { 2, 2, 2, 2 }, { 2, 2, 2, 2 }, { 2, 2, 2, 2 } }, rows:tolist())
+  end)
+
+  it("leaves a tensor that was not shared as it was (the workers write their own copy)", function()
+    local t = pt.zeros(2)
+    local results = pt._process_map(function(i) t[i] = 1; return t:sum():item() end, { { 1 }, { 2 } }, 2)
+    assert.are.same({ 0, 0 }, t:tolist())
+    assert.are.equal(1, results[1])
+  end)
+
+  it("shares a model's parameters: steps taken in the workers move the caller's model", function()
+    pt.manual_seed(3)
+    local model = pt.nn.Linear(4, 2)
+    for _, p in ipairs(model:parameters()) do p:share_memory_() end
+    local w0 = model.weight:clone()
+    local x = pt.rand(8, 4)
+    -- each worker trains on its own rows (Hogwild): the weights it steps are the caller's
+    local _, errors = pt._process_map(function(i)
+      local opt = pt.optim.SGD(model:parameters(), { lr = 0.1 })
+      opt:zero_grad()
+      local loss = model(x[{ { 2 * i - 1, 2 * i } }]):pow(2):sum()
+      loss:backward()
+      opt:step()
+    end, { { 1 }, { 2 }, { 3 }, { 4 } }, 2)
+    assert.are.same({}, errors)
+    assert.is_false(pt.equal(w0, model.weight))
+    assert.is_true(model.weight:isfinite():all():item())
+  end)
+
+  it("comes back shared from a process worker", function()
+    local results = pt._process_map(function() return pt.ones(3) end, { {} }, 1)
+    assert.is_true(results[1]:is_shared())
+    assert.is_false(pt.ones(3):is_shared())
+  end)
+end)

@@ -60,6 +60,10 @@ int main(void) {
   CHECK(pt_check_cpu(&ctx, "add", d) != PT_OK);
   CHECK(strcmp(ctx.err, "add: tensor on cuda:1 (the CPU kernels need cpu tensors; use t:to(\"cpu\"))") == 0);
   CHECK(pt_check_cpu(&ctx, "add", a) == PT_OK);
+  /* shared memory is for host tensors */
+  CHECK(pt_storage_share(&ctx, d->storage) == PT_EARG);
+  CHECK(strcmp(ctx.err, "share_memory_: tensor on cuda:1 (only CPU tensors can be shared)") == 0);
+  CHECK(!pt_storage_is_shared(d->storage));
   /* already there: the same tensor */
   pt_tensor *same = NULL;
   CHECK(pt_tensor_to_device(&ctx, d, dev1, &same) == PT_OK && same == d);

@@ -1,4 +1,5 @@
 /* lib/ tensor core: creation, views sharing storage, broadcasting, copies, errors. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "autograd.h"
@@ -26,6 +27,50 @@ static void test_create_and_views(pt_ctx *ctx) {
   pt_tensor_release(v);
   pt_tensor_release(tr);
   pt_tensor_release(t);
+}
+
+static int external_released;
+static void external_release(pt_storage *s) {
+  free(s->data);
+  external_released++;
+}
+
+/* pt_storage_share moves every kind of CPU storage (small, embedded in its tensor, large,
+ * external) into a shared mapping in place: views keep their values, release unmaps. */
+static void test_share(pt_ctx *ctx) {
+  int64_t sizes[3] = {3, 5000, 0};
+  for (int k = 0; k < 3; k++) {
+    pt_tensor *t = NULL, *v = NULL;
+    CHECK(pt_tensor_empty(ctx, PT_FLOAT64, 1, &sizes[k], &t) == PT_OK);
+    for (int64_t i = 0; i < sizes[k]; i++) pt_tensor_set_flat(t, i, (double)i + 0.5);
+    int64_t one[1] = {sizes[k] > 1 ? sizes[k] - 1 : 0};
+    if (sizes[k] > 1) CHECK(pt_narrow_raw(ctx, t, 0, 1, one[0], &v) == PT_OK);
+    CHECK(!pt_storage_is_shared(t->storage));
+    CHECK(pt_storage_share(ctx, t->storage) == PT_OK);
+    CHECK(pt_storage_is_shared(t->storage));
+    CHECK(pt_storage_share(ctx, t->storage) == PT_OK); /* once is enough */
+    for (int64_t i = 0; i < sizes[k]; i++) CHECK(pt_tensor_get_flat(t, i) == (double)i + 0.5);
+    if (v) {
+      CHECK(pt_tensor_get_flat(v, 0) == 1.5);
+      pt_tensor_set_flat(v, 0, -1.0);
+      CHECK(pt_tensor_get_flat(t, 1) == -1.0);
+    }
+    pt_tensor_release(t);
+    pt_tensor_release(v); /* the storage (and its mapping) goes with the last view */
+  }
+  /* memory partrain did not allocate: its own release runs once, at the move */
+  pt_storage *s = pt_alloc(ctx, sizeof *s);
+  float *data = malloc(4 * sizeof *data);
+  for (int i = 0; i < 4; i++) data[i] = (float)i;
+  pt_storage_init_external(s, data, 4 * sizeof *data, (pt_device){PT_CPU, 0}, external_release, NULL);
+  pt_tensor *e = NULL;
+  int64_t four = 4, unit = 1;
+  CHECK(pt_tensor_from_storage(ctx, s, PT_FLOAT32, 0, 1, &four, &unit, &e) == PT_OK);
+  pt_storage_release(s);
+  CHECK(pt_storage_share(ctx, e->storage) == PT_OK && external_released == 1);
+  CHECK(pt_tensor_get_flat(e, 3) == 3.0);
+  pt_tensor_release(e);
+  CHECK(external_released == 1);
 }
 
 static void test_broadcast(pt_ctx *ctx) {
@@ -120,6 +165,7 @@ int main(void) {
   test_set_data(&ctx);
   test_create_and_views(&ctx);
   test_broadcast(&ctx);
+  test_share(&ctx);
   test_sum_to_shape(&ctx);
   test_errors(&ctx);
   test_rng(&ctx);
