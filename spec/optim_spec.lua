@@ -295,7 +295,7 @@ describe("Optimizer mechanics", function()
     assert.are.equal(0.1, o2.param_groups[1].lr)
     assert_err("StepLR:load_state_dict: 'T_max' is not a setting of StepLR (a state dict of another scheduler?)",
       s2.load_state_dict, s2, {last_epoch = 1, T_max = 3})
-    assert_err("StepLR:load_state_dict: setting 'gamma' is a string, not a number",
+    assert_err("StepLR:load_state_dict: gamma must be a number, got 'x'",
       s2.load_state_dict, s2, {last_epoch = 1, gamma = "x"})
     local c = optim.CosineAnnealingLR(optim.SGD({nn.Parameter(pt.zeros(1))}, {lr = 1}), {T_max = 10})
     c.T_max = 2
@@ -327,7 +327,7 @@ describe("optim errors", function()
     assert_err("SGD: some parameters appear in more than one parameter group", optim.SGD,
       {{params = {p}}, {params = {p}}}, {lr = 0.1})
     assert_err("SGD: can't optimize a non-leaf tensor", optim.SGD, {nn.relu(p)}, {lr = 0.1})
-    assert_err("StepLR: step_size must be a positive number, got nil", optim.StepLR, optim.SGD({p}, {lr = 1}), {})
+    assert_err("StepLR: step_size must be a positive integer, got nil", optim.StepLR, optim.SGD({p}, {lr = 1}), {})
   end)
 
   it("NaN and mistyped hyperparameters, with the optimizer's name", function()

@@ -495,42 +495,163 @@ doc(optim.clip_grad_value, "optim.clip_grad_value(params, value): clamps every g
 
 -- ------------------------------------------------------------------ schedulers
 
+-- errors at the user's line (the nearest frame outside partrain's own modules), as the host's
+local fail = require("partrain.tensor")._fail
+
 local Scheduler = {}
 Scheduler.__index = Scheduler
 optim.LRScheduler = Scheduler
 
--- settings: the constructor's options, kept as fields of the scheduler (sched.gamma, as PyTorch's
--- attributes) that the formulas read at every step, so changing one takes effect; printed in the
--- order of cls._repr_keys (StepLR(step_size=10, gamma=0.1, last_epoch=3)) and saved by state_dict.
--- get_factor(self, epoch) -> factor, or get_lr(self, i, base, epoch) -> lr.
-local function new_scheduler(cls, opt, get_factor, get_lr, settings)
+local function is_num(v) return type(v) == "number" and v == v end
+local function int_of(v) return type(v) == "number" and math.tointeger(v) or nil end
+
+-- a value as the messages show it
+local function val_str(v)
+  if type(v) == "number" then return num_str(v) end
+  if type(v) == "string" then return "'" .. v .. "'" end
+  if v == nil or type(v) == "boolean" then return tostring(v) end
+  return type(v)
+end
+
+local function is_list(v) return type(v) == "table" and getmetatable(v) == nil end
+
+-- what a setting may hold: {what the message says, test}
+local KINDS = {
+  number = {"a number", is_num},
+  positive = {"a positive number", function(v) return is_num(v) and v > 0 end},
+  posint = {"a positive integer", function(v) local i = int_of(v) return i ~= nil and i >= 1 end},
+  natural = {"a non-negative integer", function(v) local i = int_of(v) return i ~= nil and i >= 0 end},
+  unit = {"a number between 0 and 1", function(v) return is_num(v) and v >= 0 and v <= 1 end},
+  boolean = {"a boolean", function(v) return type(v) == "boolean" end},
+  ["function"] = {"a function", function(v) return type(v) == "function" end},
+}
+
+-- s[key] is of that kind (nil allowed when optional): the message names where, the key and the value
+local function need(where, s, key, kind, optional)
+  local v = s[key]
+  if v == nil and optional then return end
+  local k = KINDS[kind]
+  if not k[2](v) then fail("%s: %s must be %s, got %s", where, key, k[1], val_str(v)) end
+end
+
+local function need_enum(where, s, key, values)
+  local v = s[key]
+  for _, x in ipairs(values) do
+    if v == x then return end
+  end
+  local q = {}
+  for i, x in ipairs(values) do q[i] = "'" .. x .. "'" end
+  fail("%s: %s must be %s or %s, got %s", where, key, table.concat(q, ", ", 1, #q - 1), q[#q], val_str(v))
+end
+
+-- a value for every parameter group, or a list of one per group (PyTorch's lists and tuples)
+local function need_per_group(where, s, key, n, kind)
+  local v, k = s[key], KINDS[kind or "number"]
+  if is_list(v) then
+    if #v ~= n then
+      fail("%s: expected %d value%s for %s (one per parameter group), got %d", where, n, n == 1 and "" or "s", key, #v)
+    end
+    for i = 1, n do
+      if not k[2](v[i]) then fail("%s: %s[%d] must be %s, got %s", where, key, i, k[1], val_str(v[i])) end
+    end
+  elseif not k[2](v) then
+    fail("%s: %s must be %s or a list of one per parameter group, got %s", where, key, k[1], val_str(v))
+  end
+end
+
+local function per_group(v, i)
+  if type(v) == "table" then return v[i] end
+  return v
+end
+
+-- a list of integers >= lo (increasing when asked)
+local function need_int_list(where, s, key, lo, increasing)
+  local v = s[key]
+  if not is_list(v) then fail("%s: %s must be a list of integers, got %s", where, key, val_str(v)) end
+  for i = 1, #v do
+    local x = int_of(v[i])
+    if x == nil or x < lo then
+      fail("%s: %s[%d] must be an integer >= %d, got %s", where, key, i, lo, val_str(v[i]))
+    end
+    if increasing and i > 1 and not (v[i] > v[i - 1]) then
+      fail("%s: %s must increase, got %s after %s", where, key, val_str(v[i]), val_str(v[i - 1]))
+    end
+  end
+end
+
+local function check_optimizer(name, opt)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
-    error(cls.name .. ": expected an optimizer as the first argument", 3)
+    fail("%s: expected an optimizer as the first argument, got %s", name, val_str(opt))
   end
-  local self = setmetatable({optimizer = opt, last_epoch = 0, base_lrs = {}, factor = get_factor,
-    get_lr = get_lr}, cls)
-  for k, v in pairs(settings or {}) do self[k] = v end
-  for i, g in ipairs(opt.param_groups) do
-    if g.initial_lr == nil then g.initial_lr = g.lr end
-    self.base_lrs[i] = g.initial_lr
-  end
-  self:_apply()
+end
+
+-- A scheduler's settings are its constructor's options, kept as fields of the scheduler
+-- (sched.gamma, as PyTorch's attributes) that the formulas read at every step, so changing one
+-- takes effect; step() checks them first (cls._check(settings, where, n_groups, optimizer)), as
+-- the constructor and load_state_dict do. They are printed in the order of cls._repr_keys
+-- (StepLR(step_size=10, gamma=0.1, last_epoch=3)) and saved by state_dict. A class computes
+-- with get_lr(self, i, base, epoch, where) or with _factor(self, epoch, where) -> factor of base.
+local function new_scheduler(cls, opt, settings)
+  check_optimizer(cls.name, opt)
+  local self = setmetatable({optimizer = opt, last_epoch = 0, base_lrs = {}}, cls)
+  for k, v in pairs(settings) do self[k] = v end
+  cls._check(self, cls.name, #opt.param_groups, opt)
+  self:_init_groups()
+  self:_apply(cls.name)
   return self
 end
 
-function Scheduler:_apply()
-  self._last_lr = {}
+-- PyTorch's: each group's initial_lr (set from its lr by the first scheduler) is its base lr
+function Scheduler:_init_groups()
   for i, g in ipairs(self.optimizer.param_groups) do
-    g.lr = self:get_lr(i, self.base_lrs[i], self.last_epoch)
-    self._last_lr[i] = g.lr
+    if g.initial_lr == nil then g.initial_lr = g.lr end
+    self.base_lrs[i] = g.initial_lr
   end
 end
 
-function Scheduler:get_lr(i, base, epoch)
-  return base * self.factor(self, epoch)
+function Scheduler:get_lr(i, base, epoch, where)
+  return base * self:_factor(epoch, where or self.name)
 end
 doc(Scheduler.get_lr, "sched:get_lr(i, base_lr, epoch) -> the learning rate of parameter group i at epoch (base_lr: its\n"
   .. "  initial lr). step() sets each group's lr to it; a scheduler's formula is in help(optim.<Scheduler>).")
+
+-- the lrs (and the momentums of the schedulers that cycle them) at epoch e; changes nothing
+function Scheduler:_compute(e, where)
+  local lrs, moms = {}, nil
+  for i = 1, #self.base_lrs do
+    local lr = self:get_lr(i, self.base_lrs[i], e, where)
+    if not is_num(lr) then
+      fail("%s: lr %s for parameter group %d at epoch %d is not a valid learning rate", where, val_str(lr), i, e)
+    end
+    lrs[i] = lr
+  end
+  if self.cycle_momentum and self._momentum then
+    moms = {}
+    for i = 1, #self.base_lrs do moms[i] = self:_momentum(i, e, where) end
+  end
+  return lrs, moms
+end
+
+function Scheduler:_set(e, lrs, moms)
+  self.last_epoch = e
+  local last = {}
+  for i, g in ipairs(self.optimizer.param_groups) do
+    g.lr, last[i] = lrs[i], lrs[i]
+    if moms then
+      -- a new table: a group's betas may be the optimizer's defaults, shared with other groups
+      if self._use_beta1 then g.betas = {moms[i], g.betas[2]} else g.momentum = moms[i] end
+    end
+  end
+  self._last_lr = last
+end
+
+function Scheduler:_apply(where)
+  self:_set(self.last_epoch, self:_compute(self.last_epoch, where or self.name))
+end
+
+function Scheduler:_check_now(where)
+  getmetatable(self)._check(self, where, #self.base_lrs, self.optimizer)
+end
 
 local function setting_str(v)
   if math.type(v) == "float" then
@@ -538,13 +659,22 @@ local function setting_str(v)
     return (string.format("%.6g", v))
   end
   if type(v) == "function" then return "<function>" end
+  if type(v) == "string" then return "'" .. v .. "'" end
+  if type(v) == "table" then
+    local mt = getmetatable(v)
+    if mt and mt.__tostring then return tostring(v) end
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = setting_str(x) end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
   return tostring(v)
 end
 
 function Scheduler:__tostring()
   local parts = {}
   for _, k in ipairs(rawget(getmetatable(self), "_repr_keys") or {}) do
-    parts[#parts + 1] = k .. "=" .. setting_str(rawget(self, k))
+    local v = rawget(self, k)
+    if v ~= nil then parts[#parts + 1] = k .. "=" .. setting_str(v) end
   end
   parts[#parts + 1] = "last_epoch=" .. tostring(self.last_epoch)
   return (self.name or "LRScheduler") .. "(" .. table.concat(parts, ", ") .. ")"
@@ -556,23 +686,38 @@ end
 local function check_groups(self, fname)
   local n, m = #self.optimizer.param_groups, #self.base_lrs
   if n < m then
-    error(string.format("%s:%s: the optimizer has %d parameter groups, the scheduler was created for %d",
-      self.name, fname, n, m), 3)
+    fail("%s:%s: the optimizer has %d parameter groups, the scheduler was created for %d", self.name, fname, n, m)
   elseif n > m then
-    error(string.format("%s:%s: parameter group%s %s added after the scheduler was created (it knows %d); "
+    fail("%s:%s: parameter group%s %s added after the scheduler was created (it knows %d); "
       .. "create the scheduler after add_param_group, or create a new one and load this one's state_dict "
       .. "to go on from epoch %d", self.name, fname, n - m > 1 and "s" or "",
-      n - m > 1 and string.format("%d..%d were", m + 1, n) or string.format("%d was", n), m, self.last_epoch), 3)
+      n - m > 1 and string.format("%d..%d were", m + 1, n) or string.format("%d was", n), m, self.last_epoch)
   end
 end
 
-function Scheduler:step()
-  check_groups(self, "step")
-  self.last_epoch = self.last_epoch + 1
-  self:_apply()
+local function next_epoch(self, where)
+  local e = int_of(self.last_epoch)
+  if e == nil or e < 0 then
+    fail("%s: last_epoch must be a non-negative integer, got %s", where, val_str(self.last_epoch))
+  end
+  return e + 1
 end
-doc(Scheduler.step, "sched:step(): advances one epoch (or step) and sets each group's lr.\n"
-  .. "  Every parameter group must exist when the scheduler is created (add_param_group after it: an error).")
+
+function Scheduler:step(...)
+  local where = self.name .. ":step"
+  if select("#", ...) > 0 then
+    fail("%s: expected no argument, got %s (sched.last_epoch counts the steps; set it to jump)", where,
+      val_str((...)))
+  end
+  check_groups(self, "step")
+  self:_check_now(where)
+  local e = next_epoch(self, where)
+  self:_set(e, self:_compute(e, where))
+end
+doc(Scheduler.step, "sched:step(): advances one epoch (or step) and sets each group's lr. It takes no epoch (PyTorch's\n"
+  .. "  deprecated step(epoch)): set sched.last_epoch to jump. The settings are checked first, so a bad value\n"
+  .. "  assigned to one (sched.step_size = 0) is reported here. Every parameter group must exist when the\n"
+  .. "  scheduler is created (add_param_group after it: an error).")
 
 function Scheduler:get_last_lr()
   local out = {}
@@ -581,144 +726,699 @@ function Scheduler:get_last_lr()
 end
 doc(Scheduler.get_last_lr, "sched:get_last_lr() -> list of the learning rates last set, one per group.")
 
+local function copy_setting(v)
+  if is_list(v) then
+    local c = {}
+    for i, x in ipairs(v) do c[i] = x end
+    return c
+  end
+  return v
+end
+
 function Scheduler:state_dict()
   local b = {}
   for i, v in ipairs(self.base_lrs) do b[i] = v end
   local sd = {last_epoch = self.last_epoch, base_lrs = b}
   for _, k in ipairs(rawget(getmetatable(self), "_repr_keys") or {}) do
     local v = rawget(self, k)
-    if type(v) == "number" then sd[k] = v end -- settings (a lambda stays with the code)
+    local t = type(v)
+    -- settings (a function stays with the code)
+    if t == "number" or t == "string" or t == "boolean" or is_list(v) then sd[k] = copy_setting(v) end
   end
   return sd
 end
-function Scheduler:load_state_dict(sd)
-  if type(sd) ~= "table" or math.type(sd.last_epoch) ~= "integer" then
-    error(self.name .. ":load_state_dict: expected a table with an integer last_epoch (from sched:state_dict())", 2)
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  return keys
+end
+
+local function check_last_epoch(sd, where)
+  if type(sd) ~= "table" or int_of(sd.last_epoch) == nil or sd.last_epoch < 0 then
+    fail("%s: expected a table with an integer last_epoch (from sched:state_dict())", where)
   end
+end
+
+-- checks sd against this scheduler and returns the function that loads it: nothing changes before
+function Scheduler:_prepare_load(sd, where, extra)
+  check_last_epoch(sd, where)
   check_groups(self, "load_state_dict")
   local base = sd.base_lrs or {}
-  if type(base) ~= "table" or #base > #self.base_lrs then
-    error(string.format("%s:load_state_dict: the state dict has %s base lrs, the scheduler %d groups", self.name,
-      type(base) == "table" and tostring(#base) or "no list of", #self.base_lrs), 2)
+  if not is_list(base) or #base > #self.base_lrs then
+    fail("%s: the state dict has %s base lrs, the scheduler %d groups", where,
+      is_list(base) and tostring(#base) or "no list of", #self.base_lrs)
   end
   for i, v in ipairs(base) do
-    if type(v) ~= "number" then
-      error(string.format("%s:load_state_dict: base lr %d is a %s, not a number", self.name, i, type(v)), 2)
+    if type(v) ~= "number" then fail("%s: base lr %d is a %s, not a number", where, i, type(v)) end
+  end
+  local cls = getmetatable(self)
+  local merged, known, loaded = {}, {}, {}
+  for _, k in ipairs(cls._repr_keys) do merged[k], known[k] = rawget(self, k), true end
+  for _, k in ipairs(sorted_keys(sd)) do -- the first in name order is reported, the same on every run
+    if k ~= "last_epoch" and k ~= "base_lrs" and not (extra and extra[k]) then
+      if not known[k] or type(merged[k]) == "function" then
+        fail("%s: '%s' is not a setting of %s (a state dict of another scheduler?)", where, tostring(k), self.name)
+      end
+      merged[k] = copy_setting(sd[k])
+      loaded[k] = true
     end
   end
-  local settings = {}
-  for k, v in pairs(sd) do
-    if k ~= "last_epoch" and k ~= "base_lrs" then
-      local known = false
-      for _, rk in ipairs(rawget(getmetatable(self), "_repr_keys") or {}) do known = known or rk == k end
-      if not known or type(rawget(self, k)) ~= "number" then
-        error(string.format("%s:load_state_dict: '%s' is not a setting of %s (a state dict of another scheduler?)",
-          self.name, tostring(k), self.name), 2)
-      end
-      if type(v) ~= "number" then
-        error(string.format("%s:load_state_dict: setting '%s' is a %s, not a number", self.name, k, type(v)), 2)
-      end
-      settings[k] = v
-    end
+  -- an optional setting that state_dict() left out was unset (nil) in the saved scheduler
+  for k in pairs(rawget(cls, "_optional") or {}) do
+    if sd[k] == nil then merged[k], loaded[k] = nil, true end
   end
-  self.last_epoch = sd.last_epoch
-  for i, v in ipairs(base) do self.base_lrs[i] = v end
-  for k, v in pairs(settings) do self[k] = v end
-  self:_apply()
+  merged.last_epoch = int_of(sd.last_epoch)
+  cls._check(merged, where, #self.base_lrs, self.optimizer)
+  return function()
+    self.last_epoch = merged.last_epoch
+    for i, v in ipairs(base) do self.base_lrs[i] = v end
+    for k in pairs(loaded) do self[k] = merged[k] end
+  end
 end
-doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=, and the scheduler's number settings (step_size=,\n"
-  .. "  gamma=, ...)}; sched:load_state_dict(sd) restores it.")
+
+function Scheduler:load_state_dict(sd)
+  local where = self.name .. ":load_state_dict"
+  self:_prepare_load(sd, where)()
+  self:_apply(where)
+end
+doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=, and the scheduler's settings (step_size=,\n"
+  .. "  gamma=, ...; not the functions)}; sched:load_state_dict(sd) restores it.")
 doc(Scheduler.load_state_dict, "sched:load_state_dict(sd): goes on from a sched:state_dict() (its last_epoch, base lrs and\n"
-  .. "  settings) and sets each group's lr for that epoch.")
-doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers (StepLR, CosineAnnealingLR, LambdaLR, LinearLR, LinearWarmup)
+  .. "  settings, checked before anything changes) and sets each group's lr for that epoch.")
+doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers
+  StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
+  CosineAnnealingWarmRestarts, LambdaLR, CyclicLR, OneCycleLR, SequentialLR, LinearWarmup
+  (ReduceLROnPlateau steps on a metric: help(optim.ReduceLROnPlateau)).
   local sched = optim.StepLR(opt, {step_size = 10})   -- sets each group's lr for epoch 0
   for epoch = 1, n do train_one_epoch(); sched:step() end
   sched.last_epoch counts the step() calls; sched:get_last_lr() lists the lrs set. The settings are fields
-  read at every step: after sched.gamma = 0.5 the next steps use the formula with the new value.
-  Each step sets the lr from the formula of the base lr (a closed form), not from the current lr as
-  PyTorch's chainable schedulers do: a changed setting applies to the whole formula, and an lr set by
-  hand is replaced at the next step.]])
+  read at every step: after sched.gamma = 0.5 the next steps use the formula with the new value, and
+  step() checks them first (sched.step_size = 0: "StepLR:step: step_size must be a positive integer").
+  Each step sets the lr from the formula of the base lr (a closed form, PyTorch's _get_closed_form_lr
+  where it has one), not from the current lr as PyTorch's chainable schedulers do: a changed setting
+  applies to the whole formula, and an lr set by hand is replaced at the next step. Numbers agree
+  with PyTorch's to rounding.]])
 
-local function scheduler_class(name, ctor, text, repr_keys)
-  local cls = setmetatable({name = name, _repr_keys = repr_keys}, {__index = Scheduler})
+local function scheduler_class(name, repr_keys, check, ctor, text, fn_arg)
+  local cls = setmetatable({name = name, _repr_keys = repr_keys, _check = check}, {__index = Scheduler})
   cls.__index = cls
   cls.__tostring = Scheduler.__tostring
+  local known = {}
+  for _, k in ipairs(repr_keys) do known[k] = true end
   optim[name] = setmetatable(cls, {
     __index = Scheduler,
     __call = function(c, opt, opts, ...)
-      if type(opts) == "table" then -- a misspelled option is an error, never ignored
-        for k in pairs(opts) do
-          local known = false
-          for _, rk in ipairs(repr_keys) do known = known or rk == k end
-          if not known then
-            error(string.format("%s: unknown option '%s' (options: %s)", name, tostring(k),
-              table.concat(repr_keys, ", ")), 2)
-          end
+      if fn_arg then return ctor(c, opt, opts, ...) end
+      if opts ~= nil and type(opts) ~= "table" then
+        fail("%s: options must be a table, got %s", name, val_str(opts))
+      end
+      opts = opts or {}
+      for _, k in ipairs(sorted_keys(opts)) do -- a misspelled option is an error, never ignored
+        if not known[k] then
+          fail("%s: unknown option '%s' (options: %s)", name, tostring(k), table.concat(repr_keys, ", "))
         end
       end
-      return ctor(c, opt, opts, ...)
+      if (...) ~= nil then fail("%s: unexpected argument #3 (%s)", name, type((...))) end
+      return ctor(c, opt, opts)
     end,
   })
   doc(optim[name], text)
   return cls
 end
 
-local function need_number(name, key, v, positive)
-  if type(v) ~= "number" or (positive and v <= 0) then
-    error(string.format("%s: %s must be a %snumber, got %s", name, key, positive and "positive " or "",
-      tostring(v)), 4)
-  end
+local function opt_or(v, default)
+  if v == nil then return default end
   return v
 end
 
-scheduler_class("StepLR", function(cls, opt, opts)
-  opts = opts or {}
-  local step_size = need_number("StepLR", "step_size", opts.step_size, true)
-  local gamma = opts.gamma or 0.1
-  return new_scheduler(cls, opt, function(self, e) return self.gamma ^ (e // self.step_size) end, nil,
-    {step_size = step_size, gamma = gamma})
-end, "optim.StepLR(opt, {step_size=, gamma=0.1}): lr = base * gamma^floor(epoch/step_size).",
-  {"step_size", "gamma"})
+-- ---------------------------------------------------------------- the closed forms
 
-scheduler_class("CosineAnnealingLR", function(cls, opt, opts)
-  opts = opts or {}
-  local T_max = need_number("CosineAnnealingLR", "T_max", opts.T_max, true)
-  local eta_min = opts.eta_min or 0
-  return new_scheduler(cls, opt, nil, function(self, _, base, e)
-    local lo = self.eta_min
-    return lo + (base - lo) * (1 + math.cos(math.pi * e / self.T_max)) / 2
-  end, {T_max = T_max, eta_min = eta_min})
-end, "optim.CosineAnnealingLR(opt, {T_max=, eta_min=0}): lr = eta_min + (base-eta_min)*(1+cos(pi*epoch/T_max))/2.",
-  {"T_max", "eta_min"})
+local StepLR = scheduler_class("StepLR", {"step_size", "gamma"},
+  function(s, where)
+    need(where, s, "step_size", "posint")
+    need(where, s, "gamma", "number")
+  end,
+  function(cls, opt, o) return new_scheduler(cls, opt, {step_size = o.step_size, gamma = opt_or(o.gamma, 0.1)}) end,
+  "optim.StepLR(opt, {step_size=, gamma=0.1}): lr = base * gamma^floor(epoch/step_size).")
+function StepLR:_factor(e) return self.gamma ^ (e // self.step_size) end
 
-scheduler_class("LambdaLR", function(cls, opt, fn)
-  if type(fn) ~= "function" then error("LambdaLR: expected a function epoch -> factor", 3) end
-  return new_scheduler(cls, opt, function(self, e) return self.lr_lambda(e) end, nil, {lr_lambda = fn})
-end, "optim.LambdaLR(opt, fn): lr = base * fn(epoch).", {"lr_lambda"})
+local MultiStepLR = scheduler_class("MultiStepLR", {"milestones", "gamma"},
+  function(s, where)
+    need_int_list(where, s, "milestones", 0)
+    need(where, s, "gamma", "number")
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {milestones = copy_setting(o.milestones), gamma = opt_or(o.gamma, 0.1)})
+  end,
+  "optim.MultiStepLR(opt, {milestones=, gamma=0.1}): lr = base * gamma^(number of milestones <= epoch);\n"
+  .. "  milestones a list of epochs (any order; a repeated one counts twice, as PyTorch's Counter).")
+function MultiStepLR:_factor(e)
+  local n = 0
+  for _, m in ipairs(self.milestones) do
+    if m <= e then n = n + 1 end
+  end
+  return self.gamma ^ n
+end
 
-scheduler_class("LinearLR", function(cls, opt, opts)
-  opts = opts or {}
-  local s0, s1, n = opts.start_factor or 1 / 3, opts.end_factor or 1, opts.total_iters or 5
-  need_number("LinearLR", "total_iters", n, true)
-  return new_scheduler(cls, opt, function(self, e)
-    local a, b, m = self.start_factor, self.end_factor, self.total_iters
-    return a + (b - a) * math.min(e, m) / m
-  end, nil,
-    {start_factor = s0, end_factor = s1, total_iters = n})
-end, "optim.LinearLR(opt, {start_factor=1/3, end_factor=1, total_iters=5}): factor moves linearly from start to end.",
-  {"start_factor", "end_factor", "total_iters"})
+local ConstantLR = scheduler_class("ConstantLR", {"factor", "total_iters"},
+  function(s, where)
+    need(where, s, "factor", "unit")
+    need(where, s, "total_iters", "posint")
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {factor = opt_or(o.factor, 1 / 3), total_iters = opt_or(o.total_iters, 5)})
+  end,
+  "optim.ConstantLR(opt, {factor=1/3, total_iters=5}): lr = base * factor for epoch < total_iters, then base.")
+function ConstantLR:_factor(e)
+  local f = self.factor
+  return f + (e >= self.total_iters and (1 - f) or 0.0)
+end
 
-scheduler_class("LinearWarmup", function(cls, opt, opts)
-  opts = opts or {}
-  local n = need_number("LinearWarmup", "warmup_steps", opts.warmup_steps, true)
-  local s0 = opts.start_factor or 1 / n
-  return new_scheduler(cls, opt, function(self, e)
-    local a, m = self.start_factor, self.warmup_steps
-    return a + (1 - a) * math.min(e, m) / m
-  end, nil,
-    {warmup_steps = n, start_factor = s0})
-end, "optim.LinearWarmup(opt, {warmup_steps=, start_factor=1/warmup_steps}): lr grows linearly to its base value\n  over warmup_steps calls of step(), then stays.",
-  {"warmup_steps", "start_factor"})
+local LinearLR = scheduler_class("LinearLR", {"start_factor", "end_factor", "total_iters"},
+  function(s, where)
+    need(where, s, "start_factor", "unit")
+    need(where, s, "end_factor", "unit")
+    need(where, s, "total_iters", "posint")
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {start_factor = opt_or(o.start_factor, 1 / 3), end_factor = opt_or(o.end_factor, 1),
+      total_iters = opt_or(o.total_iters, 5)})
+  end,
+  "optim.LinearLR(opt, {start_factor=1/3, end_factor=1, total_iters=5}): factor moves linearly from start to end:\n"
+  .. "  lr = base * (start + (end-start)*min(epoch, total_iters)/total_iters); both factors in [0, 1].")
+function LinearLR:_factor(e)
+  local a, b, m = self.start_factor, self.end_factor, self.total_iters
+  return a + (b - a) * math.min(m, e) / m
+end
+
+local ExponentialLR = scheduler_class("ExponentialLR", {"gamma"},
+  function(s, where) need(where, s, "gamma", "number") end,
+  function(cls, opt, o) return new_scheduler(cls, opt, {gamma = o.gamma}) end,
+  "optim.ExponentialLR(opt, {gamma=}): lr = base * gamma^epoch.")
+function ExponentialLR:_factor(e) return self.gamma ^ e end
+
+local PolynomialLR = scheduler_class("PolynomialLR", {"total_iters", "power"},
+  function(s, where)
+    need(where, s, "total_iters", "posint")
+    need(where, s, "power", "number")
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {total_iters = opt_or(o.total_iters, 5), power = opt_or(o.power, 1)})
+  end,
+  "optim.PolynomialLR(opt, {total_iters=5, power=1}): lr = base * (1 - min(epoch, total_iters)/total_iters)^power.")
+function PolynomialLR:_factor(e)
+  local m = self.total_iters
+  return (1.0 - math.min(m, e) / m) ^ self.power
+end
+
+local CosineAnnealingLR = scheduler_class("CosineAnnealingLR", {"T_max", "eta_min"},
+  function(s, where)
+    need(where, s, "T_max", "posint")
+    need(where, s, "eta_min", "number")
+  end,
+  function(cls, opt, o) return new_scheduler(cls, opt, {T_max = o.T_max, eta_min = opt_or(o.eta_min, 0)}) end,
+  "optim.CosineAnnealingLR(opt, {T_max=, eta_min=0}): lr = eta_min + (base-eta_min)*(1+cos(pi*epoch/T_max))/2.")
+function CosineAnnealingLR:get_lr(_, base, e)
+  local lo = self.eta_min
+  return lo + (base - lo) * (1 + math.cos(math.pi * e / self.T_max)) / 2
+end
+
+-- where epoch e falls in the cycles T_0, T_0*T_mult, ...: T_cur, T_i (PyTorch's step() counts them up)
+local function restart_position(T_0, T_mult, e)
+  if e < T_0 then return e, T_0 end
+  if T_mult == 1 then return e % T_0, T_0 end
+  local cur, T_i = e, T_0
+  while cur >= T_i do cur, T_i = cur - T_i, T_i * T_mult end
+  return cur, T_i
+end
+
+local WarmRestarts = scheduler_class("CosineAnnealingWarmRestarts", {"T_0", "T_mult", "eta_min"},
+  function(s, where)
+    need(where, s, "T_0", "posint")
+    need(where, s, "T_mult", "posint")
+    need(where, s, "eta_min", "number")
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {T_0 = o.T_0, T_mult = opt_or(o.T_mult, 1), eta_min = opt_or(o.eta_min, 0)})
+  end,
+  [[optim.CosineAnnealingWarmRestarts(opt, {T_0=, T_mult=1, eta_min=0}): SGDR's cosine annealing with restarts
+  lr = eta_min + (base-eta_min)*(1+cos(pi*T_cur/T_i))/2, T_cur the steps since the last restart, T_i the
+  length of the current cycle: T_0, then T_0*T_mult, T_0*T_mult^2, ... sched.T_cur and sched.T_i show
+  them after each step. step() only (PyTorch's step(epoch) with a fractional epoch: set last_epoch).]])
+function WarmRestarts:get_lr(_, base, e)
+  local cur, T_i = restart_position(self.T_0, self.T_mult, e)
+  local lo = self.eta_min
+  return lo + (base - lo) * (1 + math.cos(math.pi * cur / T_i)) / 2
+end
+function WarmRestarts:_set(e, lrs, moms)
+  Scheduler._set(self, e, lrs, moms)
+  self.T_cur, self.T_i = restart_position(self.T_0, self.T_mult, e)
+end
+
+local LambdaLR = scheduler_class("LambdaLR", {"lr_lambda"},
+  function(s, where) need(where, s, "lr_lambda", "function") end,
+  function(cls, opt, fn, ...)
+    if (...) ~= nil then fail("LambdaLR: unexpected argument #3 (%s)", type((...))) end
+    return new_scheduler(cls, opt, {lr_lambda = fn})
+  end,
+  "optim.LambdaLR(opt, fn): lr = base * fn(epoch); fn returns a number.", true)
+function LambdaLR:_factor(e, where)
+  local f = self.lr_lambda(e)
+  if type(f) ~= "number" then
+    fail("%s: lr_lambda(%d) returned %s, not a number", where, e, val_str(f))
+  end
+  return f
+end
+
+local LinearWarmup = scheduler_class("LinearWarmup", {"warmup_steps", "start_factor"},
+  function(s, where)
+    need(where, s, "warmup_steps", "posint")
+    need(where, s, "start_factor", "number")
+  end,
+  function(cls, opt, o)
+    local n = o.warmup_steps
+    need("LinearWarmup", o, "warmup_steps", "posint")
+    return new_scheduler(cls, opt, {warmup_steps = n, start_factor = opt_or(o.start_factor, 1 / n)})
+  end,
+  "optim.LinearWarmup(opt, {warmup_steps=, start_factor=1/warmup_steps}): lr grows linearly to its base value\n"
+  .. "  over warmup_steps calls of step(), then stays.")
+function LinearWarmup:_factor(e)
+  local a, m = self.start_factor, self.warmup_steps
+  return a + (1 - a) * math.min(e, m) / m
+end
+
+-- ---------------------------------------------------------------- cyclic schedules
+
+local CyclicLR = scheduler_class("CyclicLR", {"base_lr", "max_lr", "step_size_up", "step_size_down", "mode",
+  "gamma", "scale_fn", "scale_mode", "cycle_momentum", "base_momentum", "max_momentum"},
+  function(s, where, n, opt)
+    need_per_group(where, s, "base_lr", n)
+    need_per_group(where, s, "max_lr", n)
+    need(where, s, "step_size_up", "posint")
+    need(where, s, "step_size_down", "posint", true)
+    need(where, s, "scale_fn", "function", true)
+    if s.scale_fn == nil then
+      need_enum(where, s, "mode", {"triangular", "triangular2", "exp_range"})
+    else
+      need_enum(where, s, "scale_mode", {"cycle", "iterations"})
+    end
+    need(where, s, "gamma", "number")
+    need(where, s, "cycle_momentum", "boolean")
+    if s.cycle_momentum then
+      if opt and (opt.defaults or {}).momentum == nil then
+        fail("%s: cycle_momentum needs an optimizer with a momentum option (%s has none); pass cycle_momentum = false",
+          where, opt.name or "this one")
+      end
+      need_per_group(where, s, "base_momentum", n)
+      need_per_group(where, s, "max_momentum", n)
+    end
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {base_lr = copy_setting(o.base_lr), max_lr = copy_setting(o.max_lr),
+      step_size_up = opt_or(o.step_size_up, 2000), step_size_down = o.step_size_down, mode = opt_or(o.mode, "triangular"),
+      gamma = opt_or(o.gamma, 1), scale_fn = o.scale_fn, scale_mode = opt_or(o.scale_mode, "cycle"),
+      cycle_momentum = opt_or(o.cycle_momentum, true), base_momentum = copy_setting(opt_or(o.base_momentum, 0.8)),
+      max_momentum = copy_setting(opt_or(o.max_momentum, 0.9))})
+  end,
+  [[optim.CyclicLR(opt, {base_lr=, max_lr=, step_size_up=2000, step_size_down=step_size_up, mode="triangular",
+    gamma=1, scale_fn=, scale_mode="cycle", cycle_momentum=true, base_momentum=0.8, max_momentum=0.9})
+  PyTorch's cyclical learning rate, stepped once per batch: the lr climbs from base_lr to max_lr in
+  step_size_up steps and back in step_size_down, the height scaled by mode: "triangular" (1),
+  "triangular2" (halved every cycle) or "exp_range" (gamma^step); or by scale_fn(x), x the cycle
+  (scale_mode="cycle", from 1) or the step (scale_mode="iterations"). base_lr, max_lr and the
+  momentums may be lists, one per parameter group. The constructor sets each group's lr to base_lr.
+  cycle_momentum (needs an optimizer with a momentum option: SGD, RMSprop; pass false for Adam, as
+  PyTorch 1.13) moves each group's momentum the other way, max_momentum down to base_momentum.]])
+
+CyclicLR._optional = {step_size_down = true}
+
+-- the place in the cycle at step e: scale factor (0..1..0) and the height's multiplier
+local function cyclic_position(self, e, where)
+  local up = self.step_size_up
+  local total = up + (self.step_size_down or up)
+  local ratio = up / total
+  local cycle = math.floor(1 + e / total)
+  local x = 1.0 + e / total - cycle
+  local sf
+  if x <= ratio then sf = x / ratio else sf = (x - 1) / (ratio - 1) end
+  local scale
+  if self.scale_fn ~= nil then
+    local arg = self.scale_mode == "cycle" and cycle or e
+    scale = self.scale_fn(arg)
+    if type(scale) ~= "number" then
+      fail("%s: scale_fn(%d) returned %s, not a number", where, arg, val_str(scale))
+    end
+  elseif self.mode == "triangular" then
+    scale = 1.0
+  elseif self.mode == "triangular2" then
+    scale = 1 / (2.0 ^ (cycle - 1))
+  else
+    scale = self.gamma ^ e
+  end
+  return sf, scale
+end
+
+function CyclicLR:_init_groups()
+  for i, g in ipairs(self.optimizer.param_groups) do
+    g.lr = per_group(self.base_lr, i)
+    if g.initial_lr == nil then g.initial_lr = g.lr end
+    self.base_lrs[i] = g.lr
+  end
+end
+function CyclicLR:get_lr(i, _, e, where)
+  local sf, scale = cyclic_position(self, e, where)
+  local lo = per_group(self.base_lr, i)
+  local height = (per_group(self.max_lr, i) - lo) * sf
+  return lo + height * scale
+end
+function CyclicLR:_momentum(i, e, where)
+  local sf, scale = cyclic_position(self, e, where)
+  local hi = per_group(self.max_momentum, i)
+  local height = (hi - per_group(self.base_momentum, i)) * sf
+  return hi - height * scale
+end
+
+local OneCycleLR = scheduler_class("OneCycleLR", {"max_lr", "total_steps", "epochs", "steps_per_epoch", "pct_start",
+  "anneal_strategy", "cycle_momentum", "base_momentum", "max_momentum", "div_factor", "final_div_factor",
+  "three_phase"},
+  function(s, where, n, opt)
+    need_per_group(where, s, "max_lr", n)
+    if s.total_steps == nil then
+      if s.epochs == nil and s.steps_per_epoch == nil then
+        fail("%s: give total_steps, or epochs and steps_per_epoch", where)
+      end
+      need(where, s, "epochs", "posint")
+      need(where, s, "steps_per_epoch", "posint")
+    else
+      need(where, s, "total_steps", "posint")
+    end
+    need(where, s, "pct_start", "unit")
+    need_enum(where, s, "anneal_strategy", {"cos", "linear"})
+    need(where, s, "div_factor", "positive")
+    need(where, s, "final_div_factor", "positive")
+    need(where, s, "three_phase", "boolean")
+    need(where, s, "cycle_momentum", "boolean")
+    if s.cycle_momentum then
+      local d = opt and opt.defaults or {}
+      if opt and d.momentum == nil and d.betas == nil then
+        fail("%s: cycle_momentum needs an optimizer with a momentum or betas option (%s has neither); "
+          .. "pass cycle_momentum = false", where, opt.name or "this one")
+      end
+      need_per_group(where, s, "base_momentum", n)
+      need_per_group(where, s, "max_momentum", n)
+    end
+    local total = s.total_steps or s.epochs * s.steps_per_epoch
+    if int_of(s.last_epoch) and s.last_epoch > total then
+      fail("%s: last_epoch %d is past the end of the schedule (total_steps %d)", where, s.last_epoch, total)
+    end
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {max_lr = copy_setting(o.max_lr), total_steps = o.total_steps, epochs = o.epochs,
+      steps_per_epoch = o.steps_per_epoch, pct_start = opt_or(o.pct_start, 0.3),
+      anneal_strategy = opt_or(o.anneal_strategy, "cos"), cycle_momentum = opt_or(o.cycle_momentum, true),
+      base_momentum = copy_setting(opt_or(o.base_momentum, 0.85)), max_momentum = copy_setting(opt_or(o.max_momentum, 0.95)),
+      div_factor = opt_or(o.div_factor, 25), final_div_factor = opt_or(o.final_div_factor, 1e4),
+      three_phase = opt_or(o.three_phase, false)})
+  end,
+  [[optim.OneCycleLR(opt, {max_lr=, total_steps= | epochs= and steps_per_epoch=, pct_start=0.3,
+    anneal_strategy="cos", cycle_momentum=true, base_momentum=0.85, max_momentum=0.95, div_factor=25,
+    final_div_factor=1e4, three_phase=false})
+  PyTorch's 1cycle policy, stepped once per batch: the lr goes from max_lr/div_factor up to max_lr over
+  the first pct_start of total_steps (epochs*steps_per_epoch), then down to
+  max_lr/div_factor/final_div_factor ("cos" or "linear" annealing); three_phase goes back to the
+  initial lr first, then down. Stepping past total_steps is an error. max_lr and the momentums may be
+  lists, one per group. The base lr (each group's initial_lr) is max_lr/div_factor.
+  cycle_momentum moves each group's momentum (or Adam's beta1) the other way, max_momentum ->
+  base_momentum -> max_momentum; it needs an optimizer with a momentum or betas option. PyTorch
+  also writes max_lr, min_lr, max_momentum and base_momentum into the groups; here they stay in the
+  scheduler (an optimizer's load_state_dict refuses options it does not take).]])
+
+OneCycleLR._optional = {total_steps = true, epochs = true, steps_per_epoch = true}
+
+function OneCycleLR:_init_groups()
+  local d = self.optimizer.defaults or {}
+  self._use_beta1 = d.betas ~= nil
+  for i, g in ipairs(self.optimizer.param_groups) do
+    g.initial_lr = per_group(self.max_lr, i) / self.div_factor
+    self.base_lrs[i] = g.initial_lr
+  end
+end
+
+-- PyTorch's phases: {end step, start lr, end lr, start momentum, end momentum}
+local function one_cycle(self, i, e, where, what)
+  local total = self.total_steps or self.epochs * self.steps_per_epoch
+  if e > total then
+    fail("%s: step %d is past the end of the schedule (total_steps %d)", where, e, total)
+  end
+  local max_lr = per_group(self.max_lr, i)
+  local initial = max_lr / self.div_factor
+  local min_lr = initial / self.final_div_factor
+  local hi, lo = per_group(self.max_momentum, i), per_group(self.base_momentum, i)
+  local p = self.pct_start
+  local phases
+  if self.three_phase then
+    phases = {{p * total - 1, initial, max_lr, hi, lo}, {2 * p * total - 2, max_lr, initial, lo, hi},
+      {total - 1, initial, min_lr, hi, hi}}
+  else
+    phases = {{p * total - 1, initial, max_lr, hi, lo}, {total - 1, max_lr, min_lr, lo, hi}}
+  end
+  local start = 0
+  for k, ph in ipairs(phases) do
+    local stop = ph[1]
+    if e <= stop or k == #phases then
+      local pct = (e - start) / (stop - start)
+      local a, b
+      if what == "lr" then a, b = ph[2], ph[3] else a, b = ph[4], ph[5] end
+      if self.anneal_strategy == "cos" then return b + (a - b) / 2.0 * (math.cos(math.pi * pct) + 1) end
+      return (b - a) * pct + a
+    end
+    start = stop
+  end
+end
+function OneCycleLR:get_lr(i, _, e, where) return one_cycle(self, i, e, where or self.name, "lr") end
+function OneCycleLR:_momentum(i, e, where) return one_cycle(self, i, e, where, "momentum") end
+
+-- ---------------------------------------------------------------- SequentialLR
+
+local ReduceLROnPlateau -- below
+
+local function check_sequential(s, where, n, opt)
+  local list = s.schedulers
+  if not is_list(list) or #list == 0 then
+    fail("%s: schedulers must be a list of LR schedulers, got %s", where, val_str(list))
+  end
+  for i, sch in ipairs(list) do
+    local mt = type(sch) == "table" and getmetatable(sch)
+    if mt == ReduceLROnPlateau then
+      fail("%s: scheduler %d is a ReduceLROnPlateau, which steps on a metric and cannot be chained", where, i)
+    end
+    if not (mt and sch._compute and sch.optimizer) then
+      fail("%s: scheduler %d must be an LR scheduler (optim.StepLR, ...), got %s", where, i, val_str(sch))
+    end
+    if opt and sch.optimizer ~= opt then
+      fail("%s: scheduler %d (%s) belongs to another optimizer", where, i, sch.name)
+    end
+  end
+  need_int_list(where, s, "milestones", 1, true)
+  if #s.milestones ~= #list - 1 then
+    fail("%s: expected %d milestone%s (one fewer than the %d schedulers), got %d", where, #list - 1,
+      #list == 2 and "" or "s", #list, #s.milestones)
+  end
+end
+
+local SequentialLR = scheduler_class("SequentialLR", {"schedulers", "milestones"}, check_sequential,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {schedulers = copy_setting(o.schedulers), milestones = copy_setting(o.milestones)})
+  end,
+  [[optim.SequentialLR(opt, {schedulers = {s1, s2, ...}, milestones = {m1, ...}}): s1 until epoch m1, then s2
+  from its epoch 0, and so on (PyTorch's SequentialLR): at epoch e the scheduler k with m(k-1) <= e < m(k)
+  sets the lr for its own epoch e - m(k-1). The schedulers belong to opt; milestones increase, one fewer
+  than the schedulers. ReduceLROnPlateau cannot be chained. state_dict holds each scheduler's.]])
+
+-- the scheduler in charge at epoch e, its own epoch and its index
+function SequentialLR:_pick(e)
+  local idx, start = 1, 0
+  for k, m in ipairs(self.milestones) do
+    if e >= m then idx, start = k + 1, m end
+  end
+  return self.schedulers[idx], e - start, idx
+end
+function SequentialLR:get_lr(i, _, e, where)
+  local sub, se = self:_pick(e)
+  return sub:get_lr(i, sub.base_lrs[i], se, where)
+end
+function SequentialLR:_compute(e, where)
+  local sub, se, idx = self:_pick(e)
+  local sub_where = ("%s: scheduler %d (%s)"):format(where, idx, sub.name)
+  sub:_check_now(sub_where)
+  return sub:_compute(se, sub_where)
+end
+function SequentialLR:_set(e, lrs, moms)
+  local sub, se = self:_pick(e)
+  sub:_set(se, lrs, moms)
+  self.last_epoch = e
+  self._last_lr = sub:get_last_lr()
+end
+function SequentialLR:state_dict()
+  local b, subs = {}, {}
+  for i, v in ipairs(self.base_lrs) do b[i] = v end
+  for i, sch in ipairs(self.schedulers) do subs[i] = sch:state_dict() end
+  return {last_epoch = self.last_epoch, base_lrs = b, milestones = copy_setting(self.milestones), schedulers = subs}
+end
+doc(SequentialLR.state_dict, "seq:state_dict() -> {last_epoch=, base_lrs=, milestones=, schedulers = {each scheduler's state_dict}}.")
+function SequentialLR:_prepare_load(sd, where)
+  check_last_epoch(sd, where)
+  check_groups(self, "load_state_dict")
+  local subs = sd.schedulers
+  if not is_list(subs) or #subs ~= #self.schedulers then
+    fail("%s: the state dict has %s scheduler states, SequentialLR %d schedulers", where,
+      is_list(subs) and tostring(#subs) or "no list of", #self.schedulers)
+  end
+  for _, k in ipairs(sorted_keys(sd)) do
+    if k ~= "last_epoch" and k ~= "base_lrs" and k ~= "milestones" and k ~= "schedulers" then
+      fail("%s: '%s' is not a setting of SequentialLR (a state dict of another scheduler?)", where, tostring(k))
+    end
+  end
+  local milestones = copy_setting(opt_or(sd.milestones, self.milestones))
+  check_sequential({schedulers = self.schedulers, milestones = milestones}, where, #self.base_lrs, self.optimizer)
+  local commits = {}
+  for i, sch in ipairs(self.schedulers) do
+    commits[i] = sch:_prepare_load(subs[i], ("%s: scheduler %d (%s)"):format(where, i, sch.name))
+  end
+  return function()
+    for _, c in ipairs(commits) do c() end
+    self.milestones = milestones
+    self.last_epoch = int_of(sd.last_epoch)
+  end
+end
+
+-- ---------------------------------------------------------------- ReduceLROnPlateau
+
+ReduceLROnPlateau = scheduler_class("ReduceLROnPlateau", {"mode", "factor", "patience", "threshold",
+  "threshold_mode", "cooldown", "min_lr", "eps"},
+  function(s, where, n)
+    need_enum(where, s, "mode", {"min", "max"})
+    if not (is_num(s.factor) and s.factor >= 0 and s.factor < 1) then
+      fail("%s: factor must be a number in [0, 1), got %s", where, val_str(s.factor))
+    end
+    need(where, s, "patience", "natural")
+    need(where, s, "threshold", "number")
+    need_enum(where, s, "threshold_mode", {"rel", "abs"})
+    need(where, s, "cooldown", "natural")
+    need_per_group(where, s, "min_lr", n)
+    need(where, s, "eps", "number")
+  end,
+  function(cls, opt, o)
+    return new_scheduler(cls, opt, {mode = opt_or(o.mode, "min"), factor = opt_or(o.factor, 0.1),
+      patience = opt_or(o.patience, 10), threshold = opt_or(o.threshold, 1e-4),
+      threshold_mode = opt_or(o.threshold_mode, "rel"), cooldown = opt_or(o.cooldown, 0),
+      min_lr = copy_setting(opt_or(o.min_lr, 0)), eps = opt_or(o.eps, 1e-8)})
+  end,
+  [[optim.ReduceLROnPlateau(opt[, {mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
+    cooldown=0, min_lr=0, eps=1e-8}]): PyTorch's; sched:step(metric) once per epoch
+  Multiplies each group's lr by factor (not below min_lr, a number or one per group; a change
+  smaller than eps is skipped) when the metric (a number or a one-element tensor) has not improved
+  for more than patience epochs, then waits cooldown epochs. Improved: below best*(1-threshold)
+  (mode "min", threshold_mode "rel"), below best-threshold ("abs"); above best*(1+threshold) or
+  best+threshold in mode "max". Unlike the other schedulers it changes the current lr (an lr set by
+  hand is where it goes on from). Fields: best, num_bad_epochs, cooldown_counter, last_epoch.]])
+
+function ReduceLROnPlateau:_init_groups()
+  for i, g in ipairs(self.optimizer.param_groups) do self.base_lrs[i] = g.lr end
+  self.best = self.mode == "min" and math.huge or -math.huge
+  self.num_bad_epochs, self.cooldown_counter = 0, 0
+end
+function ReduceLROnPlateau:_apply()
+  local last = {}
+  for i, g in ipairs(self.optimizer.param_groups) do last[i] = g.lr end
+  self._last_lr = last
+end
+function ReduceLROnPlateau:get_lr()
+  fail("ReduceLROnPlateau:get_lr: the lr follows the metrics seen, not a formula; read sched:get_last_lr()")
+end
+doc(ReduceLROnPlateau.get_lr, "sched:get_lr(): an error (the lr follows the metrics, not a formula); sched:get_last_lr() lists the lrs.")
+
+function ReduceLROnPlateau:_is_better(a)
+  local best, t = self.best, self.threshold
+  if self.mode == "min" then
+    if self.threshold_mode == "rel" then return a < best * (1. - t) end
+    return a < best - t
+  end
+  if self.threshold_mode == "rel" then return a > best * (t + 1.) end
+  return a > best + t
+end
+
+local function check_counters(s, where)
+  if type(s.best) ~= "number" then fail("%s: best must be a number, got %s", where, val_str(s.best)) end
+  need(where, s, "num_bad_epochs", "natural")
+  need(where, s, "cooldown_counter", "natural")
+end
+
+function ReduceLROnPlateau:step(metric, ...)
+  local where = "ReduceLROnPlateau:step"
+  if select("#", ...) > 0 then
+    fail("%s: expected one argument (the metric), got %d", where, 1 + select("#", ...))
+  end
+  local current
+  if type(metric) == "number" then
+    current = metric
+  elseif pt.is_tensor(metric) and metric:numel() == 1 then
+    current = metric:item()
+  else
+    fail("%s: expected the metric as a number or a one-element tensor, got %s", where,
+      pt.is_tensor(metric) and "a tensor of shape {" .. table.concat(metric:size(), ",") .. "}" or val_str(metric))
+  end
+  check_groups(self, "step")
+  self:_check_now(where)
+  check_counters(self, where)
+  self.last_epoch = next_epoch(self, where)
+  if self:_is_better(current) then
+    self.best, self.num_bad_epochs = current, 0
+  else
+    self.num_bad_epochs = self.num_bad_epochs + 1
+  end
+  if self.cooldown_counter > 0 then
+    self.cooldown_counter = self.cooldown_counter - 1
+    self.num_bad_epochs = 0 -- bad epochs in the cooldown do not count
+  end
+  if self.num_bad_epochs > self.patience then
+    for i, g in ipairs(self.optimizer.param_groups) do
+      local old = g.lr
+      local new = math.max(old * self.factor, per_group(self.min_lr, i))
+      if old - new > self.eps then g.lr = new end
+    end
+    self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+  end
+  self:_apply()
+end
+doc(ReduceLROnPlateau.step, "sched:step(metric): one epoch's metric (a number or a one-element tensor); lowers the lrs\n"
+  .. "  after more than patience epochs without improvement (help(optim.ReduceLROnPlateau)).")
+
+local PLATEAU_STATE = {best = true, num_bad_epochs = true, cooldown_counter = true}
+function ReduceLROnPlateau:state_dict()
+  local sd = Scheduler.state_dict(self)
+  sd.base_lrs = nil
+  for k in pairs(PLATEAU_STATE) do sd[k] = self[k] end
+  return sd
+end
+doc(ReduceLROnPlateau.state_dict, "sched:state_dict() -> {last_epoch=, best=, num_bad_epochs=, cooldown_counter=, and the settings}.")
+function ReduceLROnPlateau:_prepare_load(sd, where)
+  local commit = Scheduler._prepare_load(self, sd, where, PLATEAU_STATE)
+  local counters = {}
+  for k in pairs(PLATEAU_STATE) do counters[k] = opt_or(sd[k], self[k]) end
+  check_counters(counters, where)
+  return function()
+    commit()
+    for k, v in pairs(counters) do self[k] = v end
+  end
+end
+
+-- the schedulers' own formulas share get_lr's help
+for _, cls in ipairs({CosineAnnealingLR, WarmRestarts, CyclicLR, OneCycleLR, SequentialLR}) do
+  doc(rawget(cls, "get_lr"), docs[Scheduler.get_lr])
+end
 
 doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad (step, zero_grad, state_dict, param_groups).")
 
