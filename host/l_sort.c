@@ -89,12 +89,32 @@ static bool same_shape(const pt_tensor *a, const pt_tensor *b) {
   return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
 }
 
-/* t:equal(u) -> true when shapes and every value are equal (dtypes may differ) */
+/* The element of t at offset off (in elements, from t's first element). */
+static const void *elem_at(const pt_tensor *t, int64_t off) {
+  return (const char *)pt_tensor_data(t) + off * (int64_t)pt_dtype_size(t->dtype);
+}
+
+/* |x - y| of two elements ordered by pt_element_cmp, neither NaN: for two integers the exact
+ * difference rounded once (2^53 and 2^53+1 are 1 apart, not 0) */
+static double abs_diff(const void *pa, pt_dtype da, const void *pb, pt_dtype db) {
+  double x = pt_read_as_double(pa, da), y = pt_read_as_double(pb, db);
+  if (pt_dtype_is_floating(da) || pt_dtype_is_floating(db)) return fabs(x - y);
+  int64_t i = da == PT_INT64 ? *(const int64_t *)pa : (int64_t)x, j = db == PT_INT64 ? *(const int64_t *)pb : (int64_t)y;
+  if ((i < 0) == (j < 0)) return fabs((double)(i - j)); /* same signs: no overflow */
+  return fabs(x - y);
+}
+
+/* t:equal(u) -> true when shapes and every value are equal (dtypes may differ; compared exactly,
+ * int64 beyond 2^53 included) */
 static int t_equal(lua_State *L) {
   pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
   bool eq = same_shape(a, b);
-  for (int64_t i = 0, n = pt_tensor_numel(a); eq && i < n; i++)
-    eq = pt_tensor_get_flat(a, i) == pt_tensor_get_flat(b, i);
+  if (eq) {
+    pt_iter it;
+    pt_iter_init(&it, a->ndim, a->shape, 2, (const int64_t *const[]){a->stride, b->stride});
+    while (eq && pt_iter_next(&it))
+      eq = pt_element_cmp(elem_at(a, it.offset[0]), a->dtype, elem_at(b, it.offset[1]), b->dtype) == 0;
+  }
   lua_pushboolean(L, eq);
   return 1;
 }
@@ -126,10 +146,15 @@ static int t_allclose(lua_State *L) {
     return lpt_error(L);
   }
   bool ok = true;
-  for (int64_t i = 0, n = pt_tensor_numel(ea); ok && i < n; i++) {
-    double x = pt_tensor_get_flat(ea, i), y = pt_tensor_get_flat(eb, i);
-    if (isnan(x) || isnan(y)) ok = equal_nan && isnan(x) && isnan(y);
-    else ok = x == y || fabs(x - y) <= atol + rtol * fabs(y);
+  pt_iter it;
+  pt_iter_init(&it, nd, shape, 2, (const int64_t *const[]){ea->stride, eb->stride});
+  while (ok && pt_iter_next(&it)) {
+    const void *pa = elem_at(ea, it.offset[0]), *pb = elem_at(eb, it.offset[1]);
+    int c = pt_element_cmp(pa, ea->dtype, pb, eb->dtype);
+    if (c == 2) /* a NaN */
+      ok = equal_nan && isnan(pt_read_as_double(pa, ea->dtype)) && isnan(pt_read_as_double(pb, eb->dtype));
+    else
+      ok = c == 0 || abs_diff(pa, ea->dtype, pb, eb->dtype) <= atol + rtol * fabs(pt_read_as_double(pb, eb->dtype));
   }
   pt_tensor_release(ea);
   pt_tensor_release(eb);
@@ -160,31 +185,38 @@ static int t_median(lua_State *L) {
   return push_pair(L, st, v, i);
 }
 
+/* The [dim=-1][, keepdim | {keepdim=, dim=}] arguments of kthvalue and mode, from idx on. */
+static void dim_keepdim_args(lua_State *L, int idx, const pt_tensor *t, const char *fname, int *dim, bool *keepdim) {
+  int o = lua_isinteger(L, idx) ? idx + 1 : idx;
+  int opts = lua_istable(L, o) ? o : 0;
+  static const char *const names[] = {"dim", "keepdim", NULL};
+  lpt_check_options(L, opts, fname, names);
+  lpt_check_max_args(L, o, fname);
+  if (o == idx && !opts && !lua_isnoneornil(L, idx) && !lua_isboolean(L, idx))
+    luaL_checkinteger(L, idx); /* a dim that is no integer */
+  if (!opts && !lua_isnoneornil(L, o)) luaL_checktype(L, o, LUA_TBOOLEAN); /* keepdim */
+  *dim = sort_dim(L, idx, opts, t, fname);
+  *keepdim = keepdim_at(L, o, opts);
+}
+
 /* t:kthvalue(k[, dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices */
 static int t_kthvalue(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
   lua_Integer k = luaL_checkinteger(L, 2);
-  int o = lua_isinteger(L, 3) ? 4 : 3;
-  int opts = lua_istable(L, o) ? o : 0;
-  static const char *const names[] = {"dim", "keepdim", NULL};
-  lpt_check_options(L, opts, "kthvalue", names);
-  lpt_check_max_args(L, o, "kthvalue");
-  int dim = sort_dim(L, 3, opts, t, "kthvalue");
-  pt_status st = pt_kthvalue(lpt_ctx(L), t, (int64_t)k, dim, keepdim_at(L, o, opts), &v, &i);
+  int dim;
+  bool keepdim;
+  dim_keepdim_args(L, 3, t, "kthvalue", &dim, &keepdim);
+  pt_status st = pt_kthvalue(lpt_ctx(L), t, (int64_t)k, dim, keepdim, &v, &i);
   return push_pair(L, st, v, i);
 }
 
 /* t:mode([dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices */
 static int t_mode(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
-  int o = lua_isinteger(L, 2) ? 3 : 2;
-  int opts = lua_istable(L, o) ? o : 0;
-  static const char *const names[] = {"dim", "keepdim", NULL};
-  lpt_check_options(L, opts, "mode", names);
-  lpt_check_max_args(L, o, "mode");
-  if (o == 2 && !opts && !lua_isnoneornil(L, 2)) luaL_checkinteger(L, 2); /* a dim that is no integer */
-  int dim = sort_dim(L, 2, opts, t, "mode");
-  pt_status st = pt_mode(lpt_ctx(L), t, dim, keepdim_at(L, o, opts), &v, &i);
+  int dim;
+  bool keepdim;
+  dim_keepdim_args(L, 2, t, "mode", &dim, &keepdim);
+  pt_status st = pt_mode(lpt_ctx(L), t, dim, keepdim, &v, &i);
   return push_pair(L, st, v, i);
 }
 
@@ -228,7 +260,7 @@ static int t_nonzero(lua_State *L) {
 }
 
 /* t:unique([{sorted=true, return_inverse=false, return_counts=false, dim=nil}])
- *   -> values[, inverse (1-based)][, counts] */
+ *   -> values[, inverse (1-based)][, counts]; with dim, the distinct slices along dim */
 static int t_unique(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *inv = NULL, *cn = NULL;
   static const char *const names[] = {"sorted", "return_inverse", "return_counts", "dim", NULL};
@@ -239,13 +271,18 @@ static int t_unique(lua_State *L) {
     opts = 2;
   }
   lpt_check_options(L, opts, "unique", names);
-  if (opts && lua_getfield(L, opts, "dim") != LUA_TNIL)
-    return lpt_errorf(L, "unique: dim is not supported (only the flattened form: leave dim out)");
+  int dim = -1; /* none: the flattened form */
+  if (opts) {
+    if (lua_getfield(L, opts, "dim") != LUA_TNIL) dim = lpt_check_dim(L, -1, t->ndim, "unique");
+    lua_pop(L, 1);
+  }
   bool want_inv = lpt_opt_bool(L, opts, "return_inverse", false);
   bool want_cnt = lpt_opt_bool(L, opts, "return_counts", false);
   (void)lpt_opt_bool(L, opts, "sorted", true); /* the values come sorted either way */
   pt_ctx *ctx = lpt_ctx(L);
-  if (pt_unique(ctx, t, &v, want_inv ? &inv : NULL, want_cnt ? &cn : NULL)) return lpt_error(L);
+  pt_status st = dim < 0 ? pt_unique(ctx, t, &v, want_inv ? &inv : NULL, want_cnt ? &cn : NULL)
+                         : pt_unique_dim(ctx, t, dim, &v, want_inv ? &inv : NULL, want_cnt ? &cn : NULL);
+  if (st) return lpt_error(L);
   lpt_push_tensor(L, v);
   if (want_inv) {
     lpt_one_based(ctx, inv, false, &inv); /* in place: cannot fail */
@@ -294,7 +331,8 @@ static int t_searchsorted(lua_State *L) {
       return lpt_errorf(L, "searchsorted: side=\"%s\" contradicts right=%s", side, right ? "true" : "false");
     right = is_right;
   }
-  /* a number keeps its value (2.5 is not truncated for an integer sequence): comparisons are in double */
+  /* a number keeps its value (2.5 is not truncated for an integer sequence; an integer stays exact):
+   * comparisons are exact across dtypes */
   pt_tensor *v = lpt_to_tensor(L, 2, lua_isinteger(L, 2) ? PT_INT64 : PT_FLOAT64);
   pt_ctx *ctx = lpt_ctx(L);
   pt_status st = pt_searchsorted(ctx, seq, v, right, &r);
@@ -314,13 +352,13 @@ static const luaL_Reg methods[] = {
 };
 
 static const char *const docs[] = {
-    "sort", "t:sort([dim=-1][, descending | {descending=false}]) -> values, indices (1-based int64).\n  Stable: equal values keep their order; NaN sorts as the largest.",
+    "sort", "t:sort([dim=-1][, descending | {descending=false}]) -> values, indices (1-based int64).\n  Stable: equal values keep their order; NaN sorts as the largest. Exact for every dtype (int64 beyond\n  2^53 too).",
     "topk", "t:topk(k[, dim=-1][, {largest=true}]) -> the k largest (or smallest) values along dim, sorted, and their 1-based indices.",
     "cumsum", "t:cumsum([dim]) -> running sums along dim (dim may be omitted for 1-D tensors).",
     "cumprod", "t:cumprod([dim]) -> running products along dim.",
     "all", "t:all([dim][, keepdim]) -> bool tensor: every element nonzero (over everything, or along dim).",
     "any", "t:any([dim][, keepdim]) -> bool tensor: some element nonzero.",
-    "equal", "t:equal(u) -> true when u has t's shape and the same values.",
+    "equal", "t:equal(u) -> true when u has t's shape and the same values (compared exactly, also across dtypes).",
     "allclose", "t:allclose(u[, {rtol=1e-5, atol=1e-8, equal_nan=false}]) -> true when |t-u| <= atol + rtol*|u| everywhere.",
     "median", "t:median() -> 0-d Tensor, the lower median of all elements (the ((n+1)//2)-th smallest, as torch;\n"
               "  NaN if any element is NaN, NaN for an empty tensor).\n"
@@ -332,18 +370,22 @@ static const char *const docs[] = {
                 "  smallest along dim (k counts from 1, as torch's), NaN sorting largest. On ties the index is that of\n"
                 "  the k-th in a stable sort. The gradient goes to the selected element. Also pt.kthvalue(t, k, ...).",
     "mode", "t:mode([dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices (1-based int64): the most frequent\n"
-            "  value along dim, the smallest one on ties (as torch), with the index of its last occurrence (as\n"
-            "  torch's CPU mode); NaNs count as one value, larger than all. The gradient goes to that element.\n"
-            "  Also pt.mode(t, ...).",
+            "  value along dim, the smallest one on ties, with torch 1.13's CPU index: that of the last of its\n"
+            "  occurrences after torch's (unstable) sort, the last occurrence for lanes of up to 16 elements, one of\n"
+            "  them beyond. A NaN equals nothing and is below and above nothing, as in torch's sort: each NaN counts\n"
+            "  once and can split a run of equal values ({1, NaN, 1} gives 1 at index 1). The gradient goes to the\n"
+            "  selected element. Also pt.mode(t, ...).",
     "nonzero", "t:nonzero() -> int64 Tensor {n, ndim}: the 1-based indices of the n non-zero elements (NaN counts), in\n"
                "  row-major order (a 0-d tensor gives {1, 0} or {0, 0}).\n"
                "t:nonzero({as_tuple=true}) -> one 1-D int64 tensor of 1-based indices per dim, as several return\n"
                "  values (local rows, cols = m:nonzero({as_tuple=true})). Also pt.nonzero(t, ...).",
-    "unique", "t:unique([{sorted=true, return_inverse=false, return_counts=false}]) -> values[, inverse][, counts]:\n"
+    "unique", "t:unique([{sorted=true, return_inverse=false, return_counts=false, dim=}]) -> values[, inverse][, counts]:\n"
               "  the distinct values of t flattened, ascending (also with sorted=false, which torch lets return any\n"
               "  order); NaN last, every NaN a value of its own. inverse: int64 of t's shape, the 1-based position of\n"
               "  each element in values (values[inverse] rebuilds t); counts: int64, how often each value occurs.\n"
-              "  dim= (unique slices) is not supported. Also pt.unique(t, ...).",
+              "  With dim: the distinct slices along dim (as torch.unique(dim=)), sorted lexicographically, t's shape\n"
+              "  with dim's size their number; inverse: int64 {t:size(dim)}, the 1-based slice each one became; a slice\n"
+              "  holding a NaN equals no other. Values compare exactly (int64 beyond 2^53 too). Also pt.unique(t, ...).",
     "bincount", "t:bincount([weights][, {minlength=0}]) -> counts of the values of a 1-D tensor of non-negative\n"
                 "  integers. Values keep torch's meaning (they are counted, not indices): value v is counted at\n"
                 "  position v+1 of the result (value 0 at position 1), whose length is max(t:max()+1, minlength).\n"
@@ -354,7 +396,8 @@ static const char *const docs[] = {
                     "  i.e. table.insert(seq, p, v) order: seq[p-1] < v <= seq[p] (right=true or side=\"right\":\n"
                     "  seq[p-1] <= v < seq[p]); torch's 0-based answer + 1. NaN sorts largest. seq is 1-D, or has the\n"
                     "  leading dims of values (one sequence per row); values may be a number (0-d result).\n"
-                    "  Also pt.searchsorted(seq, values, ...).",
+                    "  Comparisons are exact, also between integers and floats (torch promotes both to one dtype,\n"
+                    "  where an int64 beyond 2^53 rounds). Also pt.searchsorted(seq, values, ...).",
     NULL, NULL,
 };
 

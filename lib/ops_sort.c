@@ -28,27 +28,243 @@ static pt_status check_dim(pt_ctx *ctx, const char *fn, const pt_tensor *t, int 
   return PT_OK;
 }
 
+/* Runs BODY with T bound to the element type of dt (bool as uint8_t). */
+#define DISPATCH_ALL(dt, ...)                                                                      \
+  do {                                                                                             \
+    switch (dt) {                                                                                  \
+    case PT_FLOAT32: {                                                                             \
+      typedef float T;                                                                             \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    case PT_FLOAT64: {                                                                             \
+      typedef double T;                                                                            \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    case PT_INT64: {                                                                               \
+      typedef int64_t T;                                                                           \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    case PT_INT32: {                                                                               \
+      typedef int32_t T;                                                                           \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    default: {                                                                                     \
+      typedef uint8_t T;                                                                           \
+      __VA_ARGS__ break;                                                                           \
+    }                                                                                              \
+    }                                                                                              \
+  } while (0)
+
+/* Order keys: every element becomes a uint64 whose unsigned order is the numeric order of the
+ * values, exact for every dtype (int64 beyond 2^53 included, which a double cannot hold). Floats:
+ * -0 and +0 get one key, every NaN the key NAN_KEY above all others; integers: the sign bit
+ * flipped (INT64_MAX also gets NAN_KEY: only floating point keys are tested for it). */
+#define NAN_KEY UINT64_MAX
+
+static inline uint64_t key_of_double(double v) {
+  if (isnan(v)) return NAN_KEY;
+  if (v == 0) v = 0; /* -0 */
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  return b >> 63 ? ~b : b | (UINT64_C(1) << 63);
+}
+
+static inline uint64_t key_of_int(int64_t v) { return (uint64_t)v ^ (UINT64_C(1) << 63); }
+
+#define KEY_OF(x) _Generic((x), float: key_of_double, double: key_of_double, default: key_of_int)(x)
+
 typedef struct keyed {
-  double v;
+  uint64_t k;
   int64_t i;
 } keyed;
 
 /* NaN is the largest; equal keys keep index order */
 static int cmp_asc(const void *pa, const void *pb) {
   const keyed *a = pa, *b = pb;
-  bool na = isnan(a->v), nb = isnan(b->v);
-  if (na != nb) return na ? 1 : -1;
-  if (!na && a->v != b->v) return a->v < b->v ? -1 : 1;
+  if (a->k != b->k) return a->k < b->k ? -1 : 1;
   return a->i < b->i ? -1 : (a->i > b->i);
 }
 
 static int cmp_desc(const void *pa, const void *pb) {
   const keyed *a = pa, *b = pb;
-  bool na = isnan(a->v), nb = isnan(b->v);
-  if (na != nb) return na ? -1 : 1;
-  if (!na && a->v != b->v) return a->v > b->v ? -1 : 1;
+  if (a->k != b->k) return a->k > b->k ? -1 : 1;
   return a->i < b->i ? -1 : (a->i > b->i);
 }
+
+/* lane (o, j) of a contiguous buffer of dtype dt as keys with their indices along the lane */
+static void lane_keys(const void *src, pt_dtype dt, lanes l, int64_t o, int64_t j, keyed *buf) {
+  DISPATCH_ALL(dt, {
+    const T *xp = (const T *)src + o * l.n * l.inner + j;
+    for (int64_t i = 0; i < l.n; i++) {
+      buf[i].k = KEY_OF(xp[i * l.inner]);
+      buf[i].i = i;
+    }
+  });
+}
+
+/* --- std::sort as PyTorch's CPU kernels run it ---
+ * torch 1.13's mode and unique(dim=) sort with std::sort, which is not stable, under a plain `<`
+ * on the values, for which NaN is neither below nor above anything. Which of several equal values
+ * comes last, and where NaNs end up, is decided by that algorithm, and torch's answers follow from
+ * it (mode's index is the last of the winning run; a NaN splits runs of equal values). What follows
+ * is the introsort of libstdc++ (GCC 12, the one torch 1.13 was built with) step by step: the
+ * same pivots, partitions, heap fallback and final insertion sorts, so the same permutation.
+ * One deviation: the final unguarded insertion stops at the first element, where libstdc++ would
+ * walk off the front of the array (possible only with NaNs, undefined there). */
+typedef bool (*stl_less)(const void *a, const void *b, const void *arg);
+
+typedef struct stl_sorter {
+  char *base;
+  size_t es; /* at most STL_MAX_ES */
+  stl_less less;
+  const void *arg;
+} stl_sorter;
+
+#define STL_MAX_ES 16
+#define AT(s, i) ((s)->base + (size_t)(i) * (s)->es)
+
+static inline bool s_less(const stl_sorter *s, const void *a, const void *b) { return s->less(a, b, s->arg); }
+static inline void s_copy(const stl_sorter *s, void *dst, const void *src) { memcpy(dst, src, s->es); }
+
+static void s_swap(const stl_sorter *s, int64_t a, int64_t b) {
+  char t[STL_MAX_ES];
+  s_copy(s, t, AT(s, a));
+  s_copy(s, AT(s, a), AT(s, b));
+  s_copy(s, AT(s, b), t);
+}
+
+static void s_push_heap(const stl_sorter *s, int64_t first, int64_t hole, int64_t top, const void *value) {
+  int64_t parent = (hole - 1) / 2;
+  while (hole > top && s_less(s, AT(s, first + parent), value)) {
+    s_copy(s, AT(s, first + hole), AT(s, first + parent));
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  s_copy(s, AT(s, first + hole), value);
+}
+
+static void s_adjust_heap(const stl_sorter *s, int64_t first, int64_t hole, int64_t len, const void *value) {
+  const int64_t top = hole;
+  int64_t second = hole;
+  while (second < (len - 1) / 2) {
+    second = 2 * (second + 1);
+    if (s_less(s, AT(s, first + second), AT(s, first + second - 1))) second--;
+    s_copy(s, AT(s, first + hole), AT(s, first + second));
+    hole = second;
+  }
+  if ((len & 1) == 0 && second == (len - 2) / 2) {
+    second = 2 * (second + 1);
+    s_copy(s, AT(s, first + hole), AT(s, first + second - 1));
+    hole = second - 1;
+  }
+  s_push_heap(s, first, hole, top, value);
+}
+
+static void s_pop_heap(const stl_sorter *s, int64_t first, int64_t last, int64_t result) {
+  char value[STL_MAX_ES];
+  s_copy(s, value, AT(s, result));
+  s_copy(s, AT(s, result), AT(s, first));
+  s_adjust_heap(s, first, 0, last - first, value);
+}
+
+static void s_partial_sort_all(const stl_sorter *s, int64_t first, int64_t last) {
+  /* __partial_sort(first, last, last): __heap_select (make_heap; nothing beyond middle), __sort_heap */
+  const int64_t len = last - first;
+  if (len >= 2)
+    for (int64_t parent = (len - 2) / 2;; parent--) {
+      char value[STL_MAX_ES];
+      s_copy(s, value, AT(s, first + parent));
+      s_adjust_heap(s, first, parent, len, value);
+      if (parent == 0) break;
+    }
+  while (last - first > 1) {
+    --last;
+    s_pop_heap(s, first, last, last);
+  }
+}
+
+static void s_linear_insert(const stl_sorter *s, int64_t last) {
+  char val[STL_MAX_ES];
+  s_copy(s, val, AT(s, last));
+  int64_t next = last - 1;
+  while (next >= 0 && s_less(s, val, AT(s, next))) {
+    s_copy(s, AT(s, last), AT(s, next));
+    last = next--;
+  }
+  s_copy(s, AT(s, last), val);
+}
+
+static void s_insertion_sort(const stl_sorter *s, int64_t first, int64_t last) {
+  if (first == last) return;
+  for (int64_t i = first + 1; i != last; i++) {
+    if (s_less(s, AT(s, i), AT(s, first))) {
+      char val[STL_MAX_ES];
+      s_copy(s, val, AT(s, i));
+      memmove(AT(s, first + 1), AT(s, first), (size_t)(i - first) * s->es);
+      s_copy(s, AT(s, first), val);
+    } else {
+      s_linear_insert(s, i);
+    }
+  }
+}
+
+static void s_move_median_to_first(const stl_sorter *s, int64_t result, int64_t a, int64_t b, int64_t c) {
+  if (s_less(s, AT(s, a), AT(s, b))) {
+    if (s_less(s, AT(s, b), AT(s, c))) s_swap(s, result, b);
+    else if (s_less(s, AT(s, a), AT(s, c))) s_swap(s, result, c);
+    else s_swap(s, result, a);
+  } else if (s_less(s, AT(s, a), AT(s, c))) {
+    s_swap(s, result, a);
+  } else if (s_less(s, AT(s, b), AT(s, c))) {
+    s_swap(s, result, c);
+  } else {
+    s_swap(s, result, b);
+  }
+}
+
+static int64_t s_partition_pivot(const stl_sorter *s, int64_t first, int64_t last) {
+  int64_t mid = first + (last - first) / 2;
+  s_move_median_to_first(s, first, first + 1, mid, last - 1);
+  const int64_t pivot = first;
+  first++;
+  for (;;) { /* __unguarded_partition: the median of three bounds both scans */
+    while (s_less(s, AT(s, first), AT(s, pivot))) first++;
+    --last;
+    while (s_less(s, AT(s, pivot), AT(s, last))) --last;
+    if (!(first < last)) return first;
+    s_swap(s, first, last);
+    first++;
+  }
+}
+
+static void s_introsort_loop(const stl_sorter *s, int64_t first, int64_t last, int depth_limit) {
+  while (last - first > 16) {
+    if (depth_limit == 0) {
+      s_partial_sort_all(s, first, last);
+      return;
+    }
+    --depth_limit;
+    int64_t cut = s_partition_pivot(s, first, last);
+    s_introsort_loop(s, cut, last, depth_limit);
+    last = cut;
+  }
+}
+
+/* std::sort(base, base + n, less) */
+static void stl_sort(void *base, int64_t n, size_t es, stl_less less, const void *arg) {
+  stl_sorter s = {base, es, less, arg};
+  if (n == 0) return;
+  int lg = 63 - __builtin_clzll((unsigned long long)n);
+  s_introsort_loop(&s, 0, n, 2 * lg);
+  if (n > 16) {
+    s_insertion_sort(&s, 0, 16);
+    for (int64_t i = 16; i < n; i++) s_linear_insert(&s, i);
+  } else {
+    s_insertion_sort(&s, 0, n);
+  }
+}
+
+#undef AT
 
 typedef int (*keyed_cmp)(const void *, const void *);
 
@@ -136,10 +352,7 @@ static pt_status sorted_k(pt_ctx *ctx, const char *fn, pt_tensor *t, int64_t k, 
   int64_t *ip = pt_tensor_data(ix);
   for (int64_t o = 0; o < l.outer; o++)
     for (int64_t j = 0; j < l.inner; j++) {
-      for (int64_t i = 0; i < l.n; i++) {
-        buf[i].v = pt_read_as_double(src + ((o * l.n + i) * l.inner + j) * (int64_t)es, t->dtype);
-        buf[i].i = i;
-      }
+      lane_keys(src, t->dtype, l, o, j, buf);
       first_k(buf, l.n, k, desc ? cmp_desc : cmp_asc);
       for (int64_t i = 0; i < k; i++) {
         int64_t at = (o * k + i) * l.inner + j;
@@ -442,7 +655,56 @@ static void nth_element(keyed *a, int64_t n, int64_t k, keyed_cmp cmp) {
 
 typedef enum selkind { SEL_KTH, SEL_MEDIAN, SEL_MODE } selkind;
 
-static bool same_value(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+/* mode compares as torch's: a plain < on the values, under which NaN is below and above nothing */
+static bool mode_less_float(const void *a, const void *b, const void *arg) {
+  (void)arg;
+  uint64_t x = ((const keyed *)a)->k, y = ((const keyed *)b)->k;
+  return x < y && y != NAN_KEY; /* x < y already rules out x == NAN_KEY */
+}
+
+static bool mode_less_int(const void *a, const void *b, const void *arg) {
+  (void)arg;
+  return ((const keyed *)a)->k < ((const keyed *)b)->k;
+}
+
+/* torch's CPU mode of one lane: the (value, index) pairs std::sort'ed by value, then of the runs of
+ * equal neighbours (a NaN equals nothing, so each NaN is a run of its own) the first longest one;
+ * the index is that of the run's last pair. Without NaN that is the smallest most frequent value;
+ * its index is its last occurrence for lanes of up to 16 (insertion sort, stable), any occurrence
+ * beyond (introsort is not stable), as torch's. */
+static int64_t lane_mode(keyed *buf, int64_t n, bool fl) {
+  stl_sort(buf, n, sizeof *buf, fl ? mode_less_float : mode_less_int, NULL);
+  int64_t best = 0, run = 0, sel = 0;
+  for (int64_t i = 0; i < n; i++) {
+    run++;
+    if (i == n - 1 || buf[i].k != buf[i + 1].k || (fl && buf[i].k == NAN_KEY)) {
+      if (run > best) {
+        best = run;
+        sel = buf[i].i;
+      }
+      run = 0;
+    }
+  }
+  return sel;
+}
+
+/* the 0-based index along the lane of the element kind selects; buf holds the lane's keys in
+ * index order and is reordered */
+static int64_t lane_pick(selkind kind, keyed *buf, int64_t n, int64_t k, bool fl) {
+  switch (kind) {
+  case SEL_KTH:
+    nth_element(buf, n, k - 1, cmp_asc);
+    return buf[k - 1].i;
+  case SEL_MEDIAN:
+    for (int64_t i = 0; fl && i < n; i++)
+      if (buf[i].k == NAN_KEY) return i; /* the first NaN */
+    nth_element(buf, n, (n - 1) / 2, cmp_asc);
+    return buf[(n - 1) / 2].i;
+  case SEL_MODE:
+    return lane_mode(buf, n, fl);
+  }
+  return 0;
+}
 
 /* One value per lane along dim, chosen by kind; values in t's dtype (exact copies), 0-based
  * indices. The node saves the indices with dim kept (size 1), which select_backward reads. */
@@ -479,32 +741,11 @@ static pt_status select_lanes(pt_ctx *ctx, const char *fn, selkind kind, pt_tens
   const char *src = pt_tensor_data(tc);
   char *vp = pt_tensor_data(v);
   int64_t *ip = pt_tensor_data(ix);
+  const bool fl = pt_dtype_is_floating(t->dtype);
   for (int64_t o = 0; o < l.outer; o++)
     for (int64_t j = 0; j < l.inner; j++) {
-      int64_t sel = -1;
-      for (int64_t i = 0; i < l.n; i++) {
-        buf[i].v = pt_read_as_double(src + ((o * l.n + i) * l.inner + j) * (int64_t)es, t->dtype);
-        buf[i].i = i;
-        if (kind == SEL_MEDIAN && sel < 0 && isnan(buf[i].v)) sel = i; /* the first NaN */
-      }
-      if (kind == SEL_KTH) {
-        nth_element(buf, l.n, k - 1, cmp_asc);
-        sel = buf[k - 1].i;
-      } else if (kind == SEL_MEDIAN && sel < 0) {
-        nth_element(buf, l.n, (l.n - 1) / 2, cmp_asc);
-        sel = buf[(l.n - 1) / 2].i;
-      } else if (kind == SEL_MODE) { /* runs of equal values in sorted order: the longest, the
-                                        first (smallest) on ties, its last (largest) index */
-        qsort(buf, (size_t)l.n, sizeof *buf, cmp_asc);
-        int64_t best = 0;
-        for (int64_t a = 0, b; a < l.n; a = b) {
-          for (b = a + 1; b < l.n && same_value(buf[b].v, buf[a].v);) b++;
-          if (b - a > best) {
-            best = b - a;
-            sel = buf[b - 1].i;
-          }
-        }
-      }
+      lane_keys(src, t->dtype, l, o, j, buf);
+      int64_t sel = lane_pick(kind, buf, l.n, k, fl);
       int64_t at = o * l.inner + j;
       memcpy(vp + at * (int64_t)es, src + ((o * l.n + sel) * l.inner + j) * (int64_t)es, es);
       ip[at] = sel;
@@ -567,32 +808,6 @@ pt_status pt_median(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
 
 /* --- nonzero, unique, bincount, searchsorted --- */
 
-/* Runs BODY with T bound to t's element type (bool as uint8_t). */
-#define DISPATCH_ALL(dt, ...)                                                                      \
-  do {                                                                                             \
-    switch (dt) {                                                                                  \
-    case PT_FLOAT32: {                                                                             \
-      typedef float T;                                                                             \
-      __VA_ARGS__ break;                                                                           \
-    }                                                                                              \
-    case PT_FLOAT64: {                                                                             \
-      typedef double T;                                                                            \
-      __VA_ARGS__ break;                                                                           \
-    }                                                                                              \
-    case PT_INT64: {                                                                               \
-      typedef int64_t T;                                                                           \
-      __VA_ARGS__ break;                                                                           \
-    }                                                                                              \
-    case PT_INT32: {                                                                               \
-      typedef int32_t T;                                                                           \
-      __VA_ARGS__ break;                                                                           \
-    }                                                                                              \
-    default: {                                                                                     \
-      typedef uint8_t T;                                                                           \
-      __VA_ARGS__ break;                                                                           \
-    }                                                                                              \
-    }                                                                                              \
-  } while (0)
 
 pt_status pt_nonzero(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
   pt_tensor *tc = NULL, *r = NULL;
@@ -630,71 +845,154 @@ done:
   return PT_OK;
 }
 
-typedef struct ikeyed {
-  int64_t v, i;
-} ikeyed;
+/* two keys of one value: a NaN equals nothing, not even a NaN (as torch's !=) */
+static inline bool same_key(uint64_t a, uint64_t b, bool fl) { return a == b && !(fl && a == NAN_KEY); }
 
-static int cmp_iasc(const void *pa, const void *pb) {
-  const ikeyed *a = pa, *b = pb;
-  if (a->v != b->v) return a->v < b->v ? -1 : 1;
-  return a->i < b->i ? -1 : (a->i > b->i);
-}
-
-pt_status pt_unique(pt_ctx *ctx, pt_tensor *t, pt_tensor **values, pt_tensor **inverse,
-                    pt_tensor **counts) {
-  bool fl = pt_dtype_is_floating(t->dtype);
-  pt_dtype wd = fl ? PT_FLOAT64 : PT_INT64; /* exact for every dtype */
-  pt_tensor *w = NULL, *wc = NULL, *u = NULL, *ut = NULL, *inv = NULL, *cn = NULL;
-  void *buf = NULL;
-  int64_t n = pt_tensor_numel(t), nu = 0;
-  pt_status st;
-  if ((st = pt_tensor_to_dtype_raw(ctx, t, wd, &w)) || (st = pt_tensor_contiguous_raw(ctx, w, &wc))) goto done;
-  buf = pt_alloc(ctx, (size_t)(n ? n : 1) * sizeof(keyed));
-  if (!buf) {
-    st = PT_ENOMEM;
-    goto done;
-  }
-  if (inverse && (st = pt_tensor_empty(ctx, PT_INT64, t->ndim, t->shape, &inv))) goto done;
-  int64_t *invp = inv ? (int64_t *)pt_tensor_data(inv) : NULL;
-  /* sort (value, index) pairs, then one pass over the runs of equal values */
-#define UNIQUE_PASS(KT, TV, CMP, EQ)                                                               \
-  do {                                                                                             \
-    KT *b = buf;                                                                                   \
-    const TV *xp = pt_tensor_data(wc);                                                             \
-    for (int64_t i = 0; i < n; i++) b[i].v = xp[i], b[i].i = i;                                    \
-    qsort(b, (size_t)n, sizeof *b, CMP);                                                           \
-    for (int64_t i = 0; i < n; i++) {                                                              \
-      if (i == 0 || !(EQ)) nu++;                                                                   \
-      if (invp) invp[b[i].i] = nu - 1;                                                             \
-    }                                                                                              \
-    if ((st = pt_tensor_empty(ctx, wd, 1, &nu, &u))) goto done;                                    \
-    if (counts && (st = pt_tensor_zeros(ctx, PT_INT64, 1, &nu, &cn))) goto done;                   \
-    TV *up = pt_tensor_data(u);                                                                    \
-    int64_t *cp = cn ? (int64_t *)pt_tensor_data(cn) : NULL;                                       \
-    for (int64_t i = 0, k = -1; i < n; i++) {                                                      \
-      if (i == 0 || !(EQ)) up[++k] = b[i].v;                                                       \
-      if (cp) cp[k]++;                                                                             \
-    }                                                                                              \
-  } while (0)
-  if (fl) UNIQUE_PASS(keyed, double, cmp_asc, b[i].v == b[i - 1].v); /* NaN != NaN: each its own */
-  else UNIQUE_PASS(ikeyed, int64_t, cmp_iasc, b[i].v == b[i - 1].v);
-#undef UNIQUE_PASS
-  if ((st = pt_tensor_to_dtype_raw(ctx, u, t->dtype, &ut))) goto done;
-done:
-  pt_free(buf);
-  pt_tensor_release(w);
-  pt_tensor_release(wc);
-  pt_tensor_release(u);
+/* unique's ending: on success the results go to the caller (inverse and counts where asked for),
+ * on failure they are released */
+static pt_status unique_results(pt_status st, pt_tensor *u, pt_tensor *inv, pt_tensor *cn, pt_tensor **values,
+                                pt_tensor **inverse, pt_tensor **counts) {
   if (st) {
-    pt_tensor_release(ut);
+    pt_tensor_release(u);
     pt_tensor_release(inv);
     pt_tensor_release(cn);
     return st;
   }
-  *values = ut;
+  *values = u;
   if (inverse) *inverse = inv;
   if (counts) *counts = cn;
   return PT_OK;
+}
+
+pt_status pt_unique(pt_ctx *ctx, pt_tensor *t, pt_tensor **values, pt_tensor **inverse,
+                    pt_tensor **counts) {
+  const bool fl = pt_dtype_is_floating(t->dtype);
+  const size_t es = pt_dtype_size(t->dtype);
+  pt_tensor *tc = NULL, *u = NULL, *inv = NULL, *cn = NULL;
+  int64_t n = pt_tensor_numel(t), nu = 0;
+  pt_status st;
+  keyed *b = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, t, &tc))) goto done;
+  b = pt_alloc(ctx, (size_t)(n ? n : 1) * sizeof *b);
+  if (!b) {
+    st = PT_ENOMEM;
+    goto done;
+  }
+  if (inverse && (st = pt_tensor_empty(ctx, PT_INT64, t->ndim, t->shape, &inv))) goto done;
+  /* sort (key, index) pairs, then one pass over the runs of equal values; the values are copies
+   * of the elements that start the runs */
+  const char *src = pt_tensor_data(tc);
+  lane_keys(src, t->dtype, (lanes){1, n, 1}, 0, 0, b);
+  qsort(b, (size_t)n, sizeof *b, cmp_asc);
+  int64_t *invp = inv ? (int64_t *)pt_tensor_data(inv) : NULL;
+  for (int64_t i = 0; i < n; i++) {
+    if (i == 0 || !same_key(b[i].k, b[i - 1].k, fl)) nu++;
+    if (invp) invp[b[i].i] = nu - 1;
+  }
+  if ((st = pt_tensor_empty(ctx, t->dtype, 1, &nu, &u))) goto done;
+  if (counts && (st = pt_tensor_zeros(ctx, PT_INT64, 1, &nu, &cn))) goto done;
+  char *up = pt_tensor_data(u);
+  int64_t *cp = cn ? (int64_t *)pt_tensor_data(cn) : NULL;
+  for (int64_t i = 0, k = -1; i < n; i++) {
+    if (i == 0 || !same_key(b[i].k, b[i - 1].k, fl)) memcpy(up + ++k * (int64_t)es, src + b[i].i * (int64_t)es, es);
+    if (cp) cp[k]++;
+  }
+done:
+  pt_free(b);
+  pt_tensor_release(tc);
+  return unique_results(st, u, inv, cn, values, inverse, counts);
+}
+
+/* the keys of n slices of m elements each, one after the other */
+typedef struct slice_keys {
+  const uint64_t *k;
+  int64_t m;
+  bool fl;
+} slice_keys;
+
+/* torch's order of slices in unique(dim=): the first position where one is below the other decides
+ * (a NaN is neither, so its position decides nothing); no such position: not below */
+static bool slice_less(const void *pa, const void *pb, const void *arg) {
+  const slice_keys *s = arg;
+  const uint64_t *a = s->k + *(const int64_t *)pa * s->m, *b = s->k + *(const int64_t *)pb * s->m;
+  for (int64_t i = 0; i < s->m; i++)
+    if (a[i] != b[i] && !(s->fl && (a[i] == NAN_KEY || b[i] == NAN_KEY))) return a[i] < b[i];
+  return false;
+}
+
+static bool slice_same(const slice_keys *s, int64_t ia, int64_t ib) {
+  const uint64_t *a = s->k + ia * s->m, *b = s->k + ib * s->m;
+  for (int64_t i = 0; i < s->m; i++)
+    if (!same_key(a[i], b[i], s->fl)) return false;
+  return true;
+}
+
+pt_status pt_unique_dim(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **values, pt_tensor **inverse,
+                        pt_tensor **counts) {
+  char b1[PT_SHAPE_STR_MAX];
+  if (dim < 0 || dim >= t->ndim)
+    return pt_fail(ctx, PT_EARG, "unique: dimension %d out of range (tensor has %d dimensions)", dim + 1, t->ndim);
+  int64_t m = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (d != dim && t->shape[d] == 0)
+      return pt_fail(ctx, PT_EARG, "unique: cannot take unique slices along dimension %d of shape %s: dimension %d has size 0",
+                     dim + 1, pt_shape_format(t->ndim, t->shape, b1, sizeof b1), d + 1);
+    if (d != dim) m *= t->shape[d];
+  }
+  const int64_t n = t->shape[dim];
+  const bool fl = pt_dtype_is_floating(t->dtype);
+  const size_t es = pt_dtype_size(t->dtype);
+  pt_tensor *tt = NULL, *tc = NULL, *u = NULL, *ut = NULL, *uc = NULL, *inv = NULL, *cn = NULL;
+  uint64_t *keys = NULL;
+  int64_t *idx = NULL, nu = 0;
+  pt_status st;
+  /* torch's layout: t with its first dimension and dim swapped (transpose, not a move), made
+   * contiguous, one slice per row; slices are compared in that order of their elements */
+  if ((st = pt_transpose_raw(ctx, t, 0, dim, &tt)) || (st = pt_tensor_contiguous_raw(ctx, tt, &tc))) goto done;
+  keys = pt_alloc(ctx, (size_t)(n * m > 0 ? n * m : 1) * sizeof *keys);
+  idx = pt_alloc(ctx, (size_t)(n ? 3 * n : 1) * sizeof *idx);
+  if (!keys || !idx) {
+    st = PT_ENOMEM;
+    goto done;
+  }
+  const char *src = pt_tensor_data(tc);
+  DISPATCH_ALL(t->dtype, {
+    const T *xp = (const T *)src;
+    for (int64_t i = 0; i < n * m; i++) keys[i] = KEY_OF(xp[i]);
+  });
+  slice_keys sk = {keys, m, fl};
+  int64_t *first = idx + n, *cnt = idx + 2 * n; /* per unique slice: the row it comes from, its count */
+  for (int64_t i = 0; i < n; i++) idx[i] = i;
+  stl_sort(idx, n, sizeof *idx, slice_less, &sk);
+  if (inverse && (st = pt_tensor_empty(ctx, PT_INT64, 1, &n, &inv))) goto done;
+  int64_t *invp = inv ? (int64_t *)pt_tensor_data(inv) : NULL;
+  for (int64_t i = 0; i < n; i++) { /* each compared with the first of the current run, as torch's */
+    if (i == 0 || !slice_same(&sk, first[nu - 1], idx[i])) {
+      first[nu] = idx[i];
+      cnt[nu++] = 0;
+    }
+    cnt[nu - 1]++;
+    if (invp) invp[idx[i]] = nu - 1;
+  }
+  int64_t ushape[PT_MAX_DIMS];
+  memcpy(ushape, tc->shape, (size_t)t->ndim * sizeof *ushape);
+  ushape[0] = nu;
+  if ((st = pt_tensor_empty(ctx, t->dtype, t->ndim, ushape, &u))) goto done;
+  char *up = pt_tensor_data(u);
+  for (int64_t r = 0; r < nu; r++) memcpy(up + r * m * (int64_t)es, src + first[r] * m * (int64_t)es, (size_t)m * es);
+  if ((st = pt_transpose_raw(ctx, u, 0, dim, &ut)) || (st = pt_tensor_contiguous_raw(ctx, ut, &uc))) goto done;
+  if (counts) {
+    if ((st = pt_tensor_empty(ctx, PT_INT64, 1, &nu, &cn))) goto done;
+    memcpy(pt_tensor_data(cn), cnt, (size_t)nu * sizeof *cnt);
+  }
+done:
+  pt_free(keys);
+  pt_free(idx);
+  pt_tensor_release(tt);
+  pt_tensor_release(tc);
+  pt_tensor_release(u);
+  pt_tensor_release(ut);
+  return unique_results(st, uc, inv, cn, values, inverse, counts);
 }
 
 pt_status pt_bincount(pt_ctx *ctx, pt_tensor *t, pt_tensor *weights, int64_t minlength,
@@ -763,8 +1061,26 @@ done:
   return PT_OK;
 }
 
-/* a < b with NaN the largest (NaN is not below NaN) */
-static inline bool lt_nan_last(double a, double b) { return !isnan(a) && (isnan(b) || a < b); }
+/* exact three-way order of an int64 and a double, NaN the largest */
+static int cmp_int_double(int64_t x, double f) {
+  if (isnan(f) || f >= 0x1p63) return -1;
+  if (f < -0x1p63) return 1;
+  double fl = floor(f); /* in [-2^63, 2^63): exact as an int64 */
+  int64_t i = (int64_t)fl;
+  if (x != i) return x < i ? -1 : 1;
+  return fl < f ? -1 : 0;
+}
+
+/* exact three-way order of a[ia] and b[ib], each an int64 (its is_int) or a double buffer; NaN
+ * the largest and equal to NaN */
+static int cmp_exact(const void *a, bool a_int, int64_t ia, const void *b, bool b_int, int64_t ib) {
+  if (a_int != b_int)
+    return a_int ? cmp_int_double(((const int64_t *)a)[ia], ((const double *)b)[ib])
+                 : -cmp_int_double(((const int64_t *)b)[ib], ((const double *)a)[ia]);
+  uint64_t x = a_int ? key_of_int(((const int64_t *)a)[ia]) : key_of_double(((const double *)a)[ia]);
+  uint64_t y = b_int ? key_of_int(((const int64_t *)b)[ib]) : key_of_double(((const double *)b)[ib]);
+  return (x > y) - (x < y);
+}
 
 pt_status pt_searchsorted(pt_ctx *ctx, pt_tensor *seq, pt_tensor *values, bool right, pt_tensor **out) {
   char b1[PT_SHAPE_STR_MAX], b2[PT_SHAPE_STR_MAX];
@@ -779,23 +1095,27 @@ pt_status pt_searchsorted(pt_ctx *ctx, pt_tensor *seq, pt_tensor *values, bool r
                    "(got shapes %s and %s)",
                    pt_shape_format(seq->ndim, seq->shape, b1, sizeof b1),
                    pt_shape_format(values->ndim, values->shape, b2, sizeof b2));
+  /* integers as int64, floats as double: every comparison exact (int64 beyond 2^53 included) */
+  const bool s_int = !pt_dtype_is_floating(seq->dtype), v_int = !pt_dtype_is_floating(values->dtype);
   pt_tensor *s64 = NULL, *sc = NULL, *v64 = NULL, *vc = NULL, *r = NULL;
   pt_status st;
-  if ((st = pt_tensor_to_dtype_raw(ctx, seq, PT_FLOAT64, &s64)) || (st = pt_tensor_contiguous_raw(ctx, s64, &sc)) ||
-      (st = pt_tensor_to_dtype_raw(ctx, values, PT_FLOAT64, &v64)) ||
+  if ((st = pt_tensor_to_dtype_raw(ctx, seq, s_int ? PT_INT64 : PT_FLOAT64, &s64)) ||
+      (st = pt_tensor_contiguous_raw(ctx, s64, &sc)) ||
+      (st = pt_tensor_to_dtype_raw(ctx, values, v_int ? PT_INT64 : PT_FLOAT64, &v64)) ||
       (st = pt_tensor_contiguous_raw(ctx, v64, &vc)) ||
       (st = pt_tensor_empty(ctx, PT_INT64, values->ndim, values->shape, &r)))
     goto done;
   const int64_t n = seq->shape[seq->ndim - 1], nv = pt_tensor_numel(values);
   const int64_t per_row = seq->ndim > 1 ? (values->ndim ? values->shape[values->ndim - 1] : 1) : nv;
-  const double *sp = pt_tensor_data(sc), *vp = pt_tensor_data(vc);
+  const void *sp = pt_tensor_data(sc), *vp = pt_tensor_data(vc);
   int64_t *rp = pt_tensor_data(r);
   for (int64_t e = 0; e < nv; e++) {
-    const double *row = sp + (per_row ? e / per_row : 0) * n, v = vp[e];
+    const int64_t row = (per_row ? e / per_row : 0) * n;
     int64_t lo = 0, hi = n; /* the first i in [lo, hi) where the predicate holds */
     while (lo < hi) {
       int64_t mid = lo + (hi - lo) / 2;
-      bool past = right ? lt_nan_last(v, row[mid]) : !lt_nan_last(row[mid], v);
+      int c = cmp_exact(sp, s_int, row + mid, vp, v_int, e); /* seq[mid] against v */
+      bool past = right ? c > 0 : c >= 0;
       if (past) hi = mid;
       else lo = mid + 1;
     }
@@ -812,4 +1132,16 @@ done:
   }
   *out = r;
   return PT_OK;
+}
+
+int pt_element_cmp(const void *pa, pt_dtype da, const void *pb, pt_dtype db) {
+  const bool a_int = !pt_dtype_is_floating(da), b_int = !pt_dtype_is_floating(db);
+  int64_t ia = 0, ib = 0;
+  double fa = 0, fb = 0;
+  if (a_int) DISPATCH_ALL(da, { ia = (int64_t)((const T *)pa)[0]; });
+  else fa = pt_read_as_double(pa, da);
+  if (b_int) DISPATCH_ALL(db, { ib = (int64_t)((const T *)pb)[0]; });
+  else fb = pt_read_as_double(pb, db);
+  if ((!a_int && isnan(fa)) || (!b_int && isnan(fb))) return 2;
+  return cmp_exact(a_int ? (const void *)&ia : &fa, a_int, 0, b_int ? (const void *)&ib : &fb, b_int, 0);
 }

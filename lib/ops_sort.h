@@ -1,7 +1,10 @@
 /* Sorting and scans along one dimension (0-based dims here; Lua adds 1 to indices):
  * sort, topk (values with int64 indices, gradients to the selected elements), cumsum, cumprod
  * (with gradients), and the boolean reductions all/any. NaN sorts as the largest value, as in
- * PyTorch; ties keep their original order (stable), so results are deterministic. */
+ * PyTorch; ties keep their original order (stable), so results are deterministic. Every ordering
+ * and equality test here (sort, topk, kthvalue, median, mode, unique, searchsorted) is exact for
+ * every dtype: int64 values are compared as integers, never through a double (2^53 and 2^53+1
+ * are two values). */
 #ifndef PT_OPS_SORT_H
 #define PT_OPS_SORT_H
 
@@ -24,8 +27,13 @@ pt_status pt_any(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **o
  * largest: on ties the index is that of the k-th in that order.
  * median: the lower median (the ((n+1)/2)-th smallest, integer division); a lane holding a NaN
  * gives NaN and the index of its first NaN (as torch.median).
- * mode: the most frequent value, the smallest one on ties (NaNs count as one value, larger than
- * all), and the index of its last occurrence (as torch's CPU mode). */
+ * mode: torch 1.13's CPU mode, values and indices: the (value, index) pairs of the lane sorted by
+ * value with std::sort (libstdc++'s introsort, reproduced step by step: it is not stable) under a
+ * plain <, then the first of the longest runs of equal neighbours and the index of its last pair.
+ * Without NaN: the smallest most frequent value, with the index of its last occurrence in lanes
+ * of up to 16 elements (an insertion sort), of one of its occurrences beyond. A NaN equals
+ * nothing (each NaN is a run of one) and is below and above nothing, so it may also split a run
+ * of equal values: {1, NaN, 1} gives 1 at index 0, as torch. */
 pt_status pt_kthvalue(pt_ctx *ctx, pt_tensor *t, int64_t k, int dim, bool keepdim, pt_tensor **values,
                       pt_tensor **indices);
 pt_status pt_median_dim(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **values,
@@ -45,6 +53,14 @@ pt_status pt_nonzero(pt_ctx *ctx, pt_tensor *t, pt_tensor **out);
  * counts (when not NULL): int64, how often each value occurs. */
 pt_status pt_unique(pt_ctx *ctx, pt_tensor *t, pt_tensor **values, pt_tensor **inverse,
                     pt_tensor **counts);
+/* The distinct slices of t along dim (0-based), as torch.unique(dim=): t's shape with dim's size
+ * the number of distinct slices, sorted lexicographically (the elements of a slice in the order
+ * of t:transpose(0, dim), a position holding a NaN deciding nothing, by libstdc++'s std::sort
+ * as torch's); a slice holding a NaN equals no other. inverse: int64 {t.shape[dim]}, the slice
+ * each one became; counts: int64. Every dimension but dim must be non-empty; an empty dim gives
+ * empty results. No gradient. */
+pt_status pt_unique_dim(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **values, pt_tensor **inverse,
+                        pt_tensor **counts);
 
 /* Counts of each value of a 1-D tensor of non-negative integers: out[v] (0-based) is how often v
  * occurs (or the sum of weights[i] over the elements i equal to v); the length is
@@ -55,7 +71,13 @@ pt_status pt_bincount(pt_ctx *ctx, pt_tensor *t, pt_tensor *weights, int64_t min
 
 /* For each element v of values, the 0-based index i of the first element of seq (ascending
  * along its last dim) with seq[i] >= v (right: > v), n when there is none; NaN sorts largest.
+ * Comparisons are exact, also between an integer and a floating point dtype (torch compares those
+ * in the promoted dtype, where an int64 beyond 2^53 rounds).
  * seq is 1-D, or has the leading dims of values (one sequence per row). int64 of values' shape. */
 pt_status pt_searchsorted(pt_ctx *ctx, pt_tensor *seq, pt_tensor *values, bool right, pt_tensor **out);
+
+/* Exact three-way order of the elements at pa (dtype da) and pb (dtype db), any mix of dtypes
+ * (int64 as an integer, never rounded through a double): -1, 0 or 1; 2 when either is NaN. */
+int pt_element_cmp(const void *pa, pt_dtype da, const void *pb, pt_dtype db);
 
 #endif
