@@ -149,6 +149,36 @@ static void add_partials(pt_dtype dt, void *dst, const char *src, int64_t n) {
     for (int64_t i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i];
 }
 
+static void *data_or_null(const pt_tensor *t) { return t ? pt_tensor_data(t) : NULL; }
+
+/* The sizes of one convolution in conv2d's terms, kept in its node's ints after the options
+ * (conv_opts_of): N images of C channels of H x W in, O channels of Ho x Wo out, a kh x kw
+ * kernel. conv_transpose2d runs conv2d's kernels with the roles swapped: its output is the
+ * conv's input (C, H, W) and its input the conv's output (O, Ho, Wo). */
+typedef struct conv_geom {
+  int N, C, H, W, O, kh, kw, Ho, Wo;
+} conv_geom;
+
+/* A job over conv2d's kernels for geometry g and options o, with the bytes of one im2col buffer
+ * ({C/groups*kh*kw, Ho*Wo}); the tensors' data are the caller's to set. */
+static conv_job conv_job_for(pt_dtype dtype, const conv_geom *g, const pt_conv2d_opts *o) {
+  int64_t K = (int64_t)(g->C / o->groups) * g->kh * g->kw, P = (int64_t)g->Ho * g->Wo;
+  return (conv_job){.dtype = dtype, .C = g->C, .H = g->H, .W = g->W, .O = g->O, .kh = g->kh, .kw = g->kw,
+                    .Ho = g->Ho, .Wo = g->Wo, .o = o, .cols_bytes = (size_t)(K * P) * pt_dtype_size(dtype)};
+}
+
+/* The im2col path of conv2d's forward over N images: job has the tensors and sizes; its
+ * per-thread cols buffers are made and freed here. */
+static pt_status conv_forward_im2col(pt_ctx *ctx, conv_job *job, int N) {
+  int nthreads = pt_parallel_threads(ctx);
+  job->cols = pt_alloc(ctx, job->cols_bytes * (size_t)nthreads);
+  if (!job->cols) return PT_ENOMEM;
+  pt_parallel_for(ctx, N, 1, conv_forward_chunk, job);
+  pt_free(job->cols);
+  job->cols = NULL;
+  return PT_OK;
+}
+
 /* The im2col path of conv2d's backward over N images: job has the tensors and sizes; its
  * buffers (per-thread cols and weight/bias partials) are made and freed here. */
 static pt_status conv_backward_im2col(pt_ctx *ctx, conv_job *job, int N) {
@@ -174,57 +204,122 @@ static pt_status conv_backward_im2col(pt_ctx *ctx, conv_job *job, int N) {
   return PT_OK;
 }
 
-/* The options conv2d's and conv_transpose2d's nodes keep first in their ints: stride, padding,
- * dilation (two each), groups. */
-static void conv_opts_of(const int64_t *iv, pt_conv2d_opts *o) {
+/* The start of conv2d's and conv_transpose2d's backwards: the options and sizes their nodes keep
+ * in their ints (stride, padding, dilation (two each), groups, then the conv_geom), the output
+ * gradient made contiguous, and zeroed gradients (g: input, weight, bias) for the inputs that
+ * need one. On failure nothing is left to release. */
+static pt_status conv_backward_begin(pt_ctx *ctx, const pt_node *node, pt_tensor *gout, pt_conv2d_opts *o,
+                                     conv_geom *g, pt_tensor **gy, pt_tensor **grads) {
+  const int64_t *iv = node->ints;
   for (int i = 0; i < 2; i++) {
     o->stride[i] = (int)iv[i];
     o->padding[i] = (int)iv[2 + i];
     o->dilation[i] = (int)iv[4 + i];
   }
   o->groups = (int)iv[6];
+  *g = (conv_geom){(int)iv[7], (int)iv[8], (int)iv[9], (int)iv[10], (int)iv[11], (int)iv[12], (int)iv[13],
+                   (int)iv[14], (int)iv[15]};
+  grads[0] = grads[1] = grads[2] = NULL;
+  pt_status st = pt_tensor_contiguous_raw(ctx, gout, gy);
+  if (st) return st;
+  if ((node->needs_grad[0] && (st = pt_tensor_zeros_like(ctx, node->inputs[0], &grads[0]))) ||
+      (node->needs_grad[1] && (st = pt_tensor_zeros_like(ctx, node->saved[1], &grads[1]))) ||
+      (node->n_inputs > 2 && node->needs_grad[2] && (st = pt_tensor_zeros_like(ctx, node->inputs[2], &grads[2])))) {
+    pt_tensor_release(*gy);
+    for (int k = 0; k < 3; k++) pt_tensor_release(grads[k]);
+  }
+  return st;
+}
+
+/* The end of those backwards: the gradients handed over (st == PT_OK) or released. */
+static pt_status conv_backward_end(pt_status st, pt_tensor *gy, pt_tensor **grads, pt_tensor **gin) {
+  pt_tensor_release(gy);
+  for (int k = 0; k < 3; k++) {
+    if (st) pt_tensor_release(grads[k]);
+    else gin[k] = grads[k];
+  }
+  return st;
+}
+
+/* The checks conv2d and conv_transpose2d share: a float input {C,H,W} or {N,C,H,W} (d gets its
+ * NCHW sizes) with non-empty H and W, a weight and bias of its dtype, a 4-D weight (layout names
+ * its dims in the message). */
+static pt_status conv_check_args(pt_ctx *ctx, const char *fn, pt_tensor *x, const pt_tensor *w,
+                                 const pt_tensor *bias, const char *layout, int64_t *d) {
+  char b[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = check_same_dtype(ctx, fn, "weight", x, w)) ||
+      (bias && (st = check_same_dtype(ctx, fn, "bias", x, bias))) || (st = as_nchw(ctx, fn, x, d)))
+    return st;
+  if (w->ndim != 4)
+    return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 4-D %s, got shape %s", fn, layout,
+                   pt_shape_format(w->ndim, w->shape, b, sizeof b));
+  if (d[2] == 0 || d[3] == 0) /* as PyTorch */
+    return pt_fail(ctx, PT_ESHAPE, "%s: only the batch or the channels may be empty, got input shape %s", fn,
+                   pt_shape_format(x->ndim, x->shape, b, sizeof b));
+  return PT_OK;
+}
+
+/* Contiguous copies (or references) of x, w and bias (may be NULL); on failure none are left. */
+static pt_status conv_operands(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, pt_tensor **xc,
+                               pt_tensor **wc, pt_tensor **bc) {
+  pt_status st;
+  *xc = *wc = *bc = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, x, xc)) || (st = pt_tensor_contiguous_raw(ctx, w, wc)) ||
+      (bias && (st = pt_tensor_contiguous_raw(ctx, bias, bc)))) {
+    pt_tensor_release(*xc);
+    pt_tensor_release(*wc);
+    *xc = *wc = NULL;
+  }
+  return st;
+}
+
+/* Records conv2d's or conv_transpose2d's node on y (inputs x, w and bias when given; saved: the
+ * contiguous xc and wc; ints: o and g as conv_backward_begin reads them), then releases the
+ * operands, and hands y over (st == PT_OK) or releases it. */
+static pt_status conv_forward_end(pt_ctx *ctx, pt_status st, const char *name, pt_backward_fn backward,
+                                  pt_tensor *x, pt_tensor *w, pt_tensor *bias, pt_tensor *xc, pt_tensor *wc,
+                                  pt_tensor *bc, const pt_conv2d_opts *o, const conv_geom *g, pt_tensor *y,
+                                  pt_tensor **out) {
+  pt_tensor *inputs[3] = {x, w, bias};
+  pt_node *node = NULL;
+  if (!st && !(st = pt_autograd_record(ctx, y, name, backward, bias ? 3 : 2, inputs, &node)) && node) {
+    pt_node_save(node, 0, pt_tensor_retain(xc));
+    pt_node_save(node, 1, pt_tensor_retain(wc));
+    int64_t ints[16] = {o->stride[0], o->stride[1], o->padding[0], o->padding[1], o->dilation[0], o->dilation[1],
+                        o->groups, g->N, g->C, g->H, g->W, g->O, g->kh, g->kw, g->Ho, g->Wo};
+    memcpy(node->ints, ints, sizeof ints);
+    node->n_ints = 16;
+  }
+  pt_tensor_release(xc);
+  pt_tensor_release(wc);
+  pt_tensor_release(bc);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
 }
 
 static pt_status conv2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
-  pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
+  pt_tensor *x = node->saved[0], *w = node->saved[1], *gy, *g[3];
   pt_conv2d_opts o;
-  const int64_t *iv = node->ints;
-  conv_opts_of(iv, &o);
-  int N = (int)iv[7], C = (int)iv[8], H = (int)iv[9], W = (int)iv[10], O = (int)iv[11], kh = (int)iv[12],
-      kw = (int)iv[13], Ho = (int)iv[14], Wo = (int)iv[15];
-  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  conv_geom s;
+  pt_status st = conv_backward_begin(ctx, node, gout, &o, &s, &gy, g);
   if (st) return st;
-  pt_tensor *gx = NULL, *gw = NULL, *gb = NULL;
-  if (node->needs_grad[0] && (st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) goto fail;
-  if (node->needs_grad[1] && (st = pt_tensor_zeros_like(ctx, w, &gw))) goto fail;
-  if (node->n_inputs > 2 && node->needs_grad[2] && (st = pt_tensor_zeros_like(ctx, node->inputs[2], &gb)))
-    goto fail;
-  if (pt_conv_winograd_applies(x->dtype, N, C, O, kh, kw, Ho, Wo, &o)) {
-    st = pt_conv_winograd_backward(ctx, pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy),
-                                   gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
-                                   gb ? pt_tensor_data(gb) : NULL, N, C, H, W, O, o.padding[0], o.padding[1], Ho, Wo);
+  if (pt_conv_winograd_applies(x->dtype, s.N, s.C, s.O, s.kh, s.kw, s.Ho, s.Wo, &o)) {
+    st = pt_conv_winograd_backward(ctx, pt_tensor_data(x), pt_tensor_data(w), pt_tensor_data(gy), data_or_null(g[0]),
+                                   data_or_null(g[1]), data_or_null(g[2]), s.N, s.C, s.H, s.W, s.O, o.padding[0],
+                                   o.padding[1], s.Ho, s.Wo);
   } else {
-    size_t es = pt_dtype_size(x->dtype);
-    int64_t K = (int64_t)(C / o.groups) * kh * kw, P = (int64_t)Ho * Wo;
-    conv_job job = {.x = pt_tensor_data(x), .w = pt_tensor_data(w), .gy = pt_tensor_data(gy),
-                    .dx = gx ? pt_tensor_data(gx) : NULL, .dw = gw ? pt_tensor_data(gw) : NULL,
-                    .db = gb ? pt_tensor_data(gb) : NULL, .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O,
-                    .kh = kh, .kw = kw, .Ho = Ho, .Wo = Wo, .o = &o, .cols_bytes = (size_t)(K * P) * es,
-                    .dw_bytes = (size_t)pt_tensor_numel(w) * es};
-    st = conv_backward_im2col(ctx, &job, N);
+    conv_job job = conv_job_for(x->dtype, &s, &o);
+    job.x = pt_tensor_data(x), job.w = pt_tensor_data(w), job.gy = pt_tensor_data(gy);
+    job.dx = data_or_null(g[0]), job.dw = data_or_null(g[1]), job.db = data_or_null(g[2]);
+    job.dw_bytes = (size_t)pt_tensor_numel(w) * pt_dtype_size(x->dtype);
+    st = conv_backward_im2col(ctx, &job, s.N);
   }
-  if (st) goto fail;
-  pt_tensor_release(gy);
-  gin[0] = gx;
-  gin[1] = gw;
-  gin[2] = gb;
-  return PT_OK;
-fail:
-  pt_tensor_release(gy);
-  pt_tensor_release(gx);
-  pt_tensor_release(gw);
-  pt_tensor_release(gb);
-  return st;
+  return conv_backward_end(st, gy, g, gin);
 }
 
 pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, const pt_conv2d_opts *o,
@@ -233,15 +328,7 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
   char bx[PT_SHAPE_STR_MAX], bw[PT_SHAPE_STR_MAX];
   int64_t d[4];
   pt_status st;
-  if ((st = check_floating(ctx, fn, "input", x)) || (st = check_same_dtype(ctx, fn, "weight", x, w)) ||
-      (bias && (st = check_same_dtype(ctx, fn, "bias", x, bias))) || (st = as_nchw(ctx, fn, x, d)))
-    return st;
-  if (w->ndim != 4)
-    return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 4-D {out,in/groups,kh,kw}, got shape %s", fn,
-                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
-  if (d[2] == 0 || d[3] == 0) /* as PyTorch */
-    return pt_fail(ctx, PT_ESHAPE, "%s: only the batch or the channels may be empty, got input shape %s", fn,
-                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  if ((st = conv_check_args(ctx, fn, x, w, bias, "{out,in/groups,kh,kw}", d))) return st;
   int g = o->groups;
   for (int i = 0; i < 2; i++)
     if (o->stride[i] < 1 || o->dilation[i] < 1 || o->padding[i] < 0)
@@ -268,130 +355,65 @@ pt_status pt_conv2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias, co
                    o->dilation[0] > 1 || o->dilation[1] > 1 ? " (dilated)" : "",
                    H + 2 * o->padding[0], W + 2 * o->padding[1],
                    pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
-  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL;
-  void *cols = NULL;
+  conv_geom s = {N, C, H, W, O, kh, kw, Ho, Wo};
+  pt_tensor *xc, *wc, *bc, *y = NULL;
   int64_t ys[4];
   int yn = out_shape(x, N, O, Ho, Wo, ys);
-  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_contiguous_raw(ctx, w, &wc)) ||
-      (bias && (st = pt_tensor_contiguous_raw(ctx, bias, &bc))) ||
-      (st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y)))
-    goto done;
+  if ((st = conv_operands(ctx, x, w, bias, &xc, &wc, &bc))) return st;
+  if ((st = pt_tensor_empty(ctx, x->dtype, yn, ys, &y))) goto done;
   if (pt_conv_winograd_applies(x->dtype, N, C, O, kh, kw, Ho, Wo, o)) {
-    if ((st = pt_conv_winograd_forward(ctx, pt_tensor_data(xc), pt_tensor_data(wc), bc ? pt_tensor_data(bc) : NULL,
-                                       pt_tensor_data(y), N, C, H, W, O, o->padding[0], o->padding[1], Ho, Wo)))
-      goto done;
+    st = pt_conv_winograd_forward(ctx, pt_tensor_data(xc), pt_tensor_data(wc), data_or_null(bc), pt_tensor_data(y),
+                                  N, C, H, W, O, o->padding[0], o->padding[1], Ho, Wo);
   } else {
-    int64_t K = (int64_t)(C / g) * kh * kw, P = (int64_t)Ho * Wo;
-    int nthreads = pt_parallel_threads(ctx);
-    size_t cols_bytes = (size_t)(K * P) * pt_dtype_size(x->dtype);
-    cols = pt_alloc(ctx, cols_bytes * (size_t)nthreads);
-    if (!cols) {
-      st = PT_ENOMEM;
-      goto done;
-    }
-    conv_job job = {.x = pt_tensor_data(xc), .w = pt_tensor_data(wc), .b = bc ? pt_tensor_data(bc) : NULL,
-                    .y = pt_tensor_data(y), .dtype = x->dtype, .C = C, .H = H, .W = W, .O = O, .kh = kh,
-                    .kw = kw, .Ho = Ho, .Wo = Wo, .o = o, .cols = cols, .cols_bytes = cols_bytes};
-    pt_parallel_for(ctx, N, 1, conv_forward_chunk, &job);
-  }
-  pt_tensor *inputs[3] = {x, w, bias};
-  pt_node *node;
-  if ((st = pt_autograd_record(ctx, y, "Conv2dBackward", conv2d_backward, bias ? 3 : 2, inputs, &node)))
-    goto done;
-  if (node) {
-    pt_node_save(node, 0, pt_tensor_retain(xc));
-    pt_node_save(node, 1, pt_tensor_retain(wc));
-    int64_t ints[16] = {o->stride[0], o->stride[1], o->padding[0], o->padding[1], o->dilation[0],
-                        o->dilation[1], g, N, C, H, W, O, kh, kw, Ho, Wo};
-    memcpy(node->ints, ints, sizeof ints);
-    node->n_ints = 16;
+    conv_job job = conv_job_for(x->dtype, &s, o);
+    job.x = pt_tensor_data(xc), job.w = pt_tensor_data(wc), job.b = data_or_null(bc), job.y = pt_tensor_data(y);
+    st = conv_forward_im2col(ctx, &job, N);
   }
 done:
-  pt_free(cols);
-  pt_tensor_release(xc);
-  pt_tensor_release(wc);
-  pt_tensor_release(bc);
-  if (st) {
-    pt_tensor_release(y);
-    return st;
-  }
-  *out = y;
-  return PT_OK;
+  return conv_forward_end(ctx, st, "Conv2dBackward", conv2d_backward, x, w, bias, xc, wc, bc, o, &s, y, out);
 }
 
 /* ---------------------------------------------------------------- conv_transpose2d */
 
 /* In conv2d's terms a transposed convolution maps the conv's output space (x here, {N,Ci,Hi,Wi},
  * Ci the conv's output channels) to its input space (y, {N,Co,Ho,Wo}): conv2d's kernels run with
- * C = Co, H = Ho, W = Wo, O = Ci and the conv's output size Hi x Wi. */
+ * the conv_geom C = Co, H = Ho, W = Wo, O = Ci and the conv's output size Hi x Wi. */
 static pt_status conv_transpose2d_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
-  pt_tensor *x = node->saved[0], *w = node->saved[1], *gy = NULL;
+  pt_tensor *x = node->saved[0], *w = node->saved[1], *gy, *g[3];
   pt_conv2d_opts o;
-  const int64_t *iv = node->ints;
-  conv_opts_of(iv, &o);
-  int N = (int)iv[7], Ci = (int)iv[8], Hi = (int)iv[9], Wi = (int)iv[10], Co = (int)iv[11], Ho = (int)iv[12],
-      Wo = (int)iv[13], kh = (int)iv[14], kw = (int)iv[15];
-  pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
+  conv_geom s;
+  pt_status st = conv_backward_begin(ctx, node, gout, &o, &s, &gy, g);
   if (st) return st;
-  pt_tensor *gx = NULL, *gw = NULL, *gb = NULL;
-  void *cols = NULL;
-  size_t es = pt_dtype_size(x->dtype);
-  int64_t K = (int64_t)(Co / o.groups) * kh * kw, P = (int64_t)Hi * Wi;
-  bool work = N > 0 && Ci > 0 && Co > 0;
-  if (node->needs_grad[0]) { /* conv2d's forward of the output gradient */
-    if ((st = pt_tensor_zeros_like(ctx, node->inputs[0], &gx))) goto fail;
-    if (work) {
-      int nthreads = pt_parallel_threads(ctx);
-      size_t cols_bytes = (size_t)(K * P) * es;
-      if (!(cols = pt_alloc(ctx, cols_bytes * (size_t)nthreads))) {
-        st = PT_ENOMEM;
-        goto fail;
-      }
-      conv_job job = {.x = pt_tensor_data(gy), .w = pt_tensor_data(w), .b = NULL, .y = pt_tensor_data(gx),
-                      .dtype = x->dtype, .C = Co, .H = Ho, .W = Wo, .O = Ci, .kh = kh, .kw = kw, .Ho = Hi,
-                      .Wo = Wi, .o = &o, .cols = cols, .cols_bytes = cols_bytes};
-      pt_parallel_for(ctx, N, 1, conv_forward_chunk, &job);
-      pt_free(cols);
-      cols = NULL;
+  if (s.N > 0 && s.O > 0 && s.C > 0) {
+    conv_job job = conv_job_for(x->dtype, &s, &o);
+    job.x = pt_tensor_data(gy), job.w = pt_tensor_data(w);
+    if (g[0]) { /* conv2d's forward of the output gradient */
+      conv_job f = job;
+      f.y = pt_tensor_data(g[0]);
+      st = conv_forward_im2col(ctx, &f, s.N);
+    }
+    if (!st && g[1]) { /* conv2d's weight gradient with the output gradient as its input */
+      conv_job b = job;
+      b.gy = pt_tensor_data(x), b.dw = pt_tensor_data(g[1]);
+      b.dw_bytes = (size_t)pt_tensor_numel(w) * pt_dtype_size(x->dtype);
+      st = conv_backward_im2col(ctx, &b, s.N);
     }
   }
-  if (node->needs_grad[1]) { /* conv2d's weight gradient with the output gradient as its input */
-    if ((st = pt_tensor_zeros_like(ctx, w, &gw))) goto fail;
-    if (work) {
-      conv_job job = {.x = pt_tensor_data(gy), .w = pt_tensor_data(w), .gy = pt_tensor_data(x), .dx = NULL,
-                      .dw = pt_tensor_data(gw), .db = NULL, .dtype = x->dtype, .C = Co, .H = Ho, .W = Wo,
-                      .O = Ci, .kh = kh, .kw = kw, .Ho = Hi, .Wo = Wi, .o = &o, .cols_bytes = (size_t)(K * P) * es,
-                      .dw_bytes = (size_t)pt_tensor_numel(w) * es};
-      if ((st = conv_backward_im2col(ctx, &job, N))) goto fail;
-    }
-  }
-  if (node->n_inputs > 2 && node->needs_grad[2]) {
-    if ((st = pt_tensor_zeros_like(ctx, node->inputs[2], &gb))) goto fail;
-    int64_t S = (int64_t)Ho * Wo;
+  if (!st && g[2]) {
+    int64_t S = (int64_t)s.H * s.W;
     PT_DISPATCH_FLOAT(x->dtype, {
-      const T *g = pt_tensor_data(gy);
-      T *b = pt_tensor_data(gb);
-      for (int64_t n = 0; n < N; n++)
-        for (int64_t c = 0; c < Co; c++) {
-          const T *row = g + (n * Co + c) * S;
-          T s = 0;
-          for (int64_t i = 0; i < S; i++) s += row[i];
-          b[c] += s;
+      const T *gp = pt_tensor_data(gy);
+      T *b = pt_tensor_data(g[2]);
+      for (int64_t n = 0; n < s.N; n++)
+        for (int64_t c = 0; c < s.C; c++) {
+          const T *row = gp + (n * s.C + c) * S;
+          T sum = 0;
+          for (int64_t i = 0; i < S; i++) sum += row[i];
+          b[c] += sum;
         }
     });
   }
-  pt_tensor_release(gy);
-  gin[0] = gx;
-  gin[1] = gw;
-  gin[2] = gb;
-  return PT_OK;
-fail:
-  pt_free(cols);
-  pt_tensor_release(gy);
-  pt_tensor_release(gx);
-  pt_tensor_release(gw);
-  pt_tensor_release(gb);
-  return st;
+  return conv_backward_end(st, gy, g, gin);
 }
 
 pt_status pt_conv_transpose2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
@@ -400,15 +422,7 @@ pt_status pt_conv_transpose2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor
   char bx[PT_SHAPE_STR_MAX], bw[PT_SHAPE_STR_MAX];
   int64_t d[4];
   pt_status st;
-  if ((st = check_floating(ctx, fn, "input", x)) || (st = check_same_dtype(ctx, fn, "weight", x, w)) ||
-      (bias && (st = check_same_dtype(ctx, fn, "bias", x, bias))) || (st = as_nchw(ctx, fn, x, d)))
-    return st;
-  if (w->ndim != 4)
-    return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 4-D {in,out/groups,kh,kw}, got shape %s", fn,
-                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
-  if (d[2] == 0 || d[3] == 0)
-    return pt_fail(ctx, PT_ESHAPE, "%s: only the batch or the channels may be empty, got input shape %s", fn,
-                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  if ((st = conv_check_args(ctx, fn, x, w, bias, "{in,out/groups,kh,kw}", d))) return st;
   for (int i = 0; i < 2; i++)
     if (ot->stride[i] < 1 || ot->dilation[i] < 1 || ot->padding[i] < 0 || ot->output_padding[i] < 0)
       return pt_fail(ctx, PT_EARG, "%s: stride and dilation must be >= 1, padding and output_padding >= 0", fn);
@@ -447,19 +461,16 @@ pt_status pt_conv_transpose2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor
     o.padding[i] = ot->padding[i];
     o.dilation[i] = ot->dilation[i];
   }
-  pt_tensor *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL;
+  conv_geom s = {N, Co, Ho, Wo, Ci, kh, kw, Hi, Wi}; /* the conv whose input gradient this is */
+  pt_tensor *xc, *wc, *bc, *y = NULL;
   int64_t ys[4];
   int yn = out_shape(x, N, Co, Ho, Wo, ys);
-  if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_contiguous_raw(ctx, w, &wc)) ||
-      (bias && (st = pt_tensor_contiguous_raw(ctx, bias, &bc))) || (st = pt_tensor_zeros(ctx, x->dtype, yn, ys, &y)))
-    goto done;
+  if ((st = conv_operands(ctx, x, w, bias, &xc, &wc, &bc))) return st;
+  if ((st = pt_tensor_zeros(ctx, x->dtype, yn, ys, &y))) goto done;
   if (N > 0 && Ci > 0 && Co > 0) { /* conv2d's input gradient, with x as the output gradient */
-    size_t es = pt_dtype_size(x->dtype);
-    int64_t K = (int64_t)(Co / g) * kh * kw, P = (int64_t)Hi * Wi;
-    conv_job job = {.x = pt_tensor_data(y), /* not read: no weight gradient */
-                    .w = pt_tensor_data(wc), .gy = pt_tensor_data(xc), .dx = pt_tensor_data(y), .dw = NULL,
-                    .db = NULL, .dtype = x->dtype, .C = Co, .H = Ho, .W = Wo, .O = Ci, .kh = kh, .kw = kw,
-                    .Ho = Hi, .Wo = Wi, .o = &o, .cols_bytes = (size_t)(K * P) * es, .dw_bytes = 0};
+    conv_job job = conv_job_for(x->dtype, &s, &o);
+    job.x = pt_tensor_data(y); /* not read: no weight gradient */
+    job.w = pt_tensor_data(wc), job.gy = pt_tensor_data(xc), job.dx = pt_tensor_data(y);
     if ((st = conv_backward_im2col(ctx, &job, N))) goto done;
   }
   if (bc) {
@@ -474,29 +485,9 @@ pt_status pt_conv_transpose2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor
         }
     });
   }
-  pt_tensor *inputs[3] = {x, w, bias};
-  pt_node *node;
-  if ((st = pt_autograd_record(ctx, y, "ConvTranspose2dBackward", conv_transpose2d_backward, bias ? 3 : 2, inputs,
-                               &node)))
-    goto done;
-  if (node) {
-    pt_node_save(node, 0, pt_tensor_retain(xc));
-    pt_node_save(node, 1, pt_tensor_retain(wc));
-    int64_t ints[16] = {o.stride[0], o.stride[1], o.padding[0], o.padding[1], o.dilation[0], o.dilation[1], g, N,
-                        Ci, Hi, Wi, Co, Ho, Wo, kh, kw};
-    memcpy(node->ints, ints, sizeof ints);
-    node->n_ints = 16;
-  }
 done:
-  pt_tensor_release(xc);
-  pt_tensor_release(wc);
-  pt_tensor_release(bc);
-  if (st) {
-    pt_tensor_release(y);
-    return st;
-  }
-  *out = y;
-  return PT_OK;
+  return conv_forward_end(ctx, st, "ConvTranspose2dBackward", conv_transpose2d_backward, x, w, bias, xc, wc, bc, &o,
+                          &s, y, out);
 }
 
 /* For the backward of an op that scatters or sums its output gradient into its single input:
