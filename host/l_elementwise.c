@@ -4,6 +4,7 @@
  *
  * Every function here is registered with the tensor metatable as upvalue 1, so results are pushed
  * without a registry lookup; `c = a + b` on small tensors is a hot path (W3). */
+#include <math.h>
 #include <string.h>
 
 #include "../lib/ops_elementwise.h"
@@ -27,9 +28,35 @@ static int bad_operand(lua_State *L, int idx, const char *expected) {
   return luaL_typeerror(L, idx, expected);
 }
 
+/* lpt_check_max_args after dropping trailing nils: f(a, b, nil) is f(a, b), as Lua users expect
+ * of an explicit nil */
+static void check_max_args(lua_State *L, int n, const char *fname) {
+  int top = lua_gettop(L);
+  while (top > n && lua_isnil(L, top)) top--;
+  lua_settop(L, top);
+  lpt_check_max_args(L, n, fname);
+}
+
+/* The number at idx as Lua has it: an integer stays exact (int64 tensors compute with it beyond
+ * 2^53) */
+static pt_number number_at(lua_State *L, int idx) {
+  return lua_isinteger(L, idx) ? pt_number_int(lua_tointeger(L, idx))
+                               : pt_number_float(lua_tonumber(L, idx));
+}
+
+/* ... times alpha (add/sub's option): an integer times an integral alpha stays an integer, in
+ * int64 arithmetic (wrapping, as PyTorch's); floating tensors use the product in double */
+static pt_number scaled_number_at(lua_State *L, int idx, double alpha) {
+  if (alpha == 1.0) return number_at(L, idx);
+  double d = lua_tonumber(L, idx) * alpha;
+  if (!lua_isinteger(L, idx) || alpha != floor(alpha) || fabs(alpha) >= 0x1p63) return pt_number_float(d);
+  lua_Unsigned u = (lua_Unsigned)lua_tointeger(L, idx) * (lua_Unsigned)(lua_Integer)alpha;
+  return (pt_number){true, (int64_t)u, d};
+}
+
 /* alpha from an options table at idx (1 when absent) */
 static double opt_alpha(lua_State *L, int idx, const char *fname) {
-  lpt_check_max_args(L, idx, fname);
+  check_max_args(L, idx, fname);
   if (!lua_istable(L, idx)) {
     if (!lua_isnoneornil(L, idx)) luaL_typeerror(L, idx, "options table");
     return 1.0;
@@ -60,16 +87,14 @@ static int binary_args(lua_State *L, pt_binop op, double alpha) {
     else
       st = pt_binary(ctx, op, a, b, &r);
   } else if (a && is_number(L, 2)) {
-    double s = lua_tonumber(L, 2) * alpha;
-    st = pt_binary_scalar(ctx, op, a, s, lua_isinteger(L, 2) && alpha == (double)(int64_t)alpha,
-                          false, &r);
+    st = pt_binary_number(ctx, op, a, scaled_number_at(L, 2, alpha), false, &r);
   } else if (b && is_number(L, 1)) {
     if (alpha != 1.0) {
       /* s op alpha*b */
       if ((st = pt_mul_scalar(ctx, b, alpha, &tmp))) return lpt_error(L);
       b = tmp;
     }
-    st = pt_binary_scalar(ctx, op, b, lua_tonumber(L, 1), lua_isinteger(L, 1), true, &r);
+    st = pt_binary_number(ctx, op, b, number_at(L, 1), true, &r);
   } else if ((a || b) && lua_isboolean(L, a ? 2 : 1)) {
     if (alpha != 1.0)
       return lpt_errorf(L, "%s: alpha is not supported with a boolean operand", pt_binop_name(op));
@@ -110,7 +135,7 @@ static int f_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, opt_alpha(L, 
  * (__add, __div, ...) get exactly two */
 #define BINARY_FN(name, OP)                                                                     \
   static int f_##name(lua_State *L) {                                                           \
-    lpt_check_max_args(L, 2, #name);                                                            \
+    check_max_args(L, 2, #name);                                                                \
     return binary_args(L, OP, 1.0);                                                             \
   }
 BINARY_FN(mul, PT_BIN_MUL)
@@ -147,10 +172,7 @@ static int inplace_binary(lua_State *L, pt_binop op, double alpha) {
     else if (op == PT_BIN_SUB) st = pt_sub_(ctx, self, b, alpha);
     else st = pt_binary_(ctx, op, self, b);
   } else if (is_number(L, 2)) {
-    double s = lua_tonumber(L, 2);
-    s *= alpha;
-    bool is_int = lua_isinteger(L, 2) && alpha == (double)(int64_t)alpha;
-    st = pt_binary_scalar_(ctx, op, self, s, is_int);
+    st = pt_binary_number_(ctx, op, self, scaled_number_at(L, 2, alpha));
   } else if (lua_isboolean(L, 2)) {
     b = lpt_to_tensor(L, 2, PT_BOOL);
     st = pt_binary_(ctx, op, self, b);
@@ -167,7 +189,7 @@ static int m_add_(lua_State *L) { return inplace_binary(L, PT_BIN_ADD, opt_alpha
 static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_alpha(L, 3, "sub_")); }
 #define INPLACE_BINARY_FN(name, OP)                                                             \
   static int m_##name##_(lua_State *L) {                                                        \
-    lpt_check_max_args(L, 2, #name "_");                                                        \
+    check_max_args(L, 2, #name "_");                                                            \
     return inplace_binary(L, OP, 1.0);                                                          \
   }
 INPLACE_BINARY_FN(mul, PT_BIN_MUL)
@@ -195,7 +217,7 @@ static pt_tensor *lerp_weight(lua_State *L, double *w) {
 }
 
 static int f_lerp(lua_State *L) {
-  lpt_check_max_args(L, 3, "lerp");
+  check_max_args(L, 3, "lerp");
   pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2), *r;
   double w;
   pt_tensor *wt = lerp_weight(L, &w);
@@ -205,7 +227,7 @@ static int f_lerp(lua_State *L) {
 }
 
 static int m_lerp_(lua_State *L) {
-  lpt_check_max_args(L, 3, "lerp_");
+  check_max_args(L, 3, "lerp_");
   pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
   double w;
   pt_tensor *wt = lerp_weight(L, &w);
@@ -236,11 +258,11 @@ static int mm_unm(lua_State *L) { return unary(L, PT_UN_NEG); }
 /* t:round(2) (PyTorch's decimals) and the like are refused, never ignored */
 #define UNARY_FN(name, OP)                                                                      \
   static int f_##name(lua_State *L) {                                                           \
-    lpt_check_max_args(L, 1, #name);                                                            \
+    check_max_args(L, 1, #name);                                                                \
     return unary(L, OP);                                                                        \
   }                                                                                             \
   static int m_##name##_(lua_State *L) {                                                        \
-    lpt_check_max_args(L, 1, #name "_");                                                        \
+    check_max_args(L, 1, #name "_");                                                            \
     return inplace_unary(L, OP);                                                                \
   }
 UNARY_FN(neg, PT_UN_NEG)
@@ -281,25 +303,39 @@ UNARY_FN(sinc, PT_UN_SINC)
 
 /* --- where, masked_fill, clamp --- */
 
-/* a tensor, or a number/boolean as a 0-d tensor of a dtype suited to `other` (new reference) */
-static pt_tensor *value_operand(lua_State *L, int idx, int other_idx) {
-  pt_tensor *other = lpt_test_tensor(L, other_idx);
-  if (!lpt_test_tensor(L, idx) && !is_number(L, idx) && !lua_isboolean(L, idx))
-    bad_operand(L, idx, "Tensor or number");
-  return lpt_to_tensor(L, idx, other ? other->dtype : PT_FLOAT32);
+/* The dtype of the 0-d tensor that the number or boolean at idx becomes next to a tensor of
+ * dtype `like` (FLOAT32 when the other operand is no tensor either): an integer keeps like (bool:
+ * int64), a float keeps a floating like, else float32, as PyTorch's promotion. The number must fit
+ * that dtype, as on every write path ("where: value 1099511627776 cannot be converted to int32
+ * without overflow"). Raises before anything is allocated. */
+static pt_dtype where_number_dtype(lua_State *L, int idx, pt_dtype like) {
+  if (lpt_test_tensor(L, idx)) return PT_DTYPE_COUNT;
+  if (lua_isboolean(L, idx)) return PT_BOOL;
+  if (!is_number(L, idx)) bad_operand(L, idx, "Tensor or number");
+  pt_dtype dt = lua_isinteger(L, idx) ? (like == PT_BOOL ? PT_INT64 : like)
+                                      : (pt_dtype_is_floating(like) ? like : PT_FLOAT32);
+  lpt_check_value(L, "where", dt, idx, lua_tonumber(L, idx));
+  return dt;
+}
+
+/* where's operand at idx: the tensor, or the number as a 0-d tensor of dtype dt (an int64
+ * exactly); new reference, NULL when out of memory (ctx has the message) */
+static pt_tensor *where_operand(lua_State *L, int idx, pt_dtype dt) {
+  pt_tensor *t = lpt_test_tensor(L, idx);
+  if (t) return pt_tensor_retain(t);
+  pt_number v = lua_isboolean(L, idx) ? pt_number_int(lua_toboolean(L, idx)) : number_at(L, idx);
+  if (pt_tensor_scalar(lpt_ctx(L), dt, v.d, &t)) return NULL;
+  if (dt == PT_INT64 && v.is_int) *(int64_t *)pt_tensor_data(t) = v.i; /* beyond 2^53 too */
+  return t;
 }
 
 static int where_impl(lua_State *L, int cond_idx, int a_idx, int b_idx) {
   pt_tensor *cond = lpt_check_tensor(L, cond_idx);
-  pt_tensor *a = value_operand(L, a_idx, b_idx);
-  pt_tensor *b = NULL;
-  if (!lpt_test_tensor(L, b_idx) && !is_number(L, b_idx) && !lua_isboolean(L, b_idx)) {
-    pt_tensor_release(a);
-    return bad_operand(L, b_idx, "Tensor or number");
-  }
-  b = lpt_to_tensor(L, b_idx, lpt_test_tensor(L, a_idx) ? a->dtype : PT_FLOAT32);
-  pt_tensor *r;
-  pt_status st = pt_where(lpt_ctx(L), cond, a, b, &r);
+  pt_tensor *at = lpt_test_tensor(L, a_idx), *bt = lpt_test_tensor(L, b_idx);
+  pt_dtype da = where_number_dtype(L, a_idx, bt ? bt->dtype : PT_FLOAT32);
+  pt_dtype db = where_number_dtype(L, b_idx, at ? at->dtype : PT_FLOAT32);
+  pt_tensor *a = where_operand(L, a_idx, da), *b = a ? where_operand(L, b_idx, db) : NULL, *r = NULL;
+  pt_status st = a && b ? pt_where(lpt_ctx(L), cond, a, b, &r) : PT_ENOMEM;
   pt_tensor_release(a);
   pt_tensor_release(b);
   if (st) return lpt_error(L);
@@ -321,54 +357,72 @@ static double check_fill_value(lua_State *L, int idx) {
   return lua_tonumber(L, idx);
 }
 
+/* masked_fill's value at idx, checked like every write path; an integer exact in int64 */
+static pt_number fill_value(lua_State *L, int idx, pt_dtype dt, const char *fname) {
+  double v = check_fill_value(L, idx);
+  lpt_check_value(L, fname, dt, idx, v);
+  return lua_isinteger(L, idx) ? pt_number_int(lua_tointeger(L, idx))
+         : lua_isboolean(L, idx) ? pt_number_int((int64_t)v) : pt_number_float(v);
+}
+
 static int f_masked_fill(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *r;
-  double v = check_fill_value(L, 3);
-  lpt_check_value(L, "masked_fill", t->dtype, 3, v);
-  if (pt_masked_fill(lpt_ctx(L), t, mask, v, &r)) return lpt_error(L);
+  pt_number v = fill_value(L, 3, t->dtype, "masked_fill");
+  if (pt_masked_fill_number(lpt_ctx(L), t, mask, v, &r)) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
 }
 
 static int m_masked_fill_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2);
-  double v = check_fill_value(L, 3);
-  lpt_check_value(L, "masked_fill_", t->dtype, 3, v);
-  if (pt_masked_fill_(lpt_ctx(L), t, mask, v)) return lpt_error(L);
+  pt_number v = fill_value(L, 3, t->dtype, "masked_fill_");
+  if (pt_masked_fill_number_(lpt_ctx(L), t, mask, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
 
-/* clamp(t, min, max) with nil for an open side, or clamp(t, {min=, max=}) */
-static void clamp_args(lua_State *L, bool *has_lo, double *lo, bool *has_hi, double *hi) {
+/* clamp(t, min, max) with nil for an open side, or clamp(t, {min=, max=}); the bounds as Lua has
+ * them (integers exact: they decide the result's dtype, as PyTorch's int and float scalars).
+ * lo / hi point at the bounds given, NULL for an open side. */
+static void clamp_args(lua_State *L, const char *fname, pt_number *lo, pt_number *hi, pt_number **plo,
+                       pt_number **phi) {
   if (lua_istable(L, 2)) {
-    lua_settop(L, 2);
+    static const char *const names[] = {"min", "max", NULL};
+    check_max_args(L, 2, fname);
+    lpt_check_options(L, 2, fname, names);
     lua_getfield(L, 2, "min");
     lua_getfield(L, 2, "max");
     lua_remove(L, 2);
+  } else {
+    check_max_args(L, 3, fname);
   }
-  *has_lo = !lua_isnoneornil(L, 2);
-  *has_hi = !lua_isnoneornil(L, 3);
-  *lo = *has_lo ? luaL_checknumber(L, 2) : 0;
-  *hi = *has_hi ? luaL_checknumber(L, 3) : 0;
+  *plo = *phi = NULL;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checknumber(L, 2);
+    *lo = number_at(L, 2);
+    *plo = lo;
+  }
+  if (!lua_isnoneornil(L, 3)) {
+    luaL_checknumber(L, 3);
+    *hi = number_at(L, 3);
+    *phi = hi;
+  }
 }
 
 static int f_clamp(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
-  bool has_lo, has_hi;
-  double lo, hi;
-  clamp_args(L, &has_lo, &lo, &has_hi, &hi);
-  if (pt_clamp(lpt_ctx(L), t, has_lo, lo, has_hi, hi, &r)) return lpt_error(L);
+  pt_number lo, hi, *plo, *phi;
+  clamp_args(L, "clamp", &lo, &hi, &plo, &phi);
+  if (pt_clamp_number(lpt_ctx(L), t, plo, phi, &r)) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
 }
 
 static int m_clamp_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
-  bool has_lo, has_hi;
-  double lo, hi;
-  clamp_args(L, &has_lo, &lo, &has_hi, &hi);
-  if (pt_clamp_(lpt_ctx(L), t, has_lo, lo, has_hi, hi)) return lpt_error(L);
+  pt_number lo, hi, *plo, *phi;
+  clamp_args(L, "clamp_", &lo, &hi, &plo, &phi);
+  if (pt_clamp_number_(lpt_ctx(L), t, plo, phi)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -459,7 +513,8 @@ static const luaL_Reg functions_only[] = {
 };
 
 static const char *const docs[] = {
-    "add", "add(a, b[, {alpha=1}]) -> a + alpha * b with broadcasting; also a + b, t:add(u). Numbers on either side.",
+    "add", "add(a, b[, {alpha=1}]) -> a + alpha * b with broadcasting; also a + b, t:add(u). Numbers on either side:\n"
+    "  a Lua integer keeps an integer tensor's dtype (exact with int64 beyond 2^53), a Lua float makes it float32.",
     "sub", "sub(a, b[, {alpha=1}]) -> a - alpha * b; also a - b.",
     "mul", "mul(a, b) -> elementwise product with broadcasting; also a * b.",
     "div", "div(a, b) -> true division (integers give float32); also a / b.",
@@ -491,7 +546,10 @@ static const char *const docs[] = {
     "ceil", "ceil(t) -> rounded up (no gradient).",
     "round", "round(t) -> rounded half to even (no gradient).",
     "masked_fill", "masked_fill(t, mask, value) -> copy of t with value where the bool mask (broadcast to t) is true.",
-    "clamp", "clamp(t, min, max) -> t limited to [min, max]; either bound may be nil. Also clamp(t, {min=, max=}).",
+    "clamp", "clamp(t, min, max) -> t limited to [min, max]; either bound may be nil. Also clamp(t, {min=, max=}).\n"
+    "  The result's dtype is t's promoted with the bounds, as torch.clamp: a float bound (even 2.0) makes an\n"
+    "  integer tensor float32, integer bounds make a bool tensor int64. A bound the dtype cannot hold is an\n"
+    "  error (so is a negative bound for uint8, which torch wraps around); int64 bounds are exact.",
     "atan2", "atan2(a, b) -> the angle of the point (b, a) in [-pi, pi], elementwise with broadcasting\n"
     "  (torch.atan2); integers give float32. Numbers on either side.",
     "hypot", "hypot(a, b) -> sqrt(a^2 + b^2) without overflow; floating tensors only.",
@@ -559,7 +617,8 @@ static const char *const method_docs[] = {
     "ceil_", "t:ceil_() -> t rounded up in place.",
     "round_", "t:round_() -> t rounded half to even in place.",
     "logical_not_", "t:logical_not_() -> t, 1 where t was 0 and 0 elsewhere, in t's dtype.",
-    "clamp_", "t:clamp_(min, max) -> t limited to [min, max] in place; either bound may be nil.",
+    "clamp_", "t:clamp_(min, max) -> t limited to [min, max] in place; either bound may be nil (a float bound on\n"
+    "  an integer t is an error: the result would be float32).",
     "masked_fill_", "t:masked_fill_(mask, value) -> t with value written where mask is true.",
     "copy_", "t:copy_(src) -> t, src's values broadcast and converted into t; gradients flow to src.",
     "_to_dtype", "t:_to_dtype(name) -> t converted to dtype name; float conversions keep gradients (used by float(), double(), ...).",
@@ -594,7 +653,9 @@ static const char *const method_docs[] = {
 };
 
 static const char *const function_docs[] = {
-    "where", "pt.where(cond, a, b) -> a where the bool tensor cond is true, else b; all three broadcast.\n  a and b may be numbers.",
+    "where", "pt.where(cond, a, b) -> a where the bool tensor cond is true, else b; all three broadcast.\n"
+    "  a and b may be numbers: an integer keeps the other's dtype (exact in int64; one that dtype cannot hold\n"
+    "  is an error), a float makes an integer tensor's result float32.",
     NULL, NULL,
 };
 

@@ -494,6 +494,14 @@ static inline double sel_d(bool c, double a, double b) {
 MATH_KERNELS(f, float)
 MATH_KERNELS(d, double)
 
+/* The integer clamps take their bounds as exact int64 values in the bytes of p[0] and p[1]
+ * (clamp_params): a double holds int64 bounds only up to 2^53. */
+static inline int64_t int_bound(const double *p, int k) {
+  int64_t v;
+  memcpy(&v, p + k, sizeof v);
+  return v;
+}
+
 /* integer power by squaring with wrap-around (negative exponents are rejected before) */
 #define INT_KERNELS(S, T, UT)                                                                   \
   static inline T ipow_##S(T base, T e) {                                                       \
@@ -513,7 +521,12 @@ MATH_KERNELS(d, double)
   UK(neg_##S, T, T, (UT)0 - (UT)x)                                                              \
   UK(id_##S, T, T, x)                                                                           \
   UK(not_##S, T, uint8_t, x == 0)                                                               \
-  UK(clamp_##S, T, T, CLAMP(T, x, p))
+  static inline T iclamp_##S(T x, const double *p) {                                            \
+    int64_t v = x, lo = int_bound(p, 0), hi = int_bound(p, 1);                                  \
+    if (v < lo) v = lo;                                                                         \
+    return (T)(v > hi ? hi : v);                                                                \
+  }                                                                                             \
+  UK(clamp_##S, T, T, iclamp_##S(x, p))
 
 #define SIGNED_KERNELS(S, T, UT)                                                                \
   INT_KERNELS(S, T, UT)                                                                         \
@@ -821,10 +834,29 @@ typedef struct opnd {
   pt_tensor *t; /* NULL: a number */
   double s;
   bool is_int;
+  int64_t i; /* the integer exactly, when is_int */
 } opnd;
 
-static inline opnd T_(pt_tensor *t) { return (opnd){t, 0.0, false}; }
-static inline opnd S_(double s, bool is_int) { return (opnd){NULL, s, is_int}; }
+/* s rounded toward zero into int64, saturating (NaN: 0): no undefined conversion */
+static int64_t sat_i64(double s) {
+  if (s != s) return 0;
+  if (s >= 0x1p63) return INT64_MAX;
+  if (s < -0x1p63) return INT64_MIN;
+  return (int64_t)s;
+}
+
+static inline opnd T_(pt_tensor *t) { return (opnd){t, 0.0, false, 0}; }
+static inline opnd S_(double s, bool is_int) { return (opnd){NULL, s, is_int, is_int ? sat_i64(s) : 0}; }
+static inline opnd N_(pt_number n) { return (opnd){NULL, n.d, n.is_int, n.is_int ? n.i : 0}; }
+static inline pt_number opnd_number(opnd x) { return (pt_number){x.is_int, x.i, x.s}; }
+
+/* x * alpha for a number: an integer stays one (int64 arithmetic, wrapping) when alpha is integral */
+static opnd scale_opnd(opnd x, double alpha) {
+  bool is_int = x.is_int && alpha == floor(alpha);
+  opnd r = {NULL, x.s * alpha, is_int, 0};
+  if (is_int) r.i = (int64_t)((uint64_t)x.i * (uint64_t)sat_i64(alpha));
+  return r;
+}
 
 static pt_dtype opnd_result_type(opnd x, opnd y) {
   if (x.t && y.t) return pt_result_type(x.t, y.t);
@@ -907,13 +939,16 @@ static void nd_advance(const nd_loop *l, nd_pos *p) {
   }
 }
 
-/* Write a number as dtype dt into buf (integers exactly when the number is an integer). */
-static void scalar_to_buf(void *buf, pt_dtype dt, double s) {
+/* Write a number as dtype dt into buf: an integer exactly into int64 (its low bits into int32 and
+ * uint8, as PyTorch), a float rounded toward zero into the integer dtypes. */
+static void scalar_to_buf(void *buf, pt_dtype dt, pt_number n) {
+  uint64_t u = (uint64_t)(n.is_int ? n.i : sat_i64(n.d));
   switch (dt) {
-  case PT_INT64: *(int64_t *)buf = (int64_t)s; break;
-  case PT_INT32: *(int32_t *)buf = (int32_t)(int64_t)s; break;
-  case PT_UINT8: *(uint8_t *)buf = (uint8_t)(int64_t)s; break;
-  default: pt_write_from_double(buf, dt, s); break;
+  case PT_INT64: *(int64_t *)buf = (int64_t)u; break;
+  case PT_INT32: *(int32_t *)buf = (int32_t)(uint32_t)u; break;
+  case PT_UINT8: *(uint8_t *)buf = (uint8_t)u; break;
+  case PT_BOOL: *(uint8_t *)buf = n.is_int ? n.i != 0 : n.d != 0.0; break;
+  default: pt_write_from_double(buf, dt, n.d); break;
   }
 }
 
@@ -1131,12 +1166,12 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
   const pt_tensor *xc = x.t, *yc = y.t;
   _Alignas(16) unsigned char xb[16], yb[16];
   pt_status st = PT_OK;
-  if (!x.t) scalar_to_buf(xb, cdt, x.s);
+  if (!x.t) scalar_to_buf(xb, cdt, opnd_number(x));
   else if (x.t->dtype != cdt) {
     if ((st = pt_tensor_to_dtype_raw(ctx, x.t, cdt, &xconv))) goto done;
     xc = xconv;
   }
-  if (!y.t) scalar_to_buf(yb, cdt, y.s);
+  if (!y.t) scalar_to_buf(yb, cdt, opnd_number(y));
   else if (y.t->dtype != cdt) {
     if ((st = pt_tensor_to_dtype_raw(ctx, y.t, cdt, &yconv))) goto done;
     yc = yconv;
@@ -1211,7 +1246,7 @@ static pt_status grad_times(pt_ctx *ctx, pt_tensor *g, int op, opnd x, opnd y, p
 
 static bool bin_uses_values(int op) { return op != PT_BIN_ADD && op != PT_BIN_SUB; }
 
-static void fill_masked(pt_tensor *t, const pt_tensor *mask, double value);
+static void fill_masked(pt_tensor *t, const pt_tensor *mask, pt_number value);
 
 /* xlogy's gradient for x: xlogy(g, y), 0 where x == 0 and y <= 0 (PyTorch's formula) */
 static pt_status xlogy_grad_x(pt_ctx *ctx, pt_tensor *g, opnd x, opnd y, pt_tensor **out) {
@@ -1222,7 +1257,7 @@ static pt_status xlogy_grad_x(pt_ctx *ctx, pt_tensor *g, opnd x, opnd y, pt_tens
     pt_tensor_release(d);
     return st;
   }
-  fill_masked(d, zero, 0.0); /* zero has the broadcast shape of x and y, d of g (the same) */
+  fill_masked(d, zero, pt_number_int(0)); /* zero has the broadcast shape of x and y, d of g (the same) */
   pt_tensor_release(zero);
   *out = d;
   return PT_OK;
@@ -1395,8 +1430,7 @@ static pt_status binary_op(pt_ctx *ctx, int op, opnd x, opnd y, double alpha, pt
         return st;
       yy = T_(scaled);
     } else {
-      yy.s = y.s * alpha;
-      yy.is_int = y.is_int && alpha == floor(alpha);
+      yy = scale_opnd(y, alpha);
     }
   }
   st = binary_forward(ctx, fname, op, x, yy, NULL, &r);
@@ -1426,6 +1460,14 @@ pt_status pt_binary_scalar(pt_ctx *ctx, pt_binop op, pt_tensor *a, double s, boo
   if (st) return st;
   return reversed ? binary_op(ctx, op, S_(s, is_int), T_(a), 1.0, out)
                   : binary_op(ctx, op, T_(a), S_(s, is_int), 1.0, out);
+}
+
+pt_status pt_binary_number(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number s, bool reversed,
+                           pt_tensor **out) {
+  pt_status st = check_binop(ctx, op);
+  if (st) return st;
+  return reversed ? binary_op(ctx, op, N_(s), T_(a), 1.0, out)
+                  : binary_op(ctx, op, T_(a), N_(s), 1.0, out);
 }
 
 #define BIN_FN(fn, OP)                                                                          \
@@ -1667,36 +1709,54 @@ UN_FN(pt_atanh, PT_UN_ATANH)
 UN_FN(pt_frac, PT_UN_FRAC)
 UN_FN(pt_sinc, PT_UN_SINC)
 
-/* clamp bounds for dtype dt: open sides become the dtype's range, integer dtypes saturate */
-static pt_status clamp_params(pt_ctx *ctx, const char *fname, pt_dtype dt, bool has_lo, double lo,
-                              bool has_hi, double hi, double *p) {
-  if (!has_lo && !has_hi)
+/* A clamp bound must fit the result's dtype, as PyTorch requires of every scalar (integers in an
+ * int64 result always do). uint8 takes no negative bound: PyTorch's check lets -255..-1 through
+ * and wraps them around (clamp(u8, -1) clamps to 255), which no one means. */
+static pt_status check_bound(pt_ctx *ctx, const char *fname, pt_dtype dt, const pt_number *b) {
+  if (!b || (dt == PT_INT64 && b->is_int)) return PT_OK;
+  if (dt == PT_UINT8 && b->is_int && b->i < 0 && b->i >= -255)
+    return pt_fail(ctx, PT_EARG, "%s: value %lld cannot be converted to uint8 without overflow",
+                   fname, (long long)b->i);
+  return pt_check_value_fits(ctx, fname, dt, b->d);
+}
+
+/* clamp parameters for dtype dt (the bounds already promoted into it): floating dtypes get
+ * doubles (an open side or a NaN bound is +-inf: no limit), integer dtypes exact int64 bounds in
+ * p's bytes (int_bound). */
+static pt_status clamp_params(pt_ctx *ctx, const char *fname, pt_dtype dt, const pt_number *lo,
+                              const pt_number *hi, double *p) {
+  if (!lo && !hi)
     return pt_fail(ctx, PT_EARG, "%s: at least one of min and max must be given", fname);
   if (dt == PT_BOOL) return pt_fail(ctx, PT_EARG, "%s: not supported for bool tensors", fname);
-  double tmin = -INFINITY, tmax = INFINITY;
-  if (dt == PT_INT64) tmin = -9223372036854775808.0, tmax = 9223372036854774784.0;
-  else if (dt == PT_INT32) tmin = -2147483648.0, tmax = 2147483647.0;
-  else if (dt == PT_UINT8) tmin = 0, tmax = 255;
-  p[0] = has_lo ? fmax(lo, tmin) : tmin;
-  p[1] = has_hi ? fmin(hi, tmax) : tmax;
-  if (has_lo && lo > tmax) p[0] = tmax;
-  if (has_hi && hi < tmin) p[1] = tmin;
-  if (!pt_dtype_is_floating(dt)) p[0] = ceil(p[0]), p[1] = floor(p[1]);
+  pt_status st;
+  if ((st = check_bound(ctx, fname, dt, lo)) || (st = check_bound(ctx, fname, dt, hi))) return st;
+  if (pt_dtype_is_floating(dt)) {
+    p[0] = lo ? fmax(lo->d, -INFINITY) : -INFINITY;
+    p[1] = hi ? fmin(hi->d, INFINITY) : INFINITY;
+  } else { /* integer bounds only (a float bound made dt floating); open sides limit nothing */
+    int64_t b[2] = {lo ? lo->i : INT64_MIN, hi ? hi->i : INT64_MAX};
+    memcpy(p, b, sizeof b);
+  }
   return PT_OK;
 }
 
-/* clamp on an integer tensor with a fractional bound computes in float32, as PyTorch */
-static pt_dtype clamp_dtype(const pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi) {
-  if (pt_dtype_is_floating(t->dtype)) return t->dtype;
-  if ((has_lo && !is_integral(lo)) || (has_hi && !is_integral(hi))) return PT_FLOAT32;
-  return t->dtype;
+/* torch.clamp's result dtype: t's promoted with the bounds (a float bound makes an integer or
+ * bool t float32, integer bounds make a bool t int64) */
+static pt_dtype clamp_dtype(const pt_tensor *t, const pt_number *lo, const pt_number *hi) {
+  return pt_result_type_scalar(t, !((lo && !lo->is_int) || (hi && !hi->is_int)));
 }
 
-pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi,
-                   pt_tensor **out) {
+/* a bound given as a double (the C API): an integral one counts as an integer */
+static pt_number bound_number(const pt_tensor *t, double v) {
+  return is_integral(v) && !pt_dtype_is_floating(t->dtype) ? pt_number_int((int64_t)v)
+                                                           : pt_number_float(v);
+}
+
+pt_status pt_clamp_number(pt_ctx *ctx, pt_tensor *t, const pt_number *lo, const pt_number *hi,
+                          pt_tensor **out) {
   double p[2];
-  pt_dtype dt = clamp_dtype(t, has_lo, lo, has_hi, hi);
-  pt_status st = clamp_params(ctx, "clamp", dt, has_lo, lo, has_hi, hi, p);
+  pt_dtype dt = clamp_dtype(t, lo, hi);
+  pt_status st = clamp_params(ctx, "clamp", dt, lo, hi, p);
   if (st) return st;
   if (dt == t->dtype) return unary_op(ctx, UN_CLAMP, t, p, out);
   pt_tensor *c = NULL;
@@ -1704,6 +1764,12 @@ pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_h
   st = unary_op(ctx, UN_CLAMP, c, p, out);
   pt_tensor_release(c);
   return st;
+}
+
+pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi,
+                   pt_tensor **out) {
+  pt_number l = bound_number(t, lo), h = bound_number(t, hi);
+  return pt_clamp_number(ctx, t, has_lo ? &l : NULL, has_hi ? &h : NULL, out);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1821,14 +1887,15 @@ static pt_status check_mask(pt_ctx *ctx, const char *fname, const pt_tensor *t, 
   return PT_OK;
 }
 
-/* t[mask] = value in place (no checks) */
-static void fill_masked(pt_tensor *t, const pt_tensor *mask, double value) {
+/* t[mask] = value in place (no checks); every element when mask is NULL */
+static void fill_masked(pt_tensor *t, const pt_tensor *mask, pt_number value) {
   if (pt_tensor_numel(t) == 0) return;
   _Alignas(16) unsigned char vb[16];
   scalar_to_buf(vb, t->dtype, value);
   int64_t strides[2][PT_MAX_DIMS];
   memcpy(strides[0], t->stride, sizeof strides[0]);
-  pt_broadcast_strides(mask, t->ndim, t->shape, strides[1]);
+  if (mask) pt_broadcast_strides(mask, t->ndim, t->shape, strides[1]);
+  else memset(strides[1], 0, sizeof strides[1]);
   nd_loop l;
   nd_setup(&l, t->ndim, t->shape, 2, strides);
   nd_pos p;
@@ -1837,9 +1904,9 @@ static void fill_masked(pt_tensor *t, const pt_tensor *mask, double value) {
   size_t es = pt_dtype_size(t->dtype);
   for (int64_t r = 0; r < p.rows; r++) {
     char *po = elem_ptr(t, p.off[0]);
-    const uint8_t *pm = (const uint8_t *)elem_ptr(mask, p.off[1]);
+    const uint8_t *pm = mask ? (const uint8_t *)elem_ptr(mask, p.off[1]) : NULL;
     for (int64_t i = 0; i < l.shape[last]; i++)
-      if (pm[i * l.stride[1][last]]) copy_elem(po + i * l.stride[0][last] * (int64_t)es, (const char *)vb, es);
+      if (!pm || pm[i * l.stride[1][last]]) copy_elem(po + i * l.stride[0][last] * (int64_t)es, (const char *)vb, es);
     nd_advance(&l, &p);
   }
 }
@@ -1849,11 +1916,16 @@ static pt_status masked_fill_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, 
   pt_tensor *r = NULL;
   pt_status st = pt_tensor_clone_raw(ctx, g, &r);
   if (st) return st;
-  fill_masked(r, node->saved[0], 0.0);
+  fill_masked(r, node->saved[0], pt_number_int(0));
   return finish_grad(ctx, r, node->inputs[0], &gin[0]);
 }
 
 pt_status pt_masked_fill(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, double value, pt_tensor **out) {
+  return pt_masked_fill_number(ctx, t, mask, pt_number_float(value), out);
+}
+
+pt_status pt_masked_fill_number(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_number value,
+                                pt_tensor **out) {
   pt_status st = check_mask(ctx, "masked_fill", t, mask);
   if (st) return st;
   pt_tensor *r = NULL;
@@ -2056,8 +2128,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
       if (st) goto done;
       y = T_(scaled);
     } else {
-      y.s *= alpha;
-      y.is_int = y.is_int && alpha == floor(alpha);
+      y = scale_opnd(y, alpha);
     }
   }
   if (odt == self->dtype && !overlaps_differently(self, y.t)) {
@@ -2106,6 +2177,14 @@ pt_status pt_binary_scalar_(pt_ctx *ctx, pt_binop op, pt_tensor *self, double s,
   char name[32];
   snprintf(name, sizeof name, "%s_", bin_names[op]);
   return inplace_binary(ctx, name, op, self, S_(s, is_int), 1.0);
+}
+
+pt_status pt_binary_number_(pt_ctx *ctx, pt_binop op, pt_tensor *self, pt_number s) {
+  pt_status st = check_binop(ctx, op);
+  if (st) return st;
+  char name[32];
+  snprintf(name, sizeof name, "%s_", bin_names[op]);
+  return inplace_binary(ctx, name, op, self, N_(s), 1.0);
 }
 
 pt_status pt_add_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b, double alpha) {
@@ -2177,17 +2256,29 @@ pt_status pt_unary_(pt_ctx *ctx, pt_unop op, pt_tensor *self) {
   return inplace_unary(ctx, name, op, self, NULL);
 }
 
-pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool has_hi, double hi) {
+pt_status pt_clamp_number_(pt_ctx *ctx, pt_tensor *self, const pt_number *lo, const pt_number *hi) {
   double p[2];
-  pt_status st = clamp_params(ctx, "clamp_", self->dtype, has_lo, lo, has_hi, hi, p);
+  pt_dtype dt = clamp_dtype(self, lo, hi);
+  if (lo || hi) { /* (no bound at all: clamp_params says so) */
+    if (dt != self->dtype) /* PyTorch's check comes before the bounds' range */
+      return pt_fail(ctx, PT_EARG, "clamp_: result type %s can't be cast to the desired output type %s",
+                     pt_dtype_name(dt), pt_dtype_name(self->dtype));
+  }
+  pt_status st = clamp_params(ctx, "clamp_", dt, lo, hi, p);
   if (st) return st;
-  if (clamp_dtype(self, has_lo, lo, has_hi, hi) != self->dtype)
-    return pt_fail(ctx, PT_EARG, "clamp_: result type float32 can't be cast to the desired output type %s",
-                   pt_dtype_name(self->dtype));
   return inplace_unary(ctx, "clamp_", UN_CLAMP, self, p);
 }
 
+pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool has_hi, double hi) {
+  pt_number l = bound_number(self, lo), h = bound_number(self, hi);
+  return pt_clamp_number_(ctx, self, has_lo ? &l : NULL, has_hi ? &h : NULL);
+}
+
 pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value) {
+  return pt_masked_fill_number_(ctx, self, mask, pt_number_float(value));
+}
+
+pt_status pt_masked_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_number value) {
   pt_status st = pt_inplace_check(ctx, "masked_fill_", self);
   if (!st) st = check_mask(ctx, "masked_fill_", self, mask);
   if (st) return st;
@@ -2266,6 +2357,15 @@ pt_status pt_fill_(pt_ctx *ctx, pt_tensor *self, double v) {
   if (!st) st = pt_tensor_fill(ctx, self, v);
   if (!st) st = became_constant(ctx, "fill_", self);
   return st;
+}
+
+pt_status pt_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_number v) {
+  if (!(v.is_int && self->dtype == PT_INT64)) return pt_fill_(ctx, self, v.d);
+  pt_status st = pt_inplace_check(ctx, "fill_", self);
+  if (st) return st;
+  fill_masked(self, NULL, v); /* exact beyond 2^53, where a double is not */
+  atomic_fetch_add(&self->storage->version, 1);
+  return became_constant(ctx, "fill_", self);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -142,10 +142,24 @@ pt_status pt_lerp(pt_ctx *ctx, pt_tensor *start, pt_tensor *end, pt_tensor *weig
 /* self <- lerp(self, end, weight) (the in-place rules above) */
 pt_status pt_lerp_(pt_ctx *ctx, pt_tensor *self, pt_tensor *end, pt_tensor *weight, double w);
 
+/* A number as Lua has it: an integer (i, exact: int64 tensors compute with it beyond 2^53, as
+ * PyTorch's int64 scalars) or a float (d). d always holds the value as a double. */
+typedef struct pt_number {
+  bool is_int;
+  int64_t i; /* is_int only */
+  double d;
+} pt_number;
+static inline pt_number pt_number_int(int64_t i) { return (pt_number){true, i, (double)i}; }
+static inline pt_number pt_number_float(double d) { return (pt_number){false, 0, d}; }
+
 /* --- binary with a number: a op s, or s op a when reversed (2 - t, 2 / t, 2 ^ t) ---
  * is_int says whether s is an integer (Lua integer): it decides the promotion. */
 pt_status pt_binary_scalar(pt_ctx *ctx, pt_binop op, pt_tensor *a, double s, bool is_int,
                            bool reversed, pt_tensor **out);
+/* The same with the number as Lua gives it: an integer s with an int64 tensor is exact (2^53 + 1
+ * == t compares exactly; int32 / uint8 tensors take its low bits, as PyTorch). */
+pt_status pt_binary_number(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number s, bool reversed,
+                           pt_tensor **out);
 pt_status pt_add_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
 pt_status pt_sub_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
 pt_status pt_rsub_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out); /* s - a */
@@ -194,9 +208,23 @@ pt_status pt_sinc(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_where(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b, pt_tensor **out);
 /* t with value where mask (bool, broadcast to t's shape) is true; keeps t's dtype. */
 pt_status pt_masked_fill(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, double value, pt_tensor **out);
-/* clamp to [lo, hi]; has_lo / has_hi false leave that side open (at least one must be set). */
+/* t with value where mask is true, the value as Lua gives it (an integer exact in an int64 t).
+ * The value is not range-checked here (the bindings check it as every write path does:
+ * pt_check_value_fits). */
+pt_status pt_masked_fill_number(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_number value,
+                                pt_tensor **out);
+/* clamp to [lo, hi]; has_lo / has_hi false leave that side open (at least one must be set).
+ * An integral bound counts as an integer (pt_clamp_number has PyTorch's rule). */
 pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi,
                    pt_tensor **out);
+/* clamp with the bounds as Lua gives them (NULL: that side open), as torch.clamp(t, min, max):
+ * the result has the dtype of t promoted with the bounds (a float bound makes an integer or bool
+ * t float32; integer bounds make a bool t int64). A bound must fit that dtype
+ * ("clamp: value 1099511627776 cannot be converted to int32 without overflow", as PyTorch; a
+ * negative bound for a uint8 result too, which PyTorch wraps around to 256 + bound). int64
+ * bounds are exact. */
+pt_status pt_clamp_number(pt_ctx *ctx, pt_tensor *t, const pt_number *lo, const pt_number *hi,
+                          pt_tensor **out);
 
 /* --- conversion with autograd (clone is pt_clone in ops_shape.h) --- */
 /* t itself (retained) when already of dtype dt; float <-> float conversions pass gradients. */
@@ -207,6 +235,7 @@ pt_status pt_to_dtype(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **out);
 pt_status pt_inplace_check(pt_ctx *ctx, const char *fname, const pt_tensor *self);
 pt_status pt_binary_(pt_ctx *ctx, pt_binop op, pt_tensor *self, pt_tensor *b);
 pt_status pt_binary_scalar_(pt_ctx *ctx, pt_binop op, pt_tensor *self, double s, bool is_int);
+pt_status pt_binary_number_(pt_ctx *ctx, pt_binop op, pt_tensor *self, pt_number s);
 pt_status pt_add_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b, double alpha);
 pt_status pt_sub_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b, double alpha);
 pt_status pt_mul_(pt_ctx *ctx, pt_tensor *self, pt_tensor *b);
@@ -215,11 +244,17 @@ pt_status pt_add_scalar_(pt_ctx *ctx, pt_tensor *self, double s);
 pt_status pt_mul_scalar_(pt_ctx *ctx, pt_tensor *self, double s);
 pt_status pt_unary_(pt_ctx *ctx, pt_unop op, pt_tensor *self);
 pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool has_hi, double hi);
+/* self's dtype must hold the promoted result ("clamp_: result type float32 can't be cast to the
+ * desired output type int64") */
+pt_status pt_clamp_number_(pt_ctx *ctx, pt_tensor *self, const pt_number *lo, const pt_number *hi);
 pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value);
+pt_status pt_masked_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_number value);
 /* self <- src (broadcast, dtype converted); gradients flow to src. */
 pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src);
 /* self[...] = v with autograd: self (and, for a view, those elements of its base) no longer
  * depends on its old history. */
 pt_status pt_fill_(pt_ctx *ctx, pt_tensor *self, double v);
+/* the same with v as Lua gives it: an integer fills an int64 self exactly (beyond 2^53 too) */
+pt_status pt_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_number v);
 
 #endif

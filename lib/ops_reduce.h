@@ -7,7 +7,8 @@
  * counts from the end, as in Python). keepdim keeps the reduced dimension with size 1.
  *
  * dtypes: float32/float64 compute with double accumulators and return the input dtype.
- * Integer and bool inputs: sum and prod return int64; max, min return the input dtype;
+ * Integer and bool inputs: sum and prod return int64 (int64 arithmetic: exact beyond 2^53, wrapping
+ * on overflow as PyTorch's); max, min return the input dtype (compared as integers, exactly);
  * argmax/argmin work on any dtype; mean, var, std, norm, softmax, log_softmax and logsumexp
  * need a floating point tensor (as PyTorch, an error names the dtype).
  * Indices (max/min/argmax/argmin) are 0-based int64 here; the Lua bindings add 1.
