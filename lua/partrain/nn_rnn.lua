@@ -834,13 +834,13 @@ doc(MultiheadAttention, [[nn.MultiheadAttention(embed_dim, num_heads[, opts]): P
 local TEL_OPTS = set_of {"dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first",
   "norm_first", "bias", "dtype"}
 
-local TransformerEncoderLayer = Module:extend("TransformerEncoderLayer")
-nn.TransformerEncoderLayer = TransformerEncoderLayer
-function TransformerEncoderLayer:__init(d_model, nhead, opts)
-  local name = "TransformerEncoderLayer"
-  opts = check_opts(name, opts, TEL_OPTS)
+-- the options of an encoder or decoder layer (and nn.Transformer's), checked, defaults filled in
+local function layer_settings(name, d_model, nhead, opts)
   positive(name, "d_model", d_model)
   positive(name, "nhead", nhead)
+  if d_model % nhead ~= 0 then
+    raise(("%s: d_model must be divisible by nhead, got d_model=%d, nhead=%d"):format(name, d_model, nhead))
+  end
   local ff = opts.dim_feedforward or 2048
   positive(name, "dim_feedforward", ff)
   local dropout = opts.dropout or 0.1
@@ -859,19 +859,43 @@ function TransformerEncoderLayer:__init(d_model, nhead, opts)
   local bias = opts.bias
   if bias == nil then bias = true end
   boolean(name, "bias", bias)
-  local dt = opts.dtype or "float32"
-  self.d_model, self.nhead, self.dim_feedforward = d_model, nhead, ff
-  self.activation = act
-  self.batch_first, self.norm_first, self.layer_norm_eps = batch_first, norm_first, eps
-  self.self_attn = nn.MultiheadAttention(d_model, nhead, {dropout = dropout, bias = bias,
-    batch_first = batch_first, dtype = dt})
-  self.linear1 = nn.Linear(d_model, ff, {bias = bias, dtype = dt})
+  return {dim_feedforward = ff, dropout = dropout, activation = act, layer_norm_eps = eps,
+    batch_first = batch_first, norm_first = norm_first, bias = bias, dtype = opts.dtype or "float32"}
+end
+
+-- the attention, feed-forward and norm children shared by the encoder and decoder layers,
+-- registered in PyTorch's order (state_dict keys and their order are PyTorch's)
+local function layer_children(self, d_model, nhead, s, decoder)
+  local dt, bias, dropout = s.dtype, s.bias, s.dropout
+  self.d_model, self.nhead, self.dim_feedforward = d_model, nhead, s.dim_feedforward
+  self.activation = s.activation
+  self.batch_first, self.norm_first, self.layer_norm_eps = s.batch_first, s.norm_first, s.layer_norm_eps
+  local mha = {dropout = dropout, bias = bias, batch_first = s.batch_first, dtype = dt}
+  self.self_attn = nn.MultiheadAttention(d_model, nhead, mha)
+  if decoder then self.multihead_attn = nn.MultiheadAttention(d_model, nhead, mha) end
+  self.linear1 = nn.Linear(d_model, s.dim_feedforward, {bias = bias, dtype = dt})
   self.dropout = nn.Dropout(dropout)
-  self.linear2 = nn.Linear(ff, d_model, {bias = bias, dtype = dt})
-  self.norm1 = nn.LayerNorm(d_model, {eps = eps, bias = bias, dtype = dt})
-  self.norm2 = nn.LayerNorm(d_model, {eps = eps, bias = bias, dtype = dt})
+  self.linear2 = nn.Linear(s.dim_feedforward, d_model, {bias = bias, dtype = dt})
+  local norm = {eps = s.layer_norm_eps, bias = bias, dtype = dt}
+  self.norm1 = nn.LayerNorm(d_model, norm)
+  self.norm2 = nn.LayerNorm(d_model, norm)
+  if decoder then self.norm3 = nn.LayerNorm(d_model, norm) end
   self.dropout1 = nn.Dropout(dropout)
   self.dropout2 = nn.Dropout(dropout)
+  if decoder then self.dropout3 = nn.Dropout(dropout) end
+end
+
+local function activate(act, h)
+  if act == "relu" then return nn.relu(h) elseif act == "gelu" then return nn.gelu(h) end
+  return act(h)
+end
+
+local TransformerEncoderLayer = Module:extend("TransformerEncoderLayer")
+nn.TransformerEncoderLayer = TransformerEncoderLayer
+function TransformerEncoderLayer:__init(d_model, nhead, opts)
+  local name = "TransformerEncoderLayer"
+  opts = check_opts(name, opts, TEL_OPTS)
+  layer_children(self, d_model, nhead, layer_settings(name, d_model, nhead, opts), false)
 end
 function TransformerEncoderLayer:_sa_block(x, attn_mask, kpm, is_causal)
   local out = self.self_attn(x, x, x, {attn_mask = attn_mask, key_padding_mask = kpm,
@@ -879,10 +903,7 @@ function TransformerEncoderLayer:_sa_block(x, attn_mask, kpm, is_causal)
   return self.dropout1(out)
 end
 function TransformerEncoderLayer:_ff_block(x)
-  local h = self.linear1(x)
-  local act = self.activation
-  if act == "relu" then h = nn.relu(h) elseif act == "gelu" then h = nn.gelu(h) else h = act(h) end
-  return self.dropout2(self.linear2(self.dropout(h)))
+  return self.dropout2(self.linear2(self.dropout(activate(self.activation, self.linear1(x)))))
 end
 local TEL_FORWARD_OPTS = set_of {"src_mask", "src_key_padding_mask", "is_causal"}
 function TransformerEncoderLayer:forward(src, opts)
@@ -976,5 +997,265 @@ doc(TransformerEncoder, [[nn.TransformerEncoder(encoder_layer, num_layers[, {nor
   index 1-based: PyTorch's layers.0.linear1.weight is layers.1.linear1.weight here (rename the
   keys of a PyTorch state_dict before load_state_dict). The options enable_nested_tensor and
   mask_check are accepted and ignored (there are no nested tensors).]])
+
+
+-- ------------------------------------------------------------------ Transformer decoder
+
+-- tgt and memory (or src and tgt): tensors of one rank (3-D batched, 2-D unbatched), d_model
+-- features, one batch size; returns whether batched, the batch size and the two lengths
+local function check_pair(name, a_name, a, b_name, b, d_model, batch_first)
+  check_tensor(name, a_name, a)
+  check_tensor(name, b_name, b)
+  if (a:dim() ~= 2 and a:dim() ~= 3) or b:dim() ~= a:dim() then
+    raise(("%s: %s and %s must both be 3-D (batched) or both 2-D (unbatched), got shapes %s and %s")
+      :format(name, a_name, b_name, shape_str(a), shape_str(b)))
+  end
+  local d = a:dim()
+  if a:size(d) ~= d_model or b:size(d) ~= d_model then
+    raise(("%s: %s and %s must have d_model = %d features, got shapes %s and %s")
+      :format(name, a_name, b_name, d_model, shape_str(a), shape_str(b)))
+  end
+  if d == 2 then return false, 1, a:size(1), b:size(1) end
+  local bd, ld = batch_first and 1 or 2, batch_first and 2 or 1
+  if a:size(bd) ~= b:size(bd) then
+    raise(("%s: %s and %s must have the same batch size, got shapes %s and %s")
+      :format(name, a_name, b_name, shape_str(a), shape_str(b)))
+  end
+  return true, a:size(bd), a:size(ld), b:size(ld)
+end
+
+-- an attention mask {L,S} or {N*nhead,L,S}, a key padding mask {N,S} ({S} unbatched)
+local function check_attn_mask(name, what, m, L, S, NH)
+  if m == nil then return end
+  check_tensor(name, what, m)
+  local ok = (m:dim() == 2 and shape_str(m) == dims_str {L, S}) or (m:dim() == 3 and shape_str(m) == dims_str {NH, L, S})
+  if not ok then
+    raise(("%s: %s must have shape %s or %s, got %s"):format(name, what, dims_str {L, S}, dims_str {NH, L, S},
+      shape_str(m)))
+  end
+end
+local function check_padding_mask(name, what, m, batched, N, S)
+  if m == nil then return end
+  check_tensor(name, what, m)
+  local want = batched and dims_str {N, S} or dims_str {S}
+  if shape_str(m) ~= want then raise(("%s: %s must have shape %s, got %s"):format(name, what, want, shape_str(m))) end
+end
+
+local TDL_FORWARD_OPTS = set_of {"tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
+  "tgt_is_causal", "memory_is_causal"}
+
+local function check_decoder_opts(name, o, batched, N, T, S, H)
+  check_attn_mask(name, "tgt_mask", o.tgt_mask, T, T, N * H)
+  check_attn_mask(name, "memory_mask", o.memory_mask, T, S, N * H)
+  check_padding_mask(name, "tgt_key_padding_mask", o.tgt_key_padding_mask, batched, N, T)
+  check_padding_mask(name, "memory_key_padding_mask", o.memory_key_padding_mask, batched, N, S)
+  for _, k in ipairs {"tgt_is_causal", "memory_is_causal"} do
+    if o[k] ~= nil then boolean(name, k, o[k]) end
+  end
+end
+
+local TransformerDecoderLayer = Module:extend("TransformerDecoderLayer")
+nn.TransformerDecoderLayer = TransformerDecoderLayer
+function TransformerDecoderLayer:__init(d_model, nhead, opts)
+  local name = "TransformerDecoderLayer"
+  opts = check_opts(name, opts, TEL_OPTS)
+  layer_children(self, d_model, nhead, layer_settings(name, d_model, nhead, opts), true)
+end
+TransformerDecoderLayer._sa_block = TransformerEncoderLayer._sa_block
+function TransformerDecoderLayer:_mha_block(x, mem, attn_mask, kpm, is_causal)
+  local out = self.multihead_attn(x, mem, mem, {attn_mask = attn_mask, key_padding_mask = kpm,
+    need_weights = false, is_causal = is_causal})
+  return self.dropout2(out)
+end
+function TransformerDecoderLayer:_ff_block(x)
+  return self.dropout3(self.linear2(self.dropout(activate(self.activation, self.linear1(x)))))
+end
+function TransformerDecoderLayer:forward(tgt, memory, opts)
+  local name = "TransformerDecoderLayer:forward"
+  opts = check_opts(name, opts, TDL_FORWARD_OPTS)
+  local batched, N, T, S = check_pair(name, "tgt", tgt, "memory", memory, self.d_model, self.batch_first)
+  check_decoder_opts(name, opts, batched, N, T, S, self.nhead)
+  local tm, tk, tc = opts.tgt_mask, opts.tgt_key_padding_mask, opts.tgt_is_causal
+  local mm, mk, mc = opts.memory_mask, opts.memory_key_padding_mask, opts.memory_is_causal
+  local x = tgt
+  if self.norm_first then
+    x = x + self:_sa_block(self.norm1(x), tm, tk, tc)
+    x = x + self:_mha_block(self.norm2(x), memory, mm, mk, mc)
+    x = x + self:_ff_block(self.norm3(x))
+  else
+    x = self.norm1(x + self:_sa_block(x, tm, tk, tc))
+    x = self.norm2(x + self:_mha_block(x, memory, mm, mk, mc))
+    x = self.norm3(x + self:_ff_block(x))
+  end
+  return x
+end
+TransformerDecoderLayer.extra_repr = TransformerEncoderLayer.extra_repr
+doc(TransformerDecoderLayer, [[nn.TransformerDecoderLayer(d_model, nhead[, opts]): PyTorch's Transformer decoder layer
+  opts: {dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+    batch_first=false, norm_first=false, bias=true, dtype="float32"}
+  Self-attention over tgt, attention from tgt to memory (the encoder's output), then a
+  feed-forward block, each with dropout, a residual connection and a LayerNorm (after the
+  residual, or before the block with norm_first).
+  layer(tgt, memory[, {tgt_mask=, memory_mask=, tgt_key_padding_mask=, memory_key_padding_mask=,
+    tgt_is_causal=false, memory_is_causal=false}]) -> output of tgt's shape
+  tgt {T,N,d_model}, memory {S,N,d_model} ({N,T,d_model} and {N,S,d_model} with batch_first, or
+  unbatched {T,d_model} and {S,d_model}). tgt_mask {T,T} and memory_mask {T,S} (or {N*nhead,...})
+  are nn.MultiheadAttention's attn_mask, the key padding masks {N,T} and {N,S} its
+  key_padding_mask (booleans: true = masked out; nn.Transformer.generate_square_subsequent_mask(T)
+  is the usual tgt_mask). tgt_is_causal / memory_is_causal (PyTorch 2.x's) without a mask mask
+  the upper triangle. activation "relu", "gelu" or a function of a tensor.
+  Children as PyTorch's, so its state_dict keys match: self_attn, multihead_attn, linear1,
+  dropout, linear2, norm1, norm2, norm3, dropout1, dropout2, dropout3.]])
+
+-- a stack of copies of a layer, then an optional norm (TransformerEncoder, TransformerDecoder)
+local function stack_layers(self, name, what, layer, num_layers, norm)
+  if not nn.is_module(layer) then
+    raise(("%s: %s must be a Module (e.g. nn.%s), got %s"):format(name, what,
+      what == "decoder_layer" and "TransformerDecoderLayer" or "TransformerEncoderLayer", type(layer)))
+  end
+  positive(name, "num_layers", num_layers)
+  if norm ~= nil and not nn.is_module(norm) then
+    raise(("%s: norm must be a Module (e.g. nn.LayerNorm), got %s"):format(name, type(norm)))
+  end
+  local layers = nn.ModuleList()
+  for _ = 1, num_layers do layers:append(deepcopy_module(layer)) end
+  self.layers = layers
+  self.num_layers = num_layers
+  if norm then self.norm = norm end
+end
+
+local TransformerDecoder = Module:extend("TransformerDecoder")
+nn.TransformerDecoder = TransformerDecoder
+function TransformerDecoder:__init(decoder_layer, num_layers, opts)
+  local name = "TransformerDecoder"
+  opts = check_opts(name, opts, set_of {"norm"})
+  stack_layers(self, name, "decoder_layer", decoder_layer, num_layers, opts.norm)
+end
+function TransformerDecoder:forward(tgt, memory, opts)
+  opts = check_opts("TransformerDecoder:forward", opts, TDL_FORWARD_OPTS)
+  local x = tgt
+  for _, layer in ipairs(self.layers:children()) do x = layer(x, memory, opts) end
+  if self._modules.norm then x = self._modules.norm(x) end
+  return x
+end
+doc(TransformerDecoder, [[nn.TransformerDecoder(decoder_layer, num_layers[, {norm=}])
+  A stack of num_layers copies of decoder_layer (each with its own parameters, copied from
+  decoder_layer's, as PyTorch's deepcopy), then the optional norm module (e.g. nn.LayerNorm).
+  dec(tgt, memory[, {tgt_mask=, memory_mask=, tgt_key_padding_mask=, memory_key_padding_mask=,
+    tgt_is_causal=, memory_is_causal=}]) -> output of tgt's shape; the options go to every layer
+  (see help(nn.TransformerDecoderLayer)). Children: layers (an nn.ModuleList) and norm;
+  state_dict keys are PyTorch's with the layer index 1-based (PyTorch's layers.0.linear1.weight
+  is layers.1.linear1.weight here).]])
+
+-- ------------------------------------------------------------------ Transformer
+
+local TR_OPTS = {"num_encoder_layers", "num_decoder_layers", "custom_encoder", "custom_decoder"}
+for k in pairs(TEL_OPTS) do TR_OPTS[#TR_OPTS + 1] = k end
+local TR_KEYWORD = set_of(TR_OPTS)
+TR_KEYWORD.d_model, TR_KEYWORD.nhead = true, true
+local TR_POSITIONAL = set_of(TR_OPTS)
+
+local TR_FORWARD_OPTS = set_of {"src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
+  "tgt_key_padding_mask", "memory_key_padding_mask", "src_is_causal", "tgt_is_causal", "memory_is_causal"}
+
+local Transformer = Module:extend("Transformer")
+nn.Transformer = Transformer
+function Transformer:__init(d_model, nhead, opts)
+  local name = "Transformer"
+  if type(d_model) == "table" or d_model == nil then -- nn.Transformer({d_model = 512, nhead = 8, ...})
+    if nhead ~= nil or opts ~= nil then
+      raise(name .. ": expected nn.Transformer([d_model, nhead,] [opts]), the options last")
+    end
+    opts = check_opts(name, d_model, TR_KEYWORD)
+    d_model, nhead = opts.d_model or 512, opts.nhead or 8
+  else
+    opts = check_opts(name, opts, TR_POSITIONAL)
+  end
+  local s = layer_settings(name, d_model, nhead, opts)
+  local n_enc, n_dec = opts.num_encoder_layers or 6, opts.num_decoder_layers or 6
+  local norm = {eps = s.layer_norm_eps, bias = s.bias, dtype = s.dtype}
+  local layer_opts = {dim_feedforward = s.dim_feedforward, dropout = s.dropout, activation = s.activation,
+    layer_norm_eps = s.layer_norm_eps, batch_first = s.batch_first, norm_first = s.norm_first, bias = s.bias,
+    dtype = s.dtype}
+  for _, k in ipairs {"custom_encoder", "custom_decoder"} do
+    if opts[k] ~= nil and not nn.is_module(opts[k]) then
+      raise(("%s: %s must be a Module, got %s"):format(name, k, type(opts[k])))
+    end
+  end
+  if opts.custom_encoder then
+    self.encoder = opts.custom_encoder
+  else
+    positive(name, "num_encoder_layers", n_enc)
+    self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_model, nhead, layer_opts), n_enc,
+      {norm = nn.LayerNorm(d_model, norm)})
+  end
+  if opts.custom_decoder then
+    self.decoder = opts.custom_decoder
+  else
+    positive(name, "num_decoder_layers", n_dec)
+    self.decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(d_model, nhead, layer_opts), n_dec,
+      {norm = nn.LayerNorm(d_model, norm)})
+  end
+  self:_reset_parameters()
+  self.d_model, self.nhead, self.batch_first = d_model, nhead, s.batch_first
+end
+-- PyTorch's: xavier_uniform_ for every parameter of 2 or more dimensions
+function Transformer:_reset_parameters()
+  for _, p in ipairs(self:parameters()) do
+    if p:dim() > 1 then init.xavier_uniform_(p) end
+  end
+end
+function Transformer:forward(src, tgt, opts)
+  local name = "Transformer:forward"
+  opts = check_opts(name, opts, TR_FORWARD_OPTS)
+  local batched, N, S, T = check_pair(name, "src", src, "tgt", tgt, self.d_model, self.batch_first)
+  local H = self.nhead
+  check_attn_mask(name, "src_mask", opts.src_mask, S, S, N * H)
+  check_padding_mask(name, "src_key_padding_mask", opts.src_key_padding_mask, batched, N, S)
+  if opts.src_is_causal ~= nil then boolean(name, "src_is_causal", opts.src_is_causal) end
+  check_decoder_opts(name, opts, batched, N, T, S, H)
+  local memory = self.encoder(src, {src_mask = opts.src_mask, src_key_padding_mask = opts.src_key_padding_mask,
+    is_causal = opts.src_is_causal})
+  return self.decoder(tgt, memory, {tgt_mask = opts.tgt_mask, memory_mask = opts.memory_mask,
+    tgt_key_padding_mask = opts.tgt_key_padding_mask, memory_key_padding_mask = opts.memory_key_padding_mask,
+    tgt_is_causal = opts.tgt_is_causal, memory_is_causal = opts.memory_is_causal})
+end
+function Transformer:extra_repr()
+  return ("d_model=%d, nhead=%d, batch_first=%s"):format(self.d_model, self.nhead, tostring(self.batch_first))
+end
+
+function Transformer.generate_square_subsequent_mask(sz, opts, ...)
+  -- also as model:generate_square_subsequent_mask(sz) (PyTorch's staticmethod through an instance)
+  if nn.is_module(sz) then return Transformer.generate_square_subsequent_mask(opts, ...) end
+  local name = "Transformer.generate_square_subsequent_mask"
+  if math.type(sz) ~= "integer" or sz < 0 then
+    raise(("%s: sz must be a non-negative integer, got %s"):format(name, tostring(sz)))
+  end
+  opts = check_opts(name, opts, set_of {"dtype"})
+  local dt = opts.dtype or "float32"
+  if dt ~= "float32" and dt ~= "float64" then
+    raise(("%s: dtype must be 'float32' or 'float64', got %s"):format(name, tostring(dt)))
+  end
+  return pt.full({sz, sz}, -math.huge, {dtype = dt}):triu(1)
+end
+doc(Transformer.generate_square_subsequent_mask, [[nn.Transformer.generate_square_subsequent_mask(sz[, {dtype="float32"}]) -> {sz,sz} float mask
+  -inf above the diagonal, 0 on and below it: position i attends to 1..i (the causal tgt_mask).
+  PyTorch's staticmethod; model:generate_square_subsequent_mask(sz) works too.]])
+doc(Transformer, [[nn.Transformer([d_model=512, nhead=8,] [opts]): PyTorch's encoder-decoder Transformer
+  opts: {num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048, dropout=0.1,
+    activation="relu", custom_encoder=, custom_decoder=, layer_norm_eps=1e-5, batch_first=false,
+    norm_first=false, bias=true, dtype="float32"}; d_model and nhead may be given as options too:
+    nn.Transformer({d_model = 256, nhead = 4, num_encoder_layers = 3}).
+  model(src, tgt[, {src_mask=, tgt_mask=, memory_mask=, src_key_padding_mask=,
+    tgt_key_padding_mask=, memory_key_padding_mask=, src_is_causal=, tgt_is_causal=,
+    memory_is_causal=}]) -> output of tgt's shape
+  src {S,N,d_model}, tgt {T,N,d_model} ({N,S,d_model}, {N,T,d_model} with batch_first; unbatched
+  {S,d_model}, {T,d_model}). The encoder (nn.TransformerEncoder, its norm an nn.LayerNorm) reads src
+  with src_mask {S,S} and src_key_padding_mask {N,S}; the decoder (nn.TransformerDecoder) reads tgt
+  and the encoder's output with tgt_mask {T,T}, memory_mask {T,S} and the key padding masks {N,T},
+  {N,S} (booleans: true = masked out; see help(nn.TransformerDecoderLayer)).
+  Children encoder and decoder; state_dict keys are PyTorch's (encoder.layers.1.self_attn...,
+  the layer index 1-based, see help(nn.TransformerEncoder)). Every parameter of 2 or more
+  dimensions starts from xavier_uniform_, as PyTorch's.]])
 
 return nn
