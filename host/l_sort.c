@@ -331,10 +331,16 @@ static int t_searchsorted(lua_State *L) {
       return lpt_errorf(L, "searchsorted: side=\"%s\" contradicts right=%s", side, right ? "true" : "false");
     right = is_right;
   }
-  /* a number keeps its value (2.5 is not truncated for an integer sequence; an integer stays exact):
-   * comparisons are exact across dtypes */
-  pt_tensor *v = lpt_to_tensor(L, 2, lua_isinteger(L, 2) ? PT_INT64 : PT_FLOAT64);
+  /* a number keeps its value (2.5 is not truncated for an integer sequence; an integer is written
+   * as an int64, not through a double, so 2^53+1 stays itself): comparisons are exact across dtypes */
   pt_ctx *ctx = lpt_ctx(L);
+  pt_tensor *v;
+  if (lua_isinteger(L, 2)) {
+    if (pt_tensor_empty(ctx, PT_INT64, 0, NULL, &v)) return lpt_error(L);
+    *(int64_t *)pt_tensor_data(v) = (int64_t)lua_tointeger(L, 2);
+  } else {
+    v = lpt_to_tensor(L, 2, PT_FLOAT64);
+  }
   pt_status st = pt_searchsorted(ctx, seq, v, right, &r);
   pt_tensor_release(v);
   if (st) return lpt_error(L);
