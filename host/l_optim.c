@@ -197,6 +197,111 @@ static int l_adagrad(lua_State *L) {
   return 0;
 }
 
+/* _optim_adamax(params, states, opts[, fname]) */
+static int l_adamax(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "Adamax");
+  pt_adamax_opts o = {
+      .lr = opt_num(L, 3, "lr", 2e-3),
+      .beta1 = opt_num(L, 3, "beta1", 0.9),
+      .beta2 = opt_num(L, 3, "beta2", 0.999),
+      .eps = opt_num(L, 3, "eps", 1e-8),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+      .maximize = opt_flag(L, 3, "maximize"),
+  };
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
+    pt_tensor *u = state_tensor(L, fname, s, "exp_inf", i, p, 0.0, NULL);
+    int64_t step = next_step(L, s);
+    if (pt_optim_adamax(lpt_ctx(L), p, p->grad, m, u, step, &o)) return lpt_error(L);
+  }
+  return 0;
+}
+
+/* _optim_nadam(params, states, opts[, fname]); states[i].mu_product: a number, as PyTorch's */
+static int l_nadam(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "NAdam");
+  pt_nadam_opts o = {
+      .lr = opt_num(L, 3, "lr", 2e-3),
+      .beta1 = opt_num(L, 3, "beta1", 0.9),
+      .beta2 = opt_num(L, 3, "beta2", 0.999),
+      .eps = opt_num(L, 3, "eps", 1e-8),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+      .momentum_decay = opt_num(L, 3, "momentum_decay", 4e-3),
+  };
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
+    pt_tensor *v = state_tensor(L, fname, s, "exp_avg_sq", i, p, 0.0, NULL);
+    int t = lua_getfield(L, s, "mu_product");
+    if (t != LUA_TNIL && t != LUA_TNUMBER)
+      lpt_errorf(L, "%s: state 'mu_product' of parameter %d is not a number", fname, i);
+    double mu_product = t == LUA_TNIL ? 1.0 : lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    int64_t step = next_step(L, s);
+    if (pt_optim_nadam(lpt_ctx(L), p, p->grad, m, v, step, &mu_product, &o)) return lpt_error(L);
+    lua_pushnumber(L, mu_product);
+    lua_setfield(L, s, "mu_product");
+  }
+  return 0;
+}
+
+/* _optim_radam(params, states, opts[, fname]) */
+static int l_radam(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "RAdam");
+  pt_radam_opts o = {
+      .lr = opt_num(L, 3, "lr", 1e-3),
+      .beta1 = opt_num(L, 3, "beta1", 0.9),
+      .beta2 = opt_num(L, 3, "beta2", 0.999),
+      .eps = opt_num(L, 3, "eps", 1e-8),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+  };
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
+    pt_tensor *v = state_tensor(L, fname, s, "exp_avg_sq", i, p, 0.0, NULL);
+    int64_t step = next_step(L, s);
+    if (pt_optim_radam(lpt_ctx(L), p, p->grad, m, v, step, &o)) return lpt_error(L);
+  }
+  return 0;
+}
+
+/* _optim_adadelta(params, states, opts[, fname]) */
+static int l_adadelta(lua_State *L) {
+  check_args(L);
+  const char *fname = luaL_optstring(L, 4, "Adadelta");
+  pt_adadelta_opts o = {
+      .lr = opt_num(L, 3, "lr", 1.0),
+      .rho = opt_num(L, 3, "rho", 0.9),
+      .eps = opt_num(L, 3, "eps", 1e-6),
+      .weight_decay = opt_num(L, 3, "weight_decay", 0),
+      .maximize = opt_flag(L, 3, "maximize"),
+  };
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *sq = state_tensor(L, fname, s, "square_avg", i, p, 0.0, NULL);
+    pt_tensor *acc = state_tensor(L, fname, s, "acc_delta", i, p, 0.0, NULL);
+    next_step(L, s);
+    if (pt_optim_adadelta(lpt_ctx(L), p, p->grad, sq, acc, &o)) return lpt_error(L);
+  }
+  return 0;
+}
+
 /* _optim_clip_grad_norm(params, max_norm[, norm_type]) -> total norm (before clipping) */
 static int l_clip_grad_norm(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -250,6 +355,10 @@ static const luaL_Reg functions[] = {
     {"_optim_adam", l_adam},
     {"_optim_rmsprop", l_rmsprop},
     {"_optim_adagrad", l_adagrad},
+    {"_optim_adamax", l_adamax},
+    {"_optim_nadam", l_nadam},
+    {"_optim_radam", l_radam},
+    {"_optim_adadelta", l_adadelta},
     {"_optim_clip_grad_norm", l_clip_grad_norm},
     {"_optim_clip_grad_value", l_clip_grad_value},
     {NULL, NULL},

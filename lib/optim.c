@@ -386,6 +386,142 @@ pt_status pt_optim_adagrad(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_te
   return PT_OK;
 }
 
+/* --- Adamax, NAdam, RAdam, Adadelta: PyTorch 1.13's _single_tensor_* formulas (NAdam with PyTorch 2's
+ * mu_product_next), in the order
+ * of their operations (the scalars per step in double, as Python computes them) --- */
+
+pt_status pt_optim_adamax(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                          pt_tensor *exp_inf, int64_t step, const pt_adamax_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  double clr = o->lr / (1.0 - pow(o->beta1, (double)step));
+  PT_DISPATCH_FLOAT(param->dtype, {
+    T *p = pt_tensor_data(param), *m = pt_tensor_data(exp_avg), *u = pt_tensor_data(exp_inf);
+    const T *gp = pt_tensor_data(g);
+    const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps, wd = (T)o->weight_decay;
+    const T sign = o->maximize ? (T)-1 : (T)1, c = (T)clr;
+    for (int64_t i = 0; i < n; i++) {
+      T gi = sign * gp[i] + wd * p[i];
+      T mi = m[i] + (gi - m[i]) * (1 - b1); /* torch: exp_avg.lerp_(grad, 1 - beta1) */
+      T a = u[i] * b2, b = (T)fabs((double)gi) + eps;
+      T ui = a > b || a != a ? a : b; /* amax over {exp_inf * beta2, |g| + eps}: NaN wins */
+      m[i] = mi;
+      u[i] = ui;
+      p[i] -= c * (mi / ui);
+    }
+  });
+  bump(param);
+  bump(exp_avg);
+  bump(exp_inf);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_optim_nadam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                         pt_tensor *exp_avg_sq, int64_t step, double *mu_product,
+                         const pt_nadam_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  double bc2 = 1.0 - pow(o->beta2, (double)step);
+  double mu = o->beta1 * (1.0 - 0.5 * pow(0.96, (double)step * o->momentum_decay));
+  double mu_next = o->beta1 * (1.0 - 0.5 * pow(0.96, (double)(step + 1) * o->momentum_decay));
+  double prod = *mu_product * mu, prod_next = prod * mu_next;
+  *mu_product = prod;
+  double c1 = -o->lr * (1.0 - mu) / (1.0 - prod), c2 = -o->lr * mu_next / (1.0 - prod_next);
+  PT_DISPATCH_FLOAT(param->dtype, {
+    T *p = pt_tensor_data(param), *m = pt_tensor_data(exp_avg), *v = pt_tensor_data(exp_avg_sq);
+    const T *gp = pt_tensor_data(g);
+    const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps, wd = (T)o->weight_decay;
+    const T bc = (T)bc2, k1 = (T)c1, k2 = (T)c2;
+    for (int64_t i = 0; i < n; i++) {
+      T gi = gp[i] + wd * p[i];
+      T mi = m[i] + (gi - m[i]) * (1 - b1);
+      T vi = v[i] * b2 + (1 - b2) * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      T denom = (T)sqrt((double)(vi / bc)) + eps;
+      T pi = p[i] + k1 * (gi / denom);
+      p[i] = pi + k2 * (mi / denom);
+    }
+  });
+  bump(param);
+  bump(exp_avg);
+  bump(exp_avg_sq);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_optim_radam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                         pt_tensor *exp_avg_sq, int64_t step, const pt_radam_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  double bc1 = 1.0 - pow(o->beta1, (double)step), bc2 = 1.0 - pow(o->beta2, (double)step);
+  double rho_inf = 2.0 / (1.0 - o->beta2) - 1.0;
+  double rho_t = rho_inf - 2.0 * (double)step * pow(o->beta2, (double)step) / bc2;
+  /* the variance is tractable after ~5 steps: rectified adaptive step; before, plain momentum */
+  bool rectify = rho_t > 5.0;
+  double rect = rectify ? sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) : 0;
+  PT_DISPATCH_FLOAT(param->dtype, {
+    T *p = pt_tensor_data(param), *m = pt_tensor_data(exp_avg), *v = pt_tensor_data(exp_avg_sq);
+    const T *gp = pt_tensor_data(g);
+    const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps, wd = (T)o->weight_decay;
+    const T lr = (T)o->lr, c1 = (T)bc1, sq2 = (T)sqrt(bc2), r = (T)rect;
+    for (int64_t i = 0; i < n; i++) {
+      T gi = gp[i] + wd * p[i];
+      T mi = m[i] + (gi - m[i]) * (1 - b1);
+      T vi = v[i] * b2 + (1 - b2) * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      T corrected = mi / c1;
+      if (rectify) {
+        T adaptive = sq2 / ((T)sqrt((double)vi) + eps);
+        p[i] -= corrected * lr * adaptive * r;
+      } else {
+        p[i] -= corrected * lr;
+      }
+    }
+  });
+  bump(param);
+  bump(exp_avg);
+  bump(exp_avg_sq);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_optim_adadelta(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *square_avg,
+                            pt_tensor *acc_delta, const pt_adadelta_opts *o) {
+  pt_tensor *g;
+  pt_status st = grad_of(ctx, param, grad, &g);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(param);
+  PT_DISPATCH_FLOAT(param->dtype, {
+    T *p = pt_tensor_data(param), *sq = pt_tensor_data(square_avg), *acc = pt_tensor_data(acc_delta);
+    const T *gp = pt_tensor_data(g);
+    const T rho = (T)o->rho, eps = (T)o->eps, wd = (T)o->weight_decay, lr = (T)o->lr;
+    const T sign = o->maximize ? (T)-1 : (T)1;
+    for (int64_t i = 0; i < n; i++) {
+      T gi = sign * gp[i] + wd * p[i];
+      T s = sq[i] * rho + (1 - rho) * gi * gi;
+      sq[i] = s;
+      T std = (T)sqrt((double)(s + eps));
+      T delta = (T)sqrt((double)(acc[i] + eps)) / std * gi;
+      acc[i] = acc[i] * rho + (1 - rho) * delta * delta;
+      p[i] -= lr * delta;
+    }
+  });
+  bump(param);
+  bump(square_avg);
+  bump(acc_delta);
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
 pt_status pt_optim_norm_acc(pt_ctx *ctx, pt_tensor *g, double p, double *acc) {
   if (!pt_dtype_is_floating(g->dtype))
     return pt_fail(ctx, PT_EARG, "clip_grad_norm: gradients must be floating point, got %s",

@@ -81,6 +81,41 @@ typedef struct pt_adagrad_opts {
 pt_status pt_optim_adagrad(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *state_sum,
                            int64_t step, const pt_adagrad_opts *o);
 
+/* Adamax, NAdam, RAdam and Adadelta: PyTorch 1.13's single-tensor formulas (NAdam: PyTorch 2's
+ * mu_product_next, see optim.NAdam's help). step is the step
+ * count after this step (1 on the first). */
+typedef struct pt_adamax_opts {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool maximize;
+} pt_adamax_opts;
+
+pt_status pt_optim_adamax(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                          pt_tensor *exp_inf, int64_t step, const pt_adamax_opts *o);
+
+typedef struct pt_nadam_opts {
+  double lr, beta1, beta2, eps, weight_decay, momentum_decay;
+} pt_nadam_opts;
+
+/* *mu_product: the product of the momentum schedule so far (1 before the first step), updated */
+pt_status pt_optim_nadam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                         pt_tensor *exp_avg_sq, int64_t step, double *mu_product,
+                         const pt_nadam_opts *o);
+
+typedef struct pt_radam_opts {
+  double lr, beta1, beta2, eps, weight_decay;
+} pt_radam_opts;
+
+pt_status pt_optim_radam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
+                         pt_tensor *exp_avg_sq, int64_t step, const pt_radam_opts *o);
+
+typedef struct pt_adadelta_opts {
+  double lr, rho, eps, weight_decay;
+  bool maximize;
+} pt_adadelta_opts;
+
+pt_status pt_optim_adadelta(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *square_avg,
+                            pt_tensor *acc_delta, const pt_adadelta_opts *o);
+
 /* Checks used by the bindings: t is a usable parameter / state tensor for param. */
 pt_status pt_optim_check_param(pt_ctx *ctx, const char *fname, int index, pt_tensor *param);
 pt_status pt_optim_check_state(pt_ctx *ctx, const char *fname, const char *what, int index,

@@ -357,7 +357,7 @@ make_class("SGD", {momentum = 0, dampening = 0, weight_decay = 0, nesterov = fal
     check_nonneg(name, g, "weight_decay", "weight_decay value")
     check_not_nan(name, g, "dampening", "dampening value")
     if g.nesterov and (g.momentum <= 0 or g.dampening ~= 0) then
-      error(name .. ": nesterov momentum requires a momentum and zero dampening", 4)
+      error(name .. ": nesterov momentum requires a momentum and zero dampening", 3)
     end
   end,
   C._optim_sgd,
@@ -373,19 +373,25 @@ doc(optim.SGD, [[optim.SGD(params, {lr=, momentum=0, dampening=0, weight_decay=0
 
 -- ------------------------------------------------------------------ Adam / AdamW
 
-local function adam_validate(name, g)
-  check_types(name, g, {number = {"lr", "eps", "weight_decay"}, boolean = {"amsgrad", "maximize"}})
-  check_nonneg(name, g, "lr", "learning rate")
-  check_nonneg(name, g, "eps", "epsilon value")
-  check_nonneg(name, g, "weight_decay", "weight_decay value")
-  if type(g.betas) ~= "table" then error(name .. ": betas must be a table {beta1, beta2}", 4) end
-  for i = 1, 2 do
-    local b = g.betas[i]
-    if type(b) ~= "number" or not (b >= 0 and b < 1) then
-      error(string.format("%s: invalid beta parameter at index %d: %s", name, i, num_str(b)), 4)
+-- The option check of an optimizer with betas (Adam, AdamW, Adamax, NAdam, RAdam): bools are its
+-- flags, extra its other non-negative numbers (e.g. momentum_decay).
+local function betas_validator(bools, extra)
+  return function(name, g)
+    check_types(name, g, {number = {"lr", "eps", "weight_decay", table.unpack(extra or {})}, boolean = bools})
+    check_nonneg(name, g, "lr", "learning rate")
+    check_nonneg(name, g, "eps", "epsilon value")
+    check_nonneg(name, g, "weight_decay", "weight_decay value")
+    for _, key in ipairs(extra or {}) do check_nonneg(name, g, key, key .. " value") end
+    if type(g.betas) ~= "table" then error(name .. ": betas must be a table {beta1, beta2}", 3) end
+    for i = 1, 2 do
+      local b = g.betas[i]
+      if type(b) ~= "number" or not (b >= 0 and b < 1) then
+        error(string.format("%s: invalid beta parameter at index %d: %s", name, i, num_str(b)), 3)
+      end
     end
   end
 end
+local adam_validate = betas_validator({"amsgrad", "maximize"})
 
 local function adam_opts_of(decoupled)
   local o = {}
@@ -453,6 +459,59 @@ make_class("Adagrad", {lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumu
   end)
 doc(optim.Adagrad, [[optim.Adagrad(params[, lr | {lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10}])
   s = s + g^2; p = p - clr*g/(sqrt(s)+eps) with clr = lr/(1+(step-1)*lr_decay).]])
+
+-- ------------------------------------------------------------------ Adamax, NAdam, RAdam, Adadelta
+
+local function betas_opts_of(extra)
+  local o = {}
+  return function(g)
+    o.lr, o.beta1, o.beta2, o.eps, o.weight_decay = g.lr, g.betas[1], g.betas[2], g.eps, g.weight_decay
+    o.maximize = g.maximize
+    if extra then o[extra] = g[extra] end
+    return o
+  end
+end
+
+make_class("Adamax", {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0, maximize = false}, nil,
+  betas_validator({"maximize"}), C._optim_adamax, betas_opts_of())
+doc(optim.Adamax, [[optim.Adamax(params[, lr | {lr=2e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0, maximize=false}])
+  PyTorch's Adamax (Adam with the infinity norm): m = b1*m + (1-b1)*g; u = max(b2*u, |g|+eps);
+  p = p - lr/(1-b1^step) * m/u. State: exp_avg, exp_inf, step.]])
+
+make_class("NAdam", {lr = 2e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0, momentum_decay = 4e-3},
+  nil, betas_validator({}, {"momentum_decay"}), C._optim_nadam, betas_opts_of("momentum_decay"))
+doc(optim.NAdam, [[optim.NAdam(params[, lr | {lr=2e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0, momentum_decay=4e-3}])
+  PyTorch's NAdam (Adam with Nesterov momentum and its momentum schedule
+  mu_t = b1*(1 - 0.5*0.96^(t*momentum_decay))), as PyTorch 2 computes it: PyTorch 1.13 multiplies the
+  next step's mu_product by mu_t twice (fixed in 2.0). State: exp_avg, exp_avg_sq, mu_product, step.]])
+
+make_class("RAdam", {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0}, nil,
+  betas_validator({}), C._optim_radam, betas_opts_of())
+doc(optim.RAdam, [[optim.RAdam(params[, lr | {lr=1e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0}])
+  PyTorch 1.13's RAdam (rectified Adam): while the variance estimate is not tractable (rho_t <= 5, the
+  first steps) the step is lr * m/(1-b1^t); afterwards Adam's adaptive step times the rectification
+  term. State: exp_avg, exp_avg_sq, step.]])
+
+local adadelta_opts = {}
+make_class("Adadelta", {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false}, nil,
+  function(name, g)
+    check_types(name, g, {number = {"lr", "rho", "eps", "weight_decay"}, boolean = {"maximize"}})
+    check_nonneg(name, g, "lr", "learning rate")
+    if not (g.rho >= 0 and g.rho <= 1) then
+      error(string.format("%s: invalid rho value: %s", name, num_str(g.rho)), 3)
+    end
+    check_nonneg(name, g, "eps", "epsilon value")
+    check_nonneg(name, g, "weight_decay", "weight_decay value")
+  end,
+  C._optim_adadelta,
+  function(g)
+    local o = adadelta_opts
+    o.lr, o.rho, o.eps, o.weight_decay, o.maximize = g.lr, g.rho, g.eps, g.weight_decay, g.maximize
+    return o
+  end)
+doc(optim.Adadelta, [[optim.Adadelta(params[, lr | {lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=false}])
+  PyTorch's Adadelta: v = rho*v + (1-rho)*g^2; d = sqrt(a+eps)/sqrt(v+eps) * g; a = rho*a + (1-rho)*d^2;
+  p = p - lr*d. State: square_avg, acc_delta, step.]])
 
 -- ------------------------------------------------------------------ clipping
 
