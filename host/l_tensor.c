@@ -385,9 +385,10 @@ int lpt_check_value(lua_State *L, const char *fname, pt_dtype dt, int idx, doubl
 static int t_fill_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
-  lpt_check_value(L, "fill_", t->dtype, 2, v); /* (an int64 from a Lua integer still goes
-                                                  through a double: exact up to 2^53) */
-  if (pt_fill_(lpt_ctx(L), t, v)) return lpt_error(L);
+  lpt_check_value(L, "fill_", t->dtype, 2, v);
+  /* a Lua integer stays exact into int64 (beyond 2^53) */
+  pt_number n = lua_isinteger(L, 2) ? pt_number_int(lua_tointeger(L, 2)) : pt_number_float(v);
+  if (pt_fill_number_(lpt_ctx(L), t, n)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }

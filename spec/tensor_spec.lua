@@ -124,6 +124,8 @@ describe("tensor construction", function()
     assert.are.same({math.maxinteger, math.maxinteger}, pt.full({2}, math.maxinteger, I64):tolist())
     assert.are.same({math.mininteger}, pt.full({1}, math.mininteger, I64):tolist())
     assert.are.same({7, 7}, pt.zeros(2, I32):fill_(7):tolist())
+    assert.are.same({9007199254740993, math.mininteger}, {pt.zeros(1, I64):fill_(9007199254740993)[1],
+      pt.zeros(1, I64):fill_(math.mininteger)[1]}) -- beyond 2^53: exact
     -- every other way a number is written into a tensor (review)
     local u = pt.zeros(4, U8)
     local idx = pt.tensor({1}, I64)
