@@ -118,7 +118,8 @@ static void pool_opts(lua_State *L, const char *fname, bool is_max, pt_pool2d_op
   arg_pair(L, 2, o->kernel, fname, "kernel size");
   int opts = lua_istable(L, 3) ? 3 : 0;
   static const char *const max_names[] = {"stride", "padding", "dilation", "ceil_mode", "relu", "return_indices", NULL};
-  static const char *const avg_names[] = {"stride", "padding", "ceil_mode", "count_include_pad", "relu", NULL};
+  static const char *const avg_names[] = {"stride", "padding", "ceil_mode", "count_include_pad", "divisor_override",
+                                          "relu", NULL};
   lpt_check_options(L, opts, fname, is_max ? max_names : avg_names);
   opt_pair(L, opts, "stride", o->kernel, o->stride, fname);
   static const int zero[2] = {0, 0}, one[2] = {1, 1};
@@ -129,6 +130,13 @@ static void pool_opts(lua_State *L, const char *fname, bool is_max, pt_pool2d_op
   o->count_include_pad = lpt_opt_bool(L, opts, "count_include_pad", true);
   o->relu = lpt_opt_bool(L, opts, "relu", false);
   if (o->relu && !is_max) luaL_error(L, "%s: relu=true is an option of max_pool2d only", fname);
+  o->divisor_override = 0;
+  if (opts && !is_max && lua_getfield(L, opts, "divisor_override") != LUA_TNIL) {
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) == 0)
+      lpt_errorf(L, "%s: divisor_override must be a non-zero integer, got %s", fname, luaL_tolstring(L, -1, NULL));
+    o->divisor_override = int_at(L, -1, fname, "option 'divisor_override'");
+  }
+  if (opts && !is_max) lua_pop(L, 1);
 }
 
 /* pushes y and, when idx is not NULL, idx (int64, 0-based in C) as Lua's 1-based positions */
@@ -261,7 +269,11 @@ static const char *const docs[] = {
     "  maximum's 1-based position in its flattened H*W input plane (PyTorch's, which counts from 0), as\n"
     "  max_unpool2d takes them. relu=true: max_pool2d(relu(x)) in one pass (what Sequential runs for a ReLU\n"
     "  followed by a MaxPool2d; not with return_indices).",
-    "avg_pool2d", "pt.avg_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, count_include_pad=true}]) -> Tensor",
+    "avg_pool2d", "pt.avg_pool2d(x, kernel[, {stride=kernel, padding=0, ceil_mode=false, count_include_pad=true,\n"
+    "  divisor_override}]) -> Tensor\n"
+    "  x {N,C,H,W} or {C,H,W}; sizes are n or {h, w}. Each window's mean: its sum divided by the window's size,\n"
+    "  padding included (count_include_pad=true, the part of a ceil_mode window past the padding not), or the\n"
+    "  number of input elements in it (false), or divisor_override (a non-zero integer) when given.",
     "adaptive_avg_pool2d", "pt.adaptive_avg_pool2d(x, size) -> Tensor with spatial size size (n or {h, w}).",
     "adaptive_max_pool2d", "pt.adaptive_max_pool2d(x, size[, {return_indices=false}]) -> Tensor[, indices]\n"
     "  The maximum of each of size (n or {h, w}) bins (PyTorch's bins); with return_indices=true also an int64\n"

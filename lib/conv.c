@@ -533,10 +533,10 @@ static pt_status pool_out_size(pt_ctx *ctx, const char *fn, const pt_pool2d_opts
 }
 
 static void pool_ints(pt_node *node, const pt_pool2d_opts *o, int64_t planes, int H, int W, int Ho, int Wo) {
-  int64_t ints[13] = {o->kernel[0], o->kernel[1], o->stride[0], o->stride[1], o->padding[0],
-                      o->padding[1], o->ceil_mode, o->count_include_pad, planes, H, W, Ho, Wo};
+  int64_t ints[14] = {o->kernel[0], o->kernel[1], o->stride[0], o->stride[1], o->padding[0],
+                      o->padding[1], o->ceil_mode, o->count_include_pad, planes, H, W, Ho, Wo, o->divisor_override};
   memcpy(node->ints, ints, sizeof ints);
-  node->n_ints = 13;
+  node->n_ints = 14;
 }
 
 static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes, int *H, int *W, int *Ho,
@@ -547,6 +547,7 @@ static void pool_unints(const pt_node *node, pt_pool2d_opts *o, int64_t *planes,
   o->relu = false; /* the backward needs no flag: the forward left index -1 where it rectified */
   o->dilation[0] = o->dilation[1] = 1; /* max pool's backward follows the saved indices */
   *planes = iv[8], *H = (int)iv[9], *W = (int)iv[10], *Ho = (int)iv[11], *Wo = (int)iv[12];
+  o->divisor_override = (int)iv[13];
 }
 
 /* Max pooling's backward, split over planes: each plane of the input gradient is zeroed and

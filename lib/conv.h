@@ -34,6 +34,8 @@ typedef struct pt_pool2d_opts {
   int dilation[2];        /* max pool only; 0 reads as 1 (initializers that leave it out) */
   bool ceil_mode;
   bool count_include_pad; /* avg pool only */
+  int divisor_override;   /* avg pool only: when not 0, every window's sum is divided by it (PyTorch's
+                           * divisor_override), whatever count_include_pad says */
   bool relu;              /* max pool only: max(pool, 0), i.e. a ReLU before the pooling fused in
                            * (ReLU is monotonic: pooling then rectifying gives the same values, and
                            * the gradient reaches the window's first maximum only where it is > 0) */

@@ -341,8 +341,9 @@ static void SUFFIX(avg_pool_forward)(const real *x, real *y, int64_t p0, int64_t
         real s = 0;
         for (int iy = ya; iy < yb; iy++)
           for (int ix = xa; ix < xb; ix++) s += xp[iy * W + ix];
-        int count = o->count_include_pad ? pad_count : (yb - ya) * (xb - xa);
-        y[(pl * Ho + oy) * Wo + ox] = count > 0 ? s / count : 0;
+        int count = o->divisor_override ? o->divisor_override
+                    : o->count_include_pad ? pad_count : (yb - ya) * (xb - xa);
+        y[(pl * Ho + oy) * Wo + ox] = count != 0 ? s / count : 0;
       }
   }
 }
@@ -360,8 +361,9 @@ static void SUFFIX(avg_pool_backward)(const real *gy, real *gx, int64_t planes, 
         int pad_count = (py1 - y0) * (px1 - x0);
         int ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0;
         int yb = y1 < H ? y1 : H, xb = x1 < W ? x1 : W;
-        int count = o->count_include_pad ? pad_count : (yb - ya) * (xb - xa);
-        if (count <= 0) continue;
+        int count = o->divisor_override ? o->divisor_override
+                    : o->count_include_pad ? pad_count : (yb - ya) * (xb - xa);
+        if (count == 0) continue;
         real g = gy[(pl * Ho + oy) * Wo + ox] / count;
         for (int iy = ya; iy < yb; iy++)
           for (int ix = xa; ix < xb; ix++) gp[iy * W + ix] += g;

@@ -1,6 +1,7 @@
 -- Pooling beyond conv_spec and conv_more_spec: max pooling's return_indices (1-based positions in the
 -- flattened input plane, as adaptive_max_pool's), max unpooling (F.max_unpool1d/2d, nn.MaxUnpool1d/2d),
--- and average and power-average pooling options. The expected values are PyTorch 1.13's (float64) on the
+-- average pooling's options (ceil_mode, count_include_pad, divisor_override) and power-average pooling
+-- (F.lp_pool1d/2d, nn.LPPool1d/2d). The expected values are PyTorch 1.13's (float64) on the
 -- inputs seq() makes, hard-coded here; indices are PyTorch's plus one.
 local pt = require "partrain"
 local gradcheck = require "spec.gradcheck"
@@ -30,6 +31,23 @@ local EXPECTED = {
   unp1_os = {shape = {2,3,10}, 0, 0.996023989917, 0, 0.0215909757261, 0, 0, 0, -0.240795425134, 0.467813004209, 0, 0.937999976775, 0.930134139977, 0, -0.262123550088, 0, 0, 0, 0.0436155453662, 0.698736222688, 0, 0.99774514891, 0.788252067375, 0, -0.524422507623, 0, 0, 0, 0.324463113458, 0.872572493883, 0, 0.975974259806, 0.581969577627, 0, -0.743875997763, 0, 0, 0, 0.578801953288, 0.975119345205, 0, 0.874465997268, 0.328140008565, 0, 0, 0, -0.527730537176, 0, 0.78585250961, 0.997998669857, 0, 0.701513615093, 0.0475013078707, 0, 0, 0, -0.265875351806, 0, 0.928698693335, 0.939341220537, 0},
   unp_dup = {shape = {1,1,4,6}, 3, 0, 6, 0, 0, 5, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
   unp_dup_grad = {shape = {1,1,2,3}, 0.389418342309, 0.675463180551, 0.389418342309, -0.0583741434276, 0.675463180551, 0.932039085967},
+  ap2_ceil_incl = {shape = {1,2,3,4}, 0.0469035785728, 0.282764513037, 0.224589132146, -0.0264210860007, -0.00988350761168, -0.0399549496497, -0.0263971894865, 0.00720478989692, 0.0990199237658, 0.307144092058, 0.165148043471, -0.0799529075934, 0.0950668933617, -0.145456856419, -0.310926031259, -0.113491633571, -0.00932533622448, 0.0239527043368, 0.0408248906751, 0.0119404876504, 0.0426155748293, -0.208189100525, -0.291826682046, -0.0628018288352},
+  ap2_ceil_excl = {shape = {1,2,3,4}, 0.105533051789, 0.424146769555, 0.336883698219, -0.0594474435017, -0.0148252614175, -0.0399549496497, -0.0263971894865, 0.0108071848454, 0.222794828473, 0.460716138088, 0.247722065206, -0.179894042085, 0.213900510064, -0.218185284629, -0.466389046889, -0.255356175536, -0.0139880043367, 0.0239527043368, 0.0408248906751, 0.0179107314757, 0.095885043366, -0.312283650788, -0.437740023068, -0.141304114879},
+  ap2_rect = {shape = {1,2,3,3}, -0.017190656623, 0.336600745073, -0.0396316290011, -0.000604426795228, -0.0457115898523, 0.0108071848454, 0.026114621508, 0.338300873947, -0.11992936139, 0.119892635258, -0.240892989413, -0.170237450357, -0.0138459652287, 0.0360710956132, 0.0179107314757, 0.0845339528331, -0.291673060199, -0.0942027432527},
+  ap2_ceil_nopad = {shape = {1,2,3,4}, 0.105533051789, 0.50490111761, 0.241481190965, -0.218932776572, 0.319282527001, -0.26382784763, -0.500609162197, -0.238817005887, -0.502263208245, 0.588913239744, 0.907018267819, 0.334569696492, 0.213900510064, -0.36133948412, -0.462246063452, -0.116349137994, -0.493790229675, -0.0496621338863, 0.459657867549, 0.477560293049, 0.887529773258, -0.0231719120382, -0.90345563127, -0.831774742629},
+  ap2_div3 = {shape = {1,2,3,4}, 0.140710735718, 0.848293539111, 0.673767396438, -0.0792632580022, -0.029650522835, -0.119864848949, -0.0791915684594, 0.0216143696907, 0.297059771297, 0.921432276175, 0.495444130412, -0.23985872278, 0.285200680085, -0.436370569258, -0.932778093777, -0.340474900714, -0.0279760086734, 0.0718581130103, 0.122474672025, 0.0358214629513, 0.127846724488, -0.624567301576, -0.875480046137, -0.188405486505},
+  ap2_divneg = {shape = {1,2,6,8}, -0.394751869845, -0.894106941833, -0.923193992055, -0.619281309516, -0.0919914036125, 0.468480166256, 0.859969082956, 0.494939902537, 0.0515719698691, -0.211066103578, -0.744751595939, -1.00980223522, -0.910613205088, -0.482962381929, 0.118894887003, 0.218932776572, 0.458933522286, 0.992328649443, 0.948854122277, 0.563124151654, -0.0257269328684, -0.605298210716, -0.966536024368, -0.534629903056, -0.444510559328, -0.638565054003, -0.0676566991729, 0.52765569526, 0.932640588623, 1.00121832439, 0.708652641417, 0.238817005887, -0.078343864524, -0.445589656946, -0.890926499539, -1.01490262184, -0.772799345057, -0.251944280895, 0.35978808417, 0.330154934732, 0.378776377376, 0.502263208245, -0.0528580742055, -0.588913239744, -0.912545065072, -0.907018267819, -0.574326385662, -0.167284848246, 0.132812148856, 0.517815426213, 0.8833254748, 0.930216522852, 0.641574783445, 0.121514476249, -0.442376584251, -0.354210602463, -0.359677905775, -0.427801020128, 0.179880840124, 0.72267896824, 1.00480392759, 0.924492126903, 0.510712351071, 0.116349137994, -0.203632532408, -0.653795673516, -0.984481261332, -0.960060555398, -0.589342201155, -0.00604577862119, 0.579431380229, 0.421877392869, 0.534027950317, 0.987580459351, 0.663031388754, 0.0993242677725, -0.500209510347, -0.919315735099, -1.00682112975, -0.477560293049, -0.253601858499, -0.191770086732, 0.416794208605, 0.875019180597, 1.0176212653, 0.793163325446, 0.282608229758, -0.0129905741462, -0.498772286593, -0.887529773258, -0.527273806805, 0.0231719120382, 0.565259430349, 0.90345563127, 0.915771804414, 0.415887371314},
+  ap1_ceil_incl = {shape = {2,2,5}, 0.59459141934, 0.410457996167, -0.701000868336, -0.28556008691, 0.220545828576, 0.604848794758, 0.151597116658, -0.77888953183, -0.0128217192771, 0.363392427139, 0.538912370152, -0.126360701608, -0.758660196671, 0.261531821475, 0.460461882451, 0.405088265654, -0.388400653934, -0.642861185566, 0.502939767431, 0.499526195164},
+  ap1_ceil_nopad = {shape = {2,2,4}, 0.76927286657, -0.215256562288, -0.73092042537, 0.0382541578634, 0.669365027798, -0.464746589139, -0.586560740471, 0.355207485561, 0.485136172743, -0.655691721826, -0.368311031902, 0.627414740593, 0.239793914057, -0.764038287129, -0.103664575329, 0.820585526195},
+  lp2_2 = {shape = {1,2,2,3}, 2.15040482789, 2.12751598838, 2.08219722997, 2.07155795191, 2.17118478083, 2.09324354024, 2.08693477209, 2.17299127169, 2.07502667861, 2.08792416505, 2.11986425456, 2.15638740189},
+  lp2_2_ceil = {shape = {1,2,3,4}, 1.62533003905, 1.15173036146, 1.54505261322, 1.60286104377, 1.4669074125, 1.52521092959, 1.16179393455, 1.5857668896, 1.12683820118, 1.26904737916, 1.82353402848, 0.669139392983, 1.56682682034, 1.41328996436, 1.24460559462, 1.66587303295, 1.17743223605, 1.63965742915, 1.24976626555, 1.22083991766, 1.78864457579, 0.602195020707, 1.81714976476, 1.66354948526},
+  lp2_15 = {shape = {1,2,2,2}, 5.03470566166, 5.2925859644, 4.87896690803, 2.6008556616, 4.57363268391, 2.60635836111, 2.92637490263, 5.30732291601},
+  lp2_3_ceil = {shape = {1,2,3,4}, 0.875404357258, 0.987791326388, 1.09895156692, 0/0, 1.14488079423, 0/0, 0/0, 0/0, 0/0, 1.06599302237, 1.45476157528, 0.531096288168, 1.06987906852, 0/0, 0/0, 0/0, 0/0, 0/0, 1.07532739603, 1.08123131079, 1.43018875577, 0/0, 0/0, 0/0},
+  lp1_2 = {shape = {2,2,3}, 1.37180323092, 1.07291985852, 1.34341649663, 1.29973056811, 1.17406480478, 1.24498387119, 1.1850626383, 1.29035984149, 1.12730133826, 1.07986796101, 1.36787866045, 1.05046722306},
+  lp1_3_ceil = {shape = {2,2,4}, 1.1711750959, 0/0, 0/0, 0.382673284142, 1.14876704657, 0/0, 0/0, 0.831957805109, 1.07013069715, 0/0, 0/0, 1.07068468959, 0.869834021522, 0/0, 0/0, 1.23701193816},
+  lp1_1 = {shape = {2,2,4}, 1.78377425802, 0.249219671364, -1.82817793469, 0.0765083157269, 1.81454638427, -0.399807558114, -1.74331233826, 0.710414971122, 1.61673711046, -0.998470370246, -1.43883881199, 1.25482948119, 1.21526479696, -1.47135422344, -0.953112388048, 1.64117105239},
+  lp1_25 = {shape = {2,2,5}, 3.63739455297, 3.14072282288, 2.29928889254, 1.66213357415, 2.19642422231, 3.4751800926, 2.80727389716, 1.93164710673, 1.76428669233, 2.5857267674, 3.23523623355, 2.42697499799, 1.69002495946, 2.07392690736, 2.95067348381, 2.92257315683, 2.04411585691, 1.70165282303, 2.45910275197, 3.25780894302},
+  lp_zero_grad = {shape = {1,1,2,4}, 0, 0, 0.4, 0.8, 0, 0, -0.4, 0.2},
 }
 
 -- element k (1-based, row-major) of seq(shape, a, b) is sin(k*a + b), float64
@@ -48,7 +66,8 @@ local function matches(name, y, tol)
   tol = tol or 1e-9
   for i = 1, #e do
     local v = y:_get_flat(i)
-    if not (math.abs(v - e[i]) <= tol * (1 + math.abs(e[i]))) then
+    local nan = e[i] ~= e[i] and v ~= v -- NaN where PyTorch has NaN
+    if not nan and not (math.abs(v - e[i]) <= tol * (1 + math.abs(e[i]))) then
       error(string.format("%s: element %d is %.12g, PyTorch has %.12g", name, i, v, e[i]), 2)
     end
   end
@@ -282,6 +301,92 @@ describe("max unpooling", function()
   end)
 end)
 
+describe("average pooling options", function()
+  it("match PyTorch: ceil_mode windows, count_include_pad, divisor_override", function()
+    local x = seq({1, 2, 5, 7}, 0.61, 0.3)
+    matches("ap2_ceil_incl", F.avg_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true}))
+    matches("ap2_ceil_incl", nn.AvgPool2d(3, {stride = 2, padding = 1, ceil_mode = true})(x))
+    matches("ap2_ceil_excl", F.avg_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true, count_include_pad = false}))
+    matches("ap2_rect", F.avg_pool2d(x, {3, 2}, {stride = {2, 3}, padding = {1, 1}, ceil_mode = true}))
+    matches("ap2_ceil_nopad", F.avg_pool2d(x, 2, {ceil_mode = true}))
+    matches("ap2_ceil_nopad", F.avg_pool2d(x:float(), 2, {ceil_mode = true}), 1e-6)
+    matches("ap2_div3", F.avg_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true, divisor_override = 3}))
+    matches("ap2_div3", nn.AvgPool2d(3, {stride = 2, padding = 1, ceil_mode = true, divisor_override = 3})(x))
+    matches("ap2_divneg", F.avg_pool2d(x, 2, {stride = 1, padding = 1, count_include_pad = false, divisor_override = -2}))
+    local x1 = seq({2, 2, 8}, 0.83, 0.1)
+    matches("ap1_ceil_incl", F.avg_pool1d(x1, 3, {stride = 2, padding = 1, ceil_mode = true}))
+    matches("ap1_ceil_incl", nn.AvgPool1d(3, {stride = 2, padding = 1, ceil_mode = true})(x1))
+    matches("ap1_ceil_nopad", F.avg_pool1d(x1, 3, {stride = 2, ceil_mode = true}))
+  end)
+
+  it("have correct gradients", function()
+    gradcheck(function(v) return F.avg_pool2d(v, 3, {stride = 2, padding = 1, ceil_mode = true, divisor_override = 3}) end, {f64(1, 2, 5, 7)})
+    gradcheck(function(v) return F.avg_pool2d(v, 2, {stride = 1, padding = 1, count_include_pad = false, divisor_override = -2}) end, {f64(1, 1, 3, 4)})
+    gradcheck(function(v) return nn.AvgPool2d(2, {ceil_mode = true, divisor_override = 5})(v) end, {f64(2, 5, 5)})
+    gradcheck(function(v) return F.avg_pool2d(v, 3, {stride = 2, padding = 1, ceil_mode = true}) end, {f64(1, 2, 5, 7)})
+  end)
+
+  it("explain their errors", function()
+    local x = pt.randn(1, 2, 5, 5)
+    has("avg_pool2d: divisor_override must be a non-zero integer, got 0", F.avg_pool2d, x, 2, {divisor_override = 0})
+    has("avg_pool2d: divisor_override must be a non-zero integer, got 1.5", F.avg_pool2d, x, 2, {divisor_override = 1.5})
+    has("AvgPool2d: divisor_override must be a non-zero integer, got 0", nn.AvgPool2d, 2, {divisor_override = 0})
+    has("max_pool2d: unknown option 'divisor_override'", F.max_pool2d, x, 2, {divisor_override = 2})
+    has("avg_pool1d: unknown option 'divisor_override'", F.avg_pool1d, pt.randn(2, 6), 2, {divisor_override = 2}) -- as torch
+  end)
+end)
+
+describe("power-average pooling", function()
+  it("matches PyTorch", function()
+    local x = seq({1, 2, 5, 7}, 0.61, 0.3)
+    local xp = x + 1.2
+    matches("lp2_2", F.lp_pool2d(x, 2, 3, {stride = 2}))
+    matches("lp2_2", nn.LPPool2d(2, 3, {stride = 2})(x))
+    matches("lp2_2", nn.LPPool2d(2, 3, {stride = 2})(x:float()), 1e-6)
+    matches("lp2_2_ceil", F.lp_pool2d(x, 2, 2, {ceil_mode = true}))
+    matches("lp2_15", F.lp_pool2d(xp, 1.5, {2, 3}))
+    matches("lp2_15", nn.LPPool2d(1.5, {2, 3})(xp[1]):unsqueeze(1)) -- {C,H,W}
+    matches("lp2_3_ceil", F.lp_pool2d(x, 3, 2, {ceil_mode = true}))
+    local x1 = seq({2, 2, 8}, 0.83, 0.1)
+    matches("lp1_2", F.lp_pool1d(x1, 2, 3, {stride = 2}))
+    matches("lp1_2", nn.LPPool1d(2, 3, {stride = 2})(x1))
+    matches("lp1_3_ceil", F.lp_pool1d(x1, 3, 3, {stride = 2, ceil_mode = true}))
+    matches("lp1_1", F.lp_pool1d(x1, 1, 2))
+    matches("lp1_25", F.lp_pool1d(x1 + 1.5, 2.5, 4, {stride = 1}))
+  end)
+
+  it("has correct gradients, zero where a window's sum is 0 (as PyTorch)", function()
+    local function positive(...) return f64(...):abs() + 0.5 end
+    gradcheck(function(v) return F.lp_pool2d(v, 2, 3, {stride = 2}) end, {f64(1, 2, 5, 7)})
+    gradcheck(function(v) return F.lp_pool2d(v, 1.5, {2, 3}, {ceil_mode = true}) end, {positive(2, 1, 5, 7)})
+    gradcheck(function(v) return nn.LPPool1d(3, 2)(v) end, {positive(2, 2, 7)})
+    gradcheck(function(v) return F.lp_pool1d(v, 2, 3, {stride = 2, ceil_mode = true}) end, {f64(2, 8)})
+    local xz = pt.tensor({{{{0, 0, 1, 2}, {0, 0, -1, 0.5}}}}, {dtype = "float64"})
+    xz.requires_grad = true
+    F.lp_pool2d(xz, 2, 2):sum():backward()
+    matches("lp_zero_grad", xz.grad)
+  end)
+
+  it("prints as PyTorch", function()
+    assert.are.equal("LPPool2d(norm_type=2, kernel_size=3, stride=2, ceil_mode=false)", tostring(nn.LPPool2d(2, 3, {stride = 2})))
+    assert.are.equal("LPPool1d(norm_type=1.5, kernel_size=4, stride=4, ceil_mode=true)", tostring(nn.LPPool1d(1.5, 4, {ceil_mode = true})))
+  end)
+
+  it("explains its errors", function()
+    has("lp_pool2d: kernel 3x3 is larger than the input 2x5 (input shape {1,2,2,5})", F.lp_pool2d, pt.randn(1, 2, 2, 5), 2, 3)
+    has("lp_pool2d: expected a 3-D {C,H,W} or 4-D {N,C,H,W} input, got shape {2,5}", F.lp_pool2d, pt.randn(2, 5), 2, 2)
+    has("lp_pool2d: input must be float32 or float64, got int64", F.lp_pool2d, pt.zeros(1, 2, 4, 4, {dtype = "int64"}), 2, 2)
+    has("lp_pool2d: channels, height and width must be non-zero (only the batch may be empty), got input shape {1,0,4,4}", F.lp_pool2d, pt.zeros(1, 0, 4, 4), 2, 2)
+    has("lp_pool2d: unknown option 'padding' (options: stride, ceil_mode)", F.lp_pool2d, pt.randn(1, 2, 4, 4), 2, 2, {padding = 1})
+    has("lp_pool2d: norm_type must be a number, got string", F.lp_pool2d, pt.randn(1, 2, 4, 4), "2", 2)
+    has("lp_pool1d: kernel 5 is larger than the padded input 4 (input shape {2,4})", F.lp_pool1d, pt.randn(2, 4), 2, 5)
+    has("lp_pool1d: stride must be >= 1, got 0", F.lp_pool1d, pt.randn(2, 4), 2, 2, {stride = 0})
+    has("LPPool2d:forward: kernel 3x3 is larger than the input 2x5", nn.LPPool2d(2, 3), pt.randn(1, 2, 2, 5))
+    has("LPPool1d: kernel_size must be >= 1, got 0", nn.LPPool1d, 2, 0)
+    has("LPPool1d: unknown option 'strid'", nn.LPPool1d, 2, 2, {strid = 1})
+  end)
+end)
+
 describe("help texts", function()
   it("exist for the new functions and classes", function()
     for _, k in ipairs {"max_unpool1d", "max_unpool2d", "max_pool1d", "max_pool2d"} do
@@ -293,5 +398,13 @@ describe("help texts", function()
       assert.is_string(pt._docs[nn[k]], k)
       assert.is_truthy(pt._docs[nn[k]]:find("1-based", 1, true), k)
     end
+    for _, k in ipairs {"lp_pool1d", "lp_pool2d", "avg_pool2d"} do
+      assert.is_function(F[k], k)
+      assert.is_string(pt._docs[F[k]], k)
+    end
+    assert.is_truthy(pt._docs[F.avg_pool2d]:find("divisor_override", 1, true))
+    assert.is_truthy(pt._docs[nn.AvgPool2d]:find("divisor_override", 1, true))
+    assert.is_string(pt._docs[nn.LPPool1d])
+    assert.is_string(pt._docs[nn.LPPool2d])
   end)
 end)

@@ -82,7 +82,7 @@ end
 local function pool_class(name, fn, is_max)
   local P = Module:extend(name)
   local allowed = is_max and {stride = true, padding = true, dilation = true, ceil_mode = true, return_indices = true}
-    or {stride = true, padding = true, ceil_mode = true, count_include_pad = true}
+    or {stride = true, padding = true, ceil_mode = true, count_include_pad = true, divisor_override = true}
   function P:__init(kernel_size, opts)
     opts = opts or {}
     for k in pairs(opts) do
@@ -97,6 +97,11 @@ local function pool_class(name, fn, is_max)
       self.return_indices = opts.return_indices or false
     else
       self.count_include_pad = opts.count_include_pad ~= false
+      local d = opts.divisor_override
+      if d ~= nil and (math.type(d) ~= "integer" or d == 0) then
+        require("partrain.tensor")._fail("%s: divisor_override must be a non-zero integer, got %s", name, tostring(d))
+      end
+      self.divisor_override = d
     end
   end
   -- the call's options; relu = true fuses a preceding ReLU into max pooling (Sequential's plan)
@@ -106,7 +111,7 @@ local function pool_class(name, fn, is_max)
         ceil_mode = self.ceil_mode, relu = relu}
     end
     return {stride = self.stride, padding = self.padding, ceil_mode = self.ceil_mode,
-      count_include_pad = self.count_include_pad}
+      count_include_pad = self.count_include_pad, divisor_override = self.divisor_override}
   end
   function P:forward(x)
     local o = self:_pool_opts()
@@ -125,7 +130,9 @@ doc(nn.MaxPool2d, "nn.MaxPool2d(kernel_size[, {stride=kernel_size, padding=0, di
   .. "  Max pooling of {N,C,H,W} or {C,H,W}; with return_indices the forward also returns each maximum's 1-based\n"
   .. "  position in its flattened H*W input plane (int64; PyTorch's count from 0), what nn.MaxUnpool2d takes.")
 nn.AvgPool2d = pool_class("AvgPool2d", pt.avg_pool2d, false)
-doc(nn.AvgPool2d, "nn.AvgPool2d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true}])")
+doc(nn.AvgPool2d, "nn.AvgPool2d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true,\n"
+  .. "  divisor_override}]): average pooling of {N,C,H,W} or {C,H,W}; divisor_override (a non-zero integer) divides every\n"
+  .. "  window's sum in place of its size (see help(pt.avg_pool2d)).")
 
 local AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
 nn.AdaptiveAvgPool2d = AdaptiveAvgPool2d
@@ -736,6 +743,91 @@ nn.MaxPool1d = doc(pool1d_class("MaxPool1d", max_pool1d_run, MAX1D_OPTS, true),
 nn.AvgPool1d = doc(pool1d_class("AvgPool1d", avg_pool1d_run, AVG1D_OPTS, false),
   "nn.AvgPool1d(kernel_size[, {stride=kernel_size, padding=0, ceil_mode=false, count_include_pad=true}]): average pooling of {N,C,L} or {C,L}.")
 
+-- ------------------------------------------------------------------ power-average pooling
+
+-- PyTorch's lp_pool1d/2d (nd = 1, 2): (sum of x^p over each window)^(1/p), computed as torch does, as
+-- avg_pool of x^p (no padding) times the kernel's size, so that a ceil_mode window cut short at the edge
+-- is scaled up as in PyTorch. A window whose sum is 0 gets a zero gradient (PyTorch's rule).
+local function lp_pool_run(name, nd, x, norm_type, kernel_size, stride, ceil_mode)
+  check_tensor_arg(name, "input", x)
+  if type(norm_type) ~= "number" then fail("%s: norm_type must be a number, got %s", name, type(norm_type)) end
+  local k = positive_tuple(name, "kernel_size", kernel_size, nd)
+  local s = positive_tuple(name, "stride", stride or k, nd)
+  local out, size
+  if nd == 1 then
+    pool1d_args(name, x, k, {stride = s}, false)
+    out = drop(pt.avg_pool2d(lift(x:pow(norm_type)), {1, k[1]}, {stride = {1, s[1]}, ceil_mode = ceil_mode}))
+    size = k[1]
+  else
+    local d = x:dim()
+    if d ~= 3 and d ~= 4 then fail("%s: expected a 3-D {C,H,W} or 4-D {N,C,H,W} input, got shape %s", name, shp(x)) end
+    if not floating(x) then fail("%s: input must be float32 or float64, got %s", name, x:dtype()) end
+    local C, H, W = x:size(d - 2), x:size(d - 1), x:size(d)
+    if C == 0 or H == 0 or W == 0 then
+      fail("%s: channels, height and width must be non-zero (only the batch may be empty), got input shape %s", name, shp(x))
+    end
+    if H < k[1] or W < k[2] then
+      fail("%s: kernel %dx%d is larger than the input %dx%d (input shape %s)", name, k[1], k[2], H, W, shp(x))
+    end
+    out = pt.avg_pool2d(x:pow(norm_type), k, {stride = s, ceil_mode = ceil_mode})
+    size = k[1] * k[2]
+  end
+  -- torch: (sign(out) * relu(|out|)) * size, to the 1/p; that product is out itself, and its
+  -- gradient is zero where out is 0 (where (size * 0)^(1/p) has none)
+  local nz = out:ne(0)
+  local live = pt.where(nz, out, 1):mul(size):pow(1 / norm_type)
+  return pt.where(nz, live, out:detach():mul(size):pow(1 / norm_type))
+end
+
+local LP_OPTS = {"stride", "ceil_mode"}
+
+local function lp_pool1d(x, norm_type, kernel_size, opts)
+  opts = check_opts("lp_pool1d", opts, LP_OPTS)
+  return lp_pool_run("lp_pool1d", 1, x, norm_type, kernel_size, opts.stride, opts.ceil_mode or false)
+end
+nn.lp_pool1d = doc(lp_pool1d, [[nn.functional.lp_pool1d(x, norm_type, kernel_size[, {stride=kernel_size, ceil_mode=false}]) -> Tensor
+  Power-average pooling of x {N,C,L} or {C,L}: (sum of x^norm_type over each window)^(1/norm_type), no
+  padding. As PyTorch's: avg_pool1d of x^norm_type times kernel_size (a ceil_mode window cut short at the
+  end is scaled up alike), a zero gradient where a window's sum is 0, NaN where that sum is negative and
+  1/norm_type not an integer.]])
+
+local function lp_pool2d(x, norm_type, kernel_size, opts)
+  opts = check_opts("lp_pool2d", opts, LP_OPTS)
+  return lp_pool_run("lp_pool2d", 2, x, norm_type, kernel_size, opts.stride, opts.ceil_mode or false)
+end
+nn.lp_pool2d = doc(lp_pool2d, [[nn.functional.lp_pool2d(x, norm_type, kernel_size[, {stride=kernel_size, ceil_mode=false}]) -> Tensor
+  Power-average pooling of x {N,C,H,W} or {C,H,W}: (sum of x^norm_type over each window)^(1/norm_type), no
+  padding; sizes are n or {h, w}. As PyTorch's: avg_pool2d of x^norm_type times kh*kw (a ceil_mode window
+  cut short at the edge is scaled up alike), a zero gradient where a window's sum is 0, NaN where that sum
+  is negative and 1/norm_type not an integer.]])
+
+local function lp_class(name, nd)
+  local P = Module:extend(name)
+  function P:__init(norm_type, kernel_size, opts)
+    opts = check_opts(name, opts, LP_OPTS)
+    if type(norm_type) ~= "number" then fail("%s: norm_type must be a number, got %s", name, type(norm_type)) end
+    self.norm_type = norm_type
+    self.kernel_size = positive_tuple(name, "kernel_size", kernel_size, nd)
+    self.stride = positive_tuple(name, "stride", opts.stride or self.kernel_size, nd)
+    self.ceil_mode = opts.ceil_mode or false
+  end
+  function P:forward(x)
+    return lp_pool_run(name .. ":forward", nd, x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+  end
+  function P:extra_repr()
+    return fmt("norm_type=%s, kernel_size=%s, stride=%s, ceil_mode=%s", tostring(self.norm_type),
+      fmt_tuple(self.kernel_size), fmt_tuple(self.stride), tostring(self.ceil_mode))
+  end
+  return P
+end
+
+nn.LPPool1d = doc(lp_class("LPPool1d", 1), [[nn.LPPool1d(norm_type, kernel_size[, {stride=kernel_size, ceil_mode=false}])
+  Power-average pooling of {N,C,L} or {C,L}: (sum of x^norm_type over each window)^(1/norm_type).
+  See nn.functional.lp_pool1d.]])
+nn.LPPool2d = doc(lp_class("LPPool2d", 2), [[nn.LPPool2d(norm_type, kernel_size[, {stride=kernel_size, ceil_mode=false}])
+  Power-average pooling of {N,C,H,W} or {C,H,W}: (sum of x^norm_type over each window)^(1/norm_type); sizes
+  are n or {h, w}. See nn.functional.lp_pool2d.]])
+
 local function adaptive1d_args(name, x, output_size)
   check_1d_input(name, x)
   local n = positive_tuple(name, "output_size", output_size, 1)[1]
@@ -1106,7 +1198,7 @@ nn.conv_transpose2d = pt.conv_transpose2d
 nn.adaptive_max_pool2d = pt.adaptive_max_pool2d
 for _, k in ipairs {"conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
                     "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-                    "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d", "group_norm", "instance_norm",
+                    "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d", "lp_pool1d", "lp_pool2d", "group_norm", "instance_norm",
                     "dropout2d"} do
   if nn.functional[k] == nil then nn.functional[k] = nn[k] end
 end
