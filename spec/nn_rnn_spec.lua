@@ -613,6 +613,49 @@ describe("nn.TransformerEncoderLayer, nn.TransformerEncoder", function()
   end)
 end)
 
+describe("errors raised in nn.lua point at the user's line", function()
+  -- the message of fn's error and its position: this file and the line given
+  local function at(line, fn)
+    local ok, e = pcall(fn)
+    assert.is_false(ok, "expected an error")
+    local file, l, msg = tostring(e):match("^([^:]*):(%d+): (.*)$")
+    assert.are.same({"spec/nn_rnn_spec.lua", line}, {file, tonumber(l)}, tostring(e))
+    return msg
+  end
+  local function line() return debug.getinfo(2, "l").currentline end
+
+  it("from a layer's forward run by Sequential, and from what Sequential and ModuleList call", function()
+    local x = pt.zeros(2, 3)
+    local seq = nn.Sequential(nn.Linear(3, 3), nn.Flatten(1, 5))
+    local l1 = line(); local f1 = function() local y = seq(x); return y end
+    assert.are.equal("Flatten:forward: dims 1..5 out of range for input shape {2,3}", at(l1, f1))
+    local bare = nn.Sequential(nn.Linear(3, 3), nn.Module())
+    local l2 = line(); local f2 = function() local y = bare(x); return y end
+    assert.are.equal("Module:forward is not implemented (define function Module:forward(...))", at(l2, f2))
+    local list = nn.ModuleList({nn.Linear(2, 2)})
+    local l3 = line(); local f3 = function() list:extend({3}) end
+    assert.are.equal("ModuleList:append: expected a Module, got number", at(l3, f3))
+    local l4 = line(); local f4 = function() local y = nn.Sequential(nn.ModuleList())(x); return y end
+    assert.are.equal("ModuleList:forward: a ModuleList has no forward; iterate over it (for i, m in ipairs(list))",
+      at(l4, f4))
+    -- an encoder layer inside a Sequential: MultiheadAttention's own check (nn_rnn.lua)
+    local enc = nn.Sequential(nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 8}))
+    local l5 = line(); local f5 = function() local y = enc(pt.zeros(3, 2, 5)); return y end
+    assert.matches("^MultiheadAttention:forward: expected query, key and value with 4, 4 and 4 features", at(l5, f5))
+  end)
+
+  it("from module methods called by other partrain code", function()
+    local m = nn.Linear(2, 2)
+    local seq = nn.Sequential(m)
+    local l1 = line(); local f1 = function() seq:apply(function(c) c.weight = pt.ones(2, 2) + 1 end) end
+    assert.matches("^Linear: cannot assign a tensor without requires_grad to parameter 'weight'", at(l1, f1))
+    local l2 = line(); local f2 = function() local t = nn.init.kaiming_uniform_(pt.zeros(2, 2), {mode = "x"}); return t end
+    assert.are.equal("kaiming_uniform_: mode must be 'fan_in' or 'fan_out', got 'x'", at(l2, f2))
+    local l3 = line(); local f3 = function() local y = nn.CrossEntropyLoss()(pt.zeros(2, 3), pt.zeros(3, {dtype = "int64"})); return y end
+    assert.matches("^cross_entropy: target shape {3} does not match input shape {2,3}", at(l3, f3))
+  end)
+end)
+
 describe("help texts", function()
   it("exist for every class and function of nn_rnn.lua", function()
     for _, v in ipairs {nn.RNNCell, nn.LSTMCell, nn.GRUCell, nn.RNN, nn.LSTM, nn.GRU, nn.MultiheadAttention,
