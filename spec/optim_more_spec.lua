@@ -128,3 +128,119 @@ describe("optim.Adamax / NAdam / RAdam / Adadelta", function()
     assert_err("optim_more_spec.lua:", function() optim.Adam({p}, {betas = {0.9, -1}}) end)
   end)
 end)
+
+describe("optim.LBFGS", function()
+  local A = pt.tensor({{3.0, 0.5, 0.1}, {0.5, 2.0, -0.3}, {0.1, -0.3, 1.5}, {1.0, 1.0, 1.0}}, {dtype = "float64"})
+  local b = pt.tensor({1.0, -2.0, 0.5, 0.25}, {dtype = "float64"})
+
+  -- |A w - b|^2 + 0.1 sum w^4 + |v - 1|^2 + sum v^4, `steps` steps; losses, parameters flat, state
+  local function run(steps, opts)
+    local w = nn.Parameter(pt.tensor({0.5, -1.0, 2.0}, {dtype = "float64"}))
+    local v = nn.Parameter(pt.tensor({{0.1, 0.2}, {-0.3, 0.4}}, {dtype = "float64"}))
+    local opt = optim.LBFGS({w, v}, opts)
+    local function closure()
+      opt:zero_grad()
+      local r = A:matmul(w) - b
+      local loss = r:pow(2):sum() + w:pow(4):sum() * 0.1 + (v - 1):pow(2):sum() + v:pow(4):sum()
+      loss:backward()
+      return loss
+    end
+    local losses = {}
+    for i = 1, steps do losses[i] = opt:step(closure):item() end
+    local flat = w:detach():tolist()
+    for _, x in ipairs(v:detach():flatten():tolist()) do flat[#flat + 1] = x end
+    return losses, flat, opt
+  end
+
+  -- torch.optim.LBFGS on the same problem (float64), 3 steps: losses, parameters, func_evals, n_iter
+  local cases = {
+    {nil, {15.08915, 1.5548516289639163, 1.5548516289639163}, {0.4963955407284858, -0.92921880163714599,
+      0.31299828040250272, 0.58975625985218705, 0.58975610808978141, 0.58975603771959073, 0.58975534223090054}, 14, 14},
+    {{lr = 0.5, max_iter = 5, history_size = 3}, {15.08915, 1.6010827976877606, 1.5548614374534784},
+      {0.49639353484350146, -0.92920355215437089, 0.31303323101386094, 0.58976171048150061, 0.58976086829095131,
+        0.589724762000432, 0.58975697792239323}, 15, 15},
+    {{line_search_fn = "strong_wolfe", max_iter = 4, history_size = 2}, {15.08915, 1.6215358556871584,
+      1.5548551770882595}, {0.49638578433982555, -0.92922848570729732, 0.31299938799611493, 0.58975501986350509,
+        0.58975709298134837, 0.58974213555865174, 0.58975767261927514}, 16, 12},
+  }
+  for k, c in ipairs(cases) do
+    it("matches torch.optim.LBFGS, case " .. k, function()
+      local losses, flat, opt = run(3, c[1])
+      for i, l in ipairs(c[2]) do assert.is_true(math.abs(l - losses[i]) < 1e-9 * math.max(1, l), "loss " .. i) end
+      for i, x in ipairs(c[3]) do
+        assert.is_true(math.abs(x - flat[i]) < 1e-8, string.format("parameter %d: %.17g vs %.17g", i, x, flat[i]))
+      end
+      local st = opt:state_dict().state[1]
+      assert.are.equal(c[4], st.func_evals)
+      assert.are.equal(c[5], st.n_iter)
+    end)
+  end
+
+  it("resumes from its state_dict (history included)", function()
+    local _, full = run(3, {max_iter = 4, history_size = 3})
+    local _, _, opt = run(1, {max_iter = 4, history_size = 3})
+    local sd = opt:state_dict()
+    assert.are.equal(3, #sd.state[1].old_dirs) -- 4 iterations: 3 curvature pairs
+    -- a fresh optimizer over the same parameter values, with the state loaded, goes on the same way
+    local w = nn.Parameter(opt.param_groups[1].params[1]:detach():clone())
+    local v = nn.Parameter(opt.param_groups[1].params[2]:detach():clone())
+    local opt2 = optim.LBFGS({w, v}, {max_iter = 4, history_size = 3})
+    opt2:load_state_dict(sd)
+    local function closure()
+      opt2:zero_grad()
+      local r = A:matmul(w) - b
+      local loss = r:pow(2):sum() + w:pow(4):sum() * 0.1 + (v - 1):pow(2):sum() + v:pow(4):sum()
+      loss:backward()
+      return loss
+    end
+    opt2:step(closure)
+    opt2:step(closure)
+    local flat = w:detach():tolist()
+    for _, x in ipairs(v:detach():flatten():tolist()) do flat[#flat + 1] = x end
+    for i, x in ipairs(full) do assert.is_true(math.abs(x - flat[i]) < 1e-12, "parameter " .. i) end
+  end)
+
+  it("checks its options, the closure and parameter groups", function()
+    local p = nn.Parameter(pt.zeros(2))
+    assert_err("LBFGS: max_iter must be a positive integer, got 0", optim.LBFGS, {p}, {max_iter = 0})
+    assert_err("LBFGS: history_size must be a positive integer, got 2.5", optim.LBFGS, {p}, {history_size = 2.5})
+    assert_err('LBFGS: line_search_fn must be "strong_wolfe" or false, got "wolfe"', optim.LBFGS, {p},
+      {line_search_fn = "wolfe"})
+    assert_err("LBFGS: invalid learning rate: -1", optim.LBFGS, {p}, -1)
+    assert_err("LBFGS: parameter groups are not supported", optim.LBFGS,
+      {{params = {p}}, {params = {nn.Parameter(pt.zeros(1))}}})
+    local opt = optim.LBFGS({p})
+    assert_err("LBFGS:add_param_group: parameter groups are not supported", function()
+      opt:add_param_group({params = {nn.Parameter(pt.zeros(1))}})
+    end)
+    assert_err("optim_more_spec.lua:", function() opt:step() end)
+    assert_err("LBFGS:step: a closure that re-evaluates the model and returns the loss is required",
+      function() opt:step() end)
+    assert_err("LBFGS:step: the closure must return the loss (a number or a one-element tensor), got nil",
+      function() opt:step(function() end) end)
+    assert_err("LBFGS:load_state_dict: state 'exp_avg' is not one LBFGS keeps", function()
+      opt:load_state_dict({param_groups = opt:state_dict().param_groups, state = {{exp_avg = pt.zeros(2)}}})
+    end)
+    assert_err("LBFGS:load_state_dict: state 'd' must be a 1-D tensor of 2 elements (all parameters)", function()
+      opt:load_state_dict({param_groups = opt:state_dict().param_groups, state = {{d = pt.zeros(3)}}})
+    end)
+  end)
+
+  it("trains a small model to a low loss in float32", function()
+    pt.manual_seed(1)
+    local model = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+    local x = pt.rand(32, 2)
+    local y = (x[{{}, {1, 1}}] * 2 - x[{{}, {2, 2}}]):sin()
+    local opt = optim.LBFGS(model:parameters(), {line_search_fn = "strong_wolfe"})
+    local loss
+    for _ = 1, 5 do
+      loss = opt:step(function()
+        opt:zero_grad()
+        local l = nn.mse_loss(model(x), y)
+        l:backward()
+        return l
+      end)
+    end
+    assert.is_true(loss:item() < 1e-3, tostring(loss:item()))
+  end)
+end)

@@ -160,7 +160,10 @@ doc(Optimizer.add_param_group, "opt:add_param_group({params=..., lr=...}): adds 
 local adam_keys = {step = true, exp_avg = true, exp_avg_sq = true, max_exp_avg_sq = true}
 local STATE_KEYS = {SGD = {momentum_buffer = true}, Adam = adam_keys, AdamW = adam_keys,
   RMSprop = {step = true, square_avg = true, momentum_buffer = true, grad_avg = true},
-  Adagrad = {step = true, sum = true}}
+  Adagrad = {step = true, sum = true}, Adamax = {step = true, exp_avg = true, exp_inf = true},
+  NAdam = {step = true, exp_avg = true, exp_avg_sq = true, mu_product = true},
+  RAdam = {step = true, exp_avg = true, exp_avg_sq = true},
+  Adadelta = {step = true, square_avg = true, acc_delta = true}}
 
 local function key_list(set)
   local l = {}
@@ -168,9 +171,6 @@ local function key_list(set)
   table.sort(l)
   return table.concat(l, ", ")
 end
-
-local STATE_TENSORS = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg",
-  "grad_avg", "sum"}
 
 function Optimizer:state_dict()
   local state, groups, idx = {}, {}, 0
@@ -186,7 +186,8 @@ function Optimizer:state_dict()
       if next(st) ~= nil then
         local e = {}
         for k, v in pairs(st) do
-          if k == "step" then e.step = pt.tensor(v, {dtype = "float64"}) else e[k] = v end
+          -- numbers (the step count, NAdam's mu_product) as 0-d float64 tensors, as PyTorch's
+          if type(v) == "number" then e[k] = pt.tensor(v, {dtype = "float64"}) else e[k] = v end
         end
         state[idx] = e
       end
@@ -259,6 +260,12 @@ function Optimizer:load_state_dict(sd)
       if k == "step" then
         local n = pt.is_tensor(v) and v:item() or v
         st.step = math.tointeger(n) or error(string.format("%s: step of parameter %d is not an integer", name, idx), 2)
+      elseif k == "mu_product" then
+        local n = pt.is_tensor(v) and v:numel() == 1 and v:item() or v
+        if type(n) ~= "number" then
+          error(string.format("%s: mu_product of parameter %d is not a number", name, idx), 2)
+        end
+        st.mu_product = n
       elseif not pt.is_tensor(v) and known then
         error(string.format("%s: state '%s' of parameter %d is a %s, not a tensor", name, k, idx, type(v)), 2)
       elseif pt.is_tensor(v) then
@@ -512,6 +519,357 @@ make_class("Adadelta", {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maxim
 doc(optim.Adadelta, [[optim.Adadelta(params[, lr | {lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=false}])
   PyTorch's Adadelta: v = rho*v + (1-rho)*g^2; d = sqrt(a+eps)/sqrt(v+eps) * g; a = rho*a + (1-rho)*d^2;
   p = p - lr*d. State: square_avg, acc_delta, step.]])
+
+-- ------------------------------------------------------------------ LBFGS
+
+-- PyTorch's _cubic_interpolate: the minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2),
+-- clamped to bounds (default: between x1 and x2)
+local function cubic_interpolate(x1, f1, g1, x2, f2, g2, lo, hi)
+  if not lo then
+    if x1 <= x2 then lo, hi = x1, x2 else lo, hi = x2, x1 end
+  end
+  local d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+  local d2_square = d1 * d1 - g1 * g2
+  if d2_square >= 0 then
+    local d2 = math.sqrt(d2_square)
+    local min_pos
+    if x1 <= x2 then
+      min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+    else
+      min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+    end
+    return math.min(math.max(min_pos, lo), hi)
+  end
+  return (lo + hi) / 2
+end
+
+-- PyTorch's _strong_wolfe line search along d from the parameters x (step t, loss f, flat gradient
+-- g, directional derivative gtd); obj(x, t, d) -> loss, flat gradient at x + t d.
+-- Returns the loss, flat gradient and step it chose, and the number of evaluations.
+local function strong_wolfe(obj, x, t, d, f, g, gtd, tolerance_change)
+  local c1, c2, max_ls = 1e-4, 0.9, 25
+  local d_norm = d:abs():max():item()
+  g = g:clone()
+  local f_new, g_new = obj(x, t, d)
+  local evals = 1
+  local gtd_new = g_new:dot(d):item()
+  local t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+  local done, ls_iter = false, 0
+  local bracket, bracket_f, bracket_g, bracket_gtd
+  while ls_iter < max_ls do
+    -- the Armijo condition fails, or the loss went up: the minimum is between t_prev and t
+    if f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev) then
+      bracket, bracket_f = {t_prev, t}, {f_prev, f_new}
+      bracket_g, bracket_gtd = {g_prev, g_new:clone()}, {gtd_prev, gtd_new}
+      break
+    end
+    if math.abs(gtd_new) <= -c2 * gtd then -- the strong Wolfe conditions hold
+      bracket, bracket_f, bracket_g = {t}, {f_new}, {g_new}
+      done = true
+      break
+    end
+    if gtd_new >= 0 then
+      bracket, bracket_f = {t_prev, t}, {f_prev, f_new}
+      bracket_g, bracket_gtd = {g_prev, g_new:clone()}, {gtd_prev, gtd_new}
+      break
+    end
+    -- extrapolate
+    local min_step, max_step = t + 0.01 * (t - t_prev), t * 10
+    local tmp = t
+    t = cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, min_step, max_step)
+    t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new:clone(), gtd_new
+    f_new, g_new = obj(x, t, d)
+    evals = evals + 1
+    gtd_new = g_new:dot(d):item()
+    ls_iter = ls_iter + 1
+  end
+  if ls_iter == max_ls then
+    bracket, bracket_f, bracket_g = {0, t}, {f, f_new}, {g, g_new}
+  end
+  -- zoom: shrink the bracket until a point satisfies the strong Wolfe conditions
+  local insuf_progress = false
+  local low, high = 1, 2
+  if bracket_f[1] > bracket_f[#bracket_f] then low, high = 2, 1 end
+  while not done and ls_iter < max_ls do
+    if math.abs(bracket[2] - bracket[1]) * d_norm < tolerance_change then break end
+    t = cubic_interpolate(bracket[1], bracket_f[1], bracket_gtd[1], bracket[2], bracket_f[2], bracket_gtd[2])
+    local bmax, bmin = math.max(bracket[1], bracket[2]), math.min(bracket[1], bracket[2])
+    local eps = 0.1 * (bmax - bmin)
+    if math.min(bmax - t, t - bmin) < eps then
+      -- too close to a boundary: move away from it, or into the bracket if t left it
+      if insuf_progress or t >= bmax or t <= bmin then
+        if math.abs(t - bmax) < math.abs(t - bmin) then t = bmax - eps else t = bmin + eps end
+        insuf_progress = false
+      else
+        insuf_progress = true
+      end
+    else
+      insuf_progress = false
+    end
+    f_new, g_new = obj(x, t, d)
+    evals = evals + 1
+    gtd_new = g_new:dot(d):item()
+    ls_iter = ls_iter + 1
+    if f_new > f + c1 * t * gtd or f_new >= bracket_f[low] then
+      bracket[high], bracket_f[high], bracket_g[high], bracket_gtd[high] = t, f_new, g_new:clone(), gtd_new
+      if bracket_f[1] <= bracket_f[2] then low, high = 1, 2 else low, high = 2, 1 end
+    else
+      if math.abs(gtd_new) <= -c2 * gtd then
+        done = true
+      elseif gtd_new * (bracket[high] - bracket[low]) >= 0 then
+        bracket[high], bracket_f[high] = bracket[low], bracket_f[low]
+        bracket_g[high], bracket_gtd[high] = bracket_g[low], bracket_gtd[low]
+      end
+      bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low] = t, f_new, g_new:clone(), gtd_new
+    end
+  end
+  return bracket_f[low], bracket_g[low], bracket[low], evals
+end
+
+local LBFGS_STATE = {func_evals = "number", n_iter = "number", d = "flat", t = "number", old_dirs = "flats",
+  old_stps = "flats", ro = "numbers", H_diag = "number", prev_flat_grad = "flat", prev_loss = "number",
+  al = "numbers"}
+
+local function positive_integer(name, g, key)
+  local v = g[key]
+  if math.type(v) ~= "integer" or v < 1 then
+    error(string.format("%s: %s must be a positive integer, got %s", name, key, tostring(v)), 4)
+  end
+end
+
+local lbfgs = make_class("LBFGS", {lr = 1, max_iter = 20, max_eval = false, tolerance_grad = 1e-7,
+  tolerance_change = 1e-9, history_size = 100, line_search_fn = false}, nil,
+  function(name, g)
+    check_types(name, g, {number = {"lr", "tolerance_grad", "tolerance_change"}})
+    check_nonneg(name, g, "lr", "learning rate")
+    check_nonneg(name, g, "tolerance_grad", "tolerance_grad value")
+    check_nonneg(name, g, "tolerance_change", "tolerance_change value")
+    positive_integer(name, g, "max_iter")
+    positive_integer(name, g, "history_size")
+    if g.max_eval ~= false then positive_integer(name, g, "max_eval") end
+    if g.line_search_fn ~= false and g.line_search_fn ~= "strong_wolfe" then
+      error(string.format("%s: line_search_fn must be \"strong_wolfe\" or false, got %s", name,
+        type(g.line_search_fn) == "string" and '"' .. g.line_search_fn .. '"' or tostring(g.line_search_fn)), 3)
+    end
+  end)
+
+local lbfgs_new = getmetatable(optim.LBFGS).__call
+getmetatable(optim.LBFGS).__call = function(c, params, lr_or_opts, maybe_opts)
+  local self = lbfgs_new(c, params, lr_or_opts, maybe_opts)
+  if #self.param_groups ~= 1 then
+    error("LBFGS: parameter groups are not supported (LBFGS keeps one history for all parameters)", 2)
+  end
+  return self
+end
+
+function lbfgs:add_param_group()
+  error("LBFGS:add_param_group: parameter groups are not supported (LBFGS keeps one history for all "
+    .. "parameters)", 2)
+end
+
+-- the flat gradient of all parameters (zeros where there is none), detached
+local function flat_grad(params)
+  local views = {}
+  for i, p in ipairs(params) do
+    views[i] = p.grad and p.grad:reshape(-1) or pt.zeros(p:numel(), {dtype = p:dtype()})
+  end
+  return pt.cat(views, 1)
+end
+
+-- p += step * update, parameter by parameter over the flat update
+local function add_flat(params, step, update)
+  local off = 0
+  for _, p in ipairs(params) do
+    local n = p:numel()
+    p:add_(update:narrow(1, off + 1, n):view(p:size()), {alpha = step})
+    off = off + n
+  end
+end
+
+function lbfgs:step(closure)
+  if type(closure) ~= "function" then
+    require("partrain.tensor")._fail("LBFGS:step: a closure that re-evaluates the model and returns the loss is required "
+      .. "(opt:step(function() opt:zero_grad(); local l = loss(); l:backward(); return l end))")
+  end
+  local g = self.param_groups[1]
+  local params, lr = g.params, g.lr
+  local max_iter, history_size = g.max_iter, g.history_size
+  local max_eval = g.max_eval or max_iter * 5 // 4
+  local tolerance_grad, tolerance_change = g.tolerance_grad, g.tolerance_change
+  local state = g._states[1]
+  state.func_evals = state.func_evals or 0
+  state.n_iter = state.n_iter or 0
+  local function evaluate()
+    local l = pt.enable_grad(closure)
+    local v = pt.is_tensor(l) and l:item() or l
+    if type(v) ~= "number" then
+      require("partrain.tensor")._fail("LBFGS:step: the closure must return the loss (a number or a one-element tensor), got "
+        .. type(l))
+    end
+    return l, v
+  end
+  return pt.no_grad(function()
+    local orig_loss, loss = evaluate()
+    local current_evals = 1
+    state.func_evals = state.func_evals + 1
+    local fg = flat_grad(params)
+    if fg:abs():max():item() <= tolerance_grad then return orig_loss end
+    local d, t = state.d, state.t
+    local old_dirs, old_stps, ro = state.old_dirs, state.old_stps, state.ro
+    local H_diag, prev_flat_grad, prev_loss = state.H_diag, state.prev_flat_grad, state.prev_loss
+    local n_iter = 0
+    while n_iter < max_iter do
+      n_iter = n_iter + 1
+      state.n_iter = state.n_iter + 1
+      -- the direction: steepest descent first, then the two-loop recursion over the history
+      if state.n_iter == 1 then
+        d = fg:neg()
+        old_dirs, old_stps, ro, H_diag = {}, {}, {}, 1
+      else
+        local y = fg - prev_flat_grad
+        local s = d * t
+        local ys = y:dot(s):item()
+        if ys > 1e-10 then -- the curvature condition: keep the pair
+          if #old_dirs == history_size then
+            table.remove(old_dirs, 1)
+            table.remove(old_stps, 1)
+            table.remove(ro, 1)
+          end
+          old_dirs[#old_dirs + 1], old_stps[#old_stps + 1], ro[#ro + 1] = y, s, 1 / ys
+          H_diag = ys / y:dot(y):item()
+        end
+        local num_old = #old_dirs
+        state.al = state.al or {}
+        local al = state.al
+        local q = fg:neg()
+        for i = num_old, 1, -1 do
+          al[i] = old_stps[i]:dot(q):item() * ro[i]
+          q:add_(old_dirs[i], {alpha = -al[i]})
+        end
+        d = q * H_diag
+        for i = 1, num_old do
+          local be_i = old_dirs[i]:dot(d):item() * ro[i]
+          d:add_(old_stps[i], {alpha = al[i] - be_i})
+        end
+      end
+      if prev_flat_grad == nil then prev_flat_grad = fg:clone() else prev_flat_grad:copy_(fg) end
+      prev_loss = loss
+      if state.n_iter == 1 then
+        t = math.min(1, 1 / fg:abs():sum():item()) * lr
+      else
+        t = lr
+      end
+      local gtd = fg:dot(d):item()
+      if gtd > -tolerance_change then break end -- not a descent direction
+      local ls_evals = 0
+      local opt_cond = false
+      if g.line_search_fn == "strong_wolfe" then
+        local x_init = {}
+        for i, p in ipairs(params) do x_init[i] = p:clone() end
+        local function obj(x, step, dir)
+          add_flat(params, step, dir)
+          local _, v = evaluate()
+          local fgn = flat_grad(params)
+          for i, p in ipairs(params) do p:copy_(x[i]) end
+          return v, fgn
+        end
+        loss, fg, t, ls_evals = strong_wolfe(obj, x_init, t, d, loss, fg, gtd, tolerance_change)
+        add_flat(params, t, d)
+        opt_cond = fg:abs():max():item() <= tolerance_grad
+      else
+        add_flat(params, t, d)
+        if n_iter ~= max_iter then -- re-evaluate: the next direction needs the new gradient
+          local _
+          _, loss = evaluate()
+          fg = flat_grad(params)
+          opt_cond = fg:abs():max():item() <= tolerance_grad
+          ls_evals = 1
+        end
+      end
+      current_evals = current_evals + ls_evals
+      state.func_evals = state.func_evals + ls_evals
+      if n_iter == max_iter or current_evals >= max_eval or opt_cond then break end
+      if (d * t):abs():max():item() <= tolerance_change then break end -- the step is too small
+      if math.abs(loss - prev_loss) < tolerance_change then break end -- the loss stopped changing
+    end
+    state.d, state.t, state.old_dirs, state.old_stps, state.ro = d, t, old_dirs, old_stps, ro
+    state.H_diag, state.prev_flat_grad, state.prev_loss = H_diag, prev_flat_grad, prev_loss
+    return orig_loss
+  end)
+end
+
+function lbfgs:state_dict()
+  local g = self.param_groups[1]
+  local group = {params = {}}
+  for k, v in pairs(g) do
+    if k ~= "params" and k ~= "_states" then group[k] = v end
+  end
+  for i = 1, #g.params do group.params[i] = i end
+  local st = {}
+  for k, v in pairs(g._states[1]) do
+    if type(v) == "table" then
+      local c = {}
+      for i, e in ipairs(v) do c[i] = e end
+      v = c
+    end
+    st[k] = v
+  end
+  return {state = next(st) and {st} or {}, param_groups = {group}}
+end
+
+function lbfgs:load_state_dict(sd)
+  local name = "LBFGS:load_state_dict"
+  local base = Optimizer.load_state_dict
+  -- the group options go through the common checks with an empty state
+  base(self, {param_groups = type(sd) == "table" and sd.param_groups or sd, state = {}})
+  local e = sd.state and sd.state[1]
+  if e == nil then return end
+  if type(e) ~= "table" then error(name .. ": state 1 must be a table", 2) end
+  local numel = 0
+  for _, p in ipairs(self.param_groups[1].params) do numel = numel + p:numel() end
+  local st = {}
+  for k, v in pairs(e) do
+    local kind = LBFGS_STATE[k]
+    if not kind then
+      local keys = {}
+      for key in pairs(LBFGS_STATE) do keys[#keys + 1] = key end
+      table.sort(keys)
+      error(string.format("%s: state '%s' is not one LBFGS keeps (%s): a state dict of another optimizer?", name,
+        tostring(k), table.concat(keys, ", ")), 2)
+    end
+    local function flat_ok(x) return pt.is_tensor(x) and x:dim() == 1 and x:numel() == numel end
+    local ok = (kind == "number" and type(v) == "number") or (kind == "flat" and flat_ok(v))
+    if kind == "flats" or kind == "numbers" then
+      ok = type(v) == "table"
+      for _, x in ipairs(ok and v or {}) do
+        ok = ok and (kind == "flats" and flat_ok(x) or kind == "numbers" and type(x) == "number")
+      end
+    end
+    if not ok then
+      error(string.format("%s: state '%s' must be %s", name, k, ({number = "a number",
+        flat = "a 1-D tensor of " .. numel .. " elements (all parameters)", flats = "a list of 1-D tensors of "
+        .. numel .. " elements", numbers = "a list of numbers"})[kind]), 2)
+    end
+    if pt.is_tensor(v) then v = v:clone() end
+    if type(v) == "table" then
+      local c = {}
+      for i, x in ipairs(v) do c[i] = pt.is_tensor(x) and x:clone() or x end
+      v = c
+    end
+    st[k] = v
+  end
+  local target = self.param_groups[1]._states[1]
+  for k in pairs(target) do target[k] = nil end
+  for k, v in pairs(st) do target[k] = v end
+end
+
+doc(optim.LBFGS, [[optim.LBFGS(params[, lr | {lr=1, max_iter=20, max_eval=max_iter*5//4, tolerance_grad=1e-7,
+    tolerance_change=1e-9, history_size=100, line_search_fn=false | "strong_wolfe"}])
+  PyTorch's L-BFGS: one opt:step(closure) runs up to max_iter iterations, each a two-loop recursion over
+  the last history_size curvature pairs, then a step of lr (the first one scaled by 1/sum|g|) or a strong
+  Wolfe line search. The closure re-evaluates the model and returns the loss:
+    opt:step(function() opt:zero_grad(); local l = loss_fn(model(x), y); l:backward(); return l end)
+  One parameter group only. state_dict() holds the history (lists of flat tensors).]])
 
 -- ------------------------------------------------------------------ clipping
 
