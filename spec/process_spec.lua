@@ -231,8 +231,11 @@ describe("t:share_memory_()", function()
 
   it("shares a model's parameters: steps taken in the workers move the caller's model", function()
     pt.manual_seed(3)
-    local model = pt.nn.Linear(4, 2)
-    for _, p in ipairs(model:parameters()) do p:share_memory_() end
+    local model = pt.nn.Sequential(pt.nn.Linear(4, 2), pt.nn.BatchNorm1d(2))
+    assert.are.equal(model, model:share_memory())
+    for _, p in ipairs(model:parameters()) do assert.is_true(p:is_shared()) end
+    for _, b in ipairs(model:buffers()) do assert.is_true(b:is_shared()) end
+    model = model[1]
     local w0 = model.weight:clone()
     local x = pt.rand(8, 4)
     -- each worker trains on its own rows (Hogwild): the weights it steps are the caller's

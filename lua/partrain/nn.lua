@@ -18,6 +18,8 @@ local pt = require "partrain"
 local nn = {}
 local docs = pt._docs
 local C = pt
+-- errors at the user's line (not in this file), as the host's
+local fail = require("partrain.tensor")._fail
 
 local function doc(obj, text)
   docs[obj] = text
@@ -94,7 +96,7 @@ local function module_newindex(self, k, v)
     if v == nil then unregister(self, k) else self._buffers[k] = v end
   elseif rawget(self, "_parameters")[k] ~= nil then
     if v ~= nil then
-      require("partrain.tensor")._fail(string.format("%s: cannot assign %s to parameter '%s' (a parameter must be a leaf "
+      fail(string.format("%s: cannot assign %s to parameter '%s' (a parameter must be a leaf "
         .. "tensor with requires_grad; use nn.Parameter(t))", class_name(self),
         pt.is_tensor(v) and "a tensor without requires_grad" or type(v), tostring(k)))
     end
@@ -146,10 +148,10 @@ setmetatable(Module, class_mt)
 
 function Module:extend(name)
   if type(name) ~= "string" then
-    require("partrain.tensor")._fail("Module:extend: expected a class name (string), got " .. type(name))
+    fail("Module:extend: expected a class name (string), got " .. type(name))
   end
   if rawget(self, "_module_names") ~= nil then -- an instance: its class is what extends
-    require("partrain.tensor")._fail(string.format("Module:extend: call it on a class (nn.%s:extend(\"%s\")), not on a module", class_name(self), name))
+    fail(string.format("Module:extend: call it on a class (nn.%s:extend(\"%s\")), not on a module", class_name(self), name))
   end
   local cls = {__name = name, __is_module = true, super = self}
   for _, k in ipairs(INHERITED_METAMETHODS) do cls[k] = rawget(self, k) end
@@ -179,7 +181,7 @@ doc(Module.new, [[Class:new(...) -> a new instance; Class(...) calls it.
 function Module:__init() end
 
 function Module:forward()
-  require("partrain.tensor")._fail(class_name(self) .. ":forward is not implemented (define function "
+  fail(class_name(self) .. ":forward is not implemented (define function "
     .. class_name(self) .. ":forward(...))")
 end
 doc(Module.forward, [[m:forward(...) -> output: the module's computation; m(...) calls it.
@@ -194,7 +196,7 @@ doc(Module.extra_repr, [[m:extra_repr() -> string: the settings shown in m's pri
 
 function Module:register_parameter(name, t)
   if t ~= nil and not (pt.is_tensor(t) and t.is_leaf) then
-    require("partrain.tensor")._fail("register_parameter: '" .. tostring(name) .. "' must be a leaf tensor")
+    fail("register_parameter: '" .. tostring(name) .. "' must be a leaf tensor")
   end
   if t ~= nil and not t.requires_grad then t.requires_grad = true end
   module_newindex(self, name, t)
@@ -203,7 +205,7 @@ doc(Module.register_parameter, "m:register_parameter(name, tensor): adds a param
 
 function Module:register_buffer(name, t)
   if t ~= nil and not pt.is_tensor(t) then
-    require("partrain.tensor")._fail("register_buffer: '" .. tostring(name) .. "' must be a tensor")
+    fail("register_buffer: '" .. tostring(name) .. "' must be a tensor")
   end
   unregister(self, name)
   rawset(self, name, nil)
@@ -216,7 +218,7 @@ doc(Module.register_buffer, "m:register_buffer(name, tensor): state saved in sta
 
 function Module:add_module(name, m)
   if not is_module(m) then
-    require("partrain.tensor")._fail("add_module: '" .. tostring(name) .. "' is not a Module (got " .. type(m) .. ")")
+    fail("add_module: '" .. tostring(name) .. "' is not a Module (got " .. type(m) .. ")")
   end
   module_newindex(self, tostring(name), m)
   return self
@@ -282,6 +284,18 @@ function Module:named_buffers()
   return list_iter(named_list(self, "buffer"))
 end
 doc(Module.named_buffers, "m:named_buffers() -> iterator of name, tensor over buffers.")
+
+function Module:share_memory()
+  for _, p in ipairs(self:parameters()) do
+    p:share_memory_()
+    if p.grad then p.grad:share_memory_() end
+  end
+  for _, b in ipairs(self:buffers()) do b:share_memory_() end
+  return self
+end
+doc(Module.share_memory, "m:share_memory() -> m, its parameters (and gradients present) and buffers moved into shared\n"
+  .. "  memory (t:share_memory_()): process workers forked afterwards (inbatch_parallel's process target)\n"
+  .. "  update the caller's model in place, as PyTorch's Hogwild training.")
 
 function Module:children()
   local out = {}
@@ -365,7 +379,7 @@ function Module:to(what)
     return convert(self, (what == "float" or what == "float32") and "float32" or "float64")
   end
   if what == "cpu" then return self end
-  require("partrain.tensor")._fail(class_name(self) .. ":to: unsupported target '" .. tostring(what) .. "'")
+  fail(class_name(self) .. ":to: unsupported target '" .. tostring(what) .. "'")
 end
 doc(Module.to, "m:to(dtype) -> m with floating parameters and buffers converted (\"float32\"/\"float64\"); m:to(\"cpu\") is m.")
 function Module:double() return self:to("float64") end
@@ -405,7 +419,7 @@ end
 doc(Module.state_dict, "m:state_dict() -> table name -> tensor (parameters and buffers, sharing storage);\n  pairs(sd) iterates in registration order.")
 
 function Module:load_state_dict(sd, opts)
-  if type(sd) ~= "table" then require("partrain.tensor")._fail("load_state_dict: expected a table of tensors, got " .. type(sd)) end
+  if type(sd) ~= "table" then fail("load_state_dict: expected a table of tensors, got " .. type(sd)) end
   local strict = not (opts and opts.strict == false)
   local own = self:state_dict()
   local missing, unexpected, todo = {}, {}, {}
@@ -414,9 +428,9 @@ function Module:load_state_dict(sd, opts)
     if src == nil then
       missing[#missing + 1] = name
     elseif not pt.is_tensor(src) then
-      require("partrain.tensor")._fail(string.format("load_state_dict: value for '%s' is a %s, not a tensor", name, type(src)))
+      fail(string.format("load_state_dict: value for '%s' is a %s, not a tensor", name, type(src)))
     elseif shape_str(src) ~= shape_str(dst) then
-      require("partrain.tensor")._fail(string.format("load_state_dict: size mismatch for %s: copying a param with shape %s "
+      fail(string.format("load_state_dict: size mismatch for %s: copying a param with shape %s "
         .. "from checkpoint, the shape in current model is %s", name, shape_str(src), shape_str(dst)))
     else
       todo[#todo + 1] = {dst, src}
@@ -430,7 +444,7 @@ function Module:load_state_dict(sd, opts)
     local parts = {}
     if #missing > 0 then parts[#parts + 1] = "missing keys: " .. table.concat(missing, ", ") end
     if #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
-    require("partrain.tensor")._fail("load_state_dict: error(s) loading state_dict for " .. class_name(self) .. ": "
+    fail("load_state_dict: error(s) loading state_dict for " .. class_name(self) .. ": "
       .. table.concat(parts, "; "))
   end
   for _, e in ipairs(todo) do C._nn_copy_(e[1], e[2]) end
@@ -450,7 +464,7 @@ doc(Module.num_parameters, "m:num_parameters() -> total number of parameter elem
 doc(Module, "nn.Module: base class of layers and models. Subclass with nn.Module:extend(name); see help(nn.Module.extend).")
 
 function nn.Parameter(t)
-  if not pt.is_tensor(t) then require("partrain.tensor")._fail("Parameter: expected a tensor, got " .. type(t)) end
+  if not pt.is_tensor(t) then fail("Parameter: expected a tensor, got " .. type(t)) end
   if not t.is_leaf then t = t:detach() end
   t.requires_grad = true
   return t
@@ -464,7 +478,7 @@ nn.init = init
 doc(init, "nn.init: parameter initialisers as PyTorch's torch.nn.init (in place, seeded by pt.manual_seed): uniform_, kaiming_uniform_, ...")
 
 local function check_tensor(fname, t)
-  if not pt.is_tensor(t) then require("partrain.tensor")._fail(fname .. ": expected a tensor, got " .. type(t)) end
+  if not pt.is_tensor(t) then fail(fname .. ": expected a tensor, got " .. type(t)) end
 end
 
 function init.calculate_gain(nonlinearity, param)
@@ -477,14 +491,14 @@ function init.calculate_gain(nonlinearity, param)
     return math.sqrt(2 / (1 + slope * slope))
   end
   if nonlinearity == "selu" then return 3 / 4 end
-  require("partrain.tensor")._fail("calculate_gain: unsupported nonlinearity '" .. tostring(nonlinearity) .. "'")
+  fail("calculate_gain: unsupported nonlinearity '" .. tostring(nonlinearity) .. "'")
 end
 doc(init.calculate_gain, "nn.init.calculate_gain(nonlinearity[, param]) -> gain as PyTorch (relu sqrt(2), tanh 5/3, leaky_relu sqrt(2/(1+a^2)), ...).")
 
 local function fans(fname, t)
   local d = t:dim()
   if d < 2 then
-    require("partrain.tensor")._fail(fname .. ": fan in and fan out can not be computed for a tensor with fewer than 2 "
+    fail(fname .. ": fan in and fan out can not be computed for a tensor with fewer than 2 "
       .. "dimensions (shape " .. shape_str(t) .. ")")
   end
   local rf = 1
@@ -542,7 +556,7 @@ local function kaiming_std(fname, t, opts)
   local fan_in, fan_out = fans(fname, t)
   local mode = opts.mode or "fan_in"
   if mode ~= "fan_in" and mode ~= "fan_out" then
-    require("partrain.tensor")._fail(fname .. ": mode must be 'fan_in' or 'fan_out', got '" .. tostring(mode) .. "'")
+    fail(fname .. ": mode must be 'fan_in' or 'fan_out', got '" .. tostring(mode) .. "'")
   end
   local fan = mode == "fan_in" and fan_in or fan_out
   local gain = init.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
@@ -620,7 +634,7 @@ local function rows_of_classes(name, input, target)
   local ok = #tsz == #isz - 1 and tsz[1] == isz[1]
   for d = 3, #isz do ok = ok and tsz[d - 1] == isz[d] end
   if not ok then
-    require("partrain.tensor")._fail(("%s: target shape %s does not match input shape %s (expected {N,d1,...} class indices%s)")
+    fail(("%s: target shape %s does not match input shape %s (expected {N,d1,...} class indices%s)")
       :format(name, shape_text(target), shape_text(input),
         name == "cross_entropy" and " or {N,C,d1,...} probabilities" or ""))
   end
@@ -640,22 +654,22 @@ end
 -- the targets smoothed first; "mean" divides by the number of samples
 local function soft_cross_entropy(input, target, opts)
   if shape_text(target) ~= shape_text(input) then
-    require("partrain.tensor")._fail(("cross_entropy: probability target shape %s does not match input shape %s")
+    fail(("cross_entropy: probability target shape %s does not match input shape %s")
       :format(shape_text(target), shape_text(input)))
   end
   local cdim = input:dim() == 1 and 1 or 2
   local ncls = input:size()[cdim]
   local red = reduction_of(opts)
   if red ~= "mean" and red ~= "sum" and red ~= "none" then
-    require("partrain.tensor")._fail(("cross_entropy: reduction must be 'mean', 'sum' or 'none', got '%s'"):format(tostring(red)))
+    fail(("cross_entropy: reduction must be 'mean', 'sum' or 'none', got '%s'"):format(tostring(red)))
   end
   local eps = opts and opts.label_smoothing or 0
   if type(eps) ~= "number" or eps < 0 or eps > 1 then
-    require("partrain.tensor")._fail(("cross_entropy: label_smoothing must be between 0 and 1, got %s"):format(tostring(eps)))
+    fail(("cross_entropy: label_smoothing must be between 0 and 1, got %s"):format(tostring(eps)))
   end
   local w = opts and opts.weight
   if w ~= nil and (not pt.is_tensor(w) or shape_text(w) ~= "{" .. ncls .. "}") then
-    require("partrain.tensor")._fail(("cross_entropy: weight must have shape {%d} (one per class), got %s")
+    fail(("cross_entropy: weight must have shape {%d} (one per class), got %s")
       :format(ncls, pt.is_tensor(w) and shape_text(w) or type(w)))
   end
   local logp = nn.log_softmax(input, cdim)
@@ -740,7 +754,7 @@ doc(nn.functional, "nn.functional (also nn.F): the functional forms (PyTorch's t
 
 local function check_size(cls, what, v)
   if math.type(v) ~= "integer" or v < 0 then
-    require("partrain.tensor")._fail(string.format("%s: %s must be a non-negative integer, got %s", cls, what, tostring(v)))
+    fail(string.format("%s: %s must be a non-negative integer, got %s", cls, what, tostring(v)))
   end
 end
 
@@ -785,7 +799,7 @@ function Embedding:__init(num_embeddings, embedding_dim, opts)
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = opts.padding_idx
   if self.padding_idx and (self.padding_idx < 1 or self.padding_idx > num_embeddings) then
-    require("partrain.tensor")._fail(string.format("Embedding: padding_idx %s out of range 1..%d", tostring(self.padding_idx),
+    fail(string.format("Embedding: padding_idx %s out of range 1..%d", tostring(self.padding_idx),
       num_embeddings))
   end
   self.weight = nn.Parameter(pt.empty(num_embeddings, embedding_dim, {dtype = opts.dtype or "float32"}))
@@ -810,7 +824,7 @@ nn.Dropout = Dropout
 function Dropout:__init(p)
   p = p or 0.5
   if type(p) ~= "number" or p < 0 or p > 1 then
-    require("partrain.tensor")._fail("Dropout: probability has to be between 0 and 1, but got " .. tostring(p))
+    fail("Dropout: probability has to be between 0 and 1, but got " .. tostring(p))
   end
   self.p = p
 end
@@ -824,7 +838,7 @@ function LayerNorm:__init(normalized_shape, opts)
   opts = opts or {}
   if math.type(normalized_shape) == "integer" then normalized_shape = {normalized_shape} end
   if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
-    require("partrain.tensor")._fail("LayerNorm: normalized_shape must be an integer or a table of integers")
+    fail("LayerNorm: normalized_shape must be an integer or a table of integers")
   end
   self.normalized_shape = normalized_shape
   self.eps = opts.eps or 1e-5
@@ -913,7 +927,7 @@ function Flatten:forward(x)
   local e = self.end_dim < 0 and n + 1 + self.end_dim or self.end_dim
   if n == 0 then return C._nn_view(x, {1}, "Flatten:forward") end
   if s < 1 or s > n or e < 1 or e > n or s > e then
-    require("partrain.tensor")._fail(string.format("Flatten:forward: dims %d..%d out of range for input shape %s",
+    fail(string.format("Flatten:forward: dims %d..%d out of range for input shape %s",
       self.start_dim, self.end_dim, shape_str(x)))
   end
   local shape, m = {}, 1
@@ -970,7 +984,7 @@ local function loss_class(name, fn, text, extra)
     opts = opts or {}
     self.reduction = opts.reduction or "mean"
     if self.reduction ~= "mean" and self.reduction ~= "sum" and self.reduction ~= "none" then
-      require("partrain.tensor")._fail(name .. ": reduction must be 'mean', 'sum' or 'none', got '" .. tostring(self.reduction) .. "'")
+      fail(name .. ": reduction must be 'mean', 'sum' or 'none', got '" .. tostring(self.reduction) .. "'")
     end
     self.opts = opts
     if extra then extra(self, opts) end
@@ -1020,13 +1034,13 @@ function Sequential:__init(...)
   for i = 1, select("#", ...) > 1 and select("#", ...) or #mods do
     local m = mods[i]
     if not is_module(m) then
-      require("partrain.tensor")._fail(string.format("Sequential: argument %d is not a Module (got %s)", i, type(m)))
+      fail(string.format("Sequential: argument %d is not a Module (got %s)", i, type(m)))
     end
     self:add(m)
   end
 end
 function Sequential:add(m)
-  if not is_module(m) then require("partrain.tensor")._fail("Sequential:add: expected a Module, got " .. type(m)) end
+  if not is_module(m) then fail("Sequential:add: expected a Module, got " .. type(m)) end
   self:add_module(tostring(#self._module_names + 1), m)
   return self
 end
@@ -1103,7 +1117,7 @@ function ModuleList:__init(list)
   for _, m in ipairs(list or {}) do self:append(m) end
 end
 function ModuleList:append(m)
-  if not is_module(m) then require("partrain.tensor")._fail("ModuleList:append: expected a Module, got " .. type(m)) end
+  if not is_module(m) then fail("ModuleList:append: expected a Module, got " .. type(m)) end
   self:add_module(tostring(#self._module_names + 1), m)
   return self
 end
@@ -1112,11 +1126,11 @@ function ModuleList:extend(list)
   -- nn.ModuleList:extend("MyList") subclasses, as every class's extend(name) does
   if type(list) == "string" then return Module.extend(self, list) end
   if rawget(self, "_module_names") == nil then
-    require("partrain.tensor")._fail("ModuleList:extend: call it on a list (nn.ModuleList({...}):extend(t)); nn.ModuleList:extend(\"Name\") "
+    fail("ModuleList:extend: call it on a list (nn.ModuleList({...}):extend(t)); nn.ModuleList:extend(\"Name\") "
       .. "makes a subclass")
   end
   if type(list) ~= "table" or is_module(list) and list.append ~= ModuleList.append then -- a ModuleList (or subclass) is fine
-    require("partrain.tensor")._fail("ModuleList:extend: expected a list of modules (or a class name to subclass), got "
+    fail("ModuleList:extend: expected a list of modules (or a class name to subclass), got "
       .. (is_module(list) and "a " .. class_name(list) or type(list)))
   end
   for _, m in ipairs(list) do self:append(m) end
@@ -1125,7 +1139,7 @@ end
 doc(ModuleList.extend, "list:extend({m1, m2, ...}) -> list: appends each module in order (or another ModuleList's).\n"
   .. "  nn.ModuleList:extend(\"Name\") makes a subclass, as Module:extend(name).")
 function ModuleList:forward()
-  require("partrain.tensor")._fail("ModuleList:forward: a ModuleList has no forward; iterate over it (for i, m in ipairs(list))")
+  fail("ModuleList:forward: a ModuleList has no forward; iterate over it (for i, m in ipairs(list))")
 end
 doc(ModuleList.forward, "list:forward(): an error: a ModuleList has no forward; iterate over it (for i, m in ipairs(list)).")
 doc(ModuleList, "nn.ModuleList([{m1, m2, ...}]): a registered list of modules; list[i], #list, ipairs(list), list:append(m), list:extend(t).")
@@ -1154,7 +1168,7 @@ doc(ModuleDict.values, "d:values() -> list of the modules in insertion order.")
 function ModuleDict:items() return self:named_children() end
 doc(ModuleDict.items, "d:items() -> iterator of name, module in insertion order (as pairs(d)).")
 function ModuleDict:forward()
-  require("partrain.tensor")._fail("ModuleDict:forward: a ModuleDict has no forward; index it by name")
+  fail("ModuleDict:forward: a ModuleDict has no forward; index it by name")
 end
 doc(ModuleDict.forward, "d:forward(): an error: a ModuleDict has no forward; index it by name (d.name, d[name]).")
 ModuleDict.__pairs = function(self) return self:named_children() end
