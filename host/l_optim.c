@@ -118,6 +118,50 @@ static int l_sgd(lua_State *L) {
   return 0;
 }
 
+/* One parameter's update by a stateful optimizer: its state tensors in the order of the binding's
+ * keys (NULL where the options leave a key out), its step count after this step, and its number
+ * state (NAdam's mu_product), read and written back. */
+typedef pt_status (*param_step_fn)(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
+                                   const void *opts);
+
+enum { STEP_KEYS_MAX = 3 };
+
+/* The loop every stateful optimizer binding shares: for each parameter with a gradient, its state
+ * tensors keys[k] (made and filled with init when missing; a NULL key is skipped), step += 1, its
+ * number state num_key (num_init when missing; NULL: none), then fn. */
+static int step_each(lua_State *L, const char *fname, const char *const keys[STEP_KEYS_MAX], double init,
+                     const char *num_key, double num_init, param_step_fn fn, const void *opts) {
+  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
+  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
+    int s;
+    pt_tensor *p = param_at(L, fname, i, &s);
+    if (!p) continue;
+    pt_tensor *st[STEP_KEYS_MAX] = {NULL, NULL, NULL};
+    for (int k = 0; k < STEP_KEYS_MAX; k++)
+      if (keys[k]) st[k] = state_tensor(L, fname, s, keys[k], i, p, init, NULL);
+    double num = num_init;
+    if (num_key) {
+      int t = lua_getfield(L, s, num_key);
+      if (t != LUA_TNIL && t != LUA_TNUMBER)
+        lpt_errorf(L, "%s: state '%s' of parameter %d is not a number", fname, num_key, i);
+      if (t == LUA_TNUMBER) num = lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+    int64_t step = next_step(L, s);
+    if (fn(lpt_ctx(L), p, st, step, &num, opts)) return lpt_error(L);
+    if (num_key) {
+      lua_pushnumber(L, num);
+      lua_setfield(L, s, num_key);
+    }
+  }
+  return 0;
+}
+
+static pt_status adam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num, const void *o) {
+  (void)num;
+  return pt_optim_adam(ctx, p, p->grad, st[0], st[1], st[2], step, o);
+}
+
 /* _optim_adam(params, states, opts[, fname]); opts.decoupled selects AdamW */
 static int l_adam(lua_State *L) {
   check_args(L);
@@ -132,18 +176,14 @@ static int l_adam(lua_State *L) {
       .decoupled = opt_flag(L, 3, "decoupled"),
       .maximize = opt_flag(L, 3, "maximize"),
   };
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
-  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
-    int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
-    if (!p) continue;
-    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
-    pt_tensor *v = state_tensor(L, fname, s, "exp_avg_sq", i, p, 0.0, NULL);
-    pt_tensor *vm = o.amsgrad ? state_tensor(L, fname, s, "max_exp_avg_sq", i, p, 0.0, NULL) : NULL;
-    int64_t step = next_step(L, s);
-    if (pt_optim_adam(lpt_ctx(L), p, p->grad, m, v, vm, step, &o)) return lpt_error(L);
-  }
-  return 0;
+  const char *keys[] = {"exp_avg", "exp_avg_sq", o.amsgrad ? "max_exp_avg_sq" : NULL};
+  return step_each(L, fname, keys, 0.0, NULL, 0.0, adam_step, &o);
+}
+
+static pt_status rmsprop_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
+                              const void *o) {
+  (void)step, (void)num;
+  return pt_optim_rmsprop(ctx, p, p->grad, st[0], st[1], st[2], o);
 }
 
 /* _optim_rmsprop(params, states, opts[, fname]) */
@@ -159,18 +199,14 @@ static int l_rmsprop(lua_State *L) {
       .centered = opt_flag(L, 3, "centered"),
       .maximize = opt_flag(L, 3, "maximize"),
   };
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
-  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
-    int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
-    if (!p) continue;
-    pt_tensor *sq = state_tensor(L, fname, s, "square_avg", i, p, 0.0, NULL);
-    pt_tensor *ga = o.centered ? state_tensor(L, fname, s, "grad_avg", i, p, 0.0, NULL) : NULL;
-    pt_tensor *buf = o.momentum > 0 ? state_tensor(L, fname, s, "momentum_buffer", i, p, 0.0, NULL) : NULL;
-    next_step(L, s);
-    if (pt_optim_rmsprop(lpt_ctx(L), p, p->grad, sq, ga, buf, &o)) return lpt_error(L);
-  }
-  return 0;
+  const char *keys[] = {"square_avg", o.centered ? "grad_avg" : NULL, o.momentum > 0 ? "momentum_buffer" : NULL};
+  return step_each(L, fname, keys, 0.0, NULL, 0.0, rmsprop_step, &o);
+}
+
+static pt_status adagrad_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
+                              const void *o) {
+  (void)num;
+  return pt_optim_adagrad(ctx, p, p->grad, st[0], step, o);
 }
 
 /* _optim_adagrad(params, states, opts[, fname]) */
@@ -184,17 +220,14 @@ static int l_adagrad(lua_State *L) {
       .eps = opt_num(L, 3, "eps", 1e-10),
       .maximize = opt_flag(L, 3, "maximize"),
   };
-  double init = opt_num(L, 3, "initial_accumulator_value", 0);
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
-  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
-    int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
-    if (!p) continue;
-    pt_tensor *sum = state_tensor(L, fname, s, "sum", i, p, init, NULL);
-    int64_t step = next_step(L, s);
-    if (pt_optim_adagrad(lpt_ctx(L), p, p->grad, sum, step, &o)) return lpt_error(L);
-  }
-  return 0;
+  const char *keys[] = {"sum", NULL, NULL};
+  return step_each(L, fname, keys, opt_num(L, 3, "initial_accumulator_value", 0), NULL, 0.0, adagrad_step, &o);
+}
+
+static pt_status adamax_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
+                             const void *o) {
+  (void)num;
+  return pt_optim_adamax(ctx, p, p->grad, st[0], st[1], step, o);
 }
 
 /* _optim_adamax(params, states, opts[, fname]) */
@@ -209,17 +242,13 @@ static int l_adamax(lua_State *L) {
       .weight_decay = opt_num(L, 3, "weight_decay", 0),
       .maximize = opt_flag(L, 3, "maximize"),
   };
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
-  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
-    int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
-    if (!p) continue;
-    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
-    pt_tensor *u = state_tensor(L, fname, s, "exp_inf", i, p, 0.0, NULL);
-    int64_t step = next_step(L, s);
-    if (pt_optim_adamax(lpt_ctx(L), p, p->grad, m, u, step, &o)) return lpt_error(L);
-  }
-  return 0;
+  const char *keys[] = {"exp_avg", "exp_inf", NULL};
+  return step_each(L, fname, keys, 0.0, NULL, 0.0, adamax_step, &o);
+}
+
+static pt_status nadam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *mu_product,
+                            const void *o) {
+  return pt_optim_nadam(ctx, p, p->grad, st[0], st[1], step, mu_product, o);
 }
 
 /* _optim_nadam(params, states, opts[, fname]); states[i].mu_product: a number, as PyTorch's */
@@ -234,24 +263,14 @@ static int l_nadam(lua_State *L) {
       .weight_decay = opt_num(L, 3, "weight_decay", 0),
       .momentum_decay = opt_num(L, 3, "momentum_decay", 4e-3),
   };
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
-  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
-    int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
-    if (!p) continue;
-    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
-    pt_tensor *v = state_tensor(L, fname, s, "exp_avg_sq", i, p, 0.0, NULL);
-    int t = lua_getfield(L, s, "mu_product");
-    if (t != LUA_TNIL && t != LUA_TNUMBER)
-      lpt_errorf(L, "%s: state 'mu_product' of parameter %d is not a number", fname, i);
-    double mu_product = t == LUA_TNIL ? 1.0 : lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    int64_t step = next_step(L, s);
-    if (pt_optim_nadam(lpt_ctx(L), p, p->grad, m, v, step, &mu_product, &o)) return lpt_error(L);
-    lua_pushnumber(L, mu_product);
-    lua_setfield(L, s, "mu_product");
-  }
-  return 0;
+  const char *keys[] = {"exp_avg", "exp_avg_sq", NULL};
+  return step_each(L, fname, keys, 0.0, "mu_product", 1.0, nadam_step, &o);
+}
+
+static pt_status radam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
+                            const void *o) {
+  (void)num;
+  return pt_optim_radam(ctx, p, p->grad, st[0], st[1], step, o);
 }
 
 /* _optim_radam(params, states, opts[, fname]) */
@@ -265,17 +284,14 @@ static int l_radam(lua_State *L) {
       .eps = opt_num(L, 3, "eps", 1e-8),
       .weight_decay = opt_num(L, 3, "weight_decay", 0),
   };
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
-  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
-    int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
-    if (!p) continue;
-    pt_tensor *m = state_tensor(L, fname, s, "exp_avg", i, p, 0.0, NULL);
-    pt_tensor *v = state_tensor(L, fname, s, "exp_avg_sq", i, p, 0.0, NULL);
-    int64_t step = next_step(L, s);
-    if (pt_optim_radam(lpt_ctx(L), p, p->grad, m, v, step, &o)) return lpt_error(L);
-  }
-  return 0;
+  const char *keys[] = {"exp_avg", "exp_avg_sq", NULL};
+  return step_each(L, fname, keys, 0.0, NULL, 0.0, radam_step, &o);
+}
+
+static pt_status adadelta_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
+                               const void *o) {
+  (void)step, (void)num;
+  return pt_optim_adadelta(ctx, p, p->grad, st[0], st[1], o);
 }
 
 /* _optim_adadelta(params, states, opts[, fname]) */
@@ -289,17 +305,8 @@ static int l_adadelta(lua_State *L) {
       .weight_decay = opt_num(L, 3, "weight_decay", 0),
       .maximize = opt_flag(L, 3, "maximize"),
   };
-  int n = (int)luaL_len(L, 1), top = lua_gettop(L);
-  for (int i = 1; i <= n; i++, lua_settop(L, top)) {
-    int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
-    if (!p) continue;
-    pt_tensor *sq = state_tensor(L, fname, s, "square_avg", i, p, 0.0, NULL);
-    pt_tensor *acc = state_tensor(L, fname, s, "acc_delta", i, p, 0.0, NULL);
-    next_step(L, s);
-    if (pt_optim_adadelta(lpt_ctx(L), p, p->grad, sq, acc, &o)) return lpt_error(L);
-  }
-  return 0;
+  const char *keys[] = {"square_avg", "acc_delta", NULL};
+  return step_each(L, fname, keys, 0.0, NULL, 0.0, adadelta_step, &o);
 }
 
 /* _optim_clip_grad_norm(params, max_norm[, norm_type]) -> total norm (before clipping) */
