@@ -28,15 +28,6 @@ static int bad_operand(lua_State *L, int idx, const char *expected) {
   return luaL_typeerror(L, idx, expected);
 }
 
-/* lpt_check_max_args after dropping trailing nils: f(a, b, nil) is f(a, b), as Lua users expect
- * of an explicit nil */
-static void check_max_args(lua_State *L, int n, const char *fname) {
-  int top = lua_gettop(L);
-  while (top > n && lua_isnil(L, top)) top--;
-  lua_settop(L, top);
-  lpt_check_max_args(L, n, fname);
-}
-
 /* The number at idx as Lua has it: an integer stays exact (int64 tensors compute with it beyond
  * 2^53) */
 static pt_number number_at(lua_State *L, int idx) {
@@ -56,7 +47,7 @@ static pt_number scaled_number_at(lua_State *L, int idx, double alpha) {
 
 /* alpha from an options table at idx (1 when absent) */
 static double opt_alpha(lua_State *L, int idx, const char *fname) {
-  check_max_args(L, idx, fname);
+  lpt_check_max_args(L, idx, fname);
   if (!lua_istable(L, idx)) {
     if (!lua_isnoneornil(L, idx)) luaL_typeerror(L, idx, "options table");
     return 1.0;
@@ -135,7 +126,7 @@ static int f_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, opt_alpha(L, 
  * (__add, __div, ...) get exactly two */
 #define BINARY_FN(name, OP)                                                                     \
   static int f_##name(lua_State *L) {                                                           \
-    check_max_args(L, 2, #name);                                                                \
+    lpt_check_max_args(L, 2, #name);                                                            \
     return binary_args(L, OP, 1.0);                                                             \
   }
 BINARY_FN(mul, PT_BIN_MUL)
@@ -189,7 +180,7 @@ static int m_add_(lua_State *L) { return inplace_binary(L, PT_BIN_ADD, opt_alpha
 static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_alpha(L, 3, "sub_")); }
 #define INPLACE_BINARY_FN(name, OP)                                                             \
   static int m_##name##_(lua_State *L) {                                                        \
-    check_max_args(L, 2, #name "_");                                                            \
+    lpt_check_max_args(L, 2, #name "_");                                                        \
     return inplace_binary(L, OP, 1.0);                                                          \
   }
 INPLACE_BINARY_FN(mul, PT_BIN_MUL)
@@ -217,7 +208,7 @@ static pt_tensor *lerp_weight(lua_State *L, double *w) {
 }
 
 static int f_lerp(lua_State *L) {
-  check_max_args(L, 3, "lerp");
+  lpt_check_max_args(L, 3, "lerp");
   pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2), *r;
   double w;
   pt_tensor *wt = lerp_weight(L, &w);
@@ -227,7 +218,7 @@ static int f_lerp(lua_State *L) {
 }
 
 static int m_lerp_(lua_State *L) {
-  check_max_args(L, 3, "lerp_");
+  lpt_check_max_args(L, 3, "lerp_");
   pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2);
   double w;
   pt_tensor *wt = lerp_weight(L, &w);
@@ -258,11 +249,11 @@ static int mm_unm(lua_State *L) { return unary(L, PT_UN_NEG); }
 /* t:round(2) (PyTorch's decimals) and the like are refused, never ignored */
 #define UNARY_FN(name, OP)                                                                      \
   static int f_##name(lua_State *L) {                                                           \
-    check_max_args(L, 1, #name);                                                                \
+    lpt_check_max_args(L, 1, #name);                                                            \
     return unary(L, OP);                                                                        \
   }                                                                                             \
   static int m_##name##_(lua_State *L) {                                                        \
-    check_max_args(L, 1, #name "_");                                                            \
+    lpt_check_max_args(L, 1, #name "_");                                                        \
     return inplace_unary(L, OP);                                                                \
   }
 UNARY_FN(neg, PT_UN_NEG)
@@ -388,13 +379,13 @@ static void clamp_args(lua_State *L, const char *fname, pt_number *lo, pt_number
                        pt_number **phi) {
   if (lua_istable(L, 2)) {
     static const char *const names[] = {"min", "max", NULL};
-    check_max_args(L, 2, fname);
+    lpt_check_max_args(L, 2, fname);
     lpt_check_options(L, 2, fname, names);
     lua_getfield(L, 2, "min");
     lua_getfield(L, 2, "max");
     lua_remove(L, 2);
   } else {
-    check_max_args(L, 3, fname);
+    lpt_check_max_args(L, 3, fname);
   }
   *plo = *phi = NULL;
   if (!lua_isnoneornil(L, 2)) {

@@ -146,7 +146,13 @@ void lpt_check_options(lua_State *L, int idx, const char *fname, const char *con
 
 void lpt_check_max_args(lua_State *L, int n, const char *fname) {
   int top = lua_gettop(L);
-  if (top > n) lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, n + 1, luaL_typename(L, n + 1));
+  while (top > n && lua_isnil(L, top)) top--; /* f(a, b, nil) is f(a, b), as Lua users expect */
+  if (top > n) {
+    int k = n + 1;
+    while (lua_isnil(L, k)) k++; /* name the first extra argument that is not nil */
+    lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, k, luaL_typename(L, k));
+  }
+  lua_settop(L, top);
 }
 
 int lpt_errorf(lua_State *L, const char *fmt, ...) {

@@ -7,28 +7,16 @@
 #include "lpt.h"
 #include "../lib/ops_reduce.h"
 
-/* Trailing nils beyond argument n dropped: f(t, d, nil) is f(t, d), as Lua users expect of an
- * explicit nil (lpt_check_max_args and the trailing options table count the stack's top) */
-static void drop_trailing_nils(lua_State *L, int n) {
-  int top = lua_gettop(L);
-  while (top > n && lua_isnil(L, top)) top--;
-  lua_settop(L, top);
-}
-
-static void check_max_args(lua_State *L, int n, const char *fname) {
-  drop_trailing_nils(L, n);
-  lpt_check_max_args(L, n, fname);
-}
-
 /* dim at idx: nil/none -> PT_DIM_ALL, else 1-based -> 0-based */
 static int opt_dim(lua_State *L, int idx, const pt_tensor *t, const char *fname) {
   if (lua_isnoneornil(L, idx)) return PT_DIM_ALL;
   return lpt_check_dim(L, idx, t->ndim, fname);
 }
 
-/* A trailing option table (the last argument when it is a table), or 0. */
+/* A trailing option table (the last argument that is not nil, when it is a table), or 0. */
 static int trailing_opts(lua_State *L, int first) {
   int top = lua_gettop(L);
+  while (top >= first && lua_isnil(L, top)) top--; /* t:var(1, {unbiased = false}, nil) */
   return top >= first && lua_istable(L, top) ? top : 0;
 }
 
@@ -40,7 +28,7 @@ typedef pt_status (*reduce_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **);
 /* keepdim: argument idx (a boolean), or {keepdim = } there; nothing else may follow */
 static bool keepdim_arg(lua_State *L, int idx, const char *fname) {
   static const char *const names[] = {"keepdim", NULL};
-  check_max_args(L, idx, fname);
+  lpt_check_max_args(L, idx, fname);
   if (!lua_istable(L, idx)) return lua_toboolean(L, idx);
   lpt_check_options(L, idx, fname, names);
   return lpt_opt_bool(L, idx, "keepdim", false);
@@ -120,7 +108,7 @@ static int t_nanmean(lua_State *L) { return reduce_simple(L, "nanmean", pt_nanme
 /* t:count_nonzero([dim | {dims}]) -> int64 */
 static int t_count_nonzero(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
-  check_max_args(L, 2, "count_nonzero");
+  lpt_check_max_args(L, 2, "count_nonzero");
   int dims[PT_MAX_DIMS], n = 0;
   if (lua_istable(L, 2)) n = check_dim_list(L, 2, t, "count_nonzero", dims);
   else if (!lua_isnoneornil(L, 2)) dims[n++] = lpt_check_dim(L, 2, t->ndim, "count_nonzero");
@@ -178,7 +166,6 @@ typedef pt_status (*var_dims_fn)(pt_ctx *, pt_tensor *, int, const int *, double
 /* t:var([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=false}]) */
 static int var_std(lua_State *L, const char *fname, var_fn fn, var_dims_fn fnd) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
-  drop_trailing_nils(L, 1);
   bool list = is_dim_list(L, 2);
   int opts = trailing_opts(L, 2);
   if (opts == 2 && list) opts = 0; /* t:var({1, 2}): dims, not options */
@@ -211,7 +198,7 @@ static int t_std(lua_State *L) { return var_std(L, "std", pt_std, pt_std_dims); 
 /* t:norm([p=2][, dim | {dims}][, keepdim]); p may be a number, math.huge, -math.huge or "fro" */
 static int t_norm(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
-  check_max_args(L, 4, "norm");
+  lpt_check_max_args(L, 4, "norm");
   double p = 2;
   if (lua_type(L, 2) == LUA_TSTRING) {
     if (strcmp(lua_tostring(L, 2), "fro") != 0)
@@ -236,7 +223,7 @@ static int t_norm(lua_State *L) {
 static int softmax(lua_State *L, const char *fname,
                    pt_status (*fn)(pt_ctx *, pt_tensor *, int, pt_tensor **)) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
-  check_max_args(L, 2, fname);
+  lpt_check_max_args(L, 2, fname);
   if (lua_isnoneornil(L, 2)) return lpt_errorf(L, "%s: a dimension is required", fname);
   int dim = lpt_check_dim(L, 2, t->ndim, fname);
   if (fn(lpt_ctx(L), t, dim, &r)) return lpt_error(L);

@@ -92,7 +92,10 @@ const char *lpt_error_text(lua_State *L, int idx);
  * misspelled or unsupported option is an error naming it and the options there are
  * ("sort: unknown option 'descendng' (options: dim, descending)"), never the default. */
 void lpt_check_options(lua_State *L, int idx, const char *fname, const char *const *names);
-/* Raises "<fname>: unexpected argument #k (<type>)" when more than n arguments were passed. */
+/* Raises "<fname>: unexpected argument #k (<type>)" when more than n arguments were passed (k:
+ * the first extra one that is not nil). Trailing nils do not count: f(t, 1, nil) is f(t, 1), as
+ * Lua users expect of an explicit nil (a passed-through optional argument); they are removed
+ * from the stack, so that lua_gettop afterwards (a trailing options table) sees the arguments. */
 void lpt_check_max_args(lua_State *L, int n, const char *fname);
 
 /* Tensors on the stack */
