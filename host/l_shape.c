@@ -26,16 +26,19 @@ static lua_Integer check_integer(lua_State *L, int idx, const char *fname, const
   return v;
 }
 
+/* The number (or boolean) at idx as Lua has it: an integer stays exact, so that it goes into an
+ * int64 tensor beyond 2^53 (through a double, 2^53 + 1 became 2^53) */
+static pt_number number_at(lua_State *L, int idx) {
+  if (lua_isinteger(L, idx)) return pt_number_int(lua_tointeger(L, idx));
+  return pt_number_float(lua_isboolean(L, idx) ? lua_toboolean(L, idx) : lua_tonumber(L, idx));
+}
+
 /* A number, a boolean or a tensor at idx: returns the tensor (borrowed) or NULL with *value set. */
-static pt_tensor *value_or_tensor(lua_State *L, int idx, const char *fname, double *value) {
+static pt_tensor *value_or_tensor(lua_State *L, int idx, const char *fname, pt_number *value) {
   pt_tensor *t = lpt_test_tensor(L, idx);
   if (t) return t;
-  if (lua_type(L, idx) == LUA_TNUMBER) {
-    *value = lua_tonumber(L, idx);
-    return NULL;
-  }
-  if (lua_type(L, idx) == LUA_TBOOLEAN) {
-    *value = lua_toboolean(L, idx);
+  if (lua_type(L, idx) == LUA_TNUMBER || lua_type(L, idx) == LUA_TBOOLEAN) {
+    *value = number_at(L, idx);
     return NULL;
   }
   lpt_errorf(L, "%s: value must be a number or a tensor, got %s", fname, luaL_typename(L, idx));
@@ -351,10 +354,10 @@ static int t_scatter(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int dim = lpt_check_dim(L, 2, t->ndim, "scatter");
   pt_tensor *index = lpt_check_tensor(L, 3);
-  double v = 0;
+  pt_number v = pt_number_float(0);
   pt_tensor *src = value_or_tensor(L, 4, "scatter", &v);
-  if (!src) lpt_check_value(L, "scatter", t->dtype, 4, v);
-  pt_status st = pt_scatter(lpt_ctx(L), t, dim, index, src, v, &r);
+  if (!src) lpt_check_value(L, "scatter", t->dtype, 4, v.d);
+  pt_status st = pt_scatter_number(lpt_ctx(L), t, dim, index, src, v, &r);
   return lpt_push_result(L, st, r);
 }
 
@@ -363,10 +366,10 @@ static int t_scatter_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   int dim = lpt_check_dim(L, 2, t->ndim, "scatter_");
   pt_tensor *index = lpt_check_tensor(L, 3);
-  double v = 0;
+  pt_number v = pt_number_float(0);
   pt_tensor *src = value_or_tensor(L, 4, "scatter_", &v);
-  if (!src) lpt_check_value(L, "scatter_", t->dtype, 4, v);
-  if (pt_scatter_(lpt_ctx(L), t, dim, index, src, v)) return lpt_error(L);
+  if (!src) lpt_check_value(L, "scatter_", t->dtype, 4, v.d);
+  if (pt_scatter_number_(lpt_ctx(L), t, dim, index, src, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -419,9 +422,10 @@ static int t_index_fill_(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   int dim = lpt_check_dim(L, 2, t->ndim, "index_fill_");
   pt_tensor *index = lpt_check_tensor(L, 3);
-  double v = lua_isboolean(L, 4) ? lua_toboolean(L, 4) : luaL_checknumber(L, 4);
-  lpt_check_value(L, "index_fill_", t->dtype, 4, v);
-  if (pt_index_fill_(lpt_ctx(L), "index_fill_", t, dim, index, v)) return lpt_error(L);
+  if (!lua_isboolean(L, 4)) luaL_checknumber(L, 4);
+  pt_number v = number_at(L, 4);
+  lpt_check_value(L, "index_fill_", t->dtype, 4, v.d);
+  if (pt_index_fill_number_(lpt_ctx(L), "index_fill_", t, dim, index, v)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -611,21 +615,21 @@ static int t_slice(lua_State *L) {
  * a one-element tensor that needs no gradient) is filled in with masked_fill_ / index_fill_,
  * which record it; tensor values are not differentiable here. */
 static int key_assign_graph(lua_State *L, pt_tensor *t, pt_tensor *key, bool is_mask, pt_tensor *src,
-                            double v) {
+                            pt_number v) {
   pt_ctx *ctx = lpt_ctx(L);
   if (src && (src->requires_grad || pt_tensor_numel(src) != 1))
     return lpt_errorf(L, "index: assigning a tensor through a %s is not differentiable; assign a "
                       "number, or build the result out of place with pt.where(mask, value, t)",
                       is_mask ? "bool mask" : "tensor of positions");
-  if (src) v = pt_tensor_get_flat(src, 0);
+  if (src) v = pt_tensor_get_flat_number(src, 0);
   pt_status st;
   if (is_mask) {
     pt_tensor *mask = NULL;
     st = pt_tensor_to_dtype_raw(ctx, key, PT_BOOL, &mask);
-    if (!st) st = pt_masked_fill_(ctx, t, mask, v);
+    if (!st) st = pt_masked_fill_number_(ctx, t, mask, v);
     pt_tensor_release(mask);
   } else {
-    st = pt_index_fill_(ctx, "index", t, 0, key, v);
+    st = pt_index_fill_number_(ctx, "index", t, 0, key, v);
   }
   return st ? lpt_error(L) : 0;
 }
@@ -633,9 +637,9 @@ static int key_assign_graph(lua_State *L, pt_tensor *t, pt_tensor *key, bool is_
 static int t_slice_assign(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   pt_ctx *ctx = lpt_ctx(L);
-  double v = 0;
+  pt_number v = pt_number_float(0);
   pt_tensor *src = value_or_tensor(L, 3, "index", &v);
-  if (!src) lpt_check_value(L, "index", t->dtype, 3, v);
+  if (!src) lpt_check_value(L, "index", t->dtype, 3, v.d);
   pt_tensor *key = lpt_test_tensor(L, 2);
   /* autograd involved: a slice goes through copy_/fill_ on a view, a mask or index tensor
    * through masked_fill_, each of which updates t's history */
@@ -649,7 +653,8 @@ static int t_slice_assign(lua_State *L) {
                         pt_dtype_name(key->dtype));
     if (!is_mask && t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use fill_)");
     if (graph) return key_assign_graph(L, t, key, is_mask, src, v);
-    if (is_mask ? pt_masked_assign_(ctx, "index", t, key, src, v) : pt_index_copy_(ctx, t, 0, key, src, v))
+    if (is_mask ? pt_masked_assign_number_(ctx, "index", t, key, src, v)
+                : pt_index_copy_number_(ctx, t, 0, key, src, v))
       return lpt_error(L);
     return 0;
   }
@@ -659,7 +664,7 @@ static int t_slice_assign(lua_State *L) {
   pt_tensor *view = resolve_key(L, t, 2, !graph, &all);
   pt_status st;
   if (src && pt_tensor_numel(src) == 1 && !src->requires_grad) {
-    v = pt_tensor_get_flat(src, 0);
+    v = pt_tensor_get_flat_number(src, 0);
     src = NULL;
   }
   if (src) {
@@ -675,7 +680,7 @@ static int t_slice_assign(lua_State *L) {
     }
     if (!st) st = graph ? pt_copy_(ctx, view, src) : pt_tensor_copy_into(ctx, view, src);
   } else {
-    st = graph ? pt_fill_(ctx, view, v) : pt_tensor_fill(ctx, view, v);
+    st = graph ? pt_fill_number_(ctx, view, v) : pt_fill_number_raw(ctx, view, v);
   }
   pt_tensor_release(view);
   if (st) return lpt_error(L);

@@ -69,6 +69,58 @@ static pt_status validate_index(pt_ctx *ctx, const char *fname, const pt_tensor 
   return PT_OK;
 }
 
+/* v as an element of dtype dt at p. A Lua integer (or an int64 element) is converted from the
+ * integer, as PyTorch's integer scalars are: exact into int64 (beyond 2^53, where a double is
+ * not), low bits into int32 / uint8, rounded once into float32 (through a double, 2^60 + 2^36 + 1
+ * would round twice, to 2^60 instead of 2^60 + 2^37). */
+static void write_number(void *p, pt_dtype dt, pt_number v) {
+  if (!v.is_int) {
+    pt_write_from_double(p, dt, v.d);
+    return;
+  }
+  switch (dt) {
+  case PT_INT64: memcpy(p, &v.i, sizeof v.i); break;
+  case PT_INT32: {
+    int32_t x = (int32_t)(uint32_t)(uint64_t)v.i;
+    memcpy(p, &x, sizeof x);
+    break;
+  }
+  case PT_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v.i; break;
+  case PT_FLOAT32: {
+    float f = (float)v.i;
+    memcpy(p, &f, sizeof f);
+    break;
+  }
+  default: pt_write_from_double(p, dt, v.d); break; /* float64: (double)v.i, rounded once; bool */
+  }
+}
+
+pt_number pt_tensor_get_flat_number(const pt_tensor *t, int64_t i) {
+  if (t->dtype != PT_INT64) return pt_number_float(pt_tensor_get_flat(t, i));
+  int64_t off = t->offset, v;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    off += i % t->shape[d] * t->stride[d];
+    i /= t->shape[d];
+  }
+  memcpy(&v, (const char *)t->storage->data + off * (int64_t)sizeof v, sizeof v);
+  return pt_number_int(v);
+}
+
+pt_status pt_fill_number_raw(pt_ctx *ctx, pt_tensor *t, pt_number value) {
+  if (!value.is_int || (t->dtype != PT_INT64 && t->dtype != PT_FLOAT32)) /* where a double does */
+    return pt_tensor_fill(ctx, t, value.d);
+  _Alignas(8) char vbuf[8];
+  write_number(vbuf, t->dtype, value);
+  size_t es = pt_dtype_size(t->dtype);
+  char *tp = t->storage->data;
+  const int64_t *strides[1] = {t->stride};
+  pt_iter it;
+  pt_iter_init(&it, t->ndim, t->shape, 1, strides);
+  while (pt_iter_next(&it)) memcpy(tp + (t->offset + it.offset[0]) * (int64_t)es, vbuf, es);
+  atomic_fetch_add(&t->storage->version, 1);
+  return PT_OK;
+}
+
 pt_status pt_check_inplace(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *src) {
   if (ctx->grad_enabled && (t->requires_grad || (src && src->requires_grad)))
     return pt_fail(ctx, PT_ESTATE,
@@ -202,13 +254,17 @@ static void sg_part(const sg_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t
   bool f32 = t->dtype == PT_FLOAT32, f64 = t->dtype == PT_FLOAT64;
   if (mode == SC_ADD && f32) SG_INDEX(float, *tq += *oq);
   else if (mode == SC_ADD && f64) SG_INDEX(double, *tq += *oq);
+  /* integers add exactly (int64 beyond 2^53), wrapping as PyTorch's; src has t's dtype */
+  else if (mode == SC_ADD && t->dtype == PT_INT64) SG_INDEX(uint64_t, *tq += *oq);
+  else if (mode == SC_ADD && t->dtype == PT_INT32) SG_INDEX(uint32_t, *tq += *oq);
+  else if (mode == SC_ADD && t->dtype == PT_UINT8) SG_INDEX(uint8_t, *tq += *oq);
   else if (mode == SC_GATHER && es == 4) SG_INDEX(uint32_t, *oq = *tq);
   else if (mode == SC_GATHER && es == 8) SG_INDEX(uint64_t, *oq = *tq);
   else if (mode == SC_GATHER && es == 1) SG_INDEX(uint8_t, *oq = *tq);
   else if (mode == SC_SET && es == 4) SG_INDEX(uint32_t, *tq = *oq);
   else if (mode == SC_SET && es == 8) SG_INDEX(uint64_t, *tq = *oq);
   else if (mode == SC_SET && es == 1) SG_INDEX(uint8_t, *tq = *oq);
-  else /* integer adds, in double as they always were */
+  else /* bool adds (any true stays true) */
     for (int64_t row = r0; row < r1; row++) {
       for (int64_t c = c0; c < c1; c++) {
         int64_t v = index_at(index, ib + c * il) - 1;
@@ -238,15 +294,16 @@ static void sg_chunk(void *arg, int64_t b, int64_t e, int tid) {
 }
 
 /* below this many positions a call runs on one thread */
+#define NO_VALUE ((pt_number){false, 0, 0.0}) /* the loop's value when other is given, or 0 */
 #define SG_PARALLEL_MIN 32768
 
 static void scatter_gather_loop(const pt_ctx *ctx, pt_tensor *t, int dim, const pt_tensor *index,
-                                pt_tensor *other, double value, sc_mode mode) {
+                                pt_tensor *other, pt_number value, sc_mode mode) {
   int nd = index->ndim;
   int64_t n = pt_tensor_numel(index);
   if (n == 0) return;
   sg_job j = {.t = t, .index = index, .other = other, .dim = dim, .mode = mode};
-  pt_write_from_double(j.vbuf, t->dtype, value);
+  write_number(j.vbuf, t->dtype, value);
   j.len = nd ? index->shape[nd - 1] : 1;
   j.nrows = n / j.len;
   /* a src sharing t's storage keeps the serial order */
@@ -281,7 +338,7 @@ static pt_status gather_into_shape(pt_ctx *ctx, pt_tensor *g, int dim, pt_tensor
     pt_tensor_release(view);
     view = st ? NULL : v;
   }
-  if (!st) scatter_gather_loop(ctx, g, dim, index, view, 0, SC_GATHER);
+  if (!st) scatter_gather_loop(ctx, g, dim, index, view, NO_VALUE, SC_GATHER);
   pt_tensor_release(view);
   if (st) {
     pt_tensor_release(r);
@@ -297,7 +354,7 @@ static pt_status gather_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   pt_tensor *in = node->inputs[0], *z;
   pt_status st = pt_tensor_zeros(ctx, g->dtype, in->ndim, in->shape, &z);
   if (st) return st;
-  scatter_gather_loop(ctx, z, (int)node->ints[0], node->saved[0], g, 0, SC_ADD);
+  scatter_gather_loop(ctx, z, (int)node->ints[0], node->saved[0], g, NO_VALUE, SC_ADD);
   gin[0] = z;
   return PT_OK;
 }
@@ -307,7 +364,7 @@ pt_status pt_gather(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_ten
   if (st) return st;
   pt_tensor *r;
   if ((st = pt_tensor_empty(ctx, t->dtype, index->ndim, index->shape, &r))) return st;
-  scatter_gather_loop(ctx, t, dim, index, r, 0, SC_GATHER);
+  scatter_gather_loop(ctx, t, dim, index, r, NO_VALUE, SC_GATHER);
   pt_node *node;
   if ((st = pt_autograd_record(ctx, r, "GatherBackward", gather_backward, 1, &t, &node))) {
     pt_tensor_release(r);
@@ -335,7 +392,7 @@ static pt_status scatter_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_t
       gin[0] = pt_tensor_retain(g);
     } else {
       if ((st = pt_tensor_clone_raw(ctx, g, &gin[0]))) return st;
-      scatter_gather_loop(ctx, gin[0], dim, index, NULL, 0, SC_SET);
+      scatter_gather_loop(ctx, gin[0], dim, index, NULL, NO_VALUE, SC_SET);
     }
   }
   if (node->n_inputs > 1 && node->needs_grad[1])
@@ -344,7 +401,7 @@ static pt_status scatter_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_t
 }
 
 static pt_status scatter_out(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
-                             pt_tensor *index, pt_tensor *src, double value, sc_mode mode,
+                             pt_tensor *index, pt_tensor *src, pt_number value, sc_mode mode,
                              pt_tensor **out) {
   pt_status st = check_gather_shapes(ctx, fname, t, dim, index, src);
   if (st) return st;
@@ -371,17 +428,27 @@ static pt_status scatter_out(pt_ctx *ctx, const char *fname, pt_tensor *t, int d
 
 pt_status pt_scatter(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                      double value, pt_tensor **out) {
+  return scatter_out(ctx, "scatter", t, dim, index, src, pt_number_float(value), SC_SET, out);
+}
+
+pt_status pt_scatter_number(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
+                            pt_number value, pt_tensor **out) {
   return scatter_out(ctx, "scatter", t, dim, index, src, value, SC_SET, out);
 }
 
 pt_status pt_scatter_add(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                          pt_tensor **out) {
   if (!src) return pt_fail(ctx, PT_EARG, "scatter_add: src must be a tensor");
-  return scatter_out(ctx, "scatter_add", t, dim, index, src, 0, SC_ADD, out);
+  return scatter_out(ctx, "scatter_add", t, dim, index, src, NO_VALUE, SC_ADD, out);
 }
 
 pt_status pt_scatter_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                       double value) {
+  return pt_scatter_number_(ctx, t, dim, index, src, pt_number_float(value));
+}
+
+pt_status pt_scatter_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
+                             pt_number value) {
   pt_status st = pt_check_inplace(ctx, "scatter_", t, src);
   if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_", t, dim, index, src);
@@ -397,7 +464,7 @@ pt_status pt_scatter_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, 
   if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_add_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_add_", t, dim, index, src);
   if (st) return st;
-  scatter_gather_loop(ctx, t, dim, index, src, 0, SC_ADD);
+  scatter_gather_loop(ctx, t, dim, index, src, NO_VALUE, SC_ADD);
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
@@ -483,6 +550,12 @@ static void index_loop_general(pt_tensor *t, int dim, const pt_tensor *index, pt
           *(float *)tq += *(const float *)oq;
         else if (same && t->dtype == PT_FLOAT64)
           *(double *)tq += *(const double *)oq;
+        else if (same && t->dtype == PT_INT64) /* exact beyond 2^53, wrapping as PyTorch's */
+          *(uint64_t *)tq += *(const uint64_t *)oq;
+        else if (same && t->dtype == PT_INT32)
+          *(uint32_t *)tq += *(const uint32_t *)oq;
+        else if (same && t->dtype == PT_UINT8)
+          *(uint8_t *)tq += *(const uint8_t *)oq;
         else
           pt_write_from_double(tq, t->dtype,
                                pt_read_as_double(tq, t->dtype) + pt_read_as_double(oq, other->dtype));
@@ -713,9 +786,14 @@ pt_status pt_index_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt
 
 pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, pt_tensor *index,
                          double value) {
+  return pt_index_fill_number_(ctx, fname, t, dim, index, pt_number_float(value));
+}
+
+pt_status pt_index_fill_number_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
+                                pt_tensor *index, pt_number value) {
   if (!(ctx->grad_enabled && t->requires_grad && pt_dtype_is_floating(t->dtype))) {
     pt_status st = check_index_1d(ctx, fname, t, dim, index);
-    return st ? st : pt_index_copy_(ctx, t, dim, index, NULL, value);
+    return st ? st : pt_index_copy_number_(ctx, t, dim, index, NULL, value);
   }
   pt_status st = pt_inplace_check(ctx, fname, t);
   if (!st) st = check_index_1d(ctx, fname, t, dim, index);
@@ -727,13 +805,18 @@ pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, 
   bool *m = pt_tensor_data(mask);
   int64_t n = pt_tensor_numel(index);
   for (int64_t i = 0; i < n; i++) m[index_entry(index, i)] = true;
-  st = pt_masked_fill_(ctx, t, mask, value);
+  st = pt_masked_fill_number_(ctx, t, mask, value);
   pt_tensor_release(mask);
   return st;
 }
 
 pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                          double value) {
+  return pt_index_copy_number_(ctx, t, dim, index, src, pt_number_float(value));
+}
+
+pt_status pt_index_copy_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index,
+                                pt_tensor *src, pt_number value) {
   pt_status st = pt_check_inplace(ctx, "index_copy_", t, src);
   if (!st) st = pt_check_no_internal_overlap(ctx, "index_copy_", t);
   if (!st) st = check_index_1d(ctx, "index_copy_", t, dim, index);
@@ -756,7 +839,8 @@ pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, p
     if ((st = pt_expand_raw(ctx, src, t->ndim, shape, &s))) return st;
   } else {
     pt_tensor *v;
-    if ((st = pt_tensor_scalar(ctx, t->dtype, value, &v))) return st;
+    if ((st = pt_tensor_scalar(ctx, t->dtype, value.d, &v))) return st;
+    write_number(pt_tensor_data(v), t->dtype, value);
     st = pt_expand_raw(ctx, v, t->ndim, shape, &s);
     pt_tensor_release(v);
     if (st) return st;
@@ -843,6 +927,11 @@ pt_status pt_masked_select(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor
 
 pt_status pt_masked_assign_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,
                             pt_tensor *src, double value) {
+  return pt_masked_assign_number_(ctx, fname, t, mask, src, pt_number_float(value));
+}
+
+pt_status pt_masked_assign_number_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,
+                                   pt_tensor *src, pt_number value) {
   pt_status st = pt_check_inplace(ctx, fname, t, src);
   if (!st) st = check_mask(ctx, fname, mask);
   if (st) return st;
@@ -861,7 +950,7 @@ pt_status pt_masked_assign_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_ten
   pt_iter it;
   bool sequential = false;
   if (src && pt_tensor_numel(src) == 1) {
-    value = pt_tensor_get_flat(src, 0);
+    value = pt_tensor_get_flat_number(src, 0);
   } else if (src) {
     int64_t count = 0;
     pt_iter_init(&it, t->ndim, t->shape, 2, strides);
@@ -873,15 +962,15 @@ pt_status pt_masked_assign_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_ten
   }
   char *tp = pt_tensor_data(t);
   size_t es = pt_dtype_size(t->dtype);
-  char vbuf[8];
-  pt_write_from_double(vbuf, t->dtype, value);
+  _Alignas(8) char vbuf[8];
+  write_number(vbuf, t->dtype, value);
   int64_t k = 0;
   pt_iter_init(&it, t->ndim, t->shape, 2, strides);
   while (pt_iter_next(&it)) {
     if (!mp[it.offset[1]]) continue;
     char *p = tp + it.offset[0] * (int64_t)es;
     if (sequential)
-      pt_write_from_double(p, t->dtype, pt_tensor_get_flat(src, k++));
+      write_number(p, t->dtype, pt_tensor_get_flat_number(src, k++));
     else
       memcpy(p, vbuf, es);
   }

@@ -9,6 +9,7 @@
 #define PT_OPS_INDEX_H
 
 #include "autograd.h"
+#include "ops_elementwise.h" /* pt_number */
 
 /* out[...i_dim...] = t[...index[i]...]; index is 1-D (or 0-d: then the dim is kept with size 1) */
 pt_status pt_index_select(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor **out);
@@ -42,6 +43,27 @@ pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, 
  * has true entries and they are written in order (masked_scatter). fname names the caller. */
 pt_status pt_masked_assign_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,
                             pt_tensor *src, double value);
+
+/* The same with the value as Lua gives it (pt_number): a Lua integer goes into an int64 tensor
+ * exactly beyond 2^53 (into int32 / uint8 as its low bits, into float32 rounded once), as
+ * PyTorch's integer scalars; the double forms above take it through a double (2^53 + 1 became
+ * 2^53). Values are not range-checked here (the bindings check them: lpt_check_value). A
+ * one-element int64 src is exact too, and so are the values of an int64 src written in order. */
+pt_status pt_scatter_number(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
+                            pt_number value, pt_tensor **out);
+pt_status pt_scatter_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
+                             pt_number value);
+pt_status pt_index_copy_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index,
+                                pt_tensor *src, pt_number value);
+pt_status pt_index_fill_number_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
+                                pt_tensor *index, pt_number value);
+pt_status pt_masked_assign_number_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,
+                                   pt_tensor *src, pt_number value);
+/* Every element of t (any strides) set to value, without autograd (pt_tensor_fill with the
+ * number rules above; bumps t's version as it does). For slice assignment, t[{...}] = value. */
+pt_status pt_fill_number_raw(pt_ctx *ctx, pt_tensor *t, pt_number value);
+/* Element i (flat, row-major over any strides) of t as a number: an int64 element exact. */
+pt_number pt_tensor_get_flat_number(const pt_tensor *t, int64_t i);
 
 /* Refuse an in-place write that autograd cannot follow; fname names the caller. */
 pt_status pt_check_inplace(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *src);

@@ -1,5 +1,6 @@
 -- Integer exactness and ranges: int64 arithmetic with Lua integers beyond 2^53, the scalars of
--- clamp / where / masked_fill checked against the tensor's dtype, and an explicit trailing nil
+-- clamp / where / masked_fill checked against the tensor's dtype, every path that writes a number
+-- into a tensor (assignment, index_fill_, scatter), and an explicit trailing nil
 -- meaning the same as an omitted argument. Every expected value is from PyTorch 1.13.
 local pt = require "partrain"
 
@@ -235,6 +236,138 @@ describe("where and masked_fill with numbers", function()
   end)
 end)
 
+describe("writing numbers into tensors: a Lua integer goes into int64 exactly", function()
+  local function t23() return pt.tensor({{1, 2, 3}, {4, 5, 6}}, I64) end
+  local function mask() return pt.tensor({{true, false, true}, {false, true, false}}) end
+  local function pos(...) return pt.tensor({...}, I64) end
+  local X = (1 << 60) + (1 << 36) + 1 -- float32 rounds it once to 2^60 + 2^37 (twice, via a double: 2^60)
+  local F = 2.0 ^ 60 + 2.0 ^ 37
+
+  it("t[mask] = v", function()
+    local t = t23()
+    t[mask()] = B + 1
+    assert.are.same({{9007199254740993, 2, 9007199254740993}, {4, 9007199254740993, 6}}, t:tolist())
+    t = t23()
+    t[mask():to("uint8")] = -(B + 3)
+    assert.are.same({{-9007199254740995, 2, -9007199254740995}, {4, -9007199254740995, 6}}, t:tolist())
+    all_integers(t:tolist())
+    -- int64 tensors as the value: in order, one element, 0-d
+    t = t23()
+    t[mask()] = pt.tensor({B + 1, B + 3, -B - 1}, I64)
+    assert.are.same({{9007199254740993, 2, 9007199254740995}, {4, -9007199254740993, 6}}, t:tolist())
+    t = t23()
+    t[mask()] = pt.tensor({B + 1}, I64)
+    assert.are.same({{9007199254740993, 2, 9007199254740993}, {4, 9007199254740993, 6}}, t:tolist())
+    t = t23()
+    t[mask()] = pt.tensor(B + 1, I64)
+    assert.are.same({{9007199254740993, 2, 9007199254740993}, {4, 9007199254740993, 6}}, t:tolist())
+  end)
+
+  it("t[positions] = v", function()
+    local t = t23()
+    t[pos(2)] = B + 1
+    assert.are.same({{1, 2, 3}, {9007199254740993, 9007199254740993, 9007199254740993}}, t:tolist())
+    t = t23()
+    t[pos(2)] = pt.tensor(B + 1, I64)
+    assert.are.same({{1, 2, 3}, {9007199254740993, 9007199254740993, 9007199254740993}}, t:tolist())
+    t = t23()
+    t[pos(2, 1)] = pt.tensor({{B + 1, B + 3, B + 5}, {-B - 1, 7, 1 << 62}}, I64)
+    assert.are.same({{-9007199254740993, 7, 4611686018427387904}, {9007199254740993, 9007199254740995, 9007199254740997}},
+                    t:tolist())
+  end)
+
+  it("t[{...}] = v on elements, slices, step ranges and '...'", function()
+    local t = t23()
+    t[{2, 3}] = B + 1
+    assert.are.same({{1, 2, 3}, {4, 5, 9007199254740993}}, t:tolist())
+    t = t23()
+    t[{{}, {2, 3}}] = B + 1
+    assert.are.same({{1, 9007199254740993, 9007199254740993}, {4, 9007199254740993, 9007199254740993}}, t:tolist())
+    t = t23()
+    t[{{}, {2, 3}}] = pt.tensor(B + 1, I64)
+    assert.are.same({{1, 9007199254740993, 9007199254740993}, {4, 9007199254740993, 9007199254740993}}, t:tolist())
+    t = t23()
+    t[{{}, {1, 3, 2}}] = -B - 1
+    assert.are.same({{-9007199254740993, 2, -9007199254740993}, {-9007199254740993, 5, -9007199254740993}}, t:tolist())
+    t = t23()
+    t[{"...", 3}] = (1 << 62) + 1
+    assert.are.same({{1, 2, 4611686018427387905}, {4, 5, 4611686018427387905}}, t:tolist())
+    t = t23()
+    t[2] = math.mininteger
+    assert.are.same({{1, 2, 3}, {math.mininteger, math.mininteger, math.mininteger}}, t:tolist())
+    all_integers(t:tolist())
+  end)
+
+  it("index_fill_, index_copy_", function()
+    local t = t23():index_fill_(2, pos(1, 3), B + 1)
+    assert.are.same({{9007199254740993, 2, 9007199254740993}, {9007199254740993, 5, 9007199254740993}}, t:tolist())
+    t = t23():index_fill_(1, pos(2), -(B + 1))
+    assert.are.same({{1, 2, 3}, {-9007199254740993, -9007199254740993, -9007199254740993}}, t:tolist())
+    assert.are.same({math.maxinteger, 2, math.maxinteger},
+                    pt.tensor({1, 2, 3}, I64):index_fill_(1, pos(1, 3), math.maxinteger):tolist())
+    t = t23():index_copy_(2, pos(3), pt.tensor({{B + 1}, {B + 3}}, I64))
+    assert.are.same({{1, 2, 9007199254740993}, {4, 5, 9007199254740995}}, t:tolist())
+  end)
+
+  it("scatter, scatter_ with a number", function()
+    local ix = pos(2, 1, 2):view(1, 3)
+    assert.are.same({{1, 9007199254740993, 3}, {9007199254740993, 5, 9007199254740993}},
+                    t23():scatter(1, ix, B + 1):tolist())
+    assert.are.same({{1, 9007199254740993, 3}, {9007199254740993, 5, 9007199254740993}},
+                    pt.scatter(t23(), 1, ix, B + 1):tolist())
+    local t = t23()
+    t:scatter_(1, ix, -(B + 1))
+    assert.are.same({{1, -9007199254740993, 3}, {-9007199254740993, 5, -9007199254740993}}, t:tolist())
+  end)
+
+  it("scatter_add, scatter_add_ and index_add_ add int64 exactly (wrapping, as PyTorch)", function()
+    local s = pt.tensor({{B + 1, B + 3, (1 << 62) + 1}, {B + 5, 1, -B - 1}}, I64)
+    assert.are.same({{1, 9007199254740997, 3}, {18014398509481994, 6, 4602678819172646918}},
+                    t23():scatter_add(1, pt.tensor({{2, 1, 2}, {2, 2, 2}}, I64), s):tolist())
+    local t = pt.tensor({{B + 1, 0, 0}, {0, 1 << 62, 1}}, I64)
+    t:scatter_add_(2, pt.tensor({{2, 2, 1}, {3, 3, 1}}, I64), s)
+    assert.are.same({{4620693217682128898, 18014398509481988, 0}, {-9007199254740993, 4611686018427387904, 9007199254740999}},
+                    t:tolist())
+    t = pt.tensor({{B + 1, 2, 3}, {4, 5, 6}}, I64)
+    t:index_add_(1, pos(1, 1), pt.tensor({{2, B, 1 << 62}, {1, B + 1, (1 << 62) + 3}}, I64))
+    assert.are.same({{9007199254740996, 18014398509481987, -9223372036854775802}, {4, 5, 6}}, t:tolist())
+    assert.are.same({9007199254740995, -9223372036854775804},
+                    pt.tensor({B + 1, 5}, I64):index_add_(1, pos(1, 2), pt.tensor({2, math.maxinteger}, I64)):tolist())
+    assert.are.same({{-2147483648, 7}, {3, 4}},
+                    pt.tensor({{1, 2}, {3, 4}}, I32):scatter_add(1, pos(1, 1):view(1, 2), pt.tensor({{(1 << 31) - 1, 5}}, I32)):tolist())
+  end)
+
+  it("float32 gets the integer rounded once, as PyTorch", function()
+    local z = function() return pt.zeros(2, 3) end
+    local t = z()
+    t[mask()] = X
+    assert.are.same({{F, 0, F}, {0, F, 0}}, t:tolist())
+    t = z()
+    t[{{}, {2, 3}}] = X
+    assert.are.same({{0, F, F}, {0, F, F}}, t:tolist())
+    assert.are.same({{0, F, 0}, {F, 0, F}}, z():scatter(1, pos(2, 1, 2):view(1, 3), X):tolist())
+    assert.are.same({{0, F, 0}, {0, F, 0}}, z():index_fill_(2, pos(2), X):tolist())
+    -- float64 rounds once either way; with autograd the mask fill is recorded (MaskedFillBackward)
+    local x = pt.zeros(2, 3, {dtype = "float64", requires_grad = true})
+    local y = x * 1
+    y[mask()] = B + 1
+    assert.are.same({{2.0 ^ 53, 0, 2.0 ^ 53}, {0, 2.0 ^ 53, 0}}, y:tolist())
+    y:sum():backward()
+    assert.are.same({{0, 1, 0}, {1, 0, 1}}, x.grad:tolist())
+  end)
+
+  it("values int32 cannot hold are still refused", function()
+    local i = pt.tensor({1, 2, 3}, I32)
+    assert_error("index: value 1099511627776 cannot be converted to int32 without overflow",
+                 function() i[pt.tensor({true, false, true})] = 1 << 40 end)
+    assert_error("scatter_: value 1099511627776 cannot be converted to int32 without overflow",
+                 function() return i:scatter_(1, pos(1), 1 << 40) end)
+    assert_error("index_fill_: value 1099511627776 cannot be converted to int32 without overflow",
+                 function() return i:index_fill_(1, pos(1), 1 << 40) end)
+    assert.are.same({1, 2, 3}, i:tolist())
+  end)
+end)
+
 describe("int64 reductions are exact beyond 2^53", function()
   local function m() return pt.tensor({{B + 1, (1 << 62) + 1, -B - 1}, {B + 3, -(1 << 62) - 5, 7}}, I64) end
 
@@ -333,6 +466,35 @@ describe("an explicit trailing nil means the same as an omitted argument", funct
     assert_error("norm: unexpected argument #5 (number)", function() return f():norm(2, 1, false, 5) end)
     assert_error("softmax: unexpected argument #3 (string)", function() return f():softmax(1, "float64") end)
     assert_error("log_softmax: unexpected argument #3 (number)", function() return pt.log_softmax(f(), 1, 2) end)
+  end)
+
+  it("shape and index bindings (diagonal, unfold, scatter, scatter_, index_add_)", function()
+    local ix = pt.tensor({{2, 1, 2}}, I64)
+    assert.are.same({1, 5}, f():diagonal(0, 1, 2, nil):tolist())
+    assert.are.same({1, 5}, pt.diagonal(f(), nil, nil, nil, nil):tolist())
+    assert.are.same({{{1, 2}, {2, 3}}, {{4, 5}, {5, 7}}}, f():unfold(2, 2, 1, nil):tolist())
+    assert.are.same({{1, 0, 3}, {0, 5, 0}}, f():scatter(1, ix, 0, nil):tolist())
+    assert.are.same({{1, 0, 3}, {0, 5, 0}}, pt.scatter(f(), 1, ix, 0, nil, nil):tolist())
+    assert.are.same({{1, 0, 3}, {0, 5, 0}}, f():scatter_(1, ix, pt.zeros(1, 3, {dtype = "float64"}), nil):tolist())
+    assert.are.same({{2, 3, 4}, {4, 5, 7}},
+                    f():index_add_(1, pt.tensor({1}, I64), pt.ones(1, 3, {dtype = "float64"}), nil):tolist())
+    -- something other than nil after the last argument is still refused, named by its position
+    assert_error("scatter: unexpected argument #5 (table)", function() return f():scatter(1, ix, 0, {reduce = "add"}) end)
+    assert_error("scatter: unexpected argument #6 (table)",
+                 function() return f():scatter(1, ix, 0, nil, {reduce = "add"}) end)
+    assert_error("diagonal: unexpected argument #6 (string)", function() return f():diagonal(0, 1, 2, nil, "x") end)
+    assert_error("sum: unexpected argument #5 (number)", function() return f():sum(1, false, nil, 3) end)
+  end)
+
+  it("every binding that refuses extra arguments (sort, topk, median)", function()
+    assert.are.same({{3, 2, 1}, {7, 5, 4}}, f():sort(2, true, nil):tolist())
+    local v, i = f():topk(2, 2, true, nil)
+    assert.are.same({{3, 2}, {7, 5}}, v:tolist())
+    assert.are.same({{3, 2}, {3, 2}}, i:tolist())
+    v, i = f():median(2, false, nil)
+    assert.are.same({2, 5}, v:tolist())
+    assert.are.same({2, 2}, i:tolist())
+    assert_error("median: unexpected argument #4 (number)", function() return f():median(2, false, 1) end)
   end)
 
   it("elementwise functions", function()
