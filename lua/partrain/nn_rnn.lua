@@ -1,6 +1,8 @@
 -- Recurrent layers and attention for partrain.nn, as PyTorch's: RNNCell, LSTMCell, GRUCell,
--- RNN, LSTM, GRU, MultiheadAttention, functional.scaled_dot_product_attention,
--- TransformerEncoderLayer and TransformerEncoder. Loaded by nn.lua at its end.
+-- RNN, LSTM, GRU (over padded or packed input), nn.utils.rnn (pad_sequence, pack_padded_sequence,
+-- pad_packed_sequence, pack_sequence, PackedSequence), MultiheadAttention,
+-- functional.scaled_dot_product_attention, TransformerEncoderLayer and TransformerEncoder. Loaded
+-- by nn.lua's lazy loader (nn._load_extras) on first use of a name nn does not have.
 --
 -- Everything is built over differentiable tensor ops (nn.linear, matmul, sigmoid, tanh,
 -- softmax, cat, stack, narrow, dropout, layer_norm), so autograd needs nothing of its own. The
@@ -280,6 +282,147 @@ doc(GRUCell, [[nn.GRUCell(input_size, hidden_size[, {bias=true, dtype="float32"}
   h' = (1-z)*n + z*h. weight_ih {3*hidden,input}, weight_hh {3*hidden,hidden}, bias_ih, bias_hh
   {3*hidden}; init U(-1/sqrt(hidden), 1/sqrt(hidden)). x {N,input} or {input}; h zeros when omitted.]])
 
+-- ------------------------------------------------------------------ PackedSequence
+
+-- nn.utils.rnn: a batch of sequences of different lengths packed time step by time step
+-- (PyTorch's layout): data {sum(lengths),*} holds time step 1 of every sequence that has one,
+-- then step 2, ...; batch_sizes {T} (int64) how many sequences are at each step, non-increasing;
+-- the sequences sorted by decreasing length, sorted_indices (1-based, int64) the original
+-- position of each sorted sequence and unsorted_indices its inverse (both nil when the input
+-- was sorted already, enforce_sorted=true).
+local rnn_utils = {}
+
+local PackedSequence = {__name = "PackedSequence"}
+PackedSequence.__index = PackedSequence
+rnn_utils.PackedSequence = PackedSequence
+
+local function is_packed(v)
+  local mt = type(v) == "table" and getmetatable(v)
+  return mt == PackedSequence or (type(mt) == "table" and rawget(mt, "__name") == "PackedSequence")
+end
+
+local function what_of(v)
+  if pt.is_tensor(v) then return "a tensor" end
+  return type(v)
+end
+
+-- "a tensor of dtype float32, shape {3}" for an index tensor of the wrong kind
+local function tensor_kind(v)
+  if not pt.is_tensor(v) then return type(v) end
+  return ("a tensor of dtype %s, shape %s"):format(v:dtype(), shape_str(v))
+end
+
+local function int64_tensor(list) return pt.tensor(list, {dtype = "int64"}) end
+
+-- the Lua integers of a 1-D int64 tensor
+local function int_list(t)
+  local out = t:tolist()
+  for i, v in ipairs(out) do out[i] = math.tointeger(v) end
+  return out
+end
+
+-- inverse of a 1-based permutation (a Lua list)
+local function invert(perm)
+  local inv = {}
+  for i, p in ipairs(perm) do inv[p] = i end
+  return inv
+end
+
+-- an index tensor (sorted_indices, unsorted_indices) of a PackedSequence: nil, or a permutation
+-- of 1..n as a 1-D int64 tensor; returns its Lua list
+local function check_permutation(name, what, t, n)
+  if t == nil then return nil end
+  if not pt.is_tensor(t) or t:dtype() ~= "int64" or t:dim() ~= 1 then
+    raise(("%s: %s must be a 1-D int64 tensor, got %s"):format(name, what, tensor_kind(t)))
+  end
+  local list, seen = int_list(t), {}
+  local ok = #list == n
+  for _, v in ipairs(list) do
+    if v < 1 or v > n or seen[v] then ok = false break end
+    seen[v] = true
+  end
+  if not ok then
+    raise(("%s: %s must be a permutation of 1..%d (the batch size batch_sizes[1]), got %s")
+      :format(name, what, n, dims_str(list)))
+  end
+  return list
+end
+
+local function new_packed(data, batch_sizes, sorted_indices, unsorted_indices)
+  return setmetatable({data = data, batch_sizes = batch_sizes, sorted_indices = sorted_indices,
+    unsorted_indices = unsorted_indices}, PackedSequence)
+end
+
+function PackedSequence.new(data, batch_sizes, sorted_indices, unsorted_indices)
+  local name = "PackedSequence"
+  check_tensor(name, "data", data)
+  if data:dim() < 1 then raise(name .. ": data must have at least 1 dimension {sum(lengths),...}, got shape {}") end
+  if not pt.is_tensor(batch_sizes) or batch_sizes:dtype() ~= "int64" or batch_sizes:dim() ~= 1
+      or batch_sizes:numel() == 0 then
+    raise(("%s: batch_sizes must be a non-empty 1-D int64 tensor, got %s"):format(name, tensor_kind(batch_sizes)))
+  end
+  local bs, total = int_list(batch_sizes), 0
+  for t, b in ipairs(bs) do
+    if b < 1 or (t > 1 and b > bs[t - 1]) then
+      raise(("%s: batch_sizes must be positive and non-increasing, got %s"):format(name, dims_str(bs)))
+    end
+    total = total + b
+  end
+  if data:size(1) ~= total then
+    raise(("%s: data has %d rows (shape %s), batch_sizes %s sum to %d"):format(name, data:size(1),
+      shape_str(data), dims_str(bs), total))
+  end
+  local sorted = check_permutation(name, "sorted_indices", sorted_indices, bs[1])
+  local unsorted = check_permutation(name, "unsorted_indices", unsorted_indices, bs[1])
+  if unsorted and sorted == nil then
+    raise(name .. ": unsorted_indices given without sorted_indices")
+  end
+  if sorted and unsorted == nil then unsorted_indices = int64_tensor(invert(sorted)) end
+  if sorted and unsorted then
+    for i, v in ipairs(sorted) do
+      if unsorted[v] ~= i then
+        raise(("%s: unsorted_indices %s is not the inverse of sorted_indices %s"):format(name, dims_str(unsorted),
+          dims_str(sorted)))
+      end
+    end
+  end
+  return new_packed(data, batch_sizes, sorted_indices, unsorted_indices)
+end
+setmetatable(PackedSequence, {__call = function(_, ...) return PackedSequence.new(...) end,
+  __tostring = function() return "class PackedSequence" end})
+
+function PackedSequence:to(...)
+  return new_packed(self.data:to(...), self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+end
+function PackedSequence:double() return self:to("float64") end
+function PackedSequence:float() return self:to("float32") end
+
+function PackedSequence:__tostring()
+  local function idx(t) return t and dims_str(int_list(t)) or "nil" end
+  return ("PackedSequence(data=%s %s, batch_sizes=%s, sorted_indices=%s, unsorted_indices=%s)")
+    :format(self.data:dtype(), shape_str(self.data), idx(self.batch_sizes), idx(self.sorted_indices),
+      idx(self.unsorted_indices))
+end
+
+doc(PackedSequence, [=[nn.utils.rnn.PackedSequence(data, batch_sizes[, sorted_indices[, unsorted_indices]]): PyTorch's PackedSequence
+  A batch of sequences of different lengths, packed time step by time step; what
+  nn.utils.rnn.pack_padded_sequence and pack_sequence return and nn.RNN, nn.LSTM and nn.GRU take and
+  return. Fields, as PyTorch's:
+    data              {sum(lengths),*}: time step 1 of every sequence, then step 2 of the sequences
+                      that have one, ... (the sequences sorted by decreasing length)
+    batch_sizes       {T} int64 (T the longest length): how many sequences have step t
+    sorted_indices    {N} int64, 1-BASED (PyTorch's are 0-based): the original batch position of each
+                      sorted sequence; nil when the input was sorted already (enforce_sorted=true)
+    unsorted_indices  its inverse permutation (computed when omitted); nil with sorted_indices
+  Build one with pack_padded_sequence or pack_sequence; the constructor checks the fields
+  (batch_sizes positive and non-increasing, summing to data's rows; the indices permutations).]=])
+doc(PackedSequence.new, "nn.utils.rnn.PackedSequence.new(data, batch_sizes[, sorted_indices[, unsorted_indices]]): the constructor\n"
+  .. "  (also nn.utils.rnn.PackedSequence(...)); see help(nn.utils.rnn.PackedSequence).")
+doc(PackedSequence.to, "packed:to(...) -> a PackedSequence whose data is packed.data:to(...) (a dtype such as \"float64\");\n"
+  .. "  batch_sizes and the indices are kept.")
+doc(PackedSequence.double, "packed:double() -> packed:to(\"float64\").")
+doc(PackedSequence.float, "packed:float() -> packed:to(\"float32\").")
+
 -- ------------------------------------------------------------------ RNN, LSTM, GRU
 
 local RNNBase = Module:extend("_RNNBase")
@@ -373,6 +516,13 @@ local function check_state(name, what, h, want, x)
   end
 end
 
+-- one time step of the layer's cell: x_proj the input's projection (x W_ih^T + b_ih)
+local function cell_step(mode, xt, h, c, w_hh, b_hh, hidden, w_hr)
+  if mode == "LSTM" then return step_lstm(xt, h, c, w_hh, b_hh, hidden, w_hr) end
+  if mode == "GRU" then return step_gru(xt, h, w_hh, b_hh, hidden) end
+  return step_rnn(xt, h, w_hh, b_hh, mode == "RNN_RELU")
+end
+
 -- one layer in one direction over x {L,N,in}; returns the outputs {L,N,H_out} and the last state
 function RNNBase:_run_direction(x, e, reverse, h, c)
   local p = self._parameters
@@ -383,25 +533,102 @@ function RNNBase:_run_direction(x, e, reverse, h, c)
   local outs = {}
   for s = 1, steps do
     local t = reverse and steps + 1 - s or s
-    local xt = proj:select(1, t)
-    if mode == "LSTM" then
-      h, c = step_lstm(xt, h, c, w_hh, b_hh, hidden, w_hr)
-    elseif mode == "GRU" then
-      h = step_gru(xt, h, w_hh, b_hh, hidden)
-    else
-      h = step_rnn(xt, h, w_hh, b_hh, mode == "RNN_RELU")
-    end
+    h, c = cell_step(mode, proj:select(1, t), h, c, w_hh, b_hh, hidden, w_hr)
     outs[t] = h
   end
   return pt.stack(outs, 1), h, c
 end
 
-function RNNBase:_forward(name, x, hx)
-  check_tensor(name, "input", x)
-  if x:dim() ~= 2 and x:dim() ~= 3 then
-    raise(("%s: expected input of 3 dimensions (%s) or 2 (unbatched {L,input_size}), got shape %s")
-      :format(name, self.batch_first and "{N,L,input_size}" or "{L,N,input_size}", shape_str(x)))
+-- one layer in one direction over packed data x {sum(lengths),in} with batch sizes bs (a Lua
+-- list; step t's rows start after off[t]), from the states h0, c0 {bs[1],*}; returns the output
+-- data {sum(lengths),H_out} and each sequence's state after its own last step (PyTorch's
+-- packed semantics: the forward direction stops a sequence at its length, the reverse one
+-- starts it there from its initial state)
+function RNNBase:_run_packed(x, e, reverse, h0, c0, bs, off)
+  local p = self._parameters
+  local mode, hidden = self.mode, self.hidden_size
+  local w_hh, b_hh, w_hr = p[e.w_hh], e.b_hh and p[e.b_hh], e.w_hr and p[e.w_hr]
+  local proj = nn.linear(x, p[e.w_ih], e.b_ih and p[e.b_ih])
+  local steps = #bs
+  local outs = {}
+  local h, c
+  if not reverse then
+    -- rows past a step's batch size are done: their states are put aside, last ones first
+    local done_h, done_c = {}, {}
+    local cur = bs[1]
+    h, c = h0, c0
+    for t = 1, steps do
+      local nb = bs[t]
+      if nb < cur then
+        table.insert(done_h, 1, h:narrow(1, nb + 1, cur - nb))
+        h = h:narrow(1, 1, nb)
+        if c then
+          table.insert(done_c, 1, c:narrow(1, nb + 1, cur - nb))
+          c = c:narrow(1, 1, nb)
+        end
+        cur = nb
+      end
+      h, c = cell_step(mode, proj:narrow(1, off[t] + 1, nb), h, c, w_hh, b_hh, hidden, w_hr)
+      outs[t] = h
+    end
+    if #done_h > 0 then
+      table.insert(done_h, 1, h)
+      h = pt.cat(done_h, 1)
+      if c then
+        table.insert(done_c, 1, c)
+        c = pt.cat(done_c, 1)
+      end
+    end
+  else
+    -- sequences join (from their initial state) at the step their length reaches
+    local cur = 0
+    for t = steps, 1, -1 do
+      local nb = bs[t]
+      if nb > cur then
+        local hn = h0:narrow(1, cur + 1, nb - cur)
+        h = h and pt.cat({h, hn}, 1) or hn
+        if c0 then
+          local cn = c0:narrow(1, cur + 1, nb - cur)
+          c = c and pt.cat({c, cn}, 1) or cn
+        end
+        cur = nb
+      end
+      h, c = cell_step(mode, proj:narrow(1, off[t] + 1, nb), h, c, w_hh, b_hh, hidden, w_hr)
+      outs[t] = h
+    end
   end
+  return steps > 1 and pt.cat(outs, 1) or outs[1], h, c
+end
+
+-- the initial states h0 (and c0 for an LSTM) from hx, checked: {D*num_layers,n,*} batched,
+-- {D*num_layers,*} unbatched (returned as {D*num_layers,1,*}); nil when hx is nil
+function RNNBase:_initial_state(name, hx, batched, n, x)
+  if hx == nil then return nil, nil end
+  local dirs = self.bidirectional and 2 or 1
+  local real_hidden = self.proj_size > 0 and self.proj_size or self.hidden_size
+  local nstates = self.num_layers * dirs
+  local is_lstm = self.mode == "LSTM"
+  local hx_h, hx_c = hx, nil
+  if is_lstm then
+    if type(hx) ~= "table" or pt.is_tensor(hx) or hx[1] == nil or hx[2] == nil then
+      raise(name .. ": the initial state must be a table {h0, c0} of two tensors (PyTorch's tuple (h0, c0)), got "
+        .. (pt.is_tensor(hx) and "a tensor" or type(hx)))
+    end
+    hx_h, hx_c = hx[1], hx[2]
+  end
+  local wh = batched and {nstates, n, real_hidden} or {nstates, real_hidden}
+  check_state(name, is_lstm and "h0" or "hx", hx_h, wh, x)
+  local h0, c0 = batched and hx_h or hx_h:unsqueeze(2), nil
+  if is_lstm then
+    local wc = batched and {nstates, n, self.hidden_size} or {nstates, self.hidden_size}
+    check_state(name, "c0", hx_c, wc, x)
+    c0 = batched and hx_c or hx_c:unsqueeze(2)
+  end
+  return h0, c0
+end
+
+-- input features, floating dtype, the parameters' dtype
+function RNNBase:_check_input_type(name, x)
   if not is_float(x) then
     raise(("%s: input must be a floating tensor, got dtype %s"):format(name, x:dtype()))
   end
@@ -410,6 +637,71 @@ function RNNBase:_forward(name, x, hx)
       :format(name, x:size(x:dim()), self.input_size, shape_str(x)))
   end
   check_dtype(name, "input", x, self._parameters[self._weight_names[1].w_ih])
+end
+
+-- the layers over a PackedSequence: returns a PackedSequence (same batch_sizes and indices) and
+-- the final states, their batch in the original order (PyTorch's permute_hidden)
+function RNNBase:_forward_packed(name, packed, hx)
+  local x = packed.data
+  if not pt.is_tensor(x) or x:dim() ~= 2 then
+    raise(("%s: a PackedSequence's data must be 2-D {sum(lengths),input_size}, got %s"):format(name,
+      pt.is_tensor(x) and "shape " .. shape_str(x) or type(x)))
+  end
+  self:_check_input_type(name, x)
+  local bs = int_list(packed.batch_sizes)
+  local off, total = {}, 0
+  for t, b in ipairs(bs) do off[t], total = total, total + b end
+  if total ~= x:size(1) then
+    raise(("%s: the PackedSequence's data has %d rows (shape %s), its batch_sizes %s sum to %d")
+      :format(name, x:size(1), shape_str(x), dims_str(bs), total))
+  end
+  local n = bs[1]
+  local sorted, unsorted = packed.sorted_indices, packed.unsorted_indices
+  local h0, c0 = self:_initial_state(name, hx, true, n, x)
+  if sorted then
+    if h0 then h0 = h0:index_select(2, sorted) end
+    if c0 then c0 = c0:index_select(2, sorted) end
+  end
+  local dirs = self.bidirectional and 2 or 1
+  local real_hidden = self.proj_size > 0 and self.proj_size or self.hidden_size
+  local is_lstm = self.mode == "LSTM"
+  local hs, cs = {}, {}
+  local layer_in = x
+  for layer = 1, self.num_layers do
+    local outs = {}
+    for dir = 1, dirs do
+      local k = (layer - 1) * dirs + dir
+      local h = h0 and h0:select(1, k) or pt.zeros(n, real_hidden, {dtype = x:dtype()})
+      local c
+      if is_lstm then c = c0 and c0:select(1, k) or pt.zeros(n, self.hidden_size, {dtype = x:dtype()}) end
+      outs[dir], hs[k], cs[k] = self:_run_packed(layer_in, self._weight_names[k], dir == 2, h, c, bs, off)
+    end
+    layer_in = dirs == 2 and pt.cat(outs, 2) or outs[1]
+    if self.dropout > 0 and self.training and layer < self.num_layers then
+      layer_in = nn.dropout(layer_in, self.dropout, true)
+    end
+  end
+  local h_n = pt.stack(hs, 1)
+  local c_n = is_lstm and pt.stack(cs, 1) or nil
+  if unsorted then
+    h_n = h_n:index_select(2, unsorted)
+    if c_n then c_n = c_n:index_select(2, unsorted) end
+  end
+  local output = new_packed(layer_in, packed.batch_sizes, sorted, unsorted)
+  if is_lstm then return output, {h_n, c_n} end
+  return output, h_n
+end
+
+function RNNBase:_forward(name, x, hx)
+  if is_packed(x) then return self:_forward_packed(name, x, hx) end
+  if not pt.is_tensor(x) then
+    raise(("%s: input must be a tensor or a PackedSequence, got %s"):format(name, type(x)))
+  end
+  if x:dim() ~= 2 and x:dim() ~= 3 then
+    raise(("%s: expected input of 3 dimensions (%s) or 2 (unbatched {L,input_size}), got shape %s")
+      :format(name, self.batch_first and "{N,L,input_size}" or "{L,N,input_size}", shape_str(x)))
+  end
+  self:_check_input_type(name, x)
   if x:size(x:dim() == 3 and not self.batch_first and 1 or x:dim() - 1) == 0 then
     raise(("%s: the input has no time steps (input shape %s)"):format(name, shape_str(x)))
   end
@@ -422,27 +714,8 @@ function RNNBase:_forward(name, x, hx)
   local n = x:size(2)
   local dirs = self.bidirectional and 2 or 1
   local real_hidden = self.proj_size > 0 and self.proj_size or self.hidden_size
-  local nstates = self.num_layers * dirs
-  local h0, c0
   local is_lstm = self.mode == "LSTM"
-  if hx ~= nil then
-    local hx_h, hx_c = hx, nil
-    if is_lstm then
-      if type(hx) ~= "table" or pt.is_tensor(hx) or hx[1] == nil or hx[2] == nil then
-        raise(name .. ": the initial state must be a table {h0, c0} of two tensors (PyTorch's tuple (h0, c0)), got "
-          .. (pt.is_tensor(hx) and "a tensor" or type(hx)))
-      end
-      hx_h, hx_c = hx[1], hx[2]
-    end
-    local wh = batched and {nstates, n, real_hidden} or {nstates, real_hidden}
-    check_state(name, is_lstm and "h0" or "hx", hx_h, wh, x)
-    h0 = batched and hx_h or hx_h:unsqueeze(2)
-    if is_lstm then
-      local wc = batched and {nstates, n, self.hidden_size} or {nstates, self.hidden_size}
-      check_state(name, "c0", hx_c, wc, x)
-      c0 = batched and hx_c or hx_c:unsqueeze(2)
-    end
-  end
+  local h0, c0 = self:_initial_state(name, hx, batched, n, x)
   local hs, cs = {}, {}
   local layer_in = x
   for layer = 1, self.num_layers do
@@ -500,6 +773,11 @@ doc(RNN, [[nn.RNN(input_size, hidden_size[, opts]): PyTorch's Elman RNN; rnn(x[,
     h_n     {D*num_layers,N,hidden_size}: the final state of each layer and direction, in the order
             layer 1 forward, layer 1 reverse, layer 2 forward, ...
   dropout: applied to the output of every layer but the last, in training mode only.
+  x may be a PackedSequence (nn.utils.rnn.pack_padded_sequence, pack_sequence): then output is
+  one too (its data {sum(lengths),D*hidden_size}, the same batch_sizes and indices; batch_first
+  plays no part), each sequence stops at its own length and h_n holds its state there (the
+  reverse direction starts there); h0 and h_n {D*num_layers,N,hidden_size} in the batch's
+  original order (PyTorch's: h0 is indexed by sorted_indices).
   Parameters as PyTorch's (so a PyTorch state_dict loads): weight_ih_l0 {hidden,input_size},
   weight_hh_l0 {hidden,hidden}, bias_ih_l0, bias_hh_l0 {hidden}; layers l0, l1, ... (0-based, as
   PyTorch names them); the reverse direction's end in _reverse. Init U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
@@ -526,6 +804,8 @@ doc(LSTM, [[nn.LSTM(input_size, hidden_size[, opts]): PyTorch's LSTM; lstm(x[, {
             H_out = proj_size if > 0, else hidden_size); without N when unbatched; zeros when omitted
     output  {L,N,D*H_out} (batch_first: {N,L,D*H_out}); h_n, c_n shaped as h0, c0
   dropout between layers in training mode only. proj_size > 0: h_t = (o*tanh(c_t)) W_hr^T.
+  x may be a PackedSequence: output is one too, {h_n, c_n} each sequence's state at its own last
+  step, as nn.RNN's (see help(nn.RNN)).
   Parameters as PyTorch's: weight_ih_l0 {4*hidden,input_size}, weight_hh_l0 {4*hidden,H_out},
   bias_ih_l0, bias_hh_l0 {4*hidden}, weight_hr_l0 {proj_size,hidden} (with proj_size), ..._reverse
   for the second direction; init U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
@@ -543,9 +823,281 @@ doc(GRU, [[nn.GRU(input_size, hidden_size[, opts]): PyTorch's GRU; gru(x[, h0]) 
     r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), z = sigmoid(W_iz x + b_iz + W_hz h + b_hz),
     n = tanh(W_in x + b_in + r*(W_hn h + b_hn)), h' = (1-z)*n + z*h
   gru(x[, h0]) -> output, h_n, shapes as nn.RNN's (see help(nn.RNN)): x {L,N,input_size} (batch_first
-  {N,L,input_size}, unbatched {L,input_size}), h0 and h_n {D*num_layers,N,hidden_size}.
+  {N,L,input_size}, unbatched {L,input_size}), h0 and h_n {D*num_layers,N,hidden_size}; x may be a
+  PackedSequence, output then one too (see help(nn.RNN)).
   Parameters as PyTorch's: weight_ih_l0 {3*hidden,input_size}, weight_hh_l0 {3*hidden,hidden},
   bias_ih_l0, bias_hh_l0 {3*hidden}, ..._reverse; init U(-1/sqrt(hidden), 1/sqrt(hidden)).]])
+
+-- ------------------------------------------------------------------ nn.utils.rnn
+
+-- lengths: a Lua list of integers or a 1-D integer tensor -> a Lua list
+local function lengths_list(name, lengths)
+  local list
+  if pt.is_tensor(lengths) then
+    local dt = lengths:dtype()
+    if (dt ~= "int64" and dt ~= "int32" and dt ~= "int16" and dt ~= "int8" and dt ~= "uint8") or lengths:dim() ~= 1 then
+      raise(("%s: lengths must be a list of integers or a 1-D int64 tensor, got %s"):format(name, tensor_kind(lengths)))
+    end
+    list = int_list(lengths)
+  elseif type(lengths) == "table" and getmetatable(lengths) == nil then
+    list = {}
+    for i, v in ipairs(lengths) do
+      if math.type(v) ~= "integer" then
+        raise(("%s: lengths[%d] must be an integer, got %s"):format(name, i,
+          type(v) == "number" and tostring(v) or type(v)))
+      end
+      list[i] = v
+    end
+  else
+    raise(("%s: lengths must be a list of integers or a 1-D int64 tensor, got %s"):format(name, what_of(lengths)))
+  end
+  return list
+end
+
+-- the order of a stable sort by decreasing length (ties keep their order, as torch.sort's)
+local function descending_order(lens)
+  local order = {}
+  for i = 1, #lens do order[i] = i end
+  table.sort(order, function(a, b)
+    if lens[a] ~= lens[b] then return lens[a] > lens[b] end
+    return a < b
+  end)
+  return order
+end
+
+local function pack_padded(name, input, lengths, batch_first, enforce_sorted)
+  check_tensor(name, "input", input)
+  if input:dim() < 2 then
+    raise(("%s: input must have at least 2 dimensions (%s), got shape %s"):format(name,
+      batch_first and "{N,T,*} with batch_first" or "{T,N,*}", shape_str(input)))
+  end
+  local lens = lengths_list(name, lengths)
+  local T, B = input:size(1), input:size(2)
+  if batch_first then T, B = B, T end
+  if B == 0 then raise(("%s: the batch has no sequences (input shape %s)"):format(name, shape_str(input))) end
+  if #lens ~= B then
+    raise(("%s: got %d lengths for a batch of %d sequences (input shape %s, batch_first=%s)")
+      :format(name, #lens, B, shape_str(input), tostring(batch_first)))
+  end
+  for i, l in ipairs(lens) do
+    if l < 1 then
+      raise(("%s: every length must be at least 1, got %d for sequence %d (lengths %s)")
+        :format(name, l, i, dims_str(lens)))
+    end
+    if l > T then
+      raise(("%s: length %d of sequence %d exceeds the input's %d time steps (input shape %s, batch_first=%s)")
+        :format(name, l, i, T, shape_str(input), tostring(batch_first)))
+    end
+  end
+  local order
+  if enforce_sorted then
+    for i = 2, #lens do
+      if lens[i] > lens[i - 1] then
+        raise(("%s: lengths %s are not sorted in decreasing order; pass enforce_sorted=false to sort them")
+          :format(name, dims_str(lens)))
+      end
+    end
+    order = {}
+    for i = 1, B do order[i] = i end
+  else
+    order = descending_order(lens)
+  end
+  local max_len = lens[order[1]]
+  -- rows of input viewed as {T*N,*} ({N*T,*} with batch_first), step by step
+  local idx, batch_sizes = {}, {}
+  for t = 1, max_len do
+    local nb = 0
+    for j = 1, B do
+      local b = order[j]
+      if lens[b] < t then break end
+      nb = j
+      idx[#idx + 1] = batch_first and (b - 1) * T + t or (t - 1) * B + b
+    end
+    batch_sizes[t] = nb
+  end
+  local rest = input:size()
+  table.remove(rest, 1)
+  rest[1] = T * B
+  local data = input:reshape(rest):index_select(1, int64_tensor(idx))
+  local sorted, unsorted
+  if not enforce_sorted then sorted, unsorted = int64_tensor(order), int64_tensor(invert(order)) end
+  return new_packed(data, int64_tensor(batch_sizes), sorted, unsorted)
+end
+
+local function pad_seqs(name, sequences, batch_first, padding_value)
+  if pt.is_tensor(sequences) then
+    if sequences:dim() < 1 then raise(name .. ": sequences must be a list of tensors, got a 0-d tensor") end
+    sequences = sequences:unbind(1)
+  end
+  if type(sequences) ~= "table" or getmetatable(sequences) ~= nil then
+    raise(("%s: sequences must be a list of tensors, got %s"):format(name, what_of(sequences)))
+  end
+  if #sequences == 0 then raise(name .. ": sequences must be a non-empty list of tensors, got an empty list") end
+  local first = sequences[1]
+  local T = 0
+  for i, s in ipairs(sequences) do
+    if not pt.is_tensor(s) then
+      raise(("%s: sequences[%d] must be a tensor, got %s"):format(name, i, type(s)))
+    end
+    if s:dim() < 1 then
+      raise(("%s: sequences[%d] must have at least 1 dimension {L,*}, got shape {}"):format(name, i))
+    end
+    local a, b = s:size(), first:size()
+    table.remove(a, 1)
+    table.remove(b, 1)
+    if s:dim() ~= first:dim() or dims_str(a) ~= dims_str(b) then
+      raise(("%s: sequences[%d] has shape %s, sequences[1] %s: all must be {L_i,*} with the same trailing dimensions")
+        :format(name, i, shape_str(s), shape_str(first)))
+    end
+    if s:dtype() ~= first:dtype() then
+      raise(("%s: sequences[%d] has dtype %s, sequences[1] %s"):format(name, i, s:dtype(), first:dtype()))
+    end
+    T = math.max(T, s:size(1))
+  end
+  local padded = {}
+  for i, s in ipairs(sequences) do
+    local L = s:size(1)
+    if L < T then
+      local shape = s:size()
+      shape[1] = T - L
+      local fill = pt.full(shape, padding_value, {dtype = s:dtype()})
+      s = L == 0 and fill or pt.cat({s, fill}, 1)
+    end
+    padded[i] = s
+  end
+  return pt.stack(padded, batch_first and 1 or 2)
+end
+
+local function check_packed(name, v)
+  if not is_packed(v) then
+    raise(("%s: sequence must be a PackedSequence (from nn.utils.rnn.pack_padded_sequence or pack_sequence), got %s")
+      :format(name, what_of(v)))
+  end
+end
+
+local function opt_boolean(name, opts, key, default)
+  local v = opts[key]
+  if v == nil then return default end
+  boolean(name, key, v)
+  return v
+end
+
+local function opt_padding(name, opts)
+  local v = opts.padding_value
+  if v == nil then return 0 end
+  if type(v) ~= "number" then
+    raise(("%s: padding_value must be a number, got %s"):format(name, what_of(v)))
+  end
+  return v
+end
+
+function rnn_utils.pad_sequence(sequences, opts)
+  local name = "pad_sequence"
+  opts = check_opts(name, opts, set_of {"batch_first", "padding_value"})
+  return pad_seqs(name, sequences, opt_boolean(name, opts, "batch_first", false), opt_padding(name, opts))
+end
+doc(rnn_utils.pad_sequence, [[nn.utils.rnn.pad_sequence(sequences[, {batch_first=false, padding_value=0}]) -> {T,N,*} tensor
+  PyTorch's: stacks a list of N tensors {L_i,*} (the same trailing dimensions and dtype), each
+  padded with padding_value to the longest length T: {T,N,*}, or {N,T,*} with batch_first.
+  A tensor is taken as the list of its slices along dim 1. Differentiable in every sequence.]])
+
+function rnn_utils.pack_padded_sequence(input, lengths, opts)
+  local name = "pack_padded_sequence"
+  opts = check_opts(name, opts, set_of {"batch_first", "enforce_sorted"})
+  return pack_padded(name, input, lengths, opt_boolean(name, opts, "batch_first", false),
+    opt_boolean(name, opts, "enforce_sorted", true))
+end
+doc(rnn_utils.pack_padded_sequence, [[nn.utils.rnn.pack_padded_sequence(input, lengths[, {batch_first=false, enforce_sorted=true}]) -> PackedSequence
+  PyTorch's: packs a padded batch input {T,N,*} ({N,T,*} with batch_first) whose sequence i has
+  lengths[i] steps (1 <= lengths[i] <= T; a Lua list or a 1-D int64 tensor) into a PackedSequence
+  for nn.RNN, nn.LSTM and nn.GRU (see help(nn.utils.rnn.PackedSequence)). enforce_sorted=true wants
+  the lengths in decreasing order and leaves sorted_indices nil; enforce_sorted=false sorts them
+  (stable, as torch.sort) and records the permutation. Differentiable in input; the padding gets
+  no gradient.]])
+
+function rnn_utils.pad_packed_sequence(sequence, opts)
+  local name = "pad_packed_sequence"
+  opts = check_opts(name, opts, set_of {"batch_first", "padding_value", "total_length"})
+  check_packed(name, sequence)
+  local batch_first = opt_boolean(name, opts, "batch_first", false)
+  local padding_value = opt_padding(name, opts)
+  local bs = int_list(sequence.batch_sizes)
+  local T, B = #bs, bs[1]
+  local total_length = opts.total_length
+  if total_length ~= nil then
+    if math.type(total_length) ~= "integer" then
+      raise(("%s: total_length must be an integer, got %s"):format(name,
+        type(total_length) == "number" and tostring(total_length) or what_of(total_length)))
+    end
+    if total_length < T then
+      raise(("%s: total_length %d is less than the longest sequence's length %d"):format(name, total_length, T))
+    end
+  else
+    total_length = T
+  end
+  local data = sequence.data
+  local off, total = {}, 0
+  for t, b in ipairs(bs) do off[t], total = total, total + b end
+  local lens = {} -- of the sorted sequences
+  for j = 1, B do lens[j] = 0 end
+  for t, b in ipairs(bs) do
+    for j = 1, b do lens[j] = t end
+  end
+  local pos = sequence.unsorted_indices and int_list(sequence.unsorted_indices) -- original -> sorted
+  local rest = data:size()
+  rest[1] = 1
+  local src = pt.cat({data, pt.full(rest, padding_value, {dtype = data:dtype()})}, 1)
+  local pad_row = total + 1
+  local idx, lengths = {}, {}
+  local function at(t, b)
+    local j = pos and pos[b] or b
+    idx[#idx + 1] = t <= lens[j] and off[t] + j or pad_row
+  end
+  if batch_first then
+    for b = 1, B do for t = 1, total_length do at(t, b) end end
+  else
+    for t = 1, total_length do for b = 1, B do at(t, b) end end
+  end
+  for b = 1, B do lengths[b] = lens[pos and pos[b] or b] end
+  local shape = data:size()
+  table.remove(shape, 1)
+  table.insert(shape, 1, batch_first and total_length or B)
+  table.insert(shape, 1, batch_first and B or total_length)
+  return src:index_select(1, int64_tensor(idx)):reshape(shape), int64_tensor(lengths)
+end
+doc(rnn_utils.pad_packed_sequence, [[nn.utils.rnn.pad_packed_sequence(sequence[, {batch_first=false, padding_value=0, total_length=}]) -> padded, lengths
+  PyTorch's inverse of pack_padded_sequence: padded {T,N,*} ({N,T,*} with batch_first), the batch
+  back in its original order (unsorted_indices), the steps past a sequence's length filled with
+  padding_value; T = the longest length, or total_length (at least that). lengths: {N} int64, each
+  sequence's length in the original order. Differentiable in sequence.data.]])
+
+function rnn_utils.pack_sequence(sequences, opts)
+  local name = "pack_sequence"
+  opts = check_opts(name, opts, set_of {"enforce_sorted"})
+  local enforce_sorted = opt_boolean(name, opts, "enforce_sorted", true)
+  local padded = pad_seqs(name, sequences, false, 0)
+  local lens = {}
+  for i = 1, padded:size(2) do lens[i] = pt.is_tensor(sequences) and sequences:size(2) or sequences[i]:size(1) end
+  return pack_padded(name, padded, lens, false, enforce_sorted)
+end
+doc(rnn_utils.pack_sequence, [[nn.utils.rnn.pack_sequence(sequences[, {enforce_sorted=true}]) -> PackedSequence
+  PyTorch's: packs a list of tensors {L_i,*} (lengths L_i >= 1; the same trailing dimensions) as
+  pack_padded_sequence(pad_sequence(sequences), lengths, {enforce_sorted=}) does. enforce_sorted=true
+  wants them by decreasing length. Differentiable in every sequence.]])
+
+local utils = rawget(nn, "utils")
+if utils == nil then
+  utils = {}
+  nn.utils = utils
+  doc(utils, "nn.utils: PyTorch's torch.nn.utils; rnn (pad_sequence, pack_padded_sequence, pad_packed_sequence,\n"
+    .. "  pack_sequence, PackedSequence) lives here.")
+end
+utils.rnn = rnn_utils
+doc(rnn_utils, [[nn.utils.rnn: PyTorch's torch.nn.utils.rnn: batches of sequences of different lengths
+  pad_sequence(list) pads them to one tensor; pack_padded_sequence(padded, lengths) or
+  pack_sequence(list) packs them into a PackedSequence that nn.RNN, nn.LSTM and nn.GRU run over
+  (each sequence stops at its own length; h_n holds each sequence's last step);
+  pad_packed_sequence(packed) turns a PackedSequence back into a padded tensor and lengths.]])
 
 -- ------------------------------------------------------------------ attention
 
