@@ -324,7 +324,9 @@ local DataHandler = {}
 DataHandler.__index = DataHandler
 DataHandler.__name = "DataHandler"
 
-local defaults = {batch = 128, shuffle = false, seed = 42, drop_last = false}
+local defaults = {batch = 128, shuffle = false, seed = 42, drop_last = false, workers = 0}
+local MAX_WORKERS = 256 -- pt._Pool's limit
+local PENDING_PER_WORKER = 4 -- a pool blocks submit beyond 4 outstanding tasks per worker
 
 -- option -> nil when the value is fine, else what it must be
 local handler_options = {
@@ -337,6 +339,10 @@ local handler_options = {
     if type(v) ~= "boolean" and type(v) ~= "string" then return "true, false or a description string" end
   end,
   log = function(v) if type(v) ~= "string" then return "a path string" end end,
+  workers = function(v)
+    if math.type(v) ~= "integer" or v < 0 or v > MAX_WORKERS then return "an integer from 0 to " .. MAX_WORKERS end
+  end,
+  prefetch = function(v) if math.type(v) ~= "integer" or v < 1 then return "a positive integer" end end,
 }
 
 local function value_str(v)
@@ -363,20 +369,44 @@ end
 
 --- data.DataHandler(dataset[, {batch = 128, shuffle = false, seed = 42, drop_last = false,
 --                               transform = fn(x, y) -> x, y, progress = nil|true|false|"desc",
---                               log = "metrics.jsonl"}])
+--                               log = "metrics.jsonl", workers = 0, prefetch = 2 * workers}])
 -- handler:batches() iterates over one epoch of batches; every call reshuffles (seed, epoch).
 -- Unknown options and values of the wrong type are errors.
+--
+-- workers = n > 0 (PyTorch's DataLoader(num_workers = n)): each batch is read (dataset:get),
+-- collated and transformed on one of n worker threads of the loader's own pool (pt._Pool, each
+-- worker a Lua state of its own), up to prefetch batches in flight ahead of the consumer, and
+-- delivered in order. The batches are exactly those of workers = 0 (see "Randomness" below);
+-- their tensors come back by reference, never copied. The dataset and the transform are sent
+-- to every worker once, when the loader is created (tensors by reference, Lua tables and
+-- closures copied: changes made to them afterwards, or by get() inside a worker, are not seen
+-- by the others, as with PyTorch's worker processes); a value that cannot be sent fails here,
+-- with the transfer's message naming it. The workers stop on loader:close(), when the loader
+-- is collected, or when the state closes.
+--
+-- Randomness: every batch is made (read, collated, transformed) with pt's generator seeded
+-- from (seed, epoch, batch number), on the worker as in the caller, and the caller's generator
+-- is put back afterwards; so random transforms (and pt.rand in get) give the same batches
+-- whatever workers is, every run, and the training loop's own draws (dropout, initialisation)
+-- do not depend on the loader. Lua's math.random is not seeded this way.
 function DataHandler:__tostring()
   local o = self.opts
   local parts = {"batch=" .. tostring(o.batch), "shuffle=" .. tostring(o.shuffle)}
   if o.shuffle and o.seed ~= defaults.seed then parts[#parts + 1] = "seed=" .. tostring(o.seed) end
   if o.drop_last then parts[#parts + 1] = "drop_last=true" end
   if o.transform then parts[#parts + 1] = "transform=<function>" end
+  if o.workers > 0 then
+    parts[#parts + 1] = "workers=" .. o.workers
+    if o.prefetch ~= 2 * o.workers then parts[#parts + 1] = "prefetch=" .. o.prefetch end
+    if self._closed then parts[#parts + 1] = "closed" end
+  end
   if self.epoch > 0 then parts[#parts + 1] = "epoch=" .. self.epoch end
   local ok, nb = pcall(self.len, self)
   parts[#parts + 1] = (ok and (nb .. (nb == 1 and " batch" or " batches")) or "batches") .. " of " .. dataset_str(self.dataset)
   return "DataHandler(" .. table.concat(parts, ", ") .. ")"
 end
+
+local start_workers -- below, with the rest of the parallel loading
 
 function data.DataHandler(ds, opts)
   check_dataset(ds, "DataHandler")
@@ -386,7 +416,21 @@ function data.DataHandler(ds, opts)
   local o = {}
   for k, v in pairs(defaults) do o[k] = v end
   for k, v in pairs(opts) do o[k] = v end
-  return setmetatable({dataset = ds, opts = o, batch = o.batch, epoch = 0}, DataHandler)
+  if o.workers == 0 then
+    if o.prefetch ~= nil then
+      error(("DataHandler: prefetch = %d needs workers > 0 (batches are read in the caller with workers = 0)"):format(
+        o.prefetch), 2)
+    end
+  else
+    o.prefetch = o.prefetch or 2 * o.workers
+    if o.prefetch > PENDING_PER_WORKER * o.workers then
+      error(("DataHandler: prefetch must be at most %d * workers (%d) with workers = %d, got %d"):format(
+        PENDING_PER_WORKER, PENDING_PER_WORKER * o.workers, o.workers, o.prefetch), 2)
+    end
+  end
+  local self = setmetatable({dataset = ds, opts = o, batch = o.batch, epoch = 0}, DataHandler)
+  if o.workers > 0 then start_workers(self) end
+  return self
 end
 
 --- handler:len() / #handler: the number of batches per epoch.
@@ -555,10 +599,13 @@ local function assemble(node, stacked)
   return out
 end
 
--- one batch from get(i): the list of values the iterator returns (see DataHandler:batches)
-local function collate_samples(ds, perm, first, count)
+-- one batch from get(i): the list of values the iterator returns (see DataHandler:batches);
+-- track (workers only) gets the dataset index being read in track.at, nil after each get
+local function collate_samples(ds, perm, first, count, track)
   local ref_idx = perm[first]
+  if track then track.at = ref_idx end
   local s1 = ds:get(ref_idx)
+  if track then track.at = nil end
   local leaves = {}
   local root = build(s1, ref_idx, "", leaves)
   local columns = {}
@@ -570,8 +617,13 @@ local function collate_samples(ds, perm, first, count)
     end
   end
   for k = 0, count - 1 do
-    local idx = k == 0 and ref_idx or perm[first + k]
-    local s = k == 0 and s1 or ds:get(idx)
+    local idx, s = ref_idx, s1
+    if k > 0 then
+      idx = perm[first + k]
+      if track then track.at = idx end
+      s = ds:get(idx)
+      if track then track.at = nil end
+    end
     if flat and type(s) == "table" then
       local width = #leaves
       if #s ~= width then diagnose(root, s, idx, ref_idx) end
@@ -593,12 +645,145 @@ local function collate_samples(ds, perm, first, count)
   return {assemble(root, stacked)}
 end
 
--- one batch: the list of values the iterator returns
-function DataHandler:_batch(perm, first, count)
-  local ds = self.dataset
+-- one batch: the list of values the iterator returns, or nil when the transform returned nil.
+-- The same function makes a batch in the caller (workers = 0) and on a worker; track (workers
+-- only): see collate_samples, and track.stage = "transform" while the transform runs.
+local function make_batch(ds, transform, perm, first, count, track)
   local cols = ds._collate and ds._collate(ds, perm, first, count)
-  if not cols then cols = collate_samples(ds, perm, first, count) end
+  if not cols then cols = collate_samples(ds, perm, first, count, track) end
+  if transform then
+    if track then track.stage = "transform" end
+    local rest = table.move(cols, 3, #cols, 1, {})
+    local x, y = transform(cols[1], cols[2], table.unpack(rest))
+    if x == nil then return nil end
+    cols[1], cols[2] = x, y
+  end
   return cols
+end
+
+local TRANSFORM_NIL = "DataHandler: the transform returned nil; it must return the batch (x, y, ...)"
+
+-- splitmix64's finaliser
+local function mix(h)
+  h = (h ~ (h >> 30)) * 0xbf58476d1ce4e5b9
+  h = (h ~ (h >> 27)) * 0x94d049bb133111eb
+  return h ~ (h >> 31)
+end
+
+-- the generator's seed for batch b of an epoch: every batch is made under its own seed, in the
+-- caller (workers = 0) as on a worker, so that random transforms give the same batches
+local function batch_seed(seed, epoch, b)
+  return mix(mix(mix(seed + 0x9e3779b97f4a7c15) + epoch) + b)
+end
+
+-- batch b made in the caller, under its seed; the caller's generator is put back afterwards
+-- (also when get or the transform fails: their errors go through untouched)
+local function serial_batch(ds, transform, perm, first, count, seed)
+  local saved = pt.get_rng_state()
+  local restore <close> = setmetatable({}, {__close = function() pt.set_rng_state(saved) end})
+  pt.manual_seed(seed)
+  return make_batch(ds, transform, perm, first, count)
+end
+
+-- Parallel loading (workers = n), worker side. Every worker of a loader's pool holds the
+-- loader's dataset and transform in _worker_loaders by key, reached through require (so they
+-- are found even if these functions ever reach a worker as copies rather than by name).
+data._worker_loaders = {}
+
+function data._worker_setup(key, ds, transform)
+  require("partrain.data")._worker_loaders[key] = {ds = ds, transform = transform}
+  return true
+end
+
+-- an error value as text (as lpt_error_text)
+local function error_text(e)
+  if type(e) == "string" or type(e) == "number" then return tostring(e) end
+  local mt = getmetatable(e)
+  if type(mt) == "table" and rawget(mt, "__tostring") then
+    local ok, str = pcall(tostring, e)
+    if ok and type(str) == "string" then return str end
+  end
+  return ("(error object is a %s value)"):format(type(e))
+end
+
+local function traceback_of(e) return {error_text(e), debug.traceback(nil, 2)} end
+
+-- one batch on a worker: true, values (nil when the transform returned nil), or false, message,
+-- traceback, the dataset index being read (nil outside get), "transform" (in the transform)
+function data._worker_batch(key, perm, first, count, seed)
+  local l = require("partrain.data")._worker_loaders[key]
+  if not l then error("DataHandler: this worker has no dataset", 0) end
+  pt.manual_seed(seed)
+  local track = {}
+  local ok, r = xpcall(make_batch, traceback_of, l.ds, l.transform, perm, first, count, track)
+  if ok then return true, r end
+  if type(r) ~= "table" then r = {error_text(r), ""} end -- memory errors skip the handler
+  return false, r[1], r[2], track.at, track.stage
+end
+
+-- caller side
+
+local fail = require("partrain.tensor")._fail -- an error at the user's line
+local SETUP_NAMES = {"the loader's key", "dataset", "transform"}
+local loader_count = 0
+
+-- forget everything in flight on the loader's pool, waiting for it (results nobody wants)
+local function par_drain(par)
+  par.ids, par.results, par.owner = {}, {}, nil
+  local pool = par.pool
+  while not pool:closed() and pool:pending() > 0 do pool:next() end
+end
+
+-- the loader's pool of workers, each holding the dataset and the transform; a value that
+-- cannot be sent fails with the transfer's message ("DataHandler: upvalue 'co' (thread) of
+-- field 'dataset.get' cannot be sent to a worker")
+start_workers = function(self)
+  local n = self.opts.workers
+  local made, pool = pcall(pt._Pool, n)
+  if not made then fail("DataHandler: cannot start %d workers: %s", n, error_text(pool)) end
+  loader_count = loader_count + 1
+  local par = {pool = pool, key = loader_count, ids = {}, results = {}, owner = nil}
+  local ok, err = pcall(function()
+    for w = 1, n do
+      local sent, e = pcall(pool.submit_as, pool, "DataHandler", SETUP_NAMES, w, data._worker_setup, par.key,
+        self.dataset, self.opts.transform)
+      if not sent then return error_text(e) end
+    end
+    local err
+    for _ = 1, n do
+      local _, wk, fine, msg, tb = pool:next()
+      if not fine and not err then
+        err = ("DataHandler: worker %d could not take the dataset: %s"):format(wk, error_text(msg))
+        if type(tb) == "string" and tb ~= "" then err = err .. "\n" .. tb end
+      end
+    end
+    return err
+  end)
+  if not ok or err then
+    pool:close()
+    fail(error_text(err))
+  end
+  self._par = par
+end
+
+-- "DataHandler: batch 3 failed on worker 2 reading sample 7: <message>" + the worker's traceback
+local function batch_failure(b, r)
+  local wk, task_ok = r[2], r[3]
+  local msg, tb, at, stage
+  if not task_ok then
+    msg, tb = r[4], r[5] -- the task itself failed (its result could not be sent back, ...)
+  else
+    msg, tb, at, stage = r[5], r[6], r[7], r[8]
+  end
+  local where = ""
+  if stage == "transform" then
+    where = " in the transform"
+  elseif at then
+    where = " reading sample " .. tostring(at)
+  end
+  local s = ("DataHandler: batch %d failed on worker %d%s: %s"):format(b, wk, where, error_text(msg))
+  if type(tb) == "string" and tb ~= "" then s = s .. "\n" .. tb end
+  return s
 end
 
 local function progress_setting(self, bopts)
@@ -618,30 +803,86 @@ local batches_options = {progress = handler_options.progress, log = handler_opti
 -- sample one batch tensor; a dict sample {x = ..., y = ...} (and an empty table) ONE table with
 -- the same keys, batched: `for b in loader:batches() do model(b.x) ... end`. The transform
 -- receives these values (a dict batch: the one table) and returns them.
+-- With workers, the iterator keeps prefetch batches in flight on the loader's workers. One
+-- iterator uses the workers at a time: another one (next_batch's, a new loop) taking them over
+-- waits for what is in flight and drops it; leaving a loop (break, an error) does the same. A
+-- failed batch raises its error (naming the batch, the sample being read and the worker, with
+-- the worker's traceback) and the next call goes on with the next batch, as with workers = 0.
 function DataHandler:batches(bopts)
   bopts = bopts or {}
   if type(bopts) ~= "table" then error("batches: options must be a table", 2) end
   check_options("batches", bopts, batches_options)
+  local par = self._par
+  if self.opts.workers > 0 and not par then
+    error("batches: the loader was closed (close() stopped its workers)", 2)
+  end
   local n = self.dataset:len()
   local nb = self:len()
   local B = self.opts.batch
   local transform = self.opts.transform
-  local perm, step, bar
+  local seed = self.opts.seed
+  local k = self.opts.prefetch
+  local perm, step, bar, epoch
+  local token = {} -- this iterator, as the user of the loader's workers
+  local submitted = 0 -- batches of this epoch sent to the workers
   -- while the loop runs, a first Ctrl-C waits for the current step (host/state.h)
   local soft = false
   local function soft_mode(on)
     if on ~= soft then soft = on; pt._soft_interrupt(on) end
   end
-  local closer = setmetatable({}, {__close = function() soft_mode(false) end})
+  local closer = setmetatable({}, {__close = function()
+    soft_mode(false)
+    if par and par.owner == token then pcall(par_drain, par) end
+  end})
   local function start()
     soft_mode(true)
     self.epoch = self.epoch + 1
-    perm = pt._data_permutation(n, self.opts.seed, self.epoch - 1, self.opts.shuffle)
+    epoch = self.epoch
+    perm = pt._data_permutation(n, seed, epoch - 1, self.opts.shuffle)
     step = 0
+    submitted = 0
     bar = progress.for_epoch(progress_setting(self, bopts), {
       total = nb, desc = "epoch " .. self.epoch, epoch = self.epoch,
       log = bopts.log or self.opts.log})
     self._bar = bar
+  end
+  -- sends the batches up to upto (at most the epoch's last) to the workers
+  local function top_up(upto)
+    if upto > nb then upto = nb end
+    while submitted < upto do
+      local b = submitted + 1
+      local first = (b - 1) * B + 1
+      local id = par.pool:submit(0, data._worker_batch, par.key, perm, first, math.min(B, n - first + 1),
+        batch_seed(seed, epoch, b))
+      submitted = b
+      par.ids[id] = b
+    end
+  end
+  -- the pool's answer for batch b: {id, worker, true, true, values} or a failure
+  local function take(b)
+    if par.owner ~= token then -- another iterator used the workers: drop its batches
+      par_drain(par)
+      par.owner = token
+      submitted = b - 1
+    end
+    top_up(b + k - 1)
+    local results = par.results
+    local r = results[b]
+    while r == nil do
+      local got = table.pack(par.pool:next())
+      local gb = par.ids[got[1]]
+      par.ids[got[1]] = nil
+      if gb then results[gb] = got end
+      r = results[b]
+    end
+    results[b] = nil
+    top_up(b + k) -- k batches in flight while the caller works on this one
+    return r
+  end
+  local function interrupted()
+    if bar then bar:close(true) end
+    self._bar = nil
+    soft_mode(false)
   end
   start()
   local finished = false
@@ -651,9 +892,7 @@ function DataHandler:batches(bopts)
       start()
     end
     if pt._data_interrupted() then
-      if bar then bar:close(true) end
-      self._bar = nil
-      soft_mode(false)
+      interrupted()
       error("interrupted", 2)
     end
     if step >= nb then
@@ -666,15 +905,25 @@ function DataHandler:batches(bopts)
     step = step + 1
     local first = (step - 1) * B + 1
     local count = math.min(B, n - first + 1)
-    local cols = self:_batch(perm, first, count)
-    if transform then
-      local rest = table.move(cols, 3, #cols, 1, {})
-      local x, y = transform(cols[1], cols[2], table.unpack(rest))
-      if x == nil then
-        error("DataHandler: the transform returned nil; it must return the batch (x, y, ...)", 2)
+    local cols
+    if par then
+      if self._par ~= par then fail("DataHandler: the loader was closed (close() stopped its workers)") end
+      local ok, r = pcall(take, step)
+      if not ok then -- interrupted (the pool dropped everything in flight) or closed
+        par.ids, par.results, par.owner = {}, {}, nil
+        step = step - 1
+        if r == "interrupted" then
+          interrupted()
+          error("interrupted", 2)
+        end
+        error(r, 0)
       end
-      cols[1], cols[2] = x, y
+      if not (r[3] and r[4]) then fail(batch_failure(step, r)) end
+      cols = r[5]
+    else
+      cols = serial_batch(self.dataset, transform, perm, first, count, batch_seed(seed, epoch, step))
     end
+    if cols == nil then error(TRANSFORM_NIL, 2) end
     if bar then bar:step(count) end
     return table.unpack(cols)
   end, nil, nil, closer
@@ -689,6 +938,18 @@ function DataHandler:next_batch()
   if r[1] == nil then error("next_batch: the dataset is empty", 2) end
   return table.unpack(r, 1, r.n)
 end
+
+--- handler:close(): stops the loader's workers (workers > 0; nothing to do otherwise). Also
+-- when the loader is collected, closed with <close>, or the state closes. Idempotent.
+function DataHandler:close()
+  local par = self._par
+  if not par then return end
+  self._par = nil
+  self._closed = true
+  par.ids, par.results, par.owner = {}, {}, nil
+  par.pool:close()
+end
+DataHandler.__close = DataHandler.close
 
 --- handler:report(loss) or handler:report{loss = v, ...}: values shown on the progress bar
 -- (running mean) and written to the metrics log. Cheap when there is no bar.
@@ -743,7 +1004,8 @@ function transforms.one_hot(num_classes)
 end
 
 --- transforms.random_flip([p = 0.5][, {shape = {C, H, W}}]): mirror each image left-right with
--- probability p (pt.manual_seed controls the draws).
+-- probability p (pt.manual_seed controls the draws; inside a DataHandler each batch is drawn with
+-- the generator seeded from the loader's seed, epoch and batch number, see DataHandler).
 function transforms.random_flip(p, opts)
   if type(p) == "table" then p, opts = p.p, p end
   p = p or 0.5
@@ -817,11 +1079,23 @@ if docs then
       .. "  #loader batches per epoch; loader:report(loss) shows it on the progress bar; loader:next_batch() wraps around;\n"
       .. "  loader:set_epoch(k) for resuming; loader:par_by_sample(model, n, fn) runs samples on n threads.\n"
       .. "  Samples from get(i) may be tensors, numbers, lists or dicts of them, nested (PyTorch's default_collate);\n"
-      .. "  a list sample gives x, y, ... per step, a dict sample one table: for b in loader:batches() do f(b.x, b.y) end.",
+      .. "  a list sample gives x, y, ... per step, a dict sample one table: for b in loader:batches() do f(b.x, b.y) end.\n"
+      .. "  workers=n (0: read in the caller) reads, collates and transforms each batch on one of n threads of the\n"
+      .. "  loader's own pool (PyTorch's num_workers), prefetch=k (default 2*n, at most 4*n) batches in flight ahead;\n"
+      .. "  the same batches in the same order as workers=0, tensors by reference. The dataset and transform are sent\n"
+      .. "  to the workers once, at creation (a value that cannot be sent is an error naming it); loader:close(),\n"
+      .. "  <close> or collection stops them. A worker's error names the batch, the sample read and the worker,\n"
+      .. "  with its traceback; the next call goes on with the next batch.\n"
+      .. "  Randomness: each batch is made with pt's generator seeded from (seed, epoch, batch number), in the caller\n"
+      .. "  as on a worker, and the caller's generator is put back: random transforms (and pt.rand in get) give the\n"
+      .. "  same batches whatever workers is, and the loop's own draws do not depend on the loader.",
     [DataHandler.batches] = "loader:batches([{progress=nil|true|false|\"desc\", log=path}]) -> iterator of x, y (one epoch);\n"
-      .. "  of one table per step for dict samples.",
+      .. "  of one table per step for dict samples. With workers, prefetch batches are made ahead on the workers;\n"
+      .. "  one iterator uses them at a time (another one, or leaving a loop, drops what is in flight).",
     [DataHandler.report] = "loader:report(loss | {name=value}) -> running means on the progress bar and in the metrics log.",
     [DataHandler.next_batch] = "loader:next_batch() -> x, y; wraps around to a new epoch after the last batch.",
+    [DataHandler.close] = "loader:close(): stops the loader's worker threads (workers=n); idempotent, also on <close> and\n"
+      .. "  collection. A closed loader with workers cannot iterate any more.",
     [DataHandler.set_epoch] = "loader:set_epoch(k): the next batches() call runs epoch k+1 (its shuffle).",
     [DataHandler.len] = "loader:len() -> batches per epoch (also #loader).",
     [DataHandler.par_by_sample] = "loader:par_by_sample(model, n, fn[, opts]) -> losses, model\n"
@@ -833,8 +1107,10 @@ if docs then
       .. "  data.DataHandler(ds, {transform = transforms.compose(transforms.random_flip(), transforms.normalize(m, s))})",
     [transforms.normalize] = "data.transforms.normalize(mean, std[, {shape={C,H,W}}]) -> (x-mean)/std per channel, in place.",
     [transforms.one_hot] = "data.transforms.one_hot(num_classes) -> y (1-based) becomes float32 {B, num_classes}.",
-    [transforms.random_flip] = "data.transforms.random_flip([p=0.5][, {shape={C,H,W}}]) -> mirror images left-right.",
-    [transforms.random_crop] = "data.transforms.random_crop(size[, padding=0][, {shape={C,H,W}}]) -> random size x size windows.",
+    [transforms.random_flip] = "data.transforms.random_flip([p=0.5][, {shape={C,H,W}}]) -> mirror images left-right.\n"
+      .. "  Draws from pt's generator; in a DataHandler, seeded per batch from (seed, epoch, batch number).",
+    [transforms.random_crop] = "data.transforms.random_crop(size[, padding=0][, {shape={C,H,W}}]) -> random size x size windows.\n"
+      .. "  Draws from pt's generator; in a DataHandler, seeded per batch from (seed, epoch, batch number).",
     [transforms.compose] = "data.transforms.compose(t1, t2, ...) -> one transform applying them in order.",
   }
   for f, text in pairs(D) do docs[f] = text end
