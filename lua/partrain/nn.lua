@@ -745,6 +745,8 @@ nn.functional = {
   one_hot = require("partrain.tensor").one_hot,
   pad = require("partrain.tensor").pad,
   interpolate = require("partrain.tensor").interpolate,
+  affine_grid = require("partrain.tensor").affine_grid,
+  grid_sample = require("partrain.tensor").grid_sample,
 }
 nn.F = nn.functional
 doc(nn.functional, "nn.functional (also nn.F): the functional forms (PyTorch's torch.nn.functional): F.relu(x), F.cross_entropy(z, y), ...\n"
