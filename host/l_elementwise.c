@@ -317,6 +317,7 @@ static pt_tensor *where_operand(lua_State *L, int idx, pt_dtype dt) {
   pt_number v = lua_isboolean(L, idx) ? pt_number_int(lua_toboolean(L, idx)) : number_at(L, idx);
   if (pt_tensor_scalar(lpt_ctx(L), dt, v.d, &t)) return NULL;
   if (dt == PT_INT64 && v.is_int) *(int64_t *)pt_tensor_data(t) = v.i; /* beyond 2^53 too */
+  if (dt == PT_FLOAT32 && v.is_int) *(float *)pt_tensor_data(t) = (float)v.i; /* rounded once */
   return t;
 }
 

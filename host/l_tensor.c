@@ -774,9 +774,12 @@ static int l_full(lua_State *L) {
   lpt_check_value(L, "full", dt, 2, v);
   pt_tensor *t;
   if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
-  if (dt == PT_INT64 && lua_isinteger(L, 2)) { /* every int64, not only those a double holds */
-    int64_t iv = (int64_t)lua_tointeger(L, 2), *p = pt_tensor_data(t);
-    for (int64_t i = 0, n = pt_tensor_numel(t); i < n; i++) p[i] = iv;
+  /* a Lua integer: every int64 exactly, float32 rounded once (as torch.full) */
+  if (lua_isinteger(L, 2) && (dt == PT_INT64 || dt == PT_FLOAT32)) {
+    if (pt_fill_number_(lpt_ctx(L), t, pt_number_int(lua_tointeger(L, 2)))) {
+      pt_tensor_release(t);
+      return lpt_error(L);
+    }
   } else {
     pt_tensor_fill(lpt_ctx(L), t, v);
   }

@@ -948,6 +948,8 @@ static void scalar_to_buf(void *buf, pt_dtype dt, pt_number n) {
   case PT_INT32: *(int32_t *)buf = (int32_t)(uint32_t)u; break;
   case PT_UINT8: *(uint8_t *)buf = (uint8_t)u; break;
   case PT_BOOL: *(uint8_t *)buf = n.is_int ? n.i != 0 : n.d != 0.0; break;
+  /* an integer rounds once to float32, as torch (through a double it could round twice) */
+  case PT_FLOAT32: *(float *)buf = n.is_int ? (float)n.i : (float)n.d; break;
   default: pt_write_from_double(buf, dt, n.d); break;
   }
 }
@@ -2360,10 +2362,10 @@ pt_status pt_fill_(pt_ctx *ctx, pt_tensor *self, double v) {
 }
 
 pt_status pt_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_number v) {
-  if (!(v.is_int && self->dtype == PT_INT64)) return pt_fill_(ctx, self, v.d);
+  if (!(v.is_int && (self->dtype == PT_INT64 || self->dtype == PT_FLOAT32))) return pt_fill_(ctx, self, v.d);
   pt_status st = pt_inplace_check(ctx, "fill_", self);
   if (st) return st;
-  fill_masked(self, NULL, v); /* exact beyond 2^53, where a double is not */
+  fill_masked(self, NULL, v); /* exact beyond 2^53 (int64) or rounded once (float32) */
   atomic_fetch_add(&self->storage->version, 1);
   return became_constant(ctx, "fill_", self);
 }

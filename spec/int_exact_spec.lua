@@ -509,3 +509,15 @@ describe("an explicit trailing nil means the same as an omitted argument", funct
     assert_error("exp: unexpected argument #2 (number)", function() return a:exp(2) end)
   end)
 end)
+
+describe("a Lua integer written into float32", function()
+  it("is rounded once, as torch.full / fill_ / masked_fill / where / t + n (not through a double)", function()
+    -- 2^60 + 2^36 + 1: to float32 directly 2^60 + 2^37; through a double first 2^60 + 2^36 -> 2^60
+    local v, e = (1 << 60) + (1 << 36) + 1, (1 << 60) + (1 << 37)
+    assert.are.equal(e, pt.full({1}, v)[1])
+    assert.are.equal(e, pt.zeros(1):fill_(v)[1])
+    assert.are.equal(e, pt.zeros(1):masked_fill(pt.tensor({true}), v)[1])
+    assert.are.equal(e, pt.where(pt.tensor({true}), v, pt.zeros(1))[1])
+    assert.are.equal(e, (pt.zeros(1) + v)[1])
+  end)
+end)
