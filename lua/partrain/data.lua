@@ -1074,7 +1074,8 @@ if docs then
     [DataHandler] = "data.DataHandler_class: the class of data.DataHandler(dataset, opts) loaders; help(data.DataHandler) for the options.\n"
       .. "  for x, y in loader:batches() do ... end; #loader batches per epoch; loader.dataset, loader.epoch.",
     [data.random_split] = "data.random_split(dataset, {n1, n2, ...}[, {seed=42}]) -> Subset, Subset, ... (sizes or fractions).",
-    [data.DataHandler] = "data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, progress=, log=}])\n"
+    [data.DataHandler] = "data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, progress=, log=,\n"
+      .. "  workers=0, prefetch=2*workers}])\n"
       .. "  for x, y in loader:batches() do ... end  -- one epoch; each call reshuffles (seed, epoch)\n"
       .. "  #loader batches per epoch; loader:report(loss) shows it on the progress bar; loader:next_batch() wraps around;\n"
       .. "  loader:set_epoch(k) for resuming; loader:par_by_sample(model, n, fn) runs samples on n threads.\n"
