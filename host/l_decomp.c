@@ -19,6 +19,7 @@
  * arguments beyond max_pos that are not it are an error, and so are unknown option names. */
 static int get_opts(lua_State *L, int min_pos, int max_pos, const char *fname, const char *const *names) {
   lpt_check_max_args(L, max_pos + 1, fname);
+  while (lua_gettop(L) > 0 && lua_isnil(L, lua_gettop(L))) lua_pop(L, 1); /* f(A, nil) is f(A) */
   int top = lua_gettop(L), opts = 0;
   if (top > min_pos && lua_type(L, top) == LUA_TTABLE && lua_rawlen(L, top) == 0) opts = top;
   if (!opts && top > max_pos)

@@ -479,7 +479,10 @@ static pt_status lu_det_batch(pt_ctx *ctx, const char *fname, const pt_tensor *A
       }
       for (int64_t i = 0; i < n; i++) {
         double u = lu[i * n + i];
-        if (piv[i] != i + 1) s = -s;
+        if (piv[i] != i + 1) {
+          s = -s;
+          p = -p;
+        }
         if (u < 0) s = -s;
         p *= u;
         l += log(fabs(u));
