@@ -3,8 +3,12 @@
 -- LogSigmoid, PReLU, Softmin), distances (CosineSimilarity, PairwiseDistance), losses (KLDivLoss,
 -- HuberLoss, MarginRankingLoss, CosineEmbeddingLoss, TripletMarginLoss, PoissonNLLLoss,
 -- GaussianNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss), shape layers
--- (Unflatten, PixelShuffle, PixelUnshuffle) and their nn.functional forms. Loaded by nn.lua at its
--- end.
+-- (Unflatten, PixelShuffle, PixelUnshuffle), padding layers (ZeroPad2d, ConstantPad1d/2d/3d,
+-- ReflectionPad1d/2d/3d, ReplicationPad1d/2d/3d), Bilinear, EmbeddingBag, ParameterList,
+-- ParameterDict, LocalResponseNorm, Softmax2d, ChannelShuffle, AlphaDropout, FeatureAlphaDropout,
+-- Unfold and Fold, their nn.functional forms, and nn.utils (parameters_to_vector,
+-- vector_to_parameters, clip_grad_norm_, clip_grad_value_, weight_norm, spectral_norm). Loaded by
+-- nn.lua on the first use of a name it does not have.
 --
 -- Everything is composed of the differentiable tensor ops, so autograd comes for free; the
 -- formulas are PyTorch 1.13's (including its thresholds, constants and 0*log(0) = 0). Settings are
@@ -992,6 +996,1144 @@ define {
   The inverse of nn.PixelShuffle.]==],
   fdoc = "F.pixel_unshuffle(x, downscale_factor) -> {*, C, H*r, W*r} rearranged to {*, C*r*r, H, W}.",
 }
+
+-- ------------------------------------------------------------------ padding layers
+
+local function as_int(v)
+  if math.type(v) == "integer" then return v end
+  if type(v) == "number" then return math.tointeger(v) end
+  return nil
+end
+
+-- a setting as the error messages show it: 1.5, 'x', {1, 2}, table, tensor
+local function arg_repr(v)
+  if type(v) == "number" or type(v) == "string" then return value_repr(v) end
+  if type(v) == "table" and not pt.is_tensor(v) and getmetatable(v) == nil then
+    local s = {}
+    for i = 1, #v do s[i] = type(v[i]) == "number" and num_repr(v[i]) or type_of(v[i]) end
+    return "{" .. table.concat(s, ", ") .. "}"
+  end
+  return type_of(v)
+end
+
+local function ints_repr(t) return "{" .. table.concat(t, ", ") .. "}" end
+
+local function size_arg(name, k, v)
+  local i = as_int(v)
+  if not i or i < 0 then
+    fail("%s: %s must be a non-negative integer, got %s", name, k, arg_repr(v))
+  end
+  return i
+end
+
+local function int_arg(name, k, v)
+  local i = as_int(v)
+  if not i then fail("%s: %s must be an integer, got %s", name, k, arg_repr(v)) end
+  return i
+end
+
+-- torch's padding argument: one integer for every side, or a list of n integers (last dimension
+-- first: {left, right[, top, bottom[, front, back]]}); negative sizes crop (constant padding)
+local function padding_arg(n)
+  return function(name, k, v)
+    local i = as_int(v)
+    local out = {}
+    if i then
+      for j = 1, n do out[j] = i end
+      return out
+    end
+    if type(v) == "table" and not pt.is_tensor(v) and #v == n then
+      for j = 1, n do out[j] = as_int(v[j]) end
+      if #out == n then return out end
+    end
+    fail("%s: %s must be an integer or a list of %d integers, got %s", name, k, n, arg_repr(v))
+  end
+end
+
+local function one_input(fwd, ...)
+  if select("#", ...) > 0 then fail("%s: expected 1 input, got %d", fwd, 1 + select("#", ...)) end
+end
+
+-- nn.<Kind>Pad<nd>d: F.pad with the module's padding; reflect/replicate take (nd+1)-D or (nd+2)-D
+-- inputs, constant padding any input of at least nd dims (as torch)
+local function pad_layer(cls_name, nd, mode, with_value)
+  local cls = Module:extend(cls_name)
+  nn[cls_name] = cls
+  local specs = {{"padding", padding_arg(2 * nd), REQUIRED}}
+  if with_value then specs[2] = {"value", number, REQUIRED} end
+  function cls:__init(...)
+    local s = parse(cls_name, specs, ...)
+    self.padding = s.padding
+    if mode == "constant" then self.value = with_value and s.value or 0.0 end
+  end
+  local fwd = cls_name .. ":forward"
+  function cls:forward(x, ...)
+    one_input(fwd, ...)
+    if not pt.is_tensor(x) then fail("%s: input must be a tensor, got %s", fwd, type_of(x)) end
+    local d = x:dim()
+    if mode == "constant" then
+      if d < nd then
+        fail("%s: input must have at least %d dimension%s, got shape %s", fwd, nd, nd > 1 and "s" or "",
+          shape_str(x))
+      end
+    elseif d ~= nd + 1 and d ~= nd + 2 then
+      fail("%s: input must be %d-D or %d-D, got shape %s", fwd, nd + 1, nd + 2, shape_str(x))
+    end
+    return F.pad(x, self.padding, mode, self.value)
+  end
+  if with_value then
+    function cls:extra_repr() return "padding=" .. ints_repr(self.padding) .. ", value=" .. num_repr(self.value) end
+  else
+    function cls:extra_repr() return ints_repr(self.padding) end
+  end
+  local sides = ({"{left, right}", "{left, right, top, bottom}", "{left, right, top, bottom, front, back}"})[nd]
+  local dims = mode == "constant" and string.format("any input of at least %d dim%s", nd, nd > 1 and "s" or "")
+    or string.format("inputs {C,...} or {N,C,...} (%d-D or %d-D)", nd + 1, nd + 2)
+  local what = ({
+    constant = with_value and "fills with value" or "fills with zeros",
+    reflect = "mirrors the input at its edges without repeating the edge (each size below the dim's size)",
+    replicate = "repeats the edge values",
+  })[mode]
+  doc(cls, string.format([==[nn.%s(padding%s): pads the last %d dim%s; %s.
+  padding is one integer for every side or a list %s (the last dimension first, as F.pad);
+  %s. Also nn.%s({padding=%s}). PyTorch's nn.%s.]==], cls_name, with_value and ", value" or "", nd,
+    nd > 1 and "s" or "", what, sides, dims, cls_name, with_value and ", value=" or "", cls_name))
+  return cls
+end
+
+pad_layer("ZeroPad2d", 2, "constant", false)
+for nd = 1, 3 do
+  pad_layer("ConstantPad" .. nd .. "d", nd, "constant", true)
+  pad_layer("ReflectionPad" .. nd .. "d", nd, "reflect", false)
+  pad_layer("ReplicationPad" .. nd .. "d", nd, "replicate", false)
+end
+
+-- ------------------------------------------------------------------ Bilinear
+
+local function bilinear(name, x1, x2, w, b)
+  check_input(name, x1, "input1")
+  check_input(name, x2, "input2")
+  if not pt.is_tensor(w) then fail("%s: weight must be a tensor, got %s", name, type_of(w)) end
+  if w:dim() ~= 3 then
+    fail("%s: weight must be 3-dimensional {out_features, in1_features, in2_features}, got shape %s", name,
+      shape_str(w))
+  end
+  local O, I, J = w:size(1), w:size(2), w:size(3)
+  local s1, s2 = x1:size(), x2:size()
+  if #s1 == 0 or #s1 ~= #s2 then
+    fail("%s: input1 and input2 must have the same number of dimensions (at least 1), got shapes %s and %s",
+      name, shape_str(x1), shape_str(x2))
+  end
+  for d = 1, #s1 - 1 do
+    if s1[d] ~= s2[d] then
+      fail("%s: input1 shape %s and input2 shape %s differ in dim %d (the batch dimensions must match)", name,
+        shape_str(x1), shape_str(x2), d)
+    end
+  end
+  if s1[#s1] ~= I then
+    fail("%s: input1's last dimension has size %d, but weight shape %s takes in1_features = %d", name,
+      s1[#s1], shape_str(w), I)
+  end
+  if s2[#s2] ~= J then
+    fail("%s: input2's last dimension has size %d, but weight shape %s takes in2_features = %d", name,
+      s2[#s2], shape_str(w), J)
+  end
+  if b ~= nil then
+    if not pt.is_tensor(b) then fail("%s: bias must be a tensor, got %s", name, type_of(b)) end
+    if shape_str(b) ~= "{" .. O .. "}" then
+      fail("%s: bias must have shape {%d} (out_features), got %s", name, O, shape_str(b))
+    end
+  end
+  local dt = x1:dtype()
+  if x2:dtype() ~= dt or w:dtype() ~= dt or (b and b:dtype() ~= dt) then
+    fail("%s: input1, input2, weight and bias must have one dtype, got %s, %s, %s and %s", name, dt,
+      x2:dtype(), w:dtype(), b and b:dtype() or "none")
+  end
+  local lead, n = {}, 1
+  for d = 1, #s1 - 1 do lead[d] = s1[d]; n = n * s1[d] end
+  -- y[n, o] = sum_j (sum_i x1[n, i] w[o, i, j]) x2[n, j]: one GEMM, then a product summed over j
+  local a = x1:reshape(n, I):matmul(w:permute(2, 1, 3):reshape(I, O * J)):reshape(n, O, J)
+  local y = (a * x2:reshape(n, 1, J)):sum(3)
+  if b ~= nil then y = y + b end
+  lead[#lead + 1] = O
+  return y:reshape(lead)
+end
+
+local Bilinear = Module:extend("Bilinear")
+nn.Bilinear = Bilinear
+local BILINEAR_ARGS = {{"in1_features", size_arg, REQUIRED}, {"in2_features", size_arg, REQUIRED},
+  {"out_features", size_arg, REQUIRED}, {"bias", boolean, true}, {"dtype", dtype_arg, "float32"}}
+function Bilinear:__init(...)
+  local s = parse("Bilinear", BILINEAR_ARGS, ...)
+  self.in1_features, self.in2_features, self.out_features = s.in1_features, s.in2_features, s.out_features
+  self.weight = nn.Parameter(pt.empty({s.out_features, s.in1_features, s.in2_features}, {dtype = s.dtype}))
+  if s.bias then self.bias = nn.Parameter(pt.empty({s.out_features}, {dtype = s.dtype})) end
+  self:reset_parameters()
+end
+function Bilinear:reset_parameters()
+  local bound = self.in1_features > 0 and 1 / math.sqrt(self.in1_features) or 0
+  nn.init.uniform_(self.weight, -bound, bound)
+  if self.bias ~= nil then nn.init.uniform_(self.bias, -bound, bound) end
+end
+doc(Bilinear.reset_parameters, "bilinear:reset_parameters(): draws weight and bias again from U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as the constructor does.")
+function Bilinear:forward(x1, x2)
+  return bilinear("Bilinear:forward", x1, x2, self.weight, self.bias)
+end
+function Bilinear:extra_repr()
+  return string.format("in1_features=%d, in2_features=%d, out_features=%d, bias=%s", self.in1_features,
+    self.in2_features, self.out_features, tostring(self.bias ~= nil))
+end
+doc(Bilinear, [==[nn.Bilinear(in1_features, in2_features, out_features[, bias=true[, dtype="float32"]]): forward(x1, x2) -> y.
+  y[..., o] = sum_ij x1[..., i] weight[o, i, j] x2[..., j] + bias[o]; x1 {*, in1}, x2 {*, in2} with the
+  same leading dims. weight {out, in1, in2} and bias {out} (PyTorch's names) drawn from
+  U(-1/sqrt(in1), 1/sqrt(in1)). Also nn.Bilinear({in1_features=, in2_features=, out_features=, bias=, dtype=}).]==])
+
+function F.bilinear(input1, input2, weight, bias, ...)
+  if select("#", ...) > 0 then
+    fail("bilinear: expected (input1, input2, weight[, bias]), got %d arguments", 4 + select("#", ...))
+  end
+  return bilinear("bilinear", input1, input2, weight, bias)
+end
+if nn.bilinear == nil then nn.bilinear = F.bilinear end
+doc(F.bilinear, "F.bilinear(input1, input2, weight[, bias]) -> x1^T W_o x2 + b_o for every output o; see help(nn.Bilinear).")
+
+-- ------------------------------------------------------------------ EmbeddingBag
+
+local INT_DTYPES = {int64 = true, int32 = true, int16 = true, int8 = true, uint8 = true}
+
+local function bag_mode_arg(name, k, v)
+  if v ~= "sum" and v ~= "mean" and v ~= "max" then
+    fail("%s: %s must be 'sum', 'mean' or 'max', got %s", name, k, arg_repr(v))
+  end
+  return v
+end
+local function no_max_norm(name, k, v)
+  fail("%s: %s is not supported (rows are never renormalised), got %s", name, k, arg_repr(v))
+end
+local function only_false(name, k, v)
+  boolean(name, k, v)
+  if v then fail("%s: %s=true is not supported", name, k) end
+  return v
+end
+local function offsets_arg(name, k, v)
+  if pt.is_tensor(v) or type(v) == "table" then return v end
+  fail("%s: %s must be a 1-D integer tensor or a list of integers, got %s", name, k, type_of(v))
+end
+
+-- 1-based padding_idx (negative from the end) -> 1..n
+local function resolve_padding_idx(name, p, n)
+  if p == nil then return nil end
+  local i = as_int(p)
+  if not i or i == 0 or i > n or i < -n then
+    fail("%s: padding_idx must be within 1..%d (or -%d..-1), got %s", name, n, n, arg_repr(p))
+  end
+  return i < 0 and n + 1 + i or i
+end
+
+local function offset_list(name, offsets)
+  local list
+  if pt.is_tensor(offsets) then
+    if offsets:dim() ~= 1 or not INT_DTYPES[offsets:dtype()] then
+      fail("%s: offsets must be a 1-D integer tensor, got %s of shape %s", name, offsets:dtype(), shape_str(offsets))
+    end
+    list = offsets:tolist()
+  else
+    list = {}
+    for i = 1, #offsets do
+      list[i] = as_int(offsets[i])
+      if not list[i] then fail("%s: offsets must be integers, got %s at %d", name, arg_repr(offsets[i]), i) end
+    end
+  end
+  return list
+end
+
+local I64 = {dtype = "int64"}
+
+-- s = {mode=, per_sample_weights=, include_last_offset=, padding_idx= (resolved, 1..n)}
+local function embedding_bag(name, input, weight, offsets, s)
+  if not pt.is_tensor(input) then fail("%s: input must be a tensor, got %s", name, type_of(input)) end
+  if not INT_DTYPES[input:dtype()] then
+    fail("%s: input must be an integer tensor of 1-based indices, got %s", name, input:dtype())
+  end
+  check_input(name, weight, "weight")
+  if weight:dim() ~= 2 then
+    fail("%s: weight must be 2-dimensional {num_embeddings, embedding_dim}, got shape %s", name, shape_str(weight))
+  end
+  local n_emb, D = weight:size(1), weight:size(2)
+  local idx = input:dtype() == "int64" and input or input:to("int64")
+  if idx:numel() > 0 then
+    local lo, hi = idx:min():item(), idx:max():item()
+    if lo < 1 or hi > n_emb then fail("%s: index %d out of range 1..%d", name, lo < 1 and lo or hi, n_emb) end
+  end
+  local mode, psw = s.mode, s.per_sample_weights
+  if psw ~= nil then
+    if mode ~= "sum" then
+      fail("%s: per_sample_weights is only supported for mode 'sum', got mode '%s'", name, mode)
+    end
+    if shape_str(psw) ~= shape_str(input) then
+      fail("%s: per_sample_weights shape %s must match input shape %s", name, shape_str(psw), shape_str(input))
+    end
+    if psw:dtype() ~= weight:dtype() then
+      fail("%s: per_sample_weights dtype %s does not match weight dtype %s", name, psw:dtype(), weight:dtype())
+    end
+  end
+  -- every bag as a row of L slots: bag {B,L} indices, valid {B,L} (nil: all slots are used)
+  local B, L, bag, valid, bag_w
+  if idx:dim() == 2 then
+    if offsets ~= nil then
+      fail("%s: offsets must be nil for a 2-D input {B,N} (each row is one bag), got %s", name, type_of(offsets))
+    end
+    if s.include_last_offset then
+      fail("%s: include_last_offset=true needs a 1-D input with offsets (a 2-D input has none)", name)
+    end
+    B, L, bag, bag_w = idx:size(1), idx:size(2), idx, psw
+  elseif idx:dim() == 1 then
+    if offsets == nil then
+      fail("%s: a 1-D input needs offsets (the 1-based position where each bag starts)", name)
+    end
+    local offs = offset_list(name, offsets)
+    local n, nb = idx:numel(), #offs
+    if s.include_last_offset and nb == 0 then
+      fail("%s: with include_last_offset, offsets must end with %d (the number of indices + 1), got none", name, n + 1)
+    end
+    if nb > 0 and offs[1] ~= 1 then
+      fail("%s: offsets[1] must be 1 (the first bag starts at the first index), got %d", name, offs[1])
+    end
+    for i = 2, nb do
+      if offs[i] < offs[i - 1] then
+        fail("%s: offsets must be non-decreasing, got %d after %d (offsets[%d])", name, offs[i], offs[i - 1], i)
+      end
+    end
+    if nb > 0 and offs[nb] > n + 1 then
+      fail("%s: offsets[%d] = %d is beyond the end of the input (%d indices)", name, nb, offs[nb], n)
+    end
+    if s.include_last_offset then
+      if offs[nb] ~= n + 1 then
+        fail("%s: with include_last_offset, offsets must end with %d (the number of indices + 1), got %d", name,
+          n + 1, offs[nb])
+      end
+      nb = nb - 1
+    end
+    B, L = nb, 0
+    local starts, ends = {}, {}
+    for i = 1, nb do
+      starts[i], ends[i] = offs[i], offs[i + 1] or n + 1
+      if ends[i] - starts[i] > L then L = ends[i] - starts[i] end
+    end
+    if L > 0 then
+      local pos = pt.tensor(starts, I64):reshape(B, 1) + pt.arange(0, L, I64):reshape(1, L)
+      valid = pos:lt(pt.tensor(ends, I64):reshape(B, 1))
+      local safe = pt.where(valid, pos, 1):reshape(-1)
+      bag = idx:index_select(1, safe):reshape(B, L)
+      if psw ~= nil then bag_w = psw:index_select(1, safe):reshape(B, L) end
+    end
+  else
+    fail("%s: input must be 1-D (with offsets) or 2-D {B,N}, got shape %s", name, shape_str(input))
+  end
+  if B == 0 or L == 0 then return pt.zeros({B, D}, {dtype = weight:dtype()}) end
+  if s.padding_idx then
+    local keep = bag:ne(s.padding_idx)
+    valid = valid and valid:logical_and(keep) or keep
+  end
+  local rows = weight:index_select(1, bag:reshape(-1)):reshape(B, L, D)
+  if bag_w ~= nil then rows = rows * bag_w:unsqueeze(3) end
+  local mask = valid and valid:unsqueeze(3)
+  if mode == "max" then
+    if not mask then return (rows:max(2)) end
+    local m = rows:masked_fill(mask:logical_not(), -math.huge):max(2)
+    return pt.where(valid:sum(2, true):gt(0), m, 0) -- an empty bag gives zeros (as torch)
+  end
+  local total = mask and rows:masked_fill(mask:logical_not(), 0):sum(2) or rows:sum(2)
+  if mode == "sum" then return total end
+  if not valid then return total / L end
+  return total / valid:sum(2, true):clamp(1):to(weight:dtype())
+end
+
+local EMBEDDING_BAG_ARGS = {
+  {"num_embeddings", size_arg, REQUIRED}, {"embedding_dim", size_arg, REQUIRED}, {"max_norm", no_max_norm, nil},
+  {"norm_type", number, 2.0}, {"scale_grad_by_freq", only_false, false}, {"mode", bag_mode_arg, "mean"},
+  {"sparse", only_false, false}, {"_weight", tensor_arg, nil}, {"include_last_offset", boolean, false},
+  {"padding_idx", int_arg, nil}, {"dtype", dtype_arg, "float32"},
+}
+
+local EmbeddingBag = Module:extend("EmbeddingBag")
+nn.EmbeddingBag = EmbeddingBag
+function EmbeddingBag:__init(...)
+  local s = parse("EmbeddingBag", EMBEDDING_BAG_ARGS, ...)
+  local n, d = s.num_embeddings, s.embedding_dim
+  self.num_embeddings, self.embedding_dim, self.mode = n, d, s.mode
+  self.include_last_offset = s.include_last_offset
+  self.padding_idx = resolve_padding_idx("EmbeddingBag", s.padding_idx, n)
+  if s._weight ~= nil then
+    if shape_str(s._weight) ~= "{" .. n .. "," .. d .. "}" then
+      fail("EmbeddingBag: _weight shape %s must be {%d,%d} (num_embeddings, embedding_dim)", shape_str(s._weight), n, d)
+    end
+    self.weight = nn.Parameter(s._weight)
+  else
+    self.weight = nn.Parameter(pt.empty({n, d}, {dtype = s.dtype}))
+    self:reset_parameters()
+  end
+end
+function EmbeddingBag:reset_parameters()
+  nn.init.normal_(self.weight)
+  local p = self.padding_idx
+  if p then pt.no_grad(function() self.weight:narrow(1, p, 1):fill_(0) end) end
+end
+doc(EmbeddingBag.reset_parameters, "bag:reset_parameters(): draws weight from N(0, 1) again (the padding_idx row zero), as the constructor does.")
+function EmbeddingBag:forward(input, offsets, per_sample_weights, ...)
+  if select("#", ...) > 0 then
+    fail("EmbeddingBag:forward: expected (input[, offsets[, per_sample_weights]]), got %d arguments", 3 + select("#", ...))
+  end
+  return embedding_bag("EmbeddingBag:forward", input, self.weight, offsets, {mode = self.mode,
+    per_sample_weights = per_sample_weights, include_last_offset = self.include_last_offset,
+    padding_idx = self.padding_idx})
+end
+function EmbeddingBag:extra_repr()
+  return string.format("%d, %d, mode=%s%s", self.num_embeddings, self.embedding_dim, self.mode,
+    self.padding_idx and ", padding_idx=" .. self.padding_idx or "")
+end
+doc(EmbeddingBag, [==[nn.EmbeddingBag(num_embeddings, embedding_dim[, {mode="mean", padding_idx=, include_last_offset=false, _weight=, dtype="float32"}])
+  forward(input[, offsets[, per_sample_weights]]) -> {B, embedding_dim}: the sum, mean or max of the
+  weight rows of each bag of 1-based indices, as PyTorch's. input {B,N}: each row is a bag; input {n}
+  with offsets (a 1-D integer tensor or a list): bag b holds input[offsets[b] .. offsets[b+1]-1],
+  offsets 1-BASED (offsets[1] = 1; PyTorch's start at 0), non-decreasing; include_last_offset: offsets
+  ends with n+1 (only with offsets: PyTorch silently drops a 2-D input's last bag). Empty bags give zeros.
+  per_sample_weights (input's shape) scale the rows, mode "sum" only. padding_idx (1-based, negative
+  from the end): those indices are left out of their bags (and of the mean's count); its row starts
+  at zero. weight {num_embeddings, embedding_dim} from N(0, 1). PyTorch's positional order is kept
+  (max_norm, norm_type, scale_grad_by_freq, mode, sparse, ...): max_norm, scale_grad_by_freq=true and
+  sparse=true are not supported (errors).]==])
+
+local F_EMBEDDING_BAG_ARGS = {
+  {"offsets", offsets_arg, nil}, {"max_norm", no_max_norm, nil}, {"norm_type", number, 2.0},
+  {"scale_grad_by_freq", only_false, false}, {"mode", bag_mode_arg, "mean"}, {"sparse", only_false, false},
+  {"per_sample_weights", tensor_arg, nil}, {"include_last_offset", boolean, false}, {"padding_idx", int_arg, nil},
+}
+function F.embedding_bag(input, weight, ...)
+  local s = parse("embedding_bag", F_EMBEDDING_BAG_ARGS, ...)
+  if pt.is_tensor(weight) and weight:dim() == 2 then
+    s.padding_idx = resolve_padding_idx("embedding_bag", s.padding_idx, weight:size(1))
+  end
+  return embedding_bag("embedding_bag", input, weight, s.offsets, s)
+end
+if nn.embedding_bag == nil then nn.embedding_bag = F.embedding_bag end
+doc(F.embedding_bag, [==[F.embedding_bag(input, weight[, offsets[, max_norm[, norm_type[, scale_grad_by_freq[, mode="mean"[, sparse[, per_sample_weights[, include_last_offset=false[, padding_idx]]]]]]]]])
+  Sums, averages or takes the max of weight's rows over bags of 1-based indices; PyTorch's argument
+  order, also as options: F.embedding_bag(input, weight, {offsets=, mode=, per_sample_weights=, ...}).
+  offsets are 1-based; see help(nn.EmbeddingBag).]==])
+
+-- ------------------------------------------------------------------ ParameterList, ParameterDict
+
+local function param_repr(p)
+  return "Parameter containing: [" .. p:dtype() .. " of size " .. table.concat(p:size(), "x") .. "]"
+end
+
+local function as_parameter(name, v)
+  if not pt.is_tensor(v) then fail("%s: expected a tensor, got %s", name, type_of(v)) end
+  if v.requires_grad and v.is_leaf then return v end
+  return nn.Parameter(v)
+end
+
+local ParameterList = Module:extend("ParameterList")
+nn.ParameterList = ParameterList
+local module_index, module_newindex = Module.__index, Module.__newindex
+function ParameterList:__init(list, ...)
+  if select("#", ...) > 0 or (list ~= nil and (type(list) ~= "table" or pt.is_tensor(list) or nn.is_module(list))) then
+    fail("ParameterList: expected a list of tensors, got %s", pt.is_tensor(list) and "a tensor" or type_of(list))
+  end
+  for _, p in ipairs(list or {}) do self:append(p) end
+end
+ParameterList.__len = function(self) return #rawget(self, "_param_names") end
+ParameterList.__index = function(self, k)
+  if math.type(k) == "integer" then
+    local n = #rawget(self, "_param_names")
+    if k < 0 then k = n + 1 + k end
+    return rawget(self, "_parameters")[tostring(k)]
+  end
+  return module_index(self, k)
+end
+ParameterList.__newindex = function(self, k, v)
+  if math.type(k) == "integer" then
+    local n = #rawget(self, "_param_names")
+    if k < 0 then k = n + 1 + k end
+    if k < 1 or k > n + 1 then fail("ParameterList: index %d out of range 1..%d", k, n + 1) end
+    if v == nil then fail("ParameterList: cannot remove parameter %d (a ParameterList has no holes)", k) end
+    return module_newindex(self, tostring(k), as_parameter("ParameterList", v))
+  end
+  return module_newindex(self, k, v)
+end
+function ParameterList:append(p)
+  module_newindex(self, tostring(#self + 1), as_parameter("ParameterList:append", p))
+  return self
+end
+doc(ParameterList.append, "plist:append(p) -> plist: adds p (a tensor; made a parameter with requires_grad) at the end, named \"#plist+1\".")
+function ParameterList:extend(list)
+  if type(list) == "string" then return Module.extend(self, list) end -- subclassing, as every class
+  if rawget(self, "_param_names") == nil then
+    fail("ParameterList:extend: call it on a list (nn.ParameterList({...}):extend(t)); nn.ParameterList:extend(\"Name\") makes a subclass")
+  end
+  if type(list) ~= "table" or pt.is_tensor(list) then
+    fail("ParameterList:extend: expected a list of tensors (or a class name to subclass), got %s", type_of(list))
+  end
+  for _, p in ipairs(list) do self:append(p) end
+  return self
+end
+doc(ParameterList.extend, "plist:extend({p1, p2, ...}) -> plist: appends each tensor in order (or another ParameterList's).\n"
+  .. "  nn.ParameterList:extend(\"Name\") makes a subclass, as Module:extend(name).")
+function ParameterList:forward()
+  fail("ParameterList:forward: a ParameterList has no forward; index it (plist[i]) or iterate (ipairs(plist))")
+end
+function ParameterList:extra_repr()
+  local lines = {}
+  for i, n in ipairs(self._param_names) do lines[i] = "(" .. n .. "): " .. param_repr(self._parameters[n]) end
+  return table.concat(lines, "\n")
+end
+doc(ParameterList, [==[nn.ParameterList([{p1, p2, ...}]): a registered list of parameters (PyTorch's nn.ParameterList).
+  plist[i] (negative from the end), #plist, ipairs(plist), plist:append(p), plist:extend(t),
+  plist[i] = p replaces one (plist[#plist+1] = p appends). Tensors become parameters (requires_grad).
+  Names are "1", "2", ... (1-based, as nn.Sequential's children; PyTorch's count from "0"), so a model's
+  state_dict holds "<list>.1", "<list>.2", ...]==])
+
+local ParameterDict = Module:extend("ParameterDict")
+nn.ParameterDict = ParameterDict
+function ParameterDict:__init(tbl, ...)
+  if select("#", ...) > 0 then fail("ParameterDict: expected one table of parameters, got %d arguments", 1 + select("#", ...)) end
+  if tbl ~= nil then self:update(tbl) end
+end
+ParameterDict.__len = function(self) return #rawget(self, "_param_names") end
+ParameterDict.__pairs = function(self) return self:items() end
+ParameterDict.__newindex = function(self, k, v)
+  if pt.is_tensor(v) then
+    if type(k) ~= "string" then fail("ParameterDict: keys must be strings, got %s", type_of(k)) end
+    v = as_parameter("ParameterDict", v)
+  end
+  return module_newindex(self, k, v)
+end
+function ParameterDict:update(tbl)
+  if type(tbl) ~= "table" or pt.is_tensor(tbl) then
+    fail("ParameterDict:update: expected a table of name = tensor (or a list of {name, tensor} pairs), got %s", type_of(tbl))
+  end
+  local pairs_list = {}
+  if nn.is_module(tbl) then -- another ParameterDict: its order
+    for k, v in tbl:items() do pairs_list[#pairs_list + 1] = {k, v} end
+  elseif #tbl > 0 then -- a list of {name, tensor} pairs keeps its order
+    for i, e in ipairs(tbl) do
+      if type(e) ~= "table" or pt.is_tensor(e) or #e ~= 2 then
+        fail("ParameterDict:update: element %d must be a {name, tensor} pair, got %s", i, type_of(e))
+      end
+      pairs_list[i] = e
+    end
+  else -- a map: sorted keys (PyTorch sorts a plain dict's keys too)
+    local keys = {}
+    for k in pairs(tbl) do
+      if type(k) ~= "string" then fail("ParameterDict:update: keys must be strings, got %s", type_of(k)) end
+      keys[#keys + 1] = k
+    end
+    table.sort(keys)
+    for i, k in ipairs(keys) do pairs_list[i] = {k, tbl[k]} end
+  end
+  for _, e in ipairs(pairs_list) do
+    if type(e[1]) ~= "string" then fail("ParameterDict:update: keys must be strings, got %s", type_of(e[1])) end
+    module_newindex(self, e[1], as_parameter("ParameterDict:update", e[2]))
+  end
+  return self
+end
+doc(ParameterDict.update, "pdict:update(t) -> pdict: adds or replaces parameters from a map {name = tensor} (sorted keys), a list of\n"
+  .. "  {name, tensor} pairs (in order) or another ParameterDict (in its order).")
+function ParameterDict:keys()
+  local out = {}
+  for i, n in ipairs(self._param_names) do out[i] = n end
+  return out
+end
+doc(ParameterDict.keys, "pdict:keys() -> list of the names in insertion order.")
+function ParameterDict:values()
+  local out = {}
+  for i, n in ipairs(self._param_names) do out[i] = self._parameters[n] end
+  return out
+end
+doc(ParameterDict.values, "pdict:values() -> list of the parameters in insertion order.")
+function ParameterDict:items()
+  local names, params, i = self:keys(), self._parameters, 0
+  return function()
+    i = i + 1
+    local k = names[i]
+    if k ~= nil then return k, params[k] end
+  end
+end
+doc(ParameterDict.items, "pdict:items() -> iterator of name, parameter in insertion order (as pairs(pdict)).")
+function ParameterDict:pop(key)
+  local p = rawget(self, "_parameters")[key]
+  if p == nil then fail("ParameterDict:pop: no parameter '%s'", tostring(key)) end
+  module_newindex(self, key, nil)
+  return p
+end
+doc(ParameterDict.pop, "pdict:pop(name) -> the parameter, removed from the dict (an error when there is none).")
+function ParameterDict:forward()
+  fail("ParameterDict:forward: a ParameterDict has no forward; index it by name")
+end
+function ParameterDict:extra_repr()
+  local lines = {}
+  for i, n in ipairs(self._param_names) do lines[i] = "(" .. n .. "): " .. param_repr(self._parameters[n]) end
+  return table.concat(lines, "\n")
+end
+doc(ParameterDict, [==[nn.ParameterDict([{name = p, ...} or {{name, p}, ...}]): registered parameters by name (PyTorch's nn.ParameterDict).
+  pdict.name, pdict[name] = p (a tensor becomes a parameter), #pdict, pdict:keys(), pdict:values(),
+  pdict:items() / pairs(pdict) in insertion order, pdict:update(t), pdict:pop(name). A map argument is
+  added in sorted key order (as PyTorch's for a dict). state_dict keys are "<dict>.<name>".]==])
+
+-- ------------------------------------------------------------------ LocalResponseNorm, Softmax2d, ChannelShuffle
+
+define {
+  cls = "LocalResponseNorm", fname = "local_response_norm",
+  args = {{"size", pos_int, REQUIRED}, {"alpha", number, 1e-4}, {"beta", number, 0.75}, {"k", number, 1.0}},
+  check = check_input,
+  fn = function(x, s, name)
+    if x:dim() < 3 then
+      fail("%s: input must have at least 3 dimensions {N,C,*}, got shape %s", name, shape_str(x))
+    end
+    if x:numel() == 0 then return x end
+    -- the mean of x^2 over a window of `size` channels, zero-padded by size//2 before and
+    -- (size-1)//2 after (PyTorch's avg_pool over the padded channels)
+    local size = s.size
+    local function zeros(k)
+      local shape = x:size()
+      shape[2] = k
+      return pt.zeros(shape, {dtype = x:dtype()})
+    end
+    local parts = {}
+    if size // 2 > 0 then parts[#parts + 1] = zeros(size // 2) end
+    parts[#parts + 1] = x * x
+    if (size - 1) // 2 > 0 then parts[#parts + 1] = zeros((size - 1) // 2) end
+    local padded = #parts > 1 and pt.cat(parts, 2) or parts[1]
+    local div = padded:unfold(2, size, 1):mean(x:dim() + 1)
+    return x / (div * s.alpha + s.k):pow(s.beta)
+  end,
+  doc = [==[nn.LocalResponseNorm(size[, alpha=1e-4[, beta=0.75[, k=1.0]]]): x / (k + alpha * mean(x^2 over size channels))^beta.
+  Input {N,C,*} (3 dims at least); the window of channel c runs from c - size//2 to c + (size-1)//2,
+  zero outside (PyTorch's). Also nn.LocalResponseNorm({size=, alpha=, beta=, k=}).]==],
+  fdoc = "F.local_response_norm(x, size[, alpha=1e-4[, beta=0.75[, k=1.0]]]); see help(nn.LocalResponseNorm).",
+}
+function nn.LocalResponseNorm:extra_repr()
+  return string.format("%d, alpha=%s, beta=%s, k=%s", self.size, num_repr(self.alpha), num_repr(self.beta), num_repr(self.k))
+end
+
+local Softmax2d = Module:extend("Softmax2d")
+nn.Softmax2d = Softmax2d
+function Softmax2d:__init(...) parse("Softmax2d", {}, ...) end
+function Softmax2d:forward(x, ...)
+  local name = "Softmax2d:forward"
+  one_input(name, ...)
+  check_input(name, x)
+  if x:dim() ~= 3 and x:dim() ~= 4 then
+    fail("%s: input must be 3-D {C,H,W} or 4-D {N,C,H,W}, got shape %s", name, shape_str(x))
+  end
+  return nn.softmax(x, -3)
+end
+doc(Softmax2d, "nn.Softmax2d(): softmax over the channels (dim -3) at every position of a {C,H,W} or {N,C,H,W} input.")
+
+define {
+  cls = "ChannelShuffle", fname = "channel_shuffle",
+  args = {{"groups", pos_int, REQUIRED}}, repr = {"groups"},
+  check = function(name, x)
+    if not pt.is_tensor(x) then fail("%s: input must be a tensor, got %s", name, type_of(x)) end
+    return x
+  end,
+  fn = function(x, s, name)
+    if x:dim() < 3 then
+      fail("%s: input must have at least 3 dimensions {N,C,*}, got shape %s", name, shape_str(x))
+    end
+    local size, g = x:size(), s.groups
+    local c = size[2]
+    if c % g ~= 0 then
+      fail("%s: the %d channels (dim 2 of input shape %s) must be divisible by groups %d", name, c, shape_str(x), g)
+    end
+    local shape = {size[1], g, c // g}
+    for d = 3, #size do shape[#shape + 1] = size[d] end
+    return x:reshape(shape):transpose(2, 3):reshape(size)
+  end,
+  doc = [==[nn.ChannelShuffle(groups): {N,C,*} with the channels regrouped as ShuffleNet's: split into groups
+  of C/groups, channel j of group i goes to position j*groups + i. C must be divisible by groups.]==],
+  fdoc = "F.channel_shuffle(x, groups) -> x with its channels shuffled; see help(nn.ChannelShuffle).",
+}
+
+-- ------------------------------------------------------------------ AlphaDropout, FeatureAlphaDropout
+
+local function probability(name, k, v)
+  number(name, k, v)
+  if not (v >= 0 and v <= 1) then fail("%s: %s must be between 0 and 1, got %s", name, k, num_repr(v)) end
+  return v
+end
+
+-- ATen's _dropout_impl with alpha: kept elements a*x + alpha*a*p, dropped ones -alpha*a*(1-p),
+-- a = 1/sqrt((alpha^2 p + 1)(1 - p)): zero mean and unit variance stay so (SELU's fixed point)
+local SELU_NEG = 1.7580993408473766 -- SELU's alpha * scale: its saturation value, negated
+local function alpha_dropout(x, s, name, feature)
+  local p = s.p
+  if p == 0 or not s.training or x:numel() == 0 then return x end
+  local grad = x.requires_grad and pt.is_grad_enabled()
+  if s.inplace and grad and x.is_leaf then
+    fail("%s: inplace=true on a leaf tensor that requires grad (its gradient would be lost; PyTorch refuses it too)", name)
+  end
+  local src = (s.inplace and grad) and x:clone() or x
+  local y
+  if p == 1 then
+    y = src * 0
+  else
+    local shape = x:size()
+    if feature then
+      if x:dim() < 2 then
+        fail("%s: feature dropout needs an input of at least 2 dimensions {N,C,*}, got shape %s", name, shape_str(x))
+      end
+      for d = 3, #shape do shape[d] = 1 end
+    end
+    local noise = pt.empty(shape, {dtype = x:dtype()}):bernoulli_(1 - p)
+    local a = 1 / math.sqrt((SELU_NEG * SELU_NEG * p + 1) * (1 - p))
+    y = src * (noise * a) + ((noise - 1) * (SELU_NEG * a) + SELU_NEG * a * p)
+  end
+  if s.inplace then
+    x:copy_(y)
+    return x
+  end
+  return y
+end
+
+for _, kind in ipairs({{"AlphaDropout", "alpha_dropout", false}, {"FeatureAlphaDropout", "feature_alpha_dropout", true}}) do
+  local cls, fname, feature = kind[1], kind[2], kind[3]
+  local what = feature and "whole channels (every {N,C} plane at once; input {N,C,*})" or "elements"
+  define {
+    cls = cls, fname = fname,
+    args = {{"p", probability, 0.5}, {"inplace", boolean, false}}, repr = {"p", "inplace"},
+    fargs = {{"p", probability, 0.5}, {"training", boolean, false}, {"inplace", boolean, false}},
+    check = check_input,
+    fn = function(x, s, name) return alpha_dropout(x, s, name, feature) end,
+    doc = string.format([==[nn.%s([p=0.5[, inplace=false]]): dropout for SELU networks, on %s.
+  In training mode each is dropped with probability p and the result is a * (x or -alpha') + b
+  (PyTorch's constants), which keeps zero mean and unit variance; identity in eval mode.
+  Also nn.%s({p=, inplace=}).]==], cls, what, cls),
+    fdoc = string.format("F.%s(x[, p=0.5[, training=false[, inplace=false]]]): see help(nn.%s); training defaults to false, as PyTorch's.",
+      fname, cls),
+  }
+end
+
+-- ------------------------------------------------------------------ Unfold, Fold (im2col, col2im)
+
+local function pair_arg(min)
+  return function(name, k, v)
+    local ok
+    local i = as_int(v)
+    if i then
+      ok = i >= min
+    elseif type(v) == "table" and not pt.is_tensor(v) and #v == 2 then
+      local a, b = as_int(v[1]), as_int(v[2])
+      ok = a ~= nil and b ~= nil and a >= min and b >= min
+    end
+    if not ok then
+      fail("%s: %s must be a %s integer or a list of 2, got %s", name, k, min == 1 and "positive" or "non-negative",
+        arg_repr(v))
+    end
+    return v
+  end
+end
+local positive_pair, nonneg_pair = pair_arg(1), pair_arg(0)
+
+local function pair(v)
+  local i = as_int(v)
+  if i then return i, i end
+  return as_int(v[1]), as_int(v[2])
+end
+
+-- the sliding blocks over an H x W plane: sizes, and the 1-based position in the padded plane
+-- of every block element, ordered (kernel row, kernel column, block row, block column)
+local function blocks(s, H, W)
+  local b = {}
+  b.kh, b.kw = pair(s.kernel_size)
+  b.dh, b.dw = pair(s.dilation)
+  b.ph, b.pw = pair(s.padding)
+  b.sh, b.sw = pair(s.stride)
+  b.Hp, b.Wp = H + 2 * b.ph, W + 2 * b.pw
+  b.oh = (b.Hp - b.dh * (b.kh - 1) - 1) // b.sh + 1
+  b.ow = (b.Wp - b.dw * (b.kw - 1) - 1) // b.sw + 1
+  b.text = string.format("kernel_size {%d,%d}, dilation {%d,%d}, padding {%d,%d} and stride {%d,%d}", b.kh, b.kw,
+    b.dh, b.dw, b.ph, b.pw, b.sh, b.sw)
+  return b
+end
+
+local function block_index(b)
+  local ki = pt.arange(0, b.kh, I64):reshape(b.kh, 1, 1, 1)
+  local kj = pt.arange(0, b.kw, I64):reshape(1, b.kw, 1, 1)
+  local oi = pt.arange(0, b.oh, I64):reshape(1, 1, b.oh, 1)
+  local oj = pt.arange(0, b.ow, I64):reshape(1, 1, 1, b.ow)
+  return ((oi * b.sh + ki * b.dh) * b.Wp + oj * b.sw + kj * b.dw + 1):reshape(-1)
+end
+
+local UNFOLD_ARGS = {{"kernel_size", positive_pair, REQUIRED}, {"dilation", positive_pair, 1},
+  {"padding", nonneg_pair, 0}, {"stride", positive_pair, 1}}
+
+define {
+  cls = "Unfold", fname = "unfold",
+  args = UNFOLD_ARGS, repr = {"kernel_size", "dilation", "padding", "stride"},
+  check = check_input,
+  fn = function(x, s, name)
+    local nd = x:dim()
+    if nd ~= 3 and nd ~= 4 then
+      fail("%s: input must be 3-D {C,H,W} or 4-D {N,C,H,W}, got shape %s", name, shape_str(x))
+    end
+    local x4 = nd == 3 and x:unsqueeze(1) or x
+    local N, C, H, W = x4:size(1), x4:size(2), x4:size(3), x4:size(4)
+    local b = blocks(s, H, W)
+    if b.oh < 1 or b.ow < 1 then
+      fail("%s: input shape %s with %s has no sliding blocks (%dx%d)", name, shape_str(x), b.text,
+        math.max(b.oh, 0), math.max(b.ow, 0))
+    end
+    if b.ph > 0 or b.pw > 0 then x4 = F.pad(x4, {b.pw, b.pw, b.ph, b.ph}) end
+    local K, L = b.kh * b.kw, b.oh * b.ow
+    -- one gather: its backward adds overlapping blocks' gradients back (index_add)
+    local cols = x4:reshape(N, C, b.Hp * b.Wp):index_select(3, block_index(b))
+    if nd == 3 then return cols:reshape(C * K, L) end
+    return cols:reshape(N, C * K, L)
+  end,
+  doc = [==[nn.Unfold(kernel_size[, dilation=1[, padding=0[, stride=1]]]): im2col, PyTorch's nn.Unfold.
+  {N,C,H,W} (or {C,H,W}) -> {N, C*kh*kw, L} (or {C*kh*kw, L}): every sliding block of the
+  zero-padded input as a column, L = oh*ow blocks in row-major order, rows ordered (channel, kernel
+  row, kernel column). Each setting an integer or a list of 2 (height, width). Gradients flow back
+  (overlapping blocks add up). nn.Fold is its adjoint. Also nn.Unfold({kernel_size=, dilation=, padding=, stride=}).]==],
+  fdoc = "F.unfold(x, kernel_size[, dilation=1[, padding=0[, stride=1]]]) -> the sliding blocks as columns (im2col); see help(nn.Unfold).",
+}
+
+define {
+  cls = "Fold", fname = "fold",
+  args = {{"output_size", positive_pair, REQUIRED}, UNFOLD_ARGS[1], UNFOLD_ARGS[2], UNFOLD_ARGS[3], UNFOLD_ARGS[4]},
+  repr = {"output_size", "kernel_size", "dilation", "padding", "stride"},
+  check = check_input,
+  fn = function(x, s, name)
+    local nd = x:dim()
+    if nd ~= 2 and nd ~= 3 then
+      fail("%s: input must be 2-D {C*kh*kw, L} or 3-D {N, C*kh*kw, L}, got shape %s", name, shape_str(x))
+    end
+    local x3 = nd == 2 and x:unsqueeze(1) or x
+    local N, CK, L = x3:size(1), x3:size(2), x3:size(3)
+    local H, W = pair(s.output_size)
+    local b = blocks(s, H, W)
+    local K = b.kh * b.kw
+    if CK % K ~= 0 then
+      fail("%s: dim %d of input shape %s (size %d) must be divisible by the %d elements of kernel_size {%d,%d}", name,
+        nd - 1, shape_str(x), CK, K, b.kh, b.kw)
+    end
+    local oh, ow = math.max(b.oh, 0), math.max(b.ow, 0)
+    if oh * ow ~= L or oh == 0 then
+      fail("%s: output_size {%d,%d} with %s has %dx%d = %d sliding blocks, but the input has %d (dim %d of shape %s)",
+        name, H, W, b.text, oh, ow, oh * ow, L, nd, shape_str(x))
+    end
+    local C = CK // K
+    local index = block_index(b):reshape(1, 1, K * L):expand(N, C, K * L)
+    -- one scatter-add (overlapping blocks sum); its backward is the gather of Unfold
+    local out = pt.zeros({N, C, b.Hp * b.Wp}, {dtype = x:dtype()})
+      :scatter_add(3, index, x3:reshape(N, C, K * L)):reshape(N, C, b.Hp, b.Wp)
+    if b.ph > 0 or b.pw > 0 then out = out:narrow(3, b.ph + 1, H):narrow(4, b.pw + 1, W) end
+    if nd == 2 then return out:reshape(C, H, W) end
+    return out
+  end,
+  doc = [==[nn.Fold(output_size, kernel_size[, dilation=1[, padding=0[, stride=1]]]): col2im, PyTorch's nn.Fold.
+  {N, C*kh*kw, L} (or {C*kh*kw, L}) -> {N, C, H, W} (or {C, H, W}), {H, W} = output_size: adds every
+  column back at its block's place (overlaps sum), the adjoint of nn.Unfold with the same settings; L
+  must be the number of blocks. Also nn.Fold({output_size=, kernel_size=, dilation=, padding=, stride=}).]==],
+  fdoc = "F.fold(x, output_size, kernel_size[, dilation=1[, padding=0[, stride=1]]]) -> blocks summed into an image (col2im); see help(nn.Fold).",
+}
+
+-- ------------------------------------------------------------------ nn.utils
+
+local utils = rawget(nn, "utils")
+if utils == nil then
+  utils = {}
+  nn.utils = utils
+end
+doc(utils, [==[nn.utils: PyTorch's torch.nn.utils: parameters_to_vector, vector_to_parameters, clip_grad_norm_,
+  clip_grad_value_, weight_norm / remove_weight_norm, spectral_norm / remove_spectral_norm; nn.utils.rnn
+  (pad_sequence, pack_padded_sequence, pad_packed_sequence, pack_sequence, PackedSequence).]==])
+
+local function module_class_name(m)
+  local mt = getmetatable(m)
+  return mt and rawget(mt, "__name") or "Module"
+end
+
+local function tensor_list(name, params)
+  if nn.is_module(params) then return params:parameters() end
+  if pt.is_tensor(params) then return {params} end
+  if type(params) ~= "table" then
+    fail("%s: parameters must be a list of tensors or a Module, got %s", name, type_of(params))
+  end
+  for i, p in ipairs(params) do
+    if not pt.is_tensor(p) then fail("%s: parameters[%d] must be a tensor, got %s", name, i, type_of(p)) end
+  end
+  return params
+end
+
+function utils.parameters_to_vector(parameters, ...)
+  local name = "parameters_to_vector"
+  if select("#", ...) > 0 then fail("%s: expected (parameters), got %d arguments", name, 1 + select("#", ...)) end
+  local list = tensor_list(name, parameters)
+  if #list == 0 then fail("%s: no parameters (an empty list)", name) end
+  local flat = {}
+  for i, p in ipairs(list) do flat[i] = p:reshape(-1) end
+  return pt.cat(flat, 1)
+end
+doc(utils.parameters_to_vector, [==[nn.utils.parameters_to_vector(parameters) -> 1-D tensor: every parameter flattened, concatenated in order.
+  parameters: a list of tensors or a Module (its parameters()). Differentiable, as PyTorch's.]==])
+
+function utils.vector_to_parameters(vec, parameters, ...)
+  local name = "vector_to_parameters"
+  if select("#", ...) > 0 then fail("%s: expected (vec, parameters), got %d arguments", name, 2 + select("#", ...)) end
+  if not pt.is_tensor(vec) then fail("%s: vec must be a tensor, got %s", name, type_of(vec)) end
+  if vec:dim() ~= 1 then fail("%s: vec must be 1-dimensional, got shape %s", name, shape_str(vec)) end
+  local list = tensor_list(name, parameters)
+  local total = 0
+  for _, p in ipairs(list) do total = total + p:numel() end
+  if total ~= vec:numel() then
+    fail("%s: vec has %d elements, but the %d parameters have %d", name, vec:numel(), #list, total)
+  end
+  pt.no_grad(function()
+    local off = 0
+    for _, p in ipairs(list) do
+      local n = p:numel()
+      if n > 0 then p:copy_(vec:narrow(1, off + 1, n):reshape(p:size())) end
+      off = off + n
+    end
+  end)
+end
+doc(utils.vector_to_parameters, [==[nn.utils.vector_to_parameters(vec, parameters): copies consecutive slices of the 1-D vec into the parameters.
+  The inverse of parameters_to_vector; vec must have exactly their total number of elements. The
+  parameters keep their own storage (PyTorch's points them at vec's instead), without recording.]==])
+
+-- tail calls: optim's errors then point at the caller's line, as when it is called directly
+function utils.clip_grad_norm_(...) return require("partrain.optim").clip_grad_norm(...) end
+doc(utils.clip_grad_norm_, "nn.utils.clip_grad_norm_(params, max_norm[, {norm_type=2}]) -> total norm: optim.clip_grad_norm (see help(optim.clip_grad_norm)).")
+function utils.clip_grad_value_(...) return require("partrain.optim").clip_grad_value(...) end
+doc(utils.clip_grad_value_, "nn.utils.clip_grad_value_(params, clip_value): optim.clip_grad_value (see help(optim.clip_grad_value)).")
+
+-- Forward pre-hooks, as PyTorch's weight_norm and spectral_norm register them: the instance gets
+-- a forward of its own (its class's, or the one the instance had, runs behind it) that first
+-- recomputes each hooked weight. The weight is the module's plain field m.weight; it is also put
+-- into m._parameters while the forward runs, for layers that read their parameters from there
+-- (Linear, Embedding, RNN), and taken out again afterwards (also on an error). A module with a
+-- forward of its own is not fused by Sequential.
+local HOOKS, BEFORE = "_forward_pre_hooks", "_forward_before_hooks"
+local hook_compute = {}
+
+function utils._forward_with_pre_hooks(self, ...)
+  local params = rawget(self, "_parameters")
+  local injected = {}
+  for _, h in ipairs(rawget(self, HOOKS)) do
+    local w = hook_compute[h.kind](self, h, self.training)
+    rawset(self, h.name, w)
+    if params[h.name] == nil then
+      params[h.name] = w
+      injected[#injected + 1] = h.name
+    end
+  end
+  local inner = rawget(self, BEFORE) or getmetatable(self).forward
+  local _ <close> = setmetatable({}, {__close = function()
+    for _, n in ipairs(injected) do params[n] = nil end
+  end})
+  return inner(self, ...)
+end
+
+local function add_hook(m, hook)
+  local hooks = rawget(m, HOOKS)
+  if hooks == nil then
+    hooks = {}
+    rawset(m, BEFORE, rawget(m, "forward") or false)
+    rawset(m, HOOKS, hooks)
+    rawset(m, "forward", utils._forward_with_pre_hooks)
+  end
+  hooks[#hooks + 1] = hook
+end
+
+local function find_hook(m, kind, name)
+  local hooks = rawget(m, HOOKS)
+  for i, h in ipairs(hooks or {}) do
+    if h.kind == kind and h.name == name then return h, i end
+  end
+end
+
+local function remove_hook(m, i)
+  local hooks = rawget(m, HOOKS)
+  table.remove(hooks, i)
+  if #hooks == 0 then
+    rawset(m, "forward", rawget(m, BEFORE) or nil)
+    rawset(m, HOOKS, nil)
+    rawset(m, BEFORE, nil)
+  end
+end
+
+-- module, name: the checks weight_norm and spectral_norm share; returns the parameter
+local function hooked_parameter(fname, m, name, kind)
+  if not nn.is_module(m) then fail("%s: module must be a Module, got %s", fname, type_of(m)) end
+  if type(name) ~= "string" then fail("%s: name must be a string, got %s", fname, type_of(name)) end
+  if find_hook(m, kind, name) then
+    fail("%s: cannot register two %s hooks on the same parameter '%s'", fname, kind, name)
+  end
+  local w = rawget(m, "_parameters")[name]
+  if w == nil then fail("%s: %s has no parameter '%s'", fname, module_class_name(m), name) end
+  return w
+end
+
+local function param_dim(fname, dim, w, name)
+  if math.type(dim) ~= "integer" or dim == 0 then
+    fail("%s: dim must be a non-zero integer (1-based, negative from the end)%s, got %s", fname,
+      fname == "weight_norm" and " or false (the whole tensor)" or "", arg_repr(dim))
+  end
+  local n = w:dim()
+  local r = dim < 0 and n + 1 + dim or dim
+  if r < 1 or r > n then
+    fail("%s: dim %d out of range for parameter '%s' of shape %s", fname, dim, name, shape_str(w))
+  end
+  return r
+end
+
+-- the 2-norm over every dim but dim (kept, size 1), or over the whole tensor (dim false): 0-d
+local function norm_except_dim(v, dim)
+  if not dim then return v:norm() end
+  local n = v:size(dim)
+  local shape = {}
+  for d = 1, v:dim() do shape[d] = d == dim and n or 1 end
+  return v:movedim(dim, 1):reshape(n, -1):norm(2, 2):reshape(shape)
+end
+
+hook_compute.weight_norm = function(m, h)
+  local p = rawget(m, "_parameters")
+  local g, v = p[h.name .. "_g"], p[h.name .. "_v"]
+  return v * (g / norm_except_dim(v, h.dim))
+end
+
+function utils.weight_norm(module, name, dim, ...)
+  local fname = "weight_norm"
+  if select("#", ...) > 0 then fail("%s: expected (module[, name[, dim]]), got %d arguments", fname, 3 + select("#", ...)) end
+  if name == nil then name = "weight" end
+  local w = hooked_parameter(fname, module, name, "weight_norm")
+  if dim == nil then dim = 1 end
+  local d = dim ~= false and param_dim(fname, dim, w, name)
+  local g = pt.no_grad(norm_except_dim, w:detach(), d)
+  module[name] = nil
+  module:register_parameter(name .. "_g", nn.Parameter(g))
+  module:register_parameter(name .. "_v", nn.Parameter(w:detach()))
+  local hook = {kind = "weight_norm", name = name, dim = d}
+  rawset(module, name, hook_compute.weight_norm(module, hook))
+  add_hook(module, hook)
+  return module
+end
+doc(utils.weight_norm, [==[nn.utils.weight_norm(module[, name="weight"[, dim=1]]) -> module, with PyTorch 1.13's (hook-based) weight normalisation.
+  The parameter name is replaced by name_g (its norms over every dim but dim, kept as size 1) and
+  name_v (its direction, the old values), and module.name = name_v * (name_g / ||name_v||) is
+  recomputed before every forward, so both get gradients. dim is 1-based (negative from the end;
+  PyTorch's dim=0 is 1 here); dim=false takes the norm of the whole tensor (PyTorch's dim=None).
+  state_dict keys are PyTorch's (e.g. bias, weight_g, weight_v for a Linear). Undo with remove_weight_norm.]==])
+
+function utils.remove_weight_norm(module, name, ...)
+  local fname = "remove_weight_norm"
+  if select("#", ...) > 0 then fail("%s: expected (module[, name]), got %d arguments", fname, 2 + select("#", ...)) end
+  if not nn.is_module(module) then fail("%s: module must be a Module, got %s", fname, type_of(module)) end
+  if name == nil then name = "weight" end
+  local h, i = find_hook(module, "weight_norm", name)
+  if not h then fail("%s: weight_norm of '%s' not found in %s", fname, tostring(name), module_class_name(module)) end
+  local w = pt.no_grad(hook_compute.weight_norm, module, h)
+  remove_hook(module, i)
+  rawset(module, name, nil)
+  module[name .. "_g"] = nil
+  module[name .. "_v"] = nil
+  module:register_parameter(name, w)
+  return module
+end
+doc(utils.remove_weight_norm, "nn.utils.remove_weight_norm(module[, name=\"weight\"]) -> module with name a plain parameter again, holding\n"
+  .. "  the current name_v * name_g / ||name_v|| (name_g and name_v are gone).")
+
+local function matrix_of(w, dim)
+  if dim ~= 1 then w = w:movedim(dim, 1) end
+  return w:reshape(w:size(1), -1)
+end
+
+local function unit(x, eps) return x / pt.maximum(x:norm(), eps) end
+
+-- PyTorch's SpectralNorm.compute_weight: power iteration on the buffers u and v (in place, training
+-- mode only), then weight / (u . W v) with u and v as constants
+hook_compute.spectral_norm = function(m, h, training)
+  local weight = rawget(m, "_parameters")[h.name .. "_orig"]
+  local b = rawget(m, "_buffers")
+  local u, v = b[h.name .. "_u"], b[h.name .. "_v"]
+  local wm = matrix_of(weight, h.dim)
+  if training then
+    pt.no_grad(function()
+      local w = wm:detach()
+      for _ = 1, h.n_power_iterations do
+        v:copy_(unit(pt.mv(w:t(), u), h.eps))
+        u:copy_(unit(pt.mv(w, v), h.eps))
+      end
+    end)
+    u, v = u:clone(), v:clone()
+  end
+  return weight / pt.dot(u, pt.mv(wm, v))
+end
+
+local function is_conv_transpose(m)
+  local cls = getmetatable(m)
+  while cls do
+    if cls == rawget(nn, "ConvTranspose1d") or cls == rawget(nn, "ConvTranspose2d") then return true end
+    cls = rawget(cls, "super")
+  end
+  return false
+end
+
+function utils.spectral_norm(module, name, n_power_iterations, eps, dim, ...)
+  local fname = "spectral_norm"
+  if select("#", ...) > 0 then
+    fail("%s: expected (module[, name[, n_power_iterations[, eps[, dim]]]]), got %d arguments", fname, 5 + select("#", ...))
+  end
+  if name == nil then name = "weight" end
+  if n_power_iterations == nil then n_power_iterations = 1 end
+  pos_int(fname, "n_power_iterations", n_power_iterations)
+  if eps == nil then eps = 1e-12 end
+  nonneg(fname, "eps", eps)
+  local w = hooked_parameter(fname, module, name, "spectral_norm")
+  if dim == nil then dim = is_conv_transpose(module) and 2 or 1 end
+  local d = param_dim(fname, dim, w, name)
+  local wm = matrix_of(w:detach(), d)
+  local u, v = pt.no_grad(function()
+    return unit(pt.randn(wm:size(1), {dtype = w:dtype()}), eps), unit(pt.randn(wm:size(2), {dtype = w:dtype()}), eps)
+  end)
+  module[name] = nil
+  module:register_parameter(name .. "_orig", w)
+  rawset(module, name, w:detach())
+  module:register_buffer(name .. "_u", u)
+  module:register_buffer(name .. "_v", v)
+  add_hook(module, {kind = "spectral_norm", name = name, dim = d, n_power_iterations = math.tointeger(n_power_iterations),
+    eps = eps})
+  return module
+end
+doc(utils.spectral_norm, [==[nn.utils.spectral_norm(module[, name="weight"[, n_power_iterations=1[, eps=1e-12[, dim]]]]) -> module, PyTorch 1.13's (hook-based) spectral normalisation.
+  name becomes name_orig (the same parameter) and the buffers name_u, name_v (unit vectors, random at
+  first); before every forward, module.name = name_orig / sigma, sigma = u . W v with W name_orig as a
+  matrix of rows along dim. In training mode n_power_iterations power-iteration steps first update
+  u and v in place (v = normalize(W^T u), u = normalize(W v), norms clamped at eps); in eval mode they
+  stay. dim is 1-based (default 1, 2 for ConvTranspose1d/2d: their output channels). state_dict keys
+  are PyTorch's (weight_orig, weight_u, weight_v), so a PyTorch state_dict loads. Undo with remove_spectral_norm.]==])
+
+function utils.remove_spectral_norm(module, name, ...)
+  local fname = "remove_spectral_norm"
+  if select("#", ...) > 0 then fail("%s: expected (module[, name]), got %d arguments", fname, 2 + select("#", ...)) end
+  if not nn.is_module(module) then fail("%s: module must be a Module, got %s", fname, type_of(module)) end
+  if name == nil then name = "weight" end
+  local h, i = find_hook(module, "spectral_norm", name)
+  if not h then fail("%s: spectral_norm of '%s' not found in %s", fname, tostring(name), module_class_name(module)) end
+  local w = pt.no_grad(hook_compute.spectral_norm, module, h, false)
+  remove_hook(module, i)
+  rawset(module, name, nil)
+  module[name .. "_u"] = nil
+  module[name .. "_v"] = nil
+  module[name .. "_orig"] = nil
+  module:register_parameter(name, w)
+  return module
+end
+doc(utils.remove_spectral_norm, "nn.utils.remove_spectral_norm(module[, name=\"weight\"]) -> module with name a plain parameter again, holding\n"
+  .. "  name_orig / sigma for the current u and v (no power iteration); name_orig, name_u and name_v are gone.")
 
 -- ------------------------------------------------------------------ nn.functional from the core
 
