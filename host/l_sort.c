@@ -349,11 +349,85 @@ static int t_searchsorted(lua_State *L) {
   return 1;
 }
 
+/* The dim of cummax, cummin and logcumsumexp: argument 2 or {dim=}; may be left out for tensors
+ * of up to 1 dimension (as cumsum's). */
+static int scan_dim(lua_State *L, const pt_tensor *t, const char *fn) {
+  static const char *const names[] = {"dim", NULL};
+  int opts = lua_istable(L, 2) ? 2 : 0;
+  lpt_check_options(L, opts, fn, names);
+  lpt_check_max_args(L, 2, fn);
+  int idx = 2;
+  if (opts) {
+    lua_getfield(L, opts, "dim");
+    idx = lua_gettop(L);
+  }
+  if (lua_isnoneornil(L, idx)) {
+    if (t->ndim > 1) lpt_errorf(L, "%s: a dimension is needed for a %d-D tensor", fn, t->ndim);
+    return 0;
+  }
+  return lpt_check_dim(L, idx, t->ndim, fn);
+}
+
+static int cum_extreme(lua_State *L, bool is_max) {
+  const char *fn = is_max ? "cummax" : "cummin";
+  pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
+  int dim = scan_dim(L, t, fn);
+  pt_status st = is_max ? pt_cummax(lpt_ctx(L), t, dim, &v, &i) : pt_cummin(lpt_ctx(L), t, dim, &v, &i);
+  return push_pair(L, st, v, i);
+}
+static int t_cummax(lua_State *L) { return cum_extreme(L, true); }
+static int t_cummin(lua_State *L) { return cum_extreme(L, false); }
+
+static int t_logcumsumexp(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int dim = scan_dim(L, t, "logcumsumexp");
+  pt_status st = pt_logcumsumexp(lpt_ctx(L), t, dim, &r);
+  return lpt_push_result(L, st, r);
+}
+
+/* t:histc([bins=100[, min=0[, max=0]]][, {bins=, min=, max=}]) */
+static int t_histc(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  static const char *const names[] = {"bins", "min", "max", NULL};
+  int o = 2;
+  while (o <= 4 && lua_type(L, o) == LUA_TNUMBER) o++;
+  int opts = lua_istable(L, o) ? o : 0;
+  if (!opts && !lua_isnoneornil(L, o)) {
+    if (o > 4) return lpt_errorf(L, "histc: unexpected argument #%d (%s)", o, luaL_typename(L, o));
+    return lpt_errorf(L, "histc: %s must be a number, got %s", names[o - 2], luaL_typename(L, o));
+  }
+  lpt_check_options(L, opts, "histc", names);
+  lpt_check_max_args(L, o, "histc");
+  lua_Integer bins = 100;
+  double lim[2] = {0, 0};
+  for (int k = 0; k < 3; k++) {
+    int idx = 2 + k;
+    if (opts && lua_getfield(L, opts, names[k]) != LUA_TNIL) {
+      if (idx < o) return lpt_errorf(L, "histc: %s given twice (as argument #%d and as an option)", names[k], idx);
+      idx = lua_gettop(L);
+    } else if (idx >= o) {
+      continue;
+    }
+    if (lua_type(L, idx) != LUA_TNUMBER)
+      return lpt_errorf(L, "histc: %s must be a number, got %s", names[k], luaL_typename(L, idx));
+    if (k == 0) {
+      if (!lua_isinteger(L, idx))
+        return lpt_errorf(L, "histc: bins must be an integer, got %s", luaL_tolstring(L, idx, NULL));
+      bins = lua_tointeger(L, idx);
+    } else {
+      lim[k - 1] = lua_tonumber(L, idx);
+    }
+  }
+  pt_status st = pt_histc(lpt_ctx(L), t, (int64_t)bins, lim[0], lim[1], &r);
+  return lpt_push_result(L, st, r);
+}
+
 static const luaL_Reg methods[] = {
     {"sort", t_sort},   {"topk", t_topk}, {"cumsum", t_cumsum}, {"cumprod", t_cumprod},
     {"all", t_all},     {"any", t_any},   {"equal", t_equal},   {"allclose", t_allclose},
     {"median", t_median}, {"kthvalue", t_kthvalue}, {"mode", t_mode}, {"nonzero", t_nonzero},
     {"unique", t_unique}, {"bincount", t_bincount}, {"searchsorted", t_searchsorted},
+    {"cummax", t_cummax}, {"cummin", t_cummin}, {"logcumsumexp", t_logcumsumexp}, {"histc", t_histc},
     {NULL, NULL},
 };
 
@@ -404,6 +478,25 @@ static const char *const docs[] = {
                     "  leading dims of values (one sequence per row); values may be a number (0-d result).\n"
                     "  Comparisons are exact, also between integers and floats (torch promotes both to one dtype,\n"
                     "  where an int64 beyond 2^53 rounds). Also pt.searchsorted(seq, values, ...).",
+    "cummax", "t:cummax([dim | {dim=}]) -> values, indices (1-based int64): the running maximum along dim and\n"
+              "  where it was taken, as torch.cummax: an element takes over when it is >= the running maximum, so\n"
+              "  on ties the later index wins; a NaN takes over and stays (the index of the latest NaN). Every\n"
+              "  dtype; dim may be left out for 0-d and 1-D tensors. The gradient of each value goes to the element\n"
+              "  at its index. Also pt.cummax(t, dim).",
+    "cummin", "t:cummin([dim | {dim=}]) -> values, indices (1-based int64): the running minimum along dim and\n"
+              "  where it was taken, as torch.cummin: an element takes over when it is <= the running minimum (ties:\n"
+              "  the later index); a NaN takes over and stays. Every dtype; dim may be left out for 0-d and 1-D\n"
+              "  tensors. The gradient of each value goes to the element at its index. Also pt.cummin(t, dim).",
+    "logcumsumexp", "t:logcumsumexp([dim | {dim=}]) -> log(cumsum(exp(t))) along dim, computed stably in double (a\n"
+                    "  running log-add-exp, as torch.logcumsumexp: {-1000, 0} gives {-1000, 0}); NaN propagates.\n"
+                    "  float32/float64 only; dim may be left out for 0-d and 1-D tensors. Gradients flow back.\n"
+                    "  Also pt.logcumsumexp(t, dim).",
+    "histc", "t:histc([bins=100[, min=0[, max=0]]]) (or {bins=, min=, max=}) -> histogram of all elements of a\n"
+             "  float tensor as torch.histc: t's dtype, shape {bins}, equal bins from min to max. min == max (the\n"
+             "  default) takes the data's smallest and largest elements (and widens an empty range by 1 each\n"
+             "  side). Elements outside [min, max] are not counted; max falls in the last bin. A NaN counts in\n"
+             "  the first bin, as in torch 1.13 (later versions skip it); with the data's range, a NaN is an error.\n"
+             "  No gradient. Also pt.histc(t, ...).",
     NULL, NULL,
 };
 

@@ -1145,3 +1145,267 @@ int pt_element_cmp(const void *pa, pt_dtype da, const void *pb, pt_dtype db) {
   if ((!a_int && isnan(fa)) || (!b_int && isnan(fb))) return 2;
   return cmp_exact(a_int ? (const void *)&ia : &fa, a_int, 0, b_int ? (const void *)&ib : &fb, b_int, 0);
 }
+
+/* --- cummax / cummin --- */
+
+static inline bool never_nan(int64_t x) {
+  (void)x;
+  return false;
+}
+static inline bool float_nan(double x) { return isnan(x); }
+#define ELEM_NAN(x) _Generic((x), float: float_nan, double: float_nan, default: never_nan)(x)
+
+/* torch's rule along each lane: a NaN always takes over (so the index is that of the last NaN
+ * so far), else x replaces the running value when x >= it (cummax; <= for cummin) and the
+ * running value is no NaN: ties take the later index */
+static pt_status cum_extreme(pt_ctx *ctx, const char *fn, pt_tensor *t, int dim, bool is_max,
+                             pt_tensor **values, pt_tensor **indices) {
+  pt_status st = check_dim(ctx, fn, t, dim);
+  if (st) return st;
+  pt_tensor *tc = NULL, *v = NULL, *ix = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, t, &tc)) || (st = pt_tensor_empty(ctx, t->dtype, t->ndim, t->shape, &v)) ||
+      (st = pt_tensor_empty(ctx, PT_INT64, t->ndim, t->shape, &ix)))
+    goto done;
+  lanes l = lanes_of(t, dim);
+  int64_t *ip = pt_tensor_data(ix);
+  DISPATCH_ALL(t->dtype, {
+    const T *xp = pt_tensor_data(tc);
+    T *vp = pt_tensor_data(v);
+    for (int64_t o = 0; o < l.outer; o++)
+      for (int64_t j = 0; j < l.inner; j++) {
+        const int64_t base = o * l.n * l.inner + j;
+        T run = l.n ? xp[base] : 0;
+        int64_t at = 0;
+        for (int64_t i = 0; i < l.n; i++) {
+          T x = xp[base + i * l.inner];
+          if (ELEM_NAN(x) || (!ELEM_NAN(run) && (is_max ? x >= run : x <= run))) {
+            run = x;
+            at = i;
+          }
+          vp[base + i * l.inner] = run;
+          ip[base + i * l.inner] = at;
+        }
+      }
+  });
+  if (pt_dtype_is_floating(t->dtype)) {
+    pt_node *node;
+    if ((st = pt_autograd_record(ctx, v, is_max ? "CummaxBackward" : "CumminBackward", select_backward, 1, &t,
+                                 &node)))
+      goto done;
+    if (node) {
+      pt_node_save(node, 0, pt_tensor_retain(ix));
+      node->ints[0] = dim;
+      node->n_ints = 1;
+    }
+  }
+done:
+  pt_tensor_release(tc);
+  if (st) {
+    pt_tensor_release(v);
+    pt_tensor_release(ix);
+    return st;
+  }
+  *values = v;
+  *indices = ix;
+  return PT_OK;
+}
+
+pt_status pt_cummax(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **values, pt_tensor **indices) {
+  return cum_extreme(ctx, "cummax", t, dim, true, values, indices);
+}
+
+pt_status pt_cummin(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **values, pt_tensor **indices) {
+  return cum_extreme(ctx, "cummin", t, dim, false, values, indices);
+}
+
+/* --- logcumsumexp --- */
+
+/* log(exp(x) + exp(y)) as torch's _log_add_exp_helper: a NaN y propagates, two equal infinities
+ * give x (inf + inf = inf, -inf + -inf = -inf) */
+static inline double log_add_exp(double x, double y) {
+  double lo = isnan(y) ? y : (y < x ? y : x), hi = isnan(y) ? y : (x < y ? y : x);
+  if (lo != hi || isfinite(lo)) return log1p(exp(lo - hi)) + hi;
+  return x;
+}
+
+/* the running log-sum-exp of lane (o, j) of x (contiguous) in double, into y */
+#define LCSE_LANE(xp, yp, l, o, j)                                         \
+  do {                                                                     \
+    double acc_ = -INFINITY;                                               \
+    for (int64_t i_ = 0; i_ < (l).n; i_++) {                               \
+      int64_t at_ = ((o) * (l).n + i_) * (l).inner + (j);                  \
+      acc_ = log_add_exp((double)(xp)[at_], acc_);                         \
+      (yp)[at_] = acc_;                                                    \
+    }                                                                      \
+  } while (0)
+
+/* d/dx_j of sum_i g_i y_i = sum_{i >= j} g_i exp(x_j - y_i), as torch's: the positive and the
+ * negative g_i apart, each a reversed running log-sum-exp of log|g_i| - y_i, plus x_j, exponentiated */
+static pt_status logcumsumexp_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  int dim = (int)node->ints[0];
+  pt_tensor *x = node->saved[0], *g = NULL, *r = NULL;
+  pt_status st;
+  if ((st = pt_tensor_contiguous_raw(ctx, gout, &g)) || (st = pt_tensor_empty_like(ctx, x, &r))) {
+    pt_tensor_release(g);
+    return st;
+  }
+  lanes l = lanes_of(x, dim);
+  double *y = pt_alloc(ctx, (size_t)(l.n ? l.n : 1) * sizeof *y);
+  if (!y) {
+    pt_tensor_release(g);
+    pt_tensor_release(r);
+    return PT_ENOMEM;
+  }
+  PT_DISPATCH_FLOAT(x->dtype, {
+    const T *xp = pt_tensor_data(x), *gp = pt_tensor_data(g);
+    T *rp = pt_tensor_data(r);
+    for (int64_t o = 0; o < l.outer; o++) {
+      for (int64_t j = 0; j < l.inner; j++) {
+        double acc = -INFINITY; /* the lane's y again, rounded to T as the forward stored it */
+        for (int64_t i = 0; i < l.n; i++) {
+          int64_t at = (o * l.n + i) * l.inner + j;
+          acc = log_add_exp((double)xp[at], acc);
+          y[i] = (double)(T)acc;
+        }
+        double pos = -INFINITY, neg = -INFINITY;
+        for (int64_t i = l.n - 1; i >= 0; i--) {
+          int64_t at = (o * l.n + i) * l.inner + j;
+          double gi = (double)gp[at], yi = y[i];
+          if (gi > 0) pos = log_add_exp(log(gi) - yi, pos); /* 0 and NaN add nothing, as torch's */
+          else if (gi < 0) neg = log_add_exp(log(-gi) - yi, neg);
+          rp[at] = (T)(exp(pos + (double)xp[at]) - exp(neg + (double)xp[at]));
+        }
+      }
+    }
+  });
+  pt_free(y);
+  pt_tensor_release(g);
+  gin[0] = r;
+  return PT_OK;
+}
+
+pt_status pt_logcumsumexp(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out) {
+  pt_status st = check_dim(ctx, "logcumsumexp", t, dim);
+  if (st) return st;
+  if (!pt_dtype_is_floating(t->dtype))
+    return pt_fail(ctx, PT_EARG, "logcumsumexp: expected a float32 or float64 tensor, got %s",
+                   pt_dtype_name(t->dtype));
+  pt_tensor *tc = NULL, *r = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, t, &tc)) || (st = pt_tensor_empty_like(ctx, tc, &r))) goto done;
+  lanes l = lanes_of(tc, dim);
+  PT_DISPATCH_FLOAT(t->dtype, {
+    const T *xp = pt_tensor_data(tc);
+    T *yp = pt_tensor_data(r);
+    for (int64_t o = 0; o < l.outer; o++)
+      for (int64_t j = 0; j < l.inner; j++) LCSE_LANE(xp, yp, l, o, j);
+  });
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, r, "LogcumsumexpBackward", logcumsumexp_backward, 1, &t, &node))) goto done;
+  if (node) {
+    pt_node_save(node, 0, pt_tensor_retain(tc));
+    node->ints[0] = dim;
+    node->n_ints = 1;
+  }
+done:
+  pt_tensor_release(tc);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* --- histc --- */
+
+/* The last of torch.linspace(lo, hi, bins + 1) in dtype T as torch 1.13's CPU kernel writes it
+ * (AVX2 build): step = (hi - lo) / bins; elements past the halfway point are
+ * fma(-step, steps - 1 - i, hi), so the last one is hi itself, except when it falls in the
+ * vectorised part (steps a multiple of 2 vectors: 16 floats, 8 doubles), where it is the first
+ * lane of its vector, fma(-step, width - 1, hi), plus (width - 1) * step, rounded twice. */
+#define HISTC_RIGHT_EDGE(T, FMA, width, lo, hi, bins, out)                         \
+  do {                                                                            \
+    const int64_t steps_ = (bins) + 1;                                            \
+    const T s_ = (T)(lo), e_ = (T)(hi);                                           \
+    const T step_ = (e_ - s_) / (T)(steps_ - 1);                                  \
+    if (steps_ % (2 * (width)) != 0) {                                            \
+      (out) = e_;                                                                 \
+    } else {                                                                      \
+      T base_ = FMA(-step_, (T)((width) - 1), e_);                                \
+      volatile T lane_ = (T)((width) - 1) * step_; /* rounded: no fused add */    \
+      (out) = base_ + lane_;                                                      \
+    }                                                                             \
+  } while (0)
+
+pt_status pt_histc(pt_ctx *ctx, pt_tensor *t, int64_t bins, double min, double max, pt_tensor **out) {
+  if (!pt_dtype_is_floating(t->dtype))
+    return pt_fail(ctx, PT_EARG, "histc: expected a float32 or float64 tensor, got %s (t:float() converts)",
+                   pt_dtype_name(t->dtype));
+  if (bins < 1) return pt_fail(ctx, PT_EARG, "histc: bins must be positive, got %lld", (long long)bins);
+  pt_tensor *tc = NULL, *r = NULL;
+  pt_status st;
+  if ((st = pt_tensor_contiguous_raw(ctx, t, &tc)) || (st = pt_tensor_zeros(ctx, t->dtype, 1, &bins, &r))) goto done;
+  const int64_t n = pt_tensor_numel(tc);
+  double lo = min, hi = max;
+  if (lo == hi && n > 0) { /* the data's range (NaN if it holds one) */
+    PT_DISPATCH_FLOAT(t->dtype, {
+      const T *xp = pt_tensor_data(tc);
+      T a = xp[0], b = xp[0];
+      for (int64_t i = 0; i < n; i++) {
+        T x = xp[i];
+        if (isnan(x) || isnan(a)) a = b = NAN;
+        else {
+          a = x < a ? x : a;
+          b = x > b ? x : b;
+        }
+      }
+      lo = (double)a;
+      hi = (double)b;
+    });
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  if (!isfinite(lo) || !isfinite(hi)) {
+    st = pt_fail(ctx, PT_EARG, "histc: range of [%.17g, %.17g] is not finite", lo, hi);
+    goto done;
+  }
+  if (!(lo < hi)) {
+    st = pt_fail(ctx, PT_EARG, "histc: max must be larger than min, got min %.17g and max %.17g", lo, hi);
+    goto done;
+  }
+  /* torch 1.13's linear interpolation in the input's dtype, (x - min) / (max - min) * bins in
+   * that order (other orders round some elements on a bin edge into the neighbour), min and max
+   * its first and last bin edges (see HISTC_RIGHT_EDGE); the last bin includes its right edge; elements outside [min, max] are
+   * not counted, and a NaN is counted in the first bin, as torch 1.13 does (its range test lets
+   * NaN through) */
+  PT_DISPATCH_FLOAT(t->dtype, {
+    const T *xp = pt_tensor_data(tc);
+    T *rp = pt_tensor_data(r);
+    const T left = (T)lo, nb = (T)bins;
+    T right;
+    if (sizeof(T) == sizeof(float)) HISTC_RIGHT_EDGE(float, fmaf, 8, lo, hi, bins, right);
+    else HISTC_RIGHT_EDGE(double, fma, 4, lo, hi, bins, right);
+    for (int64_t i = 0; i < n; i++) {
+      T x = xp[i];
+      if (isnan(x)) {
+        rp[0] += 1;
+        continue;
+      }
+      if (!(x >= left && x <= right)) continue;
+      int64_t pos = (int64_t)((x - left) / (right - left) * nb);
+      if (pos >= bins) pos = bins - 1;
+      if (pos < 0) pos = 0;
+      rp[pos] += 1;
+    }
+  });
+done:
+  pt_tensor_release(tc);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}

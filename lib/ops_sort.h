@@ -80,4 +80,21 @@ pt_status pt_searchsorted(pt_ctx *ctx, pt_tensor *seq, pt_tensor *values, bool r
  * (int64 as an integer, never rounded through a double): -1, 0 or 1; 2 when either is NaN. */
 int pt_element_cmp(const void *pa, pt_dtype da, const void *pb, pt_dtype db);
 
+/* Running maximum (minimum) along dim and the 0-based index where it was taken, as torch's
+ * cummax/cummin: an element replaces the running value when it is >= it (<= for cummin), so on
+ * ties the later index wins; a NaN always takes over and stays (the index of the last NaN so far).
+ * Every dtype; t's shape (0-d too). Float inputs get gradients: each output's to its index. */
+pt_status pt_cummax(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **values, pt_tensor **indices);
+pt_status pt_cummin(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **values, pt_tensor **indices);
+/* log(cumsum(exp(t))) along dim, accumulated in double by torch's log-add-exp step (stable for
+ * any range; NaN propagates; +-inf as torch's). Float tensors only; differentiable. */
+pt_status pt_logcumsumexp(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor **out);
+/* Histogram of the elements of a float tensor (any shape) over bins equal bins between min and
+ * max (both equal: the data's smallest and largest; still equal: widened by 1 on each side), as
+ * torch.histc: t's dtype, {bins}; the bin of x is (int)((x - min) / (max - min) * bins) computed
+ * in t's dtype, max in the last bin; elements outside [min, max] are not counted; a NaN is
+ * counted in the first bin, as torch 1.13 does (later versions skip it; a NaN in the data's range
+ * is an error in both). No gradient. */
+pt_status pt_histc(pt_ctx *ctx, pt_tensor *t, int64_t bins, double min, double max, pt_tensor **out);
+
 #endif
