@@ -1010,7 +1010,9 @@ local function arg_repr(v)
   if type(v) == "number" or type(v) == "string" then return value_repr(v) end
   if type(v) == "table" and not pt.is_tensor(v) and getmetatable(v) == nil then
     local s = {}
-    for i = 1, #v do s[i] = type(v[i]) == "number" and num_repr(v[i]) or type_of(v[i]) end
+    for i = 1, #v do
+      s[i] = (type(v[i]) == "number" or type(v[i]) == "string") and value_repr(v[i]) or type_of(v[i])
+    end
     return "{" .. table.concat(s, ", ") .. "}"
   end
   return type_of(v)
