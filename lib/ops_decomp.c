@@ -227,9 +227,8 @@ static pt_status grad64(pt_ctx *ctx, pt_tensor *g, int ndim, const int64_t *shap
 static pt_status lu_solve_batch(pt_ctx *ctx, const char *fname, bool batched, const pt_tensor *A,
                                 pt_tensor *X, bool trans) {
   int64_t n = A->shape[A->ndim - 1], k = X->shape[X->ndim - 1];
-  int64_t batch = n > 0 ? pt_tensor_numel(A) / (n * n) : pt_tensor_numel(X) / (k > 0 ? k : 1);
   if (n == 0 || k == 0) return PT_OK;
-  batch = pt_tensor_numel(A) / (n * n);
+  int64_t batch = pt_tensor_numel(A) / (n * n);
   pt_status st = PT_OK;
   double *lu = scratch(ctx, n * n, &st);
   lapack_int *piv = lu ? pt_alloc(ctx, sizeof(lapack_int) * (size_t)n) : NULL;
@@ -291,8 +290,7 @@ static pt_status solve_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
   pt_tensor *A = node->inputs[0], *B = node->inputs[1], *A64 = node->saved[0], *X64 = node->saved[1];
   pt_tensor *G = NULL, *GA = NULL;
   int nd = X64->ndim;
-  int64_t n = X64->shape[nd - 2], k = X64->shape[nd - 1], batch = pt_tensor_numel(A64) / (n * n > 0 ? n * n : 1);
-  if (n == 0) batch = pt_tensor_numel(X64) / (k > 0 ? k : 1);
+  int64_t n = X64->shape[nd - 2], k = X64->shape[nd - 1], batch = pt_shape_numel(nd - 2, X64->shape);
   pt_status st = grad64(ctx, g, nd, X64->shape, &G);
   if (st) return st;
   /* gB = A^-T g */
