@@ -1,9 +1,278 @@
-/* Autograd from Lua: backward, no_grad, detach, requires_grad_, retain_grad. */
+/* Autograd from Lua: backward, autograd.grad, tensor hooks, no_grad, detach, requires_grad_,
+ * retain_grad. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lpt.h"
 
-/* t:backward([grad][, {retain_graph=}]) */
+/* --- tensor hooks ---
+ * The hooks of a non-leaf live with its grad_fn node (node->has_hooks tells the engine), a
+ * leaf's with the tensor. They are kept in a registry table of this state, keyed by the node's
+ * or the tensor's address: {nodes = {[node] = {{id=, fn=}, ...}}, leaves = {...}, next_id}; the
+ * table holds a reference to each key (so that an address is never reused while it has hooks),
+ * given back when the last hook goes or, at the next registration or backward, when nothing
+ * else holds the node or tensor any more (no gradient can reach it again). */
+static const char hooks_key = 'h'; /* registry[&hooks_key] */
+
+static void push_hooks(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks_key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 4);
+  lua_newtable(L);
+  lua_setfield(L, -2, "nodes");
+  lua_newtable(L);
+  lua_setfield(L, -2, "leaves");
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "next_id");
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &hooks_key);
+}
+
+/* Give back the keys nothing else holds (the table of kind `kind` is at the top). */
+static void sweep_kind(lua_State *L, bool nodes) {
+  int tbl = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, tbl)) {
+    lua_pop(L, 1);
+    void *key = lua_touserdata(L, -1);
+    bool dead;
+    if (nodes) dead = atomic_load(&((pt_node *)key)->refcount) == 1;
+    else dead = atomic_load(&((pt_tensor *)key)->refcount) == 1;
+    if (!dead) continue;
+    lua_pushvalue(L, -1);
+    lua_pushnil(L);
+    lua_rawset(L, tbl); /* clearing a field during the traversal is allowed */
+    if (nodes) pt_node_release(key);
+    else pt_tensor_release(key);
+  }
+}
+
+static void sweep_hooks(lua_State *L) {
+  push_hooks(L);
+  lua_getfield(L, -1, "nodes");
+  sweep_kind(L, true);
+  lua_getfield(L, -2, "leaves");
+  sweep_kind(L, false);
+  lua_pop(L, 3);
+}
+
+/* What the engine's callback needs: the state, the call's name for messages, and where a Lua
+ * error raised by a hook is kept until the engine has returned. */
+typedef struct hook_call {
+  lua_State *L;
+  const char *fname;
+  bool lua_error; /* the error object is at registry[&hook_err_key] */
+} hook_call;
+static const char hook_err_key = 'e';
+
+static pt_status run_tensor_hooks(pt_ctx *ctx, void *data, pt_node *node, pt_tensor *leaf,
+                                  pt_tensor **grad) {
+  hook_call *hc = data;
+  lua_State *L = hc->L;
+  int top = lua_gettop(L);
+  push_hooks(L);
+  lua_getfield(L, -1, node ? "nodes" : "leaves");
+  if (lua_rawgetp(L, -1, node ? (void *)node : (void *)leaf) != LUA_TTABLE) {
+    lua_settop(L, top);
+    return PT_OK;
+  }
+  /* a copy of the list: a hook may remove hooks (itself too) */
+  int n = (int)lua_rawlen(L, -1), list = lua_gettop(L);
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, list, i);
+    lua_getfield(L, -1, "fn");
+    lua_rawseti(L, list + 1, i);
+    lua_pop(L, 1);
+  }
+  pt_status st = PT_OK;
+  for (int i = 1; i <= n && !st; i++) {
+    lua_rawgeti(L, list + 1, i);
+    lpt_push_tensor(L, pt_tensor_retain(*grad));
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+      const char *msg = lpt_error_text(L, -1);
+      st = pt_fail(ctx, PT_EARG, "%s", msg);
+      lua_pop(L, 1);
+      lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_err_key); /* the error object as it was */
+      hc->lua_error = true;
+      break;
+    }
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      continue;
+    }
+    lpt_box *b = lpt_test_box(L, -1);
+    pt_tensor *r = b ? b->t : NULL;
+    char a[PT_SHAPE_STR_MAX], c[PT_SHAPE_STR_MAX];
+    if (!r) {
+      st = pt_fail(ctx, PT_EARG, "%s: a tensor hook must return a tensor or nil, got %s", hc->fname,
+                   b ? "a closed tensor" : luaL_typename(L, -1));
+    } else if (r->ndim != (*grad)->ndim ||
+               memcmp(r->shape, (*grad)->shape, (size_t)r->ndim * sizeof(int64_t)) != 0) {
+      st = pt_fail(ctx, PT_ESHAPE, "%s: a tensor hook returned a gradient of shape %s for a gradient of shape %s",
+                   hc->fname, pt_shape_format(r->ndim, r->shape, a, sizeof a),
+                   pt_shape_format((*grad)->ndim, (*grad)->shape, c, sizeof c));
+    } else if (r->dtype != (*grad)->dtype) {
+      st = pt_fail(ctx, PT_EARG, "%s: a tensor hook returned a gradient of dtype %s for a gradient of dtype %s",
+                   hc->fname, pt_dtype_name(r->dtype), pt_dtype_name((*grad)->dtype));
+    } else {
+      pt_tensor_release(*grad);
+      *grad = pt_tensor_retain(r);
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return st;
+}
+
+/* The engine's view of this state's hooks: *leaves receives a malloc'd list of the leaves that
+ * have hooks (free it); false when there are no hooks at all. */
+static bool collect_hooks(lua_State *L, pt_grad_hooks *h, hook_call *hc, pt_tensor ***leaves) {
+  *leaves = NULL;
+  memset(h, 0, sizeof *h);
+  push_hooks(L);
+  lua_getfield(L, -1, "nodes");
+  lua_getfield(L, -2, "leaves");
+  bool any = false;
+  lua_pushnil(L);
+  if (lua_next(L, -3)) {
+    any = true;
+    lua_pop(L, 2);
+  }
+  int n = 0, cap = 0;
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pop(L, 1);
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      pt_tensor **grown = realloc(*leaves, (size_t)cap * sizeof *grown);
+      if (!grown) break; /* out of memory: the rest of the leaves' hooks do not run */
+      *leaves = grown;
+    }
+    (*leaves)[n++] = lua_touserdata(L, -1);
+  }
+  lua_pop(L, 3);
+  if (!any && n == 0) return false;
+  h->run = run_tensor_hooks;
+  h->data = hc;
+  h->n_leaves = n;
+  h->leaves = *leaves;
+  return true;
+}
+
+/* After a failed pass: a hook's own error as it was raised (its position, its object), else the
+ * engine's message. */
+static int raise_pass_error(lua_State *L, hook_call *hc) {
+  if (hc->lua_error) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &hook_err_key);
+    lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_err_key);
+    return lua_error(L);
+  }
+  return lpt_error(L);
+}
+
+static int handle_remove(lua_State *L);
+
+/* t:register_hook(fn) -> handle */
+static int t_register_hook(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  lpt_check_max_args(L, 2, "register_hook");
+  if (!lua_isfunction(L, 2))
+    return lpt_errorf(L, "register_hook: expected a function, got %s", luaL_typename(L, 2));
+  if (!t->requires_grad)
+    return lpt_errorf(L, "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+  sweep_hooks(L);
+  bool leaf = t->grad_fn == NULL;
+  void *key = leaf ? (void *)t : (void *)t->grad_fn;
+  push_hooks(L);
+  int hooks = lua_gettop(L);
+  lua_getfield(L, hooks, leaf ? "leaves" : "nodes");
+  if (lua_rawgetp(L, -1, key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, -3, key);
+    if (leaf) {
+      pt_tensor_retain(t);
+    } else {
+      pt_node_retain(t->grad_fn);
+      t->grad_fn->has_hooks = true;
+    }
+  }
+  lua_getfield(L, hooks, "next_id");
+  lua_Integer id = lua_tointeger(L, -1) + 1;
+  lua_pop(L, 1);
+  lua_pushinteger(L, id);
+  lua_setfield(L, hooks, "next_id");
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, id);
+  lua_setfield(L, -2, "id");
+  lua_pushvalue(L, 2);
+  lua_setfield(L, -2, "fn");
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  /* the handle */
+  lua_createtable(L, 0, 3);
+  lua_pushlightuserdata(L, key);
+  lua_setfield(L, -2, "_key");
+  lua_pushboolean(L, leaf);
+  lua_setfield(L, -2, "_leaf");
+  lua_pushinteger(L, id);
+  lua_setfield(L, -2, "_id");
+  if (luaL_newmetatable(L, "partrain.RemovableHandle")) {
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, handle_remove);
+    lua_setfield(L, -2, "remove");
+    lua_setfield(L, -2, "__index");
+  }
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+/* handle:remove(): the hook does not run any more (again: nothing) */
+static int handle_remove(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "_key");
+  void *key = lua_touserdata(L, -1);
+  lua_getfield(L, 1, "_leaf");
+  bool leaf = lua_toboolean(L, -1);
+  lua_getfield(L, 1, "_id");
+  lua_Integer id = lua_tointeger(L, -1);
+  lua_settop(L, 1);
+  if (!key) return 0;
+  push_hooks(L);
+  lua_getfield(L, -1, leaf ? "leaves" : "nodes");
+  int kind = lua_gettop(L);
+  if (lua_rawgetp(L, kind, key) != LUA_TTABLE) return 0;
+  int list = lua_gettop(L), n = (int)lua_rawlen(L, list);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, list, i);
+    lua_getfield(L, -1, "id");
+    bool hit = lua_tointeger(L, -1) == id;
+    lua_pop(L, 2);
+    if (!hit) continue;
+    for (int j = i; j < n; j++) { /* table.remove */
+      lua_rawgeti(L, list, j + 1);
+      lua_rawseti(L, list, j);
+    }
+    lua_pushnil(L);
+    lua_rawseti(L, list, n);
+    if (n == 1) { /* the last one: the key goes */
+      lua_pushnil(L);
+      lua_rawsetp(L, kind, key);
+      if (leaf) {
+        pt_tensor_release(key);
+      } else {
+        ((pt_node *)key)->has_hooks = false;
+        pt_node_release(key);
+      }
+    }
+    break;
+  }
+  return 0;
+}
+
+/* t:backward([grad][, {retain_graph=, create_graph=}]) */
 static int t_backward(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   pt_tensor *g = NULL;
@@ -13,11 +282,128 @@ static int t_backward(lua_State *L) {
     if (!lua_isnoneornil(L, 2)) g = lpt_check_tensor(L, 2);
     if (lua_istable(L, 3)) opts = 3; /* backward(grad, opts) or backward(nil, opts) */
   }
-  static const char *const names[] = {"retain_graph", NULL}; /* a typo would free the graph */
+  static const char *const names[] = {"retain_graph", "create_graph", NULL}; /* a typo would free the graph */
   lpt_check_options(L, opts, "backward", names);
-  bool retain = lpt_opt_bool(L, opts, "retain_graph", false);
-  if (pt_backward(lpt_ctx(L), t, g, retain)) return lpt_error(L);
+  bool create = lpt_opt_bool(L, opts, "create_graph", false);
+  bool retain = lpt_opt_bool(L, opts, "retain_graph", create);
+  hook_call hc = {L, "backward", false};
+  pt_grad_hooks hooks;
+  pt_tensor **leaves;
+  sweep_hooks(L);
+  bool any = collect_hooks(L, &hooks, &hc, &leaves);
+  pt_backward_opts o = {.retain_graph = retain, .create_graph = create, .hooks = any ? &hooks : NULL};
+  pt_status st = pt_backward_ex(lpt_ctx(L), 1, &t, g ? &g : NULL, &o);
+  free(leaves);
+  if (st) return raise_pass_error(L, &hc);
   return 0;
+}
+
+/* The tensors of argument idx (one tensor, or a list of them) as an array in a userdata pushed
+ * on the stack (the collector frees it, also when an error unwinds); *single: one tensor. */
+static pt_tensor **tensor_args(lua_State *L, int idx, const char *what, int *n, bool *single) {
+  pt_tensor **arr;
+  *single = lpt_test_box(L, idx) != NULL;
+  if (*single) {
+    arr = lua_newuserdatauv(L, sizeof *arr, 0);
+    arr[0] = lpt_check_tensor(L, idx);
+    *n = 1;
+    return arr;
+  }
+  if (!lua_istable(L, idx))
+    lpt_errorf(L, "autograd.grad: %s must be a tensor or a list of tensors, got %s", what,
+               luaL_typename(L, idx));
+  lua_Integer len = (lua_Integer)lua_rawlen(L, idx);
+  if (len == 0) lpt_errorf(L, "autograd.grad: %s is an empty list", what);
+  if (len > 1 << 20) lpt_errorf(L, "autograd.grad: too many %s (%I)", what, len);
+  arr = lua_newuserdatauv(L, (size_t)len * sizeof *arr, 0);
+  for (lua_Integer i = 1; i <= len; i++) {
+    lua_rawgeti(L, idx, i);
+    if (!lpt_test_box(L, -1))
+      lpt_errorf(L, "autograd.grad: %s[%I] is not a tensor (got %s)", what, i, luaL_typename(L, -1));
+    arr[i - 1] = lpt_check_tensor(L, -1);
+    lua_pop(L, 1);
+  }
+  *n = (int)len;
+  return arr;
+}
+
+/* pt.autograd.grad(outputs, inputs[, {grad_outputs=, retain_graph=, create_graph=, allow_unused=}]) */
+static int l_autograd_grad(lua_State *L) {
+  lpt_check_max_args(L, 3, "autograd.grad");
+  lua_settop(L, 3); /* what is pushed from here on comes after the arguments */
+  int opts = 0;
+  if (!lua_isnoneornil(L, 3)) {
+    if (!lua_istable(L, 3))
+      return lpt_errorf(L, "autograd.grad: expected an options table as argument 3, got %s", luaL_typename(L, 3));
+    opts = 3;
+  }
+  static const char *const names[] = {"grad_outputs", "retain_graph", "create_graph", "allow_unused", NULL};
+  lpt_check_options(L, opts, "autograd.grad", names);
+  int nout, nin;
+  bool single_out, single_in;
+  pt_tensor **outs = tensor_args(L, 1, "outputs", &nout, &single_out);
+  pt_tensor **ins = tensor_args(L, 2, "inputs", &nin, &single_in);
+  (void)single_out;
+  pt_tensor **gouts = lua_newuserdatauv(L, (size_t)nout * sizeof *gouts, 0);
+  memset(gouts, 0, (size_t)nout * sizeof *gouts);
+  if (opts && lua_getfield(L, opts, "grad_outputs") != LUA_TNIL) {
+    int go = lua_gettop(L);
+    if (lpt_test_box(L, go)) {
+      if (nout != 1)
+        return lpt_errorf(L, "autograd.grad: got %d outputs and 1 grad_outputs", nout);
+      gouts[0] = lpt_check_tensor(L, go);
+    } else if (lua_istable(L, go)) {
+      lua_Integer len = (lua_Integer)lua_rawlen(L, go);
+      if (len > nout)
+        return lpt_errorf(L, "autograd.grad: got %d outputs and %I grad_outputs", nout, len);
+      for (int i = 1; i <= nout; i++) {
+        if (lua_rawgeti(L, go, i) != LUA_TNIL) {
+          if (!lpt_test_box(L, -1))
+            return lpt_errorf(L, "autograd.grad: grad_outputs[%d] must be a tensor or nil, got %s", i,
+                              luaL_typename(L, -1));
+          gouts[i - 1] = lpt_check_tensor(L, -1);
+        }
+        lua_pop(L, 1);
+      }
+    } else {
+      return lpt_errorf(L, "autograd.grad: grad_outputs must be a tensor or a list of tensors, got %s",
+                        luaL_typename(L, go));
+    }
+  }
+  lua_pop(L, 1);
+  bool create = lpt_opt_bool(L, opts, "create_graph", false);
+  bool retain = lpt_opt_bool(L, opts, "retain_graph", create);
+  bool allow_unused = lpt_opt_bool(L, opts, "allow_unused", false);
+  pt_tensor **res = lua_newuserdatauv(L, (size_t)nin * sizeof *res, 0);
+  hook_call hc = {L, "autograd.grad", false};
+  pt_grad_hooks hooks;
+  pt_tensor **leaves;
+  sweep_hooks(L);
+  bool any = collect_hooks(L, &hooks, &hc, &leaves);
+  pt_backward_opts o = {.fname = "autograd.grad", .retain_graph = retain, .create_graph = create,
+                        .hooks = any ? &hooks : NULL, .n_inputs = nin, .inputs = ins, .grads_out = res};
+  pt_status st = pt_backward_ex(lpt_ctx(L), nout, outs, gouts, &o);
+  free(leaves);
+  if (st) return raise_pass_error(L, &hc);
+  for (int i = 0; i < nin && !allow_unused; i++)
+    if (!res[i]) {
+      for (int j = 0; j < nin; j++) pt_tensor_release(res[j]);
+      return lpt_errorf(L, "autograd.grad: one of the differentiated tensors (inputs[%d]) appears to not "
+                           "have been used in the graph (set allow_unused = true if this is the desired "
+                           "behavior)", i + 1);
+    }
+  if (single_in) {
+    if (res[0]) lpt_push_tensor(L, res[0]);
+    else lua_pushnil(L);
+    return 1;
+  }
+  lua_createtable(L, nin, 0);
+  for (int i = 0; i < nin; i++) {
+    if (!res[i]) continue;
+    lpt_push_tensor(L, res[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
 }
 
 static int t_detach(lua_State *L) {
@@ -96,11 +482,20 @@ static int l_enable_grad(lua_State *L) {
   return no_grad_finish(L, status, old);
 }
 
+/* pt._hook_identity(t) -> a view of t with its own node (BackwardHookFunctionBackward) that
+ * passes the gradient through: nn.Module's backward hooks wrap inputs and outputs with it */
+static int l_hook_identity(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  pt_status st = pt_autograd_identity(lpt_ctx(L), t, "BackwardHookFunctionBackward", &r);
+  return lpt_push_result(L, st, r);
+}
+
 static const luaL_Reg methods[] = {
     {"backward", t_backward},
     {"detach", t_detach},
     {"requires_grad_", t_requires_grad_},
     {"retain_grad", t_retain_grad},
+    {"register_hook", t_register_hook},
     {"_get_flat", t_get_flat},
     {"_set_flat", t_set_flat},
     {NULL, NULL},
@@ -109,14 +504,16 @@ static const luaL_Reg methods[] = {
 static const luaL_Reg functions[] = {
     {"no_grad", l_no_grad},
     {"enable_grad", l_enable_grad},
+    {"_hook_identity", l_hook_identity},
     {NULL, NULL},
 };
 
 static const char *const method_docs[] = {
-    "backward", "t:backward([grad][, {retain_graph=false}])\n  Reverse-mode gradients of t into .grad of the leaves (adds; zero them yourself).\n  grad may be omitted for one-element t.",
+    "backward", "t:backward([grad][, {retain_graph=false, create_graph=false}])\n  Reverse-mode gradients of t into .grad of the leaves (adds; zero them yourself).\n  grad may be omitted for one-element t. create_graph=true records the backward pass (the\n  .grad tensors get a history, to differentiate again; retain_graph then defaults to true);\n  see help(pt.autograd.grad) for the ops it supports.",
     "detach", "t:detach() -> a tensor sharing t's storage, outside the graph.",
     "requires_grad_", "t:requires_grad_([flag=true]) -> t, marking a leaf for gradients.",
-    "retain_grad", "t:retain_grad() -> t; a non-leaf keeps its .grad after backward.",
+    "retain_grad", "t:retain_grad() -> t; a non-leaf keeps its .grad after backward (after its hooks ran).",
+    "register_hook", "t:register_hook(fn) -> handle: fn(grad) runs when the gradient with respect to t is computed\n  (its whole gradient, once per pass; leaves and non-leaves; in registration order). It may\n  return a replacement gradient (same shape and dtype) or nil. handle:remove() unregisters it.\n  As PyTorch 1.13: the hooks of a leaf run before its .grad is accumulated, and not in\n  autograd.grad; a non-leaf's run before its grad_fn does (also in autograd.grad when the pass\n  goes through it).",
     NULL, NULL,
 };
 
@@ -126,9 +523,41 @@ static const char *const function_docs[] = {
     NULL, NULL,
 };
 
+static const char grad_doc[] =
+    "pt.autograd.grad(outputs, inputs[, {grad_outputs=nil, retain_graph=create_graph, create_graph=false,\n"
+    "    allow_unused=false}]) -> the gradients of outputs with respect to inputs, as torch.autograd.grad.\n"
+    "  outputs and inputs are a tensor or a list of tensors; the result is a tensor (inputs a tensor)\n"
+    "  or a list. No .grad changes; only the part of the graph that leads to inputs runs.\n"
+    "  grad_outputs: the gradient of each output (a tensor, or a list with nil for one-element\n"
+    "  outputs, which then get 1). An input the outputs do not depend on is an error unless\n"
+    "  allow_unused=true (then its entry is nil). Without retain_graph the graph's saved tensors go.\n"
+    "  create_graph=true records the backward pass, so that the result can be differentiated again\n"
+    "  (second derivatives, gradient penalties). It goes through: add, sub, mul, div, pow, neg, abs,\n"
+    "  exp, log, sqrt, sin, cos, tan, tanh, sigmoid, relu, gelu, erf, erfc, erfinv, log1p, expm1,\n"
+    "  log2, log10, exp2, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, frac, sum, mean, var,\n"
+    "  std, norm (p=2), logsumexp, softmax, log_softmax, matmul, mm, bmm, mv, dot, outer, addmm,\n"
+    "  the views (view, reshape, transpose, permute, narrow, select, squeeze, unsqueeze, expand),\n"
+    "  clone, cat, stack, dtype conversion, where, masked_fill, nn.Linear (and its fused ReLU) and\n"
+    "  the nn activations (relu, leaky_relu, gelu, tanh, sigmoid, silu); any other node in the way\n"
+    "  is an error naming it (\"autograd.grad: create_graph is not supported through Conv2dBackward\").";
+
 void lpt_open_autograd(lua_State *L) {
   lpt_add_methods(L, methods);
   lpt_add_functions(L, functions);
   lpt_add_docs(L, 1, method_docs);
   lpt_add_docs(L, 0, function_docs);
+  /* pt.autograd */
+  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+  lua_getfield(L, -1, "_docs");
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, l_autograd_grad);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "grad");
+  lua_pushstring(L, grad_doc);
+  lua_rawset(L, -4);
+  lua_pushvalue(L, -1);
+  lua_pushstring(L, "pt.autograd: functional autograd, as torch.autograd: grad(outputs, inputs[, opts]).");
+  lua_rawset(L, -4);
+  lua_setfield(L, -3, "autograd");
+  lua_pop(L, 2);
 }

@@ -1,8 +1,16 @@
-/* The reverse-mode engine: recording nodes, ordering them, running backward functions. */
+/* The reverse-mode engine: recording nodes, ordering them, running backward functions (or, with
+ * create_graph, differentiable formulas of them), tensor hooks and autograd.grad's pruning. */
 #include "autograd.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "nn.h"
+#include "ops_elementwise.h"
+#include "ops_linalg.h"
+#include "ops_reduce.h"
+#include "ops_shape.h"
 
 bool pt_autograd_needed(const pt_ctx *ctx, int n, pt_tensor *const *inputs) {
   if (!ctx->grad_enabled) return false;
@@ -31,6 +39,8 @@ static void node_free_saved(pt_node *n) {
   n->extra = NULL;
   pt_tensor_release(n->pending_grad);
   n->pending_grad = NULL;
+  pt_tensor_release(n->captured);
+  n->captured = NULL;
 }
 
 /* Freeing a node releases its inputs' nodes, and a graph can be a chain as long as a training
@@ -116,6 +126,10 @@ static pt_node *node_now(pt_node *m) {
     c->pending_grad = NULL;
     c->pending_deps = 0;
     c->visit_mark = 0;
+    c->has_hooks = false; /* the hooks belong to the node they were registered on */
+    c->pass_flags = 0;
+    c->retain_target = NULL;
+    c->captured = NULL;
     below = c;
   }
   free(chain);
@@ -290,33 +304,6 @@ static pt_status list_push(pt_ctx *ctx, node_list *l, pt_node *n) {
 
 static atomic_uint backward_pass_counter;
 
-static pt_status accumulate_leaf(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad) {
-  /* turned off since the graph was recorded (x:requires_grad_(false)): no gradient, as PyTorch */
-  if (!leaf->requires_grad) return PT_OK;
-  if (ctx->accumulate) return ctx->accumulate(ctx, leaf, grad, ctx->accumulate_data);
-  return pt_accumulate_default(ctx, leaf, grad, NULL);
-}
-
-/* Add g into node's pending gradient (taking a reference to g or summing). */
-static pt_status pend(pt_ctx *ctx, pt_node *node, pt_tensor *g) {
-  if (!node->pending_grad) {
-    node->pending_grad = pt_tensor_retain(g);
-    return PT_OK;
-  }
-  /* The first gradient may be a view shared with someone else: copy before adding. */
-  pt_tensor *sum;
-  pt_status st = owned_copy(ctx, node->pending_grad, node->pending_grad->dtype, &sum);
-  if (st) return st;
-  st = add_into(ctx, sum, g);
-  if (st) {
-    pt_tensor_release(sum);
-    return st;
-  }
-  pt_tensor_release(node->pending_grad);
-  node->pending_grad = sum;
-  return PT_OK;
-}
-
 /* The end of a backward without retain_graph: mark the nodes released and free their saved data,
  * last and with every node retained meanwhile (freeing one's data may drop the last reference
  * to another in the list). */
@@ -356,139 +343,1208 @@ done: /* out of memory for the lists: the graph is left to its references, as be
   free(stack.items);
 }
 
-pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain_graph) {
-  pt_status st = PT_OK;
-  pt_tensor *g0 = NULL;
-  if (!root->requires_grad)
-    return pt_fail(ctx, PT_ESTATE, "backward: tensor does not require grad and has no grad_fn");
-  if (grad) {
-    if (grad->ndim != root->ndim ||
-        memcmp(grad->shape, root->shape, (size_t)root->ndim * sizeof(int64_t)) != 0) {
-      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
-      return pt_fail(ctx, PT_ESHAPE, "backward: gradient shape %s does not match tensor shape %s",
-                     pt_shape_format(grad->ndim, grad->shape, a, sizeof a),
-                     pt_shape_format(root->ndim, root->shape, b, sizeof b));
+/* --- create_graph: backward formulas made of the public ops ---
+ * The backward functions of the ops compute with raw kernels (grad mode is off while they run),
+ * so their results carry no history. A pass with create_graph runs each node through a formula
+ * here instead: the same gradient, computed with the public ops under grad mode, so that it
+ * records its own graph and can be differentiated again. A formula reads what the op recorded
+ * (node->inputs, saved, ints, scalars: each op's layout is named below), recomputing from the
+ * inputs what an op saved without history (exp's, tanh's, softmax's outputs). Nodes are told
+ * apart by their backward function, found per pass by recording one tiny op of each kind
+ * (graph_probe): names alone are ambiguous (the nn activations and the elementwise ops share
+ * "TanhBackward"). A node with no formula fails the pass before anything runs. */
+
+typedef struct graph_table {
+  pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
+      narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act;
+} graph_table;
+
+static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  (void)ctx;
+  if (node->needs_grad[0]) gin[0] = pt_tensor_retain(g);
+  return PT_OK;
+}
+
+pt_status pt_autograd_identity(pt_ctx *ctx, pt_tensor *t, const char *name, pt_tensor **out) {
+  pt_tensor *r = NULL;
+  pt_status st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, t->ndim, t->shape,
+                                        t->stride, &r);
+  if (st) return st;
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, r, name, hook_identity_backward, 1, &t, &node))) {
+    pt_tensor_release(r);
+    return st;
+  }
+  if (node) { /* a view of t, as ops_shape.c's views: in-place ops on it rebase t's history */
+    node->is_view = true;
+    node->view_version = atomic_load(&t->storage->version);
+    r->base = pt_tensor_retain(t->base ? t->base : t);
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* the backward function of the node t got (t is released) */
+static pt_backward_fn probe_fn(pt_status st, pt_tensor *t) {
+  pt_backward_fn f = !st && t && t->grad_fn ? t->grad_fn->backward : NULL;
+  if (!st) pt_tensor_release(t);
+  return f;
+}
+
+static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
+  memset(gt, 0, sizeof *gt);
+  pt_tensor *a = NULL, *m = NULL, *c = NULL, *r = NULL;
+  int64_t one = 1, two = 2, sq[2] = {1, 1};
+  pt_status st;
+  if ((st = pt_tensor_zeros(ctx, PT_FLOAT64, 1, &one, &a)) ||
+      (st = pt_tensor_zeros(ctx, PT_FLOAT64, 2, sq, &m)) ||
+      (st = pt_tensor_zeros(ctx, PT_BOOL, 1, &one, &c))) {
+    pt_tensor_release(a);
+    pt_tensor_release(m);
+    return st;
+  }
+  a->requires_grad = m->requires_grad = true;
+  bool was = ctx->grad_enabled;
+  ctx->grad_enabled = true;
+  pt_tensor *aa[2] = {a, a};
+  int perm[2] = {1, 0};
+#define PROBE(field, call) (r = NULL, st = (call), gt->field = probe_fn(st, r))
+  PROBE(binary, pt_add(ctx, a, a, &r));
+  PROBE(unary, pt_sin(ctx, a, &r));
+  PROBE(reduce, pt_sum(ctx, a, 0, false, &r));
+  PROBE(softmax, pt_softmax(ctx, a, 0, &r));
+  PROBE(product, pt_mm(ctx, m, m, &r));
+  PROBE(addmm, pt_addmm(ctx, m, m, m, 1.0, 1.0, &r));
+  PROBE(reshape, pt_view(ctx, a, 2, sq, &r));
+  PROBE(transpose, pt_transpose(ctx, m, 0, 1, &r));
+  PROBE(permute, pt_permute(ctx, m, perm, &r));
+  PROBE(narrow, pt_narrow(ctx, a, 0, 0, 1, &r));
+  PROBE(expand, pt_expand(ctx, a, 1, &two, &r));
+  PROBE(clone, pt_clone(ctx, a, &r));
+  PROBE(cat, pt_cat(ctx, 2, aa, 0, &r));
+  PROBE(to_dtype, pt_to_dtype(ctx, a, PT_FLOAT32, &r));
+  PROBE(where, pt_where(ctx, c, a, a, &r));
+  PROBE(masked_fill, pt_masked_fill(ctx, a, c, 0.0, &r));
+  PROBE(linear, pt_nn_linear(ctx, "linear", m, m, NULL, PT_ACT_NONE, &r));
+  PROBE(act, pt_nn_activation(ctx, PT_ACT_TANH, a, 0.0, &r));
+#undef PROBE
+  ctx->grad_enabled = was;
+  pt_tensor_release(a);
+  pt_tensor_release(m);
+  pt_tensor_release(c);
+  return PT_OK;
+}
+
+/* Temporaries of one formula: every helper returns a borrowed tensor owned by the scratch (NULL
+ * once something failed, and then does nothing), so formulas read as expressions. */
+#define GF_MAX_TMP 48
+typedef struct gf {
+  pt_ctx *ctx;
+  pt_status st;
+  int n;
+  pt_tensor *tmp[GF_MAX_TMP];
+} gf;
+
+static pt_tensor *gf_keep(gf *s, pt_status st, pt_tensor *t) {
+  if (st) {
+    s->st = st;
+    return NULL;
+  }
+  if (s->n == GF_MAX_TMP) {
+    pt_tensor_release(t);
+    s->st = pt_fail(s->ctx, PT_ESTATE, "create_graph: too many temporaries in one formula");
+    return NULL;
+  }
+  return s->tmp[s->n++] = t;
+}
+
+static pt_status gf_end(gf *s) {
+  for (int i = 0; i < s->n; i++) pt_tensor_release(s->tmp[i]);
+  return s->st;
+}
+
+#define GF(s, call)                                                                            \
+  do {                                                                                         \
+    if ((s)->st) return NULL;                                                                  \
+    pt_tensor *r_ = NULL;                                                                      \
+    pt_status st_ = (call);                                                                    \
+    return gf_keep((s), st_, r_);                                                              \
+  } while (0)
+#define R_ (&r_)
+
+static pt_tensor *G_bin(gf *s, pt_binop op, pt_tensor *a, pt_tensor *b) { GF(s, pt_binary(s->ctx, op, a, b, R_)); }
+static pt_tensor *G_numn(gf *s, pt_binop op, pt_tensor *a, pt_number v, bool rev) {
+  GF(s, pt_binary_number(s->ctx, op, a, v, rev, R_));
+}
+static pt_tensor *G_num(gf *s, pt_binop op, pt_tensor *a, double v) {
+  return G_numn(s, op, a, pt_number_float(v), false);
+}
+static pt_tensor *G_rnum(gf *s, pt_binop op, double v, pt_tensor *a) {
+  return G_numn(s, op, a, pt_number_float(v), true);
+}
+static pt_tensor *G_un(gf *s, pt_unop op, pt_tensor *a) { GF(s, pt_unary(s->ctx, op, a, R_)); }
+static pt_tensor *G_to(gf *s, pt_tensor *a, pt_dtype dt) { GF(s, pt_to_dtype(s->ctx, a, dt, R_)); }
+static pt_tensor *G_where(gf *s, pt_tensor *c, pt_tensor *a, pt_tensor *b) { GF(s, pt_where(s->ctx, c, a, b, R_)); }
+static pt_tensor *G_zero(gf *s, pt_dtype dt) { GF(s, pt_tensor_scalar(s->ctx, dt, 0.0, R_)); }
+static pt_tensor *G_zeros(gf *s, pt_dtype dt, int nd, const int64_t *shape) {
+  GF(s, pt_tensor_zeros(s->ctx, dt, nd, shape, R_));
+}
+static pt_tensor *G_sum(gf *s, pt_tensor *a, int dim, bool keep) { GF(s, pt_sum(s->ctx, a, dim, keep, R_)); }
+static pt_tensor *G_sum_dims(gf *s, pt_tensor *a, int n, const int *dims, bool keep) {
+  GF(s, pt_sum_dims(s->ctx, a, n, dims, keep, R_));
+}
+static pt_tensor *G_mean(gf *s, pt_tensor *a, int dim) { GF(s, pt_mean(s->ctx, a, dim, true, R_)); }
+static pt_tensor *G_std(gf *s, pt_tensor *a, int dim, double c) { GF(s, pt_std(s->ctx, a, dim, c, true, R_)); }
+static pt_tensor *G_norm2(gf *s, pt_tensor *a, int dim) { GF(s, pt_norm(s->ctx, a, 2.0, dim, true, R_)); }
+static pt_tensor *G_lse(gf *s, pt_tensor *a, int dim) { GF(s, pt_logsumexp(s->ctx, a, dim, true, R_)); }
+static pt_tensor *G_softmax(gf *s, pt_tensor *a, int dim, bool logsm) {
+  GF(s, logsm ? pt_log_softmax(s->ctx, a, dim, R_) : pt_softmax(s->ctx, a, dim, R_));
+}
+static pt_tensor *G_reshape(gf *s, pt_tensor *a, int nd, const int64_t *shape) {
+  GF(s, pt_reshape(s->ctx, a, nd, shape, R_));
+}
+static pt_tensor *G_unsq(gf *s, pt_tensor *a, int dim) { GF(s, pt_unsqueeze(s->ctx, a, dim, R_)); }
+static pt_tensor *G_expand(gf *s, pt_tensor *a, int nd, const int64_t *shape) {
+  GF(s, pt_expand(s->ctx, a, nd, shape, R_));
+}
+static pt_tensor *G_transpose(gf *s, pt_tensor *a, int d0, int d1) { GF(s, pt_transpose(s->ctx, a, d0, d1, R_)); }
+static pt_tensor *G_mT(gf *s, pt_tensor *a) { /* the last two dims swapped */
+  return s->st ? NULL : G_transpose(s, a, a->ndim - 2, a->ndim - 1);
+}
+static pt_tensor *G_permute(gf *s, pt_tensor *a, const int *perm) { GF(s, pt_permute(s->ctx, a, perm, R_)); }
+static pt_tensor *G_matmul(gf *s, pt_tensor *a, pt_tensor *b) { GF(s, pt_matmul(s->ctx, a, b, R_)); }
+static pt_tensor *G_narrow(gf *s, pt_tensor *a, int dim, int64_t start, int64_t len) {
+  GF(s, pt_narrow(s->ctx, a, dim, start, len, R_));
+}
+static pt_tensor *G_cat(gf *s, int n, pt_tensor *const *ts, int dim) { GF(s, pt_cat(s->ctx, n, ts, dim, R_)); }
+static pt_tensor *G_masked_fill(gf *s, pt_tensor *a, pt_tensor *mask) {
+  GF(s, pt_masked_fill(s->ctx, a, mask, 0.0, R_));
+}
+#undef GF
+#undef R_
+
+#define G_add(s, a, b) G_bin(s, PT_BIN_ADD, a, b)
+#define G_sub(s, a, b) G_bin(s, PT_BIN_SUB, a, b)
+#define G_mul(s, a, b) G_bin(s, PT_BIN_MUL, a, b)
+#define G_div(s, a, b) G_bin(s, PT_BIN_DIV, a, b)
+
+/* comparisons give constants: a bool mask, or 1/0 in dtype dt */
+static pt_tensor *G_cmp(gf *s, pt_binop op, pt_tensor *a, double v) { return G_num(s, op, a, v); }
+static pt_tensor *G_ind(gf *s, pt_binop op, pt_tensor *a, double v, pt_dtype dt) {
+  return G_to(s, G_cmp(s, op, a, v), dt);
+}
+/* 1 where !(a <= 0) (NaN included, as relu's threshold), else 0 */
+static pt_tensor *G_relu_mask(gf *s, pt_tensor *a) {
+  return G_to(s, G_un(s, PT_UN_LOGICAL_NOT, G_cmp(s, PT_BIN_LE, a, 0.0)), a->dtype);
+}
+/* 0 where mask, else a */
+static pt_tensor *G_zero_where(gf *s, pt_tensor *mask, pt_tensor *a) {
+  return s->st ? NULL : G_where(s, mask, G_zero(s, a->dtype), a);
+}
+
+/* a summed over the dims it was broadcast along, to (nd, shape) */
+static pt_tensor *G_sum_to(gf *s, pt_tensor *a, int nd, const int64_t *shape) {
+  if (s->st) return NULL;
+  if (a->ndim == nd && memcmp(a->shape, shape, (size_t)nd * sizeof(int64_t)) == 0) return a;
+  int dims[PT_MAX_DIMS], k = 0, lead = a->ndim - nd;
+  for (int i = 0; i < a->ndim; i++)
+    if (i < lead || (shape[i - lead] == 1 && a->shape[i] != 1)) dims[k++] = i;
+  return G_reshape(s, k ? G_sum_dims(s, a, k, dims, true) : a, nd, shape);
+}
+
+/* the gradient of input t: reduced to its shape, in its dtype; a new reference */
+static pt_tensor *G_finish(gf *s, pt_tensor *d, const pt_tensor *t) {
+  pt_tensor *r = G_sum_to(s, d, t->ndim, t->shape);
+  if (r && r->dtype != t->dtype) r = G_to(s, r, t->dtype);
+  return r ? pt_tensor_retain(r) : NULL;
+}
+
+/* ops_elementwise.c keeps each input's storage version in ints[8 + k] (check_versions) */
+#define EW_VERSION_SLOT 8
+static pt_status gf_check_versions(pt_ctx *ctx, const pt_node *n) {
+  if (n->n_ints != EW_VERSION_SLOT + n->n_inputs) return PT_OK;
+  for (int k = 0; k < n->n_inputs; k++) {
+    pt_tensor *t = n->inputs[k];
+    if (t && (int64_t)atomic_load(&t->storage->version) != n->ints[EW_VERSION_SLOT + k])
+      return pt_fail(ctx, PT_ESTATE,
+                     "one of the variables needed for gradient computation has been modified by "
+                     "an inplace operation (input %d is at version %u; expected version %lld)",
+                     k + 1, (unsigned)atomic_load(&t->storage->version),
+                     (long long)n->ints[EW_VERSION_SLOT + k]);
+  }
+  return PT_OK;
+}
+
+/* ops_elementwise.c binary: ints[0] op, ints[1] layout (0 both tensors, 1 tensor op number,
+ * 2 number op tensor), ints[2] the number is an integer, scalars[0] the number, scalars[1] alpha */
+static bool gf_binary_ok(int op) {
+  return op == PT_BIN_ADD || op == PT_BIN_SUB || op == PT_BIN_MUL || op == PT_BIN_DIV ||
+         op == PT_BIN_POW;
+}
+
+static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  int op = (int)n->ints[0], layout = (int)n->ints[1];
+  double alpha = n->scalars[1];
+  pt_number num = n->ints[2] ? pt_number_int((int64_t)n->scalars[0]) : pt_number_float(n->scalars[0]);
+  pt_tensor *x = NULL, *y = NULL;
+  int ix = -1, iy = -1;
+  if (layout == 0) x = n->inputs[0], y = n->inputs[1], ix = 0, iy = 1;
+  else if (layout == 1) x = n->inputs[0], ix = 0;
+  else y = n->inputs[0], iy = 0;
+  pt_status st;
+  if (op != PT_BIN_ADD && op != PT_BIN_SUB && (st = gf_check_versions(ctx, n))) return st;
+  gf s = {.ctx = ctx};
+  for (int side = 0; side < 2 && !s.st; side++) {
+    int k = side == 0 ? ix : iy;
+    if (k < 0 || !n->needs_grad[k]) continue;
+    pt_tensor *d = NULL;
+    switch (op) {
+    case PT_BIN_ADD:
+    case PT_BIN_SUB: {
+      double f = side == 0 ? 1.0 : (op == PT_BIN_ADD ? alpha : -alpha);
+      d = f == 1.0 ? g : G_num(&s, PT_BIN_MUL, g, f);
+      break;
     }
+    case PT_BIN_MUL: {
+      pt_tensor *o = side == 0 ? y : x;
+      d = o ? G_mul(&s, g, o) : G_numn(&s, PT_BIN_MUL, g, num, false);
+      break;
+    }
+    case PT_BIN_DIV:
+      if (side == 0) {
+        d = y ? G_div(&s, g, y) : G_numn(&s, PT_BIN_DIV, g, num, false);
+      } else { /* -g x / y^2 */
+        pt_tensor *gx = x ? G_mul(&s, g, x) : G_numn(&s, PT_BIN_MUL, g, num, false);
+        d = G_un(&s, PT_UN_NEG, G_div(&s, gx, G_mul(&s, y, y)));
+      }
+      break;
+    default: /* PT_BIN_POW */
+      if (side == 0) { /* y x^(y-1), 0 where y == 0 */
+        if (!y) {
+          if (num.d == 0) {
+            d = G_num(&s, PT_BIN_MUL, g, 0.0);
+          } else {
+            pt_number e1 = num.is_int ? pt_number_int(num.i - 1) : pt_number_float(num.d - 1);
+            d = G_mul(&s, g, G_num(&s, PT_BIN_MUL, G_numn(&s, PT_BIN_POW, x, e1, false), num.d));
+          }
+        } else {
+          pt_tensor *t = G_mul(&s, y, G_bin(&s, PT_BIN_POW, x, G_num(&s, PT_BIN_SUB, y, 1.0)));
+          d = G_mul(&s, g, G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, y, 0.0), t));
+        }
+      } else { /* x^y log x, 0 where x == 0 and y >= 0 */
+        pt_tensor *t;
+        if (x) {
+          t = G_mul(&s, G_bin(&s, PT_BIN_POW, x, y), G_un(&s, PT_UN_LOG, x));
+          pt_tensor *zero = G_bin(&s, PT_BIN_LOGICAL_AND, G_cmp(&s, PT_BIN_EQ, x, 0.0),
+                                  G_cmp(&s, PT_BIN_GE, y, 0.0));
+          t = G_zero_where(&s, zero, t);
+        } else {
+          t = G_num(&s, PT_BIN_MUL, G_numn(&s, PT_BIN_POW, y, num, true), log(num.d));
+          if (num.d == 0) t = G_zero_where(&s, G_cmp(&s, PT_BIN_GE, y, 0.0), t);
+        }
+        d = G_mul(&s, g, t);
+      }
+      break;
+    }
+    gin[k] = G_finish(&s, d, n->inputs[k]);
+  }
+  return gf_end(&s);
+}
+
+/* ops_elementwise.c unary: ints[0] op (saved[0], an output alias for exp/tanh/sigmoid, is
+ * recomputed here from the input: it has no history) */
+static bool gf_unary_ok(int op) {
+  switch (op) {
+  case PT_UN_NEG: case PT_UN_ABS: case PT_UN_EXP: case PT_UN_LOG: case PT_UN_SQRT:
+  case PT_UN_TANH: case PT_UN_SIGMOID: case PT_UN_RELU: case PT_UN_GELU: case PT_UN_SIN:
+  case PT_UN_COS: case PT_UN_ERF: case PT_UN_ERFC: case PT_UN_ERFINV: case PT_UN_LOG1P:
+  case PT_UN_EXPM1: case PT_UN_LOG2: case PT_UN_LOG10: case PT_UN_EXP2: case PT_UN_TAN:
+  case PT_UN_ASIN: case PT_UN_ACOS: case PT_UN_ATAN: case PT_UN_SINH: case PT_UN_COSH:
+  case PT_UN_ASINH: case PT_UN_ACOSH: case PT_UN_ATANH: case PT_UN_FRAC:
+    return true;
+  default:
+    return false;
+  }
+}
+
+#define GF_2_SQRTPI 1.1283791670955126   /* 2 / sqrt(pi) */
+#define GF_SQRTPI_2 0.88622692545275801  /* sqrt(pi) / 2 */
+#define GF_1_SQRT2PI 0.3989422804014327  /* 1 / sqrt(2 pi) */
+#define GF_SQRT1_2 0.70710678118654752   /* 1 / sqrt(2) */
+
+/* exact gelu's derivative: Phi(x) + x phi(x) */
+static pt_tensor *G_gelu_d(gf *s, pt_tensor *x) {
+  pt_tensor *Phi = G_num(s, PT_BIN_MUL, G_num(s, PT_BIN_ADD, G_un(s, PT_UN_ERF, G_num(s, PT_BIN_MUL, x, GF_SQRT1_2)), 1.0), 0.5);
+  pt_tensor *phi = G_num(s, PT_BIN_MUL, G_un(s, PT_UN_EXP, G_num(s, PT_BIN_MUL, G_mul(s, x, x), -0.5)), GF_1_SQRT2PI);
+  return G_add(s, Phi, G_mul(s, x, phi));
+}
+
+static pt_status gf_unary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  int op = (int)n->ints[0];
+  pt_tensor *x = n->inputs[0];
+  pt_status st;
+  if (op != PT_UN_NEG && op != PT_UN_FRAC && (st = gf_check_versions(ctx, n))) return st;
+  gf s = {.ctx = ctx};
+  pt_tensor *d = NULL, *t; /* d: the gradient; t: a part of the derivative */
+  switch (op) {
+  case PT_UN_NEG: d = G_un(&s, PT_UN_NEG, g); break;
+  case PT_UN_FRAC: d = g; break;
+  case PT_UN_ABS:
+    d = G_mul(&s, g, G_sub(&s, G_ind(&s, PT_BIN_GT, x, 0.0, x->dtype), G_ind(&s, PT_BIN_LT, x, 0.0, x->dtype)));
+    break;
+  case PT_UN_EXP: d = G_mul(&s, g, G_un(&s, PT_UN_EXP, x)); break;
+  case PT_UN_LOG: d = G_div(&s, g, x); break;
+  case PT_UN_SQRT: d = G_div(&s, g, G_num(&s, PT_BIN_MUL, G_un(&s, PT_UN_SQRT, x), 2.0)); break;
+  case PT_UN_TANH:
+    t = G_un(&s, PT_UN_TANH, x);
+    d = G_mul(&s, g, G_rnum(&s, PT_BIN_SUB, 1.0, G_mul(&s, t, t)));
+    break;
+  case PT_UN_SIGMOID:
+    t = G_un(&s, PT_UN_SIGMOID, x);
+    d = G_mul(&s, g, G_mul(&s, t, G_rnum(&s, PT_BIN_SUB, 1.0, t)));
+    break;
+  case PT_UN_RELU: d = G_mul(&s, g, G_relu_mask(&s, x)); break;
+  case PT_UN_GELU: d = G_mul(&s, g, G_gelu_d(&s, x)); break;
+  case PT_UN_SIN: d = G_mul(&s, g, G_un(&s, PT_UN_COS, x)); break;
+  case PT_UN_COS: d = G_un(&s, PT_UN_NEG, G_mul(&s, g, G_un(&s, PT_UN_SIN, x))); break;
+  case PT_UN_ERF:
+  case PT_UN_ERFC:
+    t = G_un(&s, PT_UN_EXP, G_un(&s, PT_UN_NEG, G_mul(&s, x, x)));
+    d = G_mul(&s, g, G_num(&s, PT_BIN_MUL, t, op == PT_UN_ERF ? GF_2_SQRTPI : -GF_2_SQRTPI));
+    break;
+  case PT_UN_ERFINV:
+    t = G_un(&s, PT_UN_ERFINV, x);
+    d = G_mul(&s, g, G_num(&s, PT_BIN_MUL, G_un(&s, PT_UN_EXP, G_mul(&s, t, t)), GF_SQRTPI_2));
+    break;
+  case PT_UN_LOG1P: d = G_div(&s, g, G_num(&s, PT_BIN_ADD, x, 1.0)); break;
+  case PT_UN_EXPM1: d = G_mul(&s, g, G_un(&s, PT_UN_EXP, x)); break;
+  case PT_UN_LOG2: d = G_div(&s, g, G_num(&s, PT_BIN_MUL, x, M_LN2)); break;
+  case PT_UN_LOG10: d = G_div(&s, g, G_num(&s, PT_BIN_MUL, x, M_LN10)); break;
+  case PT_UN_EXP2: d = G_mul(&s, g, G_num(&s, PT_BIN_MUL, G_un(&s, PT_UN_EXP2, x), M_LN2)); break;
+  case PT_UN_TAN:
+    t = G_un(&s, PT_UN_TAN, x);
+    d = G_mul(&s, g, G_num(&s, PT_BIN_ADD, G_mul(&s, t, t), 1.0));
+    break;
+  case PT_UN_ASIN:
+  case PT_UN_ACOS: /* -+ g / sqrt(1 - x^2) */
+    t = G_un(&s, PT_UN_SQRT, G_rnum(&s, PT_BIN_SUB, 1.0, G_mul(&s, x, x)));
+    d = G_div(&s, op == PT_UN_ASIN ? g : G_un(&s, PT_UN_NEG, g), t);
+    break;
+  case PT_UN_ATAN: d = G_div(&s, g, G_num(&s, PT_BIN_ADD, G_mul(&s, x, x), 1.0)); break;
+  case PT_UN_SINH: d = G_mul(&s, g, G_un(&s, PT_UN_COSH, x)); break;
+  case PT_UN_COSH: d = G_mul(&s, g, G_un(&s, PT_UN_SINH, x)); break;
+  case PT_UN_ASINH:
+  case PT_UN_ACOSH: /* g / sqrt(x^2 +- 1) */
+    t = G_num(&s, PT_BIN_ADD, G_mul(&s, x, x), op == PT_UN_ASINH ? 1.0 : -1.0);
+    d = G_div(&s, g, G_un(&s, PT_UN_SQRT, t));
+    break;
+  default: /* PT_UN_ATANH */
+    d = G_div(&s, g, G_rnum(&s, PT_BIN_SUB, 1.0, G_mul(&s, x, x)));
+    break;
+  }
+  gin[0] = G_finish(&s, d, x);
+  return gf_end(&s);
+}
+
+/* ops_reduce.c: ints[0] dim (PT_DIM_ALL: every element), ints[1] keepdim, scalars[0] the
+ * correction (var, std) or p (norm); the kind is the node's name */
+static bool gf_reduce_ok(const pt_node *n) {
+  const char *nm = n->name;
+  return !strcmp(nm, "SumBackward") || !strcmp(nm, "MeanBackward") || !strcmp(nm, "VarBackward") ||
+         !strcmp(nm, "StdBackward") || !strcmp(nm, "LogsumexpBackward") ||
+         (!strcmp(nm, "NormBackward") && n->scalars[0] == 2.0);
+}
+
+static pt_status gf_reduce(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int dim = (int)n->ints[0];
+  bool keepdim = n->ints[1] != 0;
+  double param = n->scalars[0];
+  const char *nm = n->name;
+  gf s = {.ctx = ctx};
+  pt_tensor *gr;
+  double count;
+  if (dim == PT_DIM_ALL) {
+    int64_t ones[PT_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) ones[i] = 1;
+    gr = G_reshape(&s, g, x->ndim, ones);
+    count = (double)pt_tensor_numel(x);
+  } else {
+    gr = keepdim ? g : G_unsq(&s, g, dim);
+    count = (double)x->shape[dim];
+  }
+  pt_tensor *ge = G_expand(&s, gr, x->ndim, x->shape), *d, *t;
+  if (!strcmp(nm, "SumBackward")) {
+    d = ge;
+  } else if (!strcmp(nm, "MeanBackward")) {
+    d = G_num(&s, PT_BIN_DIV, ge, count);
+  } else if (!strcmp(nm, "VarBackward")) {
+    t = G_sub(&s, x, G_mean(&s, x, dim));
+    d = G_num(&s, PT_BIN_MUL, G_mul(&s, ge, t), 2.0 / (count - param));
+  } else if (!strcmp(nm, "StdBackward")) { /* (x - mean) / ((n - c) std), 0 where std == 0 */
+    pt_tensor *sd = G_std(&s, x, dim, param);
+    t = G_div(&s, G_mul(&s, ge, G_sub(&s, x, G_mean(&s, x, dim))), G_num(&s, PT_BIN_MUL, sd, count - param));
+    d = G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, sd, 0.0), t);
+  } else if (!strcmp(nm, "NormBackward")) { /* x / |x|, 0 where |x| == 0 */
+    pt_tensor *r = G_norm2(&s, x, dim);
+    d = G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, r, 0.0), G_div(&s, G_mul(&s, ge, x), r));
+  } else { /* logsumexp: exp(x - lse) */
+    d = G_mul(&s, ge, G_un(&s, PT_UN_EXP, G_sub(&s, x, G_lse(&s, x, dim))));
+  }
+  gin[0] = G_finish(&s, d, x);
+  return gf_end(&s);
+}
+
+/* ops_reduce.c softmax: ints[0] dim (0-based), ints[1] log_softmax */
+static pt_status gf_softmax(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int dim = (int)n->ints[0];
+  bool logsm = n->ints[1] != 0;
+  gf s = {.ctx = ctx};
+  pt_tensor *d;
+  if (x->ndim == 0) { /* one element: the output is constant */
+    d = G_num(&s, PT_BIN_MUL, g, 0.0);
+  } else {
+    pt_tensor *y = G_softmax(&s, x, dim, logsm);
+    if (logsm) d = G_sub(&s, g, G_mul(&s, G_un(&s, PT_UN_EXP, y), G_sum(&s, g, dim, true)));
+    else d = G_mul(&s, y, G_sub(&s, g, G_sum(&s, G_mul(&s, g, y), dim, true)));
+  }
+  gin[0] = G_finish(&s, d, x);
+  return gf_end(&s);
+}
+
+/* ops_linalg.c products: which operand is a 1-D row or column follows from the name */
+enum { GF_ASIS, GF_ROW, GF_COL };
+static bool gf_product_modes(const pt_node *n, int *ma, int *mb) {
+  const char *nm = n->name;
+  const pt_tensor *a = n->inputs[0], *b = n->inputs[1];
+  if (!a || !b) return false;
+  if (!strcmp(nm, "MatmulBackward")) {
+    *ma = a->ndim == 1 ? GF_ROW : GF_ASIS;
+    *mb = b->ndim == 1 ? GF_COL : GF_ASIS;
+  } else if (!strcmp(nm, "MmBackward") || !strcmp(nm, "BmmBackward")) {
+    *ma = *mb = GF_ASIS;
+  } else if (!strcmp(nm, "MvBackward")) {
+    *ma = GF_ASIS, *mb = GF_COL;
+  } else if (!strcmp(nm, "DotBackward")) {
+    *ma = GF_ROW, *mb = GF_COL;
+  } else if (!strcmp(nm, "OuterBackward")) {
+    *ma = GF_COL, *mb = GF_ROW;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+static pt_tensor *G_as_matrix(gf *s, pt_tensor *t, int mode) {
+  return mode == GF_ROW ? G_unsq(s, t, 0) : mode == GF_COL ? G_unsq(s, t, 1) : t;
+}
+
+static pt_status gf_product(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *a = n->inputs[0], *b = n->inputs[1];
+  int ma = GF_ASIS, mb = GF_ASIS;
+  gf_product_modes(n, &ma, &mb);
+  gf s = {.ctx = ctx};
+  pt_tensor *am = G_as_matrix(&s, a, ma), *bm = G_as_matrix(&s, b, mb);
+  if (s.st) return gf_end(&s);
+  int64_t full[PT_MAX_DIMS + 2];
+  int nb;
+  if ((s.st = pt_broadcast_shapes(ctx, "matmul", am->ndim - 2, am->shape, bm->ndim - 2, bm->shape, &nb, full)))
+    return gf_end(&s);
+  full[nb] = am->shape[am->ndim - 2];
+  full[nb + 1] = bm->shape[bm->ndim - 1];
+  pt_tensor *gm = G_reshape(&s, g, nb + 2, full);
+  if (n->needs_grad[0]) {
+    pt_tensor *ga = G_sum_to(&s, G_matmul(&s, gm, G_mT(&s, bm)), am->ndim, am->shape);
+    gin[0] = G_finish(&s, G_reshape(&s, ga, a->ndim, a->shape), a);
+  }
+  if (n->needs_grad[1]) {
+    pt_tensor *gb = G_sum_to(&s, G_matmul(&s, G_mT(&s, am), gm), bm->ndim, bm->shape);
+    gin[1] = G_finish(&s, G_reshape(&s, gb, b->ndim, b->shape), b);
+  }
+  return gf_end(&s);
+}
+
+/* ops_linalg.c addmm: inputs input, a, b; scalars[0] beta, scalars[1] alpha */
+static pt_status gf_addmm(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  double beta = n->scalars[0], alpha = n->scalars[1];
+  pt_tensor *a = n->inputs[1], *b = n->inputs[2];
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, beta == 1 ? g : G_num(&s, PT_BIN_MUL, g, beta), n->inputs[0]);
+  if (n->needs_grad[1]) gin[1] = G_finish(&s, G_num(&s, PT_BIN_MUL, G_matmul(&s, g, G_mT(&s, b)), alpha), a);
+  if (n->needs_grad[2]) gin[2] = G_finish(&s, G_num(&s, PT_BIN_MUL, G_matmul(&s, G_mT(&s, a), g), alpha), b);
+  return gf_end(&s);
+}
+
+/* ops_shape.c views and copies */
+static pt_status gf_reshape(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_reshape(&s, g, n->inputs[0]->ndim, n->inputs[0]->shape), n->inputs[0]);
+  return gf_end(&s);
+}
+
+static pt_status gf_transpose(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx}; /* ints[0], ints[1]: the dims swapped */
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_transpose(&s, g, (int)n->ints[0], (int)n->ints[1]), n->inputs[0]);
+  return gf_end(&s);
+}
+
+static pt_status gf_permute(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  int inv[PT_MAX_DIMS]; /* ints: the permutation */
+  for (int i = 0; i < n->n_ints && i < PT_MAX_DIMS; i++) inv[n->ints[i]] = i;
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_permute(&s, g, inv), n->inputs[0]);
+  return gf_end(&s);
+}
+
+/* narrow and select: ints[0] dim, ints[1] start, ints[2] length (narrow); the gradient is g
+ * between zeros, joined with cat */
+static pt_status gf_narrow(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  bool sel = !strcmp(n->name, "SelectBackward");
+  int dim = (int)n->ints[0];
+  int64_t start = n->ints[1], len = sel ? 1 : n->ints[2], after = x->shape[dim] - start - len;
+  gf s = {.ctx = ctx};
+  pt_tensor *parts[3];
+  int k = 0;
+  int64_t shape[PT_MAX_DIMS];
+  memcpy(shape, x->shape, sizeof shape);
+  if (start > 0) shape[dim] = start, parts[k++] = G_zeros(&s, g->dtype, x->ndim, shape);
+  parts[k++] = sel ? G_unsq(&s, g, dim) : g;
+  if (after > 0) shape[dim] = after, parts[k++] = G_zeros(&s, g->dtype, x->ndim, shape);
+  gin[0] = G_finish(&s, k == 1 ? parts[0] : G_cat(&s, k, parts, dim), x);
+  return gf_end(&s);
+}
+
+static pt_status gf_expand(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, g, n->inputs[0]);
+  return gf_end(&s);
+}
+
+static pt_status gf_identity(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  (void)ctx;
+  if (n->needs_grad[0]) gin[0] = pt_tensor_retain(g);
+  return PT_OK;
+}
+
+/* cat: ints[0] dim, ints[1 + k] input k's length along it */
+static pt_status gf_cat(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  int dim = (int)n->ints[0];
+  int64_t off = 0;
+  gf s = {.ctx = ctx};
+  for (int k = 0; k < n->n_inputs; k++) {
+    int64_t len = n->ints[1 + k];
+    if (n->needs_grad[k]) gin[k] = G_finish(&s, G_narrow(&s, g, dim, off, len), n->inputs[k]);
+    off += len;
+  }
+  return gf_end(&s);
+}
+
+static pt_status gf_to_dtype(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, g, n->inputs[0]);
+  return gf_end(&s);
+}
+
+/* where: saved[0] the condition; masked_fill: saved[0] the mask */
+static pt_status gf_where(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  pt_tensor *cond = n->saved[0], *zero = G_zero(&s, g->dtype);
+  for (int k = 0; k < 2; k++)
+    if (n->needs_grad[k])
+      gin[k] = G_finish(&s, k == 0 ? G_where(&s, cond, g, zero) : G_where(&s, cond, zero, g), n->inputs[k]);
+  return gf_end(&s);
+}
+
+static pt_status gf_masked_fill(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_masked_fill(&s, g, n->saved[0]), n->inputs[0]);
+  return gf_end(&s);
+}
+
+/* nn.c linear: inputs x, weight {out, in}[, bias]; ints[0] rows M, ints[3] the fused activation
+ * (relu: saved[2] is the output, whose sign masks the gradient) */
+static pt_status gf_linear(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *x = n->inputs[0], *w = n->inputs[1];
+  int64_t M = n->ints[0], nout = w->shape[0], in = w->shape[1];
+  gf s = {.ctx = ctx};
+  pt_tensor *gp = g;
+  if (n->ints[3] == PT_ACT_RELU) gp = G_mul(&s, g, G_ind(&s, PT_BIN_GT, n->saved[2], 0.0, g->dtype));
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_matmul(&s, gp, w), x);
+  if (n->needs_grad[1] || (n->n_inputs > 2 && n->needs_grad[2])) {
+    int64_t s2[2] = {M, nout}, x2[2] = {M, in};
+    pt_tensor *g2 = G_reshape(&s, gp, 2, s2);
+    if (n->needs_grad[1]) gin[1] = G_finish(&s, G_matmul(&s, G_mT(&s, g2), G_reshape(&s, x, 2, x2)), w);
+    if (n->n_inputs > 2 && n->needs_grad[2]) gin[2] = G_finish(&s, G_sum(&s, g2, 0, false), n->inputs[2]);
+  }
+  return gf_end(&s);
+}
+
+/* nn.c activations: ints[0] the activation, scalars[0] leaky_relu's slope */
+static bool gf_act_ok(int act) {
+  return act == PT_ACT_RELU || act == PT_ACT_LEAKY_RELU || act == PT_ACT_GELU ||
+         act == PT_ACT_GELU_TANH || act == PT_ACT_TANH || act == PT_ACT_SIGMOID || act == PT_ACT_SILU;
+}
+
+#define GF_GELU_K 0.7978845608028654 /* sqrt(2/pi), as nn.c */
+#define GF_GELU_C 0.044715
+
+static pt_status gf_act(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *d, *t, *u;
+  double slope = n->scalars[0];
+  gf s = {.ctx = ctx};
+  switch ((pt_nn_act)n->ints[0]) {
+  case PT_ACT_RELU: d = G_relu_mask(&s, x); break;
+  case PT_ACT_LEAKY_RELU: /* 1 where x > 0, else slope */
+    d = G_num(&s, PT_BIN_ADD, G_num(&s, PT_BIN_MUL, G_ind(&s, PT_BIN_GT, x, 0.0, x->dtype), 1.0 - slope), slope);
+    break;
+  case PT_ACT_GELU: d = G_gelu_d(&s, x); break;
+  case PT_ACT_GELU_TANH: {
+    /* t = tanh(k (x + c x^3)): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
+    pt_tensor *x2 = G_mul(&s, x, x);
+    t = G_un(&s, PT_UN_TANH, G_num(&s, PT_BIN_MUL, G_add(&s, x, G_num(&s, PT_BIN_MUL, G_mul(&s, x2, x), GF_GELU_C)), GF_GELU_K));
+    u = G_num(&s, PT_BIN_MUL, G_num(&s, PT_BIN_ADD, G_num(&s, PT_BIN_MUL, x2, 3 * GF_GELU_C), 1.0), 0.5 * GF_GELU_K);
+    u = G_mul(&s, G_mul(&s, x, G_rnum(&s, PT_BIN_SUB, 1.0, G_mul(&s, t, t))), u);
+    d = G_add(&s, G_num(&s, PT_BIN_MUL, G_num(&s, PT_BIN_ADD, t, 1.0), 0.5), u);
+    break;
+  }
+  case PT_ACT_TANH:
+    t = G_un(&s, PT_UN_TANH, x);
+    d = G_rnum(&s, PT_BIN_SUB, 1.0, G_mul(&s, t, t));
+    break;
+  case PT_ACT_SIGMOID:
+    t = G_un(&s, PT_UN_SIGMOID, x);
+    d = G_mul(&s, t, G_rnum(&s, PT_BIN_SUB, 1.0, t));
+    break;
+  default: /* silu: s (1 + x (1 - s)) */
+    t = G_un(&s, PT_UN_SIGMOID, x);
+    d = G_mul(&s, t, G_num(&s, PT_BIN_ADD, G_mul(&s, x, G_rnum(&s, PT_BIN_SUB, 1.0, t)), 1.0));
+    break;
+  }
+  gin[0] = G_finish(&s, G_mul(&s, g, d), x);
+  return gf_end(&s);
+}
+
+/* The formula for n, or NULL: create_graph is not supported through it. */
+static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
+  pt_backward_fn f = n->backward;
+  int ma, mb;
+  if (!f) return NULL;
+  if (f == hook_identity_backward || f == gt->clone) return gf_identity;
+  if (f == gt->binary) return gf_binary_ok((int)n->ints[0]) ? gf_binary : NULL;
+  if (f == gt->unary) return gf_unary_ok((int)n->ints[0]) ? gf_unary : NULL;
+  if (f == gt->reduce) return gf_reduce_ok(n) ? gf_reduce : NULL;
+  if (f == gt->softmax) return gf_softmax;
+  if (f == gt->product) return gf_product_modes(n, &ma, &mb) ? gf_product : NULL;
+  if (f == gt->addmm) return gf_addmm;
+  if (f == gt->reshape) return gf_reshape;
+  if (f == gt->transpose) return gf_transpose;
+  if (f == gt->permute) return gf_permute;
+  if (f == gt->narrow) return gf_narrow;
+  if (f == gt->expand) return gf_expand;
+  if (f == gt->cat) return gf_cat;
+  if (f == gt->to_dtype) return gf_to_dtype;
+  if (f == gt->where) return gf_where;
+  if (f == gt->masked_fill) return gf_masked_fill;
+  if (f == gt->linear) return n->ints[3] == PT_ACT_NONE || n->ints[3] == PT_ACT_RELU ? gf_linear : NULL;
+  if (f == gt->act) return gf_act_ok((int)n->ints[0]) ? gf_act : NULL;
+  return NULL;
+}
+
+/* --- the pass --- */
+
+enum {
+  PASS_RUN = 1,     /* its backward runs (every node of a plain backward) */
+  PASS_CAPTURE = 2, /* autograd.grad asks for its output's gradient */
+  PASS_QUEUED = 4,  /* a root already on the ready list */
+};
+
+/* A leaf whose gradient is summed before it is used: it has hooks (which see the whole
+ * gradient), or autograd.grad asks for it. */
+typedef struct leaf_slot {
+  pt_tensor *leaf;    /* borrowed */
+  pt_tensor *pending; /* the sum so far */
+  int deps;           /* deliveries still to come */
+  bool hooked;
+} leaf_slot;
+
+typedef struct pass {
+  pt_ctx *ctx;
+  const char *fname;
+  const pt_grad_hooks *hooks;
+  bool create;  /* create_graph */
+  bool capture; /* autograd.grad */
+  leaf_slot *slots;
+  int n_slots;
+} pass;
+
+static int slot_cmp(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)((const leaf_slot *)a)->leaf, y = (uintptr_t)((const leaf_slot *)b)->leaf;
+  return x < y ? -1 : x > y;
+}
+
+static leaf_slot *find_slot(const pass *p, const pt_tensor *leaf) {
+  if (!p->n_slots) return NULL;
+  leaf_slot key = {.leaf = (pt_tensor *)leaf};
+  return bsearch(&key, p->slots, (size_t)p->n_slots, sizeof key, slot_cmp);
+}
+
+/* *acc += g: taking a reference to the first, summing the next ones (out of place, recorded,
+ * under create_graph) */
+static pt_status pend(pass *p, pt_tensor **acc, pt_tensor *g) {
+  pt_ctx *ctx = p->ctx;
+  if (!*acc) {
+    *acc = pt_tensor_retain(g);
+    return PT_OK;
+  }
+  pt_tensor *sum = NULL;
+  pt_status st;
+  if (p->create) {
+    if (!same_shape(*acc, g)) return pt_grad_shape_error(ctx, g, *acc);
+    st = pt_add(ctx, *acc, g, &sum);
+  } else {
+    /* the first gradient may be a view shared with someone else: copy before adding */
+    if (!(st = owned_copy(ctx, *acc, (*acc)->dtype, &sum)) && (st = add_into(ctx, sum, g))) {
+      pt_tensor_release(sum);
+      sum = NULL;
+    }
+  }
+  if (st) return st;
+  pt_tensor_release(*acc);
+  *acc = sum;
+  return PT_OK;
+}
+
+/* t->grad += g under create_graph: out of place, with history (the first one a copy) */
+static pt_status accumulate_graph(pt_ctx *ctx, pt_tensor *t, pt_tensor *g) {
+  pt_tensor *c = NULL, *r = NULL;
+  pt_status st;
+  if (t->grad && (t->grad->dtype != t->dtype || !same_shape(t->grad, t)))
+    return pt_grad_shape_error(ctx, g, t->grad);
+  if (!same_shape(g, t)) return pt_grad_shape_error(ctx, g, t);
+  if ((st = pt_to_dtype(ctx, g, t->dtype, &c))) return st;
+  st = t->grad ? pt_add(ctx, t->grad, c, &r) : pt_clone(ctx, c, &r);
+  pt_tensor_release(c);
+  if (st) return st;
+  pt_tensor_release(t->grad);
+  t->grad = r;
+  return PT_OK;
+}
+
+static pt_status accumulate_leaf(pass *p, pt_tensor *leaf, pt_tensor *g) {
+  pt_ctx *ctx = p->ctx;
+  /* turned off since the graph was recorded (x:requires_grad_(false)): no gradient, as PyTorch */
+  if (!leaf->requires_grad) return PT_OK;
+  if (ctx->accumulate) return ctx->accumulate(ctx, leaf, g, ctx->accumulate_data);
+  if (p->create) return accumulate_graph(ctx, leaf, g);
+  return pt_accumulate_default(ctx, leaf, g, NULL);
+}
+
+static pt_status run_hooks(pass *p, pt_node *node, pt_tensor *leaf, pt_tensor **g) {
+  return p->hooks->run(p->ctx, p->hooks->data, node, leaf, g);
+}
+
+/* A leaf's gradient is complete: hooks, then .grad (autograd.grad keeps it in the slot). */
+static pt_status finish_slot(pass *p, leaf_slot *s) {
+  if (p->capture || !s->pending) return PT_OK;
+  pt_tensor *g = s->pending;
+  s->pending = NULL;
+  pt_status st = PT_OK;
+  if (s->hooked) st = run_hooks(p, NULL, s->leaf, &g);
+  if (!st) st = accumulate_leaf(p, s->leaf, g);
+  pt_tensor_release(g);
+  return st;
+}
+
+/* g (NULL: none after all) reaches a leaf */
+static pt_status deliver_leaf(pass *p, pt_tensor *leaf, pt_tensor *g) {
+  leaf_slot *s = find_slot(p, leaf);
+  if (s) {
+    pt_status st = g ? pend(p, &s->pending, g) : PT_OK;
+    if (!st && --s->deps == 0) st = finish_slot(p, s);
+    return st;
+  }
+  if (p->capture || !g) return PT_OK; /* autograd.grad changes no .grad */
+  return accumulate_leaf(p, leaf, g);
+}
+
+static pt_status fail_second_time(pass *p) {
+  return pt_fail(p->ctx, PT_ESTATE,
+                 "%s: trying to backward through the graph a second time (pass retain_graph = "
+                 "true to the first backward)",
+                 p->fname);
+}
+
+/* The gradient the pass starts from at root k: a copy of grads[k] as the backward functions
+ * can read it (root's dtype, contiguous), grads[k] itself (in root's dtype) under create_graph,
+ * or ones for a one-element root. */
+static pt_status root_grad(pass *p, int k, int n_roots, pt_tensor *root, pt_tensor *grad,
+                           pt_tensor **out) {
+  pt_ctx *ctx = p->ctx;
+  bool plain = !p->capture && n_roots == 1; /* backward's own messages */
+  char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if (!root->requires_grad) {
+    if (plain)
+      return pt_fail(ctx, PT_ESTATE, "%s: tensor does not require grad and has no grad_fn", p->fname);
+    return pt_fail(ctx, PT_ESTATE,
+                   "%s: element %d of tensors does not require grad and does not have a grad_fn",
+                   p->fname, k + 1);
+  }
+  if (grad) {
+    if (!same_shape(grad, root)) {
+      pt_shape_format(grad->ndim, grad->shape, a, sizeof a);
+      pt_shape_format(root->ndim, root->shape, b, sizeof b);
+      if (plain)
+        return pt_fail(ctx, PT_ESHAPE, "%s: gradient shape %s does not match tensor shape %s",
+                       p->fname, a, b);
+      return pt_fail(ctx, PT_ESHAPE,
+                     "%s: mismatch in shape: grad_outputs[%d] has shape %s and outputs[%d] has "
+                     "shape %s",
+                     p->fname, k + 1, a, k + 1, b);
+    }
+    if (p->create) return pt_to_dtype(ctx, grad, root->dtype, out);
     /* as PyTorch: the gradient takes the output's dtype; and a layout the backward functions
      * can read whatever they assume (a broadcast gradient has zero strides) */
     pt_tensor *cast = NULL;
     if ((st = pt_tensor_to_dtype_raw(ctx, grad, root->dtype, &cast))) return st;
-    st = pt_tensor_contiguous_raw(ctx, cast, &g0);
+    st = pt_tensor_contiguous_raw(ctx, cast, out);
     pt_tensor_release(cast);
-    if (st) return st;
-  } else {
-    if (pt_tensor_numel(root) != 1) {
-      char a[PT_SHAPE_STR_MAX];
-      return pt_fail(ctx, PT_ESHAPE,
-                     "backward: grad can be implicitly created only for one-element outputs "
-                     "(tensor shape %s)",
-                     pt_shape_format(root->ndim, root->shape, a, sizeof a));
-    }
-    if ((st = pt_tensor_empty(ctx, root->dtype, root->ndim, root->shape, &g0))) return st;
-    pt_tensor_fill(ctx, g0, 1.0);
-  }
-  if (!root->grad_fn) { /* a leaf */
-    st = accumulate_leaf(ctx, root, g0);
-    pt_tensor_release(g0);
     return st;
   }
-  bool was_enabled = ctx->grad_enabled;
-  ctx->grad_enabled = false; /* backward functions build no graph */
+  if (pt_tensor_numel(root) != 1) {
+    pt_shape_format(root->ndim, root->shape, a, sizeof a);
+    if (plain)
+      return pt_fail(ctx, PT_ESHAPE,
+                     "%s: grad can be implicitly created only for one-element outputs (tensor "
+                     "shape %s)",
+                     p->fname, a);
+    return pt_fail(ctx, PT_ESHAPE,
+                   "%s: grad can be implicitly created only for scalar outputs (outputs[%d] has "
+                   "shape %s; pass grad_outputs)",
+                   p->fname, k + 1, a);
+  }
+  if ((st = pt_tensor_empty(ctx, root->dtype, root->ndim, root->shape, out))) return st;
+  pt_tensor_fill(ctx, *out, 1.0);
+  return PT_OK;
+}
 
-  /* 1. collect the nodes reachable from root and count how many consumers each has */
+/* autograd.grad: which nodes must run. Orders the collected nodes (roots first), then from the
+ * leaves' side up: a node runs when one of its edges leads to a node that runs or is asked for,
+ * or to a leaf asked for. Then counts the deliveries each node and slot will get. */
+static pt_status prune(pass *p, node_list *all, pt_node *const *rootn, int n_roots) {
+  node_list order = {0}, stack = {0};
+  pt_status st = PT_OK;
+  for (size_t i = 0; i < all->n; i++) all->items[i]->topo_deps = 0;
+  for (size_t i = 0; i < all->n; i++) {
+    pt_node *n = all->items[i];
+    for (int k = 0; k < n->n_inputs; k++)
+      if (n->input_fn[k] && n->needs_grad[k]) n->input_fn[k]->topo_deps++;
+  }
+  for (int r = 0; r < n_roots; r++) {
+    pt_node *n = rootn[r];
+    if (n && n->topo_deps == 0 && !(n->pass_flags & PASS_QUEUED)) {
+      n->pass_flags |= PASS_QUEUED;
+      if ((st = list_push(p->ctx, &stack, n))) goto done;
+    }
+  }
+  while (stack.n) {
+    pt_node *n = stack.items[--stack.n];
+    if ((st = list_push(p->ctx, &order, n))) goto done;
+    for (int k = 0; k < n->n_inputs; k++) {
+      pt_node *m = n->input_fn[k];
+      if (m && n->needs_grad[k] && --m->topo_deps == 0 && (st = list_push(p->ctx, &stack, m))) goto done;
+    }
+  }
+  for (size_t i = order.n; i-- > 0;) {
+    pt_node *n = order.items[i];
+    bool run = false;
+    for (int k = 0; k < n->n_inputs && !run; k++) {
+      if (!n->needs_grad[k] || !n->inputs[k]) continue;
+      pt_node *m = n->input_fn[k];
+      run = m ? (m->pass_flags & (PASS_RUN | PASS_CAPTURE)) != 0 : find_slot(p, n->inputs[k]) != NULL;
+    }
+    n->pass_flags = (unsigned char)((n->pass_flags & PASS_CAPTURE) | (run ? PASS_RUN : 0));
+  }
+  for (size_t i = 0; i < all->n; i++) all->items[i]->pending_deps = 0;
+  for (size_t i = 0; i < all->n; i++) {
+    pt_node *n = all->items[i];
+    if (!(n->pass_flags & PASS_RUN)) continue;
+    for (int k = 0; k < n->n_inputs; k++) {
+      if (!n->needs_grad[k] || !n->inputs[k]) continue;
+      pt_node *m = n->input_fn[k];
+      if (m) {
+        if (m->pass_flags & (PASS_RUN | PASS_CAPTURE)) m->pending_deps++;
+      } else {
+        leaf_slot *s = find_slot(p, n->inputs[k]);
+        if (s) s->deps++;
+      }
+    }
+  }
+done:
+  free(order.items);
+  free(stack.items);
+  return st;
+}
+
+pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain_graph) {
+  pt_backward_opts o = {.retain_graph = retain_graph};
+  return pt_backward_ex(ctx, 1, &root, grad ? &grad : NULL, &o);
+}
+
+pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_tensor *const *grads,
+                         const pt_backward_opts *opts) {
+  static const pt_backward_opts defaults = {0};
+  if (!opts) opts = &defaults;
+  pass p = {
+      .ctx = ctx,
+      .fname = opts->fname ? opts->fname : "backward",
+      .hooks = opts->hooks && opts->hooks->run ? opts->hooks : NULL,
+      .create = opts->create_graph,
+      .capture = opts->n_inputs > 0,
+  };
+  pt_status st = PT_OK;
+  bool was_enabled = ctx->grad_enabled;
   unsigned mark = atomic_fetch_add(&backward_pass_counter, 1) + 1;
   node_list all = {0}, stack = {0}, ready = {0};
-  pt_node *rootn = node_now(root->grad_fn); /* released at the end */
-  if (rootn->released) {
-    st = pt_fail(ctx, PT_ESTATE,
-                 "backward: trying to backward through the graph a second time (pass "
-                 "retain_graph = true to the first backward)");
+  pt_tensor **g0 = NULL;
+  pt_node **rootn = NULL;
+  graph_table gt;
+
+  if (p.capture)
+    for (int i = 0; i < opts->n_inputs; i++) opts->grads_out[i] = NULL;
+  if (n_roots <= 0) return pt_fail(ctx, PT_EARG, "%s: no tensors to differentiate", p.fname);
+  g0 = calloc((size_t)n_roots, sizeof *g0);
+  rootn = calloc((size_t)n_roots, sizeof *rootn);
+  if (!g0 || !rootn) {
+    st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory", p.fname);
     goto done;
   }
-  rootn->visit_mark = mark;
-  rootn->pending_deps = 0;
-  if ((st = list_push(ctx, &stack, rootn)) || (st = list_push(ctx, &all, rootn))) goto done;
+  for (int k = 0; k < n_roots; k++)
+    if ((st = root_grad(&p, k, n_roots, roots[k], grads ? grads[k] : NULL, &g0[k]))) goto done;
+  for (int i = 0; i < opts->n_inputs; i++)
+    if (!opts->inputs[i]->requires_grad) {
+      st = pt_fail(ctx, PT_EARG,
+                   "%s: one of the differentiated tensors (inputs[%d]) does not require grad",
+                   p.fname, i + 1);
+      goto done;
+    }
+
+  /* the leaves whose gradient is summed first: autograd.grad's leaf inputs, or hooked leaves */
+  {
+    int cap = p.capture ? opts->n_inputs : (p.hooks ? p.hooks->n_leaves : 0);
+    if (cap > 0) {
+      if (!(p.slots = calloc((size_t)cap, sizeof *p.slots))) {
+        st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory", p.fname);
+        goto done;
+      }
+      for (int i = 0; i < cap; i++) {
+        pt_tensor *t = p.capture ? opts->inputs[i] : p.hooks->leaves[i];
+        if (!t->grad_fn) p.slots[p.n_slots++] = (leaf_slot){.leaf = t, .hooked = !p.capture};
+      }
+      qsort(p.slots, (size_t)p.n_slots, sizeof *p.slots, slot_cmp);
+      int m = 0; /* without duplicates */
+      for (int i = 0; i < p.n_slots; i++)
+        if (m == 0 || p.slots[m - 1].leaf != p.slots[i].leaf) p.slots[m++] = p.slots[i];
+      p.n_slots = m;
+    }
+  }
+
+  /* 1. collect the nodes reachable from the roots and count how many consumers each has */
+  for (int k = 0; k < n_roots; k++) {
+    pt_tensor *root = roots[k];
+    leaf_slot *s;
+    if (!root->grad_fn) {
+      if ((s = find_slot(&p, root))) s->deps++;
+      continue;
+    }
+    pt_node *rn = rootn[k] = node_now(root->grad_fn);
+    if (rn->released) {
+      st = fail_second_time(&p);
+      goto done;
+    }
+    if (rn->visit_mark == mark) continue;
+    rn->visit_mark = mark;
+    rn->pending_deps = 0;
+    rn->pass_flags = p.capture ? 0 : PASS_RUN;
+    if ((st = list_push(ctx, &stack, rn)) || (st = list_push(ctx, &all, rn))) goto done;
+  }
   while (stack.n) {
     pt_node *n = stack.items[--stack.n];
     for (int i = 0; i < n->n_inputs; i++) {
+      if (!n->needs_grad[i] || !n->inputs[i]) continue;
       pt_node *m = n->input_fn[i]; /* the history when n was recorded */
-      if (!m || !n->needs_grad[i]) continue;
+      if (!m) {
+        leaf_slot *s = p.capture ? NULL : find_slot(&p, n->inputs[i]);
+        if (s) s->deps++;
+        continue;
+      }
       if (m->visit_mark != mark) {
         m->visit_mark = mark;
         m->pending_deps = 0;
+        m->pass_flags = p.capture ? 0 : PASS_RUN;
         if ((st = list_push(ctx, &stack, m)) || (st = list_push(ctx, &all, m))) goto done;
       }
       m->pending_deps++;
     }
   }
+  if (p.capture) {
+    for (int i = 0; i < opts->n_inputs; i++) {
+      pt_node *m = opts->inputs[i]->grad_fn;
+      if (m && m->visit_mark == mark) m->pass_flags |= PASS_CAPTURE;
+    }
+    if ((st = prune(&p, &all, rootn, n_roots))) goto done;
+  }
+  if (p.create) { /* every node that runs needs its formula, checked before anything runs */
+    if ((st = graph_probe(ctx, &gt))) goto done;
+    for (size_t i = 0; i < all.n; i++) {
+      pt_node *n = all.items[i];
+      if ((n->pass_flags & PASS_RUN) && !graph_formula(&gt, n)) {
+        st = pt_fail(ctx, PT_EARG, "%s: create_graph is not supported through %s", p.fname, n->name);
+        goto done;
+      }
+    }
+  }
+  ctx->grad_enabled = p.create; /* backward functions build no graph, formulas do */
 
-  /* 2. run nodes once all their consumers have delivered */
-  rootn->pending_grad = g0;
-  g0 = NULL;
-  if ((st = list_push(ctx, &ready, rootn))) goto done;
+  /* 2. the roots' gradients; run nodes once all their consumers have delivered */
+  for (int k = 0; k < n_roots; k++) {
+    pt_tensor *g = g0[k];
+    if (!rootn[k]) { /* a leaf */
+      if ((st = deliver_leaf(&p, roots[k], g))) goto done;
+      continue;
+    }
+    if ((st = pend(&p, &rootn[k]->pending_grad, g))) goto done;
+    if (roots[k]->retains_grad) rootn[k]->retain_target = roots[k];
+  }
+  for (int k = 0; k < n_roots; k++) {
+    pt_node *n = rootn[k];
+    if (n && n->pending_deps == 0 && (n->pass_flags & (PASS_RUN | PASS_CAPTURE)) &&
+        !(n->pass_flags & PASS_QUEUED)) {
+      n->pass_flags |= PASS_QUEUED;
+      if ((st = list_push(ctx, &ready, n))) goto done;
+    }
+  }
   while (ready.n) {
     pt_node *n = ready.items[--ready.n];
     if (n->released) {
-      st = pt_fail(ctx, PT_ESTATE,
-                   "backward: trying to backward through the graph a second time (pass "
-                   "retain_graph = true to the first backward)");
+      st = fail_second_time(&p);
       goto done;
     }
     if (ctx->interrupted && *ctx->interrupted) {
       st = pt_fail(ctx, PT_EINTR, "interrupted");
       goto done;
     }
-    for (int k = 0; k < PT_NODE_MAX_SAVED; k++) {
-      pt_tensor *sv = n->saved[k];
-      if (sv && atomic_load(&sv->storage->version) != n->saved_version[k]) {
-        char shape[96];
-        st = pt_fail(ctx, PT_ESTATE,
-                     "%s: one of the variables needed for gradient computation has been modified "
-                     "by an inplace operation (saved tensor %d of shape %s is at version %u; "
-                     "expected version %u)",
-                     n->name, k + 1, pt_shape_format(sv->ndim, sv->shape, shape, sizeof shape),
-                     atomic_load(&sv->storage->version), n->saved_version[k]);
+    pt_tensor *gout = n->pending_grad;
+    n->pending_grad = NULL;
+    if (gout && (n->pass_flags & PASS_CAPTURE)) n->captured = pt_tensor_retain(gout);
+    if (!(n->pass_flags & PASS_RUN)) {
+      pt_tensor_release(gout);
+      continue;
+    }
+    if (gout && n->has_hooks && p.hooks && (st = run_hooks(&p, n, NULL, &gout))) {
+      pt_tensor_release(gout);
+      goto done;
+    }
+    if (gout && n->retain_target) {
+      pt_tensor *t = n->retain_target;
+      st = p.create ? accumulate_graph(ctx, t, gout) : pt_accumulate_default(ctx, t, gout, NULL);
+      if (st) {
+        pt_tensor_release(gout);
         goto done;
       }
     }
     pt_tensor *gin[PT_NODE_MAX_INPUTS] = {NULL};
-    pt_tensor *gout = n->pending_grad;
-    n->pending_grad = NULL;
-    st = n->backward(ctx, n, gout, gin);
-    pt_tensor_release(gout);
-    if (st) {
-      for (int i = 0; i < PT_NODE_MAX_INPUTS; i++) pt_tensor_release(gin[i]);
-      pt_fail_prefix(ctx, n->name);
-      goto done;
+    if (gout) { /* NULL: no gradient reached it after all; its inputs get none from it */
+      for (int k = 0; k < PT_NODE_MAX_SAVED; k++) {
+        pt_tensor *sv = n->saved[k];
+        if (sv && atomic_load(&sv->storage->version) != n->saved_version[k]) {
+          char shape[PT_SHAPE_STR_MAX];
+          st = pt_fail(ctx, PT_ESTATE,
+                       "%s: one of the variables needed for gradient computation has been "
+                       "modified by an inplace operation (saved tensor %d of shape %s is at "
+                       "version %u; expected version %u)",
+                       n->name, k + 1, pt_shape_format(sv->ndim, sv->shape, shape, sizeof shape),
+                       atomic_load(&sv->storage->version), n->saved_version[k]);
+          pt_tensor_release(gout);
+          goto done;
+        }
+      }
+      st = (p.create ? graph_formula(&gt, n) : n->backward)(ctx, n, gout, gin);
+      pt_tensor_release(gout);
+      if (st) {
+        for (int i = 0; i < PT_NODE_MAX_INPUTS; i++) pt_tensor_release(gin[i]);
+        pt_fail_prefix(ctx, n->name);
+        goto done;
+      }
     }
     for (int i = 0; i < n->n_inputs && !st; i++) {
       pt_tensor *in = n->inputs[i];
-      if (!gin[i] || !in || !n->needs_grad[i]) continue;
+      if (!in || !n->needs_grad[i]) continue;
       pt_node *m = n->input_fn[i]; /* the history when n was recorded */
-      if (m) {
-        if (in->retains_grad) st = pt_accumulate_default(ctx, in, gin[i], NULL);
-        if (!st) st = pend(ctx, m, gin[i]);
-        if (!st && --m->pending_deps == 0) st = list_push(ctx, &ready, m);
-      } else {
-        st = accumulate_leaf(ctx, in, gin[i]);
+      if (!m) {
+        st = deliver_leaf(&p, in, gin[i]);
+        continue;
       }
+      if (!(m->pass_flags & (PASS_RUN | PASS_CAPTURE))) continue;
+      if (in->retains_grad) m->retain_target = in;
+      if (gin[i]) st = pend(&p, &m->pending_grad, gin[i]);
+      if (!st && --m->pending_deps == 0) st = list_push(ctx, &ready, m);
     }
     for (int i = 0; i < PT_NODE_MAX_INPUTS; i++) pt_tensor_release(gin[i]);
     if (st) goto done;
   }
+  if (p.capture) { /* the answers, before the bookkeeping goes */
+    for (int i = 0; i < opts->n_inputs; i++) {
+      pt_tensor *t = opts->inputs[i];
+      leaf_slot *s = t->grad_fn ? NULL : find_slot(&p, t);
+      pt_node *m = t->grad_fn;
+      pt_tensor *r = s ? s->pending : (m && m->visit_mark == mark ? m->captured : NULL);
+      opts->grads_out[i] = pt_tensor_retain(r);
+    }
+  }
 
 done:
+  ctx->grad_enabled = was_enabled;
   for (size_t i = 0; i < all.n; i++) {
     pt_node *n = all.items[i];
     pt_tensor_release(n->pending_grad);
     n->pending_grad = NULL;
+    pt_tensor_release(n->captured);
+    n->captured = NULL;
+    n->retain_target = NULL;
   }
-  if (!retain_graph) release_saved(&all);
-  pt_tensor_release(g0);
-  pt_node_release(rootn);
+  { /* the nodes that ran (all of a plain backward's, even when it failed) lose their saved
+     * tensors without retain_graph */
+    size_t m = 0;
+    for (size_t i = 0; i < all.n; i++) {
+      pt_node *n = all.items[i];
+      bool ran = n->pass_flags & PASS_RUN;
+      n->pass_flags = 0;
+      if (ran) all.items[m++] = n;
+    }
+    all.n = m;
+    if (!opts->retain_graph) release_saved(&all);
+  }
+  for (int i = 0; i < p.n_slots; i++) pt_tensor_release(p.slots[i].pending);
+  free(p.slots);
+  for (int k = 0; g0 && k < n_roots; k++) pt_tensor_release(g0[k]);
+  for (int k = 0; rootn && k < n_roots; k++) pt_node_release(rootn[k]);
+  free(g0);
+  free(rootn);
   free(all.items);
   free(stack.items);
   free(ready.items);
-  ctx->grad_enabled = was_enabled;
+  if (st && p.capture)
+    for (int i = 0; i < opts->n_inputs; i++) {
+      pt_tensor_release(opts->grads_out[i]);
+      opts->grads_out[i] = NULL;
+    }
   return st;
 }

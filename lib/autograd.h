@@ -46,10 +46,17 @@ struct pt_node {
   bool is_view;                             /* the output shares its input's storage (view ops) */
   unsigned view_version;                    /* is_view: that storage's version when recorded */
   struct pt_node *release_next;             /* pt_node_release's queue of nodes being freed */
+  /* tensor hooks are registered on the output (t:register_hook on a non-leaf): the engine asks
+   * pt_backward_opts.hooks to run them on the output's whole gradient before this node runs */
+  bool has_hooks;
   /* engine bookkeeping during one backward pass (single thread) */
   pt_tensor *pending_grad;
   int pending_deps;
   unsigned visit_mark;
+  int topo_deps;            /* autograd.grad's pruning: consumers not yet ordered */
+  unsigned char pass_flags; /* what the pass does with the node (autograd.c) */
+  pt_tensor *retain_target; /* borrowed: the tensor with retains_grad this node produced */
+  pt_tensor *captured;      /* autograd.grad: the gradient of the output, when asked for */
 };
 
 /* Does any of these inputs need a gradient under the current grad mode? */
@@ -75,6 +82,46 @@ void pt_node_release(pt_node *n);
 
 /* root.backward(grad): grad may be NULL for a one-element root (then 1). */
 pt_status pt_backward(pt_ctx *ctx, pt_tensor *root, pt_tensor *grad, bool retain_graph);
+
+/* Tensor hooks (t:register_hook): run(ctx, data, node, leaf, &grad) runs the hooks of a
+ * non-leaf (node: its grad_fn, which has has_hooks set; leaf NULL) or of a leaf (node NULL) on
+ * the whole gradient of that tensor, once per pass; it may replace *grad (releasing the old
+ * reference). A leaf's hooks run before the gradient is accumulated; leaves lists the leaves
+ * that have hooks (any order, duplicates allowed). */
+typedef struct pt_grad_hooks {
+  pt_status (*run)(pt_ctx *ctx, void *data, pt_node *node, pt_tensor *leaf, pt_tensor **grad);
+  void *data;
+  int n_leaves;
+  pt_tensor *const *leaves;
+} pt_grad_hooks;
+
+typedef struct pt_backward_opts {
+  const char *fname;  /* the messages' prefix; NULL: "backward" */
+  bool retain_graph;  /* keep the saved tensors for another pass */
+  /* record the backward pass itself (grad mode on, every node through a differentiable formula
+   * built from the public ops), so that the gradients can be differentiated again; a node with
+   * no such formula fails the call before anything runs: "<fname>: create_graph is not supported
+   * through LinearBackward"; leaf gradients are then accumulated out of place, with history */
+  bool create_graph;
+  const pt_grad_hooks *hooks; /* NULL: no tensor hooks run */
+  /* autograd.grad: when n_inputs > 0, only what leads to these tensors runs, no .grad of a leaf
+   * changes, and grads_out[i] receives the gradient of inputs[i] (a new reference; NULL when the
+   * outputs do not depend on it). Every input must require grad. */
+  int n_inputs;
+  pt_tensor *const *inputs;
+  pt_tensor **grads_out;
+} pt_backward_opts;
+
+/* Backward from several roots at once (their gradients summed where graphs meet); grads[i] may be
+ * NULL for a one-element root (then 1), grads itself may be NULL. */
+pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_tensor *const *grads,
+                         const pt_backward_opts *opts);
+
+/* out = a view of all of t (same storage, shape and strides) whose node (`name`) passes the
+ * gradient through unchanged: a tensor of its own whose gradient hooks see only what flows
+ * through it (Module backward hooks wrap a module's inputs and outputs this way). Without a
+ * graph to record, out is a plain alias. */
+pt_status pt_autograd_identity(pt_ctx *ctx, pt_tensor *t, const char *name, pt_tensor **out);
 
 /* Fails with "backward: gradient of shape {..} does not match shape {..}" (grad vs target):
  * the one message every accumulation hook gives for a gradient of the wrong size. */

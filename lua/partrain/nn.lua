@@ -107,8 +107,150 @@ local function module_newindex(self, k, v)
   end
 end
 
+-- ------------------------------------------------------------------ hooks
+-- A module with hooks has m._hooks = {pre = {...}, fwd = {...}, bwd = {...}} (lists of {fn = f},
+-- in registration order), only while one is registered: a module without hooks calls forward
+-- directly, with nothing allocated (module_call below).
+local HookHandle = {__name = "RemovableHandle"}
+HookHandle.__index = HookHandle
+function HookHandle:remove()
+  local list = self._list
+  for i = 1, #list do
+    if list[i] == self._entry then
+      table.remove(list, i)
+      break
+    end
+  end
+  local h = self._hooks
+  if rawget(self._module, "_hooks") == h and #h.pre + #h.fwd + #h.bwd == 0 then
+    rawset(self._module, "_hooks", nil)
+  end
+end
+doc(HookHandle.remove, "handle:remove(): the hook it was returned for does not run any more (again: nothing).")
+
+local function callable(fn)
+  if type(fn) == "function" then return true end
+  local mt = getmetatable(fn)
+  return type(mt) == "table" and rawget(mt, "__call") ~= nil
+end
+
+local function add_hook(self, kind, fn, what)
+  if not callable(fn) then fail(string.format("%s: expected a function, got %s", what, type(fn))) end
+  local h = rawget(self, "_hooks")
+  if h == nil then
+    h = {pre = {}, fwd = {}, bwd = {}}
+    rawset(self, "_hooks", h)
+  end
+  local entry, list = {fn = fn}, h[kind]
+  list[#list + 1] = entry
+  return setmetatable({_module = self, _hooks = h, _list = list, _entry = entry}, HookHandle)
+end
+
+local function snapshot(list) -- a hook may remove hooks (itself too) while they run
+  return table.move(list, 1, #list, 1, {})
+end
+
+-- Full backward hooks, through tensor hooks: the module's tensor inputs and outputs that require
+-- grad are wrapped in identity nodes of their own (BackwardHookFunctionBackward, as PyTorch's);
+-- the outputs' hooks collect grad_output, the inputs' hooks grad_input, and the module's hooks
+-- run once every input's gradient is there (or, with no input that requires grad, every
+-- output's).
+local function run_backward_hooks(st, last)
+  local gin = table.move(st.gin, 1, st.gin.n, 1, {n = st.gin.n})
+  local before = table.move(gin, 1, gin.n, 1, {})
+  local gout = table.move(st.gout, 1, st.n_out, 1, {n = st.n_out})
+  st.got, st.got_out, st.gin, st.gout = 0, 0, {n = st.gin.n}, {} -- ready for another pass
+  local h = rawget(st.module, "_hooks")
+  for _, e in ipairs(h and snapshot(h.bwd) or {}) do
+    local r = e.fn(st.module, gin, gout)
+    if r ~= nil then
+      if type(r) ~= "table" or pt.is_tensor(r) then
+        fail(string.format("%s: a full backward hook must return nil or a list of gradients (grad_input), got %s",
+          class_name(st.module), pt.is_tensor(r) and "a tensor" or type(r)))
+      end
+      for i = 1, gin.n do
+        if r[i] ~= nil then gin[i] = r[i] end
+      end
+    end
+  end
+  for i = 1, last and gin.n or 0 do
+    if i ~= last and not rawequal(gin[i], before[i]) then
+      fail(string.format("%s: a full backward hook replaced grad_input[%d], which had already gone on "
+        .. "(with %d inputs that require grad, only the gradient computed last, grad_input[%d], can be "
+        .. "replaced)", class_name(st.module), i, st.n_in, last))
+    end
+  end
+  if last then return gin[last] end
+end
+
+local function input_grad_hook(st, i)
+  return function(g)
+    st.gin[i] = g
+    st.got = st.got + 1
+    if st.got == st.n_in then return run_backward_hooks(st, i) end
+  end
+end
+
+local function output_grad_hook(st, k)
+  return function(g)
+    st.gout[k] = g
+    st.got_out = st.got_out + 1
+    if st.n_in == 0 and st.got_out == st.n_out then run_backward_hooks(st, nil) end
+  end
+end
+
+local function hooked_call(self, ...)
+  local h = rawget(self, "_hooks")
+  local args = table.pack(...)
+  for _, e in ipairs(snapshot(h.pre)) do
+    local r = e.fn(self, args)
+    if r ~= nil then
+      if type(r) == "table" and not pt.is_tensor(r) then
+        args = table.move(r, 1, r.n or #r, 1, {n = r.n or #r})
+      else
+        args = {r, n = 1}
+      end
+    end
+  end
+  local st
+  if #h.bwd > 0 then
+    st = {module = self, n_in = 0, got = 0, gin = {n = args.n}, n_out = 0, got_out = 0, gout = {}}
+    local wrapped = {n = args.n}
+    for i = 1, args.n do
+      local a = args[i]
+      if pt.is_tensor(a) and a.requires_grad then
+        a = C._hook_identity(a)
+        if a.requires_grad then -- grad mode on
+          st.n_in = st.n_in + 1
+          a:register_hook(input_grad_hook(st, i))
+        end
+      end
+      wrapped[i] = a
+    end
+    args = wrapped
+  end
+  local res = table.pack(self:forward(table.unpack(args, 1, args.n)))
+  for _, e in ipairs(snapshot(h.fwd)) do
+    local r = e.fn(self, args, res[1])
+    if r ~= nil then res[1] = r end
+  end
+  if st then
+    for i = 1, res.n do
+      local o = res[i]
+      if pt.is_tensor(o) and o.requires_grad then
+        o = C._hook_identity(o)
+        st.n_out = st.n_out + 1
+        o:register_hook(output_grad_hook(st, st.n_out))
+        res[i] = o
+      end
+    end
+  end
+  return table.unpack(res, 1, res.n)
+end
+
 local function module_call(self, ...)
-  return self:forward(...)
+  if rawget(self, "_hooks") == nil then return self:forward(...) end
+  return hooked_call(self, ...)
 end
 
 local function module_len(self)
@@ -188,6 +330,36 @@ doc(Module.forward, [[m:forward(...) -> output: the module's computation; m(...)
   Every layer defines its own (help(nn.<Layer>) says what it computes); a class made with
   nn.Module:extend defines function MyNet:forward(x) ... end. nn.Module's own raises
   "MyNet:forward is not implemented".]])
+
+function Module:register_forward_pre_hook(fn)
+  return add_hook(self, "pre", fn, "register_forward_pre_hook")
+end
+doc(Module.register_forward_pre_hook, [[m:register_forward_pre_hook(fn) -> handle: fn(m, inputs) runs before every m(...)
+  (inputs: the list of arguments, inputs.n of them). It returns nil or new inputs: a list
+  (a table), or one value that becomes the only argument. Hooks run in registration order,
+  each seeing what the previous one returned; handle:remove() unregisters one. m:forward(...)
+  called directly runs no hooks (as PyTorch's).]])
+
+function Module:register_forward_hook(fn)
+  return add_hook(self, "fwd", fn, "register_forward_hook")
+end
+doc(Module.register_forward_hook, [[m:register_forward_hook(fn) -> handle: fn(m, inputs, output) runs after every m(...)
+  (output: forward's first result; further results pass unchanged). It returns nil or a new
+  output. Hooks run in registration order; handle:remove() unregisters one.]])
+
+function Module:register_full_backward_hook(fn)
+  return add_hook(self, "bwd", fn, "register_full_backward_hook")
+end
+doc(Module.register_full_backward_hook, [[m:register_full_backward_hook(fn) -> handle: fn(m, grad_input, grad_output) runs when
+  the gradients with respect to the inputs of a call m(...) are computed, as PyTorch's:
+  grad_input[i] is the gradient of argument i (nil for arguments that are not tensors requiring
+  grad; grad_input.n = the number of arguments), grad_output[k] the gradient of the k-th tensor
+  result that requires grad. With no input that requires grad it runs once the outputs'
+  gradients are there, with an empty grad_input. fn returns nil or a list whose non-nil entries
+  replace grad_input's (a module with several inputs requiring grad can replace only the one
+  computed last: the others have already gone on). The inputs and outputs of the call are
+  wrapped in identity nodes (BackwardHookFunctionBackward) while such a hook is registered.
+  Hooks run in registration order; handle:remove() unregisters one.]])
 
 function Module:extra_repr() return "" end
 doc(Module.extra_repr, [[m:extra_repr() -> string: the settings shown in m's printed form, inside the parentheses:
@@ -1057,6 +1229,7 @@ doc(Sequential.add, "seq:add(m) -> seq: appends module m as child \"#seq+1\" (se
 local own_forward = {} -- class -> the forward it was defined with (set where the classes are)
 local function plain(m, class)
   return m ~= nil and getmetatable(m) == class and m.forward == own_forward[class]
+    and rawget(m, "_hooks") == nil -- a module with hooks is called, not fused
 end
 
 local function build_plan(self)
@@ -1071,7 +1244,8 @@ local function build_plan(self)
       plan[#plan + 1] = {nxt, "relu_max_pool", m}
       i = i + 2
     else
-      plan[#plan + 1] = {m, false}
+      -- step[4]: m has hooks now (the plan is made again once they are gone: m may fuse then)
+      plan[#plan + 1] = {m, false, nil, rawget(m, "_hooks") ~= nil}
       i = i + 1
     end
   end
@@ -1079,12 +1253,17 @@ local function build_plan(self)
   return plan
 end
 
--- whether the fused pairs of a plan may still fuse (a forward overridden since it was made)
+-- whether the plan still stands: its fused pairs may still fuse (no forward overridden, no hook
+-- registered since it was made), and no module kept apart for its hooks has lost them
 local function plan_holds(plan)
   for i = 1, #plan do
     local step = plan[i]
-    if step[2] and (step[1].forward ~= own_forward[getmetatable(step[1])]
-                    or (step[3] and step[3].forward ~= own_forward[getmetatable(step[3])])) then
+    if step[2] then
+      if step[1].forward ~= own_forward[getmetatable(step[1])] or rawget(step[1], "_hooks")
+         or (step[3] and (step[3].forward ~= own_forward[getmetatable(step[3])] or rawget(step[3], "_hooks"))) then
+        return false
+      end
+    elseif step[4] and rawget(step[1], "_hooks") == nil then
       return false
     end
   end

@@ -1,0 +1,636 @@
+-- pt.autograd.grad (create_graph: higher-order gradients), tensor hooks (t:register_hook,
+-- retain_grad) and nn.Module hooks (forward pre-hooks, forward hooks, full backward hooks).
+-- Reference values were computed once with /usr/bin/python3 and torch 1.13.0a0 on the same
+-- inputs (the script is not run at test time); second derivatives are also checked against
+-- float64 finite differences of the recorded first derivatives.
+local pt = require "partrain"
+local nn = pt.nn
+local gradcheck = require "spec.gradcheck"
+local support = require "spec.support"
+local assert_close = support.assert_close_with(1e-12)
+
+local F64 = {dtype = "float64"}
+local grad = pt.autograd.grad
+
+local function t64(v) return pt.tensor(v, F64) end
+local function leaf(v) return pt.tensor(v, F64):requires_grad_() end
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+local function assert_err(text, f, ...)
+  local msg = err_of(f, ...)
+  if not msg:find(text, 1, true) then
+    error(string.format("expected error containing %q, got %q", text, msg), 2)
+  end
+end
+
+-- deterministic values in [-1, 1) of a given shape (float64)
+local function det(...)
+  local t = pt.zeros({...}, F64)
+  for i = 1, t:numel() do t:_set_flat(i, math.sin(1.7 * i + 0.3)) end
+  return t
+end
+
+-- Checks the second derivatives of f: the vector-Jacobian product (inputs, v) -> J^T v of f,
+-- computed by autograd.grad with create_graph, is differentiated (its backward through the
+-- recorded graph, with respect to the inputs and to v) and compared with finite differences.
+local function gradgradcheck(f, inputs, opts)
+  local y0 = pt.no_grad(f, table.unpack(inputs))
+  local v = det(table.unpack(y0:size()))
+  if y0:dim() == 0 then v = pt.tensor(0.7, F64) end
+  local all = {table.unpack(inputs)}
+  all[#all + 1] = v
+  return gradcheck(function(...)
+    local args = table.pack(...)
+    local vv = args[args.n]
+    return pt.enable_grad(function()
+      local y = f(table.unpack(args, 1, args.n - 1))
+      local xs = {}
+      for i = 1, args.n - 1 do
+        if pt.is_tensor(args[i]) and args[i].requires_grad then xs[#xs + 1] = args[i] end
+      end
+      local gs = grad(y, xs, {grad_outputs = vv, create_graph = true, allow_unused = true})
+      local parts = {}
+      for i, x in ipairs(xs) do parts[i] = (gs[i] or pt.zeros_like(x)):reshape(-1) end
+      return #parts == 1 and parts[1] or pt.cat(parts)
+    end)
+  end, all, opts)
+end
+
+describe("pt.autograd.grad", function()
+  it("returns the gradients of outputs with respect to inputs and leaves every .grad alone", function()
+    local x, w = leaf({1, 2, 3}), leaf({0.5, -1, 2})
+    local y = (x * w):sum() + (x ^ 2):sum()
+    local g = grad(y, {x, w}, {retain_graph = true})
+    assert.are.equal(2, #g)
+    assert_close(g[1], {2.5, 3, 8})
+    assert_close(g[2], {1, 2, 3})
+    assert.is_nil(x.grad)
+    assert.is_nil(w.grad)
+    -- a tensor in, a tensor out
+    local gx = grad(y, x)
+    assert.is_true(pt.is_tensor(gx))
+    assert_close(gx, {2.5, 3, 8})
+    assert.is_nil(gx.grad_fn)
+    assert.is_nil(x.grad)
+  end)
+
+  it("sums over several outputs, with grad_outputs for the non-scalar ones", function()
+    local x = leaf({1, 2})
+    local a, b = x * 3, (x * x):sum()
+    local g = grad({a, b}, x, {grad_outputs = {t64({1, 10}), nil}})
+    assert_close(g, {3 + 2, 30 + 4})
+    local c = x * x
+    assert_close(grad(c, x, {grad_outputs = t64({1, 1})}), {2, 4})
+    -- a grad_outputs of another dtype takes the output's
+    local d = x * x
+    assert.are.equal("float64", grad(d, x, {grad_outputs = pt.tensor({1, 1})}):dtype())
+  end)
+
+  it("gives the gradient of a non-leaf input, and of an output with respect to itself", function()
+    local a = leaf({1, 2})
+    local b = a * 3
+    local y = (b * b):sum()
+    local g = grad(y, {b, a}, {retain_graph = true})
+    assert_close(g[1], {6, 12})
+    assert_close(g[2], {18, 36})
+    assert_close(grad(b, b, {grad_outputs = t64({1, 1})}), {1, 1})
+    assert_close(grad(a, a, {grad_outputs = t64({4, 5})}), {4, 5})
+  end)
+
+  it("gives nil for inputs the outputs do not depend on with allow_unused", function()
+    local x, z = leaf({1, 2, 3}), leaf({1, 2})
+    local g = grad((x * 2):sum(), {x, z}, {allow_unused = true})
+    assert_close(g[1], {2, 2, 2})
+    assert.is_nil(g[2])
+    assert.is_nil(grad((x * 2):sum(), z, {allow_unused = true}))
+  end)
+
+  it("runs only the part of the graph that leads to the inputs", function()
+    local x, w = leaf({1, 2}), leaf({3, 4})
+    local u = w * 2
+    local ran = false
+    u:register_hook(function() ran = true end)
+    local y = (x * x):sum() + u:sum()
+    assert_close(grad(y, x, {retain_graph = true}), {2, 4})
+    assert.is_false(ran)
+    y:backward()
+    assert.is_true(ran)
+  end)
+
+  it("frees the graph without retain_graph (the default unless create_graph), as backward", function()
+    local x = leaf({1, 2})
+    local y = (x * x):sum()
+    grad(y, x)
+    assert_err("autograd.grad: trying to backward through the graph a second time", grad, y, x)
+    local y2 = (x * x):sum()
+    grad(y2, x, {retain_graph = true})
+    assert_close(grad(y2, x), {2, 4})
+    local y3 = (x * x):sum()
+    grad(y3, x, {create_graph = true})
+    assert_close(grad(y3, x), {2, 4}) -- create_graph retains by default
+  end)
+
+  it("names every wrong argument", function()
+    local x = leaf({1, 2, 3})
+    assert_err("autograd.grad: grad can be implicitly created only for scalar outputs (outputs[1] has shape {3}; pass grad_outputs)",
+      grad, x * 2, x)
+    assert_err("autograd.grad: one of the differentiated tensors (inputs[2]) appears to not have been used in the graph (set allow_unused = true if this is the desired behavior)",
+      grad, (x * 2):sum(), {x, leaf({1})})
+    assert_err("autograd.grad: one of the differentiated tensors (inputs[1]) does not require grad",
+      grad, (x * 2):sum(), pt.ones(3))
+    assert_err("autograd.grad: element 2 of tensors does not require grad and does not have a grad_fn",
+      grad, {(x * 2):sum(), pt.ones(1)}, x)
+    assert_err("autograd.grad: mismatch in shape: grad_outputs[1] has shape {2} and outputs[1] has shape {3}",
+      grad, x * 2, x, {grad_outputs = t64({1, 1})})
+    assert_err("autograd.grad: got 2 outputs and 3 grad_outputs",
+      grad, {x:sum(), x:sum()}, x, {grad_outputs = {t64(1), t64(1), t64(1)}})
+    assert_err("autograd.grad: got 2 outputs and 1 grad_outputs", grad, {x:sum(), x:sum()}, x, {grad_outputs = t64(1)})
+    assert_err("autograd.grad: grad_outputs[1] must be a tensor or nil, got number", grad, x:sum(), x, {grad_outputs = {1}})
+    assert_err("autograd.grad: grad_outputs must be a tensor or a list of tensors, got string",
+      grad, x:sum(), x, {grad_outputs = "ones"})
+    assert_err("autograd.grad: outputs must be a tensor or a list of tensors, got number", grad, 1, x)
+    assert_err("autograd.grad: inputs must be a tensor or a list of tensors, got nil", grad, x:sum())
+    assert_err("autograd.grad: inputs is an empty list", grad, x:sum(), {})
+    assert_err("autograd.grad: outputs is an empty list", grad, {}, x)
+    assert_err("autograd.grad: outputs[2] is not a tensor (got string)", grad, {x:sum(), "y"}, x)
+    assert_err("autograd.grad: inputs[1] is not a tensor (got number)", grad, x:sum(), {1})
+    assert_err("autograd.grad: unknown option 'retain_grpah' (options: grad_outputs, retain_graph, create_graph, allow_unused)",
+      grad, x:sum(), x, {retain_grpah = true})
+    assert_err("autograd.grad: expected an options table as argument 3, got boolean", grad, x:sum(), x, true)
+    assert_err("autograd.grad: unexpected argument #4", grad, x:sum(), x, {}, 1)
+    -- the position is the caller's
+    assert.matches("^spec/autograd_more_spec%.lua:%d+: autograd%.grad:", err_of(grad, x * 2, x))
+  end)
+end)
+
+describe("create_graph", function()
+  it("records the backward pass: derivatives of every order of x^3 and x sin x", function()
+    local x = leaf({1, 2, 3})
+    local g = grad((x ^ 3):sum(), x, {create_graph = true})
+    assert_close(g, {3, 12, 27})
+    assert.is_not_nil(g.grad_fn)
+    local g2 = grad(g:sum(), x, {create_graph = true})
+    assert_close(g2, {6, 12, 18})
+    assert_close(grad(g2:sum(), x), {6, 6, 6})
+    -- torch 1.13
+    local z = leaf({0.3, 1.2})
+    local g1 = grad((z:sin() * z):sum(), z, {create_graph = true})
+    local h = grad(g1:sum(), z, {create_graph = true})
+    local h3 = grad(h:sum(), z)
+    assert_close(g1, {0.5821211533990214, 1.3668683913392345})
+    assert_close(h, {1.8220169162528101, -0.39373139420732417})
+    assert_close(h3, {-1.1731615667217006, -3.230946563273687})
+  end)
+
+  it("gives a gradient without history where it does not depend on anything that requires grad", function()
+    local x = leaf({1, 2})
+    local g = grad((x * 2):sum(), x, {create_graph = true})
+    assert_close(g, {2, 2})
+    assert.is_false(g.requires_grad)
+  end)
+
+  it("loss:backward({create_graph = true}) accumulates .grad with history, out of place", function()
+    local x = leaf({1, 2})
+    ;(x ^ 3):sum():backward({create_graph = true})
+    assert_close(x.grad, {3, 12})
+    assert.is_not_nil(x.grad.grad_fn)
+    local first = x.grad
+    ;(x ^ 3):sum():backward({create_graph = true})
+    assert_close(x.grad, {6, 24})
+    assert_close(first, {3, 12}) -- not added into
+    assert_close(grad(x.grad:sum(), x), {12, 24})
+    x.grad = nil -- the gradient's history holds x: drop it (as PyTorch advises)
+    -- backward(grad, opts) too; a non-leaf with retain_grad gets its gradient with history
+    local y = x * x
+    y:retain_grad()
+    y:backward(t64({1, 1}), {create_graph = true})
+    assert_close(y.grad, {1, 1})
+    assert_close(x.grad, {2, 4})
+    assert.is_not_nil(x.grad.grad_fn)
+    assert_err("backward: unknown option 'create_grahp' (options: retain_graph, create_graph)", function()
+      (x * x):sum():backward({create_grahp = true})
+    end)
+  end)
+
+  it("gets second derivatives right through the elementwise ops (float64 finite differences)", function()
+    local pos = t64({0.3, 0.7, 1.4, 2.2})
+    local any = t64({-1.3, -0.4, 0.6, 1.9})
+    local unit = t64({-0.8, -0.3, 0.2, 0.7})
+    local cases = {
+      {"exp", any}, {"log", pos}, {"sqrt", pos}, {"sin", any}, {"cos", any}, {"tan", unit},
+      {"tanh", any}, {"sigmoid", any}, {"erf", any}, {"erfc", any}, {"erfinv", unit},
+      {"log1p", pos}, {"expm1", any}, {"log2", pos}, {"log10", pos}, {"exp2", any},
+      {"asin", unit}, {"acos", unit}, {"atan", any}, {"sinh", any}, {"cosh", any},
+      {"asinh", any}, {"acosh", t64({1.2, 1.7, 2.5, 4.0})}, {"atanh", unit}, {"gelu", any},
+      {"abs", any}, {"relu", any}, {"frac", pos}, {"neg", any},
+    }
+    for _, c in ipairs(cases) do
+      local name, x = c[1], c[2]
+      local ok, e = pcall(gradgradcheck, function(t) return (pt[name](t) * t) end, {x})
+      assert(ok, name .. ": " .. tostring(e))
+    end
+    local a, b = t64({0.5, 1.5, 2.5}), t64({-1.2, 0.8, 2.0})
+    gradgradcheck(function(u, v) return u * v + u / v - v - u * 3 end, {a, b})
+    gradgradcheck(function(u, v) return u:add(v, {alpha = 2.5}) * u + u:sub(v, {alpha = 0.5}) * v end, {a, b})
+    gradgradcheck(function(u, v) return u ^ v + u ^ 3 + 2 ^ v + u ^ 0.5 + u ^ 1 end, {a, b})
+    gradgradcheck(function(u, v) return 2 / u + v / 3 + 1 - u end, {a, b})
+    gradgradcheck(function(u) return u ^ 0 + u * u end, {a})
+    -- broadcasting, and float32 operands promoted by a float64 one
+    gradgradcheck(function(u, m) return u * m + m / u end, {a, det(2, 3)})
+  end)
+
+  it("gets second derivatives right through reductions, softmax and the products", function()
+    local x = det(3, 4)
+    gradgradcheck(function(t) return (t * t):sum() end, {x})
+    gradgradcheck(function(t) return (t * t):sum(2) end, {x})
+    gradgradcheck(function(t) return (t * t):sum(1, true) end, {x})
+    gradgradcheck(function(t) return (t:exp()):mean() end, {x})
+    gradgradcheck(function(t) return (t * t):mean({1, 2}) end, {x})
+    gradgradcheck(function(t) return t:var(2) * t:var() end, {x})
+    gradgradcheck(function(t) return t:std(1, true, {correction = 0}) + t:std() end, {x})
+    gradgradcheck(function(t) return t:norm(2, 2) + t:norm() end, {x})
+    gradgradcheck(function(t) return t:logsumexp(2) + t:logsumexp(1, true):sum() end, {x})
+    gradgradcheck(function(t) return t:softmax(2) * t end, {x})
+    gradgradcheck(function(t) return t:softmax(1) end, {x})
+    gradgradcheck(function(t) return t:log_softmax(2) * t end, {x})
+    gradgradcheck(function(t) return t:log_softmax(1):exp() end, {x})
+    local a, b, v = det(2, 3), det(3, 4) * 0.5, det(3) + 0.25
+    gradgradcheck(function(p, q) return (p:matmul(q)):tanh():matmul(q:t()) end, {a, b})
+    gradgradcheck(function(p, q) return pt.mm(p, q) * pt.mm(p, q) end, {a, b})
+    gradgradcheck(function(p, u) return pt.mv(p, u):exp() end, {a, v})
+    gradgradcheck(function(u, w) return pt.dot(u, w) * pt.dot(u, u) end, {v, v * 2})
+    gradgradcheck(function(u, w) return pt.outer(u, w):sin() end, {v, det(2)})
+    gradgradcheck(function(p, q) return pt.bmm(p, q) ^ 2 end, {det(2, 2, 3), det(2, 3, 2)})
+    -- matmul's broadcasting and 1-D operands
+    gradgradcheck(function(p, q) return p:matmul(q) ^ 2 end, {det(2, 1, 2, 3), det(3, 3, 2)})
+    gradgradcheck(function(u, q) return u:matmul(q) ^ 2 end, {v, det(2, 3, 2)})
+    gradgradcheck(function(p, u) return p:matmul(u) ^ 2 end, {det(2, 2, 3), v})
+    gradgradcheck(function(u, w) return u:matmul(w) ^ 2 end, {v, v + 1})
+    gradgradcheck(function(c, p, q) return c:addmm(p, q, {beta = 0.5, alpha = 2}) ^ 2 end,
+      {det(4), a, b})
+  end)
+
+  it("gets second derivatives right through views, joins and selections", function()
+    local x = det(2, 3)
+    gradgradcheck(function(t) return (t:view(3, 2) ^ 2):reshape(6) end, {x})
+    gradgradcheck(function(t) return t:t():exp() * t:transpose(1, 2) end, {x})
+    gradgradcheck(function(t) return t:unsqueeze(2):permute(3, 2, 1) ^ 3 end, {x})
+    gradgradcheck(function(t) return t:narrow(2, 2, 2) ^ 2 end, {x})
+    gradgradcheck(function(t) return t:select(2, 2) ^ 2 + t:select(1, 1):sum() end, {x})
+    gradgradcheck(function(t) return t:unsqueeze(1):expand(4, 2, 3) ^ 2 end, {x})
+    gradgradcheck(function(t) return t:squeeze():flatten() ^ 2 end, {det(1, 2, 3)})
+    gradgradcheck(function(t, u) return pt.cat({t ^ 2, u * t}, 2) end, {x, det(2, 3) + 1})
+    gradgradcheck(function(t, u) return pt.stack({t ^ 2, u ^ 3}) end, {x, det(2, 3) + 1})
+    gradgradcheck(function(t) return t:clone() * t:contiguous() end, {x})
+    gradgradcheck(function(t) return pt.where(t:gt(0), t ^ 2, t ^ 3) end, {x})
+    gradgradcheck(function(t) return t:masked_fill(t:lt(0), 0) ^ 2 end, {x})
+    gradgradcheck(function(t) return t:to("float32"):to("float64") * t end, {x}, {eps = 1e-3, atol = 1e-3, rtol = 1e-3})
+  end)
+
+  it("gets second derivatives right through nn.Linear and the nn activations", function()
+    local x, w, b = det(4, 3), det(2, 3), det(2)
+    gradgradcheck(function(u, v, c) return nn.functional.linear(u, v, c):tanh() end, {x, w, b})
+    gradgradcheck(function(u, v) return nn.functional.linear(u, v) ^ 2 end, {x, w})
+    gradgradcheck(function(u, v) return nn.functional.linear(u, v) ^ 2 end, {det(3), w})
+    -- Linear + ReLU, fused by Sequential
+    local seq = nn.Sequential(nn.Linear(3, 4), nn.ReLU()):to("float64")
+    assert.are.equal("LinearReluBackward", seq(x:requires_grad_()).grad_fn)
+    x.requires_grad = false
+    gradgradcheck(function(u) return seq(u) ^ 2 end, {x})
+    for _, f in ipairs {nn.relu, nn.tanh, nn.sigmoid, nn.silu, function(u) return nn.leaky_relu(u, 0.2) end,
+                        nn.gelu, function(u) return nn.gelu(u, {approximate = "tanh"}) end} do
+      gradgradcheck(function(u) return f(u) * u end, {x})
+    end
+  end)
+
+  it("computes a gradient penalty, d/dw |grad_x f|^2, as torch 1.13", function()
+    local x = leaf({{0.5, -1.0, 2.0}, {1.5, 0.25, -0.75}})
+    local W1 = leaf({{0.1, -0.2}, {0.3, 0.4}, {-0.5, 0.6}})
+    local b1 = leaf({0.05, -0.1})
+    local w2 = leaf({{0.7}, {-0.8}})
+    local f = (x:matmul(W1):add(b1):tanh():matmul(w2)):sum()
+    local gx = grad(f, x, {create_graph = true})
+    local pen = ((gx:norm(2, 2) - 1) ^ 2):mean()
+    local g = grad(pen, {W1, b1, w2})
+    assert_close(gx, {{0.1352038417484743, -0.16365068482435544, -0.44831432471446014},
+                      {0.14257727081634988, -0.04953683417601553, -0.5219788954317234}})
+    assert_close(pen, {0.23125040992265458})
+    assert_close(g[1], {{0.05695130496666209, -0.028624330129768144}, {0.1528015408218021, -0.3851355544246908},
+                        {0.0791262448517879, 0.11862797982225332}})
+    assert_close(g[2], {0.0496908705575458, 0.04037239934834333})
+    assert_close(g[3], {{-0.2057535387487433}, {0.44259545207843626}})
+    assert.is_nil(W1.grad)
+    -- the same through nn.Linear and leaky_relu, the penalty's gradient into .grad by backward
+    local l1, l2 = nn.Linear(3, 4):to("float64"), nn.Linear(4, 1):to("float64")
+    pt.no_grad(function()
+      l1.weight:copy_(t64({{0.1, -0.2, 0.3}, {0.4, -0.5, 0.6}, {-0.7, 0.8, 0.9}, {0.05, 0.15, -0.25}}))
+      l1.bias:copy_(t64({0.1, -0.1, 0.2, 0.0}))
+      l2.weight:copy_(t64({{0.3, -0.6, 0.9, -1.2}}))
+      l2.bias:copy_(t64({0.5}))
+    end)
+    local out = l2(nn.leaky_relu(l1(x), 0.2)):sum()
+    local gx2 = grad(out, x, {create_graph = true})
+    local pen2 = ((gx2:norm(2, 2) - 1) ^ 2):mean()
+    pen2:backward()
+    assert_close(pen2, {0.2188738165937254})
+    assert_close(l1.weight.grad, {{-0.0564951187973041, 0.07734560153748624, 0.022877517543532414},
+      {0.1129902375946082, -0.15469120307497247, -0.04575503508706483},
+      {-0.1694853563919123, 0.23203680461245868, 0.06863255263059723},
+      {-0.25393297632233625, -0.046132845895242636, 0.516981587346548}})
+    -- the penalty does not depend on l1's bias (leaky_relu's derivative is piecewise constant):
+    -- torch 1.13 gives zeros, here no gradient reaches it
+    assert.is_true(l1.bias.grad == nil or l1.bias.grad:abs():max():item() == 0)
+    assert_close(l2.weight.grad, {{-0.04751792308055977, -0.1584811258718177, 0.4067094339242701, 0.12405164378086682}})
+    assert.is_nil(x.grad)
+  end)
+
+  it("refuses a node with no double backward by name, before anything runs", function()
+    local x = leaf({{{{1, 2}, {3, 4}}}})
+    local w = leaf({{{{1, 0}, {0, 1}}}})
+    local y = pt.conv2d(x, w):sum()
+    assert_err("autograd.grad: create_graph is not supported through Conv2dBackward",
+      grad, y, x, {create_graph = true})
+    local z = leaf({1, 2, 3})
+    local m = pt.maximum(z, t64({2, 2, 2})):sum() + (z * z):sum()
+    assert_err("autograd.grad: create_graph is not supported through MaximumBackward",
+      grad, m, z, {create_graph = true})
+    assert.is_nil(z.grad)
+    assert_close(grad(m, z), {2 + 0, 4 + 0.5, 6 + 1}) -- the graph is still there
+    local c = leaf({1, 2, 3})
+    assert_err("backward: create_graph is not supported through ClampBackward", function()
+      c:clamp(0, 2):sum():backward({create_graph = true})
+    end)
+    assert.is_nil(c.grad)
+    -- a node off the path to the inputs does not matter
+    local u, v = leaf({1, 2}), leaf({3, 4})
+    local s = (u * u):sum() + pt.maximum(v, t64({0, 0})):sum()
+    assert_close(grad(s, u, {create_graph = true}), {2, 4})
+  end)
+end)
+
+describe("tensor hooks", function()
+  it("run on the whole gradient of a non-leaf in registration order, retain_grad seeing the last", function()
+    local a = pt.tensor({1, 2}):requires_grad_()
+    local b = a * 3
+    local seen = {}
+    b:register_hook(function(g) seen[#seen + 1] = g:tolist(); return g * 2 end)
+    b:retain_grad()
+    b:register_hook(function(g) seen[#seen + 1] = g:tolist(); return g * 10 end)
+    ;(b * b):sum():backward()
+    -- torch 1.13
+    assert.are.same({{6, 12}, {12, 24}}, seen)
+    assert.are.same({120, 240}, b.grad:tolist())
+    assert.are.same({360, 720}, a.grad:tolist())
+  end)
+
+  it("run once on a leaf's summed gradient, before .grad; handle:remove() unregisters", function()
+    local a = leaf({1, 2})
+    local calls = {}
+    local h = a:register_hook(function(g) calls[#calls + 1] = g:tolist(); return g + 1 end)
+    ;(a * a + a:sin()):sum():backward()
+    assert.are.equal(1, #calls)
+    assert_close(calls[1], {2 + math.cos(1), 4 + math.cos(2)})
+    assert_close(a.grad, {3 + math.cos(1), 5 + math.cos(2)})
+    h:remove()
+    h:remove() -- again: nothing
+    a.grad = nil
+    ;(a * a):sum():backward()
+    assert.are.equal(1, #calls)
+    assert_close(a.grad, {2, 4})
+    -- a leaf as the root itself
+    local seen
+    a:register_hook(function(g) seen = g:tolist() end)
+    a:backward(t64({1, 1}))
+    assert.are.same({1, 1}, seen)
+  end)
+
+  it("as torch 1.13 in autograd.grad: a leaf's do not run, a non-leaf's run when the pass goes through it", function()
+    local a = leaf({1, 2})
+    local leaf_ran = false
+    a:register_hook(function(g) leaf_ran = true; return g * 100 end)
+    assert_close(grad((a * a):sum(), a), {2, 4})
+    assert.is_false(leaf_ran)
+    local b = a * 3
+    local n = 0
+    b:register_hook(function(g) n = n + 1; return g * 2 end)
+    assert_close(grad((b * b):sum(), a, {retain_graph = true}), {36, 72})
+    assert.are.equal(1, n)
+    -- b's own gradient is taken before its hooks, as torch 1.13 captures it
+    assert_close(grad((b * b):sum(), b), {6, 12})
+    assert.are.equal(1, n)
+  end)
+
+  it("see a hook on the root, and hooks that remove themselves", function()
+    local a = leaf({1, 2})
+    local y = (a * a):sum()
+    local h
+    local count = 0
+    h = y:register_hook(function(g)
+      count = count + 1
+      h:remove()
+      return g * 2
+    end)
+    y:backward(nil, {retain_graph = true})
+    assert_close(a.grad, {4, 8})
+    y:backward()
+    assert.are.equal(1, count)
+    assert_close(a.grad, {6, 12})
+  end)
+
+  it("apply under create_graph, to gradients with history", function()
+    local x = leaf({1, 2})
+    local y = x ^ 3
+    y:register_hook(function(g) return g * x end) -- depends on x: recorded
+    local g = grad(y:sum(), x, {create_graph = true})
+    assert_close(g, {3, 24}) -- 3x^2 * x
+    assert_close(grad(g:sum(), x), {9, 36}) -- 12 x^2 ... d/dx 3x^3 = 9x^2
+  end)
+
+  it("name what a hook did wrong, and pass its own errors on as they were", function()
+    local a = pt.tensor({1, 2}):requires_grad_()
+    local b = a * 3
+    b:register_hook(function() return pt.ones(3) end)
+    assert_err("backward: a tensor hook returned a gradient of shape {3} for a gradient of shape {2}",
+      function() (b * b):sum():backward() end)
+    local c = a * 3
+    c:register_hook(function(g) return g:to("float64") end)
+    assert_err("backward: a tensor hook returned a gradient of dtype float64 for a gradient of dtype float32",
+      function() (c * c):sum():backward() end)
+    local d = a * 3
+    d:register_hook(function() return 5 end)
+    assert_err("backward: a tensor hook must return a tensor or nil, got number", function() (d * d):sum():backward() end)
+    local e = a * 3
+    e:register_hook(function() error("boom from the hook") end)
+    local msg = err_of(function() (e * e):sum():backward() end)
+    assert.matches("^spec/autograd_more_spec%.lua:%d+: boom from the hook$", msg)
+    local f = a * 3
+    f:register_hook(function() error({code = 7}) end)
+    local ok, obj = pcall(function() grad((f * f):sum(), a) end)
+    assert.is_false(ok)
+    assert.are.same({code = 7}, obj)
+    assert_err("register_hook: cannot register a hook on a tensor that doesn't require gradient",
+      function() pt.ones(2):register_hook(function() end) end)
+    assert_err("register_hook: expected a function, got number", function() a:register_hook(3) end)
+    assert.matches("^spec/autograd_more_spec%.lua:%d+: register_hook:", err_of(function() a:register_hook(3) end))
+    assert.is_nil(a.grad) -- a failed pass accumulated nothing into hooked leaves' .grad
+  end)
+
+  it("let go of the tensors and nodes they were registered on once nothing else holds them", function()
+    local a = leaf({1, 2})
+    local n = 0
+    for _ = 1, 50 do
+      local b = a * 2
+      b:register_hook(function() n = n + 1 end)
+      local l = leaf({1, 2})
+      l:register_hook(function() n = n + 1 end)
+    end
+    collectgarbage()
+    collectgarbage()
+    local b = a * 2
+    b:register_hook(function() n = n + 1 end) -- sweeps the others
+    b:sum():backward()
+    assert.are.equal(1, n)
+  end)
+end)
+
+describe("nn.Module hooks", function()
+  local function linear()
+    local lin = nn.Linear(3, 2):to("float64")
+    pt.no_grad(function()
+      lin.weight:copy_(t64({{0.1, -0.2, 0.3}, {0.4, -0.5, 0.6}}))
+      lin.bias:copy_(t64({0.1, -0.1}))
+    end)
+    return lin
+  end
+
+  it("run forward pre-hooks, forward hooks and full backward hooks in order, as torch 1.13", function()
+    local lin, log = linear(), {}
+    lin:register_forward_pre_hook(function(m, inp)
+      assert.are.equal(lin, m)
+      log[#log + 1] = "pre1"
+      return {inp[1] * 2}
+    end)
+    lin:register_forward_pre_hook(function(_, inp) log[#log + 1] = {"pre2", inp[1]:tolist(), inp.n} end)
+    lin:register_forward_hook(function(_, inp, out)
+      log[#log + 1] = {"fwd", inp[1]:tolist(), out:tolist()}
+      return out * 3
+    end)
+    lin:register_forward_hook(function(_, _, out) log[#log + 1] = {"fwd2", out:tolist()} end)
+    lin:register_full_backward_hook(function(m, gi, go)
+      assert.are.equal(lin, m)
+      log[#log + 1] = {"bwd", gi[1]:tolist(), gi.n, go[1]:tolist(), #go}
+    end)
+    local x = leaf({{1, 2, 3}, {-1, 0.5, 2}})
+    local y = lin(x)
+    assert.are.equal("BackwardHookFunctionBackward", y.grad_fn)
+    ;(y * t64({{1, 2}, {3, 4}})):sum():backward()
+    assert.are.equal("pre1", log[1])
+    assert.are.same({"pre2", {{2, 4, 6}, {-2, 1, 4}}, 1}, log[2])
+    assert.are.equal("fwd", log[3][1])
+    assert_close(log[3][3], {{1.3, 2.3}, {0.9, 1.0}})
+    assert_close(log[4][2], {{3.9, 6.9}, {2.7, 3.0}})
+    assert.are.equal("bwd", log[5][1])
+    assert_close(log[5][2], {{2.7, -3.6, 4.5}, {5.7, -7.8, 9.9}})
+    assert.are.equal(1, log[5][3])
+    assert.are.same({{1, 2}, {3, 4}}, log[5][4])
+    assert.are.equal(1, log[5][5])
+    assert.are.equal(5, #log)
+    assert_close(x.grad, {{5.4, -7.2, 9.0}, {11.4, -15.6, 19.8}})
+    assert_close(lin.weight.grad, {{-12, 21, 54}, {-12, 36, 84}})
+  end)
+
+  it("let a full backward hook replace grad_input", function()
+    local lin = linear()
+    lin:register_full_backward_hook(function(_, gi) return {gi[1] * 10} end)
+    local x = leaf({{1, 2, 3}})
+    lin(x):sum():backward()
+    assert_close(x.grad, {{5, -7, 9}})
+    assert_close(lin.weight.grad, {{1, 2, 3}, {1, 2, 3}})
+  end)
+
+  it("give nil for arguments that are not tensors requiring grad, and run without any", function()
+    local Two = nn.Module:extend("Two")
+    function Two:forward(a, s, b) return a * b * s end
+    local t, got = Two(), nil
+    t:register_full_backward_hook(function(_, gi, go) got = {gi[1] and gi[1]:tolist(), gi[2], gi[3]:tolist(), gi.n, go[1]:tolist()} end)
+    local a, b = leaf({1, 2}), leaf({3, 4})
+    t(a, 2.0, b):sum():backward()
+    assert.are.same({{6, 8}, nil, {2, 4}, 3, {1, 1}}, got)
+    local lin, seen = linear(), nil
+    lin:register_full_backward_hook(function(_, gi, go) seen = {gi.n, gi[1], go[1]:tolist()} end)
+    lin(pt.ones(1, 3, F64)):sum():backward()
+    assert.are.same({1, nil, {{1, 1}}}, seen)
+  end)
+
+  it("refuse a replacement of a gradient that has already gone on, naming the module", function()
+    local Two = nn.Module:extend("Two")
+    function Two:forward(a, b) return a * b end
+    local t = Two()
+    t:register_full_backward_hook(function(_, gi) return {gi[1] * 0, gi[2] * 0} end)
+    local a, b = leaf({1, 2}), leaf({3, 4})
+    local msg = err_of(function() t(a, b):sum():backward() end)
+    assert.matches("Two: a full backward hook replaced grad_input%[%d%], which had already gone on %(with 2 inputs that require grad, only the gradient computed last, grad_input%[%d%], can be replaced%)", msg)
+    local lin = linear()
+    lin:register_full_backward_hook(function(_, gi) return gi[1] end)
+    assert_err("Linear: a full backward hook must return nil or a list of gradients (grad_input), got a tensor",
+      function() lin(leaf({{1, 2, 3}})):sum():backward() end)
+  end)
+
+  it("are removed by their handles, after which the module runs as before (nothing allocated)", function()
+    local lin = linear()
+    local n = 0
+    local h1 = lin:register_forward_pre_hook(function() n = n + 1 end)
+    local h2 = lin:register_forward_hook(function() n = n + 10 end)
+    local h3 = lin:register_full_backward_hook(function() n = n + 100 end)
+    local x = leaf({{1, 2, 3}})
+    lin(x):sum():backward()
+    assert.are.equal(111, n)
+    h2:remove()
+    lin(x):sum():backward()
+    assert.are.equal(212, n)
+    h1:remove()
+    h3:remove()
+    h3:remove()
+    assert.is_nil(rawget(lin, "_hooks"))
+    local y = lin(x)
+    assert.are.equal("LinearBackward", y.grad_fn)
+    y:sum():backward()
+    assert.are.equal(212, n)
+  end)
+
+  it("run for the layers Sequential would fuse (no fusion for a module with hooks)", function()
+    local seq = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    local x = pt.ones(1, 3)
+    assert.are.equal("LinearReluBackward", seq(x:requires_grad_()).grad_fn)
+    local n = 0
+    local h = seq[2]:register_forward_hook(function() n = n + 1 end)
+    local y = seq(x)
+    assert.are.equal(1, n)
+    assert.are.equal("ReluBackward", y.grad_fn)
+    h:remove()
+    assert.are.equal("LinearReluBackward", seq(x).grad_fn)
+    seq[1]:register_forward_pre_hook(function() n = n + 1 end)
+    seq(x)
+    assert.are.equal(2, n)
+  end)
+
+  it("name a hook that is not a function", function()
+    local lin = linear()
+    assert_err("register_forward_pre_hook: expected a function, got number", function() lin:register_forward_pre_hook(1) end)
+    assert_err("register_forward_hook: expected a function, got nil", function() lin:register_forward_hook() end)
+    assert_err("register_full_backward_hook: expected a function, got table",
+      function() lin:register_full_backward_hook({}) end)
+    assert.matches("^spec/autograd_more_spec%.lua:%d+: register_forward_hook",
+      err_of(function() lin:register_forward_hook() end))
+    -- a callable table is fine
+    local calls = 0
+    lin:register_forward_hook(setmetatable({}, {__call = function() calls = calls + 1 end}))
+    lin(pt.ones(1, 3, F64))
+    assert.are.equal(1, calls)
+  end)
+end)
