@@ -48,5 +48,6 @@ setmetatable(pt, {
 })
 
 require "partrain.tensor" -- isnan, argsort, flip, tril, amax, roll, ... as methods and pt.* functions
+require "partrain.tensor_more" -- meshgrid, kron, tensordot, cdist, quantile, cov, ... (after tensor: uses its _fail)
 
 return pt

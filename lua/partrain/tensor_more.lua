@@ -1,0 +1,1425 @@
+-- partrain.tensor_more: more of PyTorch's tensor functions written in Lua over the core ops, so
+-- that autograd runs through them (meshgrid, kron, tensordot, cdist, quantile, cov, ...). Loaded by
+-- init.lua after partrain.tensor and registered the same way: each function is a pt.* function,
+-- and a Tensor method where torch has one, with a help text; none replaces a function that
+-- already exists (M._conflicts lists any that were left out). Errors go through tensor.lua's
+-- _fail, so they point at the user's line. Indices and dims are 1-based, as everywhere in partrain.
+local pt = require "partrain.core"
+local fail = require("partrain.tensor")._fail
+
+local M = {}
+local methods, docs = pt.Tensor, pt._docs
+local is_tensor, mtype, toint = pt.is_tensor, math.type, math.tointeger
+local fmt, concat, unpack = string.format, table.concat, table.unpack
+local INF = math.huge
+
+-- ------------------------------------------------------------------ argument helpers
+
+local function check_tensor(fname, t, n)
+  if not is_tensor(t) then fail("%s: bad argument #%d (Tensor expected, got %s)", fname, n or 1, type(t)) end
+end
+
+local function no_more(fname, n, ...)
+  if select("#", ...) > 0 then fail("%s: unexpected argument #%d (%s)", fname, n + 1, type((...))) end
+end
+
+-- a plain table (not a tensor) holding only named keys: an options table
+local function is_opts(v)
+  return type(v) == "table" and not is_tensor(v) and v[1] == nil
+end
+
+local function check_opts(fname, opts, names)
+  for k in pairs(opts) do
+    local known = false
+    for _, n in ipairs(names) do known = known or k == n end
+    if not known then fail("%s: unknown option '%s' (options: %s)", fname, tostring(k), concat(names, ", ")) end
+  end
+end
+
+local function check_int(fname, what, v)
+  local i = mtype(v) and toint(v)
+  if not i then fail("%s: %s must be an integer, got %s", fname, what, mtype(v) and tostring(v) or type(v)) end
+  return i
+end
+
+local function check_number(fname, what, v)
+  if type(v) ~= "number" then fail("%s: %s must be a number, got %s", fname, what, is_tensor(v) and "tensor" or type(v)) end
+  return v
+end
+
+local function check_bool(fname, what, v)
+  if v ~= nil and type(v) ~= "boolean" then fail("%s: %s must be a boolean, got %s", fname, what, type(v)) end
+  return v == true
+end
+
+-- 1-based dim of a tensor of ndim dims, negative from the end (a 0-d tensor takes 1 and -1)
+local function check_dim(fname, d, ndim)
+  d = check_int(fname, "dimension", d)
+  local n = ndim > 0 and ndim or 1
+  local r = d < 0 and d + n + 1 or d
+  if r < 1 or r > n then fail("%s: dimension %d out of range (tensor has %d dimensions)", fname, d, ndim) end
+  return r
+end
+
+local function shape_str(s)
+  if is_tensor(s) then s = s:size() end
+  local parts = {}
+  for i = 1, #s do parts[i] = tostring(s[i]) end
+  return "{" .. concat(parts, ",") .. "}"
+end
+
+local function is_float(t)
+  local dt = t:dtype()
+  return dt == "float32" or dt == "float64"
+end
+
+local function is_int_dtype(dt)
+  return dt == "int64" or dt == "int32" or dt == "uint8"
+end
+
+-- r on t's device
+local function on(t, r)
+  local dev = t:device()
+  if dev ~= "cpu" then r = r:to(dev) end
+  return r
+end
+
+local function int_tensor(t, list)
+  return on(t, pt.tensor(list, {dtype = "int64"}))
+end
+
+-- NumPy broadcasting of two shapes (lists), or an error naming fname
+local function broadcast(fname, sa, sb)
+  local n = math.max(#sa, #sb)
+  local out = {}
+  for k = 1, n do
+    local x, y = sa[#sa - n + k] or 1, sb[#sb - n + k] or 1
+    if x ~= y and x ~= 1 and y ~= 1 then
+      fail("%s: shapes %s and %s cannot be broadcast", fname, shape_str(sa), shape_str(sb))
+    end
+    out[k] = x == 1 and y or x
+  end
+  return out
+end
+
+-- the tensors given as varargs or as one list, for functions taking several tensors
+local function tensor_list(...)
+  local n = select("#", ...)
+  local first = ...
+  if n == 1 and type(first) == "table" and not is_tensor(first) then return first, #first end
+  return {...}, n
+end
+
+-- f(...) with an error of the core op `other` renamed to fname (clamp_min calling clamp)
+local function renamed(fname, other, f, ...)
+  local res = table.pack(pcall(f, ...))
+  if res[1] then return unpack(res, 2, res.n) end
+  local e = res[2]
+  local rest = type(e) == "string" and e:match("^.-" .. other .. ": (.*)$")
+  if not rest then error(e, 0) end
+  fail("%s: %s", fname, rest)
+end
+
+-- registration, as tensor.lua's: a help text, pt.name, and the method unless method == false
+local function add(name, f, text, method)
+  docs[f] = text
+  M[name] = f
+  local taken = rawget(pt, name) ~= nil or (method ~= false and rawget(methods, name) ~= nil)
+  if taken then
+    M._conflicts = M._conflicts or {}
+    M._conflicts[#M._conflicts + 1] = name
+    return
+  end
+  pt[name] = f
+  if method ~= false then methods[name] = f end
+end
+M._conflicts = nil
+
+-- ------------------------------------------------------------------ meshgrid, cartesian_prod, combinations
+
+local function grid_inputs(fname, ...)
+  local n = select("#", ...)
+  local args = {...}
+  local opts
+  if n > 0 and is_opts(args[n]) and not (n == 1 and next(args[n]) == nil) then
+    opts = args[n]
+    n = n - 1
+  end
+  local list, count
+  if n == 1 and type(args[1]) == "table" and not is_tensor(args[1]) then
+    list, count = args[1], #args[1]
+  else
+    list, count = args, n
+  end
+  if count == 0 then fail("%s: expects a non-empty list of tensors", fname) end
+  for k = 1, count do
+    if not is_tensor(list[k]) then fail("%s: tensor %d is not a tensor (got %s)", fname, k, type(list[k])) end
+  end
+  return list, count, opts or {}
+end
+
+local function meshgrid(...)
+  local fname = "meshgrid"
+  local list, n, opts = grid_inputs(fname, ...)
+  check_opts(fname, opts, {"indexing"})
+  local indexing = opts.indexing == nil and "ij" or opts.indexing
+  if indexing ~= "ij" and indexing ~= "xy" then
+    fail("%s: indexing must be \"ij\" or \"xy\", got %s", fname,
+         type(indexing) == "string" and "'" .. indexing .. "'" or type(indexing))
+  end
+  local dt = list[1]:dtype()
+  for k = 1, n do
+    local t = list[k]
+    if t:dim() > 1 then fail("%s: expects 0-D or 1-D tensors, tensor %d has shape %s", fname, k, shape_str(t)) end
+    if t:dtype() ~= dt then
+      fail("%s: expects all tensors to have the same dtype, got %s (tensor 1) and %s (tensor %d)", fname, dt,
+           t:dtype(), k)
+    end
+  end
+  -- 'xy' swaps the first two axes of the grid: tensor 1 runs along axis 2, tensor 2 along axis 1
+  local axis = {}
+  for k = 1, n do axis[k] = k end
+  if indexing == "xy" and n >= 2 then axis[1], axis[2] = 2, 1 end
+  local shape = {}
+  for k = 1, n do shape[axis[k]] = list[k]:numel() end
+  local out = {}
+  for k = 1, n do
+    local view = {}
+    for j = 1, n do view[j] = 1 end
+    view[axis[k]] = shape[axis[k]]
+    out[k] = list[k]:reshape(view):expand(shape)
+  end
+  return out
+end
+add("meshgrid", meshgrid,
+  "pt.meshgrid(t1, t2, ...[, {indexing=\"ij\"}]) (or a list of tensors) -> list of n tensors, the coordinate\n"
+  .. "  grids of the 0-D/1-D tensors (one dtype) as torch.meshgrid: each of shape {#t1, #t2, ...}, grid k\n"
+  .. "  holding tk along axis k (views, expanded). indexing=\"xy\" swaps the first two axes (Cartesian, as\n"
+  .. "  NumPy): shape {#t2, #t1, ...}. \"ij\" is the default (torch 1.13's, which warns without it).\n"
+  .. "  Gradients flow back. local X, Y = table.unpack(pt.meshgrid(x, y)).", false)
+
+add("cartesian_prod", function(...)
+  local fname = "cartesian_prod"
+  local list, n = grid_inputs(fname, ...)
+  for k = 1, n do
+    if list[k]:dim() ~= 1 then fail("%s: expects 1-D tensors, tensor %d has shape %s", fname, k, shape_str(list[k])) end
+  end
+  if n == 1 then return list[1] end
+  local grids = renamed(fname, "meshgrid", meshgrid, list, {indexing = "ij"})
+  for k = 1, n do grids[k] = grids[k]:reshape(-1) end
+  return pt.stack(grids, 2)
+end, "pt.cartesian_prod(t1, t2, ...) (or a list) -> the Cartesian product of 1-D tensors of one dtype as\n"
+  .. "  torch.cartesian_prod: a {N, n} tensor whose rows are every (t1[i], t2[j], ...), the last tensor\n"
+  .. "  varying fastest (itertools.product's order); one tensor is returned as it is. Gradients flow back.",
+  false)
+
+add("combinations", function(t, r, with_replacement, ...)
+  local fname = "combinations"
+  check_tensor(fname, t)
+  if is_opts(r) then
+    if with_replacement ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(with_replacement)) end
+    no_more(fname, 3, ...)
+    check_opts(fname, r, {"r", "with_replacement"})
+    r, with_replacement = r.r, r.with_replacement
+  elseif is_opts(with_replacement) then
+    no_more(fname, 3, ...)
+    check_opts(fname, with_replacement, {"with_replacement"})
+    with_replacement = with_replacement.with_replacement
+  else
+    no_more(fname, 3, ...)
+  end
+  r = r == nil and 2 or check_int(fname, "r", r)
+  local rep = check_bool(fname, "with_replacement", with_replacement)
+  if t:dim() ~= 1 then fail("%s: expects a 1-D tensor, got shape %s", fname, shape_str(t)) end
+  if r < 0 then fail("%s: r must be non-negative, got %d", fname, r) end
+  if r == 0 then return t:narrow(1, 1, 0):clone() end
+  local n = t:size(1)
+  -- the index tuples in lexicographic order (itertools.combinations[_with_replacement])
+  local flat, count, cur = {}, 0, {}
+  local function walk(pos, from)
+    if pos > r then
+      count = count + 1
+      for k = 1, r do flat[#flat + 1] = cur[k] end
+      return
+    end
+    for i = from, n do
+      cur[pos] = i
+      walk(pos + 1, rep and i or i + 1)
+    end
+  end
+  walk(1, 1)
+  return t:index_select(1, int_tensor(t, flat)):view(count, r)
+end, "pt.combinations(t[, r=2][, with_replacement=false]) (or {r=, with_replacement=}) -> the r-element\n"
+  .. "  combinations of the 1-D tensor t as torch.combinations: a {N, r} tensor in lexicographic order of\n"
+  .. "  positions (itertools.combinations, or combinations_with_replacement); r = 0 gives an empty 1-D\n"
+  .. "  tensor, r > #t without replacement a {0, r} one. Gradients flow back.", false)
+
+-- ------------------------------------------------------------------ tril_indices, triu_indices
+
+local function tri_indices(fname, lower)
+  return function(row, col, offset, ...)
+    local opts
+    if is_opts(offset) then
+      no_more(fname, 3, ...)
+      opts, offset = offset, nil
+    else
+      opts = select(1, ...)
+      if opts ~= nil and not is_opts(opts) then fail("%s: unexpected argument #4 (%s)", fname, type(opts)) end
+      no_more(fname, 4, select(2, ...))
+      opts = opts or {}
+    end
+    check_opts(fname, opts, {"dtype", "offset"})
+    if opts.offset ~= nil then
+      if offset ~= nil then fail("%s: offset given twice (as argument #3 and as an option)", fname) end
+      offset = opts.offset
+    end
+    row = check_int(fname, "row", row)
+    col = check_int(fname, "col", col)
+    offset = offset == nil and 0 or check_int(fname, "offset", offset)
+    if row < 0 then fail("%s: row must be non-negative, got %d", fname, row) end
+    if col < 0 then fail("%s: col must be non-negative, got %d", fname, col) end
+    local dt = opts.dtype == nil and "int64" or opts.dtype
+    if dt ~= "int64" and dt ~= "int32" and dt ~= "long" and dt ~= "int" then
+      fail("%s: dtype must be int64 or int32, got %s", fname, tostring(dt))
+    end
+    local rows, cols = {}, {}
+    for i = 1, row do
+      local lo, hi = 1, col
+      if lower then hi = math.min(col, i + offset) else lo = math.max(1, i + offset) end
+      for j = lo, hi do
+        rows[#rows + 1] = i
+        cols[#cols + 1] = j
+      end
+    end
+    if #rows == 0 then return pt.zeros(2, 0, {dtype = dt}) end
+    return pt.tensor({rows, cols}, {dtype = dt})
+  end
+end
+
+local tri_doc = "pt.%s(row, col[, offset=0][, {dtype=\"int64\"}]) -> {2, N} integer tensor: the 1-based (row,\n"
+  .. "  column) indices of the %s triangle of a row x col matrix, row by row, as torch.%s (+1):\n"
+  .. "  the elements with column - row %s offset (offset > 0 reaches above the main diagonal, < 0 below).\n"
+  .. "  dtype int64 or int32; m[{idx[1], idx[2]}]-style gathers take them as they are."
+add("tril_indices", tri_indices("tril_indices", true), fmt(tri_doc, "tril_indices", "lower", "tril_indices", "<="), false)
+add("triu_indices", tri_indices("triu_indices", false), fmt(tri_doc, "triu_indices", "upper", "triu_indices", ">="), false)
+
+-- ------------------------------------------------------------------ block_diag, diag_embed, diagflat
+
+add("block_diag", function(...)
+  local fname = "block_diag"
+  local list, n = tensor_list(...)
+  local mats, cols = {}, 0
+  for k = 1, n do
+    local t = list[k]
+    if not is_tensor(t) then fail("%s: tensor %d is not a tensor (got %s)", fname, k, type(t)) end
+    local nd = t:dim()
+    if nd > 2 then fail("%s: input tensors must have 2 or fewer dimensions, tensor %d has shape %s", fname, k, shape_str(t)) end
+    if nd == 0 then t = t:reshape(1, 1) elseif nd == 1 then t = t:reshape(1, -1) end
+    mats[k] = t
+    cols = cols + t:size(2)
+  end
+  if n == 0 then return pt.zeros(1, 0) end
+  local rows, at = {}, 0
+  for k = 1, n do
+    local t = mats[k]
+    local r, c = t:size(1), t:size(2)
+    local parts = {}
+    if at > 0 then parts[#parts + 1] = on(t, pt.zeros(r, at, {dtype = t:dtype()})) end
+    parts[#parts + 1] = t
+    if cols - at - c > 0 then parts[#parts + 1] = on(t, pt.zeros(r, cols - at - c, {dtype = t:dtype()})) end
+    rows[k] = #parts == 1 and t or pt.cat(parts, 2)
+    at = at + c
+  end
+  return n == 1 and rows[1]:clone() or pt.cat(rows, 1)
+end, "pt.block_diag(t1, t2, ...) (or a list) -> the block diagonal matrix of the tensors as torch.block_diag:\n"
+  .. "  each 2-D tensor is a block (a 1-D tensor a row, a 0-d tensor a 1 x 1 block) placed along the diagonal,\n"
+  .. "  zeros elsewhere; dtypes promoted. No tensors give a {1, 0} tensor. Gradients flow back.", false)
+
+-- out (ndim + 1 dims) with t along the offset-th diagonal of dims dim1 and dim2
+local function diag_embed(fname, t, offset, dim1, dim2)
+  local nd = t:dim()
+  if nd == 0 then fail("%s: expects a tensor of at least 1 dimension, got a 0-d tensor", fname) end
+  local d1 = check_dim(fname, dim1, nd + 1)
+  local d2 = check_dim(fname, dim2, nd + 1)
+  if d1 == d2 then fail("%s: dim1 and dim2 must be different dimensions, got %d and %d", fname, dim1, dim2) end
+  local n = t:size(nd)
+  local m = n + math.abs(offset)
+  -- the output: t's other dims in order, with two dims of size m at d1 and d2
+  local shape, src = {}, 1
+  for k = 1, nd + 1 do
+    if k == d1 or k == d2 then
+      shape[k] = m
+    else
+      shape[k] = t:size(src)
+      src = src + 1
+    end
+  end
+  local out = on(t, pt.zeros(shape, {dtype = t:dtype()}))
+  out:diagonal(offset, d1, d2):copy_(t)
+  return out
+end
+
+add("diag_embed", function(t, offset, dim1, dim2, ...)
+  local fname = "diag_embed"
+  check_tensor(fname, t)
+  if is_opts(offset) then
+    if dim1 ~= nil or dim2 ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(dim1 or dim2)) end
+    no_more(fname, 4, ...)
+    check_opts(fname, offset, {"offset", "dim1", "dim2"})
+    offset, dim1, dim2 = offset.offset, offset.dim1, offset.dim2
+  else
+    no_more(fname, 4, ...)
+  end
+  offset = offset == nil and 0 or check_int(fname, "offset", offset)
+  return diag_embed(fname, t, offset, dim1 == nil and -2 or dim1, dim2 == nil and -1 or dim2)
+end, "t:diag_embed([offset=0[, dim1=-2[, dim2=-1]]]) (or {offset=, dim1=, dim2=}) -> a tensor with one more\n"
+  .. "  dim whose offset-th diagonal over dims dim1 and dim2 (of the result) holds t's last dim, zeros\n"
+  .. "  elsewhere, as torch.diag_embed: t {..., n} gives {..., n+|offset|, n+|offset|} for the default dims.\n"
+  .. "  offset > 0 above the main diagonal, < 0 below. Gradients flow back. Also pt.diag_embed(t, ...).")
+
+add("diagflat", function(t, offset, ...)
+  local fname = "diagflat"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  if is_opts(offset) then
+    check_opts(fname, offset, {"offset"})
+    offset = offset.offset
+  end
+  offset = offset == nil and 0 or check_int(fname, "offset", offset)
+  return diag_embed(fname, t:reshape(-1), offset, 1, 2)
+end, "t:diagflat([offset=0]) -> the 2-D matrix with the elements of t (flattened) on its offset-th\n"
+  .. "  diagonal, zeros elsewhere, as torch.diagflat (n elements: n+|offset| square). Gradients flow back.\n"
+  .. "  Also pt.diagflat(t, offset).")
+
+-- ------------------------------------------------------------------ kron, rot90, vander
+
+add("kron", function(a, b, ...)
+  local fname = "kron"
+  check_tensor(fname, a)
+  check_tensor(fname, b, 2)
+  no_more(fname, 2, ...)
+  local sa, sb = a:size(), b:size()
+  local nd = math.max(#sa, #sb)
+  while #sa < nd do table.insert(sa, 1, 1) end
+  while #sb < nd do table.insert(sb, 1, 1) end
+  if nd == 0 then return a * b end
+  -- a as {a1, 1, a2, 1, ...} times b as {1, b1, 1, b2, ...}, merged pairwise
+  local va, vb, out = {}, {}, {}
+  for k = 1, nd do
+    va[2 * k - 1], va[2 * k] = sa[k], 1
+    vb[2 * k - 1], vb[2 * k] = 1, sb[k]
+    out[k] = sa[k] * sb[k]
+  end
+  return (a:reshape(va) * b:reshape(vb)):reshape(out)
+end, "a:kron(b) -> the Kronecker product as torch.kron: dims are matched from the end (the shorter shape\n"
+  .. "  padded with leading 1s) and out[..., i*bk + j, ...] = a[..., i, ...] * b[..., j, ...] along each,\n"
+  .. "  so the result has shape a_k * b_k per dim. dtypes promoted as in a * b. Gradients flow back.\n"
+  .. "  Also pt.kron(a, b).")
+
+add("rot90", function(t, k, dims, ...)
+  local fname = "rot90"
+  check_tensor(fname, t)
+  no_more(fname, 3, ...)
+  if is_opts(k) then
+    if dims ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(dims)) end
+    check_opts(fname, k, {"k", "dims"})
+    k, dims = k.k, k.dims
+  end
+  k = k == nil and 1 or check_int(fname, "k", k)
+  dims = dims == nil and {1, 2} or dims
+  if type(dims) ~= "table" or is_tensor(dims) then
+    fail("%s: dims must be a list of two dimensions, got %s", fname, is_tensor(dims) and "tensor" or type(dims))
+  end
+  if #dims ~= 2 then fail("%s: expected 2 rotation dims, got %d", fname, #dims) end
+  local nd = t:dim()
+  if nd < 2 then fail("%s: expected a tensor of at least 2 dimensions, got shape %s", fname, shape_str(t)) end
+  local d1, d2 = check_dim(fname, dims[1], nd), check_dim(fname, dims[2], nd)
+  if d1 == d2 then fail("%s: rotation dims must be different, got %d and %d", fname, dims[1], dims[2]) end
+  k = k % 4
+  if k == 1 then return t:flip(d2):transpose(d1, d2) end
+  if k == 2 then return t:flip({d1, d2}) end
+  if k == 3 then return t:flip(d1):transpose(d1, d2) end
+  return t:clone()
+end, "t:rot90([k=1][, dims={1, 2}]) (or {k=, dims=}) -> t rotated by 90 degrees k times in the plane of the\n"
+  .. "  two dims, from the first towards the second, as torch.rot90 (k < 0 the other way; k = 2 flips both).\n"
+  .. "  Gradients flow back. Also pt.rot90(t, ...).")
+
+add("vander", function(x, N, increasing, ...)
+  local fname = "vander"
+  check_tensor(fname, x)
+  if is_opts(N) then
+    if increasing ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(increasing)) end
+    no_more(fname, 3, ...)
+    check_opts(fname, N, {"N", "increasing"})
+    N, increasing = N.N, N.increasing
+  elseif is_opts(increasing) then
+    no_more(fname, 3, ...)
+    check_opts(fname, increasing, {"increasing"})
+    increasing = increasing.increasing
+  else
+    no_more(fname, 3, ...)
+  end
+  if x:dim() ~= 1 then fail("%s: x must be a 1-D tensor, got shape %s", fname, shape_str(x)) end
+  local n = x:size(1)
+  N = N == nil and n or check_int(fname, "N", N)
+  if N < 0 then fail("%s: N must be non-negative, got %d", fname, N) end
+  local inc = check_bool(fname, "increasing", increasing)
+  local v = is_float(x) and x or x:long() -- integers (and bool) give int64, as torch
+  local cols
+  if N == 0 then
+    cols = v:view(n, 1):narrow(2, 1, 0):clone()
+  else
+    local ones = on(x, pt.ones(n, 1, {dtype = v:dtype()}))
+    cols = N == 1 and ones or pt.cat({ones, v:view(n, 1):expand(n, N - 1):cumprod(2)}, 2)
+  end
+  if not inc and N > 1 then cols = cols:flip(2) end
+  return cols
+end, "pt.vander(x[, N=#x][, increasing=false]) (or {N=, increasing=}) -> the Vandermonde matrix of the 1-D x\n"
+  .. "  as torch.vander: {#x, N}, columns x^(N-1), ..., x, 1 (increasing: 1, x, ..., x^(N-1)), powers as\n"
+  .. "  running products. Integer and bool x give int64. Gradients flow back.", false)
+
+-- ------------------------------------------------------------------ products: tensordot, ger, addmv, addbmm, baddbmm, chain_matmul
+
+-- a {m, k} times b {k, n}: mm for floats, an exact broadcast product for integers (mm takes floats only)
+local function mat_product(a, b)
+  if is_float(a) then return pt.mm(a, b) end
+  local r = (a:unsqueeze(3) * b:unsqueeze(1)):sum(2)
+  return r:dtype() == a:dtype() and r or r:to(a:dtype())
+end
+
+add("tensordot", function(a, b, dims, ...)
+  local fname = "tensordot"
+  check_tensor(fname, a)
+  check_tensor(fname, b, 2)
+  no_more(fname, 3, ...)
+  if is_opts(dims) and next(dims) ~= nil then
+    check_opts(fname, dims, {"dims"})
+    dims = dims.dims
+  end
+  local na, nb = a:dim(), b:dim()
+  local da, db = {}, {}
+  if dims == nil or type(dims) == "number" then
+    local n = dims == nil and 2 or check_int(fname, "dims", dims)
+    if n < 0 then fail("%s: dims must be non-negative, got %d", fname, n) end
+    if n > na or n > nb then
+      fail("%s: cannot contract %d dimensions of tensors of shapes %s and %s", fname, n, shape_str(a), shape_str(b))
+    end
+    for k = 1, n do da[k], db[k] = na - n + k, k end
+  else
+    if type(dims) ~= "table" or is_tensor(dims) or #dims ~= 2 then
+      fail("%s: dims must be a number or two lists of dimensions, got %s", fname, is_tensor(dims) and "tensor" or type(dims))
+    end
+    local la = type(dims[1]) == "table" and dims[1] or {dims[1]}
+    local lb = type(dims[2]) == "table" and dims[2] or {dims[2]}
+    if #la ~= #lb then
+      fail("%s: both dimension lists must have the same length, got %d and %d", fname, #la, #lb)
+    end
+    local seen_a, seen_b = {}, {}
+    for k = 1, #la do
+      da[k], db[k] = check_dim(fname, la[k], na), check_dim(fname, lb[k], nb)
+      if seen_a[da[k]] or seen_b[db[k]] then
+        fail("%s: dimension %s appears more than once in the list of dimensions", fname,
+             tostring(seen_a[da[k]] and la[k] or lb[k]))
+      end
+      seen_a[da[k]], seen_b[db[k]] = true, true
+    end
+  end
+  for k = 1, #da do
+    if a:size(da[k]) ~= b:size(db[k]) then
+      fail("%s: contracted dimensions must have the same size, got %d (dimension %d of %s) and %d (dimension %d of %s)",
+           fname, a:size(da[k]), da[k], shape_str(a), b:size(db[k]), db[k], shape_str(b))
+    end
+  end
+  if a:dtype() ~= b:dtype() then
+    fail("%s: expected tensors of one dtype, got %s and %s", fname, a:dtype(), b:dtype())
+  end
+  if a:dtype() == "bool" then fail("%s: expected numeric tensors, got bool", fname) end
+  -- a as {free, contracted}, b as {contracted, free}: one matrix product
+  local ca, cb = {}, {}
+  for k = 1, #da do ca[da[k]], cb[db[k]] = true, true end
+  local perm_a, perm_b, out, fa, fb, kk = {}, {}, {}, 1, 1, 1
+  for d = 1, na do
+    if not ca[d] then
+      perm_a[#perm_a + 1] = d
+      out[#out + 1] = a:size(d)
+      fa = fa * a:size(d)
+    end
+  end
+  for k = 1, #da do
+    perm_a[#perm_a + 1] = da[k]
+    perm_b[#perm_b + 1] = db[k]
+    kk = kk * a:size(da[k])
+  end
+  for d = 1, nb do
+    if not cb[d] then
+      perm_b[#perm_b + 1] = d
+      out[#out + 1] = b:size(d)
+      fb = fb * b:size(d)
+    end
+  end
+  local am = (na > 0 and a:permute(perm_a) or a):reshape(fa, kk)
+  local bm = (nb > 0 and b:permute(perm_b) or b):reshape(kk, fb)
+  return mat_product(am, bm):reshape(out)
+end, "pt.tensordot(a, b[, dims=2]) -> the sum of products over dims of a and b, as torch.tensordot: dims a\n"
+  .. "  number n contracts the last n dims of a with the first n of b; dims = {{dims of a}, {dims of b}}\n"
+  .. "  (1-based, negative from the end; or {da, db}) contracts those pairs. The result has a's remaining\n"
+  .. "  dims, then b's. One dtype (integers exact, as torch's). Gradients flow back.", false)
+
+-- the alias of outer: the same function, so help(pt.ger) shows outer's text
+if rawget(methods, "ger") == nil and rawget(pt, "ger") == nil and rawget(methods, "outer") then
+  methods.ger = methods.outer
+  pt.ger = rawget(pt, "outer") or methods.outer
+  M.ger = pt.ger
+else
+  M._conflicts = M._conflicts or {}
+  M._conflicts[#M._conflicts + 1] = "ger"
+end
+
+-- {beta=, alpha=} of addmv/addbmm/baddbmm (as addmm's)
+local function beta_alpha(fname, opts, ...)
+  no_more(fname, 4, ...)
+  if opts == nil then return 1, 1 end
+  if not is_opts(opts) then fail("%s: bad argument #5 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"beta", "alpha"})
+  local beta, alpha = opts.beta == nil and 1 or opts.beta, opts.alpha == nil and 1 or opts.alpha
+  if type(beta) ~= "number" then fail("%s: option 'beta' must be a number, got %s", fname, type(beta)) end
+  if type(alpha) ~= "number" then fail("%s: option 'alpha' must be a number, got %s", fname, type(alpha)) end
+  return beta, alpha
+end
+
+local function float_operands(fname, ...)
+  local list = {...}
+  local dt = list[1]:dtype()
+  for k = 1, #list do
+    local t = list[k]
+    if not is_float(t) or t:dtype() ~= dt then
+      local names = {}
+      for j = 1, #list do names[j] = list[j]:dtype() end
+      fail("%s: expected float32 or float64 tensors of one dtype, got %s (convert with float())", fname, concat(names, ", "))
+    end
+  end
+end
+
+-- beta * input + alpha * prod, input broadcast to prod's shape (ignored, NaN included, when beta = 0)
+local function add_scaled(fname, input, prod, beta, alpha)
+  local target, s = prod:size(), input:size()
+  local ok = #s <= #target
+  for k = 1, #s do
+    local x = s[#s - k + 1]
+    ok = ok and (x == 1 or x == target[#target - k + 1])
+  end
+  if not ok then fail("%s: input of shape %s cannot be broadcast to %s", fname, shape_str(input), shape_str(target)) end
+  if alpha ~= 1 then prod = prod * alpha end
+  if beta == 0 then return prod end
+  return (beta ~= 1 and input * beta or input) + prod
+end
+
+add("addmv", function(input, mat, vec, opts, ...)
+  local fname = "addmv"
+  check_tensor(fname, input)
+  check_tensor(fname, mat, 2)
+  check_tensor(fname, vec, 3)
+  local beta, alpha = beta_alpha(fname, opts, ...)
+  if mat:dim() ~= 2 or vec:dim() ~= 1 then
+    fail("%s: expected a 2-D matrix and a 1-D vector, got shapes %s and %s", fname, shape_str(mat), shape_str(vec))
+  end
+  if mat:size(2) ~= vec:size(1) then
+    fail("%s: shapes %s and %s cannot be multiplied", fname, shape_str(mat), shape_str(vec))
+  end
+  float_operands(fname, input, mat, vec)
+  return add_scaled(fname, input, pt.mv(mat, vec), beta, alpha)
+end, "input:addmv(mat, vec[, {beta=1, alpha=1}]) or pt.addmv(input, mat, vec, opts) -> beta * input +\n"
+  .. "  alpha * (mat @ vec), as torch.addmv: mat {n, m}, vec {m}; input broadcasts to {n} (with beta = 0 it is\n"
+  .. "  ignored, NaNs included). float32/float64 of one dtype (as addmm). Gradients flow back.")
+
+local function batch_check(fname, b1, b2)
+  if b1:dim() ~= 3 or b2:dim() ~= 3 then
+    fail("%s: expected 3-D batch1 and batch2, got shapes %s and %s", fname, shape_str(b1), shape_str(b2))
+  end
+  if b1:size(1) ~= b2:size(1) then
+    fail("%s: batch1 and batch2 must have the same number of batches, got %d and %d", fname, b1:size(1), b2:size(1))
+  end
+  if b1:size(3) ~= b2:size(2) then
+    fail("%s: shapes %s and %s cannot be multiplied", fname, shape_str(b1), shape_str(b2))
+  end
+end
+
+add("addbmm", function(input, b1, b2, opts, ...)
+  local fname = "addbmm"
+  check_tensor(fname, input)
+  check_tensor(fname, b1, 2)
+  check_tensor(fname, b2, 3)
+  local beta, alpha = beta_alpha(fname, opts, ...)
+  batch_check(fname, b1, b2)
+  float_operands(fname, input, b1, b2)
+  local prod
+  if b1:size(1) == 0 then
+    prod = on(b1, pt.zeros(b1:size(2), b2:size(3), {dtype = b1:dtype()}))
+  else
+    prod = pt.bmm(b1, b2):sum(1)
+  end
+  return add_scaled(fname, input, prod, beta, alpha)
+end, "input:addbmm(batch1, batch2[, {beta=1, alpha=1}]) or pt.addbmm(input, batch1, batch2, opts) ->\n"
+  .. "  beta * input + alpha * sum_i batch1[i] @ batch2[i], as torch.addbmm: batch1 {b, n, m}, batch2\n"
+  .. "  {b, m, p}; input broadcasts to {n, p} (ignored when beta = 0). float32/float64 of one dtype.\n"
+  .. "  Gradients flow back.")
+
+add("baddbmm", function(input, b1, b2, opts, ...)
+  local fname = "baddbmm"
+  check_tensor(fname, input)
+  check_tensor(fname, b1, 2)
+  check_tensor(fname, b2, 3)
+  local beta, alpha = beta_alpha(fname, opts, ...)
+  batch_check(fname, b1, b2)
+  float_operands(fname, input, b1, b2)
+  return add_scaled(fname, input, pt.bmm(b1, b2), beta, alpha)
+end, "input:baddbmm(batch1, batch2[, {beta=1, alpha=1}]) or pt.baddbmm(input, batch1, batch2, opts) ->\n"
+  .. "  beta * input + alpha * (batch1 @ batch2) per batch, as torch.baddbmm: batch1 {b, n, m}, batch2\n"
+  .. "  {b, m, p}; input broadcasts to {b, n, p} (ignored when beta = 0). float32/float64 of one dtype.\n"
+  .. "  Gradients flow back.")
+
+add("chain_matmul", function(...)
+  local fname = "chain_matmul"
+  local list, n = tensor_list(...)
+  if n == 0 then fail("%s: expected one or more matrices", fname) end
+  for k = 1, n do
+    local t = list[k]
+    if not is_tensor(t) then fail("%s: matrix %d is not a tensor (got %s)", fname, k, type(t)) end
+    if t:dim() ~= 2 then fail("%s: expected 2-D matrices, matrix %d has shape %s", fname, k, shape_str(t)) end
+  end
+  for k = 1, n - 1 do
+    if list[k]:size(2) ~= list[k + 1]:size(1) then
+      fail("%s: matrices %d and %d with shapes %s and %s cannot be multiplied", fname, k, k + 1, shape_str(list[k]),
+           shape_str(list[k + 1]))
+    end
+  end
+  float_operands(fname, unpack(list, 1, n))
+  if n == 1 then return list[1]:clone() end
+  -- the cheapest order of the products (matrix chain order, as torch's multi_dot)
+  local p = {list[1]:size(1)}
+  for k = 1, n do p[k + 1] = list[k]:size(2) end
+  local cost, split = {}, {}
+  for i = 1, n do
+    cost[i], split[i] = {[i] = 0}, {}
+  end
+  for len = 2, n do
+    for i = 1, n - len + 1 do
+      local j = i + len - 1
+      cost[i][j] = math.huge
+      for k = i, j - 1 do
+        local c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+        if c < cost[i][j] then cost[i][j], split[i][j] = c, k end
+      end
+    end
+  end
+  local function product(i, j)
+    if i == j then return list[i] end
+    local k = split[i][j]
+    return pt.mm(product(i, k), product(k + 1, j))
+  end
+  return product(1, n)
+end, "pt.chain_matmul(m1, m2, ...) (or a list) -> the matrix product m1 @ m2 @ ... of 2-D matrices, as\n"
+  .. "  torch.chain_matmul: multiplied in the cheapest order (matrix chain order); one matrix gives a copy.\n"
+  .. "  float32/float64 of one dtype. Gradients flow back.", false)
+
+-- ------------------------------------------------------------------ cdist
+
+local cdist_modes = {use_mm_for_euclid_dist_if_necessary = true, use_mm_for_euclid_dist = true,
+                     donot_use_mm_for_euclid_dist = true}
+
+-- x ^ e where x >= 0, with a zero gradient where x is 0 (torch's cdist backward: no inf * 0)
+local function safe_pow(x, e)
+  local z = x:eq(0)
+  return pt.where(z, 0, pt.where(z, 1, x) ^ e)
+end
+
+add("cdist", function(x1, x2, p, opts, ...)
+  local fname = "cdist"
+  check_tensor(fname, x1)
+  check_tensor(fname, x2, 2)
+  if is_opts(p) then
+    if opts ~= nil then fail("%s: unexpected argument #4 (%s)", fname, type(opts)) end
+    opts, p = p, nil
+  end
+  no_more(fname, 4, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #4 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"p", "compute_mode"})
+  if opts.p ~= nil then
+    if p ~= nil then fail("%s: p given twice (as argument #3 and as an option)", fname) end
+    p = opts.p
+  end
+  p = p == nil and 2 or check_number(fname, "p", p)
+  if not (p >= 0) then fail("%s: p must be non-negative, got %s", fname, tostring(p)) end
+  local mode = opts.compute_mode
+  if mode ~= nil and not cdist_modes[mode] then
+    fail("%s: compute_mode must be use_mm_for_euclid_dist_if_necessary, use_mm_for_euclid_dist or "
+         .. "donot_use_mm_for_euclid_dist, got %s", fname, type(mode) == "string" and "'" .. mode .. "'" or type(mode))
+  end
+  if x1:dim() < 2 or x2:dim() < 2 then
+    fail("%s: expects tensors of at least 2 dimensions, got shapes %s and %s", fname, shape_str(x1), shape_str(x2))
+  end
+  if x1:size(-1) ~= x2:size(-1) then
+    fail("%s: x1 and x2 must have the same number of columns, got shapes %s and %s", fname, shape_str(x1), shape_str(x2))
+  end
+  if not is_float(x1) or x1:dtype() ~= x2:dtype() then
+    fail("%s: expected float32 or float64 tensors of one dtype, got %s and %s", fname, x1:dtype(), x2:dtype())
+  end
+  local s1, s2 = x1:size(), x2:size()
+  local b1, b2 = {unpack(s1, 1, #s1 - 2)}, {unpack(s2, 1, #s2 - 2)}
+  local batch = broadcast(fname, b1, b2)
+  local P, R, C = s1[#s1 - 1], s2[#s2 - 1], s1[#s1]
+  local e1, e2 = {unpack(batch)}, {unpack(batch)}
+  e1[#e1 + 1], e1[#e1 + 2] = P, C
+  e2[#e2 + 1], e2[#e2 + 2] = R, C
+  -- every difference: {batch..., P, R, C}
+  local diff = x1:expand(e1):unsqueeze(-2) - x2:expand(e2):unsqueeze(-3)
+  if p == 0 then -- the number of differing coordinates; a zero gradient, as torch's
+    local nz = diff:ne(0):sum(-1):to(x1:dtype())
+    return nz + pt.where(diff:ne(diff), diff, 0):sum(-1) * 0
+  end
+  local a = diff:abs()
+  if p == 1 then return a:sum(-1) end
+  if p == 2 then return safe_pow((diff * diff):sum(-1), 0.5) end
+  if p == INF then
+    -- the largest |difference|, each one equal to it getting the whole gradient (torch's backward)
+    local m = a:detach():amax(-1, true)
+    local c = pt.where(m:abs():lt(INF), m, 0)
+    return (m + pt.where(a:eq(m), a - c, 0):sum(-1, true)):squeeze(-1)
+  end
+  return safe_pow(safe_pow(a, p):sum(-1), 1 / p)
+end, "pt.cdist(x1, x2[, p=2][, {p=, compute_mode=}]) -> the p-norm distances between the rows of x1 {..., P, M}\n"
+  .. "  and those of x2 {..., R, M}, as torch.cdist: {..., P, R} with the batch dims broadcast; p >= 0 (0: the\n"
+  .. "  number of differing coordinates, math.huge: the largest difference). Computed from the differences\n"
+  .. "  themselves (compute_mode is accepted and ignored: torch's matrix-product path for p = 2 and more than\n"
+  .. "  25 rows is faster but loses precision for close points). float32/float64. Gradients flow back, zero\n"
+  .. "  at zero distances as torch's.", false)
+
+-- ------------------------------------------------------------------ indexing: take, take_along_dim, index_add/copy/fill
+
+local function check_index_tensor(fname, index, what)
+  what = what or "index"
+  if not is_tensor(index) then fail("%s: %s must be an int64 tensor, got %s", fname, what, type(index)) end
+  local dt = index:dtype()
+  if dt ~= "int64" and dt ~= "int32" then fail("%s: %s must be an int64 tensor, got %s", fname, what, dt) end
+end
+
+-- the smallest and largest value of an integer tensor (nil when empty)
+local function index_range(index)
+  if index:numel() == 0 then return nil end
+  return index:min():item(), index:max():item()
+end
+
+add("take", function(t, index, ...)
+  local fname = "take"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  check_index_tensor(fname, index)
+  local n = t:numel()
+  local lo, hi = index_range(index)
+  local idx = index:long()
+  if lo then
+    for _, v in ipairs({lo, hi}) do
+      if v == 0 or v > n or v < -n then
+        fail("%s: index %d out of range for a tensor of %d elements", fname, v, n)
+      end
+    end
+    if lo < 0 then idx = pt.where(idx:lt(0), idx + (n + 1), idx) end
+  end
+  return t:reshape(-1):index_select(1, idx:reshape(-1)):reshape(index:size())
+end, "t:take(index) -> the elements of t (flattened, row-major) at the 1-based positions of the integer tensor\n"
+  .. "  index, in index's shape, as torch.take (+1); negative positions count from the end (-1: the last).\n"
+  .. "  Gradients flow back. Also pt.take(t, index).")
+
+add("take_along_dim", function(t, indices, dim, ...)
+  local fname = "take_along_dim"
+  check_tensor(fname, t)
+  no_more(fname, 3, ...)
+  check_index_tensor(fname, indices, "indices")
+  if is_opts(dim) then
+    check_opts(fname, dim, {"dim"})
+    dim = dim.dim
+  end
+  local idx = indices:long()
+  if dim == nil then
+    local n = t:numel()
+    local lo, hi = index_range(idx)
+    if lo and (lo < 1 or hi > n) then
+      fail("%s: index %d out of range for the %d elements of the flattened tensor", fname, lo < 1 and lo or hi, n)
+    end
+    return t:reshape(-1):gather(1, idx:reshape(-1))
+  end
+  local nd = t:dim()
+  local d = check_dim(fname, dim, nd)
+  if idx:dim() ~= nd then
+    fail("%s: input and indices must have the same number of dimensions, got shapes %s and %s", fname, shape_str(t),
+         shape_str(idx))
+  end
+  if nd == 0 then
+    t, idx, nd = t:reshape(1), idx:reshape(1), 1
+  end
+  -- broadcast every dim but d
+  local st, si = t:size(), idx:size()
+  local et, ei = {}, {}
+  for k = 1, nd do
+    if k == d then
+      et[k], ei[k] = st[k], si[k]
+    else
+      local x, y = st[k], si[k]
+      if x ~= y and x ~= 1 and y ~= 1 then
+        fail("%s: shapes %s and %s cannot be broadcast outside dimension %d", fname, shape_str(st), shape_str(si), d)
+      end
+      et[k] = x == 1 and y or x
+      ei[k] = et[k]
+    end
+  end
+  local lo, hi = index_range(idx)
+  if lo and (lo < 1 or hi > st[d]) then
+    fail("%s: index %d out of range for dimension %d of size %d", fname, lo < 1 and lo or hi, d, st[d])
+  end
+  local out = t:expand(et):gather(d, idx:expand(ei))
+  if indices:dim() == 0 then out = out:reshape({}) end
+  return out
+end, "t:take_along_dim(indices[, dim]) -> the elements of t at the 1-based indices along dim, as\n"
+  .. "  torch.take_along_dim: gather after broadcasting t and indices in every other dim (so the indices\n"
+  .. "  argsort or argmax return, with keepdim, select along dim). Without dim both are flattened. Gradients\n"
+  .. "  flow back. Also pt.take_along_dim(t, indices, ...).")
+
+-- dim (normalised) and the index as an int64 1-D tensor, checked against t's size along dim
+local function index_op_args(fname, t, dim, index)
+  local nd = t:dim()
+  local d = check_dim(fname, dim, nd)
+  check_index_tensor(fname, index)
+  if index:dim() > 1 then fail("%s: index must be a 0-D or 1-D tensor, got shape %s", fname, shape_str(index)) end
+  local size = nd == 0 and 1 or t:size(d)
+  local lo, hi = index_range(index)
+  if lo and (lo < 1 or hi > size) then
+    fail("%s: index %d out of range for dimension %d of size %d", fname, lo < 1 and lo or hi, d, size)
+  end
+  return d, index:long():reshape(-1)
+end
+
+-- src must have t's shape but for dim, where it has one slice per index
+local function check_source(fname, t, d, idx, src)
+  check_tensor(fname, src, 4)
+  if src:dtype() ~= t:dtype() then
+    fail("%s: source must have the tensor's dtype (%s), got %s", fname, t:dtype(), src:dtype())
+  end
+  local st, ss = t:size(), src:size()
+  local ok = #ss == #st or (#st <= 1 and #ss <= 1)
+  for k = 1, #st do
+    if k ~= d and ss[k] ~= st[k] then ok = false end
+  end
+  local m = #ss == 0 and 1 or ss[d]
+  if not ok or m ~= idx:numel() then
+    fail("%s: source of shape %s must have the tensor's shape %s but %d slices along dimension %d (one per index)",
+         fname, shape_str(ss), shape_str(st), idx:numel(), d)
+  end
+end
+
+-- idx spread over src's shape along d (the index of scatter for an index_* op)
+local function spread(idx, src, d)
+  local view = {}
+  for k = 1, src:dim() do view[k] = 1 end
+  view[d] = idx:numel()
+  return idx:reshape(view):expand(src:size())
+end
+
+add("index_add", function(t, dim, index, src, opts, ...)
+  local fname = "index_add"
+  check_tensor(fname, t)
+  no_more(fname, 5, ...)
+  local d, idx = index_op_args(fname, t, dim, index)
+  check_source(fname, t, d, idx, src)
+  local alpha = 1
+  if opts ~= nil then
+    if not is_opts(opts) then fail("%s: bad argument #5 (options table expected, got %s)", fname, type(opts)) end
+    check_opts(fname, opts, {"alpha"})
+    if opts.alpha ~= nil then alpha = check_number(fname, "alpha", opts.alpha) end
+  end
+  if not is_float(t) and mtype(alpha) ~= "integer" and not toint(alpha) then
+    fail("%s: alpha must be an integer for %s tensors, got %s", fname, t:dtype(), tostring(alpha))
+  end
+  if not is_float(t) then alpha = toint(alpha) end
+  if alpha ~= 1 then src = src * alpha end
+  if t:dim() == 0 then return t:reshape(1):scatter_add(1, idx, src:reshape(1)):reshape({}) end
+  return t:scatter_add(d, spread(idx, src, d), src)
+end, "t:index_add(dim, index, source[, {alpha=1}]) -> copy of t with alpha * source[i] (the i-th slice along\n"
+  .. "  dim) added to the slice index[i] (1-based; repeats accumulate), as torch.index_add; source has t's\n"
+  .. "  shape and dtype but #index slices along dim. An integer t takes an integer alpha. Gradients flow back\n"
+  .. "  to t and source. Also pt.index_add(t, ...); t:index_add_ is the in-place form.")
+
+add("index_copy", function(t, dim, index, src, ...)
+  local fname = "index_copy"
+  check_tensor(fname, t)
+  no_more(fname, 4, ...)
+  local d, idx = index_op_args(fname, t, dim, index)
+  check_source(fname, t, d, idx, src)
+  if t:dim() == 0 then return t:reshape(1):scatter(1, idx, src:reshape(1)):reshape({}) end
+  return t:scatter(d, spread(idx, src, d), src)
+end, "t:index_copy(dim, index, source) -> copy of t with the slice index[i] along dim replaced by source's\n"
+  .. "  i-th slice (1-based; on repeats the last one stays), as torch.index_copy; source has t's shape and\n"
+  .. "  dtype but #index slices along dim. Gradients flow back (none to t at the replaced slices). Also\n"
+  .. "  pt.index_copy(t, ...); t:index_copy_ is the in-place form.")
+
+add("index_fill", function(t, dim, index, value, ...)
+  local fname = "index_fill"
+  check_tensor(fname, t)
+  no_more(fname, 4, ...)
+  local d, idx = index_op_args(fname, t, dim, index)
+  if is_tensor(value) then
+    if value:dim() ~= 0 then
+      fail("%s: value must be a number or a 0-d tensor, got a tensor of shape %s", fname, shape_str(value))
+    end
+    if t:dim() == 0 then
+      return idx:numel() > 0 and value:to(t:dtype()):clone() or t:clone()
+    end
+    -- a mask along d: the value's gradient is the sum over the filled elements
+    local mask = on(t, pt.zeros(t:size(d), {dtype = "bool"}))
+    if idx:numel() > 0 then mask = mask:scatter(1, idx, 1) end
+    local view = {}
+    for k = 1, t:dim() do view[k] = 1 end
+    view[d] = t:size(d)
+    return pt.where(mask:reshape(view), value:to(t:dtype()), t)
+  end
+  if type(value) ~= "number" and type(value) ~= "boolean" then
+    fail("%s: value must be a number or a 0-d tensor, got %s", fname, type(value))
+  end
+  local out = t:clone()
+  if idx:numel() == 0 then return out end
+  if t:dim() == 0 then return renamed(fname, "index_fill_", out.reshape(out, 1).index_fill_, out:reshape(1), 1, idx, value):reshape({}) end
+  return renamed(fname, "index_fill_", out.index_fill_, out, d, idx, value)
+end, "t:index_fill(dim, index, value) -> copy of t with the slices at the 1-based index along dim set to\n"
+  .. "  value (a number, converted to t's dtype as torch does, or a 0-d tensor), as torch.index_fill.\n"
+  .. "  Gradients flow to t outside the filled slices, and to a tensor value (the sum over the filled\n"
+  .. "  elements). Also pt.index_fill(t, ...); t:index_fill_ is the in-place form.")
+
+-- ------------------------------------------------------------------ searching: bucketize, isin
+
+-- a number as a 0-d tensor that keeps its value: int64 for a Lua integer, float64 otherwise
+local function exact_scalar(v)
+  return pt.tensor(v, {dtype = mtype(v) == "integer" and "int64" or "float64"})
+end
+
+add("bucketize", function(input, boundaries, opts, ...)
+  local fname = "bucketize"
+  no_more(fname, 3, ...)
+  if type(input) == "number" then
+    input = exact_scalar(input)
+  elseif not is_tensor(input) then
+    fail("%s: bad argument #1 (Tensor or number expected, got %s)", fname, type(input))
+  end
+  check_tensor(fname, boundaries, 2)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #3 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"right", "out_int32"})
+  local right = check_bool(fname, "right", opts.right)
+  local out_int32 = check_bool(fname, "out_int32", opts.out_int32)
+  if boundaries:dim() ~= 1 then
+    fail("%s: boundaries must be a 1-D tensor, got shape %s", fname, shape_str(boundaries))
+  end
+  local r = boundaries:detach():searchsorted(input:detach(), {right = right})
+  return out_int32 and r:int() or r
+end, "pt.bucketize(input, boundaries[, {right=false, out_int32=false}]) -> for each element x of input (a\n"
+  .. "  tensor or a number), the 1-based index of its bucket among the ascending 1-D boundaries, as\n"
+  .. "  torch.bucketize (+1): i with boundaries[i-1] < x <= boundaries[i] (right: boundaries[i-1] <= x <\n"
+  .. "  boundaries[i]), 1 below all, #boundaries + 1 above; NaN sorts last. The same as\n"
+  .. "  boundaries:searchsorted(input). int64 of input's shape (int32 with out_int32); exact across dtypes.",
+  false)
+
+add("isin", function(elements, test, opts, ...)
+  local fname = "isin"
+  no_more(fname, 3, ...)
+  if not is_tensor(elements) and not is_tensor(test) then
+    fail("%s: expected a tensor as elements or test_elements, got %s and %s", fname, type(elements), type(test))
+  end
+  for k, v in ipairs({elements, test}) do
+    if type(v) ~= "number" and not is_tensor(v) then
+      fail("%s: bad argument #%d (Tensor or number expected, got %s)", fname, k, type(v))
+    end
+    if is_tensor(v) and v:dtype() == "bool" then fail("%s: bool tensors are not supported", fname) end
+  end
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #3 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"invert", "assume_unique"})
+  local invert = check_bool(fname, "invert", opts.invert)
+  check_bool(fname, "assume_unique", opts.assume_unique)
+  local e = is_tensor(elements) and elements:detach() or exact_scalar(elements)
+  local s = is_tensor(test) and test:detach():reshape(-1) or exact_scalar(test):reshape(1)
+  s = s:sort(1)
+  -- present when the equal elements of s form a non-empty run (comparisons exact across dtypes)
+  local found = s:searchsorted(e, {right = true}):gt(s:searchsorted(e))
+  if is_float(e) then found = found:logical_and(e:eq(e)) end -- NaN is in nothing
+  return invert and found:logical_not() or found
+end, "pt.isin(elements, test_elements[, {invert=false, assume_unique=false}]) -> bool tensor of elements'\n"
+  .. "  shape: whether each element equals one of test_elements, as torch.isin (either may be a number;\n"
+  .. "  NaN is in nothing); invert gives the opposite. Values compare exactly across dtypes (int64 beyond\n"
+  .. "  2^53 too). Sorts test_elements and binary-searches: O((n + m) log m). No gradient.", false)
+
+-- ------------------------------------------------------------------ elementwise: clamp_min, clamp_max, heaviside
+
+local function clamp_one(fname, upper)
+  return function(t, bound, ...)
+    check_tensor(fname, t)
+    no_more(fname, 2, ...)
+    if type(bound) == "number" then
+      if upper then return renamed(fname, "clamp", pt.clamp, t, nil, bound) end
+      return renamed(fname, "clamp", pt.clamp, t, bound, nil)
+    end
+    if not is_tensor(bound) then
+      fail("%s: %s must be a number or a tensor, got %s", fname, upper and "max" or "min", type(bound))
+    end
+    broadcast(fname, t:size(), bound:size())
+    -- t where it is on the right side of the bound (ties included), else the bound, as torch's
+    -- gradients; NaN from either side gives NaN (no gradient there)
+    local out = pt.where(upper and t:le(bound) or t:ge(bound), t, bound)
+    if is_float(out) then
+      local nan = t:ne(t)
+      if is_float(bound) then nan = nan:logical_or(bound:ne(bound)) end
+      out = pt.where(nan, 0 / 0, out)
+    end
+    return out
+  end
+end
+
+add("clamp_min", clamp_one("clamp_min", false),
+  "t:clamp_min(min) -> t limited from below: max(t, min) elementwise, as torch.clamp_min; min a number\n"
+  .. "  (as t:clamp(min), with its dtype rules) or a tensor broadcast with t (dtypes promoted; NaN on either\n"
+  .. "  side gives NaN). The gradient goes to t where t >= min, else to a tensor min. Also pt.clamp_min(t, min).")
+add("clamp_max", clamp_one("clamp_max", true),
+  "t:clamp_max(max) -> t limited from above: min(t, max) elementwise, as torch.clamp_max; max a number\n"
+  .. "  (as t:clamp(nil, max), with its dtype rules) or a tensor broadcast with t (dtypes promoted; NaN on\n"
+  .. "  either side gives NaN). The gradient goes to t where t <= max, else to a tensor max. Also\n"
+  .. "  pt.clamp_max(t, max).")
+
+add("heaviside", function(t, values, ...)
+  local fname = "heaviside"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  if not is_tensor(values) then fail("%s: values must be a tensor, got %s", fname, type(values)) end
+  if values:dtype() ~= t:dtype() then
+    fail("%s: input and values must have the same dtype, got %s and %s", fname, t:dtype(), values:dtype())
+  end
+  broadcast(fname, t:size(), values:size())
+  t = t:detach()
+  return pt.where(t:eq(0), values:detach(), t:gt(0):to(t:dtype()))
+end, "t:heaviside(values) -> the Heaviside step function as torch.heaviside: 0 where t < 0 (and where t is\n"
+  .. "  NaN), 1 where t > 0, values where t == 0; values is a tensor of t's dtype broadcast with t. No\n"
+  .. "  gradient (as torch). Also pt.heaviside(t, values).")
+
+-- ------------------------------------------------------------------ reductions: aminmax, std_mean, var_mean
+
+add("aminmax", function(t, dim, keepdim, ...)
+  local fname = "aminmax"
+  check_tensor(fname, t)
+  if is_opts(dim) then
+    if keepdim ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(keepdim)) end
+    no_more(fname, 3, ...)
+    check_opts(fname, dim, {"dim", "keepdim"})
+    dim, keepdim = dim.dim, dim.keepdim
+  elseif is_opts(keepdim) then
+    no_more(fname, 3, ...)
+    check_opts(fname, keepdim, {"keepdim"})
+    keepdim = keepdim.keepdim
+  else
+    no_more(fname, 3, ...)
+  end
+  local keep = check_bool(fname, "keepdim", keepdim)
+  local x = t:detach()
+  local nd = x:dim()
+  if dim == nil then
+    if x:numel() == 0 then fail("%s: cannot compute aminmax over an empty tensor (shape %s)", fname, shape_str(x)) end
+    local lo, hi = x:amin(), x:amax()
+    if keep and nd > 0 then
+      local ones = {}
+      for k = 1, nd do ones[k] = 1 end
+      lo, hi = lo:reshape(ones), hi:reshape(ones)
+    end
+    return lo, hi
+  end
+  local d = check_dim(fname, dim, nd)
+  if nd == 0 then
+    if keep then return x:reshape(1), x:reshape(1) end
+    return x:clone(), x:clone()
+  end
+  if x:size(d) == 0 then
+    fail("%s: expected reduction dimension %d to have non-zero size (shape %s)", fname, d, shape_str(x))
+  end
+  return x:amin(d, keep), x:amax(d, keep)
+end, "t:aminmax([dim][, keepdim=false]) (or {dim=, keepdim=}) -> min, max: the smallest and the largest\n"
+  .. "  values over all elements (0-d) or along dim, as torch.aminmax (values only; NaN if a slice has one).\n"
+  .. "  No gradient (as torch 1.13). Also pt.aminmax(t, ...).")
+
+-- var (or std) and mean over the same dims, with var's arguments
+local function var_mean(fname, std)
+  return function(t, ...)
+    check_tensor(fname, t)
+    local n = select("#", ...)
+    local args = {...}
+    while n > 0 and args[n] == nil do n = n - 1 end
+    local opts
+    if n > 0 and is_opts(args[n]) and next(args[n]) ~= nil then
+      opts = args[n]
+      n = n - 1
+    end
+    if n > 2 then fail("%s: unexpected argument #%d (%s)", fname, 4, type(args[3])) end
+    local dim, keepdim = args[1], nil
+    if n >= 2 then keepdim = args[2] end
+    if n < 1 then dim = nil end
+    local var_opts = {}
+    if opts then
+      check_opts(fname, opts, {"dim", "keepdim", "unbiased", "correction"})
+      if opts.dim ~= nil then dim = opts.dim end
+      if opts.keepdim ~= nil then keepdim = opts.keepdim end
+      var_opts.unbiased, var_opts.correction = opts.unbiased, opts.correction
+    end
+    if not is_float(t) then fail("%s: expected a floating point tensor, got %s", fname, t:dtype()) end
+    local keep = check_bool(fname, "keepdim", keepdim)
+    local nd = t:dim()
+    local dims = {}
+    if dim ~= nil then
+      local list = type(dim) == "table" and dim or {dim}
+      local seen = {}
+      for k = 1, #list do
+        dims[k] = check_dim(fname, list[k], nd)
+        if seen[dims[k]] then
+          fail("%s: dimension %s appears more than once in the list of dimensions", fname, tostring(list[k]))
+        end
+        seen[dims[k]] = true
+      end
+    end
+    local f = std and t.std or t.var
+    local v = renamed(fname, std and "std" or "var", f, t, dims, keep, var_opts)
+    return v, t:mean(dims, keep)
+  end
+end
+
+add("var_mean", var_mean("var_mean", false),
+  "pt.var_mean(t[, dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=, dim=}]) -> var, mean:\n"
+  .. "  t:var(...) and t:mean over the same dims (every dim without one), as torch.var_mean. Floating\n"
+  .. "  point tensors. Gradients flow back through both.", false)
+add("std_mean", var_mean("std_mean", true),
+  "pt.std_mean(t[, dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=, dim=}]) -> std, mean:\n"
+  .. "  t:std(...) and t:mean over the same dims (every dim without one), as torch.std_mean. Floating\n"
+  .. "  point tensors. Gradients flow back through both.", false)
+
+-- ------------------------------------------------------------------ statistics: cov, corrcoef
+
+local function check_weights(fname, name, w, nobs, integral)
+  if not is_tensor(w) then fail("%s: %s must be a tensor, got %s", fname, name, type(w)) end
+  if w:dim() > 1 then fail("%s: expected %s to have one or fewer dimensions, got shape %s", fname, name, shape_str(w)) end
+  if integral and not is_int_dtype(w:dtype()) then
+    fail("%s: expected %s to have an integer dtype, got %s", fname, name, w:dtype())
+  end
+  if not integral and not is_float(w) then
+    fail("%s: expected %s to have a floating point dtype, got %s", fname, name, w:dtype())
+  end
+  if w:numel() ~= nobs then
+    fail("%s: expected %s to have one weight per observation (%d), got %d", fname, name, nobs, w:numel())
+  end
+  if nobs > 0 and w:detach():min():item() < 0 then fail("%s: %s cannot be negative", fname, name) end
+end
+
+local function cov(fname, t, opts)
+  if t:dim() > 2 then
+    fail("%s: expected input to have two or fewer dimensions, got shape %s", fname, shape_str(t))
+  end
+  if t:dtype() == "bool" then fail("%s: bool tensors are not supported", fname) end
+  local correction = opts.correction == nil and 1 or check_int(fname, "correction", opts.correction)
+  local x = t:dim() < 2 and t:reshape(1, -1) or t
+  local nobs = x:size(2)
+  local fw, aw = opts.fweights, opts.aweights
+  if fw ~= nil then check_weights(fname, "fweights", fw, nobs, true) end
+  if aw ~= nil then check_weights(fname, "aweights", aw, nobs, false) end
+  local w = fw
+  if aw ~= nil then w = w and w * aw or aw end
+  local w_sum = nobs
+  if w then
+    w_sum = w:sum()
+    if w_sum:item() == 0 then fail("%s: weights sum to zero, can't be normalized", fname) end
+  end
+  local avg = (w and x * w or x):sum(2) / w_sum
+  local norm
+  if w and aw and correction ~= 0 then
+    norm = w_sum - (w * aw):sum() * correction / w_sum
+  else
+    norm = w_sum - correction
+  end
+  if (is_tensor(norm) and norm:item() or norm) <= 0 then norm = 0 end -- torch warns: degrees of freedom <= 0
+  local xc = x - avg:unsqueeze(2)
+  local c = pt.mm(xc, (w and xc * w or xc):t())
+  return (c / norm):squeeze()
+end
+
+add("cov", function(t, opts, ...)
+  local fname = "cov"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #2 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"correction", "fweights", "aweights"})
+  return cov(fname, t, opts)
+end, "t:cov([{correction=1, fweights=, aweights=}]) -> the covariance matrix of the variables in the rows of\n"
+  .. "  t (2-D: variables x observations; 1-D: one variable, a 0-d result), as torch.cov: divided by\n"
+  .. "  sum(w) - correction (0: the maximum likelihood estimate), with integer frequency weights fweights\n"
+  .. "  and float observation weights aweights (one per observation, non-negative; with aweights the\n"
+  .. "  correction is scaled as numpy's). Degrees of freedom <= 0 divide by 0 (inf/NaN, torch warns).\n"
+  .. "  Integer input gives float32. Gradients flow back. Also pt.cov(t, ...).")
+
+add("corrcoef", function(t, ...)
+  local fname = "corrcoef"
+  check_tensor(fname, t)
+  no_more(fname, 1, ...)
+  local c = cov(fname, t, {})
+  if c:dim() == 0 then return c / c end
+  local sd = c:diagonal():sqrt()
+  c = c / sd:view(-1, 1)
+  c = c / sd:view(1, -1)
+  return c:clamp(-1, 1)
+end, "t:corrcoef() -> the Pearson correlation coefficients of the variables in the rows of t (2-D: variables\n"
+  .. "  x observations), as torch.corrcoef: cov(t) normalised by the standard deviations and clipped to\n"
+  .. "  [-1, 1]; a constant variable gives NaN; a 1-D t gives a 0-d 1 (or NaN). Gradients flow back.\n"
+  .. "  Also pt.corrcoef(t).")
+
+-- ------------------------------------------------------------------ quantile, nanquantile
+
+local q_modes = {linear = true, lower = true, higher = true, midpoint = true, nearest = true}
+
+local function quantile(fname, ignore_nan)
+  return function(t, q, dim, keepdim, ...)
+    check_tensor(fname, t)
+    local opts
+    if is_opts(dim) then
+      if keepdim ~= nil then fail("%s: unexpected argument #4 (%s)", fname, type(keepdim)) end
+      no_more(fname, 4, ...)
+      opts, dim = dim, nil
+    elseif is_opts(keepdim) then
+      no_more(fname, 4, ...)
+      opts, keepdim = keepdim, nil
+    else
+      opts = select(1, ...)
+      if opts ~= nil and not is_opts(opts) then fail("%s: unexpected argument #5 (%s)", fname, type(opts)) end
+      no_more(fname, 5, select(2, ...))
+    end
+    opts = opts or {}
+    check_opts(fname, opts, {"dim", "keepdim", "interpolation"})
+    if opts.dim ~= nil then dim = opts.dim end
+    if opts.keepdim ~= nil then keepdim = opts.keepdim end
+    local keep = check_bool(fname, "keepdim", keepdim)
+    local mode = opts.interpolation == nil and "linear" or opts.interpolation
+    if not is_float(t) then fail("%s: input tensor must be float32 or float64, got %s", fname, t:dtype()) end
+    if t:numel() == 0 then fail("%s: input tensor must be non-empty (shape %s)", fname, shape_str(t)) end
+    local qv, scalar_q
+    if type(q) == "number" then
+      if not (q >= 0 and q <= 1) then fail("%s: q must be in the range [0, 1], got %s", fname, tostring(q)) end
+      qv, scalar_q = on(t, pt.tensor({q}, {dtype = t:dtype()})), true
+    elseif is_tensor(q) then
+      if q:dim() > 1 then fail("%s: q must be a number, a 0-d or a 1-D tensor, got shape %s", fname, shape_str(q)) end
+      if q:dtype() ~= t:dtype() then
+        fail("%s: q must have the input's dtype (%s), got %s", fname, t:dtype(), q:dtype())
+      end
+      qv, scalar_q = q:detach():reshape(-1), q:dim() == 0
+      if qv:numel() > 0 and not (qv:min():item() >= 0 and qv:max():item() <= 1) then
+        fail("%s: q values must be in the range [0, 1]", fname)
+      end
+    else
+      fail("%s: q must be a number or a tensor, got %s", fname, type(q))
+    end
+    if type(mode) ~= "string" or not q_modes[mode] then
+      fail("%s: interpolation must be linear, lower, higher, midpoint or nearest, got %s", fname,
+           type(mode) == "string" and "'" .. mode .. "'" or type(mode))
+    end
+    local nd = t:dim()
+    local d = dim ~= nil and check_dim(fname, dim, nd) or nil
+    -- the lanes to take quantiles of, along the last dim: {B..., n}
+    local x
+    if d == nil then x = t:reshape(-1) else x = nd == 0 and t:reshape(1) or t:movedim(d, -1) end
+    local sorted = x:sort(-1)
+    local lanes = sorted:size()
+    local n = lanes[#lanes]
+    local nq = qv:numel()
+    local qshape = {nq}
+    for _ = 1, #lanes do qshape[#qshape + 1] = 1 end
+    local qb = qv:reshape(qshape) -- {nq, 1..., 1}
+    local nan = sorted:ne(sorted)
+    local ranks
+    if ignore_nan then
+      -- ranks over the non-NaN elements; a lane of NaN only gets rank 0 (its value NaN)
+      local count = nan:logical_not():sum(-1, true):to(t:dtype()) -- {B..., 1}
+      ranks = qb * (count - 1)
+      ranks = pt.where(ranks:lt(0), 0, ranks)
+    else
+      -- a lane holding a NaN takes its last element (NaN)
+      ranks = pt.where(nan:any(-1, true), n - 1, qb * (n - 1))
+    end
+    if mode == "lower" then ranks = ranks:floor()
+    elseif mode == "higher" then ranks = ranks:ceil()
+    elseif mode == "nearest" then ranks = ranks:round() end
+    local full = {nq}
+    for k = 1, #lanes do full[k + 1] = lanes[k] end
+    local sx = sorted:unsqueeze(1):expand(full) -- {nq, B..., n}
+    local rshape = {unpack(full)}
+    rshape[#rshape] = 1
+    ranks = ranks:expand(rshape)
+    local below = ranks:long()
+    local out = sx:gather(-1, below + 1)
+    if mode == "linear" or mode == "midpoint" then
+      local above = ranks:ceil():long()
+      local weights = mode == "midpoint" and pt.full(rshape, 0.5, {dtype = t:dtype()}) or ranks - below:to(t:dtype())
+      out = pt.lerp(out, sx:gather(-1, above + 1), on(t, weights))
+    end
+    out = out:squeeze(-1) -- {nq, B...}
+    -- the result's shape
+    local shape = {}
+    if d == nil then
+      if keep then for k = 1, nd do shape[k] = 1 end end
+    else
+      local s = t:size()
+      for k = 1, nd do
+        if k ~= d then shape[#shape + 1] = s[k] elseif keep then shape[#shape + 1] = 1 end
+      end
+    end
+    if not scalar_q then table.insert(shape, 1, nq) end
+    return out:reshape(shape)
+  end
+end
+
+local q_doc = "t:%s(q[, dim][, keepdim=false][, {dim=, keepdim=, interpolation=\"linear\"}]) -> the q-th\n"
+  .. "  quantiles of t (all elements, or along dim) as torch.%s: q a number or a 0-d/1-D tensor of t's\n"
+  .. "  dtype in [0, 1] (a 1-D q adds a first dim of #q). The rank q * (n - 1)%s is interpolated between\n"
+  .. "  the sorted neighbours: linear, lower, higher, midpoint or nearest (ties to even). %s Float\n"
+  .. "  tensors; gradients flow back to the selected elements. Also pt.%s(t, q, ...)."
+add("quantile", quantile("quantile", false), fmt(q_doc, "quantile", "quantile", "",
+  "A slice holding a NaN\n  gives NaN.", "quantile"))
+add("nanquantile", quantile("nanquantile", true), fmt(q_doc, "nanquantile", "nanquantile",
+  " (n: the non-NaN elements)", "NaN is ignored; a slice\n  of NaN only gives NaN.", "nanquantile"))
+
+-- ------------------------------------------------------------------ renorm
+
+add("renorm", function(t, p, dim, maxnorm, ...)
+  local fname = "renorm"
+  check_tensor(fname, t)
+  no_more(fname, 4, ...)
+  p = check_number(fname, "p", p)
+  if dim == nil then fail("%s: dim expected", fname) end
+  maxnorm = check_number(fname, "maxnorm", maxnorm)
+  if not is_float(t) then fail("%s: expected a float32 or float64 tensor, got %s", fname, t:dtype()) end
+  if not (p > 0) then fail("%s: p must be positive, got %s", fname, tostring(p)) end
+  if not (maxnorm >= 0) then fail("%s: maxnorm must be non-negative, got %s", fname, tostring(maxnorm)) end
+  local nd = t:dim()
+  if nd < 2 then fail("%s: expects a tensor of at least 2 dimensions, got shape %s", fname, shape_str(t)) end
+  local d = check_dim(fname, dim, nd)
+  local others = {}
+  for k = 1, nd do
+    if k ~= d then others[#others + 1] = k end
+  end
+  local norm = t:norm(p, others, true)
+  -- as torch: sub-tensors whose norm exceeds maxnorm are scaled by maxnorm / (norm + 1e-7)
+  local factor = pt.where(norm:gt(maxnorm), maxnorm / (norm + 1e-7), 1)
+  return t * factor
+end, "t:renorm(p, dim, maxnorm) -> copy of t where each sub-tensor along dim (t:select(dim, i)) whose p-norm\n"
+  .. "  exceeds maxnorm is scaled to norm maxnorm (by maxnorm / (norm + 1e-7)), as torch.renorm; p > 0\n"
+  .. "  (math.huge: the largest |element|). Float tensors of at least 2 dims. Gradients flow back (through the\n"
+  .. "  norm too). Also pt.renorm(t, p, dim, maxnorm).")
+
+return M
