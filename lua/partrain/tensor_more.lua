@@ -36,9 +36,15 @@ local function check_opts(fname, opts, names)
   end
 end
 
+-- a number in a message: NaN as "nan" (tostring gives "-nan" or "nan" by platform)
+local function num_str(v)
+  if v ~= v then return "nan" end
+  return tostring(v)
+end
+
 local function check_int(fname, what, v)
   local i = mtype(v) and toint(v)
-  if not i then fail("%s: %s must be an integer, got %s", fname, what, mtype(v) and tostring(v) or type(v)) end
+  if not i then fail("%s: %s must be an integer, got %s", fname, what, mtype(v) and num_str(v) or type(v)) end
   return i
 end
 
@@ -750,7 +756,7 @@ add("cdist", function(x1, x2, p, opts, ...)
     p = opts.p
   end
   p = p == nil and 2 or check_number(fname, "p", p)
-  if not (p >= 0) then fail("%s: p must be non-negative, got %s", fname, tostring(p)) end
+  if not (p >= 0) then fail("%s: p must be non-negative, got %s", fname, num_str(p)) end
   local mode = opts.compute_mode
   if mode ~= nil and not cdist_modes[mode] then
     fail("%s: compute_mode must be use_mm_for_euclid_dist_if_necessary, use_mm_for_euclid_dist or "
@@ -938,7 +944,7 @@ add("index_add", function(t, dim, index, src, opts, ...)
     if opts.alpha ~= nil then alpha = check_number(fname, "alpha", opts.alpha) end
   end
   if not is_float(t) and mtype(alpha) ~= "integer" and not toint(alpha) then
-    fail("%s: alpha must be an integer for %s tensors, got %s", fname, t:dtype(), tostring(alpha))
+    fail("%s: alpha must be an integer for %s tensors, got %s", fname, t:dtype(), num_str(alpha))
   end
   if not is_float(t) then alpha = toint(alpha) end
   if alpha ~= 1 then src = src * alpha end
@@ -1311,7 +1317,7 @@ local function quantile(fname, ignore_nan)
     if t:numel() == 0 then fail("%s: input tensor must be non-empty (shape %s)", fname, shape_str(t)) end
     local qv, scalar_q
     if type(q) == "number" then
-      if not (q >= 0 and q <= 1) then fail("%s: q must be in the range [0, 1], got %s", fname, tostring(q)) end
+      if not (q >= 0 and q <= 1) then fail("%s: q must be in the range [0, 1], got %s", fname, num_str(q)) end
       qv, scalar_q = on(t, pt.tensor({q}, {dtype = t:dtype()})), true
     elseif is_tensor(q) then
       if q:dim() > 1 then fail("%s: q must be a number, a 0-d or a 1-D tensor, got shape %s", fname, shape_str(q)) end
@@ -1404,8 +1410,8 @@ add("renorm", function(t, p, dim, maxnorm, ...)
   if dim == nil then fail("%s: dim expected", fname) end
   maxnorm = check_number(fname, "maxnorm", maxnorm)
   if not is_float(t) then fail("%s: expected a float32 or float64 tensor, got %s", fname, t:dtype()) end
-  if not (p > 0) then fail("%s: p must be positive, got %s", fname, tostring(p)) end
-  if not (maxnorm >= 0) then fail("%s: maxnorm must be non-negative, got %s", fname, tostring(maxnorm)) end
+  if not (p > 0) then fail("%s: p must be positive, got %s", fname, num_str(p)) end
+  if not (maxnorm >= 0) then fail("%s: maxnorm must be non-negative, got %s", fname, num_str(maxnorm)) end
   local nd = t:dim()
   if nd < 2 then fail("%s: expects a tensor of at least 2 dimensions, got shape %s", fname, shape_str(t)) end
   local d = check_dim(fname, dim, nd)
