@@ -585,7 +585,7 @@ end
 local function beta_alpha(fname, opts, ...)
   no_more(fname, 4, ...)
   if opts == nil then return 1, 1 end
-  if not is_opts(opts) then fail("%s: bad argument #5 (options table expected, got %s)", fname, type(opts)) end
+  if not is_opts(opts) then fail("%s: bad argument #4 (options table expected, got %s)", fname, type(opts)) end
   check_opts(fname, opts, {"beta", "alpha"})
   local beta, alpha = opts.beta == nil and 1 or opts.beta, opts.alpha == nil and 1 or opts.alpha
   if type(beta) ~= "number" then fail("%s: option 'beta' must be a number, got %s", fname, type(beta)) end
