@@ -38,8 +38,11 @@ static int t_addmm(lua_State *L) {
   int opts = 0;
   if (!lua_isnoneornil(L, 4)) {
     luaL_checktype(L, 4, LUA_TTABLE);
+    static const char *const names[] = {"beta", "alpha", NULL};
+    lpt_check_options(L, 4, "addmm", names);
     opts = 4;
   }
+  lpt_check_max_args(L, 4, "addmm");
   double beta = opt_number(L, opts, "addmm", "beta", 1.0);
   double alpha = opt_number(L, opts, "addmm", "alpha", 1.0);
   pt_tensor *r;

@@ -104,6 +104,10 @@ describe("matrix products", function()
     assert.are.same({{20, 24}, {44, 52}}, pt.addmm(pt.tensor({1, 2}), a, b):tolist())
     local nan = pt.full({2, 2}, 0 / 0)
     assert.are.same({{19, 22}, {43, 50}}, nan:addmm(a, b, {beta = 0}):tolist())
+    -- a misspelled option or an extra argument is an error, never ignored
+    assert.has_error(function() pt.addmm(pt.ones(2, 2), a, b, {gamma = 1}) end,
+      "addmm: unknown option 'gamma' (options: beta, alpha)")
+    assert.has_error(function() pt.addmm(pt.ones(2, 2), a, b, {}, 5) end, "addmm: unexpected argument #5 (number)")
   end)
 
   it("handles empty operands", function()
