@@ -748,6 +748,102 @@ function init.kaiming_normal_(t, opts)
 end
 doc(init.kaiming_normal_, "nn.init.kaiming_normal_(t[, {a=0, mode=\"fan_in\", nonlinearity=\"leaky_relu\"}]) -> t from N(0, (gain/sqrt(fan))^2).")
 
+-- PyTorch's trunc_normal_: the inverse CDF of N(mean, std^2) over U(cdf(a), cdf(b)), then clamped
+-- (against the last ulp of erfinv)
+function init.trunc_normal_(t, mean, std, a, b)
+  check_tensor("trunc_normal_", t)
+  mean, std, a, b = mean or 0, std or 1, a or -2, b or 2
+  if not (std > 0) then fail("trunc_normal_: std must be positive, got " .. tostring(std)) end
+  if not (a < b) then fail(string.format("trunc_normal_: expected a < b, got a = %s, b = %s", tostring(a), tostring(b))) end
+  local function cdf(x) return (1 + C.erf(pt.tensor(x / math.sqrt(2), {dtype = "float64"})):item()) / 2 end
+  local lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+  pt.no_grad(function()
+    t:uniform_(2 * lo - 1, 2 * hi - 1)
+    t:copy_(t:erfinv() * (std * math.sqrt(2)) + mean)
+    t:clamp_(a, b)
+  end)
+  return t
+end
+doc(init.trunc_normal_, "nn.init.trunc_normal_(t[, mean=0, std=1, a=-2, b=2]) -> t from N(mean, std^2) truncated to [a, b]\n"
+  .. "  (PyTorch's inverse-CDF method; a and b are absolute bounds).")
+
+function init.orthogonal_(t, gain)
+  check_tensor("orthogonal_", t)
+  if t:dim() < 2 then
+    fail("orthogonal_: only tensors with 2 or more dimensions are supported (shape " .. shape_str(t) .. ")")
+  end
+  gain = gain or 1
+  local rows = t:size(1)
+  local cols = t:numel() // math.max(rows, 1)
+  if t:numel() == 0 then return t end
+  pt.no_grad(function()
+    local flat = pt.randn(rows, cols, {dtype = t:dtype()})
+    if rows < cols then flat = flat:t() end
+    local q, r = pt.linalg.qr(flat)
+    -- signs of R's diagonal make the draw uniform over orthogonal matrices (Mezzadri)
+    q = q * pt.diagonal(r):sign()
+    if rows < cols then q = q:t() end
+    t:copy_((q * gain):reshape(t:size()))
+  end)
+  return t
+end
+doc(init.orthogonal_, "nn.init.orthogonal_(t[, gain=1]) -> t filled with a (semi-)orthogonal matrix times gain (trailing\n"
+  .. "  dims flattened), from the QR decomposition of a normal draw, as PyTorch's.")
+
+function init.eye_(t)
+  check_tensor("eye_", t)
+  if t:dim() ~= 2 then fail("eye_: only 2-D tensors are supported (shape " .. shape_str(t) .. ")") end
+  pt.no_grad(function() t:copy_(pt.eye(t:size(1), t:size(2), {dtype = t:dtype()})) end)
+  return t
+end
+doc(init.eye_, "nn.init.eye_(t) -> the 2-D t set to the identity (ones on the diagonal, zeros elsewhere).")
+
+function init.dirac_(t, groups)
+  check_tensor("dirac_", t)
+  groups = groups or 1
+  local d = t:dim()
+  if d < 3 or d > 5 then fail("dirac_: only 3, 4 and 5-D tensors are supported (shape " .. shape_str(t) .. ")") end
+  if math.type(groups) ~= "integer" or groups < 1 or t:size(1) % groups ~= 0 then
+    fail(string.format("dirac_: out channels (%d) must be divisible by groups (%s)", t:size(1), tostring(groups)))
+  end
+  local out_per = t:size(1) // groups
+  local min_dim = math.min(out_per, t:size(2))
+  pt.no_grad(function()
+    t:zero_()
+    for g = 0, groups - 1 do
+      for k = 1, min_dim do
+        local idx = {g * out_per + k, k}
+        for j = 3, d do idx[j] = t:size(j) // 2 + 1 end
+        t[idx] = 1
+      end
+    end
+  end)
+  return t
+end
+doc(init.dirac_, "nn.init.dirac_(t[, groups=1]) -> the 3-5-D conv weight t set to the Dirac delta (a convolution\n"
+  .. "  with it keeps the input's channels; per group).")
+
+function init.sparse_(t, sparsity, std)
+  check_tensor("sparse_", t)
+  if t:dim() ~= 2 then fail("sparse_: only 2-D tensors are supported (shape " .. shape_str(t) .. ")") end
+  if type(sparsity) ~= "number" or not (sparsity >= 0 and sparsity <= 1) then
+    fail("sparse_: sparsity must be a number in [0, 1], got " .. tostring(sparsity))
+  end
+  std = std or 0.01
+  local rows, cols = t:size(1), t:size(2)
+  local zeros = math.ceil(sparsity * rows)
+  pt.no_grad(function()
+    t:normal_(0, std)
+    for c = 1, cols do
+      local perm = pt.randperm(rows)
+      for i = 1, zeros do t[{perm[i], c}] = 0 end
+    end
+  end)
+  return t
+end
+doc(init.sparse_, "nn.init.sparse_(t, sparsity[, std=0.01]) -> the 2-D t from N(0, std^2) with ceil(sparsity * rows)\n"
+  .. "  zeros in every column (rows chosen at random).")
+
 -- ------------------------------------------------------------------ functional
 
 local function reduction_of(opts)
