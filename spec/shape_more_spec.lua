@@ -519,7 +519,7 @@ describe("nn.functional.interpolate", function()
     assert_error("interpolate: either size or scale_factor must be given", function() return F.interpolate(y, {}) end)
     assert_error("interpolate: only one of size or scale_factor can be given",
                  function() return F.interpolate(y, {size = 3, scale_factor = 2}) end)
-    assert_error("interpolate: align_corners can only be set with the interpolating modes linear and bilinear",
+    assert_error("interpolate: align_corners can only be set with the interpolating modes linear, bilinear, bicubic and trilinear, not 'nearest'",
                  function() return F.interpolate(y, {size = 3, align_corners = true}) end)
     assert_error("interpolate: mode 'bilinear' needs a 4-D input (N, C, H, W), got 3-D",
                  function() return F.interpolate(y, {size = 3, mode = "bilinear"}) end)
@@ -534,11 +534,11 @@ describe("nn.functional.interpolate", function()
                  function() return F.interpolate(y, {scale_factor = 0.1}) end)
     assert_error("interpolate: scale_factor must be a positive number, got -1",
                  function() return F.interpolate(y, {scale_factor = -1}) end)
-    assert_error("interpolate: mode must be nearest, linear or bilinear, got 'bicubic'",
-                 function() return F.interpolate(z, {size = 3, mode = "bicubic"}) end)
-    assert_error("interpolate: expects a 3-D (N, C, L) or 4-D (N, C, H, W) input, got 2-D {2,5}",
+    assert_error("interpolate: mode must be nearest, nearest-exact, linear, bilinear, bicubic, trilinear or area, got 'cubic'",
+                 function() return F.interpolate(z, {size = 3, mode = "cubic"}) end)
+    assert_error("interpolate: expects a 3-D (N, C, L), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input, got 2-D {2,5}",
                  function() return F.interpolate(y[1], {size = 3}) end)
-    assert_error("interpolate: input must be a float tensor, got int64",
+    assert_error("interpolate: mode 'nearest' takes float32, float64 or uint8 inputs, got int64",
                  function() return F.interpolate(i64({{{1, 2}}}), {size = 3}) end)
     assert_error("interpolate: recompute_scale_factor is not meaningful with an explicit size",
                  function() return F.interpolate(y, {size = 3, recompute_scale_factor = true}) end)
