@@ -14,10 +14,25 @@
  * else holds the node or tensor any more (no gradient can reach it again). */
 static const char hooks_key = 'h'; /* registry[&hooks_key] */
 
+static void sweep_kind(lua_State *L, bool nodes, bool all);
+
+/* The state closes: the references the table holds go. */
+static int hooks_gc(lua_State *L) {
+  lua_getfield(L, 1, "nodes");
+  sweep_kind(L, true, true);
+  lua_getfield(L, 1, "leaves");
+  sweep_kind(L, false, true);
+  return 0;
+}
+
 static void push_hooks(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks_key) == LUA_TTABLE) return;
   lua_pop(L, 1);
   lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, hooks_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
   lua_newtable(L);
   lua_setfield(L, -2, "nodes");
   lua_newtable(L);
@@ -28,16 +43,16 @@ static void push_hooks(lua_State *L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hooks_key);
 }
 
-/* Give back the keys nothing else holds (the table of kind `kind` is at the top). */
-static void sweep_kind(lua_State *L, bool nodes) {
+/* Give back the keys nothing else holds (all: every key) of the table at the top. */
+static void sweep_kind(lua_State *L, bool nodes, bool all) {
   int tbl = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, tbl)) {
     lua_pop(L, 1);
     void *key = lua_touserdata(L, -1);
-    bool dead;
-    if (nodes) dead = atomic_load(&((pt_node *)key)->refcount) == 1;
-    else dead = atomic_load(&((pt_tensor *)key)->refcount) == 1;
+    bool dead = all;
+    if (!dead && nodes) dead = atomic_load(&((pt_node *)key)->refcount) == 1;
+    else if (!dead) dead = atomic_load(&((pt_tensor *)key)->refcount) == 1;
     if (!dead) continue;
     lua_pushvalue(L, -1);
     lua_pushnil(L);
@@ -50,9 +65,9 @@ static void sweep_kind(lua_State *L, bool nodes) {
 static void sweep_hooks(lua_State *L) {
   push_hooks(L);
   lua_getfield(L, -1, "nodes");
-  sweep_kind(L, true);
+  sweep_kind(L, true, false);
   lua_getfield(L, -2, "leaves");
-  sweep_kind(L, false);
+  sweep_kind(L, false, false);
   lua_pop(L, 3);
 }
 
@@ -509,7 +524,7 @@ static const luaL_Reg functions[] = {
 };
 
 static const char *const method_docs[] = {
-    "backward", "t:backward([grad][, {retain_graph=false, create_graph=false}])\n  Reverse-mode gradients of t into .grad of the leaves (adds; zero them yourself).\n  grad may be omitted for one-element t. create_graph=true records the backward pass (the\n  .grad tensors get a history, to differentiate again; retain_graph then defaults to true);\n  see help(pt.autograd.grad) for the ops it supports.",
+    "backward", "t:backward([grad][, {retain_graph=false, create_graph=false}])\n  Reverse-mode gradients of t into .grad of the leaves (adds; zero them yourself).\n  grad may be omitted for one-element t. create_graph=true records the backward pass (the\n  .grad tensors get a history, to differentiate again; retain_graph then defaults to true;\n  that history refers to the leaves: set .grad = nil when done, as PyTorch advises);\n  see help(pt.autograd.grad) for the ops it supports.",
     "detach", "t:detach() -> a tensor sharing t's storage, outside the graph.",
     "requires_grad_", "t:requires_grad_([flag=true]) -> t, marking a leaf for gradients.",
     "retain_grad", "t:retain_grad() -> t; a non-leaf keeps its .grad after backward (after its hooks ran).",

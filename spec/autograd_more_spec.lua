@@ -212,6 +212,7 @@ describe("create_graph", function()
     assert_close(y.grad, {1, 1})
     assert_close(x.grad, {2, 4})
     assert.is_not_nil(x.grad.grad_fn)
+    x.grad = nil
     assert_err("backward: unknown option 'create_grahp' (options: retain_graph, create_graph)", function()
       (x * x):sum():backward({create_grahp = true})
     end)
