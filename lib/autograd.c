@@ -537,6 +537,18 @@ static pt_tensor *G_ind(gf *s, pt_binop op, pt_tensor *a, double v, pt_dtype dt)
 static pt_tensor *G_relu_mask(gf *s, pt_tensor *a) {
   return G_to(s, G_un(s, PT_UN_LOGICAL_NOT, G_cmp(s, PT_BIN_LE, a, 0.0)), a->dtype);
 }
+/* zeros shaped like t whose gradient (zero) flows back to t: where PyTorch's double backward
+ * connects the input with a zero derivative (relu's and abs's masks), so that what lies behind
+ * it gets a zero gradient, as there, rather than none */
+static pt_tensor *G_zero_of(gf *s, pt_tensor *t) {
+  if (s->st) return NULL;
+  pt_tensor *r_ = NULL, *yes = NULL;
+  pt_status st = pt_tensor_scalar(s->ctx, PT_BOOL, 1.0, &yes);
+  if (!st) st = pt_masked_fill(s->ctx, t, yes, 0.0, &r_);
+  pt_tensor_release(yes);
+  return gf_keep(s, st, r_);
+}
+
 /* 0 where mask, else a */
 static pt_tensor *G_zero_where(gf *s, pt_tensor *mask, pt_tensor *a) {
   return s->st ? NULL : G_where(s, mask, G_zero(s, a->dtype), a);
@@ -692,6 +704,7 @@ static pt_status gf_unary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin
   case PT_UN_FRAC: d = g; break;
   case PT_UN_ABS:
     d = G_mul(&s, g, G_sub(&s, G_ind(&s, PT_BIN_GT, x, 0.0, x->dtype), G_ind(&s, PT_BIN_LT, x, 0.0, x->dtype)));
+    d = G_add(&s, d, G_zero_of(&s, x));
     break;
   case PT_UN_EXP: d = G_mul(&s, g, G_un(&s, PT_UN_EXP, x)); break;
   case PT_UN_LOG: d = G_div(&s, g, x); break;
@@ -704,7 +717,7 @@ static pt_status gf_unary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin
     t = G_un(&s, PT_UN_SIGMOID, x);
     d = G_mul(&s, g, G_mul(&s, t, G_rnum(&s, PT_BIN_SUB, 1.0, t)));
     break;
-  case PT_UN_RELU: d = G_mul(&s, g, G_relu_mask(&s, x)); break;
+  case PT_UN_RELU: d = G_add(&s, G_mul(&s, g, G_relu_mask(&s, x)), G_zero_of(&s, x)); break;
   case PT_UN_GELU: d = G_mul(&s, g, G_gelu_d(&s, x)); break;
   case PT_UN_SIN: d = G_mul(&s, g, G_un(&s, PT_UN_COS, x)); break;
   case PT_UN_COS: d = G_un(&s, PT_UN_NEG, G_mul(&s, g, G_un(&s, PT_UN_SIN, x))); break;
@@ -974,7 +987,11 @@ static pt_status gf_linear(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   int64_t M = n->ints[0], nout = w->shape[0], in = w->shape[1];
   gf s = {.ctx = ctx};
   pt_tensor *gp = g;
-  if (n->ints[3] == PT_ACT_RELU) gp = G_mul(&s, g, G_ind(&s, PT_BIN_GT, n->saved[2], 0.0, g->dtype));
+  if (n->ints[3] == PT_ACT_RELU) { /* the mask's zero derivative reaches x, weight and bias */
+    gp = G_mul(&s, g, G_ind(&s, PT_BIN_GT, n->saved[2], 0.0, g->dtype));
+    for (int k = 0; k < n->n_inputs; k++)
+      if (n->needs_grad[k]) gp = G_add(&s, gp, G_sum(&s, G_zero_of(&s, n->inputs[k]), PT_DIM_ALL, false));
+  }
   if (n->needs_grad[0]) gin[0] = G_finish(&s, G_matmul(&s, gp, w), x);
   if (n->needs_grad[1] || (n->n_inputs > 2 && n->needs_grad[2])) {
     int64_t s2[2] = {M, nout}, x2[2] = {M, in};
@@ -1027,7 +1044,9 @@ static pt_status gf_act(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) 
     d = G_mul(&s, t, G_num(&s, PT_BIN_ADD, G_mul(&s, x, G_rnum(&s, PT_BIN_SUB, 1.0, t)), 1.0));
     break;
   }
-  gin[0] = G_finish(&s, G_mul(&s, g, d), x);
+  pt_tensor *gx = G_mul(&s, g, d);
+  if (n->ints[0] == PT_ACT_RELU || n->ints[0] == PT_ACT_LEAKY_RELU) gx = G_add(&s, gx, G_zero_of(&s, x));
+  gin[0] = G_finish(&s, gx, x);
   return gf_end(&s);
 }
 
