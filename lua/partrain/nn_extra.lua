@@ -1096,10 +1096,10 @@ local function pad_layer(cls_name, nd, mode, with_value)
     reflect = "mirrors the input at its edges without repeating the edge (each size below the dim's size)",
     replicate = "repeats the edge values",
   })[mode]
-  doc(cls, string.format([==[nn.%s(padding%s): pads the last %d dim%s; %s.
+  doc(cls, string.format([==[nn.%s(padding%s): pads the last %s; %s.
   padding is one integer for every side or a list %s (the last dimension first, as F.pad);
-  %s. Also nn.%s({padding=%s}). PyTorch's nn.%s.]==], cls_name, with_value and ", value" or "", nd,
-    nd > 1 and "s" or "", what, sides, dims, cls_name, with_value and ", value=" or "", cls_name))
+  %s. Also nn.%s({padding=%s}). PyTorch's nn.%s.]==], cls_name, with_value and ", value" or "",
+    nd > 1 and nd .. " dimensions" or "dimension", what, sides, dims, cls_name, with_value and ", value=" or "", cls_name))
   return cls
 end
 
