@@ -402,7 +402,9 @@ describe("DataHandler workers", function()
       get = function(_, i)
         if pt.worker_id() > 0 and not h6_spun then
           h6_spun = true
-          while true do end
+          -- bounded, so that a lost interrupt fails the spec instead of hanging the suite
+          local t0 = os.clock()
+          while os.clock() - t0 < 60 do end
         end
         return {pt.tensor({i})}
       end,
