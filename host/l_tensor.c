@@ -86,6 +86,23 @@ static const void *element_at(const pt_tensor *t, int64_t off) {
 
 /* --- properties and indexing --- */
 
+/* A method that lives in a Lua module loaded on first use (init.lua registers the loader in
+ * the registry): on a miss the loader runs once, then the name is looked up again. Only names
+ * that are neither methods nor properties come here, so the common path pays nothing. */
+static bool lazy_method(lua_State *L, int key) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "partrain.lazy_methods") != LUA_TFUNCTION) {
+    lua_pop(L, 1);
+    return false;
+  }
+  lua_pushnil(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, "partrain.lazy_methods"); /* once per state */
+  lua_call(L, 0, 0);
+  lua_pushvalue(L, key);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return true;
+  lua_pop(L, 1);
+  return false;
+}
+
 static int t_index(lua_State *L) {
   /* methods first: the common case */
   if (lua_type(L, 2) == LUA_TSTRING) {
@@ -110,7 +127,7 @@ static int t_index(lua_State *L) {
         lua_pushnil(L);
     } else if (strcmp(k, "shape") == 0) {
       push_shape(L, t->ndim, t->shape);
-    } else {
+    } else if (!lazy_method(L, 2)) {
       lua_pushnil(L);
     }
     return 1;

@@ -260,6 +260,20 @@ describe("scripts/fashion_mnist_mlp.lua", function()
     os.remove(dir)
   end)
 
+  it("loads partrain.tensor_more on first use only (pt.kron, t:kron, help)", function()
+    local script = [[
+local pt = require "partrain"
+io.write(tostring(package.loaded["partrain.tensor_more"] ~= nil), " ")
+local a = pt.ones(2, 2)
+io.write(a:kron(a):size(1), " ", tostring(package.loaded["partrain.tensor_more"] ~= nil), " ")
+io.write(tostring(a.no_such_thing), " ", tostring(pt.no_such_thing), "\n")
+]]
+    local out, err, rc = sh("$P -e " .. q(script))
+    assert.are.same({"false 4 true nil nil\n", "", 0}, {out, err, rc})
+    out = sh("$P -e " .. q('local pt = require "partrain"; io.write(tostring(pt.meshgrid ~= nil))'))
+    assert.are.equal("true", out)
+  end)
+
   it("-h and --help print the usage", function()
     for _, a in ipairs {"-h", "--help"} do
       local out, err, rc = sh("$P scripts/fashion_mnist_mlp.lua " .. a)

@@ -126,6 +126,7 @@ local function load_all()
   end
   local nn = rawget(pt, "nn") -- and nn's layers that load on first use
   if type(nn) == "table" and type(rawget(nn, "_load_extras")) == "function" then nn._load_extras() end
+  if type(rawget(pt, "_load_more")) == "function" then pt._load_more() end
 end
 
 -- ------------------------------------------------------------------ what a value is

@@ -43,11 +43,24 @@ setmetatable(pt, {
       rawset(t, k, v)
       return v
     end
+    if k ~= "_load_more" and pt._load_more() then return rawget(t, k) end
     return nil
   end,
 })
 
 require "partrain.tensor" -- isnan, argsort, flip, tril, amax, roll, ... as methods and pt.* functions
-require "partrain.tensor_more" -- meshgrid, kron, tensordot, cdist, quantile, cov, ... (after tensor: uses its _fail)
+
+-- partrain.tensor_more (meshgrid, kron, tensordot, cdist, quantile, cov, ...) loads on the first
+-- name that is neither a pt.* function nor a Tensor method yet (its ~1,400 lines were a third of
+-- the start-up): pt.kron here, t:kron(...) through the Tensor index (host/l_tensor.c), help().
+-- Returns true when it loaded them now.
+local more_loaded = false
+function pt._load_more()
+  if more_loaded then return false end
+  more_loaded = true
+  require "partrain.tensor_more"
+  return true
+end
+debug.getregistry()["partrain.lazy_methods"] = pt._load_more
 
 return pt
