@@ -1124,7 +1124,7 @@ local function area(x, outs)
 end
 
 local interp_opts = {"size", "scale_factor", "mode", "align_corners", "recompute_scale_factor"}
--- the input rank a mode needs (nil: 3-D, 4-D or 5-D)
+-- the input rank a mode needs (false: 3-D, 4-D or 5-D)
 local interp_modes = {nearest = false, ["nearest-exact"] = false, area = false, linear = 3, bilinear = 4,
                       bicubic = 4, trilinear = 5}
 local interp_layout = {[3] = "(N, C, L)", [4] = "(N, C, H, W)", [5] = "(N, C, D, H, W)"}
