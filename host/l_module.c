@@ -584,10 +584,11 @@ void lpt_sigint_guard_begin(lua_State *L, lpt_sigint_guard *g) {
       g->old_action.sa_handler != SIG_IGN && sigaction(SIGINT, &sa, NULL) == 0) {
     g->installed = true;
     g->ctx->interrupted = &sigint_flag;
-    /* a Ctrl-C that came just before (the host's handler left it pending for a training loop
-     * to raise between steps) would otherwise wait for whatever this call waits for: it
-     * interrupts this call instead, once */
-    if (g->old_flag && *g->old_flag) {
+    /* a Ctrl-C that came just before inside a training loop (the host's handler left it
+     * pending for the loop to raise between steps) would otherwise wait for whatever this call
+     * waits for: it interrupts this call instead, once. Outside such loops the flag may be left
+     * over from an interrupt the host already raised, so it is not taken. */
+    if (pt_state_soft_interrupt_active() && g->old_flag && *g->old_flag) {
       *g->old_flag = 0;
       sigint_flag = 1;
     }

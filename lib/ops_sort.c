@@ -535,7 +535,8 @@ static pt_status scan(pt_ctx *ctx, const char *fn, pt_tensor *t, int dim, bool p
         for (int64_t i = 0; i < l.n; i++) {
           int64_t at = (o * l.n + i) * l.inner + j;
           int64_t v = ((const int64_t *)pt_tensor_data(tc))[at];
-          acc = prod ? acc * v : acc + v;
+          /* two's complement wrap on overflow, as torch (unsigned: no undefined behaviour) */
+          acc = (int64_t)(prod ? (uint64_t)acc * (uint64_t)v : (uint64_t)acc + (uint64_t)v);
           ((int64_t *)pt_tensor_data(r))[at] = acc;
         }
       }

@@ -336,3 +336,12 @@ describe("scatter_reduce", function()
     has("scatter_reduce: unknown option 'self' (options: include_self)", pt.scatter_reduce, t, 1, i, s, "sum", {self = false})
   end)
 end)
+
+describe("cumsum and cumprod of int64", function()
+  it("wrap around on overflow as torch's (two's complement), exactly", function()
+    local I = {dtype = "int64"}
+    assert.are.same({4611686018427387904, 0, 0}, pt.tensor({1 << 62, 4, 3}, I):cumprod(1):tolist())
+    assert.are.same({math.maxinteger, math.mininteger, math.mininteger + 1},
+      pt.tensor({math.maxinteger, 1, 1}, I):cumsum(1):tolist())
+  end)
+end)

@@ -126,16 +126,22 @@ local function renamed(fname, other, f, ...)
   fail("%s: %s", fname, rest)
 end
 
+-- the names this module registered, kept on pt: when it runs again in the same state (a test
+-- runner that unloads required modules between files) its own names are no conflicts
+local own = rawget(pt, "_tensor_more_names") or {}
+rawset(pt, "_tensor_more_names", own)
+
 -- registration, as tensor.lua's: a help text, pt.name, and the method unless method == false
 local function add(name, f, text, method)
   docs[f] = text
   M[name] = f
-  local taken = rawget(pt, name) ~= nil or (method ~= false and rawget(methods, name) ~= nil)
+  local taken = not own[name] and (rawget(pt, name) ~= nil or (method ~= false and rawget(methods, name) ~= nil))
   if taken then
     M._conflicts = M._conflicts or {}
     M._conflicts[#M._conflicts + 1] = name
     return
   end
+  own[name] = true
   pt[name] = f
   if method ~= false then methods[name] = f end
 end
@@ -572,7 +578,8 @@ end, "pt.tensordot(a, b[, dims=2]) -> the sum of products over dims of a and b, 
   .. "  dims, then b's. One dtype (integers exact, as torch's). Gradients flow back.", false)
 
 -- the alias of outer: the same function, so help(pt.ger) shows outer's text
-if rawget(methods, "ger") == nil and rawget(pt, "ger") == nil and rawget(methods, "outer") then
+if (own.ger or rawget(methods, "ger") == nil and rawget(pt, "ger") == nil) and rawget(methods, "outer") then
+  own.ger = true
   methods.ger = methods.outer
   pt.ger = rawget(pt, "outer") or methods.outer
   M.ger = pt.ger
