@@ -50,7 +50,9 @@ end
 
 local function check_int(fname, what, v)
   local i = mtype(v) and toint(v)
-  if not i then fail("%s: %s must be an integer, got %s", fname, what, mtype(v) and tostring(v) or type(v)) end
+  if not i then
+    fail("%s: %s must be an integer, got %s", fname, what, mtype(v) and (v ~= v and "nan" or tostring(v)) or type(v))
+  end
   return i
 end
 
@@ -104,6 +106,8 @@ M._conflicts = nil
 -- fail(msg, ...): the error at the user's line, for partrain's other Lua modules (nn_conv,
 -- nn_extra, nn_rnn) too
 M._fail = fail
+-- the argument checks, for partrain.tensor_more (which registers the same way)
+M._check = {no_more = no_more, opts = check_opts, int = check_int, dim = check_dim, is_float = is_float}
 
 -- ------------------------------------------------------------------ tests of values
 

@@ -6,6 +6,9 @@
 -- _fail, so they point at the user's line. Indices and dims are 1-based, as everywhere in partrain.
 local pt = require "partrain.core"
 local fail = require("partrain.tensor")._fail
+local check = require("partrain.tensor")._check
+local no_more, check_opts, check_int, check_dim = check.no_more, check.opts, check.int, check.dim
+local is_float = check.is_float
 
 local M = {}
 local methods, docs = pt.Tensor, pt._docs
@@ -19,33 +22,15 @@ local function check_tensor(fname, t, n)
   if not is_tensor(t) then fail("%s: bad argument #%d (Tensor expected, got %s)", fname, n or 1, type(t)) end
 end
 
-local function no_more(fname, n, ...)
-  if select("#", ...) > 0 then fail("%s: unexpected argument #%d (%s)", fname, n + 1, type((...))) end
-end
-
 -- a plain table (not a tensor) holding only named keys: an options table
 local function is_opts(v)
   return type(v) == "table" and not is_tensor(v) and v[1] == nil
-end
-
-local function check_opts(fname, opts, names)
-  for k in pairs(opts) do
-    local known = false
-    for _, n in ipairs(names) do known = known or k == n end
-    if not known then fail("%s: unknown option '%s' (options: %s)", fname, tostring(k), concat(names, ", ")) end
-  end
 end
 
 -- a number in a message: NaN as "nan" (tostring gives "-nan" or "nan" by platform)
 local function num_str(v)
   if v ~= v then return "nan" end
   return tostring(v)
-end
-
-local function check_int(fname, what, v)
-  local i = mtype(v) and toint(v)
-  if not i then fail("%s: %s must be an integer, got %s", fname, what, mtype(v) and num_str(v) or type(v)) end
-  return i
 end
 
 local function check_number(fname, what, v)
@@ -58,25 +43,11 @@ local function check_bool(fname, what, v)
   return v == true
 end
 
--- 1-based dim of a tensor of ndim dims, negative from the end (a 0-d tensor takes 1 and -1)
-local function check_dim(fname, d, ndim)
-  d = check_int(fname, "dimension", d)
-  local n = ndim > 0 and ndim or 1
-  local r = d < 0 and d + n + 1 or d
-  if r < 1 or r > n then fail("%s: dimension %d out of range (tensor has %d dimensions)", fname, d, ndim) end
-  return r
-end
-
 local function shape_str(s)
   if is_tensor(s) then s = s:size() end
   local parts = {}
   for i = 1, #s do parts[i] = tostring(s[i]) end
   return "{" .. concat(parts, ",") .. "}"
-end
-
-local function is_float(t)
-  local dt = t:dtype()
-  return dt == "float32" or dt == "float64"
 end
 
 local function is_int_dtype(dt)
