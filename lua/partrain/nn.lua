@@ -1012,9 +1012,9 @@ nn.functional = {
   bce_with_logits = nn.bce_with_logits,
   one_hot = require("partrain.tensor").one_hot,
   pad = require("partrain.tensor").pad,
-  interpolate = require("partrain.tensor").interpolate,
-  affine_grid = require("partrain.tensor").affine_grid,
-  grid_sample = require("partrain.tensor").grid_sample,
+  interpolate = require("partrain.resample").interpolate,
+  affine_grid = require("partrain.resample").affine_grid,
+  grid_sample = require("partrain.resample").grid_sample,
 }
 nn.F = nn.functional
 doc(nn.functional, "nn.functional (also nn.F): the functional forms (PyTorch's torch.nn.functional): F.relu(x), F.cross_entropy(z, y), ...\n"
