@@ -13,10 +13,13 @@
 #include "ops_decomp.h"
 
 #include <lapacke.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autograd.h"
@@ -87,7 +90,47 @@ static pt_status fail_at(pt_ctx *ctx, pt_status code, bool batched, int64_t b, c
   return pt_fail(ctx, code, "%s", msg);
 }
 
+/* LAPACKE is opened on the first call that needs it, not at start-up: linked in, its library
+ * and the LAPACK and test-matrix libraries it pulls in cost ~1 ms of every process start, for a
+ * feature most scripts never use. lapacke.h still gives every prototype. */
+#define LAPACKE_FNS(X) X(dgetrf) X(dgetrs) X(dgetri) X(dpotrf) X(dgeqrf) X(dorgqr) X(dsyevd) \
+  X(dgesdd) X(dgels) X(dgelsy) X(dgelsd) X(dgelss)
+static struct {
+#define LAPACKE_FIELD(f) __typeof__(&LAPACKE_##f) f;
+  LAPACKE_FNS(LAPACKE_FIELD)
+#undef LAPACKE_FIELD
+} lapacke;
+static pthread_once_t lapacke_once = PTHREAD_ONCE_INIT;
+static char lapacke_err[200]; /* why it could not be opened; empty when it was */
+
+static void lapacke_open(void) {
+  const char *path = getenv("PARTRAIN_LAPACKE"); /* another build of it (and the missing case's test) */
+  void *h = dlopen(path && *path ? path : "liblapacke.so.3", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) {
+    snprintf(lapacke_err, sizeof lapacke_err, "%s", dlerror());
+    return;
+  }
+#define LAPACKE_LOAD(f)                                                                  \
+  if (!(lapacke.f = (__typeof__(lapacke.f))dlsym(h, "LAPACKE_" #f))) {                     \
+    snprintf(lapacke_err, sizeof lapacke_err, "liblapacke.so.3 has no LAPACKE_" #f);       \
+    return;                                                                               \
+  }
+  LAPACKE_FNS(LAPACKE_LOAD)
+#undef LAPACKE_LOAD
+}
+
+static bool lapacke_loaded(void) {
+  pthread_once(&lapacke_once, lapacke_open);
+  return lapacke_err[0] == '\0';
+}
+
+/* what a call returns when LAPACKE could not be opened (lapack_arg names the reason) */
+#define LAPACKE_UNAVAILABLE (-100000)
+#define LAPACK_CALL(f, ...) (lapacke_loaded() ? lapacke.f(__VA_ARGS__) : LAPACKE_UNAVAILABLE)
+
 static pt_status lapack_arg(pt_ctx *ctx, const char *fname, const char *routine, int info) {
+  if (info == LAPACKE_UNAVAILABLE)
+    return pt_fail(ctx, PT_EDEVICE, "%s: LAPACK is not available (%s)", fname, lapacke_err);
   return pt_fail(ctx, PT_EARG, "%s: LAPACK %s rejected argument %d", fname, routine, -info);
 }
 
@@ -241,14 +284,14 @@ static pt_status lu_solve_batch(pt_ctx *ctx, const char *fname, bool batched, co
       continue;
     }
     memcpy(lu, a, sizeof(double) * (size_t)(n * n));
-    lapack_int info = LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (int)n, (int)n, lu, ld(n), piv);
+    lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, lu, ld(n), piv);
     if (info > 0) {
       st = fail_at(ctx, PT_EARG, batched, b, "%s: the matrix is singular (U[%d,%d] is zero)", fname,
                    (int)info, (int)info);
     } else if (info < 0) {
       st = lapack_arg(ctx, fname, "dgetrf", info);
     } else {
-      info = LAPACKE_dgetrs(LAPACK_ROW_MAJOR, trans ? 'T' : 'N', (int)n, (int)k, lu, ld(n), piv, x, ld(k));
+      info = LAPACK_CALL(dgetrs, LAPACK_ROW_MAJOR, trans ? 'T' : 'N', (int)n, (int)k, lu, ld(n), piv, x, ld(k));
       if (info < 0) st = lapack_arg(ctx, fname, "dgetrs", info);
     }
   }
@@ -401,8 +444,8 @@ static pt_status inv_batch(pt_ctx *ctx, const char *fname, bool batched, pt_tens
       fill_nan(a, n * n);
       continue;
     }
-    lapack_int info = LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (int)n, (int)n, a, ld(n), piv);
-    if (info == 0) info = LAPACKE_dgetri(LAPACK_ROW_MAJOR, (int)n, a, ld(n), piv);
+    lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, a, ld(n), piv);
+    if (info == 0) info = LAPACK_CALL(dgetri, LAPACK_ROW_MAJOR, (int)n, a, ld(n), piv);
     if (info > 0)
       st = fail_at(ctx, PT_EARG, batched, b, "%s: the matrix is singular (U[%d,%d] is zero)", fname,
                    (int)info, (int)info);
@@ -470,7 +513,7 @@ static pt_status lu_det_batch(pt_ctx *ctx, const char *fname, const pt_tensor *A
       s = p = l = NAN;
     } else if (n > 0) {
       memcpy(lu, a, sizeof(double) * (size_t)(n * n));
-      lapack_int info = LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (int)n, (int)n, lu, ld(n), piv);
+      lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, lu, ld(n), piv);
       if (info < 0) {
         st = lapack_arg(ctx, fname, "dgetrf", info);
         break;
@@ -504,8 +547,8 @@ static pt_status lu_det_batch(pt_ctx *ctx, const char *fname, const pt_tensor *A
 /* out = A^-T for a (n x n); false when A is singular */
 static bool inv_t(pt_ctx *ctx, int64_t n, const double *a, double *w, lapack_int *piv, double *out) {
   memcpy(w, a, sizeof(double) * (size_t)(n * n));
-  lapack_int info = LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (int)n, (int)n, w, ld(n), piv);
-  if (!info) info = LAPACKE_dgetri(LAPACK_ROW_MAJOR, (int)n, w, ld(n), piv);
+  lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, w, ld(n), piv);
+  if (!info) info = LAPACK_CALL(dgetri, LAPACK_ROW_MAJOR, (int)n, w, ld(n), piv);
   if (info) return false;
   transpose_into(n, n, w, out);
   return true;
@@ -522,14 +565,14 @@ static void cofactor(pt_ctx *ctx, int64_t n, const double *a, double det, double
   }
   memcpy(w, a, sizeof(double) * (size_t)(n * n));
   if (!all_finite(w, n * n) ||
-      LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'A', (int)n, (int)n, w, ld(n), s, u, ld(n), vt, ld(n))) {
+      LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, 'A', (int)n, (int)n, w, ld(n), s, u, ld(n), vt, ld(n))) {
     fill_nan(out, n * n);
     return;
   }
   double d = 1;
   for (int pass = 0; pass < 2; pass++) { /* det(U) det(V^T), each +-1 */
     memcpy(tmp, pass ? vt : u, sizeof(double) * (size_t)(n * n));
-    LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (int)n, (int)n, tmp, ld(n), piv);
+    LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, tmp, ld(n), piv);
     for (int64_t i = 0; i < n; i++) {
       if (piv[i] != i + 1) d = -d;
       if (tmp[i * n + i] < 0) d = -d;
@@ -693,7 +736,7 @@ pt_status pt_linalg_cholesky(pt_ctx *ctx, const char *fname, pt_tensor *A, bool 
       fill_nan(a, n * n);
       continue;
     }
-    lapack_int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, upper ? 'U' : 'L', (int)n, a, ld(n));
+    lapack_int info = LAPACK_CALL(dpotrf, LAPACK_ROW_MAJOR, upper ? 'U' : 'L', (int)n, a, ld(n));
     if (info > 0) {
       st = fail_at(ctx, PT_EARG, A->ndim > 2, b,
                    "%s: the matrix is not positive-definite (the leading minor of order %d is not "
@@ -835,7 +878,7 @@ pt_status pt_linalg_qr(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_qr_mode 
       continue;
     }
     if (k > 0) {
-      lapack_int info = LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, (int)m, (int)n, a, ld(n), tau);
+      lapack_int info = LAPACK_CALL(dgeqrf, LAPACK_ROW_MAJOR, (int)m, (int)n, a, ld(n), tau);
       if (info) {
         st = lapack_arg(ctx, fname, "dgeqrf", info);
         goto done;
@@ -847,7 +890,7 @@ pt_status pt_linalg_qr(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_qr_mode 
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < mini(n, qc); j++) q[i * qc + j] = a[i * n + j];
     if (qc == 0) continue;
-    lapack_int info = LAPACKE_dorgqr(LAPACK_ROW_MAJOR, (int)m, (int)qc, (int)k, q, ld(qc), tau);
+    lapack_int info = LAPACK_CALL(dorgqr, LAPACK_ROW_MAJOR, (int)m, (int)qc, (int)k, q, ld(qc), tau);
     if (info) {
       st = lapack_arg(ctx, fname, "dorgqr", info);
       goto done;
@@ -938,7 +981,7 @@ pt_status pt_linalg_eigh(pt_ctx *ctx, const char *fname, pt_tensor *A, bool uppe
       fill_nan(e, n);
       continue;
     }
-    lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, need_v ? 'V' : 'N', upper ? 'U' : 'L', (int)n, a,
+    lapack_int info = LAPACK_CALL(dsyevd, LAPACK_ROW_MAJOR, need_v ? 'V' : 'N', upper ? 'U' : 'L', (int)n, a,
                                      ld(n), e);
     if (info > 0) {
       st = fail_at(ctx, PT_EARG, nd > 2, b, "%s: the algorithm failed to converge (LAPACK dsyevd info %d)",
@@ -1077,7 +1120,7 @@ static pt_status svd_batch(pt_ctx *ctx, const char *fname, bool batched, pt_tens
       for (int64_t i = 0; i < n && vr; i++) vb[i * n + i] = 1;
       continue;
     }
-    lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, jobz, (int)m, (int)n, a, ld(n), s + b * k, ub,
+    lapack_int info = LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, jobz, (int)m, (int)n, a, ld(n), s + b * k, ub,
                                      uc ? ld(uc) : 1, vb, ld(n));
     if (info > 0)
       return fail_at(ctx, PT_EARG, batched, b, "%s: the algorithm failed to converge (LAPACK dgesdd info %d)",
@@ -1168,7 +1211,7 @@ static pt_status pinv_one(pt_ctx *ctx, const char *fname, bool batched, int64_t 
     return PT_OK;
   }
   if (hermitian) {
-    lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', (int)n, c, ld(n), s);
+    lapack_int info = LAPACK_CALL(dsyevd, LAPACK_ROW_MAJOR, 'V', 'L', (int)n, c, ld(n), s);
     if (info)
       return fail_at(ctx, PT_EARG, batched, b, "%s: the algorithm failed to converge (LAPACK dsyevd info %d)",
                      fname, (int)info);
@@ -1181,7 +1224,7 @@ static pt_status pinv_one(pt_ctx *ctx, const char *fname, bool batched, int64_t 
     mm(ctx, false, true, n, n, n, 1.0, t, c, 0.0, P);
   } else {
     lapack_int info =
-        LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', (int)m, (int)n, c, ld(n), s, u, ld(k), vt, ld(n));
+        LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, 'S', (int)m, (int)n, c, ld(n), s, u, ld(k), vt, ld(n));
     if (info)
       return fail_at(ctx, PT_EARG, batched, b, "%s: the algorithm failed to converge (LAPACK dgesdd info %d)",
                      fname, (int)info);
@@ -1449,18 +1492,18 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
     } else if (kk > 0 && k > 0) {
       switch (driver) {
       case PT_LSTSQ_GELS:
-        info = LAPACKE_dgels(LAPACK_ROW_MAJOR, 'N', (int)m, (int)n, (int)k, a, ld(n), bb, ld(k));
+        info = LAPACK_CALL(dgels, LAPACK_ROW_MAJOR, 'N', (int)m, (int)n, (int)k, a, ld(n), bb, ld(k));
         break;
       case PT_LSTSQ_GELSY:
         memset(jpvt, 0, sizeof(lapack_int) * (size_t)(n + 1));
-        info = LAPACKE_dgelsy(LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), jpvt, rcond, &r);
+        info = LAPACK_CALL(dgelsy, LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), jpvt, rcond, &r);
         break;
       case PT_LSTSQ_GELSD:
-        info = LAPACKE_dgelsd(LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), dp(S64) + b * kk,
+        info = LAPACK_CALL(dgelsd, LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), dp(S64) + b * kk,
                               rcond, &r);
         break;
       case PT_LSTSQ_GELSS:
-        info = LAPACKE_dgelss(LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), dp(S64) + b * kk,
+        info = LAPACK_CALL(dgelss, LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), dp(S64) + b * kk,
                               rcond, &r);
         break;
       }
@@ -1481,7 +1524,7 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
     } else if (kk > 0 && has_rank) { /* no columns in B: the rank and singular values of A alone */
       double *s = has_sv ? dp(S64) + b * kk : bb + big * k, dummy[1];
       if (!all_finite(a, m * n) ||
-          LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', (int)m, (int)n, a, ld(n), s, dummy, 1, dummy, ld(n)))
+          LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, 'N', (int)m, (int)n, a, ld(n), s, dummy, 1, dummy, ld(n)))
         fill_nan(s, kk);
       r = 0;
       for (int64_t i = 0; i < kk; i++) r += s[i] > rcond * s[0];
