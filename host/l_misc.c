@@ -52,11 +52,6 @@ void lpt_open_misc(lua_State *L); /* called from l_module.c's list of areas */
 
 void lpt_open_misc(lua_State *L) {
   lpt_add_methods(L, methods);
-  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
-  for (const luaL_Reg *r = methods; r->name; r++) {
-    lua_pushcfunction(L, r->func);
-    lua_setfield(L, -2, r->name);
-  }
-  lua_pop(L, 1);
+  lpt_add_functions(L, methods);
   lpt_add_docs(L, 1, docs);
 }

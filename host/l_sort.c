@@ -503,11 +503,6 @@ static const char *const docs[] = {
 void lpt_open_sort(lua_State *L) {
   lpt_add_methods(L, methods);
   /* module forms take the tensor first: pt.sort(t, ...) */
-  lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
-  for (const luaL_Reg *r = methods; r->name; r++) {
-    lua_pushcfunction(L, r->func);
-    lua_setfield(L, -2, r->name);
-  }
-  lua_pop(L, 1);
+  lpt_add_functions(L, methods);
   lpt_add_docs(L, 1, docs);
 }
