@@ -35,8 +35,7 @@ static int float_only(lua_State *L, const char *fname, pt_tensor *t) {
   return 0;
 }
 
-static int fill(lua_State *L, const char *fname, pt_dist d, double a, double b) {
-  pt_tensor *t = lpt_check_tensor(L, 1);
+static int fill(lua_State *L, pt_tensor *t, const char *fname, pt_dist d, double a, double b) {
   if (pt_random_fill_(lpt_ctx(L), fname, t, d, a, b)) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
@@ -67,28 +66,28 @@ static int t_normal_(lua_State *L) {
 }
 
 static int t_bernoulli_(lua_State *L) {
-  inplace_target(L, "bernoulli_", 2);
-  return fill(L, "bernoulli_", PT_DIST_BERNOULLI, luaL_optnumber(L, 2, 0.5), 0);
+  pt_tensor *t = inplace_target(L, "bernoulli_", 2);
+  return fill(L, t, "bernoulli_", PT_DIST_BERNOULLI, luaL_optnumber(L, 2, 0.5), 0);
 }
 
 static int t_exponential_(lua_State *L) {
-  inplace_target(L, "exponential_", 2);
-  return fill(L, "exponential_", PT_DIST_EXPONENTIAL, luaL_optnumber(L, 2, 1.0), 0);
+  pt_tensor *t = inplace_target(L, "exponential_", 2);
+  return fill(L, t, "exponential_", PT_DIST_EXPONENTIAL, luaL_optnumber(L, 2, 1.0), 0);
 }
 
 static int t_geometric_(lua_State *L) {
-  inplace_target(L, "geometric_", 2);
-  return fill(L, "geometric_", PT_DIST_GEOMETRIC, luaL_checknumber(L, 2), 0);
+  pt_tensor *t = inplace_target(L, "geometric_", 2);
+  return fill(L, t, "geometric_", PT_DIST_GEOMETRIC, luaL_checknumber(L, 2), 0);
 }
 
 static int t_log_normal_(lua_State *L) {
-  inplace_target(L, "log_normal_", 3);
-  return fill(L, "log_normal_", PT_DIST_LOG_NORMAL, luaL_optnumber(L, 2, 1.0), luaL_optnumber(L, 3, 2.0));
+  pt_tensor *t = inplace_target(L, "log_normal_", 3);
+  return fill(L, t, "log_normal_", PT_DIST_LOG_NORMAL, luaL_optnumber(L, 2, 1.0), luaL_optnumber(L, 3, 2.0));
 }
 
 static int t_cauchy_(lua_State *L) {
-  inplace_target(L, "cauchy_", 3);
-  return fill(L, "cauchy_", PT_DIST_CAUCHY, luaL_optnumber(L, 2, 0.0), luaL_optnumber(L, 3, 1.0));
+  pt_tensor *t = inplace_target(L, "cauchy_", 3);
+  return fill(L, t, "cauchy_", PT_DIST_CAUCHY, luaL_optnumber(L, 2, 0.0), luaL_optnumber(L, 3, 1.0));
 }
 
 /* t:random_() (every integer the dtype holds exactly, from 0), t:random_(to), t:random_(from, to) */
