@@ -27,6 +27,23 @@ local function is_opts(v)
   return type(v) == "table" and not is_tensor(v) and v[1] == nil
 end
 
+-- f(t, a, b), f(t, {na=, nb=}) or f(t, a, {nb=}): the two optional arguments after t (#2 and #3),
+-- given by position or by name, and nothing after them
+local function two_optional(fname, a, b, na, nb, ...)
+  if is_opts(a) then
+    if b ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(b)) end
+    no_more(fname, 3, ...)
+    check_opts(fname, a, {na, nb})
+    return a[na], a[nb]
+  elseif is_opts(b) then
+    no_more(fname, 3, ...)
+    check_opts(fname, b, {nb})
+    return a, b[nb]
+  end
+  no_more(fname, 3, ...)
+  return a, b
+end
+
 -- a number in a message: NaN as "nan" (tostring gives "-nan" or "nan" by platform)
 local function num_str(v)
   if v ~= v then return "nan" end
@@ -199,18 +216,7 @@ end, "pt.cartesian_prod(t1, t2, ...) (or a list) -> the Cartesian product of 1-D
 add("combinations", function(t, r, with_replacement, ...)
   local fname = "combinations"
   check_tensor(fname, t)
-  if is_opts(r) then
-    if with_replacement ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(with_replacement)) end
-    no_more(fname, 3, ...)
-    check_opts(fname, r, {"r", "with_replacement"})
-    r, with_replacement = r.r, r.with_replacement
-  elseif is_opts(with_replacement) then
-    no_more(fname, 3, ...)
-    check_opts(fname, with_replacement, {"with_replacement"})
-    with_replacement = with_replacement.with_replacement
-  else
-    no_more(fname, 3, ...)
-  end
+  r, with_replacement = two_optional(fname, r, with_replacement, "r", "with_replacement", ...)
   r = r == nil and 2 or check_int(fname, "r", r)
   local rep = check_bool(fname, "with_replacement", with_replacement)
   if t:dim() ~= 1 then fail("%s: expects a 1-D tensor, got shape %s", fname, shape_str(t)) end
@@ -430,18 +436,7 @@ end, "t:rot90([k=1][, dims={1, 2}]) (or {k=, dims=}) -> t rotated by 90 degrees 
 add("vander", function(x, N, increasing, ...)
   local fname = "vander"
   check_tensor(fname, x)
-  if is_opts(N) then
-    if increasing ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(increasing)) end
-    no_more(fname, 3, ...)
-    check_opts(fname, N, {"N", "increasing"})
-    N, increasing = N.N, N.increasing
-  elseif is_opts(increasing) then
-    no_more(fname, 3, ...)
-    check_opts(fname, increasing, {"increasing"})
-    increasing = increasing.increasing
-  else
-    no_more(fname, 3, ...)
-  end
+  N, increasing = two_optional(fname, N, increasing, "N", "increasing", ...)
   if x:dim() ~= 1 then fail("%s: x must be a 1-D tensor, got shape %s", fname, shape_str(x)) end
   local n = x:size(1)
   N = N == nil and n or check_int(fname, "N", N)
@@ -1096,18 +1091,7 @@ end, "t:heaviside(values) -> the Heaviside step function as torch.heaviside: 0 w
 add("aminmax", function(t, dim, keepdim, ...)
   local fname = "aminmax"
   check_tensor(fname, t)
-  if is_opts(dim) then
-    if keepdim ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(keepdim)) end
-    no_more(fname, 3, ...)
-    check_opts(fname, dim, {"dim", "keepdim"})
-    dim, keepdim = dim.dim, dim.keepdim
-  elseif is_opts(keepdim) then
-    no_more(fname, 3, ...)
-    check_opts(fname, keepdim, {"keepdim"})
-    keepdim = keepdim.keepdim
-  else
-    no_more(fname, 3, ...)
-  end
+  dim, keepdim = two_optional(fname, dim, keepdim, "dim", "keepdim", ...)
   local keep = check_bool(fname, "keepdim", keepdim)
   local x = t:detach()
   local nd = x:dim()
