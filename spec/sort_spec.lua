@@ -53,6 +53,54 @@ describe("sort and topk", function()
     end
   end)
 
+  it("long lanes (a radix sort) keep the comparison sort's order: ties by index, NaN largest, -0 equal to 0", function()
+    -- the expected order from table.sort on (value, index) with the same rules
+    local function expected(vals, desc)
+      local idx = {}
+      for i = 1, #vals do idx[i] = i end
+      local function key(v) if v ~= v then return math.huge, 1 end return v == 0 and 0 or v, 0 end
+      table.sort(idx, function(a, b)
+        local ka, na = key(vals[a])
+        local kb, nb = key(vals[b])
+        if ka ~= kb or na ~= nb then
+          if desc then return ka > kb or (ka == kb and na > nb) end
+          return ka < kb or (ka == kb and na < nb)
+        end
+        return a < b
+      end)
+      return idx
+    end
+    pt.manual_seed(3)
+    math.randomseed(42)
+    for _, n in ipairs({511, 512, 2049}) do
+      for _, dtype in ipairs({"float32", "float64", "int64", "int32", "uint8"}) do
+        local vals = {}
+        local fl = dtype:sub(1, 5) == "float"
+        for i = 1, n do
+          local r = math.random(0, 12)
+          if fl and r == 0 then vals[i] = 0 / 0
+          elseif fl and r == 1 then vals[i] = -0.0
+          elseif fl and r == 2 then vals[i] = (i % 2 == 0) and math.huge or -math.huge
+          elseif fl then vals[i] = (r - 7) * 0.5 + (i % 3 == 0 and 1e-3 or 0)
+          elseif dtype == "uint8" then vals[i] = r * 19 % 256
+          elseif dtype == "int64" then vals[i] = (r - 6) * 1000000007 * 1000 -- beyond 2^32
+          else vals[i] = (r - 6) * 100000 end
+        end
+        local t = pt.tensor(vals, {dtype = dtype})
+        for _, desc in ipairs({false, true}) do
+          local _, i = t:sort(1, desc)
+          assert.are.same(expected(vals, desc), i:tolist(), ("%s n=%d desc=%s"):format(dtype, n, tostring(desc)))
+        end
+      end
+    end
+    -- along an inner dimension: lanes of 600 strided by 3
+    local z = pt.randint(0, 4, {600, 3}):float()
+    local v, i = z:sort(1)
+    local sv, si = z:t():contiguous():sort(2)
+    assert.is_true(pt.equal(i, si:t()))
+    assert.is_true(pt.equal(v, sv:t()))
+  end)
+
   it("sends gradients to the selected elements", function()
     gradcheck(function(x) return (x:sort()) end, {f64(3, 4)})
     gradcheck(function(x) return (x:sort(1, true)) end, {f64(3, 4)})
