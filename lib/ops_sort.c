@@ -319,17 +319,29 @@ static void radix_sort(keyed *buf, keyed *tmp, radix_counts count, int64_t n, bo
   if (src != buf) memcpy(buf, src, (size_t)n * sizeof *buf);
 }
 
+/* Bytes for n keyed entries that a full sort (keyed_sort) will order: the entries, and for a
+ * long one the radix sort's second buffer and counts after them. */
+static size_t keyed_sort_bytes(int64_t n) {
+  size_t b = (size_t)(n ? n : 1) * sizeof(keyed);
+  return n >= RADIX_MIN ? 2 * b + sizeof(radix_counts) : b;
+}
+
+/* buf[0..n), allocated with keyed_sort_bytes(n), in cmp_asc's (or cmp_desc's) order */
+static void keyed_sort(keyed *buf, int64_t n, bool desc) {
+  if (n >= RADIX_MIN)
+    radix_sort(buf, buf + n, (int64_t(*)[RADIX_B])(buf + 2 * n), n, desc);
+  else
+    qsort(buf, (size_t)n, sizeof *buf, desc ? cmp_desc : cmp_asc);
+}
+
 /* buf[0..k) becomes the first k of buf[0..n) in cmp's order, sorted. cmp is a total order
  * (ties broken by index), so this is exactly the head of a full sort: a full sort for a small
- * k (top-5 of 1000) was 60-100x slower than PyTorch's selection. tmp (n entries and a
- * radix_counts after them, or NULL) lets a long full sort go by radix. */
-static void first_k(keyed *buf, keyed *tmp, int64_t n, int64_t k, keyed_cmp cmp) {
+ * k (top-5 of 1000) was 60-100x slower than PyTorch's selection. When k * 8 >= n (a full sort)
+ * buf must have keyed_sort_bytes(n). */
+static void first_k(keyed *buf, int64_t n, int64_t k, keyed_cmp cmp) {
   if (k == 0) return;
   if (k * 8 >= n) {
-    if (tmp && n >= RADIX_MIN)
-      radix_sort(buf, tmp, (int64_t(*)[RADIX_B])(tmp + n), n, cmp == cmp_desc);
-    else
-      qsort(buf, (size_t)n, sizeof *buf, cmp);
+    keyed_sort(buf, n, cmp == cmp_desc);
     return;
   }
   for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(buf, k, i, cmp); /* the worst kept at the root */
@@ -383,10 +395,7 @@ static pt_status sorted_k(pt_ctx *ctx, const char *fn, pt_tensor *t, int64_t k, 
   if ((st = pt_tensor_contiguous_raw(ctx, t, &tc)) || (st = pt_tensor_empty(ctx, t->dtype, t->ndim, shape, &v)) ||
       (st = pt_tensor_empty(ctx, PT_INT64, t->ndim, shape, &ix)))
     goto done;
-  /* a full sort of a long lane goes by radix, through a second buffer */
-  bool radix = k * 8 >= l.n && l.n >= RADIX_MIN;
-  buf = pt_alloc(ctx, (size_t)(l.n ? l.n : 1) * (radix ? 2 : 1) * sizeof *buf +
-                          (radix ? sizeof(radix_counts) : 0));
+  buf = pt_alloc(ctx, k * 8 >= l.n ? keyed_sort_bytes(l.n) : (size_t)(l.n ? l.n : 1) * sizeof *buf);
   if (!buf) {
     st = PT_ENOMEM;
     goto done;
@@ -397,7 +406,7 @@ static pt_status sorted_k(pt_ctx *ctx, const char *fn, pt_tensor *t, int64_t k, 
   for (int64_t o = 0; o < l.outer; o++)
     for (int64_t j = 0; j < l.inner; j++) {
       lane_keys(src, t->dtype, l, o, j, buf);
-      first_k(buf, radix ? buf + l.n : NULL, l.n, k, desc ? cmp_desc : cmp_asc);
+      first_k(buf, l.n, k, desc ? cmp_desc : cmp_asc);
       DISPATCH_ALL(t->dtype, { /* typed: a memcpy call per element was a third of a long sort */
         const T *xs = (const T *)src + o * l.n * l.inner + j;
         T *vs = (T *)vp + o * k * l.inner + j;
@@ -922,7 +931,7 @@ pt_status pt_unique(pt_ctx *ctx, pt_tensor *t, pt_tensor **values, pt_tensor **i
   pt_status st;
   keyed *b = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, t, &tc))) goto done;
-  b = pt_alloc(ctx, (size_t)(n ? n : 1) * sizeof *b);
+  b = pt_alloc(ctx, keyed_sort_bytes(n));
   if (!b) {
     st = PT_ENOMEM;
     goto done;
@@ -932,7 +941,7 @@ pt_status pt_unique(pt_ctx *ctx, pt_tensor *t, pt_tensor **values, pt_tensor **i
    * of the elements that start the runs */
   const char *src = pt_tensor_data(tc);
   lane_keys(src, t->dtype, (lanes){1, n, 1}, 0, 0, b);
-  qsort(b, (size_t)n, sizeof *b, cmp_asc);
+  keyed_sort(b, n, false);
   int64_t *invp = inv ? (int64_t *)pt_tensor_data(inv) : NULL;
   for (int64_t i = 0; i < n; i++) {
     if (i == 0 || !same_key(b[i].k, b[i - 1].k, fl)) nu++;

@@ -101,6 +101,30 @@ describe("sort and topk", function()
     assert.is_true(pt.equal(v, sv:t()))
   end)
 
+  it("unique of a long input (radix-sorted) finds every value, its inverse and counts", function()
+    math.randomseed(7)
+    local vals, cnt = {}, {}
+    for i = 1, 3001 do vals[i] = math.random(0, 9) * 3 - 7 end
+    vals[100], vals[2000] = 0 / 0, 0 / 0 -- each NaN is a value of its own, last
+    for _, v in ipairs(vals) do if v == v then cnt[v] = (cnt[v] or 0) + 1 end end
+    local t = pt.tensor(vals, {dtype = "float32"})
+    local u, inv, c = pt.unique(t, {return_inverse = true, return_counts = true})
+    local ul, cl = u:tolist(), c:tolist()
+    assert.are.equal(12, #ul)
+    for k = 1, 10 do
+      local v = (k - 1) * 3 - 7
+      assert.are.equal(v, ul[k])
+      assert.are.equal(cnt[v], cl[k])
+    end
+    assert.is_true(ul[11] ~= ul[11] and ul[12] ~= ul[12])
+    local invl = inv:tolist()
+    for i = 1, #vals do
+      if vals[i] == vals[i] then assert.are.equal(vals[i], ul[invl[i] ]) end
+    end
+    assert.are.same({11, 12}, {invl[100], invl[2000]})
+    assert.are.same({1, 1}, {cl[11], cl[12]})
+  end)
+
   it("sends gradients to the selected elements", function()
     gradcheck(function(x) return (x:sort()) end, {f64(3, 4)})
     gradcheck(function(x) return (x:sort(1, true)) end, {f64(3, 4)})
