@@ -955,28 +955,571 @@ done:
 
 /* ---------------------------------------------------------------- batch norm */
 
+/* x {N,C,S} (contiguous) is read in one of two layouts:
+ * - planes (S >= BN_PLANE_MIN: BatchNorm2d, and GroupNorm/InstanceNorm through {1, N*G, M}):
+ *   each (n, c) plane is S contiguous elements, cut into runs of at most BN_RUN, summed in 16
+ *   lanes of double; the reduction items are the runs;
+ * - columns (BatchNorm1d's {N,C}, short {N,C,L}): x as an {N, C*S} matrix in tiles of BN_TR
+ *   rows by BN_TC columns, summed down the columns (the vectors run across them, so no row is
+ *   read with a stride); the reduction items are the tiles.
+ * Each item yields its mean and sum of squared deviations (one pass, shifted by one of its
+ * values: see bn_run_moments), and Chan et al.'s pairwise update combines them in a fixed order: a channel's runs in
+ * (n, run) order; a column's tiles in row order, then a channel's S columns in order. The items
+ * do not depend on the thread count, so neither does any result (bit for bit), and x is read
+ * once for the statistics. The backward's sums go through
+ * the same items. Per-element arithmetic is in double, as before. The earlier loops (one channel
+ * at a time, strided down the rows of {N,C}, one chain of dependent adds) were 15x slower than
+ * PyTorch on BatchNorm1d. */
+#define BN_RUN 2048       /* elements of a plane in one reduction item */
+#define BN_PLANE_MIN 32   /* S from which the plane layout is used */
+#define BN_TR 64          /* tile rows (column layout) */
+#define BN_TC 256         /* tile columns */
+#define BN_GRAIN 32768    /* elements per parallel chunk, at least */
+
+/* conv_impl.h's per-channel batch_norm_forward/backward are no longer called; these
+ * declarations keep -Wunused-function quiet until they are deleted there (with these lines). */
+static void batch_norm_forward_f32(const float *, float *, const float *, const float *, int64_t, int64_t, int64_t,
+                                   bool, double, double *, double *, double *) __attribute__((unused));
+static void batch_norm_forward_f64(const double *, double *, const double *, const double *, int64_t, int64_t,
+                                   int64_t, bool, double, double *, double *, double *) __attribute__((unused));
+static void batch_norm_backward_f32(const float *, const float *, const float *, float *, float *, float *, int64_t,
+                                    int64_t, int64_t, bool, const double *, const double *) __attribute__((unused));
+static void batch_norm_backward_f64(const double *, const double *, const double *, double *, double *, double *,
+                                    int64_t, int64_t, int64_t, bool, const double *,
+                                    const double *) __attribute__((unused));
+
+typedef double bn_v8d __attribute__((vector_size(64)));
+typedef float bn_v8f __attribute__((vector_size(32)));
+
+static inline void bn_ld8_f32(bn_v8d *d, const float *p) {
+  bn_v8f f;
+  memcpy(&f, p, sizeof f);
+  *d = __builtin_convertvector(f, bn_v8d);
+}
+static inline void bn_ld8_f64(bn_v8d *d, const double *p) { memcpy(d, p, sizeof *d); }
+/* 8 elements at p (float or double) as doubles */
+#define BN_LD8(d, p) _Generic((p), const float *: bn_ld8_f32, const double *: bn_ld8_f64)(&(d), (p))
+
+/* the 16 lanes of a and b, added in a fixed order */
+static inline double bn_hsum(const bn_v8d *a, const bn_v8d *b) {
+  bn_v8d s = *a + *b;
+  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+typedef struct bn_geom {
+  int64_t N, C, S, K; /* K = C * S */
+  bool planes;
+  int64_t nrun;       /* planes: runs per plane */
+  int64_t ntr, ntc;   /* columns: tile rows, tile columns */
+  int64_t nitems;     /* reduction items */
+  int64_t nred;       /* entries of a reduction's partial results: one per run, or per tile row and column */
+} bn_geom;
+
+static bn_geom bn_geom_of(int64_t N, int64_t C, int64_t S) {
+  bn_geom g = {.N = N, .C = C, .S = S, .K = C * S, .planes = S >= BN_PLANE_MIN};
+  if (g.planes) {
+    g.nrun = (S + BN_RUN - 1) / BN_RUN;
+    g.nitems = g.nred = N * C * g.nrun;
+  } else {
+    g.ntr = (N + BN_TR - 1) / BN_TR;
+    g.ntc = (g.K + BN_TC - 1) / BN_TC;
+    g.nitems = g.ntr * g.ntc;
+    g.nred = g.ntr * g.K;
+  }
+  return g;
+}
+
+static int64_t bn_grain(int64_t per_item) { return per_item >= BN_GRAIN ? 1 : BN_GRAIN / (per_item > 0 ? per_item : 1); }
+
+static int64_t bn_item_grain(const bn_geom *g) {
+  if (g->planes) return bn_grain(g->S < BN_RUN ? g->S : BN_RUN);
+  return bn_grain((g->N < BN_TR ? g->N : BN_TR) * (g->K < BN_TC ? g->K : BN_TC));
+}
+
+typedef struct bn_job {
+  bn_geom g;
+  pt_dtype dt;
+  const void *x, *gy; /* input; output gradient (backward) */
+  void *out;          /* y, or the input gradient */
+  bool add;           /* out += the result (out is x's gradient buffer) */
+  /* per channel (planes) or column (columns): out = (x - m) * ca + cb forward,
+   * ca * gy + cb * (x - m) + cc backward; the backward's sums use m */
+  const double *m, *ca, *cb, *cc;
+  double *pa, *pb; /* reductions: bn_geom.nred entries each */
+} bn_job;
+
+/* mean and sum of squared deviations of the n >= 1 elements at pv, in one pass: sums of d and d^2
+ * for d = x - x[0] (exact in double for float32 x), then m2 = sum d^2 - (sum d)^2 / n. Shifting
+ * by a value of the data keeps the cancellation small (relative error ~1e-16 times the squared
+ * ratio of |mean - x[0]| to the standard deviation); a constant run gives exactly 0. */
+static void bn_run_moments(pt_dtype dt, const void *pv, int64_t n, double *mean, double *m2) {
+  PT_DISPATCH_FLOAT(dt, {
+    const T *p = pv;
+    double k = p[0];
+    int64_t nv = n - n % 16, i;
+    bn_v8d a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, v0, v1;
+    for (i = 0; i < nv; i += 16) {
+      BN_LD8(v0, p + i);
+      BN_LD8(v1, p + i + 8);
+      v0 -= k;
+      v1 -= k;
+      a0 += v0;
+      a1 += v1;
+      b0 += v0 * v0;
+      b1 += v1 * v1;
+    }
+    double s = bn_hsum(&a0, &a1), q = bn_hsum(&b0, &b1);
+    for (; i < n; i++) {
+      double d = p[i] - k;
+      s += d;
+      q += d * d;
+    }
+    q -= s * (s / (double)n);
+    *mean = k + s / (double)n;
+    *m2 = q > 0 ? q : 0;
+  });
+}
+
+/* sum of g and of g * (x - m) over n elements */
+static void bn_run_sums(pt_dtype dt, const void *xv, const void *gv, int64_t n, double m, double *sg,
+                        double *sgx) {
+  PT_DISPATCH_FLOAT(dt, {
+    const T *x = xv, *g = gv;
+    int64_t nv = n - n % 16, i;
+    bn_v8d a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, x0, x1, g0, g1;
+    for (i = 0; i < nv; i += 16) {
+      BN_LD8(x0, x + i);
+      BN_LD8(x1, x + i + 8);
+      BN_LD8(g0, g + i);
+      BN_LD8(g1, g + i + 8);
+      a0 += g0;
+      a1 += g1;
+      b0 += g0 * (x0 - m);
+      b1 += g1 * (x1 - m);
+    }
+    double s = bn_hsum(&a0, &a1), q = bn_hsum(&b0, &b1);
+    for (; i < n; i++) {
+      s += g[i];
+      q += g[i] * (x[i] - m);
+    }
+    *sg = s;
+    *sgx = q;
+  });
+}
+
+/* columns [j0, j0 + w) of rows [r0, r1) of x {., K}: per column mean and squared deviations, in
+ * one pass as bn_run_moments (shifted by the tile's first row). Rows go 4 at a time (pairs of
+ * pairs added to the column's sums), so that each load and store of a partial sum serves 4
+ * elements. */
+static void bn_tile_moments(pt_dtype dt, const void *xv, int64_t K, int64_t r0, int64_t r1, int64_t j0, int64_t w,
+                            double *restrict mean, double *restrict m2) {
+  double s1[BN_TC], s2[BN_TC], k[BN_TC];
+  double cnt = (double)(r1 - r0);
+  PT_DISPATCH_FLOAT(dt, {
+    const T *x = (const T *)xv + j0;
+    int64_t r;
+    for (int64_t j = 0; j < w; j++) {
+      k[j] = x[r0 * K + j];
+      s1[j] = s2[j] = 0;
+    }
+    for (r = r0; r + 4 <= r1; r += 4) {
+      const T *x0 = x + r * K, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
+      _Pragma("GCC ivdep")
+      for (int64_t j = 0; j < w; j++) {
+        double kj = k[j], d0 = x0[j] - kj, d1 = x1[j] - kj, d2 = x2[j] - kj, d3 = x3[j] - kj;
+        s1[j] += (d0 + d1) + (d2 + d3);
+        s2[j] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+      }
+    }
+    for (; r < r1; r++) {
+      const T *x0 = x + r * K;
+      _Pragma("GCC ivdep")
+      for (int64_t j = 0; j < w; j++) {
+        double d = x0[j] - k[j];
+        s1[j] += d;
+        s2[j] += d * d;
+      }
+    }
+    for (int64_t j = 0; j < w; j++) {
+      double q = s2[j] - s1[j] * (s1[j] / cnt);
+      mean[j] = k[j] + s1[j] / cnt;
+      m2[j] = q > 0 ? q : 0;
+    }
+  });
+}
+
+/* the backward's sums over the same tile: g and g * (x - m) per column, rows 4 at a time */
+static void bn_tile_sums(pt_dtype dt, const void *xv, const void *gv, int64_t K, int64_t r0, int64_t r1,
+                         int64_t j0, int64_t w, const double *restrict m, double *restrict sg,
+                         double *restrict sgx) {
+  double a[BN_TC], b[BN_TC];
+  PT_DISPATCH_FLOAT(dt, {
+    const T *x = (const T *)xv + j0, *g = (const T *)gv + j0;
+    int64_t r;
+    for (int64_t j = 0; j < w; j++) a[j] = b[j] = 0;
+    for (r = r0; r + 4 <= r1; r += 4) {
+      const T *x0 = x + r * K, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
+      const T *g0 = g + r * K, *g1 = g0 + K, *g2 = g1 + K, *g3 = g2 + K;
+_Pragma("GCC ivdep")
+      for (int64_t j = 0; j < w; j++) {
+        double mj = m[j];
+        a[j] += ((double)g0[j] + g1[j]) + ((double)g2[j] + g3[j]);
+        b[j] += ((double)g0[j] * (x0[j] - mj) + (double)g1[j] * (x1[j] - mj)) +
+                ((double)g2[j] * (x2[j] - mj) + (double)g3[j] * (x3[j] - mj));
+      }
+    }
+    for (; r < r1; r++) {
+      const T *x0 = x + r * K, *g0 = g + r * K;
+_Pragma("GCC ivdep")
+      for (int64_t j = 0; j < w; j++) {
+        a[j] += g0[j];
+        b[j] += (double)g0[j] * (x0[j] - m[j]);
+      }
+    }
+    for (int64_t j = 0; j < w; j++) {
+      sg[j] = a[j];
+      sgx[j] = b[j];
+    }
+  });
+}
+
+/* where reduction item `it` lies: planes: plane p, offset and length of its run; columns: tile
+ * row t, first column and width */
+static void bn_item(const bn_geom *g, int64_t it, int64_t *p, int64_t *off, int64_t *len) {
+  if (g->planes) {
+    int64_t r = it % g->nrun;
+    *p = it / g->nrun;
+    *off = r * BN_RUN;
+    *len = r + 1 < g->nrun ? BN_RUN : g->S - *off;
+  } else {
+    int64_t tc = it % g->ntc;
+    *p = it / g->ntc;
+    *off = tc * BN_TC;
+    *len = g->K - *off < BN_TC ? g->K - *off : BN_TC;
+  }
+}
+
+static void bn_moments_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  const bn_job *j = arg;
+  const bn_geom *g = &j->g;
+  size_t es = pt_dtype_size(j->dt);
+  for (int64_t it = b; it < e; it++) {
+    int64_t p, off, len;
+    bn_item(g, it, &p, &off, &len);
+    if (g->planes) {
+      bn_run_moments(j->dt, (const char *)j->x + (size_t)(p * g->S + off) * es, len, &j->pa[it], &j->pb[it]);
+    } else {
+      int64_t r1 = (p + 1) * BN_TR < g->N ? (p + 1) * BN_TR : g->N;
+      bn_tile_moments(j->dt, j->x, g->K, p * BN_TR, r1, off, len, j->pa + p * g->K + off, j->pb + p * g->K + off);
+    }
+  }
+}
+
+static void bn_sums_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  const bn_job *j = arg;
+  const bn_geom *g = &j->g;
+  size_t es = pt_dtype_size(j->dt);
+  for (int64_t it = b; it < e; it++) {
+    int64_t p, off, len;
+    bn_item(g, it, &p, &off, &len);
+    if (g->planes) {
+      size_t o = (size_t)(p * g->S + off) * es;
+      bn_run_sums(j->dt, (const char *)j->x + o, (const char *)j->gy + o, len, j->m[p % g->C], &j->pa[it],
+                  &j->pb[it]);
+    } else {
+      int64_t r1 = (p + 1) * BN_TR < g->N ? (p + 1) * BN_TR : g->N;
+      bn_tile_sums(j->dt, j->x, j->gy, g->K, p * BN_TR, r1, off, len, j->m + off, j->pa + p * g->K + off,
+                   j->pb + p * g->K + off);
+    }
+  }
+}
+
+/* Chan et al.'s update of (mean, m2) over na values by a group of nb values (mean mb, squared
+ * deviations m2b); f1 = nb / (na + nb), f2 = na * nb / (na + nb) are the same for every channel */
+static inline void bn_merge(double *mean, double *m2, double mb, double m2b, double f1, double f2) {
+  double d = mb - *mean;
+  *mean += d * f1;
+  *m2 += m2b + d * d * f2;
+}
+
+/* Per channel mean and m2 from bn_moments_chunk's partials; f: 2 * (N * nrun or ntr + S) doubles */
+static void bn_combine_moments(const bn_geom *g, double *pa, double *pb, double *f, double *mean, double *m2) {
+  int64_t C = g->C;
+  if (g->planes) {
+    int64_t steps = g->N * g->nrun;
+    double na = 0;
+    for (int64_t k = 0; k < steps; k++) {
+      int64_t r = k % g->nrun;
+      double nb = (double)(r + 1 < g->nrun ? BN_RUN : g->S - r * BN_RUN), t = na + nb;
+      f[2 * k] = nb / t;
+      f[2 * k + 1] = na * nb / t;
+      na = t;
+    }
+    for (int64_t c = 0; c < C; c++) mean[c] = m2[c] = 0;
+    for (int64_t k = 0; k < steps; k++) {
+      int64_t n = k / g->nrun, r = k % g->nrun;
+      const double *a = pa + n * C * g->nrun + r, *b = pb + n * C * g->nrun + r;
+      for (int64_t c = 0; c < C; c++)
+        bn_merge(&mean[c], &m2[c], a[c * g->nrun], b[c * g->nrun], f[2 * k], f[2 * k + 1]);
+    }
+    return;
+  }
+  /* a column's tiles, in row order, into row 0 of pa/pb */
+  int64_t K = g->K;
+  double na = 0;
+  for (int64_t t = 0; t < g->ntr; t++) {
+    double nb = (double)((t + 1) * BN_TR < g->N ? BN_TR : g->N - t * BN_TR), s = na + nb;
+    f[2 * t] = nb / s;
+    f[2 * t + 1] = na * nb / s;
+    na = s;
+  }
+  for (int64_t t = 1; t < g->ntr; t++)
+    for (int64_t j = 0; j < K; j++) bn_merge(&pa[j], &pb[j], pa[t * K + j], pb[t * K + j], f[2 * t], f[2 * t + 1]);
+  if (g->S == 1) {
+    memcpy(mean, pa, (size_t)C * sizeof(double));
+    memcpy(m2, pb, (size_t)C * sizeof(double));
+    return;
+  }
+  /* a channel's S columns (N values each), in order */
+  for (int64_t c = 0; c < C; c++) {
+    double mu = pa[c * g->S], q = pb[c * g->S];
+    for (int64_t s = 1; s < g->S; s++)
+      bn_merge(&mu, &q, pa[c * g->S + s], pb[c * g->S + s], 1.0 / (double)(s + 1), (double)g->N * s / (double)(s + 1));
+    mean[c] = mu;
+    m2[c] = q;
+  }
+}
+
+/* Per channel sums from bn_sums_chunk's partials, added in a fixed order */
+static void bn_combine_sums(const bn_geom *g, double *pa, double *pb, double *sg, double *sgx) {
+  int64_t C = g->C;
+  if (g->planes) {
+    for (int64_t c = 0; c < C; c++) sg[c] = sgx[c] = 0;
+    for (int64_t k = 0; k < g->N * g->nrun; k++) {
+      int64_t n = k / g->nrun, r = k % g->nrun;
+      const double *a = pa + n * C * g->nrun + r, *b = pb + n * C * g->nrun + r;
+      for (int64_t c = 0; c < C; c++) {
+        sg[c] += a[c * g->nrun];
+        sgx[c] += b[c * g->nrun];
+      }
+    }
+    return;
+  }
+  int64_t K = g->K;
+  for (int64_t t = 1; t < g->ntr; t++)
+    for (int64_t j = 0; j < K; j++) {
+      pa[j] += pa[t * K + j];
+      pb[j] += pb[t * K + j];
+    }
+  for (int64_t c = 0; c < C; c++) {
+    double a = 0, b = 0;
+    for (int64_t s = 0; s < g->S; s++) {
+      a += pa[c * g->S + s];
+      b += pb[c * g->S + s];
+    }
+    sg[c] = a;
+    sgx[c] = b;
+  }
+}
+
+/* one element of the element-wise pass: forward (x - m) a + b; backward a g + b (x - m) + c */
+#define BN_FWD(x, m, a, b) (((x) - (m)) * (a) + (b))
+#define BN_BWD(x, g, m, a, b, c) ((a) * (g) + (b) * ((x) - (m)) + (c))
+
+/* the element-wise pass. planes: items are planes, one set of coefficients each. columns: items
+ * are rows, by blocks of BN_TC columns (the coefficients stay in L1) and 4 rows at a time (each
+ * coefficient loaded serves 4 elements) */
+static void bn_apply_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  const bn_job *j = arg;
+  const bn_geom *g = &j->g;
+  PT_DISPATCH_FLOAT(j->dt, {
+    const T *x = j->x, *gy = j->gy;
+    T *out = j->out;
+    if (g->planes) {
+      for (int64_t p = b; p < e; p++) {
+        int64_t c = p % g->C, o = p * g->S, S = g->S;
+        const T *restrict xp = x + o;
+        T *restrict op = out + o;
+        double m = j->m[c], ca = j->ca[c], cb = j->cb[c];
+        if (!gy) {
+          for (int64_t i = 0; i < S; i++) op[i] = (T)BN_FWD(xp[i], m, ca, cb);
+        } else {
+          const T *restrict gp = gy + o;
+          double cc = j->cc[c];
+          if (!j->add)
+            for (int64_t i = 0; i < S; i++) op[i] = (T)BN_BWD(xp[i], gp[i], m, ca, cb, cc);
+          else
+            for (int64_t i = 0; i < S; i++) op[i] += (T)BN_BWD(xp[i], gp[i], m, ca, cb, cc);
+        }
+      }
+      break;
+    }
+    int64_t K = g->K;
+    for (int64_t c0 = 0; c0 < K; c0 += BN_TC) {
+      int64_t w = K - c0 < BN_TC ? K - c0 : BN_TC, r = b;
+      const double *m = j->m + c0, *ca = j->ca + c0, *cb = j->cb + c0;
+      if (!gy) {
+        for (; r + 4 <= e; r += 4) {
+          const T *x0 = x + r * K + c0, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
+          T *o0 = out + r * K + c0, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
+_Pragma("GCC ivdep")
+          for (int64_t i = 0; i < w; i++) {
+            double mi = m[i], ai = ca[i], bi = cb[i];
+            o0[i] = (T)BN_FWD(x0[i], mi, ai, bi);
+            o1[i] = (T)BN_FWD(x1[i], mi, ai, bi);
+            o2[i] = (T)BN_FWD(x2[i], mi, ai, bi);
+            o3[i] = (T)BN_FWD(x3[i], mi, ai, bi);
+          }
+        }
+        for (; r < e; r++) {
+          const T *x0 = x + r * K + c0;
+          T *o0 = out + r * K + c0;
+_Pragma("GCC ivdep")
+          for (int64_t i = 0; i < w; i++) o0[i] = (T)BN_FWD(x0[i], m[i], ca[i], cb[i]);
+        }
+        continue;
+      }
+      const double *cc = j->cc + c0;
+      for (; r + 4 <= e; r += 4) {
+        const T *x0 = x + r * K + c0, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
+        const T *g0 = gy + r * K + c0, *g1 = g0 + K, *g2 = g1 + K, *g3 = g2 + K;
+        T *o0 = out + r * K + c0, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
+        if (!j->add) {
+_Pragma("GCC ivdep")
+          for (int64_t i = 0; i < w; i++) {
+            double mi = m[i], ai = ca[i], bi = cb[i], ci = cc[i];
+            o0[i] = (T)BN_BWD(x0[i], g0[i], mi, ai, bi, ci);
+            o1[i] = (T)BN_BWD(x1[i], g1[i], mi, ai, bi, ci);
+            o2[i] = (T)BN_BWD(x2[i], g2[i], mi, ai, bi, ci);
+            o3[i] = (T)BN_BWD(x3[i], g3[i], mi, ai, bi, ci);
+          }
+        } else {
+_Pragma("GCC ivdep")
+          for (int64_t i = 0; i < w; i++) {
+            double mi = m[i], ai = ca[i], bi = cb[i], ci = cc[i];
+            o0[i] += (T)BN_BWD(x0[i], g0[i], mi, ai, bi, ci);
+            o1[i] += (T)BN_BWD(x1[i], g1[i], mi, ai, bi, ci);
+            o2[i] += (T)BN_BWD(x2[i], g2[i], mi, ai, bi, ci);
+            o3[i] += (T)BN_BWD(x3[i], g3[i], mi, ai, bi, ci);
+          }
+        }
+      }
+      for (; r < e; r++) {
+        const T *x0 = x + r * K + c0, *g0 = gy + r * K + c0;
+        T *o0 = out + r * K + c0;
+        if (!j->add) {
+_Pragma("GCC ivdep")
+          for (int64_t i = 0; i < w; i++) o0[i] = (T)BN_BWD(x0[i], g0[i], m[i], ca[i], cb[i], cc[i]);
+        } else {
+_Pragma("GCC ivdep")
+          for (int64_t i = 0; i < w; i++) o0[i] += (T)BN_BWD(x0[i], g0[i], m[i], ca[i], cb[i], cc[i]);
+        }
+      }
+    }
+  });
+}
+
+static void bn_apply(pt_ctx *ctx, bn_job *j) {
+  const bn_geom *g = &j->g;
+  if (g->planes)
+    pt_parallel_for(ctx, g->N * g->C, bn_grain(g->S), bn_apply_chunk, j);
+  else
+    pt_parallel_for(ctx, g->N, bn_grain(g->K), bn_apply_chunk, j);
+}
+
+/* per channel values v[C] as per column ones (columns layout with S > 1) into dst[K]; returns
+ * what the kernels read */
+static const double *bn_per_column(const bn_geom *g, const double *v, double *dst) {
+  if (g->planes || g->S == 1) return v;
+  for (int64_t c = 0; c < g->C; c++)
+    for (int64_t s = 0; s < g->S; s++) dst[c * g->S + s] = v[c];
+  return dst;
+}
+
+/* a running statistic's element c (1-D, any stride), read and written as pt_tensor_get/set do */
+static inline char *bn_elem(const pt_tensor *t, int64_t c) {
+  return (char *)t->storage->data + (t->offset + c * t->stride[0]) * (int64_t)pt_dtype_size(t->dtype);
+}
+static inline double bn_stat_get(const pt_tensor *t, int64_t c) {
+  const char *p = bn_elem(t, c);
+  if (t->dtype == PT_FLOAT32) return *(const float *)p;
+  if (t->dtype == PT_FLOAT64) return *(const double *)p;
+  return pt_read_as_double(p, t->dtype);
+}
+static inline void bn_stat_set(pt_tensor *t, int64_t c, double v) {
+  char *p = bn_elem(t, c);
+  if (t->dtype == PT_FLOAT32)
+    *(float *)p = (float)v;
+  else if (t->dtype == PT_FLOAT64)
+    *(double *)p = v;
+  else
+    pt_write_from_double(p, t->dtype, v);
+}
+/* weight or bias element c as double (d when absent) */
+static inline double bn_param(const void *p, pt_dtype dt, int64_t c, double d) {
+  if (!p) return d;
+  return dt == PT_FLOAT32 ? (double)((const float *)p)[c] : ((const double *)p)[c];
+}
+
 static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   pt_tensor *x = node->saved[0], *stats = node->saved[1], *gy;
   pt_tensor *w = node->inputs[1];
   int64_t N = node->ints[0], C = node->ints[1], S = node->ints[2];
   bool training = node->ints[3];
+  pt_dtype dt = x->dtype;
   pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
   if (st) return st;
   pt_tensor *gx = NULL, *gw = NULL, *gb = NULL, *wc = NULL;
+  double *work = NULL;
   if ((node->needs_grad[0] && (st = pt_tensor_empty_like(ctx, node->inputs[0], &gx))) ||
       (node->needs_grad[1] && (st = pt_tensor_empty_like(ctx, w, &gw))) ||
       (node->needs_grad[2] && (st = pt_tensor_empty_like(ctx, node->inputs[2], &gb))) ||
       (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))))
     goto fail;
   const double *mean = pt_tensor_data(stats), *invstd = mean + C;
-  if (x->dtype == PT_FLOAT32)
-    batch_norm_backward_f32(pt_tensor_data(x), pt_tensor_data(gy), wc ? pt_tensor_data(wc) : NULL,
-                            gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
-                            gb ? pt_tensor_data(gb) : NULL, N, C, S, training, mean, invstd);
-  else
-    batch_norm_backward_f64(pt_tensor_data(x), pt_tensor_data(gy), wc ? pt_tensor_data(wc) : NULL,
-                            gx ? pt_tensor_data(gx) : NULL, gw ? pt_tensor_data(gw) : NULL,
-                            gb ? pt_tensor_data(gb) : NULL, N, C, S, training, mean, invstd);
+  const void *wp = wc ? pt_tensor_data(wc) : NULL;
+  bn_geom g = bn_geom_of(N, C, S);
+  bool sums = (gx && training) || gw || gb, expand = !g.planes && S > 1;
+  /* sg, sgx, ca, cb, cc per channel; the reductions; 4 per column arrays */
+  size_t nwork = 5 * (size_t)C + (sums ? 2 * (size_t)g.nred : 0) + (expand ? 4 * (size_t)g.K : 0);
+  if (!(work = pt_alloc(ctx, (nwork ? nwork : 1) * sizeof(double)))) {
+    st = PT_ENOMEM;
+    goto fail;
+  }
+  double *sg = work, *sgx = sg + C, *ca = sgx + C, *cb = ca + C, *cc = cb + C, *pa = cc + C, *pb = pa;
+  if (sums) pb = pa + g.nred;
+  double *cols = sums ? pb + g.nred : pa;
+  bn_job job = {.g = g, .dt = dt, .x = pt_tensor_data(x), .gy = pt_tensor_data(gy), .pa = pa, .pb = pb};
+  int64_t numel = N * C * S;
+  if (sums && numel > 0) {
+    job.m = bn_per_column(&g, mean, cols);
+    pt_parallel_for(ctx, g.nitems, bn_item_grain(&g), bn_sums_chunk, &job);
+    bn_combine_sums(&g, pa, pb, sg, sgx);
+  } else {
+    for (int64_t c = 0; c < C; c++) sg[c] = sgx[c] = 0;
+  }
+  PT_DISPATCH_FLOAT(dt, {
+    if (gw)
+      for (int64_t c = 0; c < C; c++) ((T *)pt_tensor_data(gw))[c] = (T)(sgx[c] * invstd[c]);
+    if (gb)
+      for (int64_t c = 0; c < C; c++) ((T *)pt_tensor_data(gb))[c] = (T)sg[c];
+  });
+  if (gx && numel > 0) {
+    double M = (double)(N * S);
+    for (int64_t c = 0; c < C; c++) {
+      double is = invstd[c], a = bn_param(wp, dt, c, 1.0) * is;
+      ca[c] = a;
+      cb[c] = training ? -a * is * is * sgx[c] / M : 0;
+      cc[c] = training ? -a * sg[c] / M : 0;
+    }
+    job.out = pt_tensor_data(gx);
+    job.m = bn_per_column(&g, mean, cols);
+    job.ca = bn_per_column(&g, ca, cols + g.K);
+    job.cb = bn_per_column(&g, cb, cols + 2 * g.K);
+    job.cc = bn_per_column(&g, cc, cols + 3 * g.K);
+    bn_apply(ctx, &job);
+  }
+  pt_free(work);
   pt_tensor_release(gy);
   pt_tensor_release(wc);
   gin[0] = gx;
@@ -984,6 +1527,7 @@ static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout
   gin[2] = gb;
   return PT_OK;
 fail:
+  pt_free(work);
   pt_tensor_release(gy);
   pt_tensor_release(gx);
   pt_tensor_release(gw);
@@ -1022,34 +1566,59 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
                    fn, pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
   pt_tensor *xc = NULL, *y = NULL, *stats = NULL, *wc = NULL, *bc = NULL;
   int64_t two_c = 2 * C;
-  double *vu = NULL;
+  double *work = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty_like(ctx, x, &y)) ||
       (st = pt_tensor_empty(ctx, PT_FLOAT64, 1, &two_c, &stats)) ||
       (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))) || (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))))
     goto done;
   double *mean = pt_tensor_data(stats), *invstd = mean + C;
-  vu = pt_alloc(ctx, (size_t)C * sizeof(double));
-  if (!vu) {
+  bn_geom g = bn_geom_of(N, C, S);
+  int64_t numel = N * C * S;
+  bool expand = !g.planes && S > 1;
+  /* m2 (then the unbiased variance), ca, cb per channel; the reductions and their merge factors;
+   * 3 per column arrays */
+  size_t nwork = 3 * (size_t)C + (training ? 2 * (size_t)g.nred + 2 * (size_t)(g.N * g.nrun + g.ntr) : 0) +
+                 (expand ? 3 * (size_t)g.K : 0);
+  if (!(work = pt_alloc(ctx, (nwork ? nwork : 1) * sizeof(double)))) {
     st = PT_ENOMEM;
     goto done;
   }
-  if (!training)
-    for (int64_t c = 0; c < C; c++) {
-      int64_t i = c;
-      mean[c] = pt_tensor_get(rmean, &i);
-      invstd[c] = 1.0 / sqrt(pt_tensor_get(rvar, &i) + eps);
+  double *vu = work, *ca = vu + C, *cb = ca + C, *pa = cb + C, *pb = pa, *f = pa, *cols;
+  if (training) pb = pa + g.nred, f = pb + g.nred, cols = f + 2 * (g.N * g.nrun + g.ntr);
+  else cols = pa;
+  bn_job job = {.g = g, .dt = x->dtype, .x = pt_tensor_data(xc), .out = pt_tensor_data(y), .pa = pa, .pb = pb};
+  if (training) {
+    if (numel > 0) {
+      pt_parallel_for(ctx, g.nitems, bn_item_grain(&g), bn_moments_chunk, &job);
+      bn_combine_moments(&g, pa, pb, f, mean, vu);
     }
-  if (x->dtype == PT_FLOAT32)
-    batch_norm_forward_f32(pt_tensor_data(xc), pt_tensor_data(y), wc ? pt_tensor_data(wc) : NULL,
-                           bc ? pt_tensor_data(bc) : NULL, N, C, S, training, eps, mean, invstd, vu);
-  else
-    batch_norm_forward_f64(pt_tensor_data(xc), pt_tensor_data(y), wc ? pt_tensor_data(wc) : NULL,
-                           bc ? pt_tensor_data(bc) : NULL, N, C, S, training, eps, mean, invstd, vu);
+    double M = (double)(N * S);
+    for (int64_t c = 0; c < C; c++) {
+      double m2 = vu[c];
+      invstd[c] = 1.0 / sqrt(m2 / M + eps);
+      vu[c] = M > 1 ? m2 / (M - 1) : 0;
+    }
+  } else {
+    for (int64_t c = 0; c < C; c++) {
+      mean[c] = bn_stat_get(rmean, c);
+      invstd[c] = 1.0 / sqrt(bn_stat_get(rvar, c) + eps);
+    }
+  }
+  const void *wp = wc ? pt_tensor_data(wc) : NULL, *bp = bc ? pt_tensor_data(bc) : NULL;
+  for (int64_t c = 0; c < C; c++) {
+    ca[c] = invstd[c] * bn_param(wp, x->dtype, c, 1.0);
+    cb[c] = bn_param(bp, x->dtype, c, 0.0);
+  }
+  if (numel > 0) {
+    job.m = bn_per_column(&g, mean, cols);
+    job.ca = bn_per_column(&g, ca, cols + g.K);
+    job.cb = bn_per_column(&g, cb, cols + 2 * g.K);
+    bn_apply(ctx, &job);
+  }
   if (training)
     for (int64_t c = 0; c < C; c++) {
-      int64_t i = c;
-      if (rmean) pt_tensor_set(rmean, &i, (1 - momentum) * pt_tensor_get(rmean, &i) + momentum * mean[c]);
-      if (rvar) pt_tensor_set(rvar, &i, (1 - momentum) * pt_tensor_get(rvar, &i) + momentum * vu[c]);
+      if (rmean) bn_stat_set(rmean, c, (1 - momentum) * bn_stat_get(rmean, c) + momentum * mean[c]);
+      if (rvar) bn_stat_set(rvar, c, (1 - momentum) * bn_stat_get(rvar, c) + momentum * vu[c]);
     }
   pt_tensor *inputs[3] = {x, w, b};
   pt_node *node;
@@ -1061,7 +1630,7 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
     node->n_ints = 4;
   }
 done:
-  pt_free(vu);
+  pt_free(work);
   pt_tensor_release(xc);
   pt_tensor_release(stats);
   pt_tensor_release(wc);
