@@ -3,6 +3,7 @@
 
 #include "autograd.h"
 #include "parallel.h"
+#include "simd_math.h"
 
 #include <errno.h>
 #include <float.h>
@@ -1184,13 +1185,36 @@ pt_status pt_tensor_uniform_(pt_ctx *ctx, pt_tensor *t, double lo, double hi) {
   return PT_OK;
 }
 
+/* float32 normals 16 at a time on AVX2, as PyTorch's normal_ draws them: 16 uniforms, then
+ * Box-Muller on 8 pairs with SLEEF's log and sincos, 8 lanes at a time (the scalar double
+ * log + sincos per pair was 3.7x PyTorch's time). u1 is in (0, 1] with float32's 24 bits, so
+ * the tails reach sqrt(-2 log 2^-24) = 5.8 standard deviations, as PyTorch's float32 normals. */
+__attribute__((target("avx2,fma"))) static void normal_fill16(pt_rng *r, float *p, int64_t n,
+                                                              float mean, float std) {
+  const __m256 m = _mm256_set1_ps(mean), sd = _mm256_set1_ps(std);
+  const __m256 minus2 = _mm256_set1_ps(-2.0f), two_pi = _mm256_set1_ps((float)(2.0 * M_PI));
+  for (int64_t b = 0; b + 16 <= n; b += 16) {
+    float u[16];
+    for (int i = 0; i < 16; i++) u[i] = (float)((pt_rng_next(r) >> 40) + 1) * 0x1.0p-24f;
+    __m256 rad = _mm256_sqrt_ps(_mm256_mul_ps(minus2, Sleef_logf8_u10avx2(_mm256_loadu_ps(u))));
+    Sleef___m256_2 sc = Sleef_sincosf8_u10avx2(_mm256_mul_ps(two_pi, _mm256_loadu_ps(u + 8)));
+    _mm256_storeu_ps(p + b, _mm256_fmadd_ps(_mm256_mul_ps(rad, sc.y), sd, m));
+    _mm256_storeu_ps(p + b + 8, _mm256_fmadd_ps(_mm256_mul_ps(rad, sc.x), sd, m));
+  }
+}
+
 pt_status pt_tensor_normal_(pt_ctx *ctx, pt_tensor *t, double mean, double std) {
   int64_t n = pt_tensor_numel(t);
   if (pt_tensor_is_contiguous(t) && (t->dtype == PT_FLOAT32 || t->dtype == PT_FLOAT64)) {
     pt_rng r = ctx->rng;
     if (t->dtype == PT_FLOAT32) {
       float *p = pt_tensor_data(t);
-      for (int64_t i = 0; i < n; i++) p[i] = (float)(mean + std * pt_rng_normal(&r));
+      int64_t i = 0;
+      if (n >= 16 && simd_f8()) {
+        i = n - n % 16;
+        normal_fill16(&r, p, i, (float)mean, (float)std);
+      }
+      for (; i < n; i++) p[i] = (float)(mean + std * pt_rng_normal(&r));
     } else {
       double *p = pt_tensor_data(t);
       for (int64_t i = 0; i < n; i++) p[i] = mean + std * pt_rng_normal(&r);
