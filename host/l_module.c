@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../lib/blas.h"
+#include "../lib/parallel.h"
 #include "lpt.h"
 #include "state.h"
 
@@ -377,6 +378,20 @@ static int l_clock(lua_State *L) {
 }
 
 /* pt._soft_interrupt(enter): training loops mark the span where Ctrl-C should wait for the step */
+/* pt.set_num_threads(n): this state's ops split their loops over at most n threads (torch's
+ * intra-op setting; the pool itself has PARTRAIN_NUM_THREADS or one thread per CPU) */
+static int l_set_num_threads(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  if (n < 1) return lpt_errorf(L, "set_num_threads: expected a positive number of threads, got %I", n);
+  lpt_ctx(L)->intra_threads = n > INT_MAX ? INT_MAX : (int)n;
+  return 0;
+}
+
+static int l_get_num_threads(lua_State *L) {
+  lua_pushinteger(L, pt_parallel_threads(lpt_ctx(L)));
+  return 1;
+}
+
 static int l_soft_interrupt(lua_State *L) {
   pt_state_soft_interrupt(lua_toboolean(L, 1));
   return 0;
@@ -390,6 +405,8 @@ static const luaL_Reg module_functions[] = {
     {"set_rng_state", l_set_rng_state},
     {"is_grad_enabled", l_is_grad_enabled},
     {"set_grad_enabled", l_set_grad_enabled},
+    {"set_num_threads", l_set_num_threads},
+    {"get_num_threads", l_get_num_threads},
     {NULL, NULL},
 };
 
@@ -634,6 +651,11 @@ int luaopen_partrain_core(lua_State *L) {
       "is_grad_enabled", "pt.is_grad_enabled() -> whether operations record a graph in this state.",
       "set_grad_enabled", "pt.set_grad_enabled(flag) -> the previous setting; see also pt.no_grad(fn).",
       "clock", "pt.clock() -> seconds on a monotonic wall clock, for timing (os.clock is CPU time).",
+      "set_num_threads", "pt.set_num_threads(n): this state's ops (matmul, convolutions, large element-wise ops)\n"
+      "  split their work over at most n threads, as torch.set_num_threads. The process's thread pool\n"
+      "  has PARTRAIN_NUM_THREADS threads (default: one per CPU); n above that is capped at it.\n"
+      "  Dispatcher workers run their ops on one thread each whatever this says.",
+      "get_num_threads", "pt.get_num_threads() -> how many threads this state's ops use (see pt.set_num_threads).",
       NULL, NULL,
   };
   lpt_add_docs(L, 0, docs);

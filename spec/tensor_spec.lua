@@ -29,6 +29,25 @@ describe("tensor construction", function()
     assert.are.same(a, pt.rand(4):tolist())
   end)
 
+  it("set_num_threads / get_num_threads: the ops' thread count, same numbers either way", function()
+    local before = pt.get_num_threads()
+    assert.is_true(before >= 1)
+    local a, b = pt.randn(300, 400), pt.randn(400, 200)
+    local x = pt.randn(300000)
+    local many = {a:mm(b), x:exp(), x:sum()}
+    pt.set_num_threads(1)
+    assert.are.equal(1, pt.get_num_threads())
+    local one = {a:mm(b), x:exp(), x:sum()}
+    pt.set_num_threads(1000) -- capped at the pool's size
+    assert.are.equal(before, pt.get_num_threads())
+    pt.set_num_threads(before)
+    assert.is_true(pt.equal(many[1], one[1]) and pt.equal(many[2], one[2]))
+    assert.is_true(math.abs(many[3]:item() - one[3]:item()) <= 1e-3)
+    local ok, err = pcall(pt.set_num_threads, 0)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("set_num_threads: expected a positive number of threads, got 0", 1, true))
+  end)
+
   it("randperm is a permutation of 1..n", function()
     local p = pt.randperm(10):tolist()
     table.sort(p)
