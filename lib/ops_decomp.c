@@ -1,15 +1,21 @@
 /* torch.linalg through LAPACKE (see ops_decomp.h).
  *
- * Every factorisation works on a float64 contiguous copy of its input broadcast to the batch
- * shape (a "work" tensor: batch x rows x cols, row-major), calls LAPACKE's row-major d*
- * routine per matrix and converts the result to the input's dtype once. Backward functions
- * take the gradient to float64 the same way and run PyTorch's formulas per matrix with
- * pt_gemm and triangular solves; the gradient is then summed over broadcast batch dims and
- * converted back. Outputs of one factorisation that are all differentiable (Q and R, L and V,
- * U, S and Vh) get one node each, saving the same float64 factors: each node's backward is the
- * formula with the other outputs' gradients zero, and the engine adds them up in A.
- * LAPACKE checks its inputs for NaN and refuses them: a matrix with a NaN is never passed to
- * it (its results are NaN, or an error for the SVD-based functions). */
+ * Every factorisation works on a contiguous copy of its input in the input's dtype, broadcast
+ * to the batch shape (a "work" tensor: batch x rows x cols, row-major), and calls LAPACK's
+ * routine for that dtype (float32: the s* routines, as PyTorch; float64: the d* ones) once per
+ * matrix through one batch driver (lp_run: the NaN screen, one workspace for the batch, info
+ * codes as messages). LAPACK is called column-major on the row-major buffers, with no transposed
+ * copies: a row-major matrix is its transpose column-major, so each function factorises A^T
+ * where that gives A's factors directly (LU, Cholesky, eigh: flipped triangle; QR of A is the
+ * LQ of A^T; the SVD of A^T is A's with U and Vh swapped) and says how it reads the result.
+ * The work tensors become the outputs, and what backward needs is saved in the input's dtype.
+ * Backward functions take the saved tensors and the gradient to float64 and run PyTorch's
+ * formulas per matrix with pt_gemm and triangular solves; the gradient is then summed over
+ * broadcast batch dims and converted back. Outputs of one factorisation that are all
+ * differentiable (Q and R, L and V, U, S and Vh) get one node each, saving the same factors:
+ * each node's backward is the formula with the other outputs' gradients zero, and the engine
+ * adds them up in A. A matrix with a NaN is never passed to LAPACK (its results are NaN, or an
+ * error for the SVD-based functions). */
 #include "ops_decomp.h"
 
 #include <lapacke.h>
@@ -28,6 +34,8 @@
 #include "ops_linalg.h"
 #include "ops_reduce.h"
 #include "ops_shape.h"
+
+_Static_assert(sizeof(lapack_int) == sizeof(int32_t), "pivots are saved as int32 tensors");
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -90,60 +98,20 @@ static pt_status fail_at(pt_ctx *ctx, pt_status code, bool batched, int64_t b, c
   return pt_fail(ctx, code, "%s", msg);
 }
 
-/* LAPACKE is opened on the first call that needs it, not at start-up: linked in, its library
- * and the LAPACK and test-matrix libraries it pulls in cost ~1 ms of every process start, for a
- * feature most scripts never use. lapacke.h still gives every prototype. */
-#define LAPACKE_FNS(X) X(dgetrf) X(dgetrs) X(dgetri) X(dpotrf) X(dgeqrf) X(dorgqr) X(dsyevd) \
-  X(dgesdd) X(dgels) X(dgelsy) X(dgelsd) X(dgelss)
-static struct {
-#define LAPACKE_FIELD(f) __typeof__(&LAPACKE_##f) f;
-  LAPACKE_FNS(LAPACKE_FIELD)
-#undef LAPACKE_FIELD
-} lapacke;
-static pthread_once_t lapacke_once = PTHREAD_ONCE_INIT;
-static char lapacke_err[200]; /* why it could not be opened; empty when it was */
-
-static void lapacke_open(void) {
-  const char *path = getenv("PARTRAIN_LAPACKE"); /* another build of it (and the missing case's test) */
-  void *h = dlopen(path && *path ? path : "liblapacke.so.3", RTLD_LAZY | RTLD_LOCAL);
-  if (!h) {
-    snprintf(lapacke_err, sizeof lapacke_err, "%s", dlerror());
-    return;
-  }
-#define LAPACKE_LOAD(f)                                                                  \
-  if (!(lapacke.f = (__typeof__(lapacke.f))dlsym(h, "LAPACKE_" #f))) {                     \
-    snprintf(lapacke_err, sizeof lapacke_err, "liblapacke.so.3 has no LAPACKE_" #f);       \
-    return;                                                                               \
-  }
-  LAPACKE_FNS(LAPACKE_LOAD)
-#undef LAPACKE_LOAD
+/* A new contiguous tensor of dtype dt (zeroed when zero). */
+static pt_status new_work(pt_ctx *ctx, pt_dtype dt, int ndim, const int64_t *shape, bool zero, pt_tensor **out) {
+  return zero ? pt_tensor_zeros(ctx, dt, ndim, shape, out) : pt_tensor_empty(ctx, dt, ndim, shape, out);
 }
 
-static bool lapacke_loaded(void) {
-  pthread_once(&lapacke_once, lapacke_open);
-  return lapacke_err[0] == '\0';
-}
-
-/* what a call returns when LAPACKE could not be opened (lapack_arg names the reason) */
-#define LAPACKE_UNAVAILABLE (-100000)
-#define LAPACK_CALL(f, ...) (lapacke_loaded() ? lapacke.f(__VA_ARGS__) : LAPACKE_UNAVAILABLE)
-
-static pt_status lapack_arg(pt_ctx *ctx, const char *fname, const char *routine, int info) {
-  if (info == LAPACKE_UNAVAILABLE)
-    return pt_fail(ctx, PT_EDEVICE, "%s: LAPACK is not available (%s)", fname, lapacke_err);
-  return pt_fail(ctx, PT_EARG, "%s: LAPACK %s rejected argument %d", fname, routine, -info);
-}
-
-/* A new float64 contiguous tensor (zeroed when zero). */
 static pt_status new64(pt_ctx *ctx, int ndim, const int64_t *shape, bool zero, pt_tensor **out) {
-  return zero ? pt_tensor_zeros(ctx, PT_FLOAT64, ndim, shape, out)
-              : pt_tensor_empty(ctx, PT_FLOAT64, ndim, shape, out);
+  return new_work(ctx, PT_FLOAT64, ndim, shape, zero, out);
 }
 
-/* A float64 contiguous copy of t broadcast to (ndim, shape). */
-static pt_status to64(pt_ctx *ctx, const pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
+/* A contiguous copy of t as dt, broadcast to (ndim, shape). */
+static pt_status to_work(pt_ctx *ctx, const pt_tensor *t, pt_dtype dt, int ndim, const int64_t *shape,
+                         pt_tensor **out) {
   pt_tensor *w;
-  pt_status st = new64(ctx, ndim, shape, false, &w);
+  pt_status st = new_work(ctx, dt, ndim, shape, false, &w);
   if (st) return st;
   if ((st = pt_tensor_copy_into(ctx, w, t))) {
     pt_tensor_release(w);
@@ -153,7 +121,11 @@ static pt_status to64(pt_ctx *ctx, const pt_tensor *t, int ndim, const int64_t *
   return PT_OK;
 }
 
-/* w (float64) as dtype dt: a new reference (w itself, retained, for float64) */
+static pt_status to64(pt_ctx *ctx, const pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
+  return to_work(ctx, t, PT_FLOAT64, ndim, shape, out);
+}
+
+/* w as dtype dt: a new reference (w itself, retained, when it has that dtype) */
 static pt_status as_dtype(pt_ctx *ctx, pt_tensor *w, pt_dtype dt, pt_tensor **out) {
   return pt_tensor_to_dtype_raw(ctx, w, dt, out);
 }
@@ -168,6 +140,25 @@ static pt_status grad_to(pt_ctx *ctx, pt_tensor *g64, const pt_tensor *like, pt_
   return st;
 }
 
+/* the node's first n saved tensors with the float32 ones as float64 copies (backward runs in
+ * float64); s[k] are new references (NULL where nothing was saved) */
+static pt_status saved64(pt_ctx *ctx, const pt_node *node, int n, pt_tensor **s) {
+  pt_status st = PT_OK;
+  for (int k = 0; k < n; k++) s[k] = NULL;
+  for (int k = 0; k < n && !st; k++) {
+    pt_tensor *t = node->saved[k];
+    if (t && t->dtype == PT_FLOAT32) st = to64(ctx, t, t->ndim, t->shape, &s[k]);
+    else if (t) s[k] = pt_tensor_retain(t);
+  }
+  if (st)
+    for (int k = 0; k < n; k++) pt_tensor_release(s[k]);
+  return st;
+}
+
+static void release_all(int n, pt_tensor **s) {
+  for (int k = 0; k < n; k++) pt_tensor_release(s[k]);
+}
+
 /* the batch shape of t with the last `drop` dims removed, followed by r (and c when c >= 0) */
 static int batch_shape(const pt_tensor *t, int drop, int64_t r, int64_t c, int64_t *shape) {
   int nb = t->ndim - drop;
@@ -178,20 +169,52 @@ static int batch_shape(const pt_tensor *t, int drop, int64_t r, int64_t c, int64
   return nb + 2;
 }
 
-static bool has_nan(const double *a, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    if (isnan(a[i])) return true;
-  return false;
+/* element access in either float dtype */
+static double get_at(pt_dtype dt, const void *p, int64_t i) {
+  return dt == PT_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
-static bool all_finite(const double *a, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    if (!isfinite(a[i])) return false;
-  return true;
+static void set_at(pt_dtype dt, void *p, int64_t i, double v) {
+  if (dt == PT_FLOAT32) ((float *)p)[i] = (float)v;
+  else ((double *)p)[i] = v;
 }
 
-static void fill_nan(double *a, int64_t n) {
-  for (int64_t i = 0; i < n; i++) a[i] = NAN;
+static void *elem(pt_dtype dt, const void *p, int64_t i) { return (char *)p + i * (int64_t)pt_dtype_size(dt); }
+
+static void copy_elems(pt_dtype dt, void *dst, const void *src, int64_t n) {
+  if (n > 0) memcpy(dst, src, pt_dtype_size(dt) * (size_t)n);
+}
+
+/* has_nan, all_finite: branch-free loops (vectorised) over the whole of a */
+#define ANY_NAN(T, a, n)                                                                 \
+  do {                                                                                   \
+    const T *x_ = (a);                                                                   \
+    int bad_ = 0;                                                                        \
+    for (int64_t i = 0; i < (n); i++) bad_ |= x_[i] != x_[i];                            \
+    return bad_ != 0;                                                                    \
+  } while (0)
+
+static bool has_nan(pt_dtype dt, const void *a, int64_t n) {
+  if (dt == PT_FLOAT32) ANY_NAN(float, a, n);
+  ANY_NAN(double, a, n);
+}
+
+/* x - x is 0 for finite x and NaN for inf and NaN */
+#define ALL_FINITE(T, a, n)                                                              \
+  do {                                                                                   \
+    const T *x_ = (a);                                                                   \
+    int bad_ = 0;                                                                        \
+    for (int64_t i = 0; i < (n); i++) bad_ |= x_[i] - x_[i] != 0;                        \
+    return bad_ == 0;                                                                    \
+  } while (0)
+
+static bool all_finite(pt_dtype dt, const void *a, int64_t n) {
+  if (dt == PT_FLOAT32) ALL_FINITE(float, a, n);
+  ALL_FINITE(double, a, n);
+}
+
+static void fill_nan(pt_dtype dt, void *a, int64_t n) {
+  for (int64_t i = 0; i < n; i++) set_at(dt, a, i, NAN);
 }
 
 static int64_t maxi(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -199,29 +222,80 @@ static int64_t mini(int64_t a, int64_t b) { return a < b ? a : b; }
 static int ld(int64_t n) { return n > 1 ? (int)n : 1; }
 
 /* C (m x n) = alpha op(A) op(B) + beta C; op(A) is m x k, A stored row-major as k x m when ta */
-static void mm(const pt_ctx *ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
-               const double *a, const double *b, double beta, double *c) {
+static void mmx(const pt_ctx *ctx, pt_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                double alpha, const void *a, const void *b, double beta, void *c) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    for (int64_t i = 0; i < m * n; i++) c[i] = beta == 0 ? 0 : beta * c[i];
+    for (int64_t i = 0; i < m * n; i++) set_at(dt, c, i, beta == 0 ? 0 : beta * get_at(dt, c, i));
     return;
   }
-  pt_gemm(ctx, PT_FLOAT64, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
-          alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
+  pt_gemm(ctx, dt, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+          ta ? m : k, b, tb ? k : n, beta, c, n);
+}
+
+static void mm(const pt_ctx *ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+               const double *a, const double *b, double beta, double *c) {
+  mmx(ctx, PT_FLOAT64, ta, tb, m, n, k, alpha, a, b, beta, c);
 }
 
 /* B (m x n) := op(T)^-1 B (left, T m x m) or B op(T)^-1 (right, T n x n); T triangular */
+static void trsmx(pt_dtype dt, bool left, bool upper, bool trans, bool unit, int64_t m, int64_t n,
+                  const void *T, void *B) {
+  if (m == 0 || n == 0) return;
+  CBLAS_SIDE s = left ? CblasLeft : CblasRight;
+  CBLAS_UPLO u = upper ? CblasUpper : CblasLower;
+  CBLAS_TRANSPOSE t = trans ? CblasTrans : CblasNoTrans;
+  CBLAS_DIAG d = unit ? CblasUnit : CblasNonUnit;
+  if (dt == PT_FLOAT32)
+    cblas_strsm(CblasRowMajor, s, u, t, d, (int)m, (int)n, 1.0f, T, left ? ld(m) : ld(n), B, ld(n));
+  else
+    cblas_dtrsm(CblasRowMajor, s, u, t, d, (int)m, (int)n, 1.0, T, left ? ld(m) : ld(n), B, ld(n));
+}
+
 static void trsm(bool left, bool upper, bool trans, bool unit, int64_t m, int64_t n, const double *T,
                  double *B) {
-  if (m == 0 || n == 0) return;
-  cblas_dtrsm(CblasRowMajor, left ? CblasLeft : CblasRight, upper ? CblasUpper : CblasLower,
-              trans ? CblasTrans : CblasNoTrans, unit ? CblasUnit : CblasNonUnit, (int)m, (int)n, 1.0,
-              T, left ? ld(m) : ld(n), B, ld(n));
+  trsmx(PT_FLOAT64, left, upper, trans, unit, m, n, T, B);
 }
 
 static void transpose_into(int64_t m, int64_t n, const double *a, double *t) { /* t = a^T */
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) t[j * m + i] = a[i * n + j];
+}
+
+/* a (n x n) := a^T, in 32 x 32 blocks */
+#define TRANSPOSE_SQUARE(T, p, n)                                                        \
+  do {                                                                                   \
+    T *x_ = (p);                                                                         \
+    for (int64_t bi = 0; bi < (n); bi += 32)                                             \
+      for (int64_t bj = bi; bj < (n); bj += 32)                                          \
+        for (int64_t i = bi; i < mini(bi + 32, (n)); i++)                                \
+          for (int64_t j = bj == bi ? i + 1 : bj; j < mini(bj + 32, (n)); j++) {         \
+            T t_ = x_[i * (n) + j];                                                      \
+            x_[i * (n) + j] = x_[j * (n) + i];                                           \
+            x_[j * (n) + i] = t_;                                                        \
+          }                                                                              \
+  } while (0)
+
+static void transpose_square(pt_dtype dt, int64_t n, void *a) {
+  if (dt == PT_FLOAT32) TRANSPOSE_SQUARE(float, a, n);
+  else TRANSPOSE_SQUARE(double, a, n);
+}
+
+/* b (row-major c x r) := a^T, a row-major r x c (a column-major c x r matrix read row-major),
+ * in 32 x 32 blocks */
+#define TRANSPOSE_COPY(T, r, c, a, b)                                                    \
+  do {                                                                                   \
+    const T *a_ = (a);                                                                   \
+    T *b_ = (b);                                                                         \
+    for (int64_t bi = 0; bi < (r); bi += 32)                                             \
+      for (int64_t bj = 0; bj < (c); bj += 32)                                           \
+        for (int64_t i = bi; i < mini(bi + 32, (r)); i++)                                \
+          for (int64_t j = bj; j < mini(bj + 32, (c)); j++) b_[j * (r) + i] = a_[i * (c) + j]; \
+  } while (0)
+
+static void transpose_copy(pt_dtype dt, int64_t r, int64_t c, const void *a, void *b) {
+  if (dt == PT_FLOAT32) TRANSPOSE_COPY(float, r, c, a, b);
+  else TRANSPOSE_COPY(double, r, c, a, b);
 }
 
 /* scratch memory for one call (freed with pt_free) */
@@ -231,14 +305,14 @@ static double *scratch(pt_ctx *ctx, int64_t n, pt_status *st) {
   return p;
 }
 
-/* The node for out (inputs ins), saving the given float64 tensors (retained). */
+/* The node for out (inputs ins), saving the given tensors (retained; NULL entries skipped). */
 static pt_status record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn fn, int n,
                         pt_tensor *const *ins, int nsave, pt_tensor *const *save, pt_node **node_out) {
   pt_node *node = NULL;
   pt_status st = pt_autograd_record(ctx, out, name, fn, n, ins, &node);
   if (st) return st;
-  /* aliases without history: a saved tensor may be one of the outputs (float64), and a node
-   * holding its own output (or a sibling's, whose node holds this one) would be a cycle */
+  /* aliases without history: a saved tensor may be one of the outputs, and a node holding its
+   * own output (or a sibling's, whose node holds this one) would be a cycle */
   for (int k = 0; node && k < nsave; k++) {
     pt_tensor *t = save[k], *a = NULL;
     if (t && (st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, t->ndim, t->shape,
@@ -263,41 +337,302 @@ static pt_status grad64(pt_ctx *ctx, pt_tensor *g, int ndim, const int64_t *shap
   return st;
 }
 
-/* ------------------------------------------------------------------ LU: solve, inv, det */
+/* a contiguous tensor of (nbatch batch dims, cols, rows) holding each matrix of t (broadcast
+ * to the batch) column-major, as dt */
+static pt_status to_colmajor(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, int nbatch, const int64_t *batch,
+                             pt_tensor **out) {
+  int64_t shape[PT_MAX_DIMS];
+  memcpy(shape, batch, sizeof(int64_t) * (size_t)nbatch);
+  shape[nbatch] = t->shape[t->ndim - 1];
+  shape[nbatch + 1] = t->shape[t->ndim - 2];
+  if (t->dtype == dt && t->ndim == nbatch + 2 && pt_tensor_is_contiguous(t) &&
+      !memcmp(t->shape, batch, sizeof(int64_t) * (size_t)nbatch)) { /* one transpose a matrix */
+    pt_status st = new_work(ctx, dt, nbatch + 2, shape, false, out);
+    int64_t r = shape[nbatch + 1], c = shape[nbatch], nb = pt_shape_numel(nbatch, batch);
+    for (int64_t b = 0; !st && b < nb; b++)
+      transpose_copy(dt, r, c, elem(dt, pt_tensor_data(t), b * r * c), elem(dt, pt_tensor_data(*out), b * r * c));
+    return st;
+  }
+  pt_tensor *tt = NULL;
+  pt_status st = pt_transpose_raw(ctx, t, t->ndim - 2, t->ndim - 1, &tt);
+  if (!st) st = to_work(ctx, tt, dt, nbatch + 2, shape, out);
+  pt_tensor_release(tt);
+  return st;
+}
 
-/* Solves op(A_b) X_b = B_b in place for each batch element (A: batch x n x n, untouched; X:
- * batch x n x k). trans: A^T. Fails on a singular matrix. */
-static pt_status lu_solve_batch(pt_ctx *ctx, const char *fname, bool batched, const pt_tensor *A,
-                                pt_tensor *X, bool trans) {
-  int64_t n = A->shape[A->ndim - 1], k = X->shape[X->ndim - 1];
-  if (n == 0 || k == 0) return PT_OK;
-  int64_t batch = pt_tensor_numel(A) / (n * n);
-  pt_status st = PT_OK;
-  double *lu = scratch(ctx, n * n, &st);
-  lapack_int *piv = lu ? pt_alloc(ctx, sizeof(lapack_int) * (size_t)n) : NULL;
-  if (lu && !piv) st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory", fname);
-  for (int64_t b = 0; !st && b < batch; b++) {
-    const double *a = dp(A) + b * n * n;
-    double *x = dp(X) + b * n * k;
-    if (has_nan(a, n * n) || has_nan(x, n * k)) {
-      fill_nan(x, n * k);
-      continue;
-    }
-    memcpy(lu, a, sizeof(double) * (size_t)(n * n));
-    lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, lu, ld(n), piv);
-    if (info > 0) {
-      st = fail_at(ctx, PT_EARG, batched, b, "%s: the matrix is singular (U[%d,%d] is zero)", fname,
+/* ------------------------------------------------------------------ LAPACK */
+
+/* LAPACKE is opened on the first call that needs it, not at start-up: linked in, its library
+ * and the LAPACK and test-matrix libraries it pulls in cost ~1 ms of every process start, for a
+ * feature most scripts never use. lapacke.h still gives every prototype. Only the _work entry
+ * points are used, column-major: they call LAPACK directly (no NaN scan, no transposed copies,
+ * no workspace allocated per call). */
+#define LAPACKE_FNS(X) X(getrf) X(getri) X(potrf) X(geqrf) X(orgqr) X(syevd) X(gesdd) X(gels) \
+  X(gelsy) X(gelsd) X(gelss)
+static struct {
+#define LAPACKE_FIELD(f) __typeof__(&LAPACKE_s##f##_work) s##f; __typeof__(&LAPACKE_d##f##_work) d##f;
+  LAPACKE_FNS(LAPACKE_FIELD)
+#undef LAPACKE_FIELD
+} lapacke;
+static pthread_once_t lapacke_once = PTHREAD_ONCE_INIT;
+static char lapacke_err[200]; /* why it could not be opened; empty when it was */
+
+static void lapacke_open(void) {
+  const char *path = getenv("PARTRAIN_LAPACKE"); /* another build of it (and the missing case's test) */
+  void *h = dlopen(path && *path ? path : "liblapacke.so.3", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) {
+    snprintf(lapacke_err, sizeof lapacke_err, "%s", dlerror());
+    return;
+  }
+#define LAPACKE_LOAD1(field, name)                                                       \
+  if (!(field = (__typeof__(field))dlsym(h, name))) {                                    \
+    snprintf(lapacke_err, sizeof lapacke_err, "liblapacke.so.3 has no %s", name);        \
+    return;                                                                              \
+  }
+#define LAPACKE_LOAD(f)                                                                  \
+  LAPACKE_LOAD1(lapacke.s##f, "LAPACKE_s" #f "_work")                                    \
+  LAPACKE_LOAD1(lapacke.d##f, "LAPACKE_d" #f "_work")
+  LAPACKE_FNS(LAPACKE_LOAD)
+#undef LAPACKE_LOAD
+#undef LAPACKE_LOAD1
+}
+
+static bool lapacke_loaded(void) {
+  pthread_once(&lapacke_once, lapacke_open);
+  return lapacke_err[0] == '\0';
+}
+
+/* what a call returns when LAPACKE could not be opened (lp_fail names the reason) */
+#define LAPACKE_UNAVAILABLE (-100000)
+
+/* ------------------------------------------------------------------ the batch driver */
+
+/* A job runs LAPACK on each matrix of a batch: lp_run loops over the batch and does what
+ * surrounds every call (the NaN screen, the workspace, LAPACK's info as a message); the job's
+ * `one` function makes the calls for one matrix. Operands are tensors' data in the working
+ * dtype (float32: the s* routines, float64: the d* ones), size[i] elements a matrix; the
+ * parameters of `one` are fields of the job. With query set, lp_run first calls `one` in
+ * query mode: it asks its routines for their workspace (lwork = -1) and records the sizes with
+ * lp_want; lp_run allocates that once for the whole batch. */
+#define LP_MAX_OPS 4
+typedef enum lp_nan {
+  LP_NAN_FILL = 0, /* a NaN in the checked operands: the operands become NaN, LAPACK is not called */
+  LP_NAN_FAIL,     /* a non-finite value in them: the SVD's "failed to converge" error */
+  LP_NAN_PASS,     /* `one` looks itself */
+} lp_nan;
+typedef enum lp_info { LP_SINGULAR = 0, LP_NOT_PD, LP_NO_CONVERGE, LP_RANK } lp_info; /* info > 0 */
+
+typedef struct lp_job lp_job;
+typedef lapack_int (*lp_fn)(lp_job *j, void *const *p, bool query);
+struct lp_job {
+  pt_ctx *ctx;
+  const char *fname;
+  pt_dtype dt;
+  bool batched; /* messages name the batch element */
+  int64_t batch;
+  int nop, nchk;     /* operands; the first nchk are screened for NaN */
+  unsigned keep;     /* bit i: operand i is left alone when a matrix is skipped for NaN */
+  void *op[LP_MAX_OPS];
+  int64_t size[LP_MAX_OPS];
+  lp_nan nan;
+  lp_info info;
+  bool query;
+  int64_t ntmp, npiv; /* scratch elements (dt) and pivots lp_run allocates */
+  /* parameters of `one` */
+  int64_t m, n, k, c0, c1;
+  int mode;
+  bool flag, trans;
+  char jobz, uplo;
+  double atol, rtol, rcond;
+  pt_dtype tol_dt;
+  lapack_int *pivs; /* pivots kept per matrix (n each), or NULL */
+  int64_t *rank;    /* a rank per matrix, or NULL */
+  /* set by lp_run */
+  int64_t b;           /* the matrix `one` works on */
+  const char *routine; /* the routine called last, without its s/d */
+  void *work, *tmp;
+  lapack_int lwork, liwork, *iwork, *ipiv;
+  int64_t want_work, want_iwork;
+};
+
+/* one LAPACK call on the job's dtype (column-major); records the routine for messages */
+#define LP_CALL(j, f, ...)                                                                        \
+  ((j)->routine = #f, !lapacke_loaded()        ? LAPACKE_UNAVAILABLE                             \
+                      : (j)->dt == PT_FLOAT32 ? lapacke.s##f(LAPACK_COL_MAJOR, __VA_ARGS__)      \
+                                              : lapacke.d##f(LAPACK_COL_MAJOR, __VA_ARGS__))
+
+/* in query mode, after a routine's workspace query: its sizes (iwork: at least min_iwork) */
+static void lp_want(lp_job *j, int64_t min_iwork) {
+  double v = get_at(j->dt, j->work, 0);
+  j->want_work = maxi(j->want_work, (int64_t)ceil(v * (1 + 1e-6)));
+  j->want_iwork = maxi(j->want_iwork, maxi(min_iwork, j->iwork[0]));
+  set_at(j->dt, j->work, 0, 0);
+  j->iwork[0] = 0;
+}
+
+static pt_status lp_fail(lp_job *j, lapack_int info) {
+  pt_ctx *ctx = j->ctx;
+  char r = j->dt == PT_FLOAT32 ? 's' : 'd';
+  if (info == LAPACKE_UNAVAILABLE)
+    return pt_fail(ctx, PT_EDEVICE, "%s: LAPACK is not available (%s)", j->fname, lapacke_err);
+  if (info < 0) return pt_fail(ctx, PT_EARG, "%s: LAPACK %c%s rejected argument %d", j->fname, r, j->routine, -info);
+  switch (j->info) {
+  case LP_SINGULAR:
+    return fail_at(ctx, PT_EARG, j->batched, j->b, "%s: the matrix is singular (U[%d,%d] is zero)", j->fname,
                    (int)info, (int)info);
-    } else if (info < 0) {
-      st = lapack_arg(ctx, fname, "dgetrf", info);
+  case LP_NOT_PD:
+    return fail_at(ctx, PT_EARG, j->batched, j->b,
+                   "%s: the matrix is not positive-definite (the leading minor of order %d is not "
+                   "positive-definite)",
+                   j->fname, (int)info);
+  case LP_RANK:
+    return fail_at(ctx, PT_EARG, j->batched, j->b,
+                   "%s: the matrix does not have full rank (diagonal element %d of its triangular factor is "
+                   "zero): use driver gelsy, gelsd or gelss",
+                   j->fname, (int)info);
+  default:
+    return fail_at(ctx, PT_EARG, j->batched, j->b, "%s: the algorithm failed to converge (LAPACK %c%s info %d)",
+                   j->fname, r, j->routine, (int)info);
+  }
+}
+
+static pt_status lp_run(lp_job *j, lp_fn one) {
+  pt_ctx *ctx = j->ctx;
+  size_t es = pt_dtype_size(j->dt);
+  void *p[LP_MAX_OPS] = {0};
+  double qwork[2] = {0};
+  lapack_int qiwork[2] = {0};
+  pt_status st = PT_OK;
+  j->work = j->tmp = NULL;
+  j->iwork = j->ipiv = NULL;
+  j->lwork = j->liwork = 0;
+  j->want_work = j->want_iwork = 1;
+  j->b = 0;
+  if (j->batch == 0) return PT_OK;
+  if (j->query) { /* the first matrix's operands: a query reads only the sizes */
+    for (int i = 0; i < j->nop; i++) p[i] = j->op[i];
+    j->work = qwork;
+    j->iwork = qiwork;
+    j->lwork = j->liwork = -1;
+    lapack_int info = one(j, p, true);
+    j->work = NULL;
+    j->iwork = NULL;
+    if (info) return lp_fail(j, info);
+  }
+  j->lwork = (lapack_int)j->want_work;
+  j->liwork = (lapack_int)j->want_iwork;
+  j->work = pt_alloc(ctx, es * (size_t)j->want_work);
+  j->tmp = pt_alloc(ctx, es * (size_t)maxi(j->ntmp, 1));
+  j->iwork = pt_alloc(ctx, sizeof(lapack_int) * (size_t)j->want_iwork);
+  j->ipiv = pt_alloc(ctx, sizeof(lapack_int) * (size_t)maxi(j->npiv, 1));
+  if (!j->work || !j->tmp || !j->iwork || !j->ipiv)
+    st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory for LAPACK's workspace", j->fname);
+  for (int64_t b = 0; !st && b < j->batch; b++) {
+    j->b = b;
+    for (int i = 0; i < j->nop; i++) p[i] = j->op[i] ? (char *)j->op[i] + (size_t)(b * j->size[i]) * es : NULL;
+    bool bad = false;
+    for (int i = 0; i < j->nchk && !bad && j->nan != LP_NAN_PASS; i++)
+      bad = j->nan == LP_NAN_FILL ? has_nan(j->dt, p[i], j->size[i]) : !all_finite(j->dt, p[i], j->size[i]);
+    if (bad && j->nan == LP_NAN_FAIL) {
+      st = fail_at(ctx, PT_EARG, j->batched, b,
+                   "%s: the algorithm failed to converge because the matrix contains non-finite values", j->fname);
+    } else if (bad) {
+      for (int i = 0; i < j->nop; i++)
+        if (!(j->keep >> i & 1)) fill_nan(j->dt, p[i], j->size[i]);
     } else {
-      info = LAPACK_CALL(dgetrs, LAPACK_ROW_MAJOR, trans ? 'T' : 'N', (int)n, (int)k, lu, ld(n), piv, x, ld(k));
-      if (info < 0) st = lapack_arg(ctx, fname, "dgetrs", info);
+      lapack_int info = one(j, p, false);
+      if (info) st = lp_fail(j, info);
     }
   }
-  pt_free(lu);
-  pt_free(piv);
+  pt_free(j->work);
+  pt_free(j->tmp);
+  pt_free(j->iwork);
+  pt_free(j->ipiv);
+  j->work = j->tmp = NULL;
+  j->iwork = j->ipiv = NULL;
   return st;
+}
+
+/* a job over `batch` matrices of dtype dt; lp_op adds the operands in order (t NULL: none) */
+static lp_job lp_new(pt_ctx *ctx, const char *fname, pt_dtype dt, bool batched, int64_t batch) {
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = batched, .batch = batch, .tol_dt = dt};
+  return j;
+}
+
+static void lp_op(lp_job *j, pt_tensor *t, int64_t size) {
+  j->op[j->nop] = t ? pt_tensor_data(t) : NULL;
+  j->size[j->nop] = t ? size : 0;
+  j->nop++;
+}
+
+/* ------------------------------------------------------------------ LU: solve, inv, det */
+
+/* getrf on a row-major n x n buffer factorises A^T = P L U (column-major): det(A) = det(A^T),
+ * inv(A^T) read row-major is inv(A), and A X = B is U^T L^T P^T X = B. */
+static lapack_int lu_factor(lp_job *j, void *a, lapack_int *piv) {
+  return LP_CALL(j, getrf, (int)j->n, (int)j->n, a, ld(j->n), piv);
+}
+
+static void swap_rows(void *x, int64_t i, int64_t p, size_t row) {
+  if (i == p) return;
+  unsigned char *a = (unsigned char *)x + (size_t)i * row, *b = (unsigned char *)x + (size_t)p * row, t[256];
+  for (size_t o = 0; o < row; o += sizeof t) {
+    size_t c = row - o < sizeof t ? row - o : sizeof t;
+    memcpy(t, a + o, c);
+    memcpy(a + o, b + o, c);
+    memcpy(b + o, t, c);
+  }
+}
+
+/* X (row-major n x k) := A^-1 X (trans: A^-T X) from lu_factor's factors of A^T. The factor
+ * buffer read row-major is F^T: its lower triangle is U^T and its unit upper one L^T, so both
+ * solves are triangular solves on X as it is, and P swaps its rows. */
+static void lu_apply(pt_dtype dt, bool trans, int64_t n, int64_t k, const void *lu, const lapack_int *piv,
+                     void *x) {
+  size_t row = pt_dtype_size(dt) * (size_t)k;
+  if (!trans) { /* X = P L^-T U^-T B */
+    trsmx(dt, true, false, false, false, n, k, lu, x);
+    trsmx(dt, true, true, false, true, n, k, lu, x);
+    for (int64_t i = n - 1; i >= 0; i--) swap_rows(x, i, piv[i] - 1, row);
+  } else { /* X = U^-1 L^-1 P^T B */
+    for (int64_t i = 0; i < n; i++) swap_rows(x, i, piv[i] - 1, row);
+    trsmx(dt, true, true, true, true, n, k, lu, x);
+    trsmx(dt, true, false, true, false, n, k, lu, x);
+  }
+}
+
+/* operands: 0 A (n x n; factorised in place unless flag: then it holds the factors and the
+ * pivots are j->pivs), 1 X (n x k), solved in place (trans: with A^T) */
+static lapack_int solve_one(lp_job *j, void *const *p, bool query) {
+  if (query) return 0;
+  lapack_int *piv = j->pivs ? j->pivs + j->b * j->n : j->ipiv;
+  if (!j->flag) {
+    lapack_int info = lu_factor(j, p[0], piv);
+    if (info) return info;
+  }
+  lu_apply(j->dt, j->trans, j->n, j->k, p[0], piv, p[1]);
+  return 0;
+}
+
+/* X_b := op(A_b)^-1 X_b for each matrix (LU: batch x n x n, A factorised in place, or A's
+ * factors when factored; X: batch x n x k; piv: int32 batch x n, filled, or read when
+ * factored, or NULL). Fails on a singular matrix. */
+static pt_status lu_solve(pt_ctx *ctx, const char *fname, bool batched, pt_tensor *LU, pt_tensor *piv,
+                          bool factored, pt_tensor *X, bool trans) {
+  int64_t n = LU->shape[LU->ndim - 1], k = X->shape[X->ndim - 1];
+  if (n == 0 || k == 0) return PT_OK;
+  lp_job j = lp_new(ctx, fname, X->dtype, batched, pt_tensor_numel(X) / (n * k));
+  lp_op(&j, LU, n * n);
+  lp_op(&j, X, n * k);
+  j.nchk = 2;
+  j.keep = factored ? 1 : 0;
+  j.info = LP_SINGULAR;
+  j.npiv = j.n = n;
+  j.k = k;
+  j.flag = factored;
+  j.trans = trans;
+  j.pivs = piv ? pt_tensor_data(piv) : NULL;
+  return lp_run(&j, solve_one);
 }
 
 /* B is a vector right-hand side of A (torch's linalg_solve_is_vector_rhs) */
@@ -328,18 +663,20 @@ static pt_status solve_shapes(pt_ctx *ctx, const char *fname, const pt_tensor *A
   return PT_OK;
 }
 
-/* saved: 0 A64 (batch x n x n), 1 X64 (batch x n x k); ints[0]: vector case */
+/* saved: 0 LU (lu_factor's factors, batch x n x n), 1 X (batch x n x k), 2 the pivots (int32
+ * batch x n); ints[0]: vector case */
 static pt_status solve_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *A = node->inputs[0], *B = node->inputs[1], *A64 = node->saved[0], *X64 = node->saved[1];
-  pt_tensor *G = NULL, *GA = NULL;
+  pt_tensor *A = node->inputs[0], *B = node->inputs[1], *s[2], *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 2, s);
+  if (st) return st;
+  pt_tensor *LU = s[0], *X64 = s[1];
   int nd = X64->ndim;
   int64_t n = X64->shape[nd - 2], k = X64->shape[nd - 1], batch = pt_shape_numel(nd - 2, X64->shape);
-  pt_status st = grad64(ctx, g, nd, X64->shape, &G);
-  if (st) return st;
+  if ((st = grad64(ctx, g, nd, X64->shape, &G))) goto done;
   /* gB = A^-T g */
-  if ((st = lu_solve_batch(ctx, "linalg.solve backward", false, A64, G, true))) goto done;
+  if ((st = lu_solve(ctx, "linalg.solve backward", false, LU, node->saved[2], true, G, true))) goto done;
   if (node->needs_grad[0]) {
-    if ((st = new64(ctx, A64->ndim, A64->shape, false, &GA))) goto done;
+    if ((st = new64(ctx, LU->ndim, LU->shape, false, &GA))) goto done;
     for (int64_t b = 0; b < batch; b++) /* gA = -gB X^T */
       mm(ctx, false, true, n, n, k, -1.0, dp(G) + b * n * k, dp(X64) + b * n * k, 0.0, dp(GA) + b * n * n);
     if ((st = grad_to(ctx, GA, A, &gin[0]))) goto done;
@@ -355,6 +692,7 @@ static pt_status solve_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
     pt_tensor_release(v);
   }
 done:
+  release_all(2, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
@@ -395,33 +733,36 @@ pt_status pt_linalg_solve(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, bool left, pt
   if ((st = solve_shapes(ctx, fname, A, B, vector, &nbatch, shape))) return st;
   memcpy(ashape, shape, sizeof(int64_t) * (size_t)nbatch);
   ashape[nbatch] = ashape[nbatch + 1] = A->shape[A->ndim - 1];
-  pt_tensor *A64 = NULL, *X64 = NULL, *Bv = NULL, *r = NULL, *o = NULL;
+  pt_tensor *ins[2] = {A, B};
+  bool need = pt_autograd_needed(ctx, 2, ins);
+  pt_tensor *LU = NULL, *X = NULL, *piv = NULL, *Bv = NULL, *o = NULL;
   if (vector) {
     if ((st = pt_unsqueeze_raw(ctx, B, B->ndim, &Bv))) return st;
   } else {
     Bv = pt_tensor_retain(B);
   }
-  if ((st = to64(ctx, A, nbatch + 2, ashape, &A64))) goto done;
-  if ((st = to64(ctx, Bv, nbatch + 2, shape, &X64))) goto done;
-  if ((st = lu_solve_batch(ctx, fname, A->ndim > 2, A64, X64, false))) goto done;
-  if ((st = as_dtype(ctx, X64, A->dtype, &r))) goto done;
+  /* the factors and pivots are saved (backward solves with A^T), not A */
+  if ((st = to_work(ctx, A, A->dtype, nbatch + 2, ashape, &LU))) goto done;
+  if ((st = to_work(ctx, Bv, A->dtype, nbatch + 2, shape, &X))) goto done;
+  if (need && (st = pt_tensor_zeros(ctx, PT_INT32, nbatch + 1, ashape, &piv))) goto done;
+  if ((st = lu_solve(ctx, fname, A->ndim > 2, LU, piv, false, X, false))) goto done;
   if (vector) {
-    if ((st = pt_view_raw(ctx, r, nbatch + 1, shape, &o))) goto done;
+    if ((st = pt_view_raw(ctx, X, nbatch + 1, shape, &o))) goto done;
   } else {
-    o = pt_tensor_retain(r);
+    o = pt_tensor_retain(X);
   }
-  pt_tensor *ins[2] = {A, B}, *save[2] = {A64, X64};
+  pt_tensor *save[3] = {LU, X, piv};
   pt_node *node;
-  if ((st = record(ctx, o, "LinalgSolveBackward", solve_backward, 2, ins, 2, save, &node))) goto done;
+  if ((st = record(ctx, o, "LinalgSolveBackward", solve_backward, 2, ins, 3, save, &node))) goto done;
   if (node) {
     node->ints[0] = vector;
     node->n_ints = 1;
   }
 done:
-  pt_tensor_release(A64);
-  pt_tensor_release(X64);
+  pt_tensor_release(LU);
+  pt_tensor_release(X);
+  pt_tensor_release(piv);
   pt_tensor_release(Bv);
-  pt_tensor_release(r);
   if (st) {
     pt_tensor_release(o);
     return st;
@@ -430,37 +771,39 @@ done:
   return PT_OK;
 }
 
+/* operand 0: A, inverted in place (getrf and getri of A^T: inv(A^T) read row-major is inv(A)) */
+static lapack_int inv_one(lp_job *j, void *const *p, bool query) {
+  int n = (int)j->n;
+  if (query) {
+    lapack_int info = LP_CALL(j, getri, n, p[0], ld(n), j->ipiv, j->work, -1);
+    if (!info) lp_want(j, 0);
+    return info;
+  }
+  lapack_int info = lu_factor(j, p[0], j->ipiv);
+  if (!info) info = LP_CALL(j, getri, n, p[0], ld(n), j->ipiv, j->work, j->lwork);
+  return info;
+}
+
 /* A^-1 of each matrix of W (batch x n x n) in place; fails on a singular matrix */
 static pt_status inv_batch(pt_ctx *ctx, const char *fname, bool batched, pt_tensor *W) {
   int64_t n = W->shape[W->ndim - 1];
   if (n == 0) return PT_OK;
-  int64_t batch = pt_tensor_numel(W) / (n * n);
-  pt_status st = PT_OK;
-  lapack_int *piv = pt_alloc(ctx, sizeof(lapack_int) * (size_t)n);
-  if (!piv) return pt_fail(ctx, PT_ENOMEM, "%s: out of memory", fname);
-  for (int64_t b = 0; !st && b < batch; b++) {
-    double *a = dp(W) + b * n * n;
-    if (has_nan(a, n * n)) {
-      fill_nan(a, n * n);
-      continue;
-    }
-    lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, a, ld(n), piv);
-    if (info == 0) info = LAPACK_CALL(dgetri, LAPACK_ROW_MAJOR, (int)n, a, ld(n), piv);
-    if (info > 0)
-      st = fail_at(ctx, PT_EARG, batched, b, "%s: the matrix is singular (U[%d,%d] is zero)", fname,
-                   (int)info, (int)info);
-    else if (info < 0)
-      st = lapack_arg(ctx, fname, "dgetri", info);
-  }
-  pt_free(piv);
-  return st;
+  lp_job j = lp_new(ctx, fname, W->dtype, batched, pt_tensor_numel(W) / (n * n));
+  lp_op(&j, W, n * n);
+  j.nchk = 1;
+  j.info = LP_SINGULAR;
+  j.query = true;
+  j.npiv = j.n = n;
+  return lp_run(&j, inv_one);
 }
 
-/* saved: 0 Ainv64 */
+/* saved: 0 the inverse */
 static pt_status inv_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *P = node->saved[0], *G = NULL, *GA = NULL;
+  pt_tensor *P = NULL, *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 1, &P);
+  if (st) return st;
   int64_t n = P->shape[P->ndim - 1], batch = n ? pt_tensor_numel(P) / (n * n) : 0;
-  pt_status st = grad64(ctx, g, P->ndim, P->shape, &G);
+  st = grad64(ctx, g, P->ndim, P->shape, &G);
   if (!st) st = new64(ctx, P->ndim, P->shape, false, &GA);
   if (st) goto done;
   double *t = scratch(ctx, n * n, &st);
@@ -473,6 +816,7 @@ static pt_status inv_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tenso
   pt_free(t);
   st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
 done:
+  pt_tensor_release(P);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
@@ -481,144 +825,152 @@ done:
 pt_status pt_linalg_inv(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_tensor **out) {
   pt_status st = check_matrix(ctx, fname, A, true);
   if (st) return st;
-  pt_tensor *W = NULL, *o = NULL;
-  if ((st = to64(ctx, A, A->ndim, A->shape, &W))) return st;
-  if ((st = inv_batch(ctx, fname, A->ndim > 2, W))) goto done;
-  if ((st = as_dtype(ctx, W, A->dtype, &o))) goto done;
-  st = record(ctx, o, "LinalgInvBackward", inv_backward, 1, &A, 1, &W, NULL);
-done:
-  pt_tensor_release(W);
+  pt_tensor *W = NULL;
+  if ((st = to_work(ctx, A, A->dtype, A->ndim, A->shape, &W))) return st;
+  if (!(st = inv_batch(ctx, fname, A->ndim > 2, W)))
+    st = record(ctx, W, "LinalgInvBackward", inv_backward, 1, &A, 1, &W, NULL);
   if (st) {
-    pt_tensor_release(o);
+    pt_tensor_release(W);
     return st;
   }
-  *out = o;
+  *out = W;
   return PT_OK;
 }
 
-/* LU of each matrix of A64: sign of the permutation times the signs of U's diagonal, and
- * either det (the product) or log|det| */
-static pt_status lu_det_batch(pt_ctx *ctx, const char *fname, const pt_tensor *A64, double *sign,
-                              double *det, double *logabs) {
-  int64_t n = A64->shape[A64->ndim - 1];
-  int64_t batch = pt_shape_numel(A64->ndim - 2, A64->shape);
-  pt_status st = PT_OK;
-  double *lu = scratch(ctx, n * n, &st);
-  lapack_int *piv = lu ? pt_alloc(ctx, sizeof(lapack_int) * (size_t)(n > 0 ? n : 1)) : NULL;
-  if (lu && !piv) st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory", fname);
-  for (int64_t b = 0; !st && b < batch; b++) {
-    const double *a = dp(A64) + b * n * n;
-    double s = 1, p = 1, l = 0;
-    if (has_nan(a, n * n)) {
-      s = p = l = NAN;
-    } else if (n > 0) {
-      memcpy(lu, a, sizeof(double) * (size_t)(n * n));
-      lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, lu, ld(n), piv);
-      if (info < 0) {
-        st = lapack_arg(ctx, fname, "dgetrf", info);
-        break;
-      }
-      for (int64_t i = 0; i < n; i++) {
-        double u = lu[i * n + i];
-        if (piv[i] != i + 1) {
-          s = -s;
-          p = -p;
-        }
-        if (u < 0) s = -s;
-        p *= u;
-        l += log(fabs(u));
-      }
-      if (info > 0) {
-        s = 0;
-        p = 0;
-        l = -INFINITY;
-      }
-      p = s == 0 ? 0 : p;
+/* operands: 0 A (n x n; factorised in a copy when flag: it is saved), 1 the sign of det(A), 2
+ * det(A) (mode 0) or log|det(A)| (mode 1): the permutation's sign times the signs of U's
+ * diagonal, and its product, in float64 */
+static lapack_int det_one(lp_job *j, void *const *p, bool query) {
+  if (query) return 0;
+  pt_dtype dt = j->dt;
+  int64_t n = j->n;
+  double s = 1, v = 1, l = 0;
+  if (n > 0) {
+    void *a = p[0];
+    if (j->flag) {
+      copy_elems(dt, j->tmp, a, n * n);
+      a = j->tmp;
     }
-    if (sign) sign[b] = s;
-    if (det) det[b] = p;
-    if (logabs) logabs[b] = l;
+    lapack_int info = lu_factor(j, a, j->ipiv);
+    if (info < 0) return info;
+    for (int64_t i = 0; i < n; i++) {
+      double u = get_at(dt, a, i * n + i);
+      if (j->ipiv[i] != i + 1) {
+        s = -s;
+        v = -v;
+      }
+      if (u < 0) s = -s;
+      v *= u;
+      l += log(fabs(u));
+    }
+    if (info > 0) {
+      s = 0;
+      v = 0;
+      l = -INFINITY;
+    }
   }
-  pt_free(lu);
-  pt_free(piv);
-  return st;
+  set_at(dt, p[1], 0, s);
+  set_at(dt, p[2], 0, j->mode ? l : v);
+  return 0;
 }
 
-/* out = A^-T for a (n x n); false when A is singular */
-static bool inv_t(pt_ctx *ctx, int64_t n, const double *a, double *w, lapack_int *piv, double *out) {
+/* out = A^-T for a (n x n); false when A is singular. w: n*n */
+static bool inv_t(lp_job *j, const double *a, double *w, double *out) {
+  int64_t n = j->n;
+  if (has_nan(PT_FLOAT64, a, n * n)) return false;
   memcpy(w, a, sizeof(double) * (size_t)(n * n));
-  lapack_int info = LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, w, ld(n), piv);
-  if (!info) info = LAPACK_CALL(dgetri, LAPACK_ROW_MAJOR, (int)n, w, ld(n), piv);
+  lapack_int info = lu_factor(j, w, j->ipiv);
+  if (!info) info = LP_CALL(j, getri, (int)n, (void *)w, ld(n), j->ipiv, j->work, j->lwork);
   if (info) return false;
-  transpose_into(n, n, w, out);
+  transpose_into(n, n, w, out); /* w read row-major is A^-1 */
   return true;
 }
 
 /* The cofactor matrix of a (n x n), det(A) A^-T, also for singular A (through its SVD:
- * A = U S V^T, cof = det(U) det(V) U diag(prod_{j != i} s_j) V^T). */
-static void cofactor(pt_ctx *ctx, int64_t n, const double *a, double det, double *w, lapack_int *piv,
-                     double *out) {
-  double *u = w + n * n, *vt = u + n * n, *tmp = vt + n * n, *s = tmp + n * n, *pr = s + n;
-  if (det != 0 && isfinite(det) && inv_t(ctx, n, a, w, piv, out)) {
+ * A = U S V^T, cof = det(U) det(V) U diag(prod_{j != i} s_j) V^T). j->tmp: 4 n*n + 2 n. */
+static void cofactor(lp_job *j, const double *a, double det, double *out) {
+  int64_t n = j->n;
+  double *w = j->tmp, *u = w + n * n, *vt = u + n * n, *tmp = vt + n * n, *s = tmp + n * n, *pr = s + n;
+  if (det != 0 && isfinite(det) && inv_t(j, a, w, out)) {
     for (int64_t i = 0; i < n * n; i++) out[i] *= det;
     return;
   }
   memcpy(w, a, sizeof(double) * (size_t)(n * n));
-  if (!all_finite(w, n * n) ||
-      LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, 'A', (int)n, (int)n, w, ld(n), s, u, ld(n), vt, ld(n))) {
-    fill_nan(out, n * n);
+  /* the SVD of A^T (column-major): its V^T read row-major is U, its U is V^T */
+  if (!all_finite(PT_FLOAT64, w, n * n) ||
+      LP_CALL(j, gesdd, 'A', (int)n, (int)n, (void *)w, ld(n), (void *)s, (void *)vt, ld(n), (void *)u, ld(n),
+              j->work, j->lwork, j->iwork)) {
+    fill_nan(PT_FLOAT64, out, n * n);
     return;
   }
   double d = 1;
   for (int pass = 0; pass < 2; pass++) { /* det(U) det(V^T), each +-1 */
     memcpy(tmp, pass ? vt : u, sizeof(double) * (size_t)(n * n));
-    LAPACK_CALL(dgetrf, LAPACK_ROW_MAJOR, (int)n, (int)n, tmp, ld(n), piv);
+    lu_factor(j, tmp, j->ipiv);
     for (int64_t i = 0; i < n; i++) {
-      if (piv[i] != i + 1) d = -d;
+      if (j->ipiv[i] != i + 1) d = -d;
       if (tmp[i * n + i] < 0) d = -d;
     }
   }
   for (int64_t i = 0; i < n; i++) {
     double p = d;
-    for (int64_t j = 0; j < n; j++)
-      if (j != i) p *= s[j];
+    for (int64_t k = 0; k < n; k++)
+      if (k != i) p *= s[k];
     pr[i] = p;
   }
   for (int64_t i = 0; i < n; i++) /* tmp = U diag(pr) */
-    for (int64_t j = 0; j < n; j++) tmp[i * n + j] = u[i * n + j] * pr[j];
-  mm(ctx, false, false, n, n, n, 1.0, tmp, vt, 0.0, out);
+    for (int64_t k = 0; k < n; k++) tmp[i * n + k] = u[i * n + k] * pr[k];
+  mm(j->ctx, false, false, n, n, n, 1.0, tmp, vt, 0.0, out);
 }
 
-/* det: saved 0 A64, 1 det64; ints[0] 1: log|det| (slogdet, logdet), whose gradient is g A^-T
+/* operands (float64): 0 A, 1 the gradient's matrix, 2 det(A); mode 1: A^-T (log|det|'s
+ * gradient, nan for a singular A), else the cofactor matrix */
+static lapack_int det_grad_one(lp_job *j, void *const *p, bool query) {
+  int64_t n = j->n;
+  if (query) {
+    lapack_int info = LP_CALL(j, getri, (int)n, p[0], ld(n), j->ipiv, j->work, -1);
+    if (!info) lp_want(j, 0);
+    if (!info && !j->mode &&
+        !(info = LP_CALL(j, gesdd, 'A', (int)n, (int)n, p[0], ld(n), p[1], p[1], ld(n), p[1], ld(n), j->work,
+                         -1, j->iwork)))
+      lp_want(j, 8 * n);
+    return info;
+  }
+  if (j->mode) {
+    if (!inv_t(j, p[0], j->tmp, p[1])) fill_nan(PT_FLOAT64, p[1], n * n);
+  } else {
+    cofactor(j, p[0], *(const double *)p[2], p[1]);
+  }
+  return 0;
+}
+
+/* det: saved 0 A, 1 det; ints[0] 1: log|det| (slogdet, logdet), whose gradient is g A^-T
  * (nan for a singular matrix) */
 static pt_status det_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *A64 = node->saved[0], *D = node->saved[1], *G = NULL, *GA = NULL;
-  bool logabs = node->ints[0];
+  pt_tensor *s[2], *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 2, s);
+  if (st) return st;
+  pt_tensor *A64 = s[0], *D = s[1];
   int64_t n = A64->shape[A64->ndim - 1], batch = pt_tensor_numel(D);
-  double *w = NULL;
-  lapack_int *piv = NULL;
-  pt_status st = grad64(ctx, g, D->ndim, D->shape, &G);
+  st = grad64(ctx, g, D->ndim, D->shape, &G);
   if (!st) st = new64(ctx, A64->ndim, A64->shape, false, &GA);
-  if (st) goto done;
-  if (!(w = scratch(ctx, 4 * n * n + 2 * n, &st))) goto done;
-  if (!(piv = pt_alloc(ctx, sizeof(lapack_int) * (size_t)(n > 0 ? n : 1)))) {
-    st = pt_fail(ctx, PT_ENOMEM, "linalg.det backward: out of memory");
-    goto done;
-  }
-  for (int64_t b = 0; b < batch && n > 0; b++) {
-    double gb = dp(G)[b], *o = dp(GA) + b * n * n;
-    const double *a = dp(A64) + b * n * n;
-    if (logabs) {
-      if (!inv_t(ctx, n, a, w, piv, o)) fill_nan(o, n * n);
-    } else {
-      cofactor(ctx, n, a, dp(D)[b], w, piv, o);
-    }
-    for (int64_t i = 0; i < n * n; i++) o[i] *= gb;
-  }
-  st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
+  if (st || n == 0) goto out;
+  lp_job j = lp_new(ctx, "linalg.det backward", PT_FLOAT64, false, batch);
+  lp_op(&j, A64, n * n);
+  lp_op(&j, GA, n * n);
+  lp_op(&j, D, 1);
+  j.nan = LP_NAN_PASS;
+  j.query = true;
+  j.ntmp = 4 * n * n + 2 * n;
+  j.npiv = j.n = n;
+  j.mode = node->ints[0];
+  if ((st = lp_run(&j, det_grad_one))) goto done;
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < n * n; i++) dp(GA)[b * n * n + i] *= dp(G)[b];
+out:
+  if (!st) st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
 done:
-  pt_free(w);
-  pt_free(piv);
+  release_all(2, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
@@ -629,47 +981,51 @@ static pt_status det_common(pt_ctx *ctx, const char *fname, pt_tensor *A, int wh
                             pt_tensor **o2) {
   pt_status st = check_matrix(ctx, fname, A, true);
   if (st) return st;
-  pt_tensor *A64 = NULL, *S = NULL, *V = NULL, *r1 = NULL, *r2 = NULL;
+  pt_dtype dt = A->dtype;
+  bool need = pt_autograd_needed(ctx, 1, &A);
+  pt_tensor *W = NULL, *S = NULL, *V = NULL;
   int nb = A->ndim - 2;
-  if ((st = to64(ctx, A, A->ndim, A->shape, &A64))) return st;
-  if ((st = new64(ctx, nb, A->shape, false, &S)) || (st = new64(ctx, nb, A->shape, false, &V))) goto done;
-  if ((st = lu_det_batch(ctx, fname, A64, dp(S), which == 0 ? dp(V) : NULL, which == 0 ? NULL : dp(V))))
+  int64_t n = A->shape[A->ndim - 1];
+  if ((st = to_work(ctx, A, dt, A->ndim, A->shape, &W))) return st;
+  if ((st = new_work(ctx, dt, nb, A->shape, false, &S)) || (st = new_work(ctx, dt, nb, A->shape, false, &V)))
     goto done;
+  lp_job j = lp_new(ctx, fname, dt, nb > 0, pt_tensor_numel(S));
+  lp_op(&j, W, n * n);
+  lp_op(&j, S, 1);
+  lp_op(&j, V, 1);
+  j.nchk = 1;
+  j.keep = 1;
+  j.flag = need; /* A is saved: factorise a copy */
+  j.ntmp = need ? n * n : 0;
+  j.npiv = j.n = n;
+  j.mode = which != 0;
+  if ((st = lp_run(&j, det_one))) goto done;
   if (which == 2) { /* log(det): nan below 0 */
     int64_t nel = pt_tensor_numel(V);
     for (int64_t i = 0; i < nel; i++)
-      if (dp(S)[i] < 0) dp(V)[i] = NAN;
+      if (get_at(dt, pt_tensor_data(S), i) < 0) set_at(dt, pt_tensor_data(V), i, NAN);
   }
-  if ((st = as_dtype(ctx, V, A->dtype, &r2))) goto done;
   pt_node *node;
-  pt_tensor *save[2] = {A64, V};
-  if (which == 0) {
-    /* det's backward needs det itself: V holds it */
-    if ((st = record(ctx, r2, "LinalgDetBackward", det_backward, 1, &A, 2, save, &node))) goto done;
-  } else {
-    if ((st = record(ctx, r2, which == 1 ? "LinalgSlogdetBackward" : "LogdetBackward", det_backward, 1, &A,
-                     2, save, &node)))
-      goto done;
-  }
+  pt_tensor *save[2] = {W, V}; /* det's backward needs det itself: V holds it */
+  static const char *const names[] = {"LinalgDetBackward", "LinalgSlogdetBackward", "LogdetBackward"};
+  if ((st = record(ctx, V, names[which], det_backward, 1, &A, 2, save, &node))) goto done;
   if (node) {
     node->ints[0] = which != 0;
     node->n_ints = 1;
   }
-  if (which == 1 && (st = as_dtype(ctx, S, A->dtype, &r1))) goto done;
 done:
-  pt_tensor_release(A64);
-  pt_tensor_release(S);
-  pt_tensor_release(V);
+  pt_tensor_release(W);
   if (st) {
-    pt_tensor_release(r1);
-    pt_tensor_release(r2);
+    pt_tensor_release(S);
+    pt_tensor_release(V);
     return st;
   }
   if (which == 1) {
-    *o1 = r1;
-    *o2 = r2;
+    *o1 = S;
+    *o2 = V;
   } else {
-    *o1 = r2;
+    pt_tensor_release(S);
+    *o1 = V;
   }
   return PT_OK;
 }
@@ -691,10 +1047,12 @@ pt_status pt_logdet(pt_ctx *ctx, pt_tensor *A, pt_tensor **out) {
 
 /* saved: 0 the factor (lower L, or upper U when ints[0]) */
 static pt_status cholesky_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *C = node->saved[0], *G = NULL, *GA = NULL;
+  pt_tensor *C = NULL, *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 1, &C);
+  if (st) return st;
   bool upper = node->ints[0];
   int64_t n = C->shape[C->ndim - 1], batch = n ? pt_tensor_numel(C) / (n * n) : 0;
-  pt_status st = grad64(ctx, g, C->ndim, C->shape, &G);
+  st = grad64(ctx, g, C->ndim, C->shape, &G);
   if (!st) st = new64(ctx, C->ndim, C->shape, false, &GA);
   if (st) goto done;
   double *w = scratch(ctx, 3 * n * n, &st);
@@ -712,60 +1070,59 @@ static pt_status cholesky_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_
     }
     mm(ctx, true, false, n, n, n, 1.0, l, gl, 0.0, t); /* L^T gL */
     for (int64_t i = 0; i < n; i++) /* P = 0.5 (tril(T) + tril(T, -1)^T) */
-      for (int64_t j = 0; j <= i; j++) p[i * n + j] = p[j * n + i] = 0.5 * t[i * n + j];
+      for (int64_t k = 0; k <= i; k++) p[i * n + k] = p[k * n + i] = 0.5 * t[i * n + k];
     trsm(true, false, true, false, n, n, l, p);  /* L^-T P */
     trsm(false, false, false, false, n, n, l, p); /* ... L^-1 */
   }
   pt_free(w);
   st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
 done:
+  pt_tensor_release(C);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
 }
 
+/* operand 0: A, factorised in place. potrf of the row-major buffer (A^T column-major) with the
+ * other triangle gives U with A = U^T U, which read row-major is L = U^T (upper: the other way
+ * round); the other triangle is zeroed. */
+static lapack_int cholesky_one(lp_job *j, void *const *p, bool query) {
+  if (query) return 0;
+  int64_t n = j->n;
+  bool upper = j->flag;
+  lapack_int info = LP_CALL(j, potrf, upper ? 'L' : 'U', (int)n, p[0], ld(n));
+  if (info) return info;
+  size_t es = pt_dtype_size(j->dt);
+  for (int64_t i = 0; i < n; i++)
+    if (upper) memset(elem(j->dt, p[0], i * n), 0, es * (size_t)i);
+    else memset(elem(j->dt, p[0], i * n + i + 1), 0, es * (size_t)(n - i - 1));
+  return 0;
+}
+
 pt_status pt_linalg_cholesky(pt_ctx *ctx, const char *fname, pt_tensor *A, bool upper, pt_tensor **out) {
   pt_status st = check_matrix(ctx, fname, A, true);
   if (st) return st;
-  pt_tensor *W = NULL, *o = NULL;
-  if ((st = to64(ctx, A, A->ndim, A->shape, &W))) return st;
-  int64_t n = A->shape[A->ndim - 1], batch = n ? pt_tensor_numel(W) / (n * n) : 0;
-  for (int64_t b = 0; b < batch; b++) {
-    double *a = dp(W) + b * n * n;
-    if (has_nan(a, n * n)) {
-      fill_nan(a, n * n);
-      continue;
-    }
-    lapack_int info = LAPACK_CALL(dpotrf, LAPACK_ROW_MAJOR, upper ? 'U' : 'L', (int)n, a, ld(n));
-    if (info > 0) {
-      st = fail_at(ctx, PT_EARG, A->ndim > 2, b,
-                   "%s: the matrix is not positive-definite (the leading minor of order %d is not "
-                   "positive-definite)",
-                   fname, (int)info);
-      goto done;
-    }
-    if (info < 0) {
-      st = lapack_arg(ctx, fname, "dpotrf", info);
-      goto done;
-    }
-    for (int64_t i = 0; i < n; i++) /* zero the other triangle */
-      for (int64_t j = 0; j < n; j++)
-        if (upper ? j < i : j > i) a[i * n + j] = 0;
+  pt_tensor *W = NULL;
+  if ((st = to_work(ctx, A, A->dtype, A->ndim, A->shape, &W))) return st;
+  int64_t n = A->shape[A->ndim - 1];
+  lp_job j = lp_new(ctx, fname, A->dtype, A->ndim > 2, n ? pt_tensor_numel(W) / (n * n) : 0);
+  lp_op(&j, W, n * n);
+  j.nchk = 1;
+  j.info = LP_NOT_PD;
+  j.n = n;
+  j.flag = upper;
+  pt_node *node = NULL;
+  if (!(st = lp_run(&j, cholesky_one)))
+    st = record(ctx, W, "LinalgCholeskyBackward", cholesky_backward, 1, &A, 1, &W, &node);
+  if (st) {
+    pt_tensor_release(W);
+    return st;
   }
-  if ((st = as_dtype(ctx, W, A->dtype, &o))) goto done;
-  pt_node *node;
-  if ((st = record(ctx, o, "LinalgCholeskyBackward", cholesky_backward, 1, &A, 1, &W, &node))) goto done;
   if (node) {
     node->ints[0] = upper;
     node->n_ints = 1;
   }
-done:
-  pt_tensor_release(W);
-  if (st) {
-    pt_tensor_release(o);
-    return st;
-  }
-  *out = o;
+  *out = W;
   return PT_OK;
 }
 
@@ -786,22 +1143,25 @@ static void qr_grad_tall(const pt_ctx *ctx, int64_t m, int64_t n, const double *
   trsm(false, true, true, false, m, n, R, gA); /* gA R^-T */
 }
 
-/* saved: 0 Q64, 1 R64; ints[0] mode, ints[1] 1 for the R node */
+/* saved: 0 Q, 1 R; ints[0] mode, ints[1] 1 for the R node */
 static pt_status qr_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *Qt = node->saved[0], *Rt = node->saved[1], *G = NULL, *GA = NULL;
-  bool is_r = node->ints[1];
-  int nd = Rt->ndim;
-  int64_t m = Qt->shape[nd - 2], k = Rt->shape[nd - 2], n = Rt->shape[nd - 1];
   if (node->ints[0] == PT_QR_R)
     return pt_fail(ctx, PT_EARG, "linalg.qr: the derivative depends on Q, which mode 'r' does not compute: "
                                  "use mode 'reduced' to differentiate through linalg.qr");
+  pt_tensor *s[2], *G = NULL, *GA = NULL;
+  bool is_r = node->ints[1];
+  int nd = node->saved[1]->ndim;
+  int64_t m = node->saved[0]->shape[nd - 2], k = node->saved[1]->shape[nd - 2], n = node->saved[1]->shape[nd - 1];
   if (node->ints[0] == PT_QR_COMPLETE && m > n)
     return pt_fail(ctx, PT_EARG, "linalg.qr: the QR decomposition is not differentiable when mode is "
                                  "'complete' and the matrix has more rows than columns (%lld > %lld)",
                    (long long)m, (long long)n);
+  pt_status st = saved64(ctx, node, 2, s);
+  if (st) return st;
+  pt_tensor *Qt = s[0], *Rt = s[1];
   int64_t batch = pt_shape_numel(nd - 2, Rt->shape);
   pt_tensor *out = is_r ? Rt : Qt;
-  pt_status st = grad64(ctx, g, out->ndim, out->shape, &G);
+  st = grad64(ctx, g, out->ndim, out->shape, &G);
   int64_t ashape[PT_MAX_DIMS];
   memcpy(ashape, Rt->shape, sizeof(int64_t) * (size_t)nd);
   ashape[nd - 2] = m;
@@ -848,65 +1208,76 @@ static pt_status qr_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor
   pt_free(w);
   st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
 done:
+  release_all(2, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
+}
+
+#define COPY_R(T, m, n, k, a, r)                                                         \
+  for (int64_t c = 0; c < (n); c++)                                                      \
+    for (int64_t i = 0; i < mini(c + 1, (k)); i++) ((T *)(r))[i * (n) + c] = ((const T *)(a))[c * (m) + i]
+
+/* operands: 0 A (column-major m x n: a transposed copy, destroyed), 1 Q (m x c0; none in mode
+ * r), 2 R (c1 x n). geqrf, then R from A's upper triangle and Q from orgqr (in A's buffer when
+ * it has room, else in tmp), each transposed to row-major as it is copied out. (The LQ of the
+ * row-major buffer, A^T = L Q', would need no transposed copies, but gelqf and orglq run at
+ * half geqrf's and orgqr's speed.) tmp: tau (k), then m x c0 when c0 > n. */
+static lapack_int qr_one(lp_job *j, void *const *p, bool query) {
+  pt_dtype dt = j->dt;
+  int64_t m = j->m, n = j->n, k = j->k, qc = j->c0;
+  bool want_q = p[1] && m > 0 && qc > 0;
+  void *a = p[0], *q = p[1], *r = p[2], *tau = j->tmp, *qa = query || qc <= n ? a : elem(dt, j->tmp, k);
+  lapack_int lw = query ? -1 : j->lwork, info = 0;
+  if (k > 0 && (info = LP_CALL(j, geqrf, (int)m, (int)n, a, ld(m), query ? a : tau, j->work, lw))) return info;
+  if (query) lp_want(j, 0);
+  if (!query) { /* R[i, c] = A[c * m + i] for i <= c */
+    if (dt == PT_FLOAT32) COPY_R(float, m, n, k, a, r);
+    else COPY_R(double, m, n, k, a, r);
+  }
+  if (!want_q) return 0;
+  if (!query && qa != a) copy_elems(dt, qa, a, m * mini(n, qc));
+  if ((info = LP_CALL(j, orgqr, (int)m, (int)qc, (int)k, qa, ld(m), query ? a : tau, j->work, lw))) return info;
+  if (query) lp_want(j, 0);
+  else transpose_copy(dt, qc, m, qa, q);
+  return 0;
 }
 
 pt_status pt_linalg_qr(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_qr_mode mode, pt_tensor **Q,
                        pt_tensor **R) {
   pt_status st = check_matrix(ctx, fname, A, false);
   if (st) return st;
+  pt_dtype dt = A->dtype;
   int nd = A->ndim;
   int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], k = mini(m, n);
   int64_t qc = mode == PT_QR_COMPLETE ? m : k, rr = mode == PT_QR_COMPLETE ? m : k;
   int64_t qshape[PT_MAX_DIMS], rshape[PT_MAX_DIMS];
   batch_shape(A, 2, m, qc, qshape);
   batch_shape(A, 2, rr, n, rshape);
-  int64_t batch = pt_shape_numel(nd - 2, A->shape);
-  pt_tensor *W = NULL, *Q64 = NULL, *R64 = NULL, *qo = NULL, *ro = NULL;
-  double *tau = NULL;
-  if ((st = to64(ctx, A, nd, A->shape, &W)) || (st = new64(ctx, nd, qshape, true, &Q64)) ||
-      (st = new64(ctx, nd, rshape, true, &R64)))
+  pt_tensor *W = NULL, *Qw = NULL, *Rw = NULL;
+  if ((st = to_colmajor(ctx, A, dt, nd - 2, A->shape, &W)) || (st = new_work(ctx, dt, nd, rshape, true, &Rw)))
     goto done;
-  if (!(tau = scratch(ctx, k, &st))) goto done;
-  for (int64_t b = 0; b < batch; b++) {
-    double *a = dp(W) + b * m * n, *q = dp(Q64) + b * m * qc, *r = dp(R64) + b * rr * n;
-    if (has_nan(a, m * n)) {
-      fill_nan(q, m * qc);
-      fill_nan(r, rr * n);
-      continue;
-    }
-    if (k > 0) {
-      lapack_int info = LAPACK_CALL(dgeqrf, LAPACK_ROW_MAJOR, (int)m, (int)n, a, ld(n), tau);
-      if (info) {
-        st = lapack_arg(ctx, fname, "dgeqrf", info);
-        goto done;
-      }
-    }
-    for (int64_t i = 0; i < k; i++)
-      for (int64_t j = i; j < n; j++) r[i * n + j] = a[i * n + j];
-    if (mode == PT_QR_R || m == 0) continue;
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < mini(n, qc); j++) q[i * qc + j] = a[i * n + j];
-    if (qc == 0) continue;
-    lapack_int info = LAPACK_CALL(dorgqr, LAPACK_ROW_MAJOR, (int)m, (int)qc, (int)k, q, ld(qc), tau);
-    if (info) {
-      st = lapack_arg(ctx, fname, "dorgqr", info);
-      goto done;
-    }
-  }
-  if (mode == PT_QR_R) {
-    if ((st = pt_tensor_empty(ctx, A->dtype, 1, (int64_t[]){0}, &qo))) goto done;
-  } else if ((st = as_dtype(ctx, Q64, A->dtype, &qo))) {
-    goto done;
-  }
-  if ((st = as_dtype(ctx, R64, A->dtype, &ro))) goto done;
-  pt_tensor *save[2] = {Q64, R64};
+  if (mode == PT_QR_R) st = pt_tensor_empty(ctx, dt, 1, (int64_t[]){0}, &Qw);
+  else st = new_work(ctx, dt, nd, qshape, false, &Qw); /* qr_one writes all of it */
+  if (st) goto done;
+  lp_job j = lp_new(ctx, fname, dt, nd > 2, pt_shape_numel(nd - 2, A->shape));
+  lp_op(&j, W, m * n);
+  lp_op(&j, mode == PT_QR_R ? NULL : Qw, m * qc);
+  lp_op(&j, Rw, rr * n);
+  j.nchk = 1;
+  j.info = LP_NO_CONVERGE;
+  j.query = true;
+  j.ntmp = k + (qc > n ? m * qc : 0);
+  j.m = m;
+  j.n = n;
+  j.k = k;
+  j.c0 = qc;
+  if ((st = lp_run(&j, qr_one))) goto done;
+  pt_tensor *save[2] = {mode == PT_QR_R ? NULL : Qw, Rw};
   for (int which = 0; which < 2; which++) {
     if (which == 0 && mode == PT_QR_R) continue;
     pt_node *node;
-    if ((st = record(ctx, which ? ro : qo, "LinalgQrBackward", qr_backward, 1, &A, 2, save, &node))) goto done;
+    if ((st = record(ctx, which ? Rw : Qw, "LinalgQrBackward", qr_backward, 1, &A, 2, save, &node))) goto done;
     if (node) {
       node->ints[0] = mode;
       node->ints[1] = which;
@@ -914,17 +1285,14 @@ pt_status pt_linalg_qr(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_qr_mode 
     }
   }
 done:
-  pt_free(tau);
   pt_tensor_release(W);
-  pt_tensor_release(Q64);
-  pt_tensor_release(R64);
   if (st) {
-    pt_tensor_release(qo);
-    pt_tensor_release(ro);
+    pt_tensor_release(Qw);
+    pt_tensor_release(Rw);
     return st;
   }
-  *Q = qo;
-  *R = ro;
+  *Q = Qw;
+  *R = Rw;
   return PT_OK;
 }
 
@@ -932,11 +1300,14 @@ done:
 
 /* saved: 0 eigenvalues (batch x n), 1 eigenvectors (batch x n x n); ints[0] 1 for V's node */
 static pt_status eigh_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *E = node->saved[0], *V = node->saved[1], *G = NULL, *GA = NULL;
+  pt_tensor *s[2], *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 2, s);
+  if (st) return st;
+  pt_tensor *E = s[0], *V = s[1];
   bool is_v = node->ints[0];
   int64_t n = V->shape[V->ndim - 1], batch = pt_shape_numel(V->ndim - 2, V->shape);
   pt_tensor *out = is_v ? V : E;
-  pt_status st = grad64(ctx, g, out->ndim, out->shape, &G);
+  st = grad64(ctx, g, out->ndim, out->shape, &G);
   if (!st) st = new64(ctx, V->ndim, V->shape, false, &GA);
   if (st) goto done;
   double *w = scratch(ctx, 2 * n * n, &st);
@@ -959,9 +1330,26 @@ static pt_status eigh_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tens
   pt_free(w);
   st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
 done:
+  release_all(2, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
+}
+
+/* operands: 0 A (its eigenvectors when jobz is 'V'), 1 the eigenvalues. syevd on the row-major
+ * buffer reads A^T column-major, in the other triangle (uplo); its eigenvectors come back as
+ * columns of a column-major matrix and are transposed in place. */
+static lapack_int eigh_one(lp_job *j, void *const *p, bool query) {
+  int64_t n = j->n;
+  if (n == 0) return 0;
+  lapack_int info = LP_CALL(j, syevd, j->jobz, j->uplo, (int)n, p[0], ld(n), p[1], j->work, j->lwork, j->iwork,
+                            j->liwork);
+  if (query) {
+    if (!info) lp_want(j, 0);
+    return info;
+  }
+  if (!info && j->jobz == 'V') transpose_square(j->dt, n, p[0]);
+  return info;
 }
 
 pt_status pt_linalg_eigh(pt_ctx *ctx, const char *fname, pt_tensor *A, bool upper, pt_tensor **L,
@@ -969,37 +1357,27 @@ pt_status pt_linalg_eigh(pt_ctx *ctx, const char *fname, pt_tensor *A, bool uppe
   pt_status st = check_matrix(ctx, fname, A, true);
   if (st) return st;
   bool need_v = V || pt_autograd_needed(ctx, 1, &A);
+  pt_dtype dt = A->dtype;
   int nd = A->ndim;
-  int64_t n = A->shape[nd - 1], batch = pt_shape_numel(nd - 2, A->shape), eshape[PT_MAX_DIMS];
+  int64_t n = A->shape[nd - 1], eshape[PT_MAX_DIMS];
   batch_shape(A, 2, n, -1, eshape);
-  pt_tensor *W = NULL, *E = NULL, *lo = NULL, *vo = NULL;
-  if ((st = to64(ctx, A, nd, A->shape, &W)) || (st = new64(ctx, nd - 1, eshape, false, &E))) goto done;
-  for (int64_t b = 0; b < batch && n > 0; b++) {
-    double *a = dp(W) + b * n * n, *e = dp(E) + b * n;
-    if (has_nan(a, n * n)) {
-      fill_nan(a, n * n);
-      fill_nan(e, n);
-      continue;
-    }
-    lapack_int info = LAPACK_CALL(dsyevd, LAPACK_ROW_MAJOR, need_v ? 'V' : 'N', upper ? 'U' : 'L', (int)n, a,
-                                     ld(n), e);
-    if (info > 0) {
-      st = fail_at(ctx, PT_EARG, nd > 2, b, "%s: the algorithm failed to converge (LAPACK dsyevd info %d)",
-                   fname, (int)info);
-      goto done;
-    }
-    if (info < 0) {
-      st = lapack_arg(ctx, fname, "dsyevd", info);
-      goto done;
-    }
-  }
-  if ((st = as_dtype(ctx, E, A->dtype, &lo))) goto done;
-  if (V && (st = as_dtype(ctx, W, A->dtype, &vo))) goto done;
+  pt_tensor *W = NULL, *E = NULL;
+  if ((st = to_work(ctx, A, dt, nd, A->shape, &W)) || (st = new_work(ctx, dt, nd - 1, eshape, false, &E))) goto done;
+  lp_job j = lp_new(ctx, fname, dt, nd > 2, pt_shape_numel(nd - 2, A->shape));
+  lp_op(&j, W, n * n);
+  lp_op(&j, E, n);
+  j.nchk = 1;
+  j.info = LP_NO_CONVERGE;
+  j.query = true;
+  j.n = n;
+  j.jobz = need_v ? 'V' : 'N';
+  j.uplo = upper ? 'L' : 'U';
+  if ((st = lp_run(&j, eigh_one))) goto done;
   pt_tensor *save[2] = {E, W};
   for (int which = 0; which < 2 && need_v; which++) {
     if (which == 1 && !V) break;
     pt_node *node;
-    if ((st = record(ctx, which ? vo : lo, "LinalgEighBackward", eigh_backward, 1, &A, 2, save, &node)))
+    if ((st = record(ctx, which ? W : E, "LinalgEighBackward", eigh_backward, 1, &A, 2, save, &node)))
       goto done;
     if (node) {
       node->ints[0] = which;
@@ -1007,15 +1385,14 @@ pt_status pt_linalg_eigh(pt_ctx *ctx, const char *fname, pt_tensor *A, bool uppe
     }
   }
 done:
-  pt_tensor_release(W);
-  pt_tensor_release(E);
   if (st) {
-    pt_tensor_release(lo);
-    pt_tensor_release(vo);
+    pt_tensor_release(W);
+    pt_tensor_release(E);
     return st;
   }
-  *L = lo;
-  if (V) *V = vo;
+  *L = E;
+  if (V) *V = W;
+  else pt_tensor_release(W);
   return PT_OK;
 }
 
@@ -1064,16 +1441,19 @@ static void svd_grad(const pt_ctx *ctx, int64_t m, int64_t n, const double *U, c
   }
 }
 
-/* saved: 0 U64 (batch x m x uc), 1 S64, 2 Vh64 (batch x vr x n); ints[0]: 0 U, 1 S, 2 Vh.
+/* saved: 0 U (batch x m x uc), 1 S, 2 Vh (batch x vr x n); ints[0]: 0 U, 1 S, 2 Vh.
  * With full_matrices only the first k columns of U (rows of Vh) and of their gradients count:
  * the others are not determined by A (PyTorch does the same). */
 static pt_status svd_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *Ut = node->saved[0], *St = node->saved[1], *Vt = node->saved[2], *G = NULL, *GA = NULL;
+  pt_tensor *s[3], *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 3, s);
+  if (st) return st;
+  pt_tensor *Ut = s[0], *St = s[1], *Vt = s[2];
   int which = (int)node->ints[0], nd = Ut->ndim;
   int64_t m = Ut->shape[nd - 2], uc = Ut->shape[nd - 1], vr = Vt->shape[nd - 2], n = Vt->shape[nd - 1];
   int64_t k = mini(m, n), big = maxi(m, n), batch = pt_shape_numel(nd - 2, Ut->shape);
   pt_tensor *out = which == 0 ? Ut : which == 1 ? St : Vt;
-  pt_status st = grad64(ctx, g, out->ndim, out->shape, &G);
+  st = grad64(ctx, g, out->ndim, out->shape, &G);
   int64_t ashape[PT_MAX_DIMS];
   memcpy(ashape, Ut->shape, sizeof(int64_t) * (size_t)nd);
   ashape[nd - 1] = n;
@@ -1094,40 +1474,28 @@ static pt_status svd_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tenso
   pt_free(w);
   st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
 done:
+  release_all(3, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
 }
 
-/* SVD of every matrix of W (batch x m x n, destroyed) into U64/S64/Vh64 (jobz 'A', 'S' or
- * 'N'); fails on non-finite input or no convergence */
-static pt_status svd_batch(pt_ctx *ctx, const char *fname, bool batched, pt_tensor *W, char jobz,
-                           double *u, double *s, double *vt) {
-  int nd = W->ndim;
-  int64_t m = W->shape[nd - 2], n = W->shape[nd - 1], k = mini(m, n);
-  int64_t batch = pt_shape_numel(nd - 2, W->shape);
-  int64_t uc = jobz == 'A' ? m : jobz == 'S' ? k : 0, vr = jobz == 'A' ? n : jobz == 'S' ? k : 0;
+/* operands: 0 A (m x n, destroyed), 1 S (k), 2 U (m x c0), 3 Vh (c1 x n); jobz 'A', 'S' or 'N'
+ * (no U, Vh). gesdd of the row-major buffer decomposes A^T (n x m column-major) = U' S V'^T,
+ * so A = V' S U'^T: V'^T (column-major) read row-major is U, and U' read row-major is Vh. */
+static lapack_int svd_one(lp_job *j, void *const *p, bool query) {
+  int64_t m = j->m, n = j->n, k = mini(m, n), uc = j->c0, vr = j->c1;
+  void *u = p[2], *vh = p[3];
   double dummy[1];
-  for (int64_t b = 0; b < batch; b++) {
-    double *a = dp(W) + b * m * n;
-    if (!all_finite(a, m * n))
-      return fail_at(ctx, PT_EARG, batched, b,
-                     "%s: the algorithm failed to converge because the matrix contains non-finite values",
-                     fname);
-    double *ub = uc ? u + b * m * uc : dummy, *vb = vr ? vt + b * vr * n : dummy;
-    if (k == 0) { /* an empty matrix: U, Vh identities (full) */
-      for (int64_t i = 0; i < m && uc; i++) ub[i * uc + i] = 1;
-      for (int64_t i = 0; i < n && vr; i++) vb[i * n + i] = 1;
-      continue;
-    }
-    lapack_int info = LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, jobz, (int)m, (int)n, a, ld(n), s + b * k, ub,
-                                     uc ? ld(uc) : 1, vb, ld(n));
-    if (info > 0)
-      return fail_at(ctx, PT_EARG, batched, b, "%s: the algorithm failed to converge (LAPACK dgesdd info %d)",
-                     fname, (int)info);
-    if (info < 0) return lapack_arg(ctx, fname, "dgesdd", info);
+  if (k == 0) { /* an empty matrix: U, Vh identities (full) */
+    for (int64_t i = 0; i < m && uc && !query; i++) set_at(j->dt, u, i * uc + i, 1);
+    for (int64_t i = 0; i < n && vr && !query; i++) set_at(j->dt, vh, i * n + i, 1);
+    return 0;
   }
-  return PT_OK;
+  lapack_int info = LP_CALL(j, gesdd, j->jobz, (int)n, (int)m, p[0], ld(n), p[1], vh ? vh : (void *)dummy, ld(n),
+                            u ? u : (void *)dummy, uc ? ld(uc) : 1, j->work, j->lwork, j->iwork);
+  if (query && !info) lp_want(j, 8 * k);
+  return info;
 }
 
 pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_matrices,
@@ -1136,6 +1504,7 @@ pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_
   if (st) return st;
   bool want = U != NULL, need = want || pt_autograd_needed(ctx, 1, &A);
   char jobz = want ? (full_matrices ? 'A' : 'S') : need ? 'S' : 'N';
+  pt_dtype dt = A->dtype;
   int nd = A->ndim;
   int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], k = mini(m, n);
   int64_t uc = jobz == 'A' ? m : k, vr = jobz == 'A' ? n : k;
@@ -1143,17 +1512,27 @@ pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_
   batch_shape(A, 2, m, uc, ushape);
   batch_shape(A, 2, k, -1, sshape);
   batch_shape(A, 2, vr, n, vshape);
-  pt_tensor *W = NULL, *U64 = NULL, *S64 = NULL, *V64 = NULL, *uo = NULL, *so = NULL, *vo = NULL;
-  if ((st = to64(ctx, A, nd, A->shape, &W)) || (st = new64(ctx, nd - 1, sshape, false, &S64))) goto done;
-  if (need && ((st = new64(ctx, nd, ushape, true, &U64)) || (st = new64(ctx, nd, vshape, true, &V64))))
+  pt_tensor *W = NULL, *Uw = NULL, *Sw = NULL, *Vw = NULL;
+  if ((st = to_work(ctx, A, dt, nd, A->shape, &W)) || (st = new_work(ctx, dt, nd - 1, sshape, false, &Sw))) goto done;
+  if (need && ((st = new_work(ctx, dt, nd, ushape, true, &Uw)) || (st = new_work(ctx, dt, nd, vshape, true, &Vw))))
     goto done;
-  if ((st = svd_batch(ctx, fname, nd > 2, W, jobz, need ? dp(U64) : NULL, dp(S64), need ? dp(V64) : NULL)))
-    goto done;
-  if ((st = as_dtype(ctx, S64, A->dtype, &so))) goto done;
-  if (want && ((st = as_dtype(ctx, U64, A->dtype, &uo)) || (st = as_dtype(ctx, V64, A->dtype, &vo))))
-    goto done;
+  lp_job j = lp_new(ctx, fname, dt, nd > 2, pt_shape_numel(nd - 2, A->shape));
+  lp_op(&j, W, m * n);
+  lp_op(&j, Sw, k);
+  lp_op(&j, Uw, m * uc);
+  lp_op(&j, Vw, vr * n);
+  j.nchk = 1;
+  j.nan = LP_NAN_FAIL;
+  j.info = LP_NO_CONVERGE;
+  j.query = true;
+  j.m = m;
+  j.n = n;
+  j.c0 = need ? uc : 0;
+  j.c1 = need ? vr : 0;
+  j.jobz = jobz;
+  if ((st = lp_run(&j, svd_one))) goto done;
   if (need) {
-    pt_tensor *save[3] = {U64, S64, V64}, *outs[3] = {uo, so, vo};
+    pt_tensor *save[3] = {Uw, Sw, Vw}, *outs[3] = {want ? Uw : NULL, Sw, want ? Vw : NULL};
     for (int which = 0; which < 3; which++) {
       if (!outs[which]) continue;
       pt_node *node;
@@ -1166,18 +1545,17 @@ pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_
   }
 done:
   pt_tensor_release(W);
-  pt_tensor_release(U64);
-  pt_tensor_release(S64);
-  pt_tensor_release(V64);
+  if (st || !want) {
+    pt_tensor_release(Uw);
+    pt_tensor_release(Vw);
+  }
   if (st) {
-    pt_tensor_release(uo);
-    pt_tensor_release(so);
-    pt_tensor_release(vo);
+    pt_tensor_release(Sw);
     return st;
   }
-  *S = so;
-  if (U) *U = uo;
-  if (Vh) *Vh = vo;
+  *S = Sw;
+  if (U) *U = Uw;
+  if (Vh) *Vh = Vw;
   return PT_OK;
 }
 
@@ -1194,53 +1572,85 @@ static double tolerance(double atol, double rtol, double largest, pt_dtype dt, i
   return atol > r ? atol : r;
 }
 
-/* Pseudo-inverse P (n x m) of a (m x n) by SVD, or of a symmetric a by eigh (lower triangle).
- * Fills *rank when rank != NULL. w: m*n + m*k + k*n + k + n*k (+ n*n) doubles. */
-static pt_status pinv_one(pt_ctx *ctx, const char *fname, bool batched, int64_t b, int64_t m, int64_t n,
-                          const double *a, double atol, double rtol, pt_dtype dt, bool hermitian,
-                          double *w, double *P, int64_t *rank) {
-  int64_t k = mini(m, n), r = 0;
-  double *c = w, *u = c + m * n, *s = u + m * k, *vt = s + k, *t = vt + k * n;
-  if (!all_finite(a, m * n))
-    return fail_at(ctx, PT_EARG, batched, b,
-                   "%s: the algorithm failed to converge because the matrix contains non-finite values", fname);
-  memcpy(c, a, sizeof(double) * (size_t)(m * n));
-  if (k == 0) {
-    for (int64_t i = 0; i < m * n; i++) P[i] = 0;
-    if (rank) *rank = 0;
-    return PT_OK;
-  }
-  if (hermitian) {
-    lapack_int info = LAPACK_CALL(dsyevd, LAPACK_ROW_MAJOR, 'V', 'L', (int)n, c, ld(n), s);
-    if (info)
-      return fail_at(ctx, PT_EARG, batched, b, "%s: the algorithm failed to converge (LAPACK dsyevd info %d)",
-                     fname, (int)info);
-    double big = 0;
-    for (int64_t i = 0; i < n; i++) big = fabs(s[i]) > big ? fabs(s[i]) : big;
-    double tol = tolerance(atol, rtol, big, dt, m, n);
-    for (int64_t i = 0; i < n; i++) /* t = V diag(1/s) */
-      for (int64_t j = 0; j < n; j++) t[i * n + j] = fabs(s[j]) > tol ? c[i * n + j] / s[j] : 0;
-    for (int64_t j = 0; j < n; j++) r += fabs(s[j]) > tol;
-    mm(ctx, false, true, n, n, n, 1.0, t, c, 0.0, P);
-  } else {
-    lapack_int info =
-        LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, 'S', (int)m, (int)n, c, ld(n), s, u, ld(k), vt, ld(n));
-    if (info)
-      return fail_at(ctx, PT_EARG, batched, b, "%s: the algorithm failed to converge (LAPACK dgesdd info %d)",
-                     fname, (int)info);
-    double tol = tolerance(atol, rtol, s[0], dt, m, n);
-    for (int64_t i = 0; i < n; i++) /* t (n x k) = V diag(1/s) */
-      for (int64_t j = 0; j < k; j++) t[i * k + j] = s[j] > tol ? vt[j * n + i] / s[j] : 0;
-    for (int64_t j = 0; j < k; j++) r += s[j] > tol;
-    mm(ctx, false, true, n, m, k, 1.0, t, u, 0.0, P);
-  }
-  if (rank) *rank = r;
-  return PT_OK;
-}
-
 static int64_t pinv_scratch(int64_t m, int64_t n) {
   int64_t k = mini(m, n);
   return m * n + m * k + k + k * n + maxi(n * k, n * n) + 1;
+}
+
+/* operands: 0 A (m x n, read), 1 its pseudo-inverse P (n x m), or none (jobz 'N': the rank
+ * alone, from the singular values). By the SVD (read as in svd_one: U and V^T of A from A^T's),
+ * or for a symmetric A (mode 1) by eigh of its lower triangle (syevd 'U' on the buffer; the
+ * eigenvectors are the columns of the column-major result V, so the buffer read row-major is
+ * V^T). Ranks into j->rank (when not NULL); the tolerance is PyTorch's for j->tol_dt.
+ * tmp: pinv_scratch(m, n). */
+static lapack_int pinv_one(lp_job *j, void *const *p, bool query) {
+  pt_dtype dt = j->dt;
+  int64_t m = j->m, n = j->n, k = mini(m, n), r = 0;
+  bool herm = j->mode, vals = j->jobz == 'N';
+  lapack_int info;
+  if (k == 0) {
+    if (!query && p[1]) memset(p[1], 0, pt_dtype_size(dt) * (size_t)(m * n));
+    if (!query && j->rank) j->rank[j->b] = 0;
+    return 0;
+  }
+  if (query) {
+    if (herm) info = LP_CALL(j, syevd, vals ? 'N' : 'V', 'U', (int)n, p[0], ld(n), p[0], j->work, -1, j->iwork, -1);
+    else info = LP_CALL(j, gesdd, vals ? 'N' : 'S', (int)n, (int)m, p[0], ld(n), p[0], p[0], ld(n), p[0], ld(k),
+                        j->work, -1, j->iwork);
+    if (!info) lp_want(j, 8 * k);
+    return info;
+  }
+  void *c = j->tmp, *u = elem(dt, c, m * n), *s = elem(dt, u, m * k), *vt = elem(dt, s, k), *t = elem(dt, vt, k * n);
+  copy_elems(dt, c, p[0], m * n);
+  if (herm) info = LP_CALL(j, syevd, vals ? 'N' : 'V', 'U', (int)n, c, ld(n), s, j->work, j->lwork, j->iwork, j->liwork);
+  else info = LP_CALL(j, gesdd, vals ? 'N' : 'S', (int)n, (int)m, c, ld(n), s, vt, ld(n), u, ld(k), j->work, j->lwork,
+                      j->iwork);
+  if (info) return info;
+  double big = 0;
+  for (int64_t i = 0; i < k; i++) big = fmax(big, fabs(get_at(dt, s, i)));
+  double tol = tolerance(j->atol, j->rtol, big, j->tol_dt, m, n);
+  for (int64_t i = 0; i < k; i++) r += fabs(get_at(dt, s, i)) > tol;
+  if (j->rank) j->rank[j->b] = r;
+  if (vals) return 0;
+  if (herm) { /* P = V diag(1/s) V^T = C^T (diag(1/s) C), C = the buffer read row-major */
+    for (int64_t l = 0; l < n; l++) {
+      double sl = get_at(dt, s, l);
+      for (int64_t i = 0; i < n; i++) set_at(dt, t, l * n + i, fabs(sl) > tol ? get_at(dt, c, l * n + i) / sl : 0);
+    }
+    mmx(j->ctx, dt, true, false, n, n, n, 1.0, c, t, 0.0, p[1]);
+  } else { /* P = t U^T, t (n x k) = V diag(1/s) */
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t l = 0; l < k; l++) {
+        double sl = get_at(dt, s, l);
+        set_at(dt, t, i * k + l, sl > tol ? get_at(dt, vt, l * n + i) / sl : 0);
+      }
+    mmx(j->ctx, dt, false, true, n, m, k, 1.0, t, u, 0.0, p[1]);
+  }
+  return 0;
+}
+
+/* pinv_one over every matrix of A (batch x m x n) into P (batch x n x m; NULL: ranks only) */
+static pt_status pinv_run(pt_ctx *ctx, const char *fname, bool batched, pt_tensor *A, pt_tensor *P, int64_t *rank,
+                          double atol, double rtol, pt_dtype tol_dt, bool hermitian) {
+  int nd = A->ndim;
+  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1];
+  lp_job j = lp_new(ctx, fname, A->dtype, batched, pt_shape_numel(nd - 2, A->shape));
+  lp_op(&j, A, m * n);
+  lp_op(&j, P, m * n);
+  j.nchk = 1;
+  j.nan = LP_NAN_FAIL;
+  j.info = LP_NO_CONVERGE;
+  j.query = true;
+  j.ntmp = pinv_scratch(m, n);
+  j.m = m;
+  j.n = n;
+  j.mode = hermitian;
+  j.jobz = P ? 'V' : 'N';
+  j.atol = atol;
+  j.rtol = rtol;
+  j.tol_dt = tol_dt;
+  j.rank = rank;
+  return lp_run(&j, pinv_one);
 }
 
 /* PyTorch's pinv_backward: gA (m x n) from gP (n x m), P = pinv(A). w: 5 max(m,n)^2 */
@@ -1277,13 +1687,17 @@ static void pinv_grad(const pt_ctx *ctx, int64_t m, int64_t n, const double *A, 
   }
 }
 
-/* saved: 0 A64, 1 P64 */
+
+/* saved: 0 A, 1 P */
 static pt_status pinv_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *A64 = node->saved[0], *P64 = node->saved[1], *G = NULL, *GA = NULL;
+  pt_tensor *s[2], *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 2, s);
+  if (st) return st;
+  pt_tensor *A64 = s[0], *P64 = s[1];
   int nd = A64->ndim;
   int64_t m = A64->shape[nd - 2], n = A64->shape[nd - 1], big = maxi(m, n);
   int64_t batch = pt_shape_numel(nd - 2, A64->shape);
-  pt_status st = grad64(ctx, g, P64->ndim, P64->shape, &G);
+  st = grad64(ctx, g, P64->ndim, P64->shape, &G);
   if (!st) st = new64(ctx, nd, A64->shape, false, &GA);
   if (st) goto done;
   double *w = scratch(ctx, 5 * big * big, &st);
@@ -1293,6 +1707,7 @@ static pt_status pinv_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tens
   pt_free(w);
   st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
 done:
+  release_all(2, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
@@ -1314,29 +1729,23 @@ pt_status pt_linalg_pinv(pt_ctx *ctx, const char *fname, pt_tensor *A, double at
   if (!st) st = check_tols(ctx, fname, A, hermitian, atol, rtol);
   if (st) return st;
   int nd = A->ndim;
-  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], batch = pt_shape_numel(nd - 2, A->shape);
-  int64_t pshape[PT_MAX_DIMS];
+  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], pshape[PT_MAX_DIMS];
   batch_shape(A, 2, n, m, pshape);
-  pt_tensor *W = NULL, *P = NULL, *o = NULL;
-  double *w = NULL;
-  if ((st = to64(ctx, A, nd, A->shape, &W)) || (st = new64(ctx, nd, pshape, false, &P))) goto done;
-  if (!(w = scratch(ctx, pinv_scratch(m, n), &st))) goto done;
-  for (int64_t b = 0; b < batch; b++)
-    if ((st = pinv_one(ctx, fname, nd > 2, b, m, n, dp(W) + b * m * n, atol, rtol, A->dtype, hermitian, w,
-                       dp(P) + b * m * n, NULL)))
-      goto done;
-  if ((st = as_dtype(ctx, P, A->dtype, &o))) goto done;
+  pt_tensor *W = NULL, *P = NULL;
+  /* pinv_one reads A: a copy only when it is saved */
+  if (pt_autograd_needed(ctx, 1, &A)) st = to_work(ctx, A, A->dtype, nd, A->shape, &W);
+  else st = pt_tensor_contiguous_raw(ctx, A, &W);
+  if (st || (st = new_work(ctx, A->dtype, nd, pshape, false, &P))) goto done;
+  if ((st = pinv_run(ctx, fname, nd > 2, W, P, NULL, atol, rtol, A->dtype, hermitian))) goto done;
   pt_tensor *save[2] = {W, P};
-  st = record(ctx, o, "LinalgPinvBackward", pinv_backward, 1, &A, 2, save, NULL);
+  st = record(ctx, P, "LinalgPinvBackward", pinv_backward, 1, &A, 2, save, NULL);
 done:
-  pt_free(w);
   pt_tensor_release(W);
-  pt_tensor_release(P);
   if (st) {
-    pt_tensor_release(o);
+    pt_tensor_release(P);
     return st;
   }
-  *out = o;
+  *out = P;
   return PT_OK;
 }
 
@@ -1347,19 +1756,11 @@ pt_status pt_linalg_matrix_rank(pt_ctx *ctx, pt_tensor *A, double atol, double r
   if (!st) st = check_tols(ctx, fname, A, hermitian, atol, rtol);
   if (st) return st;
   int nd = A->ndim;
-  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], batch = pt_shape_numel(nd - 2, A->shape);
   pt_tensor *W = NULL, *o = NULL;
-  double *w = NULL, *P = NULL;
-  if ((st = to64(ctx, A, nd, A->shape, &W)) || (st = pt_tensor_empty(ctx, PT_INT64, nd - 2, A->shape, &o)))
+  if ((st = pt_tensor_contiguous_raw(ctx, A, &W)) || (st = pt_tensor_empty(ctx, PT_INT64, nd - 2, A->shape, &o)))
     goto done;
-  if (!(w = scratch(ctx, pinv_scratch(m, n) + m * n, &st))) goto done;
-  P = w + pinv_scratch(m, n);
-  for (int64_t b = 0; b < batch; b++)
-    if ((st = pinv_one(ctx, fname, nd > 2, b, m, n, dp(W) + b * m * n, atol, rtol, A->dtype, hermitian, w, P,
-                       (int64_t *)pt_tensor_data(o) + b)))
-      goto done;
+  st = pinv_run(ctx, fname, nd > 2, W, NULL, pt_tensor_data(o), atol, rtol, A->dtype, hermitian);
 done:
-  pt_free(w);
   pt_tensor_release(W);
   if (st) {
     pt_tensor_release(o);
@@ -1371,34 +1772,37 @@ done:
 
 /* ------------------------------------------------------------------ lstsq */
 
-/* saved: 0 A64 (batch x m x n), 1 B64 (batch x m x k); ints[0] vector case; scalars[0] the
- * dtype's eps (pinv's default tolerance) */
+/* saved: 0 A (batch x m x n), 1 B (batch x m x k); ints[0] vector case */
 static pt_status lstsq_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *A64 = node->saved[0], *B64 = node->saved[1], *G = NULL, *GA = NULL, *GB = NULL;
+  pt_tensor *s[2], *G = NULL, *GA = NULL, *GB = NULL, *P = NULL;
+  pt_status st = saved64(ctx, node, 2, s);
+  if (st) return st;
+  pt_tensor *A64 = s[0], *B64 = s[1];
   int nd = A64->ndim;
   int64_t m = A64->shape[nd - 2], n = A64->shape[nd - 1], k = B64->shape[nd - 1], big = maxi(m, n);
-  int64_t batch = pt_shape_numel(nd - 2, A64->shape), xshape[PT_MAX_DIMS];
+  int64_t batch = pt_shape_numel(nd - 2, A64->shape), xshape[PT_MAX_DIMS], pshape[PT_MAX_DIMS];
   memcpy(xshape, B64->shape, sizeof(int64_t) * (size_t)nd);
   xshape[nd - 2] = n;
+  memcpy(pshape, A64->shape, sizeof(int64_t) * (size_t)nd);
+  pshape[nd - 2] = n;
+  pshape[nd - 1] = m;
   pt_tensor *A = node->inputs[0];
-  pt_status st = grad64(ctx, g, nd, xshape, &G);
+  st = grad64(ctx, g, nd, xshape, &G);
   if (!st) st = new64(ctx, nd, A64->shape, false, &GA);
   if (!st) st = new64(ctx, nd, B64->shape, false, &GB);
+  if (!st) st = new64(ctx, nd, pshape, false, &P);
+  if (!st) st = pinv_run(ctx, "linalg.lstsq backward", false, A64, P, NULL, NAN, NAN, A->dtype, false);
   if (st) goto done;
-  int64_t ps = pinv_scratch(m, n);
-  double *w = scratch(ctx, ps + 2 * m * n + 5 * big * big, &st);
+  double *w = scratch(ctx, m * n + 5 * big * big, &st);
   if (!w) goto done;
-  double *P = w + ps, *gP = P + m * n, *w2 = gP + m * n;
+  double *gP = w, *w2 = gP + m * n;
   for (int64_t b = 0; b < batch; b++) {
-    const double *a = dp(A64) + b * m * n, *bb = dp(B64) + b * m * k, *gx = dp(G) + b * n * k;
-    if ((st = pinv_one(ctx, "linalg.lstsq backward", false, b, m, n, a, NAN, NAN, A->dtype, false, w, P, NULL)))
-      break;
-    mm(ctx, true, false, m, k, n, 1.0, P, gx, 0.0, dp(GB) + b * m * k); /* gB = P^T gX */
+    const double *a = dp(A64) + b * m * n, *bb = dp(B64) + b * m * k, *gx = dp(G) + b * n * k, *p = dp(P) + b * m * n;
+    mm(ctx, true, false, m, k, n, 1.0, p, gx, 0.0, dp(GB) + b * m * k); /* gB = P^T gX */
     mm(ctx, false, true, n, m, k, 1.0, gx, bb, 0.0, gP);                /* gP = gX B^T */
-    pinv_grad(ctx, m, n, a, P, gP, w2, dp(GA) + b * m * n);
+    pinv_grad(ctx, m, n, a, p, gP, w2, dp(GA) + b * m * n);
   }
   pt_free(w);
-  if (st) goto done;
   if (node->needs_grad[0] && (st = grad_to(ctx, GA, A, &gin[0]))) goto done;
   if (node->needs_grad[1]) {
     pt_tensor *v = GB;
@@ -1411,17 +1815,60 @@ static pt_status lstsq_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
     pt_tensor_release(v);
   }
 done:
+  release_all(2, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   pt_tensor_release(GB);
+  pt_tensor_release(P);
   return st;
+}
+
+/* operands: 0 A (column-major m x n: a transposed copy), 1 B (column-major, max(m, n) rows, k
+ * columns; the solution in its first n rows), 2 the singular values (gelsd, gelss); mode: the
+ * driver. Ranks into j->rank. tmp: min(m, n); ipiv: gelsy's n + 1 column pivots. */
+static lapack_int lstsq_one(lp_job *j, void *const *p, bool query) {
+  int64_t m = j->m, n = j->n, k = j->k, kk = mini(m, n);
+  int lda = ld(m), ldb = ld(maxi(m, n)), mi = (int)m, ni = (int)n, ki = (int)k;
+  lapack_int lw = query ? -1 : j->lwork, r = (lapack_int)kk, info = 0;
+  void *a = p[0], *bb = p[1], *s = p[2];
+  if (kk > 0 && k > 0) {
+    switch ((pt_lstsq_driver)j->mode) {
+    case PT_LSTSQ_GELS: info = LP_CALL(j, gels, 'N', mi, ni, ki, a, lda, bb, ldb, j->work, lw); break;
+    case PT_LSTSQ_GELSY:
+      if (!query) memset(j->ipiv, 0, sizeof(lapack_int) * (size_t)(n + 1));
+      info = LP_CALL(j, gelsy, mi, ni, ki, a, lda, bb, ldb, j->ipiv, j->rcond, &r, j->work, lw);
+      break;
+    case PT_LSTSQ_GELSD: info = LP_CALL(j, gelsd, mi, ni, ki, a, lda, bb, ldb, s, j->rcond, &r, j->work, lw, j->iwork); break;
+    case PT_LSTSQ_GELSS: info = LP_CALL(j, gelss, mi, ni, ki, a, lda, bb, ldb, s, j->rcond, &r, j->work, lw); break;
+    }
+    if (query && !info) lp_want(j, 0);
+    if (query || info) return info;
+  } else if (kk > 0 && j->rank) { /* no columns in B: the rank and singular values of A alone */
+    void *sv = s ? s : j->tmp;
+    double dummy[1];
+    if (query || all_finite(j->dt, a, m * n))
+      info = LP_CALL(j, gesdd, 'N', mi, ni, a, lda, query ? a : sv, (void *)dummy, 1, (void *)dummy, 1, j->work, lw,
+                     j->iwork);
+    else
+      info = 1;
+    if (query) {
+      if (!info) lp_want(j, 8 * kk);
+      return info;
+    }
+    if (info) fill_nan(j->dt, sv, kk);
+    r = 0;
+    for (int64_t i = 0; i < kk; i++) r += get_at(j->dt, sv, i) > j->rcond * get_at(j->dt, sv, 0);
+  } else if (query) {
+    return 0;
+  }
+  if (j->rank) j->rank[j->b] = r;
+  return 0;
 }
 
 pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
                           pt_lstsq_driver driver, pt_tensor **solution, pt_tensor **residuals,
                           pt_tensor **rank, pt_tensor **singular_values) {
   const char *fname = "linalg.lstsq";
-  static const char *const names[] = {"gels", "gelsy", "gelsd", "gelss"};
   pt_status st = check_matrix(ctx, fname, A, false);
   if (!st) st = check_same_dtype(ctx, fname, A, B);
   if (st) return st;
@@ -1447,115 +1894,91 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
   ashape[nbatch + 1] = n;
   bshape[nbatch] = m;
   bshape[nbatch + 1] = k;
+  pt_dtype dt = A->dtype;
   int64_t batch = pt_shape_numel(nbatch, bshape), big = maxi(m, n);
-  if (rcond < 0) rcond = dtype_eps(A->dtype) * (double)big;
+  if (rcond < 0) rcond = dtype_eps(dt) * (double)big;
   bool has_rank = driver != PT_LSTSQ_GELS, has_sv = driver == PT_LSTSQ_GELSD || driver == PT_LSTSQ_GELSS;
-  pt_tensor *Bv = NULL, *A64 = NULL, *B64 = NULL, *X64 = NULL, *S64 = NULL, *Rk = NULL, *Res = NULL;
-  pt_tensor *xo = NULL, *x = NULL, *ro = NULL, *so = NULL;
-  double *w = NULL;
-  lapack_int *jpvt = NULL;
+  pt_tensor *ins[2] = {A, B};
+  pt_tensor *Bv = NULL, *Ac = NULL, *Bc = NULL, *Bn = NULL, *Aw = NULL, *Bw = NULL, *S = NULL, *Rk = NULL;
+  pt_tensor *X = NULL, *x = NULL, *ro = NULL, *so = NULL, *v = NULL;
   if (vector) {
     if ((st = pt_unsqueeze_raw(ctx, B, B->ndim, &Bv))) return st;
   } else {
     Bv = pt_tensor_retain(B);
   }
-  int64_t xshape[PT_MAX_DIMS], sshape[PT_MAX_DIMS];
+  int64_t xshape[PT_MAX_DIMS], sshape[PT_MAX_DIMS], cshape[PT_MAX_DIMS];
   memcpy(xshape, bshape, sizeof(int64_t) * (size_t)nd);
   xshape[nbatch] = n;
   memcpy(sshape, bshape, sizeof(int64_t) * (size_t)nbatch);
   sshape[nbatch] = kk;
-  if ((st = to64(ctx, A, nd, ashape, &A64)) || (st = to64(ctx, Bv, nd, bshape, &B64)) ||
-      (st = new64(ctx, nd, xshape, false, &X64)))
+  memcpy(cshape, bshape, sizeof(int64_t) * (size_t)nbatch);
+  cshape[nbatch] = k;
+  cshape[nbatch + 1] = big;
+  /* LAPACK's column-major operands, as PyTorch: A transposed, B transposed into max(m, n) rows */
+  if ((st = to_colmajor(ctx, A, dt, nbatch, bshape, &Ac)) || (st = new_work(ctx, dt, nd, cshape, true, &Bc)) ||
+      (st = pt_narrow_raw(ctx, Bc, nd - 1, 0, m, &Bn)) || (st = pt_transpose_raw(ctx, Bv, Bv->ndim - 2, Bv->ndim - 1, &v)) ||
+      (st = pt_tensor_copy_into(ctx, Bn, v)))
     goto done;
-  if (has_sv && (st = new64(ctx, nbatch + 1, sshape, false, &S64))) goto done;
-  if (has_rank && (st = pt_tensor_empty(ctx, PT_INT64, nbatch, bshape, &Rk))) goto done;
-  if (!(w = scratch(ctx, m * n + big * k + kk + 1, &st))) goto done;
-  if (!(jpvt = pt_alloc(ctx, sizeof(lapack_int) * (size_t)(n + 1)))) {
-    st = pt_fail(ctx, PT_ENOMEM, "%s: out of memory", fname);
-    goto done;
+  if (has_sv && (st = new_work(ctx, dt, nbatch + 1, sshape, false, &S))) goto done;
+  if (has_rank) {
+    if ((st = pt_tensor_empty(ctx, PT_INT64, nbatch, bshape, &Rk))) goto done;
+    for (int64_t b = 0; b < batch; b++) ((int64_t *)pt_tensor_data(Rk))[b] = kk; /* a matrix with NaN */
   }
+  lp_job j = lp_new(ctx, fname, dt, nbatch > 0, batch);
+  lp_op(&j, Ac, m * n);
+  lp_op(&j, Bc, big * k);
+  lp_op(&j, S, kk);
+  j.nchk = 2;
+  j.info = driver == PT_LSTSQ_GELS ? LP_RANK : LP_NO_CONVERGE;
+  j.query = true;
+  j.ntmp = kk;
+  j.npiv = n + 1;
+  j.m = m;
+  j.n = n;
+  j.k = k;
+  j.mode = driver;
+  j.rcond = rcond;
+  j.rank = Rk ? pt_tensor_data(Rk) : NULL;
+  if ((st = lp_run(&j, lstsq_one))) goto done;
+  /* the solution: B's first n rows, transposed back */
+  pt_tensor_release(Bn);
+  pt_tensor_release(v);
+  Bn = v = NULL;
+  if ((st = pt_narrow_raw(ctx, Bc, nd - 1, 0, n, &Bn)) || (st = pt_transpose_raw(ctx, Bn, nd - 2, nd - 1, &v)) ||
+      (st = to_work(ctx, v, dt, nd, xshape, &X)))
+    goto done;
   bool full_rank = true;
-  int64_t rshape[PT_MAX_DIMS];
-  memcpy(rshape, bshape, sizeof(int64_t) * (size_t)nbatch);
-  rshape[nbatch] = k;
-  bool want_res = m > n && driver != PT_LSTSQ_GELSY && !vector;
-  if (want_res && (st = new64(ctx, nbatch + 1, rshape, true, &Res))) goto done;
-  for (int64_t b = 0; b < batch; b++) {
-    double *a = w, *bb = w + m * n, *xb = dp(X64) + b * n * k;
-    memcpy(a, dp(A64) + b * m * n, sizeof(double) * (size_t)(m * n));
-    for (int64_t i = 0; i < big * k; i++) bb[i] = 0;
-    memcpy(bb, dp(B64) + b * m * k, sizeof(double) * (size_t)(m * k));
-    lapack_int r = (lapack_int)kk, info = 0;
-    if (has_nan(a, m * n) || has_nan(bb, m * k)) {
-      fill_nan(bb, big * k);
-      if (has_sv) fill_nan(dp(S64) + b * kk, kk);
-    } else if (kk > 0 && k > 0) {
-      switch (driver) {
-      case PT_LSTSQ_GELS:
-        info = LAPACK_CALL(dgels, LAPACK_ROW_MAJOR, 'N', (int)m, (int)n, (int)k, a, ld(n), bb, ld(k));
-        break;
-      case PT_LSTSQ_GELSY:
-        memset(jpvt, 0, sizeof(lapack_int) * (size_t)(n + 1));
-        info = LAPACK_CALL(dgelsy, LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), jpvt, rcond, &r);
-        break;
-      case PT_LSTSQ_GELSD:
-        info = LAPACK_CALL(dgelsd, LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), dp(S64) + b * kk,
-                              rcond, &r);
-        break;
-      case PT_LSTSQ_GELSS:
-        info = LAPACK_CALL(dgelss, LAPACK_ROW_MAJOR, (int)m, (int)n, (int)k, a, ld(n), bb, ld(k), dp(S64) + b * kk,
-                              rcond, &r);
-        break;
-      }
-      if (info > 0) {
-        st = driver == PT_LSTSQ_GELS
-                 ? fail_at(ctx, PT_EARG, nbatch > 0, b,
-                           "%s: the matrix does not have full rank (diagonal element %d of its triangular "
-                           "factor is zero): use driver gelsy, gelsd or gelss",
-                           fname, (int)info)
-                 : fail_at(ctx, PT_EARG, nbatch > 0, b, "%s: the algorithm failed to converge (LAPACK d%s info %d)",
-                           fname, names[driver], (int)info);
-        goto done;
-      }
-      if (info < 0) {
-        st = lapack_arg(ctx, fname, names[driver], info);
-        goto done;
-      }
-    } else if (kk > 0 && has_rank) { /* no columns in B: the rank and singular values of A alone */
-      double *s = has_sv ? dp(S64) + b * kk : bb + big * k, dummy[1];
-      if (!all_finite(a, m * n) ||
-          LAPACK_CALL(dgesdd, LAPACK_ROW_MAJOR, 'N', (int)m, (int)n, a, ld(n), s, dummy, 1, dummy, ld(n)))
-        fill_nan(s, kk);
-      r = 0;
-      for (int64_t i = 0; i < kk; i++) r += s[i] > rcond * s[0];
-    }
-    if (has_rank) ((int64_t *)pt_tensor_data(Rk))[b] = r;
-    if (r < n) full_rank = false;
-    memcpy(xb, bb, sizeof(double) * (size_t)(n * k));
-    if (want_res)
-      for (int64_t i = n; i < m; i++)
-        for (int64_t j = 0; j < k; j++) dp(Res)[b * k + j] += bb[i * k + j] * bb[i * k + j];
-  }
-  /* outputs */
-  if ((st = as_dtype(ctx, X64, A->dtype, &xo))) goto done;
-  if (vector) {
-    if ((st = pt_view_raw(ctx, xo, nd - 1, xshape, &x))) goto done;
-  } else {
-    x = pt_tensor_retain(xo);
-  }
+  for (int64_t b = 0; has_rank && b < batch; b++) full_rank = full_rank && ((int64_t *)pt_tensor_data(Rk))[b] >= n;
+  if (!has_rank) full_rank = kk >= n;
   int64_t zero = 0;
-  if (want_res && (!has_rank || full_rank)) {
-    if ((st = as_dtype(ctx, Res, A->dtype, &ro))) goto done;
-  } else if ((st = pt_tensor_empty(ctx, A->dtype, 1, &zero, &ro))) {
+  if (m > n && driver != PT_LSTSQ_GELSY && !vector && full_rank) { /* the squared norms of rows n.. */
+    int64_t rshape[PT_MAX_DIMS];
+    memcpy(rshape, bshape, sizeof(int64_t) * (size_t)nbatch);
+    rshape[nbatch] = k;
+    if ((st = new_work(ctx, dt, nbatch + 1, rshape, false, &ro))) goto done;
+    for (int64_t bj = 0; bj < batch * k; bj++) {
+      double acc = 0;
+      for (int64_t i = n; i < m; i++) {
+        double e = get_at(dt, pt_tensor_data(Bc), bj * big + i);
+        acc += e * e;
+      }
+      set_at(dt, pt_tensor_data(ro), bj, acc);
+    }
+  } else if ((st = pt_tensor_empty(ctx, dt, 1, &zero, &ro))) {
     goto done;
   }
-  if (has_sv) {
-    if ((st = as_dtype(ctx, S64, A->dtype, &so))) goto done;
-  } else if ((st = pt_tensor_empty(ctx, A->dtype, 1, &zero, &so))) {
-    goto done;
-  }
+  if (has_sv) so = pt_tensor_retain(S);
+  else if ((st = pt_tensor_empty(ctx, dt, 1, &zero, &so))) goto done;
   if (!has_rank && (st = pt_tensor_empty(ctx, PT_INT64, 1, &zero, &Rk))) goto done;
-  pt_tensor *ins[2] = {A, B}, *save[2] = {A64, B64};
+  if (vector) {
+    if ((st = pt_view_raw(ctx, X, nd - 1, xshape, &x))) goto done;
+  } else {
+    x = pt_tensor_retain(X);
+  }
+  if (pt_autograd_needed(ctx, 2, ins) &&
+      ((st = to_work(ctx, A, dt, nd, ashape, &Aw)) || (st = to_work(ctx, Bv, dt, nd, bshape, &Bw))))
+    goto done;
+  pt_tensor *save[2] = {Aw, Bw};
   pt_node *node;
   if ((st = record(ctx, x, "LinalgLstsqBackward", lstsq_backward, 2, ins, 2, save, &node))) goto done;
   if (node) {
@@ -1563,15 +1986,15 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
     node->n_ints = 1;
   }
 done:
-  pt_free(w);
-  pt_free(jpvt);
   pt_tensor_release(Bv);
-  pt_tensor_release(A64);
-  pt_tensor_release(B64);
-  pt_tensor_release(X64);
-  pt_tensor_release(S64);
-  pt_tensor_release(Res);
-  pt_tensor_release(xo);
+  pt_tensor_release(Ac);
+  pt_tensor_release(Bc);
+  pt_tensor_release(Bn);
+  pt_tensor_release(v);
+  pt_tensor_release(Aw);
+  pt_tensor_release(Bw);
+  pt_tensor_release(S);
+  pt_tensor_release(X);
   if (st) {
     pt_tensor_release(x);
     pt_tensor_release(ro);
@@ -2000,15 +2423,17 @@ pt_status pt_linalg_cross(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, int dim, pt_t
 
 /* ------------------------------------------------------------------ triangular solves */
 
-/* saved: 0 A64 (batch x n x n), 1 X64 (batch x r x c); ints: upper, left, unitriangular */
+/* saved: 0 A (batch x n x n), 1 X (batch x r x c); ints: upper, left, unitriangular */
 static pt_status solve_tri_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *A64 = node->saved[0], *X64 = node->saved[1], *G = NULL, *GA = NULL;
+  pt_tensor *s[2], *G = NULL, *GA = NULL;
+  pt_status st = saved64(ctx, node, 2, s);
+  if (st) return st;
+  pt_tensor *A64 = s[0], *X64 = s[1];
   bool upper = node->ints[0], left = node->ints[1], unit = node->ints[2];
   int nd = X64->ndim;
   int64_t n = A64->shape[nd - 1], r = X64->shape[nd - 2], c = X64->shape[nd - 1];
   int64_t batch = pt_shape_numel(nd - 2, X64->shape);
-  pt_status st = grad64(ctx, g, nd, X64->shape, &G);
-  if (st) return st;
+  if ((st = grad64(ctx, g, nd, X64->shape, &G))) goto done;
   for (int64_t b = 0; b < batch; b++) /* gB = op(A)^-T g */
     trsm(left, upper, true, unit, r, c, dp(A64) + b * n * n, dp(G) + b * r * c);
   if (node->needs_grad[0]) {
@@ -2026,6 +2451,7 @@ static pt_status solve_tri_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt
   }
   if (node->needs_grad[1]) st = grad_to(ctx, G, node->inputs[1], &gin[1]);
 done:
+  release_all(2, s);
   pt_tensor_release(G);
   pt_tensor_release(GA);
   return st;
@@ -2056,13 +2482,19 @@ pt_status pt_linalg_solve_triangular(pt_ctx *ctx, const char *fname, pt_tensor *
   shape[nbatch + 1] = c;
   int nd = nbatch + 2;
   int64_t batch = pt_shape_numel(nbatch, shape);
-  pt_tensor *A64 = NULL, *X64 = NULL, *o = NULL;
-  if ((st = to64(ctx, A, nd, ashape, &A64)) || (st = to64(ctx, B, nd, shape, &X64))) goto done;
-  for (int64_t b = 0; b < batch; b++) trsm(left, upper, false, unitriangular, r, c, dp(A64) + b * n * n, dp(X64) + b * r * c);
-  if ((st = as_dtype(ctx, X64, A->dtype, &o))) goto done;
-  pt_tensor *ins[2] = {A, B}, *save[2] = {A64, X64};
+  pt_tensor *ins[2] = {A, B}, *Aw = NULL, *X = NULL;
+  /* A is only read: it is used as it is when it has the batch shape and is not saved */
+  if (!pt_autograd_needed(ctx, 2, ins) && A->ndim == nd && !memcmp(A->shape, ashape, sizeof(int64_t) * (size_t)nd))
+    st = pt_tensor_contiguous_raw(ctx, A, &Aw);
+  else
+    st = to_work(ctx, A, A->dtype, nd, ashape, &Aw);
+  if (st || (st = to_work(ctx, B, A->dtype, nd, shape, &X))) goto done;
+  for (int64_t b = 0; b < batch; b++)
+    trsmx(A->dtype, left, upper, false, unitriangular, r, c, elem(A->dtype, pt_tensor_data(Aw), b * n * n),
+          elem(A->dtype, pt_tensor_data(X), b * r * c));
+  pt_tensor *save[2] = {Aw, X};
   pt_node *node;
-  if ((st = record(ctx, o, "LinalgSolveTriangularBackward", solve_tri_backward, 2, ins, 2, save, &node))) goto done;
+  if ((st = record(ctx, X, "LinalgSolveTriangularBackward", solve_tri_backward, 2, ins, 2, save, &node))) goto done;
   if (node) {
     node->ints[0] = upper;
     node->ints[1] = left;
@@ -2070,13 +2502,12 @@ pt_status pt_linalg_solve_triangular(pt_ctx *ctx, const char *fname, pt_tensor *
     node->n_ints = 3;
   }
 done:
-  pt_tensor_release(A64);
-  pt_tensor_release(X64);
+  pt_tensor_release(Aw);
   if (st) {
-    pt_tensor_release(o);
+    pt_tensor_release(X);
     return st;
   }
-  *out = o;
+  *out = X;
   return PT_OK;
 }
 

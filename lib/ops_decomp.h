@@ -2,10 +2,12 @@
  * autograd.
  *
  * Every function takes float32 or float64 matrices (the last two dims; leading dims are a
- * batch) and returns the input's dtype. Both dtypes are factorised in float64 (LAPACK's d*
- * routines) and rounded once at the end: float32 results are at least as accurate as
- * PyTorch's s* results, not bitwise equal to them. Factors whose signs are not unique (Q of
- * qr, eigenvectors, singular vectors) are LAPACK's; compare invariants, not signs.
+ * batch) and returns the input's dtype. Each dtype is factorised in itself, as PyTorch does:
+ * float32 by LAPACK's s* routines, float64 by the d* ones (float32 results have float32's
+ * accuracy; they are not bitwise equal to PyTorch's, whose calls see the transposed layout).
+ * Gradients are computed in float64 from the saved float32 factors. Factors whose signs are
+ * not unique (Q of qr, eigenvectors, singular vectors) are LAPACK's; compare invariants, not
+ * signs.
  *
  * Errors name the function, the shapes and, for a batch, the 1-based batch element:
  *   "linalg.solve: the matrix is singular (U[2,2] is zero), batch element 3".
