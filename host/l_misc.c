@@ -1,7 +1,8 @@
-/* Bindings of lib/ops_misc.h (scatter_reduce). */
+/* Bindings of lib/ops_misc.h (scatter_reduce) and lib/ops_resample.h (interpolate's taps). */
 #include <string.h>
 
 #include "../lib/ops_misc.h"
+#include "../lib/ops_resample.h"
 #include "lpt.h"
 
 static const char *const reduce_names[] = {"sum", "prod", "mean", "amax", "amin", NULL};
@@ -48,10 +49,26 @@ static const char *const docs[] = {
     NULL,
 };
 
+/* pt._taps_along(x, dim, idx, w) -> the resampling of x along dim (1-based) through the taps
+ * idx (int64 {m, K}, 0-based) and w (float64 {m, K}): resample.lua's interpolate kernels */
+static int l_taps_along(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *idx = lpt_check_tensor(L, 3), *w = lpt_check_tensor(L, 4), *r;
+  int dim = (int)luaL_checkinteger(L, 2) - 1;
+  if (pt_taps_along(lpt_ctx(L), x, dim, idx, w, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static const luaL_Reg internal[] = {
+    {"_taps_along", l_taps_along},
+    {NULL, NULL},
+};
+
 void lpt_open_misc(lua_State *L); /* called from l_module.c's list of areas */
 
 void lpt_open_misc(lua_State *L) {
   lpt_add_methods(L, methods);
   lpt_add_functions(L, methods);
+  lpt_add_functions(L, internal);
   lpt_add_docs(L, 1, docs);
 }

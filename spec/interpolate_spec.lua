@@ -420,3 +420,45 @@ describe("nn.functional.grid_sample", function()
                  function() return F.grid_sample(xi, g, {}, "zeros") end)
   end)
 end)
+
+describe("interpolate's taps kernel (pt._taps_along)", function()
+  it("gives the composed index_select * weight sums on inputs large enough for several threads", function()
+    pt.manual_seed(4)
+    local x = pt.randn(8, 16, 40, 50)
+    local y = F.interpolate(x, {size = {70, 33}, mode = "bilinear"})
+    -- the same along one dim by hand: linear taps of the last dim, 50 -> 33
+    local scale = 50 / 33
+    local i0, i1, w0, w1 = {}, {}, {}, {}
+    for i = 0, 32 do
+      local src = math.max(scale * (i + 0.5) - 0.5, 0)
+      local a = math.floor(src)
+      local b = a < 49 and a + 1 or a
+      local w = math.min(math.max(src - a, 0), 1)
+      i0[i + 1], i1[i + 1], w0[i + 1], w1[i + 1] = a + 1, b + 1, 1 - w, w
+    end
+    local h = F.interpolate(x, {size = {70, 50}, mode = "bilinear"})
+    local want = h:index_select(4, pt.tensor(i0, {dtype = "int64"})) * pt.tensor(w0):view(1, 1, 1, 33)
+      + h:index_select(4, pt.tensor(i1, {dtype = "int64"})) * pt.tensor(w1):view(1, 1, 1, 33)
+    assert.are.same({8, 16, 70, 33}, y:size())
+    assert.is_true((y - want):abs():max():item() < 1e-6)
+    -- and the backward of a large input equals the float64 one
+    local a32 = x:clone():requires_grad_()
+    local a64 = x:double():requires_grad_()
+    F.interpolate(a32, {scale_factor = 2, mode = "bicubic"}):pow(2):sum():backward()
+    F.interpolate(a64, {scale_factor = 2, mode = "bicubic"}):pow(2):sum():backward()
+    assert.is_true((a32.grad:double() - a64.grad):abs():max():item() < 1e-3)
+  end)
+
+  it("checks its inputs", function()
+    local x = pt.randn(1, 1, 4, 4)
+    local idx, w = pt.tensor({{0, 1}}, {dtype = "int64"}), pt.tensor({{0.5, 0.5}}, {dtype = "float64"})
+    assert_error("interpolate: expected a float32 or float64 input, got int64",
+                 function() return pt._taps_along(x:long(), 3, idx, w) end)
+    assert_error("interpolate: dimension 5 out of range for a 4-D input",
+                 function() return pt._taps_along(x, 5, idx, w) end)
+    assert_error("interpolate: taps must be contiguous int64 and float64 {m, K} tensors",
+                 function() return pt._taps_along(x, 3, idx:double(), w) end)
+    assert_error("interpolate: tap 9 out of range for dimension 3 of size 4",
+                 function() return pt._taps_along(x, 3, pt.tensor({{0, 9}}, {dtype = "int64"}), w) end)
+  end)
+end)

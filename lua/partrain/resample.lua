@@ -1,5 +1,6 @@
 -- partrain.resample: nn.functional.interpolate, affine_grid and grid_sample, written over the
--- core ops so that autograd runs through them. nn loads it for its functional table; it is not
+-- core ops so that autograd runs through them; interpolate's separable modes compute their taps
+-- here and run each dimension's pass in C (pt._taps_along, lib/ops_resample.c). nn loads it for its functional table; it is not
 -- part of start-up. Errors go through tensor.lua's _fail, at the user's line.
 local pt = require "partrain.core"
 local T = require "partrain.tensor"
@@ -30,6 +31,29 @@ local function index_tensor(list, like)
   return r
 end
 
+-- sum over k of x:index_select(d, idx[k]) * w[k] (lists of 1-based positions and weights, one
+-- entry per output position): one C pass (pt._taps_along) on the CPU, the products rounded to x's
+-- dtype and added in k order as the composed ops would
+local function taps(x, d, idx, w)
+  local m, K = #idx[1], #idx
+  if x:device() == "cpu" then
+    local it, wt = {}, {}
+    for i = 1, m do
+      local ri, rw = {}, {}
+      for k = 1, K do ri[k], rw[k] = idx[k][i] - 1, w[k][i] end
+      it[i], wt[i] = ri, rw
+    end
+    return pt._taps_along(x, d, pt.tensor(it, {dtype = "int64"}):view(m, K), pt.tensor(wt, {dtype = "float64"}):view(m, K))
+  end
+  local nd, dt = x:dim(), x:dtype()
+  local r
+  for k = 1, K do
+    local term = x:index_select(d, index_tensor(idx[k], x)) * along(w[k], dt, d, nd, x)
+    r = r and r + term or term
+  end
+  return r
+end
+
 -- nearest along dim d: source floor(i * scale) (nearest-exact: floor((i + 0.5) * scale)) in float32
 -- arithmetic, as torch's CPU kernel (with a scale_factor of 1.1 an output of the input's size is
 -- not a copy there either)
@@ -57,9 +81,7 @@ local function linear1(x, d, out, scale, align_corners)
     local w = math.min(math.max(src - a, 0), 1)
     i0[i + 1], i1[i + 1], w0[i + 1], w1[i + 1] = a + 1, b + 1, 1 - w, w
   end
-  local nd, dt = x:dim(), x:dtype()
-  return x:index_select(d, index_tensor(i0, x)) * along(w0, dt, d, nd, x)
-    + x:index_select(d, index_tensor(i1, x)) * along(w1, dt, d, nd, x)
+  return taps(x, d, {i0, i1}, {w0, w1})
 end
 
 -- Keys' cubic convolution with torch's A = -0.75: weights of the taps floor(src) - 1 .. + 2 for
@@ -83,13 +105,7 @@ local function cubic1(x, d, out, scale, align_corners)
       w[k][i + 1] = ws[k]
     end
   end
-  local nd, dt = x:dim(), x:dtype()
-  local r
-  for k = 1, 4 do
-    local term = x:index_select(d, index_tensor(idx[k], x)) * along(w[k], dt, d, nd, x)
-    r = r and r + term or term
-  end
-  return r
+  return taps(x, d, idx, w)
 end
 
 -- area: adaptive average pooling to outs (torch's adaptive_avg_pool1d/2d/3d windows
