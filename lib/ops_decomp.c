@@ -289,8 +289,8 @@ static void transpose_square(pt_dtype dt, int64_t n, void *a) {
     T *b_ = (b);                                                                         \
     for (int64_t bi = 0; bi < (r); bi += 32)                                             \
       for (int64_t bj = 0; bj < (c); bj += 32)                                           \
-        for (int64_t i = bi; i < mini(bi + 32, (r)); i++)                                \
-          for (int64_t j = bj; j < mini(bj + 32, (c)); j++) b_[j * (r) + i] = a_[i * (c) + j]; \
+        for (int64_t j = bj; j < mini(bj + 32, (c)); j++) /* 4x faster than i outer */   \
+          for (int64_t i = bi; i < mini(bi + 32, (r)); i++) b_[j * (r) + i] = a_[i * (c) + j]; \
   } while (0)
 
 static void transpose_copy(pt_dtype dt, int64_t r, int64_t c, const void *a, void *b) {
@@ -860,8 +860,8 @@ static lapack_int det_one(lp_job *j, void *const *p, bool query) {
         v = -v;
       }
       if (u < 0) s = -s;
-      v *= u;
-      l += log(fabs(u));
+      if (j->mode) l += log(fabs(u));
+      else v *= u;
     }
     if (info > 0) {
       s = 0;
@@ -1480,22 +1480,47 @@ done:
   return st;
 }
 
-/* operands: 0 A (m x n, destroyed), 1 S (k), 2 U (m x c0), 3 Vh (c1 x n); jobz 'A', 'S' or 'N'
- * (no U, Vh). gesdd of the row-major buffer decomposes A^T (n x m column-major) = U' S V'^T,
- * so A = V' S U'^T: V'^T (column-major) read row-major is U, and U' read row-major is Vh. */
+/* The SVD of one m x n matrix (k = min(m, n) > 0) into s, U (row-major m x uc) and Vh
+ * (row-major vr x n) (jobz 'A', 'S', or 'N': no U, Vh), with gesdd on a tall matrix, its
+ * faster case (its QR path is faster than its LQ path). tall (m > n): a holds A column-major,
+ * and gesdd's column-major U and V^T come back in w (m*uc + vr*n) and are transposed out.
+ * Else a holds A row-major, which is A^T (n x m, tall or square) column-major: A^T = U' S V'^T
+ * is A = V' S U'^T, so V'^T read row-major is U and U' read row-major is Vh, with no copies.
+ * a is destroyed. In query mode only the workspace is asked for (a stands in for the rest). */
+static lapack_int svd_call(lp_job *j, char jobz, bool tall, int64_t m, int64_t n, void *a, void *s, void *u,
+                           int64_t uc, void *vh, int64_t vr, void *w, bool query) {
+  int64_t k = mini(m, n);
+  lapack_int lw = query ? -1 : j->lwork, info;
+  double dummy[1];
+  if (!tall || jobz == 'N') {
+    void *v = !tall || query ? a : (void *)dummy;
+    info = tall ? LP_CALL(j, gesdd, jobz, (int)m, (int)n, a, ld(m), query ? a : s, v, 1, v, 1, j->work, lw, j->iwork)
+                : LP_CALL(j, gesdd, jobz, (int)n, (int)m, a, ld(n), query ? a : s, vh ? vh : v, ld(n), u ? u : v,
+                          ld(uc), j->work, lw, j->iwork);
+  } else {
+    void *wu = query ? a : w, *wv = query ? a : elem(j->dt, w, m * uc);
+    info = LP_CALL(j, gesdd, jobz, (int)m, (int)n, a, ld(m), query ? a : s, wu, ld(m), wv, ld(vr), j->work, lw,
+                   j->iwork);
+    if (!info && !query) {
+      transpose_copy(j->dt, uc, m, wu, u); /* column-major m x uc is row-major uc x m */
+      transpose_copy(j->dt, n, vr, wv, vh);
+    }
+  }
+  if (query && !info) lp_want(j, 8 * k);
+  return info;
+}
+
+/* operands: 0 A (destroyed; m x n, column-major when tall: see svd_call), 1 S (k), 2 U (m x
+ * c0), 3 Vh (c1 x n); jobz 'A', 'S' or 'N' (no U, Vh); trans: tall. tmp: m*c0 + c1*n when tall. */
 static lapack_int svd_one(lp_job *j, void *const *p, bool query) {
   int64_t m = j->m, n = j->n, k = mini(m, n), uc = j->c0, vr = j->c1;
   void *u = p[2], *vh = p[3];
-  double dummy[1];
   if (k == 0) { /* an empty matrix: U, Vh identities (full) */
     for (int64_t i = 0; i < m && uc && !query; i++) set_at(j->dt, u, i * uc + i, 1);
     for (int64_t i = 0; i < n && vr && !query; i++) set_at(j->dt, vh, i * n + i, 1);
     return 0;
   }
-  lapack_int info = LP_CALL(j, gesdd, j->jobz, (int)n, (int)m, p[0], ld(n), p[1], vh ? vh : (void *)dummy, ld(n),
-                            u ? u : (void *)dummy, uc ? ld(uc) : 1, j->work, j->lwork, j->iwork);
-  if (query && !info) lp_want(j, 8 * k);
-  return info;
+  return svd_call(j, j->jobz, j->trans, m, n, p[0], p[1], u, uc, vh, vr, j->tmp, query);
 }
 
 pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_matrices,
@@ -1513,7 +1538,10 @@ pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_
   batch_shape(A, 2, k, -1, sshape);
   batch_shape(A, 2, vr, n, vshape);
   pt_tensor *W = NULL, *Uw = NULL, *Sw = NULL, *Vw = NULL;
-  if ((st = to_work(ctx, A, dt, nd, A->shape, &W)) || (st = new_work(ctx, dt, nd - 1, sshape, false, &Sw))) goto done;
+  bool tall = m > n;
+  if (tall) st = to_colmajor(ctx, A, dt, nd - 2, A->shape, &W);
+  else st = to_work(ctx, A, dt, nd, A->shape, &W);
+  if (st || (st = new_work(ctx, dt, nd - 1, sshape, false, &Sw))) goto done;
   if (need && ((st = new_work(ctx, dt, nd, ushape, true, &Uw)) || (st = new_work(ctx, dt, nd, vshape, true, &Vw))))
     goto done;
   lp_job j = lp_new(ctx, fname, dt, nd > 2, pt_shape_numel(nd - 2, A->shape));
@@ -1530,6 +1558,8 @@ pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_
   j.c0 = need ? uc : 0;
   j.c1 = need ? vr : 0;
   j.jobz = jobz;
+  j.trans = tall;
+  j.ntmp = tall && need ? m * uc + vr * n : 0;
   if ((st = lp_run(&j, svd_one))) goto done;
   if (need) {
     pt_tensor *save[3] = {Uw, Sw, Vw}, *outs[3] = {want ? Uw : NULL, Sw, want ? Vw : NULL};
@@ -1574,11 +1604,11 @@ static double tolerance(double atol, double rtol, double largest, pt_dtype dt, i
 
 static int64_t pinv_scratch(int64_t m, int64_t n) {
   int64_t k = mini(m, n);
-  return m * n + m * k + k + k * n + maxi(n * k, n * n) + 1;
+  return m * n + m * k + k + k * n + maxi(n * k, n * n) + (m > n ? m * k + k * n : 0) + 1;
 }
 
 /* operands: 0 A (m x n, read), 1 its pseudo-inverse P (n x m), or none (jobz 'N': the rank
- * alone, from the singular values). By the SVD (read as in svd_one: U and V^T of A from A^T's),
+ * alone, from the singular values). By the SVD (svd_call; tall A is copied transposed first),
  * or for a symmetric A (mode 1) by eigh of its lower triangle (syevd 'U' on the buffer; the
  * eigenvectors are the columns of the column-major result V, so the buffer read row-major is
  * V^T). Ranks into j->rank (when not NULL); the tolerance is PyTorch's for j->tol_dt.
@@ -1586,7 +1616,7 @@ static int64_t pinv_scratch(int64_t m, int64_t n) {
 static lapack_int pinv_one(lp_job *j, void *const *p, bool query) {
   pt_dtype dt = j->dt;
   int64_t m = j->m, n = j->n, k = mini(m, n), r = 0;
-  bool herm = j->mode, vals = j->jobz == 'N';
+  bool herm = j->mode, vals = j->jobz == 'N', tall = !herm && m > n;
   lapack_int info;
   if (k == 0) {
     if (!query && p[1]) memset(p[1], 0, pt_dtype_size(dt) * (size_t)(m * n));
@@ -1594,17 +1624,16 @@ static lapack_int pinv_one(lp_job *j, void *const *p, bool query) {
     return 0;
   }
   if (query) {
-    if (herm) info = LP_CALL(j, syevd, vals ? 'N' : 'V', 'U', (int)n, p[0], ld(n), p[0], j->work, -1, j->iwork, -1);
-    else info = LP_CALL(j, gesdd, vals ? 'N' : 'S', (int)n, (int)m, p[0], ld(n), p[0], p[0], ld(n), p[0], ld(k),
-                        j->work, -1, j->iwork);
-    if (!info) lp_want(j, 8 * k);
+    if (!herm) return svd_call(j, vals ? 'N' : 'S', tall, m, n, p[0], NULL, NULL, k, NULL, k, NULL, true);
+    info = LP_CALL(j, syevd, vals ? 'N' : 'V', 'U', (int)n, p[0], ld(n), p[0], j->work, -1, j->iwork, -1);
+    if (!info) lp_want(j, 0);
     return info;
   }
   void *c = j->tmp, *u = elem(dt, c, m * n), *s = elem(dt, u, m * k), *vt = elem(dt, s, k), *t = elem(dt, vt, k * n);
-  copy_elems(dt, c, p[0], m * n);
+  if (tall) transpose_copy(dt, m, n, p[0], c);
+  else copy_elems(dt, c, p[0], m * n);
   if (herm) info = LP_CALL(j, syevd, vals ? 'N' : 'V', 'U', (int)n, c, ld(n), s, j->work, j->lwork, j->iwork, j->liwork);
-  else info = LP_CALL(j, gesdd, vals ? 'N' : 'S', (int)n, (int)m, c, ld(n), s, vt, ld(n), u, ld(k), j->work, j->lwork,
-                      j->iwork);
+  else info = svd_call(j, vals ? 'N' : 'S', tall, m, n, c, s, u, k, vt, k, elem(dt, t, maxi(n * k, n * n)), false);
   if (info) return info;
   double big = 0;
   for (int64_t i = 0; i < k; i++) big = fmax(big, fabs(get_at(dt, s, i)));
