@@ -973,7 +973,7 @@ done:
 #define BN_RUN 2048       /* elements of a plane in one reduction item */
 #define BN_PLANE_MIN 32   /* S from which the plane layout is used */
 #define BN_TR 64          /* tile rows (column layout) */
-#define BN_TC 256         /* tile columns */
+#define BN_TC 2048        /* tile columns */
 #define BN_GRAIN 32768    /* elements per parallel chunk, at least */
 
 /* conv_impl.h's per-channel batch_norm_forward/backward are no longer called; these
@@ -1045,6 +1045,7 @@ typedef struct bn_job {
   /* per channel (planes) or column (columns): out = (x - m) * ca + cb forward,
    * ca * gy + cb * (x - m) + cc backward; the backward's sums use m */
   const double *m, *ca, *cb, *cc;
+  const float *fm, *fa, *fc; /* the float32 forward's: y = (x - fm) fa + fc */
   double *pa, *pb; /* reductions: bn_geom.nred entries each */
 } bn_job;
 
@@ -1327,8 +1328,8 @@ static void bn_combine_sums(const bn_geom *g, double *pa, double *pb, double *sg
 #define BN_BWD(x, g, m, a, b, c) ((a) * (g) + (b) * ((x) - (m)) + (c))
 
 /* the element-wise pass. planes: items are planes, one set of coefficients each. columns: items
- * are rows, by blocks of BN_TC columns (the coefficients stay in L1) and 4 rows at a time (each
- * coefficient loaded serves 4 elements) */
+ * are groups of 4 rows (the last may be shorter), each row read and written in order; a
+ * coefficient loaded serves 4 elements. Groups are fixed, so a row always takes the same loop. */
 static void bn_apply_chunk(void *arg, int64_t b, int64_t e, int tid) {
   const bn_job *j = arg;
   const bn_geom *g = &j->g;
@@ -1355,38 +1356,27 @@ static void bn_apply_chunk(void *arg, int64_t b, int64_t e, int tid) {
       break;
     }
     int64_t K = g->K;
-    for (int64_t c0 = 0; c0 < K; c0 += BN_TC) {
-      int64_t w = K - c0 < BN_TC ? K - c0 : BN_TC, r = b;
-      const double *m = j->m + c0, *ca = j->ca + c0, *cb = j->cb + c0;
-      if (!gy) {
-        for (; r + 4 <= e; r += 4) {
-          const T *x0 = x + r * K + c0, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
-          T *o0 = out + r * K + c0, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
-_Pragma("GCC ivdep")
-          for (int64_t i = 0; i < w; i++) {
+    const double *m = j->m, *ca = j->ca, *cb = j->cb, *cc = j->cc;
+    for (int64_t gi = b; gi < e; gi++) {
+      int64_t r = gi * 4, r1 = r + 4 < g->N ? r + 4 : g->N;
+      if (r1 - r == 4) {
+        const T *x0 = x + r * K, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
+        T *o0 = out + r * K, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
+        if (!gy) {
+          _Pragma("GCC ivdep")
+          for (int64_t i = 0; i < K; i++) {
             double mi = m[i], ai = ca[i], bi = cb[i];
             o0[i] = (T)BN_FWD(x0[i], mi, ai, bi);
             o1[i] = (T)BN_FWD(x1[i], mi, ai, bi);
             o2[i] = (T)BN_FWD(x2[i], mi, ai, bi);
             o3[i] = (T)BN_FWD(x3[i], mi, ai, bi);
           }
+          continue;
         }
-        for (; r < e; r++) {
-          const T *x0 = x + r * K + c0;
-          T *o0 = out + r * K + c0;
-_Pragma("GCC ivdep")
-          for (int64_t i = 0; i < w; i++) o0[i] = (T)BN_FWD(x0[i], m[i], ca[i], cb[i]);
-        }
-        continue;
-      }
-      const double *cc = j->cc + c0;
-      for (; r + 4 <= e; r += 4) {
-        const T *x0 = x + r * K + c0, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
-        const T *g0 = gy + r * K + c0, *g1 = g0 + K, *g2 = g1 + K, *g3 = g2 + K;
-        T *o0 = out + r * K + c0, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
+        const T *g0 = gy + r * K, *g1 = g0 + K, *g2 = g1 + K, *g3 = g2 + K;
         if (!j->add) {
-_Pragma("GCC ivdep")
-          for (int64_t i = 0; i < w; i++) {
+          _Pragma("GCC ivdep")
+          for (int64_t i = 0; i < K; i++) {
             double mi = m[i], ai = ca[i], bi = cb[i], ci = cc[i];
             o0[i] = (T)BN_BWD(x0[i], g0[i], mi, ai, bi, ci);
             o1[i] = (T)BN_BWD(x1[i], g1[i], mi, ai, bi, ci);
@@ -1394,8 +1384,8 @@ _Pragma("GCC ivdep")
             o3[i] = (T)BN_BWD(x3[i], g3[i], mi, ai, bi, ci);
           }
         } else {
-_Pragma("GCC ivdep")
-          for (int64_t i = 0; i < w; i++) {
+          _Pragma("GCC ivdep")
+          for (int64_t i = 0; i < K; i++) {
             double mi = m[i], ai = ca[i], bi = cb[i], ci = cc[i];
             o0[i] += (T)BN_BWD(x0[i], g0[i], mi, ai, bi, ci);
             o1[i] += (T)BN_BWD(x1[i], g1[i], mi, ai, bi, ci);
@@ -1403,28 +1393,80 @@ _Pragma("GCC ivdep")
             o3[i] += (T)BN_BWD(x3[i], g3[i], mi, ai, bi, ci);
           }
         }
+        continue;
       }
-      for (; r < e; r++) {
-        const T *x0 = x + r * K + c0, *g0 = gy + r * K + c0;
-        T *o0 = out + r * K + c0;
-        if (!j->add) {
-_Pragma("GCC ivdep")
-          for (int64_t i = 0; i < w; i++) o0[i] = (T)BN_BWD(x0[i], g0[i], m[i], ca[i], cb[i], cc[i]);
+      for (; r < r1; r++) {
+        const T *x0 = x + r * K, *g0 = gy ? gy + r * K : NULL;
+        T *o0 = out + r * K;
+        if (!gy) {
+          _Pragma("GCC ivdep")
+          for (int64_t i = 0; i < K; i++) o0[i] = (T)BN_FWD(x0[i], m[i], ca[i], cb[i]);
+        } else if (!j->add) {
+          _Pragma("GCC ivdep")
+          for (int64_t i = 0; i < K; i++) o0[i] = (T)BN_BWD(x0[i], g0[i], m[i], ca[i], cb[i], cc[i]);
         } else {
-_Pragma("GCC ivdep")
-          for (int64_t i = 0; i < w; i++) o0[i] += (T)BN_BWD(x0[i], g0[i], m[i], ca[i], cb[i], cc[i]);
+          _Pragma("GCC ivdep")
+          for (int64_t i = 0; i < K; i++) o0[i] += (T)BN_BWD(x0[i], g0[i], m[i], ca[i], cb[i], cc[i]);
         }
       }
     }
   });
 }
 
+/* The float32 forward: y = (x - fm) fa + fc in float, with fa = rstd w and fc = b - (mean - fm)
+ * rstd w rounded to float. An element costs a subtract and an FMA (through double it took 5
+ * conversions and shuffles per 16 elements, the pass's bottleneck). fm is 0 (x * scale + shift,
+ * the old formula) unless |mean rstd w| >= 1; then it is the mean rounded to float, so that a
+ * large mean cancels exactly (x - fm is exact near fm) instead of in the rounded shift, where
+ * the old formula lost up to 1e-4 of a normalised value. Items as bn_apply_chunk's. */
+static void bn_forward_f32_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  const bn_job *j = arg;
+  const bn_geom *g = &j->g;
+  const float *x = j->x;
+  float *out = j->out;
+  if (g->planes) {
+    for (int64_t p = b; p < e; p++) {
+      int64_t c = p % g->C, o = p * g->S, S = g->S;
+      const float *restrict xp = x + o;
+      float *restrict op = out + o;
+      float m = j->fm[c], a = j->fa[c], k = j->fc[c];
+      for (int64_t i = 0; i < S; i++) op[i] = (xp[i] - m) * a + k;
+    }
+    return;
+  }
+  int64_t K = g->K;
+  const float *m = j->fm, *a = j->fa, *k = j->fc;
+  for (int64_t gi = b; gi < e; gi++) {
+    int64_t r = gi * 4, r1 = r + 4 < g->N ? r + 4 : g->N;
+    if (r1 - r == 4) {
+      const float *x0 = x + r * K, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
+      float *o0 = out + r * K, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
+#pragma GCC ivdep
+      for (int64_t i = 0; i < K; i++) {
+        float mi = m[i], ai = a[i], ki = k[i];
+        o0[i] = (x0[i] - mi) * ai + ki;
+        o1[i] = (x1[i] - mi) * ai + ki;
+        o2[i] = (x2[i] - mi) * ai + ki;
+        o3[i] = (x3[i] - mi) * ai + ki;
+      }
+      continue;
+    }
+    for (; r < r1; r++) {
+      const float *x0 = x + r * K;
+      float *o0 = out + r * K;
+#pragma GCC ivdep
+      for (int64_t i = 0; i < K; i++) o0[i] = (x0[i] - m[i]) * a[i] + k[i];
+    }
+  }
+}
+
 static void bn_apply(pt_ctx *ctx, bn_job *j) {
   const bn_geom *g = &j->g;
+  pt_parallel_fn fn = j->fm ? bn_forward_f32_chunk : bn_apply_chunk;
   if (g->planes)
-    pt_parallel_for(ctx, g->N * g->C, bn_grain(g->S), bn_apply_chunk, j);
+    pt_parallel_for(ctx, g->N * g->C, bn_grain(g->S), fn, j);
   else
-    pt_parallel_for(ctx, g->N, bn_grain(g->K), bn_apply_chunk, j);
+    pt_parallel_for(ctx, (g->N + 3) / 4, bn_grain(4 * g->K), fn, j);
 }
 
 /* per channel values v[C] as per column ones (columns layout with S > 1) into dst[K]; returns
@@ -1469,9 +1511,13 @@ static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout
   pt_dtype dt = x->dtype;
   pt_status st = pt_tensor_contiguous_raw(ctx, gout, &gy);
   if (st) return st;
-  pt_tensor *gx = NULL, *gw = NULL, *gb = NULL, *wc = NULL;
+  pt_tensor *gx = NULL, *gw = NULL, *gb = NULL, *wc = NULL, *gxt = NULL;
   double *work = NULL;
-  if ((node->needs_grad[0] && (st = pt_tensor_empty_like(ctx, node->inputs[0], &gx))) ||
+  bool fresh = false;
+  /* a leaf input's gradient buffer (contiguous, x's dtype and shape), written when fresh, else
+   * added to in place: no temporary and no pass of the engine's accumulation */
+  if (node->needs_grad[0]) gxt = pt_autograd_grad_target(ctx, node->inputs[0], &fresh);
+  if ((node->needs_grad[0] && !gxt && (st = pt_tensor_empty_like(ctx, node->inputs[0], &gx))) ||
       (node->needs_grad[1] && (st = pt_tensor_empty_like(ctx, w, &gw))) ||
       (node->needs_grad[2] && (st = pt_tensor_empty_like(ctx, node->inputs[2], &gb))) ||
       (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))))
@@ -1479,7 +1525,8 @@ static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout
   const double *mean = pt_tensor_data(stats), *invstd = mean + C;
   const void *wp = wc ? pt_tensor_data(wc) : NULL;
   bn_geom g = bn_geom_of(N, C, S);
-  bool sums = (gx && training) || gw || gb, expand = !g.planes && S > 1;
+  pt_tensor *gxo = gxt ? gxt : gx;
+  bool sums = (gxo && training) || gw || gb, expand = !g.planes && S > 1;
   /* sg, sgx, ca, cb, cc per channel; the reductions; 4 per column arrays */
   size_t nwork = 5 * (size_t)C + (sums ? 2 * (size_t)g.nred : 0) + (expand ? 4 * (size_t)g.K : 0);
   if (!(work = pt_alloc(ctx, (nwork ? nwork : 1) * sizeof(double)))) {
@@ -1504,7 +1551,7 @@ static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout
     if (gb)
       for (int64_t c = 0; c < C; c++) ((T *)pt_tensor_data(gb))[c] = (T)sg[c];
   });
-  if (gx && numel > 0) {
+  if (gxo && numel > 0) {
     double M = (double)(N * S);
     for (int64_t c = 0; c < C; c++) {
       double is = invstd[c], a = bn_param(wp, dt, c, 1.0) * is;
@@ -1512,13 +1559,15 @@ static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout
       cb[c] = training ? -a * is * is * sgx[c] / M : 0;
       cc[c] = training ? -a * sg[c] / M : 0;
     }
-    job.out = pt_tensor_data(gx);
+    job.out = pt_tensor_data(gxo);
+    job.add = gxt && !fresh;
     job.m = bn_per_column(&g, mean, cols);
     job.ca = bn_per_column(&g, ca, cols + g.K);
     job.cb = bn_per_column(&g, cb, cols + 2 * g.K);
     job.cc = bn_per_column(&g, cc, cols + 3 * g.K);
     bn_apply(ctx, &job);
   }
+  if (gxt) atomic_fetch_add(&gxt->storage->version, 1);
   pt_free(work);
   pt_tensor_release(gy);
   pt_tensor_release(wc);
@@ -1567,6 +1616,7 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
   pt_tensor *xc = NULL, *y = NULL, *stats = NULL, *wc = NULL, *bc = NULL;
   int64_t two_c = 2 * C;
   double *work = NULL;
+  float *fwork = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, x, &xc)) || (st = pt_tensor_empty_like(ctx, x, &y)) ||
       (st = pt_tensor_empty(ctx, PT_FLOAT64, 1, &two_c, &stats)) ||
       (w && (st = pt_tensor_contiguous_raw(ctx, w, &wc))) || (b && (st = pt_tensor_contiguous_raw(ctx, b, &bc))))
@@ -1609,7 +1659,26 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
     ca[c] = invstd[c] * bn_param(wp, x->dtype, c, 1.0);
     cb[c] = bn_param(bp, x->dtype, c, 0.0);
   }
-  if (numel > 0) {
+  if (numel > 0 && x->dtype == PT_FLOAT32) {
+    /* per channel (planes), per column (columns) */
+    int64_t n = g.planes ? C : g.K, sc = g.planes ? 1 : S;
+    if (!(fwork = pt_alloc(ctx, 3 * (size_t)n * sizeof(float)))) {
+      st = PT_ENOMEM;
+      goto done;
+    }
+    for (int64_t c = 0; c < C; c++) {
+      /* |mean rstd w| < 1: x fa + fc (as before; one rounding fewer), else the mean's float first */
+      float fm = fabs(mean[c] * ca[c]) < 1 ? 0.0f : (float)mean[c];
+      float fa = (float)ca[c], fc = (float)(cb[c] - (mean[c] - fm) * ca[c]);
+      for (int64_t s = 0; s < sc; s++) {
+        fwork[c * sc + s] = fm;
+        fwork[n + c * sc + s] = fa;
+        fwork[2 * n + c * sc + s] = fc;
+      }
+    }
+    job.fm = fwork, job.fa = fwork + n, job.fc = fwork + 2 * n;
+    bn_apply(ctx, &job);
+  } else if (numel > 0) {
     job.m = bn_per_column(&g, mean, cols);
     job.ca = bn_per_column(&g, ca, cols + g.K);
     job.cb = bn_per_column(&g, cb, cols + 2 * g.K);
@@ -1631,6 +1700,7 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
   }
 done:
   pt_free(work);
+  pt_free(fwork);
   pt_tensor_release(xc);
   pt_tensor_release(stats);
   pt_tensor_release(wc);
