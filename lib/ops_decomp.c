@@ -150,8 +150,10 @@ static pt_status saved64(pt_ctx *ctx, const pt_node *node, int n, pt_tensor **s)
     if (t && t->dtype == PT_FLOAT32) st = to64(ctx, t, t->ndim, t->shape, &s[k]);
     else if (t) s[k] = pt_tensor_retain(t);
   }
-  if (st)
-    for (int k = 0; k < n; k++) pt_tensor_release(s[k]);
+  for (int k = 0; k < n && st; k++) {
+    pt_tensor_release(s[k]);
+    s[k] = NULL;
+  }
   return st;
 }
 
@@ -360,6 +362,34 @@ static pt_status to_colmajor(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, int nbatch,
   return st;
 }
 
+/* What the backward functions giving one input A's gradient share: the node's saved tensors
+ * as float64 (s), the gradient g as float64 shaped like the output saved[out] (G), A's float64
+ * gradient of the batch shape (GA, not zeroed) and nw doubles of scratch (w); bw_end sums GA to
+ * A's shape, converts it to A's dtype and releases everything. */
+typedef struct bw {
+  pt_tensor *s[3], *G, *GA;
+  double *w;
+} bw;
+
+static pt_status bw_begin(pt_ctx *ctx, const pt_node *node, int nsave, pt_tensor *g, int out, int nd,
+                          const int64_t *ashape, int64_t nw, bw *f) {
+  memset(f, 0, sizeof *f);
+  pt_status st = saved64(ctx, node, nsave, f->s);
+  if (!st) st = grad64(ctx, g, f->s[out]->ndim, f->s[out]->shape, &f->G);
+  if (!st) st = new64(ctx, nd, ashape, false, &f->GA);
+  if (!st) f->w = scratch(ctx, nw, &st);
+  return st;
+}
+
+static pt_status bw_end(pt_ctx *ctx, const pt_node *node, pt_status st, bw *f, pt_tensor **gin) {
+  if (!st) st = grad_to(ctx, f->GA, node->inputs[0], &gin[0]);
+  pt_free(f->w);
+  release_all(3, f->s);
+  pt_tensor_release(f->G);
+  pt_tensor_release(f->GA);
+  return st;
+}
+
 /* ------------------------------------------------------------------ LAPACK */
 
 /* LAPACKE is opened on the first call that needs it, not at start-up: linked in, its library
@@ -444,7 +474,7 @@ struct lp_job {
   bool flag, trans;
   char jobz, uplo;
   double atol, rtol, rcond;
-  pt_dtype tol_dt;
+  pt_dtype tol_dt; /* pinv's tolerance: eps of this dtype */
   lapack_int *pivs; /* pivots kept per matrix (n each), or NULL */
   int64_t *rank;    /* a rank per matrix, or NULL */
   /* set by lp_run */
@@ -553,12 +583,7 @@ static pt_status lp_run(lp_job *j, lp_fn one) {
   return st;
 }
 
-/* a job over `batch` matrices of dtype dt; lp_op adds the operands in order (t NULL: none) */
-static lp_job lp_new(pt_ctx *ctx, const char *fname, pt_dtype dt, bool batched, int64_t batch) {
-  lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = batched, .batch = batch, .tol_dt = dt};
-  return j;
-}
-
+/* lp_op adds a job's operands in order (t NULL: none) */
 static void lp_op(lp_job *j, pt_tensor *t, int64_t size) {
   j->op[j->nop] = t ? pt_tensor_data(t) : NULL;
   j->size[j->nop] = t ? size : 0;
@@ -621,17 +646,12 @@ static pt_status lu_solve(pt_ctx *ctx, const char *fname, bool batched, pt_tenso
                           bool factored, pt_tensor *X, bool trans) {
   int64_t n = LU->shape[LU->ndim - 1], k = X->shape[X->ndim - 1];
   if (n == 0 || k == 0) return PT_OK;
-  lp_job j = lp_new(ctx, fname, X->dtype, batched, pt_tensor_numel(X) / (n * k));
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = X->dtype, .batched = batched,
+              .batch = pt_tensor_numel(X) / (n * k), .nchk = 2, .keep = factored ? 1 : 0,
+              .info = LP_SINGULAR, .npiv = n, .n = n, .k = k, .flag = factored, .trans = trans,
+              .pivs = piv ? pt_tensor_data(piv) : NULL};
   lp_op(&j, LU, n * n);
   lp_op(&j, X, n * k);
-  j.nchk = 2;
-  j.keep = factored ? 1 : 0;
-  j.info = LP_SINGULAR;
-  j.npiv = j.n = n;
-  j.k = k;
-  j.flag = factored;
-  j.trans = trans;
-  j.pivs = piv ? pt_tensor_data(piv) : NULL;
   return lp_run(&j, solve_one);
 }
 
@@ -788,38 +808,25 @@ static lapack_int inv_one(lp_job *j, void *const *p, bool query) {
 static pt_status inv_batch(pt_ctx *ctx, const char *fname, bool batched, pt_tensor *W) {
   int64_t n = W->shape[W->ndim - 1];
   if (n == 0) return PT_OK;
-  lp_job j = lp_new(ctx, fname, W->dtype, batched, pt_tensor_numel(W) / (n * n));
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = W->dtype, .batched = batched,
+              .batch = pt_tensor_numel(W) / (n * n), .nchk = 1, .info = LP_SINGULAR, .query = true,
+              .npiv = n, .n = n};
   lp_op(&j, W, n * n);
-  j.nchk = 1;
-  j.info = LP_SINGULAR;
-  j.query = true;
-  j.npiv = j.n = n;
   return lp_run(&j, inv_one);
 }
 
 /* saved: 0 the inverse */
 static pt_status inv_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *P = NULL, *G = NULL, *GA = NULL;
-  pt_status st = saved64(ctx, node, 1, &P);
-  if (st) return st;
-  int64_t n = P->shape[P->ndim - 1], batch = n ? pt_tensor_numel(P) / (n * n) : 0;
-  st = grad64(ctx, g, P->ndim, P->shape, &G);
-  if (!st) st = new64(ctx, P->ndim, P->shape, false, &GA);
-  if (st) goto done;
-  double *t = scratch(ctx, n * n, &st);
-  if (!t) goto done;
-  for (int64_t b = 0; b < batch; b++) { /* gA = -P^T g P^T */
-    double *p = dp(P) + b * n * n;
-    mm(ctx, true, false, n, n, n, 1.0, p, dp(G) + b * n * n, 0.0, t);
-    mm(ctx, false, true, n, n, n, -1.0, t, p, 0.0, dp(GA) + b * n * n);
+  const pt_tensor *P = node->saved[0];
+  int64_t n = P->shape[P->ndim - 1], batch = pt_shape_numel(P->ndim - 2, P->shape);
+  bw f;
+  pt_status st = bw_begin(ctx, node, 1, g, 0, P->ndim, P->shape, n * n, &f);
+  for (int64_t b = 0; !st && b < batch; b++) { /* gA = -P^T g P^T */
+    double *p = dp(f.s[0]) + b * n * n;
+    mm(ctx, true, false, n, n, n, 1.0, p, dp(f.G) + b * n * n, 0.0, f.w);
+    mm(ctx, false, true, n, n, n, -1.0, f.w, p, 0.0, dp(f.GA) + b * n * n);
   }
-  pt_free(t);
-  st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
-done:
-  pt_tensor_release(P);
-  pt_tensor_release(G);
-  pt_tensor_release(GA);
-  return st;
+  return bw_end(ctx, node, st, &f, gin);
 }
 
 pt_status pt_linalg_inv(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_tensor **out) {
@@ -947,33 +954,21 @@ static lapack_int det_grad_one(lp_job *j, void *const *p, bool query) {
 /* det: saved 0 A, 1 det; ints[0] 1: log|det| (slogdet, logdet), whose gradient is g A^-T
  * (nan for a singular matrix) */
 static pt_status det_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *s[2], *G = NULL, *GA = NULL;
-  pt_status st = saved64(ctx, node, 2, s);
-  if (st) return st;
-  pt_tensor *A64 = s[0], *D = s[1];
-  int64_t n = A64->shape[A64->ndim - 1], batch = pt_tensor_numel(D);
-  st = grad64(ctx, g, D->ndim, D->shape, &G);
-  if (!st) st = new64(ctx, A64->ndim, A64->shape, false, &GA);
-  if (st || n == 0) goto out;
-  lp_job j = lp_new(ctx, "linalg.det backward", PT_FLOAT64, false, batch);
-  lp_op(&j, A64, n * n);
-  lp_op(&j, GA, n * n);
-  lp_op(&j, D, 1);
-  j.nan = LP_NAN_PASS;
-  j.query = true;
-  j.ntmp = 4 * n * n + 2 * n;
-  j.npiv = j.n = n;
-  j.mode = node->ints[0];
-  if ((st = lp_run(&j, det_grad_one))) goto done;
-  for (int64_t b = 0; b < batch; b++)
-    for (int64_t i = 0; i < n * n; i++) dp(GA)[b * n * n + i] *= dp(G)[b];
-out:
-  if (!st) st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
-done:
-  release_all(2, s);
-  pt_tensor_release(G);
-  pt_tensor_release(GA);
-  return st;
+  const pt_tensor *A = node->saved[0];
+  int64_t n = A->shape[A->ndim - 1], batch = pt_shape_numel(A->ndim - 2, A->shape);
+  bw f;
+  pt_status st = bw_begin(ctx, node, 2, g, 1, A->ndim, A->shape, 0, &f);
+  if (st || n == 0) return bw_end(ctx, node, st, &f, gin);
+  lp_job j = {.ctx = ctx, .fname = "linalg.det backward", .dt = PT_FLOAT64, .batched = false, .batch = batch,
+              .nan = LP_NAN_PASS, .query = true, .ntmp = 4 * n * n + 2 * n, .npiv = n, .n = n,
+              .mode = node->ints[0]};
+  lp_op(&j, f.s[0], n * n);
+  lp_op(&j, f.GA, n * n);
+  lp_op(&j, f.s[1], 1);
+  st = lp_run(&j, det_grad_one);
+  for (int64_t b = 0; !st && b < batch; b++)
+    for (int64_t i = 0; i < n * n; i++) dp(f.GA)[b * n * n + i] *= dp(f.G)[b];
+  return bw_end(ctx, node, st, &f, gin);
 }
 
 /* which: 0 det, 1 slogdet, 2 logdet */
@@ -989,16 +984,12 @@ static pt_status det_common(pt_ctx *ctx, const char *fname, pt_tensor *A, int wh
   if ((st = to_work(ctx, A, dt, A->ndim, A->shape, &W))) return st;
   if ((st = new_work(ctx, dt, nb, A->shape, false, &S)) || (st = new_work(ctx, dt, nb, A->shape, false, &V)))
     goto done;
-  lp_job j = lp_new(ctx, fname, dt, nb > 0, pt_tensor_numel(S));
+  /* flag: A is saved, so a copy is factorised */
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = nb > 0, .batch = pt_tensor_numel(S), .nchk = 1,
+              .keep = 1, .flag = need, .ntmp = need ? n * n : 0, .npiv = n, .n = n, .mode = which != 0};
   lp_op(&j, W, n * n);
   lp_op(&j, S, 1);
   lp_op(&j, V, 1);
-  j.nchk = 1;
-  j.keep = 1;
-  j.flag = need; /* A is saved: factorise a copy */
-  j.ntmp = need ? n * n : 0;
-  j.npiv = j.n = n;
-  j.mode = which != 0;
   if ((st = lp_run(&j, det_one))) goto done;
   if (which == 2) { /* log(det): nan below 0 */
     int64_t nel = pt_tensor_numel(V);
@@ -1047,20 +1038,15 @@ pt_status pt_logdet(pt_ctx *ctx, pt_tensor *A, pt_tensor **out) {
 
 /* saved: 0 the factor (lower L, or upper U when ints[0]) */
 static pt_status cholesky_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *C = NULL, *G = NULL, *GA = NULL;
-  pt_status st = saved64(ctx, node, 1, &C);
-  if (st) return st;
+  const pt_tensor *C = node->saved[0];
   bool upper = node->ints[0];
-  int64_t n = C->shape[C->ndim - 1], batch = n ? pt_tensor_numel(C) / (n * n) : 0;
-  st = grad64(ctx, g, C->ndim, C->shape, &G);
-  if (!st) st = new64(ctx, C->ndim, C->shape, false, &GA);
-  if (st) goto done;
-  double *w = scratch(ctx, 3 * n * n, &st);
-  if (!w) goto done;
-  double *l = w, *gl = w + n * n, *t = gl + n * n;
-  for (int64_t b = 0; b < batch; b++) {
-    const double *c = dp(C) + b * n * n, *gb = dp(G) + b * n * n;
-    double *p = dp(GA) + b * n * n;
+  int64_t n = C->shape[C->ndim - 1], batch = pt_shape_numel(C->ndim - 2, C->shape);
+  bw f;
+  pt_status st = bw_begin(ctx, node, 1, g, 0, C->ndim, C->shape, 3 * n * n, &f);
+  double *l = f.w, *gl = l + n * n, *t = gl + n * n;
+  for (int64_t b = 0; !st && b < batch; b++) {
+    const double *c = dp(f.s[0]) + b * n * n, *gb = dp(f.G) + b * n * n;
+    double *p = dp(f.GA) + b * n * n;
     if (upper) { /* L = U^T, gL = gU^T */
       transpose_into(n, n, c, l);
       transpose_into(n, n, gb, gl);
@@ -1074,13 +1060,7 @@ static pt_status cholesky_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_
     trsm(true, false, true, false, n, n, l, p);  /* L^-T P */
     trsm(false, false, false, false, n, n, l, p); /* ... L^-1 */
   }
-  pt_free(w);
-  st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
-done:
-  pt_tensor_release(C);
-  pt_tensor_release(G);
-  pt_tensor_release(GA);
-  return st;
+  return bw_end(ctx, node, st, &f, gin);
 }
 
 /* operand 0: A, factorised in place. potrf of the row-major buffer (A^T column-major) with the
@@ -1105,12 +1085,10 @@ pt_status pt_linalg_cholesky(pt_ctx *ctx, const char *fname, pt_tensor *A, bool 
   pt_tensor *W = NULL;
   if ((st = to_work(ctx, A, A->dtype, A->ndim, A->shape, &W))) return st;
   int64_t n = A->shape[A->ndim - 1];
-  lp_job j = lp_new(ctx, fname, A->dtype, A->ndim > 2, n ? pt_tensor_numel(W) / (n * n) : 0);
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = A->dtype, .batched = A->ndim > 2,
+              .batch = n ? pt_tensor_numel(W) / (n * n) : 0, .nchk = 1, .info = LP_NOT_PD, .n = n,
+              .flag = upper};
   lp_op(&j, W, n * n);
-  j.nchk = 1;
-  j.info = LP_NOT_PD;
-  j.n = n;
-  j.flag = upper;
   pt_node *node = NULL;
   if (!(st = lp_run(&j, cholesky_one)))
     st = record(ctx, W, "LinalgCholeskyBackward", cholesky_backward, 1, &A, 1, &W, &node);
@@ -1148,7 +1126,6 @@ static pt_status qr_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor
   if (node->ints[0] == PT_QR_R)
     return pt_fail(ctx, PT_EARG, "linalg.qr: the derivative depends on Q, which mode 'r' does not compute: "
                                  "use mode 'reduced' to differentiate through linalg.qr");
-  pt_tensor *s[2], *G = NULL, *GA = NULL;
   bool is_r = node->ints[1];
   int nd = node->saved[1]->ndim;
   int64_t m = node->saved[0]->shape[nd - 2], k = node->saved[1]->shape[nd - 2], n = node->saved[1]->shape[nd - 1];
@@ -1156,22 +1133,15 @@ static pt_status qr_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor
     return pt_fail(ctx, PT_EARG, "linalg.qr: the QR decomposition is not differentiable when mode is "
                                  "'complete' and the matrix has more rows than columns (%lld > %lld)",
                    (long long)m, (long long)n);
-  pt_status st = saved64(ctx, node, 2, s);
-  if (st) return st;
-  pt_tensor *Qt = s[0], *Rt = s[1];
-  int64_t batch = pt_shape_numel(nd - 2, Rt->shape);
-  pt_tensor *out = is_r ? Rt : Qt;
-  st = grad64(ctx, g, out->ndim, out->shape, &G);
-  int64_t ashape[PT_MAX_DIMS];
-  memcpy(ashape, Rt->shape, sizeof(int64_t) * (size_t)nd);
+  int64_t batch = pt_shape_numel(nd - 2, node->saved[1]->shape), ashape[PT_MAX_DIMS];
+  memcpy(ashape, node->saved[1]->shape, sizeof(int64_t) * (size_t)nd);
   ashape[nd - 2] = m;
-  if (!st) st = new64(ctx, nd, ashape, false, &GA);
-  if (st) goto done;
-  double *w = scratch(ctx, 4 * k * k + 3 * m * n + 2 * k * n + m * k, &st);
-  if (!w) goto done;
-  for (int64_t b = 0; b < batch; b++) {
-    const double *q = dp(Qt) + b * m * k, *r = dp(Rt) + b * k * n, *gb = dp(G) + b * (is_r ? k * n : m * k);
-    double *ga = dp(GA) + b * m * n;
+  bw f;
+  pt_status st = bw_begin(ctx, node, 2, g, is_r, nd, ashape, 4 * k * k + 3 * m * n + 2 * k * n + m * k, &f);
+  double *w = f.w;
+  for (int64_t b = 0; !st && b < batch; b++) {
+    const double *q = dp(f.s[0]) + b * m * k, *r = dp(f.s[1]) + b * k * n, *gb = dp(f.G) + b * (is_r ? k * n : m * k);
+    double *ga = dp(f.GA) + b * m * n;
     if (m >= n) {
       qr_grad_tall(ctx, m, n, q, r, is_r ? NULL : gb, is_r ? gb : NULL, w, ga);
       continue;
@@ -1205,13 +1175,7 @@ static pt_status qr_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor
         for (int64_t j = m; j < n; j++) ga[i * n + j] = 0;
     }
   }
-  pt_free(w);
-  st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
-done:
-  release_all(2, s);
-  pt_tensor_release(G);
-  pt_tensor_release(GA);
-  return st;
+  return bw_end(ctx, node, st, &f, gin);
 }
 
 #define COPY_R(T, m, n, k, a, r)                                                         \
@@ -1260,18 +1224,12 @@ pt_status pt_linalg_qr(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_qr_mode 
   if (mode == PT_QR_R) st = pt_tensor_empty(ctx, dt, 1, (int64_t[]){0}, &Qw);
   else st = new_work(ctx, dt, nd, qshape, false, &Qw); /* qr_one writes all of it */
   if (st) goto done;
-  lp_job j = lp_new(ctx, fname, dt, nd > 2, pt_shape_numel(nd - 2, A->shape));
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = nd > 2,
+              .batch = pt_shape_numel(nd - 2, A->shape), .nchk = 1, .info = LP_NO_CONVERGE, .query = true,
+              .ntmp = k + (qc > n ? m * qc : 0), .m = m, .n = n, .k = k, .c0 = qc};
   lp_op(&j, W, m * n);
   lp_op(&j, mode == PT_QR_R ? NULL : Qw, m * qc);
   lp_op(&j, Rw, rr * n);
-  j.nchk = 1;
-  j.info = LP_NO_CONVERGE;
-  j.query = true;
-  j.ntmp = k + (qc > n ? m * qc : 0);
-  j.m = m;
-  j.n = n;
-  j.k = k;
-  j.c0 = qc;
   if ((st = lp_run(&j, qr_one))) goto done;
   pt_tensor *save[2] = {mode == PT_QR_R ? NULL : Qw, Rw};
   for (int which = 0; which < 2; which++) {
@@ -1300,40 +1258,27 @@ done:
 
 /* saved: 0 eigenvalues (batch x n), 1 eigenvectors (batch x n x n); ints[0] 1 for V's node */
 static pt_status eigh_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *s[2], *G = NULL, *GA = NULL;
-  pt_status st = saved64(ctx, node, 2, s);
-  if (st) return st;
-  pt_tensor *E = s[0], *V = s[1];
+  const pt_tensor *V = node->saved[1];
   bool is_v = node->ints[0];
   int64_t n = V->shape[V->ndim - 1], batch = pt_shape_numel(V->ndim - 2, V->shape);
-  pt_tensor *out = is_v ? V : E;
-  st = grad64(ctx, g, out->ndim, out->shape, &G);
-  if (!st) st = new64(ctx, V->ndim, V->shape, false, &GA);
-  if (st) goto done;
-  double *w = scratch(ctx, 2 * n * n, &st);
-  if (!w) goto done;
-  double *ret = w, *t = w + n * n;
-  for (int64_t b = 0; b < batch; b++) {
-    const double *v = dp(V) + b * n * n, *l = dp(E) + b * n;
+  bw f;
+  pt_status st = bw_begin(ctx, node, 2, g, is_v, V->ndim, V->shape, 2 * n * n, &f);
+  double *ret = f.w, *t = ret + n * n;
+  for (int64_t b = 0; !st && b < batch; b++) {
+    const double *v = dp(f.s[1]) + b * n * n, *l = dp(f.s[0]) + b * n;
     if (is_v) { /* ret = skew(V^T gV) / 2 / (l_j - l_i) off the diagonal */
-      mm(ctx, true, false, n, n, n, 1.0, v, dp(G) + b * n * n, 0.0, t);
+      mm(ctx, true, false, n, n, n, 1.0, v, dp(f.G) + b * n * n, 0.0, t);
       for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++)
           ret[i * n + j] = i == j ? 0 : 0.5 * (t[i * n + j] - t[j * n + i]) / (l[j] - l[i]);
     } else {
       for (int64_t i = 0; i < n * n; i++) ret[i] = 0;
-      for (int64_t i = 0; i < n; i++) ret[i * n + i] = dp(G)[b * n + i];
+      for (int64_t i = 0; i < n; i++) ret[i * n + i] = dp(f.G)[b * n + i];
     }
     mm(ctx, false, false, n, n, n, 1.0, v, ret, 0.0, t); /* V ret V^T */
-    mm(ctx, false, true, n, n, n, 1.0, t, v, 0.0, dp(GA) + b * n * n);
+    mm(ctx, false, true, n, n, n, 1.0, t, v, 0.0, dp(f.GA) + b * n * n);
   }
-  pt_free(w);
-  st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
-done:
-  release_all(2, s);
-  pt_tensor_release(G);
-  pt_tensor_release(GA);
-  return st;
+  return bw_end(ctx, node, st, &f, gin);
 }
 
 /* operands: 0 A (its eigenvectors when jobz is 'V'), 1 the eigenvalues. syevd on the row-major
@@ -1363,15 +1308,11 @@ pt_status pt_linalg_eigh(pt_ctx *ctx, const char *fname, pt_tensor *A, bool uppe
   batch_shape(A, 2, n, -1, eshape);
   pt_tensor *W = NULL, *E = NULL;
   if ((st = to_work(ctx, A, dt, nd, A->shape, &W)) || (st = new_work(ctx, dt, nd - 1, eshape, false, &E))) goto done;
-  lp_job j = lp_new(ctx, fname, dt, nd > 2, pt_shape_numel(nd - 2, A->shape));
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = nd > 2,
+              .batch = pt_shape_numel(nd - 2, A->shape), .nchk = 1, .info = LP_NO_CONVERGE, .query = true,
+              .n = n, .jobz = need_v ? 'V' : 'N', .uplo = upper ? 'L' : 'U'};
   lp_op(&j, W, n * n);
   lp_op(&j, E, n);
-  j.nchk = 1;
-  j.info = LP_NO_CONVERGE;
-  j.query = true;
-  j.n = n;
-  j.jobz = need_v ? 'V' : 'N';
-  j.uplo = upper ? 'L' : 'U';
   if ((st = lp_run(&j, eigh_one))) goto done;
   pt_tensor *save[2] = {E, W};
   for (int which = 0; which < 2 && need_v; which++) {
@@ -1445,39 +1386,26 @@ static void svd_grad(const pt_ctx *ctx, int64_t m, int64_t n, const double *U, c
  * With full_matrices only the first k columns of U (rows of Vh) and of their gradients count:
  * the others are not determined by A (PyTorch does the same). */
 static pt_status svd_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *s[3], *G = NULL, *GA = NULL;
-  pt_status st = saved64(ctx, node, 3, s);
-  if (st) return st;
-  pt_tensor *Ut = s[0], *St = s[1], *Vt = s[2];
-  int which = (int)node->ints[0], nd = Ut->ndim;
-  int64_t m = Ut->shape[nd - 2], uc = Ut->shape[nd - 1], vr = Vt->shape[nd - 2], n = Vt->shape[nd - 1];
-  int64_t k = mini(m, n), big = maxi(m, n), batch = pt_shape_numel(nd - 2, Ut->shape);
-  pt_tensor *out = which == 0 ? Ut : which == 1 ? St : Vt;
-  st = grad64(ctx, g, out->ndim, out->shape, &G);
-  int64_t ashape[PT_MAX_DIMS];
-  memcpy(ashape, Ut->shape, sizeof(int64_t) * (size_t)nd);
+  int which = (int)node->ints[0], nd = node->saved[0]->ndim;
+  const int64_t *us = node->saved[0]->shape, *vs = node->saved[2]->shape;
+  int64_t m = us[nd - 2], uc = us[nd - 1], vr = vs[nd - 2], n = vs[nd - 1];
+  int64_t k = mini(m, n), big = maxi(m, n), batch = pt_shape_numel(nd - 2, us), ashape[PT_MAX_DIMS];
+  memcpy(ashape, us, sizeof(int64_t) * (size_t)nd);
   ashape[nd - 1] = n;
-  if (!st) st = new64(ctx, nd, ashape, false, &GA);
-  if (st) goto done;
-  double *w = scratch(ctx, 3 * k * k + 2 * big * k + 2 * m * k, &st);
-  if (!w) goto done;
-  double *u = w + 3 * k * k + 2 * big * k, *gu = u + m * k;
-  for (int64_t b = 0; b < batch; b++) {
-    const double *ub = dp(Ut) + b * m * uc, *gb = dp(G) + b * pt_tensor_numel(out) / (batch ? batch : 1);
+  bw f;
+  pt_status st = bw_begin(ctx, node, 3, g, which, nd, ashape, 3 * k * k + 2 * big * k + 2 * m * k, &f);
+  double *u = f.w + 3 * k * k + 2 * big * k, *gu = u + m * k;
+  int64_t gstep = st ? 0 : pt_tensor_numel(f.G) / (batch ? batch : 1);
+  for (int64_t b = 0; !st && b < batch; b++) {
+    const double *ub = dp(f.s[0]) + b * m * uc, *gb = dp(f.G) + b * gstep;
     for (int64_t i = 0; i < m; i++) { /* the first k columns, packed */
       memcpy(u + i * k, ub + i * uc, sizeof(double) * (size_t)k);
       if (which == 0) memcpy(gu + i * k, gb + i * uc, sizeof(double) * (size_t)k);
     }
-    svd_grad(ctx, m, n, u, dp(St) + b * k, dp(Vt) + b * vr * n, which == 0 ? gu : NULL,
-             which == 1 ? gb : NULL, which == 2 ? gb : NULL, w, dp(GA) + b * m * n);
+    svd_grad(ctx, m, n, u, dp(f.s[1]) + b * k, dp(f.s[2]) + b * vr * n, which == 0 ? gu : NULL,
+             which == 1 ? gb : NULL, which == 2 ? gb : NULL, f.w, dp(f.GA) + b * m * n);
   }
-  pt_free(w);
-  st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
-done:
-  release_all(3, s);
-  pt_tensor_release(G);
-  pt_tensor_release(GA);
-  return st;
+  return bw_end(ctx, node, st, &f, gin);
 }
 
 /* The SVD of one m x n matrix (k = min(m, n) > 0) into s, U (row-major m x uc) and Vh
@@ -1544,22 +1472,14 @@ pt_status pt_linalg_svd(pt_ctx *ctx, const char *fname, pt_tensor *A, bool full_
   if (st || (st = new_work(ctx, dt, nd - 1, sshape, false, &Sw))) goto done;
   if (need && ((st = new_work(ctx, dt, nd, ushape, true, &Uw)) || (st = new_work(ctx, dt, nd, vshape, true, &Vw))))
     goto done;
-  lp_job j = lp_new(ctx, fname, dt, nd > 2, pt_shape_numel(nd - 2, A->shape));
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = nd > 2,
+              .batch = pt_shape_numel(nd - 2, A->shape), .nchk = 1, .nan = LP_NAN_FAIL,
+              .info = LP_NO_CONVERGE, .query = true, .m = m, .n = n, .c0 = need ? uc : 0,
+              .c1 = need ? vr : 0, .jobz = jobz, .trans = tall, .ntmp = tall && need ? m * uc + vr * n : 0};
   lp_op(&j, W, m * n);
   lp_op(&j, Sw, k);
   lp_op(&j, Uw, m * uc);
   lp_op(&j, Vw, vr * n);
-  j.nchk = 1;
-  j.nan = LP_NAN_FAIL;
-  j.info = LP_NO_CONVERGE;
-  j.query = true;
-  j.m = m;
-  j.n = n;
-  j.c0 = need ? uc : 0;
-  j.c1 = need ? vr : 0;
-  j.jobz = jobz;
-  j.trans = tall;
-  j.ntmp = tall && need ? m * uc + vr * n : 0;
   if ((st = lp_run(&j, svd_one))) goto done;
   if (need) {
     pt_tensor *save[3] = {Uw, Sw, Vw}, *outs[3] = {want ? Uw : NULL, Sw, want ? Vw : NULL};
@@ -1663,22 +1583,13 @@ static pt_status pinv_run(pt_ctx *ctx, const char *fname, bool batched, pt_tenso
                           double atol, double rtol, pt_dtype tol_dt, bool hermitian) {
   int nd = A->ndim;
   int64_t m = A->shape[nd - 2], n = A->shape[nd - 1];
-  lp_job j = lp_new(ctx, fname, A->dtype, batched, pt_shape_numel(nd - 2, A->shape));
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = A->dtype, .batched = batched,
+              .batch = pt_shape_numel(nd - 2, A->shape), .nchk = 1, .nan = LP_NAN_FAIL,
+              .info = LP_NO_CONVERGE, .query = true, .ntmp = pinv_scratch(m, n), .m = m, .n = n,
+              .mode = hermitian, .jobz = P ? 'V' : 'N', .atol = atol, .rtol = rtol, .tol_dt = tol_dt,
+              .rank = rank};
   lp_op(&j, A, m * n);
   lp_op(&j, P, m * n);
-  j.nchk = 1;
-  j.nan = LP_NAN_FAIL;
-  j.info = LP_NO_CONVERGE;
-  j.query = true;
-  j.ntmp = pinv_scratch(m, n);
-  j.m = m;
-  j.n = n;
-  j.mode = hermitian;
-  j.jobz = P ? 'V' : 'N';
-  j.atol = atol;
-  j.rtol = rtol;
-  j.tol_dt = tol_dt;
-  j.rank = rank;
   return lp_run(&j, pinv_one);
 }
 
@@ -1719,27 +1630,15 @@ static void pinv_grad(const pt_ctx *ctx, int64_t m, int64_t n, const double *A, 
 
 /* saved: 0 A, 1 P */
 static pt_status pinv_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *s[2], *G = NULL, *GA = NULL;
-  pt_status st = saved64(ctx, node, 2, s);
-  if (st) return st;
-  pt_tensor *A64 = s[0], *P64 = s[1];
-  int nd = A64->ndim;
-  int64_t m = A64->shape[nd - 2], n = A64->shape[nd - 1], big = maxi(m, n);
-  int64_t batch = pt_shape_numel(nd - 2, A64->shape);
-  st = grad64(ctx, g, P64->ndim, P64->shape, &G);
-  if (!st) st = new64(ctx, nd, A64->shape, false, &GA);
-  if (st) goto done;
-  double *w = scratch(ctx, 5 * big * big, &st);
-  if (!w) goto done;
-  for (int64_t b = 0; b < batch; b++)
-    pinv_grad(ctx, m, n, dp(A64) + b * m * n, dp(P64) + b * m * n, dp(G) + b * m * n, w, dp(GA) + b * m * n);
-  pt_free(w);
-  st = grad_to(ctx, GA, node->inputs[0], &gin[0]);
-done:
-  release_all(2, s);
-  pt_tensor_release(G);
-  pt_tensor_release(GA);
-  return st;
+  const pt_tensor *A = node->saved[0];
+  int nd = A->ndim;
+  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], big = maxi(m, n), batch = pt_shape_numel(nd - 2, A->shape);
+  bw f;
+  pt_status st = bw_begin(ctx, node, 2, g, 1, nd, A->shape, 5 * big * big, &f);
+  for (int64_t b = 0; !st && b < batch; b++)
+    pinv_grad(ctx, m, n, dp(f.s[0]) + b * m * n, dp(f.s[1]) + b * m * n, dp(f.G) + b * m * n, f.w,
+              dp(f.GA) + b * m * n);
+  return bw_end(ctx, node, st, &f, gin);
 }
 
 static pt_status check_tols(pt_ctx *ctx, const char *fname, const pt_tensor *A, bool hermitian,
@@ -1953,21 +1852,13 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
     if ((st = pt_tensor_empty(ctx, PT_INT64, nbatch, bshape, &Rk))) goto done;
     for (int64_t b = 0; b < batch; b++) ((int64_t *)pt_tensor_data(Rk))[b] = kk; /* a matrix with NaN */
   }
-  lp_job j = lp_new(ctx, fname, dt, nbatch > 0, batch);
+  lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = nbatch > 0, .batch = batch, .nchk = 2,
+              .info = driver == PT_LSTSQ_GELS ? LP_RANK : LP_NO_CONVERGE, .query = true, .ntmp = kk,
+              .npiv = n + 1, .m = m, .n = n, .k = k, .mode = driver, .rcond = rcond,
+              .rank = Rk ? pt_tensor_data(Rk) : NULL};
   lp_op(&j, Ac, m * n);
   lp_op(&j, Bc, big * k);
   lp_op(&j, S, kk);
-  j.nchk = 2;
-  j.info = driver == PT_LSTSQ_GELS ? LP_RANK : LP_NO_CONVERGE;
-  j.query = true;
-  j.ntmp = kk;
-  j.npiv = n + 1;
-  j.m = m;
-  j.n = n;
-  j.k = k;
-  j.mode = driver;
-  j.rcond = rcond;
-  j.rank = Rk ? pt_tensor_data(Rk) : NULL;
   if ((st = lp_run(&j, lstsq_one))) goto done;
   /* the solution: B's first n rows, transposed back */
   pt_tensor_release(Bn);
