@@ -54,6 +54,24 @@ static int l_gelu(lua_State *L) {
   return activation(L, PT_ACT_GELU, 0);
 }
 
+/* _nn_act(x, kind[, p0[, p1]]): any element-wise activation of lib/nn_activation.c by name, with
+ * its parameters (see pt_nn_act); nn_extra.lua's activations are one call each */
+static int l_act(lua_State *L) {
+  static const char *const names[] = {
+      "relu", "leaky_relu", "gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "elu", "selu", "celu",
+      "softplus", "mish", "hardtanh", "relu6", "hardswish", "hardsigmoid", "softsign", "tanhshrink",
+      "threshold", "logsigmoid", "softshrink", "hardshrink", NULL};
+  static const pt_nn_act kinds[] = {
+      PT_ACT_RELU, PT_ACT_LEAKY_RELU, PT_ACT_GELU, PT_ACT_GELU_TANH, PT_ACT_TANH, PT_ACT_SIGMOID,
+      PT_ACT_SILU, PT_ACT_ELU, PT_ACT_SELU, PT_ACT_CELU, PT_ACT_SOFTPLUS, PT_ACT_MISH,
+      PT_ACT_HARDTANH, PT_ACT_RELU6, PT_ACT_HARDSWISH, PT_ACT_HARDSIGMOID, PT_ACT_SOFTSIGN,
+      PT_ACT_TANHSHRINK, PT_ACT_THRESHOLD, PT_ACT_LOGSIGMOID, PT_ACT_SOFTSHRINK, PT_ACT_HARDSHRINK};
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  pt_nn_act act = kinds[luaL_checkoption(L, 2, NULL, names)];
+  double p0 = luaL_optnumber(L, 3, 0.0), p1 = luaL_optnumber(L, 4, 0.0);
+  return push_result(L, pt_nn_activation_p(lpt_ctx(L), act, x, p0, p1, &out), out);
+}
+
 static int softmax(lua_State *L, bool lg) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out;
   int ndim = x->ndim;
@@ -248,6 +266,7 @@ static const luaL_Reg functions[] = {
     {"_nn_tanh", l_tanh},
     {"_nn_sigmoid", l_sigmoid},
     {"_nn_silu", l_silu},
+    {"_nn_act", l_act},
     {"_nn_softmax", l_softmax},
     {"_nn_log_softmax", l_log_softmax},
     {"_nn_cross_entropy", l_cross_entropy},

@@ -20,6 +20,23 @@ typedef enum pt_nn_act {
   PT_ACT_TANH,
   PT_ACT_SIGMOID,
   PT_ACT_SILU,
+  /* nn_extra's activations, parameters p0 and p1 of pt_nn_activation_p (PyTorch's defaults in
+   * nn_extra.lua) */
+  PT_ACT_ELU,         /* p0 alpha */
+  PT_ACT_SELU,        /* PyTorch's fixed alpha and scale */
+  PT_ACT_CELU,        /* p0 alpha (not 0) */
+  PT_ACT_SOFTPLUS,    /* p0 beta (not 0), p1 threshold: x where beta x > threshold */
+  PT_ACT_MISH,
+  PT_ACT_HARDTANH,    /* p0 min_val < p1 max_val */
+  PT_ACT_RELU6,
+  PT_ACT_HARDSWISH,
+  PT_ACT_HARDSIGMOID,
+  PT_ACT_SOFTSIGN,
+  PT_ACT_TANHSHRINK,
+  PT_ACT_THRESHOLD,   /* p0 threshold, p1 value: value where x <= threshold */
+  PT_ACT_LOGSIGMOID,
+  PT_ACT_SOFTSHRINK,  /* p0 lambda >= 0 */
+  PT_ACT_HARDSHRINK,  /* p0 lambda */
 } pt_nn_act;
 
 /* y = x W^T + b (PyTorch layout: W {out,in}, b {out} or NULL), x {..., in}; act may be
@@ -27,8 +44,13 @@ typedef enum pt_nn_act {
 pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
                        pt_nn_act act, pt_tensor **out);
 
-/* elementwise activation; slope is used by PT_ACT_LEAKY_RELU */
+/* elementwise activation; slope is used by PT_ACT_LEAKY_RELU (pt_nn_activation_p with p0 = slope,
+ * p1 = 0) */
 pt_status pt_nn_activation(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double slope, pt_tensor **out);
+/* elementwise activation with its parameters p0, p1 (see pt_nn_act; unused ones are ignored),
+ * PyTorch 1.13's formulas: one pass forward, one node whose backward is one pass */
+pt_status pt_nn_activation_p(pt_ctx *ctx, pt_nn_act act, pt_tensor *x, double p0, double p1,
+                             pt_tensor **out);
 
 /* cross entropy of logits {N,C} (or {C}) against 1-based class indices {N} (or 0-d), with
  * optional class weights {C} (NULL), label smoothing in [0,1] and ignore_index (0 = none). */

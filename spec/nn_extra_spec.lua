@@ -62,6 +62,10 @@ local CASES = {
   {'F.glu(X)', {{-1.3745849932811949, -0.7109495026250039, -0.29120633077459307}, {0.5066674497710532, -21.138368372911632, 1.9500104140631584}}},
   {'F.glu(X, 1)', {{-2.49999999810436, -1.3887943864771144e-11, -0.2946041370113725, 0.00482540428353384, 0.7609812614248187, 1.7062591123052637}}},
   {'F.glu(A, {dim = 2})', {{0.20699234433828376, -1.0569564935734588}, {-0.4087872380968218, 0.03990019564787406}, {0.3649934506150173, 0.0}}},
+  {'F.softshrink(X)', {{-2.0, -0.5, 0.0, 0.0, 0.4, 3.0}, {20.5, -24.5, 3.5, -3.2, 1.2, 0.0}}},
+  {'F.softshrink(X, 1.5)', {{-1.0, 0.0, 0.0, 0.0, 0.0, 2.0}, {19.5, -23.5, 2.5, -2.2, 0.19999999999999996, 0.0}}},
+  {'F.hardshrink(X)', {{-2.5, -1.0, 0.0, 0.0, 0.9, 3.5}, {21.0, -25.0, 4.0, -3.7, 1.7, 0.0}}},
+  {'F.hardshrink(X, {lambd = 2})', {{-2.5, 0.0, 0.0, 0.0, 0.0, 3.5}, {21.0, -25.0, 4.0, -3.7, 0.0, 0.0}}},
   {'F.logsigmoid(X)', {{-2.5788897342925496, -1.3132616875182228, -0.8543552444685272, -0.5981388693815918, -0.3411538747320878, -0.029750418272620566}, {-7.582560425037146e-10, -25.000000000013888, -0.018149927917809738, -3.724422845933779, -0.16778602938626594, -0.7184596480132863}}},
   {'F.silu(X)', {{-0.18964545005310887, -0.2689414213699951, -0.1276672449565023, 0.1099667994624956, 0.6398545523625035, 3.3974071923702525}, {20.99999998407662, -3.4719859661927863e-10, 3.928055160151634, -0.08926997924537602, 1.437409049357991, -0.024375130175789482}}},
   {'F.prelu(X, pt.tensor({0.25}, F64))', {{-0.625, -0.25, -0.075, 0.2, 0.9, 3.5}, {21.0, -6.25, 4.0, -0.925, 1.7, -0.0125}}},
@@ -222,6 +226,7 @@ describe("nn_extra modules", function()
     same(nn.Hardsigmoid()(X), F.hardsigmoid(X)); same(nn.Softsign()(X), F.softsign(X))
     same(nn.Tanhshrink()(X), F.tanhshrink(X)); same(nn.Threshold(0.5, -7)(X), F.threshold(X, 0.5, -7))
     same(nn.GLU(1)(X), F.glu(X, 1)); same(nn.LogSigmoid()(X), F.logsigmoid(X))
+    same(nn.Softshrink()(X), F.softshrink(X)); same(nn.Hardshrink({lambd = 2})(X), F.hardshrink(X, 2))
     same(nn.SiLU()(X), F.silu(X)); same(nn.Softmin(1)(X), F.softmin(X, 1))
     same(nn.CosineSimilarity(1)(T.A, T.B), F.cosine_similarity(T.A, T.B, 1))
     same(nn.PairwiseDistance(1, 0.1, true)(T.A, T.B), F.pairwise_distance(T.A, T.B, 1, 0.1, true))
@@ -255,6 +260,7 @@ describe("nn_extra modules", function()
   it("are also plain nn functions, as nn.relu is", function()
     for _, k in ipairs({"elu", "selu", "celu", "softplus", "mish", "hardtanh", "relu6", "hardswish",
                         "hardsigmoid", "softsign", "tanhshrink", "threshold", "glu", "logsigmoid",
+                        "softshrink", "hardshrink",
                         "prelu", "softmin", "normalize", "cosine_similarity", "pairwise_distance",
                         "kl_div", "huber_loss", "margin_ranking_loss", "cosine_embedding_loss",
                         "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
@@ -292,7 +298,8 @@ describe("nn_extra modules", function()
   it("work in float32, close to float64", function()
     local x32 = T.X:to("float32")
     for _, f in ipairs({F.elu, F.selu, F.celu, F.softplus, F.mish, F.hardswish, F.logsigmoid, F.softsign,
-                        F.tanhshrink, F.glu, F.softmin}) do
+                        F.tanhshrink, F.glu, F.softmin, F.hardtanh, F.relu6, F.hardsigmoid, F.softshrink,
+                        F.hardshrink, function(x) return F.threshold(x, 0.5, -7) end}) do
       local a, b = f(x32), f(T.X)
       assert.are.equal("float32", a:dtype())
       support.assert_close_with(1e-6)(a, b)
@@ -343,6 +350,20 @@ describe("nn_extra modules", function()
     (y * w):sum():backward()
     assert_close(a.grad, {0, 0, 0, 0, 5, 6, 7})
   end)
+
+  it("leave their outputs free to be modified in place before backward (they save only the input)", function()
+    for _, n in ipairs({"elu", "selu", "celu", "softplus", "mish", "hardtanh", "relu6", "hardswish",
+                        "hardsigmoid", "softsign", "tanhshrink", "logsigmoid", "softshrink", "hardshrink"}) do
+      local a = T.X:clone(); a.requires_grad = true
+      local y = F[n](a)
+      y:mul_(2)
+      y:sum():backward()
+      local b = T.X:clone(); b.requires_grad = true;
+      (F[n](b) * 2):sum():backward()
+      local ok, e = pcall(assert_close, a.grad, b.grad)
+      if not ok then error(n .. ": " .. tostring(e), 0) end
+    end
+  end)
 end)
 
 describe("nn_extra printing", function()
@@ -355,6 +376,7 @@ describe("nn_extra printing", function()
       {nn.Softsign(), "Softsign()"}, {nn.Tanhshrink(), "Tanhshrink()"},
       {nn.Threshold(0.1, 20), "Threshold(threshold=0.1, value=20)"}, {nn.GLU(), "GLU(dim=-1)"},
       {nn.LogSigmoid(), "LogSigmoid()"}, {nn.PReLU(), "PReLU(num_parameters=1)"},
+      {nn.Softshrink(), "Softshrink(0.5)"}, {nn.Hardshrink(0.25), "Hardshrink(0.25)"}, {nn.Softshrink(1), "Softshrink(1)"},
       {nn.PReLU(3), "PReLU(num_parameters=3)"}, {nn.Softmin(2), "Softmin(dim=2)"},
       {nn.CosineSimilarity(), "CosineSimilarity(dim=2, eps=1e-08)"},
       {nn.PairwiseDistance(), "PairwiseDistance(p=2.0, eps=1e-06, keepdim=false)"},
@@ -399,6 +421,9 @@ describe("nn_extra errors", function()
     assert_err("Threshold: missing argument 'threshold'", nn.Threshold)
     assert_err("Threshold: missing argument 'value'", nn.Threshold, 0.5)
     assert_err("threshold: missing argument 'value'", F.threshold, T.X, 0.5)
+    assert_err("Softshrink: lambd must be non-negative, got -1", nn.Softshrink, -1)
+    assert_err("softshrink: lambd must be non-negative, got -0.5", F.softshrink, T.X, -0.5)
+    assert_err("Hardshrink: lambd must be a number, got string", nn.Hardshrink, "x")
     assert_err("GLU: dim must be a non-zero integer (1-based, negative from the end), got 0", nn.GLU, 0)
     assert_err("Softmin: dim must be a non-zero integer (1-based, negative from the end), got 1.5", nn.Softmin, 1.5)
     assert_err("PReLU: num_parameters must be a positive integer, got 0", nn.PReLU, 0)
@@ -423,6 +448,16 @@ describe("nn_extra errors", function()
     assert_err("PixelShuffle: upscale_factor must be a positive integer, got 0", nn.PixelShuffle, 0)
     assert_err("PixelShuffle: upscale_factor must be a positive integer, got 1.5", nn.PixelShuffle, 1.5)
     assert_err("pixel_unshuffle: missing argument 'downscale_factor'", F.pixel_unshuffle, pt.zeros(1, 4, 4))
+  end)
+
+  it("are checked again by the fused kernels (pt._nn_act, which the layers call)", function()
+    local x = pt.zeros(3)
+    assert_err("celu: alpha must not be 0", pt._nn_act, x, "celu", 0)
+    assert_err("softplus: beta must not be 0", pt._nn_act, x, "softplus", 0, 20)
+    assert_err("hardtanh: max_val (0) must be greater than min_val (1)", pt._nn_act, x, "hardtanh", 1, 0)
+    assert_err("softshrink: lambda must be non-negative, got -0.5", pt._nn_act, x, "softshrink", -0.5)
+    assert_err("mish: input must be float32 or float64, got int64", pt._nn_act, pt.tensor({1}, {dtype = "int64"}), "mish")
+    assert_err("invalid option 'swish'", pt._nn_act, x, "swish")
   end)
 
   it("check the inputs, naming the layer's forward or the function", function()
@@ -491,7 +526,8 @@ describe("nn_extra gradients (finite differences, float64)", function()
       F.elu, function(x) return F.elu(x, 0.5) end, F.selu, function(x) return F.celu(x, 2.5) end,
       F.softplus, function(x) return F.softplus(x, 2, 5) end, F.mish, F.hardtanh,
       function(x) return F.hardtanh(x, -2, 3) end, F.relu6, F.hardswish, F.hardsigmoid, F.softsign,
-      F.tanhshrink, function(x) return F.threshold(x, 0.5, -7) end, F.glu,
+      F.tanhshrink, function(x) return F.threshold(x, 0.5, -7) end, F.glu, F.softshrink,
+      function(x) return F.softshrink(x, 1.5) end, F.hardshrink, function(x) return F.hardshrink(x, 2) end,
       function(x) return F.glu(x, 1) end, F.logsigmoid, F.silu, F.softmin,
       function(x) return F.softmin(x, 1) end, function(x) return F.normalize(x) end,
       function(x) return F.normalize(x, 1, 1) end, function(x) return F.normalize(x, 3) end,

@@ -1,19 +1,20 @@
 -- More layers for partrain.nn, as PyTorch's torch.nn has them: activations (ELU, SELU, CELU,
 -- Softplus, Mish, Hardtanh, ReLU6, Hardswish, Hardsigmoid, Softsign, Tanhshrink, Threshold, GLU,
--- LogSigmoid, PReLU, Softmin), distances (CosineSimilarity, PairwiseDistance), losses (KLDivLoss,
--- HuberLoss, MarginRankingLoss, CosineEmbeddingLoss, TripletMarginLoss, PoissonNLLLoss,
--- GaussianNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss), shape layers
--- (Unflatten, PixelShuffle, PixelUnshuffle), padding layers (ZeroPad2d, ConstantPad1d/2d/3d,
--- ReflectionPad1d/2d/3d, ReplicationPad1d/2d/3d), Bilinear, EmbeddingBag, ParameterList,
--- ParameterDict, LocalResponseNorm, Softmax2d, ChannelShuffle, AlphaDropout, FeatureAlphaDropout,
--- Unfold and Fold, their nn.functional forms, and nn.utils (parameters_to_vector,
--- vector_to_parameters, clip_grad_norm_, clip_grad_value_, weight_norm, spectral_norm). Loaded by
--- nn.lua on the first use of a name it does not have.
+-- LogSigmoid, Softshrink, Hardshrink, PReLU, Softmin), distances (CosineSimilarity,
+-- PairwiseDistance), losses (KLDivLoss, HuberLoss, MarginRankingLoss, CosineEmbeddingLoss,
+-- TripletMarginLoss, PoissonNLLLoss, GaussianNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss,
+-- HingeEmbeddingLoss), shape layers (Unflatten, PixelShuffle, PixelUnshuffle), padding layers
+-- (ZeroPad2d, ConstantPad1d/2d/3d, ReflectionPad1d/2d/3d, ReplicationPad1d/2d/3d), Bilinear,
+-- EmbeddingBag, ParameterList, ParameterDict, LocalResponseNorm, Softmax2d, ChannelShuffle,
+-- AlphaDropout, FeatureAlphaDropout, Unfold and Fold, their nn.functional forms, and nn.utils
+-- (parameters_to_vector, vector_to_parameters, clip_grad_norm_, clip_grad_value_, weight_norm,
+-- spectral_norm). Loaded by nn.lua on the first use of a name it does not have.
 --
--- Everything is composed of the differentiable tensor ops, so autograd comes for free; the
--- formulas are PyTorch 1.13's (including its thresholds, constants and 0*log(0) = 0). Settings are
--- taken positionally in PyTorch's order (its deprecated size_average/reduce left out) or as a
--- trailing options table: nn.ELU(0.5), nn.ELU({alpha = 0.5}), F.elu(x, 0.5), F.elu(x, {alpha = 0.5}).
+-- The element-wise activations are fused C kernels (lib/nn_activation.c); everything else is
+-- composed of the differentiable tensor ops, so autograd comes for free. The formulas are
+-- PyTorch 1.13's (including its thresholds, constants and 0*log(0) = 0). Settings are taken
+-- positionally in PyTorch's order (its deprecated size_average/reduce left out) or as a trailing
+-- options table: nn.ELU(0.5), nn.ELU({alpha = 0.5}), F.elu(x, 0.5), F.elu(x, {alpha = 0.5}).
 -- Dimensions are 1-based (negative from the end), as everywhere in partrain.
 local pt = require "partrain.core"
 local nn = require "partrain.nn"
@@ -320,6 +321,7 @@ local function elementwise(def)
   define(def)
 end
 
+-- log(1 + exp(beta x)) / beta, x where beta x > threshold, as a composition (SoftMarginLoss)
 local function softplus_of(x, beta, threshold)
   local bx = beta == 1 and x or x * beta
   local y = pt.minimum(bx, threshold):exp():log1p()
@@ -327,25 +329,24 @@ local function softplus_of(x, beta, threshold)
   return pt.where(bx:gt(threshold), x, y)
 end
 
-local function neg_part_expm1(x, alpha) -- alpha * (exp(min(x, 0)) - 1)
-  return pt.minimum(x, 0):expm1() * alpha
-end
+-- The activations below are one fused C kernel each (lib/nn_activation.c, pt._nn_act(x, kind,
+-- p0, p1)): one pass forward, one node whose backward is one pass, PyTorch 1.13's formulas,
+-- kink values and special values (see there).
+local act = pt._nn_act
 
 elementwise {
   cls = "ELU", fname = "elu",
   args = {{"alpha", number, 1.0}, {"inplace", boolean, false}}, repr = {"alpha", "inplace"},
-  fn = function(x, s) return pt.where(x:gt(0), x, neg_part_expm1(x, s.alpha)) end,
+  fn = function(x, s) return act(x, "elu", s.alpha) end,
   doc = [==[nn.ELU([alpha=1.0[, inplace=false]]): x for x > 0, alpha * (exp(x) - 1) otherwise.
   Settings also as options: nn.ELU({alpha=, inplace=}). inplace writes the result into the input.]==],
   fdoc = "F.elu(x[, alpha=1.0[, inplace=false]]) -> x > 0 and x or alpha * (exp(x) - 1) (also {alpha=, inplace=}).",
 }
 
-local SELU_ALPHA = 1.6732632423543772848170429916717
-local SELU_SCALE = 1.0507009873554804934193349852946
 elementwise {
   cls = "SELU", fname = "selu",
   args = {{"inplace", boolean, false}}, repr = {"inplace"},
-  fn = function(x) return pt.where(x:gt(0), x, neg_part_expm1(x, SELU_ALPHA)) * SELU_SCALE end,
+  fn = function(x) return act(x, "selu") end,
   doc = [==[nn.SELU([inplace=false]): scale * ELU(x, alpha) with PyTorch's fixed alpha and scale.
   alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946.]==],
   fdoc = "F.selu(x[, inplace=false]) -> scale * elu(x, alpha) with alpha = 1.67326..., scale = 1.05070... (see help(nn.SELU)).",
@@ -354,10 +355,7 @@ elementwise {
 elementwise {
   cls = "CELU", fname = "celu",
   args = {{"alpha", nonzero, 1.0}, {"inplace", boolean, false}}, repr = {"alpha", "inplace"},
-  fn = function(x, s)
-    local a = s.alpha
-    return pt.where(x:gt(0), x, pt.minimum(x / a, 0):expm1() * a)
-  end,
+  fn = function(x, s) return act(x, "celu", s.alpha) end,
   doc = [==[nn.CELU([alpha=1.0[, inplace=false]]): max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
   alpha must not be 0. Settings also as options: nn.CELU({alpha=, inplace=}).]==],
   fdoc = "F.celu(x[, alpha=1.0[, inplace=false]]) -> max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).",
@@ -366,7 +364,7 @@ elementwise {
 elementwise {
   cls = "Softplus", fname = "softplus",
   args = {{"beta", nonzero, 1}, {"threshold", number, 20}}, repr = {"beta", "threshold"},
-  fn = function(x, s) return softplus_of(x, s.beta, s.threshold) end,
+  fn = function(x, s) return act(x, "softplus", s.beta, s.threshold) end,
   doc = [==[nn.Softplus([beta=1[, threshold=20]]): log(1 + exp(beta * x)) / beta, smooth ReLU.
   x itself where beta * x > threshold (as PyTorch, for stability). Settings also as options:
   nn.Softplus({beta=, threshold=}).]==],
@@ -376,7 +374,7 @@ elementwise {
 elementwise {
   cls = "Mish", fname = "mish",
   args = {{"inplace", boolean, false}}, repr = {"inplace"},
-  fn = function(x) return x * softplus_of(x, 1, 20):tanh() end,
+  fn = function(x) return act(x, "mish") end,
   doc = "nn.Mish([inplace=false]): x * tanh(softplus(x)).",
   fdoc = "F.mish(x[, inplace=false]) -> x * tanh(softplus(x)).",
 }
@@ -393,7 +391,7 @@ elementwise {
   init = function(_, s) check_range("Hardtanh", s) end,
   fn = function(x, s, name)
     check_range(name, s)
-    return x:clamp(s.min_val, s.max_val)
+    return act(x, "hardtanh", s.min_val, s.max_val)
   end,
   doc = [==[nn.Hardtanh([min_val=-1.0[, max_val=1.0[, inplace=false]]]): x clamped to [min_val, max_val].
   Settings also as options: nn.Hardtanh({min_val=, max_val=, inplace=}); max_val > min_val.]==],
@@ -403,7 +401,7 @@ elementwise {
 elementwise {
   cls = "ReLU6", fname = "relu6",
   args = {{"inplace", boolean, false}}, repr = {"inplace"},
-  fn = function(x) return x:clamp(0, 6) end,
+  fn = function(x) return act(x, "relu6") end,
   doc = "nn.ReLU6([inplace=false]): min(max(x, 0), 6).",
   fdoc = "F.relu6(x[, inplace=false]) -> min(max(x, 0), 6).",
 }
@@ -411,7 +409,7 @@ elementwise {
 elementwise {
   cls = "Hardswish", fname = "hardswish",
   args = {{"inplace", boolean, false}}, repr = {"inplace"},
-  fn = function(x) return x * (x + 3):clamp(0, 6) / 6 end,
+  fn = function(x) return act(x, "hardswish") end,
   doc = "nn.Hardswish([inplace=false]): x * relu6(x + 3) / 6 (0 below -3, x above 3).",
   fdoc = "F.hardswish(x[, inplace=false]) -> x * relu6(x + 3) / 6.",
 }
@@ -419,21 +417,21 @@ elementwise {
 elementwise {
   cls = "Hardsigmoid", fname = "hardsigmoid",
   args = {{"inplace", boolean, false}}, repr = {"inplace"},
-  fn = function(x) return (x + 3):clamp(0, 6) / 6 end,
+  fn = function(x) return act(x, "hardsigmoid") end,
   doc = "nn.Hardsigmoid([inplace=false]): relu6(x + 3) / 6 (0 below -3, 1 above 3).",
   fdoc = "F.hardsigmoid(x[, inplace=false]) -> relu6(x + 3) / 6.",
 }
 
 elementwise {
   cls = "Softsign", fname = "softsign", args = {},
-  fn = function(x) return x / (x:abs() + 1) end,
+  fn = function(x) return act(x, "softsign") end,
   doc = "nn.Softsign(): x / (1 + |x|).",
   fdoc = "F.softsign(x) -> x / (1 + |x|).",
 }
 
 elementwise {
   cls = "Tanhshrink", fname = "tanhshrink", args = {},
-  fn = function(x) return x - x:tanh() end,
+  fn = function(x) return act(x, "tanhshrink") end,
   doc = "nn.Tanhshrink(): x - tanh(x).",
   fdoc = "F.tanhshrink(x) -> x - tanh(x).",
 }
@@ -442,7 +440,7 @@ elementwise {
   cls = "Threshold", fname = "threshold",
   args = {{"threshold", number, REQUIRED}, {"value", number, REQUIRED}, {"inplace", boolean, false}},
   repr = {"threshold", "value", "inplace"},
-  fn = function(x, s) return pt.where(x:gt(s.threshold), x, s.value) end,
+  fn = function(x, s) return act(x, "threshold", s.threshold, s.value) end,
   doc = [==[nn.Threshold(threshold, value[, inplace=false]): x where x > threshold, value elsewhere.
   Settings also as options: nn.Threshold({threshold=, value=, inplace=}).]==],
   fdoc = "F.threshold(x, threshold, value[, inplace=false]) -> x where x > threshold, value elsewhere.",
@@ -451,10 +449,32 @@ elementwise {
 elementwise {
   cls = "LogSigmoid", fname = "logsigmoid", args = {},
   -- min(x, 0) - log(1 + exp(-|x|)): log(sigmoid(x)) without overflow, as PyTorch computes it
-  fn = function(x) return pt.minimum(x, 0) - x:abs():neg():exp():log1p() end,
+  fn = function(x) return act(x, "logsigmoid") end,
   doc = "nn.LogSigmoid(): log(sigmoid(x)), computed stably as min(x, 0) - log1p(exp(-|x|)).",
   fdoc = "F.logsigmoid(x) -> log(sigmoid(x)), computed stably.",
 }
+
+-- PyTorch prints these as Softshrink(0.5)
+local function lambd_repr(self) return num_repr(self.lambd) end
+
+elementwise {
+  cls = "Softshrink", fname = "softshrink",
+  args = {{"lambd", nonneg, 0.5}},
+  fn = function(x, s) return act(x, "softshrink", s.lambd) end,
+  doc = [==[nn.Softshrink([lambd=0.5]): x - lambd above lambd, x + lambd below -lambd, 0 between.
+  lambd must be non-negative; also nn.Softshrink({lambd=}).]==],
+  fdoc = "F.softshrink(x[, lambd=0.5]) -> x - lambd above lambd, x + lambd below -lambd, 0 between.",
+}
+nn.Softshrink.extra_repr = lambd_repr
+
+elementwise {
+  cls = "Hardshrink", fname = "hardshrink",
+  args = {{"lambd", number, 0.5}},
+  fn = function(x, s) return act(x, "hardshrink", s.lambd) end,
+  doc = [==[nn.Hardshrink([lambd=0.5]): x where |x| > lambd, 0 elsewhere. Also nn.Hardshrink({lambd=}).]==],
+  fdoc = "F.hardshrink(x[, lambd=0.5]) -> x where |x| > lambd, 0 elsewhere.",
+}
+nn.Hardshrink.extra_repr = lambd_repr
 
 define {
   cls = "GLU", fname = "glu",
