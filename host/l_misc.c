@@ -1,7 +1,9 @@
-/* Bindings of lib/ops_misc.h (scatter_reduce) and lib/ops_resample.h (interpolate's taps). */
+/* Bindings of lib/ops_misc.h (scatter_reduce), lib/ops_resample.h (interpolate's taps) and
+ * lib/nn_rnn.h (the fused LSTM and GRU steps under lua/partrain/nn_rnn.lua). */
 #include <string.h>
 
 #include "../lib/ops_misc.h"
+#include "../lib/nn_rnn.h"
 #include "../lib/ops_resample.h"
 #include "lpt.h"
 
@@ -59,8 +61,27 @@ static int l_taps_along(lua_State *L) {
   return 1;
 }
 
+/* pt._lstm_cell(x_proj, gh, c) -> {..., 2H}: h' then c' per row; pt._gru_cell(x_proj, gh, h) -> h' */
+static int l_lstm_cell(lua_State *L) {
+  pt_tensor *r;
+  if (pt_nn_lstm_cell(lpt_ctx(L), lpt_check_tensor(L, 1), lpt_check_tensor(L, 2), lpt_check_tensor(L, 3), &r))
+    return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static int l_gru_cell(lua_State *L) {
+  pt_tensor *r;
+  if (pt_nn_gru_cell(lpt_ctx(L), lpt_check_tensor(L, 1), lpt_check_tensor(L, 2), lpt_check_tensor(L, 3), &r))
+    return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
 static const luaL_Reg internal[] = {
     {"_taps_along", l_taps_along},
+    {"_lstm_cell", l_lstm_cell},
+    {"_gru_cell", l_gru_cell},
     {NULL, NULL},
 };
 

@@ -44,6 +44,11 @@ struct pt_node {
   bool released;                            /* saved tensors freed after backward */
   uint64_t tag;                             /* ctx->graph_tag when recorded (pt_graph_release_tagged) */
   bool is_view;                             /* the output shares its input's storage (view ops) */
+  /* narrow/select (lib/ops_shape.c; ints: dim, start or index, length or -1, the input's shape):
+   * the engine adds the gradient straight into that slice of the input's pending gradient
+   * instead of running backward, which would make a zero tensor of the input's size per slice
+   * (an RNN's time steps: quadratic in the sequence length) */
+  bool slice_grad;
   unsigned view_version;                    /* is_view: that storage's version when recorded */
   struct pt_node *release_next;             /* pt_node_release's queue of nodes being freed */
   /* tensor hooks are registered on the output (t:register_hook on a non-leaf): the engine asks

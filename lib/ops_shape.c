@@ -209,6 +209,7 @@ pt_status pt_narrow(pt_ctx *ctx, pt_tensor *t, int dim, int64_t start, int64_t l
   pt_node *node;
   if ((st = record1(ctx, t, out, "NarrowBackward", narrow_backward, &node))) return st;
   if (node) {
+    node->slice_grad = true;
     node->ints[0] = dim;
     node->ints[1] = start;
     node->ints[2] = length;
@@ -223,6 +224,7 @@ pt_status pt_select(pt_ctx *ctx, pt_tensor *t, int dim, int64_t index, pt_tensor
   pt_node *node;
   if ((st = record1(ctx, t, out, "SelectBackward", narrow_backward, &node))) return st;
   if (node) {
+    node->slice_grad = true;
     node->ints[0] = dim;
     node->ints[1] = index;
     node->ints[2] = -1;

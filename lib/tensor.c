@@ -915,9 +915,35 @@ pt_status pt_tensor_to_dtype_raw(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tens
   return PT_OK;
 }
 
+/* dst += src elementwise, both of one shape and any strides (a transposed gradient arriving at
+ * the autograd engine, a slice of a pending gradient): element by element through get/set it
+ * was a tenth of an RNN's backward */
+#define ADD_STRIDED(T)                                                                           \
+  do {                                                                                           \
+    T *d = pt_tensor_data(dst);                                                                  \
+    const T *s = (const T *)pt_tensor_data(src);                                                 \
+    int nd = dst->ndim;                                                                          \
+    int64_t inner = nd ? dst->shape[nd - 1] : 1;                                                 \
+    int64_t dis = nd ? dst->stride[nd - 1] : 1, sis = nd ? src->stride[nd - 1] : 1;              \
+    int64_t idx[PT_MAX_DIMS] = {0};                                                              \
+    for (int64_t done = 0; done < n && inner > 0; done += inner) {                               \
+      int64_t od = 0, os = 0;                                                                    \
+      for (int k = 0; k + 1 < nd; k++) {                                                         \
+        od += idx[k] * dst->stride[k];                                                           \
+        os += idx[k] * src->stride[k];                                                           \
+      }                                                                                          \
+      for (int64_t j = 0; j < inner; j++) d[od + j * dis] += s[os + j * sis];                    \
+      for (int k = nd - 2; k >= 0; k--) {                                                        \
+        if (++idx[k] < dst->shape[k]) break;                                                     \
+        idx[k] = 0;                                                                              \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
+
 void pt_tensor_add_raw(pt_tensor *dst, const pt_tensor *src) {
   int64_t n = pt_tensor_numel(dst);
   bool contiguous = pt_tensor_is_contiguous(dst) && pt_tensor_is_contiguous(src);
+  bool same = dst->ndim == src->ndim && memcmp(dst->shape, src->shape, (size_t)dst->ndim * sizeof(int64_t)) == 0;
   if (contiguous && dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32) {
     float *d = pt_tensor_data(dst);
     const float *s = pt_tensor_data(src);
@@ -926,6 +952,10 @@ void pt_tensor_add_raw(pt_tensor *dst, const pt_tensor *src) {
     double *d = pt_tensor_data(dst);
     const double *s = pt_tensor_data(src);
     for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else if (same && dst->dtype == PT_FLOAT32 && src->dtype == PT_FLOAT32) {
+    ADD_STRIDED(float);
+  } else if (same && dst->dtype == PT_FLOAT64 && src->dtype == PT_FLOAT64) {
+    ADD_STRIDED(double);
   } else {
     for (int64_t i = 0; i < n; i++)
       pt_tensor_set_flat(dst, i, pt_tensor_get_flat(dst, i) + pt_tensor_get_flat(src, i));

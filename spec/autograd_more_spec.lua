@@ -644,3 +644,58 @@ describe("nn.Module hooks", function()
     assert.are.equal(1, calls)
   end)
 end)
+
+describe("gradients of slices (narrow/select added straight into their input's gradient)", function()
+  it("overlapping narrows, selects and the whole tensor sum up", function()
+    local x = pt.tensor({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}}, {requires_grad = true})
+    local y = x * 3
+    local a = y:narrow(1, 1, 3)    -- rows 1-3
+    local b = y:select(1, 2)       -- row 2
+    local c = y:narrow(2, 2, 2)    -- columns 2-3 (a strided slice)
+    local d = y:t():select(1, 3)   -- column 3 through a transpose
+    local loss = a:sum() * 2 + (b * pt.tensor({1, 10, 100})):sum() + c:sum() + d:sum() * 5 + y:sum()
+    loss:backward()
+    -- d(loss)/dy, then times 3
+    local want = {}
+    for i = 1, 4 do
+      want[i] = {}
+      for j = 1, 3 do
+        local g = 1
+        if i <= 3 then g = g + 2 end
+        if i == 2 then g = g + ({1, 10, 100})[j] end
+        if j >= 2 then g = g + 1 end
+        if j == 3 then g = g + 5 end
+        want[i][j] = 3 * g
+      end
+    end
+    assert.are.same(want, x.grad:tolist())
+  end)
+
+  it("leave the gradients the caller gave untouched, and work with autograd.grad, hooks and retain_grad", function()
+    local x = pt.randn(5, 4, {dtype = "float64", requires_grad = true})
+    local y = x * 2
+    y:retain_grad()
+    local g = pt.ones(5, 4, {dtype = "float64"})
+    local s1, s2 = y:select(1, 1), y:narrow(1, 2, 3)
+    local seen
+    s2:register_hook(function(gr) seen = gr:clone() end)
+    local out = y * 1 + 0 -- y also flows on whole
+    local total = (s1 * 2):sum() + (s2 * 3):sum()
+    local gx = grad(total + (out * g):sum(), x)
+    local want = pt.full({5, 4}, 1, {dtype = "float64"})
+    want:narrow(1, 1, 1):add_(2)
+    want:narrow(1, 2, 3):add_(3)
+    assert.is_true(pt.allclose(gx, want * 2))
+    assert.is_true(pt.equal(g, pt.ones(5, 4, {dtype = "float64"})))
+    assert.is_true(pt.equal(seen, pt.full({3, 4}, 3, {dtype = "float64"})))
+    -- a slice chain over many steps, as an RNN's time loop: rows taken one by one
+    local z = pt.randn(64, 8, {requires_grad = true})
+    local p = z * 1
+    local acc = p:select(1, 1)
+    for t = 2, 64 do acc = acc + p:select(1, t) * t end
+    acc:sum():backward()
+    for t = 1, 64 do
+      assert.are.same(pt.full({8}, t):tolist(), z.grad:select(1, t):tolist())
+    end
+  end)
+end)

@@ -739,3 +739,50 @@ E.tel_src_mask = {out = {{3,2,4}, {-0.02524654312, -0.2289499194, -0.5500474181,
 E.tel_gelu_normfirst_bf_kpm = {out = {{2,3,4}, {-0.08876643914, 0.6082107106, 0.8238488103, 0.6023881665, -1.978014034, -1.457336307, -0.4496175395, 0.7211179447, -0.6050625455, 0.5295255248, 1.208885017, 1.279625131, -1.507931362, -1.239932086, -0.650616165, 0.1551487578, -1.367635633, 0.1098460962, 1.227315607, 1.730323443, -0.5515673041, -0.4659333436, -0.4259766114, -0.26826458}}}
 K.enc = {{"layers.0.self_attn.in_proj_weight", {12,4}}, {"layers.0.self_attn.in_proj_bias", {12}}, {"layers.0.self_attn.out_proj.weight", {4,4}}, {"layers.0.self_attn.out_proj.bias", {4}}, {"layers.0.linear1.weight", {8,4}}, {"layers.0.linear1.bias", {8}}, {"layers.0.linear2.weight", {4,8}}, {"layers.0.linear2.bias", {4}}, {"layers.0.norm1.weight", {4}}, {"layers.0.norm1.bias", {4}}, {"layers.0.norm2.weight", {4}}, {"layers.0.norm2.bias", {4}}, {"layers.1.self_attn.in_proj_weight", {12,4}}, {"layers.1.self_attn.in_proj_bias", {12}}, {"layers.1.self_attn.out_proj.weight", {4,4}}, {"layers.1.self_attn.out_proj.bias", {4}}, {"layers.1.linear1.weight", {8,4}}, {"layers.1.linear1.bias", {8}}, {"layers.1.linear2.weight", {4,8}}, {"layers.1.linear2.bias", {4}}, {"layers.1.norm1.weight", {4}}, {"layers.1.norm1.bias", {4}}, {"layers.1.norm2.weight", {4}}, {"layers.1.norm2.bias", {4}}, {"norm.weight", {4}}, {"norm.bias", {4}}}
 E.enc = {out = {{3,2,4}, {-0.4914721906, 0.3005576241, -0.2343395286, -0.5422257984, -0.2419400675, -0.207545615, -0.3355756543, -0.606979109, -0.4278999477, 0.06060342152, -0.2788171903, -0.58023257, -0.07151348855, -0.3755184947, -0.3659277091, -0.6140673903, -0.3330027962, -0.09364332877, -0.3132317017, -0.5979426726, -0.02218991058, -0.4115983107, -0.376665658, -0.6147723513}}}
+
+describe("the fused LSTM and GRU steps (pt._lstm_cell, pt._gru_cell)", function()
+  it("have finite-difference gradients for x_proj, gh and the state", function()
+    pt.manual_seed(6)
+    local d = {dtype = "float64"}
+    gradcheck(function(x, g, c) return pt._lstm_cell(x, g, c) end,
+              {pt.randn(3, 8, d), pt.randn(3, 8, d), pt.randn(3, 2, d)})
+    gradcheck(function(x, g, h) return pt._gru_cell(x, g, h) end,
+              {pt.randn(3, 6, d), pt.randn(3, 6, d), pt.randn(3, 2, d)})
+    gradcheck(function(x, g, h) return pt._gru_cell(x, g, h) end, -- unbatched
+              {pt.randn(6, d), pt.randn(6, d), pt.randn(2, d)})
+  end)
+
+  it("match the composed formulas in float32 over long rows (vector lanes and tails)", function()
+    pt.manual_seed(7)
+    local H = 37
+    local x, g, c = pt.randn(5, 4 * H), pt.randn(5, 4 * H), pt.randn(5, H)
+    local hc = pt._lstm_cell(x, g, c)
+    local p = (x + g):double()
+    local i, f = p:narrow(2, 1, H):sigmoid(), p:narrow(2, H + 1, H):sigmoid()
+    local gg, o = p:narrow(2, 2 * H + 1, H):tanh(), p:narrow(2, 3 * H + 1, H):sigmoid()
+    local c2 = f * c:double() + i * gg
+    assert.is_true((hc:narrow(2, H + 1, H):double() - c2):abs():max():item() < 1e-5)
+    assert.is_true((hc:narrow(2, 1, H):double() - o * c2:tanh()):abs():max():item() < 1e-5)
+    local xg, gh, h = pt.randn(5, 3 * H), pt.randn(5, 3 * H), pt.randn(5, H)
+    local xd, ghd = xg:double(), gh:double()
+    local r = (xd:narrow(2, 1, H) + ghd:narrow(2, 1, H)):sigmoid()
+    local z = (xd:narrow(2, H + 1, H) + ghd:narrow(2, H + 1, H)):sigmoid()
+    local n = (xd:narrow(2, 2 * H + 1, H) + r * ghd:narrow(2, 2 * H + 1, H)):tanh()
+    local want = n + z * (h:double() - n)
+    assert.is_true((pt._gru_cell(xg, gh, h):double() - want):abs():max():item() < 1e-5)
+  end)
+
+  it("check their inputs", function()
+    local x = pt.randn(2, 8)
+    assert.are.equal("lstm_cell: x_proj {2,8} and gh {2,4} must have one shape {..., 4*H}",
+                     err(function() return pt._lstm_cell(x, pt.randn(2, 4), pt.randn(2, 2)) end))
+    assert.are.equal("lstm_cell: c {2,3} does not match x_proj {2,8} (expected {..., 2})",
+                     err(function() return pt._lstm_cell(x, x, pt.randn(2, 3)) end))
+    assert.are.equal("gru_cell: x_proj {2,8} and gh {2,8} must have one shape {..., 3*H}",
+                     err(function() return pt._gru_cell(x, x, pt.randn(2, 2)) end))
+    assert.are.equal("gru_cell: h dtype float64 does not match input dtype float32",
+                     err(function() return pt._gru_cell(pt.randn(2, 6), pt.randn(2, 6), pt.randn(2, 2):double()) end))
+    assert.are.equal("lstm_cell: x_proj must be float32 or float64, got int64",
+                     err(function() return pt._lstm_cell(x:long(), x:long(), pt.zeros(2, 2):long()) end))
+  end)
+end)

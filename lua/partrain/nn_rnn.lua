@@ -106,29 +106,19 @@ local function step_rnn(x_proj, h, w_hh, b_hh, relu)
   return relu and nn.relu(pre) or pre:tanh()
 end
 
--- gates i, f, g, o (PyTorch's order); returns h', c'
+-- gates i, f, g, o (PyTorch's order); returns h', c'. The element-wise part of the step is one
+-- fused op (lib/nn_rnn.c) whose output holds h' then c' in each row.
 local function step_lstm(x_proj, h, c, w_hh, b_hh, hidden, w_hr)
-  local gates = x_proj + nn.linear(h, w_hh, b_hh)
-  local d = gates:dim()
-  local sig = gates:sigmoid()
-  local i = sig:narrow(d, 1, hidden)
-  local f = sig:narrow(d, hidden + 1, hidden)
-  local g = gates:narrow(d, 2 * hidden + 1, hidden):tanh()
-  local o = sig:narrow(d, 3 * hidden + 1, hidden)
-  local c2 = f * c + i * g
-  local h2 = o * c2:tanh()
+  local hc = pt._lstm_cell(x_proj, nn.linear(h, w_hh, b_hh), c)
+  local d = hc:dim()
+  local h2, c2 = hc:narrow(d, 1, hidden), hc:narrow(d, hidden + 1, hidden)
   if w_hr then h2 = nn.linear(h2, w_hr) end
   return h2, c2
 end
 
--- gates r, z, n (PyTorch's order), the reset gate applied to (W_hn h + b_hn)
+-- gates r, z, n (PyTorch's order), the reset gate applied to (W_hn h + b_hn): one fused op
 local function step_gru(x_proj, h, w_hh, b_hh, hidden)
-  local gh = nn.linear(h, w_hh, b_hh)
-  local d = gh:dim()
-  local r = (x_proj:narrow(d, 1, hidden) + gh:narrow(d, 1, hidden)):sigmoid()
-  local z = (x_proj:narrow(d, hidden + 1, hidden) + gh:narrow(d, hidden + 1, hidden)):sigmoid()
-  local n = (x_proj:narrow(d, 2 * hidden + 1, hidden) + r * gh:narrow(d, 2 * hidden + 1, hidden)):tanh()
-  return n + z * (h - n)
+  return pt._gru_cell(x_proj, nn.linear(h, w_hh, b_hh), h)
 end
 
 local GATES = {RNN_TANH = 1, RNN_RELU = 1, LSTM = 4, GRU = 3}

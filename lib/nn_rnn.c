@@ -1,0 +1,323 @@
+/* See nn_rnn.h. Composed of tensor ops, one LSTM step was ~10 element-wise ops (each with its
+ * own output, autograd node and backward) and a GRU step ~12: nn.GRU forward+backward ran at
+ * 1.4x PyTorch's time. Here a step's element-wise work is one pass forward and one backward. */
+#include "nn_rnn.h"
+
+#include "dispatch.h"
+#include "nn_impl.h"
+#include "simd_math.h"
+
+#include <math.h>
+#include <string.h>
+
+/* --- gate nonlinearities over spans: d = act(a + b) (b may be NULL); float32 8 lanes at a
+ * time through SLEEF (lib/simd_math.h) when the CPU has AVX2, else scalar --- */
+
+__attribute__((target("avx2,fma"))) static void sigmoid_f8(float *d, const float *a, const float *b, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(a + i);
+    if (b) v = _mm256_add_ps(v, _mm256_loadu_ps(b + i));
+    _mm256_storeu_ps(d + i, v8_sigmoid(v));
+  }
+  for (; i < n; i++) d[i] = 1.0f / (1.0f + expf(-(a[i] + (b ? b[i] : 0.0f))));
+}
+
+__attribute__((target("avx2,fma"))) static void tanh_f8(float *d, const float *a, const float *b, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(a + i);
+    if (b) v = _mm256_add_ps(v, _mm256_loadu_ps(b + i));
+    _mm256_storeu_ps(d + i, Sleef_tanhf8_u10avx2(v));
+  }
+  for (; i < n; i++) d[i] = tanhf(a[i] + (b ? b[i] : 0.0f));
+}
+
+static void span_sigmoid(pt_dtype dt, void *d, const void *a, const void *b, int64_t n) {
+  if (dt == PT_FLOAT32 && simd_f8()) {
+    sigmoid_f8(d, a, b, n);
+    return;
+  }
+  PT_DISPATCH_FLOAT(dt, {
+    T *dp = d;
+    const T *ap = a, *bp = b;
+    for (int64_t i = 0; i < n; i++) dp[i] = (T)1 / ((T)1 + (T)exp(-(double)(ap[i] + (bp ? bp[i] : (T)0))));
+  });
+}
+
+static void span_tanh(pt_dtype dt, void *d, const void *a, const void *b, int64_t n) {
+  if (dt == PT_FLOAT32 && simd_f8()) {
+    tanh_f8(d, a, b, n);
+    return;
+  }
+  PT_DISPATCH_FLOAT(dt, {
+    T *dp = d;
+    const T *ap = a, *bp = b;
+    for (int64_t i = 0; i < n; i++) dp[i] = (T)tanh((double)(ap[i] + (bp ? bp[i] : (T)0)));
+  });
+}
+
+/* The checks both cells share: float tensors of one dtype, x_proj and gh of one shape whose last
+ * dim is gates * H, the state s with the same leading dims and last dim H. *rows, *H out. */
+static pt_status check_cell(pt_ctx *ctx, const char *fn, int gates, pt_tensor *x, pt_tensor *gh, pt_tensor *s,
+                            const char *sname, int64_t *rows, int64_t *H) {
+  char b1[PT_SHAPE_STR_MAX], b2[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_float(ctx, fn, "x_proj", x))) return st;
+  if ((st = check_same_dtype(ctx, fn, "gh", gh, x)) || (st = check_same_dtype(ctx, fn, sname, s, x))) return st;
+  if (x->ndim < 1 || !same_shape(x, gh) || x->shape[x->ndim - 1] % gates != 0)
+    return pt_fail(ctx, PT_ESHAPE, "%s: x_proj %s and gh %s must have one shape {..., %d*H}", fn,
+                   shape_str(x, b1), shape_str(gh, b2), gates);
+  int64_t h = x->shape[x->ndim - 1] / gates;
+  bool ok = s->ndim == x->ndim && s->shape[s->ndim - 1] == h;
+  for (int d = 0; ok && d + 1 < x->ndim; d++) ok = s->shape[d] == x->shape[d];
+  if (!ok)
+    return pt_fail(ctx, PT_ESHAPE, "%s: %s %s does not match x_proj %s (expected {..., %lld})", fn, sname,
+                   shape_str(s, b1), shape_str(x, b2), (long long)h);
+  *H = h;
+  *rows = h ? pt_tensor_numel(s) / h : 0;
+  return PT_OK;
+}
+
+/* the contiguous forms of up to three tensors (new references; all NULL on failure) */
+static pt_status contiguous3(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor *c, pt_tensor **ac,
+                             pt_tensor **bc, pt_tensor **cc) {
+  pt_status st;
+  *ac = *bc = *cc = NULL;
+  if ((st = pt_tensor_contiguous_raw(ctx, a, ac)) || (st = pt_tensor_contiguous_raw(ctx, b, bc)) ||
+      (st = pt_tensor_contiguous_raw(ctx, c, cc))) {
+    pt_tensor_release(*ac);
+    pt_tensor_release(*bc);
+    pt_tensor_release(*cc);
+    *ac = *bc = *cc = NULL;
+  }
+  return st;
+}
+
+/* grad_out as a contiguous tensor of dt, and empty tensors like the node's inputs that need
+ * gradients (grad_in[k], NULL for the others) */
+static pt_status cell_grads_prep(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **g,
+                                 pt_tensor **grad_in) {
+  pt_dtype dt = node->inputs[0]->dtype;
+  pt_status st = grad_prep(ctx, grad_out, dt, g);
+  if (st) return st;
+  for (int k = 0; k < 3; k++) {
+    grad_in[k] = NULL;
+    pt_tensor *in = node->inputs[k];
+    if (node->needs_grad[k] && (st = pt_tensor_empty(ctx, dt, in->ndim, in->shape, &grad_in[k]))) {
+      for (int q = 0; q < k; q++) {
+        pt_tensor_release(grad_in[q]);
+        grad_in[q] = NULL;
+      }
+      pt_tensor_release(*g);
+      return st;
+    }
+  }
+  return PT_OK;
+}
+
+/* ===================================================================== LSTM */
+
+/* saved: 0 aux {rows, 5H}: i f g o (activated) and tanh(c') per row, 1 c (contiguous);
+ * ints: rows, H */
+static pt_status lstm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  pt_tensor *aux = node->saved[0], *c = node->saved[1], *g;
+  int64_t rows = node->ints[0], H = node->ints[1];
+  pt_status st = cell_grads_prep(ctx, node, grad_out, &g, grad_in);
+  if (st) return st;
+  PT_DISPATCH_FLOAT(aux->dtype, {
+    const T *A = pt_tensor_data(aux), *C = pt_tensor_data(c), *G = pt_tensor_data(g);
+    T *dx = grad_in[0] ? (T *)pt_tensor_data(grad_in[0]) : NULL;
+    T *dgh = grad_in[1] ? (T *)pt_tensor_data(grad_in[1]) : NULL;
+    T *dc = grad_in[2] ? (T *)pt_tensor_data(grad_in[2]) : NULL;
+    T *dp = dx ? dx : dgh; /* where the gates' gradient is written (the other gets a copy) */
+    for (int64_t r = 0; r < rows; r++) {
+      const T *ig = A + r * 5 * H, *fg = ig + H, *gg = fg + H, *og = gg + H, *tc = og + H;
+      const T *cr = C + r * H, *dh = G + r * 2 * H, *dcn = dh + H;
+      T *drow = dp ? dp + r * 4 * H : NULL, *dcr = dc ? dc + r * H : NULL;
+      for (int64_t j = 0; j < H; j++) {
+        T dct = dcn[j] + dh[j] * og[j] * ((T)1 - tc[j] * tc[j]);
+        if (dcr) dcr[j] = dct * fg[j];
+        if (!drow) continue;
+        drow[j] = dct * gg[j] * ig[j] * ((T)1 - ig[j]);
+        drow[H + j] = dct * cr[j] * fg[j] * ((T)1 - fg[j]);
+        drow[2 * H + j] = dct * ig[j] * ((T)1 - gg[j] * gg[j]);
+        drow[3 * H + j] = dh[j] * tc[j] * og[j] * ((T)1 - og[j]);
+      }
+    }
+    if (dx && dgh) memcpy(dgh, dx, (size_t)rows * 4 * (size_t)H * sizeof(T));
+  });
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_nn_lstm_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tensor *c, pt_tensor **out) {
+  static const char *const FN = "lstm_cell";
+  int64_t rows, H;
+  pt_status st = check_cell(ctx, FN, 4, x_proj, gh, c, "c", &rows, &H);
+  if (st) return st;
+  pt_tensor *xc, *hc, *cc, *aux = NULL, *y = NULL;
+  if ((st = contiguous3(ctx, x_proj, gh, c, &xc, &hc, &cc))) return st;
+  pt_dtype dt = x_proj->dtype;
+  int64_t shape[PT_MAX_DIMS], ashape[2] = {rows, 5 * H};
+  memcpy(shape, c->shape, sizeof shape);
+  shape[c->ndim - 1] = 2 * H;
+  if ((st = pt_tensor_empty(ctx, dt, c->ndim, shape, &y)) || (st = pt_tensor_empty(ctx, dt, 2, ashape, &aux)))
+    goto done;
+  size_t es = pt_dtype_size(dt);
+  char *A = pt_tensor_data(aux);
+  const char *X = pt_tensor_data(xc), *GH = pt_tensor_data(hc);
+  for (int64_t r = 0; r < rows; r++) { /* i, f activated together, then g, then o */
+    char *ar = A + (size_t)(r * 5 * H) * es;
+    const char *xr = X + (size_t)(r * 4 * H) * es, *hr = GH + (size_t)(r * 4 * H) * es;
+    span_sigmoid(dt, ar, xr, hr, 2 * H);
+    span_tanh(dt, ar + (size_t)(2 * H) * es, xr + (size_t)(2 * H) * es, hr + (size_t)(2 * H) * es, H);
+    span_sigmoid(dt, ar + (size_t)(3 * H) * es, xr + (size_t)(3 * H) * es, hr + (size_t)(3 * H) * es, H);
+  }
+  PT_DISPATCH_FLOAT(dt, {
+    T *Ap = (T *)A, *Y = pt_tensor_data(y);
+    const T *C = pt_tensor_data(cc);
+    for (int64_t r = 0; r < rows; r++) {
+      const T *ig = Ap + r * 5 * H, *fg = ig + H, *gg = fg + H, *cr = C + r * H;
+      T *c2 = Y + r * 2 * H + H;
+      for (int64_t j = 0; j < H; j++) c2[j] = fg[j] * cr[j] + ig[j] * gg[j];
+    }
+  });
+  for (int64_t r = 0; r < rows; r++) /* tanh(c'), kept for the backward */
+    span_tanh(dt, A + (size_t)(r * 5 * H + 4 * H) * es, (char *)pt_tensor_data(y) + (size_t)(r * 2 * H + H) * es,
+              NULL, H);
+  PT_DISPATCH_FLOAT(dt, {
+    const T *Ap = (const T *)A;
+    T *Y = pt_tensor_data(y);
+    for (int64_t r = 0; r < rows; r++) {
+      const T *og = Ap + r * 5 * H + 3 * H, *tc = og + H;
+      T *h2 = Y + r * 2 * H;
+      for (int64_t j = 0; j < H; j++) h2[j] = og[j] * tc[j];
+    }
+  });
+  pt_tensor *inputs[3] = {x_proj, gh, c};
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "LstmCellBackward", lstm_backward, 3, inputs, &node))) goto done;
+  if (node) {
+    pt_node_save(node, 0, aux);
+    pt_node_save(node, 1, cc);
+    aux = cc = NULL;
+    node->ints[0] = rows;
+    node->ints[1] = H;
+    node->n_ints = 2;
+  }
+done:
+  pt_tensor_release(xc);
+  pt_tensor_release(hc);
+  pt_tensor_release(cc);
+  pt_tensor_release(aux);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
+
+/* ====================================================================== GRU */
+
+/* saved: 0 aux {rows, 3H}: r z n per row, 1 gh (contiguous), 2 h (contiguous); ints: rows, H */
+static pt_status gru_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  pt_tensor *aux = node->saved[0], *gh = node->saved[1], *h = node->saved[2], *g;
+  int64_t rows = node->ints[0], H = node->ints[1];
+  pt_status st = cell_grads_prep(ctx, node, grad_out, &g, grad_in);
+  if (st) return st;
+  PT_DISPATCH_FLOAT(aux->dtype, {
+    const T *A = pt_tensor_data(aux), *GH = pt_tensor_data(gh), *Hp = pt_tensor_data(h), *G = pt_tensor_data(g);
+    T *dx = grad_in[0] ? (T *)pt_tensor_data(grad_in[0]) : NULL;
+    T *dgh = grad_in[1] ? (T *)pt_tensor_data(grad_in[1]) : NULL;
+    T *dh = grad_in[2] ? (T *)pt_tensor_data(grad_in[2]) : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+      const T *rg = A + r * 3 * H, *zg = rg + H, *ng = zg + H;
+      const T *hn = GH + r * 3 * H + 2 * H, *hr = Hp + r * H, *gr = G + r * H;
+      T *dxr = dx ? dx + r * 3 * H : NULL, *dghr = dgh ? dgh + r * 3 * H : NULL, *dhr = dh ? dh + r * H : NULL;
+      for (int64_t j = 0; j < H; j++) {
+        T dnp = gr[j] * ((T)1 - zg[j]) * ((T)1 - ng[j] * ng[j]);
+        T drp = dnp * hn[j] * rg[j] * ((T)1 - rg[j]);
+        T dzp = gr[j] * (hr[j] - ng[j]) * zg[j] * ((T)1 - zg[j]);
+        if (dhr) dhr[j] = gr[j] * zg[j];
+        if (dxr) {
+          dxr[j] = drp;
+          dxr[H + j] = dzp;
+          dxr[2 * H + j] = dnp;
+        }
+        if (dghr) {
+          dghr[j] = drp;
+          dghr[H + j] = dzp;
+          dghr[2 * H + j] = dnp * rg[j];
+        }
+      }
+    }
+  });
+  pt_tensor_release(g);
+  return PT_OK;
+}
+
+pt_status pt_nn_gru_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tensor *h, pt_tensor **out) {
+  static const char *const FN = "gru_cell";
+  int64_t rows, H;
+  pt_status st = check_cell(ctx, FN, 3, x_proj, gh, h, "h", &rows, &H);
+  if (st) return st;
+  pt_tensor *xc, *hc, *sc, *aux = NULL, *y = NULL;
+  if ((st = contiguous3(ctx, x_proj, gh, h, &xc, &hc, &sc))) return st;
+  pt_dtype dt = x_proj->dtype;
+  int64_t ashape[2] = {rows, 3 * H};
+  if ((st = pt_tensor_empty(ctx, dt, h->ndim, h->shape, &y)) || (st = pt_tensor_empty(ctx, dt, 2, ashape, &aux)))
+    goto done;
+  size_t es = pt_dtype_size(dt);
+  char *A = pt_tensor_data(aux);
+  const char *X = pt_tensor_data(xc), *GH = pt_tensor_data(hc);
+  for (int64_t r = 0; r < rows; r++) /* r and z together */
+    span_sigmoid(dt, A + (size_t)(r * 3 * H) * es, X + (size_t)(r * 3 * H) * es, GH + (size_t)(r * 3 * H) * es,
+                 2 * H);
+  PT_DISPATCH_FLOAT(dt, { /* n's argument x_n + r gh_n, into n's slot */
+    T *Ap = (T *)A;
+    const T *Xp = (const T *)X, *GHp = (const T *)GH;
+    for (int64_t r = 0; r < rows; r++) {
+      const T *rg = Ap + r * 3 * H, *xn = Xp + r * 3 * H + 2 * H, *hn = GHp + r * 3 * H + 2 * H;
+      T *ng = Ap + r * 3 * H + 2 * H;
+      for (int64_t j = 0; j < H; j++) ng[j] = xn[j] + rg[j] * hn[j];
+    }
+  });
+  for (int64_t r = 0; r < rows; r++) {
+    char *ng = A + (size_t)(r * 3 * H + 2 * H) * es;
+    span_tanh(dt, ng, ng, NULL, H);
+  }
+  PT_DISPATCH_FLOAT(dt, {
+    const T *Ap = (const T *)A, *Hp = pt_tensor_data(sc);
+    T *Y = pt_tensor_data(y);
+    for (int64_t r = 0; r < rows; r++) {
+      const T *zg = Ap + r * 3 * H + H, *ng = zg + H, *hr = Hp + r * H;
+      T *yr = Y + r * H;
+      for (int64_t j = 0; j < H; j++) yr[j] = ng[j] + zg[j] * (hr[j] - ng[j]);
+    }
+  });
+  pt_tensor *inputs[3] = {x_proj, gh, h};
+  pt_node *node;
+  if ((st = pt_autograd_record(ctx, y, "GruCellBackward", gru_backward, 3, inputs, &node))) goto done;
+  if (node) {
+    pt_node_save(node, 0, aux);
+    pt_node_save(node, 1, hc);
+    pt_node_save(node, 2, sc);
+    aux = hc = sc = NULL;
+    node->ints[0] = rows;
+    node->ints[1] = H;
+    node->n_ints = 2;
+  }
+done:
+  pt_tensor_release(xc);
+  pt_tensor_release(hc);
+  pt_tensor_release(sc);
+  pt_tensor_release(aux);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
