@@ -409,14 +409,15 @@ static char lapacke_err[200]; /* why it could not be opened; empty when it was *
 
 static void lapacke_open(void) {
   const char *path = getenv("PARTRAIN_LAPACKE"); /* another build of it (and the missing case's test) */
-  void *h = dlopen(path && *path ? path : "liblapacke.so.3", RTLD_LAZY | RTLD_LOCAL);
+  const char *lib = path && *path ? path : "liblapacke.so.3";
+  void *h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
   if (!h) {
     snprintf(lapacke_err, sizeof lapacke_err, "%s", dlerror());
     return;
   }
 #define LAPACKE_LOAD1(field, name)                                                       \
   if (!(field = (__typeof__(field))dlsym(h, name))) {                                    \
-    snprintf(lapacke_err, sizeof lapacke_err, "liblapacke.so.3 has no %s", name);        \
+    snprintf(lapacke_err, sizeof lapacke_err, "%s has no %s", lib, name);               \
     return;                                                                              \
   }
 #define LAPACKE_LOAD(f)                                                                  \

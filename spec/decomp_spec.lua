@@ -67,6 +67,36 @@ E.tsvd_V = {{0.667987541987395, -0.545880335975747, -0.50577396388569}, {0.61278
 E.f32_inv = {{1.09090900421143, -0.545454502105713, -0.0909090638160706}, {0.227272719144821, 0.136363625526428, -0.227272719144821}, {-0.181818157434464, 0.0909090861678123, 0.181818172335625}}
 E.f32_det = 22.0
 E.f32_svdvals = {3.26319098472595, 1.79191339015961, 1.06800389289856}
+-- float32 (torch 1.13 float32: LAPACK's s* routines)
+E.f32_solve = {{-0.27272719144821167, -0.4545454978942871}, {-0.1818181574344635, 0.363636314868927}, {0.5454545021057129, -0.09090904891490936}}
+E.f32_solve_batch = {{{-0.27272719144821167, -0.4545454978942871}, {-0.1818181574344635, 0.363636314868927}, {0.5454545021057129, -0.09090904891490936}}, {{0.17910447716712952, -0.2985074520111084}, {0.20895522832870483, 0.9850746393203735}, {0.8656716346740723, -0.7761194109916687}}}
+E.f32_chol = {{2.0, 0.0, 0.0}, {1.0, 2.0, 0.0}, {0.5, 1.25, 2.0463380813598633}}
+E.f32_chol_upper = {{2.0, 1.0, 0.5}, {0.0, 2.0, 1.25}, {0.0, 0.0, 2.0463380813598633}}
+E.f32_qr_tall_Q = {{0.40824830532073975, 0.70710688829422, -0.5547001361846924}, {0.0, 0.4714045524597168, 0.7396003007888794}, {0.8164966106414795, -0.471404492855072, 0.09245002269744873}, {0.40824830532073975, 0.2357023060321808, 0.3698001503944397}}
+E.f32_qr_tall_R = {{2.4494898319244385, 1.2247447967529297, 1.2247449159622192}, {-0.0, 2.1213202476501465, 0.2357022762298584}, {-0.0, -0.0, 1.201850414276123}}
+E.f32_qr_wide_Q = {{0.4472135305404663, -0.3651483952999115, 0.8164965510368347}, {0.8944271802902222, 0.18257418274879456, -0.40824830532073975}, {0.0, 0.9128709435462952, 0.40824830532073975}}
+E.f32_qr_wide_R = {{2.2360680103302, 0.8944271802902222, 0.8944270610809326, 3.130495071411133}, {-0.0, 1.095445156097412, 0.18257415294647217, 2.0083160400390625}, {0.0, 0.0, 2.041241407394409, 0.40824827551841736}}
+E.f32_eigh_L = {1.9213461875915527, 3.730158805847168, 9.348492622375488}
+E.f32_eigh_V = {{-0.5145400762557983, 0.7758757472038269, 0.3650546967983246}, {0.7460843324661255, 0.19527097046375275, 0.636574387550354}, {-0.42261815071105957, -0.5999047160148621, 0.6793438196182251}}
+E.f32_eigvalsh_U = {-0.5157297253608704, 0.17091482877731323, 11.34481430053711}
+E.f32_svd_tall_S = {3.2631912231445312, 1.7919135093688965, 1.0680040121078491}
+E.f32_svd_tall_U = {{0.5802751183509827, -0.5761172771453857, -0.5529276132583618}, {0.31718286871910095, -0.2832144498825073, 0.7670825719833374}, {0.5388045907020569, 0.7664331197738647, -0.14037704467773438}, {0.5218865275382996, 0.021421177312731743, 0.2935131788253784}}
+E.f32_svd_tall_Vh = {{0.667987585067749, 0.6127805113792419, 0.42224743962287903}, {-0.5458804965019226, 0.789116382598877, -0.2816207706928253}, {-0.5057739019393921, -0.04237755388021469, 0.8616245985031128}}
+E.f32_svd_wide_S = {4.558882236480713, 1.9270877838134766, 1.2259397506713867}
+E.f32_svd_wide_U = {{0.39473843574523926, 0.8217405676841736, -0.4110034704208374}, {0.7844996452331543, -0.5342933535575867, -0.31478673219680786}, {0.47826942801475525, 0.19817380607128143, 0.8555614352226257}}
+E.f32_svd_wide_Vh = {{0.43074995279312134, 0.27699097990989685, 0.2780827581882477, 0.8126503229141235}, {-0.1280929446220398, -0.1744184046983719, 0.9556673765182495, -0.19967535138130188}, {0.8487995266914368, -0.44111043214797974, -0.027370421215891838, -0.2901930809020996}}
+E.f32_slogdet = {1.0, 3.0910425186157227}
+E.f32_lstsq_gels = {{{0.6666666865348816, -0.8205127716064453}, {1.1239160357945366e-07, 0.4615384340286255}, {1.0, 0.8461538553237915}}, {4.333333492279053, 0.41025638580322266}, {}, {}}
+E.f32_lstsq_gelsy = {{{0.6666668653488159, -0.8205127716064453}, {5.726629126456828e-08, 0.4615384042263031}, {0.9999997019767761, 0.846153736114502}}, {}, 3, {}}
+E.f32_lstsq_gelsd = {{{0.6666669249534607, -0.8205128312110901}, {0.0, 0.4615386128425598}, {1.0000001192092896, 0.8461538553237915}}, {4.333333492279053, 0.41025638580322266}, 3, {3.263190507888794, 1.7919131517410278, 1.0680041313171387}}
+E.f32_lstsq_gelss = {{{0.6666668653488159, -0.820512592792511}, {2.151385558590846e-07, 0.4615384638309479}, {1.0000001192092896, 0.8461538553237915}}, {4.333333492279053, 0.41025638580322266}, 3, {3.2631912231445312, 1.7919132709503174, 1.0680040121078491}}
+E.f32_lstsq_wide = {-0.7586202621459961, 0.724138081073761, 0.41379281878471375, 0.9310344457626343}
+E.f32_pinv_T = {{0.2051282674074173, -0.38461539149284363, 0.41025635600090027, -0.025641027837991714}, {0.3846155107021332, 0.1538461148738861, -0.23076923191547394, 0.07692305743694305}, {-0.4615385830402374, 0.6153846979141235, 0.07692313194274902, 0.30769234895706177}}
+E.f32_pinv_W = {{0.26724135875701904, 0.32758620381355286, -0.5603448748588562}, {-0.1982758790254593, -0.017241409048438072, 0.3189655542373657}, {0.42241379618644714, -0.22413793206214905, 0.1465517282485962}, {-0.11206895858049393, 0.12068961560726166, 0.26724138855934143}}
+E.f32_pinv_herm = {{0.3134327232837677, -0.13432830572128296, 0.014925403520464897}, {-0.13432830572128296, 0.3432835340499878, -0.149253711104393}, {0.014925404451787472, -0.149253711104393, 0.23880590498447418}}
+E.f32_rank = {2, 3, 2, 3}
+E.f32_st_upper = {{-0.11428572982549667, -0.12857142090797424}, {-0.028571462258696556, 0.34285715222358704}, {0.4285714626312256, -0.1428571492433548}}
+E.f32_svdvals_T = {3.263190984725952, 1.791913390159607, 1.0680038928985596}
 E.g_eigh = {{-0.144549126586343, 0.105590547436617, 0.323855846937425}, {0.105590547436617, 0.358097255199793, -0.0160759427613889}, {0.323855846937425, -0.0160759427613889, 0.38645187138655}}
 E.g_svd = {{-0.0718640555602942, -0.413616757542587, 0.907391854564141}, {-0.175171502773341, 0.862116483657224, -0.654831899592076}, {0.770905137820784, -0.512302333235744, -0.862543374715271}, {-0.1861059284913, 0.30400848497628, 0.296925446090957}}
 E.g_svd_wide = {{-0.216903234051357, -0.037438286871766, -0.151679229633273, 0.490439472516076}, {0.266137988157315, -0.273135893367537, -0.0884842432884306, -0.0244580460193795}, {-0.0699936749716354, 0.184205425273723, 0.640229494099355, -0.490189321730103}}
@@ -299,7 +329,7 @@ describe("pt.linalg against torch 1.13", function()
     close(X, E.trisolve_T)
   end)
 
-  it("float32 in, float32 out (factorised in float64)", function()
+  it("float32 in, float32 out (factorised in float32, by LAPACK's s* routines as torch)", function()
     local N = N3:float()
     local r = pt.linalg.inv(N)
     assert.are.equal("float32", r:dtype())
@@ -316,12 +346,104 @@ describe("pt.linalg against torch 1.13", function()
     assert.are.equal("float32", pt.linalg.vector_norm(N):dtype())
   end)
 
-  it("NaN input gives NaN results (LAPACKE never sees it)", function()
-    local A = T {{0 / 0, 1}, {1, 1}}
-    local d = pt.linalg.det(A):item()
-    assert.is_true(d ~= d)
-    local i = pt.linalg.inv(A):tolist()
-    assert.is_true(i[2][2] ~= i[2][2])
+  it("float32 values against torch's float32", function()
+    local F = function(t) return t:float() end
+    close32(pt.linalg.solve(F(N3), F(B32)), E.f32_solve)
+    close32(pt.linalg.solve(F(NB), F(pt.stack({B32, B32 * 2}))), E.f32_solve_batch)
+    close32(pt.linalg.solve(F(N3), F(B32:t()), {left = false}), pt.linalg.solve(N3, B32:t(), {left = false}))
+    close32(pt.linalg.cholesky(F(A3)), E.f32_chol)
+    close32(pt.linalg.cholesky(F(A3), {upper = true}), E.f32_chol_upper)
+    for _, c in ipairs {{T43, "tall"}, {W34, "wide"}} do
+      local Q, R = pt.linalg.qr(F(c[1]))
+      local sg = R:diagonal():sign()
+      close32(Q * sg, E["f32_qr_" .. c[2] .. "_Q"])
+      close32(R * sg:unsqueeze(2), E["f32_qr_" .. c[2] .. "_R"])
+      local U, S, Vh = pt.linalg.svd(F(c[1]), false)
+      close32(S, E["f32_svd_" .. c[2] .. "_S"])
+      close32(normcols(U), E["f32_svd_" .. c[2] .. "_U"])
+      close32(normrows(Vh), E["f32_svd_" .. c[2] .. "_Vh"])
+      close32(pt.linalg.pinv(F(c[1])), E["f32_pinv_" .. (c[2] == "tall" and "T" or "W")])
+    end
+    close32(pt.linalg.svdvals(F(T43)), E.f32_svdvals_T)
+    local L, V = pt.linalg.eigh(F(A3))
+    close32(L, E.f32_eigh_L)
+    close32(normcols(V), E.f32_eigh_V)
+    close32(pt.linalg.eigvalsh(F(N3), "U"), E.f32_eigvalsh_U)
+    local sg, la = pt.linalg.slogdet(F(N3))
+    close32({sg:item(), la:item()}, E.f32_slogdet)
+    for _, d in ipairs {"gels", "gelsy", "gelsd", "gelss"} do
+      local x, res, rank, sv = pt.linalg.lstsq(F(T43), F(B42), {driver = d})
+      local e = E["f32_lstsq_" .. d]
+      close32(x, e[1]); close32(res, e[2]); close32(sv, e[4])
+      assert.are.same(e[3], rank:dim() == 0 and rank:item() or rank:tolist())
+      assert.are.equal("float32", x:dtype())
+    end
+    close32(pt.linalg.lstsq(F(W34), F(b3), nil, {driver = "gelsd"}), E.f32_lstsq_wide)
+    close32(pt.linalg.pinv(F(A3), {hermitian = true}), E.f32_pinv_herm)
+    assert.are.same(E.f32_rank, {pt.linalg.matrix_rank(F(Rk)):item(), pt.linalg.matrix_rank(F(T43)):item(),
+                                 pt.linalg.matrix_rank(F(Rk:t())):item(),
+                                 pt.linalg.matrix_rank(F(A3), {hermitian = true}):item()})
+    close32(pt.linalg.solve_triangular(F(N3:triu() + eye(3)), F(B32), {upper = true}), E.f32_st_upper)
+  end)
+
+  it("float32 invariants: batches, complete QR, full SVD, singular det, both Cholesky triangles", function()
+    pt.manual_seed(3)
+    local X = pt.randn(3, 6, 4)
+    local Q, R = pt.linalg.qr(X, "complete")
+    assert.are.same({3, 6, 6}, Q:size()); assert.are.same({3, 6, 4}, R:size())
+    close32(Q:matmul(Q:transpose(2, 3)), pt.eye(6):expand(3, 6, 6))
+    close32(Q:matmul(R), X)
+    close32(R, R:triu())
+    for _, shape in ipairs {{3, 6, 4}, {3, 4, 6}, {2, 5, 5}} do
+      local Y = pt.randn(table.unpack(shape))
+      local U, S, Vh = pt.linalg.svd(Y)
+      local m, n = shape[2], shape[3]
+      assert.are.same({shape[1], m, m}, U:size()); assert.are.same({shape[1], n, n}, Vh:size())
+      close32(U:matmul(U:transpose(2, 3)), pt.eye(m):expand(shape[1], m, m))
+      close32(Vh:matmul(Vh:transpose(2, 3)), pt.eye(n):expand(shape[1], n, n))
+      local k = math.min(m, n)
+      close32((U:narrow(3, 1, k) * S:unsqueeze(2)):matmul(Vh:narrow(2, 1, k)), Y)
+      close32(pt.linalg.svdvals(Y), pt.linalg.svdvals(Y:double()))
+      close32(pt.linalg.pinv(Y), pt.linalg.pinv(Y:double()), 1e-4)
+    end
+    local P = pt.randn(4, 5, 5)
+    P = P:matmul(P:transpose(2, 3)) + pt.eye(5) * 5
+    local L = pt.linalg.cholesky(P)
+    close32(L:matmul(L:transpose(2, 3)), P)
+    local U = pt.linalg.cholesky(P, {upper = true})
+    close32(U, L:transpose(2, 3))
+    local w, V = pt.linalg.eigh(P, "U")
+    close32(V:matmul(w:unsqueeze(3) * V:transpose(2, 3)), P, 1e-4)
+    close32(pt.linalg.inv(P):matmul(P), pt.eye(5):expand(4, 5, 5), 1e-4)
+    close32(pt.linalg.det(P), pt.linalg.det(P:double()), 1e-4)
+    assert.are.equal(0, pt.linalg.det(Rk:float()):item())
+    local s, l = pt.linalg.slogdet(Rk:float())
+    assert.are.equal(0, s:item()); assert.are.equal(-math.huge, l:item())
+    local x = pt.linalg.solve(P, pt.randn(2, 1, 5, 3))
+    assert.are.same({2, 4, 5, 3}, x:size())
+  end)
+
+  it("lstsq with no columns in B: the rank and singular values of A alone", function()
+    for _, A in ipairs {T43, T43:float()} do
+      local x, res, rank, sv = pt.linalg.lstsq(A, pt.zeros(4, 0, {dtype = A:dtype()}), {driver = "gelsd"})
+      assert.are.same({3, 0}, x:size())
+      assert.are.equal(3, rank:item())
+      close32(sv, E.svd_S)
+    end
+  end)
+
+  it("NaN input gives NaN results (LAPACK never sees it)", function()
+    for _, A in ipairs {T {{0 / 0, 1}, {1, 1}}, pt.tensor({{0 / 0, 1}, {1, 1}})} do
+      local d = pt.linalg.det(A):item()
+      assert.is_true(d ~= d)
+      local i = pt.linalg.inv(A):tolist()
+      assert.is_true(i[2][2] ~= i[2][2])
+      local x = pt.linalg.solve(pt.stack({A, pt.eye(2, {dtype = A:dtype()}) * 2}), pt.ones(2, 2, {dtype = A:dtype()})):tolist()
+      assert.is_true(x[1][1] ~= x[1][1])
+      assert.are.equal(0.5, x[2][1])
+      local w = pt.linalg.eigvalsh(A):tolist()
+      assert.is_true(w[1] ~= w[1])
+    end
   end)
 end)
 
@@ -424,6 +546,50 @@ describe("pt.linalg gradients (float64 finite differences)", function()
     close(b.grad, E.g_lstsq[2])
   end)
 
+  it("float32 inputs: float32 gradients, computed in float64 from the float32 factors", function()
+    local W32 = Wt:float()
+    local function g32(f, ...)
+      local xs = {}
+      for i, x in ipairs {...} do xs[i] = x:float(); xs[i].requires_grad = true end
+      f(table.unpack(xs)):backward()
+      for i = 1, #xs do assert.are.equal("float32", xs[i].grad:dtype()) end
+      return table.unpack(xs)
+    end
+    local function same64(f, ...) -- the float32 gradients against float64's
+      local xs = {g32(f, ...)}
+      local ys = {}
+      for i, x in ipairs {...} do ys[i] = x:clone(); ys[i].requires_grad = true end
+      f(table.unpack(ys)):backward()
+      for i = 1, #xs do close(xs[i].grad, ys[i].grad, 1e-4) end
+    end
+    close(g32(function(a) return pt.linalg.det(a) end, N3).grad, E.g_det, 1e-4)
+    close(g32(function(a) return (pt.linalg.cholesky(a) * W32):sum() end, A3).grad, E.g_chol, 1e-4)
+    close(g32(function(a)
+      local w, V = pt.linalg.eigh(a)
+      return ((V * V) * W32):sum() + (w * W32[1]):sum()
+    end, A3).grad, E.g_eigh, 1e-4)
+    close(g32(function(a)
+      local U, S, Vh = pt.linalg.svd(a, false)
+      return ((U * U) * pt.cat({W32, W32}):narrow(1, 1, 4)):sum() + ((Vh * Vh) * W32):sum() + (S * W32[2]):sum()
+    end, T43).grad, E.g_svd, 1e-4)
+    close(g32(function(a)
+      local Q, R = pt.linalg.qr(a)
+      return ((Q * Q) * pt.cat({W32, W32}):narrow(1, 1, 4)):sum() + ((R * R) * W32):sum()
+    end, T43).grad, E.g_qr, 1e-4)
+    close(g32(function(a) return (pt.linalg.pinv(a) * pt.cat({W32, W32}, 2):narrow(2, 1, 4)):sum() end, T43).grad,
+          E.g_pinv, 1e-4)
+    local a, b = g32(function(x, y) return (pt.linalg.lstsq(x, y) * W32:narrow(2, 1, 2)):sum() end, T43, B42)
+    close(a.grad, E.g_lstsq[1], 1e-4)
+    close(b.grad, E.g_lstsq[2], 1e-4)
+    close(g32(function(x) return pt.linalg.matrix_norm(x, 2) + pt.linalg.matrix_norm(x, "nuc") end, N3).grad, E.g_mn2, 1e-4)
+    same64(function(x, y) return (pt.linalg.solve(x, y) * Wt:narrow(2, 1, 2):to(x:dtype())):sum() end, NB, pt.stack({B32, B32}))
+    same64(function(x) return (pt.linalg.inv(x) * Wt:to(x:dtype())):sum() end, NB)
+    same64(function(x) local _, l = pt.linalg.slogdet(x); return l:sum() end, NB)
+    same64(function(x, y)
+      return (pt.linalg.solve_triangular(x, y, {upper = true}) * Wt:narrow(2, 1, 2):to(x:dtype())):sum()
+    end, N3:triu() + eye(3), B32)
+  end)
+
   it("vector and matrix norms", function()
     local x = r(3, 4)
     for _, ord in ipairs {2, 1, 3, 0.5, -1, math.huge, -math.huge} do
@@ -477,6 +643,51 @@ describe("pt.linalg errors", function()
                    "positive%-definite%)$", err(pt.linalg.cholesky, T {{1, 2}, {2, 1}}))
     assert.matches("cholesky: the matrix is not positive%-definite %(the leading minor of order 1 is not " ..
                    "positive%-definite%), batch element 2$", err(pt.cholesky, pt.stack({eye(2), -eye(2)})))
+  end)
+
+  it("float32 inputs give the same messages", function()
+    local S = pt.tensor({{1, 2}, {2, 4}})
+    local batch = pt.stack({pt.eye(2), S})
+    assert.matches("linalg.solve: the matrix is singular %(U%[2,2%] is zero%), batch element 2$",
+                   err(pt.linalg.solve, batch, pt.ones(2, 2)))
+    assert.matches("linalg.inv: the matrix is singular %(U%[2,2%] is zero%)$", err(pt.linalg.inv, S))
+    assert.matches("linalg.cholesky: the matrix is not positive%-definite %(the leading minor of order 2 is not " ..
+                   "positive%-definite%), batch element 2$", err(pt.linalg.cholesky, batch))
+    assert.matches("linalg.svd: the algorithm failed to converge because the matrix contains non%-finite values, batch element 2",
+                   err(pt.linalg.svd, pt.stack({N3:float(), N3:float() / 0})))
+    assert.matches("linalg.pinv: the algorithm failed to converge because the matrix contains non%-finite values$",
+                   err(pt.linalg.pinv, pt.tensor({{1, 0}, {0, 1 / 0}, {1, 1}})))
+    for _, dt in ipairs {"float32", "float64"} do
+      assert.matches("linalg.lstsq: the matrix does not have full rank %(diagonal element 2 of its triangular " ..
+                     "factor is zero%): use driver gelsy, gelsd or gelss, batch element 2$",
+                     err(pt.linalg.lstsq, pt.tensor({{{1, 0}, {0, 1}, {1, 1}}, {{1, 0}, {0, 0}, {1, 0}}}, {dtype = dt}),
+                         pt.ones(2, 3, 1, {dtype = dt}), {driver = "gels"}))
+    end
+    assert.matches("linalg.solve: expected tensors of the same dtype, got float32 and float64",
+                   err(pt.linalg.solve, pt.eye(2), eye(2)))
+  end)
+
+  it("LAPACKE that cannot be opened, or lacks a routine: every call says why", function()
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write('local pt = require "partrain"\n',
+            'print(select(2, pcall(pt.linalg.inv, pt.eye(2))))\n',
+            'print(select(2, pcall(pt.linalg.svdvals, pt.eye(2, {dtype = "float64"}))))\n')
+    f:close()
+    local function run(lib)
+      local p = io.popen("PARTRAIN_LAPACKE=" .. support.quote(lib) .. " " .. support.quote(support.exe) .. " " ..
+                         support.quote(script) .. " 2>&1")
+      local out = p:read("*a")
+      p:close()
+      return out
+    end
+    local out = run("/nonexistent/liblapacke.so.3")
+    assert.matches("linalg.inv: LAPACK is not available %(/nonexistent/liblapacke.so.3: cannot open", out)
+    assert.matches("linalg.svdvals: LAPACK is not available %(/nonexistent/liblapacke.so.3: cannot open", out)
+    out = run("libm.so.6")
+    assert.matches("linalg.inv: LAPACK is not available %(libm.so.6 has no LAPACKE_sgetrf_work%)", out)
+    assert.matches("linalg.svdvals: LAPACK is not available %(libm.so.6 has no LAPACKE_sgetrf_work%)", out)
+    os.remove(script)
   end)
 
   it("shapes", function()
