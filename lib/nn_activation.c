@@ -74,10 +74,13 @@ static const char *act_backward_name(pt_nn_act act) {
 #define INV_SQRT_2PI 0.3989422804014327
 
 /* --- kernels: y = act(x) forward, gx = g * act'(x, y) backward, over n contiguous elements.
- * float32 transcendentals run 8 lanes at a time through SLEEF (lib/simd_math.h) as PyTorch's
- * CPU kernels do; the scalar forms (float64, the tail, a CPU without AVX2) compute in double.
- * One function per activation and direction, so no per-element switch stands in the way of
- * the compiler's vectoriser (the switch-per-element loop was 5-50x slower than PyTorch). --- */
+ * float32 transcendentals run 8 lanes at a time, as PyTorch's CPU kernels do, through the
+ * helpers below (exp, expm1, tanh, sigmoid, log1p from Cephes' exp reduction: half the time of
+ * SLEEF's exp, a fifth of its expm1 and tanh; GELU's erf by Abramowitz-Stegun; a few ulp against
+ * float64 on the specs' long rows) behind simd_f8() (lib/simd_math.h); the scalar forms
+ * (float64, the tail, a CPU without AVX2) compute in double. One function per activation and
+ * direction, so no per-element switch stands in the way of the compiler's vectoriser (the
+ * switch-per-element loop was 5-50x slower than PyTorch). --- */
 
 typedef struct act_args {
   pt_dtype dt;
@@ -156,12 +159,85 @@ static inline double silu_dd(double x) {
   return s * (1.0 + x * (1.0 - s));
 }
 
+/* --- float32 helpers, 8 lanes */
 #define V8 __attribute__((target("avx2,fma"))) static inline __m256
+/* an 8-lane loop over [b, e): returns where it stopped, the scalar loop does the rest */
+#define V8_KERNEL __attribute__((target("avx2,fma"))) static int64_t
+
+V8 v8_abs(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+V8 v8_negabs(__m256 x) { return _mm256_or_ps(_mm256_set1_ps(-0.0f), x); }
+
+/* exp and expm1 after Cephes' expf: u = q ln2 + r with |r| <= ln2 / 2, exp(r) - 1 = r + r^2 P(r)
+ * (within 1 ulp); returns that, and 2^q in *t. u is clamped to [-88, 88] (callers stay within
+ * 88; from -88 down the results are 0 and -1); NaN passes. */
+V8 v8_exp_parts(__m256 u, __m256 *t) {
+  u = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-88.0f), u));
+  __m256 q = _mm256_round_ps(_mm256_mul_ps(u, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(q, _mm256_set1_ps(0.693359375f), u); /* ln 2 in two parts */
+  r = _mm256_fnmadd_ps(q, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256i qi = _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(127));
+  *t = _mm256_castsi256_ps(_mm256_slli_epi32(qi, 23)); /* 2^q; 0 for q = -127 */
+  return _mm256_fmadd_ps(_mm256_mul_ps(r, r), p, r);
+}
+V8 v8_exp(__m256 u) {
+  __m256 t, em = v8_exp_parts(u, &t);
+  return _mm256_fmadd_ps(t, em, t);
+}
+/* 2^q em + (2^q - 1): exact where q = 0 (small u has no cancellation), within a few ulp
+ * elsewhere */
+V8 v8_expm1(__m256 u) {
+  __m256 t, em = v8_exp_parts(u, &t);
+  return _mm256_fmadd_ps(t, em, _mm256_sub_ps(t, _mm256_set1_ps(1.0f)));
+}
+
+/* log1p(t) for 0 <= t <= 1 (t = exp(-|z|)): 2 atanh(s), s = t / (2 + t) <= 1/3, as
+ * 2 s (1 + s^2 R(s^2)), R a degree-4 fit (Chebyshev, 2e-9 relative); half SLEEF's log1p */
+V8 v8_log1p_unit(__m256 t) {
+  __m256 s = _mm256_div_ps(t, _mm256_add_ps(t, _mm256_set1_ps(2.0f)));
+  __m256 z = _mm256_mul_ps(s, s);
+  __m256 p = _mm256_set1_ps(0.10698965191841125f);
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.11074407398700714f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.1427810937166214f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.20000417530536652f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.333333283662796f));
+  __m256 s2 = _mm256_add_ps(s, s);
+  return _mm256_fmadd_ps(_mm256_mul_ps(s2, z), p, s2);
+}
+
+/* sigmoid(z) through t = exp(-|z|) <= 1 (no overflow): 1 / (1 + t), or t / (1 + t) below 0 */
+V8 v8_sigmoid_t(__m256 z) {
+  __m256 t = v8_exp(_mm256_or_ps(_mm256_set1_ps(-0.0f), z));
+  __m256 r = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+  return _mm256_blendv_ps(r, _mm256_mul_ps(t, r), _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ));
+}
+
+/* log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)): no overflow; NaN stays NaN (max's second
+ * operand is returned when one is NaN) */
+V8 v8_softplus(__m256 z) {
+  __m256 t = v8_exp(v8_negabs(z));
+  return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), z), v8_log1p_unit(t));
+}
+
+/* tanh(x) = sign(x) m / (m + 2), m = expm1(2|x|), |x| capped at 10 (where tanh rounds to 1) */
+V8 v8_tanh_fast(__m256 x) {
+  __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+  __m256 u = _mm256_min_ps(_mm256_set1_ps(10.0f), v8_abs(x)); /* NaN passes */
+  __m256 m = v8_expm1(_mm256_add_ps(u, u));
+  return _mm256_xor_ps(_mm256_div_ps(m, _mm256_add_ps(m, _mm256_set1_ps(2.0f))), sign);
+}
+
 /* erf(z) for the GELU kernels, given ez = exp(-z^2): Abramowitz and Stegun's 7.1.26,
  * 1 - (a1 t + ... + a5 t^5) exp(-z^2) with t = 1 / (1 + p |z|), absolute error below 1.5e-7
  * (as PyTorch's vectorised GELU). In GELU it is multiplied by x / 2 or added to 1, so the
  * error stays within float32 rounding; the exp is shared with the backward's density term,
- * one SLEEF call per element instead of SLEEF's erf (4-5x slower) and an exp. */
+ * one exp (v8_exp) per element instead of SLEEF's erf (4-5x slower) and an exp. */
 V8 v8_erf_gelu(__m256 z, __m256 ez) {
   const __m256 one = _mm256_set1_ps(1.0f);
   __m256 sign = _mm256_and_ps(z, _mm256_set1_ps(-0.0f));
@@ -177,12 +253,12 @@ V8 v8_erf_gelu(__m256 z, __m256 ez) {
   return _mm256_xor_ps(y, sign);
 }
 V8 v8_gelu_fast(__m256 x) { /* 0.5 x (1 + erf(x / sqrt 2)) */
-  __m256 ez = Sleef_expf8_u10avx2(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), x), x));
+  __m256 ez = v8_exp(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), x), x));
   __m256 e = v8_erf_gelu(_mm256_mul_ps(x, _mm256_set1_ps((float)M_SQRT1_2)), ez);
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 V8 v8_gelud_fast(__m256 x) { /* 0.5 (1 + erf(x / sqrt 2)) + x phi(x) */
-  __m256 ez = Sleef_expf8_u10avx2(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), x), x));
+  __m256 ez = v8_exp(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), x), x));
   __m256 e = v8_erf_gelu(_mm256_mul_ps(x, _mm256_set1_ps((float)M_SQRT1_2)), ez);
   __m256 cdf = _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
   return _mm256_fmadd_ps(_mm256_mul_ps(x, ez), _mm256_set1_ps((float)INV_SQRT_2PI), cdf);
@@ -191,14 +267,14 @@ V8 v8_gelu_tanh(__m256 x) { /* 0.5 x (1 + tanh(k (x + c x^3))) */
   __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
   __m256 in = _mm256_mul_ps(_mm256_set1_ps((float)GELU_K),
                             _mm256_add_ps(x, _mm256_mul_ps(_mm256_set1_ps((float)GELU_C), x3)));
-  __m256 t = Sleef_tanhf8_u10avx2(in);
+  __m256 t = v8_tanh_fast(in);
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
 }
 V8 v8_gelu_tanhd(__m256 x) { /* 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
   __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f), x2 = _mm256_mul_ps(x, x);
   __m256 in = _mm256_mul_ps(_mm256_set1_ps((float)GELU_K),
                             _mm256_add_ps(x, _mm256_mul_ps(_mm256_set1_ps((float)GELU_C), _mm256_mul_ps(x2, x))));
-  __m256 t = Sleef_tanhf8_u10avx2(in);
+  __m256 t = v8_tanh_fast(in);
   __m256 left = _mm256_mul_ps(half, _mm256_add_ps(one, t));
   __m256 sech2 = _mm256_sub_ps(one, _mm256_mul_ps(t, t));
   __m256 poly = _mm256_add_ps(one, _mm256_mul_ps(_mm256_set1_ps((float)(3.0 * GELU_C)), x2));
@@ -206,13 +282,12 @@ V8 v8_gelu_tanhd(__m256 x) { /* 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
                                _mm256_mul_ps(_mm256_set1_ps((float)GELU_K), poly));
   return _mm256_add_ps(left, right);
 }
-V8 v8_silu(__m256 x) { return _mm256_mul_ps(x, v8_sigmoid(x)); }
+V8 v8_silu(__m256 x) { return _mm256_mul_ps(x, v8_sigmoid_t(x)); }
 V8 v8_silud(__m256 x) { /* s (1 + x (1 - s)) */
-  __m256 one = _mm256_set1_ps(1.0f), s = v8_sigmoid(x);
+  __m256 one = _mm256_set1_ps(1.0f), s = v8_sigmoid_t(x);
   return _mm256_mul_ps(s, _mm256_add_ps(one, _mm256_mul_ps(x, _mm256_sub_ps(one, s))));
 }
-V8 v8_tanh(__m256 x) { return Sleef_tanhf8_u10avx2(x); }
-#undef V8
+V8 v8_tanh(__m256 x) { return v8_tanh_fast(x); }
 
 /* A forward kernel y = F(x), and a backward one from x (gx = g * DF(x)): the 8-lane body for
  * float32 when the CPU has AVX2, the double-precision scalar SF / SDF otherwise. */
@@ -261,7 +336,7 @@ ACT_BACKWARD(gelu_tanh, v8_gelu_tanhd, gelu_tanh_dd)
 ACT_FORWARD(silu, v8_silu, silu_d)
 ACT_BACKWARD(silu, v8_silud, silu_dd)
 ACT_FORWARD(tanh, v8_tanh, tanh_d) /* tanh and sigmoid differentiate through their output */
-ACT_FORWARD(sigmoid, v8_sigmoid, sigmoid_d)
+ACT_FORWARD(sigmoid, v8_sigmoid_t, sigmoid_d)
 
 /* ------------------------------------------------------------ nn_extra's activations
  * PyTorch 1.13's CPU kernels as its vectorised loops compute them (what every tensor of 8 or
@@ -273,84 +348,10 @@ ACT_FORWARD(sigmoid, v8_sigmoid, sigmoid_d)
  * its derivative (no overflow under a large threshold), and float64 Hardsigmoid's gradient is
  * float64's 1/6 (PyTorch 1.13 multiplies by float32's). Comparisons and the piecewise linear kinds compute in the tensor's dtype with coefficients
  * rounded to it, as PyTorch's scalar_t. The transcendental kinds run float32 8 lanes at a time
- * through the helpers below; float64, the last elements and other CPUs compute them in double.
+ * through the helpers above; float64, the last elements and other CPUs compute them in double.
  * Coefficients in act_args.p (act_coefs): ELU, SELU, CELU alpha, scale, input_scale (y = scale x
  * for x > 0, alpha scale expm1(input_scale x) otherwise); Softplus beta, threshold; Hardtanh,
  * ReLU6 min, max; Threshold threshold, value; Softshrink, Hardshrink lambda. */
-
-#define V8 __attribute__((target("avx2,fma"))) static inline __m256
-/* an 8-lane loop over [b, e): returns where it stopped, the scalar loop does the rest */
-#define V8_KERNEL __attribute__((target("avx2,fma"))) static int64_t
-
-V8 v8_abs(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
-V8 v8_negabs(__m256 x) { return _mm256_or_ps(_mm256_set1_ps(-0.0f), x); }
-
-/* exp and expm1 after Cephes' expf: u = q ln2 + r with |r| <= ln2 / 2, exp(r) - 1 = r + r^2 P(r)
- * (within 1 ulp); returns that, and 2^q in *t. u is clamped to [-88, 88] (callers stay within
- * 88; from -88 down the results are 0 and -1); NaN passes. */
-V8 v8_exp_parts(__m256 u, __m256 *t) {
-  u = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-88.0f), u));
-  __m256 q = _mm256_round_ps(_mm256_mul_ps(u, _mm256_set1_ps(1.44269504088896341f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(q, _mm256_set1_ps(0.693359375f), u); /* ln 2 in two parts */
-  r = _mm256_fnmadd_ps(q, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  __m256i qi = _mm256_add_epi32(_mm256_cvtps_epi32(q), _mm256_set1_epi32(127));
-  *t = _mm256_castsi256_ps(_mm256_slli_epi32(qi, 23)); /* 2^q; 0 for q = -127 */
-  return _mm256_fmadd_ps(_mm256_mul_ps(r, r), p, r);
-}
-V8 v8_exp(__m256 u) {
-  __m256 t, em = v8_exp_parts(u, &t);
-  return _mm256_fmadd_ps(t, em, t);
-}
-/* 2^q em + (2^q - 1): exact where q = 0 (small u has no cancellation), within a few ulp
- * elsewhere; SLEEF's expm1 costs three of its exps */
-V8 v8_expm1(__m256 u) {
-  __m256 t, em = v8_exp_parts(u, &t);
-  return _mm256_fmadd_ps(t, em, _mm256_sub_ps(t, _mm256_set1_ps(1.0f)));
-}
-
-/* log1p(t) for 0 <= t <= 1 (t = exp(-|z|)): 2 atanh(s), s = t / (2 + t) <= 1/3, as
- * 2 s (1 + s^2 R(s^2)), R a degree-4 fit (Chebyshev, 2e-9 relative) */
-V8 v8_log1p_unit(__m256 t) {
-  __m256 s = _mm256_div_ps(t, _mm256_add_ps(t, _mm256_set1_ps(2.0f)));
-  __m256 z = _mm256_mul_ps(s, s);
-  __m256 p = _mm256_set1_ps(0.10698965191841125f);
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.11074407398700714f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.1427810937166214f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.20000417530536652f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.333333283662796f));
-  __m256 s2 = _mm256_add_ps(s, s);
-  return _mm256_fmadd_ps(_mm256_mul_ps(s2, z), p, s2);
-}
-
-/* sigmoid(z) through t = exp(-|z|) <= 1 (no overflow): 1 / (1 + t), or t / (1 + t) below 0 */
-V8 v8_sigmoid_t(__m256 z) {
-  __m256 t = v8_exp(_mm256_or_ps(_mm256_set1_ps(-0.0f), z));
-  __m256 r = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
-  return _mm256_blendv_ps(r, _mm256_mul_ps(t, r), _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ));
-}
-
-/* log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)): no overflow; NaN stays NaN (max's second
- * operand is returned when one is NaN) */
-V8 v8_softplus(__m256 z) {
-  __m256 t = v8_exp(v8_negabs(z));
-  return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), z), v8_log1p_unit(t));
-}
-
-/* tanh(x) = sign(x) m / (m + 2), m = expm1(2|x|), |x| capped at 10 (where tanh rounds to 1);
- * half the cost of SLEEF's tanh */
-V8 v8_tanh_fast(__m256 x) {
-  __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
-  __m256 u = _mm256_min_ps(_mm256_set1_ps(10.0f), v8_abs(x)); /* NaN passes */
-  __m256 m = v8_expm1(_mm256_add_ps(u, u));
-  return _mm256_xor_ps(_mm256_div_ps(m, _mm256_add_ps(m, _mm256_set1_ps(2.0f))), sign);
-}
 
 /* ELU, SELU, CELU */
 V8_KERNEL elu_fwd_v8(const act_args *a, int64_t b, int64_t e) {
