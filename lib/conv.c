@@ -960,16 +960,17 @@ done:
  *   each (n, c) plane is S contiguous elements, cut into runs of at most BN_RUN, summed in 16
  *   lanes of double; the reduction items are the runs;
  * - columns (BatchNorm1d's {N,C}, short {N,C,L}): x as an {N, C*S} matrix in tiles of BN_TR
- *   rows by BN_TC columns, summed down the columns (the vectors run across them, so no row is
- *   read with a stride); the reduction items are the tiles.
- * Each item yields its mean and sum of squared deviations (one pass, shifted by one of its
- * values: see bn_run_moments), and Chan et al.'s pairwise update combines them in a fixed order: a channel's runs in
- * (n, run) order; a column's tiles in row order, then a channel's S columns in order. The items
- * do not depend on the thread count, so neither does any result (bit for bit), and x is read
- * once for the statistics. The backward's sums go through
- * the same items. Per-element arithmetic is in double, as before. The earlier loops (one channel
- * at a time, strided down the rows of {N,C}, one chain of dependent adds) were 15x slower than
- * PyTorch on BatchNorm1d. */
+ *   rows by BN_TC columns, summed down the columns 4 rows at a time (the vectors run across the
+ *   columns, so no row is read with a stride); the reduction items are the tiles.
+ * Each item yields its mean and sum of squared deviations in one pass (shifted by one of its
+ * values: see bn_run_moments), and Chan et al.'s pairwise update combines them in a fixed
+ * order: a channel's runs in (n, run) order; a column's tiles in row order, then a channel's S
+ * columns in order. The backward's sums go through the same items. Items, groups of rows and
+ * every order of addition depend only on the shape, never on the thread count, so neither does
+ * any result (bit for bit). Sums and the backward's element-wise pass are in double, as before;
+ * the float32 forward's element-wise pass is in float (bn_forward_f32_chunk). The earlier loops
+ * (one channel at a time, strided down the rows of {N,C}, one chain of dependent adds, two
+ * passes for the variance) were 15x slower than PyTorch on BatchNorm1d {256,4096}. */
 #define BN_RUN 2048       /* elements of a plane in one reduction item */
 #define BN_PLANE_MIN 32   /* S from which the plane layout is used */
 #define BN_TR 64          /* tile rows (column layout) */
@@ -1029,7 +1030,10 @@ static bn_geom bn_geom_of(int64_t N, int64_t C, int64_t S) {
   return g;
 }
 
-static int64_t bn_grain(int64_t per_item) { return per_item >= BN_GRAIN ? 1 : BN_GRAIN / (per_item > 0 ? per_item : 1); }
+/* items per parallel chunk, for about BN_GRAIN elements */
+static int64_t bn_grain(int64_t per_item) {
+  return per_item >= BN_GRAIN ? 1 : BN_GRAIN / (per_item > 0 ? per_item : 1);
+}
 
 static int64_t bn_item_grain(const bn_geom *g) {
   if (g->planes) return bn_grain(g->S < BN_RUN ? g->S : BN_RUN);
@@ -1497,6 +1501,22 @@ static inline void bn_stat_set(pt_tensor *t, int64_t c, double v) {
   else
     pt_write_from_double(p, t->dtype, v);
 }
+/* t[c] = (1 - momentum) t[c] + momentum v[c] for a running statistic t, in double then rounded to
+ * t's dtype as pt_tensor_set does; float32 and float64 in one typed loop */
+static void bn_update_running(pt_tensor *t, const double *v, int64_t C, double momentum) {
+  if (!t) return;
+  int64_t s = t->stride[0];
+  if (t->dtype == PT_FLOAT32) {
+    float *p = (float *)t->storage->data + t->offset;
+    for (int64_t c = 0; c < C; c++) p[c * s] = (float)((1 - momentum) * p[c * s] + momentum * v[c]);
+  } else if (t->dtype == PT_FLOAT64) {
+    double *p = (double *)t->storage->data + t->offset;
+    for (int64_t c = 0; c < C; c++) p[c * s] = (1 - momentum) * p[c * s] + momentum * v[c];
+  } else {
+    for (int64_t c = 0; c < C; c++) bn_stat_set(t, c, (1 - momentum) * bn_stat_get(t, c) + momentum * v[c]);
+  }
+}
+
 /* weight or bias element c as double (d when absent) */
 static inline double bn_param(const void *p, pt_dtype dt, int64_t c, double d) {
   if (!p) return d;
@@ -1684,11 +1704,10 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
     job.cb = bn_per_column(&g, cb, cols + 2 * g.K);
     bn_apply(ctx, &job);
   }
-  if (training)
-    for (int64_t c = 0; c < C; c++) {
-      if (rmean) bn_stat_set(rmean, c, (1 - momentum) * bn_stat_get(rmean, c) + momentum * mean[c]);
-      if (rvar) bn_stat_set(rvar, c, (1 - momentum) * bn_stat_get(rvar, c) + momentum * vu[c]);
-    }
+  if (training) {
+    bn_update_running(rmean, mean, C, momentum);
+    bn_update_running(rvar, vu, C, momentum);
+  }
   pt_tensor *inputs[3] = {x, w, b};
   pt_node *node;
   if ((st = pt_autograd_record(ctx, y, "BatchNormBackward", batch_norm_backward, 3, inputs, &node))) goto done;

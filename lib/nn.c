@@ -949,7 +949,8 @@ typedef struct ln_job {
     }                                                                                             \
     for (; i_ < D; i_++) {                                                                        \
       double wi_ = w ? (double)w[i_] : 1.0, bi_ = b ? (double)b[i_] : 0.0;                        \
-      for (int k_ = 0; k_ < NR; k_++) yr_[k_][i_] = (T)(((xr_[k_][i_] - (m)[k_]) * (rs)[k_]) * wi_ + bi_); \
+      for (int k_ = 0; k_ < NR; k_++)                                                             \
+        yr_[k_][i_] = (T)(((xr_[k_][i_] - (m)[k_]) * (rs)[k_]) * wi_ + bi_);                      \
     }                                                                                             \
   } while (0)
 
