@@ -1050,6 +1050,7 @@ typedef struct bn_job {
    * ca * gy + cb * (x - m) + cc backward; the backward's sums use m */
   const double *m, *ca, *cb, *cc;
   const float *fm, *fa, *fc; /* the float32 forward's: y = (x - fm) fa + fc */
+  bool fm_zero;              /* every fm is 0 */
   double *pa, *pb; /* reductions: bn_geom.nred entries each */
 } bn_job;
 
@@ -1445,6 +1446,17 @@ static void bn_forward_f32_chunk(void *arg, int64_t b, int64_t e, int tid) {
     if (r1 - r == 4) {
       const float *x0 = x + r * K, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
       float *o0 = out + r * K, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
+      if (j->fm_zero) { /* the same values without loading the zeros */
+#pragma GCC ivdep
+        for (int64_t i = 0; i < K; i++) {
+          float ai = a[i], ki = k[i];
+          o0[i] = x0[i] * ai + ki;
+          o1[i] = x1[i] * ai + ki;
+          o2[i] = x2[i] * ai + ki;
+          o3[i] = x3[i] * ai + ki;
+        }
+        continue;
+      }
 #pragma GCC ivdep
       for (int64_t i = 0; i < K; i++) {
         float mi = m[i], ai = a[i], ki = k[i];
@@ -1686,9 +1698,11 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
       st = PT_ENOMEM;
       goto done;
     }
+    job.fm_zero = true;
     for (int64_t c = 0; c < C; c++) {
       /* |mean rstd w| < 1: x fa + fc (as before; one rounding fewer), else the mean's float first */
       float fm = fabs(mean[c] * ca[c]) < 1 ? 0.0f : (float)mean[c];
+      job.fm_zero &= fm == 0;
       float fa = (float)ca[c], fc = (float)(cb[c] - (mean[c] - fm) * ca[c]);
       for (int64_t s = 0; s < sc; s++) {
         fwork[c * sc + s] = fm;
