@@ -460,6 +460,14 @@ describe("nn_extra errors", function()
     assert_err("invalid option 'swish'", pt._nn_act, x, "swish")
   end)
 
+  it("refuse create_graph by name (lib/autograd.c has no formula for the fused activations yet)", function()
+    local a = pt.tensor({-1.5, 0.3, 2.0}, {dtype = "float64", requires_grad = true})
+    assert_err("autograd.grad: create_graph is not supported through SoftsignBackward",
+      function() return pt.autograd.grad(F.softsign(a):sum(), a, {create_graph = true}) end)
+    assert_err("autograd.grad: create_graph is not supported through EluBackward",
+      function() return pt.autograd.grad(F.selu(a):sum(), a, {create_graph = true}) end)
+  end)
+
   it("check the inputs, naming the layer's forward or the function", function()
     assert_err("ELU:forward: input must be a tensor, got nil", function() return nn.ELU()(nil) end)
     assert_err("elu: input must be a tensor, got number", F.elu, 3)
