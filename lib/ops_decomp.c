@@ -1,13 +1,17 @@
 /* torch.linalg through LAPACKE (see ops_decomp.h).
  *
  * Every factorisation works on a contiguous copy of its input in the input's dtype, broadcast
- * to the batch shape (a "work" tensor: batch x rows x cols, row-major), and calls LAPACK's
- * routine for that dtype (float32: the s* routines, as PyTorch; float64: the d* ones) once per
- * matrix through one batch driver (lp_run: the NaN screen, one workspace for the batch, info
- * codes as messages). LAPACK is called column-major on the row-major buffers, with no transposed
- * copies: a row-major matrix is its transpose column-major, so each function factorises A^T
- * where that gives A's factors directly (LU, Cholesky, eigh: flipped triangle; QR of A is the
- * LQ of A^T; the SVD of A^T is A's with U and Vh swapped) and says how it reads the result.
+ * to the batch shape (a "work" tensor: batch x rows x cols), and calls LAPACK's routines for
+ * that dtype (float32: the s* routines, as PyTorch; float64: the d* ones) once per matrix
+ * through one batch driver (lp_run: the loop, the NaN screen, one workspace for the batch,
+ * LAPACK's info codes as messages). LAPACK is called column-major through LAPACKE's _work entry
+ * points. A row-major matrix is its transpose column-major, so where the factors of A^T give
+ * A's directly, the row-major copy is factorised as it is (LU: det(A^T) = det(A), inv(A^T)
+ * read row-major is inv(A), A X = B is solved with triangular solves on B as it is; Cholesky and
+ * eigh: the other triangle; SVD of a wide or square A: A^T's U and V^T read row-major are A's
+ * Vh and U). QR, lstsq and the SVD of a tall A copy A transposed, as PyTorch does (gesdd's and
+ * gels' paths for wide matrices and gelqf run at half the speed), and transpose what they give
+ * back. Each function says how it reads its results.
  * The work tensors become the outputs, and what backward needs is saved in the input's dtype.
  * Backward functions take the saved tensors and the gradient to float64 and run PyTorch's
  * formulas per matrix with pt_gemm and triangular solves; the gradient is then summed over

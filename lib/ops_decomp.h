@@ -3,17 +3,17 @@
  *
  * Every function takes float32 or float64 matrices (the last two dims; leading dims are a
  * batch) and returns the input's dtype. Each dtype is factorised in itself, as PyTorch does:
- * float32 by LAPACK's s* routines, float64 by the d* ones (float32 results have float32's
- * accuracy; they are not bitwise equal to PyTorch's, whose calls see the transposed layout).
- * Gradients are computed in float64 from the saved float32 factors. Factors whose signs are
- * not unique (Q of qr, eigenvectors, singular vectors) are LAPACK's; compare invariants, not
- * signs.
+ * float32 by LAPACK's s* routines, float64 by the d* ones. float32 results have float32's
+ * accuracy but need not be bitwise PyTorch's (some routines are called on A^T where PyTorch
+ * calls them on A). Gradients of float32 inputs are computed in float64 from the saved float32
+ * factors and returned as float32. Factors whose signs are not unique (Q of qr, eigenvectors,
+ * singular vectors) are LAPACK's; compare invariants, not signs.
  *
  * Errors name the function, the shapes and, for a batch, the 1-based batch element:
  *   "linalg.solve: the matrix is singular (U[2,2] is zero), batch element 3".
- * A matrix containing NaN gives NaN results (LAPACKE refuses NaN input, so such matrices are
- * never handed to it); the SVD-based functions (svd, svdvals, pinv, matrix_rank, lstsq with
- * gelsd/gelss, nuc/2/-2 norms) fail on non-finite input, as PyTorch's svd does.
+ * A matrix containing NaN gives NaN results (such matrices are never handed to LAPACK); the
+ * SVD-based functions (svd, svdvals, pinv, matrix_rank, lstsq with gelsd/gelss, nuc/2/-2
+ * norms) fail on non-finite input, as PyTorch's svd does.
  *
  * Gradients (each a PyTorch 1.13 formula): solve, inv, det, slogdet/logdet, cholesky, qr
  * (mode reduced, or complete with rows <= columns), eigh/eigvalsh, svd/svdvals, lstsq's
