@@ -222,7 +222,8 @@ bool pt_autograd_grad_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const v
 
 pt_tensor *pt_autograd_grad_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh) {
   *fresh = false;
-  if (leaf->grad_fn || !leaf->requires_grad || !pt_tensor_is_contiguous(leaf)) return NULL;
+  if (ctx->grad_direct_off || leaf->grad_fn || !leaf->requires_grad || !pt_tensor_is_contiguous(leaf))
+    return NULL;
   if (ctx->accumulate) {
     if (ctx->accumulate != pt_accumulate_redirect) return NULL;
     pt_grad_redirect *r = ctx->accumulate_data;
@@ -1371,7 +1372,7 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
       .capture = opts->n_inputs > 0,
   };
   pt_status st = PT_OK;
-  bool was_enabled = ctx->grad_enabled;
+  bool was_enabled = ctx->grad_enabled, was_direct_off = ctx->grad_direct_off;
   unsigned mark = atomic_fetch_add(&backward_pass_counter, 1) + 1;
   node_list all = {0}, stack = {0}, ready = {0};
   pt_tensor **g0 = NULL;
@@ -1416,6 +1417,10 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
       p.n_slots = m;
     }
   }
+
+  /* leaf gradients written straight into .grad by the backward functions would bypass the
+   * capture, the hooks and create_graph's recorded accumulation */
+  if (p.capture || p.create || p.n_slots > 0) ctx->grad_direct_off = true;
 
   /* 1. collect the nodes reachable from the roots and count how many consumers each has */
   for (int k = 0; k < n_roots; k++) {
@@ -1577,6 +1582,7 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
 
 done:
   ctx->grad_enabled = was_enabled;
+  ctx->grad_direct_off = was_direct_off;
   for (size_t i = 0; i < all.n; i++) {
     pt_node *n = all.items[i];
     pt_tensor_release(n->pending_grad);

@@ -69,6 +69,10 @@ typedef struct pt_ctx {
   size_t bytes_allocated;             /* tensor bytes since the last GC report */
   int intra_threads;                  /* threads one op may use (lib/parallel.h); 0 = all */
   uint64_t graph_tag;                 /* given to every autograd node recorded (0: none) */
+  /* set by the autograd engine during a pass that must see every leaf gradient arrive
+   * (autograd.grad, create_graph, hooked leaves): backward functions then return leaf
+   * gradients instead of writing them into .grad directly (pt_autograd_grad_target) */
+  bool grad_direct_off;
 } pt_ctx;
 
 void pt_ctx_init(pt_ctx *ctx, uint64_t seed);

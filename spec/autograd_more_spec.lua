@@ -699,3 +699,34 @@ describe("gradients of slices (narrow/select added straight into their input's g
     end
   end)
 end)
+
+describe("layers that write parameter gradients directly (Linear, Embedding, conv, norms)", function()
+  it("still answer autograd.grad and run the parameters' hooks", function()
+    pt.manual_seed(8)
+    local nn = pt.nn
+    local lin, emb, conv = nn.Linear(3, 2), nn.Embedding(5, 2), nn.Conv2d(1, 2, 3)
+    local bn, ln = nn.BatchNorm1d(2), nn.LayerNorm(2)
+    local x, idx, img = pt.randn(4, 3), pt.tensor({1, 2, 2, 5}, {dtype = "int64"}), pt.randn(2, 1, 5, 5)
+    local function loss()
+      return ln(bn(lin(x) + emb(idx))):pow(2):sum() + conv(img):pow(2):sum()
+    end
+    local params = {lin.weight, lin.bias, emb.weight, conv.weight, conv.bias, bn.weight, bn.bias, ln.weight, ln.bias}
+    local gs = grad(loss(), params)
+    for _, p in ipairs(params) do assert.is_nil(p.grad) end
+    loss():backward()
+    for i, p in ipairs(params) do
+      assert.is_true(pt.allclose(gs[i], p.grad, {atol = 1e-6}), "parameter " .. i)
+    end
+    -- a hook on a parameter sees its gradient and may replace it
+    for _, p in ipairs(params) do p.grad = nil end
+    local seen = {}
+    for i, p in ipairs(params) do
+      p:register_hook(function(g) seen[i] = true; return g * 2 end)
+    end
+    loss():backward()
+    for i, p in ipairs(params) do
+      assert.is_true(seen[i], "hook of parameter " .. i)
+      assert.is_true(pt.allclose(p.grad, gs[i] * 2, {atol = 1e-6}), "hooked parameter " .. i)
+    end
+  end)
+end)
