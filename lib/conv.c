@@ -1248,7 +1248,8 @@ static inline void bn_merge(double *mean, double *m2, double mb, double m2b, dou
   *m2 += m2b + d * d * f2;
 }
 
-/* Per channel mean and m2 from bn_moments_chunk's partials; f: 2 * (N * nrun or ntr + S) doubles */
+/* Per channel mean and m2 from bn_moments_chunk's partials (pa, pb are overwritten); f: room for
+ * the merge factors, 2 N nrun (planes) or 2 ntr (columns) doubles */
 static void bn_combine_moments(const bn_geom *g, double *pa, double *pb, double *f, double *mean, double *m2) {
   int64_t C = g->C;
   if (g->planes) {
@@ -1290,7 +1291,8 @@ static void bn_combine_moments(const bn_geom *g, double *pa, double *pb, double 
   for (int64_t c = 0; c < C; c++) {
     double mu = pa[c * g->S], q = pb[c * g->S];
     for (int64_t s = 1; s < g->S; s++)
-      bn_merge(&mu, &q, pa[c * g->S + s], pb[c * g->S + s], 1.0 / (double)(s + 1), (double)g->N * s / (double)(s + 1));
+      bn_merge(&mu, &q, pa[c * g->S + s], pb[c * g->S + s], 1.0 / (double)(s + 1),
+               (double)g->N * (double)s / (double)(s + 1));
     mean[c] = mu;
     m2[c] = q;
   }
@@ -1608,6 +1610,8 @@ static pt_status batch_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout
   gin[2] = gb;
   return PT_OK;
 fail:
+  /* a fresh target handed out but not written must still hold a valid gradient */
+  if (gxt && fresh) memset(pt_tensor_data(gxt), 0, (size_t)pt_tensor_numel(gxt) * pt_dtype_size(dt));
   pt_free(work);
   pt_tensor_release(gy);
   pt_tensor_release(gx);

@@ -1142,6 +1142,8 @@ static pt_status layer_norm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad
   grad_in[2] = gb;
   return PT_OK;
 fail:
+  /* a fresh target handed out but not written must still hold a valid gradient */
+  if (gxt && fresh) memset(pt_tensor_data(gxt), 0, (size_t)pt_tensor_numel(gxt) * pt_dtype_size(dt));
   pt_free(part);
   pt_tensor_release(g);
   pt_tensor_release(gx);
