@@ -1004,10 +1004,10 @@ static pt_status gf_linear(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
 }
 
 /* nn.c activations: ints[0] the activation, scalars[0] leaky_relu's slope */
-static bool gf_act_ok(int act) {
-  return act == PT_ACT_RELU || act == PT_ACT_LEAKY_RELU || act == PT_ACT_GELU ||
-         act == PT_ACT_GELU_TANH || act == PT_ACT_TANH || act == PT_ACT_SIGMOID || act == PT_ACT_SILU;
-}
+static bool gf_act_ok(int act) { return act > PT_ACT_NONE && act <= PT_ACT_HARDSHRINK; }
+
+#define GF_SELU_ALPHA 1.6732632423543772848170429916717 /* as nn_activation.c */
+#define GF_SELU_SCALE 1.0507009873554804934193349852946
 
 #define GF_GELU_K 0.7978845608028654 /* sqrt(2/pi), as nn.c */
 #define GF_GELU_C 0.044715
@@ -1040,13 +1040,73 @@ static pt_status gf_act(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) 
     t = G_un(&s, PT_UN_SIGMOID, x);
     d = G_mul(&s, t, G_rnum(&s, PT_BIN_SUB, 1.0, t));
     break;
-  default: /* silu: s (1 + x (1 - s)) */
+  case PT_ACT_SILU: /* s (1 + x (1 - s)) */
     t = G_un(&s, PT_UN_SIGMOID, x);
     d = G_mul(&s, t, G_num(&s, PT_BIN_ADD, G_mul(&s, x, G_rnum(&s, PT_BIN_SUB, 1.0, t)), 1.0));
     break;
+  case PT_ACT_ELU:
+  case PT_ACT_SELU:
+  case PT_ACT_CELU: { /* scale where x > 0, else alpha scale ips exp(ips x) (nn_activation.c's
+                       * coefficients: ELU alpha, 1, 1; SELU fixed; CELU alpha, 1, 1/alpha) */
+    pt_nn_act a = (pt_nn_act)n->ints[0];
+    double alpha = a == PT_ACT_SELU ? GF_SELU_ALPHA : slope, scale = a == PT_ACT_SELU ? GF_SELU_SCALE : 1.0;
+    double ips = a == PT_ACT_CELU ? 1.0 / slope : 1.0;
+    t = G_num(&s, PT_BIN_MUL, G_un(&s, PT_UN_EXP, G_num(&s, PT_BIN_MUL, x, ips)), alpha * scale * ips);
+    d = G_where(&s, G_cmp(&s, PT_BIN_GT, x, 0.0), G_num(&s, PT_BIN_ADD, G_zero(&s, x->dtype), scale), t);
+    break;
+  }
+  case PT_ACT_SOFTPLUS: { /* 1 where beta x > threshold, else sigmoid(beta x) */
+    pt_tensor *bx = G_num(&s, PT_BIN_MUL, x, slope);
+    d = G_where(&s, G_cmp(&s, PT_BIN_GT, bx, n->scalars[1]), G_num(&s, PT_BIN_ADD, G_zero(&s, x->dtype), 1.0),
+                G_un(&s, PT_UN_SIGMOID, bx));
+    break;
+  }
+  case PT_ACT_MISH: /* t + x sigmoid(x) (1 - t^2), t = tanh(log1p(exp(x))) */
+    t = G_un(&s, PT_UN_TANH, G_un(&s, PT_UN_LOG1P, G_un(&s, PT_UN_EXP, x)));
+    u = G_mul(&s, G_mul(&s, x, G_un(&s, PT_UN_SIGMOID, x)), G_rnum(&s, PT_BIN_SUB, 1.0, G_mul(&s, t, t)));
+    d = G_add(&s, t, u);
+    break;
+  case PT_ACT_HARDTANH:
+  case PT_ACT_RELU6: { /* 1 strictly between the bounds */
+    double lo = n->ints[0] == PT_ACT_RELU6 ? 0.0 : slope, hi = n->ints[0] == PT_ACT_RELU6 ? 6.0 : n->scalars[1];
+    d = G_mul(&s, G_ind(&s, PT_BIN_GT, x, lo, x->dtype), G_ind(&s, PT_BIN_LT, x, hi, x->dtype));
+    break;
+  }
+  case PT_ACT_HARDSWISH: /* 0 below -3, 1 from 3, x / 3 + 1/2 between */
+    t = G_num(&s, PT_BIN_ADD, G_num(&s, PT_BIN_DIV, x, 3.0), 0.5);
+    t = G_where(&s, G_cmp(&s, PT_BIN_GE, x, 3.0), G_num(&s, PT_BIN_ADD, G_zero(&s, x->dtype), 1.0), t);
+    d = G_zero_where(&s, G_cmp(&s, PT_BIN_LT, x, -3.0), t);
+    break;
+  case PT_ACT_HARDSIGMOID: /* 1/6 strictly between -3 and 3 */
+    d = G_num(&s, PT_BIN_MUL,
+              G_mul(&s, G_ind(&s, PT_BIN_GT, x, -3.0, x->dtype), G_ind(&s, PT_BIN_LT, x, 3.0, x->dtype)), 1.0 / 6.0);
+    break;
+  case PT_ACT_SOFTSIGN: /* 1 / (1 + |x|)^2 */
+    t = G_num(&s, PT_BIN_ADD, G_un(&s, PT_UN_ABS, x), 1.0);
+    d = G_rnum(&s, PT_BIN_DIV, 1.0, G_mul(&s, t, t));
+    break;
+  case PT_ACT_TANHSHRINK: /* tanh(x)^2 */
+    t = G_un(&s, PT_UN_TANH, x);
+    d = G_mul(&s, t, t);
+    break;
+  case PT_ACT_THRESHOLD: d = G_ind(&s, PT_BIN_GT, x, slope, x->dtype); break;
+  case PT_ACT_LOGSIGMOID: d = G_un(&s, PT_UN_SIGMOID, G_un(&s, PT_UN_NEG, x)); break;
+  default: /* softshrink, hardshrink: 1 outside [-lambda, lambda] */
+    d = G_add(&s, G_ind(&s, PT_BIN_GT, x, slope, x->dtype), G_ind(&s, PT_BIN_LT, x, -slope, x->dtype));
+    break;
   }
   pt_tensor *gx = G_mul(&s, g, d);
-  if (n->ints[0] == PT_ACT_RELU || n->ints[0] == PT_ACT_LEAKY_RELU) gx = G_add(&s, gx, G_zero_of(&s, x));
+  switch ((pt_nn_act)n->ints[0]) { /* piecewise constant derivatives: a zero second derivative */
+  case PT_ACT_RELU:
+  case PT_ACT_LEAKY_RELU:
+  case PT_ACT_HARDTANH:
+  case PT_ACT_RELU6:
+  case PT_ACT_HARDSIGMOID:
+  case PT_ACT_THRESHOLD:
+  case PT_ACT_SOFTSHRINK:
+  case PT_ACT_HARDSHRINK: gx = G_add(&s, gx, G_zero_of(&s, x)); break;
+  default: break;
+  }
   gin[0] = G_finish(&s, gx, x);
   return gf_end(&s);
 }

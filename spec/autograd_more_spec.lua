@@ -309,6 +309,24 @@ describe("create_graph", function()
     end
   end)
 
+  it("gets second derivatives right through nn_extra's fused activations", function()
+    local F = nn.functional
+    -- values away from the kinks (finite differences straddle none of them)
+    local x = pt.tensor({{-3.7, -2.2, -0.6}, {0.35, 1.3, 2.45}, {-1.15, 0.8, 4.2}}, {dtype = "float64"})
+    local fs = {
+      elu = function(u) return F.elu(u, 0.7) end, selu = F.selu, celu = function(u) return F.celu(u, 1.3) end,
+      softplus = function(u) return F.softplus(u, 2, 5) end, mish = F.mish,
+      hardtanh = function(u) return F.hardtanh(u, -2, 2) end, relu6 = F.relu6, hardswish = F.hardswish,
+      hardsigmoid = F.hardsigmoid, softsign = F.softsign, tanhshrink = F.tanhshrink,
+      threshold = function(u) return F.threshold(u, 0.5, -1) end, logsigmoid = F.logsigmoid,
+      softshrink = function(u) return F.softshrink(u, 0.5) end, hardshrink = function(u) return F.hardshrink(u, 0.5) end,
+    }
+    for name, f in pairs(fs) do
+      local ok, err = pcall(gradgradcheck, function(u) return f(u) * u end, {x})
+      assert.is_true(ok, name .. ": " .. tostring(err))
+    end
+  end)
+
   it("computes a gradient penalty, d/dw |grad_x f|^2, as torch 1.13", function()
     local x = leaf({{0.5, -1.0, 2.0}, {1.5, 0.25, -0.75}})
     local W1 = leaf({{0.1, -0.2}, {0.3, 0.4}, {-0.5, 0.6}})

@@ -460,12 +460,16 @@ describe("nn_extra errors", function()
     assert_err("invalid option 'swish'", pt._nn_act, x, "swish")
   end)
 
-  it("refuse create_graph by name (lib/autograd.c has no formula for the fused activations yet)", function()
+  it("differentiate twice under create_graph (second derivatives by hand)", function()
     local a = pt.tensor({-1.5, 0.3, 2.0}, {dtype = "float64", requires_grad = true})
-    assert_err("autograd.grad: create_graph is not supported through SoftsignBackward",
-      function() return pt.autograd.grad(F.softsign(a):sum(), a, {create_graph = true}) end)
-    assert_err("autograd.grad: create_graph is not supported through EluBackward",
-      function() return pt.autograd.grad(F.selu(a):sum(), a, {create_graph = true}) end)
+    local g = pt.autograd.grad(F.softsign(a):sum(), a, {create_graph = true})
+    local gg = pt.autograd.grad(g:sum(), a) -- -2 sign(x) / (1 + |x|)^3
+    local want = {0.128, -0.9103322712790168, -0.07407407407407407}
+    for i = 1, 3 do assert.is_true(math.abs(gg[i]:item() - want[i]) < 1e-12) end
+    g = pt.autograd.grad(F.selu(a):sum(), a, {create_graph = true})
+    gg = pt.autograd.grad(g:sum(), a) -- alpha scale exp(x) below 0, 0 above
+    want = {0.392284987480124, 0, 0}
+    for i = 1, 3 do assert.is_true(math.abs(gg[i]:item() - want[i]) < 1e-12) end
   end)
 
   it("check the inputs, naming the layer's forward or the function", function()
