@@ -748,9 +748,10 @@ static void act_coefs(pt_nn_act act, double p0, double p1, double c[3]) {
   }
 }
 
-/* the backward reads y (tanh, sigmoid); the other kinds save it as they always did, except
- * nn_extra's: their outputs stay free to be modified in place, as PyTorch's */
-static bool act_saves_y(pt_nn_act act) { return act <= PT_ACT_SILU; }
+/* tanh's and sigmoid's backward read y; ReLU saves it too, as PyTorch's (which differentiates
+ * through its output), so that changing it in place before backward is refused there as here;
+ * the others' outputs stay free to be modified in place, as PyTorch's */
+static bool act_saves_y(pt_nn_act act) { return act == PT_ACT_TANH || act == PT_ACT_SIGMOID || act == PT_ACT_RELU; }
 
 /* saved: 0 x, 1 y alias (act_saves_y) or NULL; ints: act; scalars: p0, p1 (slope, alpha, ...) */
 static pt_status act_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {

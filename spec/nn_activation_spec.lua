@@ -236,3 +236,24 @@ describe("nn_extra's activations at special values and kinks (as PyTorch 1.13)",
     end
   end
 end)
+
+describe("activation outputs changed in place before backward (as PyTorch)", function()
+  it("GELU, SiLU and LeakyReLU differentiate through their input; ReLU, Tanh and Sigmoid refuse", function()
+    for _, f in ipairs({nn.gelu, nn.silu, function(x) return nn.leaky_relu(x, 0.1) end}) do
+      local x = pt.randn(6, {dtype = "float64", requires_grad = true})
+      local ref = pt.autograd.grad(f(x):sum(), x)
+      local y = f(x)
+      y:mul_(2) -- the gradient reaching f is still 1 per element
+      y:sum():backward()
+      assert.is_true(pt.allclose(x.grad, ref * 2))
+    end
+    for name, f in pairs({ReluBackward = nn.relu, TanhBackward = nn.tanh, SigmoidBackward = nn.sigmoid}) do
+      local x = pt.randn(6, {requires_grad = true})
+      local y = f(x)
+      y:add_(1)
+      local ok, err = pcall(function() y:sum():backward() end)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(err):find(name .. ": one of the variables needed for gradient computation has been modified by an inplace operation", 1, true))
+    end
+  end)
+end)
