@@ -1119,7 +1119,7 @@ static void bn_run_sums(pt_dtype dt, const void *xv, const void *gv, int64_t n, 
  * elements. */
 static void bn_tile_moments(pt_dtype dt, const void *xv, int64_t K, int64_t r0, int64_t r1, int64_t j0, int64_t w,
                             double *restrict mean, double *restrict m2) {
-  double s1[BN_TC], s2[BN_TC], k[BN_TC];
+  double k[BN_TC], *restrict s1 = mean, *restrict s2 = m2; /* the sums, in place */
   double cnt = (double)(r1 - r0);
   PT_DISPATCH_FLOAT(dt, {
     const T *x = (const T *)xv + j0;
@@ -1148,8 +1148,8 @@ static void bn_tile_moments(pt_dtype dt, const void *xv, int64_t K, int64_t r0, 
     }
     for (int64_t j = 0; j < w; j++) {
       double q = s2[j] - s1[j] * (s1[j] / cnt);
-      mean[j] = k[j] + s1[j] / cnt;
-      m2[j] = q > 0 ? q : 0;
+      s1[j] = k[j] + s1[j] / cnt;
+      s2[j] = q > 0 ? q : 0;
     }
   });
 }
@@ -1158,7 +1158,7 @@ static void bn_tile_moments(pt_dtype dt, const void *xv, int64_t K, int64_t r0, 
 static void bn_tile_sums(pt_dtype dt, const void *xv, const void *gv, int64_t K, int64_t r0, int64_t r1,
                          int64_t j0, int64_t w, const double *restrict m, double *restrict sg,
                          double *restrict sgx) {
-  double a[BN_TC], b[BN_TC];
+  double *restrict a = sg, *restrict b = sgx; /* the sums, in place */
   PT_DISPATCH_FLOAT(dt, {
     const T *x = (const T *)xv + j0, *g = (const T *)gv + j0;
     int64_t r;
@@ -1166,7 +1166,7 @@ static void bn_tile_sums(pt_dtype dt, const void *xv, const void *gv, int64_t K,
     for (r = r0; r + 4 <= r1; r += 4) {
       const T *x0 = x + r * K, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
       const T *g0 = g + r * K, *g1 = g0 + K, *g2 = g1 + K, *g3 = g2 + K;
-_Pragma("GCC ivdep")
+      _Pragma("GCC ivdep")
       for (int64_t j = 0; j < w; j++) {
         double mj = m[j];
         a[j] += ((double)g0[j] + g1[j]) + ((double)g2[j] + g3[j]);
@@ -1176,15 +1176,11 @@ _Pragma("GCC ivdep")
     }
     for (; r < r1; r++) {
       const T *x0 = x + r * K, *g0 = g + r * K;
-_Pragma("GCC ivdep")
+      _Pragma("GCC ivdep")
       for (int64_t j = 0; j < w; j++) {
         a[j] += g0[j];
         b[j] += (double)g0[j] * (x0[j] - m[j]);
       }
-    }
-    for (int64_t j = 0; j < w; j++) {
-      sg[j] = a[j];
-      sgx[j] = b[j];
     }
   });
 }
