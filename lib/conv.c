@@ -976,6 +976,8 @@ done:
 #define BN_TR 64          /* tile rows (column layout) */
 #define BN_TC 2048        /* tile columns */
 #define BN_GRAIN 32768    /* elements per parallel chunk, at least */
+#define BN_PF 1024        /* the float32 forward prefetches its output this many elements ahead */
+#define BN_STRIP 256      /* columns per strip of the float32 forward (with the strip's prefetches) */
 
 /* conv_impl.h's per-channel batch_norm_forward/backward are no longer called; these
  * declarations keep -Wunused-function quiet until they are deleted there (with these lines). */
@@ -1416,12 +1418,19 @@ static void bn_apply_chunk(void *arg, int64_t b, int64_t e, int tid) {
   });
 }
 
+/* prefetch for writing the cache lines of p[0 .. n) */
+static inline void bn_prefetch_w(const float *p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 3);
+}
+
 /* The float32 forward: y = (x - fm) fa + fc in float, with fa = rstd w and fc = b - (mean - fm)
  * rstd w rounded to float. An element costs a subtract and an FMA (through double it took 5
  * conversions and shuffles per 16 elements, the pass's bottleneck). fm is 0 (x * scale + shift,
  * the old formula) unless |mean rstd w| >= 1; then it is the mean rounded to float, so that a
  * large mean cancels exactly (x - fm is exact near fm) instead of in the rounded shift, where
- * the old formula lost up to 1e-4 of a normalised value. Items as bn_apply_chunk's. */
+ * the old formula lost up to 1e-4 of a normalised value. Items as bn_apply_chunk's; the
+ * output is prefetched for writing BN_PF elements ahead (a new output is usually not in cache:
+ * starting its lines' reads early took a {64,32,28,28} evaluation from 0.41 to 0.33 ms). */
 static void bn_forward_f32_chunk(void *arg, int64_t b, int64_t e, int tid) {
   const bn_job *j = arg;
   const bn_geom *g = &j->g;
@@ -1433,43 +1442,52 @@ static void bn_forward_f32_chunk(void *arg, int64_t b, int64_t e, int tid) {
       const float *restrict xp = x + o;
       float *restrict op = out + o;
       float m = j->fm[c], a = j->fa[c], k = j->fc[c];
+      bn_prefetch_w(op + BN_PF, S);
       for (int64_t i = 0; i < S; i++) op[i] = (xp[i] - m) * a + k;
     }
     return;
   }
   int64_t K = g->K;
-  const float *m = j->fm, *a = j->fa, *k = j->fc;
   for (int64_t gi = b; gi < e; gi++) {
     int64_t r = gi * 4, r1 = r + 4 < g->N ? r + 4 : g->N;
-    if (r1 - r == 4) {
-      const float *x0 = x + r * K, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
-      float *o0 = out + r * K, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
-      if (j->fm_zero) { /* the same values without loading the zeros */
+    for (int64_t i0 = 0; i0 < K; i0 += BN_STRIP) {
+      int64_t n = K - i0 < BN_STRIP ? K - i0 : BN_STRIP;
+      const float *m = j->fm + i0, *a = j->fa + i0, *k = j->fc + i0;
+      if (r1 - r == 4) {
+        const float *x0 = x + r * K + i0, *x1 = x0 + K, *x2 = x1 + K, *x3 = x2 + K;
+        float *o0 = out + r * K + i0, *o1 = o0 + K, *o2 = o1 + K, *o3 = o2 + K;
+        bn_prefetch_w(o0 + BN_PF, n);
+        bn_prefetch_w(o1 + BN_PF, n);
+        bn_prefetch_w(o2 + BN_PF, n);
+        bn_prefetch_w(o3 + BN_PF, n);
+        if (j->fm_zero) { /* the same values without loading the zeros */
 #pragma GCC ivdep
-        for (int64_t i = 0; i < K; i++) {
-          float ai = a[i], ki = k[i];
-          o0[i] = x0[i] * ai + ki;
-          o1[i] = x1[i] * ai + ki;
-          o2[i] = x2[i] * ai + ki;
-          o3[i] = x3[i] * ai + ki;
+          for (int64_t i = 0; i < n; i++) {
+            float ai = a[i], ki = k[i];
+            o0[i] = x0[i] * ai + ki;
+            o1[i] = x1[i] * ai + ki;
+            o2[i] = x2[i] * ai + ki;
+            o3[i] = x3[i] * ai + ki;
+          }
+          continue;
+        }
+#pragma GCC ivdep
+        for (int64_t i = 0; i < n; i++) {
+          float mi = m[i], ai = a[i], ki = k[i];
+          o0[i] = (x0[i] - mi) * ai + ki;
+          o1[i] = (x1[i] - mi) * ai + ki;
+          o2[i] = (x2[i] - mi) * ai + ki;
+          o3[i] = (x3[i] - mi) * ai + ki;
         }
         continue;
       }
+      for (int64_t q = r; q < r1; q++) {
+        const float *x0 = x + q * K + i0;
+        float *o0 = out + q * K + i0;
+        bn_prefetch_w(o0 + BN_PF, n);
 #pragma GCC ivdep
-      for (int64_t i = 0; i < K; i++) {
-        float mi = m[i], ai = a[i], ki = k[i];
-        o0[i] = (x0[i] - mi) * ai + ki;
-        o1[i] = (x1[i] - mi) * ai + ki;
-        o2[i] = (x2[i] - mi) * ai + ki;
-        o3[i] = (x3[i] - mi) * ai + ki;
+        for (int64_t i = 0; i < n; i++) o0[i] = (x0[i] - m[i]) * a[i] + k[i];
       }
-      continue;
-    }
-    for (; r < r1; r++) {
-      const float *x0 = x + r * K;
-      float *o0 = out + r * K;
-#pragma GCC ivdep
-      for (int64_t i = 0; i < K; i++) o0[i] = (x0[i] - m[i]) * a[i] + k[i];
     }
   }
 }
