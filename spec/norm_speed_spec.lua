@@ -280,6 +280,16 @@ describe("normalisation layers", function()
       local loss = (make()(x2) * g):sum() + (x2 * 3):sum()
       loss:backward()
       assert.is_true(pt.equal(x2.grad, x0.grad + 3))
+      -- autograd.grad and a hook on the leaf still see the gradient (the engine turns the direct
+      -- write off for them)
+      local x3 = data(shape, 0.3):requires_grad_()
+      local gx = pt.autograd.grad((make()(x3) * g):sum(), {x3})[1]
+      assert.is_nil(x3.grad)
+      assert.is_true(pt.equal(gx, x0.grad))
+      local seen
+      x3:register_hook(function(t) seen = t; return t * 2 end)
+      make()(x3):backward(g)
+      assert.is_true(pt.equal(seen, x0.grad) and pt.equal(x3.grad, x0.grad * 2))
     end
   end)
 end)
