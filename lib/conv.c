@@ -979,18 +979,6 @@ done:
 #define BN_PF 1024        /* the float32 forward prefetches its output this many elements ahead */
 #define BN_STRIP 256      /* columns per strip of the float32 forward (with the strip's prefetches) */
 
-/* conv_impl.h's per-channel batch_norm_forward/backward are no longer called; these
- * declarations keep -Wunused-function quiet until they are deleted there (with these lines). */
-static void batch_norm_forward_f32(const float *, float *, const float *, const float *, int64_t, int64_t, int64_t,
-                                   bool, double, double *, double *, double *) __attribute__((unused));
-static void batch_norm_forward_f64(const double *, double *, const double *, const double *, int64_t, int64_t,
-                                   int64_t, bool, double, double *, double *, double *) __attribute__((unused));
-static void batch_norm_backward_f32(const float *, const float *, const float *, float *, float *, float *, int64_t,
-                                    int64_t, int64_t, bool, const double *, const double *) __attribute__((unused));
-static void batch_norm_backward_f64(const double *, const double *, const double *, double *, double *, double *,
-                                    int64_t, int64_t, int64_t, bool, const double *,
-                                    const double *) __attribute__((unused));
-
 typedef double bn_v8d __attribute__((vector_size(64)));
 typedef float bn_v8f __attribute__((vector_size(32)));
 
