@@ -3,6 +3,7 @@
 
 #include "conv_winograd.h"
 #include "dispatch.h"
+#include "norm_stats.h"
 #include "parallel.h"
 
 #include <cblas.h>
@@ -963,7 +964,7 @@ done:
  *   rows by BN_TC columns, summed down the columns 4 rows at a time (the vectors run across the
  *   columns, so no row is read with a stride); the reduction items are the tiles.
  * Each item yields its mean and sum of squared deviations in one pass (shifted by one of its
- * values: see bn_run_moments), and Chan et al.'s pairwise update combines them in a fixed
+ * values: see nn_moments), and Chan et al.'s pairwise update combines them in a fixed
  * order: a channel's runs in (n, run) order; a column's tiles in row order, then a channel's S
  * columns in order. The backward's sums go through the same items. Items, groups of rows and
  * every order of addition depend only on the shape, never on the thread count, so neither does
@@ -978,24 +979,6 @@ done:
 #define BN_GRAIN 32768    /* elements per parallel chunk, at least */
 #define BN_PF 1024        /* the float32 forward prefetches its output this many elements ahead */
 #define BN_STRIP 256      /* columns per strip of the float32 forward (with the strip's prefetches) */
-
-typedef double bn_v8d __attribute__((vector_size(64)));
-typedef float bn_v8f __attribute__((vector_size(32)));
-
-static inline void bn_ld8_f32(bn_v8d *d, const float *p) {
-  bn_v8f f;
-  memcpy(&f, p, sizeof f);
-  *d = __builtin_convertvector(f, bn_v8d);
-}
-static inline void bn_ld8_f64(bn_v8d *d, const double *p) { memcpy(d, p, sizeof *d); }
-/* 8 elements at p (float or double) as doubles */
-#define BN_LD8(d, p) _Generic((p), const float *: bn_ld8_f32, const double *: bn_ld8_f64)(&(d), (p))
-
-/* the 16 lanes of a and b, added in a fixed order */
-static inline double bn_hsum(const bn_v8d *a, const bn_v8d *b) {
-  bn_v8d s = *a + *b;
-  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
-}
 
 typedef struct bn_geom {
   int64_t N, C, S, K; /* K = C * S */
@@ -1044,37 +1027,6 @@ typedef struct bn_job {
   double *pa, *pb; /* reductions: bn_geom.nred entries each */
 } bn_job;
 
-/* mean and sum of squared deviations of the n >= 1 elements at pv, in one pass: sums of d and d^2
- * for d = x - x[0] (exact in double for float32 x), then m2 = sum d^2 - (sum d)^2 / n. Shifting
- * by a value of the data keeps the cancellation small (relative error ~1e-16 times the squared
- * ratio of |mean - x[0]| to the standard deviation); a constant run gives exactly 0. */
-static void bn_run_moments(pt_dtype dt, const void *pv, int64_t n, double *mean, double *m2) {
-  PT_DISPATCH_FLOAT(dt, {
-    const T *p = pv;
-    double k = p[0];
-    int64_t nv = n - n % 16, i;
-    bn_v8d a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, v0, v1;
-    for (i = 0; i < nv; i += 16) {
-      BN_LD8(v0, p + i);
-      BN_LD8(v1, p + i + 8);
-      v0 -= k;
-      v1 -= k;
-      a0 += v0;
-      a1 += v1;
-      b0 += v0 * v0;
-      b1 += v1 * v1;
-    }
-    double s = bn_hsum(&a0, &a1), q = bn_hsum(&b0, &b1);
-    for (; i < n; i++) {
-      double d = p[i] - k;
-      s += d;
-      q += d * d;
-    }
-    q -= s * (s / (double)n);
-    *mean = k + s / (double)n;
-    *m2 = q > 0 ? q : 0;
-  });
-}
 
 /* sum of g and of g * (x - m) over n elements */
 static void bn_run_sums(pt_dtype dt, const void *xv, const void *gv, int64_t n, double m, double *sg,
@@ -1082,18 +1034,18 @@ static void bn_run_sums(pt_dtype dt, const void *xv, const void *gv, int64_t n, 
   PT_DISPATCH_FLOAT(dt, {
     const T *x = xv, *g = gv;
     int64_t nv = n - n % 16, i;
-    bn_v8d a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, x0, x1, g0, g1;
+    nn_v8d a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, x0, x1, g0, g1;
     for (i = 0; i < nv; i += 16) {
-      BN_LD8(x0, x + i);
-      BN_LD8(x1, x + i + 8);
-      BN_LD8(g0, g + i);
-      BN_LD8(g1, g + i + 8);
+      NN_LD8(x0, x + i);
+      NN_LD8(x1, x + i + 8);
+      NN_LD8(g0, g + i);
+      NN_LD8(g1, g + i + 8);
       a0 += g0;
       a1 += g1;
       b0 += g0 * (x0 - m);
       b1 += g1 * (x1 - m);
     }
-    double s = bn_hsum(&a0, &a1), q = bn_hsum(&b0, &b1);
+    double s = nn_hsum16(&a0, &a1), q = nn_hsum16(&b0, &b1);
     for (; i < n; i++) {
       s += g[i];
       q += g[i] * (x[i] - m);
@@ -1104,7 +1056,7 @@ static void bn_run_sums(pt_dtype dt, const void *xv, const void *gv, int64_t n, 
 }
 
 /* columns [j0, j0 + w) of rows [r0, r1) of x {., K}: per column mean and squared deviations, in
- * one pass as bn_run_moments (shifted by the tile's first row). Rows go 4 at a time (pairs of
+ * one pass as nn_moments (shifted by the tile's first row). Rows go 4 at a time (pairs of
  * pairs added to the column's sums), so that each load and store of a partial sum serves 4
  * elements. */
 static void bn_tile_moments(pt_dtype dt, const void *xv, int64_t K, int64_t r0, int64_t r1, int64_t j0, int64_t w,
@@ -1199,7 +1151,7 @@ static void bn_moments_chunk(void *arg, int64_t b, int64_t e, int tid) {
     int64_t p, off, len;
     bn_item(g, it, &p, &off, &len);
     if (g->planes) {
-      bn_run_moments(j->dt, (const char *)j->x + (size_t)(p * g->S + off) * es, len, &j->pa[it], &j->pb[it]);
+      nn_moments(j->dt, (const char *)j->x + (size_t)(p * g->S + off) * es, len, &j->pa[it], &j->pb[it]);
     } else {
       int64_t r1 = (p + 1) * BN_TR < g->N ? (p + 1) * BN_TR : g->N;
       bn_tile_moments(j->dt, j->x, g->K, p * BN_TR, r1, off, len, j->pa + p * g->K + off, j->pb + p * g->K + off);

@@ -2,6 +2,7 @@
 #include "nn.h"
 #include "dispatch.h"
 #include "nn_impl.h"
+#include "norm_stats.h"
 
 #include "blas.h"
 #include "conv.h"
@@ -837,7 +838,7 @@ fail:
 /* ================================================================ normalisation */
 
 /* Layer norm over M rows of D contiguous elements. A row's statistics take one pass (sums of d
- * and d^2 for d = x - x[0], in 16 lanes of double: see ln_row_moments), and the element-wise
+ * and d^2 for d = x - x[0], in 16 lanes of double: see nn_moments), and the element-wise
  * passes go 4 rows at a time (a weight or bias element loaded serves 4 rows). The forward splits
  * groups of 4 rows over the threads; the backward splits fixed blocks of rows, each adding its
  * rows' weight and bias gradients into its own partial sums (double), which are then added in
@@ -849,75 +850,6 @@ fail:
 #define LN_BLOCKS 64     /* the backward's blocks, at most */
 #define LN_BLOCK_MIN 16  /* rows per block, at least */
 
-typedef double ln_v8d __attribute__((vector_size(64)));
-typedef float ln_v8f __attribute__((vector_size(32)));
-
-static inline void ln_ld8_f32(ln_v8d *d, const float *p) {
-  ln_v8f f;
-  memcpy(&f, p, sizeof f);
-  *d = __builtin_convertvector(f, ln_v8d);
-}
-static inline void ln_ld8_f64(ln_v8d *d, const double *p) { memcpy(d, p, sizeof *d); }
-static inline void ln_st8_f32(float *p, const ln_v8d *v) {
-  ln_v8f f = __builtin_convertvector(*v, ln_v8f);
-  memcpy(p, &f, sizeof f);
-}
-static inline void ln_st8_f64(double *p, const ln_v8d *v) { memcpy(p, v, sizeof *v); }
-/* p[0..8) += v rounded to p's type (the sum in that type, as the engine's accumulation) */
-static inline void ln_add8_f32(float *p, const ln_v8d *v) {
-  ln_v8f f = __builtin_convertvector(*v, ln_v8f), o;
-  memcpy(&o, p, sizeof o);
-  o += f;
-  memcpy(p, &o, sizeof o);
-}
-static inline void ln_add8_f64(double *p, const ln_v8d *v) {
-  ln_v8d o;
-  memcpy(&o, p, sizeof o);
-  o += *v;
-  memcpy(p, &o, sizeof o);
-}
-/* 8 elements at p (float or double) as doubles, and back */
-#define LN_LD8(d, p) _Generic((p), const float *: ln_ld8_f32, const double *: ln_ld8_f64)(&(d), (p))
-#define LN_ST8(p, v) _Generic((p), float *: ln_st8_f32, double *: ln_st8_f64)((p), &(v))
-#define LN_ADD8(p, v) _Generic((p), float *: ln_add8_f32, double *: ln_add8_f64)((p), &(v))
-
-/* the 16 lanes of a and b, added in a fixed order */
-static inline double ln_hsum(const ln_v8d *a, const ln_v8d *b) {
-  ln_v8d s = *a + *b;
-  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
-}
-
-/* mean and sum of squared deviations of the n >= 1 elements at pv, in one pass: sums of d and d^2
- * for d = x - x[0] (exact in double for float32 x), then m2 = sum d^2 - (sum d)^2 / n. Shifting
- * by a value of the row keeps the cancellation small (relative error ~1e-16 times the squared
- * ratio of |mean - x[0]| to the standard deviation); a constant row gives exactly 0. */
-static void ln_row_moments(pt_dtype dt, const void *pv, int64_t n, double *mean, double *m2) {
-  PT_DISPATCH_FLOAT(dt, {
-    const T *p = pv;
-    double k = p[0];
-    int64_t nv = n - n % 16, i;
-    ln_v8d a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, v0, v1;
-    for (i = 0; i < nv; i += 16) {
-      LN_LD8(v0, p + i);
-      LN_LD8(v1, p + i + 8);
-      v0 -= k;
-      v1 -= k;
-      a0 += v0;
-      a1 += v1;
-      b0 += v0 * v0;
-      b1 += v1 * v1;
-    }
-    double s = ln_hsum(&a0, &a1), q = ln_hsum(&b0, &b1);
-    for (; i < n; i++) {
-      double d = p[i] - k;
-      s += d;
-      q += d * d;
-    }
-    q -= s * (s / (double)n);
-    *mean = k + s / (double)n;
-    *m2 = q > 0 ? q : 0;
-  });
-}
 
 typedef struct ln_job {
   pt_dtype dt;
@@ -938,13 +870,13 @@ typedef struct ln_job {
     for (int k_ = 0; k_ < NR; k_++) xr_[k_] = x + ((r0) + k_) * D, yr_[k_] = y + ((r0) + k_) * D; \
     int64_t i_ = 0;                                                                               \
     for (; i_ < D - D % 8; i_ += 8) {                                                             \
-      ln_v8d wv_ = {1, 1, 1, 1, 1, 1, 1, 1}, bv_ = {0}, v_;                                       \
-      if (w) LN_LD8(wv_, w + i_);                                                                 \
-      if (b) LN_LD8(bv_, b + i_);                                                                 \
+      nn_v8d wv_ = {1, 1, 1, 1, 1, 1, 1, 1}, bv_ = {0}, v_;                                       \
+      if (w) NN_LD8(wv_, w + i_);                                                                 \
+      if (b) NN_LD8(bv_, b + i_);                                                                 \
       for (int k_ = 0; k_ < NR; k_++) {                                                           \
-        LN_LD8(v_, xr_[k_] + i_);                                                                 \
+        NN_LD8(v_, xr_[k_] + i_);                                                                 \
         v_ = ((v_ - (m)[k_]) * (rs)[k_]) * wv_ + bv_;                                             \
-        LN_ST8(yr_[k_] + i_, v_);                                                                 \
+        NN_ST8(yr_[k_] + i_, v_);                                                                 \
       }                                                                                           \
     }                                                                                             \
     for (; i_ < D; i_++) {                                                                        \
@@ -965,7 +897,7 @@ static void ln_forward_chunk(void *arg, int64_t g0, int64_t g1, int tid) {
       double m[LN_GROUP], rs[LN_GROUP];
       for (int64_t k = 0; k < nr; k++) {
         double m2;
-        ln_row_moments(j->dt, x + (r0 + k) * D, D, &m[k], &m2);
+        nn_moments(j->dt, x + (r0 + k) * D, D, &m[k], &m2);
         rs[k] = 1.0 / sqrt(m2 / (double)D + j->eps);
         j->stats[2 * (r0 + k)] = m[k];
         j->stats[2 * (r0 + k) + 1] = rs[k];
@@ -979,7 +911,7 @@ static void ln_forward_chunk(void *arg, int64_t g0, int64_t g1, int tid) {
 }
 
 /* the 8 lanes of a, added in a fixed order */
-static inline double ln_hsum1(const ln_v8d *a) {
+static inline double ln_hsum1(const nn_v8d *a) {
   return (((*a)[0] + (*a)[4]) + ((*a)[2] + (*a)[6])) + (((*a)[1] + (*a)[5]) + ((*a)[3] + (*a)[7]));
 }
 
@@ -990,19 +922,19 @@ static inline double ln_hsum1(const ln_v8d *a) {
   do {                                                                                         \
     const T *xr[NR], *gr[NR];                                                                  \
     double m[NR], rs[NR], c1[NR], c2[NR];                                                      \
-    ln_v8d s1[NR], s2[NR];                                                                     \
+    nn_v8d s1[NR], s2[NR];                                                                     \
     for (int k_ = 0; k_ < NR; k_++) {                                                          \
       xr[k_] = x + ((r0) + k_) * D, gr[k_] = g + ((r0) + k_) * D;                              \
       m[k_] = j->stats[2 * ((r0) + k_)], rs[k_] = j->stats[2 * ((r0) + k_) + 1];               \
-      s1[k_] = s2[k_] = (ln_v8d){0};                                                           \
+      s1[k_] = s2[k_] = (nn_v8d){0};                                                           \
     }                                                                                          \
     int64_t i_ = 0, nv = D - D % 8;                                                            \
     for (; i_ < nv; i_ += 8) {                                                                 \
-      ln_v8d wv = {1, 1, 1, 1, 1, 1, 1, 1}, sw = {0}, sb = {0}, xv, gv, xh, gh;                \
-      if (w) LN_LD8(wv, w + i_);                                                               \
+      nn_v8d wv = {1, 1, 1, 1, 1, 1, 1, 1}, sw = {0}, sb = {0}, xv, gv, xh, gh;                \
+      if (w) NN_LD8(wv, w + i_);                                                               \
       for (int k_ = 0; k_ < NR; k_++) {                                                        \
-        LN_LD8(xv, xr[k_] + i_);                                                               \
-        LN_LD8(gv, gr[k_] + i_);                                                               \
+        NN_LD8(xv, xr[k_] + i_);                                                               \
+        NN_LD8(gv, gr[k_] + i_);                                                               \
         xh = (xv - m[k_]) * rs[k_];                                                            \
         gh = gv * wv;                                                                          \
         s1[k_] += gh;                                                                          \
@@ -1011,7 +943,7 @@ static inline double ln_hsum1(const ln_v8d *a) {
         sb += gv;                                                                              \
       }                                                                                        \
       if (pw) {                                                                                \
-        ln_v8d t;                                                                              \
+        nn_v8d t;                                                                              \
         memcpy(&t, pw + i_, sizeof t);                                                         \
         t += sw;                                                                               \
         memcpy(pw + i_, &t, sizeof t);                                                         \
@@ -1040,16 +972,16 @@ static inline double ln_hsum1(const ln_v8d *a) {
         c2[k_] /= (double)D;                                                                   \
       }                                                                                        \
       for (i_ = 0; i_ < nv; i_ += 8) {                                                         \
-        ln_v8d wv = {1, 1, 1, 1, 1, 1, 1, 1}, xv, gv;                                          \
-        if (w) LN_LD8(wv, w + i_);                                                             \
+        nn_v8d wv = {1, 1, 1, 1, 1, 1, 1, 1}, xv, gv;                                          \
+        if (w) NN_LD8(wv, w + i_);                                                             \
         for (int k_ = 0; k_ < NR; k_++) {                                                      \
-          LN_LD8(xv, xr[k_] + i_);                                                             \
-          LN_LD8(gv, gr[k_] + i_);                                                             \
+          NN_LD8(xv, xr[k_] + i_);                                                             \
+          NN_LD8(gv, gr[k_] + i_);                                                             \
           xv = rs[k_] * (gv * wv - c1[k_] - ((xv - m[k_]) * rs[k_]) * c2[k_]);                 \
           if (j->add)                                                                          \
-            LN_ADD8(or_[k_] + i_, xv);                                                         \
+            NN_ADD8(or_[k_] + i_, xv);                                                         \
           else                                                                                 \
-            LN_ST8(or_[k_] + i_, xv);                                                          \
+            NN_ST8(or_[k_] + i_, xv);                                                          \
         }                                                                                      \
       }                                                                                        \
       for (; i_ < D; i_++) {                                                                   \
