@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
 #include "nn.h"
+#include "parallel.h"
 #include "ops_elementwise.h"
 #include "ops_linalg.h"
 #include "ops_reduce.h"
@@ -168,10 +170,32 @@ pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_b
 /* --- gradient arithmetic used by the engine --- */
 
 /* dst += src, same shape; dst is contiguous and owned by the engine. */
+/* dst[b, e) += src[b, e), both contiguous float tensors of one dtype */
+typedef struct add_job {
+  pt_tensor *dst, *src;
+} add_job;
+static void add_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const add_job *j = arg;
+  PT_DISPATCH_FLOAT(j->dst->dtype, {
+    T *d = pt_tensor_data(j->dst);
+    const T *s = pt_tensor_data(j->src);
+    for (int64_t i = b; i < e; i++) d[i] += s[i];
+  });
+}
+
+#define ADD_GRAIN 65536
 static pt_status add_into(pt_ctx *ctx, pt_tensor *dst, pt_tensor *src) {
   int64_t n = pt_tensor_numel(dst);
   if (pt_tensor_numel(src) != n || dst->ndim != src->ndim) return pt_grad_shape_error(ctx, src, dst);
-  pt_tensor_add_raw(dst, src);
+  if (n >= 2 * ADD_GRAIN && dst->dtype == src->dtype && pt_dtype_is_floating(dst->dtype) &&
+      pt_tensor_is_contiguous(dst) && pt_tensor_is_contiguous(src)) {
+    /* a large gradient accumulated on every thread (element-wise: any split, the same sums) */
+    add_job j = {dst, src};
+    pt_parallel_for(ctx, n, ADD_GRAIN, add_chunk, &j);
+  } else {
+    pt_tensor_add_raw(dst, src);
+  }
   atomic_fetch_add(&dst->storage->version, 1);
   return PT_OK;
 }
