@@ -79,19 +79,65 @@ static pt_status check_cell(pt_ctx *ctx, const char *fn, int gates, pt_tensor *x
   return PT_OK;
 }
 
-/* the contiguous forms of up to three tensors (new references; all NULL on failure) */
-static pt_status contiguous3(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor *c, pt_tensor **ac,
-                             pt_tensor **bc, pt_tensor **cc) {
-  pt_status st;
-  *ac = *bc = *cc = NULL;
-  if ((st = pt_tensor_contiguous_raw(ctx, a, ac)) || (st = pt_tensor_contiguous_raw(ctx, b, bc)) ||
-      (st = pt_tensor_contiguous_raw(ctx, c, cc))) {
-    pt_tensor_release(*ac);
-    pt_tensor_release(*bc);
-    pt_tensor_release(*cc);
-    *ac = *bc = *cc = NULL;
-  }
+/* A step's tensors: the contiguous forms of x_proj, gh and the state (new references), the
+ * output and the activations kept for the backward (aux {rows, aux_width}). */
+typedef struct cell_io {
+  pt_tensor *in[3], *y, *aux;
+  int64_t rows, H;
+} cell_io;
+
+static void cell_release(cell_io *io) {
+  for (int k = 0; k < 3; k++) pt_tensor_release(io->in[k]);
+  pt_tensor_release(io->aux);
+  pt_tensor_release(io->y);
+  memset(io, 0, sizeof *io);
+}
+
+/* Checks the inputs (check_cell) and makes io: y shaped like the state with a last dim of
+ * out_per_h * H. On failure io holds nothing. */
+static pt_status cell_begin(pt_ctx *ctx, const char *fn, int gates, pt_tensor *const in[3], const char *sname,
+                            int out_per_h, int aux_per_h, cell_io *io) {
+  memset(io, 0, sizeof *io);
+  pt_status st = check_cell(ctx, fn, gates, in[0], in[1], in[2], sname, &io->rows, &io->H);
+  if (st) return st;
+  pt_tensor *s = in[2];
+  int64_t shape[PT_MAX_DIMS], ashape[2] = {io->rows, aux_per_h * io->H};
+  memcpy(shape, s->shape, sizeof shape);
+  shape[s->ndim - 1] = out_per_h * io->H;
+  for (int k = 0; k < 3 && !st; k++) st = pt_tensor_contiguous_raw(ctx, in[k], &io->in[k]);
+  if (!st) st = pt_tensor_empty(ctx, s->dtype, s->ndim, shape, &io->y);
+  if (!st) st = pt_tensor_empty(ctx, s->dtype, 2, ashape, &io->aux);
+  if (st) cell_release(io);
   return st;
+}
+
+/* Records the step's node (inputs in[], saving aux and the contiguous inputs flagged in save,
+ * in input order) and hands y over to *out; io holds nothing afterwards. */
+static pt_status cell_end(pt_ctx *ctx, const char *name, pt_backward_fn backward, pt_tensor *const in[3],
+                          const bool save[3], cell_io *io, pt_tensor **out) {
+  pt_node *node;
+  pt_status st = pt_autograd_record(ctx, io->y, name, backward, 3, in, &node);
+  if (st) {
+    cell_release(io);
+    return st;
+  }
+  if (node) {
+    int k = 0;
+    pt_node_save(node, k++, io->aux);
+    io->aux = NULL;
+    for (int i = 0; i < 3; i++)
+      if (save[i]) {
+        pt_node_save(node, k++, io->in[i]);
+        io->in[i] = NULL;
+      }
+    node->ints[0] = io->rows;
+    node->ints[1] = io->H;
+    node->n_ints = 2;
+  }
+  *out = io->y;
+  io->y = NULL;
+  cell_release(io);
+  return PT_OK;
 }
 
 /* grad_out as a contiguous tensor of dt, and empty tensors like the node's inputs that need
@@ -152,21 +198,15 @@ static pt_status lstm_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, 
 }
 
 pt_status pt_nn_lstm_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tensor *c, pt_tensor **out) {
-  static const char *const FN = "lstm_cell";
-  int64_t rows, H;
-  pt_status st = check_cell(ctx, FN, 4, x_proj, gh, c, "c", &rows, &H);
+  pt_tensor *inputs[3] = {x_proj, gh, c};
+  cell_io io;
+  pt_status st = cell_begin(ctx, "lstm_cell", 4, inputs, "c", 2, 5, &io);
   if (st) return st;
-  pt_tensor *xc, *hc, *cc, *aux = NULL, *y = NULL;
-  if ((st = contiguous3(ctx, x_proj, gh, c, &xc, &hc, &cc))) return st;
+  int64_t rows = io.rows, H = io.H;
   pt_dtype dt = x_proj->dtype;
-  int64_t shape[PT_MAX_DIMS], ashape[2] = {rows, 5 * H};
-  memcpy(shape, c->shape, sizeof shape);
-  shape[c->ndim - 1] = 2 * H;
-  if ((st = pt_tensor_empty(ctx, dt, c->ndim, shape, &y)) || (st = pt_tensor_empty(ctx, dt, 2, ashape, &aux)))
-    goto done;
   size_t es = pt_dtype_size(dt);
-  char *A = pt_tensor_data(aux);
-  const char *X = pt_tensor_data(xc), *GH = pt_tensor_data(hc);
+  char *A = pt_tensor_data(io.aux), *Y = pt_tensor_data(io.y);
+  const char *X = pt_tensor_data(io.in[0]), *GH = pt_tensor_data(io.in[1]);
   for (int64_t r = 0; r < rows; r++) { /* i, f activated together, then g, then o */
     char *ar = A + (size_t)(r * 5 * H) * es;
     const char *xr = X + (size_t)(r * 4 * H) * es, *hr = GH + (size_t)(r * 4 * H) * es;
@@ -174,49 +214,26 @@ pt_status pt_nn_lstm_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tens
     span_tanh(dt, ar + (size_t)(2 * H) * es, xr + (size_t)(2 * H) * es, hr + (size_t)(2 * H) * es, H);
     span_sigmoid(dt, ar + (size_t)(3 * H) * es, xr + (size_t)(3 * H) * es, hr + (size_t)(3 * H) * es, H);
   }
-  PT_DISPATCH_FLOAT(dt, {
-    T *Ap = (T *)A, *Y = pt_tensor_data(y);
-    const T *C = pt_tensor_data(cc);
+  PT_DISPATCH_FLOAT(dt, { /* c' */
+    const T *Ap = (const T *)A, *C = pt_tensor_data(io.in[2]);
     for (int64_t r = 0; r < rows; r++) {
       const T *ig = Ap + r * 5 * H, *fg = ig + H, *gg = fg + H, *cr = C + r * H;
-      T *c2 = Y + r * 2 * H + H;
+      T *c2 = (T *)Y + r * 2 * H + H;
       for (int64_t j = 0; j < H; j++) c2[j] = fg[j] * cr[j] + ig[j] * gg[j];
     }
   });
   for (int64_t r = 0; r < rows; r++) /* tanh(c'), kept for the backward */
-    span_tanh(dt, A + (size_t)(r * 5 * H + 4 * H) * es, (char *)pt_tensor_data(y) + (size_t)(r * 2 * H + H) * es,
-              NULL, H);
-  PT_DISPATCH_FLOAT(dt, {
+    span_tanh(dt, A + (size_t)(r * 5 * H + 4 * H) * es, Y + (size_t)(r * 2 * H + H) * es, NULL, H);
+  PT_DISPATCH_FLOAT(dt, { /* h' */
     const T *Ap = (const T *)A;
-    T *Y = pt_tensor_data(y);
     for (int64_t r = 0; r < rows; r++) {
       const T *og = Ap + r * 5 * H + 3 * H, *tc = og + H;
-      T *h2 = Y + r * 2 * H;
+      T *h2 = (T *)Y + r * 2 * H;
       for (int64_t j = 0; j < H; j++) h2[j] = og[j] * tc[j];
     }
   });
-  pt_tensor *inputs[3] = {x_proj, gh, c};
-  pt_node *node;
-  if ((st = pt_autograd_record(ctx, y, "LstmCellBackward", lstm_backward, 3, inputs, &node))) goto done;
-  if (node) {
-    pt_node_save(node, 0, aux);
-    pt_node_save(node, 1, cc);
-    aux = cc = NULL;
-    node->ints[0] = rows;
-    node->ints[1] = H;
-    node->n_ints = 2;
-  }
-done:
-  pt_tensor_release(xc);
-  pt_tensor_release(hc);
-  pt_tensor_release(cc);
-  pt_tensor_release(aux);
-  if (st) {
-    pt_tensor_release(y);
-    return st;
-  }
-  *out = y;
-  return PT_OK;
+  static const bool save[3] = {false, false, true}; /* c */
+  return cell_end(ctx, "LstmCellBackward", lstm_backward, inputs, save, &io, out);
 }
 
 /* ====================================================================== GRU */
@@ -259,19 +276,15 @@ static pt_status gru_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, p
 }
 
 pt_status pt_nn_gru_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tensor *h, pt_tensor **out) {
-  static const char *const FN = "gru_cell";
-  int64_t rows, H;
-  pt_status st = check_cell(ctx, FN, 3, x_proj, gh, h, "h", &rows, &H);
+  pt_tensor *inputs[3] = {x_proj, gh, h};
+  cell_io io;
+  pt_status st = cell_begin(ctx, "gru_cell", 3, inputs, "h", 1, 3, &io);
   if (st) return st;
-  pt_tensor *xc, *hc, *sc, *aux = NULL, *y = NULL;
-  if ((st = contiguous3(ctx, x_proj, gh, h, &xc, &hc, &sc))) return st;
+  int64_t rows = io.rows, H = io.H;
   pt_dtype dt = x_proj->dtype;
-  int64_t ashape[2] = {rows, 3 * H};
-  if ((st = pt_tensor_empty(ctx, dt, h->ndim, h->shape, &y)) || (st = pt_tensor_empty(ctx, dt, 2, ashape, &aux)))
-    goto done;
   size_t es = pt_dtype_size(dt);
-  char *A = pt_tensor_data(aux);
-  const char *X = pt_tensor_data(xc), *GH = pt_tensor_data(hc);
+  char *A = pt_tensor_data(io.aux);
+  const char *X = pt_tensor_data(io.in[0]), *GH = pt_tensor_data(io.in[1]);
   for (int64_t r = 0; r < rows; r++) /* r and z together */
     span_sigmoid(dt, A + (size_t)(r * 3 * H) * es, X + (size_t)(r * 3 * H) * es, GH + (size_t)(r * 3 * H) * es,
                  2 * H);
@@ -288,36 +301,15 @@ pt_status pt_nn_gru_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tenso
     char *ng = A + (size_t)(r * 3 * H + 2 * H) * es;
     span_tanh(dt, ng, ng, NULL, H);
   }
-  PT_DISPATCH_FLOAT(dt, {
-    const T *Ap = (const T *)A, *Hp = pt_tensor_data(sc);
-    T *Y = pt_tensor_data(y);
+  PT_DISPATCH_FLOAT(dt, { /* h' */
+    const T *Ap = (const T *)A, *Hp = pt_tensor_data(io.in[2]);
+    T *Y = pt_tensor_data(io.y);
     for (int64_t r = 0; r < rows; r++) {
       const T *zg = Ap + r * 3 * H + H, *ng = zg + H, *hr = Hp + r * H;
       T *yr = Y + r * H;
       for (int64_t j = 0; j < H; j++) yr[j] = ng[j] + zg[j] * (hr[j] - ng[j]);
     }
   });
-  pt_tensor *inputs[3] = {x_proj, gh, h};
-  pt_node *node;
-  if ((st = pt_autograd_record(ctx, y, "GruCellBackward", gru_backward, 3, inputs, &node))) goto done;
-  if (node) {
-    pt_node_save(node, 0, aux);
-    pt_node_save(node, 1, hc);
-    pt_node_save(node, 2, sc);
-    aux = hc = sc = NULL;
-    node->ints[0] = rows;
-    node->ints[1] = H;
-    node->n_ints = 2;
-  }
-done:
-  pt_tensor_release(xc);
-  pt_tensor_release(hc);
-  pt_tensor_release(sc);
-  pt_tensor_release(aux);
-  if (st) {
-    pt_tensor_release(y);
-    return st;
-  }
-  *out = y;
-  return PT_OK;
+  static const bool save[3] = {false, true, true}; /* gh, h */
+  return cell_end(ctx, "GruCellBackward", gru_backward, inputs, save, &io, out);
 }
