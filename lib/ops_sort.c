@@ -379,6 +379,41 @@ static pt_status select_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt
   return PT_OK;
 }
 
+/* lanes [b, e) of a sort or topk, on thread tid (its buffer: bufs + tid * per) */
+#define SORT_PAR_MIN 65536 /* elements of all lanes together, from which the lanes are split */
+typedef struct sort_job {
+  pt_dtype dt;
+  lanes l;
+  int64_t k;
+  bool desc;
+  const char *src;
+  char *vp;
+  int64_t *ip;
+  char *bufs;
+  size_t per;
+} sort_job;
+
+static void sort_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  const sort_job *J = arg;
+  keyed *buf = (keyed *)(J->bufs + (size_t)tid * J->per);
+  lanes l = J->l;
+  int64_t k = J->k;
+  for (int64_t lane = b; lane < e; lane++) {
+    int64_t o = lane / l.inner, j = lane % l.inner;
+    lane_keys(J->src, J->dt, l, o, j, buf);
+    first_k(buf, l.n, k, J->desc ? cmp_desc : cmp_asc);
+    DISPATCH_ALL(J->dt, { /* typed: a memcpy call per element was a third of a long sort */
+      const T *xs = (const T *)J->src + o * l.n * l.inner + j;
+      T *vs = (T *)J->vp + o * k * l.inner + j;
+      int64_t *is = J->ip + o * k * l.inner + j;
+      for (int64_t i = 0; i < k; i++) {
+        vs[i * l.inner] = xs[buf[i].i * l.inner];
+        is[i * l.inner] = buf[i].i;
+      }
+    });
+  }
+}
+
 static pt_status sorted_k(pt_ctx *ctx, const char *fn, pt_tensor *t, int64_t k, int dim, bool desc,
                           pt_tensor **values, pt_tensor **indices) {
   pt_status st = check_dim(ctx, fn, t, dim);
@@ -395,28 +430,22 @@ static pt_status sorted_k(pt_ctx *ctx, const char *fn, pt_tensor *t, int64_t k, 
   if ((st = pt_tensor_contiguous_raw(ctx, t, &tc)) || (st = pt_tensor_empty(ctx, t->dtype, t->ndim, shape, &v)) ||
       (st = pt_tensor_empty(ctx, PT_INT64, t->ndim, shape, &ix)))
     goto done;
-  buf = pt_alloc(ctx, k * 8 >= l.n ? keyed_sort_bytes(l.n) : (size_t)(l.n ? l.n : 1) * sizeof *buf);
+  /* lanes are independent: many of them (a {1000,1000} sort by rows) split over the threads,
+   * each thread with its own buffer */
+  int64_t nlanes = l.outer * l.inner;
+  int nt = nlanes >= 2 && nlanes * l.n >= SORT_PAR_MIN ? pt_parallel_threads(ctx) : 1;
+  size_t per = k * 8 >= l.n ? keyed_sort_bytes(l.n) : (size_t)(l.n ? l.n : 1) * sizeof *buf;
+  per = (per + 63) & ~(size_t)63;
+  buf = pt_alloc(ctx, per * (size_t)nt);
   if (!buf) {
     st = PT_ENOMEM;
     goto done;
   }
-  const char *src = pt_tensor_data(tc);
-  char *vp = pt_tensor_data(v);
-  int64_t *ip = pt_tensor_data(ix);
-  for (int64_t o = 0; o < l.outer; o++)
-    for (int64_t j = 0; j < l.inner; j++) {
-      lane_keys(src, t->dtype, l, o, j, buf);
-      first_k(buf, l.n, k, desc ? cmp_desc : cmp_asc);
-      DISPATCH_ALL(t->dtype, { /* typed: a memcpy call per element was a third of a long sort */
-        const T *xs = (const T *)src + o * l.n * l.inner + j;
-        T *vs = (T *)vp + o * k * l.inner + j;
-        int64_t *is = ip + o * k * l.inner + j;
-        for (int64_t i = 0; i < k; i++) {
-          vs[i * l.inner] = xs[buf[i].i * l.inner];
-          is[i * l.inner] = buf[i].i;
-        }
-      });
-    }
+  sort_job job = {t->dtype, l, k, desc, pt_tensor_data(tc), pt_tensor_data(v), pt_tensor_data(ix), (char *)buf, per};
+  if (nt > 1)
+    pt_parallel_for(ctx, nlanes, 1, sort_chunk, &job);
+  else
+    sort_chunk(&job, 0, nlanes, 0);
   pt_node *node;
   if (pt_dtype_is_floating(t->dtype) &&
       (st = pt_autograd_record(ctx, v, desc ? "SortBackward" : "SortBackward", select_backward, 1, &t, &node)))

@@ -125,6 +125,23 @@ describe("sort and topk", function()
     assert.are.same({1, 1}, {cl[11], cl[12]})
   end)
 
+  it("sorts many lanes on several threads with the numbers of one", function()
+    pt.manual_seed(9)
+    local x = pt.randint(0, 50, {300, 600}):float() -- ties in every lane
+    local before = pt.get_num_threads()
+    pt.set_num_threads(1)
+    local r1 = {x:sort(2), select(2, x:sort(2)), x:sort(1, true), select(2, x:sort(1, true)), select(2, x:topk(7, 2))}
+    pt.set_num_threads(before)
+    local r2 = {x:sort(2), select(2, x:sort(2)), x:sort(1, true), select(2, x:sort(1, true)), select(2, x:topk(7, 2))}
+    for i = 1, #r1 do assert.is_true(pt.equal(r1[i], r2[i]), "result " .. i) end
+    -- and each row is in order with ties by index
+    local v, ix = x:narrow(1, 1, 1):sort(2)
+    local vl, il = v:tolist()[1], ix:tolist()[1]
+    for q = 2, #vl do
+      assert.is_true(vl[q - 1] < vl[q] or (vl[q - 1] == vl[q] and il[q - 1] < il[q]))
+    end
+  end)
+
   it("sends gradients to the selected elements", function()
     gradcheck(function(x) return (x:sort()) end, {f64(3, 4)})
     gradcheck(function(x) return (x:sort(1, true)) end, {f64(3, 4)})
