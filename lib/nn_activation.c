@@ -681,6 +681,11 @@ static act_kernel act_forward_kernel(pt_nn_act act) {
   }
 }
 
+void pt_nn_act_span(pt_dtype dt, pt_nn_act act, const void *x, void *y, int64_t n) {
+  act_args a = {dt, x, NULL, NULL, y, {0}};
+  act_forward_kernel(act)(&a, 0, n);
+}
+
 static act_kernel act_backward_kernel(pt_nn_act act) {
   switch (act) {
   case PT_ACT_RELU: return relu_bwd;

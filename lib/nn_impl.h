@@ -3,6 +3,7 @@
 #define PT_NN_IMPL_H
 
 #include "autograd.h"
+#include "nn.h"
 #include "tensor.h"
 
 #include <string.h>
@@ -53,5 +54,10 @@ static inline pt_status grad_prep(pt_ctx *ctx, pt_tensor *g, pt_dtype dt, pt_ten
 static inline pt_tensor *direct_grad(pt_ctx *ctx, pt_tensor *leaf, bool *fresh) {
   return pt_autograd_grad_target(ctx, leaf, fresh);
 }
+
+/* y[0..n) = act(x[0..n)) (x may be y) by the activation layer's own forward kernel
+ * (lib/nn_activation.c), for fused ops that apply an activation inside (the RNN steps' gates).
+ * act takes no parameters; x and y contiguous, of dtype dt (float32 or float64). */
+void pt_nn_act_span(pt_dtype dt, pt_nn_act act, const void *x, void *y, int64_t n);
 
 #endif

@@ -5,55 +5,15 @@
 
 #include "dispatch.h"
 #include "nn_impl.h"
-#include "simd_math.h"
 
-#include <math.h>
 #include <string.h>
 
-/* --- gate nonlinearities over spans: d = act(a + b) (b may be NULL); float32 8 lanes at a
- * time through SLEEF (lib/simd_math.h) when the CPU has AVX2, else scalar --- */
-
-__attribute__((target("avx2,fma"))) static void sigmoid_f8(float *d, const float *a, const float *b, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(a + i);
-    if (b) v = _mm256_add_ps(v, _mm256_loadu_ps(b + i));
-    _mm256_storeu_ps(d + i, v8_sigmoid(v));
-  }
-  for (; i < n; i++) d[i] = 1.0f / (1.0f + expf(-(a[i] + (b ? b[i] : 0.0f))));
-}
-
-__attribute__((target("avx2,fma"))) static void tanh_f8(float *d, const float *a, const float *b, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(a + i);
-    if (b) v = _mm256_add_ps(v, _mm256_loadu_ps(b + i));
-    _mm256_storeu_ps(d + i, Sleef_tanhf8_u10avx2(v));
-  }
-  for (; i < n; i++) d[i] = tanhf(a[i] + (b ? b[i] : 0.0f));
-}
-
-static void span_sigmoid(pt_dtype dt, void *d, const void *a, const void *b, int64_t n) {
-  if (dt == PT_FLOAT32 && simd_f8()) {
-    sigmoid_f8(d, a, b, n);
-    return;
-  }
+/* d[0..n) = a + b, the gates' argument, where the activation then runs in place */
+static void add_span(pt_dtype dt, void *d, const void *a, const void *b, int64_t n) {
   PT_DISPATCH_FLOAT(dt, {
     T *dp = d;
     const T *ap = a, *bp = b;
-    for (int64_t i = 0; i < n; i++) dp[i] = (T)1 / ((T)1 + (T)exp(-(double)(ap[i] + (bp ? bp[i] : (T)0))));
-  });
-}
-
-static void span_tanh(pt_dtype dt, void *d, const void *a, const void *b, int64_t n) {
-  if (dt == PT_FLOAT32 && simd_f8()) {
-    tanh_f8(d, a, b, n);
-    return;
-  }
-  PT_DISPATCH_FLOAT(dt, {
-    T *dp = d;
-    const T *ap = a, *bp = b;
-    for (int64_t i = 0; i < n; i++) dp[i] = (T)tanh((double)(ap[i] + (bp ? bp[i] : (T)0)));
+    for (int64_t i = 0; i < n; i++) dp[i] = ap[i] + bp[i];
   });
 }
 
@@ -207,12 +167,12 @@ pt_status pt_nn_lstm_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tens
   size_t es = pt_dtype_size(dt);
   char *A = pt_tensor_data(io.aux), *Y = pt_tensor_data(io.y);
   const char *X = pt_tensor_data(io.in[0]), *GH = pt_tensor_data(io.in[1]);
-  for (int64_t r = 0; r < rows; r++) { /* i, f activated together, then g, then o */
-    char *ar = A + (size_t)(r * 5 * H) * es;
-    const char *xr = X + (size_t)(r * 4 * H) * es, *hr = GH + (size_t)(r * 4 * H) * es;
-    span_sigmoid(dt, ar, xr, hr, 2 * H);
-    span_tanh(dt, ar + (size_t)(2 * H) * es, xr + (size_t)(2 * H) * es, hr + (size_t)(2 * H) * es, H);
-    span_sigmoid(dt, ar + (size_t)(3 * H) * es, xr + (size_t)(3 * H) * es, hr + (size_t)(3 * H) * es, H);
+  for (int64_t r = 0; r < rows; r++) { /* x_proj + gh, then i, f activated together, g, o */
+    char *ar = A + (size_t)(r * 5 * H) * es, *ag = ar + (size_t)(2 * H) * es, *ao = ar + (size_t)(3 * H) * es;
+    add_span(dt, ar, X + (size_t)(r * 4 * H) * es, GH + (size_t)(r * 4 * H) * es, 4 * H);
+    pt_nn_act_span(dt, PT_ACT_SIGMOID, ar, ar, 2 * H);
+    pt_nn_act_span(dt, PT_ACT_TANH, ag, ag, H);
+    pt_nn_act_span(dt, PT_ACT_SIGMOID, ao, ao, H);
   }
   PT_DISPATCH_FLOAT(dt, { /* c' */
     const T *Ap = (const T *)A, *C = pt_tensor_data(io.in[2]);
@@ -223,7 +183,7 @@ pt_status pt_nn_lstm_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tens
     }
   });
   for (int64_t r = 0; r < rows; r++) /* tanh(c'), kept for the backward */
-    span_tanh(dt, A + (size_t)(r * 5 * H + 4 * H) * es, Y + (size_t)(r * 2 * H + H) * es, NULL, H);
+    pt_nn_act_span(dt, PT_ACT_TANH, Y + (size_t)(r * 2 * H + H) * es, A + (size_t)(r * 5 * H + 4 * H) * es, H);
   PT_DISPATCH_FLOAT(dt, { /* h' */
     const T *Ap = (const T *)A;
     for (int64_t r = 0; r < rows; r++) {
@@ -285,9 +245,11 @@ pt_status pt_nn_gru_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tenso
   size_t es = pt_dtype_size(dt);
   char *A = pt_tensor_data(io.aux);
   const char *X = pt_tensor_data(io.in[0]), *GH = pt_tensor_data(io.in[1]);
-  for (int64_t r = 0; r < rows; r++) /* r and z together */
-    span_sigmoid(dt, A + (size_t)(r * 3 * H) * es, X + (size_t)(r * 3 * H) * es, GH + (size_t)(r * 3 * H) * es,
-                 2 * H);
+  for (int64_t r = 0; r < rows; r++) { /* r and z together */
+    char *ar = A + (size_t)(r * 3 * H) * es;
+    add_span(dt, ar, X + (size_t)(r * 3 * H) * es, GH + (size_t)(r * 3 * H) * es, 2 * H);
+    pt_nn_act_span(dt, PT_ACT_SIGMOID, ar, ar, 2 * H);
+  }
   PT_DISPATCH_FLOAT(dt, { /* n's argument x_n + r gh_n, into n's slot */
     T *Ap = (T *)A;
     const T *Xp = (const T *)X, *GHp = (const T *)GH;
@@ -299,7 +261,7 @@ pt_status pt_nn_gru_cell(pt_ctx *ctx, pt_tensor *x_proj, pt_tensor *gh, pt_tenso
   });
   for (int64_t r = 0; r < rows; r++) {
     char *ng = A + (size_t)(r * 3 * H + 2 * H) * es;
-    span_tanh(dt, ng, ng, NULL, H);
+    pt_nn_act_span(dt, PT_ACT_TANH, ng, ng, H);
   }
   PT_DISPATCH_FLOAT(dt, { /* h' */
     const T *Ap = (const T *)A, *Hp = pt_tensor_data(io.in[2]);
