@@ -445,7 +445,10 @@ static int t_retain_grad(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   if (!t->requires_grad)
     return lpt_errorf(L, "retain_grad: tensor does not require grad");
-  if (t->grad_fn) t->retains_grad = true;
+  if (t->grad_fn) { /* the node writes t.grad when the backward reaches it */
+    t->retains_grad = true;
+    t->grad_fn->retain_target = t;
+  }
   lua_settop(L, 1);
   return 1;
 }

@@ -30,6 +30,15 @@
 
 #include "lpt.h"
 
+/* A forked worker has only the thread that forked: when its Lua code calls os.exit, the leak
+ * check at exit (ASan builds) would take what the parent's other threads hold for leaks, so it
+ * is off in workers (LeakSanitizer asks this hook when it is about to check). */
+#ifdef PT_SANITIZER
+static volatile sig_atomic_t in_forked_worker;
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void) { return in_forked_worker; }
+#endif
+
 #define LPROC_WORKERS "partrain.process.Workers"
 #define LPROC_MAX_WORKERS 256
 #define LPROC_MAX_DEPTH 100
@@ -439,6 +448,9 @@ static bool spawn(lua_State *L, proc_set *ps, int k, int fnidx, int argsidx, cha
     return false;
   }
   if (pid == 0) {
+#ifdef PT_SANITIZER
+    in_forked_worker = 1;
+#endif
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);
     close(sv[0]);

@@ -68,74 +68,141 @@ void pt_node_release(pt_node *n) {
   releasing = false;
 }
 
-/* The history of a tensor whose grad_fn is m, as of now (a new reference). A view's values
- * follow its base: when the base got a new history since the view was made (an in-place op),
- * the view's node is resolved again over the base's current one, as a copy, so that what was
- * recorded earlier keeps the old one (PyTorch rebases views the same way). Other nodes are
- * their own history. On failure to copy, the view keeps its recorded history. */
+/* A view node is plain when nothing but its one input went into it. */
 static bool plain_view(const pt_node *m) {
   bool plain = m && m->is_view && m->n_inputs == 1 && m->inputs[0] && !m->extra && !m->released;
   for (int k = 0; plain && k < PT_NODE_MAX_SAVED; k++) plain = !m->saved[k];
   return plain;
 }
 
-/* No in-place op touched the storage since the view was recorded: its history is as it was
- * (and so is every view under it, recorded earlier), without walking the chain of views. */
+/* No in-place op touched the storage since the view was recorded: its history is as it was. */
 static bool view_unchanged(const pt_node *m) {
   return atomic_load(&m->inputs[0]->storage->version) == m->view_version;
 }
 
-static pt_node *node_now(pt_node *m) {
-  if (!plain_view(m) || view_unchanged(m)) return pt_node_retain(m);
-  /* the chain of views down to a history that stands as it is, then back up, in loops: a
-   * sequence consumed one narrow() at a time makes chains as long as the sequence */
-  size_t n = 0, cap = 16;
-  pt_node **chain = malloc(cap * sizeof *chain);
-  if (!chain) return pt_node_retain(m);
-  pt_node *cur = m;
-  while (plain_view(cur) && !view_unchanged(cur)) {
-    if (n == cap) {
-      pt_node **grown = realloc(chain, 2 * cap * sizeof *chain);
-      if (!grown) {
-        free(chain);
-        return pt_node_retain(m); /* keeps its recorded history, as on any failure here */
-      }
-      chain = grown;
-      cap *= 2;
-    }
-    chain[n++] = cur;
-    cur = cur->inputs[0]->grad_fn;
+/* AsStridedBackward: a view seen over its base's current history. The geometry is in elements
+ * of the base's storage, counted from the base's offset; span is how many of them the base
+ * covers. */
+typedef struct strided_geometry {
+  int64_t offset, span;
+  int ndim, base_ndim;
+  int64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  int64_t base_shape[PT_MAX_DIMS], base_stride[PT_MAX_DIMS];
+} strided_geometry;
+
+/* the view's gradient added into a zero gradient laid out as the base (strides of 0 add up) */
+static pt_status as_strided_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  const strided_geometry *v = node->extra;
+  pt_tensor *buf = NULL, *region = NULL;
+  pt_status st = pt_tensor_zeros(ctx, g->dtype, 1, &v->span, &buf);
+  if (!st)
+    st = pt_tensor_from_storage(ctx, buf->storage, g->dtype, v->offset, v->ndim, v->shape,
+                                v->stride, &region);
+  if (!st) {
+    pt_tensor_add_raw(region, g);
+    st = pt_tensor_from_storage(ctx, buf->storage, g->dtype, 0, v->base_ndim, v->base_shape,
+                                v->base_stride, &gin[0]);
   }
-  pt_node *below = pt_node_retain(cur); /* the history of the innermost view's input, now */
-  while (n > 0) {
-    pt_node *v = chain[--n];
-    if (below == v->input_fn[0]) {
-      pt_node_release(below);
-      below = pt_node_retain(v);
-      continue;
-    }
-    pt_node *c = pt_small_alloc(NULL, sizeof *c);
-    if (!c) {
-      pt_node_release(below);
-      below = pt_node_retain(v);
-      continue;
-    }
-    memcpy(c, v, sizeof *c);
-    atomic_init(&c->refcount, 1);
-    c->inputs[0] = pt_tensor_retain(v->inputs[0]);
-    c->input_fn[0] = below;
-    c->view_version = atomic_load(&c->inputs[0]->storage->version); /* resolved as of now */
-    c->pending_grad = NULL;
-    c->pending_deps = 0;
-    c->visit_mark = 0;
-    c->has_hooks = false; /* the hooks belong to the node they were registered on */
-    c->pass_flags = 0;
-    c->retain_target = NULL;
-    c->captured = NULL;
-    below = c;
+  pt_tensor_release(region);
+  pt_tensor_release(buf);
+  return st;
+}
+
+static pt_status node_hold(pt_ctx *ctx, pt_tensor *t, pt_node *history, pt_tensor **out);
+
+/* The history of t as of now (a new reference). A view's values follow its base (t->base, the
+ * first tensor of its chain of views): when the storage was written in place since the view's
+ * node was recorded, the view's history is its base's current one seen through the view's
+ * geometry, a new AsStridedBackward node (PyTorch regenerates a view's grad_fn the same way),
+ * and what was recorded earlier keeps the old one. Other tensors' grad_fn is their history. When
+ * no such node can be made, the view keeps its recorded history. */
+static pt_node *history_now(pt_ctx *ctx, pt_tensor *t) {
+  pt_node *m = t->grad_fn;
+  pt_tensor *b = t->base;
+  if (!plain_view(m) || view_unchanged(m) || !b || b->base || b->dtype != t->dtype ||
+      b->storage != t->storage || b->storage->device.type != PT_CPU ||
+      (!b->grad_fn && !b->requires_grad) || t->offset < b->offset || b->ndim > PT_MAX_DIMS)
+    return pt_node_retain(m);
+  strided_geometry *v = malloc(sizeof *v);
+  if (!v) return pt_node_retain(m);
+  v->offset = t->offset - b->offset;
+  v->ndim = t->ndim;
+  v->base_ndim = b->ndim;
+  v->span = 1;
+  for (int i = 0; i < b->ndim; i++) {
+    v->base_shape[i] = b->shape[i];
+    v->base_stride[i] = b->stride[i];
+    if (b->shape[i] == 0 || b->stride[i] < 0) v->span = 0;
+    else if (v->span) v->span += (b->shape[i] - 1) * b->stride[i];
   }
-  free(chain);
-  return below;
+  for (int i = 0; i < t->ndim; i++) {
+    v->shape[i] = t->shape[i];
+    v->stride[i] = t->stride[i];
+  }
+  pt_node *c = v->span > 0 ? pt_small_alloc(NULL, sizeof *c) : NULL;
+  if (!c) {
+    free(v);
+    return pt_node_retain(m);
+  }
+  memset(c, 0, sizeof *c);
+  atomic_init(&c->refcount, 1);
+  c->name = "AsStridedBackward";
+  c->backward = as_strided_backward;
+  c->tag = ctx->graph_tag;
+  c->n_inputs = 1;
+  c->input_fn[0] = pt_node_retain(b->grad_fn); /* a base is no view: its grad_fn is its history */
+  c->needs_grad[0] = b->requires_grad;
+  c->out_ndim = t->ndim;
+  memcpy(c->out_shape, t->shape, sizeof c->out_shape);
+  c->out_dtype = t->dtype;
+  c->extra = v;
+  c->free_extra = free;
+  c->is_view = true;
+  c->view_version = atomic_load(&t->storage->version);
+  if (node_hold(ctx, b, b->grad_fn, &c->inputs[0])) {
+    pt_node_release(c);
+    return pt_node_retain(m);
+  }
+  return c;
+}
+
+/* What a node keeps of a tensor it records or saves (a new reference in *out). A leaf that
+ * requires grad is kept itself: the engine adds its gradient into it. Anything else is kept as
+ * an alias of it as it is now: its storage, geometry and history, but no base and none of the
+ * history an in-place op gives it later (as PyTorch's SavedVariable). A node then only reaches
+ * older nodes, and a graph holds no cycle: with the tensor itself, t:mul_(t:exp()) or an
+ * in-place op on a view (whose base's new history holds the view, which holds the base) made
+ * the tensor's new history reach back to it, and nothing freed either unless a backward ran. */
+static pt_status node_hold(pt_ctx *ctx, pt_tensor *t, pt_node *history, pt_tensor **out) {
+  if (!t || (!t->grad_fn && t->requires_grad)) {
+    *out = pt_tensor_retain(t);
+    return PT_OK;
+  }
+  pt_status st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, t->ndim, t->shape,
+                                        t->stride, out);
+  if (st) return st;
+  (*out)->grad_fn = pt_node_retain(history);
+  (*out)->requires_grad = t->requires_grad;
+  return PT_OK;
+}
+
+void pt_node_save(pt_node *node, int k, pt_tensor *t) {
+  node->saved_version[k] = t ? atomic_load(&t->storage->version) : 0;
+  /* a tensor nobody else holds cannot change: kept as it is (the common case, a buffer the op
+   * made); the node's own output is kept without a history (it would hold the node) */
+  if (!t || (atomic_load(&t->refcount) == 1 && !t->base && !t->grad_fn) ||
+      (!t->grad_fn && t->requires_grad)) {
+    node->saved[k] = t;
+    return;
+  }
+  pt_tensor *alias = NULL; /* (no ctx: an alias of a valid tensor fails only for memory) */
+  if (node_hold(NULL, t, t->grad_fn == node ? NULL : t->grad_fn, &alias)) {
+    node->saved[k] = t; /* no memory for an alias: the tensor itself, as before */
+    return;
+  }
+  pt_tensor_release(t);
+  node->saved[k] = alias;
 }
 
 pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_backward_fn backward,
@@ -153,13 +220,21 @@ pt_status pt_autograd_record(pt_ctx *ctx, pt_tensor *out, const char *name, pt_b
   n->tag = ctx->graph_tag;
   n->n_inputs = n_inputs;
   for (int i = 0; i < n_inputs; i++) {
-    n->inputs[i] = pt_tensor_retain(inputs[i]);
-    n->input_fn[i] = inputs[i] ? node_now(inputs[i]->grad_fn) : NULL;
+    n->input_fn[i] = inputs[i] ? history_now(ctx, inputs[i]) : NULL;
     n->needs_grad[i] = inputs[i] && inputs[i]->requires_grad;
+    if (node_hold(ctx, inputs[i], n->input_fn[i], &n->inputs[i])) {
+      n->n_inputs = i + 1;
+      pt_node_release(n);
+      return PT_ENOMEM;
+    }
   }
   n->out_ndim = out->ndim;
   memcpy(n->out_shape, out->shape, sizeof n->out_shape);
   n->out_dtype = out->dtype;
+  if (out->retains_grad) { /* t:retain_grad() follows t to its new history */
+    if (out->grad_fn && out->grad_fn->retain_target == out) out->grad_fn->retain_target = NULL;
+    n->retain_target = out;
+  }
   pt_node_release(out->grad_fn);
   out->grad_fn = n;
   out->requires_grad = true;
@@ -1514,7 +1589,7 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
       if ((s = find_slot(&p, root))) s->deps++;
       continue;
     }
-    pt_node *rn = rootn[k] = node_now(root->grad_fn);
+    pt_node *rn = rootn[k] = history_now(ctx, root);
     if (rn->released) {
       st = fail_second_time(&p);
       goto done;
@@ -1647,7 +1722,6 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
         continue;
       }
       if (!(m->pass_flags & (PASS_RUN | PASS_CAPTURE))) continue;
-      if (in->retains_grad) m->retain_target = in;
       if (gin[i]) st = pend(&p, &m->pending_grad, gin[i]);
       if (!st && --m->pending_deps == 0) st = list_push(ctx, &ready, m);
     }
@@ -1673,7 +1747,8 @@ done:
     n->pending_grad = NULL;
     pt_tensor_release(n->captured);
     n->captured = NULL;
-    n->retain_target = NULL;
+    /* a root's regenerated node borrowed it for this pass; t:retain_grad()'s stays */
+    if (n->retain_target && n->retain_target->grad_fn != n) n->retain_target = NULL;
   }
   { /* the nodes that ran (all of a plain backward's, even when it failed) lose their saved
      * tensors without retain_graph */

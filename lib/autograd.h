@@ -60,7 +60,9 @@ struct pt_node {
   unsigned visit_mark;
   int topo_deps;            /* autograd.grad's pruning: consumers not yet ordered */
   unsigned char pass_flags; /* what the pass does with the node (autograd.c) */
-  pt_tensor *retain_target; /* borrowed: the tensor with retains_grad this node produced */
+  /* borrowed: the tensor with retains_grad whose history this node is (t:retain_grad() sets it,
+   * the tensor clears it when it dies or gets a new history) */
+  pt_tensor *retain_target;
   pt_tensor *captured;      /* autograd.grad: the gradient of the output, when asked for */
 };
 
@@ -167,11 +169,9 @@ typedef struct pt_grad_redirect {
 pt_status pt_accumulate_redirect(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *redirect);
 
 /* node->saved[k] = t, taking over the reference (NULL is fine), with t's version: the engine
- * refuses to run the node's backward once the tensor was modified in place (through any view). */
-static inline void pt_node_save(pt_node *node, int k, pt_tensor *t) {
-  node->saved[k] = t;
-  node->saved_version[k] = t ? atomic_load(&t->storage->version) : 0;
-}
+ * refuses to run the node's backward once the tensor was modified in place (through any view).
+ * A tensor others hold is kept as an alias of it as it is now (see node_hold in autograd.c). */
+void pt_node_save(pt_node *node, int k, pt_tensor *t);
 
 pt_tensor *pt_autograd_grad_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh);
 /* Offer leaf's gradient as g x^T (see pt_grad_redirect.rank1): true when it was taken. */

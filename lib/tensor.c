@@ -401,6 +401,7 @@ void pt_tensor_release(pt_tensor *t) {
   if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
   pt_storage *s = t->storage;
   pt_tensor_release(t->grad);
+  if (t->grad_fn && t->grad_fn->retain_target == t) t->grad_fn->retain_target = NULL;
   pt_node_release(t->grad_fn);
   pt_tensor_release(t->base);
   pt_storage *home = home_storage(t);

@@ -39,7 +39,7 @@ if [ "${PARTRAIN_SKIP_SANITIZERS:-0}" != 1 ]; then
   BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DPARTRAIN_SANITIZE=ON" bash scripts/setup.sh \
     || { echo "asan build failed"; failed=$((failed + 1)); }
   if [ -x build-asan/partrain ]; then
-    ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "asan+ubsan"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_suite build-asan "asan+ubsan"
   fi
   # The dispatcher's specs (and everything that runs threads) under ThreadSanitizer.
   BUILD_DIR=build-tsan BUILD_TYPE=Debug CMAKE_ARGS="-DPARTRAIN_TSAN=ON" bash scripts/setup.sh \
