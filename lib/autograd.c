@@ -159,6 +159,7 @@ static pt_node *history_now(pt_ctx *ctx, pt_tensor *t) {
   c->extra = v;
   c->free_extra = free;
   c->is_view = true;
+  c->slice_grad = pt_tensor_is_contiguous(b); /* the engine adds into its region (pend_slice) */
   c->view_version = atomic_load(&t->storage->version);
   if (node_hold(ctx, b, b->grad_fn, &c->inputs[0])) {
     pt_node_release(c);
@@ -1312,14 +1313,33 @@ static pt_status pend(pass *p, pt_tensor **acc, pt_tensor *g) {
   return PT_OK;
 }
 
-/* n is a narrow/select node (slice_grad): its gradient g goes straight into that slice of its
- * input's pending gradient, made (zeros) by the first slice to arrive or copied once when
- * someone else holds it. */
+/* n is a narrow/select node or a regenerated view (slice_grad): its gradient g goes straight
+ * into that slice (region) of its input's pending gradient, made (zeros) by the first slice to
+ * arrive or copied once when someone else holds it. */
 static pt_status pend_slice(pass *p, pt_node *n, pt_tensor *g) {
   pt_ctx *ctx = p->ctx;
   pt_tensor **acc = &n->input_fn[0]->pending_grad, *view = NULL;
-  int dim = (int)n->ints[0], nd = n->n_ints - 3;
   pt_status st = PT_OK;
+  if (n->backward == as_strided_backward) {
+    /* a view seen over its (contiguous) base's history: its region of a contiguous pending
+     * gradient, as a regenerated slice of an output buffer written step by step */
+    const strided_geometry *v = n->extra;
+    if (*acc && (!exclusive(*acc) || !pt_tensor_is_contiguous(*acc))) {
+      pt_tensor *c;
+      if ((st = owned_copy(ctx, *acc, (*acc)->dtype, &c))) return st;
+      pt_tensor_release(*acc);
+      *acc = c;
+    }
+    if (!*acc && (st = pt_tensor_zeros(ctx, g->dtype, v->base_ndim, v->base_shape, acc))) return st;
+    if ((st = pt_tensor_from_storage(ctx, (*acc)->storage, (*acc)->dtype, (*acc)->offset + v->offset,
+                                     v->ndim, v->shape, v->stride, &view)))
+      return st;
+    pt_tensor_add_raw(view, g);
+    atomic_fetch_add(&(*acc)->storage->version, 1);
+    pt_tensor_release(view);
+    return PT_OK;
+  }
+  int dim = (int)n->ints[0], nd = n->n_ints - 3;
   if (*acc && !exclusive(*acc)) {
     pt_tensor *c;
     if ((st = owned_copy(ctx, *acc, (*acc)->dtype, &c))) return st;

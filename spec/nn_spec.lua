@@ -711,6 +711,27 @@ describe("saved tensors modified in place", function()
     assert.are.same({6, 6, 6, 6}, a.grad:tolist())
   end)
 
+  it("read back the slices of an output buffer written step by step (an RNN's outputs)", function()
+    -- each out:select(1, t) after the copies is a view regenerated over out's history; values
+    -- from torch 1.13 (the same loop)
+    local x = pt.tensor({{1, 2}, {3, 4}, {5, 6}}, {dtype = "float64", requires_grad = true})
+    local out = pt.zeros(3, 2, {dtype = "float64"})
+    local h = pt.zeros(2, {dtype = "float64"})
+    for t = 1, 3 do
+      h = pt.tanh(x[t] + h * 0.5)
+      out:select(1, t):copy_(h)
+    end
+    local loss = 0
+    for t = 1, 3 do loss = loss + (out:select(1, t) * t):sum() end
+    loss:backward()
+    local want = {{0.421914230342, 0.070686969281}, {0.009238129740, 0.001023184865},
+                  {0.000200877610, 0.000027130770}}
+    local got = x.grad:tolist()
+    for i = 1, 3 do
+      for j = 1, 2 do assert.is_true(math.abs(got[i][j] - want[i][j]) < 1e-11) end
+    end
+  end)
+
   it("retain_grad whenever it is called before the backward, and through in-place ops", function()
     local a = pt.tensor({1, 2, 3, 4}, {dtype = "float64", requires_grad = true})
     local h = a * 2
