@@ -1390,4 +1390,346 @@ end, "t:renorm(p, dim, maxnorm) -> copy of t where each sub-tensor along dim (t:
   .. "  (math.huge: the largest |element|). Float tensors of at least 2 dims. Gradients flow back (through the\n"
   .. "  norm too). Also pt.renorm(t, p, dim, maxnorm).")
 
+-- ------------------------------------------------------------------ registration of methods and aliases
+
+-- a Tensor method only (torch has it as a method, not as torch.name): the help text and the method
+local function add_method(name, f, text)
+  docs[f] = text
+  M[name] = f
+  if not own[name] and rawget(methods, name) ~= nil then
+    M._conflicts = M._conflicts or {}
+    M._conflicts[#M._conflicts + 1] = name
+    return
+  end
+  own[name] = true
+  methods[name] = f
+end
+
+-- f(t[, v]) or f(t, {name=v}): one optional integer after t
+local function one_int(fname, v, name, default, ...)
+  no_more(fname, 2, ...)
+  if is_opts(v) then
+    check_opts(fname, v, {name})
+    v = v[name]
+  end
+  return v == nil and default or check_int(fname, name, v)
+end
+
+-- {value=} of addcmul/addcdiv, options at argument #4
+local function value_opt(fname, opts)
+  if opts == nil then return 1 end
+  if not is_opts(opts) then fail("%s: bad argument #4 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"value"})
+  return opts.value == nil and 1 or check_number(fname, "value", opts.value)
+end
+
+-- ------------------------------------------------------------------ diag, fill_diagonal_, tril_, triu_
+
+add("diag", function(t, diagonal, ...)
+  local fname = "diag"
+  check_tensor(fname, t)
+  local k = one_int(fname, diagonal, "diagonal", 0, ...)
+  local nd = t:dim()
+  if nd == 1 then return diag_embed(fname, t, k, 1, 2) end
+  if nd == 2 then return t:diagonal(k):clone() end
+  fail("%s: expected a 1-D or 2-D tensor, got %d-D (shape %s)", fname, nd, shape_str(t))
+end, "t:diag([diagonal=0]) (or {diagonal=}) -> as torch.diag: a 1-D t gives the square matrix with t on its\n"
+  .. "  diagonal-th diagonal (n+|diagonal| square, zeros elsewhere); a 2-D t gives a copy of its diagonal-th\n"
+  .. "  diagonal as a 1-D tensor (empty when it lies outside). diagonal > 0 above the main diagonal, < 0\n"
+  .. "  below. Gradients flow back. Also pt.diag(t, diagonal); t:diagonal() is the view.")
+
+add_method("fill_diagonal_", function(t, value, wrap, ...)
+  local fname = "fill_diagonal_"
+  check_tensor(fname, t)
+  value, wrap = two_optional(fname, value, wrap, "fill_value", "wrap", ...)
+  if type(value) ~= "number" and type(value) ~= "boolean" then
+    fail("%s: fill_value must be a number or a boolean, got %s", fname, is_tensor(value) and "tensor" or type(value))
+  end
+  wrap = check_bool(fname, "wrap", wrap)
+  local nd = t:dim()
+  if nd < 2 then fail("%s: expected a tensor of at least 2 dimensions, got shape %s", fname, shape_str(t)) end
+  local h, w = t:size(1), t:size(2)
+  for k = 2, nd do
+    if nd > 2 and t:size(k) ~= h then
+      fail("%s: all dimensions of input must be of equal length, got shape %s", fname, shape_str(t))
+    end
+  end
+  -- the diagonal as positions in row-major order: every step-th element, step the sum of the
+  -- row-major strides; wrap carries on below a tall matrix (torch's, for a contiguous tensor)
+  local step, stride = 0, 1
+  for k = nd, 1, -1 do
+    step = step + stride
+    stride = stride * t:size(k)
+  end
+  local n = t:numel()
+  local count = math.min(h, w)
+  if wrap and nd == 2 then count = (n + step - 1) // step end
+  if count == 0 then return t end
+  local p = on(t, pt.arange(0, n))
+  local mask = (p % step):eq(0):logical_and(p:lt(count * step)):view(t:size())
+  return renamed(fname, "masked_fill_", t.masked_fill_, t, mask, value)
+end, "t:fill_diagonal_(fill_value[, wrap=false]) (or {fill_value=, wrap=}) -> t with its main diagonal set to\n"
+  .. "  fill_value in place, as torch's: t has at least 2 dims, all of one length when more than 2 (the\n"
+  .. "  elements t[i][i]...[i]). A tall 2-D t with wrap=true gets the diagonal again every #cols + 1 rows\n"
+  .. "  (NumPy's fill_diagonal), counted in row-major order (torch walks the strides, which differs only\n"
+  .. "  for a non-contiguous tall matrix with wrap). Autograd as any in-place op.")
+
+local function triangle_(fname, lower)
+  return function(t, diagonal, ...)
+    check_tensor(fname, t)
+    local k = one_int(fname, diagonal, "diagonal", 0, ...)
+    local nd = t:dim()
+    if nd < 2 then fail("%s: input must have at least 2 dimensions, got %d", fname, nd) end
+    local r, c = t:size(nd - 1), t:size(nd)
+    -- col - row, {r, c}: tril_ zeroes col - row > k, triu_ zeroes col - row < k (as t:tril, t:triu)
+    local off = on(t, pt.arange(1, c + 1)):view(1, c) - on(t, pt.arange(1, r + 1)):view(r, 1)
+    return renamed(fname, "masked_fill_", t.masked_fill_, t, lower and off:gt(k) or off:lt(k), 0)
+  end
+end
+
+add_method("tril_", triangle_("tril_", true),
+  "t:tril_([diagonal=0]) (or {diagonal=}) -> t with the elements above its diagonal-th diagonal set to 0 in\n"
+  .. "  place, over the last two dims (batched), as torch's tril_ (t:tril() is the copy). diagonal > 0 keeps\n"
+  .. "  more diagonals above the main one, < 0 fewer. Autograd as any in-place op.")
+add_method("triu_", triangle_("triu_", false),
+  "t:triu_([diagonal=0]) (or {diagonal=}) -> t with the elements below its diagonal-th diagonal set to 0 in\n"
+  .. "  place, over the last two dims (batched), as torch's triu_ (t:triu() is the copy). diagonal > 0 drops\n"
+  .. "  diagonals above the main one too, < 0 keeps some below. Autograd as any in-place op.")
+
+-- ------------------------------------------------------------------ isclose, nan_to_num
+
+add("isclose", function(a, b, opts, ...)
+  local fname = "isclose"
+  check_tensor(fname, a)
+  check_tensor(fname, b, 2)
+  no_more(fname, 3, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #3 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"rtol", "atol", "equal_nan"})
+  local rtol = opts.rtol == nil and 1e-5 or check_number(fname, "rtol", opts.rtol)
+  local atol = opts.atol == nil and 1e-8 or check_number(fname, "atol", opts.atol)
+  local equal_nan = check_bool(fname, "equal_nan", opts.equal_nan)
+  if a:dtype() ~= b:dtype() then fail("%s: expected tensors of one dtype, got %s and %s", fname, a:dtype(), b:dtype()) end
+  if not (rtol >= 0) then fail("%s: rtol must be greater than or equal to zero, got %s", fname, num_str(rtol)) end
+  if not (atol >= 0) then fail("%s: atol must be greater than or equal to zero, got %s", fname, num_str(atol)) end
+  broadcast(fname, a:size(), b:size())
+  a, b = a:detach(), b:detach()
+  -- equal values (infinities included) are close; the others when finitely within the tolerance
+  local close = a:eq(b)
+  if equal_nan and is_float(a) then close = close:logical_or(a:ne(a):logical_and(b:ne(b))) end
+  if rtol == 0 and atol == 0 then return close end
+  local x, y = a:double(), b:double() -- in float64, as allclose
+  local err = (x - y):abs()
+  return close:logical_or(err:isfinite():logical_and(err:le(y:abs() * rtol + atol)))
+end, "pt.isclose(a, b[, {rtol=1e-5, atol=1e-8, equal_nan=false}]) -> bool tensor (a and b broadcast): where\n"
+  .. "  |a - b| <= atol + rtol * |b| or a == b (infinities of one sign), as torch.isclose; NaN is close to NaN\n"
+  .. "  only with equal_nan. a and b of one dtype; rtol, atol >= 0. Computed in float64, as t:allclose,\n"
+  .. "  so a:allclose(b) == pt.isclose(a, b):all(). No gradient. Also a:isclose(b, opts).")
+
+local FLT_MAX, DBL_MAX = 3.4028234663852886e38, 1.7976931348623157e308
+
+-- nan, posinf, neginf of nan_to_num(t[, nan[, posinf[, neginf]]]) or nan_to_num(t, {nan=, ...})
+local function nan_to_num_args(fname, t, nan, posinf, neginf, ...)
+  check_tensor(fname, t)
+  if is_opts(nan) then
+    if posinf ~= nil or neginf ~= nil then fail("%s: unexpected argument #3 (%s)", fname, type(posinf or neginf)) end
+    no_more(fname, 4, ...)
+    check_opts(fname, nan, {"nan", "posinf", "neginf"})
+    nan, posinf, neginf = nan.nan, nan.posinf, nan.neginf
+  else
+    no_more(fname, 4, ...)
+  end
+  local big = t:dtype() == "float64" and DBL_MAX or FLT_MAX
+  nan = nan == nil and 0 or check_number(fname, "nan", nan)
+  posinf = posinf == nil and big or check_number(fname, "posinf", posinf)
+  neginf = neginf == nil and -big or check_number(fname, "neginf", neginf)
+  return nan, posinf, neginf
+end
+
+local nan_doc = "t:%s([nan=0[, posinf[, neginf]]]) (or {nan=, posinf=, neginf=}) -> %s with NaN replaced by\n"
+  .. "  nan, +inf by posinf and -inf by neginf, as torch.%s; posinf and neginf default to the largest and\n"
+  .. "  the lowest finite value of t's dtype (+-3.4028234663852886e38 for float32). Integer and bool\n"
+  .. "  tensors %s. %s"
+
+add("nan_to_num", function(t, ...)
+  local nan, posinf, neginf = nan_to_num_args("nan_to_num", t, ...)
+  if not is_float(t) then return t:clone() end
+  return pt.where(t:ne(t), nan, pt.where(t:eq(INF), posinf, pt.where(t:eq(-INF), neginf, t)))
+end, fmt(nan_doc, "nan_to_num", "a copy of t", "nan_to_num", "are copied as they are",
+  "Gradients flow back where t was\n  finite (0 elsewhere). Also pt.nan_to_num(t, ...); t:nan_to_num_ is the in-place form."))
+
+add("nan_to_num_", function(t, ...)
+  local nan, posinf, neginf = nan_to_num_args("nan_to_num_", t, ...)
+  if not is_float(t) then return t end
+  local x = t:detach()
+  local is_nan, pos, neg = x:ne(x), x:eq(INF), x:eq(-INF) -- before any is filled
+  renamed("nan_to_num_", "masked_fill_", t.masked_fill_, t, is_nan, nan)
+  t:masked_fill_(pos, posinf)
+  return t:masked_fill_(neg, neginf)
+end, fmt(nan_doc, "nan_to_num_", "t itself", "nan_to_num_", "stay as they are",
+  "Autograd as any in-place op. Also\n  pt.nan_to_num_(t, ...)."))
+
+-- ------------------------------------------------------------------ elementwise: logit, addcmul, addcdiv, ...
+
+add("logit", function(t, eps, ...)
+  local fname = "logit"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  if is_opts(eps) then
+    check_opts(fname, eps, {"eps"})
+    eps = eps.eps
+  end
+  local x = is_float(t) and t or t:float()
+  if eps ~= nil then
+    eps = check_number(fname, "eps", eps)
+    -- as torch's kernel: below eps gives eps (also when eps > 1 - eps), above 1 - eps gives 1 - eps;
+    -- no gradient at the replaced elements
+    x = pt.where(x:lt(eps), eps, pt.where(x:gt(1 - eps), 1 - eps, x))
+  else
+    -- outside [0, 1] the result is NaN, its gradient too (as torch's)
+    local out = x:detach():lt(0):logical_or(x:detach():gt(1))
+    if out:any():item() then x = x + pt.zeros_like(x):masked_fill(out, 0 / 0) end
+  end
+  return (x / (1 - x)):log()
+end, "t:logit([eps]) (or {eps=}) -> log(p / (1 - p)) elementwise, the inverse of sigmoid, as torch.logit: with\n"
+  .. "  eps, p is t clamped to [eps, 1 - eps] (no gradient where clamped); without, t outside [0, 1] gives\n"
+  .. "  NaN. Integer and bool tensors give float32. Gradients flow back. Also pt.logit(t, eps).")
+
+local function addc(fname, div, inplace)
+  local op = div and "addcdiv" or "addcmul"
+  return function(t, t1, t2, opts, ...)
+    check_tensor(fname, t)
+    check_tensor(fname, t1, 2)
+    check_tensor(fname, t2, 3)
+    no_more(fname, 4, ...)
+    local value = value_opt(fname, opts)
+    if div and not is_float(t1) and not is_float(t2) then
+      fail("%s: integer division is not supported (tensor1 and tensor2 are %s and %s): give a floating point "
+           .. "tensor1 or tensor2", fname, t1:dtype(), t2:dtype())
+    end
+    local shape = broadcast(fname, t1:size(), t2:size())
+    if not inplace then broadcast(fname, t:size(), shape) end
+    if not is_float(t) and not is_float(t1) and not is_float(t2) and not toint(value) then
+      fail("%s: value must be an integer for %s tensors, got %s", fname, t:dtype(), num_str(value))
+    end
+    if not is_float(t) and not is_float(t1) and not is_float(t2) then value = toint(value) end
+    -- (value * t1) op t2, in that order, as torch's kernel
+    local p = value == 1 and t1 or t1 * value
+    p = div and p / t2 or p * t2
+    if inplace then return renamed(fname, "add_", t.add_, t, p) end
+    return t + p
+  end
+end
+
+local addc_doc = "%s(tensor1, tensor2[, {value=1}]) -> %s + value * tensor1 %s tensor2%s, as torch.%s:\n"
+  .. "  the three broadcast together%s, dtypes promoted; value must be an integer when all are integer\n"
+  .. "  tensors.%s %s"
+add("addcmul", addc("addcmul", false, false), fmt(addc_doc, "t:addcmul", "t", "*", "", "addcmul", "", "",
+  "Gradients flow back to all three.\n  Also pt.addcmul(t, tensor1, tensor2, opts); t:addcmul_ is the in-place form."))
+add("addcdiv", addc("addcdiv", true, false), fmt(addc_doc, "t:addcdiv", "t", "/", "", "addcdiv", "",
+  " tensor1 and\n  tensor2 may not both be integer (torch refuses integer division here too).",
+  "Gradients flow back to all three.\n  Also pt.addcdiv(t, tensor1, tensor2, opts); t:addcdiv_ is the in-place form."))
+add_method("addcmul_", addc("addcmul_", false, true), fmt(addc_doc, "t:addcmul_", "t", "*", " in place",
+  "Tensor.addcmul_", " into t's shape", "", "Autograd as any in-place op."))
+add_method("addcdiv_", addc("addcdiv_", true, true), fmt(addc_doc, "t:addcdiv_", "t", "/", " in place",
+  "Tensor.addcdiv_", " into t's shape", " tensor1\n  and tensor2 may not both be integer.", "Autograd as any in-place op."))
+
+add("inner", function(a, b, ...)
+  local fname = "inner"
+  check_tensor(fname, a)
+  check_tensor(fname, b, 2)
+  no_more(fname, 2, ...)
+  if a:dim() == 0 or b:dim() == 0 then return a * b end
+  if a:size(-1) ~= b:size(-1) then
+    fail("%s: the last dimension must match on both input tensors, got shapes %s and %s", fname, shape_str(a),
+         shape_str(b))
+  end
+  return renamed(fname, "tensordot", pt.tensordot, a, b, {{-1}, {-1}})
+end, "a:inner(b) -> the inner product over the last dims as torch.inner: sum(a[..., k] * b[..., k]) with shape\n"
+  .. "  a's dims but the last, then b's (1-D by 1-D: a 0-d dot product); a 0-d a or b multiplies. One dtype\n"
+  .. "  (integers exact). Gradients flow back. Also pt.inner(a, b).")
+
+add("true_divide", function(a, b, ...)
+  local fname = "true_divide"
+  check_tensor(fname, a)
+  no_more(fname, 2, ...)
+  return renamed(fname, "div", pt.div, a, b)
+end, "t:true_divide(other) -> t / other, as torch.true_divide (an alias of div): true division, integers\n"
+  .. "  giving float32; other a tensor (broadcast) or a number. Gradients flow back. Also pt.true_divide(t, other).")
+
+add("float_power", function(a, b, ...)
+  local fname = "float_power"
+  no_more(fname, 2, ...)
+  for k, v in ipairs({a, b}) do
+    if type(v) ~= "number" and not is_tensor(v) then
+      fail("%s: bad argument #%d (Tensor or number expected, got %s)", fname, k, type(v))
+    end
+  end
+  if not is_tensor(a) and not is_tensor(b) then fail("%s: expected a tensor as base or exponent, got two numbers", fname) end
+  local x = is_tensor(a) and a:to("float64") or a
+  local y = is_tensor(b) and b:to("float64") or b
+  return renamed(fname, "pow", pt.pow, x, y)
+end, "pt.float_power(base, exponent) -> base ^ exponent computed in float64 (a float64 result for any\n"
+  .. "  dtypes), as torch.float_power; either may be a number, tensors broadcast. Gradients flow back\n"
+  .. "  (in the inputs' dtypes). Also t:float_power(exponent).")
+
+local INV_LN2 = 1 / math.log(2)
+
+add("logaddexp2", function(a, b, ...)
+  local fname = "logaddexp2"
+  check_tensor(fname, a)
+  check_tensor(fname, b, 2)
+  no_more(fname, 2, ...)
+  if not is_float(a) or not is_float(b) then
+    fail("%s: expected floating point tensors, got %s and %s", fname, a:dtype(), b:dtype())
+  end
+  broadcast(fname, a:size(), b:size())
+  -- max + log2(1 + 2^-|a - b|), as torch's kernel; infinities of one sign give themselves
+  local m = pt.maximum(a, b)
+  local r = m + (-(a - b):abs()):exp2():log1p() * INV_LN2
+  local same_inf = a:detach():eq(b:detach()):logical_and(a:detach():isinf())
+  if same_inf:any():item() then r = pt.where(same_inf, m, r) end
+  return r
+end, "a:logaddexp2(b) -> log2(2^a + 2^b) elementwise without overflow, as torch.logaddexp2 (max(a, b) +\n"
+  .. "  log2(1 + 2^-|a - b|)); floating point tensors, broadcast, dtypes promoted. Gradients flow back.\n"
+  .. "  Also pt.logaddexp2(a, b).")
+
+local function angle(fname, factor, what)
+  local f = function(t, ...)
+    check_tensor(fname, t)
+    no_more(fname, 1, ...)
+    return (is_float(t) and t or t:float()) * factor
+  end
+  add(fname, f, fmt("t:%s() -> t converted from %s, elementwise, as torch.%s (t * %s); integer and bool\n"
+    .. "  tensors give float32. Gradients flow back. Also pt.%s(t).", fname, what, fname,
+    factor > 1 and "180 / pi" or "pi / 180", fname))
+end
+angle("deg2rad", math.pi / 180, "degrees to radians")
+angle("rad2deg", 180 / math.pi, "radians to degrees")
+
+add("sgn", function(t, ...)
+  check_tensor("sgn", t)
+  no_more("sgn", 1, ...)
+  return renamed("sgn", "sign", pt.sign, t)
+end, "t:sgn() -> the sign of each element (-1, 0 or 1; bool stays bool), as torch.sgn, which for real\n"
+  .. "  tensors is sign (x / |x| for complex ones, which partrain has not). No gradient, as sign. Also pt.sgn(t).")
+
+add("signbit", function(t, ...)
+  check_tensor("signbit", t)
+  no_more("signbit", 1, ...)
+  local x = t:detach()
+  if is_float(x) then return pt.copysign(pt.ones_like(x), x):lt(0) end -- the bit itself: -0.0 and -NaN too
+  if x:dtype() == "int64" or x:dtype() == "int32" then return x:lt(0) end
+  return on(x, pt.zeros(x:size(), {dtype = "bool"}))
+end, "t:signbit() -> bool tensor: whether the sign bit of each element is set, as torch.signbit: true for\n"
+  .. "  negative numbers, -0.0, -inf and a NaN with its sign bit set; always false for uint8 and bool.\n"
+  .. "  No gradient. Also pt.signbit(t).")
+
+add("isreal", function(t, ...)
+  check_tensor("isreal", t)
+  no_more("isreal", 1, ...)
+  return on(t, pt.ones(t:size(), {dtype = "bool"}))
+end, "t:isreal() -> bool tensor of t's shape, true where an element is real, as torch.isreal: partrain's\n"
+  .. "  dtypes are all real, so every element is. Also pt.isreal(t).")
+
 return M
