@@ -45,23 +45,53 @@ static pt_number scaled_number_at(lua_State *L, int idx, double alpha) {
   return (pt_number){true, (int64_t)u, d};
 }
 
-/* alpha from an options table at idx (1 when absent) */
-static double opt_alpha(lua_State *L, int idx, const char *fname) {
+/* The options table at idx of a binary function: {alpha=} (add, sub: with_alpha) and, when
+ * out_idx is given, {out=} (PyTorch's out=; *out_idx is its stack index, 0 when absent). */
+static double opt_binary(lua_State *L, int idx, const char *fname, bool with_alpha, int *out_idx) {
   lpt_check_max_args(L, idx, fname);
+  if (out_idx) *out_idx = 0;
   if (!lua_istable(L, idx)) {
-    if (!lua_isnoneornil(L, idx)) luaL_typeerror(L, idx, "options table");
+    if (!lua_isnoneornil(L, idx))
+      lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, idx, luaL_typename(L, idx));
     return 1.0;
   }
-  static const char *const names[] = {"alpha", NULL};
-  lpt_check_options(L, idx, fname, names);
+  static const char *const alpha_out[] = {"alpha", "out", NULL}, *const alpha_only[] = {"alpha", NULL};
+  lpt_check_options(L, idx, fname, !out_idx ? alpha_only : with_alpha ? alpha_out : alpha_out + 1);
   double alpha = 1.0;
-  if (lua_getfield(L, idx, "alpha") != LUA_TNIL) {
+  if (with_alpha && lua_getfield(L, idx, "alpha") != LUA_TNIL) {
     int ok;
     alpha = lua_tonumberx(L, -1, &ok);
     if (!ok) luaL_argerror(L, idx, "alpha must be a number");
   }
-  lua_pop(L, 1);
+  if (with_alpha) lua_pop(L, 1);
+  if (!out_idx) return alpha;
+  if (lua_getfield(L, idx, "out") != LUA_TNIL) {
+    if (!lpt_test_tensor(L, -1)) return lpt_errorf(L, "%s: out must be a Tensor, got %s", fname, luaL_typename(L, -1));
+    *out_idx = lua_gettop(L); /* left on the stack: the result */
+  } else {
+    lua_pop(L, 1);
+  }
   return alpha;
+}
+
+/* op(arg1, arg2, {out=}): the result written into the tensor at out_idx, which is returned */
+static int binary_into(lua_State *L, pt_binop op, double alpha, int out_idx) {
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_tensor *out = lpt_check_tensor(L, out_idx), *t[2] = {NULL, NULL}, *tmp[2] = {NULL, NULL};
+  pt_number n[2] = {{0}, {0}};
+  for (int k = 0; k < 2; k++) {
+    if ((t[k] = lpt_test_tensor(L, k + 1))) continue;
+    if (is_number(L, k + 1)) n[k] = number_at(L, k + 1);
+    else if (lua_isboolean(L, k + 1)) t[k] = tmp[k] = lpt_to_tensor(L, k + 1, PT_BOOL);
+    else return bad_operand(L, k + 1, "Tensor or number");
+  }
+  if (!t[0] && !t[1]) return luaL_typeerror(L, 1, "Tensor");
+  pt_status st = pt_binary_into(ctx, op, t[0], n[0], t[1], n[1], alpha, out);
+  pt_tensor_release(tmp[0]);
+  pt_tensor_release(tmp[1]);
+  if (st) return lpt_error(L);
+  lua_pushvalue(L, out_idx);
+  return 1;
 }
 
 /* --- binary --- */
@@ -120,36 +150,37 @@ static int mm_pow(lua_State *L) { return binary_args(L, PT_BIN_POW, 1.0); }
 static int mm_mod(lua_State *L) { return binary_args(L, PT_BIN_REMAINDER, 1.0); }
 static int mm_idiv(lua_State *L) { return binary_args(L, PT_BIN_FLOOR_DIVIDE, 1.0); }
 
-static int f_add(lua_State *L) { return binary_args(L, PT_BIN_ADD, opt_alpha(L, 3, "add")); }
-static int f_sub(lua_State *L) { return binary_args(L, PT_BIN_SUB, opt_alpha(L, 3, "sub")); }
-/* a third argument (div's rounding_mode, say) is refused, never ignored; the metamethods
- * (__add, __div, ...) get exactly two */
-#define BINARY_FN(name, OP)                                                                     \
+/* a third argument other than the options (div's rounding_mode, say) is refused, never
+ * ignored; the metamethods (__add, __div, ...) get exactly two */
+#define BINARY_FN(name, OP, WITH_ALPHA)                                                         \
   static int f_##name(lua_State *L) {                                                           \
-    lpt_check_max_args(L, 2, #name);                                                            \
-    return binary_args(L, OP, 1.0);                                                             \
+    int out_idx;                                                                                \
+    double alpha = opt_binary(L, 3, #name, WITH_ALPHA, &out_idx);                               \
+    return out_idx ? binary_into(L, OP, alpha, out_idx) : binary_args(L, OP, alpha);            \
   }
-BINARY_FN(mul, PT_BIN_MUL)
-BINARY_FN(div, PT_BIN_DIV)
-BINARY_FN(pow, PT_BIN_POW)
-BINARY_FN(maximum, PT_BIN_MAXIMUM)
-BINARY_FN(minimum, PT_BIN_MINIMUM)
-BINARY_FN(eq, PT_BIN_EQ)
-BINARY_FN(ne, PT_BIN_NE)
-BINARY_FN(lt, PT_BIN_LT)
-BINARY_FN(le, PT_BIN_LE)
-BINARY_FN(gt, PT_BIN_GT)
-BINARY_FN(ge, PT_BIN_GE)
-BINARY_FN(logical_and, PT_BIN_LOGICAL_AND)
-BINARY_FN(logical_or, PT_BIN_LOGICAL_OR)
-BINARY_FN(atan2, PT_BIN_ATAN2)
-BINARY_FN(hypot, PT_BIN_HYPOT)
-BINARY_FN(remainder, PT_BIN_REMAINDER)
-BINARY_FN(fmod, PT_BIN_FMOD)
-BINARY_FN(floor_divide, PT_BIN_FLOOR_DIVIDE)
-BINARY_FN(logaddexp, PT_BIN_LOGADDEXP)
-BINARY_FN(xlogy, PT_BIN_XLOGY)
-BINARY_FN(copysign, PT_BIN_COPYSIGN)
+BINARY_FN(add, PT_BIN_ADD, true)
+BINARY_FN(sub, PT_BIN_SUB, true)
+BINARY_FN(mul, PT_BIN_MUL, false)
+BINARY_FN(div, PT_BIN_DIV, false)
+BINARY_FN(pow, PT_BIN_POW, false)
+BINARY_FN(maximum, PT_BIN_MAXIMUM, false)
+BINARY_FN(minimum, PT_BIN_MINIMUM, false)
+BINARY_FN(eq, PT_BIN_EQ, false)
+BINARY_FN(ne, PT_BIN_NE, false)
+BINARY_FN(lt, PT_BIN_LT, false)
+BINARY_FN(le, PT_BIN_LE, false)
+BINARY_FN(gt, PT_BIN_GT, false)
+BINARY_FN(ge, PT_BIN_GE, false)
+BINARY_FN(logical_and, PT_BIN_LOGICAL_AND, false)
+BINARY_FN(logical_or, PT_BIN_LOGICAL_OR, false)
+BINARY_FN(atan2, PT_BIN_ATAN2, false)
+BINARY_FN(hypot, PT_BIN_HYPOT, false)
+BINARY_FN(remainder, PT_BIN_REMAINDER, false)
+BINARY_FN(fmod, PT_BIN_FMOD, false)
+BINARY_FN(floor_divide, PT_BIN_FLOOR_DIVIDE, false)
+BINARY_FN(logaddexp, PT_BIN_LOGADDEXP, false)
+BINARY_FN(xlogy, PT_BIN_XLOGY, false)
+BINARY_FN(copysign, PT_BIN_COPYSIGN, false)
 
 /* --- in-place binary: self:op_(other[, {alpha=}]) -> self --- */
 
@@ -176,8 +207,8 @@ static int inplace_binary(lua_State *L, pt_binop op, double alpha) {
   return 1;
 }
 
-static int m_add_(lua_State *L) { return inplace_binary(L, PT_BIN_ADD, opt_alpha(L, 3, "add_")); }
-static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_alpha(L, 3, "sub_")); }
+static int m_add_(lua_State *L) { return inplace_binary(L, PT_BIN_ADD, opt_binary(L, 3, "add_", true, NULL)); }
+static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_binary(L, 3, "sub_", true, NULL)); }
 #define INPLACE_BINARY_FN(name, OP)                                                             \
   static int m_##name##_(lua_State *L) {                                                        \
     lpt_check_max_args(L, 2, #name "_");                                                        \
@@ -237,6 +268,17 @@ static int unary(lua_State *L, pt_unop op) {
   return 1;
 }
 
+/* f(t[, {out=}]): PyTorch's out= for the unary functions */
+static int unary_opts(lua_State *L, pt_unop op, const char *fname) {
+  int out_idx;
+  opt_binary(L, 2, fname, false, &out_idx);
+  if (!out_idx) return unary(L, op);
+  if (pt_unary_into(lpt_ctx(L), op, lpt_check_tensor(L, 1), lpt_check_tensor(L, out_idx)))
+    return lpt_error(L);
+  lua_pushvalue(L, out_idx);
+  return 1;
+}
+
 static int inplace_unary(lua_State *L, pt_unop op) {
   pt_tensor *a = lpt_check_tensor(L, 1);
   if (pt_unary_(lpt_ctx(L), op, a)) return lpt_error(L);
@@ -246,12 +288,10 @@ static int inplace_unary(lua_State *L, pt_unop op) {
 
 static int mm_unm(lua_State *L) { return unary(L, PT_UN_NEG); }
 
-/* t:round(2) (PyTorch's decimals) and the like are refused, never ignored */
+/* t:round(2) (PyTorch's decimals) and the like are refused, never ignored; an options table
+ * may give out= */
 #define UNARY_FN(name, OP)                                                                      \
-  static int f_##name(lua_State *L) {                                                           \
-    lpt_check_max_args(L, 1, #name);                                                            \
-    return unary(L, OP);                                                                        \
-  }                                                                                             \
+  static int f_##name(lua_State *L) { return unary_opts(L, OP, #name); }                        \
   static int m_##name##_(lua_State *L) {                                                        \
     lpt_check_max_args(L, 1, #name "_");                                                        \
     return inplace_unary(L, OP);                                                                \
@@ -505,10 +545,13 @@ static const luaL_Reg functions_only[] = {
 };
 
 static const char *const docs[] = {
-    "add", "add(a, b[, {alpha=1}]) -> a + alpha * b with broadcasting; also a + b, t:add(u). Numbers on either side:\n"
-    "  a Lua integer keeps an integer tensor's dtype (exact with int64 beyond 2^53), a Lua float makes it float32.",
-    "sub", "sub(a, b[, {alpha=1}]) -> a - alpha * b; also a - b.",
-    "mul", "mul(a, b) -> elementwise product with broadcasting; also a * b.",
+    "add", "add(a, b[, {alpha=1, out=}]) -> a + alpha * b with broadcasting; also a + b, t:add(u). Numbers on either side:\n"
+    "  a Lua integer keeps an integer tensor's dtype (exact with int64 beyond 2^53), a Lua float makes it float32.\n"
+    "  {out = t}, as PyTorch's out= (here and in the other element-wise functions: mul, div, exp, sqrt, ...):\n"
+    "  the result is written into t, which must have the result's shape and a dtype it casts to, and t is\n"
+    "  returned; no new tensor (a loop over large tensors stays in cache), no autograd.",
+    "sub", "sub(a, b[, {alpha=1, out=}]) -> a - alpha * b; also a - b.",
+    "mul", "mul(a, b[, {out=}]) -> elementwise product with broadcasting; also a * b.",
     "div", "div(a, b) -> true division (integers give float32); also a / b.",
     "pow", "pow(a, b) -> a raised to b elementwise; also a ^ b.",
     "maximum", "maximum(a, b) -> elementwise maximum (NaN propagates).",
@@ -524,7 +567,7 @@ static const char *const docs[] = {
     "logical_not", "logical_not(t) -> bool tensor t == 0.",
     "neg", "neg(t) -> -t.",
     "abs", "abs(t) -> |t|.",
-    "exp", "exp(t) -> e^t (integers give float32).",
+    "exp", "exp(t[, {out=}]) -> e^t (integers give float32).",
     "log", "log(t) -> natural logarithm.",
     "sqrt", "sqrt(t) -> square root.",
     "tanh", "tanh(t) -> hyperbolic tangent.",

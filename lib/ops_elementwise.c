@@ -1472,6 +1472,69 @@ pt_status pt_sub_alpha(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, double alpha, pt
   return binary_op(ctx, PT_BIN_SUB, T_(a), T_(b), alpha, out);
 }
 
+static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y);
+
+/* PyTorch's out=: out = a op b (alpha * b for add/sub), a or b a number when NULL (an, bn).
+ * out must have the result's shape; the result is cast to out's dtype when the in-place rules
+ * allow it. Written straight into out (no new tensor) unless an operand overlaps it in another
+ * layout. Not differentiable, as in PyTorch: refused under grad mode when an operand or out
+ * requires grad. */
+pt_status pt_binary_into(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number an, pt_tensor *b,
+                         pt_number bn, double alpha, pt_tensor *out) {
+  pt_status st = check_binop(ctx, op);
+  if (st) return st;
+  const char *fname = bin_names[op];
+  if (ctx->grad_enabled &&
+      ((a && a->requires_grad) || (b && b->requires_grad) || out->requires_grad))
+    return pt_fail(ctx, PT_EARG,
+                   "%s: out= does not support autograd, but an argument requires grad (leave out "
+                   "out=, or compute under pt.no_grad)", fname);
+  if ((st = pt_check_no_internal_overlap(ctx, fname, out))) return st;
+  opnd x = a ? T_(a) : N_(an), y = b ? T_(b) : N_(bn);
+  pt_dtype cdt, odt;
+  op_dtypes(op, opnd_result_type(x, y), &cdt, &odt);
+  int nd = 0;
+  int64_t shape[PT_MAX_DIMS];
+  if (a && b) {
+    if ((st = pt_broadcast_shapes(ctx, fname, a->ndim, a->shape, b->ndim, b->shape, &nd, shape)))
+      return st;
+  } else {
+    const pt_tensor *t = a ? a : b;
+    nd = t->ndim;
+    memcpy(shape, t->shape, (size_t)nd * sizeof(int64_t));
+  }
+  if (!shape_equals(out, nd, shape)) {
+    char o[PT_SHAPE_STR_MAX], r[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: out has shape %s, but the result has shape %s", fname,
+                   pt_shape_format(out->ndim, out->shape, o, sizeof o),
+                   pt_shape_format(nd, shape, r, sizeof r));
+  }
+  if (!pt_can_cast(odt, out->dtype))
+    return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
+                   fname, pt_dtype_name(odt), pt_dtype_name(out->dtype));
+  pt_tensor *scaled = NULL, *r = NULL;
+  if (alpha != 1.0 && (op == PT_BIN_ADD || op == PT_BIN_SUB)) {
+    if (y.t) {
+      if ((st = binary_forward(ctx, fname, PT_BIN_MUL, y, S_(alpha, alpha == floor(alpha)), NULL,
+                               &scaled)))
+        return st;
+      y = T_(scaled);
+    } else {
+      y = scale_opnd(y, alpha);
+    }
+  }
+  if (odt == out->dtype && !overlaps_differently(out, x.t) && !overlaps_differently(out, y.t)) {
+    st = binary_forward(ctx, fname, op, x, y, out, &r);
+  } else { /* another dtype, or an operand that overlaps out in another layout: via a copy */
+    st = binary_forward(ctx, fname, op, x, y, NULL, &r);
+    if (!st) st = pt_tensor_copy_into(ctx, out, r);
+  }
+  if (!st) atomic_fetch_add(&out->storage->version, 1);
+  pt_tensor_release(r);
+  pt_tensor_release(scaled);
+  return st;
+}
+
 static bool is_integral(double s) { return s == floor(s) && fabs(s) < 9.2e18; }
 
 #define SCALAR_FN(fn, OP, REV)                                                                  \
@@ -1640,6 +1703,39 @@ static pt_status unary_op(pt_ctx *ctx, int op, pt_tensor *x, const double *p, pt
 pt_status pt_unary(pt_ctx *ctx, pt_unop op, pt_tensor *a, pt_tensor **out) {
   if ((unsigned)op >= PT_UN_COUNT_PUBLIC) return pt_fail(ctx, PT_EARG, "unary: invalid op %d", (int)op);
   return unary_op(ctx, op, a, NULL, out);
+}
+
+/* out = op(a) into a given tensor (PyTorch's out=), with pt_binary_into's rules. */
+pt_status pt_unary_into(pt_ctx *ctx, pt_unop op, pt_tensor *a, pt_tensor *out) {
+  if ((unsigned)op >= PT_UN_COUNT_PUBLIC) return pt_fail(ctx, PT_EARG, "unary: invalid op %d", (int)op);
+  const char *fname = un_names[op];
+  if (ctx->grad_enabled && (a->requires_grad || out->requires_grad))
+    return pt_fail(ctx, PT_EARG,
+                   "%s: out= does not support autograd, but an argument requires grad (leave out "
+                   "out=, or compute under pt.no_grad)", fname);
+  pt_status st = pt_check_no_internal_overlap(ctx, fname, out);
+  if (st) return st;
+  if (!same_shape(out, a)) {
+    char o[PT_SHAPE_STR_MAX], r[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: out has shape %s, but the result has shape %s", fname,
+                   pt_shape_format(out->ndim, out->shape, o, sizeof o),
+                   pt_shape_format(a->ndim, a->shape, r, sizeof r));
+  }
+  pt_dtype cdt, odt;
+  un_dtypes(op, a->dtype, &cdt, &odt);
+  if (!pt_can_cast(odt, out->dtype))
+    return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
+                   fname, pt_dtype_name(odt), pt_dtype_name(out->dtype));
+  pt_tensor *r = NULL;
+  if (odt == out->dtype && !overlaps_differently(out, a)) {
+    st = unary_forward(ctx, op, a, NULL, out, &r);
+  } else {
+    st = unary_forward(ctx, op, a, NULL, NULL, &r);
+    if (!st) st = pt_tensor_copy_into(ctx, out, r);
+  }
+  if (!st) atomic_fetch_add(&out->storage->version, 1);
+  pt_tensor_release(r);
+  return st;
 }
 
 #define UN_FN(fn, OP)                                                                           \

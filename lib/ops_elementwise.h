@@ -160,6 +160,11 @@ pt_status pt_binary_scalar(pt_ctx *ctx, pt_binop op, pt_tensor *a, double s, boo
  * == t compares exactly; int32 / uint8 tensors take its low bits, as PyTorch). */
 pt_status pt_binary_number(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number s, bool reversed,
                            pt_tensor **out);
+/* out = a op b into a given tensor (PyTorch's out=; a or b a number when NULL, an / bn; alpha
+ * scales b for add and sub): out has the result's shape and a dtype the result casts to; not
+ * differentiable (refused when grad mode is on and an operand or out requires grad). */
+pt_status pt_binary_into(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number an, pt_tensor *b,
+                         pt_number bn, double alpha, pt_tensor *out);
 pt_status pt_add_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
 pt_status pt_sub_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out);
 pt_status pt_rsub_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out); /* s - a */
@@ -171,6 +176,8 @@ pt_status pt_rpow_scalar(pt_ctx *ctx, pt_tensor *a, double s, pt_tensor **out); 
 
 /* --- unary --- */
 pt_status pt_unary(pt_ctx *ctx, pt_unop op, pt_tensor *a, pt_tensor **out);
+/* out = op(a) into a given tensor (out=), with pt_binary_into's rules */
+pt_status pt_unary_into(pt_ctx *ctx, pt_unop op, pt_tensor *a, pt_tensor *out);
 pt_status pt_neg(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_abs(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_exp(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
