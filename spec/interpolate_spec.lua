@@ -186,6 +186,38 @@ describe("nn.functional.interpolate's other modes", function()
     same(REF.bic_f64, y, 1e-12)
   end)
 
+  it("antialias for bilinear and bicubic, down, up and mixed (torch values)", function()
+    -- F.interpolate(sin(arange(35)).view(1,1,5,7), ..., antialias=True) in torch 1.13, float64
+    local x = pt.arange(0, 35, {dtype = "float64"}):reshape(1, 1, 5, 7):sin()
+    local want = {
+      {"bilinear", false, {{0.617210218047, -0.269851889819, -0.253243691282}, {0.083106184233, -0.45801672419, 0.534650305874}}},
+      {"bilinear", true, {{0.254058899959, -0.268078042282, 0.344675419081}, {-0.272289808396, 0.085995292081, 0.751558696101}}},
+      {"bicubic", false, {{0.709232618814, -0.311511323694, -0.319823863607}, {0.06608997141, -0.567496592423, 0.643316476545}}},
+      {"bicubic", true, {{0.263570968364, -0.293339765251, 0.442493111073}, {-0.444307703961, 0.163132669094, 1.03803605301}}},
+    }
+    for _, c in ipairs(want) do
+      local y = I(x, {size = {2, 3}, mode = c[1], align_corners = c[2], antialias = true})[1][1]:tolist()
+      for i = 1, 2 do
+        for j = 1, 3 do assert.is_true(math.abs(y[i][j] - c[3][i][j]) < 1e-11, c[1] .. " " .. tostring(c[2])) end
+      end
+    end
+    -- upscaled rows, downscaled columns
+    local col = I(x, {size = {8, 3}, mode = "bicubic", antialias = true})[1][1]:select(2, 2):tolist()
+    local wcol = {0.140878449781, -0.080164651158, -0.427864820153, -0.64727997373, -0.735290637438,
+                  -0.682253894824, -0.443330627918, -0.272219934654}
+    for i = 1, 8 do assert.is_true(math.abs(col[i] - wcol[i]) < 1e-11) end
+    -- float32 gives the same to float32 precision; antialias = false is the plain mode
+    local y32 = I(x:float(), {size = {2, 3}, mode = "bilinear", antialias = true})
+    assert.is_true((y32:double() - I(x, {size = {2, 3}, mode = "bilinear", antialias = true})):abs():max():item() < 1e-6)
+    assert.is_true(I(x, {size = {2, 3}, mode = "bilinear", antialias = false}):equal(I(x, {size = {2, 3}, mode = "bilinear"})))
+    gradcheck(function(t) return I(t, {size = {2, 3}, mode = "bilinear", antialias = true}) end, {randn64(1, 2, 5, 7)})
+    gradcheck(function(t) return I(t, {scale_factor = 0.45, mode = "bicubic", antialias = true}) end, {randn64(1, 1, 6, 5)})
+    assert.has_error(function() I(x, {size = {2, 3}, antialias = true}) end,
+      "interpolate: antialias is only supported for the bilinear and bicubic modes, not 'nearest'")
+    assert.has_error(function() I(x, {size = {2, 3}, mode = "bilinear", antialias = 1}) end,
+      "interpolate: antialias must be a boolean, got number")
+  end)
+
   it("trilinear (torch values)", function()
     same(REF.tri, I(x5, {size = {3, 4, 6}, mode = "trilinear"}), 1e-6)
     same(REF.tri_ac, I(x5, {size = {3, 4, 6}, mode = "trilinear", align_corners = true}), 1e-6)

@@ -108,6 +108,50 @@ local function cubic1(x, d, out, scale, align_corners)
   return taps(x, d, idx, w)
 end
 
+-- antialias (torch's _upsample_bilinear2d_aa / _upsample_bicubic2d_aa, PIL's resampling): the
+-- filter (triangle, or Keys' cubic with A = -0.5 as PIL) is stretched by the scale when
+-- downscaling, so that every input pixel contributes; each output's weights are normalised to sum
+-- to 1. Outputs have different numbers of taps: the short ones are padded with zero weights.
+local function aa_linear(v) v = math.abs(v) return v < 1 and 1 - v or 0 end
+local AA_CUBIC_A = -0.5
+local function aa_cubic(v)
+  v = math.abs(v)
+  if v < 1 then return ((AA_CUBIC_A + 2) * v - (AA_CUBIC_A + 3)) * v * v + 1 end
+  if v < 2 then return ((AA_CUBIC_A * v - 5 * AA_CUBIC_A) * v + 8 * AA_CUBIC_A) * v - 4 * AA_CUBIC_A end
+  return 0
+end
+local function antialias1(x, d, out, scale, cubic)
+  local n = x:size(d)
+  local filter, half = cubic and aa_cubic or aa_linear, cubic and 2 or 1
+  local support = scale >= 1 and half * scale or half
+  local invscale = scale >= 1 and 1 / scale or 1
+  local starts, weights, K = {}, {}, 0
+  for i = 0, out - 1 do
+    local center = scale * (i + 0.5)
+    local xmin = math.max(math.floor(center - support + 0.5), 0)
+    local xsize = math.min(math.floor(center + support + 0.5), n) - xmin
+    local ws, total = {}, 0
+    for j = 0, xsize - 1 do
+      ws[j + 1] = filter((j + xmin - center + 0.5) * invscale)
+      total = total + ws[j + 1]
+    end
+    if total ~= 0 then for j = 1, xsize do ws[j] = ws[j] / total end end
+    starts[i + 1], weights[i + 1] = xmin, ws
+    if xsize > K then K = xsize end
+  end
+  local idx, w = {}, {}
+  for k = 1, K do
+    local ik, wk = {}, {}
+    for i = 1, out do
+      local ws = weights[i]
+      ik[i] = k <= #ws and starts[i] + k or starts[i] + 1
+      wk[i] = ws[k] or 0
+    end
+    idx[k], w[k] = ik, wk
+  end
+  return taps(x, d, idx, w)
+end
+
 -- area: adaptive average pooling to outs (torch's adaptive_avg_pool1d/2d/3d windows
 -- floor(i * n / out) .. ceil((i + 1) * n / out)), through pt.adaptive_avg_pool2d; averaging is
 -- separable, so a 5-D input is pooled over (H, W), then over D
@@ -125,7 +169,7 @@ local function area(x, outs)
   return y:reshape(n, c, outs[1], outs[2], outs[3])
 end
 
-local interp_opts = {"size", "scale_factor", "mode", "align_corners", "recompute_scale_factor"}
+local interp_opts = {"size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias"}
 -- the input rank a mode needs (false: 3-D, 4-D or 5-D)
 local interp_modes = {nearest = false, ["nearest-exact"] = false, area = false, linear = 3, bilinear = 4,
                       bicubic = 4, trilinear = 5}
@@ -166,6 +210,13 @@ function M.interpolate(t, opts, ...)
     if nearest or mode == "area" then
       fail("%s: align_corners can only be set with the interpolating modes linear, bilinear, bicubic and "
            .. "trilinear, not '%s'", fname, mode)
+    end
+  end
+  local aa = opts.antialias
+  if aa ~= nil then
+    if type(aa) ~= "boolean" then fail("%s: antialias must be a boolean, got %s", fname, type(aa)) end
+    if aa and mode ~= "bilinear" and mode ~= "bicubic" then
+      fail("%s: antialias is only supported for the bilinear and bicubic modes, not '%s'", fname, mode)
     end
   end
   local recompute = opts.recompute_scale_factor
@@ -228,7 +279,13 @@ function M.interpolate(t, opts, ...)
       else
         local scale
         if ac then scale = out > 1 and (n - 1) / (out - 1) or 0 else scale = scales[k] or n / out end
-        if mode == "bicubic" then x = cubic1(x, d, out, scale, ac) else x = linear1(x, d, out, scale, ac) end
+        if aa then
+          x = antialias1(x, d, out, scale, mode == "bicubic")
+        elseif mode == "bicubic" then
+          x = cubic1(x, d, out, scale, ac)
+        else
+          x = linear1(x, d, out, scale, ac)
+        end
       end
     end
   end
@@ -236,14 +293,16 @@ function M.interpolate(t, opts, ...)
   return x
 end
 docs[M.interpolate] = "nn.functional.interpolate(t, {size= | scale_factor=, mode=\"nearest\", align_corners=,\n"
-  .. "  recompute_scale_factor=}) -> t resized over its spatial dims as torch's F.interpolate. Modes:\n"
+  .. "  recompute_scale_factor=, antialias=false}) -> t resized over its spatial dims as torch's F.interpolate. Modes:\n"
   .. "  nearest and nearest-exact (source floor(i / scale), floor((i + 0.5) / scale)) and area (adaptive\n"
   .. "  average pooling) for 3-D (N, C, L), 4-D (N, C, H, W) and 5-D (N, C, D, H, W) inputs; linear (3-D),\n"
   .. "  bilinear (4-D), bicubic (4-D; Keys' cubic with A = -0.75, taps clamped at the border) and\n"
   .. "  trilinear (5-D). size and scale_factor are a number or one entry per spatial dim; the output size\n"
   .. "  is floor(size * scale_factor), and the source positions use 1/scale_factor as torch does (unless\n"
   .. "  recompute_scale_factor; area always uses the sizes). align_corners (linear, bilinear, bicubic,\n"
-  .. "  trilinear only) maps the corner pixels onto each other. Float inputs (the nearest modes take uint8\n"
+  .. "  trilinear only) maps the corner pixels onto each other. antialias (bilinear, bicubic) stretches the\n"
+  .. "  filter when downscaling so every input pixel counts, as torch's and PIL's (bicubic then uses A = -0.5).\n"
+  .. "  Float inputs (the nearest modes take uint8\n"
   .. "  too); gradients flow back."
 
 -- ------------------------------------------------------------------ affine_grid, grid_sample (nn.functional)
