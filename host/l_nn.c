@@ -150,21 +150,36 @@ static int l_dropout(lua_State *L) {
   return push_result(L, pt_nn_dropout(lpt_ctx(L), x, p, training, &out), out);
 }
 
+/* a norm's normalized_shape at idx: an integer or a table of them; returns the dim count */
+static int check_norm_shape(lua_State *L, int idx, int64_t *shape) {
+  if (lua_isinteger(L, idx)) {
+    shape[0] = lua_tointeger(L, idx);
+    return 1;
+  }
+  luaL_checktype(L, idx, LUA_TTABLE);
+  return lpt_check_shape(L, idx, shape);
+}
+
 /* _nn_layer_norm(x, normalized_shape, w|nil, b|nil, eps) */
 static int l_layer_norm(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out;
   int64_t shape[PT_MAX_DIMS];
-  int n;
-  if (lua_isinteger(L, 2)) {
-    shape[0] = lua_tointeger(L, 2);
-    n = 1;
-  } else {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    n = lpt_check_shape(L, 2, shape);
-  }
+  int n = check_norm_shape(L, 2, shape);
   pt_tensor *w = opt_tensor(L, 3), *b = opt_tensor(L, 4);
   double eps = luaL_optnumber(L, 5, 1e-5);
   return push_result(L, pt_nn_layer_norm(lpt_ctx(L), x, n, shape, w, b, eps, &out), out);
+}
+
+/* _nn_rms_norm(x, normalized_shape, w|nil, eps[, fname]): eps is given (nn_extra.lua picks
+ * PyTorch's default, the dtype's machine epsilon) */
+static int l_rms_norm(lua_State *L) {
+  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  int64_t shape[PT_MAX_DIMS];
+  int n = check_norm_shape(L, 2, shape);
+  pt_tensor *w = opt_tensor(L, 3);
+  double eps = luaL_checknumber(L, 4);
+  const char *fname = luaL_optstring(L, 5, "rms_norm");
+  return push_result(L, pt_nn_rms_norm(lpt_ctx(L), fname, x, n, shape, w, eps, &out), out);
 }
 
 /* _nn_batch_norm(x, running_mean|nil, running_var|nil, w|nil, b|nil, training, momentum, eps) */
@@ -279,6 +294,7 @@ static const luaL_Reg functions[] = {
     {"_nn_bce_with_logits", l_bce_with_logits},
     {"_nn_dropout", l_dropout},
     {"_nn_layer_norm", l_layer_norm},
+    {"_nn_rms_norm", l_rms_norm},
     {"_nn_batch_norm", l_batch_norm},
     {"_nn_embedding", l_embedding},
     {"_nn_view", l_view},

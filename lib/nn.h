@@ -83,6 +83,12 @@ pt_status pt_nn_dropout(pt_ctx *ctx, pt_tensor *x, double p, bool training, pt_t
 pt_status pt_nn_layer_norm(pt_ctx *ctx, pt_tensor *x, int nnorm, const int64_t *norm_shape,
                            pt_tensor *w, pt_tensor *b, double eps, pt_tensor **out);
 
+/* RMS norm (PyTorch 2.4's F.rms_norm) over the trailing nnorm dims whose sizes are norm_shape:
+ * y = x / sqrt(mean(x^2) + eps) * w; w (shape norm_shape) may be NULL. fname names the caller in
+ * error messages ("RMSNorm:forward", "rms_norm"). */
+pt_status pt_nn_rms_norm(pt_ctx *ctx, const char *fname, pt_tensor *x, int nnorm, const int64_t *norm_shape,
+                         pt_tensor *w, double eps, pt_tensor **out);
+
 /* Batch norm over x {N,C} or {N,C,L}. running_mean/var ({C}, may be NULL) are updated in
  * place when training (var unbiased, as PyTorch), and used instead of batch statistics when
  * not training. w, b ({C}) may be NULL. */

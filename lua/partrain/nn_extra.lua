@@ -6,7 +6,8 @@
 -- HingeEmbeddingLoss), shape layers (Unflatten, PixelShuffle, PixelUnshuffle), padding layers
 -- (ZeroPad2d, ConstantPad1d/2d/3d, ReflectionPad1d/2d/3d, ReplicationPad1d/2d/3d), Bilinear,
 -- EmbeddingBag, ParameterList, ParameterDict, LocalResponseNorm, Softmax2d, ChannelShuffle,
--- AlphaDropout, FeatureAlphaDropout, Unfold and Fold, their nn.functional forms, and nn.utils
+-- AlphaDropout, FeatureAlphaDropout, Unfold and Fold, RReLU, RMSNorm (PyTorch 2.4's), their
+-- nn.functional forms, and nn.utils
 -- (parameters_to_vector, vector_to_parameters, clip_grad_norm_, clip_grad_value_, weight_norm,
 -- spectral_norm). Loaded by nn.lua on the first use of a name it does not have.
 --
@@ -475,6 +476,34 @@ elementwise {
   fdoc = "F.hardshrink(x[, lambd=0.5]) -> x where |x| > lambd, 0 elsewhere.",
 }
 nn.Hardshrink.extra_repr = lambd_repr
+
+local function check_bounds(name, s)
+  if not (s.lower <= s.upper) then
+    fail("%s: lower (%s) must be less than or equal to upper (%s)", name, num_repr(s.lower), num_repr(s.upper))
+  end
+end
+-- Training: a slope per element drawn from U(lower, upper) with pt's generator (pt.manual_seed),
+-- as Dropout draws its masks, used where x <= 0 (PyTorch's test), 1 elsewhere; y = x * slope, so
+-- the gradient is the slope used. Eval: the leaky_relu kernel with the mean slope.
+elementwise {
+  cls = "RReLU", fname = "rrelu",
+  args = {{"lower", number, 1 / 8}, {"upper", number, 1 / 3}, {"inplace", boolean, false}},
+  fargs = {{"lower", number, 1 / 8}, {"upper", number, 1 / 3}, {"training", boolean, false},
+    {"inplace", boolean, false}},
+  repr = {"lower", "upper", "inplace"},
+  init = function(_, s) check_bounds("RReLU", s) end,
+  fn = function(x, s, name)
+    check_bounds(name, s)
+    if not s.training then return act(x, "leaky_relu", (s.lower + s.upper) / 2) end
+    local slope = pt.empty(x:size(), {dtype = x:dtype()}):uniform_(s.lower, s.upper)
+    return x * pt.where(x:le(0), slope, 1)
+  end,
+  doc = [==[nn.RReLU([lower=1/8[, upper=1/3[, inplace=false]]]): randomized leaky ReLU.
+  Training: x for x > 0, a * x otherwise with a drawn from U(lower, upper) for every element (pt's
+  generator: pt.manual_seed makes it repeatable); the gradient is the slope used. Eval: leaky ReLU
+  with slope (lower + upper) / 2. lower <= upper; also nn.RReLU({lower=, upper=, inplace=}).]==],
+  fdoc = "F.rrelu(x[, lower=1/8[, upper=1/3[, training=false[, inplace=false]]]]): see help(nn.RReLU); training defaults to false, as PyTorch's.",
+}
 
 define {
   cls = "GLU", fname = "glu",
@@ -1736,6 +1765,69 @@ for _, kind in ipairs({{"AlphaDropout", "alpha_dropout", false}, {"FeatureAlphaD
       fname, cls),
   }
 end
+
+-- ------------------------------------------------------------------ RMSNorm
+
+-- PyTorch 2.4's eps=None: the machine epsilon of the input's dtype (torch.finfo(dtype).eps)
+local FINFO_EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16}
+
+local function norm_shape_arg(name, k, v)
+  if math.type(v) == "integer" then v = {v} end
+  if type(v) ~= "table" or #v == 0 then
+    fail("%s: %s must be an integer or a non-empty list of integers, got %s", name, k, type_of(v))
+  end
+  local out = {}
+  for i, d in ipairs(v) do
+    if math.type(d) ~= "integer" or d < 0 then
+      fail("%s: %s[%d] must be a non-negative integer, got %s", name, k, i,
+        type(d) == "number" and num_repr(d) or type_of(d))
+    end
+    out[i] = d
+  end
+  return out
+end
+
+-- one fused C kernel forward and backward (lib/nn_rmsnorm.c)
+local function rms_norm(name, x, shape, w, eps)
+  check_input(name, x)
+  if w ~= nil then tensor_arg(name, "weight", w) end
+  if eps == nil then eps = FINFO_EPS[x:dtype()] else number(name, "eps", eps) end
+  return pt._nn_rms_norm(x, shape, w, eps, name)
+end
+
+local RMSNorm = Module:extend("RMSNorm")
+nn.RMSNorm = RMSNorm
+local RMSNORM_ARGS = {{"normalized_shape", norm_shape_arg, REQUIRED}, {"eps", number, nil},
+  {"elementwise_affine", boolean, true}, {"dtype", dtype_arg, "float32"}}
+function RMSNorm:__init(...)
+  local s = parse("RMSNorm", RMSNORM_ARGS, ...)
+  self.normalized_shape, self.eps, self.elementwise_affine = s.normalized_shape, s.eps, s.elementwise_affine
+  if s.elementwise_affine then self.weight = nn.Parameter(pt.ones(s.normalized_shape, {dtype = s.dtype})) end
+end
+function RMSNorm:forward(x, ...)
+  local name = "RMSNorm:forward"
+  one_input(name, ...)
+  return rms_norm(name, x, self.normalized_shape, self._parameters.weight, self.eps)
+end
+function RMSNorm:extra_repr()
+  return string.format("{%s}, eps=%s, elementwise_affine=%s", table.concat(self.normalized_shape, ","),
+    self.eps == nil and "nil" or num_repr(self.eps), tostring(self.elementwise_affine))
+end
+doc(RMSNorm, [==[nn.RMSNorm(normalized_shape[, eps=nil[, elementwise_affine=true]]): PyTorch 2.4's RMS norm.
+  y = x / sqrt(mean(x^2 over the trailing dims normalized_shape) + eps) * weight; weight (ones, shape
+  normalized_shape) only with elementwise_affine. eps=nil: the machine epsilon of the input's dtype
+  (1.19e-7 for float32, 2.22e-16 for float64), as PyTorch's eps=None. normalized_shape: an integer or a
+  list. Also nn.RMSNorm(shape, {eps=, elementwise_affine=, dtype="float32"}). One fused C kernel forward
+  and backward; create_graph (double backward) is not supported through it, as through LayerNorm.]==])
+
+function F.rms_norm(x, normalized_shape, weight, eps, ...)
+  local name = "rms_norm"
+  if select("#", ...) > 0 then fail("%s: too many arguments (4 at most)", name) end
+  return rms_norm(name, x, norm_shape_arg(name, "normalized_shape", normalized_shape), weight, eps)
+end
+if nn.rms_norm == nil then nn.rms_norm = F.rms_norm end
+doc(F.rms_norm, "F.rms_norm(x, normalized_shape[, weight[, eps=nil]]) -> x / sqrt(mean(x^2 over the trailing dims) + eps) * weight;\n"
+  .. "  eps=nil: the dtype's machine epsilon (PyTorch 2.4's). See help(nn.RMSNorm).")
 
 -- ------------------------------------------------------------------ Unfold, Fold (im2col, col2im)
 
