@@ -163,7 +163,10 @@ local STATE_KEYS = {SGD = {momentum_buffer = true}, Adam = adam_keys, AdamW = ad
   Adagrad = {step = true, sum = true}, Adamax = {step = true, exp_avg = true, exp_inf = true},
   NAdam = {step = true, exp_avg = true, exp_avg_sq = true, mu_product = true},
   RAdam = {step = true, exp_avg = true, exp_avg_sq = true},
-  Adadelta = {step = true, square_avg = true, acc_delta = true}}
+  Adadelta = {step = true, square_avg = true, acc_delta = true},
+  Rprop = {step = true, prev = true, step_size = true}, ASGD = {step = true, eta = true, mu = true, ax = true}}
+-- state kept as numbers (saved as 0-d float64 tensors)
+local SCALAR_STATE = {mu_product = true, eta = true, mu = true}
 
 local function key_list(set)
   local l = {}
@@ -260,12 +263,12 @@ function Optimizer:load_state_dict(sd)
       if k == "step" then
         local n = pt.is_tensor(v) and v:item() or v
         st.step = math.tointeger(n) or error(string.format("%s: step of parameter %d is not an integer", name, idx), 2)
-      elseif k == "mu_product" then
+      elseif SCALAR_STATE[k] then
         local n = pt.is_tensor(v) and v:numel() == 1 and v:item() or v
         if type(n) ~= "number" then
-          error(string.format("%s: mu_product of parameter %d is not a number", name, idx), 2)
+          error(string.format("%s: %s of parameter %d is not a number", name, k, idx), 2)
         end
-        st.mu_product = n
+        st[k] = n
       elseif not pt.is_tensor(v) and known then
         error(string.format("%s: state '%s' of parameter %d is a %s, not a tensor", name, k, idx, type(v)), 2)
       elseif pt.is_tensor(v) then
@@ -519,6 +522,114 @@ make_class("Adadelta", {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maxim
 doc(optim.Adadelta, [[optim.Adadelta(params[, lr | {lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=false}])
   PyTorch's Adadelta: v = rho*v + (1-rho)*g^2; d = sqrt(a+eps)/sqrt(v+eps) * g; a = rho*a + (1-rho)*d^2;
   p = p - lr*d. State: square_avg, acc_delta, step.]])
+
+-- ------------------------------------------------------------------ Rprop, ASGD
+
+-- These two run in Lua over whole-tensor ops (a few passes per parameter, no per-element Lua),
+-- not in one fused C pass as the optimizers above: PyTorch 1.13's formulas op for op.
+
+-- a pair {a, b} of numbers (Rprop's etas and step_sizes)
+local function check_pair(name, g, key)
+  local v = g[key]
+  if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" then
+    error(string.format("%s: %s must be a table of two numbers {a, b}", name, key), 4)
+  end
+end
+
+local function rprop_step(params, states, g)
+  local etaminus, etaplus = g.etas[1], g.etas[2]
+  local smin, smax = g.step_sizes[1], g.step_sizes[2]
+  pt.no_grad(function()
+    for i, p in ipairs(params) do
+      local grad = p.grad
+      if grad then
+        local st = states[i]
+        if st.step == nil then
+          st.step = 0
+          st.prev = pt.zeros_like(p)
+          st.step_size = pt.empty_like(grad):fill_(g.lr)
+        end
+        st.step = st.step + 1
+        if g.maximize then grad = -grad end
+        -- the factor: etaplus where the gradient kept its sign, etaminus where it flipped, 1 where
+        -- either is 0 (NaN stays NaN); filled in the parameter's dtype, as PyTorch's
+        local factor = (grad * st.prev):sign()
+        local flipped = factor:lt(0)
+        factor:masked_fill_(factor:gt(0), etaplus)
+        factor:masked_fill_(flipped, etaminus)
+        factor:masked_fill_(factor:eq(0), 1)
+        st.step_size:mul_(factor):clamp_(smin, smax)
+        -- where the sign flipped, no step now and no sign to compare with next time
+        grad = grad:masked_fill(flipped, 0)
+        p:sub_(grad:sign() * st.step_size)
+        st.prev:copy_(grad)
+      end
+    end
+  end)
+end
+
+make_class("Rprop", {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}, maximize = false}, nil,
+  function(name, g)
+    check_types(name, g, {number = {"lr"}, boolean = {"maximize"}})
+    check_nonneg(name, g, "lr", "learning rate")
+    check_pair(name, g, "etas")
+    check_pair(name, g, "step_sizes")
+    if not (0 < g.etas[1] and g.etas[1] < 1 and 1 < g.etas[2]) then
+      error(string.format("%s: invalid eta values: %s, %s", name, num_str(g.etas[1]), num_str(g.etas[2])), 3)
+    end
+  end,
+  rprop_step, function(g) return g end)
+doc(optim.Rprop, [==[optim.Rprop(params[, lr | {lr=1e-2, etas={0.5, 1.2}, step_sizes={1e-6, 50}, maximize=false}])
+  PyTorch 1.13's resilient backpropagation: each element has its own step size (starting at lr),
+  multiplied by etas[2] when the gradient keeps its sign, by etas[1] when it flips (and that element
+  then takes no step), clamped to [step_sizes[1], step_sizes[2]]; p = p - sign(g) * step_size.
+  0 < etas[1] < 1 < etas[2]. State: prev, step_size, step. Runs as whole-tensor ops in Lua.]==])
+
+-- PyTorch 1.13 keeps ASGD's eta and mu in float32 0-d tensors (torch.tensor(float)), whatever the
+-- parameters' dtype: their values are rounded to float32 here too, so that the steps agree
+local function f32(v) return (string.unpack("f", string.pack("f", v))) end
+
+local function asgd_step(params, states, g)
+  local lr, lambd, alpha, t0, wd = g.lr, g.lambd, g.alpha, g.t0, g.weight_decay
+  pt.no_grad(function()
+    for i, p in ipairs(params) do
+      local grad = p.grad
+      if grad then
+        local st = states[i]
+        if st.step == nil then
+          st.step, st.eta, st.mu = 0, f32(lr), 1
+          st.ax = pt.zeros_like(p)
+        end
+        if g.maximize then grad = -grad end
+        st.step = st.step + 1
+        local eta, step = st.eta, st.step
+        if wd ~= 0 then grad = grad:add(p, {alpha = wd}) end
+        p:mul_(1 - lambd * eta)
+        p:add_(grad, {alpha = -eta})
+        if st.mu ~= 1 then
+          st.ax:add_((p - st.ax) * st.mu)
+        else
+          st.ax:copy_(p)
+        end
+        st.eta = f32(lr / (1 + lambd * lr * step) ^ alpha)
+        st.mu = f32(1 / math.max(1, step - t0))
+      end
+    end
+  end)
+end
+
+make_class("ASGD", {lr = 1e-2, lambd = 1e-4, alpha = 0.75, t0 = 1e6, weight_decay = 0, maximize = false}, nil,
+  function(name, g)
+    check_types(name, g, {number = {"lr", "lambd", "alpha", "t0", "weight_decay"}, boolean = {"maximize"}})
+    check_nonneg(name, g, "lr", "learning rate")
+    check_nonneg(name, g, "weight_decay", "weight_decay value")
+  end,
+  asgd_step, function(g) return g end)
+doc(optim.ASGD, [[optim.ASGD(params[, lr | {lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=false}])
+  PyTorch 1.13's averaged SGD: g = g + wd*p; p = p*(1 - lambd*eta) - eta*g; the average ax = p while
+  mu = 1, else ax = ax + mu*(p - ax); then eta = lr/(1 + lambd*lr*step)^alpha and mu = 1/max(1, step - t0).
+  State: ax (the averaged parameters), eta, mu, step; eta and mu are rounded to float32, as PyTorch
+  keeps them in float32 tensors. Runs as whole-tensor ops in Lua.]])
 
 -- ------------------------------------------------------------------ LBFGS
 
@@ -1226,7 +1337,8 @@ doc(Scheduler.load_state_dict, "sched:load_state_dict(sd): goes on from a sched:
   .. "  settings, checked before anything changes) and sets each group's lr for that epoch.")
 doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers
   StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
-  CosineAnnealingWarmRestarts, LambdaLR, CyclicLR, OneCycleLR, SequentialLR, LinearWarmup
+  CosineAnnealingWarmRestarts, LambdaLR, MultiplicativeLR, CyclicLR, OneCycleLR, SequentialLR,
+  ChainedScheduler, LinearWarmup
   (ReduceLROnPlateau steps on a metric: help(optim.ReduceLROnPlateau)).
   local sched = optim.StepLR(opt, {step_size = 10})   -- sets each group's lr for epoch 0
   for epoch = 1, n do train_one_epoch(); sched:step() end
@@ -1407,6 +1519,62 @@ function LambdaLR:_factor(e, where)
     fail("%s: lr_lambda(%d) returned %s, not a number", where, e, val_str(f))
   end
   return f
+end
+
+-- lr_lambda: a function, or a list of one per parameter group (PyTorch's lr_lambda list)
+local function need_lambdas(where, s, n)
+  local f = s.lr_lambda
+  if is_list(f) then
+    if #f ~= n then
+      fail("%s: expected %d lr_lambda function%s (one per parameter group), got %d", where, n, n == 1 and "" or "s", #f)
+    end
+    for i = 1, n do
+      if type(f[i]) ~= "function" then fail("%s: lr_lambda[%d] must be a function, got %s", where, i, val_str(f[i])) end
+    end
+  elseif type(f) ~= "function" then
+    fail("%s: lr_lambda must be a function or a list of one per parameter group, got %s", where, val_str(f))
+  end
+end
+
+local MultiplicativeLR = scheduler_class("MultiplicativeLR", {"lr_lambda"},
+  function(s, where, n) need_lambdas(where, s, n) end,
+  function(cls, opt, fn, ...)
+    if (...) ~= nil then fail("MultiplicativeLR: unexpected argument #3 (%s)", type((...))) end
+    return new_scheduler(cls, opt, {lr_lambda = copy_setting(fn)})
+  end,
+  [[optim.MultiplicativeLR(opt, fn | {fn1, fn2, ...}): lr = base * fn(1) * fn(2) * ... * fn(epoch)
+  PyTorch's MultiplicativeLR (each step multiplies the lr by fn(epoch); the lr at epoch 0 is base), as the
+  closed form over the base lr: an lr set by hand is replaced at the next step. One function, or a list
+  of one per parameter group. fn(k) is called once per step while the epochs advance one at a time (the
+  product so far is kept); after a jump of last_epoch the product is taken again from fn(1).]], true)
+
+-- prod fn(k) for k = 1..e of group i's function: carried on from the epoch last asked when e is
+-- not before it (the usual step: one call), else taken again from k = 1
+function MultiplicativeLR:_group_factor(i, e, where)
+  local fn = per_group(self.lr_lambda, i)
+  local cache = rawget(self, "_products")
+  if not cache then
+    cache = {}
+    self._products = cache
+  end
+  local c = cache[i]
+  local k, f = 0, 1
+  if c and c.fn == fn and c.epoch <= e then k, f = c.epoch, c.factor end
+  while k < e do
+    k = k + 1
+    local v = fn(k)
+    if type(v) ~= "number" then fail("%s: lr_lambda(%d) returned %s, not a number", where, k, val_str(v)) end
+    f = f * v
+  end
+  cache[i] = {fn = fn, epoch = e, factor = f}
+  return f
+end
+function MultiplicativeLR:get_lr(i, base, e, where) return base * self:_group_factor(i, e, where or self.name) end
+-- the functions stay with the code (a list of them too)
+function MultiplicativeLR:state_dict()
+  local sd = Scheduler.state_dict(self)
+  sd.lr_lambda = nil
+  return sd
 end
 
 local LinearWarmup = scheduler_class("LinearWarmup", {"warmup_steps", "start_factor"},
@@ -1711,6 +1879,133 @@ function SequentialLR:_prepare_load(sd, where)
   end
 end
 
+-- ---------------------------------------------------------------- ChainedScheduler
+
+-- A scheduler's factor of group i's base lr at epoch e (the ones with a _factor; MultiplicativeLR
+-- has one per group)
+function Scheduler:_group_factor(_, e, where) return self:_factor(e, where) end
+
+-- PyTorch's chainable forms of these multiply the current lr by the ratio of their closed forms at
+-- e and e - 1, so chaining them multiplies their factors; the others' chainable forms are not
+-- products (LambdaLR replaces the lr, CosineAnnealingLR adds to it past T_max), and a chain of them
+-- has no closed form here.
+for _, cls in ipairs({StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, MultiplicativeLR,
+                      LinearWarmup}) do
+  cls._chainable = true
+end
+local CHAINABLE = "StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, MultiplicativeLR, LinearWarmup"
+
+local function check_chained(s, where, _, opt)
+  local list = s.schedulers
+  if not is_list(list) or #list == 0 then
+    fail("%s: schedulers must be a list of LR schedulers, got %s", where, val_str(list))
+  end
+  for i, sch in ipairs(list) do
+    local mt = type(sch) == "table" and getmetatable(sch)
+    if not (mt and sch._compute and sch.optimizer) then
+      fail("%s: scheduler %d must be an LR scheduler (optim.StepLR, ...), got %s", where, i, val_str(sch))
+    end
+    if not rawget(mt, "_chainable") then
+      fail("%s: scheduler %d (%s) cannot be chained: only the schedulers that scale the lr by a factor multiply "
+        .. "(%s)", where, i, sch.name, CHAINABLE)
+    end
+    if sch.optimizer ~= (opt or list[1].optimizer) then
+      fail("%s: scheduler %d (%s) belongs to another optimizer than scheduler 1", where, i, sch.name)
+    end
+  end
+end
+
+local ChainedScheduler = scheduler_class("ChainedScheduler", {"schedulers"}, check_chained,
+  function(cls, list, ...)
+    if (...) ~= nil then fail("ChainedScheduler: unexpected argument #2 (%s)", type((...))) end
+    check_chained({schedulers = list}, "ChainedScheduler")
+    local e = list[1].last_epoch
+    for i, sch in ipairs(list) do
+      if sch.last_epoch ~= e then
+        fail("ChainedScheduler: the schedulers are at different epochs (scheduler 1 at %s, scheduler %d at %s)",
+          val_str(e), i, val_str(sch.last_epoch))
+      end
+    end
+    return new_scheduler(cls, list[1].optimizer, {schedulers = copy_setting(list), last_epoch = e})
+  end,
+  [[optim.ChainedScheduler({s1, s2, ...}): every step() steps all of them (PyTorch's ChainedScheduler)
+  The lr is the base lr times the factors of all the schedulers at the epoch, as PyTorch's chainable
+  steps multiply them: ChainedScheduler({optim.ConstantLR(opt, {factor = 0.5, total_iters = 3}),
+  optim.ExponentialLR(opt, {gamma = 0.9})}) gives base * 0.5 * 0.9^epoch for 3 epochs, then base * 0.9^epoch.
+  The schedulers belong to one optimizer, are at the same epoch, and scale the lr by a factor: StepLR,
+  MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, MultiplicativeLR, LinearWarmup (the
+  others' PyTorch forms do not multiply). Each one's last_epoch and get_last_lr() follow the chain's (its
+  get_last_lr(): the lr after it and those before it). state_dict holds each scheduler's.]], true)
+
+function ChainedScheduler:get_lr(i, base, e, where)
+  for _, sub in ipairs(self.schedulers) do base = base * sub:_group_factor(i, e, where or self.name) end
+  return base
+end
+-- the lrs at epoch e, and after each scheduler (each one's get_last_lr, as PyTorch's that step in turn)
+function ChainedScheduler:_compute(e, where)
+  local subs, wheres = self.schedulers, {}
+  for k, sub in ipairs(subs) do
+    wheres[k] = ("%s: scheduler %d (%s)"):format(where, k, sub.name)
+    sub:_check_now(wheres[k])
+  end
+  local lrs, after = {}, {}
+  for k = 1, #subs do after[k] = {} end
+  for i, base in ipairs(self.base_lrs) do
+    local lr = base
+    for k, sub in ipairs(subs) do
+      lr = lr * sub:_group_factor(i, e, wheres[k])
+      after[k][i] = lr
+    end
+    if not is_num(lr) then
+      fail("%s: lr %s for parameter group %d at epoch %d is not a valid learning rate", where, val_str(lr), i, e)
+    end
+    lrs[i] = lr
+  end
+  return lrs, nil, after
+end
+function ChainedScheduler:_set(e, lrs, _, after)
+  Scheduler._set(self, e, lrs)
+  for k, sub in ipairs(self.schedulers) do sub.last_epoch, sub._last_lr = e, after[k] end
+end
+function ChainedScheduler:state_dict()
+  local b, subs = {}, {}
+  for i, v in ipairs(self.base_lrs) do b[i] = v end
+  for i, sch in ipairs(self.schedulers) do subs[i] = sch:state_dict() end
+  return {last_epoch = self.last_epoch, base_lrs = b, schedulers = subs}
+end
+doc(ChainedScheduler.state_dict, "chain:state_dict() -> {last_epoch=, base_lrs=, schedulers = {each scheduler's state_dict}}.")
+function ChainedScheduler:_prepare_load(sd, where)
+  check_last_epoch(sd, where)
+  check_groups(self, "load_state_dict")
+  local subs = sd.schedulers
+  if not is_list(subs) or #subs ~= #self.schedulers then
+    fail("%s: the state dict has %s scheduler states, ChainedScheduler %d schedulers", where,
+      is_list(subs) and tostring(#subs) or "no list of", #self.schedulers)
+  end
+  for _, k in ipairs(sorted_keys(sd)) do
+    if k ~= "last_epoch" and k ~= "base_lrs" and k ~= "schedulers" then
+      fail("%s: '%s' is not a setting of ChainedScheduler (a state dict of another scheduler?)", where, tostring(k))
+    end
+  end
+  local base = sd.base_lrs or self.base_lrs
+  if not is_list(base) or #base ~= #self.base_lrs then
+    fail("%s: the state dict has %s base lrs, the scheduler %d groups", where,
+      is_list(base) and tostring(#base) or "no list of", #self.base_lrs)
+  end
+  for i, v in ipairs(base) do
+    if type(v) ~= "number" then fail("%s: base lr %d is a %s, not a number", where, i, type(v)) end
+  end
+  local commits = {}
+  for i, sch in ipairs(self.schedulers) do
+    commits[i] = sch:_prepare_load(subs[i], ("%s: scheduler %d (%s)"):format(where, i, sch.name))
+  end
+  return function()
+    for _, c in ipairs(commits) do c() end
+    for i, v in ipairs(base) do self.base_lrs[i] = v end
+    self.last_epoch = int_of(sd.last_epoch)
+  end
+end
+
 -- ---------------------------------------------------------------- ReduceLROnPlateau
 
 ReduceLROnPlateau = scheduler_class("ReduceLROnPlateau", {"mode", "factor", "patience", "threshold",
@@ -1833,10 +2128,11 @@ function ReduceLROnPlateau:_prepare_load(sd, where)
 end
 
 -- the schedulers' own formulas share get_lr's help
-for _, cls in ipairs({CosineAnnealingLR, WarmRestarts, CyclicLR, OneCycleLR, SequentialLR}) do
+for _, cls in ipairs({CosineAnnealingLR, WarmRestarts, CyclicLR, OneCycleLR, SequentialLR, MultiplicativeLR,
+                      ChainedScheduler}) do
   doc(rawget(cls, "get_lr"), docs[Scheduler.get_lr])
 end
 
-doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad (step, zero_grad, state_dict, param_groups).")
+doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad, Rprop, ASGD, ... (step, zero_grad, state_dict, param_groups).")
 
 return optim
