@@ -542,7 +542,7 @@ describe("nn.functional.interpolate", function()
                  function() return F.interpolate(i64({{{1, 2}}}), {size = 3}) end)
     assert_error("interpolate: recompute_scale_factor is not meaningful with an explicit size",
                  function() return F.interpolate(y, {size = 3, recompute_scale_factor = true}) end)
-    assert_error("interpolate: unknown option 'scale' (options: size, scale_factor, mode, align_corners, recompute_scale_factor)",
+    assert_error("interpolate: unknown option 'scale' (options: size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)",
                  function() return F.interpolate(y, {scale = 2}) end)
     assert_error("interpolate: options expected ({size= or scale_factor=, mode=, align_corners=}), got number",
                  function() return F.interpolate(y, 3) end)
