@@ -1,6 +1,8 @@
 -- The tensor functions partrain.tensor_more adds for PyTorch's API (diag, fill_diagonal_, tril_/triu_, isclose,
 -- nan_to_num, logit, addcmul/addcdiv, inner, true_divide, float_power, logaddexp2, deg2rad/rad2deg, sgn, signbit,
--- isreal) against torch 1.13: the values in R were computed with /usr/bin/python3
+-- isreal, new_*, type_as, element_size, nbytes, itemsize, ndimension, nelement, cpu, cuda, unflatten,
+-- fliplr/flipud, msort, hstack/vstack/row_stack/dstack/column_stack, tensor_split, hsplit/vsplit/dsplit,
+-- broadcast_tensors, unique_consecutive) against torch 1.13: the values in R were computed with /usr/bin/python3
 -- (torch 1.13) on the same inputs (indices there are torch's, 0-based: plus1 adds 1 where partrain is
 -- 1-based); float64 gradchecks and every error message.
 local pt = require "partrain"
@@ -52,6 +54,8 @@ local R = {
   n2n_pos = {0.0, 7.25, -3.4028234663852886e+38, 1.5, -2.0},
   n2n_d = {0.0, 1.7976931348623157e+308, -1.7976931348623157e+308, 1.5, -2.0},
   n2n_grad = {0.0, 0.0, 0.0, 4.0, 5.0},
+  n2n_big = {3.4028234663852886e+38, -3.4028234663852886e+38, INF},
+  n2n_big_ = {-INF},
   logit = {-2.1972246170043945, 0.0, 2.1972243785858154, -INF, INF, NAN, NAN, -1.0986123085021973},
   logit_e = {-1.3862943649291992, 0.0, 1.3862944841384888, -1.3862943649291992, 1.3862944841384888, -1.3862943649291992, 1.3862944841384888, -1.0986123085021973},
   logit_e7 = {0.8472978472709656, 0.8472978472709656, -0.8472977876663208, 0.8472978472709656, -0.8472977876663208, 0.8472978472709656, -0.8472977876663208, 0.8472978472709656},
@@ -174,13 +178,6 @@ local function plus1(v)
   return v + 1
 end
 
--- the values of a list of tensors
-local function lists(parts)
-  local r = {}
-  for k, p in ipairs(parts) do r[k] = p:tolist() end
-  return r
-end
-
 -- a list of tensors against nested tables, one by one (flat() loses empty parts)
 local function same_parts(expected, parts)
   assert.are.equal(#expected, #parts)
@@ -197,12 +194,16 @@ local function L(v, dt) return pt.tensor(v, {dtype = dt or "int64"}) end
 local function D(v) return pt.tensor(v, F64) end
 
 describe("registration", function()
-  it("adds each function as torch has it: pt.* and a method, or a method only, with a help text", function()
+  it("adds each function as torch has it: pt.* and a method, a method only or pt.* only, with a help text", function()
     local M = require "partrain.tensor_more"
     assert.is_nil(M._conflicts)
     local both = {"diag", "isclose", "nan_to_num", "nan_to_num_", "logit", "addcmul", "addcdiv", "inner", "true_divide",
-                  "float_power", "logaddexp2", "deg2rad", "rad2deg", "sgn", "signbit", "isreal"}
-    local method_only = {"fill_diagonal_", "tril_", "triu_", "addcmul_", "addcdiv_"}
+                  "float_power", "logaddexp2", "deg2rad", "rad2deg", "sgn", "signbit", "isreal", "unflatten", "fliplr",
+                  "flipud", "msort", "tensor_split", "hsplit", "vsplit", "dsplit", "unique_consecutive"}
+    local method_only = {"fill_diagonal_", "tril_", "triu_", "addcmul_", "addcdiv_", "new_zeros", "new_ones", "new_full",
+                         "new_empty", "new_tensor", "type_as", "element_size", "nbytes", "itemsize", "ndimension",
+                         "nelement", "cpu", "cuda"}
+    local fn_only = {"hstack", "vstack", "row_stack", "dstack", "column_stack", "broadcast_tensors"}
     for _, name in ipairs(both) do
       assert.is_function(pt[name], name)
       assert.are.equal(pt[name], pt.Tensor[name], name)
@@ -211,8 +212,22 @@ describe("registration", function()
     for _, name in ipairs(method_only) do
       assert.is_function(pt.Tensor[name], name)
       assert.is_string(pt._docs[pt.Tensor[name]], name)
-      assert.is_nil(rawget(pt, name), name)
+      if name ~= "cuda" then assert.is_nil(rawget(pt, name), name) end
     end
+    assert.is_table(pt.cuda) -- pt.cuda stays the module of is_available
+    for _, name in ipairs(fn_only) do
+      assert.is_function(pt[name], name)
+      assert.is_nil(rawget(pt.Tensor, name), name)
+      assert.is_string(pt._docs[pt[name]], name)
+    end
+  end)
+
+  it("reaches the methods on a fresh tensor (the module loads on first use)", function()
+    local out = io.popen(support.quote(support.exe) .. " -e "
+      .. support.quote("io.write(pt.ones(2, 3):new_zeros(2):nelement(), ' ', pt.ones(2):element_size())") .. " 2>&1")
+    local text = out:read("a")
+    out:close()
+    assert.are.equal("2 4", text)
   end)
 end)
 
@@ -385,6 +400,8 @@ describe("nan_to_num", function()
     same(R.n2n_pos, pt.nan_to_num(x, {posinf = 7.25}))
     same(R.n2n_pos, pt.nan_to_num(x, nil, 7.25))
     same(R.n2n_d, x:double():nan_to_num())
+    -- values beyond float32 are converted as a C cast: to the largest float or to an infinity
+    same(R.n2n_big, pt.tensor({INF, -INF, NAN}):nan_to_num(1e300, 3.4028235e38, -0x1.fffffeffp127))
     same({NAN, INF, -INF, 1.5, -2.0}, x) -- x unchanged
     local i = L({1, 2})
     local c = i:nan_to_num()
@@ -408,6 +425,9 @@ describe("nan_to_num", function()
     y = x:clone()
     pt.nan_to_num_(y, {nan = 0.5, posinf = 10, neginf = -10})
     same(R.n2n_args, y)
+    y = pt.tensor({INF})
+    y:nan_to_num_({posinf = -1e39})
+    same(R.n2n_big_, y)
     local i = L({1, 2})
     assert.are.equal(i, i:nan_to_num_())
   end)
@@ -621,5 +641,364 @@ describe("deg2rad, rad2deg, sgn, signbit and isreal", function()
     has("sgn: unexpected argument #2 (number)", pt.sgn, pt.ones(2), 1)
     has("signbit: bad argument #1 (Tensor expected, got nil)", pt.signbit)
     has("isreal: unexpected argument #2 (number)", pt.isreal, pt.ones(2), 1)
+  end)
+end)
+
+describe("new_zeros, new_ones, new_full, new_empty and new_tensor", function()
+  local t = L({{1, 2}, {3, 4}})
+
+  it("make tensors of t's dtype unless given", function()
+    local z = t:new_zeros(2, 3)
+    assert.are.equal("int64", z:dtype())
+    same({{0, 0, 0}, {0, 0, 0}}, z)
+    same({0, 0}, t:new_zeros({2}))
+    same({}, t:new_zeros({}):size())
+    local o = pt.ones(1, {dtype = "float64"}):new_ones({2}, {dtype = "float32"})
+    assert.are.equal("float32", o:dtype())
+    same({1.0, 1.0}, o)
+    same({2, 2}, t:new_full({2}, 2.5)) -- converted to t's dtype, as torch
+    same({2.5, 2.5}, t:new_full({2}, 2.5, {dtype = "float64"}))
+    same({true}, t:new_full({1}, true, {dtype = "bool"}))
+    local e = pt.ones(1):new_empty(3, 2)
+    same({3, 2}, e:size())
+    assert.are.equal("float32", e:dtype())
+    same({1, 2}, t:new_tensor({1.5, 2}))
+    same({1.5, 2.0}, t:new_tensor({1.5, 2}, {dtype = "float64"}))
+    same(7, t:new_tensor(7):item())
+    assert.are.equal("cpu", t:new_zeros(1):device())
+    assert.are.equal("cpu", t:new_zeros(1, {device = "cpu"}):device())
+  end)
+
+  it("set requires_grad as asked; new_tensor copies and detaches a tensor", function()
+    local f = pt.ones(2)
+    local z = f:new_zeros({2}, {requires_grad = true})
+    assert.is_true(z.requires_grad)
+    assert.is_true(z.is_leaf)
+    assert.is_false(f:new_ones(2).requires_grad)
+    local src = pt.tensor({1, 2}, {requires_grad = true})
+    local c = t:new_tensor(src)
+    assert.are.equal("int64", c:dtype())
+    same({1, 2}, c)
+    local d = f:new_tensor(src)
+    assert.is_false(d.requires_grad)
+    d:fill_(5)
+    same({1.0, 2.0}, src) -- a copy
+  end)
+
+  it("check their arguments", function()
+    has("new_zeros: size expected (numbers or a list)", pt.Tensor.new_zeros, t)
+    has("new_ones: size must be an integer, got 1.5", pt.Tensor.new_ones, t, 1.5)
+    has("new_empty: sizes must be non-negative, got {2,-1}", pt.Tensor.new_empty, t, {2, -1})
+    has("new_zeros: unknown option 'layout' (options: dtype, device, requires_grad)", pt.Tensor.new_zeros, t, 2,
+        {layout = 1})
+    has("new_zeros: unknown dtype 'half'", pt.Tensor.new_zeros, t, 2, {dtype = "half"})
+    has("new_tensor: unknown dtype 'half'", pt.Tensor.new_tensor, t, t, {dtype = "half"})
+    has("new_zeros: only floating point tensors can require gradients (dtype int64)", pt.Tensor.new_zeros, t, 2,
+        {requires_grad = true})
+    has("new_ones: requires_grad must be a boolean, got number", pt.Tensor.new_ones, t, 2, {requires_grad = 1})
+    has("new_zeros: CUDA is not available", pt.Tensor.new_zeros, t, 2, {device = "cuda"})
+    has("new_full: size must be a list of sizes, got number", pt.Tensor.new_full, t, 2, 1)
+    has("new_full: fill_value must be a number or a boolean, got nil", pt.Tensor.new_full, t, {2})
+    has("new_full: bad argument #4 (options table expected, got number)", pt.Tensor.new_full, t, {2}, 1, 2)
+    has("new_tensor: data expected (a number, a nested table or a tensor)", pt.Tensor.new_tensor, t)
+    has("new_tensor: unexpected argument #4 (number)", pt.Tensor.new_tensor, t, {1}, {}, 1)
+  end)
+end)
+
+describe("type_as, element_size, nbytes, itemsize, ndimension, nelement, cpu and cuda", function()
+  it("type_as converts to the other's dtype, t itself when it has it", function()
+    local t = pt.tensor({1.5, -2.5})
+    local i = t:type_as(L({1}))
+    assert.are.equal("int64", i:dtype())
+    same({1, -2}, i)
+    assert.are.equal(t, t:type_as(pt.ones(1)))
+    local x = pt.tensor({1, 2}, {requires_grad = true})
+    x:type_as(D({1})):sum():backward()
+    same({1.0, 1.0}, x.grad)
+  end)
+
+  it("sizes in elements and bytes, as torch", function()
+    local sizes = {float32 = 4, float64 = 8, int64 = 8, int32 = 4, uint8 = 1, bool = 1}
+    for dt, n in pairs(sizes) do
+      local t = pt.zeros(2, 3, {dtype = dt})
+      assert.are.equal(n, t:element_size(), dt)
+      assert.are.equal(n, t:itemsize(), dt)
+      assert.are.equal(6 * n, t:nbytes(), dt)
+    end
+    local v = pt.zeros(4, 5):narrow(2, 1, 2) -- a view: its own elements only
+    assert.are.equal(32, v:nbytes())
+    assert.are.equal(2, v:ndimension())
+    assert.are.equal(8, v:nelement())
+    assert.are.equal(0, pt.tensor(1):ndimension())
+    assert.are.equal(1, pt.tensor(1):nelement())
+  end)
+
+  it("cpu gives t itself on the CPU; cuda raises as to(\"cuda\") without a GPU", function()
+    local t = pt.ones(2)
+    assert.are.equal(t:to("cpu"), t:cpu())
+    if not pt.cuda.is_available() then
+      local _, e = pcall(t.to, t, "cuda")
+      local reason = e:match("to: (.*)$")
+      has("cuda: " .. reason, t.cuda, t)
+      has("cuda: " .. reason, t.cuda, t, 0)
+      has("cuda: " .. reason, t.cuda, t, "cuda:1")
+    else
+      assert.are.equal("cuda:0", t:cuda():device())
+    end
+    has("cuda: device must be a device number (0, 1, ...) or \"cuda:N\", got 'cpu'", t.cuda, t, "cpu")
+    has("cuda: device must be a device number (0, 1, ...) or \"cuda:N\", got -1", t.cuda, t, -1)
+    has("cpu: unexpected argument #2 (string)", t.cpu, t, "cuda")
+    has("element_size: unexpected argument #2 (number)", t.element_size, t, 1)
+    has("nbytes: bad argument #1 (Tensor expected, got nil)", t.nbytes)
+    has("type_as: bad argument #2 (Tensor expected, got string)", t.type_as, t, "float64")
+  end)
+end)
+
+describe("unflatten, fliplr, flipud and msort", function()
+  it("unflatten splits a dim as torch", function()
+    local u = pt.arange(0, 24):view(2, 12)
+    same(R.unf, u:unflatten(2, {3, 4}))
+    same(R.unf_m1, pt.unflatten(u, -1, {2, -1, 3}):size())
+    local tt = pt.arange(0, 12):view(3, 4):t()
+    local v = tt:unflatten(2, {3, 1})
+    same(R.unf_t, v)
+    assert.is_true(v:is_same_storage(tt)) -- a view
+    same({5, 0, 4}, pt.zeros(5, 0):unflatten(2, {0, 4}):size())
+    assert.is_true(gradcheck(function(x) return x:unflatten(1, {2, 2}) * D({{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}}) end,
+                             {D({{1, 2}, {3, 4}, {5, 6}, {7, 8}})}))
+  end)
+
+  it("fliplr, flipud and msort as torch", function()
+    local m = pt.arange(0, 6):view(2, 3)
+    same(R.fliplr, m:fliplr())
+    same(R.flipud, pt.flipud(m))
+    same(R.fliplr3, pt.arange(0, 8):view(2, 2, 2):fliplr())
+    same({3, 2, 1}, L({1, 2, 3}):flipud())
+    same(R.msort, pt.tensor({{3, 1, NAN}, {1, 2, 0}, {2, 0, 1}}):msort())
+    same(2.0, pt.msort(pt.tensor(2)):item())
+    assert.is_true(gradcheck(function(x) return x:fliplr() * D({{1, 2, 3}, {4, 5, 6}}) + x:flipud() end,
+                             {D({{1, 2, 3}, {4, 5, 6}})}))
+    assert.is_true(gradcheck(function(x) return x:msort() * D({{1, 2}, {3, 4}, {5, 6}}) end,
+                             {D({{3, -1}, {1, 2}, {2, 0.5}})}))
+  end)
+
+  it("check their arguments", function()
+    local u = pt.zeros(2, 6)
+    has("unflatten: sizes {4,2} don't multiply up to the size of dimension 2 (6) of the input", u.unflatten, u, 2, {4, 2})
+    has("unflatten: sizes {4,-1} don't multiply up to the size of dimension 2 (6) of the input", u.unflatten, u, 2, {4, -1})
+    has("unflatten: only one size can be -1, got sizes {-1,-1}", u.unflatten, u, 2, {-1, -1})
+    has("unflatten: sizes must be non-empty", u.unflatten, u, 2, {})
+    has("unflatten: invalid size -2 in sizes {-2,-3}", u.unflatten, u, 2, {-2, -3})
+    has("unflatten: the size -1 is ambiguous when the other sizes multiply to 0 (sizes {0,-1})", pt.unflatten,
+        pt.zeros(2, 0), 2, {0, -1})
+    has("unflatten: dimension 3 out of range (tensor has 2 dimensions)", u.unflatten, u, 3, {2, 3})
+    has("unflatten: sizes must be a list of sizes, got number", u.unflatten, u, 2, 6)
+    has("unflatten: size must be an integer, got 1.5", u.unflatten, u, 2, {1.5, 4})
+    has("unflatten: expected a tensor of at least 1 dimension, got a 0-d tensor", pt.unflatten, pt.tensor(1), 1, {1})
+    has("fliplr: expected a tensor of at least 2 dimensions, got shape {3}", pt.fliplr, pt.ones(3))
+    has("flipud: expected a tensor of at least 1 dimension, got a 0-d tensor", pt.flipud, pt.tensor(1))
+    has("msort: unexpected argument #2 (number)", pt.msort, pt.ones(3), 1)
+  end)
+end)
+
+describe("hstack, vstack, row_stack, dstack and column_stack", function()
+  local a, b = L({1, 2}), L({3, 4, 5})
+
+  it("join as torch", function()
+    same(R.hs1, pt.hstack(a, b))
+    same(R.hs0, pt.hstack({pt.tensor(7, {dtype = "int64"}), a}))
+    same(R.hs2, pt.hstack(L({{1}, {2}}), L({{3, 4}, {5, 6}})))
+    same(R.vs1, pt.vstack(a, L({3, 4})))
+    same(R.vs2, pt.vstack({L({{1, 2}, {3, 4}}), a}))
+    same(R.vs2, pt.row_stack({L({{1, 2}, {3, 4}}), a}))
+    same(R.vs0, pt.vstack(pt.tensor(1, {dtype = "int64"}), pt.tensor(2, {dtype = "int64"})))
+    same(R.vs_prom, pt.vstack(a, pt.tensor({0.5, 1.5})))
+    same(R.ds1, pt.dstack(a, L({3, 4})))
+    same(R.ds2, pt.dstack(L({{1, 2}, {3, 4}}), L({{5, 6}, {7, 8}})))
+    same(R.ds0, pt.dstack(pt.tensor(1, {dtype = "int64"}), pt.tensor(2, {dtype = "int64"})))
+    same(R.cs1, pt.column_stack(a, L({3, 4})))
+    same(R.cs2, pt.column_stack(L({{1, 2}, {3, 4}}), L({5, 6}), L({{7}, {8}})))
+    same(R.cs0, pt.column_stack(pt.tensor(1, {dtype = "int64"}), L({2})))
+    same({1, 0, 1}, pt.dstack(pt.zeros(0)):size())
+  end)
+
+  it("pass float64 gradchecks", function()
+    local x, y = D({1, 2}), D({{3, 4}, {5, 6}})
+    assert.is_true(gradcheck(function(p, q) return pt.vstack(p, q) * 2 end, {x, y}))
+    assert.is_true(gradcheck(function(p, q) return pt.column_stack(p, q) end, {x, y}))
+    assert.is_true(gradcheck(function(p, q) return pt.dstack(q, q * p, p:view(1, 2):expand(2, 2)) end, {x, y}))
+    assert.is_true(gradcheck(function(p, q) return pt.hstack(p, q:narrow(1, 1, 1):view(2)) end, {x, y}))
+  end)
+
+  it("check their arguments", function()
+    has("hstack: expects a non-empty list of tensors", pt.hstack)
+    has("vstack: expects a non-empty list of tensors", pt.vstack, {})
+    has("dstack: tensor 2 is not a tensor (got number)", pt.dstack, a, 3)
+    has("hstack: tensors must have the same number of dimensions, got {2,1} and {2}", pt.hstack, pt.ones(2, 1), pt.ones(2))
+    has("row_stack: expects a non-empty list of tensors", pt.row_stack)
+    has("column_stack: tensor 1 is not a tensor (got string)", pt.column_stack, "x")
+  end)
+end)
+
+describe("tensor_split, hsplit, vsplit and dsplit", function()
+  local t = pt.arange(0, 7)
+
+  -- torch's cut indices (0-based, a cut before element i) as partrain's (the 1-based start of a part)
+  local function starts(idx)
+    local r = {}
+    for k, i in ipairs(idx) do r[k] = i >= 0 and i + 1 or i end
+    return r
+  end
+
+  it("split into sections as torch", function()
+    same_parts(R.ts3, t:tensor_split(3))
+    same_parts(R.ts4, pt.tensor_split(t, 4))
+    same_parts(R.ts9, t:tensor_split(9))
+    local m = pt.arange(0, 12):view(3, 4)
+    same_parts(R.ts_dim, m:tensor_split(3, 2))
+    same_parts(R.ts_0d, t:tensor_split(pt.tensor(2, {dtype = "int64"})))
+    local parts = m:tensor_split(2, {dim = -1})
+    assert.is_true(parts[1]:is_same_storage(m)) -- views
+  end)
+
+  it("split at 1-based indices (torch's + 1), negative ones from the end, out of range ones clamped", function()
+    same_parts(R.ts_idx2, t:tensor_split(starts({2, 3})))
+    same_parts(R.ts_idx2, t:tensor_split({3, 4}))
+    same_parts(R.ts_idx, t:tensor_split(starts({2, 100, -1, 1})))
+    same_parts(R.ts_neg, t:tensor_split(starts({-3, -100})))
+    local m = pt.arange(0, 12):view(3, 4)
+    same_parts(R.ts_dim_idx, pt.tensor_split(m, starts({1, 3}), -1))
+    same_parts(R.ts_tensor, t:tensor_split(L(starts({2, 5}))))
+    same_parts({{0, 1, 2, 3, 4, 5, 6}}, t:tensor_split({}))
+  end)
+
+  it("hsplit, vsplit and dsplit split along their dims as torch", function()
+    local m = pt.arange(0, 12):view(3, 4)
+    same_parts(R.hsplit1, pt.arange(0, 6):hsplit(3))
+    same_parts(R.hsplit2, m:hsplit(2))
+    same_parts(R.hsplit_idx, pt.hsplit(m, starts({1, 3})))
+    local v = pt.arange(0, 12):view(4, 3)
+    same_parts(R.vsplit, v:vsplit(2))
+    same_parts(R.vsplit_idx, pt.vsplit(v, starts({3})))
+    local d = pt.arange(0, 12):view(1, 2, 6)
+    same_parts(R.dsplit, d:dsplit(3))
+    same_parts(R.dsplit_idx, d:dsplit(starts({2, 5})))
+  end)
+
+  it("pass float64 gradchecks", function()
+    assert.is_true(gradcheck(function(x)
+      local p = x:tensor_split({2, 4}, 2)
+      return pt.cat({p[3] * 2, p[1] * 3, p[2]}, 2)
+    end, {D({{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}})}))
+    assert.is_true(gradcheck(function(x)
+      local p = x:vsplit(2)
+      return p[1] * p[2]
+    end, {D({{1, 2}, {3, 4}, {5, 6}, {7, 8}})}))
+  end)
+
+  it("check their arguments", function()
+    has("tensor_split: number of sections must be larger than 0, got 0", t.tensor_split, t, 0)
+    has("tensor_split: index 0 is no position (indices are 1-based, negative ones count from the end)", t.tensor_split,
+        t, {0, 2})
+    has("tensor_split: expected a tensor of at least 1 dimension, got a 0-d tensor", pt.tensor_split, pt.tensor(1), 2)
+    has("tensor_split: indices_or_sections must be an integer tensor, got float32", t.tensor_split, t, pt.tensor({2}))
+    has("tensor_split: indices_or_sections must be a 0-d or 1-D tensor, got shape {1,1}", t.tensor_split, t,
+        L({{2}}))
+    has("tensor_split: indices_or_sections must be a number, a list of indices or an integer tensor, got string",
+        t.tensor_split, t, "2")
+    has("tensor_split: sections must be an integer, got 1.5", t.tensor_split, t, 1.5)
+    has("tensor_split: index must be an integer, got 1.5", t.tensor_split, t, {1.5})
+    has("tensor_split: dimension 2 out of range (tensor has 1 dimensions)", t.tensor_split, t, 2, 2)
+    has("tensor_split: unknown option 'axis' (options: dim)", t.tensor_split, t, 2, {axis = 1})
+    has("hsplit: cannot split dimension 1 of size 7 into 3 equal sections", t.hsplit, t, 3)
+    has("hsplit: expected a tensor of at least 1 dimension, got shape {}", pt.hsplit, pt.tensor(1), 1)
+    has("vsplit: expected a tensor of at least 2 dimensions, got shape {7}", t.vsplit, t, 7)
+    has("dsplit: expected a tensor of at least 3 dimensions, got shape {2,2}", pt.dsplit, pt.ones(2, 2), 2)
+    has("vsplit: cannot split dimension 1 of size 4 into 3 equal sections", pt.vsplit, pt.ones(4, 2), 3)
+    has("hsplit: number of sections must be larger than 0, got 0", t.hsplit, t, 0)
+    has("dsplit: indices_or_sections must be a number or a list of indices, got tensor", pt.dsplit, pt.ones(1, 1, 2),
+        L({1}))
+  end)
+end)
+
+describe("broadcast_tensors", function()
+  it("expands the tensors to their common shape, as torch", function()
+    local r = pt.broadcast_tensors(L({{1}, {2}}), L({3, 4, 5}), pt.tensor(6, {dtype = "int64"}))
+    assert.are.equal(3, #r)
+    for k = 1, 3 do same(R.bt[k], r[k]) end
+    local x = pt.ones(3)
+    assert.is_true(pt.broadcast_tensors({x, pt.ones(2, 1)})[1]:is_same_storage(x)) -- views
+    same({}, pt.broadcast_tensors())
+    assert.is_true(gradcheck(function(p, q)
+      local b = pt.broadcast_tensors(p, q)
+      return b[1] * b[2]
+    end, {D({{1}, {2}}), D({3, 4, 5})}))
+  end)
+
+  it("checks its arguments", function()
+    has("broadcast_tensors: shapes {2,1} and {3,3} cannot be broadcast", pt.broadcast_tensors, pt.ones(2, 1),
+        pt.ones(3, 3))
+    has("broadcast_tensors: tensor 2 is not a tensor (got number)", pt.broadcast_tensors, pt.ones(2), 1)
+  end)
+end)
+
+describe("unique_consecutive", function()
+  it("gives torch's runs, inverse (+1) and counts", function()
+    local v, inv, cnt = pt.unique_consecutive(L({1, 1, 2, 2, 3, 1, 1, 2}), {return_inverse = true, return_counts = true})
+    same(R.uc[1], v)
+    same(plus1(R.uc[2]), inv)
+    same(R.uc[3], cnt)
+    local only = {L({1, 1, 2}):unique_consecutive()}
+    assert.are.equal(1, #only)
+    local v2, c2 = pt.tensor({NAN, NAN, 1, 1, NAN}):unique_consecutive({return_counts = true})
+    same(R.uc_nan[1], v2)
+    same(R.uc_nan[2], c2)
+    v, inv, cnt = L({{1, 1, 2}, {2, 2, 1}}):unique_consecutive({return_inverse = true, return_counts = true})
+    same(R.uc_2d[1], v)
+    same(plus1(R.uc_2d[2]), inv)
+    same(R.uc_2d[3], cnt)
+    v, inv, cnt = pt.tensor(3, {dtype = "int64"}):unique_consecutive({return_inverse = true, return_counts = true})
+    same(R.uc_0d[1], v)
+    assert.are.equal(0, inv:dim())
+    same(R.uc_0d[2] + 1, inv:item())
+    same(R.uc_0d[3], cnt)
+    local b, bc = L({true, true, false, true}, "bool"):unique_consecutive({return_counts = true})
+    same(R.uc_bool[1], b)
+    same(R.uc_bool[2], bc)
+    v, inv, cnt = pt.tensor({}):unique_consecutive({return_inverse = true, return_counts = true})
+    same({0}, v:size()); same({0}, inv:size()); same({0}, cnt:size())
+  end)
+
+  it("keeps runs of equal slices along dim", function()
+    local m = L({{1, 1}, {1, 1}, {2, 3}, {1, 1}, {2, 3}, {2, 3}})
+    local v, inv, cnt = pt.unique_consecutive(m, {return_inverse = true, return_counts = true, dim = 1})
+    same(R.uc_dim[1], v)
+    same(plus1(R.uc_dim[2]), inv)
+    same(R.uc_dim[3], cnt)
+    v, inv, cnt = m:t():unique_consecutive({return_inverse = true, return_counts = true, dim = -1})
+    same(R.uc_dim2[1], v)
+    same(plus1(R.uc_dim2[2]), inv)
+    same(R.uc_dim2[3], cnt)
+    v = pt.zeros(0, 2):unique_consecutive({dim = 1})
+    same({0, 2}, v:size())
+  end)
+
+  it("gives no gradient (as unique)", function()
+    local x = pt.tensor({1, 1, 2}, {requires_grad = true})
+    assert.is_false(x:unique_consecutive().requires_grad)
+  end)
+
+  it("checks its arguments", function()
+    local x = L({1, 2})
+    has("unique_consecutive: unknown option 'sorted' (options: return_inverse, return_counts, dim)",
+        pt.unique_consecutive, x, {sorted = true})
+    has("unique_consecutive: return_counts must be a boolean, got number", pt.unique_consecutive, x,
+        {return_counts = 1})
+    has("unique_consecutive: dimension 2 out of range (tensor has 1 dimensions)", pt.unique_consecutive, x, {dim = 2})
+    has("unique_consecutive: dim given for a 0-d tensor", pt.unique_consecutive, pt.tensor(1), {dim = 1})
+    has("unique_consecutive: cannot take unique slices along dimension 1 of shape {3,0}: dimension 2 has size 0",
+        pt.unique_consecutive, pt.zeros(3, 0), {dim = 1})
+    has("unique_consecutive: bad argument #2 (options table expected, got boolean)", pt.unique_consecutive, x, true)
+    has("unique_consecutive: unexpected argument #3 (number)", pt.unique_consecutive, x, {}, 1)
   end)
 end)

@@ -1543,20 +1543,29 @@ local function nan_to_num_args(fname, t, nan, posinf, neginf, ...)
   nan = nan == nil and 0 or check_number(fname, "nan", nan)
   posinf = posinf == nil and big or check_number(fname, "posinf", posinf)
   neginf = neginf == nil and -big or check_number(fname, "neginf", neginf)
+  if t:dtype() == "float32" then
+    -- as a C cast to float (torch's): what rounds beyond float32's range is an infinity, what rounds
+    -- to its largest value that value
+    local function f32(v)
+      local a = math.abs(v)
+      if a ~= a or a <= FLT_MAX then return v end
+      local r = a >= 0x1.ffffffp127 and INF or FLT_MAX
+      return v > 0 and r or -r
+    end
+    nan, posinf, neginf = f32(nan), f32(posinf), f32(neginf)
+  end
   return nan, posinf, neginf
 end
-
-local nan_doc = "t:%s([nan=0[, posinf[, neginf]]]) (or {nan=, posinf=, neginf=}) -> %s with NaN replaced by\n"
-  .. "  nan, +inf by posinf and -inf by neginf, as torch.%s; posinf and neginf default to the largest and\n"
-  .. "  the lowest finite value of t's dtype (+-3.4028234663852886e38 for float32). Integer and bool\n"
-  .. "  tensors %s. %s"
 
 add("nan_to_num", function(t, ...)
   local nan, posinf, neginf = nan_to_num_args("nan_to_num", t, ...)
   if not is_float(t) then return t:clone() end
   return pt.where(t:ne(t), nan, pt.where(t:eq(INF), posinf, pt.where(t:eq(-INF), neginf, t)))
-end, fmt(nan_doc, "nan_to_num", "a copy of t", "nan_to_num", "are copied as they are",
-  "Gradients flow back where t was\n  finite (0 elsewhere). Also pt.nan_to_num(t, ...); t:nan_to_num_ is the in-place form."))
+end, "t:nan_to_num([nan=0[, posinf[, neginf]]]) (or {nan=, posinf=, neginf=}) -> copy of t with NaN replaced\n"
+  .. "  by nan, +inf by posinf and -inf by neginf, as torch.nan_to_num; posinf and neginf default to the\n"
+  .. "  largest and the lowest finite value of t's dtype (+-3.4028234663852886e38 for float32). Integer and\n"
+  .. "  bool tensors are copied as they are. Gradients flow back where t was finite (0 elsewhere). Also\n"
+  .. "  pt.nan_to_num(t, ...); t:nan_to_num_ is the in-place form.")
 
 add("nan_to_num_", function(t, ...)
   local nan, posinf, neginf = nan_to_num_args("nan_to_num_", t, ...)
@@ -1566,8 +1575,9 @@ add("nan_to_num_", function(t, ...)
   renamed("nan_to_num_", "masked_fill_", t.masked_fill_, t, is_nan, nan)
   t:masked_fill_(pos, posinf)
   return t:masked_fill_(neg, neginf)
-end, fmt(nan_doc, "nan_to_num_", "t itself", "nan_to_num_", "stay as they are",
-  "Autograd as any in-place op. Also\n  pt.nan_to_num_(t, ...)."))
+end, "t:nan_to_num_([nan=0[, posinf[, neginf]]]) (or {nan=, posinf=, neginf=}) -> t, with NaN replaced by nan,\n"
+  .. "  +inf by posinf and -inf by neginf in place, as torch.nan_to_num_ (defaults as t:nan_to_num's).\n"
+  .. "  Integer and bool tensors stay as they are. Autograd as any in-place op. Also pt.nan_to_num_(t, ...).")
 
 -- ------------------------------------------------------------------ elementwise: logit, addcmul, addcdiv, ...
 
@@ -1621,18 +1631,24 @@ local function addc(fname, div, inplace)
   end
 end
 
-local addc_doc = "%s(tensor1, tensor2[, {value=1}]) -> %s + value * tensor1 %s tensor2%s, as torch.%s:\n"
-  .. "  the three broadcast together%s, dtypes promoted; value must be an integer when all are integer\n"
-  .. "  tensors.%s %s"
-add("addcmul", addc("addcmul", false, false), fmt(addc_doc, "t:addcmul", "t", "*", "", "addcmul", "", "",
-  "Gradients flow back to all three.\n  Also pt.addcmul(t, tensor1, tensor2, opts); t:addcmul_ is the in-place form."))
-add("addcdiv", addc("addcdiv", true, false), fmt(addc_doc, "t:addcdiv", "t", "/", "", "addcdiv", "",
-  " tensor1 and\n  tensor2 may not both be integer (torch refuses integer division here too).",
-  "Gradients flow back to all three.\n  Also pt.addcdiv(t, tensor1, tensor2, opts); t:addcdiv_ is the in-place form."))
-add_method("addcmul_", addc("addcmul_", false, true), fmt(addc_doc, "t:addcmul_", "t", "*", " in place",
-  "Tensor.addcmul_", " into t's shape", "", "Autograd as any in-place op."))
-add_method("addcdiv_", addc("addcdiv_", true, true), fmt(addc_doc, "t:addcdiv_", "t", "/", " in place",
-  "Tensor.addcdiv_", " into t's shape", " tensor1\n  and tensor2 may not both be integer.", "Autograd as any in-place op."))
+add("addcmul", addc("addcmul", false, false),
+  "t:addcmul(tensor1, tensor2[, {value=1}]) -> t + value * tensor1 * tensor2, as torch.addcmul: the three\n"
+  .. "  broadcast together, dtypes promoted; value must be an integer when all three are integer tensors.\n"
+  .. "  Gradients flow back to all three. Also pt.addcmul(t, tensor1, tensor2, opts); t:addcmul_ is the\n"
+  .. "  in-place form.")
+add("addcdiv", addc("addcdiv", true, false),
+  "t:addcdiv(tensor1, tensor2[, {value=1}]) -> t + value * tensor1 / tensor2, as torch.addcdiv: the three\n"
+  .. "  broadcast together, dtypes promoted; tensor1 and tensor2 may not both be integer (torch refuses that\n"
+  .. "  integer division too). Gradients flow back to all three. Also pt.addcdiv(t, tensor1, tensor2, opts);\n"
+  .. "  t:addcdiv_ is the in-place form.")
+add_method("addcmul_", addc("addcmul_", false, true),
+  "t:addcmul_(tensor1, tensor2[, {value=1}]) -> t, with value * tensor1 * tensor2 added in place, as torch's\n"
+  .. "  Tensor.addcmul_: tensor1 and tensor2 broadcast to t's shape; value must be an integer when all three\n"
+  .. "  are integer tensors. Autograd as any in-place op.")
+add_method("addcdiv_", addc("addcdiv_", true, true),
+  "t:addcdiv_(tensor1, tensor2[, {value=1}]) -> t, with value * tensor1 / tensor2 added in place, as torch's\n"
+  .. "  Tensor.addcdiv_: tensor1 and tensor2 broadcast to t's shape and are not both integer. Autograd as\n"
+  .. "  any in-place op.")
 
 add("inner", function(a, b, ...)
   local fname = "inner"
@@ -1694,18 +1710,19 @@ end, "a:logaddexp2(b) -> log2(2^a + 2^b) elementwise without overflow, as torch.
   .. "  log2(1 + 2^-|a - b|)); floating point tensors, broadcast, dtypes promoted. Gradients flow back.\n"
   .. "  Also pt.logaddexp2(a, b).")
 
-local function angle(fname, factor, what)
-  local f = function(t, ...)
+local function angle(fname, factor)
+  return function(t, ...)
     check_tensor(fname, t)
     no_more(fname, 1, ...)
     return (is_float(t) and t or t:float()) * factor
   end
-  add(fname, f, fmt("t:%s() -> t converted from %s, elementwise, as torch.%s (t * %s); integer and bool\n"
-    .. "  tensors give float32. Gradients flow back. Also pt.%s(t).", fname, what, fname,
-    factor > 1 and "180 / pi" or "pi / 180", fname))
 end
-angle("deg2rad", math.pi / 180, "degrees to radians")
-angle("rad2deg", 180 / math.pi, "radians to degrees")
+add("deg2rad", angle("deg2rad", math.pi / 180),
+  "t:deg2rad() -> t converted from degrees to radians (t * pi / 180), as torch.deg2rad; integer and bool\n"
+  .. "  tensors give float32. Gradients flow back. Also pt.deg2rad(t).")
+add("rad2deg", angle("rad2deg", 180 / math.pi),
+  "t:rad2deg() -> t converted from radians to degrees (t * 180 / pi), as torch.rad2deg; integer and bool\n"
+  .. "  tensors give float32. Gradients flow back. Also pt.rad2deg(t).")
 
 add("sgn", function(t, ...)
   check_tensor("sgn", t)
@@ -1731,5 +1748,454 @@ add("isreal", function(t, ...)
   return on(t, pt.ones(t:size(), {dtype = "bool"}))
 end, "t:isreal() -> bool tensor of t's shape, true where an element is real, as torch.isreal: partrain's\n"
   .. "  dtypes are all real, so every element is. Also pt.isreal(t).")
+
+-- ------------------------------------------------------------------ new_*, type_as, sizes, devices
+
+-- the size (numbers or one list) and the options table closing args, for new_zeros and the like
+local function size_and_opts(fname, ...)
+  local n = select("#", ...)
+  if n == 0 then fail("%s: size expected (numbers or a list)", fname) end
+  local args = {...}
+  local opts = {}
+  if is_opts(args[n]) then
+    opts = args[n]
+    n = n - 1
+  end
+  local size, count = args, n
+  if n == 1 and type(args[1]) == "table" and not is_tensor(args[1]) then
+    size, count = args[1], #args[1]
+  end -- n == 0: new_zeros({}) (an empty table reads as options), a 0-d tensor
+  local out = {}
+  for k = 1, count do
+    out[k] = check_int(fname, "size", size[k])
+    if out[k] < 0 then fail("%s: sizes must be non-negative, got %s", fname, shape_str(size)) end
+  end
+  return out, opts
+end
+
+-- make(dtype) on t's device (or opts.device), with requires_grad: the new_* methods' common part
+local function new_like(fname, t, opts, ctor, make)
+  check_opts(fname, opts, {"dtype", "device", "requires_grad"})
+  local dt = opts.dtype == nil and t:dtype() or opts.dtype
+  local rg = check_bool(fname, "requires_grad", opts.requires_grad)
+  renamed(fname, "empty", pt.empty, 0, {dtype = dt}) -- the constructors' dtype check (to() reads a device)
+  local r = renamed(fname, ctor, make, dt)
+  if rg and not is_float(r) then
+    fail("%s: only floating point tensors can require gradients (dtype %s)", fname, r:dtype())
+  end
+  local dev = opts.device == nil and t:device() or opts.device
+  if dev ~= r:device() then r = renamed(fname, "to", r.to, r, dev) end
+  if rg then r.requires_grad = true end
+  return r
+end
+
+local function new_filled(fname, ctor, what)
+  add_method(fname, function(t, ...)
+    check_tensor(fname, t)
+    local size, opts = size_and_opts(fname, ...)
+    return new_like(fname, t, opts, ctor, function(dt) return pt[ctor](size, {dtype = dt}) end)
+  end, fmt("t:%s(size...[, {dtype=, device=, requires_grad=false}]) -> a new tensor of that size\n"
+    .. "  %s, with t's dtype and on t's device unless given, as torch's Tensor.%s. The size is\n"
+    .. "  numbers or a list: t:%s(2, 3) or t:%s({2, 3}).", fname, what, fname, fname, fname))
+end
+new_filled("new_zeros", "zeros", "filled with zeros")
+new_filled("new_ones", "ones", "filled with ones")
+new_filled("new_empty", "empty", "(its values not set)")
+
+add_method("new_full", function(t, size, value, opts, ...)
+  local fname = "new_full"
+  check_tensor(fname, t)
+  no_more(fname, 4, ...)
+  if type(size) ~= "table" or is_tensor(size) then
+    fail("%s: size must be a list of sizes, got %s", fname, is_tensor(size) and "tensor" or type(size))
+  end
+  size = size_and_opts(fname, size)
+  if type(value) ~= "number" and type(value) ~= "boolean" then
+    fail("%s: fill_value must be a number or a boolean, got %s", fname, is_tensor(value) and "tensor" or type(value))
+  end
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #4 (options table expected, got %s)", fname, type(opts)) end
+  return new_like(fname, t, opts, "full", function(dt) return pt.full(size, value, {dtype = dt}) end)
+end, "t:new_full(size, fill_value[, {dtype=, device=, requires_grad=false}]) -> a new tensor of the size (a\n"
+  .. "  list) filled with fill_value (converted to the dtype), with t's dtype and on t's device unless given,\n"
+  .. "  as torch's Tensor.new_full.")
+
+add_method("new_tensor", function(t, data, opts, ...)
+  local fname = "new_tensor"
+  check_tensor(fname, t)
+  no_more(fname, 3, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #3 (options table expected, got %s)", fname, type(opts)) end
+  if data == nil then fail("%s: data expected (a number, a nested table or a tensor)", fname) end
+  return new_like(fname, t, opts, "tensor", function(dt)
+    if is_tensor(data) then return renamed(fname, "to", data.to, data:detach(), dt):clone() end
+    return pt.tensor(data, {dtype = dt})
+  end)
+end, "t:new_tensor(data[, {dtype=, device=, requires_grad=false}]) -> a new tensor holding data (a number,\n"
+  .. "  nested tables, or a tensor, copied and detached), with t's dtype and on t's device unless given, as\n"
+  .. "  torch's Tensor.new_tensor.")
+
+add_method("type_as", function(t, other, ...)
+  local fname = "type_as"
+  check_tensor(fname, t)
+  check_tensor(fname, other, 2)
+  no_more(fname, 2, ...)
+  local r = t:dtype() == other:dtype() and t or t:to(other:dtype())
+  if r:device() ~= other:device() then r = renamed(fname, "to", r.to, r, other:device()) end
+  return r
+end, "t:type_as(other) -> t converted to other's dtype and device (t itself when it has them), as torch's\n"
+  .. "  Tensor.type_as. Gradients flow back.")
+
+local dtype_bytes = {float32 = 4, float64 = 8, int64 = 8, int32 = 4, uint8 = 1, bool = 1}
+
+local function element_size(fname)
+  return function(t, ...)
+    check_tensor(fname, t)
+    no_more(fname, 1, ...)
+    return dtype_bytes[t:dtype()]
+  end
+end
+add_method("element_size", element_size("element_size"),
+  "t:element_size() -> the size of one element in bytes (float32, int32: 4; float64, int64: 8; uint8, bool: 1),\n"
+  .. "  as torch's Tensor.element_size.")
+add_method("itemsize", element_size("itemsize"),
+  "t:itemsize() -> the size of one element in bytes, as t:element_size() (torch 2.1's Tensor.itemsize,\n"
+  .. "  a property there).")
+add_method("nbytes", function(t, ...)
+  check_tensor("nbytes", t)
+  no_more("nbytes", 1, ...)
+  return t:numel() * dtype_bytes[t:dtype()]
+end, "t:nbytes() -> t:numel() * t:element_size(): the bytes its elements take (not the storage it views),\n"
+  .. "  as torch's Tensor.nbytes (a property there).")
+add_method("ndimension", function(t, ...)
+  check_tensor("ndimension", t)
+  no_more("ndimension", 1, ...)
+  return t:dim()
+end, "t:ndimension() -> the number of dims, as t:dim() (torch's alias Tensor.ndimension).")
+add_method("nelement", function(t, ...)
+  check_tensor("nelement", t)
+  no_more("nelement", 1, ...)
+  return t:numel()
+end, "t:nelement() -> the number of elements, as t:numel() (torch's alias Tensor.nelement).")
+
+add_method("cpu", function(t, ...)
+  check_tensor("cpu", t)
+  no_more("cpu", 1, ...)
+  return t:to("cpu")
+end, "t:cpu() -> t on the CPU: t itself when it is there, else a copy, as torch's Tensor.cpu (t:to(\"cpu\")).\n"
+  .. "  Gradients flow back.")
+
+add_method("cuda", function(t, device, ...)
+  local fname = "cuda"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  local name = "cuda"
+  if mtype(device) == "integer" and device >= 0 then
+    name = "cuda:" .. device
+  elseif type(device) == "string" and device:match("^cuda") then
+    name = device
+  elseif device ~= nil then
+    fail("%s: device must be a device number (0, 1, ...) or \"cuda:N\", got %s", fname,
+         type(device) == "string" and "'" .. device .. "'" or num_str(device))
+  end
+  return renamed(fname, "to", t.to, t, name)
+end, "t:cuda([device]) -> t on a CUDA device (device a number, 0 the first, or \"cuda:N\"), as torch's\n"
+  .. "  Tensor.cuda: t:to(\"cuda:N\"), t itself when already there; without a GPU backend it raises as\n"
+  .. "  t:to(\"cuda\") does (see pt.cuda.is_available()). Gradients flow back.")
+
+-- ------------------------------------------------------------------ unflatten, fliplr, flipud, msort
+
+add("unflatten", function(t, dim, sizes, ...)
+  local fname = "unflatten"
+  check_tensor(fname, t)
+  no_more(fname, 3, ...)
+  local nd = t:dim()
+  if nd == 0 then fail("%s: expected a tensor of at least 1 dimension, got a 0-d tensor", fname) end
+  local d = check_dim(fname, dim, nd)
+  if type(sizes) ~= "table" or is_tensor(sizes) then
+    fail("%s: sizes must be a list of sizes, got %s", fname, is_tensor(sizes) and "tensor" or type(sizes))
+  end
+  if #sizes == 0 then fail("%s: sizes must be non-empty", fname) end
+  local new, known, infer = {}, 1, nil
+  for k = 1, #sizes do
+    new[k] = check_int(fname, "size", sizes[k])
+    if new[k] == -1 then
+      if infer then fail("%s: only one size can be -1, got sizes %s", fname, shape_str(sizes)) end
+      infer = k
+    elseif new[k] < 0 then
+      fail("%s: invalid size %d in sizes %s", fname, new[k], shape_str(sizes))
+    else
+      known = known * new[k]
+    end
+  end
+  local n = t:size(d)
+  if infer and known == 0 then
+    fail("%s: the size -1 is ambiguous when the other sizes multiply to 0 (sizes %s)", fname, shape_str(sizes))
+  end
+  if infer and n % known == 0 then new[infer] = n // known end
+  if (infer and n % known ~= 0) or (not infer and known ~= n) then
+    fail("%s: sizes %s don't multiply up to the size of dimension %d (%d) of the input", fname, shape_str(sizes), d, n)
+  end
+  local shape, s = {}, t:size()
+  for k = 1, nd do
+    if k == d then
+      for j = 1, #new do shape[#shape + 1] = new[j] end
+    else
+      shape[#shape + 1] = s[k]
+    end
+  end
+  return t:view(shape) -- one dim split in several: always a view
+end, "t:unflatten(dim, sizes) -> a view of t with dim split into the dims of sizes (a list whose product is\n"
+  .. "  t:size(dim); one size may be -1, inferred), as torch.unflatten: {2, 6}:unflatten(2, {2, 3}) is\n"
+  .. "  {2, 2, 3}. Gradients flow back. Also pt.unflatten(t, dim, sizes).")
+
+add("fliplr", function(t, ...)
+  check_tensor("fliplr", t)
+  no_more("fliplr", 1, ...)
+  if t:dim() < 2 then fail("fliplr: expected a tensor of at least 2 dimensions, got shape %s", shape_str(t)) end
+  return t:flip(2)
+end, "t:fliplr() -> copy of t with the order of its columns (dim 2) reversed, as torch.fliplr; t has at least\n"
+  .. "  2 dims. Gradients flow back. Also pt.fliplr(t).")
+
+add("flipud", function(t, ...)
+  check_tensor("flipud", t)
+  no_more("flipud", 1, ...)
+  if t:dim() < 1 then fail("flipud: expected a tensor of at least 1 dimension, got a 0-d tensor") end
+  return t:flip(1)
+end, "t:flipud() -> copy of t with the order of its rows (dim 1) reversed, as torch.flipud; t has at least 1\n"
+  .. "  dim. Gradients flow back. Also pt.flipud(t).")
+
+add("msort", function(t, ...)
+  check_tensor("msort", t)
+  no_more("msort", 1, ...)
+  return (t:sort(1))
+end, "t:msort() -> t sorted ascending along dim 1 (the values of t:sort(1)), as torch.msort; NaN last.\n"
+  .. "  Gradients flow back. Also pt.msort(t).")
+
+-- ------------------------------------------------------------------ hstack, vstack, dstack, column_stack
+
+local function stack_inputs(fname, ...)
+  local list, n = tensor_list(...)
+  if n == 0 then fail("%s: expects a non-empty list of tensors", fname) end
+  for k = 1, n do
+    if not is_tensor(list[k]) then fail("%s: tensor %d is not a tensor (got %s)", fname, k, type(list[k])) end
+  end
+  return list, n
+end
+
+-- t with at least nd dims, as torch.atleast_1d/2d/3d: {n} -> {1, n} -> {1, n, 1}, {m, n} -> {m, n, 1}
+local function atleast(t, nd)
+  local d = t:dim()
+  if d >= nd then return t end
+  if d == 0 then
+    local ones = {}
+    for k = 1, nd do ones[k] = 1 end
+    return t:reshape(ones)
+  end
+  if nd == 2 or d == 1 then t = t:unsqueeze(1) end
+  if nd == 3 then t = t:unsqueeze(3) end
+  return t
+end
+
+local function stacker(fname, nd, dim_of, text)
+  add(fname, function(...)
+    local list, n = stack_inputs(fname, ...)
+    local parts = {}
+    for k = 1, n do parts[k] = atleast(list[k], nd) end
+    return renamed(fname, "cat", pt.cat, parts, dim_of(parts))
+  end, text, false)
+end
+
+stacker("hstack", 1, function(parts) return parts[1]:dim() == 1 and 1 or 2 end,
+  "pt.hstack(t1, t2, ...) (or a list) -> the tensors joined horizontally, as torch.hstack: 1-D tensors (0-d\n"
+  .. "  ones as {1}) end to end, others along dim 2 (columns). dtypes promoted. Gradients flow back.")
+local vdoc = "pt.%s(t1, t2, ...) (or a list) -> the tensors joined vertically (along dim 1, rows), as\n"
+  .. "  torch.%s: 1-D tensors {n} become rows {1, n}, 0-d ones {1, 1}. dtypes promoted. Gradients flow back."
+stacker("vstack", 2, function() return 1 end, fmt(vdoc, "vstack", "vstack"))
+stacker("row_stack", 2, function() return 1 end, fmt(vdoc, "row_stack", "row_stack (an alias of vstack)"))
+stacker("dstack", 3, function() return 3 end,
+  "pt.dstack(t1, t2, ...) (or a list) -> the tensors joined depth-wise (along dim 3), as torch.dstack: 0-d\n"
+  .. "  tensors become {1, 1, 1}, 1-D {n} {1, n, 1}, 2-D {m, n} {m, n, 1}. dtypes promoted. Gradients flow back.")
+
+add("column_stack", function(...)
+  local fname = "column_stack"
+  local list, n = stack_inputs(fname, ...)
+  local parts = {}
+  for k = 1, n do
+    local t = list[k]
+    parts[k] = t:dim() <= 1 and t:reshape(t:numel(), 1) or t
+  end
+  return renamed(fname, "cat", pt.cat, parts, 2)
+end, "pt.column_stack(t1, t2, ...) (or a list) -> the tensors as columns side by side (along dim 2), as\n"
+  .. "  torch.column_stack: 0-d and 1-D tensors {n} become columns {n, 1}, others are joined as they are.\n"
+  .. "  dtypes promoted. Gradients flow back.", false)
+
+-- ------------------------------------------------------------------ tensor_split, hsplit, vsplit, dsplit, broadcast_tensors
+
+-- views of t along dim d, split into sections parts or where each 1-based index starts a part
+local function split_parts(fname, t, spec, d)
+  local n = t:size(d)
+  local cuts = {} -- 0-based ends of the parts but the last, as torch's indices
+  if is_tensor(spec) then
+    local dt = spec:dtype()
+    if dt ~= "int64" and dt ~= "int32" then
+      fail("%s: indices_or_sections must be an integer tensor, got %s", fname, dt)
+    end
+    if spec:dim() > 1 then
+      fail("%s: indices_or_sections must be a 0-d or 1-D tensor, got shape %s", fname, shape_str(spec))
+    end
+    spec = spec:dim() == 0 and spec:item() or spec:tolist()
+  end
+  if type(spec) == "number" then
+    local s = check_int(fname, "sections", spec)
+    if s <= 0 then fail("%s: number of sections must be larger than 0, got %d", fname, s) end
+    -- the first n % s parts one longer (torch's)
+    local size, extra, at = n // s, n % s, 0
+    for k = 1, s - 1 do
+      at = at + size + (k <= extra and 1 or 0)
+      cuts[k] = at
+    end
+  elseif type(spec) == "table" then
+    for k = 1, #spec do
+      local i = check_int(fname, "index", spec[k])
+      if i == 0 then fail("%s: index 0 is no position (indices are 1-based, negative ones count from the end)", fname) end
+      -- a part starts at element i: torch's cut i - 1; -1 (the last element) is torch's -1;
+      -- out of range clamps, as slicing does
+      local c = i > 0 and i - 1 or n + i
+      cuts[k] = math.max(0, math.min(n, c))
+    end
+  else
+    fail("%s: indices_or_sections must be a number, a list of indices or an integer tensor, got %s", fname, type(spec))
+  end
+  local parts, from = {}, 0
+  for k = 1, #cuts + 1 do
+    local to = cuts[k] or n
+    parts[k] = t:narrow(d, from + 1, math.max(0, to - from))
+    from = to
+  end
+  return parts
+end
+
+add("tensor_split", function(t, spec, dim, ...)
+  local fname = "tensor_split"
+  check_tensor(fname, t)
+  no_more(fname, 3, ...)
+  if is_opts(dim) then
+    check_opts(fname, dim, {"dim"})
+    dim = dim.dim
+  end
+  if t:dim() == 0 then fail("%s: expected a tensor of at least 1 dimension, got a 0-d tensor", fname) end
+  local d = dim == nil and 1 or check_dim(fname, dim, t:dim())
+  return split_parts(fname, t, spec, d)
+end, "t:tensor_split(sections | indices[, dim=1]) (or {dim=}) -> list of views of t along dim, as\n"
+  .. "  torch.tensor_split: a number s gives s parts, the first size % s of them one longer (parts may be\n"
+  .. "  empty); a list (or 1-D integer tensor) of 1-based indices starts a new part at each index (torch's\n"
+  .. "  index + 1: {3, 5} gives t[1..2], t[3..4], t[5..]; negative ones count from the end, out of range\n"
+  .. "  ones clamp, parts between decreasing indices are empty). Gradients flow back. Also pt.tensor_split.")
+
+local function dir_split(fname, min_dims, dim_of, text)
+  add(fname, function(t, spec, ...)
+    check_tensor(fname, t)
+    no_more(fname, 2, ...)
+    local nd = t:dim()
+    if nd < min_dims then
+      fail("%s: expected a tensor of at least %d dimension%s, got shape %s", fname, min_dims, min_dims > 1 and "s" or "",
+           shape_str(t))
+    end
+    local d = dim_of(nd)
+    if type(spec) == "number" then
+      local s = check_int(fname, "sections", spec)
+      if s <= 0 then fail("%s: number of sections must be larger than 0, got %d", fname, s) end
+      if t:size(d) % s ~= 0 then
+        fail("%s: cannot split dimension %d of size %d into %d equal sections", fname, d, t:size(d), s)
+      end
+    elseif type(spec) ~= "table" or is_tensor(spec) then
+      fail("%s: indices_or_sections must be a number or a list of indices, got %s", fname,
+           is_tensor(spec) and "tensor" or type(spec))
+    end
+    return split_parts(fname, t, spec, d)
+  end, text)
+end
+local split_doc = "t:%s(sections | indices) -> list of views of t split %s,\n"
+  .. "  as torch.%s: t:tensor_split(sections | indices, %d), sections dividing that dim's size exactly\n"
+  .. "  (indices are 1-based, each starting a part). t has at least %s. Gradients flow back. Also\n"
+  .. "  pt.%s(t, ...)."
+dir_split("hsplit", 1, function(nd) return nd == 1 and 1 or 2 end,
+  fmt(split_doc, "hsplit", "horizontally (along dim 2, dim 1 for a 1-D t)", "hsplit", 2, "1 dim", "hsplit"))
+dir_split("vsplit", 2, function() return 1 end,
+  fmt(split_doc, "vsplit", "vertically (along dim 1, the rows)", "vsplit", 1, "2 dims", "vsplit"))
+dir_split("dsplit", 3, function() return 3 end,
+  fmt(split_doc, "dsplit", "depth-wise (along dim 3)", "dsplit", 3, "3 dims", "dsplit"))
+
+add("broadcast_tensors", function(...)
+  local fname = "broadcast_tensors"
+  local list, n = tensor_list(...)
+  local shape = {}
+  for k = 1, n do
+    if not is_tensor(list[k]) then fail("%s: tensor %d is not a tensor (got %s)", fname, k, type(list[k])) end
+    shape = broadcast(fname, shape, list[k]:size())
+  end
+  local out = {}
+  for k = 1, n do out[k] = list[k]:expand(shape) end
+  return out
+end, "pt.broadcast_tensors(t1, t2, ...) (or a list) -> list of the tensors expanded to their common broadcast\n"
+  .. "  shape (views, no copies), as torch.broadcast_tensors. Gradients flow back (summed over the broadcast\n"
+  .. "  dims).", false)
+
+-- ------------------------------------------------------------------ unique_consecutive
+
+add("unique_consecutive", function(t, opts, ...)
+  local fname = "unique_consecutive"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #2 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"return_inverse", "return_counts", "dim"})
+  local want_inv = check_bool(fname, "return_inverse", opts.return_inverse)
+  local want_cnt = check_bool(fname, "return_counts", opts.return_counts)
+  local x = t:detach()
+  local d
+  if opts.dim ~= nil then
+    if x:dim() == 0 then fail("%s: dim given for a 0-d tensor", fname) end
+    d = check_dim(fname, opts.dim, x:dim())
+    for k = 1, x:dim() do
+      if k ~= d and x:size(k) == 0 then
+        fail("%s: cannot take unique slices along dimension %d of shape %s: dimension %d has size 0", fname, d,
+             shape_str(x), k)
+      end
+    end
+  end
+  -- rows: one per element (no dim) or per slice along d
+  local n = d and x:size(d) or x:numel()
+  local rows
+  if d then
+    local rest = n > 0 and x:numel() // n or 0
+    rows = x:movedim(d, 1):reshape(n, rest)
+  else
+    rows = x:reshape(n, 1)
+  end
+  local starts = on(x, pt.ones(n, {dtype = "bool"})) -- where a run begins
+  if n > 1 then
+    local change = rows:narrow(1, 2, n - 1):ne(rows:narrow(1, 1, n - 1)):any(2)
+    starts = pt.cat({starts:narrow(1, 1, 1), change})
+  end
+  local first = on(x, pt.arange(1, n + 1)):masked_select(starts) -- 1-based starts of the runs
+  local values = d and x:index_select(d, first) or x:reshape(-1):index_select(1, first)
+  local res = {values}
+  if want_inv then
+    local inv = starts:long():cumsum(1) -- the run of each element, 1-based
+    res[#res + 1] = d and inv or inv:reshape(x:size())
+  end
+  if want_cnt then
+    local r = first:numel()
+    local ends = r > 0 and pt.cat({first:narrow(1, 2, r - 1), int_tensor(x, {n + 1})}) or first
+    res[#res + 1] = ends - first
+  end
+  return unpack(res)
+end, "t:unique_consecutive([{return_inverse=false, return_counts=false, dim=}]) -> values[, inverse][, counts]:\n"
+  .. "  t with each run of equal consecutive elements kept once (flattened; with dim, equal consecutive\n"
+  .. "  slices along dim), as torch.unique_consecutive: inverse gives each element's (or slice's) run,\n"
+  .. "  1-based (t's shape; {t:size(dim)} with dim), counts each run's length. NaNs never equal each other.\n"
+  .. "  No gradient. Also pt.unique_consecutive(t, opts).")
 
 return M
