@@ -8,6 +8,7 @@
 #include "../lib/backend.h"
 #include "../lib/ops_elementwise.h"
 #include "../lib/ops_index.h"
+#include "../lib/ops_shape.h"
 #include "lpt.h"
 
 /* --- userdata --- */
@@ -103,6 +104,30 @@ static bool lazy_method(lua_State *L, int key) {
   return false;
 }
 
+/* t.T (all dims reversed), t.mT (the last two swapped), t.H / t.mH (the same for real tensors:
+ * H on matrices only), as torch's properties; views with autograd */
+static int push_transposed(lua_State *L, pt_tensor *t, const char *k) {
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_tensor *r = NULL;
+  pt_status st;
+  if (k[0] == 'H' && t->ndim != 2)
+    return lpt_errorf(L, "tensor.H is only supported on matrices (2-D tensors), got a %d-D tensor%s",
+                      t->ndim, t->ndim > 2 ? " (for batches of matrices: tensor.mH)" : "");
+  if (k[0] == 'm' && t->ndim < 2)
+    return lpt_errorf(L, "tensor.%s is only supported on matrices or batches of matrices, got a %d-D tensor",
+                      k, t->ndim);
+  if (k[0] == 'm') {
+    st = pt_transpose(ctx, t, t->ndim - 2, t->ndim - 1, &r);
+  } else {
+    int perm[PT_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) perm[i] = t->ndim - 1 - i;
+    st = pt_permute(ctx, t, perm, &r);
+  }
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
 static int t_index(lua_State *L) {
   /* methods first: the common case */
   if (lua_type(L, 2) == LUA_TSTRING) {
@@ -127,6 +152,12 @@ static int t_index(lua_State *L) {
         lua_pushnil(L);
     } else if (strcmp(k, "shape") == 0) {
       push_shape(L, t->ndim, t->shape);
+    } else if (k[0] == 'T' || k[0] == 'H' || ((k[0] == 'm') && (k[1] == 'T' || k[1] == 'H'))) {
+      if (k[k[0] == 'm' ? 2 : 1] != '\0') {
+        if (!lazy_method(L, 2)) lua_pushnil(L);
+        return 1;
+      }
+      return push_transposed(L, t, k);
     } else if (!lazy_method(L, 2)) {
       lua_pushnil(L);
     }
@@ -688,9 +719,18 @@ static int l_tensor(lua_State *L) {
   for (int i = 0; i < PT_MAX_DIMS; i++) shape[i] = -1;
   bool has_float = false, has_bool = false;
   pt_tensor *src = lpt_test_tensor(L, 1);
-  if (src) { /* pt.tensor(t): a copy */
+  if (src) { /* pt.tensor(t[, {dtype=, requires_grad=}]): a copy without history, as torch's */
+    check_creation_opts(L, lua_istable(L, 2) ? 2 : 0, "tensor");
+    pt_dtype dt = lpt_opt_dtype(L, 2, src->dtype);
+    bool rg = lpt_opt_bool(L, 2, "requires_grad", false);
+    if (rg && !pt_dtype_is_floating(dt))
+      return lpt_errorf(L, "tensor: only floating point tensors can require gradients (dtype %s)",
+                        pt_dtype_name(dt));
     pt_tensor *r;
-    if (pt_tensor_clone_raw(lpt_ctx(L), src, &r)) return lpt_error(L);
+    if (dt == src->dtype ? pt_tensor_clone_raw(lpt_ctx(L), src, &r)
+                         : pt_tensor_to_dtype_raw(lpt_ctx(L), src, dt, &r))
+      return lpt_error(L);
+    r->requires_grad = rg;
     lpt_push_tensor(L, r);
     return 1;
   }
@@ -1076,7 +1116,8 @@ void lpt_open_tensor(lua_State *L) {
   lua_pushcclosure(L, t_index, 1);
   lua_setfield(L, -2, "__index");
   /* the fields t_index provides besides the methods (the REPL completes t.gr<TAB> from here) */
-  static const char *const fields[] = {"grad", "requires_grad", "is_leaf", "grad_fn", "shape"};
+  static const char *const fields[] = {"grad", "requires_grad", "is_leaf", "grad_fn", "shape",
+                                       "T", "mT", "H", "mH"};
   lua_createtable(L, (int)(sizeof fields / sizeof *fields), 0);
   for (int i = 0; i < (int)(sizeof fields / sizeof *fields); i++) {
     lua_pushstring(L, fields[i]);

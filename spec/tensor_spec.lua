@@ -172,6 +172,41 @@ describe("tensor construction", function()
     assert.matches("tensor: nested tables have different lengths %(2 and 1 at depth 2%)", err)
   end)
 
+  it("copies a tensor with pt.tensor(t, {dtype=, requires_grad=}), without its history", function()
+    local t = pt.tensor({1.5, 2.5}, {requires_grad = true})
+    local c = pt.tensor(t * 2, {dtype = "float64"})
+    assert.are.equal("float64", c:dtype())
+    assert.are.same({3, 5}, c:tolist())
+    assert.is_nil(c.grad_fn)
+    assert.are.same({1, 2}, pt.tensor(t, {dtype = "int64"}):tolist())
+    assert.is_true(pt.tensor(t, {requires_grad = true}).requires_grad)
+    assert.is_false(rawequal(pt.tensor(t), t))
+    assert.has_error(function() pt.tensor(t, {dtyp = "float64"}) end,
+      "tensor: unknown option 'dtyp' (options: dtype, requires_grad)")
+    assert.has_error(function() pt.tensor(t, {dtype = "int64", requires_grad = true}) end,
+      "tensor: only floating point tensors can require gradients (dtype int64)")
+  end)
+
+  it("has torch's T, mT, H and mH properties (views, with gradients)", function()
+    local y = pt.arange(24):reshape(2, 3, 4)
+    assert.are.same({4, 3, 2}, y.T:size())
+    assert.are.equal(y[2][3][4], y.T[4][3][2])
+    assert.are.same({2, 4, 3}, y.mT:size())
+    assert.are.same({2, 4, 3}, y.mH:size())
+    assert.are.equal(y[1][2][3], y.mT[1][3][2])
+    local m = pt.tensor({{1, 2, 3}, {4, 5, 6}})
+    assert.are.same({{1, 4}, {2, 5}, {3, 6}}, m.H:tolist())
+    assert.are.same({3}, pt.ones(3).T:size())
+    assert.has_error(function() return y.H end,
+      "tensor.H is only supported on matrices (2-D tensors), got a 3-D tensor (for batches of matrices: tensor.mH)")
+    assert.has_error(function() return pt.ones(3).mT end,
+      "tensor.mT is only supported on matrices or batches of matrices, got a 1-D tensor")
+    local w = pt.tensor({{1, 2, 3}, {4, 5, 6}}, {dtype = "float64", requires_grad = true});
+    (w.T * pt.tensor({{1, 2}, {3, 4}, {5, 6}}, {dtype = "float64"})):sum():backward()
+    assert.are.same({{1, 3, 5}, {2, 4, 6}}, w.grad:tolist())
+    assert.is_nil(y.TT)
+  end)
+
   it("item needs exactly one element", function()
     assert.are.equal(3.5, pt.tensor(3.5):item())
     local ok, err = pcall(function() return pt.ones(2):item() end)
