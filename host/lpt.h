@@ -178,5 +178,6 @@ void lpt_open_optim(lua_State *L);
 void lpt_open_data(lua_State *L);
 void lpt_open_par(lua_State *L);
 void lpt_open_ffi(lua_State *L);
+void lpt_open_special(lua_State *L);
 
 #endif
