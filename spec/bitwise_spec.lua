@@ -5,20 +5,10 @@
 -- those follow the rule PyTorch >= 2.1 defines (0 for <<, the sign fill for >>), where 1.13 does
 -- what x86's shift instruction does with a masked count (C's undefined behaviour).
 local pt = require "partrain"
+local support = require "spec.support"
+local errmsg, assert_error = support.errmsg, support.assert_error
 
-local function errmsg(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
 -- the message (after the "file:line: " position prefix) must be exactly msg
-local function assert_error(msg, f, ...)
-  local err = errmsg(f, ...)
-  local at = err:find(msg, 1, true)
-  assert(at, "expected error '" .. msg .. "', got '" .. err .. "'")
-  assert.are.equal(msg, err:sub(at))
-  assert(at == 1 or err:sub(1, at - 1):match(":%d+: $"), "unexpected prefix in '" .. err .. "'")
-end
 
 local function T(v, dt) return pt.tensor(v, {dtype = dt}) end
 -- got (a tensor) has dtype and values want = {values, dtype}

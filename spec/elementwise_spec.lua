@@ -1,20 +1,9 @@
 local pt = require "partrain"
+local support = require "spec.support"
+local errmsg, assert_error = support.errmsg, support.assert_error
 local gradcheck = require "spec.gradcheck"
 
 local function f64(...) return pt.randn({...}, {dtype = "float64"}) end
-local function errmsg(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
--- the message (after the "file:line: " position prefix) must be exactly msg
-local function assert_error(msg, f, ...)
-  local err = errmsg(f, ...)
-  local at = err:find(msg, 1, true)
-  assert(at, "expected error '" .. msg .. "', got '" .. err .. "'")
-  assert.are.equal(msg, err:sub(at))
-  assert(at == 1 or err:sub(1, at - 1):match(":%d+: $"), "unexpected prefix in '" .. err .. "'")
-end
 local function near(a, b, tol)
   tol = tol or 1e-6
   if type(a) == "table" then

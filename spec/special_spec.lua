@@ -5,24 +5,14 @@
 -- up to 5e-10). Where partrain deliberately differs from torch 1.13 (values that are artifacts of
 -- torch's formulas: i0/i1 at +-inf, polygamma at +-inf and at negative integers) the spec says so.
 local pt = require "partrain"
+local support = require "spec.support"
+local errmsg, assert_error = support.errmsg, support.assert_error
 local gradcheck = require "spec.gradcheck"
 
 local inf = math.huge
 local nan = math.abs(0 / 0) -- a NaN with the sign bit clear, as Python's float('nan')
 
-local function errmsg(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
 -- the message (after the "file:line: " position prefix) must be exactly msg
-local function assert_error(msg, f, ...)
-  local err = errmsg(f, ...)
-  local at = err:find(msg, 1, true)
-  assert(at, "expected error '" .. msg .. "', got '" .. err .. "'")
-  assert.are.equal(msg, err:sub(at))
-  assert(at == 1 or err:sub(1, at - 1):match(":%d+: $"), "unexpected prefix in '" .. err .. "'")
-end
 
 -- got equals want: NaN with NaN, infinities exactly, zeros exactly with their sign, other numbers
 -- within a relative tolerance rel (0: exactly)

@@ -58,4 +58,21 @@ function M.assert_close_with(default_tol)
   end
 end
 
+
+-- the error f(...) raises, as a string (fails the spec when f does not raise)
+function M.errmsg(f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(err)
+end
+
+-- f(...) raises exactly msg after its "file:line: " position prefix
+function M.assert_error(msg, f, ...)
+  local err = M.errmsg(f, ...)
+  local at = err:find(msg, 1, true)
+  assert(at, "expected error '" .. msg .. "', got '" .. err .. "'")
+  assert.are.equal(msg, err:sub(at))
+  assert(at == 1 or err:sub(1, at - 1):match(":%d+: $"), "unexpected prefix in '" .. err .. "'")
+end
+
 return M
