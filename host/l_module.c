@@ -107,6 +107,9 @@ static void where_lua(lua_State *L) {
 
 int lpt_error(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
+  /* a Ctrl-C that an op stopped for is delivered by this error: a script that catches it must
+   * not find every later backward or wait interrupted too */
+  if (ctx->status == PT_EINTR && ctx->interrupted) *ctx->interrupted = 0;
   where_lua(L);
   lua_pushstring(L, ctx->err);
   lua_concat(L, 2);

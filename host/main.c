@@ -6,7 +6,8 @@
  * call/return/instruction, (2) sets the process's interrupt flag (pt_state_interrupt_flag),
  * which partrain's ctx->interrupted points at, so long C loops in lib/ can stop with PT_EINTR,
  * and (3) restores the default action, so a second Ctrl-C while a chunk ignores the first one
- * kills the process, as in lua.c. docall clears the flag before each top-level chunk. */
+ * kills the process, as in lua.c. docall clears the flag before each top-level chunk, and
+ * whichever raises "interrupted" first (the hook, or an op that saw the flag) clears it. */
 #include <lauxlib.h>
 #include <lualib.h>
 #include <signal.h>
@@ -38,10 +39,14 @@ static void setsignal(int sig, void (*handler)(int)) {
   sigaction(sig, &sa, NULL);
 }
 
-/* The hook set by the signal handler: runs in the interpreter, so it may raise. */
+/* The hook set by the signal handler: runs in the interpreter, so it may raise. The interrupt
+ * is delivered once: here, or earlier by a C loop that saw the flag (its "interrupted" error
+ * cleared the flag, lpt_error); a script that catches it goes on with the flag clear. */
 static void lstop(lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
+  if (!*pt_state_interrupt_flag()) return;
+  *pt_state_interrupt_flag() = 0;
   luaL_error(L, "interrupted");
 }
 

@@ -230,6 +230,14 @@ describe("partrain command line", function()
     assert.are.equal(1, rc)
   end)
 
+  it("a caught Ctrl-C is delivered once: the script goes on, backward works", function()
+    local out, err, rc = sh("$P -e 'local f = pt._par_test_sigint; f(0.3); " ..
+      "local ok, e = pcall(function() local i = 0 while true do i = i + 1 end end); " ..
+      "local x = pt.ones(3, {requires_grad=true}); (x*x):sum():backward(); " ..
+      "io.write(tostring(ok), \" \", e, \" \", string.format(\"%g\", x.grad:sum():item()))'")
+    assert.are.same({ "false interrupted 6", "", 0 }, { out, err, rc })
+  end)
+
   it("starts chunks with the interrupt flag clear (backward polls it)", function()
     local out, err, rc = sh("$P -e 'local x = pt.ones(3, {requires_grad=true}); (x*x):sum():backward(); " ..
       "io.write(string.format(\"%g\", x.grad:sum():item()))'")
