@@ -457,7 +457,7 @@ done: /* out of memory for the lists: the graph is left to its references, as be
 
 typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
-      narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act;
+      narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -528,6 +528,8 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   PROBE(masked_fill, pt_masked_fill(ctx, a, c, 0.0, &r));
   PROBE(linear, pt_nn_linear(ctx, "linear", m, m, NULL, PT_ACT_NONE, &r));
   PROBE(act, pt_nn_activation(ctx, PT_ACT_TANH, a, 0.0, &r));
+  PROBE(layer_norm, pt_nn_layer_norm(ctx, a, 1, &one, NULL, NULL, 1e-5, &r));
+  PROBE(rms_norm, pt_nn_rms_norm(ctx, "rms_norm", a, 1, &one, NULL, 1e-5, &r));
 #undef PROBE
   ctx->grad_enabled = was;
   pt_tensor_release(a);
@@ -1103,6 +1105,38 @@ static pt_status gf_linear(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   return gf_end(&s);
 }
 
+/* nn.c's layer norm (inputs x, weight, bias) and nn_rmsnorm.c's RMS norm (x, weight; no mean,
+ * no bias): ints M rows of D, scalars[0] eps. Their kernels save statistics without a history,
+ * so the formula recomputes the rows' mean and 1/sqrt(var + eps) from x with the ops:
+ * dx = rstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w (RMS: without mean(gw)). */
+static pt_status gf_norm_rows(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin, bool centred) {
+  pt_tensor *x = n->inputs[0], *w = n->n_inputs > 1 ? n->inputs[1] : NULL;
+  pt_tensor *b = centred && n->n_inputs > 2 ? n->inputs[2] : NULL;
+  int64_t md[2] = {n->ints[0], n->ints[1]}, wd[2] = {1, n->ints[1]};
+  gf s = {.ctx = ctx};
+  pt_tensor *x2 = G_reshape(&s, x, 2, md), *g2 = G_reshape(&s, g, 2, md);
+  pt_tensor *xm = centred ? G_bin(&s, PT_BIN_SUB, x2, G_mean(&s, x2, 1)) : x2;
+  pt_tensor *var = G_mean(&s, G_mul(&s, xm, xm), 1);
+  pt_tensor *rstd = G_rnum(&s, PT_BIN_DIV, 1.0, G_un(&s, PT_UN_SQRT, G_num(&s, PT_BIN_ADD, var, n->scalars[0])));
+  pt_tensor *xhat = G_mul(&s, xm, rstd);
+  pt_tensor *gw = w ? G_mul(&s, g2, G_reshape(&s, w, 2, wd)) : g2;
+  if (n->needs_grad[0]) {
+    pt_tensor *d = G_bin(&s, PT_BIN_SUB, gw, G_mul(&s, xhat, G_mean(&s, G_mul(&s, gw, xhat), 1)));
+    if (centred) d = G_bin(&s, PT_BIN_SUB, d, G_mean(&s, gw, 1));
+    gin[0] = G_finish(&s, G_reshape(&s, G_mul(&s, d, rstd), x->ndim, x->shape), x);
+  }
+  if (w && n->needs_grad[1])
+    gin[1] = G_finish(&s, G_reshape(&s, G_sum(&s, G_mul(&s, g2, xhat), 0, false), w->ndim, w->shape), w);
+  if (b && n->needs_grad[2]) gin[2] = G_finish(&s, G_reshape(&s, G_sum(&s, g2, 0, false), b->ndim, b->shape), b);
+  return gf_end(&s);
+}
+static pt_status gf_layer_norm(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  return gf_norm_rows(ctx, n, g, gin, true);
+}
+static pt_status gf_rms_norm(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  return gf_norm_rows(ctx, n, g, gin, false);
+}
+
 /* nn.c activations: ints[0] the activation, scalars[0] leaky_relu's slope */
 static bool gf_act_ok(int act) { return act > PT_ACT_NONE && act <= PT_ACT_HARDSHRINK; }
 
@@ -1234,6 +1268,8 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->masked_fill) return gf_masked_fill;
   if (f == gt->linear) return n->ints[3] == PT_ACT_NONE || n->ints[3] == PT_ACT_RELU ? gf_linear : NULL;
   if (f == gt->act) return gf_act_ok((int)n->ints[0]) ? gf_act : NULL;
+  if (f == gt->layer_norm) return gf_layer_norm;
+  if (f == gt->rms_norm) return gf_rms_norm;
   return NULL;
 }
 

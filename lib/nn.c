@@ -1137,6 +1137,7 @@ pt_status pt_nn_layer_norm(pt_ctx *ctx, pt_tensor *x, int nnorm, const int64_t *
     node->ints[0] = M;
     node->ints[1] = D;
     node->n_ints = 2;
+    node->scalars[0] = eps; /* for the create_graph formula (autograd.c) */
   }
   pt_tensor_release(xc);
   pt_tensor_release(wc);

@@ -289,16 +289,32 @@ describe("nn.RMSNorm module", function()
     assert_err("RMSNorm: dtype must be \"float32\" or \"float64\", got 'int64'", nn.RMSNorm, 4, {dtype = "int64"})
   end)
 
-  it("has no double backward (create_graph), as LayerNorm", function()
-    local x = pt.tensor(X, F64):requires_grad_()
-    local y = F.rms_norm(x, 4):sum()
-    assert_err("create_graph is not supported through RMSNormBackward", function()
-      pt.autograd.grad(y, {x}, {create_graph = true})
-    end)
-    local z = nn.layer_norm(x, {4}):sum()
-    assert_err("create_graph is not supported through LayerNormBackward", function()
-      pt.autograd.grad(z, {x}, {create_graph = true})
-    end)
+  it("has second derivatives (create_graph), as LayerNorm: the same as the composed ops'", function()
+    -- the formula (lib/autograd.c gf_norm_rows) against RMS norm and layer norm written with
+    -- mean/sqrt, whose second derivatives are the elementwise and reduction ops' own
+    pt.manual_seed(3)
+    local c = pt.randn(3, 5, F64)
+    local function composed(x, w, b, centred)
+      local xm = centred and x - x:mean(2, {keepdim = true}) or x
+      local y = xm / ((xm * xm):mean(2, {keepdim = true}) + 1e-5):sqrt() * w
+      return b and y + b or y
+    end
+    local function second(norm, centred, use_composed)
+      pt.manual_seed(5)
+      local x = pt.randn(3, 5, {dtype = "float64", requires_grad = true})
+      local w = pt.randn(5, {dtype = "float64", requires_grad = true})
+      local b = centred and pt.randn(5, {dtype = "float64", requires_grad = true}) or nil
+      local y = use_composed and composed(x, w, b, centred) or norm(x, w, b)
+      local ins = centred and {x, w, b} or {x, w}
+      local gs = pt.autograd.grad((y * y * c):sum(), ins, {create_graph = true})
+      local s = (gs[1] * gs[1]):sum() + (gs[2] * 1.7):sin():sum() + (centred and (gs[3] * gs[3]):sum() or 0)
+      return pt.autograd.grad(s, ins)
+    end
+    for _, case in ipairs({{function(x, w) return F.rms_norm(x, {5}, w, 1e-5) end, false},
+                           {function(x, w, b) return nn.layer_norm(x, {5}, w, b, 1e-5) end, true}}) do
+      local fused, ref = second(case[1], case[2], false), second(case[1], case[2], true)
+      for k = 1, #ref do assert.is_true((fused[k] - ref[k]):abs():max():item() < 1e-12) end
+    end
   end)
 end)
 
