@@ -1,7 +1,9 @@
 -- Convolutional layers for partrain.nn: Conv1d, Conv2d, ConvTranspose1d/2d, MaxPool1d/2d,
 -- AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, BatchNorm2d, GroupNorm,
 -- InstanceNorm1d/2d, Dropout2d, Upsample, and their nn.functional forms. The compute is fused C
--- (lib/conv.c); these classes hold parameters and options, with PyTorch's defaults.
+-- (lib/conv.c); these classes hold parameters and options, with PyTorch's defaults. The 3-D layers
+-- (Conv3d, the 3-D pools, BatchNorm3d, InstanceNorm3d) are in nn_conv3d.lua, over these kernels and
+-- helpers (nn._conv_helpers).
 local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module, init = nn.Module, nn.init
@@ -233,8 +235,8 @@ local function tuple(name, what, v, n)
     end
     if ok then return t end
   end
-  fail("%s: %s must be an integer%s, got %s", name, what, n == 1 and " (or {n})" or " or a pair {h, w}",
-    type(v) == "table" and "a table" or tostring(v))
+  local forms = {" (or {n})", " or a pair {h, w}", " or a triple {d, h, w}"}
+  fail("%s: %s must be an integer%s, got %s", name, what, forms[n], type(v) == "table" and "a table" or tostring(v))
 end
 
 local function check_tensor_arg(name, what, t, optional)
@@ -336,7 +338,7 @@ end
 local function check_conv_args(name, x, w, b, nd, groups, module_msg)
   check_tensor_arg(name, "weight", w)
   check_tensor_arg(name, "bias", b, true)
-  local want = nd == 1 and "3-D {out,in/groups,k}" or "4-D {out,in/groups,kh,kw}"
+  local want = ({"3-D {out,in/groups,k}", "4-D {out,in/groups,kh,kw}", "5-D {out,in/groups,kd,kh,kw}"})[nd]
   if w:dim() ~= nd + 2 then fail("%s: weight must be %s, got shape %s", name, want, shp(w)) end
   if w:dtype() ~= x:dtype() then fail("%s: weight has dtype %s, input has %s", name, w:dtype(), x:dtype()) end
   if b and b:dtype() ~= x:dtype() then fail("%s: bias has dtype %s, input has %s", name, b:dtype(), x:dtype()) end
@@ -1179,6 +1181,43 @@ nn.conv2d = doc(conv2d, [[nn.functional.conv2d(x, weight[, bias][, {stride=1, pa
   pt.conv2d, where padding may also be "valid" (0) or "same" (the input's size; stride 1; an odd total
   puts the extra row/column at the end, as PyTorch).]])
 
+-- nn.functional.batch_norm (nn.lua's, whose kernel takes {N,C} or {N,C,L}) for any {N,C,...} as PyTorch's:
+-- {N,C,H,W}, {N,C,D,H,W}, ... run that kernel on a {N,C,H*W...} view
+do
+  local batch_norm_nl = nn.batch_norm
+  local function batch_norm(x, running_mean, running_var, w, b, training, momentum, eps)
+    if not pt.is_tensor(x) or x:dim() <= 3 then
+      return batch_norm_nl(x, running_mean, running_var, w, b, training, momentum, eps)
+    end
+    local size = x:size()
+    local S = 1
+    for i = 3, #size do S = S * size[i] end
+    -- batch statistics with one value per channel: the kernel's message would name the view's shape
+    if (training or not running_mean or not running_var) and size[1] * S <= 1 and floating(x) then
+      fail("batch_norm: expected more than 1 value per channel when training, got input shape %s", shp(x))
+    end
+    return batch_norm_nl(x:reshape(size[1], size[2], S), running_mean, running_var, w, b, training, momentum,
+      eps):reshape(size)
+  end
+  nn.batch_norm = doc(batch_norm, [[nn.batch_norm(x, running_mean, running_var[, weight, bias, training=false, momentum=0.1, eps=1e-5])
+  PyTorch's F.batch_norm: positional arguments, and training defaults to FALSE: x is normalised
+  with the running statistics (evaluation). training=true: with the batch statistics, updating
+  the running ones in place (running = (1-momentum)*running + momentum*batch).
+  x {N,C,...}: {N,C}, {N,C,L}, {N,C,H,W}, {N,C,D,H,W}, ... (per channel over every other dim; inputs of
+  4 or more dims run the fused kernel on a {N,C,L} view); running_mean/running_var may be nil (then
+  batch statistics are always used). pt.batch_norm (also nn.batch_norm2d) is the other form: an
+  options table and training defaults to TRUE. nn.BatchNorm1d/2d/3d pass their mode explicitly.]])
+  nn.functional.batch_norm = batch_norm
+end
+
+-- for nn_conv3d.lua (Conv3d, the 3-D pools, BatchNorm3d, InstanceNorm3d; loaded on first use by nn.lua's
+-- load_extras): the checks and pieces the 1-D and 2-D layers use, so that the 3-D ones say the same
+nn._conv_helpers = {fail = fail, shp = shp, floating = floating, check_opts = check_opts, tuple = tuple,
+  positive_tuple = positive_tuple, positive_int = positive_int, check_tensor_arg = check_tensor_arg,
+  fmt_tuple = fmt_tuple, all_eq = all_eq, conv_padding = conv_padding, apply_padding = apply_padding,
+  check_conv_args = check_conv_args, conv_init = conv_init, conv_reset = conv_reset, conv_repr = conv_repr,
+  RESET_DOC = RESET_DOC, instance_class = instance_class}
+
 -- functional forms
 nn.max_pool2d = pt.max_pool2d
 nn.avg_pool2d = pt.avg_pool2d
@@ -1190,8 +1229,8 @@ doc(pt.batch_norm, [[pt.batch_norm(x, mean, var[, w, b][, {training=true, moment
   Per-channel normalisation of x {N,C,...} (any rank >= 2). Options in a table, and training
   defaults to TRUE: batch statistics, updating running_mean/running_var in place (momentum);
   {training=false}: the running statistics (evaluation). Running statistics may be nil.
-  nn.batch_norm is the other form, PyTorch's F.batch_norm: positional arguments, {N,C} or
-  {N,C,L} inputs, and training defaults to FALSE. nn.BatchNorm2d passes its mode explicitly.]])
+  nn.batch_norm is the other form, PyTorch's F.batch_norm: positional arguments, and training
+  defaults to FALSE. nn.BatchNorm2d and nn.BatchNorm3d pass their mode explicitly.]])
 nn.dropout2d = pt.dropout2d
 nn.upsample_nearest2d = pt.upsample_nearest2d
 nn.conv_transpose2d = pt.conv_transpose2d
