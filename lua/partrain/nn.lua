@@ -1466,6 +1466,7 @@ local function load_extras()
   local current = package.loaded["partrain.nn"]
   package.loaded["partrain.nn"] = nn
   for _, m in ipairs({"partrain.nn_extra", -- more activations, losses, distances
+                      "partrain.nn_conv3d", -- Conv3d, the 3-D pools, BatchNorm3d, InstanceNorm3d
                       "partrain.nn_rnn"}) do -- RNN, LSTM, GRU and their cells, attention, Transformer
     package.loaded[m] = nil
     require(m)
