@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "dispatch.h"
 #include "nn.h"
 #include "parallel.h"
@@ -457,7 +458,8 @@ done: /* out of memory for the lists: the graph is left to its references, as be
 
 typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
-      narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm;
+      narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
+      batch_norm;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -530,6 +532,13 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   PROBE(act, pt_nn_activation(ctx, PT_ACT_TANH, a, 0.0, &r));
   PROBE(layer_norm, pt_nn_layer_norm(ctx, a, 1, &one, NULL, NULL, 1e-5, &r));
   PROBE(rms_norm, pt_nn_rms_norm(ctx, "rms_norm", a, 1, &one, NULL, 1e-5, &r));
+  pt_tensor *b2 = NULL; /* two values per channel: a training batch norm needs more than one */
+  int64_t b2s[2] = {2, 1};
+  if (!pt_tensor_zeros(ctx, PT_FLOAT64, 2, b2s, &b2)) {
+    b2->requires_grad = true;
+    PROBE(batch_norm, pt_batch_norm(ctx, b2, NULL, NULL, NULL, NULL, true, 0.1, 1e-5, &r));
+    pt_tensor_release(b2);
+  }
 #undef PROBE
   ctx->grad_enabled = was;
   pt_tensor_release(a);
@@ -1137,6 +1146,45 @@ static pt_status gf_rms_norm(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
   return gf_norm_rows(ctx, n, g, gin, false);
 }
 
+/* conv.c's batch norm (inputs x {N,C,S...}, weight, bias; ints N, C, S, training; saved[1] the
+ * mean and 1/sqrt(var + eps) per channel, float64; scalars[0] eps): in training the statistics
+ * are recomputed from x with the ops (over N and S), as gf_norm_rows does over rows; in eval they
+ * are the running ones, constants. */
+static pt_status gf_batch_norm(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
+  int64_t C = n->ints[1], shp[3] = {n->ints[0], C, n->ints[2]}, cshape[3] = {1, C, 1};
+  int dims[2] = {0, 2};
+  double cnt = (double)(n->ints[0] * n->ints[2]);
+  gf s = {.ctx = ctx};
+  pt_tensor *x3 = G_reshape(&s, x, 3, shp), *g3 = G_reshape(&s, g, 3, shp), *mean, *rstd;
+  if (n->ints[3]) {
+    mean = G_num(&s, PT_BIN_DIV, G_sum_dims(&s, x3, 2, dims, true), cnt);
+    pt_tensor *xm = G_bin(&s, PT_BIN_SUB, x3, mean);
+    pt_tensor *var = G_num(&s, PT_BIN_DIV, G_sum_dims(&s, G_mul(&s, xm, xm), 2, dims, true), cnt);
+    rstd = G_rnum(&s, PT_BIN_DIV, 1.0, G_un(&s, PT_UN_SQRT, G_num(&s, PT_BIN_ADD, var, n->scalars[0])));
+  } else {
+    pt_tensor *st = G_to(&s, n->saved[1], x->dtype);
+    mean = G_reshape(&s, G_narrow(&s, st, 0, 0, C), 3, cshape);
+    rstd = G_reshape(&s, G_narrow(&s, st, 0, C, C), 3, cshape);
+  }
+  pt_tensor *xhat = G_mul(&s, G_bin(&s, PT_BIN_SUB, x3, mean), rstd);
+  pt_tensor *gw = w ? G_mul(&s, g3, G_reshape(&s, w, 3, cshape)) : g3;
+  if (n->needs_grad[0]) {
+    pt_tensor *d = gw;
+    if (n->ints[3]) {
+      pt_tensor *m1 = G_num(&s, PT_BIN_DIV, G_sum_dims(&s, gw, 2, dims, true), cnt);
+      pt_tensor *m2 = G_num(&s, PT_BIN_DIV, G_sum_dims(&s, G_mul(&s, gw, xhat), 2, dims, true), cnt);
+      d = G_bin(&s, PT_BIN_SUB, G_bin(&s, PT_BIN_SUB, gw, m1), G_mul(&s, xhat, m2));
+    }
+    gin[0] = G_finish(&s, G_reshape(&s, G_mul(&s, d, rstd), x->ndim, x->shape), x);
+  }
+  if (w && n->needs_grad[1])
+    gin[1] = G_finish(&s, G_reshape(&s, G_sum_dims(&s, G_mul(&s, g3, xhat), 2, dims, false), w->ndim, w->shape), w);
+  if (b && n->needs_grad[2])
+    gin[2] = G_finish(&s, G_reshape(&s, G_sum_dims(&s, g3, 2, dims, false), b->ndim, b->shape), b);
+  return gf_end(&s);
+}
+
 /* nn.c activations: ints[0] the activation, scalars[0] leaky_relu's slope */
 static bool gf_act_ok(int act) { return act > PT_ACT_NONE && act <= PT_ACT_HARDSHRINK; }
 
@@ -1270,6 +1318,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->act) return gf_act_ok((int)n->ints[0]) ? gf_act : NULL;
   if (f == gt->layer_norm) return gf_layer_norm;
   if (f == gt->rms_norm) return gf_rms_norm;
+  if (f == gt->batch_norm) return gf_batch_norm;
   return NULL;
 }
 

@@ -1688,6 +1688,7 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
     pt_node_save(node, 1, pt_tensor_retain(stats));
     node->ints[0] = N, node->ints[1] = C, node->ints[2] = S, node->ints[3] = training;
     node->n_ints = 4;
+    node->scalars[0] = eps; /* for the create_graph formula (autograd.c) */
   }
 done:
   pt_free(work);

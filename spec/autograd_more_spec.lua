@@ -377,6 +377,45 @@ describe("create_graph", function()
     assert_close(l2.weight.grad, {{-0.04751792308055977, -0.1584811258718177, 0.4067094339242701, 0.12405164378086682}})
   end)
 
+  it("goes through BatchNorm in training and eval mode (as the norm written with mean/sqrt)", function()
+    local function composed(x, w, b, training, rm, rv)
+      local N, C = x:size(1), x:size(2)
+      local x3 = x:reshape(N, C, -1)
+      local mean, rstd
+      if training then
+        mean = x3:mean({1, 3}, {keepdim = true})
+        local xm = x3 - mean
+        rstd = 1 / ((xm * xm):mean({1, 3}, {keepdim = true}) + 1e-5):sqrt()
+      else
+        mean = rm:view(1, C, 1)
+        rstd = 1 / (rv:view(1, C, 1) + 1e-5):sqrt()
+      end
+      return ((x3 - mean) * rstd * w:view(1, C, 1) + b:view(1, C, 1)):reshape(x:size())
+    end
+    for _, shape in ipairs({{6, 3}, {2, 3, 4, 5}}) do
+      for _, training in ipairs({true, false}) do
+        local res = {}
+        for _, use_composed in ipairs({false, true}) do
+          pt.manual_seed(7)
+          local x = pt.randn(shape, {dtype = "float64", requires_grad = true})
+          local w = pt.randn(3, {dtype = "float64", requires_grad = true})
+          local b = pt.randn(3, {dtype = "float64", requires_grad = true})
+          local rm, rv = pt.randn(3, {dtype = "float64"}), pt.rand(3, {dtype = "float64"}) + 0.5
+          local c = pt.randn(shape, {dtype = "float64"})
+          local y = use_composed and composed(x, w, b, training, rm, rv)
+            or nn.functional.batch_norm(x, rm:clone(), rv:clone(), w, b, training, 0.1, 1e-5)
+          local gs = grad((y * y * c):sum(), {x, w, b}, {create_graph = true})
+          local s = (gs[1] * gs[1]):sum() + (gs[2] * 1.7):sin():sum() + (gs[3] * gs[3]):sum()
+          res[#res + 1] = grad(s, {x, w, b})
+        end
+        for k = 1, 3 do
+          local scale = res[2][k]:abs():max():item()
+          assert.is_true((res[1][k] - res[2][k]):abs():max():item() <= 1e-12 * math.max(scale, 1))
+        end
+      end
+    end
+  end)
+
   it("refuses a node with no double backward by name, before anything runs", function()
     local x = leaf({{{{1, 2}, {3, 4}}}})
     local w = leaf({{{{1, 0}, {0, 1}}}})
