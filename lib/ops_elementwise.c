@@ -7,6 +7,7 @@
  * stride patterns (1/1, 1/0, 0/1) specialised so the compiler vectorises them.
  * Backward functions are compositions of the same forward engine (grad mode is off there). */
 #include "ops_elementwise.h"
+#include "ew_impl.h"
 #include "parallel.h"
 
 #include <math.h>
@@ -167,40 +168,11 @@ const char *pt_unop_name(pt_unop op) {
  * kernels: out[i*so] = f(a[i*sa], b[i*sb]), strides in elements
  * ------------------------------------------------------------------------------------------- */
 
-typedef void (*bin_kernel)(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb,
-                           void *po, int64_t so);
+typedef pt_ew_bin_kernel bin_kernel; /* and BK: ew_impl.h's, shared with lib/ops_special.c */
 typedef void (*un_kernel)(int64_t n, const void *pa, int64_t sa, void *po, int64_t so,
                           const double *p);
 
-#define BK(name, T, OT, EXPR)                                                                   \
-  static void name(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po, \
-                   int64_t so) {                                                                \
-    const T *a = pa, *b = pb;                                                                   \
-    OT *o = po;                                                                                 \
-    if (so == 1 && sa == 1 && sb == 1) {                                                        \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T x = a[i], y = b[i];                                                                   \
-        o[i] = (OT)(EXPR);                                                                      \
-      }                                                                                         \
-    } else if (so == 1 && sa == 1 && sb == 0) {                                                 \
-      const T y = b[0];                                                                         \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T x = a[i];                                                                             \
-        o[i] = (OT)(EXPR);                                                                      \
-      }                                                                                         \
-    } else if (so == 1 && sa == 0 && sb == 1) {                                                 \
-      const T x = a[0];                                                                         \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T y = b[i];                                                                             \
-        o[i] = (OT)(EXPR);                                                                      \
-      }                                                                                         \
-    } else {                                                                                    \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T x = a[i * sa], y = b[i * sb];                                                         \
-        o[i * so] = (OT)(EXPR);                                                                 \
-      }                                                                                         \
-    }                                                                                           \
-  }
+#define BK PT_EW_BK
 
 #define UK(name, T, OT, EXPR)                                                                   \
   static void name(int64_t n, const void *pa, int64_t sa, void *po, int64_t so,                 \
@@ -795,39 +767,18 @@ bool pt_can_cast(pt_dtype from, pt_dtype to) { return category(from) <= category
  * operands and iteration
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct opnd {
-  pt_tensor *t; /* NULL: a number */
-  double s;
-  bool is_int;
-  int64_t i; /* the integer exactly, when is_int */
-} opnd;
+typedef pt_ew_opnd opnd; /* a tensor or a number (ew_impl.h) */
 
-/* s rounded toward zero into int64, saturating (NaN: 0): no undefined conversion */
-static int64_t sat_i64(double s) {
-  if (s != s) return 0;
-  if (s >= 0x1p63) return INT64_MAX;
-  if (s < -0x1p63) return INT64_MIN;
-  return (int64_t)s;
-}
-
-static inline opnd T_(pt_tensor *t) { return (opnd){t, 0.0, false, 0}; }
-static inline opnd S_(double s, bool is_int) { return (opnd){NULL, s, is_int, is_int ? sat_i64(s) : 0}; }
-static inline opnd N_(pt_number n) { return (opnd){NULL, n.d, n.is_int, n.is_int ? n.i : 0}; }
-static inline pt_number opnd_number(opnd x) { return (pt_number){x.is_int, x.i, x.s}; }
+static inline opnd T_(pt_tensor *t) { return pt_ew_opnd_tensor(t); }
+static inline opnd S_(double s, bool is_int) { return (opnd){NULL, s, is_int, is_int ? pt_ew_sat_i64(s) : 0}; }
+static inline opnd N_(pt_number n) { return pt_ew_opnd_number(n); }
 
 /* x * alpha for a number: an integer stays one (int64 arithmetic, wrapping) when alpha is integral */
 static opnd scale_opnd(opnd x, double alpha) {
   bool is_int = x.is_int && alpha == floor(alpha);
   opnd r = {NULL, x.s * alpha, is_int, 0};
-  if (is_int) r.i = (int64_t)((uint64_t)x.i * (uint64_t)sat_i64(alpha));
+  if (is_int) r.i = (int64_t)((uint64_t)x.i * (uint64_t)pt_ew_sat_i64(alpha));
   return r;
-}
-
-static pt_dtype opnd_result_type(opnd x, opnd y) {
-  if (x.t && y.t) return pt_result_type(x.t, y.t);
-  if (x.t) return pt_result_type_scalar(x.t, y.is_int);
-  if (y.t) return pt_result_type_scalar(y.t, x.is_int);
-  return x.is_int && y.is_int ? PT_INT64 : PT_FLOAT32;
 }
 
 static inline bool same_shape(const pt_tensor *a, const pt_tensor *b) {
@@ -904,21 +855,6 @@ static void nd_advance(const nd_loop *l, nd_pos *p) {
   }
 }
 
-/* Write a number as dtype dt into buf: an integer exactly into int64 (its low bits into int32 and
- * uint8, as PyTorch), a float rounded toward zero into the integer dtypes. */
-static void scalar_to_buf(void *buf, pt_dtype dt, pt_number n) {
-  uint64_t u = (uint64_t)(n.is_int ? n.i : sat_i64(n.d));
-  switch (dt) {
-  case PT_INT64: *(int64_t *)buf = (int64_t)u; break;
-  case PT_INT32: *(int32_t *)buf = (int32_t)(uint32_t)u; break;
-  case PT_UINT8: *(uint8_t *)buf = (uint8_t)u; break;
-  case PT_BOOL: *(uint8_t *)buf = n.is_int ? n.i != 0 : n.d != 0.0; break;
-  /* an integer rounds once to float32, as torch (through a double it could round twice) */
-  case PT_FLOAT32: *(float *)buf = n.is_int ? (float)n.i : (float)n.d; break;
-  default: pt_write_from_double(buf, dt, n.d); break;
-  }
-}
-
 static inline char *elem_ptr(const pt_tensor *t, int64_t off) {
   return (char *)t->storage->data + (t->offset + off) * (int64_t)pt_dtype_size(t->dtype);
 }
@@ -984,8 +920,8 @@ static void bin_contiguous(const pt_ctx *ctx, bin_kernel k, int64_t n, const voi
   pt_parallel_for(ctx, n, EW_GRAIN, bin_chunk, &j);
 }
 
-static void run_binary(const pt_ctx *ctx, bin_kernel k, pt_tensor *o, const pt_tensor *x,
-                       const void *xb, const pt_tensor *y, const void *yb) {
+void pt_ew_run_binary(const pt_ctx *ctx, bin_kernel k, pt_tensor *o, const pt_tensor *x,
+                      const void *xb, const pt_tensor *y, const void *yb) {
   int64_t n = pt_tensor_numel(o);
   if (n == 0) return;
   bool oc = pt_tensor_is_contiguous(o);
@@ -1062,13 +998,7 @@ static bool has_zero(const pt_tensor *t) {
 }
 
 /* the integer number in buf (dtype dt) is zero */
-static bool buf_is_zero(const void *buf, pt_dtype dt) {
-  switch (dt) {
-  case PT_INT64: return *(const int64_t *)buf == 0;
-  case PT_INT32: return *(const int32_t *)buf == 0;
-  default: return *(const uint8_t *)buf == 0;
-  }
-}
+static bool buf_is_zero(const void *buf, pt_dtype dt) { return pt_ew_int_at(buf, dt) == 0; }
 
 static pt_status division_by_zero(pt_ctx *ctx, const char *fname) {
   return pt_fail(ctx, PT_EARG,
@@ -1098,7 +1028,7 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
       return PT_OK;
     }
   }
-  op_dtypes(op, opnd_result_type(x, y), &cdt, &odt);
+  op_dtypes(op, pt_ew_result_type(x, y), &cdt, &odt);
   bin_kernel k = bin_kernels[op][cdt];
   if (!k) {
     if (op == PT_BIN_SUB && cdt == PT_BOOL)
@@ -1133,12 +1063,12 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
   const pt_tensor *xc = x.t, *yc = y.t;
   _Alignas(16) unsigned char xb[16], yb[16];
   pt_status st = PT_OK;
-  if (!x.t) scalar_to_buf(xb, cdt, opnd_number(x));
+  if (!x.t) pt_ew_number_to_buf(xb, cdt, pt_ew_opnd_value(x));
   else if (x.t->dtype != cdt) {
     if ((st = pt_tensor_to_dtype_raw(ctx, x.t, cdt, &xconv))) goto done;
     xc = xconv;
   }
-  if (!y.t) scalar_to_buf(yb, cdt, opnd_number(y));
+  if (!y.t) pt_ew_number_to_buf(yb, cdt, pt_ew_opnd_value(y));
   else if (y.t->dtype != cdt) {
     if ((st = pt_tensor_to_dtype_raw(ctx, y.t, cdt, &yconv))) goto done;
     yc = yconv;
@@ -1152,9 +1082,9 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
   if (op == PT_BIN_POW && !y.t && y.s == 2 && xc && pt_dtype_is_floating(cdt)) {
     /* x^2 as x * x: the same correctly rounded square, in a vectorised loop (powf per element
      * was 140x slower than PyTorch) */
-    run_binary(ctx, bin_kernels[PT_BIN_MUL][cdt], o, xc, xb, xc, xb);
+    pt_ew_run_binary(ctx, bin_kernels[PT_BIN_MUL][cdt], o, xc, xb, xc, xb);
   } else {
-    run_binary(ctx, k, o, xc, xb, yc, yb);
+    pt_ew_run_binary(ctx, k, o, xc, xb, yc, yb);
   }
   *out = o;
 done:
@@ -1492,7 +1422,7 @@ pt_status pt_binary_into(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number an, p
   if ((st = pt_check_no_internal_overlap(ctx, fname, out))) return st;
   opnd x = a ? T_(a) : N_(an), y = b ? T_(b) : N_(bn);
   pt_dtype cdt, odt;
-  op_dtypes(op, opnd_result_type(x, y), &cdt, &odt);
+  op_dtypes(op, pt_ew_result_type(x, y), &cdt, &odt);
   int nd = 0;
   int64_t shape[PT_MAX_DIMS];
   if (a && b) {
@@ -1954,7 +1884,7 @@ static pt_status check_mask(pt_ctx *ctx, const char *fname, const pt_tensor *t, 
 static void fill_masked(pt_tensor *t, const pt_tensor *mask, pt_number value) {
   if (pt_tensor_numel(t) == 0) return;
   _Alignas(16) unsigned char vb[16];
-  scalar_to_buf(vb, t->dtype, value);
+  pt_ew_number_to_buf(vb, t->dtype, value);
   int64_t strides[2][PT_MAX_DIMS];
   memcpy(strides[0], t->stride, sizeof strides[0]);
   if (mask) pt_broadcast_strides(mask, t->ndim, t->shape, strides[1]);
@@ -2154,7 +2084,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
   pt_status st = pt_inplace_check(ctx, fname, self);
   if (st) return st;
   pt_dtype cdt, odt;
-  op_dtypes(op, opnd_result_type(T_(self), y), &cdt, &odt);
+  op_dtypes(op, pt_ew_result_type(T_(self), y), &cdt, &odt);
   if (!pt_can_cast(odt, self->dtype))
     return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
                    fname, pt_dtype_name(odt), pt_dtype_name(self->dtype));

@@ -8,9 +8,10 @@
  * log ndtr or on erf from Abramowitz-Stegun 26.2.23). They compute in double; float32 tensors
  * round the double result once (lgamma excepted: lgammaf_r).
  *
- * Kernels run over contiguous arrays (special functions) or rows of broadcast operands (binary
- * ops); outputs are fresh tensors. In-place forms compute out of place and copy in with
- * pt_copy_, which already knows views, versions and autograd. */
+ * Special functions run over contiguous arrays; the binary ops are kernels of the element-wise
+ * engine (lib/ew_impl.h: its kernel generator, operands and broadcasting runner) with this
+ * file's dtype rules. Outputs are fresh tensors. In-place forms compute out of place and copy in
+ * with pt_copy_, which already knows views, versions and autograd. */
 #include "ops_special.h"
 
 #include <float.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ew_impl.h"
 #include "ops_shape.h"
 #include "parallel.h"
 
@@ -645,37 +647,7 @@ const char *pt_bitop_name(pt_bitop op) {
   return (unsigned)op < PT_BIT_COUNT_PUBLIC ? bit_names[op] : "?";
 }
 
-/* out[i] = f(a[i*sa], b[i*sb]), out contiguous; strides in elements */
-typedef void (*bin_kernel)(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po);
-
-#define BK(name, T, OT, EXPR)                                                                   \
-  static void name(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) { \
-    const T *a = pa, *b = pb;                                                                   \
-    OT *o = po;                                                                                 \
-    if (sa == 1 && sb == 1) {                                                                   \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T x = a[i], y = b[i];                                                                   \
-        o[i] = (OT)(EXPR);                                                                      \
-      }                                                                                         \
-    } else if (sa == 1 && sb == 0) {                                                            \
-      const T y = b[0];                                                                         \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T x = a[i];                                                                             \
-        o[i] = (OT)(EXPR);                                                                      \
-      }                                                                                         \
-    } else if (sa == 0 && sb == 1) {                                                            \
-      const T x = a[0];                                                                         \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T y = b[i];                                                                             \
-        o[i] = (OT)(EXPR);                                                                      \
-      }                                                                                         \
-    } else {                                                                                    \
-      for (int64_t i = 0; i < n; i++) {                                                         \
-        T x = a[i * sa], y = b[i * sb];                                                         \
-        o[i] = (OT)(EXPR);                                                                      \
-      }                                                                                         \
-    }                                                                                           \
-  }
+#define BK PT_EW_BK /* the element-wise engine's kernels (ew_impl.h) */
 
 /* Shifts as PyTorch >= 2.1 defines them: a negative amount or one of the width or more gives 0
  * (left) or the sign fill (right); the left shift works on the unsigned bits (no overflow). */
@@ -707,7 +679,7 @@ BK(xlog1py_zero_d, double, uint8_t, x == 0 && y <= -1)
   {[PT_INT64] = name##_i64, [PT_INT32] = name##_i32, [PT_UINT8] = name##_u8}
 #define ROW_FLOAT(name) {[PT_FLOAT32] = name##_f, [PT_FLOAT64] = name##_d}
 
-static const bin_kernel bin_kernels[B_COUNT][PT_DTYPE_COUNT] = {
+static const pt_ew_bin_kernel bin_kernels[B_COUNT][PT_DTYPE_COUNT] = {
     [B_AND] = {[PT_INT64] = and_i64, [PT_INT32] = and_i32, [PT_UINT8] = and_u8, [PT_BOOL] = and_u8},
     [B_OR] = {[PT_INT64] = or_i64, [PT_INT32] = or_i32, [PT_UINT8] = or_u8, [PT_BOOL] = or_u8},
     [B_XOR] = {[PT_INT64] = xor_i64, [PT_INT32] = xor_i32, [PT_UINT8] = xor_u8, [PT_BOOL] = xor_u8},
@@ -721,21 +693,9 @@ static const bin_kernel bin_kernels[B_COUNT][PT_DTYPE_COUNT] = {
     [B_XLOG1PY_ZERO] = ROW_FLOAT(xlog1py_zero),
 };
 
-/* an operand: a tensor, or a number as Lua gave it */
-typedef struct sopnd {
-  pt_tensor *t; /* NULL: the number n */
-  pt_number n;
-} sopnd;
-
-static inline sopnd OT(pt_tensor *t) { return (sopnd){t, {false, 0, 0.0}}; }
-static inline sopnd ON(pt_number n) { return (sopnd){NULL, n}; }
-
-static pt_dtype sopnd_result_type(sopnd x, sopnd y) {
-  if (x.t && y.t) return pt_result_type(x.t, y.t);
-  if (x.t) return pt_result_type_scalar(x.t, y.n.is_int);
-  if (y.t) return pt_result_type_scalar(y.t, x.n.is_int);
-  return x.n.is_int && y.n.is_int ? PT_INT64 : PT_FLOAT32;
-}
+typedef pt_ew_opnd sopnd;
+static inline sopnd OT(pt_tensor *t) { return pt_ew_opnd_tensor(t); }
+static inline sopnd ON(pt_number n) { return pt_ew_opnd_number(n); }
 
 static bool is_logical(int op) { return op == B_LXOR || op == B_LAND || op == B_LOR; }
 static bool is_shift(int op) { return op == B_LSHIFT || op == B_RSHIFT; }
@@ -747,7 +707,7 @@ static pt_status bin_dtypes(pt_ctx *ctx, const char *fname, int op, sopnd x, sop
     *cdt = *odt = PT_BOOL;
     return PT_OK;
   }
-  pt_dtype res = sopnd_result_type(x, y);
+  pt_dtype res = pt_ew_result_type(x, y);
   if (op >= B_XLOG1PY) {
     *cdt = pt_dtype_is_floating(res) ? res : PT_FLOAT32;
     *odt = op == B_XLOG1PY_ZERO ? PT_BOOL : *cdt;
@@ -757,32 +717,6 @@ static pt_status bin_dtypes(pt_ctx *ctx, const char *fname, int op, sopnd x, sop
     return pt_fail(ctx, PT_EARG, "%s: not supported for %s tensors", fname, pt_dtype_name(res));
   *cdt = *odt = res;
   return PT_OK;
-}
-
-/* a number as dtype dt: an integer's low bits in the integer dtypes (as PyTorch: uint8 & -1 is
- * uint8 & 255), a float rounded toward zero there; nonzero in bool */
-static void number_to_buf(void *buf, pt_dtype dt, pt_number n) {
-  double d = n.d;
-  uint64_t u = n.is_int ? (uint64_t)n.i
-               : (d != d) ? 0
-               : d >= 0x1p63 ? (uint64_t)INT64_MAX
-               : d < -0x1p63 ? (uint64_t)INT64_MIN : (uint64_t)(int64_t)d;
-  switch (dt) {
-  case PT_INT64: *(int64_t *)buf = (int64_t)u; break;
-  case PT_INT32: *(int32_t *)buf = (int32_t)(uint32_t)u; break;
-  case PT_UINT8: *(uint8_t *)buf = (uint8_t)u; break;
-  case PT_BOOL: *(uint8_t *)buf = n.is_int ? n.i != 0 : d != 0; break;
-  case PT_FLOAT32: *(float *)buf = n.is_int ? (float)n.i : (float)d; break;
-  default: *(double *)buf = n.is_int ? (double)n.i : d; break;
-  }
-}
-
-static int64_t int_at(const void *p, pt_dtype dt) {
-  switch (dt) {
-  case PT_INT64: return *(const int64_t *)p;
-  case PT_INT32: return *(const int32_t *)p;
-  default: return *(const uint8_t *)p; /* uint8, bool */
-  }
 }
 
 /* t in dtype dt (a new reference; t itself when it already is): a narrower integer dtype takes
@@ -801,8 +735,8 @@ static pt_status to_dtype(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **ou
     size_t es = pt_dtype_size(t->dtype);
     pt_number v = pt_number_int(0);
     for (int64_t i = 0; i < n; i++) {
-      v.i = int_at(s + i * (int64_t)es, t->dtype);
-      number_to_buf((char *)pt_tensor_data(r) + i * (int64_t)pt_dtype_size(dt), dt, v);
+      v.i = pt_ew_int_at(s + i * (int64_t)es, t->dtype);
+      pt_ew_number_to_buf((char *)pt_tensor_data(r) + i * (int64_t)pt_dtype_size(dt), dt, v);
     }
     *out = r;
   }
@@ -810,65 +744,10 @@ static pt_status to_dtype(pt_ctx *ctx, pt_tensor *t, pt_dtype dt, pt_tensor **ou
   return st;
 }
 
-#define BIN_GRAIN 32768
-
-typedef struct bin_job {
-  bin_kernel k;
-  const char *x, *y;
-  char *o;
-  int64_t xs, ys;    /* 1, or 0 for one element */
-  size_t xe, ye, oe; /* element sizes */
-} bin_job;
-
-static void bin_chunk(void *arg, int64_t b, int64_t e, int tid) {
-  (void)tid;
-  const bin_job *j = arg;
-  j->k(e - b, j->x + b * j->xs * (int64_t)j->xe, j->xs, j->y + b * j->ys * (int64_t)j->ye, j->ys,
-       j->o + b * (int64_t)j->oe);
-}
-
-/* o (contiguous, the broadcast shape) = k(x, y); x / y are tensors of the compute dtype or, when
- * NULL, the number in xb / yb */
-static void run_binary(const pt_ctx *ctx, bin_kernel k, pt_tensor *o, const pt_tensor *x,
-                       const void *xb, size_t xe, const pt_tensor *y, const void *yb, size_t ye) {
-  int64_t n = pt_tensor_numel(o);
-  if (n == 0) return;
-  int64_t nx = x ? pt_tensor_numel(x) : 1, ny = y ? pt_tensor_numel(y) : 1;
-  size_t oe = pt_dtype_size(o->dtype);
-  if ((!x || (pt_tensor_is_contiguous(x) && (nx == n || nx == 1))) &&
-      (!y || (pt_tensor_is_contiguous(y) && (ny == n || ny == 1)))) {
-    bin_job j = {k, x ? pt_tensor_data(x) : xb, y ? pt_tensor_data(y) : yb, pt_tensor_data(o),
-                 nx == n ? 1 : 0, ny == n ? 1 : 0, xe, ye, oe};
-    if (n >= 2 * BIN_GRAIN) pt_parallel_for(ctx, n, BIN_GRAIN, bin_chunk, &j);
-    else bin_chunk(&j, 0, n, 0);
-    return;
-  }
-  /* rows of the last dimension; the outer dimensions by an odometer */
-  int nd = o->ndim;
-  int64_t sx[PT_MAX_DIMS] = {0}, sy[PT_MAX_DIMS] = {0}, idx[PT_MAX_DIMS] = {0};
-  if (x) pt_broadcast_strides(x, nd, o->shape, sx);
-  if (y) pt_broadcast_strides(y, nd, o->shape, sy);
-  const char *px = x ? pt_tensor_data(x) : xb, *py = y ? pt_tensor_data(y) : yb;
-  char *po = pt_tensor_data(o);
-  int64_t inner = o->shape[nd - 1], rows = n / inner, offx = 0, offy = 0;
-  for (int64_t r = 0; r < rows; r++) {
-    k(inner, px + offx * (int64_t)xe, sx[nd - 1], py + offy * (int64_t)ye, sy[nd - 1],
-      po + r * inner * (int64_t)oe);
-    for (int d = nd - 2; d >= 0; d--) {
-      offx += sx[d];
-      offy += sy[d];
-      if (++idx[d] < o->shape[d]) break;
-      offx -= sx[d] * o->shape[d];
-      offy -= sy[d] * o->shape[d];
-      idx[d] = 0;
-    }
-  }
-}
-
 /* out = op(x, y) without autograd */
 static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, sopnd x, sopnd y,
                                 pt_tensor **out) {
-  pt_dtype cdt, odt;
+  pt_dtype cdt = PT_BOOL, odt = PT_BOOL; /* set by bin_dtypes when it succeeds */
   pt_status st = bin_dtypes(ctx, fname, op, x, y, &cdt, &odt);
   if (st) return st;
   int nd;
@@ -885,13 +764,12 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, sopnd x,
   _Alignas(16) unsigned char xb[16], yb[16];
   pt_tensor *xc = NULL, *yc = NULL, *o = NULL;
   if (x.t) st = to_dtype(ctx, x.t, cdt, &xc);
-  else number_to_buf(xb, cdt, x.n);
+  else pt_ew_number_to_buf(xb, cdt, pt_ew_opnd_value(x));
   if (!st && y.t) st = to_dtype(ctx, y.t, cdt, &yc);
-  else if (!y.t) number_to_buf(yb, cdt, y.n);
+  else if (!y.t) pt_ew_number_to_buf(yb, cdt, pt_ew_opnd_value(y));
   if (!st) st = pt_tensor_empty(ctx, odt, nd, shape, &o);
   if (!st) {
-    size_t es = pt_dtype_size(cdt);
-    run_binary(ctx, bin_kernels[op][cdt], o, xc, xb, es, yc, yb, es);
+    pt_ew_run_binary(ctx, bin_kernels[op][cdt], o, xc, xb, yc, yb);
     *out = o;
   }
   pt_tensor_release(xc);
@@ -956,7 +834,7 @@ static pt_status xlog1py_op(pt_ctx *ctx, sopnd x, sopnd y, pt_tensor **out) {
   if (node) {
     node->ints[0] = layout;
     node->n_ints = 1;
-    node->scalars[0] = layout == 1 ? y.n.d : (layout == 2 ? x.n.d : 0);
+    node->scalars[0] = layout == 1 ? y.s : (layout == 2 ? x.s : 0);
     for (int i = 0; i < n; i++) pt_node_save(node, i, pt_tensor_retain(inputs[i]));
   }
   *out = r;
@@ -1006,7 +884,7 @@ static pt_status bitwise_inplace(pt_ctx *ctx, int op, pt_tensor *self, sopnd y) 
   char name[40];
   snprintf(name, sizeof name, "%s_", bit_names[op]);
   pt_status st = pt_inplace_check(ctx, name, self);
-  pt_dtype cdt, odt;
+  pt_dtype cdt = PT_BOOL, odt = PT_BOOL; /* set by bin_dtypes when it succeeds */
   if (!st) st = bin_dtypes(ctx, name, op, OT(self), y, &cdt, &odt);
   if (st) return st;
   if (!pt_can_cast(odt, self->dtype)) return cast_error(ctx, name, odt, self->dtype);
