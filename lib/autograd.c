@@ -459,7 +459,7 @@ done: /* out of memory for the lists: the graph is left to its references, as be
 typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
-      batch_norm;
+      batch_norm, conv2d;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -538,6 +538,14 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     b2->requires_grad = true;
     PROBE(batch_norm, pt_batch_norm(ctx, b2, NULL, NULL, NULL, NULL, true, 0.1, 1e-5, &r));
     pt_tensor_release(b2);
+  }
+  pt_tensor *x4 = NULL;
+  int64_t x4s[4] = {1, 1, 1, 1};
+  if (!pt_tensor_zeros(ctx, PT_FLOAT64, 4, x4s, &x4)) {
+    x4->requires_grad = true;
+    pt_conv2d_opts co = {{1, 1}, {0, 0}, {1, 1}, 1};
+    PROBE(conv2d, pt_conv2d(ctx, x4, x4, NULL, &co, &r));
+    pt_tensor_release(x4);
   }
 #undef PROBE
   ctx->grad_enabled = was;
@@ -1185,6 +1193,52 @@ static pt_status gf_batch_norm(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor 
   return gf_end(&s);
 }
 
+/* conv.c's conv2d (inputs x {N,C,H,W} or {C,H,W}, weight {O,C,kh,kw}, bias; ints stride,
+ * padding, dilation (2 each), groups, then N, C, H, W, O, kh, kw, Ho, Wo), groups == 1: the input
+ * gradient is conv_transpose2d(g, w) (output_padding makes up the rows a stride skipped), the
+ * weight gradient the correlation of x with g, itself a conv2d over the batch: x and g with
+ * their first two dims swapped, the stride and dilation trading places, cut to the kernel. Both
+ * are recorded ops, so a gradient penalty (WGAN-GP) can differentiate them once more. */
+static pt_tensor *G_conv2d(gf *s, pt_tensor *a, pt_tensor *w, const pt_conv2d_opts *o) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_conv2d(s->ctx, a, w, NULL, o, &r);
+  return gf_keep(s, st, r);
+}
+static pt_tensor *G_conv_transpose2d(gf *s, pt_tensor *a, pt_tensor *w, const pt_conv_transpose2d_opts *o) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_conv_transpose2d(s->ctx, a, w, NULL, o, &r);
+  return gf_keep(s, st, r);
+}
+static pt_status gf_conv2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *x = n->inputs[0], *w = n->inputs[1];
+  const int64_t *iv = n->ints;
+  int64_t N = iv[7], C = iv[8], H = iv[9], W = iv[10], O = iv[11], kh = iv[12], kw = iv[13], Ho = iv[14], Wo = iv[15];
+  int64_t x4s[4] = {N, C, H, W}, g4s[4] = {N, O, Ho, Wo};
+  gf s = {.ctx = ctx};
+  pt_tensor *x4 = G_reshape(&s, x, 4, x4s), *g4 = G_reshape(&s, g, 4, g4s);
+  if (n->needs_grad[0]) {
+    pt_conv_transpose2d_opts t = {{(int)iv[0], (int)iv[1]}, {(int)iv[2], (int)iv[3]}, {0, 0},
+                                  {(int)iv[4], (int)iv[5]}, 1};
+    int64_t size[2] = {H, W}, k[2] = {kh, kw}, in[2] = {Ho, Wo};
+    for (int i = 0; i < 2; i++)
+      t.output_padding[i] = (int)(size[i] - ((in[i] - 1) * t.stride[i] - 2 * t.padding[i] + t.dilation[i] * (k[i] - 1) + 1));
+    gin[0] = G_finish(&s, G_reshape(&s, G_conv_transpose2d(&s, g4, w, &t), x->ndim, x->shape), x);
+  }
+  if (n->needs_grad[1]) {
+    pt_conv2d_opts c = {{(int)iv[4], (int)iv[5]}, {(int)iv[2], (int)iv[3]}, {(int)iv[0], (int)iv[1]}, 1};
+    pt_tensor *d = G_conv2d(&s, G_transpose(&s, x4, 0, 1), G_transpose(&s, g4, 0, 1), &c); /* {C,O,..} */
+    d = G_narrow(&s, G_narrow(&s, d, 2, 0, kh), 3, 0, kw);
+    gin[1] = G_finish(&s, G_transpose(&s, d, 0, 1), w);
+  }
+  if (n->n_inputs > 2 && n->needs_grad[2]) {
+    int dims[3] = {0, 2, 3};
+    gin[2] = G_finish(&s, G_sum_dims(&s, g4, 3, dims, false), n->inputs[2]);
+  }
+  return gf_end(&s);
+}
+
 /* nn.c activations: ints[0] the activation, scalars[0] leaky_relu's slope */
 static bool gf_act_ok(int act) { return act > PT_ACT_NONE && act <= PT_ACT_HARDSHRINK; }
 
@@ -1319,6 +1373,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->layer_norm) return gf_layer_norm;
   if (f == gt->rms_norm) return gf_rms_norm;
   if (f == gt->batch_norm) return gf_batch_norm;
+  if (f == gt->conv2d) return n->ints[6] == 1 ? gf_conv2d : NULL;
   return NULL;
 }
 

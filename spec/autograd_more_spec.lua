@@ -416,12 +416,39 @@ describe("create_graph", function()
     end
   end)
 
+  it("goes through Conv2d: a gradient penalty (WGAN-GP) as torch 1.13 computes it", function()
+    -- x = sin(arange), w = 0.3 cos(arange) {3,2,3,3}, b = {0.1,-0.2,0.3}; D = sum(y^2 c) with
+    -- y = leaky_relu(conv2d(x, w, b), 0.2), c = cos(0.7 arange); penalty = mean((|dD/dx|_2 - 1)^2)
+    -- per sample, backward; the sums below are torch's (float64)
+    local cases = {
+      {1, 0, 1, {2, 2, 5, 6}, {0.7077733069, 5.8704723562, -13.3797035556, 1080.4035911812, 14.3050484689, -3.5897959742}},
+      {2, 1, 1, {2, 2, 7, 6}, {0.0427706053, 0.0243054661, 0.1429881666, 0.4481802035, 0.4758786066, -0.0899078565}},
+      {2, 2, 2, {1, 2, 9, 8}, {1.151090073, 5136.1322754706, 15.3935234337, 68630.5274051713, 180.4890690108, 71.6493561244}},
+    }
+    for _, cs in ipairs(cases) do
+      local xs = cs[4]
+      local x = pt.arange(0, xs[1] * xs[2] * xs[3] * xs[4], {dtype = "float64"}):reshape(xs):sin():requires_grad_()
+      local w = (pt.arange(0, 54, {dtype = "float64"}):reshape(3, 2, 3, 3):cos() * 0.3):requires_grad_()
+      local b = t64({0.1, -0.2, 0.3}):requires_grad_()
+      local y = nn.functional.leaky_relu(nn.functional.conv2d(x, w, b, {stride = cs[1], padding = cs[2], dilation = cs[3]}), 0.2)
+      local c = (pt.arange(0, y:numel(), {dtype = "float64"}):reshape(y:size()) * 0.7):cos()
+      local gx = grad((y * y * c):sum(), x, {create_graph = true})
+      ;(((gx:reshape(gx:size(1), -1):norm(2, 2) - 1) ^ 2):mean()):backward()
+      local got = {x.grad:sum():item(), (x.grad ^ 2):sum():item(), w.grad:sum():item(), (w.grad ^ 2):sum():item(),
+                   b.grad:sum():item(), b.grad[2]}
+      for k = 1, 6 do assert.is_true(math.abs(got[k] - cs[5][k]) <= 1e-9 * math.max(1, math.abs(cs[5][k])), k) end
+    end
+  end)
+
   it("refuses a node with no double backward by name, before anything runs", function()
     local x = leaf({{{{1, 2}, {3, 4}}}})
     local w = leaf({{{{1, 0}, {0, 1}}}})
-    local y = pt.conv2d(x, w):sum()
-    assert_err("autograd.grad: create_graph is not supported through Conv2dBackward",
+    local y = pt.conv_transpose2d(x, w):sum()
+    assert_err("autograd.grad: create_graph is not supported through ConvTranspose2dBackward",
       grad, y, x, {create_graph = true})
+    local wg = leaf({{{{1, 0}}}, {{{0, 1}}}})
+    assert_err("autograd.grad: create_graph is not supported through Conv2dBackward",
+      grad, pt.conv2d(leaf({{{{1, 2}}, {{3, 4}}}}), wg, nil, {groups = 2}):sum(), wg, {create_graph = true})
     local z = leaf({1, 2, 3})
     local m = pt.maximum(z, t64({2, 2, 2})):sum() + (z * z):sum()
     assert_err("autograd.grad: create_graph is not supported through MaximumBackward",
