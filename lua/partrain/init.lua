@@ -12,6 +12,7 @@ local lazy = {
   metrics = "partrain.metrics",
   help = "partrain.help",
   par = "partrain.par",
+  distributions = "partrain.distributions",
 }
 
 -- functions that live in Lua modules, loaded with their module on first use; reaching them

@@ -1,0 +1,2001 @@
+-- partrain.distributions: torch.distributions (torch 1.13) over partrain's tensor ops, so that
+-- gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.
+--
+-- A distribution is an object of a plain metatable class. Its parameters are fields (d.loc,
+-- d.scale); torch's properties (mean, mode, variance, stddev, lazily derived parameters such as
+-- Bernoulli's logits) are computed on access through the class's __index function and its
+-- _props table. Parameters broadcast against each other as torch's broadcast_all does: numbers
+-- take the dtype of the first tensor argument, float32 when all are numbers. Argument and sample
+-- validation (torch's validate_args) is on by default: bad parameters and out-of-support values
+-- raise with the distribution, the parameter and the first offending element named.
+--
+-- Indices are 1-based as everywhere in partrain: Categorical's values (and OneHotCategorical's
+-- hot position) are 1..K, where torch's are 0..K-1.
+--
+-- Sampling draws from the state's seeded generator (pt.manual_seed). Gamma, Beta and Dirichlet
+-- draw standard gammas with Marsaglia and Tsang's rejection method written over tensor ops (every
+-- pending element redraws per round; ~2-5 rounds); their rsample carries torch's implicit
+-- reparameterization gradient (ports of ATen's standard_gamma_grad_one and dirichlet_grad_one)
+-- through a surrogate term x + g * (alpha - alpha:detach()), whose value is x exactly.
+local pt = require "partrain"
+
+local M = {}
+local docs = rawget(pt, "_docs")
+if docs == nil then
+  docs = {}
+  rawset(pt, "_docs", docs)
+end
+local is_tensor = pt.is_tensor
+local LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
+local LOG_2PI = math.log(2 * math.pi)
+local inf, nan = math.huge, 0 / 0
+
+local FINFO = {
+  float32 = {eps = 2 ^ -23, tiny = 2 ^ -126, min = -3.4028234663852886e38},
+  float64 = {eps = 2 ^ -52, tiny = 2 ^ -1022, min = -1.7976931348623157e308},
+}
+local function finfo(dtype) return FINFO[dtype] or FINFO.float32 end
+
+-- ------------------------------------------------------------------ errors and formatting
+
+-- errors point at the first caller outside this file (the user's line), however deep the
+-- distribution code that found the problem
+local THIS = debug.getinfo(1, "S").source
+local function fail(msg)
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if info == nil then error(msg, 0) end
+    if info.source ~= THIS then break end
+    level = level + 1
+  end
+  error(msg, level)
+end
+
+local function shape_str(s) return "{" .. table.concat(s, ",") .. "}" end
+
+local function num(x)
+  if x ~= x then return "nan" end
+  if x == inf then return "inf" elseif x == -inf then return "-inf" end
+  if math.type(x) == "integer" then return tostring(x) end
+  return string.format("%.6g", x)
+end
+
+local function typename(v)
+  if is_tensor(v) then return "Tensor" end
+  return type(v)
+end
+
+-- ------------------------------------------------------------------ shapes
+
+local function concat(...)
+  local out = {}
+  for i = 1, select("#", ...) do
+    for _, v in ipairs((select(i, ...))) do out[#out + 1] = v end
+  end
+  return out
+end
+
+-- s[i..j] (1-based, inclusive; empty when j < i)
+local function slice(s, i, j)
+  local out = {}
+  for k = math.max(i, 1), math.min(j or #s, #s) do out[#out + 1] = s[k] end
+  return out
+end
+
+local function same_shape(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+-- the broadcast of two shapes, or nil when they do not broadcast
+local function broadcast_shapes(a, b)
+  local n = math.max(#a, #b)
+  local out = {}
+  for k = 0, n - 1 do
+    local x, y = a[#a - k] or 1, b[#b - k] or 1
+    if x ~= y and x ~= 1 and y ~= 1 then return nil end
+    out[n - k] = x == 1 and y or x
+  end
+  return out
+end
+
+local function numel(s)
+  local n = 1
+  for _, v in ipairs(s) do n = n * v end
+  return n
+end
+
+local function ones_list(n)
+  local out = {}
+  for i = 1, n do out[i] = 1 end
+  return out
+end
+
+-- a sample_shape / batch_shape argument: nil, an integer n ({n}) or a table of sizes
+local function sizes_arg(what, argname, s)
+  if s == nil then return {} end
+  if type(s) == "number" then s = {s} end
+  if type(s) ~= "table" then
+    fail(string.format("%s: %s must be a table of sizes, got %s", what, argname, typename(s)))
+  end
+  local out = {}
+  for i = 1, #s do
+    local v = s[i]
+    local iv = type(v) == "number" and math.tointeger(v)
+    if not iv or iv < 0 then
+      fail(string.format("%s: %s must hold non-negative integers, got %s at position %d", what, argname,
+        tostring(v), i))
+    end
+    out[i] = iv
+  end
+  return out
+end
+
+-- log_prob summed over the rightmost n dims (torch's _sum_rightmost)
+local function sum_rightmost(v, n)
+  if n == 0 then return v end
+  local s = v:size()
+  return v:reshape(concat(slice(s, 1, #s - n), {-1})):sum(-1)
+end
+
+-- ------------------------------------------------------------------ constraints
+
+-- {desc = words for messages, event_dim = dims one check covers, check = fn(v) -> bool tensor}
+local C = {}
+C.real = {desc = "real (not nan)", check = function(v) return v:eq(v) end}
+C.positive = {desc = "positive (> 0)", check = function(v) return v:gt(0) end}
+C.nonnegative = {desc = "non-negative (>= 0)", check = function(v) return v:ge(0) end}
+C.unit_interval = {desc = "in [0, 1]", check = function(v) return v:ge(0) & v:le(1) end}
+C.boolean = {desc = "0 or 1", check = function(v) return v:eq(0) | v:eq(1) end}
+C.nonnegative_integer = {desc = "a non-negative integer",
+  check = function(v) return (v % 1):eq(0) & v:ge(0) end}
+C.real_vector = {desc = "a real vector (no nan)", event_dim = 1,
+  check = function(v) return v:eq(v):all(-1) end}
+C.positive_vector = {desc = "positive (> 0) in every element of the last dim", event_dim = 1,
+  check = function(v) return v:gt(0):all(-1) end}
+C.simplex = {desc = "a probability vector (non-negative, summing to 1 along the last dim)", event_dim = 1,
+  check = function(v) return v:ge(0):all(-1) & (v:sum(-1) - 1):abs():lt(1e-6) end}
+C.one_hot = {desc = "a one-hot vector (0s and a single 1 along the last dim)", event_dim = 1,
+  check = function(v) return (v:eq(0) | v:eq(1)):all(-1) & v:sum(-1):eq(1) end}
+C.lower_cholesky = {desc = "lower triangular with a positive diagonal", event_dim = 2,
+  check = function(v)
+    local s = v:size()
+    local lower = v:tril():eq(v):reshape(concat(slice(s, 1, #s - 2), {-1})):all(-1)
+    return lower & v:diagonal(0, -2, -1):gt(0):all(-1)
+  end}
+C.positive_definite = {desc = "symmetric positive definite", event_dim = 2,
+  check = function(v)
+    -- torch: symmetric within isclose(atol=1e-6), then a Cholesky factorisation that succeeds
+    local sym = pt.isclose(v, v.mT, {atol = 1e-6}):all(-2):all(-1)
+    if not sym:all():item() then return sym end
+    if pcall(pt.linalg.cholesky, v) then return sym end
+    local s = v:size()
+    local n = s[#s]
+    local flat = v:reshape({-1, n, n})
+    local ok = {}
+    for b = 1, flat:size(1) do ok[b] = (pcall(pt.linalg.cholesky, flat[b])) end
+    return pt.tensor(ok, {dtype = "bool"}):reshape(slice(s, 1, #s - 2))
+  end}
+function C.integer_interval(lo, hi)
+  return {desc = string.format("an integer in [%s, %s]", is_tensor(lo) and "low" or num(lo),
+    is_tensor(hi) and "total_count" or num(hi)),
+    check = function(v) return (v % 1):eq(0) & v:ge(lo) & v:le(hi) end}
+end
+function C.interval(lo, hi)
+  return {desc = "in [low, high]", check = function(v) return v:ge(lo) & v:le(hi) end}
+end
+function C.independent(base, n)
+  if n == 0 then return base end
+  return {desc = base.desc .. string.format(" in every element of the last %d dim%s", n, n == 1 and "" or "s"),
+    event_dim = (base.event_dim or 0) + n,
+    check = function(v)
+      local ok = base.check(v)
+      for _ = 1, n do ok = ok:all(-1) end
+      return ok
+    end}
+end
+
+-- the 1-based index of the first false element of ok (nil when all are true)
+local function first_false(ok)
+  if ok:all():item() then return nil end
+  if ok:dim() == 0 then return {} end
+  return pt.logical_not(ok):nonzero()[1]:tolist()
+end
+
+local function element(t, idx)
+  for _, i in ipairs(idx) do t = t:select(1, i) end
+  return t:item()
+end
+
+local function at_str(idx, batch)
+  if #idx == 0 then return "" end
+  return (batch and " at batch index [" or " at [") .. table.concat(idx, ",") .. "]"
+end
+
+local function check_param(cname, pname, value, c)
+  local ok = c.check(value)
+  local idx = first_false(ok)
+  if not idx then return end
+  if (c.event_dim or 0) == 0 then
+    fail(string.format("%s: %s must be %s, got %s%s", cname, pname, c.desc,
+      num(element(value:expand(ok:size()), idx)), at_str(idx)))
+  end
+  fail(string.format("%s: %s must be %s, violated%s", cname, pname, c.desc, at_str(idx, true)))
+end
+
+-- ------------------------------------------------------------------ classes
+
+local default_validate = true
+
+local function validating(self)
+  local v = rawget(self, "_validate")
+  if v == nil then return default_validate end
+  return v
+end
+
+local function describe(self)
+  local parts = {}
+  for _, k in ipairs(self._arg_names or {}) do
+    local v = rawget(self, k)
+    if v == nil and self._repr_props then v = self[k] end
+    if is_tensor(v) then
+      parts[#parts + 1] = k .. ": " .. (v:numel() == 1 and num(v:item()) or shape_str(v:size()))
+    end
+  end
+  return self._name .. "(" .. table.concat(parts, ", ") .. ")"
+end
+
+-- A class: the metatable of its objects. Lookups try the class's properties first (torch's
+-- @property: computed on access), then its methods and constants, up the parent chain.
+local function class(name, parent, constructible)
+  local cls = {__name = "pt.distributions." .. name, _name = name}
+  cls._props = setmetatable({}, {__index = parent and parent._props})
+  local props = cls._props
+  cls.__index = function(self, k)
+    local get = props[k]
+    if get then return get(self) end
+    return cls[k]
+  end
+  cls.__tostring = describe
+  setmetatable(cls, {__index = parent, __call = constructible and function(c, ...) return c._new(...) end or nil})
+  if constructible or parent == nil then M[name] = cls end
+  return cls
+end
+
+local function base_init(self, batch_shape, event_shape, validate, dtype)
+  rawset(self, "batch_shape", batch_shape)
+  rawset(self, "event_shape", event_shape)
+  rawset(self, "_validate", validate)
+  rawset(self, "_dt", dtype)
+end
+
+-- positional arguments named by names, then a table of named ones (and validate_args); a table
+-- alone names them all. Returns the values by name and validate_args (nil: the default).
+local function parse(cname, names, ...)
+  local n = select("#", ...)
+  local vals, opts = {}, nil
+  for i = 1, n do
+    local v = select(i, ...)
+    if type(v) == "table" and not is_tensor(v) and getmetatable(v) == nil then
+      if #v > 0 then
+        fail(string.format("%s: %s must be a number or a Tensor, got a table of values (pt.tensor(t) makes one)",
+          cname, names[i] or "argument " .. i))
+      end
+      for j = i + 1, n do
+        if select(j, ...) ~= nil then fail(cname .. ": the table of named arguments must come last") end
+      end
+      opts = v
+      break
+    elseif v ~= nil then
+      if i > #names then
+        fail(string.format("%s: expected at most %d positional arguments (%s), got %d", cname, #names,
+          table.concat(names, ", "), n))
+      end
+      vals[names[i]] = v
+    end
+  end
+  local validate
+  if opts then
+    for k, v in pairs(opts) do
+      if k == "validate_args" then
+        if type(v) ~= "boolean" then fail(cname .. ": validate_args must be a boolean, got " .. typename(v)) end
+        validate = v
+      else
+        local known = false
+        for _, nm in ipairs(names) do known = known or nm == k end
+        if not known then
+          fail(string.format("%s: unknown argument '%s' (expected %s or validate_args)", cname, tostring(k),
+            table.concat(names, ", ")))
+        end
+        if vals[k] ~= nil then fail(cname .. ": " .. k .. " given both by position and by name") end
+        vals[k] = v
+      end
+    end
+  end
+  return vals, validate
+end
+
+-- torch's broadcast_all over the parameters names (numbers or tensors): numbers become tensors
+-- of the first tensor's dtype (float32 when all are numbers), all expand to the common shape.
+-- Returns the tensors, whether all were numbers, and the shape.
+local function broadcast_all(cname, names, vals)
+  local dtype, all_numbers = nil, true
+  for _, k in ipairs(names) do
+    local v = vals[k]
+    if is_tensor(v) then
+      dtype = dtype or v:dtype()
+      all_numbers = false
+    elseif type(v) ~= "number" then
+      fail(string.format("%s: %s must be a number or a Tensor, got %s", cname, k, typename(v)))
+    end
+  end
+  dtype = dtype or "float32"
+  local ts, shape = {}, {}
+  for i, k in ipairs(names) do
+    local v = vals[k]
+    ts[i] = is_tensor(v) and v or pt.tensor(v, {dtype = dtype})
+    local s = broadcast_shapes(shape, ts[i]:size())
+    if not s then
+      fail(string.format("%s: %s of shape %s does not broadcast with %s (shape %s)", cname, k,
+        shape_str(ts[i]:size()), table.concat(slice(names, 1, i - 1), " and "), shape_str(shape)))
+    end
+    shape = s
+  end
+  for i = 1, #ts do
+    if not same_shape(ts[i]:size(), shape) then ts[i] = ts[i]:expand(shape) end
+  end
+  return ts, all_numbers, shape
+end
+
+local function tensor_arg(cname, pname, v, min_dim)
+  if not is_tensor(v) then fail(string.format("%s: %s must be a Tensor, got %s", cname, pname, typename(v))) end
+  if min_dim and v:dim() < min_dim then
+    fail(string.format("%s: %s must be at least %s-dimensional, got a %d-D tensor", cname, pname,
+      min_dim == 1 and "one" or "two", v:dim()))
+  end
+  return v
+end
+
+-- ------------------------------------------------------------------ Distribution
+
+local Distribution = class("Distribution", nil, false)
+Distribution.has_rsample = false
+Distribution.has_enumerate_support = false
+Distribution._params = {}
+Distribution._support_c = C.real
+
+local function not_implemented(self, what)
+  fail(string.format("%s.%s: not implemented for %s (as in torch 1.13)", self._name, what, self._name))
+end
+
+--- Distribution.set_default_validate_args(value): turn argument validation on or off for
+-- distributions created without validate_args (torch's class-wide switch).
+function Distribution.set_default_validate_args(value)
+  if type(value) ~= "boolean" then
+    fail("set_default_validate_args: expected a boolean, got " .. typename(value))
+  end
+  default_validate = value
+end
+
+function Distribution:_support() return self._support_c end
+
+function Distribution:_extended_shape(sample_shape)
+  return concat(sample_shape, self.batch_shape, self.event_shape)
+end
+
+-- value as a tensor (a number becomes one of the distribution's dtype), checked against the
+-- event and batch shapes and the support (or the constraint support; false: none, as torch's
+-- icdf) when validating
+function Distribution:_value(value, method, support)
+  if type(value) == "number" then
+    value = pt.tensor(value, {dtype = self._dt})
+  elseif not is_tensor(value) then
+    fail(string.format("%s.%s: value must be a Tensor or a number, got %s", self._name, method, typename(value)))
+  end
+  if support == false or not validating(self) then return value end
+  local vs, es = value:size(), self.event_shape
+  local start = #vs - #es
+  if start < 0 or not same_shape(slice(vs, start + 1, #vs), es) then
+    fail(string.format("%s.%s: the rightmost sizes of value (shape %s) must match event_shape %s", self._name,
+      method, shape_str(vs), shape_str(es)))
+  end
+  local expected = concat(self.batch_shape, es)
+  for k = 0, math.min(#vs, #expected) - 1 do
+    local i, j = vs[#vs - k], expected[#expected - k]
+    if i ~= 1 and j ~= 1 and i ~= j then
+      fail(string.format("%s.%s: value of shape %s does not broadcast with batch_shape + event_shape %s",
+        self._name, method, shape_str(vs), shape_str(expected)))
+    end
+  end
+  local c = support or self:_support()
+  local ok = c.check(value)
+  local idx = first_false(ok)
+  if idx then
+    if (c.event_dim or 0) == 0 then
+      fail(string.format("%s.%s: value %s%s is outside the support (%s)", self._name, method,
+        num(element(value:expand(ok:size()), idx)), at_str(idx), c.desc))
+    end
+    fail(string.format("%s.%s: value%s is outside the support (%s)", self._name, method, at_str(idx, true), c.desc))
+  end
+  return value
+end
+
+--- d:rsample([sample_shape]) -> reparameterized draw (gradients flow to the parameters).
+function Distribution:rsample(_)
+  fail(string.format("%s.rsample: %s has no reparameterized sampler (has_rsample is false); use sample()",
+    self._name, self._name))
+end
+
+--- d:sample([sample_shape]) -> a draw without gradients.
+function Distribution:sample(sample_shape)
+  sample_shape = sizes_arg(self._name .. ".sample", "sample_shape", sample_shape)
+  if not self.has_rsample then not_implemented(self, "sample") end
+  return pt.no_grad(self.rsample, self, sample_shape)
+end
+
+function Distribution:log_prob(_)
+  not_implemented(self, "log_prob")
+end
+
+function Distribution:cdf(_)
+  not_implemented(self, "cdf")
+end
+
+function Distribution:icdf(_)
+  not_implemented(self, "icdf")
+end
+
+function Distribution:entropy() not_implemented(self, "entropy") end
+
+function Distribution:perplexity() return self:entropy():exp() end
+
+function Distribution:enumerate_support(_)
+  not_implemented(self, "enumerate_support")
+end
+
+-- the parameters with batch dims (name -> number of trailing event dims) expand; other fields
+-- are shared with the original
+function Distribution:_expand_into(new, batch_shape)
+  for name, edims in pairs(self._params) do
+    local t = rawget(self, name)
+    if t ~= nil then
+      local s = t:size()
+      rawset(new, name, t:expand(concat(batch_shape, slice(s, #s - edims + 1, #s))))
+    end
+  end
+end
+
+function Distribution:expand(batch_shape)
+  local what = self._name .. ".expand"
+  batch_shape = sizes_arg(what, "batch_shape", batch_shape)
+  local old = self.batch_shape
+  local ok = #batch_shape >= #old
+  for k = 0, #old - 1 do
+    local o, n = old[#old - k], batch_shape[#batch_shape - k]
+    if n == nil or (o ~= n and o ~= 1) then ok = false end
+  end
+  if not ok then
+    fail(string.format("%s: batch_shape %s cannot be expanded to %s", what, shape_str(old), shape_str(batch_shape)))
+  end
+  local new = setmetatable({}, getmetatable(self))
+  for k, v in pairs(self) do rawset(new, k, v) end
+  rawset(new, "batch_shape", batch_shape)
+  rawset(new, "_validate", validating(self))
+  self:_expand_into(new, batch_shape)
+  return new
+end
+
+Distribution._props.mean = function(self) not_implemented(self, "mean") end
+Distribution._props.mode = function(self) not_implemented(self, "mode") end
+Distribution._props.variance = function(self) not_implemented(self, "variance") end
+Distribution._props.stddev = function(self) return self.variance:sqrt() end
+
+local function is_distribution(x)
+  if type(x) ~= "table" then return false end
+  local c = getmetatable(x)
+  local n = 0
+  while type(c) == "table" and n < 32 do
+    if c == Distribution then return true end
+    local mt = getmetatable(c)
+    c = mt and rawget(mt, "__index")
+    n = n + 1
+  end
+  return false
+end
+
+-- the shared constructor of the distributions with elementwise parameters
+local function elementwise_new(cls, cname, names, constraints, vals, validate)
+  local ts, all_numbers, shape = broadcast_all(cname, names, vals)
+  local self = setmetatable({}, cls)
+  for i, k in ipairs(names) do rawset(self, k, ts[i]) end
+  base_init(self, all_numbers and {} or shape, {}, validate, ts[1]:dtype())
+  if validating(self) then
+    for i, k in ipairs(names) do check_param(cname, k, ts[i], constraints[i]) end
+  end
+  return self
+end
+
+local function draw(self, sample_shape, what)
+  return sizes_arg(self._name .. "." .. what, "sample_shape", sample_shape)
+end
+
+-- ------------------------------------------------------------------ Normal
+
+local Normal = class("Normal", Distribution, true)
+Normal.has_rsample = true
+Normal._params = {loc = 0, scale = 0}
+Normal._arg_names = {"loc", "scale"}
+
+local function normal_new(cname, vals, validate)
+  return elementwise_new(Normal, cname, {"loc", "scale"}, {C.real, C.positive}, vals, validate)
+end
+
+function Normal._new(...)
+  return normal_new("Normal", parse("Normal", {"loc", "scale"}, ...))
+end
+
+Normal._props.mean = function(self) return self.loc end
+Normal._props.mode = function(self) return self.loc end
+Normal._props.stddev = function(self) return self.scale end
+Normal._props.variance = function(self) return self.scale:pow(2) end
+
+function Normal:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local eps = pt.randn(shape, {dtype = self._dt})
+  return self.loc + eps * self.scale
+end
+
+function Normal:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local var = self.scale ^ 2
+  return -((value - self.loc) ^ 2) / (2 * var) - self.scale:log() - LOG_SQRT_2PI
+end
+
+function Normal:cdf(value)
+  value = self:_value(value, "cdf")
+  return 0.5 * (1 + ((value - self.loc) * self.scale:reciprocal() / math.sqrt(2)):erf())
+end
+
+function Normal:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return self.loc + self.scale * (2 * value - 1):erfinv() * math.sqrt(2)
+end
+
+function Normal:entropy()
+  return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale:log()
+end
+
+-- ------------------------------------------------------------------ Uniform
+
+local Uniform = class("Uniform", Distribution, true)
+Uniform.has_rsample = true
+Uniform._params = {low = 0, high = 0}
+Uniform._arg_names = {"low", "high"}
+
+function Uniform._new(...)
+  local vals, validate = parse("Uniform", {"low", "high"}, ...)
+  local self = elementwise_new(Uniform, "Uniform", {"low", "high"}, {C.real, C.real}, vals, validate)
+  if validating(self) then
+    local idx = first_false(self.low:lt(self.high))
+    if idx then
+      fail(string.format("Uniform: low must be less than high, got low %s >= high %s%s", num(element(self.low, idx)),
+        num(element(self.high, idx)), at_str(idx)))
+    end
+  end
+  return self
+end
+
+function Uniform:_support() return C.interval(self.low, self.high) end
+
+Uniform._props.mean = function(self) return (self.high + self.low) / 2 end
+Uniform._props.mode = function(self) return self.high * nan end
+Uniform._props.stddev = function(self) return (self.high - self.low) / 12 ^ 0.5 end
+Uniform._props.variance = function(self) return (self.high - self.low):pow(2) / 12 end
+
+function Uniform:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local rand = pt.rand(shape, {dtype = self._dt})
+  return self.low + rand * (self.high - self.low)
+end
+
+function Uniform:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local lb = self.low:le(value):to(self._dt)
+  local ub = self.high:gt(value):to(self._dt)
+  return (lb * ub):log() - (self.high - self.low):log()
+end
+
+function Uniform:cdf(value)
+  value = self:_value(value, "cdf")
+  return ((value - self.low) / (self.high - self.low)):clamp(0, 1)
+end
+
+function Uniform:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return value * (self.high - self.low) + self.low
+end
+
+function Uniform:entropy() return (self.high - self.low):log() end
+
+-- ------------------------------------------------------------------ Exponential
+
+local Exponential = class("Exponential", Distribution, true)
+Exponential.has_rsample = true
+Exponential._params = {rate = 0}
+Exponential._arg_names = {"rate"}
+Exponential._support_c = C.nonnegative
+
+function Exponential._new(...)
+  local vals, validate = parse("Exponential", {"rate"}, ...)
+  return elementwise_new(Exponential, "Exponential", {"rate"}, {C.positive}, vals, validate)
+end
+
+Exponential._props.mean = function(self) return self.rate:reciprocal() end
+Exponential._props.mode = function(self) return pt.zeros_like(self.rate) end
+Exponential._props.stddev = function(self) return self.rate:reciprocal() end
+Exponential._props.variance = function(self) return self.rate:pow(-2) end
+
+function Exponential:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  return pt.empty(shape, {dtype = self._dt}):exponential_() / self.rate
+end
+
+function Exponential:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return self.rate:log() - self.rate * value
+end
+
+function Exponential:cdf(value)
+  value = self:_value(value, "cdf")
+  return 1 - (-self.rate * value):exp()
+end
+
+function Exponential:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return -(1 - value):log() / self.rate
+end
+
+function Exponential:entropy() return 1.0 - self.rate:log() end
+
+-- ------------------------------------------------------------------ Laplace
+
+local Laplace = class("Laplace", Distribution, true)
+Laplace.has_rsample = true
+Laplace._params = {loc = 0, scale = 0}
+Laplace._arg_names = {"loc", "scale"}
+
+function Laplace._new(...)
+  local vals, validate = parse("Laplace", {"loc", "scale"}, ...)
+  return elementwise_new(Laplace, "Laplace", {"loc", "scale"}, {C.real, C.positive}, vals, validate)
+end
+
+Laplace._props.mean = function(self) return self.loc end
+Laplace._props.mode = function(self) return self.loc end
+Laplace._props.variance = function(self) return 2 * self.scale:pow(2) end
+Laplace._props.stddev = function(self) return (2 ^ 0.5) * self.scale end
+
+function Laplace:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local u = pt.empty(shape, {dtype = self._dt}):uniform_(finfo(self._dt).eps - 1, 1)
+  return self.loc - self.scale * u:sign() * (-u:abs()):log1p()
+end
+
+function Laplace:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return -(2 * self.scale):log() - (value - self.loc):abs() / self.scale
+end
+
+function Laplace:cdf(value)
+  value = self:_value(value, "cdf")
+  return 0.5 - 0.5 * (value - self.loc):sign() * (-(value - self.loc):abs() / self.scale):expm1()
+end
+
+function Laplace:icdf(value)
+  value = self:_value(value, "icdf", false)
+  local term = value - 0.5
+  return self.loc - self.scale * term:sign() * (-2 * term:abs()):log1p()
+end
+
+function Laplace:entropy() return 1 + (2 * self.scale):log() end
+
+-- ------------------------------------------------------------------ LogNormal
+
+local LogNormal = class("LogNormal", Distribution, true)
+LogNormal.has_rsample = true
+LogNormal._arg_names = {"loc", "scale"}
+LogNormal._repr_props = true
+LogNormal._support_c = C.positive
+
+function LogNormal._new(...)
+  local vals, validate = parse("LogNormal", {"loc", "scale"}, ...)
+  local base = normal_new("LogNormal", vals, validate)
+  local self = setmetatable({base_dist = base}, LogNormal)
+  base_init(self, base.batch_shape, {}, validate, base._dt)
+  return self
+end
+
+function LogNormal:_expand_into(new, batch_shape)
+  rawset(new, "base_dist", self.base_dist:expand(batch_shape))
+end
+
+LogNormal._props.loc = function(self) return self.base_dist.loc end
+LogNormal._props.scale = function(self) return self.base_dist.scale end
+LogNormal._props.mean = function(self) return (self.loc + self.scale:pow(2) / 2):exp() end
+LogNormal._props.mode = function(self) return (self.loc - self.scale:square()):exp() end
+LogNormal._props.variance = function(self)
+  return (self.scale:pow(2):exp() - 1) * (2 * self.loc + self.scale:pow(2)):exp()
+end
+
+function LogNormal:rsample(sample_shape)
+  return self.base_dist:rsample(draw(self, sample_shape, "rsample")):exp()
+end
+
+-- torch's TransformedDistribution(Normal, ExpTransform): log p(y) = log N(log y) - log y
+function LogNormal:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local x = value:log()
+  return -x + self.base_dist:log_prob(x)
+end
+
+function LogNormal:cdf(value)
+  value = self:_value(value, "cdf", C.nonnegative)
+  return self.base_dist:cdf(value:log())
+end
+
+function LogNormal:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return self.base_dist:icdf(value):exp()
+end
+
+function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
+
+-- ------------------------------------------------------------------ Gamma, the gamma sampler
+
+-- Marsaglia and Tsang's method for standard gamma draws (shape alpha, rate 1), as ATen's
+-- sample_gamma: alpha < 1 draws at alpha + 1 and scales by U^(1/alpha). Vectorized: each round
+-- draws a normal and a uniform for every element and keeps the first accepted candidate.
+-- No gradient; the result is at least the dtype's smallest normal number, as torch clamps.
+local function standard_gamma(alpha)
+  local shape, dtype = alpha:size(), alpha:dtype()
+  local small = alpha:lt(1)
+  local a = pt.where(small, alpha + 1, alpha)
+  local d = a - 1 / 3
+  local c = (d * 9):rsqrt()
+  local out = pt.zeros(shape, {dtype = dtype})
+  local pending = pt.ones(shape, {dtype = "bool"})
+  local opts = {dtype = dtype}
+  while pending:any():item() do
+    local x = pt.randn(shape, opts)
+    local y = x * c + 1
+    local v = y * y * y
+    local u = 1 - pt.rand(shape, opts)
+    local xsq = x * x
+    local accept = y:gt(0) & (u:lt(1 - 0.0331 * xsq * xsq) | u:log():lt(0.5 * xsq + d * (1 - v + v:log())))
+    out = pt.where(accept & pending, d * v, out)
+    pending = pending & pt.logical_not(accept)
+  end
+  local boost = (1 - pt.rand(shape, opts)) ^ alpha:reciprocal()
+  out = pt.where(small, out * boost, out)
+  return out:clamp_min(finfo(dtype).tiny)
+end
+
+-- float literals of ATen's code (0.8f etc.), exactly as float64 sees them
+local F0_8, F0_9, F1_1 = 0.800000011920928955078125, 0.89999997615814208984375, 1.10000002384185791015625
+
+local GAMMA_COEF = {
+  {0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084},
+  {0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915, -0.00058392623},
+  {0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326, 0.00085092367, -1.5247877e-07},
+}
+
+local function nan_to_zero(t) return pt.where(t:isnan(), 0, t) end
+
+-- d x / d alpha for a standard gamma draw x: -(d/dalpha cdf(x; alpha)) / pdf(x; alpha), ATen's
+-- standard_gamma_grad_one over tensor ops (a Taylor series for x < 0.8, Rice's saddle point
+-- expansion for alpha > 8, a bivariate rational approximation between). Computed in float64.
+local function standard_gamma_grad(alpha, x)
+  local dtype = x:dtype()
+  alpha, x = alpha:to("float64"), x:to("float64")
+  local numer, denom = pt.ones_like(x), alpha
+  local series1, series2 = numer / denom, numer / (denom * denom)
+  for i = 1, 5 do
+    numer = numer * (-x / i)
+    denom = denom + 1
+    series1 = series1 + numer / denom
+    series2 = series2 + numer / (denom * denom)
+  end
+  local pow_x_alpha = x ^ alpha
+  local gamma_pdf = x ^ (alpha - 1) * (-x):exp()
+  local gamma_cdf = pow_x_alpha * series1
+  local gamma_cdf_alpha = (x:log() - alpha:digamma()) * gamma_cdf - pow_x_alpha * series2
+  local r_small = nan_to_zero(-gamma_cdf_alpha / gamma_pdf)
+
+  local numer_1 = 1 + 24 * alpha * (1 + 12 * alpha)
+  local numer_2 = 1440 * (alpha * alpha) + 6 * x * (53 - 120 * x) - 65 * x * x / alpha + alpha * (107 + 3600 * x)
+  local denom_near = 1244160 * (alpha * alpha) * (alpha * alpha)
+  local r_near = numer_1 * numer_2 / denom_near
+  local denom_far = (8 * alpha):sqrt()
+  local term2 = denom_far / (alpha - x)
+  local term3 = (x - alpha - alpha * (x / alpha):log()) ^ -1.5
+  local term23 = pt.where(x:lt(alpha), term2 - term3, term2 + term3)
+  local term1 = (x / alpha):log() * term23 - (2 / alpha):sqrt() * (alpha + x) / ((alpha - x) * (alpha - x))
+  local stirling = 1 + 1 / (12 * alpha) * (1 + 1 / (24 * alpha))
+  local r_far = -stirling * (x * term1) / denom_far
+
+  local u, v = (x / alpha):log(), alpha:log()
+  local cv = {}
+  for i = 1, 8 do cv[i] = GAMMA_COEF[1][i] + u * (GAMMA_COEF[2][i] + u * GAMMA_COEF[3][i]) end
+  local p = cv[1] + v * (cv[2] + v * (cv[3] + v * cv[4]))
+  local q = cv[5] + v * (cv[6] + v * (cv[7] + v * cv[8]))
+  local r_mid = (p / q):exp()
+
+  local near = (alpha * F0_9):le(x) & x:le(alpha * F1_1)
+  local out = pt.where(x:lt(F0_8), r_small, pt.where(alpha:gt(8), pt.where(near, r_near, r_far), r_mid))
+  return out:to(dtype)
+end
+
+-- a surrogate with the value of x and the derivative g w.r.t. alpha (g finite: a nan or inf
+-- would leak into the value through 0 * g)
+local function with_gradient(x, g, alpha)
+  g = pt.where(g:isfinite(), g, 0)
+  return x + g * (alpha - alpha:detach())
+end
+
+local function needs_grad(t) return pt.is_grad_enabled() and t.requires_grad end
+
+local Gamma = class("Gamma", Distribution, true)
+Gamma.has_rsample = true
+Gamma._params = {concentration = 0, rate = 0}
+Gamma._arg_names = {"concentration", "rate"}
+Gamma._support_c = C.nonnegative
+
+function Gamma._new(...)
+  local vals, validate = parse("Gamma", {"concentration", "rate"}, ...)
+  return elementwise_new(Gamma, "Gamma", {"concentration", "rate"}, {C.positive, C.positive}, vals, validate)
+end
+
+Gamma._props.mean = function(self) return self.concentration / self.rate end
+Gamma._props.mode = function(self) return ((self.concentration - 1) / self.rate):clamp_min(0) end
+Gamma._props.variance = function(self) return self.concentration / self.rate:pow(2) end
+
+function Gamma:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local alpha = self.concentration:expand(shape)
+  local x = pt.no_grad(standard_gamma, alpha:detach())
+  if needs_grad(alpha) then
+    x = with_gradient(x, pt.no_grad(standard_gamma_grad, alpha:detach(), x), alpha)
+  end
+  local value = x / self.rate:expand(shape)
+  -- torch clamps the value to the smallest normal number without recording it
+  local vd = value:detach()
+  local tiny = finfo(self._dt).tiny
+  if vd:lt(tiny):any():item() then value = value + (vd:clamp_min(tiny) - vd) end
+  return value
+end
+
+function Gamma:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return pt.xlogy(self.concentration, self.rate) + pt.xlogy(self.concentration - 1, value) -
+    self.rate * value - self.concentration:lgamma()
+end
+
+function Gamma:entropy()
+  return self.concentration - self.rate:log() + self.concentration:lgamma() +
+    (1.0 - self.concentration) * self.concentration:digamma()
+end
+
+-- ------------------------------------------------------------------ Dirichlet and Beta
+
+-- ATen's approximate reparameterized gradients of Beta(x; alpha, beta) (dirichlet_grad_one)
+local function beta_grad_alpha_small(x, alpha, beta)
+  local factor = alpha:digamma() - (alpha + beta):digamma() - x:log()
+  local numer = pt.ones_like(x)
+  local series = numer / alpha * (factor + 1 / alpha)
+  for i = 1, 10 do
+    numer = numer * ((i - beta) * x / i)
+    local denom = alpha + i
+    series = series + numer / denom * (factor + 1 / denom)
+  end
+  return nan_to_zero(x * (1 - x) ^ (-beta) * series)
+end
+
+local function beta_grad_beta_small(x, alpha, beta)
+  local factor = (alpha + beta):digamma() - beta:digamma()
+  local numer, betas, dbetas = pt.ones_like(x), pt.ones_like(x), pt.zeros_like(x)
+  local series = factor / alpha
+  for i = 1, 8 do
+    numer = numer * (-x / i)
+    dbetas = dbetas * (beta - i) + betas
+    betas = betas * (beta - i)
+    series = series + numer / (alpha + i) * (dbetas + factor * betas)
+  end
+  return nan_to_zero(-(1 - x) ^ (1 - beta) * series)
+end
+
+local function beta_grad_alpha_mid(x, alpha, beta)
+  local total = alpha + beta
+  local mean = alpha / total
+  local std = (alpha * beta / (total + 1)):sqrt() / total
+  local b2 = beta * beta
+  local poly = 47 * x * b2 * b2 + alpha * (
+    (43 + 20 * (16 + 27 * beta) * x) * b2 * beta + alpha * (
+    3 * (59 + 180 * beta - 90 * x) * b2 + alpha * (
+    (453 + 1620 * beta * (1 - x) - 455 * x) * beta + alpha * (
+    8 * (1 - x) * (135 * beta - 11)))))
+  local prefactor_num = (1 + 12 * alpha) * (1 + 12 * beta) / (total * total)
+  local prefactor_den = 12960 * alpha * alpha * alpha * beta * beta * (1 + 12 * total)
+  local r_near = prefactor_num / (1 - x) * poly / prefactor_den
+
+  local prefactor = -x / (2 * alpha * beta / total):sqrt()
+  local stirling = (1 + 1 / (12 * alpha) + 1 / (288 * alpha * alpha)) *
+    (1 + 1 / (12 * beta) + 1 / (288 * beta * beta)) / (1 + 1 / (12 * total) + 1 / (288 * total * total))
+  local term1_num = 2 * (alpha * alpha) * (x - 1) + alpha * beta * (x - 1) - x * b2
+  local axbx = alpha * (x - 1) + beta * x
+  local term1_den = (2 * alpha / beta):sqrt() * total ^ 1.5 * axbx * axbx
+  local term1 = term1_num / term1_den
+  local term2 = 0.5 * (alpha / (total * x)):log()
+  local term3 = (8 * alpha * beta / total):sqrt() / (beta * x + alpha * (x - 1))
+  local term4 = (beta * (beta / (total * (1 - x))):log() + alpha * (alpha / (total * x)):log()) ^ -1.5
+  local term1234 = term1 + term2 * (term3 + pt.where(x:lt(mean), term4, -term4))
+  local r_far = stirling * prefactor * term1234
+  local near = (mean - 0.1 * std):le(x) & x:le(mean + 0.1 * std)
+  return pt.where(near, r_near, r_far)
+end
+
+local DIRICHLET_COEF = {
+  {{{1.003668233, -0.01061107488, -0.0657888334, 0.01201642863},
+    {0.6336835991, -0.3557432599, 0.05486251648, -0.001465281033},
+    {-0.03276231906, 0.004474107445, 0.002429354597, -0.0001557569013}},
+   {{0.221950385, -0.3187676331, 0.01799915743, 0.01074823814},
+    {-0.2951249643, 0.06219954479, 0.01535556598, 0.001550077057},
+    {0.02155310298, 0.004170831599, 0.001292462449, 6.976601077e-05}},
+   {{-0.05980841433, 0.008441916499, 0.01085618172, 0.002319392565},
+    {0.02911413504, 0.01400243777, -0.002721828457, 0.000751041181},
+    {0.005900514878, -0.001936558688, -9.495446725e-06, 5.385558597e-05}}},
+  {{{1, -0.02924021934, -0.04438342661, 0.007285809825},
+    {0.6357567472, -0.3473456711, 0.05454656494, -0.002407477521},
+    {-0.03301322327, 0.004845219414, 0.00231480583, -0.0002307248149}},
+   {{0.5925320577, -0.1757678135, 0.01505928619, 0.000564515273},
+    {0.1014815858, -0.06589186703, 0.01272886114, -0.0007316646956},
+    {-0.007258481865, 0.001096195486, 0.0003934994223, -4.12701925e-05}},
+   {{0.06469649321, -0.0236701437, 0.002902096474, -5.896963079e-05},
+    {0.001925008108, -0.002869809258, 0.0008000589141, -6.063713228e-05},
+    {-0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06}}},
+}
+
+-- -(d/dalpha cdf(x; alpha, total - alpha)) / pdf / (1 - x) for Beta draws x (ATen's
+-- dirichlet_grad_one, torch._dirichlet_grad), elementwise, computed in float64
+local function dirichlet_grad(x, alpha, total)
+  local dtype = x:dtype()
+  x, alpha, total = x:to("float64"), alpha:to("float64"), total:to("float64")
+  local beta = total - alpha
+  local boundary = total * x * (1 - x)
+  local r_small = beta_grad_alpha_small(x, alpha, beta)
+  local r_large = -beta_grad_beta_small(1 - x, beta, alpha)
+  local r_mid = beta_grad_alpha_mid(x, alpha, beta)
+  local u = x:log()
+  local a = alpha:log() - u
+  local b = total:log() - a
+  local pow_u, pow_a = {1, u, u * u}, {1, a, a * a}
+  local p, q = 0, 0
+  for i = 1, 3 do
+    for j = 1, 3 do
+      local ua = pow_u[i] * pow_a[j]
+      local cp, cq = DIRICHLET_COEF[1][i][j], DIRICHLET_COEF[2][i][j]
+      p = p + ua * (cp[1] + b * (cp[2] + b * (cp[3] + b * cp[4])))
+      q = q + ua * (cq[1] + b * (cq[2] + b * (cq[3] + b * cq[4])))
+    end
+  end
+  local approx = x * (total:digamma() - alpha:digamma()) / beta
+  local r_rational = p / q * approx
+  local out = pt.where(x:le(0.5) & boundary:lt(2.5), r_small,
+    pt.where(x:ge(0.5) & boundary:lt(0.75), r_large,
+      pt.where(alpha:gt(6) & beta:gt(6), r_mid, r_rational)))
+  return out:to(dtype)
+end
+
+-- Dirichlet draws: standard gammas normalised along the last dim
+local function sample_dirichlet(alpha)
+  local g = standard_gamma(alpha)
+  return g / g:sum(-1, true)
+end
+
+local Dirichlet = class("Dirichlet", Distribution, true)
+Dirichlet.has_rsample = true
+Dirichlet._params = {concentration = 1}
+Dirichlet._arg_names = {"concentration"}
+Dirichlet._support_c = C.simplex
+
+local function dirichlet_new(cname, concentration, validate)
+  local c = tensor_arg(cname, "concentration", concentration, 1)
+  local s = c:size()
+  local self = setmetatable({concentration = c}, Dirichlet)
+  base_init(self, slice(s, 1, #s - 1), {s[#s]}, validate, c:dtype())
+  if validating(self) then check_param(cname, "concentration", c, C.positive_vector) end
+  return self
+end
+
+function Dirichlet._new(...)
+  local vals, validate = parse("Dirichlet", {"concentration"}, ...)
+  return dirichlet_new("Dirichlet", vals.concentration, validate)
+end
+
+function Dirichlet:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local alpha = self.concentration:expand(shape)
+  local x = pt.no_grad(sample_dirichlet, alpha:detach())
+  if not needs_grad(alpha) then return x end
+  -- torch's _Dirichlet backward: grad_alpha = G * (grad_out - sum(x * grad_out)), the
+  -- vector-Jacobian product of x + G d - x sum(G d) with d = alpha - alpha:detach()
+  local g = pt.no_grad(function()
+    local a = alpha:detach()
+    local G = dirichlet_grad(x, a, a:sum(-1, true):expand(shape))
+    return pt.where(G:isfinite(), G, 0)
+  end)
+  local gd = g * (alpha - alpha:detach())
+  return x + gd - x * gd:sum(-1, true)
+end
+
+function Dirichlet:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return (value:log() * (self.concentration - 1.0)):sum(-1) + self.concentration:sum(-1):lgamma() -
+    self.concentration:lgamma():sum(-1)
+end
+
+Dirichlet._props.mean = function(self) return self.concentration / self.concentration:sum(-1, true) end
+Dirichlet._props.mode = function(self)
+  local c = self.concentration
+  local cm1 = (c - 1):clamp_min(0)
+  local mode = cm1 / cm1:sum(-1, true)
+  -- all concentrations below 1: torch's one_hot of the argmax of a row of nans, the first
+  local k = c:size(-1)
+  local first = pt.arange(1, k + 1):eq(1):to(mode:dtype())
+  return pt.where(c:lt(1):all(-1, true), first, mode)
+end
+Dirichlet._props.variance = function(self)
+  local c = self.concentration
+  local con0 = c:sum(-1, true)
+  return c * (con0 - c) / (con0:pow(2) * (con0 + 1))
+end
+
+function Dirichlet:entropy()
+  local c = self.concentration
+  local k = c:size(-1)
+  local a0 = c:sum(-1)
+  return c:lgamma():sum(-1) - a0:lgamma() - (k - a0) * a0:digamma() - ((c - 1.0) * c:digamma()):sum(-1)
+end
+
+local Beta = class("Beta", Distribution, true)
+Beta.has_rsample = true
+Beta._arg_names = {"concentration1", "concentration0"}
+Beta._repr_props = true
+Beta._support_c = C.unit_interval
+
+function Beta._new(...)
+  local vals, validate = parse("Beta", {"concentration1", "concentration0"}, ...)
+  local ts, all_numbers = broadcast_all("Beta", {"concentration1", "concentration0"}, vals)
+  local v = validate
+  if v == nil then v = default_validate end
+  if v then
+    check_param("Beta", "concentration1", ts[1], C.positive)
+    check_param("Beta", "concentration0", ts[2], C.positive)
+  end
+  local c = pt.stack({ts[1], ts[2]}, -1)
+  if all_numbers then c = c:reshape({2}) end
+  local dir = dirichlet_new("Beta", c, false)
+  local self = setmetatable({_dirichlet = dir}, Beta)
+  base_init(self, dir.batch_shape, {}, validate, dir._dt)
+  return self
+end
+
+function Beta:_expand_into(new, batch_shape)
+  rawset(new, "_dirichlet", self._dirichlet:expand(batch_shape))
+end
+
+Beta._props.concentration1 = function(self) return self._dirichlet.concentration:select(-1, 1) end
+Beta._props.concentration0 = function(self) return self._dirichlet.concentration:select(-1, 2) end
+Beta._props.mean = function(self) return self.concentration1 / (self.concentration1 + self.concentration0) end
+Beta._props.mode = function(self) return self._dirichlet.mode:select(-1, 1) end
+Beta._props.variance = function(self)
+  local total = self.concentration1 + self.concentration0
+  return self.concentration1 * self.concentration0 / (total:pow(2) * (total + 1))
+end
+
+function Beta:rsample(sample_shape)
+  return self._dirichlet:rsample(draw(self, sample_shape, "rsample")):select(-1, 1)
+end
+
+function Beta:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return self._dirichlet:log_prob(pt.stack({value, 1.0 - value}, -1))
+end
+
+function Beta:entropy() return self._dirichlet:entropy() end
+
+-- ------------------------------------------------------------------ Bernoulli
+
+-- the parameter of a probs-or-logits distribution: exactly one given
+local function probs_or_logits(cname, vals)
+  if (vals.probs == nil) == (vals.logits == nil) then
+    fail(cname .. ": exactly one of probs or logits must be given")
+  end
+  return vals.probs ~= nil and "probs" or "logits"
+end
+
+local function clamp_probs(p)
+  local eps = finfo(p:dtype()).eps
+  return p:clamp(eps, 1 - eps)
+end
+
+-- torch's lazy_property: computed once (with gradients recorded) and kept as a field
+local function lazy(name, fn)
+  return function(self)
+    local v = pt.enable_grad(fn, self)
+    rawset(self, name, v)
+    return v
+  end
+end
+
+-- torch's binary_cross_entropy_with_logits(x, y, reduction='none'), its stable form
+local function bce_with_logits(x, y)
+  local max_val = (-x):clamp_min(0)
+  return (1 - y) * x + max_val + ((-max_val):exp() + (-x - max_val):exp()):log()
+end
+
+-- torch's F.softplus (beta 1, threshold 20); the clamp keeps exp finite where x is returned
+local function softplus(x)
+  return pt.where(x:gt(20), x, x:clamp(nil, 20):exp():log1p())
+end
+
+local Bernoulli = class("Bernoulli", Distribution, true)
+Bernoulli.has_enumerate_support = true
+Bernoulli._params = {probs = 0, logits = 0}
+Bernoulli._arg_names = {"probs", "logits"}
+Bernoulli._support_c = C.boolean
+
+function Bernoulli._new(...)
+  local vals, validate = parse("Bernoulli", {"probs", "logits"}, ...)
+  local name = probs_or_logits("Bernoulli", vals)
+  local self = elementwise_new(Bernoulli, "Bernoulli", {name}, {name == "probs" and C.unit_interval or C.real},
+    vals, validate)
+  rawset(self, "_param_name", name)
+  return self
+end
+
+Bernoulli._props.probs = lazy("probs", function(self) return self.logits:sigmoid() end)
+Bernoulli._props.logits = lazy("logits", function(self)
+  local p = clamp_probs(self.probs)
+  return p:log() - (-p):log1p()
+end)
+Bernoulli._props.param_shape = function(self) return rawget(self, self._param_name):size() end
+Bernoulli._props.mean = function(self) return self.probs end
+Bernoulli._props.mode = function(self)
+  local p = self.probs
+  return pt.where(p:eq(0.5), nan, p:ge(0.5):to(p:dtype()))
+end
+Bernoulli._props.variance = function(self) return self.probs * (1 - self.probs) end
+
+function Bernoulli:sample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "sample"))
+  local probs = self.probs
+  return pt.no_grad(function() return pt.bernoulli(probs:detach():expand(shape)) end)
+end
+
+function Bernoulli:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return -bce_with_logits(self.logits, value)
+end
+
+function Bernoulli:entropy() return bce_with_logits(self.logits, self.probs) end
+
+local function enumerate(values, n, batch_shape, event_shape, expand)
+  values = values:view(concat({n}, ones_list(#batch_shape), event_shape))
+  if expand == nil or expand then values = values:expand(concat({n}, batch_shape, event_shape)) end
+  return values
+end
+
+function Bernoulli:enumerate_support(expand)
+  return enumerate(pt.arange(0, 2, {dtype = self._dt}), 2, self.batch_shape, {}, expand)
+end
+
+-- ------------------------------------------------------------------ Binomial
+
+local Binomial = class("Binomial", Distribution, true)
+Binomial.has_enumerate_support = true
+Binomial._params = {total_count = 0, probs = 0, logits = 0}
+Binomial._arg_names = {"total_count", "probs", "logits"}
+
+function Binomial._new(...)
+  local vals, validate = parse("Binomial", {"total_count", "probs", "logits"}, ...)
+  local name = probs_or_logits("Binomial", vals)
+  if vals.total_count == nil then vals.total_count = 1 end
+  local ts, _, shape = broadcast_all("Binomial", {"total_count", name}, vals)
+  local self = setmetatable({}, Binomial)
+  rawset(self, "total_count", ts[1]:to(ts[2]:dtype()))
+  rawset(self, name, ts[2])
+  rawset(self, "_param_name", name)
+  base_init(self, shape, {}, validate, ts[2]:dtype())
+  if validating(self) then
+    check_param("Binomial", "total_count", self.total_count, C.nonnegative_integer)
+    check_param("Binomial", name, ts[2], name == "probs" and C.unit_interval or C.real)
+  end
+  return self
+end
+
+function Binomial:_support() return C.integer_interval(0, self.total_count) end
+
+Binomial._props.probs = Bernoulli._props.probs
+Binomial._props.logits = Bernoulli._props.logits
+Binomial._props.param_shape = Bernoulli._props.param_shape
+Binomial._props.mean = function(self) return self.total_count * self.probs end
+Binomial._props.mode = function(self)
+  return pt.minimum(((self.total_count + 1) * self.probs):floor(), self.total_count)
+end
+Binomial._props.variance = function(self) return self.total_count * self.probs * (1 - self.probs) end
+
+-- counts of successes over total_count Bernoulli trials per element, in chunks of trials that
+-- keep the uniform draws near 2^20 numbers: O(max total_count) work per element
+local function sample_binomial(n, p)
+  local shape, dtype = n:size(), p:dtype()
+  local count = pt.zeros(shape, {dtype = dtype})
+  local max_n = math.tointeger(n:numel() > 0 and n:max():item() or 0) or 0
+  local chunk = math.max(1, math.min(max_n, (1 << 20) // math.max(1, n:numel())))
+  local pu, nu = p:unsqueeze(-1), n:unsqueeze(-1)
+  local done = 0
+  while done < max_n do
+    local k = math.min(chunk, max_n - done)
+    local u = pt.rand(concat(shape, {k}), {dtype = dtype})
+    local trial = pt.arange(done + 1, done + k + 1, {dtype = dtype})
+    count = count + (u:lt(pu) & trial:le(nu)):sum(-1):to(dtype)
+    done = done + k
+  end
+  return count
+end
+
+function Binomial:sample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "sample"))
+  local n, p = self.total_count:detach():expand(shape), self.probs:detach():expand(shape)
+  return pt.no_grad(sample_binomial, n, p)
+end
+
+local function clamp_by_zero(x) return (x:clamp_min(0) + x - x:clamp(nil, 0)) / 2 end
+
+function Binomial:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local n, logits = self.total_count, self.logits
+  local log_factorial_n = (n + 1):lgamma()
+  local log_factorial_k = (value + 1):lgamma()
+  local log_factorial_nmk = (n - value + 1):lgamma()
+  local normalize_term = n * clamp_by_zero(logits) + n * (-logits:abs()):exp():log1p() - log_factorial_n
+  return value * logits - log_factorial_k - log_factorial_nmk - normalize_term
+end
+
+local function homogeneous_count(self, what)
+  local n = self.total_count
+  local hi, lo = n:max():item(), n:min():item()
+  if hi ~= lo then
+    fail(string.format("Binomial.%s: total_count must be the same for every batch element (got %s and %s)",
+      what, num(lo), num(hi)))
+  end
+  return math.tointeger(hi) or hi
+end
+
+function Binomial:enumerate_support(expand)
+  local n = homogeneous_count(self, "enumerate_support")
+  return enumerate(pt.arange(0, n + 1, {dtype = self._dt}), n + 1, self.batch_shape, {}, expand)
+end
+
+function Binomial:entropy()
+  homogeneous_count(self, "entropy")
+  local lp = self:log_prob(self:enumerate_support(false))
+  return -(lp:exp() * lp):sum(1)
+end
+
+-- ------------------------------------------------------------------ Categorical
+
+local Categorical = class("Categorical", Distribution, true)
+Categorical.has_enumerate_support = true
+Categorical._params = {probs = 1, logits = 1}
+Categorical._arg_names = {"probs", "logits"}
+
+local function categorical_new(cname, vals, validate)
+  local name = probs_or_logits(cname, vals)
+  local t = tensor_arg(cname, name, vals[name], 1)
+  local param
+  if name == "probs" then
+    param = t / t:sum(-1, true)
+  else
+    param = t - t:logsumexp(-1, true)
+  end
+  local self = setmetatable({[name] = param, _param_name = name}, Categorical)
+  local s = param:size()
+  rawset(self, "_num_events", s[#s])
+  base_init(self, slice(s, 1, #s - 1), {}, validate, param:dtype())
+  if validating(self) then check_param(cname, name, param, name == "probs" and C.simplex or C.real_vector) end
+  return self
+end
+
+function Categorical._new(...)
+  return categorical_new("Categorical", parse("Categorical", {"probs", "logits"}, ...))
+end
+
+function Categorical:_support() return C.integer_interval(1, self._num_events) end
+
+Categorical._props.probs = lazy("probs", function(self) return self.logits:softmax(-1) end)
+Categorical._props.logits = lazy("logits", function(self) return clamp_probs(self.probs):log() end)
+Categorical._props.param_shape = Bernoulli._props.param_shape
+Categorical._props.mean = function(self) return pt.full(self:_extended_shape({}), nan, {dtype = self._dt}) end
+Categorical._props.variance = Categorical._props.mean
+Categorical._props.mode = function(self) return self.probs:argmax(-1) end
+
+function Categorical:sample(sample_shape)
+  sample_shape = draw(self, sample_shape, "sample")
+  local shape = self:_extended_shape(sample_shape)
+  local n = numel(sample_shape)
+  if n == 0 or numel(shape) == 0 then return pt.zeros(shape, {dtype = "int64"}) end
+  local probs = self.probs
+  return pt.no_grad(function()
+    local probs_2d = probs:detach():reshape({-1, self._num_events})
+    return pt.multinomial(probs_2d, n, {replacement = true}):t():reshape(shape)
+  end)
+end
+
+function Categorical:log_prob(value)
+  value = self:_value(value, "log_prob")
+  value = value:long():unsqueeze(-1)
+  local logits = self.logits
+  local shape = broadcast_shapes(value:size(), logits:size())
+  value = value:expand(shape):narrow(-1, 1, 1)
+  return logits:expand(shape):gather(-1, value):squeeze(-1)
+end
+
+function Categorical:entropy()
+  local logits = self.logits:clamp_min(finfo(self._dt).min)
+  return -(logits * self.probs):sum(-1)
+end
+
+function Categorical:enumerate_support(expand)
+  local k = self._num_events
+  return enumerate(pt.arange(1, k + 1), k, self.batch_shape, {}, expand)
+end
+
+-- ------------------------------------------------------------------ OneHotCategorical
+
+local OneHotCategorical = class("OneHotCategorical", Distribution, true)
+OneHotCategorical.has_enumerate_support = true
+OneHotCategorical._arg_names = {"probs", "logits"}
+OneHotCategorical._support_c = C.one_hot
+
+function OneHotCategorical._new(...)
+  local vals, validate = parse("OneHotCategorical", {"probs", "logits"}, ...)
+  local cat = categorical_new("OneHotCategorical", vals, validate)
+  local self = setmetatable({_categorical = cat}, OneHotCategorical)
+  base_init(self, cat.batch_shape, {cat._num_events}, validate, cat._dt)
+  return self
+end
+
+function OneHotCategorical:_expand_into(new, batch_shape)
+  rawset(new, "_categorical", self._categorical:expand(batch_shape))
+end
+
+local function one_hot(indices, k, dtype)
+  return indices:unsqueeze(-1):eq(pt.arange(1, k + 1)):to(dtype)
+end
+
+OneHotCategorical._props.probs = function(self) return self._categorical.probs end
+OneHotCategorical._props.logits = function(self) return self._categorical.logits end
+OneHotCategorical._props.param_shape = function(self) return self._categorical.param_shape end
+OneHotCategorical._props.mean = function(self) return self._categorical.probs end
+OneHotCategorical._props.mode = function(self)
+  local probs = self._categorical.probs
+  return one_hot(probs:argmax(-1), probs:size(-1), probs:dtype())
+end
+OneHotCategorical._props.variance = function(self)
+  local p = self._categorical.probs
+  return p * (1 - p)
+end
+
+function OneHotCategorical:sample(sample_shape)
+  local indices = self._categorical:sample(draw(self, sample_shape, "sample"))
+  return one_hot(indices, self._categorical._num_events, self._dt)
+end
+
+function OneHotCategorical:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local _, indices = value:max(-1)
+  return self._categorical:log_prob(indices)
+end
+
+function OneHotCategorical:entropy() return self._categorical:entropy() end
+
+function OneHotCategorical:enumerate_support(expand)
+  local k = self.event_shape[1]
+  return enumerate(pt.eye(k, {dtype = self._dt}), k, self.batch_shape, {k}, expand)
+end
+
+-- ------------------------------------------------------------------ Poisson
+
+local Poisson = class("Poisson", Distribution, true)
+Poisson._params = {rate = 0}
+Poisson._arg_names = {"rate"}
+Poisson._support_c = C.nonnegative_integer
+
+function Poisson._new(...)
+  local vals, validate = parse("Poisson", {"rate"}, ...)
+  return elementwise_new(Poisson, "Poisson", {"rate"}, {C.nonnegative}, vals, validate)
+end
+
+Poisson._props.mean = function(self) return self.rate end
+Poisson._props.mode = function(self) return self.rate:floor() end
+Poisson._props.variance = function(self) return self.rate end
+
+function Poisson:sample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "sample"))
+  local rate = self.rate:detach():expand(shape)
+  return pt.no_grad(pt.poisson, rate)
+end
+
+function Poisson:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return pt.xlogy(value, self.rate) - self.rate - (value + 1):lgamma()
+end
+
+-- ------------------------------------------------------------------ MultivariateNormal
+
+local MultivariateNormal = class("MultivariateNormal", Distribution, true)
+MultivariateNormal.has_rsample = true
+MultivariateNormal._params = {loc = 1, covariance_matrix = 2, precision_matrix = 2, scale_tril = 2}
+MultivariateNormal._arg_names = {"loc", "covariance_matrix", "precision_matrix", "scale_tril"}
+MultivariateNormal._support_c = C.real_vector
+
+-- the lower Cholesky factor of the inverse of P (torch's _precision_to_scale_tril)
+local function precision_to_scale_tril(P)
+  local Lf = pt.linalg.cholesky(P:flip({-2, -1}))
+  local L_inv = Lf:flip({-2, -1}):transpose(-2, -1)
+  local n = P:size(-1)
+  local Id = pt.eye(n, {dtype = P:dtype()}):expand(L_inv:size())
+  return pt.linalg.solve_triangular(L_inv, Id, {upper = false})
+end
+
+-- the squared Mahalanobis norms |L^-1 x|^2 with L's and x's batch dims broadcast
+local function batch_mahalanobis(L, x)
+  local ls, xs = L:size(), x:size()
+  local n = xs[#xs]
+  local batch = broadcast_shapes(slice(ls, 1, #ls - 2), slice(xs, 1, #xs - 1))
+  local sol = pt.linalg.solve_triangular(L:expand(concat(batch, {n, n})), x:expand(concat(batch, {n})):unsqueeze(-1),
+    {upper = false})
+  return sol:squeeze(-1):pow(2):sum(-1)
+end
+
+function MultivariateNormal._new(...)
+  local cname = "MultivariateNormal"
+  local vals, validate = parse(cname, {"loc", "covariance_matrix", "precision_matrix", "scale_tril"}, ...)
+  local loc = tensor_arg(cname, "loc", vals.loc, 1)
+  local given = {}
+  for _, k in ipairs {"covariance_matrix", "precision_matrix", "scale_tril"} do
+    if vals[k] ~= nil then given[#given + 1] = k end
+  end
+  if #given ~= 1 then
+    fail(string.format("%s: exactly one of covariance_matrix, precision_matrix or scale_tril must be given, got %s",
+      cname, #given == 0 and "none" or table.concat(given, " and ")))
+  end
+  local key = given[1]
+  local mat = tensor_arg(cname, key, vals[key], 2)
+  local ms, ls = mat:size(), loc:size()
+  local n = ls[#ls]
+  if ms[#ms] ~= n or ms[#ms - 1] ~= n then
+    fail(string.format("%s: %s must hold %d x %d matrices (loc's last dim is %d), got shape %s", cname, key, n, n, n,
+      shape_str(ms)))
+  end
+  local batch = broadcast_shapes(slice(ms, 1, #ms - 2), slice(ls, 1, #ls - 1))
+  if not batch then
+    fail(string.format("%s: the batch dims of loc (shape %s) and %s (shape %s) do not broadcast", cname,
+      shape_str(ls), key, shape_str(ms)))
+  end
+  local self = setmetatable({}, MultivariateNormal)
+  rawset(self, key, mat:expand(concat(batch, {n, n})))
+  rawset(self, "loc", loc:expand(concat(batch, {n})))
+  base_init(self, batch, {n}, validate, loc:dtype())
+  if validating(self) then
+    check_param(cname, "loc", self.loc, C.real_vector)
+    check_param(cname, key, rawget(self, key), key == "scale_tril" and C.lower_cholesky or C.positive_definite)
+  end
+  local L
+  if key == "scale_tril" then
+    L = mat
+  elseif key == "covariance_matrix" then
+    L = pt.linalg.cholesky(mat)
+  else
+    L = precision_to_scale_tril(mat)
+  end
+  rawset(self, "_unbroadcasted_scale_tril", L)
+  return self
+end
+
+local function mvn_matrix_shape(self)
+  return concat(self.batch_shape, self.event_shape, self.event_shape)
+end
+
+MultivariateNormal._props.scale_tril = lazy("scale_tril", function(self)
+  return self._unbroadcasted_scale_tril:expand(mvn_matrix_shape(self))
+end)
+MultivariateNormal._props.covariance_matrix = lazy("covariance_matrix", function(self)
+  local L = self._unbroadcasted_scale_tril
+  return pt.matmul(L, L.mT):expand(mvn_matrix_shape(self))
+end)
+MultivariateNormal._props.precision_matrix = lazy("precision_matrix", function(self)
+  -- torch's cholesky_inverse(L): (L L^T)^-1 = L^-T L^-1
+  local L = self._unbroadcasted_scale_tril
+  local Linv = pt.linalg.solve_triangular(L, pt.eye(L:size(-1), {dtype = L:dtype()}):expand(L:size()), {upper = false})
+  return pt.matmul(Linv.mT, Linv):expand(mvn_matrix_shape(self))
+end)
+MultivariateNormal._props.mean = function(self) return self.loc end
+MultivariateNormal._props.mode = function(self) return self.loc end
+MultivariateNormal._props.variance = function(self)
+  return self._unbroadcasted_scale_tril:pow(2):sum(-1):expand(concat(self.batch_shape, self.event_shape))
+end
+
+function MultivariateNormal:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local eps = pt.randn(shape, {dtype = self._dt})
+  return self.loc + pt.matmul(self._unbroadcasted_scale_tril, eps:unsqueeze(-1)):squeeze(-1)
+end
+
+local function half_log_det(L) return L:diagonal(0, -2, -1):log():sum(-1) end
+
+function MultivariateNormal:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local diff = value - self.loc
+  local m = batch_mahalanobis(self._unbroadcasted_scale_tril, diff)
+  return -0.5 * (self.event_shape[1] * LOG_2PI + m) - half_log_det(self._unbroadcasted_scale_tril)
+end
+
+function MultivariateNormal:entropy()
+  local H = 0.5 * self.event_shape[1] * (1.0 + LOG_2PI) + half_log_det(self._unbroadcasted_scale_tril)
+  if #self.batch_shape == 0 then return H end
+  return H:expand(self.batch_shape)
+end
+
+-- ------------------------------------------------------------------ Independent
+
+local Independent = class("Independent", Distribution, true)
+
+function Independent._new(...)
+  local cname = "Independent"
+  local vals, validate = parse(cname, {"base_distribution", "reinterpreted_batch_ndims"}, ...)
+  local base, n = vals.base_distribution, vals.reinterpreted_batch_ndims
+  if not is_distribution(base) then
+    fail(cname .. ": base_distribution must be a distribution, got " .. typename(base))
+  end
+  if math.type(n) ~= "integer" or n < 0 then
+    fail(cname .. ": reinterpreted_batch_ndims must be a non-negative integer, got " .. tostring(n))
+  end
+  if n > #base.batch_shape then
+    fail(string.format("%s: reinterpreted_batch_ndims must be at most the number of base_distribution's batch dims, got %d > %d",
+      cname, n, #base.batch_shape))
+  end
+  local shape = concat(base.batch_shape, base.event_shape)
+  local event_dim = n + #base.event_shape
+  local self = setmetatable({base_dist = base, reinterpreted_batch_ndims = n}, Independent)
+  base_init(self, slice(shape, 1, #shape - event_dim), slice(shape, #shape - event_dim + 1, #shape), validate,
+    base._dt)
+  return self
+end
+
+function Independent:__tostring()
+  return string.format("Independent(%s, %d)", tostring(self.base_dist), self.reinterpreted_batch_ndims)
+end
+
+function Independent:_expand_into(new, batch_shape)
+  rawset(new, "base_dist", self.base_dist:expand(concat(batch_shape,
+    slice(self.event_shape, 1, self.reinterpreted_batch_ndims))))
+end
+
+function Independent:_support()
+  return C.independent(self.base_dist:_support(), self.reinterpreted_batch_ndims)
+end
+
+Independent._props.has_rsample = function(self) return self.base_dist.has_rsample end
+Independent._props.has_enumerate_support = function(self)
+  return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
+end
+Independent._props.mean = function(self) return self.base_dist.mean end
+Independent._props.mode = function(self) return self.base_dist.mode end
+Independent._props.variance = function(self) return self.base_dist.variance end
+
+function Independent:sample(sample_shape)
+  return self.base_dist:sample(draw(self, sample_shape, "sample"))
+end
+
+function Independent:rsample(sample_shape)
+  return self.base_dist:rsample(draw(self, sample_shape, "rsample"))
+end
+
+function Independent:log_prob(value)
+  return sum_rightmost(self.base_dist:log_prob(value), self.reinterpreted_batch_ndims)
+end
+
+function Independent:entropy()
+  return sum_rightmost(self.base_dist:entropy(), self.reinterpreted_batch_ndims)
+end
+
+function Independent:enumerate_support(expand)
+  if self.reinterpreted_batch_ndims > 0 then
+    fail("Independent.enumerate_support: not implemented for reinterpreted_batch_ndims > 0 (the cartesian product)")
+  end
+  return self.base_dist:enumerate_support(expand)
+end
+
+-- ------------------------------------------------------------------ KL divergence
+
+local kl_registry = {}
+
+local function class_of(d) return getmetatable(d) end
+
+local function parent_class(cls)
+  local mt = getmetatable(cls)
+  return mt and rawget(mt, "__index")
+end
+
+local function is_class(c)
+  local n = 0
+  while type(c) == "table" and n < 32 do
+    if c == Distribution then return true end
+    c = parent_class(c)
+    n = n + 1
+  end
+  return false
+end
+
+--- register_kl(P, Q, fn): kl_divergence(p, q) calls fn(p, q) for p of class P and q of class Q
+function M.register_kl(type_p, type_q, fn)
+  if not is_class(type_p) then fail("register_kl: type_p must be a distribution class, got " .. typename(type_p)) end
+  if not is_class(type_q) then fail("register_kl: type_q must be a distribution class, got " .. typename(type_q)) end
+  if type(fn) ~= "function" then fail("register_kl: fn must be a function, got " .. typename(fn)) end
+  kl_registry[type_p] = kl_registry[type_p] or {}
+  kl_registry[type_p][type_q] = fn
+end
+
+-- the most specific registered pair: the smallest distance up both class chains
+local function kl_lookup(cp, cq)
+  local best, best_d
+  local p, dp = cp, 0
+  while p do
+    local row = kl_registry[p]
+    if row then
+      local q, dq = cq, 0
+      while q do
+        if row[q] and (best_d == nil or dp + dq < best_d) then best, best_d = row[q], dp + dq end
+        q, dq = parent_class(q), dq + 1
+      end
+    end
+    p, dp = parent_class(p), dp + 1
+  end
+  return best
+end
+
+function M.kl_divergence(p, q)
+  if not is_distribution(p) then fail("kl_divergence: p must be a distribution, got " .. typename(p)) end
+  if not is_distribution(q) then fail("kl_divergence: q must be a distribution, got " .. typename(q)) end
+  local fn = kl_lookup(class_of(p), class_of(q))
+  if not fn then
+    fail(string.format("kl_divergence: no KL(p || q) is registered for p of type %s and q of type %s", p._name, q._name))
+  end
+  return fn(p, q)
+end
+
+local function kl_normal_normal(p, q)
+  local var_ratio = (p.scale / q.scale):pow(2)
+  local t1 = ((p.loc - q.loc) / q.scale):pow(2)
+  return 0.5 * (var_ratio + t1 - 1 - var_ratio:log())
+end
+
+local function kl_bernoulli_bernoulli(p, q)
+  local pp, qp = p.probs, q.probs
+  local t1 = pp * (softplus(-q.logits) - softplus(-p.logits))
+  t1 = pt.where(pp:eq(0), 0, pt.where(qp:eq(0), inf, t1))
+  local t2 = (1 - pp) * (softplus(q.logits) - softplus(p.logits))
+  t2 = pt.where(pp:eq(1), 0, pt.where(qp:eq(1), inf, t2))
+  return t1 + t2
+end
+
+local function kl_categorical_categorical(p, q)
+  local t = p.probs * (p.logits - q.logits)
+  local s = t:size()
+  t = pt.where(p.probs:eq(0):expand(s), 0, pt.where(q.probs:eq(0):expand(s), inf, t))
+  return t:sum(-1)
+end
+
+local function kl_beta_beta(p, q)
+  local sum_p = p.concentration1 + p.concentration0
+  local sum_q = q.concentration1 + q.concentration0
+  local t1 = q.concentration1:lgamma() + q.concentration0:lgamma() + sum_p:lgamma()
+  local t2 = p.concentration1:lgamma() + p.concentration0:lgamma() + sum_q:lgamma()
+  local t3 = (p.concentration1 - q.concentration1) * p.concentration1:digamma()
+  local t4 = (p.concentration0 - q.concentration0) * p.concentration0:digamma()
+  local t5 = (sum_q - sum_p) * sum_p:digamma()
+  return t1 - t2 + t3 + t4 + t5
+end
+
+local function kl_gamma_gamma(p, q)
+  local t1 = q.concentration * (p.rate / q.rate):log()
+  local t2 = q.concentration:lgamma() - p.concentration:lgamma()
+  local t3 = (p.concentration - q.concentration) * p.concentration:digamma()
+  local t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+  return t1 + t2 + t3 + t4
+end
+
+local function kl_dirichlet_dirichlet(p, q)
+  local sum_p = p.concentration:sum(-1)
+  local sum_q = q.concentration:sum(-1)
+  local t1 = sum_p:lgamma() - sum_q:lgamma()
+  local t2 = (p.concentration:lgamma() - q.concentration:lgamma()):sum(-1)
+  local t3 = p.concentration - q.concentration
+  local t4 = p.concentration:digamma() - sum_p:digamma():unsqueeze(-1)
+  return t1 - t2 + (t3 * t4):sum(-1)
+end
+
+local function kl_exponential_exponential(p, q)
+  local rate_ratio = q.rate / p.rate
+  return -rate_ratio:log() + rate_ratio - 1
+end
+
+local function kl_laplace_laplace(p, q)
+  local scale_ratio = p.scale / q.scale
+  local loc_abs_diff = (p.loc - q.loc):abs()
+  local t1 = -scale_ratio:log()
+  local t2 = loc_abs_diff / q.scale
+  local t3 = scale_ratio * (-loc_abs_diff / p.scale):exp()
+  return t1 + t2 + t3 - 1
+end
+
+local function kl_uniform_uniform(p, q)
+  local result = ((q.high - q.low) / (p.high - p.low)):log()
+  return pt.where(q.low:gt(p.low) | q.high:lt(p.high), inf, result)
+end
+
+local function kl_poisson_poisson(p, q)
+  return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
+end
+
+local function kl_mvn_mvn(p, q)
+  if not same_shape(p.event_shape, q.event_shape) then
+    fail(string.format("kl_divergence: MultivariateNormal p and q have different event shapes %s and %s",
+      shape_str(p.event_shape), shape_str(q.event_shape)))
+  end
+  local pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+  local half_term1 = half_log_det(qL) - half_log_det(pL)
+  local ps, qs = pL:size(), qL:size()
+  local n = p.event_shape[1]
+  local batch = broadcast_shapes(slice(qs, 1, #qs - 2), slice(ps, 1, #ps - 2))
+  if not batch then
+    fail(string.format("kl_divergence: the batch shapes of p (%s) and q (%s) do not broadcast",
+      shape_str(p.batch_shape), shape_str(q.batch_shape)))
+  end
+  local mshape = concat(batch, {n, n})
+  local x = pt.linalg.solve_triangular(qL:expand(mshape), pL:expand(mshape), {upper = false})
+  local term2 = x:pow(2):sum({-2, -1})
+  local term3 = batch_mahalanobis(qL, q.loc - p.loc)
+  return half_term1 + 0.5 * (term2 + term3 - n)
+end
+
+local function kl_binomial_binomial(p, q)
+  if p.total_count:lt(q.total_count):any():item() then
+    fail("kl_divergence: KL between Binomials where q.total_count > p.total_count is not implemented")
+  end
+  local kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs):log1p() - (-q.probs):log1p())
+  return pt.where(p.total_count:gt(q.total_count), inf, kl)
+end
+
+local function kl_onehot_onehot(p, q) return kl_categorical_categorical(p._categorical, q._categorical) end
+
+local function kl_independent_independent(p, q)
+  if p.reinterpreted_batch_ndims ~= q.reinterpreted_batch_ndims then
+    fail(string.format("kl_divergence: Independent p and q reinterpret different numbers of batch dims (%d and %d)",
+      p.reinterpreted_batch_ndims, q.reinterpreted_batch_ndims))
+  end
+  return sum_rightmost(M.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+end
+
+-- torch reaches LogNormal pairs through TransformedDistribution's (same transforms: the base KL)
+local function kl_lognormal_lognormal(p, q) return kl_normal_normal(p.base_dist, q.base_dist) end
+
+M.register_kl(Normal, Normal, kl_normal_normal)
+M.register_kl(Bernoulli, Bernoulli, kl_bernoulli_bernoulli)
+M.register_kl(Categorical, Categorical, kl_categorical_categorical)
+M.register_kl(OneHotCategorical, OneHotCategorical, kl_onehot_onehot)
+M.register_kl(Beta, Beta, kl_beta_beta)
+M.register_kl(Gamma, Gamma, kl_gamma_gamma)
+M.register_kl(Dirichlet, Dirichlet, kl_dirichlet_dirichlet)
+M.register_kl(Exponential, Exponential, kl_exponential_exponential)
+M.register_kl(Laplace, Laplace, kl_laplace_laplace)
+M.register_kl(Uniform, Uniform, kl_uniform_uniform)
+M.register_kl(Poisson, Poisson, kl_poisson_poisson)
+M.register_kl(MultivariateNormal, MultivariateNormal, kl_mvn_mvn)
+M.register_kl(Binomial, Binomial, kl_binomial_binomial)
+M.register_kl(Independent, Independent, kl_independent_independent)
+M.register_kl(LogNormal, LogNormal, kl_lognormal_lognormal)
+
+-- for the specs: the samplers and ATen's implicit gradients
+M._standard_gamma = standard_gamma
+M._standard_gamma_grad = standard_gamma_grad
+M._dirichlet_grad = dirichlet_grad
+
+-- ------------------------------------------------------------------ docs
+
+docs[M] = "pt.distributions: probability distributions as torch.distributions (torch 1.13), over partrain's\n"
+  .. "  tensor ops so gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.\n"
+  .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
+  .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent; kl_divergence(p, q).\n"
+  .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
+  .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
+  .. "  Parameters broadcast (numbers take the first tensor's dtype, float32 when all are numbers).\n"
+  .. "  Validation is on by default (Distribution.set_default_validate_args(false) turns it off).\n"
+  .. "  Categorical values are 1-based (1..K; torch: 0..K-1). Sampling uses pt.manual_seed's generator."
+
+docs[Distribution] = "pt.distributions.Distribution: the base class of the distributions (torch.distributions.Distribution).\n"
+  .. "  Fields: d.batch_shape, d.event_shape (tables of sizes), d.has_rsample, d.has_enumerate_support.\n"
+  .. "  Properties, computed on access: d.mean, d.mode, d.variance, d.stddev (sqrt of the variance)\n"
+  .. "  and the parameters each class derives (e.g. Bernoulli's probs and logits).\n"
+  .. "  Methods: sample, rsample, log_prob, cdf, icdf, entropy, perplexity, enumerate_support, expand.\n"
+  .. "  A draw's shape is sample_shape .. batch_shape .. event_shape; log_prob(value) has value's\n"
+  .. "  batch shape (value broadcast with batch_shape .. event_shape). What a class lacks (as in torch)\n"
+  .. "  raises 'X.method: not implemented for X'."
+docs[Distribution.set_default_validate_args] = "Distribution.set_default_validate_args(value): validation on (true, the default) or off for the\n"
+  .. "  distributions created without validate_args, as torch's Distribution.set_default_validate_args."
+docs[Distribution.sample] = "d:sample([sample_shape]) -> a draw of shape sample_shape .. batch_shape .. event_shape, without gradients.\n"
+  .. "  sample_shape: a table of sizes ({} by default) or an integer n for {n}. Reproducible after pt.manual_seed."
+docs[Distribution.rsample] = "d:rsample([sample_shape]) -> a reparameterized draw: a differentiable function of the parameters\n"
+  .. "  (gradients flow back to them). Only where d.has_rsample."
+docs[Distribution.log_prob] = "d:log_prob(value) -> log density (or log mass) at value, a Tensor (or a number), of value's\n"
+  .. "  batch shape. With validation, value must lie in the support and broadcast with batch_shape .. event_shape."
+docs[Distribution.cdf] = "d:cdf(value) -> the cumulative distribution function at value (Normal, Uniform, Exponential,\n"
+  .. "  Laplace, LogNormal, as torch)."
+docs[Distribution.icdf] = "d:icdf(p) -> the inverse cumulative distribution function at probabilities p in [0, 1] (Normal,\n"
+  .. "  Uniform, Exponential, Laplace, LogNormal, as torch)."
+docs[Distribution.entropy] = "d:entropy() -> the entropy (nats), of shape batch_shape."
+docs[Distribution.perplexity] = "d:perplexity() -> exp(d:entropy())."
+docs[Distribution.enumerate_support] = "d:enumerate_support([expand=true]) -> every value of a discrete distribution along a new first\n"
+  .. "  dim: shape {n} .. batch_shape .. event_shape (expand = false: size-1 batch dims)."
+docs[Distribution.expand] = "d:expand(batch_shape) -> a new distribution of the same family whose parameters are expanded\n"
+  .. "  (views, no copies) to batch_shape; the old batch shape must broadcast to it. Not validated again."
+
+local function doc_class(cls, text) docs[cls] = text end
+
+doc_class(Normal, "pt.distributions.Normal(loc, scale[, {validate_args=}]) -> N(loc, scale^2), as torch.distributions.Normal.\n"
+  .. "  scale > 0. mean = mode = loc, stddev = scale; rsample = loc + scale * eps; cdf, icdf, entropy.")
+docs[Normal.rsample] = "normal:rsample([sample_shape]) -> loc + scale * eps with eps ~ N(0, 1) (pt.randn)."
+docs[Normal.log_prob] = "normal:log_prob(value) -> -(value - loc)^2 / (2 scale^2) - log(scale) - log(sqrt(2 pi))."
+docs[Normal.cdf] = "normal:cdf(value) -> (1 + erf((value - loc) / (scale sqrt 2))) / 2."
+docs[Normal.icdf] = "normal:icdf(p) -> loc + scale * erfinv(2 p - 1) * sqrt 2."
+docs[Normal.entropy] = "normal:entropy() -> 1/2 + log(2 pi)/2 + log(scale)."
+
+doc_class(Uniform, "pt.distributions.Uniform(low, high[, {validate_args=}]) -> uniform on [low, high), as torch.distributions.Uniform.\n"
+  .. "  low < high elementwise. mean, variance, stddev; mode is nan; rsample = low + U (high - low).")
+docs[Uniform.rsample] = "uniform:rsample([sample_shape]) -> low + U * (high - low) with U ~ U[0, 1) (pt.rand)."
+docs[Uniform.log_prob] = "uniform:log_prob(value) -> -log(high - low) inside [low, high), -inf outside (validation: value in [low, high])."
+docs[Uniform.cdf] = "uniform:cdf(value) -> (value - low) / (high - low), clamped to [0, 1]."
+docs[Uniform.icdf] = "uniform:icdf(p) -> low + p * (high - low)."
+docs[Uniform.entropy] = "uniform:entropy() -> log(high - low)."
+
+doc_class(Exponential, "pt.distributions.Exponential(rate[, {validate_args=}]) -> density rate * exp(-rate x) on x >= 0,\n"
+  .. "  as torch.distributions.Exponential. rate > 0. mean = stddev = 1/rate, mode 0.")
+docs[Exponential.rsample] = "exponential:rsample([sample_shape]) -> E / rate with E ~ Exp(1) (t:exponential_())."
+docs[Exponential.log_prob] = "exponential:log_prob(value) -> log(rate) - rate * value."
+docs[Exponential.cdf] = "exponential:cdf(value) -> 1 - exp(-rate * value)."
+docs[Exponential.icdf] = "exponential:icdf(p) -> -log(1 - p) / rate."
+docs[Exponential.entropy] = "exponential:entropy() -> 1 - log(rate)."
+
+doc_class(Laplace, "pt.distributions.Laplace(loc, scale[, {validate_args=}]) -> density exp(-|x - loc| / scale) / (2 scale),\n"
+  .. "  as torch.distributions.Laplace. scale > 0. mean = mode = loc, variance 2 scale^2.")
+docs[Laplace.rsample] = "laplace:rsample([sample_shape]) -> loc - scale * sign(u) * log1p(-|u|) with u ~ U(eps - 1, 1)."
+docs[Laplace.log_prob] = "laplace:log_prob(value) -> -log(2 scale) - |value - loc| / scale."
+docs[Laplace.cdf] = "laplace:cdf(value) -> 1/2 - sign(value - loc) * expm1(-|value - loc| / scale) / 2."
+docs[Laplace.icdf] = "laplace:icdf(p) -> loc - scale * sign(p - 1/2) * log1p(-2 |p - 1/2|)."
+docs[Laplace.entropy] = "laplace:entropy() -> 1 + log(2 scale)."
+
+doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
+  .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
+  .. "  mean = exp(loc + scale^2/2), mode = exp(loc - scale^2), variance.")
+docs[LogNormal.rsample] = "lognormal:rsample([sample_shape]) -> exp(base_dist:rsample(sample_shape))."
+docs[LogNormal.log_prob] = "lognormal:log_prob(value) -> Normal's log_prob at log(value) - log(value) (value > 0)."
+docs[LogNormal.cdf] = "lognormal:cdf(value) -> Normal's cdf at log(value) (value >= 0)."
+docs[LogNormal.icdf] = "lognormal:icdf(p) -> exp(Normal's icdf at p)."
+docs[LogNormal.entropy] = "lognormal:entropy() -> Normal's entropy + loc."
+
+doc_class(Gamma, "pt.distributions.Gamma(concentration, rate[, {validate_args=}]) -> density\n"
+  .. "  rate^a x^(a-1) exp(-rate x) / Gamma(a) on x >= 0 (a = concentration), as torch.distributions.Gamma.\n"
+  .. "  Both > 0. mean a/rate, mode max((a-1)/rate, 0), variance a/rate^2. Draws: Marsaglia-Tsang over\n"
+  .. "  tensor ops; rsample's gradient w.r.t. concentration is torch's implicit one (ATen's approximation).")
+docs[Gamma.rsample] = "gamma:rsample([sample_shape]) -> X / rate with X a standard gamma draw (Marsaglia-Tsang); the gradient\n"
+  .. "  w.r.t. concentration is torch's implicit reparameterization -(dF/da)/f at X (ATen's standard_gamma_grad),\n"
+  .. "  w.r.t. rate -X/rate^2."
+docs[Gamma.log_prob] = "gamma:log_prob(value) -> xlogy(a, rate) + xlogy(a - 1, value) - rate value - lgamma(a)."
+docs[Gamma.entropy] = "gamma:entropy() -> a - log(rate) + lgamma(a) + (1 - a) digamma(a)."
+
+doc_class(Dirichlet, "pt.distributions.Dirichlet(concentration[, {validate_args=}]) -> the Dirichlet distribution on the\n"
+  .. "  simplex of concentration's last dim (event_shape {K}), as torch.distributions.Dirichlet. concentration > 0.\n"
+  .. "  mean, mode, variance; draws are normalised gamma draws; rsample carries torch's implicit gradient.")
+docs[Dirichlet.rsample] = "dirichlet:rsample([sample_shape]) -> normalised standard gamma draws; the gradient w.r.t. concentration\n"
+  .. "  is torch's (ATen's dirichlet_grad approximation, as torch's _Dirichlet backward)."
+docs[Dirichlet.log_prob] = "dirichlet:log_prob(value) -> sum((a - 1) log value) + lgamma(sum a) - sum lgamma(a) over the last dim."
+docs[Dirichlet.entropy] = "dirichlet:entropy() -> sum lgamma(a) - lgamma(a0) - (K - a0) digamma(a0) - sum (a - 1) digamma(a)."
+
+doc_class(Beta, "pt.distributions.Beta(concentration1, concentration0[, {validate_args=}]) -> density\n"
+  .. "  x^(c1-1) (1-x)^(c0-1) / B(c1, c0) on [0, 1], as torch.distributions.Beta (through a Dirichlet of {c1, c0}).\n"
+  .. "  Both > 0. Properties concentration1, concentration0, mean, mode, variance.")
+docs[Beta.rsample] = "beta:rsample([sample_shape]) -> the first coordinate of a Dirichlet({c1, c0}) rsample (torch's gradient)."
+docs[Beta.log_prob] = "beta:log_prob(value) -> the Dirichlet({c1, c0}) log_prob of {value, 1 - value}."
+docs[Beta.entropy] = "beta:entropy() -> the entropy of Dirichlet({c1, c0})."
+
+doc_class(Bernoulli, "pt.distributions.Bernoulli(probs) or Bernoulli{logits = l}[, {validate_args=}] -> 1 with\n"
+  .. "  probability probs, else 0, as torch.distributions.Bernoulli. Exactly one of probs (in [0, 1]) and logits;\n"
+  .. "  the other is derived on first access (logits from probs clamped to [eps, 1 - eps]). mean = probs,\n"
+  .. "  mode (nan at 1/2), variance, param_shape; sample, log_prob, entropy, enumerate_support.")
+docs[Bernoulli.sample] = "bernoulli:sample([sample_shape]) -> 0/1 draws (pt.bernoulli), probs' dtype."
+docs[Bernoulli.log_prob] = "bernoulli:log_prob(value) -> -binary_cross_entropy_with_logits(logits, value)."
+docs[Bernoulli.entropy] = "bernoulli:entropy() -> binary_cross_entropy_with_logits(logits, probs)."
+docs[Bernoulli.enumerate_support] = "bernoulli:enumerate_support([expand=true]) -> {0, 1} along a new first dim ({2} .. batch_shape)."
+
+doc_class(Binomial, "pt.distributions.Binomial([total_count=1,] probs) or Binomial(n, nil, logits) or\n"
+  .. "  Binomial{total_count=, probs= | logits=}[, {validate_args=}] -> successes in total_count trials, as\n"
+  .. "  torch.distributions.Binomial. total_count a non-negative integer (number or tensor, broadcast).\n"
+  .. "  mean n p, mode, variance n p (1 - p). Sampling sums Bernoulli trials: O(max total_count) per element.")
+docs[Binomial.sample] = "binomial:sample([sample_shape]) -> counts of successes (probs' dtype), summing Bernoulli trials."
+docs[Binomial.log_prob] = "binomial:log_prob(value) -> log C(n, value) + value log p + (n - value) log(1 - p), through logits\n"
+  .. "  as torch (stable for large |logits|)."
+docs[Binomial.entropy] = "binomial:entropy() -> -sum p log p over 0..n (total_count must be the same everywhere, as torch)."
+docs[Binomial.enumerate_support] = "binomial:enumerate_support([expand=true]) -> 0..n along a new first dim (one total_count only)."
+
+doc_class(Categorical, "pt.distributions.Categorical(probs) or Categorical{logits = l}[, {validate_args=}] -> a category\n"
+  .. "  1..K (1-based; torch: 0..K-1) with the probabilities of the last dim, as torch.distributions.Categorical.\n"
+  .. "  probs are normalised to sum to 1, logits to logsumexp 0; the other is derived on first access.\n"
+  .. "  mode (argmax, 1-based), mean and variance nan, param_shape; sample (int64), log_prob, entropy.")
+docs[Categorical.sample] = "categorical:sample([sample_shape]) -> int64 categories 1..K (pt.multinomial with replacement)."
+docs[Categorical.log_prob] = "categorical:log_prob(value) -> logits at the 1-based categories value (broadcast with batch_shape)."
+docs[Categorical.entropy] = "categorical:entropy() -> -sum probs * logits over the last dim."
+docs[Categorical.enumerate_support] = "categorical:enumerate_support([expand=true]) -> int64 1..K along a new first dim."
+
+doc_class(OneHotCategorical, "pt.distributions.OneHotCategorical(probs) or OneHotCategorical{logits = l} -> one-hot vectors\n"
+  .. "  of length K (event_shape {K}) with the hot position drawn as Categorical's, as torch.distributions.OneHotCategorical.\n"
+  .. "  probs, logits, mean = probs, mode (one-hot argmax), variance p (1 - p).")
+docs[OneHotCategorical.sample] = "onehot:sample([sample_shape]) -> one-hot vectors (probs' dtype)."
+docs[OneHotCategorical.log_prob] = "onehot:log_prob(value) -> Categorical's log_prob at the hot position of each one-hot vector."
+docs[OneHotCategorical.entropy] = "onehot:entropy() -> Categorical's entropy."
+docs[OneHotCategorical.enumerate_support] = "onehot:enumerate_support([expand=true]) -> the K one-hot vectors along a new first dim."
+
+doc_class(Poisson, "pt.distributions.Poisson(rate[, {validate_args=}]) -> counts with mean rate (>= 0), as\n"
+  .. "  torch.distributions.Poisson. mean = variance = rate, mode floor(rate); sample (pt.poisson), log_prob.")
+docs[Poisson.sample] = "poisson:sample([sample_shape]) -> Poisson counts (pt.poisson), rate's dtype."
+docs[Poisson.log_prob] = "poisson:log_prob(value) -> xlogy(value, rate) - rate - lgamma(value + 1)."
+
+doc_class(MultivariateNormal, "pt.distributions.MultivariateNormal(loc, covariance_matrix) or\n"
+  .. "  MultivariateNormal(loc, {precision_matrix = P} | {scale_tril = L}) -> N(loc, Sigma) over loc's last dim\n"
+  .. "  (event_shape {n}), as torch.distributions.MultivariateNormal: exactly one matrix parameter, batch dims\n"
+  .. "  broadcast with loc's. Sigma's Cholesky factor through pt.linalg.cholesky (precision: a flipped Cholesky\n"
+  .. "  and a triangular solve); properties scale_tril, covariance_matrix, precision_matrix, mean, mode, variance.")
+docs[MultivariateNormal.rsample] = "mvn:rsample([sample_shape]) -> loc + L eps with eps ~ N(0, I) and L the Cholesky factor."
+docs[MultivariateNormal.log_prob] = "mvn:log_prob(value) -> -(n log(2 pi) + |L^-1 (value - loc)|^2) / 2 - sum log diag(L)."
+docs[MultivariateNormal.entropy] = "mvn:entropy() -> n (1 + log(2 pi)) / 2 + sum log diag(L)."
+
+doc_class(Independent, "pt.distributions.Independent(base_distribution, reinterpreted_batch_ndims[, {validate_args=}]) ->\n"
+  .. "  the base distribution with its rightmost reinterpreted_batch_ndims batch dims moved into the event\n"
+  .. "  (log_prob and entropy sum over them), as torch.distributions.Independent. Fields base_dist,\n"
+  .. "  reinterpreted_batch_ndims; mean, mode, variance, has_rsample from the base.")
+docs[Independent.sample] = "independent:sample([sample_shape]) -> base_dist:sample(sample_shape)."
+docs[Independent.rsample] = "independent:rsample([sample_shape]) -> base_dist:rsample(sample_shape)."
+docs[Independent.log_prob] = "independent:log_prob(value) -> base_dist:log_prob(value) summed over the reinterpreted dims."
+docs[Independent.entropy] = "independent:entropy() -> base_dist:entropy() summed over the reinterpreted dims."
+docs[Independent.enumerate_support] = "independent:enumerate_support([expand=true]) -> the base's (reinterpreted_batch_ndims 0 only)."
+
+docs[M.kl_divergence] = "pt.distributions.kl_divergence(p, q) -> KL(p || q) = E_p[log p - log q], of the broadcast batch shape,\n"
+  .. "  as torch.distributions.kl_divergence for the same-family pairs torch registers: Normal, Bernoulli,\n"
+  .. "  Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential, Laplace, Uniform, Poisson,\n"
+  .. "  Binomial, MultivariateNormal, LogNormal and Independent (same reinterpreted dims). Other pairs raise;\n"
+  .. "  register_kl adds them. Differentiable in both distributions' parameters."
+docs[M.register_kl] = "pt.distributions.register_kl(P, Q, fn): kl_divergence(p, q) calls fn(p, q) when p's class is P and q's\n"
+  .. "  is Q (or derive from them; the closest registered pair wins), as torch's @register_kl."
+
+return M
