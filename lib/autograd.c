@@ -459,7 +459,7 @@ done: /* out of memory for the lists: the graph is left to its references, as be
 typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
-      batch_norm, conv2d;
+      batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -538,6 +538,19 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     b2->requires_grad = true;
     PROBE(batch_norm, pt_batch_norm(ctx, b2, NULL, NULL, NULL, NULL, true, 0.1, 1e-5, &r));
     pt_tensor_release(b2);
+  }
+  PROBE(nn_view, pt_nn_view(ctx, "view", a, 1, &one, &r));
+  {
+    pt_rng keep = ctx->rng; /* the probe's draws must not move the user's stream */
+    PROBE(dropout, pt_nn_dropout(ctx, a, 0.5, true, &r));
+    ctx->rng = keep;
+  }
+  PROBE(pointwise_loss, pt_nn_pointwise_loss(ctx, "mse_loss", PT_LOSS_MSE, a, a, NULL, 1.0, PT_REDUCE_MEAN, &r));
+  pt_tensor *cls = NULL;
+  if (!pt_tensor_zeros(ctx, PT_INT64, 1, &one, &cls)) {
+    pt_tensor_fill(ctx, cls, 1.0); /* class 1: the kernels take 1-based targets */
+    PROBE(class_loss, pt_nn_cross_entropy(ctx, m, cls, NULL, 0.0, -100, PT_REDUCE_MEAN, &r));
+    pt_tensor_release(cls);
   }
   pt_tensor *x4 = NULL;
   int64_t x4s[4] = {1, 1, 1, 1};
@@ -1239,6 +1252,88 @@ static pt_status gf_conv2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   return gf_end(&s);
 }
 
+/* nn.c's view (Flatten, ...; ints: the input's ndim and shape) and dropout (saved[0] the mask,
+ * 0 or 1/(1-p) per element): both linear in x */
+static pt_status gf_nn_view(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_reshape(&s, g, (int)n->ints[0], n->ints + 1), n->inputs[0]);
+  return gf_end(&s);
+}
+static pt_status gf_dropout(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_mul(&s, g, n->saved[0]), n->inputs[0]);
+  return gf_end(&s);
+}
+
+/* nn.c's pointwise losses (inputs input, target; ints kind, reduction, last dim; scalars[0]
+ * smooth_l1's beta; saved[2] pos_weight): MSE, L1, smooth L1 and BCE with logits (without
+ * pos_weight), each derivative written with the ops; the reduction's g is spread (sum) or
+ * divided by the count (mean). */
+static bool gf_pointwise_loss_ok(const pt_node *n) {
+  pt_pointwise_loss k = (pt_pointwise_loss)n->ints[0];
+  return (k == PT_LOSS_MSE || k == PT_LOSS_L1 || k == PT_LOSS_SMOOTH_L1 ||
+          (k == PT_LOSS_BCE_WITH_LOGITS && !n->saved[2]));
+}
+static pt_status gf_pointwise_loss(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *a = n->inputs[0], *b = n->inputs[1] ? n->inputs[1] : n->saved[1];
+  pt_pointwise_loss kind = (pt_pointwise_loss)n->ints[0];
+  pt_reduction red = (pt_reduction)n->ints[1];
+  gf s = {.ctx = ctx};
+  pt_tensor *d = G_bin(&s, PT_BIN_SUB, a, b), *da, *db;
+  switch (kind) {
+  case PT_LOSS_MSE: da = G_num(&s, PT_BIN_MUL, d, 2.0); break;
+  case PT_LOSS_L1: da = G_un(&s, PT_UN_SIGN, d); break;
+  case PT_LOSS_SMOOTH_L1: {
+    double beta = n->scalars[0];
+    pt_tensor *inside = G_cmp(&s, PT_BIN_LT, G_un(&s, PT_UN_ABS, d), beta);
+    da = G_where(&s, inside, G_num(&s, PT_BIN_DIV, d, beta), G_un(&s, PT_UN_SIGN, d));
+    break;
+  }
+  default: da = G_bin(&s, PT_BIN_SUB, G_un(&s, PT_UN_SIGMOID, a), b); break; /* BCE with logits */
+  }
+  db = kind == PT_LOSS_BCE_WITH_LOGITS ? G_un(&s, PT_UN_NEG, a) : G_un(&s, PT_UN_NEG, da);
+  pt_tensor *gs = red == PT_REDUCE_MEAN ? G_num(&s, PT_BIN_DIV, g, (double)pt_tensor_numel(a)) : g;
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_mul(&s, da, gs), a);
+  if (n->inputs[1] && n->needs_grad[1]) gin[1] = G_finish(&s, G_mul(&s, db, gs), n->inputs[1]);
+  return gf_end(&s);
+}
+
+/* nn.c's cross_entropy / nll_loss on {N,C} or {C} (ints N, C, reduction, ce; scalars eps, the
+ * mean's denominator; saved probs, 0-based targets (-1: ignored), class weights). The gradient
+ * is a (softmax(x) rowsum(Q) - Q) for cross_entropy, -a Q for nll_loss, with the constant
+ * Q[i,c] = eps/C w_c + [c == y_i] (1 - eps) w_{y_i} (zero rows for ignored targets) and
+ * a = g / denominator; softmax is recomputed from x so that it has a graph. */
+static pt_status gf_class_loss(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *idx = n->saved[1], *wt = n->saved[2], *q = NULL;
+  int64_t N = n->ints[0], C = n->ints[1], qs[2] = {N, C}, col[2] = {N, 1};
+  pt_reduction red = (pt_reduction)n->ints[2];
+  bool ce = n->ints[3] != 0;
+  double eps = n->scalars[0], denom = n->scalars[1];
+  pt_status st = pt_tensor_zeros(ctx, x->dtype, 2, qs, &q);
+  if (st) return st;
+  const int64_t *ip = pt_tensor_data(idx);
+  for (int64_t i = 0; i < N; i++) {
+    if (ip[i] < 0) continue;
+    for (int64_t c = 0; c < C && eps > 0; c++)
+      pt_tensor_set_flat(q, i * C + c, eps / (double)C * (wt ? pt_tensor_get_flat(wt, c) : 1.0));
+    double wy = wt ? pt_tensor_get_flat(wt, ip[i]) : 1.0;
+    pt_tensor_set_flat(q, i * C + ip[i], pt_tensor_get_flat(q, i * C + ip[i]) + (1.0 - eps) * wy);
+  }
+  gf s = {.ctx = ctx};
+  gf_keep(&s, PT_OK, q);
+  pt_tensor *a = G_num(&s, PT_BIN_DIV, red == PT_REDUCE_NONE ? G_reshape(&s, g, 2, col) : g, denom);
+  pt_tensor *d;
+  if (ce) {
+    pt_tensor *p = G_softmax(&s, G_reshape(&s, x, 2, qs), 1, false);
+    d = G_bin(&s, PT_BIN_SUB, G_mul(&s, p, G_sum(&s, q, 1, true)), q);
+  } else {
+    d = G_un(&s, PT_UN_NEG, q);
+  }
+  gin[0] = G_finish(&s, G_reshape(&s, G_mul(&s, d, a), x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
 /* nn.c activations: ints[0] the activation, scalars[0] leaky_relu's slope */
 static bool gf_act_ok(int act) { return act > PT_ACT_NONE && act <= PT_ACT_HARDSHRINK; }
 
@@ -1374,6 +1469,10 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->rms_norm) return gf_rms_norm;
   if (f == gt->batch_norm) return gf_batch_norm;
   if (f == gt->conv2d) return n->ints[6] == 1 ? gf_conv2d : NULL;
+  if (f == gt->nn_view) return gf_nn_view;
+  if (f == gt->dropout) return gf_dropout;
+  if (f == gt->pointwise_loss) return gf_pointwise_loss_ok(n) ? gf_pointwise_loss : NULL;
+  if (f == gt->class_loss) return n->inputs[0] && n->inputs[0]->ndim <= 2 ? gf_class_loss : NULL;
   return NULL;
 }
 

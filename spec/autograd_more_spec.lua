@@ -440,6 +440,54 @@ describe("create_graph", function()
     end
   end)
 
+  it("goes through the losses, Dropout and Flatten: a MAML-style meta-gradient as torch 1.13's", function()
+    -- out = linear(x, W, b) with x = sin(arange(20)){5,4}, W = 0.5 cos(arange(12)){3,4},
+    -- b = {0.1,-0.2,0.05}; g = dL/d(W, b) with create_graph; meta = sum(gW^2) + sum(sin(gb));
+    -- torch's sum(W.grad), sum(W.grad^2), sum(b.grad) after meta:backward()
+    local x = pt.arange(0, 20, {dtype = "float64"}):reshape(5, 4):sin()
+    local W = (pt.arange(0, 12, {dtype = "float64"}):reshape(3, 4):cos() * 0.5):requires_grad_()
+    local b = t64({0.1, -0.2, 0.05}):requires_grad_()
+    local y = pt.tensor({1, 3, 2, 3, 1}, {dtype = "int64"})
+    local w = t64({1.0, 2.0, 0.5})
+    local tgt = pt.arange(0, 15, {dtype = "float64"}):reshape(5, 3):cos()
+    local cases = {
+      {function(o) return nn.cross_entropy(o, y) end, {0.0, 0.0669762986, 0.0}},
+      {function(o) return nn.cross_entropy(o, y, {weight = w, label_smoothing = 0.1}) end, {0.0, 0.1148940228, 0.0}},
+      {function(o) return nn.cross_entropy(o, pt.tensor({1, -100, 2, 3, -100}, {dtype = "int64"}),
+         {weight = w, reduction = "sum", ignore_index = -100}) end, {0.0, 68.0448810861, 0.0}},
+      {function(o) return nn.nll_loss(nn.functional.log_softmax(o, 2), y, {reduction = "none"}):sum() end,
+       {0.0, 41.0416828963, 0.0}},
+      {function(o) return nn.mse_loss(o, tgt) end, {0.2486439143, 1.1028796776, 2.1179758038}},
+      {function(o) return nn.smooth_l1_loss(o, tgt, {beta = 0.5, reduction = "sum"}) end,
+       {-30.4940796443, 1280.9847344626, 15.4590451354}},
+      {function(o) return nn.bce_with_logits(o, tgt:gt(0):double()) end, {0.0218461588, 0.0022125109, 0.2297318044}},
+    }
+    for i, c in ipairs(cases) do
+      W.grad, b.grad = nil, nil
+      local gs = grad(c[1](nn.functional.linear(x, W, b)), {W, b}, {create_graph = true})
+      ;((gs[1] ^ 2):sum() + gs[2]:sin():sum()):backward()
+      local got = {W.grad:sum():item(), (W.grad ^ 2):sum():item(), b.grad:sum():item()}
+      for k = 1, 3 do assert.is_true(math.abs(got[k] - c[2][k]) <= 1e-9 * math.max(1, math.abs(c[2][k])), i .. ":" .. k) end
+    end
+    -- Dropout and Flatten: the same second derivatives as multiplying by the same mask
+    local function second(mask)
+      pt.manual_seed(11)
+      local xx = pt.randn(4, 2, 3, {dtype = "float64", requires_grad = true})
+      local WW = pt.randn(5, 6, {dtype = "float64", requires_grad = true})
+      local h = xx * xx
+      if mask then h = h * mask else pt.manual_seed(3); h = nn.Dropout(0.4):double()(h) end
+      local out = nn.Flatten()(h):matmul(WW:t())
+      local gx = grad((out * out):sum(), xx, {create_graph = true})
+      ;(gx * gx):sum():backward()
+      return xx.grad, WW.grad
+    end
+    pt.manual_seed(3)
+    local mask = nn.Dropout(0.4):double()(pt.ones(4, 2, 3, {dtype = "float64"}))
+    local a1, b1 = second()
+    local a2, b2 = second(mask)
+    assert.is_true(a1:equal(a2) and b1:equal(b2))
+  end)
+
   it("refuses a node with no double backward by name, before anything runs", function()
     local x = leaf({{{{1, 2}, {3, 4}}}})
     local w = leaf({{{{1, 0}, {0, 1}}}})
