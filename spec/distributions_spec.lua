@@ -234,6 +234,8 @@ describe("distributions: shapes and parameters", function()
       for _, v in ipairs(c[2]) do want[#want + 1] = v end
       for _, v in ipairs(c[3]) do want[#want + 1] = v end
       assert.are.same(want, s:size(), "case " .. i)
+      want[1] = 0
+      assert.are.same(want, d:sample({0}):size(), "case " .. i)
       assert.are.same(c[2], d:log_prob(d:sample()):size(), "case " .. i)
     end
   end)
@@ -298,6 +300,31 @@ describe("distributions: shapes and parameters", function()
                         D.Binomial(2, 0.5), D.Independent(D.Poisson(pt.ones(2)), 1)} do
       assert.is_false(d.has_rsample, tostring(d))
     end
+  end)
+
+  it("float32 parameters give float32 draws, log_probs and gradients", function()
+    local a = pt.tensor {0.5, 3.0}
+    a.requires_grad = true
+    for _, d in ipairs {D.Gamma(a, 1), D.Dirichlet(a), D.Normal(a, 1), D.Beta(a, 2)} do
+      local x = d:rsample({3})
+      assert.are.equal("float32", x:dtype(), tostring(d))
+      assert.are.equal("float32", d:log_prob(x:detach()):dtype(), tostring(d))
+      a.grad = nil
+      x:sum():backward()
+      assert.are.equal("float32", a.grad:dtype(), tostring(d))
+      assert.is_true(a.grad:isfinite():all():item(), tostring(d))
+    end
+    assert.are.equal("float32", D.Categorical(pt.ones(3)).probs:dtype())
+    assert.are.equal("float32", D.Binomial(4, 0.5):sample():dtype())
+  end)
+
+  it("print as torch's repr, with shapes for tensors of more than one element", function()
+    assert.are.equal("OneHotCategorical(probs: {3})", tostring(D.OneHotCategorical(pt.ones(3))))
+    assert.are.equal("Bernoulli(logits: 0)", tostring(D.Bernoulli {logits = 0.0}))
+    assert.are.equal("Beta(concentration1: 2, concentration0: 3)", tostring(D.Beta(2, 3)))
+    assert.are.equal("MultivariateNormal(loc: {2}, scale_tril: {2,2})",
+      tostring(D.MultivariateNormal(pt.zeros(2), {scale_tril = pt.eye(2)})))
+    assert.are.equal("Independent(Exponential(rate: {2,3}), 1)", tostring(D.Independent(D.Exponential(pt.ones(2, 3)), 1)))
   end)
 
   it("perplexity is exp(entropy)", function()
@@ -733,7 +760,7 @@ describe("distributions: argument errors", function()
       D.kl_divergence, D.Independent(D.Normal(pt.zeros(2), 1), 1), D.Independent(D.Normal(pt.zeros(2), 1), 0))
     assert_error("register_kl: type_p must be a distribution class, got table", D.register_kl, {}, D.Normal, function() end)
     assert_error("register_kl: fn must be a function, got nil", D.register_kl, D.Normal, D.Laplace)
-    -- a registered pair is used
+    -- a registered pair is used (the registration stays in this state, as torch's registry)
     D.register_kl(D.Normal, D.Laplace, function(p, q) return p.loc + q.loc end)
     close(D.kl_divergence(D.Normal(1.0, 1.0), D.Laplace(2.0, 1.0)), {3.0}, 0)
   end)

@@ -1376,6 +1376,10 @@ function OneHotCategorical._new(...)
   return self
 end
 
+function OneHotCategorical:__tostring()
+  return (describe(self._categorical):gsub("^Categorical", "OneHotCategorical"))
+end
+
 function OneHotCategorical:_expand_into(new, batch_shape)
   rawset(new, "_categorical", self._categorical:expand(batch_shape))
 end
