@@ -11,6 +11,7 @@
 #include "nn.h"
 #include "parallel.h"
 #include "ops_elementwise.h"
+#include "ops_index.h"
 #include "ops_linalg.h"
 #include "ops_reduce.h"
 #include "ops_shape.h"
@@ -459,7 +460,8 @@ done: /* out of memory for the lists: the graph is left to its references, as be
 typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
-      batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss;
+      batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
+      adaptive_avg_pool;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -558,6 +560,10 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     x4->requires_grad = true;
     pt_conv2d_opts co = {{1, 1}, {0, 0}, {1, 1}, 1};
     PROBE(conv2d, pt_conv2d(ctx, x4, x4, NULL, &co, &r));
+    pt_pool2d_opts po = {.kernel = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}, .count_include_pad = true};
+    PROBE(max_pool, pt_max_pool2d(ctx, x4, &po, &r));
+    PROBE(avg_pool, pt_avg_pool2d(ctx, x4, &po, &r));
+    PROBE(adaptive_avg_pool, pt_adaptive_avg_pool2d(ctx, x4, 1, 1, &r));
     pt_tensor_release(x4);
   }
 #undef PROBE
@@ -1265,6 +1271,71 @@ static pt_status gf_dropout(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **g
   return gf_end(&s);
 }
 
+/* conv.c's max pooling (ints planes at [8], H, W, Ho, Wo at [9..12]; saved[0] the int32 argmax
+ * per output within its plane, -1 where no gradient goes): g scattered to the argmaxes, a
+ * scatter_add of g with constant indices, so it is differentiable in g */
+static pt_status gf_max_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *idx = n->saved[0], *ix = NULL, *keep = NULL;
+  int64_t P = n->ints[8], HW = n->ints[9] * n->ints[10], L = n->ints[11] * n->ints[12];
+  int64_t os[2] = {P, L}, is[2] = {P, HW};
+  pt_status st = pt_tensor_empty(ctx, PT_INT64, 2, os, &ix);
+  if (!st) st = pt_tensor_empty(ctx, g->dtype, 2, os, &keep);
+  if (st) {
+    pt_tensor_release(ix);
+    return st;
+  }
+  const int32_t *ip = pt_tensor_data(idx);
+  int64_t *op = pt_tensor_data(ix);
+  for (int64_t i = 0; i < P * L; i++) {
+    op[i] = ip[i] < 0 ? 1 : ip[i] + 1; /* pt_scatter_add takes 1-based indices */
+    pt_tensor_set_flat(keep, i, ip[i] < 0 ? 0.0 : 1.0);
+  }
+  gf s = {.ctx = ctx};
+  gf_keep(&s, PT_OK, ix);
+  gf_keep(&s, PT_OK, keep);
+  pt_tensor *src = G_mul(&s, G_reshape(&s, g, 2, os), keep), *r = NULL;
+  pt_tensor *zero = G_zeros(&s, g->dtype, 2, is);
+  if (!s.st) gf_keep(&s, pt_scatter_add(ctx, zero, 1, ix, src, &r), r);
+  if (!s.st) gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
+/* conv.c's average pooling (ints as max pooling's; [13] divisor_override) when every window
+ * divides by one number, and adaptive average pooling (ints planes, H, W, Ho, Wo) when the
+ * windows tile the input: g / divisor spread over each window, a conv_transpose2d of the
+ * planes with a kernel of ones, linear in g */
+static pt_status gf_avg_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  const int64_t *iv = n->ints;
+  bool adaptive = n->n_ints == 5;
+  int64_t P, H, W, Ho, Wo, kh, kw;
+  pt_conv_transpose2d_opts t = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
+  double div;
+  if (adaptive) {
+    P = iv[0], H = iv[1], W = iv[2], Ho = iv[3], Wo = iv[4];
+    kh = H / Ho, kw = W / Wo;
+    t.stride[0] = (int)kh, t.stride[1] = (int)kw;
+    div = (double)(kh * kw);
+  } else {
+    P = iv[8], H = iv[9], W = iv[10], Ho = iv[11], Wo = iv[12];
+    kh = iv[0], kw = iv[1];
+    t.stride[0] = (int)iv[2], t.stride[1] = (int)iv[3], t.padding[0] = (int)iv[4], t.padding[1] = (int)iv[5];
+    div = iv[13] ? (double)iv[13] : (double)(kh * kw);
+  }
+  int64_t size[2] = {H, W}, k[2] = {kh, kw}, in[2] = {Ho, Wo};
+  for (int i = 0; i < 2; i++)
+    t.output_padding[i] = (int)(size[i] - ((in[i] - 1) * t.stride[i] - 2 * t.padding[i] + (k[i] - 1) + 1));
+  int64_t gs[4] = {P, 1, Ho, Wo}, ks[4] = {1, 1, kh, kw};
+  gf s = {.ctx = ctx};
+  pt_tensor *ones = G_zeros(&s, g->dtype, 4, ks);
+  if (!s.st) pt_tensor_fill(ctx, ones, 1.0 / div);
+  pt_tensor *r = G_conv_transpose2d(&s, G_reshape(&s, g, 4, gs), ones, &t);
+  gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
 /* nn.c's pointwise losses (inputs input, target; ints kind, reduction, last dim; scalars[0]
  * smooth_l1's beta; saved[2] pos_weight): MSE, L1, smooth L1 and BCE with logits (without
  * pos_weight), each derivative written with the ops; the reduction's g is spread (sum) or
@@ -1470,6 +1541,11 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->batch_norm) return gf_batch_norm;
   if (f == gt->conv2d) return n->ints[6] == 1 ? gf_conv2d : NULL;
   if (f == gt->nn_view) return gf_nn_view;
+  if (f == gt->max_pool) return gf_max_pool;
+  /* average pools whose windows all divide by one number */
+  if (f == gt->avg_pool)
+    return n->ints[13] || (!n->ints[6] && (n->ints[7] || (!n->ints[4] && !n->ints[5]))) ? gf_avg_pool : NULL;
+  if (f == gt->adaptive_avg_pool) return n->ints[1] % n->ints[3] == 0 && n->ints[2] % n->ints[4] == 0 ? gf_avg_pool : NULL;
   if (f == gt->dropout) return gf_dropout;
   if (f == gt->pointwise_loss) return gf_pointwise_loss_ok(n) ? gf_pointwise_loss : NULL;
   if (f == gt->class_loss) return n->inputs[0] && n->inputs[0]->ndim <= 2 ? gf_class_loss : NULL;

@@ -488,6 +488,36 @@ describe("create_graph", function()
     assert.is_true(a1:equal(a2) and b1:equal(b2))
   end)
 
+  it("goes through max, average and adaptive average pooling as torch 1.13", function()
+    -- x = sin(arange){2,2,6,7}, w = 0.3 cos(arange){3,2,3,3}, y = pool(conv2d(x, w, pad 1)^2),
+    -- penalty sum((d sum(y c)/dx)^2), c = cos(0.7 arange); torch's sums of x.grad, x.grad^2,
+    -- w.grad, w.grad^2
+    local F = nn.functional
+    local cases = {
+      {function(t) return F.max_pool2d(t, 2) end, {-1.141056825, 284.93061685, -36.34700689, 2908.297060787}},
+      {function(t) return F.max_pool2d(t, 3, {stride = 2, padding = 1}) end, {2.165151942, 65.411506149, -9.384441599, 1499.901502797}},
+      {function(t) return F.avg_pool2d(t, 2) end, {-0.221337478, 23.611153734, 5.223777435, 99.384156891}},
+      {function(t) return F.avg_pool2d(t, 3, {stride = 2, padding = 1}) end, {0.001820181, 0.040473074, -0.106983415, 0.789715588}},
+      {function(t) return F.adaptive_avg_pool2d(t, 1) end, {-0.000650455, 0.005128517, -0.011077905, 0.010858937}},
+      {function(t) return F.adaptive_avg_pool2d(t, {3, 7}) end, {-0.093948792, 31.007067266, 3.919816932, 223.115170118}},
+    }
+    for i, c in ipairs(cases) do
+      local x = pt.arange(0, 168, {dtype = "float64"}):reshape(2, 2, 6, 7):sin():requires_grad_()
+      local w = (pt.arange(0, 54, {dtype = "float64"}):reshape(3, 2, 3, 3):cos() * 0.3):requires_grad_()
+      local h = F.conv2d(x, w, nil, {padding = 1})
+      local y = c[1](h * h)
+      local cw = (pt.arange(0, y:numel(), {dtype = "float64"}):reshape(y:size()) * 0.7):cos()
+      local gx = grad((y * cw):sum(), x, {create_graph = true})
+      ;(gx ^ 2):sum():backward()
+      local got = {x.grad:sum():item(), (x.grad ^ 2):sum():item(), w.grad:sum():item(), (w.grad ^ 2):sum():item()}
+      for k = 1, 4 do assert.is_true(math.abs(got[k] - c[2][k]) <= 2e-9 * math.max(1, math.abs(c[2][k])), i .. ":" .. k) end
+    end
+    -- pools whose windows divide by different numbers still refuse by name
+    local z = leaf({{{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}}}})
+    assert_err("autograd.grad: create_graph is not supported through AvgPool2dBackward", grad,
+      F.avg_pool2d(z, 2, {padding = 1, count_include_pad = false}):sum(), z, {create_graph = true})
+  end)
+
   it("refuses a node with no double backward by name, before anything runs", function()
     local x = leaf({{{{1, 2}, {3, 4}}}})
     local w = leaf({{{{1, 0}, {0, 1}}}})
