@@ -15,6 +15,7 @@
 #include "ops_linalg.h"
 #include "ops_reduce.h"
 #include "ops_shape.h"
+#include "ops_sort.h"
 
 bool pt_autograd_needed(const pt_ctx *ctx, int n, pt_tensor *const *inputs) {
   if (!ctx->grad_enabled) return false;
@@ -461,7 +462,7 @@ typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
-      adaptive_avg_pool;
+      adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -554,6 +555,16 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(class_loss, pt_nn_cross_entropy(ctx, m, cls, NULL, 0.0, -100, PT_REDUCE_MEAN, &r));
     pt_tensor_release(cls);
   }
+  pt_tensor *i1 = NULL; /* index 1 (the kernels take 1-based indices) */
+  if (!pt_tensor_zeros(ctx, PT_INT64, 1, &one, &i1)) {
+    pt_tensor_fill(ctx, i1, 1.0);
+    PROBE(gather, pt_gather(ctx, a, 0, i1, &r));
+    PROBE(index_select, pt_index_select(ctx, a, 0, i1, &r));
+    PROBE(embedding, pt_nn_embedding(ctx, m, i1, 0, &r));
+    pt_tensor_release(i1);
+  }
+  PROBE(minmax, pt_max(ctx, a, 0, false, &r, NULL));
+  PROBE(cumsum, pt_cumsum(ctx, a, 0, &r));
   pt_tensor *x4 = NULL;
   int64_t x4s[4] = {1, 1, 1, 1};
   if (!pt_tensor_zeros(ctx, PT_FLOAT64, 4, x4s, &x4)) {
@@ -730,7 +741,17 @@ static pt_status gf_check_versions(pt_ctx *ctx, const pt_node *n) {
  * 2 number op tensor), ints[2] the number is an integer, scalars[0] the number, scalars[1] alpha */
 static bool gf_binary_ok(int op) {
   return op == PT_BIN_ADD || op == PT_BIN_SUB || op == PT_BIN_MUL || op == PT_BIN_DIV ||
-         op == PT_BIN_POW;
+         op == PT_BIN_POW || op == PT_BIN_MAXIMUM || op == PT_BIN_MINIMUM;
+}
+
+/* maximum / minimum's share of the gradient for a against b (b NULL: the number v): 1 where a
+ * wins (cmp: GT for maximum, LT for minimum), 1/2 at a tie, as PyTorch splits it */
+static pt_tensor *G_wins(gf *s, pt_binop cmp, pt_tensor *a, pt_tensor *b, pt_number v) {
+  pt_dtype dt = a->dtype;
+  if (!b)
+    return G_add(s, G_ind(s, cmp, a, v.d, dt), G_num(s, PT_BIN_MUL, G_ind(s, PT_BIN_EQ, a, v.d, dt), 0.5));
+  return G_add(s, G_to(s, G_bin(s, cmp, a, b), dt),
+               G_num(s, PT_BIN_MUL, G_to(s, G_bin(s, PT_BIN_EQ, a, b), dt), 0.5));
 }
 
 static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -769,6 +790,12 @@ static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
         d = G_un(&s, PT_UN_NEG, G_div(&s, gx, G_mul(&s, y, y)));
       }
       break;
+    case PT_BIN_MAXIMUM:
+    case PT_BIN_MINIMUM: {
+      pt_binop cmp = op == PT_BIN_MAXIMUM ? PT_BIN_GT : PT_BIN_LT;
+      d = G_mul(&s, g, side == 0 ? G_wins(&s, cmp, x, y, num) : G_wins(&s, cmp, y, x, num));
+      break;
+    }
     default: /* PT_BIN_POW */
       if (side == 0) { /* y x^(y-1), 0 where y == 0 */
         if (!y) {
@@ -812,6 +839,7 @@ static bool gf_unary_ok(int op) {
   case PT_UN_EXPM1: case PT_UN_LOG2: case PT_UN_LOG10: case PT_UN_EXP2: case PT_UN_TAN:
   case PT_UN_ASIN: case PT_UN_ACOS: case PT_UN_ATAN: case PT_UN_SINH: case PT_UN_COSH:
   case PT_UN_ASINH: case PT_UN_ACOSH: case PT_UN_ATANH: case PT_UN_FRAC:
+  case PT_UN_COUNT_PUBLIC: /* ops_elementwise.c's clamp (UN_CLAMP): scalars the bounds */
     return true;
   default:
     return false;
@@ -841,6 +869,10 @@ static pt_status gf_unary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin
   switch (op) {
   case PT_UN_NEG: d = G_un(&s, PT_UN_NEG, g); break;
   case PT_UN_FRAC: d = g; break;
+  case PT_UN_COUNT_PUBLIC: /* clamp: the gradient passes where min <= x <= max (torch) */
+    d = G_mul(&s, g, G_mul(&s, G_ind(&s, PT_BIN_GE, x, n->scalars[0], x->dtype),
+                          G_ind(&s, PT_BIN_LE, x, n->scalars[1], x->dtype)));
+    break;
   case PT_UN_ABS:
     d = G_mul(&s, g, G_sub(&s, G_ind(&s, PT_BIN_GT, x, 0.0, x->dtype), G_ind(&s, PT_BIN_LT, x, 0.0, x->dtype)));
     d = G_add(&s, d, G_zero_of(&s, x));
@@ -1296,7 +1328,10 @@ static pt_status gf_max_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
   gf_keep(&s, PT_OK, keep);
   pt_tensor *src = G_mul(&s, G_reshape(&s, g, 2, os), keep), *r = NULL;
   pt_tensor *zero = G_zeros(&s, g->dtype, 2, is);
-  if (!s.st) gf_keep(&s, pt_scatter_add(ctx, zero, 1, ix, src, &r), r);
+  if (!s.st) { /* (the call first: an argument list has no order) */
+    pt_status st = pt_scatter_add(ctx, zero, 1, ix, src, &r);
+    r = gf_keep(&s, st, r);
+  }
   if (!s.st) gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
   return gf_end(&s);
 }
@@ -1333,6 +1368,105 @@ static pt_status gf_avg_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
   if (!s.st) pt_tensor_fill(ctx, ones, 1.0 / div);
   pt_tensor *r = G_conv_transpose2d(&s, G_reshape(&s, g, 4, gs), ones, &t);
   gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
+/* gather (ints[0] dim, saved[0] the 1-based index), index_select (the same, a 1-D index),
+ * embedding (saved 0-based rows, ints V, D, the padding row or -1) and max/min over a dim
+ * (saved 0-based positions, ints[0] dim): their gradients put g back at the indexed places,
+ * which scatter_add / index_add_ on zeros do as recorded ops, linear in g */
+static pt_tensor *G_scatter_add_zeros(gf *s, const pt_tensor *like, pt_dtype dt, int dim, pt_tensor *ix,
+                                      pt_tensor *src) {
+  pt_tensor *z = G_zeros(s, dt, like->ndim, like->shape), *r = NULL;
+  if (s->st) return NULL;
+  pt_status st = pt_scatter_add(s->ctx, z, dim, ix, src, &r);
+  return gf_keep(s, st, r);
+}
+/* index_add of src along dim at the 1-D 1-based index ix into zeros of like's shape, as a
+ * scatter_add with the index spread over src's shape (index_add_ is in-place: no graph) */
+static pt_tensor *G_index_add_zeros(gf *s, const pt_tensor *like, pt_dtype dt, int dim, pt_tensor *ix,
+                                    pt_tensor *src) {
+  if (s->st) return NULL;
+  pt_tensor *full = NULL;
+  s->st = pt_tensor_empty(s->ctx, PT_INT64, src->ndim, src->shape, &full);
+  if (s->st) return NULL;
+  gf_keep(s, PT_OK, full);
+  int64_t inner = 1, len = src->ndim ? src->shape[dim] : 1;
+  for (int d = dim + 1; d < src->ndim; d++) inner *= src->shape[d];
+  int64_t *fp = pt_tensor_data(full);
+  for (int64_t i = 0, n = pt_tensor_numel(full); i < n; i++)
+    fp[i] = (int64_t)pt_tensor_get_flat(ix, (i / inner) % len);
+  return G_scatter_add_zeros(s, like, dt, dim, full, src);
+}
+/* a new 1-based int64 copy of 0-based positions, in shape (nd, shape) */
+static pt_tensor *G_one_based(gf *s, const pt_tensor *ix0, int nd, const int64_t *shape) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  s->st = pt_tensor_empty(s->ctx, PT_INT64, nd, shape, &r);
+  if (s->st) return NULL;
+  const int64_t *ip = pt_tensor_data(ix0);
+  int64_t *op = pt_tensor_data(r);
+  for (int64_t i = 0, n = pt_tensor_numel(r); i < n; i++) op[i] = ip[i] + 1;
+  return gf_keep(s, PT_OK, r);
+}
+static pt_status gf_gather(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  pt_tensor *x = n->inputs[0];
+  if (n->needs_grad[0])
+    gin[0] = G_finish(&s, G_scatter_add_zeros(&s, x, g->dtype, (int)n->ints[0], n->saved[0], g), x);
+  return gf_end(&s);
+}
+static pt_status gf_index_select(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  pt_tensor *x = n->inputs[0];
+  if (n->needs_grad[0])
+    gin[0] = G_finish(&s, G_index_add_zeros(&s, x, g->dtype, (int)n->ints[0], n->saved[0], g), x);
+  return gf_end(&s);
+}
+static pt_status gf_embedding(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *w = n->inputs[0], *idx = n->saved[0];
+  int64_t cnt = pt_tensor_numel(idx), D = n->ints[1], pad = n->ints[2], g2s[2] = {cnt, D}, col[2] = {cnt, 1};
+  gf s = {.ctx = ctx};
+  pt_tensor *g2 = G_reshape(&s, g, 2, g2s);
+  if (pad >= 0) { /* the padding row gets no gradient */
+    pt_tensor *keep = G_zeros(&s, g->dtype, 2, col);
+    if (!s.st) {
+      const int64_t *ip = pt_tensor_data(idx);
+      for (int64_t i = 0; i < cnt; i++) pt_tensor_set_flat(keep, i, ip[i] == pad ? 0.0 : 1.0);
+    }
+    g2 = G_mul(&s, g2, keep);
+  }
+  pt_tensor *ix = G_one_based(&s, idx, 1, &cnt);
+  gin[0] = G_finish(&s, G_index_add_zeros(&s, w, g->dtype, 0, ix, g2), w);
+  return gf_end(&s);
+}
+static pt_status gf_minmax(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int dim = (int)n->ints[0];
+  int64_t ks[PT_MAX_DIMS];
+  memcpy(ks, x->shape, sizeof ks);
+  if (x->ndim) ks[dim] = 1; /* keepdim's shape: g and the positions as scatter_add wants them */
+  gf s = {.ctx = ctx};
+  pt_tensor *gk = G_reshape(&s, g, x->ndim, ks);
+  pt_tensor *ix = G_one_based(&s, n->saved[0], x->ndim, ks);
+  gin[0] = G_finish(&s, G_scatter_add_zeros(&s, x, g->dtype, dim, ix, gk), x);
+  return gf_end(&s);
+}
+/* cumsum along ints[0]: the gradient is g summed from each position to the end,
+ * sum(g) - cumsum(g) + g, written with the ops (cumsum's own formula is this one) */
+static pt_status gf_cumsum(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  int dim = (int)n->ints[0];
+  gf s = {.ctx = ctx};
+  pt_tensor *c = NULL;
+  if (!s.st) {
+    pt_status st = pt_cumsum(ctx, g, dim, &c);
+    c = gf_keep(&s, st, c);
+  }
+  pt_tensor *r = G_add(&s, G_bin(&s, PT_BIN_SUB, G_sum(&s, g, dim, true), c), g);
+  gin[0] = G_finish(&s, r, n->inputs[0]);
   return gf_end(&s);
 }
 
@@ -1541,6 +1675,11 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->batch_norm) return gf_batch_norm;
   if (f == gt->conv2d) return n->ints[6] == 1 ? gf_conv2d : NULL;
   if (f == gt->nn_view) return gf_nn_view;
+  if (f == gt->gather) return gf_gather;
+  if (f == gt->index_select) return gf_index_select;
+  if (f == gt->embedding) return gf_embedding;
+  if (f == gt->minmax) return gf_minmax;
+  if (f == gt->cumsum) return gf_cumsum;
   if (f == gt->max_pool) return gf_max_pool;
   /* average pools whose windows all divide by one number */
   if (f == gt->avg_pool)
