@@ -462,7 +462,7 @@ typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
-      adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum;
+      adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -565,6 +565,8 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   }
   PROBE(minmax, pt_max(ctx, a, 0, false, &r, NULL));
   PROBE(cumsum, pt_cumsum(ctx, a, 0, &r));
+  PROBE(select, pt_sort(ctx, a, 0, false, &r, NULL));
+  PROBE(repeat, pt_repeat(ctx, a, 1, &two, &r));
   pt_tensor *x4 = NULL;
   int64_t x4s[4] = {1, 1, 1, 1};
   if (!pt_tensor_zeros(ctx, PT_FLOAT64, 4, x4s, &x4)) {
@@ -1454,6 +1456,43 @@ static pt_status gf_minmax(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   gin[0] = G_finish(&s, G_scatter_add_zeros(&s, x, g->dtype, dim, ix, gk), x);
   return gf_end(&s);
 }
+/* ops_sort.c's selections (sort, topk, kthvalue, median, mode, cummax/cummin; saved[0] the
+ * 0-based positions along ints[0] with that dim kept): g goes back to those positions */
+static pt_status gf_select(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *ix0 = n->saved[0];
+  gf s = {.ctx = ctx};
+  pt_tensor *gk = G_reshape(&s, g, ix0->ndim, ix0->shape);
+  pt_tensor *ix = G_one_based(&s, ix0, ix0->ndim, ix0->shape);
+  gin[0] = G_finish(&s, G_scatter_add_zeros(&s, x, g->dtype, (int)n->ints[0], ix, gk), x);
+  return gf_end(&s);
+}
+
+/* ops_shape.c's repeat: every copy's gradient added up, a dim at a time (g viewed as
+ * {before, copies, size, after} and summed over the copies); leading new dims are copies of 1 */
+static pt_status gf_repeat(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int nd = g->ndim, lead = nd - x->ndim;
+  gf s = {.ctx = ctx};
+  pt_tensor *r = g;
+  int64_t cur[PT_MAX_DIMS];
+  memcpy(cur, g->shape, sizeof cur);
+  for (int d = 0; d < nd && !s.st; d++) {
+    int64_t size = d < lead ? 1 : x->shape[d - lead], copies = size ? cur[d] / size : 0;
+    if (copies <= 1) continue;
+    int64_t before = 1, after = 1;
+    for (int e = 0; e < d; e++) before *= cur[e];
+    for (int e = d + 1; e < nd; e++) after *= cur[e];
+    int64_t v[4] = {before, copies, size, after};
+    r = G_sum(&s, G_reshape(&s, r, 4, v), 1, false);
+    cur[d] = size;
+    r = G_reshape(&s, r, nd, cur);
+  }
+  gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
 /* cumsum along ints[0]: the gradient is g summed from each position to the end,
  * sum(g) - cumsum(g) + g, written with the ops (cumsum's own formula is this one) */
 static pt_status gf_cumsum(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -1680,6 +1719,8 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->embedding) return gf_embedding;
   if (f == gt->minmax) return gf_minmax;
   if (f == gt->cumsum) return gf_cumsum;
+  if (f == gt->select) return gf_select;
+  if (f == gt->repeat) return gf_repeat;
   if (f == gt->max_pool) return gf_max_pool;
   /* average pools whose windows all divide by one number */
   if (f == gt->avg_pool)

@@ -518,7 +518,7 @@ describe("create_graph", function()
       F.avg_pool2d(z, 2, {padding = 1, count_include_pad = false}):sum(), z, {create_graph = true})
   end)
 
-  it("goes through clamp, maximum/minimum, max/min over a dim, gather, index_select, flip, cumsum and embedding", function()
+  it("goes through clamp, maximum/minimum, max/min over a dim, gather, index_select, flip, cumsum, embedding, sort, topk, kthvalue, cummax and repeat", function()
     -- x = 2 sin(arange(12)){3,4}; L = sum(f(x)^2 c), c = cos(0.3 arange); S = sum((dL/dx)^2 c2),
     -- c2 = sin(0.5 arange){3,4}; torch 1.13's sum(x.grad) and sum(x.grad^2) after S:backward()
     local idx = pt.tensor({{1, 2, 1, 3}, {2, 2, 1, 1}, {3, 3, 2, 1}}, {dtype = "int64"})
@@ -536,6 +536,11 @@ describe("create_graph", function()
       {function(x) return x:cumsum(2) end, {-293.548055992, 164398.1902203112}},
       {function(x) return F.embedding(pt.tensor({{1, 3}, {2, 2}}, {dtype = "int64"}), x, {padding_idx = 2}):sum(1) end,
        {11.1883378637, 59.808637385}},
+      {function(x) return (x:sort(2)) end, {3.9108613837, 308.8703588619}},
+      {function(x) return (x:topk(2, 1)) end, {1.3347316293, 250.1289588223}},
+      {function(x) return (x:kthvalue(2, 2)) end, {-2.1110342524, 138.3811230337}},
+      {function(x) return (x:cummax(2)) end, {-128.4137062561, 25313.9126411809}},
+      {function(x) return x:repeat_tensor(2, 1, 3) end, {18.1963049201, 2005.2692561965}},
     }
     for i, c in ipairs(cases) do
       local x = (pt.arange(0, 12, {dtype = "float64"}):reshape(3, 4):sin() * 2):requires_grad_()
