@@ -462,7 +462,7 @@ typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
-      adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat;
+      adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -561,6 +561,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(gather, pt_gather(ctx, a, 0, i1, &r));
     PROBE(index_select, pt_index_select(ctx, a, 0, i1, &r));
     PROBE(embedding, pt_nn_embedding(ctx, m, i1, 0, &r));
+    PROBE(scatter, pt_scatter_add(ctx, a, 0, i1, a, &r));
     pt_tensor_release(i1);
   }
   PROBE(minmax, pt_max(ctx, a, 0, false, &r, NULL));
@@ -743,7 +744,7 @@ static pt_status gf_check_versions(pt_ctx *ctx, const pt_node *n) {
  * 2 number op tensor), ints[2] the number is an integer, scalars[0] the number, scalars[1] alpha */
 static bool gf_binary_ok(int op) {
   return op == PT_BIN_ADD || op == PT_BIN_SUB || op == PT_BIN_MUL || op == PT_BIN_DIV ||
-         op == PT_BIN_POW || op == PT_BIN_MAXIMUM || op == PT_BIN_MINIMUM;
+         op == PT_BIN_POW || op == PT_BIN_MAXIMUM || op == PT_BIN_MINIMUM || op == PT_BIN_ATAN2;
 }
 
 /* maximum / minimum's share of the gradient for a against b (b NULL: the number v): 1 where a
@@ -792,6 +793,15 @@ static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
         d = G_un(&s, PT_UN_NEG, G_div(&s, gx, G_mul(&s, y, y)));
       }
       break;
+    case PT_BIN_ATAN2: { /* d/dx atan2(x, y) = y / (x^2 + y^2), d/dy = -x / (x^2 + y^2) */
+      pt_tensor *xx = x ? G_mul(&s, x, x) : NULL, *yy = y ? G_mul(&s, y, y) : NULL;
+      pt_tensor *den = xx && yy ? G_add(&s, xx, yy) : G_num(&s, PT_BIN_ADD, xx ? xx : yy, num.d * num.d);
+      pt_tensor *other = side == 0 ? (y ? y : NULL) : (x ? x : NULL);
+      pt_tensor *top = other ? G_mul(&s, g, other) : G_num(&s, PT_BIN_MUL, g, num.d);
+      d = G_div(&s, top, den);
+      if (side == 1) d = G_un(&s, PT_UN_NEG, d);
+      break;
+    }
     case PT_BIN_MAXIMUM:
     case PT_BIN_MINIMUM: {
       pt_binop cmp = op == PT_BIN_MAXIMUM ? PT_BIN_GT : PT_BIN_LT;
@@ -1468,6 +1478,20 @@ static pt_status gf_select(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   return gf_end(&s);
 }
 
+/* ops_index.c's scatter_add (inputs t, src; ints dim, add; saved the 1-based index): g for t,
+ * g gathered at the index for src */
+static pt_status gf_scatter_add(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, g, n->inputs[0]);
+  if (n->n_inputs > 1 && n->inputs[1] && n->needs_grad[1]) {
+    pt_tensor *r = NULL;
+    pt_status st = pt_gather(ctx, g, (int)n->ints[0], n->saved[0], &r);
+    r = gf_keep(&s, st, r);
+    gin[1] = G_finish(&s, G_reshape(&s, r, n->inputs[1]->ndim, n->inputs[1]->shape), n->inputs[1]);
+  }
+  return gf_end(&s);
+}
+
 /* ops_shape.c's repeat: every copy's gradient added up, a dim at a time (g viewed as
  * {before, copies, size, after} and summed over the copies); leading new dims are copies of 1 */
 static pt_status gf_repeat(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -1721,6 +1745,10 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->cumsum) return gf_cumsum;
   if (f == gt->select) return gf_select;
   if (f == gt->repeat) return gf_repeat;
+  /* scatter_add with src the index's shape (scatter_, which overwrites, has none) */
+  if (f == gt->scatter)
+    return n->ints[1] && (n->n_inputs < 2 || !n->inputs[1] || pt_tensor_numel(n->inputs[1]) == pt_tensor_numel(n->saved[0]))
+               ? gf_scatter_add : NULL;
   if (f == gt->max_pool) return gf_max_pool;
   /* average pools whose windows all divide by one number */
   if (f == gt->avg_pool)

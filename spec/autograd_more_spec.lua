@@ -518,7 +518,7 @@ describe("create_graph", function()
       F.avg_pool2d(z, 2, {padding = 1, count_include_pad = false}):sum(), z, {create_graph = true})
   end)
 
-  it("goes through clamp, maximum/minimum, max/min over a dim, gather, index_select, flip, cumsum, embedding, sort, topk, kthvalue, cummax and repeat", function()
+  it("goes through clamp, maximum/minimum, max/min over a dim, gather, index_select, flip, cumsum, embedding, sort, topk, kthvalue, cummax, repeat, atan2 and scatter_add", function()
     -- x = 2 sin(arange(12)){3,4}; L = sum(f(x)^2 c), c = cos(0.3 arange); S = sum((dL/dx)^2 c2),
     -- c2 = sin(0.5 arange){3,4}; torch 1.13's sum(x.grad) and sum(x.grad^2) after S:backward()
     local idx = pt.tensor({{1, 2, 1, 3}, {2, 2, 1, 1}, {3, 3, 2, 1}}, {dtype = "int64"})
@@ -541,6 +541,10 @@ describe("create_graph", function()
       {function(x) return (x:kthvalue(2, 2)) end, {-2.1110342524, 138.3811230337}},
       {function(x) return (x:cummax(2)) end, {-128.4137062561, 25313.9126411809}},
       {function(x) return x:repeat_tensor(2, 1, 3) end, {18.1963049201, 2005.2692561965}},
+      {function(x) return pt.atan2(x, x:flip(2) + 3) end, {0.7516274923, 0.4939450451}},
+      {function(x) return pt.atan2(x, 0.7) end, {1.3204945432, 5.2737043145}},
+      {function(x) return pt.zeros(3, 4, {dtype = "float64"}):scatter_add(2, idx, x * x) end,
+       {-1046.9921584889, 15617018.913638296}},
     }
     for i, c in ipairs(cases) do
       local x = (pt.arange(0, 12, {dtype = "float64"}):reshape(3, 4):sin() * 2):requires_grad_()
