@@ -462,7 +462,8 @@ typedef struct graph_table {
   pt_backward_fn binary, unary, reduce, softmax, product, addmm, reshape, transpose, permute,
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
-      adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter;
+      adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
+      conv_transpose2d;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -574,6 +575,8 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     x4->requires_grad = true;
     pt_conv2d_opts co = {{1, 1}, {0, 0}, {1, 1}, 1};
     PROBE(conv2d, pt_conv2d(ctx, x4, x4, NULL, &co, &r));
+    pt_conv_transpose2d_opts cto = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
+    PROBE(conv_transpose2d, pt_conv_transpose2d(ctx, x4, x4, NULL, &cto, &r));
     pt_pool2d_opts po = {.kernel = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}, .count_include_pad = true};
     PROBE(max_pool, pt_max_pool2d(ctx, x4, &po, &r));
     PROBE(avg_pool, pt_avg_pool2d(ctx, x4, &po, &r));
@@ -1302,6 +1305,34 @@ static pt_status gf_conv2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   return gf_end(&s);
 }
 
+/* conv.c's conv_transpose2d (inputs x {N,Ci,Hi,Wi} or unbatched, weight {Ci,Co,kh,kw}, bias;
+ * ints as conv2d's, in the terms of the conv whose input gradient it is: C = Co, H, W its
+ * output size, O = Ci, Ho, Wo = Hi, Wi), groups 1: the input gradient is conv2d(g, w), the
+ * weight gradient the correlation of g with x (conv2d's with the roles swapped) */
+static pt_status gf_conv_transpose2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *x = n->inputs[0], *w = n->inputs[1];
+  const int64_t *iv = n->ints;
+  int64_t N = iv[7], Co = iv[8], H = iv[9], W = iv[10], Ci = iv[11], kh = iv[12], kw = iv[13], Hi = iv[14], Wi = iv[15];
+  int64_t xs[4] = {N, Ci, Hi, Wi}, gs[4] = {N, Co, H, W};
+  gf s = {.ctx = ctx};
+  pt_tensor *x4 = G_reshape(&s, x, 4, xs), *g4 = G_reshape(&s, g, 4, gs);
+  if (n->needs_grad[0]) {
+    pt_conv2d_opts c = {{(int)iv[0], (int)iv[1]}, {(int)iv[2], (int)iv[3]}, {(int)iv[4], (int)iv[5]}, 1};
+    gin[0] = G_finish(&s, G_reshape(&s, G_conv2d(&s, g4, w, &c), x->ndim, x->shape), x);
+  }
+  if (n->needs_grad[1]) {
+    pt_conv2d_opts c = {{(int)iv[4], (int)iv[5]}, {(int)iv[2], (int)iv[3]}, {(int)iv[0], (int)iv[1]}, 1};
+    pt_tensor *d = G_conv2d(&s, G_transpose(&s, g4, 0, 1), G_transpose(&s, x4, 0, 1), &c); /* {Co,Ci,..} */
+    d = G_narrow(&s, G_narrow(&s, d, 2, 0, kh), 3, 0, kw);
+    gin[1] = G_finish(&s, G_transpose(&s, d, 0, 1), w);
+  }
+  if (n->n_inputs > 2 && n->needs_grad[2]) {
+    int dims[3] = {0, 2, 3};
+    gin[2] = G_finish(&s, G_sum_dims(&s, g4, 3, dims, false), n->inputs[2]);
+  }
+  return gf_end(&s);
+}
+
 /* nn.c's view (Flatten, ...; ints: the input's ndim and shape) and dropout (saved[0] the mask,
  * 0 or 1/(1-p) per element): both linear in x */
 static pt_status gf_nn_view(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -1737,6 +1768,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->rms_norm) return gf_rms_norm;
   if (f == gt->batch_norm) return gf_batch_norm;
   if (f == gt->conv2d) return n->ints[6] == 1 ? gf_conv2d : NULL;
+  if (f == gt->conv_transpose2d) return n->ints[6] == 1 ? gf_conv_transpose2d : NULL;
   if (f == gt->nn_view) return gf_nn_view;
   if (f == gt->gather) return gf_gather;
   if (f == gt->index_select) return gf_index_select;
