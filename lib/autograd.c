@@ -1259,12 +1259,6 @@ static pt_status gf_batch_norm(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor 
   return gf_end(&s);
 }
 
-/* conv.c's conv2d (inputs x {N,C,H,W} or {C,H,W}, weight {O,C,kh,kw}, bias; ints stride,
- * padding, dilation (2 each), groups, then N, C, H, W, O, kh, kw, Ho, Wo), groups == 1: the input
- * gradient is conv_transpose2d(g, w) (output_padding makes up the rows a stride skipped), the
- * weight gradient the correlation of x with g, itself a conv2d over the batch: x and g with
- * their first two dims swapped, the stride and dilation trading places, cut to the kernel. Both
- * are recorded ops, so a gradient penalty (WGAN-GP) can differentiate them once more. */
 static pt_tensor *G_conv2d(gf *s, pt_tensor *a, pt_tensor *w, const pt_conv2d_opts *o) {
   if (s->st) return NULL;
   pt_tensor *r = NULL;
@@ -1277,24 +1271,44 @@ static pt_tensor *G_conv_transpose2d(gf *s, pt_tensor *a, pt_tensor *w, const pt
   pt_status st = pt_conv_transpose2d(s->ctx, a, w, NULL, o, &r);
   return gf_keep(s, st, r);
 }
-static pt_status gf_conv2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+/* conv.c's conv2d and conv_transpose2d nodes share ints (stride, padding, dilation, groups,
+ * then N, C, H, W, O, kh, kw, Ho, Wo of the conv2d; for conv_transpose2d the conv whose input
+ * gradient it is: C its output channels, H x W its output size, O = its input channels, Ho x Wo
+ * its input size). With groups 1:
+ *  - conv2d's input gradient is conv_transpose2d(g, w) (output_padding restores the input size),
+ *    conv_transpose2d's is conv2d(g, w);
+ *  - the weight gradient is the correlation of the conv2d's input with its output gradient (x
+ *    and g for conv2d, g and x for conv_transpose2d), itself a conv2d over the batch: both with
+ *    their first two dims swapped, stride and dilation trading places, cut to the kernel;
+ *  - the bias gradient sums g over N, H, W.
+ * All are recorded ops, so a gradient penalty (WGAN-GP) can differentiate them once more. */
+static pt_status gf_conv(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin, bool transposed) {
   pt_tensor *x = n->inputs[0], *w = n->inputs[1];
   const int64_t *iv = n->ints;
   int64_t N = iv[7], C = iv[8], H = iv[9], W = iv[10], O = iv[11], kh = iv[12], kw = iv[13], Ho = iv[14], Wo = iv[15];
-  int64_t x4s[4] = {N, C, H, W}, g4s[4] = {N, O, Ho, Wo};
+  int64_t big[4] = {N, C, H, W}, small[4] = {N, O, Ho, Wo}; /* the conv2d's input and output */
   gf s = {.ctx = ctx};
-  pt_tensor *x4 = G_reshape(&s, x, 4, x4s), *g4 = G_reshape(&s, g, 4, g4s);
+  pt_tensor *x4 = G_reshape(&s, x, 4, transposed ? small : big), *g4 = G_reshape(&s, g, 4, transposed ? big : small);
+  pt_conv2d_opts conv = {{(int)iv[0], (int)iv[1]}, {(int)iv[2], (int)iv[3]}, {(int)iv[4], (int)iv[5]}, 1};
   if (n->needs_grad[0]) {
-    pt_conv_transpose2d_opts t = {{(int)iv[0], (int)iv[1]}, {(int)iv[2], (int)iv[3]}, {0, 0},
-                                  {(int)iv[4], (int)iv[5]}, 1};
-    int64_t size[2] = {H, W}, k[2] = {kh, kw}, in[2] = {Ho, Wo};
-    for (int i = 0; i < 2; i++)
-      t.output_padding[i] = (int)(size[i] - ((in[i] - 1) * t.stride[i] - 2 * t.padding[i] + t.dilation[i] * (k[i] - 1) + 1));
-    gin[0] = G_finish(&s, G_reshape(&s, G_conv_transpose2d(&s, g4, w, &t), x->ndim, x->shape), x);
+    pt_tensor *d;
+    if (transposed) {
+      d = G_conv2d(&s, g4, w, &conv);
+    } else {
+      pt_conv_transpose2d_opts t = {{conv.stride[0], conv.stride[1]}, {conv.padding[0], conv.padding[1]}, {0, 0},
+                                    {conv.dilation[0], conv.dilation[1]}, 1};
+      int64_t size[2] = {H, W}, k[2] = {kh, kw}, in[2] = {Ho, Wo};
+      for (int i = 0; i < 2; i++)
+        t.output_padding[i] = (int)(size[i] - ((in[i] - 1) * t.stride[i] - 2 * t.padding[i] + t.dilation[i] * (k[i] - 1) + 1));
+      d = G_conv_transpose2d(&s, g4, w, &t);
+    }
+    gin[0] = G_finish(&s, G_reshape(&s, d, x->ndim, x->shape), x);
   }
   if (n->needs_grad[1]) {
-    pt_conv2d_opts c = {{(int)iv[4], (int)iv[5]}, {(int)iv[2], (int)iv[3]}, {(int)iv[0], (int)iv[1]}, 1};
-    pt_tensor *d = G_conv2d(&s, G_transpose(&s, x4, 0, 1), G_transpose(&s, g4, 0, 1), &c); /* {C,O,..} */
+    pt_conv2d_opts c = {{conv.dilation[0], conv.dilation[1]}, {conv.padding[0], conv.padding[1]},
+                        {conv.stride[0], conv.stride[1]}, 1};
+    pt_tensor *in = transposed ? g4 : x4, *out = transposed ? x4 : g4;
+    pt_tensor *d = G_conv2d(&s, G_transpose(&s, in, 0, 1), G_transpose(&s, out, 0, 1), &c); /* {C,O,..} */
     d = G_narrow(&s, G_narrow(&s, d, 2, 0, kh), 3, 0, kw);
     gin[1] = G_finish(&s, G_transpose(&s, d, 0, 1), w);
   }
@@ -1304,33 +1318,11 @@ static pt_status gf_conv2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   }
   return gf_end(&s);
 }
-
-/* conv.c's conv_transpose2d (inputs x {N,Ci,Hi,Wi} or unbatched, weight {Ci,Co,kh,kw}, bias;
- * ints as conv2d's, in the terms of the conv whose input gradient it is: C = Co, H, W its
- * output size, O = Ci, Ho, Wo = Hi, Wi), groups 1: the input gradient is conv2d(g, w), the
- * weight gradient the correlation of g with x (conv2d's with the roles swapped) */
+static pt_status gf_conv2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  return gf_conv(ctx, n, g, gin, false);
+}
 static pt_status gf_conv_transpose2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
-  pt_tensor *x = n->inputs[0], *w = n->inputs[1];
-  const int64_t *iv = n->ints;
-  int64_t N = iv[7], Co = iv[8], H = iv[9], W = iv[10], Ci = iv[11], kh = iv[12], kw = iv[13], Hi = iv[14], Wi = iv[15];
-  int64_t xs[4] = {N, Ci, Hi, Wi}, gs[4] = {N, Co, H, W};
-  gf s = {.ctx = ctx};
-  pt_tensor *x4 = G_reshape(&s, x, 4, xs), *g4 = G_reshape(&s, g, 4, gs);
-  if (n->needs_grad[0]) {
-    pt_conv2d_opts c = {{(int)iv[0], (int)iv[1]}, {(int)iv[2], (int)iv[3]}, {(int)iv[4], (int)iv[5]}, 1};
-    gin[0] = G_finish(&s, G_reshape(&s, G_conv2d(&s, g4, w, &c), x->ndim, x->shape), x);
-  }
-  if (n->needs_grad[1]) {
-    pt_conv2d_opts c = {{(int)iv[4], (int)iv[5]}, {(int)iv[2], (int)iv[3]}, {(int)iv[0], (int)iv[1]}, 1};
-    pt_tensor *d = G_conv2d(&s, G_transpose(&s, g4, 0, 1), G_transpose(&s, x4, 0, 1), &c); /* {Co,Ci,..} */
-    d = G_narrow(&s, G_narrow(&s, d, 2, 0, kh), 3, 0, kw);
-    gin[1] = G_finish(&s, G_transpose(&s, d, 0, 1), w);
-  }
-  if (n->n_inputs > 2 && n->needs_grad[2]) {
-    int dims[3] = {0, 2, 3};
-    gin[2] = G_finish(&s, G_sum_dims(&s, g4, 3, dims, false), n->inputs[2]);
-  }
-  return gf_end(&s);
+  return gf_conv(ctx, n, g, gin, true);
 }
 
 /* nn.c's view (Flatten, ...; ints: the input's ndim and shape) and dropout (saved[0] the mask,
