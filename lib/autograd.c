@@ -1573,7 +1573,9 @@ static pt_status gf_pointwise_loss(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_ten
   pt_tensor *d = G_bin(&s, PT_BIN_SUB, a, b), *da, *db;
   switch (kind) {
   case PT_LOSS_MSE: da = G_num(&s, PT_BIN_MUL, d, 2.0); break;
-  case PT_LOSS_L1: da = G_un(&s, PT_UN_SIGN, d); break;
+  case PT_LOSS_L1: /* sign(d), plus 0 d: torch's gradient has a graph (a zero second derivative) */
+    da = G_add(&s, G_un(&s, PT_UN_SIGN, d), G_num(&s, PT_BIN_MUL, d, 0.0));
+    break;
   case PT_LOSS_SMOOTH_L1: {
     double beta = n->scalars[0];
     pt_tensor *inside = G_cmp(&s, PT_BIN_LT, G_un(&s, PT_UN_ABS, d), beta);

@@ -484,6 +484,7 @@ describe("create_graph", function()
       {function(o) return nn.smooth_l1_loss(o, tgt, {beta = 0.5, reduction = "sum"}) end,
        {-30.4940796443, 1280.9847344626, 15.4590451354}},
       {function(o) return nn.bce_with_logits(o, tgt:gt(0):double()) end, {0.0218461588, 0.0022125109, 0.2297318044}},
+      {function(o) return nn.l1_loss(o, tgt) end, {0.0, 0.0, 0.0}}, -- a zero second derivative, with a graph
     }
     for i, c in ipairs(cases) do
       W.grad, b.grad = nil, nil
