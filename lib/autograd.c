@@ -1480,10 +1480,18 @@ static pt_status gf_minmax(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   if (!n->needs_grad[0]) return PT_OK;
   pt_tensor *x = n->inputs[0];
   int dim = (int)n->ints[0];
+  gf s = {.ctx = ctx};
+  if (dim == PT_DIM_ALL || x->ndim == 0) { /* the max of all: a flat position in x */
+    int64_t one = 1, numel = pt_tensor_numel(x);
+    pt_tensor *flat = G_reshape(&s, x, 1, &numel);
+    pt_tensor *ix = G_one_based(&s, n->saved[0], 1, &one);
+    pt_tensor *r = G_scatter_add_zeros(&s, flat, g->dtype, 0, ix, G_reshape(&s, g, 1, &one));
+    gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
+    return gf_end(&s);
+  }
   int64_t ks[PT_MAX_DIMS];
   memcpy(ks, x->shape, sizeof ks);
-  if (x->ndim) ks[dim] = 1; /* keepdim's shape: g and the positions as scatter_add wants them */
-  gf s = {.ctx = ctx};
+  ks[dim] = 1; /* keepdim's shape: g and the positions as scatter_add wants them */
   pt_tensor *gk = G_reshape(&s, g, x->ndim, ks);
   pt_tensor *ix = G_one_based(&s, n->saved[0], x->ndim, ks);
   gin[0] = G_finish(&s, G_scatter_add_zeros(&s, x, g->dtype, dim, ix, gk), x);

@@ -553,6 +553,8 @@ describe("create_graph", function()
       {function(x) return pt.maximum(x, x:flip(2)) end, {-14.1163674364, 3347.037733701}},
       {function(x) return pt.minimum(x, pt.full({3, 4}, 0.3, {dtype = "float64"})) end, {18.5342508403, 190.940469694}},
       {function(x) return (x:max(2)) end, {0.7165156512, 227.794725474}},
+      {function(x) return x:max() end, {-11.9799806368, 143.5199360574}}, -- over all elements
+      {function(x) return x:min() end, {11.2885346544, 127.4310146425}},
       {function(x) return (x:min(1, {keepdim = true})) end, {-9.3433216904, 242.8145652927}},
       {function(x) return x:gather(2, idx) end, {7.4891438986, 777.0257963447}},
       {function(x) return x:index_select(2, pt.tensor({1, 3, 3}, {dtype = "int64"})) end, {46.7072189647, 1691.2388381634}},
