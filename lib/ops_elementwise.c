@@ -1314,22 +1314,46 @@ static bool binary_one_element(pt_ctx *ctx, int op, const pt_tensor *a, const pt
   return true;
 }
 
+static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y);
+
+/* y scaled by alpha (add / sub's alpha): *y becomes the scaled operand, *scaled the tensor that
+ * holds it (NULL for numbers and alpha 1), released by the caller */
+static pt_status scale_operand(pt_ctx *ctx, const char *fname, opnd *y, double alpha, pt_tensor **scaled) {
+  *scaled = NULL;
+  if (alpha == 1.0) return PT_OK;
+  if (!y->t) {
+    *y = scale_opnd(*y, alpha);
+    return PT_OK;
+  }
+  pt_status st = binary_forward(ctx, fname, PT_BIN_MUL, *y, S_(alpha, alpha == floor(alpha)), NULL, scaled);
+  if (!st) *y = T_(*scaled);
+  return st;
+}
+
+/* dst = x op y (in-place ops and out=): straight into dst when the result has its dtype and no
+ * operand overlaps it in another layout, else through a copy; dst's version moves either way */
+static pt_status binary_write(pt_ctx *ctx, const char *fname, int op, opnd x, opnd y, pt_dtype odt,
+                              pt_tensor *dst) {
+  pt_tensor *r = NULL;
+  pt_status st;
+  if (odt == dst->dtype && !overlaps_differently(dst, x.t) && !overlaps_differently(dst, y.t)) {
+    st = binary_forward(ctx, fname, op, x, y, dst, &r);
+  } else {
+    st = binary_forward(ctx, fname, op, x, y, NULL, &r);
+    if (!st) st = pt_tensor_copy_into(ctx, dst, r);
+  }
+  if (!st) atomic_fetch_add(&dst->storage->version, 1);
+  pt_tensor_release(r);
+  return st;
+}
+
 static pt_status binary_op(pt_ctx *ctx, int op, opnd x, opnd y, double alpha, pt_tensor **out) {
   if (x.t && y.t && alpha == 1.0 && binary_one_element(ctx, op, x.t, y.t, out)) return PT_OK;
   const char *fname = bin_names[op];
   pt_tensor *scaled = NULL, *r = NULL;
   opnd yy = y;
-  pt_status st;
-  if (alpha != 1.0 && (op == PT_BIN_ADD || op == PT_BIN_SUB)) {
-    if (y.t) {
-      if ((st = binary_forward(ctx, fname, PT_BIN_MUL, y, S_(alpha, alpha == floor(alpha)), NULL,
-                               &scaled)))
-        return st;
-      yy = T_(scaled);
-    } else {
-      yy = scale_opnd(y, alpha);
-    }
-  }
+  pt_status st = scale_operand(ctx, fname, &yy, op == PT_BIN_ADD || op == PT_BIN_SUB ? alpha : 1.0, &scaled);
+  if (st) return st;
   st = binary_forward(ctx, fname, op, x, yy, NULL, &r);
   pt_tensor_release(scaled);
   if (st) return st;
@@ -1402,8 +1426,6 @@ pt_status pt_sub_alpha(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, double alpha, pt
   return binary_op(ctx, PT_BIN_SUB, T_(a), T_(b), alpha, out);
 }
 
-static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y);
-
 /* PyTorch's out=: out = a op b (alpha * b for add/sub), a or b a number when NULL (an, bn).
  * out must have the result's shape; the result is cast to out's dtype when the in-place rules
  * allow it. Written straight into out (no new tensor) unless an operand overlaps it in another
@@ -1442,25 +1464,10 @@ pt_status pt_binary_into(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number an, p
   if (!pt_can_cast(odt, out->dtype))
     return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
                    fname, pt_dtype_name(odt), pt_dtype_name(out->dtype));
-  pt_tensor *scaled = NULL, *r = NULL;
-  if (alpha != 1.0 && (op == PT_BIN_ADD || op == PT_BIN_SUB)) {
-    if (y.t) {
-      if ((st = binary_forward(ctx, fname, PT_BIN_MUL, y, S_(alpha, alpha == floor(alpha)), NULL,
-                               &scaled)))
-        return st;
-      y = T_(scaled);
-    } else {
-      y = scale_opnd(y, alpha);
-    }
-  }
-  if (odt == out->dtype && !overlaps_differently(out, x.t) && !overlaps_differently(out, y.t)) {
-    st = binary_forward(ctx, fname, op, x, y, out, &r);
-  } else { /* another dtype, or an operand that overlaps out in another layout: via a copy */
-    st = binary_forward(ctx, fname, op, x, y, NULL, &r);
-    if (!st) st = pt_tensor_copy_into(ctx, out, r);
-  }
-  if (!st) atomic_fetch_add(&out->storage->version, 1);
-  pt_tensor_release(r);
+  pt_tensor *scaled = NULL;
+  if ((st = scale_operand(ctx, fname, &y, op == PT_BIN_ADD || op == PT_BIN_SUB ? alpha : 1.0, &scaled)))
+    return st;
+  st = binary_write(ctx, fname, op, x, y, odt, out);
   pt_tensor_release(scaled);
   return st;
 }
@@ -2106,7 +2113,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
   pt_tensor *old = NULL;
   if (graph && (st = inplace_old(ctx, self, bin_uses_values(op), &old))) return st;
   opnd x = T_(self), yy = y;
-  pt_tensor *scaled = NULL, *r = NULL, *yold = NULL;
+  pt_tensor *scaled = NULL, *yold = NULL;
   if (graph && y.t == self) {
     yy = T_(old); /* a.mul_(a): the backward must see the old value */
   } else if (graph && y.t && y.t->storage == self->storage) {
@@ -2115,22 +2122,8 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
     if ((st = inplace_old(ctx, y.t, bin_uses_values(op), &yold))) goto done;
     yy = T_(yold);
   }
-  if (alpha != 1.0) {
-    if (y.t) {
-      st = binary_forward(ctx, fname, PT_BIN_MUL, y, S_(alpha, alpha == floor(alpha)), NULL, &scaled);
-      if (st) goto done;
-      y = T_(scaled);
-    } else {
-      y = scale_opnd(y, alpha);
-    }
-  }
-  if (odt == self->dtype && !overlaps_differently(self, y.t)) {
-    st = binary_forward(ctx, fname, op, x, y, self, &r);
-    if (!st) atomic_fetch_add(&self->storage->version, 1);
-  } else {
-    st = binary_forward(ctx, fname, op, x, y, NULL, &r);
-    if (!st) st = pt_tensor_copy_into(ctx, self, r);
-  }
+  if ((st = scale_operand(ctx, fname, &y, alpha, &scaled))) goto done;
+  st = binary_write(ctx, fname, op, x, y, odt, self);
   if (!st && !graph && !bin_differentiable(op) && pt_dtype_is_floating(self->dtype))
     st = became_constant(ctx, fname, self); /* floor_divide_: its old history gives no gradient */
   if (st || !graph) goto done;
@@ -2149,7 +2142,6 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
   }
   if (!st) st = rebase_view(ctx, fname, self);
 done:
-  pt_tensor_release(r);
   pt_tensor_release(scaled);
   pt_tensor_release(yold);
   pt_tensor_release(old);

@@ -573,6 +573,11 @@ describe("in-place ops", function()
     h:add_(1)
     local err = errmsg(function() y:sum():backward() end)
     assert.matches("modified by an inplace operation", err, 1, true)
+    -- an in-place op that writes through a copy (an operand overlapping in another layout)
+    local h2 = pt.tensor({{1, 2}, {3, 4}}, {requires_grad = true}) * 1
+    local y2 = h2 * h2
+    pt.no_grad(function() h2:add_(h2:t()) end)
+    assert.matches("modified by an inplace operation", errmsg(function() y2:sum():backward() end), 1, true)
   end)
 end)
 
