@@ -183,8 +183,11 @@ static pt_status node_hold(pt_ctx *ctx, pt_tensor *t, pt_node *history, pt_tenso
     *out = pt_tensor_retain(t);
     return PT_OK;
   }
-  pt_status st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, t->ndim, t->shape,
-                                        t->stride, out);
+  return pt_autograd_alias(ctx, t, history, out);
+}
+
+pt_status pt_autograd_alias(pt_ctx *ctx, pt_tensor *t, pt_node *history, pt_tensor **out) {
+  pt_status st = pt_detach(ctx, t, out);
   if (st) return st;
   (*out)->grad_fn = pt_node_retain(history);
   (*out)->requires_grad = t->requires_grad;
@@ -195,12 +198,12 @@ void pt_node_save(pt_node *node, int k, pt_tensor *t) {
   node->saved_version[k] = t ? atomic_load(&t->storage->version) : 0;
   /* a tensor nobody else holds cannot change: kept as it is (the common case, a buffer the op
    * made); the node's own output is kept without a history (it would hold the node) */
-  if (!t || (atomic_load(&t->refcount) == 1 && !t->base && !t->grad_fn) ||
-      (!t->grad_fn && t->requires_grad)) {
+  if (!t || (atomic_load(&t->refcount) == 1 && !t->base && !t->grad_fn)) {
     node->saved[k] = t;
     return;
   }
-  pt_tensor *alias = NULL; /* (no ctx: an alias of a valid tensor fails only for memory) */
+  pt_tensor *alias = NULL; /* (no ctx: an alias of a valid tensor fails only for memory; a leaf
+                            * that requires grad comes back itself) */
   if (node_hold(NULL, t, t->grad_fn == node ? NULL : t->grad_fn, &alias)) {
     node->saved[k] = t; /* no memory for an alias: the tensor itself, as before */
     return;

@@ -142,6 +142,9 @@ pt_status pt_sum_to_shape(pt_ctx *ctx, pt_tensor *g, int ndim, const int64_t *sh
 
 /* Detach: a new tensor sharing storage, with no grad_fn and requires_grad false. */
 pt_status pt_detach(pt_ctx *ctx, pt_tensor *t, pt_tensor **out);
+/* An alias of t (its storage and geometry, no base) that carries history as its grad_fn and t's
+ * requires_grad: what stands for t as it is now in a graph recorded later */
+pt_status pt_autograd_alias(pt_ctx *ctx, pt_tensor *t, pt_node *history, pt_tensor **out);
 
 /* --- direct leaf-gradient targets ---
  * A backward that can write a leaf's gradient in place (Linear's dW = g^T x, db = sum g) asks

@@ -2043,13 +2043,11 @@ static pt_status rebase_view(pt_ctx *ctx, const char *fname, pt_tensor *self) {
     v->stride[i] = self->stride[i];
   }
   pt_tensor *old = NULL; /* the base's old history, carried by an alias */
-  pt_status st = pt_detach(ctx, b, &old);
+  pt_status st = pt_autograd_alias(ctx, b, b->grad_fn, &old);
   if (st) {
     free(v);
     return st;
   }
-  old->grad_fn = pt_node_retain(b->grad_fn);
-  old->requires_grad = b->requires_grad;
   pt_tensor *inputs[2] = {old, self};
   pt_node *node = NULL;
   st = pt_autograd_record(ctx, b, "CopySlices", copy_slices_backward, 2, inputs, &node);
@@ -2067,7 +2065,8 @@ static pt_status rebase_view(pt_ctx *ctx, const char *fname, pt_tensor *self) {
  * (when the backward needs the old values) or an alias, carrying self's old grad_fn. */
 static pt_status inplace_old(pt_ctx *ctx, pt_tensor *self, bool need_values, pt_tensor **out) {
   pt_tensor *old = NULL;
-  pt_status st = need_values ? pt_tensor_clone_raw(ctx, self, &old) : pt_detach(ctx, self, &old);
+  if (!need_values) return pt_autograd_alias(ctx, self, self->grad_fn, out);
+  pt_status st = pt_tensor_clone_raw(ctx, self, &old);
   if (st) return st;
   old->grad_fn = pt_node_retain(self->grad_fn);
   old->requires_grad = self->requires_grad;
@@ -2324,11 +2323,9 @@ static pt_status zero_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tens
 static pt_status became_constant(pt_ctx *ctx, const char *fname, pt_tensor *self) {
   if (!ctx->grad_enabled) return PT_OK;
   if (self->grad_fn) {
-    pt_tensor *old = NULL;
-    pt_status st = pt_detach(ctx, self, &old);
+    pt_tensor *old = NULL; /* (self has a grad_fn: it requires grad) */
+    pt_status st = pt_autograd_alias(ctx, self, self->grad_fn, &old);
     if (st) return st;
-    old->grad_fn = pt_node_retain(self->grad_fn);
-    old->requires_grad = true;
     pt_node *node;
     st = pt_autograd_record(ctx, self, "FillBackward", zero_backward, 1, &old, &node);
     pt_tensor_release(old);
