@@ -49,6 +49,19 @@ setmetatable(pt, {
   end,
 })
 
+-- pt.autograd's Lua parts (Function, the functional helpers, gradcheck) load on the first name
+-- pt.autograd (grad, from C) does not have; each module adds its names to pt.autograd
+local autograd_modules = {"partrain.autograd_function", "partrain.autograd_functional"}
+local autograd_loaded = false
+setmetatable(pt.autograd, {
+  __index = function(t, k)
+    if autograd_loaded then return nil end
+    autograd_loaded = true
+    for _, m in ipairs(autograd_modules) do require(m) end
+    return rawget(t, k)
+  end,
+})
+
 require "partrain.tensor" -- isnan, argsort, flip, tril, amax, roll, ... as methods and pt.* functions
 
 -- partrain.tensor_more (meshgrid, kron, tensordot, cdist, quantile, cov, ...) loads on the first

@@ -1467,7 +1467,9 @@ local function load_extras()
   package.loaded["partrain.nn"] = nn
   for _, m in ipairs({"partrain.nn_extra", -- more activations, losses, distances
                       "partrain.nn_conv3d", -- Conv3d, the 3-D pools, BatchNorm3d, InstanceNorm3d
-                      "partrain.nn_rnn"}) do -- RNN, LSTM, GRU and their cells, attention, Transformer
+                      "partrain.nn_rnn", -- RNN, LSTM, GRU and their cells, attention, Transformer
+                      "partrain.nn_more", -- more losses, dropouts, upsampling layers, gumbel_softmax
+                      "partrain.nn_ctc"}) do -- CTCLoss
     package.loaded[m] = nil
     require(m)
   end

@@ -1,0 +1,3 @@
+-- (being written)
+local pt = require "partrain.core"
+return pt.autograd

@@ -1,0 +1,3 @@
+-- (being written)
+local nn = require "partrain.nn"
+return nn
