@@ -131,6 +131,7 @@ local function load_all()
   local nn = rawget(pt, "nn") -- and nn's layers that load on first use
   if type(nn) == "table" and type(rawget(nn, "_load_extras")) == "function" then nn._load_extras() end
   if type(rawget(pt, "_load_more")) == "function" then pt._load_more() end
+  local _ = pt.autograd._load -- pt.autograd's Lua parts load on the first name it lacks
 end
 
 -- ------------------------------------------------------------------ what a value is
