@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "lpt.h"
+#include "../lib/ops_elementwise.h"
+#include "../lib/ops_shape.h"
 
 /* --- tensor hooks ---
  * The hooks of a non-leaf live with its grad_fn node (node->has_hooks tells the engine), a
@@ -178,7 +180,8 @@ static bool collect_hooks(lua_State *L, pt_grad_hooks *h, hook_call *hc, pt_tens
 /* After a failed pass: a hook's own error as it was raised (its position, its object), else the
  * engine's message. */
 static int raise_pass_error(lua_State *L, hook_call *hc) {
-  if (hc->lua_error) {
+  /* a hook's error (hc), or an autograd.Function backward's, which also leaves its object there */
+  if (hc->lua_error || lua_rawgetp(L, LUA_REGISTRYINDEX, &hook_err_key) != LUA_TNIL) {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &hook_err_key);
     lua_pushnil(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_err_key);
@@ -307,7 +310,11 @@ static int t_backward(lua_State *L) {
   sweep_hooks(L);
   bool any = collect_hooks(L, &hooks, &hc, &leaves);
   pt_backward_opts o = {.retain_graph = retain, .create_graph = create, .hooks = any ? &hooks : NULL};
-  pt_status st = pt_backward_ex(lpt_ctx(L), 1, &t, g ? &g : NULL, &o);
+  pt_ctx *ctx = lpt_ctx(L);
+  void *host = ctx->host_state; /* autograd.Function nodes run their Lua backward in L */
+  ctx->host_state = L;
+  pt_status st = pt_backward_ex(ctx, 1, &t, g ? &g : NULL, &o);
+  ctx->host_state = host;
   free(leaves);
   if (st) return raise_pass_error(L, &hc);
   return 0;
@@ -397,7 +404,11 @@ static int l_autograd_grad(lua_State *L) {
   bool any = collect_hooks(L, &hooks, &hc, &leaves);
   pt_backward_opts o = {.fname = "autograd.grad", .retain_graph = retain, .create_graph = create,
                         .hooks = any ? &hooks : NULL, .n_inputs = nin, .inputs = ins, .grads_out = res};
-  pt_status st = pt_backward_ex(lpt_ctx(L), nout, outs, gouts, &o);
+  pt_ctx *ctx = lpt_ctx(L);
+  void *host = ctx->host_state;
+  ctx->host_state = L;
+  pt_status st = pt_backward_ex(ctx, nout, outs, gouts, &o);
+  ctx->host_state = host;
   free(leaves);
   if (st) return raise_pass_error(L, &hc);
   for (int i = 0; i < nin && !allow_unused; i++)
@@ -519,10 +530,403 @@ static const luaL_Reg methods[] = {
     {NULL, NULL},
 };
 
+/* --- autograd.Function (lua/partrain/autograd_function.lua) ---
+ * A custom function's node runs its Lua backward. Its record (the Lua ctx, the class, the
+ * forward's outputs) stays in this state: registry[&fn_key].nodes[node] = record, and that
+ * table holds a reference to the node (an address is never reused while its record is there);
+ * entries nothing else holds any more go at a later apply (fn_sweep) or when the state closes.
+ * A function with several differentiable outputs has one node for them all, recorded on a
+ * stand-in for the outputs laid end to end (a zero-stride "packed" tensor): each output gets a
+ * proxy node that places its gradient in its range of the packed gradient, so the engine sums
+ * the outputs' gradients into one and the Lua backward runs once per pass with all of them. */
+static const char fn_key = 'f';
+
+typedef struct fn_info {
+  lpt_state *state;   /* the state that recorded the node: its backward runs only there */
+  int n_out;          /* differentiable outputs */
+  int arg_pos[PT_NODE_MAX_INPUTS]; /* node input i is argument arg_pos[i] of forward (1-based) */
+  char name[];        /* "<Class>Backward", the node's name (proxies use it too) */
+} fn_info;
+
+/* registry[&fn_key]: {nodes = {[node] = record}, n = entries, live = entries after the last sweep} */
+static int fn_table_gc(lua_State *L) {
+  lua_getfield(L, 1, "nodes");
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pop(L, 1);
+    pt_node_release(lua_touserdata(L, -1));
+  }
+  return 0;
+}
+
+static void push_fn_table(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &fn_key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, fn_table_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_newtable(L);
+  lua_setfield(L, -2, "nodes");
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "n");
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "live");
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &fn_key);
+}
+
+static lua_Integer int_field(lua_State *L, int idx, const char *k) {
+  lua_getfield(L, idx, k);
+  lua_Integer v = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Forget the records of nodes nothing else holds (no gradient can reach them again), once the
+ * table has doubled since the last sweep, so that a long graph's applies stay linear. */
+static void fn_sweep(lua_State *L, int fns, bool force) {
+  lua_Integer n = int_field(L, fns, "n"), live = int_field(L, fns, "live");
+  if (!force && n < 2 * live + 32) return;
+  lua_getfield(L, fns, "nodes");
+  int nodes = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, nodes)) {
+    lua_pop(L, 1);
+    pt_node *node = lua_touserdata(L, -1);
+    if (atomic_load(&node->refcount) != 1) continue;
+    lua_pushvalue(L, -1);
+    lua_pushnil(L);
+    lua_rawset(L, nodes);
+    pt_node_release(node);
+    n--;
+  }
+  lua_pop(L, 1);
+  lua_pushinteger(L, n);
+  lua_setfield(L, fns, "n");
+  lua_pushinteger(L, n);
+  lua_setfield(L, fns, "live");
+}
+
+/* Check a gradient the Lua backward returned for input i against that input (held by the node):
+ * a broadcast one is summed back (as torch's validate_outputs), another dtype converted. */
+static pt_status fn_check_grad(pt_ctx *ctx, pt_node *node, int i, pt_tensor *g, pt_tensor **out) {
+  const fn_info *info = node->extra;
+  const pt_tensor *in = node->inputs[i];
+  pt_tensor *r = pt_tensor_retain(g), *t = NULL;
+  pt_status st = PT_OK;
+  if (g->ndim != in->ndim || memcmp(g->shape, in->shape, (size_t)g->ndim * sizeof(int64_t)) != 0) {
+    int64_t bshape[PT_MAX_DIMS];
+    int bndim;
+    bool reducible = g->ndim >= in->ndim &&
+                     !pt_broadcast_shapes(ctx, "", in->ndim, in->shape, g->ndim, g->shape, &bndim, bshape) &&
+                     bndim == g->ndim && memcmp(bshape, g->shape, (size_t)bndim * sizeof(int64_t)) == 0;
+    if (!reducible) {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      pt_tensor_release(r);
+      return pt_fail(ctx, PT_ESHAPE, "the gradient returned for argument %d has shape %s; expected a shape "
+                     "compatible with %s", info->arg_pos[i], pt_shape_format(g->ndim, g->shape, a, sizeof a),
+                     pt_shape_format(in->ndim, in->shape, b, sizeof b));
+    }
+    if ((st = pt_sum_to_shape(ctx, r, in->ndim, in->shape, &t))) goto done;
+    pt_tensor_release(r);
+    r = t;
+  }
+  if (r->dtype != in->dtype) {
+    if (!pt_dtype_is_floating(r->dtype)) {
+      st = pt_fail(ctx, PT_EARG, "the gradient returned for argument %d has dtype %s (a floating point "
+                   "tensor was expected)", info->arg_pos[i], pt_dtype_name(r->dtype));
+      goto done;
+    }
+    if ((st = pt_to_dtype(ctx, r, in->dtype, &t))) goto done;
+    pt_tensor_release(r);
+    r = t;
+  }
+  *out = r;
+  return PT_OK;
+done:
+  pt_tensor_release(r);
+  return st;
+}
+
+/* The node of a custom function: record.run(record, grad) in the state that recorded it, which
+ * returns the gradients of the node's inputs as a list (nil: none). */
+static pt_status fn_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  const fn_info *info = node->extra;
+  lua_State *L = ctx->host_state;
+  if (!L || lpt_state_fast(L) != info->state)
+    return pt_fail(ctx, PT_ESTATE, "the backward of an autograd.Function runs only in the Lua state that "
+                   "ran its forward (this pass runs %s)", L ? "in another state" : "outside Lua");
+  if (!lua_checkstack(L, 8)) return pt_fail(ctx, PT_ENOMEM, "out of memory");
+  int top = lua_gettop(L);
+  push_fn_table(L);
+  lua_getfield(L, -1, "nodes");
+  if (lua_rawgetp(L, -1, node) != LUA_TTABLE) {
+    lua_settop(L, top);
+    return pt_fail(ctx, PT_ESTATE, "the autograd.Function's record is gone (its state was reset)");
+  }
+  int rec = lua_gettop(L);
+  lua_getfield(L, rec, "run");
+  lua_pushvalue(L, rec);
+  lpt_push_tensor(L, pt_tensor_retain(gout));
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    pt_status st = pt_fail(ctx, PT_EARG, "%s", lpt_error_text(L, -1));
+    lua_pop(L, 1); /* the text */
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_err_key); /* raised as it was once the pass is over */
+    lua_settop(L, top);
+    return st;
+  }
+  int res = lua_gettop(L);
+  pt_status st = PT_OK;
+  for (int i = 0; i < node->n_inputs && !st; i++) {
+    lua_rawgeti(L, res, i + 1);
+    pt_tensor *g = lpt_test_tensor(L, -1);
+    if (g && node->needs_grad[i]) st = fn_check_grad(ctx, node, i, g, &gin[i]);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return st;
+}
+
+/* One output of a several-output function: its gradient into its range (ints: offset, length,
+ * packed length) of the packed gradient, with recorded ops (a create_graph pass differentiates
+ * it again). */
+static pt_status fn_proxy_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  int64_t off = node->ints[0], len = node->ints[1], total = node->ints[2];
+  pt_dtype dt = node->inputs[0]->dtype;
+  pt_tensor *parts[3] = {NULL, NULL, NULL}, *flat = NULL;
+  int n = 0;
+  pt_status st = pt_reshape(ctx, gout, 1, &len, &flat);
+  if (!st && flat->dtype != dt) {
+    pt_tensor *c;
+    if (!(st = pt_to_dtype(ctx, flat, dt, &c))) {
+      pt_tensor_release(flat);
+      flat = c;
+    }
+  }
+  int64_t before = off, after = total - off - len;
+  if (!st && before > 0) st = pt_tensor_zeros(ctx, dt, 1, &before, &parts[n++]);
+  if (!st) parts[n++] = pt_tensor_retain(flat);
+  if (!st && after > 0) st = pt_tensor_zeros(ctx, dt, 1, &after, &parts[n++]);
+  if (!st) st = n == 1 ? (gin[0] = pt_tensor_retain(parts[0]), PT_OK) : pt_cat(ctx, n, parts, 0, &gin[0]);
+  for (int i = 0; i < 3; i++) pt_tensor_release(parts[i]);
+  pt_tensor_release(flat);
+  return st;
+}
+
+/* A tensor standing for the packed outputs of `main`: zero strides over one zero, with main as
+ * its history. */
+static pt_status fn_packed_standin(pt_ctx *ctx, pt_dtype dt, int64_t total, pt_tensor **out) {
+  int64_t one = 1;
+  pt_tensor *z = NULL;
+  pt_status st = pt_tensor_zeros(ctx, dt, 1, &one, &z);
+  if (!st) st = pt_expand_raw(ctx, z, 1, &total, out);
+  pt_tensor_release(z);
+  return st;
+}
+
+/* Record output j's proxy on target (which then has it as grad_fn). */
+static pt_status fn_record_proxy(pt_ctx *ctx, fn_info *info, pt_tensor *target, pt_tensor *packed,
+                                 int64_t off) {
+  pt_node *pn = NULL;
+  pt_status st = pt_autograd_record(ctx, target, info->name, fn_proxy_backward, 1, &packed, &pn);
+  if (st) return st;
+  if (!pn) return pt_fail(ctx, PT_ESTATE, "autograd.Function: no graph recorded for an output");
+  pn->ints[0] = off;
+  pn->ints[1] = pt_tensor_numel(target);
+  pn->ints[2] = packed->shape[0];
+  pn->n_ints = 3;
+  pn->backward_differentiable = true;
+  return PT_OK;
+}
+
+static pt_tensor *list_tensor(lua_State *L, int list, int i, const char *what) {
+  lua_rawgeti(L, list, i);
+  pt_tensor *t = lpt_test_tensor(L, -1);
+  lua_pop(L, 1);
+  if (!t) lpt_errorf(L, "autograd.Function: %s[%d] is not a tensor", what, i);
+  return t;
+}
+
+/* pt._fn_record(record, name, inputs, outputs, dirty) -> list of the outputs with history.
+ * inputs: the tensors that require grad (1..4); outputs: the differentiable ones (1+); dirty[j]:
+ * output j is an input the forward changed in place. Sets record.node. */
+static int l_fn_record(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  size_t name_len;
+  const char *name = luaL_checklstring(L, 2, &name_len);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  int n_in = (int)lua_rawlen(L, 3), n_out = (int)lua_rawlen(L, 4);
+  if (n_in < 1 || n_in > PT_NODE_MAX_INPUTS)
+    return lpt_errorf(L, "autograd.Function: %d inputs that require grad (at most %d are supported)", n_in,
+                      PT_NODE_MAX_INPUTS);
+  if (n_out < 1) return lpt_errorf(L, "autograd.Function: no differentiable output");
+  pt_tensor *ins[PT_NODE_MAX_INPUTS];
+  for (int i = 0; i < n_in; i++) ins[i] = list_tensor(L, 3, i + 1, "inputs");
+  pt_tensor **outs = lua_newuserdatauv(L, (size_t)n_out * sizeof *outs, 0);
+  bool any64 = false;
+  for (int j = 0; j < n_out; j++) {
+    outs[j] = list_tensor(L, 4, j + 1, "outputs");
+    any64 |= outs[j]->dtype == PT_FLOAT64;
+  }
+  push_fn_table(L);
+  int fns = lua_gettop(L);
+  fn_sweep(L, fns, false);
+  pt_ctx *ctx = lpt_ctx(L);
+  /* the targets first (they may raise), then nothing raises until the node is registered */
+  pt_tensor **targets = lua_newuserdatauv(L, (size_t)n_out * sizeof *targets, 0);
+  memset(targets, 0, (size_t)n_out * sizeof *targets);
+  for (int j = 0; j < n_out; j++) {
+    lua_rawgeti(L, 5, j + 1);
+    bool dirty = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    pt_tensor *t = NULL;
+    if (dirty && outs[j]->base) {
+      for (int k = 0; k < j; k++) pt_tensor_release(targets[k]);
+      return lpt_errorf(L, "autograd.Function: mark_dirty on a view is not supported (output %d is a view; "
+                        "change its base in place and mark that instead)", j + 1);
+    }
+    if (dirty && outs[j]->requires_grad && !outs[j]->grad_fn) {
+      for (int k = 0; k < j; k++) pt_tensor_release(targets[k]);
+      return lpt_errorf(L, "autograd.Function: a leaf Variable that requires grad is being used in an "
+                        "in-place operation (output %d was marked dirty)", j + 1);
+    }
+    if (dirty) t = pt_tensor_retain(outs[j]);
+    else if (pt_detach(ctx, outs[j], &t)) {
+      for (int k = 0; k < j; k++) pt_tensor_release(targets[k]);
+      return lpt_error(L);
+    }
+    targets[j] = t;
+  }
+  fn_info *info = malloc(sizeof *info + name_len + 1);
+  pt_tensor *packed = NULL;
+  pt_node *node = NULL;
+  pt_status st = info ? PT_OK : pt_fail(ctx, PT_ENOMEM, "out of memory");
+  if (!st) {
+    info->state = lpt_state_fast(L);
+    info->n_out = n_out;
+    memcpy(info->name, name, name_len + 1);
+    lua_getfield(L, 1, "diff_pos");
+    for (int i = 0; i < n_in; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      info->arg_pos[i] = (int)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    if (n_out == 1) {
+      st = pt_autograd_record(ctx, targets[0], info->name, fn_backward, n_in, ins, &node);
+    } else {
+      int64_t total = 0;
+      for (int j = 0; j < n_out; j++) total += pt_tensor_numel(outs[j]);
+      st = fn_packed_standin(ctx, any64 ? PT_FLOAT64 : PT_FLOAT32, total, &packed);
+      if (!st) st = pt_autograd_record(ctx, packed, info->name, fn_backward, n_in, ins, &node);
+    }
+    if (!st && !node) st = pt_fail(ctx, PT_ESTATE, "autograd.Function: no input requires grad");
+  }
+  if (st) {
+    free(info);
+  } else {
+    node->extra = info;
+    node->free_extra = free;
+    node->backward_differentiable = true;
+    int64_t off = 0;
+    for (int j = 0; j < n_out && n_out > 1 && !st; j++) {
+      st = fn_record_proxy(ctx, info, targets[j], packed, off);
+      off += pt_tensor_numel(outs[j]);
+    }
+  }
+  pt_tensor_release(packed);
+  if (st) {
+    for (int j = 0; j < n_out; j++) pt_tensor_release(targets[j]);
+    return lpt_error(L);
+  }
+  /* register: nodes[node] = record, holding the node */
+  lua_getfield(L, fns, "nodes");
+  lua_pushvalue(L, 1);
+  lua_rawsetp(L, -2, pt_node_retain(node));
+  lua_pop(L, 1);
+  lua_pushinteger(L, int_field(L, fns, "n") + 1);
+  lua_setfield(L, fns, "n");
+  lua_pushlightuserdata(L, node);
+  lua_setfield(L, 1, "node");
+  lua_createtable(L, n_out, 0);
+  for (int j = 0; j < n_out; j++) {
+    lpt_push_tensor(L, targets[j]); /* takes the reference */
+    lua_rawseti(L, -2, j + 1);
+  }
+  return 1;
+}
+
+/* pt._fn_saved_output(record, j, y, offset, packed_length) -> y with the history of output j of
+ * the record's node (the backward reads a saved output through it, so that a create_graph pass
+ * differentiates through the output too): for one output the node itself, for several a fresh
+ * proxy into the packed gradient. */
+static int l_fn_saved_output(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer j = luaL_checkinteger(L, 2);
+  pt_tensor *y = lpt_check_tensor(L, 3);
+  lua_Integer off = luaL_checkinteger(L, 4), total = luaL_checkinteger(L, 5);
+  lua_getfield(L, 1, "node");
+  pt_node *node = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!node) return lpt_errorf(L, "autograd.Function: the function has no node");
+  fn_info *info = node->extra;
+  pt_ctx *ctx = lpt_ctx(L);
+  if (!ctx->grad_enabled) { /* a pass that records nothing: the tensor as it is */
+    lua_settop(L, 3);
+    return 1;
+  }
+  pt_tensor *r = NULL, *packed = NULL, *standin = NULL;
+  pt_status st;
+  if (info->n_out == 1) {
+    st = pt_autograd_alias(ctx, y, node, &r);
+    if (!st) r->requires_grad = true;
+  } else {
+    (void)j;
+    st = fn_packed_standin(ctx, node->out_dtype, (int64_t)total, &standin);
+    if (!st) st = pt_autograd_alias(ctx, standin, node, &packed);
+    if (!st) {
+      packed->requires_grad = true;
+      st = pt_detach(ctx, y, &r);
+    }
+    if (!st) st = fn_record_proxy(ctx, info, r, packed, (int64_t)off);
+  }
+  pt_tensor_release(standin);
+  pt_tensor_release(packed);
+  if (st) {
+    pt_tensor_release(r);
+    return lpt_error(L);
+  }
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+/* pt._fn_records() -> how many autograd.Function records this state keeps (after a sweep of
+ * those nothing holds): for specs of their lifetime */
+static int l_fn_records(lua_State *L) {
+  push_fn_table(L);
+  fn_sweep(L, lua_gettop(L), true);
+  lua_pushinteger(L, int_field(L, -1, "n"));
+  return 1;
+}
+
+/* pt._tensor_version(t) -> the version of t's storage (moves with every in-place change) */
+static int l_tensor_version(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)atomic_load(&lpt_check_tensor(L, 1)->storage->version));
+  return 1;
+}
+
 static const luaL_Reg functions[] = {
     {"no_grad", l_no_grad},
     {"enable_grad", l_enable_grad},
     {"_hook_identity", l_hook_identity},
+    {"_fn_record", l_fn_record},
+    {"_fn_saved_output", l_fn_saved_output},
+    {"_tensor_version", l_tensor_version},
+    {"_fn_records", l_fn_records},
     {NULL, NULL},
 };
 

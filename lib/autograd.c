@@ -1751,6 +1751,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   pt_backward_fn f = n->backward;
   int ma, mb;
   if (!f) return NULL;
+  if (n->backward_differentiable) return f;
   if (f == hook_identity_backward || f == gt->clone) return gf_identity;
   if (f == gt->binary) return gf_binary_ok((int)n->ints[0]) ? gf_binary : NULL;
   if (f == gt->unary) return gf_unary_ok((int)n->ints[0]) ? gf_unary : NULL;

@@ -44,6 +44,9 @@ struct pt_node {
   bool released;                            /* saved tensors freed after backward */
   uint64_t tag;                             /* ctx->graph_tag when recorded (pt_graph_release_tagged) */
   bool is_view;                             /* the output shares its input's storage (view ops) */
+  /* backward records its own graph when grad mode is on (an autograd.Function's Lua backward):
+   * a create_graph pass runs it as its formula */
+  bool backward_differentiable;
   /* narrow/select (lib/ops_shape.c; ints: dim, start or index, length or -1, the input's shape):
    * the engine adds the gradient straight into that slice of the input's pending gradient
    * instead of running backward, which would make a zero tensor of the input's size per slice

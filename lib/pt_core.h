@@ -73,6 +73,9 @@ typedef struct pt_ctx {
    * (autograd.grad, create_graph, hooked leaves): backward functions then return leaf
    * gradients instead of writing them into .grad directly (pt_autograd_grad_target) */
   bool grad_direct_off;
+  /* the host's handle for calling back into it (the Lua state running a backward pass, so that
+   * autograd.Function nodes can run their Lua backward); never used by lib/ */
+  void *host_state;
 } pt_ctx;
 
 void pt_ctx_init(pt_ctx *ctx, uint64_t seed);
