@@ -349,6 +349,15 @@ static pt_tensor **tensor_args(lua_State *L, int idx, const char *what, int *n, 
   return arr;
 }
 
+/* registry[&in_grad_key] is true while autograd.grad's pass runs (a nested pass started by a
+ * Function's backward sees it: checkpoint refuses to accumulate into .grad then) */
+static const char in_grad_key = 'g';
+
+static int l_in_autograd_grad(lua_State *L) {
+  lua_pushboolean(L, lua_rawgetp(L, LUA_REGISTRYINDEX, &in_grad_key) != LUA_TNIL);
+  return 1;
+}
+
 /* pt.autograd.grad(outputs, inputs[, {grad_outputs=, retain_graph=, create_graph=, allow_unused=}]) */
 static int l_autograd_grad(lua_State *L) {
   lpt_check_max_args(L, 3, "autograd.grad");
@@ -407,7 +416,14 @@ static int l_autograd_grad(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
   void *host = ctx->host_state;
   ctx->host_state = L;
+  int was_in_grad = lua_rawgetp(L, LUA_REGISTRYINDEX, &in_grad_key) != LUA_TNIL;
+  lua_pop(L, 1);
+  lua_pushboolean(L, 1); /* pt._in_autograd_grad() during the pass */
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &in_grad_key);
   pt_status st = pt_backward_ex(ctx, nout, outs, gouts, &o);
+  if (was_in_grad) lua_pushboolean(L, 1);
+  else lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &in_grad_key);
   ctx->host_state = host;
   free(leaves);
   if (st) return raise_pass_error(L, &hc);
@@ -927,6 +943,7 @@ static const luaL_Reg functions[] = {
     {"_fn_saved_output", l_fn_saved_output},
     {"_tensor_version", l_tensor_version},
     {"_fn_records", l_fn_records},
+    {"_in_autograd_grad", l_in_autograd_grad},
     {NULL, NULL},
 };
 

@@ -13,6 +13,7 @@ local lazy = {
   help = "partrain.help",
   par = "partrain.par",
   distributions = "partrain.distributions",
+  utils = "partrain.utils",
 }
 
 -- functions that live in Lua modules, loaded with their module on first use; reaching them
