@@ -395,7 +395,9 @@ function Module:add_module(name, m)
   module_newindex(self, tostring(name), m)
   return self
 end
-doc(Module.add_module, "m:add_module(name, module) -> m; registers a child under name.")
+Module.register_module = Module.add_module -- PyTorch's alias
+doc(Module.add_module, "m:add_module(name, module) -> m; registers a child under name. m:register_module(name, module)\n"
+  .. "  is the same function (PyTorch's alias).")
 
 local function walk(self, prefix, fn, seen)
   seen = seen or {}
@@ -524,8 +526,9 @@ doc(Module.zero_grad, "m:zero_grad([{set_to_none=false}]): zeroes every paramete
 
 -- As PyTorch's Module._apply: every parameter and buffer keeps its identity and takes converted
 -- data, so an optimizer made before, weights tied between modules and views held elsewhere of
--- the module's tensors all follow; a parameter's .grad is converted too.
-local function convert(self, dtype)
+-- the module's tensors all follow; a parameter's .grad is converted too. Only the floating
+-- tensors change, except with every (m:type(dtype), as PyTorch's Module.type: integer buffers too).
+local function convert(self, dtype, every)
   local function floating(t) return t:dtype() == "float32" or t:dtype() == "float64" end
   pt.no_grad(function()
     local done = {}
@@ -533,7 +536,7 @@ local function convert(self, dtype)
       for _, group in ipairs({{m._param_names, m._parameters}, {m._buffer_names, m._buffers}}) do
         for _, n in ipairs(group[1]) do
           local t = group[2][n]
-          if pt.is_tensor(t) and not done[t] and floating(t) and t:dtype() ~= dtype then
+          if pt.is_tensor(t) and not done[t] and (every or floating(t)) and t:dtype() ~= dtype then
             done[t] = true
             local g = t.grad
             C._nn_set_data_(t, t:detach():to(dtype))
@@ -558,6 +561,124 @@ function Module:double() return self:to("float64") end
 doc(Module.double, "m:double() -> m with float64 parameters.")
 function Module:float() return self:to("float32") end
 doc(Module.float, "m:float() -> m with float32 parameters.")
+
+-- dtype names as pt.tensor takes them -> the dtype (16-bit floats: false, partrain has none)
+local DTYPES = {float32 = "float32", float = "float32", float64 = "float64", double = "float64",
+  int64 = "int64", long = "int64", int32 = "int32", int = "int32", uint8 = "uint8", byte = "uint8",
+  bool = "bool", float16 = false, half = false, bfloat16 = false}
+
+local function no_16bit(self, what)
+  fail(string.format("%s:%s: partrain has no 16-bit floating point dtypes (float16, bfloat16); keep float32 "
+    .. "(m:float()) or use float64 (m:double())", class_name(self), what))
+end
+
+function Module:type(dtype)
+  local dt = DTYPES[dtype]
+  if dt == false then no_16bit(self, "type") end
+  if dt == nil then
+    fail(string.format("%s:type: expected a dtype name (\"float32\", \"float64\", \"int64\", ...), got %s",
+      class_name(self), type(dtype) == "string" and "'" .. dtype .. "'" or type(dtype)))
+  end
+  if dt ~= "float32" and dt ~= "float64" and #self:parameters() > 0 then
+    fail(string.format("%s:type: cannot convert the parameters to %s (tensors that require gradients must "
+      .. "be floating point); nothing was converted", class_name(self), dt))
+  end
+  return convert(self, dt, true)
+end
+doc(Module.type, [[m:type(dtype) -> m with every parameter and buffer converted to dtype, as PyTorch's Module.type:
+  integer buffers too (m:type("float64") makes BatchNorm's num_batches_tracked float64; m:to and
+  m:double() convert only the floating ones). Tensors keep their identity (as m:to). A dtype that
+  is not floating is an error when m has parameters; "float16"/"half"/"bfloat16" are errors
+  (partrain has no 16-bit floats).]])
+
+function Module:cpu() return self end
+doc(Module.cpu, "m:cpu() -> m: partrain's modules live on the CPU (m:to(\"cpu\") is the same).")
+
+function Module:half() no_16bit(self, "half") end
+doc(Module.half, "m:half(): an error: partrain has no float16 dtype (PyTorch's converts to float16); use m:float() or m:double().")
+function Module:bfloat16() no_16bit(self, "bfloat16") end
+doc(Module.bfloat16, "m:bfloat16(): an error: partrain has no bfloat16 dtype (PyTorch's converts to bfloat16); use m:float() or m:double().")
+
+function Module:requires_grad_(flag)
+  if flag == nil then flag = true end
+  if type(flag) ~= "boolean" then
+    fail(string.format("%s:requires_grad_: expected a boolean, got %s", class_name(self),
+      pt.is_tensor(flag) and "tensor" or type(flag)))
+  end
+  for _, p in ipairs(self:parameters()) do p.requires_grad = flag end
+  return self
+end
+doc(Module.requires_grad_, [[m:requires_grad_([flag=true]) -> m with requires_grad = flag on every parameter (recursive).
+  m:requires_grad_(false) freezes m (e.g. a pretrained part while fine-tuning the rest): its
+  parameters stay registered (parameters(), state_dict()) but backward computes no gradient
+  for them.]])
+
+-- PyTorch's path lookups: each component must exist (a parameter, buffer, child, method or field)
+-- and lead to a module; messages as its AttributeErrors
+local function path_string(self, what, target)
+  if math.type(target) == "integer" then return tostring(target) end
+  if type(target) ~= "string" then
+    fail(string.format("%s:%s: expected a dotted path (a string such as \"1.weight\"), got %s", class_name(self),
+      what, pt.is_tensor(target) and "tensor" or type(target)))
+  end
+  return target
+end
+
+local function has_attribute(m, name)
+  return rawget(m, name) ~= nil or module_index(m, name) ~= nil
+end
+
+local function submodule(self, what, path)
+  local mod = self
+  if path == "" then return mod end
+  for item in (path .. "."):gmatch("(.-)%.") do
+    if not has_attribute(mod, item) then
+      fail(string.format("%s:%s: %s has no attribute `%s`", class_name(self), what, class_name(mod), item))
+    end
+    mod = mod[item]
+    if not is_module(mod) then
+      fail(string.format("%s:%s: `%s` is not an nn.Module", class_name(self), what, item))
+    end
+  end
+  return mod
+end
+
+function Module:get_submodule(target)
+  return submodule(self, "get_submodule", path_string(self, "get_submodule", target))
+end
+doc(Module.get_submodule, [[m:get_submodule(path) -> the module at the dotted path: net:get_submodule("encoder.1.fc")
+  ("" is m itself; Sequential children are "1", "2", ...). A missing component is an error that names
+  it ("Linear has no attribute `foo`"), and so is one that is not a module ("`weight` is not an nn.Module").]])
+
+-- the module holding the last component of path, and that component
+local function holder(self, what, target)
+  local path = path_string(self, what, target)
+  local mod_path, name = path:match("^(.*)%.([^.]*)$")
+  if not mod_path then mod_path, name = "", path end
+  local mod = submodule(self, what, mod_path)
+  if not has_attribute(mod, name) then
+    fail(string.format("%s:%s: %s has no attribute `%s`", class_name(self), what, class_name(mod), name))
+  end
+  return mod, name
+end
+
+function Module:get_parameter(target)
+  local mod, name = holder(self, "get_parameter", target)
+  local p = rawget(mod, "_parameters")[name]
+  if p == nil then fail(string.format("%s:get_parameter: `%s` is not an nn.Parameter", class_name(self), name)) end
+  return p
+end
+doc(Module.get_parameter, [[m:get_parameter(path) -> the parameter at the dotted path: net:get_parameter("1.weight").
+  Errors name the component: "Linear has no attribute `foo`", "`running_mean` is not an nn.Parameter".]])
+
+function Module:get_buffer(target)
+  local mod, name = holder(self, "get_buffer", target)
+  local b = rawget(mod, "_buffers")[name]
+  if b == nil then fail(string.format("%s:get_buffer: `%s` is not a buffer", class_name(self), name)) end
+  return b
+end
+doc(Module.get_buffer, [[m:get_buffer(path) -> the buffer at the dotted path: net:get_buffer("2.running_mean").
+  Errors name the component: "BatchNorm1d has no attribute `foo`", "`weight` is not a buffer".]])
 
 local function ordered_table(keys, map)
   return setmetatable(map, {
