@@ -1,5 +1,6 @@
 /* Autograd from Lua: backward, autograd.grad, tensor hooks, no_grad, detach, requires_grad_,
  * retain_grad. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,14 +180,20 @@ static bool collect_hooks(lua_State *L, pt_grad_hooks *h, hook_call *hc, pt_tens
 
 /* After a failed pass: a hook's own error as it was raised (its position, its object), else the
  * engine's message. */
+static int raise_anomaly(lua_State *L);
+
 static int raise_pass_error(lua_State *L, hook_call *hc) {
   /* a hook's error (hc), or an autograd.Function backward's, which also leaves its object there */
   if (hc->lua_error || lua_rawgetp(L, LUA_REGISTRYINDEX, &hook_err_key) != LUA_TNIL) {
+    pt_ctx *ctx = lpt_ctx(L);
+    pt_node_release(ctx->anomaly_node);
+    ctx->anomaly_node = NULL;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &hook_err_key);
     lua_pushnil(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_err_key);
     return lua_error(L);
   }
+  if (lpt_ctx(L)->anomaly_node) return raise_anomaly(L);
   return lpt_error(L);
 }
 
@@ -561,8 +568,30 @@ typedef struct fn_info {
   lpt_state *state;   /* the state that recorded the node: its backward runs only there */
   int n_out;          /* differentiable outputs */
   int arg_pos[PT_NODE_MAX_INPUTS]; /* node input i is argument arg_pos[i] of forward (1-based) */
-  char name[];        /* "<Class>Backward", the node's name (proxies use it too) */
+  const char *name;   /* "<Class>Backward", interned (fn_name) */
 } fn_info;
+
+/* Node names outlive a node's extra data (a backward frees it, t.grad_fn still shows the name):
+ * each distinct "<Class>Backward" is kept once for the process, as the built-in ops' literals. */
+static pthread_mutex_t fn_names_lock = PTHREAD_MUTEX_INITIALIZER;
+typedef struct fn_name_entry {
+  struct fn_name_entry *next;
+  char name[];
+} fn_name_entry;
+static fn_name_entry *fn_names;
+
+static const char *fn_name(const char *s, size_t len) {
+  pthread_mutex_lock(&fn_names_lock);
+  fn_name_entry *e = fn_names;
+  while (e && strcmp(e->name, s) != 0) e = e->next;
+  if (!e && (e = malloc(sizeof *e + len + 1))) {
+    memcpy(e->name, s, len + 1);
+    e->next = fn_names;
+    fn_names = e;
+  }
+  pthread_mutex_unlock(&fn_names_lock);
+  return e ? e->name : NULL;
+}
 
 /* registry[&fn_key]: {nodes = {[node] = record}, n = entries, live = entries after the last sweep} */
 static int fn_table_gc(lua_State *L) {
@@ -602,7 +631,7 @@ static lua_Integer int_field(lua_State *L, int idx, const char *k) {
 
 /* Forget the records of nodes nothing else holds (no gradient can reach them again), once the
  * table has doubled since the last sweep, so that a long graph's applies stay linear. */
-static void fn_sweep(lua_State *L, int fns, bool force) {
+static void node_table_sweep(lua_State *L, int fns, bool force) {
   lua_Integer n = int_field(L, fns, "n"), live = int_field(L, fns, "live");
   if (!force && n < 2 * live + 32) return;
   lua_getfield(L, fns, "nodes");
@@ -790,7 +819,7 @@ static int l_fn_record(lua_State *L) {
   }
   push_fn_table(L);
   int fns = lua_gettop(L);
-  fn_sweep(L, fns, false);
+  node_table_sweep(L, fns, false);
   pt_ctx *ctx = lpt_ctx(L);
   /* the targets first (they may raise), then nothing raises until the node is registered */
   pt_tensor **targets = lua_newuserdatauv(L, (size_t)n_out * sizeof *targets, 0);
@@ -817,14 +846,15 @@ static int l_fn_record(lua_State *L) {
     }
     targets[j] = t;
   }
-  fn_info *info = malloc(sizeof *info + name_len + 1);
+  fn_info *info = malloc(sizeof *info);
   pt_tensor *packed = NULL;
   pt_node *node = NULL;
   pt_status st = info ? PT_OK : pt_fail(ctx, PT_ENOMEM, "out of memory");
   if (!st) {
     info->state = lpt_state_fast(L);
     info->n_out = n_out;
-    memcpy(info->name, name, name_len + 1);
+    info->name = fn_name(name, name_len);
+    if (!info->name) st = pt_fail(ctx, PT_ENOMEM, "out of memory");
     lua_getfield(L, 1, "diff_pos");
     for (int i = 0; i < n_in; i++) {
       lua_rawgeti(L, -1, i + 1);
@@ -832,7 +862,8 @@ static int l_fn_record(lua_State *L) {
       lua_pop(L, 1);
     }
     lua_pop(L, 1);
-    if (n_out == 1) {
+    if (st) {
+    } else if (n_out == 1) {
       st = pt_autograd_record(ctx, targets[0], info->name, fn_backward, n_in, ins, &node);
     } else {
       int64_t total = 0;
@@ -924,9 +955,107 @@ static int l_fn_saved_output(lua_State *L) {
  * those nothing holds): for specs of their lifetime */
 static int l_fn_records(lua_State *L) {
   push_fn_table(L);
-  fn_sweep(L, lua_gettop(L), true);
+  node_table_sweep(L, lua_gettop(L), true);
   lua_pushinteger(L, int_field(L, -1, "n"));
   return 1;
+}
+
+/* --- anomaly detection (pt.autograd.set_detect_anomaly / detect_anomaly) ---
+ * While it is on, every tensor with a history that reaches Lua notes where: the traceback of its
+ * node's forward call, in registry[&anomaly_key] = {nodes = {[node] = traceback}, n, live}
+ * (holding the nodes, swept as fn records are). The engine checks each gradient a node returns
+ * for NaN; when a pass fails in a node, its error names the forward call that created it. */
+static const char anomaly_key = 'a';
+
+static void push_anomaly_table(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &anomaly_key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, fn_table_gc); /* releases the nodes the same way */
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_newtable(L);
+  lua_setfield(L, -2, "nodes");
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "n");
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "live");
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &anomaly_key);
+}
+
+void lpt_anomaly_note(lua_State *L, pt_node *node) {
+  if (!lua_checkstack(L, 6)) return;
+  int top = lua_gettop(L);
+  push_anomaly_table(L);
+  int tbl = lua_gettop(L);
+  lua_getfield(L, tbl, "nodes");
+  if (lua_rawgetp(L, -1, node) == LUA_TNIL) {
+    lua_pop(L, 1);
+    node_table_sweep(L, tbl, false);
+    luaL_traceback(L, L, NULL, 1);
+    lua_rawsetp(L, -2, pt_node_retain(node));
+    lua_pushinteger(L, int_field(L, tbl, "n") + 1);
+    lua_setfield(L, tbl, "n");
+  }
+  lua_settop(L, top);
+}
+
+/* After a pass failed with anomaly detection on: the message with the forward call of the node
+ * it failed in (its traceback when it was noted), raised at the caller's line. */
+static int raise_anomaly(lua_State *L) {
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_node *node = ctx->anomaly_node;
+  ctx->anomaly_node = NULL;
+  push_anomaly_table(L);
+  lua_getfield(L, -1, "nodes");
+  const char *trace = lua_rawgetp(L, -1, node) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  const char *name = node->name;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, ctx->err);
+  luaL_addstring(&b, "\nThe forward call that created ");
+  luaL_addstring(&b, name);
+  luaL_addstring(&b, trace ? ":\n" : ": not recorded (the node was made inside an op; anomaly detection notes "
+                                      "the nodes of tensors that reach Lua)");
+  if (trace) luaL_addstring(&b, trace);
+  luaL_pushresult(&b);
+  pt_node_release(node); /* the table may still hold it: name and trace were read first */
+  return lpt_errorf(L, "%s", lua_tostring(L, -1));
+}
+
+static int l_set_detect_anomaly(lua_State *L) {
+  luaL_checkany(L, 1);
+  pt_ctx *ctx = lpt_ctx(L);
+  ctx->detect_anomaly = lua_toboolean(L, 1);
+  if (!ctx->detect_anomaly) { /* forget the traces */
+    lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &anomaly_key);
+  }
+  return 0;
+}
+
+static int l_is_anomaly_enabled(lua_State *L) {
+  lua_pushboolean(L, lpt_ctx(L)->detect_anomaly);
+  return 1;
+}
+
+static int anomaly_finish(lua_State *L, int status, lua_KContext old) {
+  lpt_ctx(L)->detect_anomaly = (bool)old;
+  if (status != LUA_OK && status != LUA_YIELD) return lua_error(L);
+  return lua_gettop(L);
+}
+
+/* pt.autograd.detect_anomaly(fn, ...) -> fn(...) with anomaly detection on */
+static int l_detect_anomaly(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  pt_ctx *ctx = lpt_ctx(L);
+  lua_KContext old = ctx->detect_anomaly;
+  ctx->detect_anomaly = true;
+  int n = lua_gettop(L) - 1;
+  int status = lua_pcallk(L, n, LUA_MULTRET, 0, old, anomaly_finish);
+  return anomaly_finish(L, status, old);
 }
 
 /* pt._tensor_version(t) -> the version of t's storage (moves with every in-place change) */
@@ -994,6 +1123,28 @@ void lpt_open_autograd(lua_State *L) {
   lua_setfield(L, -3, "grad");
   lua_pushstring(L, grad_doc);
   lua_rawset(L, -4);
+  static const struct {
+    const char *name;
+    lua_CFunction fn;
+    const char *doc;
+  } anomaly_fns[] = {
+      {"set_detect_anomaly", l_set_detect_anomaly,
+       "pt.autograd.set_detect_anomaly(flag): anomaly detection on or off (torch's). While on, backward\n"
+       "  checks every gradient each node returns for NaN and fails there (\"MulBackward: returned nan values\n"
+       "  in the gradient of its input 1\"), and an error in a backward names the forward call that created\n"
+       "  the node (its traceback, noted when the result reached Lua). Slow: for debugging."},
+      {"is_anomaly_enabled", l_is_anomaly_enabled, "pt.autograd.is_anomaly_enabled() -> whether anomaly detection is on."},
+      {"detect_anomaly", l_detect_anomaly,
+       "pt.autograd.detect_anomaly(fn, ...) -> fn(...) run with anomaly detection on (see set_detect_anomaly),\n"
+       "  as torch's `with torch.autograd.detect_anomaly():`; the previous setting comes back after."},
+  };
+  for (size_t i = 0; i < sizeof anomaly_fns / sizeof anomaly_fns[0]; i++) {
+    lua_pushcfunction(L, anomaly_fns[i].fn);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, anomaly_fns[i].name);
+    lua_pushstring(L, anomaly_fns[i].doc);
+    lua_rawset(L, -4);
+  }
   lua_pushvalue(L, -1);
   lua_pushstring(L, "pt.autograd: functional autograd, as torch.autograd: grad(outputs, inputs[, opts]).");
   lua_rawset(L, -4);

@@ -70,6 +70,8 @@ static inline lpt_box *lpt_box_new(lua_State *L, pt_tensor *t) {
 bool lpt_boxes_freed_by_allocator(lua_State *L);
 
 lpt_state *lpt_get_state(lua_State *L);
+/* anomaly detection is on: note where node's forward call was (host/l_autograd.c) */
+void lpt_anomaly_note(lua_State *L, pt_node *node);
 static inline pt_ctx *lpt_ctx(lua_State *L) { return &lpt_get_state(L)->ctx; }
 /* lpt_get_state without the call on hot paths: the pointer sits in the state's extra space. */
 static inline lpt_state *lpt_state_fast(lua_State *L) {

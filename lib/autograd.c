@@ -1746,6 +1746,36 @@ static pt_status gf_act(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) 
   return gf_end(&s);
 }
 
+/* Anomaly detection: a NaN in a gradient a node returned fails the pass there. */
+static bool has_nan(const pt_tensor *t) {
+  int64_t n = pt_tensor_numel(t);
+  if (!pt_dtype_is_floating(t->dtype)) return false;
+  if (pt_tensor_is_contiguous(t)) {
+    if (t->dtype == PT_FLOAT32) {
+      const float *p = pt_tensor_data(t);
+      for (int64_t i = 0; i < n; i++)
+        if (p[i] != p[i]) return true;
+    } else {
+      const double *p = pt_tensor_data(t);
+      for (int64_t i = 0; i < n; i++)
+        if (p[i] != p[i]) return true;
+    }
+    return false;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v = pt_tensor_get_flat(t, i);
+    if (v != v) return true;
+  }
+  return false;
+}
+
+static pt_status check_anomaly(pt_ctx *ctx, const pt_node *n, pt_tensor *const *gin) {
+  for (int i = 0; i < n->n_inputs; i++)
+    if (gin[i] && has_nan(gin[i]))
+      return pt_fail(ctx, PT_EARG, "returned nan values in the gradient of its input %d (anomaly detection)", i + 1);
+  return PT_OK;
+}
+
 /* The formula for n, or NULL: create_graph is not supported through it. */
 static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   pt_backward_fn f = n->backward;
@@ -2288,9 +2318,11 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
       else
         st = (p.create ? graph_formula(&gt, n) : n->backward)(ctx, n, gout, gin);
       pt_tensor_release(gout);
+      if (!st && ctx->detect_anomaly) st = check_anomaly(ctx, n, gin);
       if (st) {
         for (int i = 0; i < PT_NODE_MAX_INPUTS; i++) pt_tensor_release(gin[i]);
         pt_fail_prefix(ctx, n->name);
+        if (ctx->detect_anomaly && !ctx->anomaly_node) ctx->anomaly_node = pt_node_retain(n);
         goto done;
       }
     }

@@ -76,6 +76,11 @@ typedef struct pt_ctx {
   /* the host's handle for calling back into it (the Lua state running a backward pass, so that
    * autograd.Function nodes can run their Lua backward); never used by lib/ */
   void *host_state;
+  /* anomaly detection (pt.autograd.set_detect_anomaly): backward checks every gradient a node
+   * returns for NaN, and a failing pass leaves the node it failed in here (a retained pt_node,
+   * for the host to name the forward call that created it; the host releases it) */
+  bool detect_anomaly;
+  void *anomaly_node;
 } pt_ctx;
 
 void pt_ctx_init(pt_ctx *ctx, uint64_t seed);
