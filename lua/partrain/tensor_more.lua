@@ -2198,4 +2198,402 @@ end, "t:unique_consecutive([{return_inverse=false, return_counts=false, dim=}]) 
   .. "  1-based (t's shape; {t:size(dim)} with dim), counts each run's length. NaNs never equal each other.\n"
   .. "  No gradient. Also pt.unique_consecutive(t, opts).")
 
+-- ------------------------------------------------------------------ dtypes: result_type, promote_types, can_cast
+
+-- partrain's dtypes in promotion order (each pair promotes to the later one, as torch.promote_types
+-- over these six) and their categories (bool < integer < floating point)
+local DTYPE_RANK = {bool = 1, uint8 = 2, int32 = 3, int64 = 4, float32 = 5, float64 = 6}
+local DTYPE_CATEGORY = {bool = 0, uint8 = 1, int32 = 1, int64 = 1, float32 = 2, float64 = 2}
+local DTYPE_ALIAS = {float = "float32", double = "float64", long = "int64", int = "int32", byte = "uint8"}
+
+local function dtype_name(fname, what, v)
+  local name = type(v) == "string" and (DTYPE_ALIAS[v] or v)
+  if not (name and DTYPE_RANK[name]) then
+    fail("%s: %s must be a dtype (float32, float64, int64, int32, uint8 or bool), got %s", fname, what,
+         type(v) == "string" and "'" .. v .. "'" or type(v))
+  end
+  return name
+end
+
+local function promote(a, b)
+  if a == nil then return b end
+  if b == nil then return a end
+  return DTYPE_RANK[a] >= DTYPE_RANK[b] and a or b
+end
+
+local function can_cast(from, to) return DTYPE_CATEGORY[from] <= DTYPE_CATEGORY[to] end
+
+-- torch's combine_categories: the lower-priority group counts only where its category is higher
+local function combine_categories(higher, lower)
+  if higher and DTYPE_CATEGORY[higher] == 2 then return higher end
+  if higher == "bool" or (lower and DTYPE_CATEGORY[lower] == 2) then return promote(higher, lower) end
+  return higher or lower
+end
+
+-- the dtype of a binary op's result on operands that are tensors or numbers (torch.result_type): tensors
+-- with dims decide, then 0-d tensors, then numbers (an integer as int64, a float as float32, the default
+-- dtype, a boolean as bool), each group only where its category is higher than the groups' before it
+local function result_dtype(...)
+  local dims, zero, wrapped
+  for k = 1, select("#", ...) do
+    local v = select(k, ...)
+    if is_tensor(v) then
+      if v:dim() > 0 then dims = promote(dims, v:dtype()) else zero = promote(zero, v:dtype()) end
+    elseif type(v) == "boolean" then
+      wrapped = promote(wrapped, "bool")
+    else
+      wrapped = promote(wrapped, mtype(v) == "integer" and "int64" or "float32")
+    end
+  end
+  return combine_categories(dims, combine_categories(zero, wrapped))
+end
+
+add("result_type", function(a, b, ...)
+  local fname = "result_type"
+  no_more(fname, 2, ...)
+  for k, v in ipairs({a, b}) do
+    if not is_tensor(v) and type(v) ~= "number" and type(v) ~= "boolean" then
+      fail("%s: bad argument #%d (Tensor, number or boolean expected, got %s)", fname, k, type(v))
+    end
+  end
+  return result_dtype(a, b)
+end, "pt.result_type(a, b) -> the dtype (a name) of an arithmetic op's result on a and b (tensors, numbers\n"
+  .. "  or booleans), as torch.result_type: tensors with dims decide; a 0-d tensor counts only when its\n"
+  .. "  category (bool < integer < floating point) is higher, and a number only when its category is higher\n"
+  .. "  than both (an integer counts as int64, a float as float32, the default dtype, true/false as bool).\n"
+  .. "  pt.result_type(pt.ones(2, {dtype=\"int32\"}), 2.5) is \"float32\". The same rule as a + b.", false)
+
+add("promote_types", function(a, b, ...)
+  local fname = "promote_types"
+  no_more(fname, 2, ...)
+  return promote(dtype_name(fname, "type1", a), dtype_name(fname, "type2", b))
+end, "pt.promote_types(type1, type2) -> the smallest dtype (a name) to which both dtypes convert without\n"
+  .. "  losing their category, as torch.promote_types: bool < uint8 < int32 < int64 < float32 < float64,\n"
+  .. "  the larger of the two (int64 and float32 give float32). Aliases (\"long\", \"double\", ...) accepted.",
+  false)
+
+add("can_cast", function(from, to, ...)
+  local fname = "can_cast"
+  no_more(fname, 2, ...)
+  return can_cast(dtype_name(fname, "from", from), dtype_name(fname, "to", to))
+end, "pt.can_cast(from, to) -> true when a value of dtype from may be written into a tensor of dtype to under\n"
+  .. "  torch's casting rule (torch.can_cast): never to a lower category (bool < integer < floating point),\n"
+  .. "  any size within one (float64 -> float32 and int64 -> uint8 are allowed). In-place ops check it.", false)
+
+-- t takes the out-of-place result r, as torch's in-place ops: r's dtype must cast to t's and the
+-- broadcast must not change t's shape
+local function write_into(fname, t, r)
+  if not can_cast(r:dtype(), t:dtype()) then
+    fail("%s: result type %s can't be cast to the desired output type %s", fname, r:dtype(), t:dtype())
+  end
+  local sr, st = r:size(), t:size()
+  local same = #sr == #st
+  for k = 1, #st do same = same and sr[k] == st[k] end
+  if not same then
+    fail("%s: output with shape %s doesn't match the broadcast shape %s", fname, shape_str(st), shape_str(sr))
+  end
+  return t:copy_(r)
+end
+
+-- ------------------------------------------------------------------ logspace, atleast_1d/2d/3d
+
+-- a double rounded to dtype dt (float32: the nearest float32)
+local function round_to(dt, v)
+  if dt == "float32" then return pt.tensor(v, {dtype = "float32"}):item() end
+  return v
+end
+
+-- n points from lo to hi in the float dtype dt by torch's linspace formula, each operation rounded
+-- in dt: lo + step * i for the first half, hi - step * (n - 1 - i) for the rest (so both ends are
+-- exact); lo and hi are already values of dt
+local function torch_linspace(lo, hi, n, dt)
+  if n == 1 then return pt.tensor({lo}, {dtype = dt}) end
+  local step = round_to(dt, round_to(dt, hi - lo) / (n - 1))
+  local i = pt.arange(0, n):to(dt)
+  local front = i * step + lo
+  local back = hi - ((n - 1) - i) * step
+  return pt.where(i:lt(n // 2), front, back)
+end
+
+add("logspace", function(start, stop, steps, base, opts, ...)
+  local fname = "logspace"
+  if is_opts(base) then
+    if opts ~= nil then fail("%s: unexpected argument #5 (%s)", fname, type(opts)) end
+    opts, base = base, nil
+  end
+  no_more(fname, 5, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #5 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"base", "dtype", "requires_grad"})
+  if opts.base ~= nil then
+    if base ~= nil then fail("%s: base given twice (as argument #4 and as an option)", fname) end
+    base = opts.base
+  end
+  check_number(fname, "start", start)
+  check_number(fname, "end", stop)
+  steps = check_int(fname, "steps", steps)
+  base = base == nil and 10.0 or check_number(fname, "base", base)
+  if steps < 0 then fail("%s: number of steps must be non-negative, got %d", fname, steps) end
+  local dt = opts.dtype == nil and "float32" or dtype_name(fname, "dtype", opts.dtype)
+  if dt == "bool" then fail("%s: not implemented for bool (a numeric dtype expected)", fname) end
+  local out
+  if steps == 0 then
+    out = pt.zeros(0, {dtype = dt})
+  elseif dt == "float32" or dt == "float64" then
+    local lo, hi = round_to(dt, start), round_to(dt, stop)
+    out = pt.pow(round_to(dt, base), torch_linspace(lo, hi, steps, dt))
+  else
+    -- integer dtypes, as torch's kernel: start, end and base truncated to integers, the exponents and
+    -- the power in double, the power converted back (through int64, so uint8 wraps)
+    local function trunc(v) return v < 0 and math.ceil(v) or math.floor(v) end
+    local lo, hi = trunc(start) + 0.0, trunc(stop) + 0.0
+    local e = torch_linspace(lo, hi, steps, "float64")
+    out = pt.pow(trunc(base) + 0.0, e):to("int64")
+    if dt ~= "int64" then out = out:to(dt) end
+  end
+  if opts.requires_grad then out.requires_grad = true end
+  return out
+end, "pt.logspace(start, end, steps[, base=10][, {base=, dtype=\"float32\", requires_grad=}]) -> steps values\n"
+  .. "  base^e for e evenly spaced from start to end inclusive, as torch.logspace (the exponents computed as\n"
+  .. "  torch's linspace does, in the dtype). Integer dtypes truncate start, end and base to integers first\n"
+  .. "  and the powers after (uint8 wraps), as torch; bool is refused.", false)
+
+local function atleast_nd(fname, nd)
+  return function(...)
+    local n = select("#", ...)
+    local first = ...
+    if n == 1 and is_tensor(first) then return atleast(first, nd) end
+    local list, count = tensor_list(...)
+    local out = {}
+    for k = 1, count do
+      if not is_tensor(list[k]) then fail("%s: tensor %d is not a tensor (got %s)", fname, k, type(list[k])) end
+      out[k] = atleast(list[k], nd)
+    end
+    return out
+  end
+end
+local atleast_doc = "pt.%s(t) -> t with at least %d dim%s, as torch.%s:\n"
+  .. "  %s; t itself when it has as many already.\n"
+  .. "  pt.%s(t1, t2, ...) or a list of tensors -> a list of the results. Gradients flow back."
+add("atleast_1d", atleast_nd("atleast_1d", 1), fmt(atleast_doc, "atleast_1d", 1, "", "atleast_1d",
+  "a 0-d tensor becomes {1} (a view)", "atleast_1d"), false)
+add("atleast_2d", atleast_nd("atleast_2d", 2), fmt(atleast_doc, "atleast_2d", 2, "s", "atleast_2d",
+  "0-d becomes {1, 1}, {n} becomes {1, n} (views)", "atleast_2d"), false)
+add("atleast_3d", atleast_nd("atleast_3d", 3), fmt(atleast_doc, "atleast_3d", 3, "s", "atleast_3d",
+  "0-d becomes {1, 1, 1}, {n} {1, n, 1}, {m, n} {m, n, 1} (views)", "atleast_3d"), false)
+
+-- ------------------------------------------------------------------ frexp, ldexp, nextafter
+
+-- for the float64 tensor a (no history): e and m with |a| = m * 2^e, 0.5 <= m < 1, as C's frexp (e = 0,
+-- m = |a| for zeros, infinities and NaN); m is |a| * 2^-e multiplied by two powers of two, which are
+-- exact where one factor 2^-e would overflow (subnormals) or underflow (near the largest values)
+local function frexp_parts(a)
+  a = a:abs()
+  local ok = a:gt(0):logical_and(a:lt(INF))
+  local s = pt.where(ok, a, 1)
+  local function scaled(e)
+    local h = (e / 2):floor()
+    return s * pt.pow(2.0, -h) * pt.pow(2.0, h - e)
+  end
+  local e = s:log2():floor() + 1 -- off by one at most where log2 rounds
+  local m = scaled(e)
+  e = e + m:ge(1):double() - m:lt(0.5):double()
+  e = pt.where(ok, e, 0)
+  return e, pt.where(ok, scaled(e), a)
+end
+
+-- the two factors of 2^-e (e a float64 tensor of integers), as frexp_parts scales
+local function inv_pow2(e)
+  local h = (e / 2):floor()
+  return pt.pow(2.0, -h), pt.pow(2.0, h - e)
+end
+
+add("frexp", function(t, ...)
+  local fname = "frexp"
+  check_tensor(fname, t)
+  no_more(fname, 1, ...)
+  if not is_float(t) then fail("%s: only supports floating-point dtypes, got %s", fname, t:dtype()) end
+  local e = frexp_parts(t:detach():to("float64"))
+  local p1, p2 = inv_pow2(e)
+  local dt = t:dtype()
+  -- t * 2^-e with the powers as constants: the mantissa's gradient is 2^-e, as torch's
+  return t * p1:to(dt) * p2:to(dt), e:to("int32")
+end, "t:frexp() -> mantissa, exponent: t = mantissa * 2^exponent elementwise, as torch.frexp: mantissa in\n"
+  .. "  [0.5, 1) in magnitude with t's sign and dtype, exponent int32; zeros, infinities and NaN give\n"
+  .. "  themselves and exponent 0. Float tensors only. Gradients flow to t through the mantissa (2^-exponent).\n"
+  .. "  Also pt.frexp(t).")
+
+local function ldexp(fname)
+  return function(t, other, ...)
+    check_tensor(fname, t)
+    no_more(fname, 2, ...)
+    if not is_tensor(other) then fail("%s: other must be a tensor, got %s", fname, type(other)) end
+    broadcast(fname, t:size(), other:size())
+    -- torch's t * 2.0^other: an integer other gives float32 powers, so a float64 t overflows as there
+    return t * pt.pow(2.0, other)
+  end
+end
+
+add("ldexp", ldexp("ldexp"),
+  "t:ldexp(other) -> t * 2^other elementwise, as torch.ldexp (t * pt.pow(2.0, other)): other is a tensor,\n"
+  .. "  broadcast; integer tensors give float32 (so does an integer other's power 2^other: 2^200 is inf even\n"
+  .. "  for a float64 t, as in torch 1.13). Gradients flow to t and to a float other. Also pt.ldexp(t, other);\n"
+  .. "  t:ldexp_(other) in place.")
+
+add_method("ldexp_", function(t, other, ...)
+  local fname = "ldexp_"
+  check_tensor(fname, t)
+  return write_into(fname, t, ldexp(fname)(t, other, ...))
+end, "t:ldexp_(other) -> t, set to t * 2^other (see ldexp); the result's dtype must cast to t's (an\n"
+  .. "  integer t is refused, as torch) and other must broadcast to t's shape.")
+
+-- operands of nextafter: both tensors, broadcast, promoted to a float dtype
+local function nextafter_args(fname, a, b)
+  if not is_tensor(b) then fail("%s: other must be a tensor, got %s", fname, type(b)) end
+  local shape = broadcast(fname, a:size(), b:size())
+  local dt = result_dtype(a, b)
+  if DTYPE_CATEGORY[dt] ~= 2 then
+    fail("%s: not implemented for %s tensors (floating point dtypes only)", fname, dt)
+  end
+  -- both converted to dt first (an int64 other rounds to float32 as in torch)
+  return a:detach():to(dt):expand(shape), b:detach():to(dt):expand(shape), dt
+end
+
+local NEXT = {float32 = {bits = 24, tiny = 2.0 ^ -149, max = 3.4028234663852886e38},
+              float64 = {bits = 53, tiny = 2.0 ^ -1074, max = 1.7976931348623157e308}}
+
+local function nextafter(fname)
+  return function(a, b, ...)
+    check_tensor(fname, a)
+    no_more(fname, 2, ...)
+    local x, y, dt = nextafter_args(fname, a, b)
+    local c = NEXT[dt]
+    x, y = x:to("float64"), y:to("float64")
+    -- one unit in the last place of dt away from x, in float64 (exact for both dtypes): the spacing
+    -- above |x| is 2^(e - bits); below a power of two it is half that; never below dt's smallest subnormal
+    local e, m = frexp_parts(x)
+    local up = y:gt(x)
+    local away = up:eq(x:gt(0))
+    local ulp = pt.pow(2.0, e - c.bits)
+    ulp = pt.where(away:logical_not():logical_and(m:eq(0.5)), ulp * 0.5, ulp):clamp_min(c.tiny)
+    local r = x + pt.where(up, ulp, -ulp)
+    r = pt.where(x:eq(0), (up:double() * 2 - 1) * c.tiny, r)
+    r = pt.where(x:isinf(), x:sign() * c.max, r)
+    r = pt.where(x:eq(y), y, r)
+    r = pt.where(x:ne(x):logical_or(y:ne(y)), 0 / 0, r)
+    return r:to(dt)
+  end
+end
+
+add("nextafter", nextafter("nextafter"),
+  "t:nextafter(other) -> the next representable value after t towards other, elementwise in the result's\n"
+  .. "  dtype, as torch.nextafter: other is a tensor, broadcast, the dtypes promoted to float32 or float64\n"
+  .. "  (integers are refused); t == other gives other, NaN in either gives NaN, the largest finite value\n"
+  .. "  goes to inf, zero to the smallest subnormal. No gradient (torch 1.13 has none). Also\n"
+  .. "  pt.nextafter(t, other); t:nextafter_(other) in place.")
+
+add_method("nextafter_", function(t, other, ...)
+  local fname = "nextafter_"
+  check_tensor(fname, t)
+  return write_into(fname, t, nextafter(fname)(t, other, ...))
+end, "t:nextafter_(other) -> t, set to t:nextafter(other) (converted to t's dtype; other broadcast to t's\n"
+  .. "  shape). Float tensors only.")
+
+-- ------------------------------------------------------------------ gcd, lcm
+
+-- the operands of gcd/lcm: tensors, broadcast, of one integer dtype
+local function integer_pair(fname, a, b)
+  check_tensor(fname, a)
+  if not is_tensor(b) then fail("%s: other must be a tensor, got %s", fname, type(b)) end
+  local shape = broadcast(fname, a:size(), b:size())
+  local dt = result_dtype(a, b)
+  if DTYPE_CATEGORY[dt] ~= 1 then
+    fail("%s: not implemented for %s tensors (integer dtypes only)", fname, dt)
+  end
+  return a:detach():to(dt):expand(shape), b:detach():to(dt):expand(shape)
+end
+
+-- Euclid's algorithm on every element at once: at most ~90 rounds for int64
+local function gcd_of(a, b)
+  a, b = a:abs(), b:abs()
+  local nz = b:ne(0)
+  while nz:any():item() do
+    local d = pt.where(nz, b, 1)
+    a, b = pt.where(nz, d, a), pt.where(nz, a:fmod(d), 0)
+    nz = b:ne(0)
+  end
+  return a:contiguous()
+end
+
+local function gcd(fname)
+  return function(a, b, ...)
+    no_more(fname, 2, ...)
+    return gcd_of(integer_pair(fname, a, b))
+  end
+end
+
+-- |a / gcd * b| with the integer dtype's wrap-around, 0 where gcd is 0, as torch's kernel
+local function lcm(fname)
+  return function(a, b, ...)
+    no_more(fname, 2, ...)
+    local x, y = integer_pair(fname, a, b)
+    local g = gcd_of(x, y)
+    local zero = g:eq(0)
+    return pt.where(zero, 0, (x // pt.where(zero, 1, g) * y):abs())
+  end
+end
+
+add("gcd", gcd("gcd"),
+  "t:gcd(other) -> the greatest common divisor of the elements, as torch.gcd: integer tensors (uint8,\n"
+  .. "  int32, int64), broadcast, dtypes promoted; the result is non-negative and gcd(0, 0) = 0. No\n"
+  .. "  gradient. Also pt.gcd(t, other); t:gcd_(other) in place.")
+add("lcm", lcm("lcm"),
+  "t:lcm(other) -> the least common multiple of the elements, as torch.lcm: |t / gcd(t, other) * other|\n"
+  .. "  in the integer dtype (wrapping around on overflow, as torch), 0 when either is 0. Integer tensors,\n"
+  .. "  broadcast, dtypes promoted. No gradient. Also pt.lcm(t, other); t:lcm_(other) in place.")
+add_method("gcd_", function(t, other, ...)
+  check_tensor("gcd_", t)
+  return write_into("gcd_", t, gcd("gcd_")(t, other, ...))
+end, "t:gcd_(other) -> t, set to t:gcd(other); other broadcasts to t's shape and its dtype casts to t's.")
+add_method("lcm_", function(t, other, ...)
+  check_tensor("lcm_", t)
+  return write_into("lcm_", t, lcm("lcm_")(t, other, ...))
+end, "t:lcm_(other) -> t, set to t:lcm(other); other broadcasts to t's shape and its dtype casts to t's.")
+
+-- ------------------------------------------------------------------ isposinf, isneginf, argwhere, narrow_copy
+
+local function is_signed_inf(fname, v)
+  return function(t, ...)
+    check_tensor(fname, t)
+    no_more(fname, 1, ...)
+    t = t:detach()
+    if not is_float(t) then return on(t, pt.zeros(t:size(), {dtype = "bool"})) end
+    return t:eq(v)
+  end
+end
+add("isposinf", is_signed_inf("isposinf", INF),
+  "t:isposinf() -> bool tensor, true where t is +inf, as torch.isposinf (integer and bool tensors: all\n"
+  .. "  false). No gradient. Also pt.isposinf(t).")
+add("isneginf", is_signed_inf("isneginf", -INF),
+  "t:isneginf() -> bool tensor, true where t is -inf, as torch.isneginf (integer and bool tensors: all\n"
+  .. "  false). No gradient. Also pt.isneginf(t).")
+
+add("argwhere", function(t, ...)
+  check_tensor("argwhere", t)
+  no_more("argwhere", 1, ...)
+  return t:nonzero()
+end, "t:argwhere() -> int64 {n, ndim}: the 1-based indices of the n non-zero elements (NaN counts), one row\n"
+  .. "  each in row-major order, as torch.argwhere (+1; the same as t:nonzero()). A 0-d tensor gives {1, 0}\n"
+  .. "  or {0, 0}. Also pt.argwhere(t).")
+
+add("narrow_copy", function(t, dim, start, length, ...)
+  local fname = "narrow_copy"
+  check_tensor(fname, t)
+  no_more(fname, 4, ...)
+  if t:dim() == 0 then fail("%s: cannot be applied to a 0-d tensor", fname) end
+  return renamed(fname, "narrow", t.narrow, t, dim, start, length):clone()
+end, "t:narrow_copy(dim, start, length) -> a copy (not a view) of elements start..start+length-1 along dim\n"
+  .. "  (1-based; a negative start counts from the end), as torch.narrow_copy: t:narrow(...):clone().\n"
+  .. "  Gradients flow back (torch 1.13 has none). Also pt.narrow_copy(t, ...).")
+
 return M
