@@ -1,7 +1,10 @@
 -- partrain.tensor_more, third part (logspace, atleast_*d, frexp, ldexp, nextafter, gcd, lcm, isposinf,
--- isneginf, argwhere, narrow_copy, result_type, promote_types, can_cast) against torch 1.13: the numbers
--- in R were computed with /usr/bin/python3 (torch 1.13) on the same inputs, 0-based indices there plus 1
--- here. float64 gradchecks and every error message.
+-- isneginf, argwhere, narrow_copy, result_type, promote_types, can_cast, select/slice/diagonal_scatter,
+-- addr, index_reduce, histogram, unravel_index) against torch 1.13: the numbers in R were computed with
+-- /usr/bin/python3 (torch 1.13) on the same inputs, 0-based indices there plus 1 here. unravel_index is not
+-- in torch 1.13: its numbers are NumPy's np.unravel_index (the semantics of torch 2.2's), plus 1. torch
+-- 1.13's slice_scatter fails without an explicit end (its INT64_MAX end overflows as_strided), so those
+-- cases were computed with end given. float64 gradchecks and every error message.
 local pt = require "partrain"
 local support = require "spec.support"
 local gradcheck = require "spec.gradcheck"
@@ -115,6 +118,94 @@ local R = {
     {"int64", "float32", "int64"},
     {"float32", "float32", "float32"},
     {"float64", "float64", "float64"}},
+  -- torch.select_scatter / slice_scatter / diagonal_scatter
+  ss_row = {{1.0, 1.0, 1.0}, {0.0, 0.0, 0.0}},
+  ss_col = {{0.0, 0.0, 1.0}, {0.0, 0.0, 1.0}},
+  sl_tail = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {1, 1}, {1, 1}},
+  sl_step = {{1, 1}, {0, 0}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, {1, 1}, {0, 0}},
+  sl_mid = {{0, 0}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, {0, 0}},
+  sl_dim2 = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}},
+  sl_neg = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, {1, 1}},
+  ds_main = {{1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 0.0, 1.0}},
+  ds_up = {{0.0, 1.0, 0.0}, {0.0, 0.0, 1.0}, {0.0, 0.0, 0.0}},
+  ds_down = {{0.0, 0.0, 0.0}, {1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}},
+  ds_3d = {{{1.0, 0.0, 0.0, 0.0}, {3.0, 0.0, 0.0, 0.0}, {5.0, 0.0, 0.0, 0.0}},
+           {{0.0, 2.0, 0.0, 0.0}, {0.0, 4.0, 0.0, 0.0}, {0.0, 6.0, 0.0, 0.0}}},
+  -- torch.addr
+  addr = {{2.0, 2.0, 2.0}, {6.0, 5.0, 4.0}},
+  addr_ba = {{2.5, 1.0, -0.5}, {6.0, 2.5, -1.0}},
+  addr_b0 = {{1.0, 0.0, -1.0}, {2.0, 0.0, -2.0}},
+  addr_bc = {{2.0, 2.0, 2.0}, {3.0, 2.0, 1.0}},
+  addr_0d = {{3.0, 2.0, 1.0}, {4.0, 2.0, 0.0}},
+  addr_int = {{5, 4, 3}, {14, 10, 6}},
+  addr_bool = {{true, true, true}, {true, true, true}},
+  addr_bool_b = {{true, false, true}, {true, false, true}},
+  -- Tensor.index_reduce (dim 0, index {0, 2, 0}), rows: prod, mean, amax, amin; include_self true, false
+  ir = {
+    prod = {{{16.0, 54.0, 120.0}, {4.0, 5.0, 6.0}, {35.0, 48.0, 63.0}, {10.0, 11.0, 12.0}},
+            {{16.0, 27.0, 40.0}, {4.0, 5.0, 6.0}, {5.0, 6.0, 7.0}, {10.0, 11.0, 12.0}}},
+    mean = {{{3.6666667461395264, 4.666666507720947, 5.666666507720947}, {4.0, 5.0, 6.0}, {6.0, 7.0, 8.0},
+             {10.0, 11.0, 12.0}},
+            {{5.0, 6.0, 7.0}, {4.0, 5.0, 6.0}, {5.0, 6.0, 7.0}, {10.0, 11.0, 12.0}}},
+    amax = {{{8.0, 9.0, 10.0}, {4.0, 5.0, 6.0}, {7.0, 8.0, 9.0}, {10.0, 11.0, 12.0}},
+            {{8.0, 9.0, 10.0}, {4.0, 5.0, 6.0}, {5.0, 6.0, 7.0}, {10.0, 11.0, 12.0}}},
+    amin = {{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}, {5.0, 6.0, 7.0}, {10.0, 11.0, 12.0}},
+            {{2.0, 3.0, 4.0}, {4.0, 5.0, 6.0}, {5.0, 6.0, 7.0}, {10.0, 11.0, 12.0}}}},
+  -- gradients of (out * arange(12).reshape(4, 3)).sum() for self and source (include_self=True)
+  ir_grad = {
+    prod = {{{0.0, 27.0, 80.0}, {3.0, 4.0, 5.0}, {30.0, 42.0, 56.0}, {9.0, 10.0, 11.0}},
+            {{0.0, 18.0, 60.0}, {42.0, 56.0, 72.0}, {0.0, 6.0, 24.0}}},
+    mean = {{{0.0, 1 / 3, 2 / 3}, {3.0, 4.0, 5.0}, {3.0, 3.5, 4.0}, {9.0, 10.0, 11.0}},
+            {{0.0, 1 / 3, 2 / 3}, {3.0, 3.5, 4.0}, {0.0, 1 / 3, 2 / 3}}},
+    amax = {{{0.0, 0.0, 0.0}, {3.0, 4.0, 5.0}, {6.0, 7.0, 8.0}, {9.0, 10.0, 11.0}},
+            {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, {0.0, 1.0, 2.0}}},
+    amin = {{{0.0, 1.0, 2.0}, {3.0, 4.0, 5.0}, {0.0, 0.0, 0.0}, {9.0, 10.0, 11.0}},
+            {{0.0, 0.0, 0.0}, {6.0, 7.0, 8.0}, {0.0, 0.0, 0.0}}}},
+  -- ties and zeros: x {{1,5},{2,0}}, source {{5,0},{3,5},{0,2}}, index {0,0,1}, weights {{1,2},{3,4}};
+  -- {out, grad x, grad source} for include_self true and false
+  ir_tie = {
+    amax = {{{{5.0, 5.0}, {2.0, 2.0}}, {{0.0, 1.0}, {3.0, 0.0}}, {{1.0, 0.0}, {0.0, 1.0}, {0.0, 4.0}}},
+            {{{5.0, 5.0}, {0.0, 2.0}}, {{0.0, 0.0}, {0.0, 0.0}}, {{1.0, 0.0}, {0.0, 1.0}, {3.0, 4.0}}}},
+    prod = {{{{15.0, 0.0}, {0.0, 0.0}}, {{15.0, 0.0}, {0.0, 8.0}}, {{3.0, 50.0}, {5.0, 0.0}, {6.0, 0.0}}},
+            {{{15.0, 0.0}, {0.0, 2.0}}, {{0.0, 0.0}, {0.0, 0.0}}, {{3.0, 10.0}, {5.0, 0.0}, {3.0, 4.0}}}}},
+  ir_int_mean = {{3, 4, 5}, {4, 5, 6}, {6, 7, 8}, {10, 11, 12}},
+  ir_int_floor = {-2},
+  ir_u8_mean = {15, 2},
+  ir_dim2 = {{1.0, 2.0, 5.0}, {4.0, 5.0, 6.0}, {7.0, 8.0, 9.0}, {10.0, 11.0, 12.0}},
+  ir_nan = {NAN, NAN, 3.0},
+  -- torch.histogram of {1, 2, 1, 4, 2.5, 0.5}
+  h4 = {3.0, 1.0, 1.0, 1.0},
+  h4_e = {0.5, 1.375, 2.25, 3.125, 4.0},
+  h4_range = {1.0, 2.0, 1.0, 1.0},
+  h4_range_e = {0.0, 0.75, 1.5, 2.25, 3.0},
+  h4_w = {10.0, 2.0, 5.0, 4.0},
+  h4_d = {0.5714285969734192, 0.190476194024086, 0.190476194024086, 0.190476194024086},
+  h4_wd = {0.5442177057266235, 0.10884354263544083, 0.27210885286331177, 0.21768708527088165},
+  h4_range_d = {0.2666666805744171, 0.5333333611488342, 0.2666666805744171, 0.2666666805744171},
+  hb = {1.0, 3.0, 2.0},
+  hb_d = {0.1666666716337204, 0.3333333432674408, 0.13333334028720856},
+  h_const = {0.0, 3.0},
+  h_const_e = {2.5, 3.0, 3.5},
+  h_empty = {0.0, 0.0},
+  h_empty_e = {0.0, 0.5, 1.0},
+  h_flat_range = {1.0, 2.0},
+  h_flat_range_e = {0.5, 1.0, 1.5},
+  h64 = {4.0, 2.0},
+  h64_e = {0.5, 2.25, 4.0},
+  h64_wd = {0.32653061224489793, 0.24489795918367346},
+  h_decreasing = {0.0},
+  h3d = {0.8999999165534973, 0.0, 0.5999999642372131},
+  h3d_e = {0.5, 1.1666667461395264, 1.8333332538604736, 2.5},
+  h_f32_e = {0.10000000149011612, 0.29999998211860657, 0.5, 0.699999988079071},
+  h_f32 = {2.0, 2.0, 1.0},
+  h_f64_e = {0.1, 0.3, 0.5, 0.7},
+  h_edges = {1.0, 0.0, 2.0},
+  h_edges_e = {-1.0, 0.3333333730697632, 1.6666666269302368, 3.0},
+  h_out_d = {NAN, NAN},
+  h_nan_bins = {{0.0, 1.0, 1.0}, {0.0, 1.0, 2.0}, {1.0, 0.0, 1.0}}, -- NaN in the last bin
+  -- np.unravel_index (+1)
+  ur = {{1, 2, 2, 3, 2}, {1, 2, 1, 4, 4}},
+  ur3 = {{1, 1, 2, 2}, {1, 2, 3, 2}, {1, 2, 4, 2}},
 }
 
 local DTYPES = {"bool", "uint8", "int32", "int64", "float32", "float64"}
@@ -466,5 +557,373 @@ describe("result_type, promote_types, can_cast", function()
     assert_error("result_type: bad argument #2 (Tensor, number or boolean expected, got string)", pt.result_type,
                  pt.ones(1), "float32")
     assert_error("result_type: unexpected argument #3 (number)", pt.result_type, 1, 2, 3)
+  end)
+end)
+
+describe("select_scatter, slice_scatter, diagonal_scatter", function()
+  it("select_scatter fills one slice, as torch", function()
+    local a = pt.zeros(2, 3)
+    same(pt.select_scatter(a, pt.ones(3), 1, 1), R.ss_row)
+    same(a:select_scatter(pt.ones(2), 2, -1), R.ss_col)
+    local r = pt.select_scatter(a, pt.ones(3, F64), 1, 1)
+    assert.are.equal("float32", r:dtype())
+    same(r, R.ss_row)
+    same(a, {{0, 0, 0}, {0, 0, 0}}) -- a copy: t is unchanged
+  end)
+
+  it("slice_scatter fills a strided slice with 1-based inclusive bounds, clamped as torch", function()
+    local a = pt.zeros(8, 2)
+    same(pt.slice_scatter(a, pt.ones(2, 2), 1, 7, 8), R.sl_tail)
+    same(pt.slice_scatter(a, pt.ones(2, 2), {start = 7}), R.sl_tail)
+    same(pt.slice_scatter(a, pt.ones(2, 2), {start = 7, ["end"] = 100}), R.sl_tail)
+    same(a:slice_scatter(pt.ones(4, 2), 1, 1, 8, 2), R.sl_step)
+    same(a:slice_scatter(pt.ones(4, 2), {step = 2}), R.sl_step)
+    same(pt.slice_scatter(a, pt.ones(3, 2), {start = 2, ["end"] = 6, step = 2}), R.sl_mid)
+    same(pt.slice_scatter(a, pt.ones(8, 1), {dim = 2, start = 2}), R.sl_dim2)
+    same(pt.slice_scatter(a, pt.ones(3, 2), {start = -3}), R.sl_neg)
+    same(pt.slice_scatter(a, pt.ones(3, 2), {start = -3, ["end"] = -1}), R.sl_neg)
+    same(pt.slice_scatter(a, pt.ones(0, 2), {start = 7, ["end"] = 2}), pt.zeros(8, 2))
+    same(pt.slice_scatter(a, pt.full({8, 2}, 3)), pt.full({8, 2}, 3))
+  end)
+
+  it("diagonal_scatter fills a diagonal, as torch", function()
+    local a = pt.zeros(3, 3)
+    same(pt.diagonal_scatter(a, pt.ones(3)), R.ds_main)
+    same(a:diagonal_scatter(pt.ones(2), 1), R.ds_up)
+    same(a:diagonal_scatter(pt.ones(2), {offset = -1}), R.ds_down)
+    same(pt.diagonal_scatter(pt.zeros(2, 3, 4), pt.arange(1, 7):float():reshape(3, 2), 0, 1, 3), R.ds_3d)
+    same(pt.diagonal_scatter(a, pt.ones(0), 5), pt.zeros(3, 3))
+  end)
+
+  it("pass gradcheck for both inputs", function()
+    assert.is_true(gradcheck(function(x, s) return x:select_scatter(s, 2, -1) end,
+                             {D({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}), D({-1, -2, -3})}))
+    assert.is_true(gradcheck(function(x, s) return x:slice_scatter(s, 1, 2, 6, 2) end,
+                             {pt.randn(7, 2, F64), pt.randn(3, 2, F64)}))
+    assert.is_true(gradcheck(function(x, s) return x:diagonal_scatter(s, 1) end, {pt.randn(3, 4, F64), pt.randn(3, F64)}))
+    assert.is_true(gradcheck(function(x, s) return pt.diagonal_scatter(x, s, -1, 3, 1) end,
+                             {pt.randn(3, 2, 4, F64), pt.randn(2, 3, F64)}))
+    -- the gradient of t is zero on the filled part, src gets the rest
+    local x, s = pt.zeros(2, 3, F64), pt.zeros(3, F64)
+    x.requires_grad, s.requires_grad = true, true
+    local y = pt.select_scatter(x, s, 1, 2) * D({{1, 2, 3}, {4, 5, 6}})
+    y:sum():backward()
+    same(x.grad, {{1, 2, 3}, {0, 0, 0}})
+    same(s.grad, {4, 5, 6})
+  end)
+
+  it("report bad arguments", function()
+    local a = pt.zeros(2, 3)
+    assert_error("select_scatter: index 4 out of range for dimension 2 of size 3", pt.select_scatter, a, pt.ones(2), 2, 4)
+    assert_error("select_scatter: index 0 out of range for dimension 1 of size 2", pt.select_scatter, a, pt.ones(3), 1, 0)
+    assert_error("select_scatter: src must have the shape of the slice it fills, {2}, got {3}", pt.select_scatter, a,
+                 pt.ones(3), 2, 1)
+    assert_error("select_scatter: dimension 3 out of range (tensor has 2 dimensions)", pt.select_scatter, a, pt.ones(3), 3, 1)
+    assert_error("select_scatter: cannot be applied to a 0-d tensor", pt.select_scatter, pt.tensor(1.0), pt.tensor(2.0), 1, 1)
+    assert_error("select_scatter: src must be a tensor, got number", pt.select_scatter, a, 1, 1, 1)
+    local b = pt.zeros(8, 2)
+    assert_error("slice_scatter: src must have the shape of the slice it fills, {2,2}, got {3,2}", pt.slice_scatter, b,
+                 pt.ones(3, 2), {start = 7})
+    assert_error("slice_scatter: step must be positive, got 0", pt.slice_scatter, b, pt.ones(2, 2), {step = 0})
+    assert_error("slice_scatter: start 0 is no position (1-based, negative from the end)", pt.slice_scatter, b,
+                 pt.ones(2, 2), {start = 0})
+    assert_error("slice_scatter: cannot be applied to a 0-d tensor", pt.slice_scatter, pt.tensor(1.0), pt.tensor(2.0))
+    assert_error("slice_scatter: unknown option 'stop' (options: dim, start, end, step)", pt.slice_scatter, b,
+                 pt.ones(2, 2), {stop = 2})
+    assert_error("slice_scatter: end must be an integer, got 2.5", pt.slice_scatter, b, pt.ones(2, 2), 1, 1, 2.5)
+    assert_error("diagonal_scatter: src must have the shape of the slice it fills, {2}, got {3}", pt.diagonal_scatter,
+                 pt.zeros(3, 3), pt.ones(3), 1)
+    assert_error("diagonal_scatter: dim1 and dim2 must be different dimensions, got 1 and 1", pt.diagonal_scatter,
+                 pt.zeros(3, 3), pt.ones(3), 0, 1, 1)
+    assert_error("diagonal_scatter: expects a tensor with at least 2 dimensions, got 1", pt.diagonal_scatter,
+                 pt.zeros(3), pt.ones(3))
+    assert_error("diagonal_scatter: unexpected argument #4 (number)", pt.diagonal_scatter, pt.zeros(3, 3), pt.ones(3),
+                 {offset = 0}, 1)
+  end)
+end)
+
+describe("addr", function()
+  local M, v1, v2 = pt.tensor({{1.0, 2, 3}, {4, 5, 6}}), pt.tensor({1.0, 2}), pt.tensor({1.0, 0, -1})
+
+  it("adds the scaled outer product, as torch", function()
+    same(pt.addr(M, v1, v2), R.addr)
+    same(M:addr(v1, v2, {beta = 0.5, alpha = 2}), R.addr_ba)
+    same(pt.addr(pt.tensor({{NAN}}):expand(2, 3), v1, v2, {beta = 0}), R.addr_b0)
+    same(pt.addr(pt.tensor({1.0, 2, 3}), v1, v2), R.addr_bc)
+    same(pt.addr(pt.tensor(2.0), v1, v2), R.addr_0d)
+    same(pt.addr(M:long(), v1:long(), v2:long(), {beta = 2, alpha = 3}), R.addr_int)
+    assert.are.equal("int64", pt.addr(M:long(), v1:long(), v2:long()):dtype())
+    assert.are.equal("float64", pt.addr(M, v1:double(), v2):dtype())
+    assert.are.equal("float32", pt.addr(M:long(), v1, v2):dtype())
+    assert.are.equal("int64", pt.addr(M:int(), v1:long(), v2:int()):dtype())
+    assert.are.equal("int64", pt.addr(M:byte(), v1:long(), v2:int()):dtype())
+  end)
+
+  it("is logical for bool tensors", function()
+    local B, b1, b2 = M:bool(), v1:bool(), v2:bool()
+    same(pt.addr(B, b1, b2), R.addr_bool)
+    same(pt.addr(B, b1, b2, {beta = false}), R.addr_bool_b)
+    same(pt.addr(B, b1, b2, {alpha = 0}), R.addr_bool)
+    same(pt.addr(B, b1, b2, {beta = 2}), R.addr_bool)
+  end)
+
+  it("passes gradcheck for all three inputs, and works in place", function()
+    assert.is_true(gradcheck(function(m, a, b) return m:addr(a, b, {beta = 0.5, alpha = -2}) end,
+                             {pt.randn(3, 1, F64), pt.randn(3, F64), pt.randn(4, F64)}))
+    assert.is_true(gradcheck(function(m, a, b) return pt.addr(m, a, b) end,
+                             {pt.randn(2, 3, F64), pt.randn(2, F64), pt.randn(3, F64)}))
+    local t = M:clone()
+    assert.are.equal(t, t:addr_(v1:double(), v2))
+    same(t, R.addr)
+  end)
+
+  it("reports bad arguments", function()
+    assert_error("addr: input of shape {2} cannot be broadcast to {2,3}", pt.addr, pt.tensor({1.0, 2}), v1, v2)
+    assert_error("addr: expected a 1-D vec1, got shape {2,1}", pt.addr, M, v1:reshape(2, 1), v2)
+    assert_error("addr: expected a 1-D vec2, got shape {1,3}", pt.addr, M, v1, v2:reshape(1, 3))
+    assert_error("addr: for integer and bool tensors, alpha must not be a floating point number, got 1.5", pt.addr,
+                 M:long(), v1:long(), v2:long(), {alpha = 1.5})
+    assert_error("addr: for integer and bool tensors, beta must not be a floating point number, got 1.5", pt.addr,
+                 M:long(), v1:long(), v2:long(), {beta = 1.5})
+    assert_error("addr: for integer and bool tensors, alpha must not be a floating point number, got 0.5", pt.addr,
+                 M:bool(), v1:bool(), v2:bool(), {alpha = 0.5})
+    assert_error("addr: boolean beta only supported for bool results, got float32", pt.addr, M, v1, v2, {beta = true})
+    assert_error("addr: boolean alpha only supported for bool results, got int64", pt.addr, M:long(), v1:long(),
+                 v2:long(), {alpha = false})
+    assert_error("addr: unknown option 'gamma' (options: beta, alpha)", pt.addr, M, v1, v2, {gamma = 1})
+    assert_error("addr: bad argument #3 (Tensor expected, got nil)", pt.addr, M, v1)
+    assert_error("addr_: result type float32 can't be cast to the desired output type int64", M:long().addr_, M:long(),
+                 v1, v2)
+    assert_error("addr_: output with shape {1,3} doesn't match the broadcast shape {2,3}", pt.ones(1, 3).addr_,
+                 pt.ones(1, 3), v1, v2)
+  end)
+end)
+
+describe("index_reduce", function()
+  local x = pt.tensor({{1.0, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}})
+  local src = pt.tensor({{2.0, 3, 4}, {5, 6, 7}, {8, 9, 10}})
+  local idx = L({1, 3, 1})
+
+  it("reduces slices by prod, mean, amax and amin, with or without self, as torch", function()
+    for _, r in ipairs({"prod", "mean", "amax", "amin"}) do
+      same(x:index_reduce(1, idx, src, r), R.ir[r][1])
+      same(x:index_reduce(1, idx, src, r, {include_self = true}), R.ir[r][1])
+      same(pt.index_reduce(x, 1, idx, src, r, {include_self = false}), R.ir[r][2])
+    end
+    same(x:index_reduce(2, L({3, 3}), pt.tensor({{1.0, 5}, {2, 6}, {3, 7}, {4, 8}}), "amax"), R.ir_dim2)
+    same(pt.tensor({1.0, NAN, 3}):index_reduce(1, L({1, 2, 3}), pt.tensor({NAN, 2.0, 1.0}), "amax"), R.ir_nan)
+    same(pt.tensor(5.0):index_reduce(1, L({1, 1}), pt.tensor({2.0, 3}), "prod"), 30.0)
+  end)
+
+  it("floors integer means and wraps uint8, as torch", function()
+    same(x:long():index_reduce(1, idx, src:long(), "mean"), R.ir_int_mean)
+    same(L({0}):index_reduce(1, L({1, 1}), L({-4, 1}), "mean", {include_self = false}), R.ir_int_floor)
+    same(pt.tensor({1, 2}, {dtype = "uint8"}):index_reduce(1, L({1, 1}), pt.tensor({200, 101}, {dtype = "uint8"}), "mean"),
+         R.ir_u8_mean)
+  end)
+
+  it("has torch's gradients for self and source", function()
+    local w = pt.arange(0, 12):double():reshape(4, 3)
+    for _, r in ipairs({"prod", "mean", "amax", "amin"}) do
+      local a, b = x:double(), src:double()
+      a.requires_grad, b.requires_grad = true, true
+      local y = a:index_reduce(1, idx, b, r) * w
+      y:sum():backward()
+      close(a.grad, R.ir_grad[r][1], 1e-12)
+      close(b.grad, R.ir_grad[r][2], 1e-12)
+    end
+    for _, r in ipairs({"amax", "prod"}) do
+      for k, inc in ipairs({true, false}) do
+        local a, b = D({{1, 5}, {2, 0}}), D({{5, 0}, {3, 5}, {0, 2}})
+        a.requires_grad, b.requires_grad = true, true
+        local out = a:index_reduce(1, L({1, 1, 2}), b, r, {include_self = inc})
+        same(out, R.ir_tie[r][k][1])
+        local y = out * D({{1, 2}, {3, 4}})
+        y:sum():backward()
+        same(a.grad, R.ir_tie[r][k][2])
+        same(b.grad, R.ir_tie[r][k][3])
+      end
+    end
+    for _, r in ipairs({"prod", "mean", "amax", "amin"}) do
+      for _, inc in ipairs({true, false}) do
+        assert.is_true(gradcheck(function(a, b) return a:index_reduce(1, idx, b, r, {include_self = inc}) end,
+                                 {pt.randn(4, 3, F64), pt.randn(3, 3, F64)}))
+      end
+    end
+  end)
+
+  it("works in place", function()
+    local t = x:clone()
+    assert.are.equal(t, t:index_reduce_(1, idx, src, "amin", {include_self = false}))
+    same(t, R.ir.amin[2])
+  end)
+
+  it("reports bad arguments", function()
+    assert_error("index_reduce: reduce must be one of prod, mean, amax or amin, got 'sum'", x.index_reduce, x, 1, idx,
+                 src, "sum")
+    assert_error("index_reduce: source must have the tensor's dtype (float32), got float64", x.index_reduce, x, 1, idx,
+                 src:double(), "prod")
+    assert_error("index_reduce_: source must have the tensor's dtype (float32), got float64", x:clone().index_reduce_,
+                 x:clone(), 1, idx, src:double(), "amin")
+    assert_error("index_reduce: index must be an int64 tensor, got float32", x.index_reduce, x, 1, idx:float(), src, "prod")
+    assert_error("index_reduce: index 5 out of range for dimension 1 of size 4", x.index_reduce, x, 1, L({1, 5, 1}), src,
+                 "prod")
+    assert_error("index_reduce: index must be a 0-D or 1-D tensor, got shape {1,3}", x.index_reduce, x, 1,
+                 L({{1, 2, 2}}), src, "prod")
+    assert_error("index_reduce: source of shape {3,3} must have the tensor's shape {4,3} but 2 slices along dimension 1 "
+                 .. "(one per index)", x.index_reduce, x, 1, L({1, 2}), src, "prod")
+    assert_error("index_reduce: dimension 3 out of range (tensor has 2 dimensions)", x.index_reduce, x, 3, idx, src, "prod")
+    assert_error("index_reduce: not implemented for bool tensors", pt.index_reduce, pt.tensor({true, false}), 1,
+                 L({1, 2}), pt.tensor({false, true}), "amax")
+    assert_error("index_reduce: unknown option 'inc' (options: include_self)", x.index_reduce, x, 1, idx, src, "prod",
+                 {inc = true})
+    assert_error("index_reduce: include_self must be a boolean, got number", x.index_reduce, x, 1, idx, src, "prod",
+                 {include_self = 1})
+  end)
+end)
+
+describe("histogram", function()
+  local x = pt.tensor({1.0, 2, 1, 4, 2.5, 0.5})
+
+  it("counts over equal bins, as torch.histogram", function()
+    local h, e = pt.histogram(x, 4)
+    assert.are.equal("float32", h:dtype())
+    same(h, R.h4)
+    same(e, R.h4_e)
+    h, e = x:histogram(4, {range = {0, 3}})
+    same(h, R.h4_range)
+    same(e, R.h4_range_e)
+    same((pt.histogram(x, 4, {weight = pt.tensor({1.0, 2, 3, 4, 5, 6})})), R.h4_w)
+    close((pt.histogram(x, 4, {density = true})), R.h4_d)
+    close((pt.histogram(x, 4, {weight = pt.tensor({1.0, 2, 3, 4, 5, 6}), density = true})), R.h4_wd)
+    close((pt.histogram(x, 4, {range = {0, 3}, density = true})), R.h4_range_d)
+    h, e = pt.histogram(x, 3, {range = {0.5, 2.5}, density = true})
+    close(h, R.h3d)
+    same(e, R.h3d_e)
+    h, e = pt.histogram(pt.tensor({-0.5, 3.0, 2.99999}), 3, {range = {-1, 3}})
+    same(h, R.h_edges)
+    same(e, R.h_edges_e)
+    -- float32 edges by torch's linspace formula (float32 arithmetic)
+    h, e = pt.histogram(pt.tensor({0.1, 0.2, 0.3, 0.4, 0.7}), 3)
+    same(h, R.h_f32)
+    same(e, R.h_f32_e)
+    h, e = pt.histogram(pt.tensor({0.1, 0.2, 0.3, 0.4, 0.7}, F64), 3)
+    same(h, R.h_f32)
+    close(e, R.h_f64_e, 1e-15)
+    h, e = pt.histogram(x:double(), 2)
+    assert.are.equal("float64", e:dtype())
+    same(h, R.h64)
+    same(e, R.h64_e)
+    close((pt.histogram(x:double(), 2, {weight = D({0.5, 1, 1.5, 2, 2.5, 3}), density = true})), R.h64_wd, 1e-15)
+    -- default 100 bins; a weight of the input's element count in another shape
+    h, e = x:histogram()
+    assert.are.equal(100, h:numel())
+    assert.are.equal(101, e:numel())
+    same(h:sum(), 6.0)
+    same((x:reshape(2, 3):histogram(2, {weight = pt.ones(3, 2)})), R.h64)
+  end)
+
+  it("takes the edges as a tensor", function()
+    local edges = pt.tensor({0.0, 1, 2.5, 5})
+    local h, e = pt.histogram(x, edges)
+    same(h, R.hb)
+    same(e, edges)
+    close((x:histogram(edges, {density = true})), R.hb_d)
+    same((pt.histogram(x, pt.tensor({3.0, 1}))), R.h_decreasing)
+    same((pt.histogram(pt.tensor({5.0}), pt.tensor({0.0, 1, 2}), {density = true})), R.h_out_d)
+  end)
+
+  it("widens empty ranges and handles empty input and NaN as torch 1.13", function()
+    local h, e = pt.histogram(pt.tensor({3.0, 3, 3}), 2)
+    same(h, R.h_const)
+    same(e, R.h_const_e)
+    h, e = pt.histogram(pt.tensor({}), 2)
+    same(h, R.h_empty)
+    same(e, R.h_empty_e)
+    h, e = pt.histogram(x, 2, {range = {1, 1}})
+    same(h, R.h_flat_range)
+    same(e, R.h_flat_range_e)
+    -- torch 1.13's bin search counts NaN in the last bin
+    local edges = pt.tensor({0.0, 1, 2, 3})
+    for k, xs in ipairs({{1.0, NAN}, {NAN, 1.0, 3.0}, {0.2, NAN}}) do
+      same((pt.histogram(pt.tensor(xs), edges)), R.h_nan_bins[k])
+      -- the same with equal bins over the same edges
+      same((pt.histogram(pt.tensor(xs), 3, {range = {0, 3}})), R.h_nan_bins[k])
+    end
+  end)
+
+  it("has no gradient", function()
+    local t = D({1, 2, 3})
+    t.requires_grad = true
+    local h, e = t:histogram(2)
+    assert.is_false(h.requires_grad)
+    assert.is_false(e.requires_grad)
+  end)
+
+  it("reports bad arguments", function()
+    assert_error("histogram: range [nan, nan] is not finite", pt.histogram, pt.tensor({1.0, NAN}), 2)
+    assert_error("histogram: range [1, inf] is not finite", pt.histogram, pt.tensor({1.0, INF}), 2)
+    assert_error("histogram: range [0, inf] is not finite", pt.histogram, x, 2, {range = {0, INF}})
+    assert_error("histogram: bins must be > 0, got 0", pt.histogram, x, 0)
+    assert_error("histogram: bins must be > 0, got -1", pt.histogram, x, -1)
+    assert_error("histogram: min should not exceed max, got min 3 and max 1", pt.histogram, x, 2, {range = {3, 1}})
+    assert_error("histogram: expected a float32 or float64 input, got int64", pt.histogram, x:long(), 2)
+    assert_error("histogram: bins must have the input's dtype (float32), got float64", pt.histogram, x,
+                 pt.tensor({0.0, 1}, F64))
+    assert_error("histogram: bins must be a 1-D tensor of edges, got shape {2,2}", pt.histogram, x,
+                 pt.tensor({{0.0, 1}, {2.5, 5}}))
+    assert_error("histogram: bins must hold at least 2 edges (one bin), got 1", pt.histogram, x, pt.tensor({3.0}))
+    assert_error("histogram: range cannot be given with a tensor of bin edges", pt.histogram, x, pt.tensor({0.0, 1}),
+                 {range = {0, 1}})
+    assert_error("histogram: weight must have as many elements as the input (6), got shape {2}", pt.histogram, x, 2,
+                 {weight = pt.tensor({1.0, 2})})
+    assert_error("histogram: weight must have the input's dtype (float32), got int64", pt.histogram, x, 2,
+                 {weight = L({1, 1, 1, 1, 1, 1})})
+    assert_error("histogram: range must be a list of two numbers {min, max}, got table", pt.histogram, x, 2,
+                 {range = {0}})
+    assert_error("histogram: bins must be a number or a tensor of bin edges, got string", pt.histogram, x, "auto")
+    assert_error("histogram: unknown option 'bins' (options: range, weight, density)", pt.histogram, x, {bins = 3})
+  end)
+end)
+
+describe("unravel_index", function()
+  it("turns 1-based flat positions into 1-based coordinates (NumPy's numbers + 1)", function()
+    local r, c = pt.unravel_index(L({1, 6, 5, 12, 8}), {3, 4})
+    assert.are.equal("int64", r:dtype())
+    same(r, R.ur[1])
+    same(c, R.ur[2])
+    local a, b, cc = pt.unravel_index(L({1, 6, 24, 18}), {2, 3, 4})
+    same(a, R.ur3[1])
+    same(b, R.ur3[2])
+    same(cc, R.ur3[3])
+    -- indices' shape is kept, a number is a 1-D shape, negative positions count from the end
+    local only = pt.unravel_index(pt.tensor({{3, 4}}, {dtype = "int32"}), 5)
+    assert.are.same({1, 2}, only:size())
+    same(only, {{3, 4}})
+    local nr, nc = pt.unravel_index(L({-1, -12}), {3, 4})
+    same(nr, {3, 1})
+    same(nc, {4, 1})
+    local sr = pt.unravel_index(L(5), {3, 4})
+    assert.are.equal(0, sr:dim())
+    same(sr, 2)
+    assert.are.equal(0, select("#", pt.unravel_index(L({1}), {})))
+    local er, ec = pt.unravel_index(pt.zeros(0, I64), {0, 3})
+    assert.are.same({0}, er:size())
+    assert.are.same({0}, ec:size())
+  end)
+
+  it("reports bad arguments", function()
+    assert_error("unravel_index: index 13 is out of bounds for shape {3,4} (1..12, or -12..-1 from the end)",
+                 pt.unravel_index, L({1, 13}), {3, 4})
+    assert_error("unravel_index: index 0 is out of bounds for shape {3,4} (1..12, or -12..-1 from the end)",
+                 pt.unravel_index, L({0}), {3, 4})
+    assert_error("unravel_index: index -13 is out of bounds for shape {3,4} (1..12, or -12..-1 from the end)",
+                 pt.unravel_index, L({-13}), {3, 4})
+    assert_error("unravel_index: indices must be an integer tensor, got float32", pt.unravel_index, pt.tensor({1.0}), 5)
+    assert_error("unravel_index: indices must be an integer tensor, got bool", pt.unravel_index, pt.tensor({true}), 5)
+    assert_error("unravel_index: indices must be an integer tensor, got number", pt.unravel_index, 3, 5)
+    assert_error("unravel_index: shape cannot have negative sizes, got {-1,5}", pt.unravel_index, L({1}), {-1, 5})
+    assert_error("unravel_index: shape must be a number or a list of sizes, got string", pt.unravel_index, L({1}), "3")
+    assert_error("unravel_index: size must be an integer, got 2.5", pt.unravel_index, L({1}), {2.5})
   end)
 end)

@@ -2596,4 +2596,341 @@ end, "t:narrow_copy(dim, start, length) -> a copy (not a view) of elements start
   .. "  (1-based; a negative start counts from the end), as torch.narrow_copy: t:narrow(...):clone().\n"
   .. "  Gradients flow back (torch 1.13 has none). Also pt.narrow_copy(t, ...).")
 
+-- ------------------------------------------------------------------ select_scatter, slice_scatter, diagonal_scatter
+
+-- a copy of t whose part view(copy) holds src: the copy is written through the view, so gradients
+-- reach both t (outside the part) and src (converted to t's dtype); src must have the part's shape
+local function scatter_into(fname, t, src, view)
+  if not is_tensor(src) then fail("%s: src must be a tensor, got %s", fname, type(src)) end
+  local out = t:clone()
+  local part = view(out)
+  local sp, ss = part:size(), src:size()
+  local same = #sp == #ss
+  for k = 1, #sp do same = same and sp[k] == ss[k] end
+  if not same then
+    fail("%s: src must have the shape of the slice it fills, %s, got %s", fname, shape_str(sp), shape_str(ss))
+  end
+  part:copy_(src)
+  return out
+end
+
+add("select_scatter", function(t, src, dim, index, ...)
+  local fname = "select_scatter"
+  check_tensor(fname, t)
+  no_more(fname, 4, ...)
+  if t:dim() == 0 then fail("%s: cannot be applied to a 0-d tensor", fname) end
+  local d = check_dim(fname, dim, t:dim())
+  local i = check_int(fname, "index", index)
+  local n = t:size(d)
+  if i == 0 or i > n or i < -n then
+    fail("%s: index %d out of range for dimension %d of size %d", fname, i, d, n)
+  end
+  return scatter_into(fname, t, src, function(out) return out:select(d, i) end)
+end, "t:select_scatter(src, dim, index) -> a copy of t with the slice t:select(dim, index) replaced by src\n"
+  .. "  (index 1-based, negative from the end; src has the slice's shape and is converted to t's dtype), as\n"
+  .. "  torch.select_scatter. Gradients flow to t (outside the slice) and to src. Also pt.select_scatter(t, ...).")
+
+add("slice_scatter", function(t, src, dim, start, stop, step, ...)
+  local fname = "slice_scatter"
+  check_tensor(fname, t)
+  if is_opts(dim) then
+    if start ~= nil then fail("%s: unexpected argument #4 (%s)", fname, type(start)) end
+    no_more(fname, 3, ...)
+    check_opts(fname, dim, {"dim", "start", "end", "step"})
+    dim, start, stop, step = dim.dim, dim.start, dim["end"], dim.step
+  else
+    no_more(fname, 6, ...)
+  end
+  if t:dim() == 0 then fail("%s: cannot be applied to a 0-d tensor", fname) end
+  local d = dim == nil and 1 or check_dim(fname, dim, t:dim())
+  local n = t:size(d)
+  step = step == nil and 1 or check_int(fname, "step", step)
+  if step < 1 then fail("%s: step must be positive, got %d", fname, step) end
+  -- 0-based [from, to) as Python slicing: 1-based start (negative from the end), inclusive end
+  -- (negative from the end), both clamped to the dim, as torch clamps its start and end
+  local from, to = 0, n
+  if start ~= nil then
+    start = check_int(fname, "start", start)
+    if start == 0 then fail("%s: start 0 is no position (1-based, negative from the end)", fname) end
+    from = start > 0 and start - 1 or n + start
+  end
+  if stop ~= nil then
+    stop = check_int(fname, "end", stop)
+    to = stop >= 0 and stop or n + stop + 1
+  end
+  from, to = math.max(0, math.min(n, from)), math.max(0, math.min(n, to))
+  local count = to > from and (to - from + step - 1) // step or 0
+  return scatter_into(fname, t, src, function(out)
+    if count == 0 then return out:narrow(d, from + 1, 0) end
+    local key = {}
+    for k = 1, d - 1 do key[k] = {} end
+    key[d] = {from + 1, from + 1 + (count - 1) * step, step}
+    return out[key]
+  end)
+end, "t:slice_scatter(src[, dim=1[, start=1[, end=-1[, step=1]]]]) (or {dim=, start=, [\"end\"]=, step=}) -> a\n"
+  .. "  copy of t with the elements start, start+step, ... up to end (inclusive) along dim replaced by src, as\n"
+  .. "  torch.slice_scatter: start is 1-based, both count from the end when negative (-1: the last), both are\n"
+  .. "  clamped to the dim as Python slicing clamps (torch's start + 1 and its exclusive end); step >= 1. src\n"
+  .. "  has the slice's shape and is converted to t's dtype. Gradients flow to t (outside the slice) and to\n"
+  .. "  src. Also pt.slice_scatter(t, ...).")
+
+add("diagonal_scatter", function(t, src, offset, dim1, dim2, ...)
+  local fname = "diagonal_scatter"
+  check_tensor(fname, t)
+  if is_opts(offset) then
+    if dim1 ~= nil or dim2 ~= nil then fail("%s: unexpected argument #4 (%s)", fname, type(dim1 or dim2)) end
+    no_more(fname, 5, ...)
+    check_opts(fname, offset, {"offset", "dim1", "dim2"})
+    offset, dim1, dim2 = offset.offset, offset.dim1, offset.dim2
+  else
+    no_more(fname, 5, ...)
+  end
+  offset = offset == nil and 0 or check_int(fname, "offset", offset)
+  dim1, dim2 = dim1 == nil and 1 or dim1, dim2 == nil and 2 or dim2
+  renamed(fname, "diagonal", t.diagonal, t, offset, dim1, dim2) -- its checks of t and the dims
+  return scatter_into(fname, t, src, function(out) return out:diagonal(offset, dim1, dim2) end)
+end, "t:diagonal_scatter(src[, offset=0[, dim1=1[, dim2=2]]]) (or {offset=, dim1=, dim2=}) -> a copy of t with\n"
+  .. "  the diagonal t:diagonal(offset, dim1, dim2) replaced by src (its shape: t's other dims, then the\n"
+  .. "  diagonal's length), as torch.diagonal_scatter; src is converted to t's dtype. Gradients flow to t\n"
+  .. "  (off the diagonal) and to src. Also pt.diagonal_scatter(t, ...).")
+
+-- ------------------------------------------------------------------ addr
+
+-- beta or alpha of addr for a result of dtype dt: numbers, booleans only for bool results, and no
+-- fractions for integer and bool results (torch's rules)
+local function addr_coef(fname, what, v, dt)
+  if v == nil then return 1 end
+  if type(v) == "boolean" then
+    if dt ~= "bool" then fail("%s: boolean %s only supported for bool results, got %s", fname, what, dt) end
+    return v and 1 or 0
+  end
+  check_number(fname, what, v)
+  if DTYPE_CATEGORY[dt] < 2 and mtype(v) ~= "integer" then
+    fail("%s: for integer and bool tensors, %s must not be a floating point number, got %s", fname, what, num_str(v))
+  end
+  return v
+end
+
+local function addr(fname, input, v1, v2, opts, ...)
+  check_tensor(fname, input)
+  check_tensor(fname, v1, 2)
+  check_tensor(fname, v2, 3)
+  no_more(fname, 4, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #4 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"beta", "alpha"})
+  if v1:dim() ~= 1 then fail("%s: expected a 1-D vec1, got shape %s", fname, shape_str(v1)) end
+  if v2:dim() ~= 1 then fail("%s: expected a 1-D vec2, got shape %s", fname, shape_str(v2)) end
+  local dt = result_dtype(input, v1, v2)
+  local beta = addr_coef(fname, "beta", opts.beta, dt)
+  local alpha = addr_coef(fname, "alpha", opts.alpha, dt)
+  local target = {v1:size(1), v2:size(1)}
+  local s, ok = input:size(), input:dim() <= 2
+  for k = 1, #s do
+    local x = s[#s - k + 1]
+    ok = ok and (x == 1 or x == target[#target - k + 1])
+  end
+  if not ok then
+    fail("%s: input of shape %s cannot be broadcast to %s", fname, shape_str(input), shape_str(target))
+  end
+  local a, b = v1:to(dt):unsqueeze(2), v2:to(dt):unsqueeze(1)
+  if dt == "bool" then
+    -- or of the terms that are switched on (torch's logical addr)
+    local r = alpha ~= 0 and a:logical_and(b) or on(input, pt.zeros(target, {dtype = "bool"}))
+    if beta ~= 0 then r = r:logical_or(input) end
+    return r:expand(target):contiguous()
+  end
+  local prod = a * b
+  if alpha ~= 1 then prod = prod * alpha end
+  if beta == 0 then return prod end -- input ignored, NaNs included
+  local x = input:to(dt)
+  return (beta ~= 1 and x * beta or x) + prod
+end
+
+add("addr", function(input, v1, v2, opts, ...)
+  return addr("addr", input, v1, v2, opts, ...)
+end, "input:addr(vec1, vec2[, {beta=1, alpha=1}]) or pt.addr(input, vec1, vec2, opts) -> beta * input +\n"
+  .. "  alpha * outer(vec1, vec2), as torch.addr: vec1 {n}, vec2 {m}, input broadcast to {n, m} (ignored, NaNs\n"
+  .. "  included, when beta = 0); dtypes promoted over all three. Integer results take integer beta and alpha;\n"
+  .. "  bool results are input or (vec1 and vec2) with a false beta or alpha switching its term off.\n"
+  .. "  Gradients flow to input, vec1 and vec2. input:addr_(...) in place.")
+
+add_method("addr_", function(t, v1, v2, opts, ...)
+  local fname = "addr_"
+  check_tensor(fname, t)
+  return write_into(fname, t, addr(fname, t, v1, v2, opts, ...))
+end, "t:addr_(vec1, vec2[, {beta=1, alpha=1}]) -> t, set to t:addr(vec1, vec2, opts): t has the shape\n"
+  .. "  {#vec1, #vec2} and the result's dtype casts to t's.")
+
+-- ------------------------------------------------------------------ index_reduce
+
+local index_reduces = {prod = true, mean = true, amax = true, amin = true}
+
+local function index_reduce(fname)
+  return function(t, dim, index, src, reduce, opts, ...)
+    check_tensor(fname, t)
+    no_more(fname, 5, ...)
+    local d, idx = index_op_args(fname, t, dim, index)
+    check_source(fname, t, d, idx, src)
+    if not index_reduces[reduce] then
+      fail("%s: reduce must be one of prod, mean, amax or amin, got %s", fname,
+           type(reduce) == "string" and "'" .. reduce .. "'" or type(reduce))
+    end
+    opts = opts or {}
+    if not is_opts(opts) then fail("%s: bad argument #6 (options table expected, got %s)", fname, type(opts)) end
+    check_opts(fname, opts, {"include_self"})
+    local include_self = opts.include_self == nil or check_bool(fname, "include_self", opts.include_self)
+    if t:dtype() == "bool" then fail("%s: not implemented for bool tensors", fname) end
+    local o = {include_self = include_self}
+    if t:dim() == 0 then
+      return t:reshape(1):scatter_reduce(1, idx, src:reshape(-1), reduce, o):reshape({})
+    end
+    return t:scatter_reduce(d, spread(idx, src, d), src, reduce, o)
+  end
+end
+
+add("index_reduce", index_reduce("index_reduce"),
+  "t:index_reduce(dim, index, source, reduce[, {include_self=true}]) -> copy of t with the i-th slice of\n"
+  .. "  source along dim reduced into the slice index[i] (1-based; repeats accumulate), as torch.index_reduce:\n"
+  .. "  reduce is \"prod\", \"mean\", \"amax\" or \"amin\", over the slices and t's own values (include_self=false:\n"
+  .. "  the indexed slices reduce source's alone; the others keep t's). mean floors for integer tensors;\n"
+  .. "  amax/amin propagate NaN. source has t's dtype and shape but #index slices along dim; bool refused.\n"
+  .. "  Gradients flow to t and source for float tensors (amax/amin shared evenly between ties, as torch).\n"
+  .. "  t:scatter_reduce with the index spread over source. Also pt.index_reduce(t, ...); t:index_reduce_ in\n"
+  .. "  place.")
+
+add_method("index_reduce_", function(t, ...)
+  local fname = "index_reduce_"
+  check_tensor(fname, t)
+  return t:copy_(index_reduce(fname)(t, ...))
+end, "t:index_reduce_(dim, index, source, reduce[, {include_self=true}]) -> t, set to t:index_reduce(...).")
+
+-- ------------------------------------------------------------------ histogram
+
+local function fmt_g(v) return v ~= v and "nan" or fmt("%g", v) end
+
+add("histogram", function(t, bins, opts, ...)
+  local fname = "histogram"
+  check_tensor(fname, t)
+  if is_opts(bins) and opts == nil then bins, opts = nil, bins end
+  no_more(fname, 3, ...)
+  opts = opts or {}
+  if not is_opts(opts) then fail("%s: bad argument #3 (options table expected, got %s)", fname, type(opts)) end
+  check_opts(fname, opts, {"range", "weight", "density"})
+  local density = check_bool(fname, "density", opts.density)
+  local dt = t:dtype()
+  if not is_float(t) then fail("%s: expected a float32 or float64 input, got %s", fname, dt) end
+  local x = t:detach():reshape(-1)
+  local w = opts.weight
+  if w ~= nil then
+    if not is_tensor(w) then fail("%s: weight must be a tensor, got %s", fname, type(w)) end
+    if w:dtype() ~= dt then fail("%s: weight must have the input's dtype (%s), got %s", fname, dt, w:dtype()) end
+    if w:numel() ~= x:numel() then
+      fail("%s: weight must have as many elements as the input (%d), got shape %s", fname, x:numel(), shape_str(w))
+    end
+    w = w:detach():reshape(-1)
+  end
+  local edges
+  if bins == nil or type(bins) == "number" then
+    bins = bins == nil and 100 or check_int(fname, "bins", bins)
+    if bins < 1 then fail("%s: bins must be > 0, got %d", fname, bins) end
+    local lo, hi = 0.0, 1.0 -- an empty input's range, as torch
+    if opts.range ~= nil then
+      local r = opts.range
+      if type(r) ~= "table" or is_tensor(r) or #r ~= 2 or type(r[1]) ~= "number" or type(r[2]) ~= "number" then
+        fail("%s: range must be a list of two numbers {min, max}, got %s", fname, is_tensor(r) and "tensor" or type(r))
+      end
+      lo, hi = r[1] + 0.0, r[2] + 0.0
+    elseif x:numel() > 0 then
+      lo, hi = x:min():item(), x:max():item()
+    end
+    if not (lo > -INF and lo < INF and hi > -INF and hi < INF) then
+      fail("%s: range [%s, %s] is not finite", fname, fmt_g(lo), fmt_g(hi))
+    end
+    if lo > hi then fail("%s: min should not exceed max, got min %s and max %s", fname, fmt_g(lo), fmt_g(hi)) end
+    if lo == hi then lo, hi = lo - 0.5, hi + 0.5 end -- widened, as NumPy and torch
+    edges = on(t, torch_linspace(round_to(dt, lo), round_to(dt, hi), bins + 1, dt))
+  else
+    if not is_tensor(bins) then
+      fail("%s: bins must be a number or a tensor of bin edges, got %s", fname, type(bins))
+    end
+    if opts.range ~= nil then fail("%s: range cannot be given with a tensor of bin edges", fname) end
+    if bins:dtype() ~= dt then fail("%s: bins must have the input's dtype (%s), got %s", fname, dt, bins:dtype()) end
+    if bins:dim() ~= 1 then fail("%s: bins must be a 1-D tensor of edges, got shape %s", fname, shape_str(bins)) end
+    if bins:numel() < 2 then
+      fail("%s: bins must hold at least 2 edges (one bin), got %d", fname, bins:numel())
+    end
+    edges = bins:detach():contiguous():clone()
+  end
+  local nb = edges:numel() - 1
+  -- bin p holds edges[p] <= x < edges[p + 1], the last also its right edge; NaN goes to the last bin,
+  -- as torch 1.13's binary search puts it (its linear-bins path has no defined bin for it)
+  local first, last = edges:narrow(1, 1, 1), edges:narrow(1, nb + 1, 1)
+  local keep = x:ge(first):logical_and(x:le(last)):logical_or(x:ne(x))
+  local pos = edges:searchsorted(x, {right = true}):sub(1):clamp(1, nb)
+  local vals = w or on(t, pt.ones(x:numel(), {dtype = dt}))
+  local hist = on(t, pt.zeros(nb, {dtype = dt}))
+  if x:numel() > 0 then hist = hist:scatter_add(1, pos:masked_select(keep), vals:masked_select(keep)) end
+  if density then
+    hist = hist / (hist:sum() * (edges:narrow(1, 2, nb) - edges:narrow(1, 1, nb)))
+  end
+  return hist, edges
+end, "t:histogram([bins=100][, {range={min, max}, weight=, density=false}]) -> hist, bin_edges: the histogram\n"
+  .. "  of all elements of the float tensor t, as torch.histogram. bins a number: that many equal bins over\n"
+  .. "  range (default: t's smallest to largest element, {0, 1} when t is empty; an empty range widens by 0.5\n"
+  .. "  each side), edges by torch's linspace formula in t's dtype (torch's vectorised linspace may differ\n"
+  .. "  in the last bit for long rows); bins a 1-D tensor: its elements are the edges (ascending, t's\n"
+  .. "  dtype). Bin i counts edges[i] <= x < edges[i+1], the last bin also x == its right edge; elements\n"
+  .. "  outside are not counted, a NaN counts in the last bin (as torch 1.13). weight (t's shape or element\n"
+  .. "  count and dtype) sums weights instead of counting; density divides by the total and the bin\n"
+  .. "  widths. hist and bin_edges have t's dtype. No gradient. Also pt.histogram(t, ...).")
+
+-- ------------------------------------------------------------------ unravel_index
+
+add("unravel_index", function(indices, shape, ...)
+  local fname = "unravel_index"
+  no_more(fname, 2, ...)
+  if not is_tensor(indices) then fail("%s: indices must be an integer tensor, got %s", fname, type(indices)) end
+  if DTYPE_CATEGORY[indices:dtype()] ~= 1 then
+    fail("%s: indices must be an integer tensor, got %s", fname, indices:dtype())
+  end
+  if type(shape) == "number" then shape = {shape} end
+  if type(shape) ~= "table" or is_tensor(shape) then
+    fail("%s: shape must be a number or a list of sizes, got %s", fname, is_tensor(shape) and "tensor" or type(shape))
+  end
+  local n, sizes = 1, {}
+  for k = 1, #shape do
+    sizes[k] = check_int(fname, "size", shape[k])
+    if sizes[k] < 0 then fail("%s: shape cannot have negative sizes, got %s", fname, shape_str(shape)) end
+    n = n * sizes[k]
+  end
+  local idx = indices:detach():long()
+  local lo, hi = index_range(idx)
+  if lo then
+    for _, v in ipairs({lo, hi}) do
+      if v == 0 or v > n or v < -n then
+        fail("%s: index %d is out of bounds for shape %s (1..%d, or -%d..-1 from the end)", fname, v,
+             shape_str(sizes), n, n)
+      end
+    end
+  end
+  local out = {}
+  if idx:numel() == 0 then
+    for k = 1, #sizes do out[k] = idx:clone() end
+    return unpack(out, 1, #sizes)
+  end
+  local z = pt.where(idx:gt(0), idx - 1, idx + n) -- 0-based flat positions
+  local stride = n
+  for k = 1, #sizes do
+    stride = stride // sizes[k]
+    out[k] = z // stride % sizes[k] + 1
+  end
+  return unpack(out, 1, #sizes)
+end, "pt.unravel_index(indices, shape) -> one int64 tensor of indices' shape per dim of shape: the 1-based\n"
+  .. "  coordinates of the 1-based flat (row-major) positions in indices within a tensor of that shape, as\n"
+  .. "  torch.unravel_index (torch 2.2+; 1-based in and out here). indices is an integer tensor; negative\n"
+  .. "  positions count from the end (-1: the last element); a position outside 1..numel is an error (torch\n"
+  .. "  wraps it around). shape is a number or a list of sizes. local r, c = pt.unravel_index(i, {3, 4}).",
+  false)
+
 return M
