@@ -1,10 +1,11 @@
 -- partrain.tensor_more, third part (logspace, atleast_*d, frexp, ldexp, nextafter, gcd, lcm, isposinf,
 -- isneginf, argwhere, narrow_copy, result_type, promote_types, can_cast, select/slice/diagonal_scatter,
--- addr, index_reduce, histogram, unravel_index) against torch 1.13: the numbers in R were computed with
--- /usr/bin/python3 (torch 1.13) on the same inputs, 0-based indices there plus 1 here. unravel_index is not
--- in torch 1.13: its numbers are NumPy's np.unravel_index (the semantics of torch 2.2's), plus 1. torch
--- 1.13's slice_scatter fails without an explicit end (its INT64_MAX end overflows as_strided), so those
--- cases were computed with end given. float64 gradchecks and every error message.
+-- addr, index_reduce, histogram, unravel_index, and Torch7's apply/map/map2) against torch 1.13: the
+-- numbers in R were computed with /usr/bin/python3 (torch 1.13) on the same inputs, 0-based indices there
+-- plus 1 here. unravel_index is not in torch 1.13: its numbers are NumPy's np.unravel_index (the
+-- semantics of torch 2.2's), plus 1. torch 1.13's slice_scatter fails without an explicit end (its
+-- INT64_MAX end overflows as_strided), so those cases were computed with end given. float64 gradchecks and
+-- every error message.
 local pt = require "partrain"
 local support = require "spec.support"
 local gradcheck = require "spec.gradcheck"
@@ -925,5 +926,67 @@ describe("unravel_index", function()
     assert_error("unravel_index: shape cannot have negative sizes, got {-1,5}", pt.unravel_index, L({1}), {-1, 5})
     assert_error("unravel_index: shape must be a number or a list of sizes, got string", pt.unravel_index, L({1}), "3")
     assert_error("unravel_index: size must be an integer, got 2.5", pt.unravel_index, L({1}), {2.5})
+  end)
+end)
+
+describe("apply, map, map2 (Torch7)", function()
+  it("apply replaces elements in row-major order where fn returns a value", function()
+    local t = pt.tensor({{1.0, 2}, {3, 4}})
+    assert.are.equal(t, t:apply(function(v) if v > 2 then return v * 10 end end))
+    same(t, {{1, 2}, {30, 40}})
+    -- a transposed view: visited in its own row-major order, written through to the storage
+    local base = pt.tensor({{1.0, 2}, {3, 4}})
+    local seen = {}
+    base:t():apply(function(v)
+      seen[#seen + 1] = v
+      return v + #seen * 100
+    end)
+    assert.are.same({1, 3, 2, 4}, seen)
+    same(base, {{101, 302}, {203, 404}})
+    same(pt.tensor(3.0):apply(function(v) return v * 2 end), 6.0)
+    same(pt.tensor({true, false}):apply(function(v) return not v end), {false, true})
+    local empty = pt.zeros(0)
+    assert.are.equal(empty, empty:apply(function() error("not called") end))
+  end)
+
+  it("map and map2 read the others at the same flat position", function()
+    local t = L({1, 2, 3})
+    t:map(pt.tensor({10.0, 20, 30}), function(a, b) return a + b + 0.5 end)
+    same(t, {11, 22, 33}) -- converted to int64 as copy_ converts
+    local m = pt.zeros(2, 2)
+    m:map2(pt.ones(4), pt.arange(1, 5), function(a, b, c) return a + b * c end)
+    same(m, {{1, 2}, {3, 4}})
+    local keep = pt.tensor({5.0, 6})
+    keep:map(pt.tensor({1.0, -1}), function(a, b) if b > 0 then return b end end)
+    same(keep, {1, 6})
+  end)
+
+  it("change the values of a tensor that requires grad only through a detached alias", function()
+    local t = pt.zeros(2)
+    t.requires_grad = true
+    t:detach():apply(function() return 5 end)
+    same(t, {5, 5})
+  end)
+
+  it("report bad arguments", function()
+    local t = pt.zeros(2, 2)
+    assert_error("map: the tensors must have the same number of elements, got 4 and 3 (argument #2)", t.map, t,
+                 pt.ones(3), function(_, b) return b end)
+    assert_error("map2: the tensors must have the same number of elements, got 4 and 5 (argument #3)", t.map2, t,
+                 pt.ones(4), pt.ones(5), function() end)
+    assert_error("apply: the function returned a string for element 1 (a number or nil expected)", t.apply, t,
+                 function() return "x" end)
+    assert_error("apply: the function returned a boolean for element 1 (a number or nil expected)", t.apply, t,
+                 function() return true end)
+    assert_error("apply: bad argument #2 (function expected, got number)", t.apply, t, 3)
+    assert_error("map: bad argument #3 (function expected, got nil)", t.map, t, pt.ones(4))
+    assert_error("apply: more than one element of the written-to tensor refers to a single memory location "
+                 .. "(an expanded tensor): clone() it first", pt.Tensor.apply, pt.zeros(1):expand(3), function() return 1 end)
+    local g = pt.zeros(2)
+    g.requires_grad = true
+    local msg = "requires grad; Lua callbacks run outside autograd (call it on t:detach(), which shares the storage)"
+    assert_error("apply: the tensor " .. msg, g.apply, g, function() return 1 end)
+    assert_error("map: argument #2 " .. msg, pt.Tensor.map, pt.zeros(2), g, function() return 1 end)
+    assert_error("map2: argument #3 " .. msg, pt.Tensor.map2, pt.zeros(2), pt.zeros(2), g * 2, function() return 1 end)
   end)
 end)

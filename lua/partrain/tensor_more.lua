@@ -2933,4 +2933,95 @@ end, "pt.unravel_index(indices, shape) -> one int64 tensor of indices' shape per
   .. "  wraps it around). shape is a number or a list of sizes. local r, c = pt.unravel_index(i, {3, 4}).",
   false)
 
+-- ------------------------------------------------------------------ Torch7's apply, map, map2
+
+-- apply/map/map2 run a Lua function per element outside autograd: they refuse tensors that require
+-- grad (the written values would have no history, the read ones no gradient)
+local function no_grad_operand(fname, t, what)
+  if t.requires_grad then
+    fail("%s: %s requires grad; Lua callbacks run outside autograd (call it on t:detach(), which shares "
+         .. "the storage)", fname, what)
+  end
+end
+
+local function check_callable(fname, fn, n)
+  local mt = getmetatable(fn)
+  if type(fn) ~= "function" and not (type(mt) == "table" and mt.__call) then
+    fail("%s: bad argument #%d (function expected, got %s)", fname, n, type(fn))
+  end
+end
+
+-- calls fn(x, y, z) for each element of t (row-major) with those of the others at the same flat
+-- position, and writes what it returns back into t (nil keeps the element)
+local function map_elements(fname, t, others, fn)
+  local n = t:numel()
+  local lists = {t:reshape(-1):tolist()}
+  for k, u in ipairs(others) do
+    if u:numel() ~= n then
+      fail("%s: the tensors must have the same number of elements, got %d and %d (argument #%d)", fname, n,
+           u:numel(), k + 1)
+    end
+    lists[k + 1] = u:reshape(-1):tolist()
+  end
+  local vals, a, b = lists[1], lists[2], lists[3]
+  local is_bool, changed = t:dtype() == "bool", false
+  for i = 1, n do
+    local v = fn(vals[i], a and a[i], b and b[i])
+    if v ~= nil then
+      local tv = type(v)
+      if tv ~= "number" and not (tv == "boolean" and is_bool) then
+        fail("%s: the function returned a %s for element %d (a number%s or nil expected)", fname, tv, i,
+             is_bool and ", a boolean" or "")
+      end
+      vals[i], changed = v, true
+    end
+  end
+  if changed then renamed(fname, "copy_", t.copy_, t, on(t, pt.tensor(vals, {dtype = t:dtype()})):view(t:size())) end
+  return t
+end
+
+add_method("apply", function(t, fn, ...)
+  local fname = "apply"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  check_callable(fname, fn, 2)
+  no_grad_operand(fname, t, "the tensor")
+  if t:numel() == 0 then return t end
+  return map_elements(fname, t, {}, function(x) return fn(x) end)
+end, "t:apply(fn) -> t, with each element x (row-major order) replaced by fn(x) when that is not nil, as\n"
+  .. "  Torch7's apply: in place, fn returns a number (or a boolean for bool tensors) or nil to keep x;\n"
+  .. "  converted to t's dtype as t:copy_ does. Runs Lua once per element: slow, for small tensors and\n"
+  .. "  quick experiments (use the tensor ops for anything large). No autograd: a tensor that requires grad is\n"
+  .. "  refused (use t:detach(), which shares the storage).")
+
+add_method("map", function(t, u, fn, ...)
+  local fname = "map"
+  check_tensor(fname, t)
+  check_tensor(fname, u, 2)
+  no_more(fname, 3, ...)
+  check_callable(fname, fn, 3)
+  no_grad_operand(fname, t, "the tensor")
+  no_grad_operand(fname, u, "argument #2")
+  if t:numel() == 0 and u:numel() == 0 then return t end
+  return map_elements(fname, t, {u}, function(x, y) return fn(x, y) end)
+end, "t:map(u, fn) -> t, with each element x replaced by fn(x, y) (y: u's element at the same row-major\n"
+  .. "  position; u has t's number of elements, any shape) when that is not nil, as Torch7's map. In place;\n"
+  .. "  Lua runs once per element (slow). No autograd: tensors that require grad are refused (see apply).")
+
+add_method("map2", function(t, u, v, fn, ...)
+  local fname = "map2"
+  check_tensor(fname, t)
+  check_tensor(fname, u, 2)
+  check_tensor(fname, v, 3)
+  no_more(fname, 4, ...)
+  check_callable(fname, fn, 4)
+  no_grad_operand(fname, t, "the tensor")
+  no_grad_operand(fname, u, "argument #2")
+  no_grad_operand(fname, v, "argument #3")
+  if t:numel() == 0 and u:numel() == 0 and v:numel() == 0 then return t end
+  return map_elements(fname, t, {u, v}, fn)
+end, "t:map2(u, v, fn) -> t, with each element x replaced by fn(x, y, z) (y, z: u's and v's elements at the\n"
+  .. "  same row-major position; both have t's number of elements) when that is not nil, as Torch7's map2.\n"
+  .. "  In place; Lua runs once per element (slow). No autograd: tensors that require grad are refused.")
+
 return M
