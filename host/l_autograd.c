@@ -567,9 +567,33 @@ static const char fn_key = 'f';
 typedef struct fn_info {
   lpt_state *state;   /* the state that recorded the node: its backward runs only there */
   int n_out;          /* differentiable outputs */
-  int arg_pos[PT_NODE_MAX_INPUTS]; /* node input i is argument arg_pos[i] of forward (1-based) */
+  int n_in;           /* inputs that require grad: the node's, then its fan-in nodes' */
   const char *name;   /* "<Class>Backward", interned (fn_name) */
+  int arg_pos[];      /* input d (0-based, in that order) is argument arg_pos[d] of forward */
 } fn_info;
+
+/* More inputs than a node holds: the node's last slot is a stand-in whose history is a fan-in
+ * node holding the next inputs (and, when there are still more, another stand-in), a chain.
+ * The function's backward computes every gradient at once; those of the fan-in nodes' inputs wait
+ * in their stash (a node's extra: PT_NODE_MAX_INPUTS tensors) until the engine reaches them. */
+#define FN_SLOTS PT_NODE_MAX_INPUTS
+
+static void fn_stash_free(void *p) {
+  pt_tensor **stash = p;
+  for (int i = 0; i < FN_SLOTS; i++) pt_tensor_release(stash[i]);
+  free(stash);
+}
+
+static pt_status fn_fanin_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  (void)gout;
+  pt_tensor **stash = node->extra;
+  if (!stash) return pt_fail(ctx, PT_ESTATE, "the gradients of an autograd.Function's inputs are gone");
+  for (int i = 0; i < node->n_inputs; i++) {
+    gin[i] = stash[i];
+    stash[i] = NULL;
+  }
+  return PT_OK;
+}
 
 /* Node names outlive a node's extra data (a backward frees it, t.grad_fn still shows the name):
  * each distinct "<Class>Backward" is kept once for the process, as the built-in ops' literals. */
@@ -656,9 +680,8 @@ static void node_table_sweep(lua_State *L, int fns, bool force) {
 
 /* Check a gradient the Lua backward returned for input i against that input (held by the node):
  * a broadcast one is summed back (as torch's validate_outputs), another dtype converted. */
-static pt_status fn_check_grad(pt_ctx *ctx, pt_node *node, int i, pt_tensor *g, pt_tensor **out) {
-  const fn_info *info = node->extra;
-  const pt_tensor *in = node->inputs[i];
+static pt_status fn_check_grad(pt_ctx *ctx, const fn_info *info, int d, const pt_tensor *in, pt_tensor *g,
+                               pt_tensor **out) {
   pt_tensor *r = pt_tensor_retain(g), *t = NULL;
   pt_status st = PT_OK;
   if (g->ndim != in->ndim || memcmp(g->shape, in->shape, (size_t)g->ndim * sizeof(int64_t)) != 0) {
@@ -671,7 +694,7 @@ static pt_status fn_check_grad(pt_ctx *ctx, pt_node *node, int i, pt_tensor *g, 
       char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
       pt_tensor_release(r);
       return pt_fail(ctx, PT_ESHAPE, "the gradient returned for argument %d has shape %s; expected a shape "
-                     "compatible with %s", info->arg_pos[i], pt_shape_format(g->ndim, g->shape, a, sizeof a),
+                     "compatible with %s", info->arg_pos[d], pt_shape_format(g->ndim, g->shape, a, sizeof a),
                      pt_shape_format(in->ndim, in->shape, b, sizeof b));
     }
     if ((st = pt_sum_to_shape(ctx, r, in->ndim, in->shape, &t))) goto done;
@@ -681,7 +704,7 @@ static pt_status fn_check_grad(pt_ctx *ctx, pt_node *node, int i, pt_tensor *g, 
   if (r->dtype != in->dtype) {
     if (!pt_dtype_is_floating(r->dtype)) {
       st = pt_fail(ctx, PT_EARG, "the gradient returned for argument %d has dtype %s (a floating point "
-                   "tensor was expected)", info->arg_pos[i], pt_dtype_name(r->dtype));
+                   "tensor was expected)", info->arg_pos[d], pt_dtype_name(r->dtype));
       goto done;
     }
     if ((st = pt_to_dtype(ctx, r, in->dtype, &t))) goto done;
@@ -724,11 +747,33 @@ static pt_status fn_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_ten
   }
   int res = lua_gettop(L);
   pt_status st = PT_OK;
-  for (int i = 0; i < node->n_inputs && !st; i++) {
-    lua_rawgeti(L, res, i + 1);
-    pt_tensor *g = lpt_test_tensor(L, -1);
-    if (g && node->needs_grad[i]) st = fn_check_grad(ctx, node, i, g, &gin[i]);
-    lua_pop(L, 1);
+  /* input d's gradient goes to gin, or to the stash of the fan-in node holding it */
+  pt_node *cur = node;
+  for (int base = 0; cur && !st; base += FN_SLOTS - 1) {
+    bool chained = info->n_in - base > FN_SLOTS;
+    int here = chained ? FN_SLOTS - 1 : info->n_in - base;
+    pt_tensor **dst = cur == node ? gin : cur->extra;
+    if (!dst) {
+      st = pt_fail(ctx, PT_ESTATE, "the gradients of an autograd.Function's inputs are gone");
+      break;
+    }
+    for (int i = 0; i < here && !st; i++) {
+      lua_rawgeti(L, res, base + i + 1);
+      pt_tensor *g = lpt_test_tensor(L, -1);
+      if (g && cur->needs_grad[i]) {
+        pt_tensor_release(dst[i]);
+        dst[i] = NULL;
+        st = fn_check_grad(ctx, info, base + i, cur->inputs[i], g, &dst[i]);
+      }
+      lua_pop(L, 1);
+    }
+    if (!chained || st) break;
+    /* the stand-in's gradient: anything non-NULL, so that the fan-in node runs */
+    int64_t one = 1;
+    pt_tensor_release(dst[FN_SLOTS - 1]);
+    dst[FN_SLOTS - 1] = NULL;
+    st = pt_tensor_zeros(ctx, cur->inputs[FN_SLOTS - 1]->dtype, 1, &one, &dst[FN_SLOTS - 1]);
+    cur = cur->input_fn[FN_SLOTS - 1];
   }
   lua_settop(L, top);
   return st;
@@ -757,6 +802,29 @@ static pt_status fn_proxy_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, 
   if (!st) st = n == 1 ? (gin[0] = pt_tensor_retain(parts[0]), PT_OK) : pt_cat(ctx, n, parts, 0, &gin[0]);
   for (int i = 0; i < 3; i++) pt_tensor_release(parts[i]);
   pt_tensor_release(flat);
+  return st;
+}
+
+/* The inputs from ins[0] on (n of them) as the inputs of one node: the first FN_SLOTS as they are,
+ * or FN_SLOTS - 1 of them and a stand-in for the rest (*token: a one-element tensor whose history
+ * is a fan-in node over them). */
+static pt_status fn_fanin(pt_ctx *ctx, const char *name, int n, pt_tensor *const *ins, pt_tensor **token) {
+  pt_tensor *slots[FN_SLOTS] = {NULL}, *next = NULL;
+  int here = n <= FN_SLOTS ? n : FN_SLOTS - 1;
+  for (int i = 0; i < here; i++) slots[i] = ins[i];
+  pt_status st = PT_OK;
+  if (n > FN_SLOTS && !(st = fn_fanin(ctx, name, n - here, ins + here, &next))) slots[here] = next;
+  int64_t one = 1;
+  pt_node *node = NULL;
+  if (!st) st = pt_tensor_zeros(ctx, PT_FLOAT32, 1, &one, token);
+  if (!st) st = pt_autograd_record(ctx, *token, name, fn_fanin_backward, here + (n > FN_SLOTS), slots, &node);
+  pt_tensor_release(next);
+  if (!st && node) {
+    node->extra = calloc(FN_SLOTS, sizeof(pt_tensor *));
+    node->free_extra = fn_stash_free;
+    node->backward_differentiable = true;
+    if (!node->extra) st = pt_fail(ctx, PT_ENOMEM, "out of memory");
+  }
   return st;
 }
 
@@ -805,11 +873,9 @@ static int l_fn_record(lua_State *L) {
   luaL_checktype(L, 4, LUA_TTABLE);
   luaL_checktype(L, 5, LUA_TTABLE);
   int n_in = (int)lua_rawlen(L, 3), n_out = (int)lua_rawlen(L, 4);
-  if (n_in < 1 || n_in > PT_NODE_MAX_INPUTS)
-    return lpt_errorf(L, "autograd.Function: %d inputs that require grad (at most %d are supported)", n_in,
-                      PT_NODE_MAX_INPUTS);
+  if (n_in < 1) return lpt_errorf(L, "autograd.Function: no input requires grad");
   if (n_out < 1) return lpt_errorf(L, "autograd.Function: no differentiable output");
-  pt_tensor *ins[PT_NODE_MAX_INPUTS];
+  pt_tensor **ins = lua_newuserdatauv(L, (size_t)n_in * sizeof *ins, 0);
   for (int i = 0; i < n_in; i++) ins[i] = list_tensor(L, 3, i + 1, "inputs");
   pt_tensor **outs = lua_newuserdatauv(L, (size_t)n_out * sizeof *outs, 0);
   bool any64 = false;
@@ -846,13 +912,15 @@ static int l_fn_record(lua_State *L) {
     }
     targets[j] = t;
   }
-  fn_info *info = malloc(sizeof *info);
+  fn_info *info = malloc(sizeof *info + (size_t)n_in * sizeof(int));
+  pt_tensor *node_ins[FN_SLOTS] = {NULL}, *token = NULL;
   pt_tensor *packed = NULL;
   pt_node *node = NULL;
   pt_status st = info ? PT_OK : pt_fail(ctx, PT_ENOMEM, "out of memory");
   if (!st) {
     info->state = lpt_state_fast(L);
     info->n_out = n_out;
+    info->n_in = n_in;
     info->name = fn_name(name, name_len);
     if (!info->name) st = pt_fail(ctx, PT_ENOMEM, "out of memory");
     lua_getfield(L, 1, "diff_pos");
@@ -862,14 +930,18 @@ static int l_fn_record(lua_State *L) {
       lua_pop(L, 1);
     }
     lua_pop(L, 1);
+    int n_node = n_in <= FN_SLOTS ? n_in : FN_SLOTS;
+    for (int i = 0; i < n_node; i++) node_ins[i] = ins[i];
+    if (!st && n_in > FN_SLOTS && !(st = fn_fanin(ctx, info->name, n_in - (FN_SLOTS - 1), ins + FN_SLOTS - 1, &token)))
+      node_ins[FN_SLOTS - 1] = token;
     if (st) {
     } else if (n_out == 1) {
-      st = pt_autograd_record(ctx, targets[0], info->name, fn_backward, n_in, ins, &node);
+      st = pt_autograd_record(ctx, targets[0], info->name, fn_backward, n_node, node_ins, &node);
     } else {
       int64_t total = 0;
       for (int j = 0; j < n_out; j++) total += pt_tensor_numel(outs[j]);
       st = fn_packed_standin(ctx, any64 ? PT_FLOAT64 : PT_FLOAT32, total, &packed);
-      if (!st) st = pt_autograd_record(ctx, packed, info->name, fn_backward, n_in, ins, &node);
+      if (!st) st = pt_autograd_record(ctx, packed, info->name, fn_backward, n_node, node_ins, &node);
     }
     if (!st && !node) st = pt_fail(ctx, PT_ESTATE, "autograd.Function: no input requires grad");
   }
@@ -886,6 +958,7 @@ static int l_fn_record(lua_State *L) {
     }
   }
   pt_tensor_release(packed);
+  pt_tensor_release(token);
   if (st) {
     for (int j = 0; j < n_out; j++) pt_tensor_release(targets[j]);
     return lpt_error(L);

@@ -323,20 +323,55 @@ describe("autograd.Function", function()
     end
     assert_error("save_for_backward: argument 2 is a number; only tensors (or nil) can be saved (keep other "
       .. "values as fields of ctx)", function() Save.apply(f64({1})) end)
-    local Five = Function:extend("Five")
-    function Five.forward(_, a) return a end
-    function Five.backward(_, g) return g end
-    local t = {}
-    for i = 1, 5 do t[i] = f64({i}, {requires_grad = true}) end
-    assert_error("Five.apply: 5 arguments require grad; an autograd.Function supports at most 4 (pass the "
-      .. "others as one tensor, e.g. stacked, or as non-differentiable values)", function() Five.apply(table.unpack(t)) end)
     local Twice = Function:extend("Twice")
     function Twice.forward(_, a)
       local y = a * 2
       return y, y
     end
     assert_error("Twice.apply: forward returned the same tensor twice (outputs 1 and 2)",
-      function() Twice.apply(t[1]) end)
+      function() Twice.apply(f64({1}, {requires_grad = true})) end)
+  end)
+
+  it("takes any number of arguments that require grad", function()
+    -- y = sum_i c_i * x_i with c_i = i, over 1..9 tensor arguments (fan-in nodes past 4)
+    local Lin = Function:extend("LinComb")
+    function Lin.forward(ctx, ...)
+      ctx.n = select("#", ...)
+      local y
+      for i = 1, ctx.n do
+        local t = select(i, ...) * i
+        y = y and y + t or t
+      end
+      ctx:save_for_backward(...)
+      return y * y
+    end
+    function Lin.backward(ctx, g)
+      local xs = ctx.saved_tensors
+      local y
+      for i = 1, ctx.n do
+        local t = xs[i] * i
+        y = y and y + t or t
+      end
+      local out = {}
+      for i = 1, ctx.n do out[i] = g * 2 * y * i end
+      return table.unpack(out, 1, ctx.n)
+    end
+    for n = 1, 9 do
+      local xs = {}
+      for i = 1, n do xs[i] = pt.randn(2, {dtype = "float64"}) end
+      gradcheck(function(...) return Lin.apply(...) end, xs)
+    end
+    -- some of them not requiring grad, and second derivatives through the chain
+    local xs = {}
+    for i = 1, 7 do xs[i] = f64({0.1 * i, -0.2 * i}, {requires_grad = i % 3 ~= 0}) end
+    local y = Lin.apply(table.unpack(xs))
+    local g = pt.autograd.grad(y:sum(), {xs[1], xs[7]}, {create_graph = true})
+    local s = 0
+    for i = 1, 7 do s = s + i * i * 0.1 end -- y = (s, -2s) elementwise, dy/dx_i = 2 y i
+    close(g[1], {2 * s * 1, -4 * s * 1})
+    close(g[2], {2 * s * 7, -4 * s * 7})
+    local gg = pt.autograd.grad(g[2]:sum(), xs[7]) -- d/dx7 of 2 y 7 = 2 * 7 * 7
+    close(gg, {98, 98})
   end)
 
   it("lets go of its records when the graph goes", function()

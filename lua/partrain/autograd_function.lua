@@ -197,10 +197,6 @@ local function apply(cls, ...)
   local ctx = setmetatable({needs_input_grad = needs, _nondiff = {}, _dirty = {}, _name = name}, Ctx)
   local results = table.pack(pt.no_grad(forward, ctx, ...))
   if #diff_in == 0 then return table.unpack(results, 1, results.n) end
-  if #diff_in > 4 then
-    fail(string.format("%s.apply: %d arguments require grad; an autograd.Function supports at most 4 "
-      .. "(pass the others as one tensor, e.g. stacked, or as non-differentiable values)", name, #diff_in))
-  end
   local nondiff, dirty = rawget(ctx, "_nondiff"), rawget(ctx, "_dirty")
   for t in pairs(dirty) do
     local found = false
@@ -291,7 +287,7 @@ ctx:mark_dirty and ctx:set_materialize_grads as in torch. A gradient of a broadc
 summed back to its argument's shape and converted to its dtype. The backward runs once per pass
 with the gradients of all results; under create_graph with recording on, so a backward written
 with differentiable ops can be differentiated again (a saved result then carries the function's
-history). At most 4 arguments may require grad. The backward runs in the Lua state of the
+history). Any number of arguments may require grad. The backward runs in the Lua state of the
 forward (an error in a DataParallel replica, whose backward runs on other threads).]])
 doc(Function.extend, [[pt.autograd.Function:extend(name) -> a new function class: define Class.forward(ctx, ...)
   and Class.backward(ctx, grad, ...), then call Class.apply(...) or Class(...).]])
