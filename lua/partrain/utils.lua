@@ -124,7 +124,7 @@ doc(utils.checkpoint, [[pt.utils.checkpoint([opts,] fn, ...) -> fn(...)'s result
   backpropagates through that (torch.utils.checkpoint.checkpoint, reentrant). Parameters fn uses
   get their .grad as without the checkpoint. opts: {preserve_rng_state = true} (the generator is
   set back to its state at the forward for the recomputation, so dropout draws the same mask).
-  fn may return several results; at most 4 tensor arguments may require grad. As torch's
+  fn may return several results and take any arguments. As torch's
   reentrant form it does not work with autograd.grad or create_graph (an error says so).]])
 
 function utils.checkpoint_sequential(functions, segments, input, opts)
