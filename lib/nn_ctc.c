@@ -8,13 +8,21 @@
  * end; the gradient is PyTorch's exp(log_probs[t][c]) - exp(lse over s with l'[s] = c of
  * alpha[t][s] + beta[t][s], + nll - log_probs[t][c]), which is the gradient of the loss through
  * a log_softmax (the exp term cancels in its backward) but not of the loss as a function of free
- * log_probs, exactly as PyTorch's. Every sum is taken in float64 whatever the input's dtype.
+ * log_probs, exactly as PyTorch's (NaN where it gives NaN: an impossible sequence, a class of
+ * log-probability -inf). Every sum is taken in float64 whatever the input's dtype.
  * States that cannot be reached from the start by frame t (s >= 2t+2) or cannot reach the end
  * from it (s < W - 2(T_b - t)) are skipped (left -inf): their alpha + beta is -inf either way,
- * so the values are the full recursion's. Sequences are independent: the batch is split over
- * the intra-op threads, each sequence's work done by one thread into its own rows, so nothing
- * depends on the thread count. The forward keeps every alpha for the backward when a graph is
- * recorded (saved, float64), else two rows per thread. */
+ * so the values are the full recursion's.
+ * Speed: a frame's states depend only on the frame before, so a row is one vector loop (4
+ * lanes of float64 with SLEEF's exp and log where the CPU has AVX2 and FMA, checked at run time)
+ * over rows padded with two -inf on either side (the s-1, s-2, s+1, s+2 neighbours need no
+ * tests) and a per-state 0/-inf term for the skip condition. The gradient's sums over the states
+ * of one class use one max and one exp per state (not a log-add each), and the classes outside
+ * the target take exp(log_probs) alone, so a frame costs C exps (vectorised) plus O(L).
+ * Sequences are independent: the batch is split over the intra-op threads, each sequence's work
+ * done by one thread into its own rows, so nothing depends on the thread count. The forward
+ * keeps every alpha row for the backward when a graph is recorded (saved, float64), else two
+ * rows per thread. */
 #include "nn_ctc.h"
 
 #include <math.h>
@@ -25,8 +33,10 @@
 #include "dispatch.h"
 #include "nn_impl.h"
 #include "parallel.h"
+#include "simd_math.h"
 
 #define CTC_GRAIN 16384 /* alignment states (frames x extended target length) per chunk, at least */
+#define CTC_PAD 2       /* -inf entries on either side of a row */
 
 /* What the checks learned about the batch: the forward's plan and the backward's (node->extra,
  * one block: the arrays follow the struct) */
@@ -35,16 +45,17 @@ typedef struct ctc_plan {
   int64_t W_max;          /* the widest 2L+1 */
   int64_t *il, *tl;       /* {N} input and target lengths */
   int64_t *tg_off;        /* {N} where each target starts in tg */
-  int64_t *alpha_off;     /* {N} where each sequence's alphas (il rows of 2L+1) start */
+  int64_t *alpha_off;     /* {N} where each sequence's alphas (il padded rows) start */
   int64_t *tg;            /* the targets one after another, 0-based classes */
 } ctc_plan;
 
 typedef struct ctc_job {
   const ctc_plan *p;
   pt_dtype dt;
+  bool simd;           /* AVX2 + FMA: SLEEF's 4-lane exp and log */
   const void *lp;      /* {T,N,C} contiguous */
   double *alpha;       /* the saved alphas, or NULL (the forward then uses two scratch rows) */
-  double *scratch;     /* per thread: scratch_per doubles */
+  void *scratch;       /* per thread: scratch_per 8-byte words (see ctc_work) */
   int64_t scratch_per;
   double *nll;         /* {N}: -log p of each sequence, inf when no alignment fits */
   /* backward */
@@ -55,25 +66,55 @@ typedef struct ctc_job {
   void *grad;          /* {T,N,C} of dtype dt */
 } ctc_job;
 
-/* l'[s]: the blank at even states, the target's labels at odd ones */
-static inline int64_t ctc_prime(const int64_t *tg, int64_t s, int64_t blank) {
-  return (s & 1) ? tg[s >> 1] : blank;
+/* A thread's scratch, carved from its part of job->scratch (W = W_max) */
+typedef struct ctc_work {
+  int64_t *cls;      /* {W} l'[s] */
+  double *pen;       /* {W+2} 0 where alpha[t][s] may come from s-2 (l'[s] != l'[s-2]), else -inf */
+  double *lpv;       /* {W} log_probs of the frame at l'[s] */
+  double *rows;      /* two padded rows: the forward's when nothing is saved, the backward's beta */
+  /* backward */
+  int64_t *slot;     /* {W} which of the target's distinct classes l'[s] is */
+  int64_t *slot_cls; /* {W} the distinct classes */
+  int64_t *seen;     /* {C} class -> slot + 1 (0: not in the target), cleared after each sequence */
+  double *ab;        /* {W} alpha + beta of a frame */
+  double *mx, *sm;   /* {W} per slot: the max of ab and the sum of exp(ab - max) */
+  double *ex;        /* {C} exp(log_probs) of a frame */
+} ctc_work;
+
+static int64_t ctc_work_words(int64_t W, int64_t C, bool backward) {
+  int64_t n = W + (W + 2) + W + 2 * (W + 2 * CTC_PAD);
+  return backward ? n + 2 * W + C + 3 * W + C : n;
 }
 
-/* log(exp(a) + exp(b) + exp(c)), -inf when all three are */
-static inline double ctc_lse3(double a, double b, double c) {
-  double m = a > b ? a : b;
-  if (c > m) m = c;
-  if (m == -INFINITY) return -INFINITY;
-  return m + log(exp(a - m) + exp(b - m) + exp(c - m));
+static ctc_work ctc_work_at(const ctc_job *j, int tid, bool backward) {
+  int64_t W = j->p->W_max, C = j->p->C;
+  int64_t *w = (int64_t *)j->scratch + (int64_t)tid * j->scratch_per;
+  ctc_work k = {0};
+  k.cls = w, w += W;
+  k.pen = (double *)w, w += W + 2;
+  k.lpv = (double *)w, w += W;
+  k.rows = (double *)w, w += 2 * (W + 2 * CTC_PAD);
+  if (backward) {
+    k.slot = w, w += W;
+    k.slot_cls = w, w += W;
+    k.seen = w, w += C;
+    k.ab = (double *)w, w += W;
+    k.mx = (double *)w, w += W;
+    k.sm = (double *)w, w += W;
+    k.ex = (double *)w;
+  }
+  return k;
 }
 
-/* log(exp(a) + exp(b)) where a may be -inf (PyTorch's accumulation of the gradient sums) */
-static inline double ctc_lse2(double a, double b) {
-  if (a == -INFINITY) return b;
-  double m = a > b ? a : b;
-  if (m == -INFINITY) return -INFINITY;
-  return m + log(exp(a - m) + exp(b - m));
+/* l'[s] and the skip terms of sequence b */
+static void ctc_extend(const ctc_plan *p, int64_t b, const ctc_work *k) {
+  const int64_t *tg = p->tg + p->tg_off[b];
+  int64_t W = 2 * p->tl[b] + 1;
+  for (int64_t s = 0; s < W; s++) {
+    k->cls[s] = (s & 1) ? tg[s >> 1] : p->blank;
+    k->pen[s] = (s & 1) && s >= 2 && k->cls[s] != k->cls[s - 2] ? 0.0 : -INFINITY;
+  }
+  k->pen[W] = k->pen[W + 1] = -INFINITY;
 }
 
 static inline void ctc_fill_neginf(double *p, int64_t n) {
@@ -87,40 +128,89 @@ static inline void ctc_window(int64_t t, int64_t il, int64_t W, int64_t *lo, int
   *hi = b > W ? W : b;
 }
 
+/* A padded row of W states whose [lo, hi) is about to be written: -inf elsewhere */
+static inline void ctc_row_edges(double *row, int64_t W, int64_t lo, int64_t hi) {
+  if (hi < lo) hi = lo;
+  ctc_fill_neginf(row - CTC_PAD, lo + CTC_PAD);
+  ctc_fill_neginf(row + hi, W + CTC_PAD - hi);
+}
+
+/* log(exp(a) + exp(b) + exp(c)) around the max m, as PyTorch takes it; exp(m - m) = 1 needs no
+ * exp: the other two are min(a, b) and min(max(a, b), c) */
+static inline double ctc_lse3(double a, double b, double c) {
+  double hi = a > b ? a : b, lo = a > b ? b : a;
+  double m = hi > c ? hi : c, mid = hi > c ? c : hi;
+  if (m == -INFINITY) return -INFINITY;
+  return log(1.0 + exp(lo - m) + exp(mid - m)) + m;
+}
+
+/* out[i] = lse(a[i], b[i], c[i] + pen[i]) + add[i] */
+static void ctc_lse3_row(const double *a, const double *b, const double *c, const double *pen,
+                         const double *add, double *out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = ctc_lse3(a[i], b[i], c[i] + pen[i]) + add[i];
+}
+
+__attribute__((target("avx2,fma"))) static void ctc_lse3_row_v4(const double *a, const double *b, const double *c,
+                                                               const double *pen, const double *add, double *out,
+                                                               int64_t n) {
+  const __m256d ninf = _mm256_set1_pd(-INFINITY), zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d va = _mm256_loadu_pd(a + i), vb = _mm256_loadu_pd(b + i);
+    __m256d vc = _mm256_add_pd(_mm256_loadu_pd(c + i), _mm256_loadu_pd(pen + i));
+    __m256d hi = _mm256_max_pd(va, vb), lo = _mm256_min_pd(va, vb);
+    __m256d m = _mm256_max_pd(hi, vc), mid = _mm256_min_pd(hi, vc);
+    __m256d none = _mm256_cmp_pd(m, ninf, _CMP_EQ_OQ); /* all three -inf */
+    __m256d mm = _mm256_blendv_pd(m, zero, none);       /* no -inf - -inf */
+    __m256d s = _mm256_add_pd(_mm256_add_pd(one, Sleef_expd4_u10avx2(_mm256_sub_pd(lo, mm))),
+                              Sleef_expd4_u10avx2(_mm256_sub_pd(mid, mm)));
+    __m256d r = _mm256_blendv_pd(_mm256_add_pd(Sleef_logd4_u10avx2(s), m), ninf, none);
+    _mm256_storeu_pd(out + i, _mm256_add_pd(r, _mm256_loadu_pd(add + i)));
+  }
+  ctc_lse3_row(a + i, b + i, c + i, pen + i, add + i, out + i, n - i);
+}
+
+/* x[i] = exp(x[i]) */
+static void ctc_exp_row(double *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] = exp(x[i]);
+}
+
+__attribute__((target("avx2,fma"))) static void ctc_exp_row_v4(double *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm256_storeu_pd(x + i, Sleef_expd4_u10avx2(_mm256_loadu_pd(x + i)));
+  ctc_exp_row(x + i, n - i);
+}
+
 static void ctc_forward_chunk(void *arg, int64_t b0, int64_t b1, int tid) {
   const ctc_job *j = arg;
   const ctc_plan *p = j->p;
+  ctc_work k = ctc_work_at(j, tid, false);
   int64_t C = p->C, blank = p->blank, rs = p->N * C;
   PT_DISPATCH_FLOAT(j->dt, {
     for (int64_t b = b0; b < b1; b++) {
-      int64_t il = p->il[b], L = p->tl[b], W = 2 * L + 1;
-      const int64_t *tg = p->tg + p->tg_off[b];
+      int64_t il = p->il[b], L = p->tl[b], W = 2 * L + 1, RW = W + 2 * CTC_PAD;
       const T *lp = (const T *)j->lp + b * C; /* frame t: lp + t * rs */
       if (il == 0) { /* no frames: only the empty target has an alignment */
         j->nll[b] = L == 0 ? 0.0 : INFINITY;
         continue;
       }
-      double *a0 = j->alpha ? j->alpha + p->alpha_off[b] : j->scratch + (int64_t)tid * j->scratch_per;
+      ctc_extend(p, b, &k);
+      double *a0 = (j->alpha ? j->alpha + p->alpha_off[b] : k.rows) + CTC_PAD;
       double *row = a0;
-      ctc_fill_neginf(row, W);
+      ctc_fill_neginf(row - CTC_PAD, RW);
       row[0] = lp[blank];
-      if (L > 0) row[1] = lp[tg[0]];
+      if (L > 0) row[1] = lp[k.cls[1]];
       for (int64_t t = 1; t < il; t++) {
         const double *prev = row;
-        row = j->alpha ? a0 + t * W : a0 + (t & 1) * W;
+        row = a0 + (j->alpha ? t : (t & 1)) * RW;
         const T *lpt = lp + t * rs;
         int64_t lo, hi;
         ctc_window(t, il, W, &lo, &hi);
-        ctc_fill_neginf(row, lo);
-        if (hi > lo) ctc_fill_neginf(row + hi, W - hi);
-        else ctc_fill_neginf(row + lo, W - lo);
-        for (int64_t s = lo; s < hi; s++) {
-          int64_t c = ctc_prime(tg, s, blank);
-          double a1 = prev[s], a2 = s > 0 ? prev[s - 1] : -INFINITY;
-          /* skipping a blank is allowed between two different labels only */
-          double a3 = (s > 1 && ctc_prime(tg, s - 2, blank) != c) ? prev[s - 2] : -INFINITY;
-          row[s] = ctc_lse3(a1, a2, a3) + (double)lpt[c];
-        }
+        ctc_row_edges(row, W, lo, hi);
+        for (int64_t s = lo; s < hi; s++) k.lpv[s] = (double)lpt[k.cls[s]];
+        if (hi > lo)
+          (j->simd ? ctc_lse3_row_v4 : ctc_lse3_row)(prev + lo, prev + lo - 1, prev + lo - 2, k.pen + lo,
+                                                      k.lpv + lo, row + lo, hi - lo);
       }
       /* an empty target ends in its one blank state, any other in its last label or blank */
       j->nll[b] = L == 0 ? -row[0] : -ctc_lse3(row[W - 1], row[W - 2], -INFINITY);
@@ -131,13 +221,12 @@ static void ctc_forward_chunk(void *arg, int64_t b0, int64_t b1, int tid) {
 static void ctc_backward_chunk(void *arg, int64_t b0, int64_t b1, int tid) {
   const ctc_job *j = arg;
   const ctc_plan *p = j->p;
+  ctc_work k = ctc_work_at(j, tid, true);
   int64_t T_all = p->T, N = p->N, C = p->C, blank = p->blank, rs = N * C;
-  double *lcab = j->scratch + (int64_t)tid * j->scratch_per; /* {C}: lse of alpha + beta per class */
-  double *beta = lcab + C;                                     /* two rows of W_max */
+  memset(k.seen, 0, (size_t)C * sizeof(int64_t));
   PT_DISPATCH_FLOAT(j->dt, {
     for (int64_t b = b0; b < b1; b++) {
-      int64_t il = p->il[b], L = p->tl[b], W = 2 * L + 1;
-      const int64_t *tg = p->tg + p->tg_off[b];
+      int64_t il = p->il[b], L = p->tl[b], W = 2 * L + 1, RW = W + 2 * CTC_PAD;
       const T *lp = (const T *)j->lp + b * C;
       T *gb = (T *)j->grad + b * C;
       double nll = j->nll[b];
@@ -148,52 +237,75 @@ static void ctc_backward_chunk(void *arg, int64_t b0, int64_t b1, int tid) {
       if (il == 0 || (j->zero_infinity && nll == INFINITY)) t_end = 0;
       for (int64_t t = t_end; t < T_all; t++) memset(gb + t * rs, 0, (size_t)C * sizeof(T));
       if (t_end == 0) continue;
-      const double *alpha = j->alpha + p->alpha_off[b];
+      ctc_extend(p, b, &k);
+      int64_t K = 0; /* the target's distinct classes, blank first */
+      for (int64_t s = 0; s < W; s++) {
+        int64_t c = k.cls[s];
+        if (!k.seen[c]) k.slot_cls[K] = c, k.seen[c] = ++K;
+        k.slot[s] = k.seen[c] - 1;
+      }
+      const double *alpha = j->alpha + p->alpha_off[b] + CTC_PAD;
       double *next = NULL;
       for (int64_t t = il - 1; t >= 0; t--) {
-        double *cur = beta + (t & 1) * W;
+        double *cur = k.rows + CTC_PAD + (t & 1) * RW;
         const T *lpt = lp + t * rs;
         int64_t lo, hi;
         ctc_window(t, il, W, &lo, &hi);
-        ctc_fill_neginf(cur, W);
         if (t == il - 1) { /* the two end states, as beta's initialisation */
+          ctc_fill_neginf(cur - CTC_PAD, RW);
           cur[W - 1] = lpt[blank];
-          if (L > 0) cur[W - 2] = lpt[tg[L - 1]];
+          if (L > 0) cur[W - 2] = lpt[k.cls[W - 2]];
         } else {
-          for (int64_t s = lo; s < hi; s++) {
-            int64_t c = ctc_prime(tg, s, blank);
-            double b1v = next[s], b2v = s < W - 1 ? next[s + 1] : -INFINITY;
-            double b3v = (s < W - 2 && ctc_prime(tg, s + 2, blank) != c) ? next[s + 2] : -INFINITY;
-            cur[s] = ctc_lse3(b1v, b2v, b3v) + (double)lpt[c];
-          }
+          ctc_row_edges(cur, W, lo, hi);
+          for (int64_t s = lo; s < hi; s++) k.lpv[s] = (double)lpt[k.cls[s]];
+          /* beta may skip from s to s+2 when alpha may skip from s to s+2: pen[s+2] */
+          if (hi > lo)
+            (j->simd ? ctc_lse3_row_v4 : ctc_lse3_row)(next + lo, next + lo + 1, next + lo + 2, k.pen + lo + 2,
+                                                        k.lpv + lo, cur + lo, hi - lo);
         }
-        ctc_fill_neginf(lcab, C);
-        const double *at = alpha + t * W;
+        /* per class: lse over its states of alpha + beta, as max + log(sum of exp(ab - max)) */
+        const double *at = alpha + t * RW;
+        for (int64_t q = 0; q < K; q++) k.mx[q] = -INFINITY, k.sm[q] = 0;
         for (int64_t s = lo; s < hi; s++) {
-          double ab = at[s] + cur[s];
-          if (ab == -INFINITY) continue;
-          int64_t c = ctc_prime(tg, s, blank);
-          lcab[c] = ctc_lse2(lcab[c], ab);
+          double v = at[s] + cur[s];
+          k.ab[s] = v;
+          if (v > k.mx[k.slot[s]]) k.mx[k.slot[s]] = v;
         }
+        for (int64_t s = lo; s < hi; s++) {
+          double m = k.mx[k.slot[s]];
+          k.ab[s] -= m == -INFINITY ? 0 : m;
+        }
+        if (hi > lo) (j->simd ? ctc_exp_row_v4 : ctc_exp_row)(k.ab + lo, hi - lo);
+        for (int64_t s = lo; s < hi; s++) k.sm[k.slot[s]] += k.ab[s];
+        /* exp(lp) - exp(lcab + nll - lp) per class: lcab is -inf outside the target, where the
+         * second term is 0 unless nll - lp is inf or NaN (PyTorch then gives NaN: -inf + inf) */
+        for (int64_t c = 0; c < C; c++) k.ex[c] = (double)lpt[c];
+        (j->simd ? ctc_exp_row_v4 : ctc_exp_row)(k.ex, C);
         T *gt = gb + t * rs;
         for (int64_t c = 0; c < C; c++) {
+          double x = nll - (double)lpt[c];
+          gt[c] = (T)((k.ex[c] - (x == INFINITY || x != x ? NAN : 0.0)) * gr);
+        }
+        for (int64_t q = 0; q < K; q++) {
+          int64_t c = k.slot_cls[q];
+          double lcab = k.mx[q] == -INFINITY ? -INFINITY : k.mx[q] + log(k.sm[q]);
           double l = (double)lpt[c];
-          gt[c] = (T)((exp(l) - exp(lcab[c] + nll - l)) * gr);
+          gt[c] = (T)((k.ex[c] - exp(lcab + nll - l)) * gr);
         }
         next = cur;
       }
+      for (int64_t q = 0; q < K; q++) k.seen[k.slot_cls[q]] = 0;
     }
   });
 }
 
-static pt_status ctc_run(pt_ctx *ctx, ctc_job *job, pt_parallel_fn fn, int64_t per_thread, int64_t states) {
+static pt_status ctc_run(pt_ctx *ctx, ctc_job *job, pt_parallel_fn fn, bool backward, int64_t states) {
   const ctc_plan *p = job->p;
   if (p->N == 0) return PT_OK;
   int nth = pt_parallel_threads(ctx);
-  job->scratch_per = per_thread;
-  job->scratch = NULL;
-  if (per_thread > 0 && !(job->scratch = pt_alloc(ctx, (size_t)(nth * per_thread) * sizeof(double))))
-    return PT_ENOMEM;
+  job->simd = simd_f8();
+  job->scratch_per = ctc_work_words(p->W_max, p->C, backward);
+  if (!(job->scratch = pt_alloc(ctx, (size_t)(nth * job->scratch_per) * sizeof(int64_t)))) return PT_ENOMEM;
   int64_t per_seq = states / p->N + 1;
   pt_parallel_for(ctx, p->N, per_seq >= CTC_GRAIN ? 1 : CTC_GRAIN / per_seq, fn, job);
   pt_free(job->scratch);
@@ -201,9 +313,9 @@ static pt_status ctc_run(pt_ctx *ctx, ctc_job *job, pt_parallel_fn fn, int64_t p
   return PT_OK;
 }
 
-/* saved: 0 log_probs (contiguous), 1 the alphas (float64, each sequence's il x (2L+1) one after
- * another; see alpha_off), 2 the losses before zero_infinity {N} (float64); extra: the plan;
- * ints: 0 reduction, 1 zero_infinity */
+/* saved: 0 log_probs (contiguous), 1 the alphas (float64, each sequence's il padded rows of
+ * 2L+1+2*CTC_PAD one after another; see alpha_off), 2 the losses before zero_infinity {N}
+ * (float64); extra: the plan; ints: 0 reduction, 1 zero_infinity */
 static pt_status ctc_loss_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
   grad_in[0] = NULL;
   if (!node->needs_grad[0]) return PT_OK;
@@ -218,7 +330,7 @@ static pt_status ctc_loss_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_o
                  .nll = pt_tensor_data(nll), .g = pt_tensor_data(g), .g_each = red == PT_REDUCE_NONE,
                  .mean = red == PT_REDUCE_MEAN, .zero_infinity = node->ints[1] != 0,
                  .grad = pt_tensor_data(gx)};
-  if ((st = ctc_run(ctx, &job, ctc_backward_chunk, p->C + 2 * p->W_max, pt_tensor_numel(alpha)))) goto fail;
+  if ((st = ctc_run(ctx, &job, ctc_backward_chunk, true, pt_tensor_numel(alpha)))) goto fail;
   pt_tensor_release(g);
   grad_in[0] = gx;
   return PT_OK;
@@ -296,7 +408,7 @@ static pt_status ctc_plan_make(pt_ctx *ctx, const char *fname, pt_tensor *lp, pt
     int64_t W = 2 * tl[b] + 1, src = targets->ndim == 2 ? b * S : pos;
     p->tg_off[b] = pos;
     p->alpha_off[b] = aoff;
-    aoff += il[b] * W;
+    aoff += il[b] * (W + 2 * CTC_PAD);
     if (W > p->W_max) p->W_max = W;
     for (int64_t i = 0; i < tl[b]; i++) {
       double v = tv[src + i];
@@ -351,14 +463,14 @@ pt_status pt_nn_ctc_loss(pt_ctx *ctx, const char *fname, pt_tensor *log_probs, p
   if ((st = ctc_plan_make(ctx, fname, log_probs, targets, input_lengths, target_lengths, blank, &p))) return st;
   bool keep = pt_autograd_needed(ctx, 1, &log_probs);
   int64_t states = 0;
-  for (int64_t b = 0; b < N; b++) states += p->il[b] * (2 * p->tl[b] + 1);
+  for (int64_t b = 0; b < N; b++) states += p->il[b] * (2 * p->tl[b] + 1 + 2 * CTC_PAD);
   pt_tensor *lpc = NULL, *alpha = NULL, *nll = NULL, *y = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, log_probs, &lpc))) goto fail;
   if ((st = pt_tensor_empty(ctx, PT_FLOAT64, 1, &N, &nll))) goto fail;
   if (keep && (st = pt_tensor_empty(ctx, PT_FLOAT64, 1, &states, &alpha))) goto fail;
   ctc_job job = {.p = p, .dt = log_probs->dtype, .lp = pt_tensor_data(lpc),
                  .alpha = alpha ? pt_tensor_data(alpha) : NULL, .nll = pt_tensor_data(nll)};
-  if ((st = ctc_run(ctx, &job, ctc_forward_chunk, alpha ? 0 : 2 * p->W_max, states))) goto fail;
+  if ((st = ctc_run(ctx, &job, ctc_forward_chunk, false, states))) goto fail;
   bool each = red == PT_REDUCE_NONE;
   if ((st = pt_tensor_empty(ctx, log_probs->dtype, each && batched ? 1 : 0, &N, &y))) goto fail;
   const double *nv = job.nll;

@@ -168,6 +168,21 @@ describe("ctc_loss", function()
     assert.is_true(long[2] < math.huge)
   end)
 
+  it("keeps float64 precision on long sequences whose log-probabilities span hundreds", function()
+    -- x = 30 sin(0.7 i + 0.3), {300,2,6}; torch 1.13: loss 10737.3344483663, sum |grad|
+    -- 737.747902244355, sum grad * cos(i) -5.61068314536565
+    local T, N, C = 300, 2, 6
+    local x = ((pt.arange(0, T * N * C, F64) * 0.7 + 0.3):sin() * 30):reshape(T, N, C)
+    local lp = nn.log_softmax(x, 3):detach():requires_grad_()
+    local tg = {{}, {}}
+    for i = 0, 39 do tg[1][i + 1], tg[2][i + 1] = (i * 7) % 5 + 2, (i * 3) % 5 + 2 end
+    local l = F.ctc_loss(lp, pt.tensor(tg, I64), {300, 250}, {40, 33}, 1, "sum")
+    l:backward()
+    local w = pt.arange(0, T * N * C, F64):reshape(T, N, C):cos()
+    assert_close({l:item(), lp.grad:abs():sum():item(), (lp.grad * w):sum():item()},
+      {10737.3344483663, 737.747902244355, -5.61068314536565}, 1e-11)
+  end)
+
   it("gives loss 0 or inf for sequences without frames, with a zero gradient", function()
     -- not torch 1.13's numbers: its kernel reads the alpha of frame -1 there (garbage such as
     -- 1.79e252); later releases return these
