@@ -1,5 +1,6 @@
--- pt.autograd.functional (jacobian, hessian, vjp, jvp, vhp, hvp). Every expected number below
--- was computed with torch 1.13 (torch.autograd.functional on the same float64 inputs).
+-- pt.autograd.functional (jacobian, hessian, vjp, jvp, vhp, hvp) and pt.autograd.gradcheck /
+-- gradgradcheck. Every expected number below was computed with torch 1.13
+-- (torch.autograd.functional and torch.autograd.gradcheck on the same float64 inputs).
 local pt = require "partrain"
 local support = require "spec.support"
 local assert_error, errmsg = support.assert_error, support.errmsg
@@ -350,12 +351,211 @@ describe("autograd.functional.vhp and hvp", function()
   end)
 end)
 
+describe("autograd.gradcheck", function()
+  local gradcheck = pt.autograd.gradcheck
+  local xr, yr
+
+  before_each(function()
+    xr, yr = leaf(x), leaf(f64({{1.5, 0.25}, {-0.5, 0.75}}))
+  end)
+
+  it("passes for correct gradients (several inputs and outputs, a number among the inputs)", function()
+    local function g(a, b, k) return {a:sin() * b:sum() * k, (a * a):sum() * b} end
+    assert.is_true(gradcheck(g, {xr, yr, 3}))
+    assert.is_true(gradcheck(g, {xr, yr, 3}, {fast_mode = true}))
+    assert.is_true(gradcheck(function(a) return a:exp() end, xr, {check_grad_dtypes = true}))
+    -- an input that does not require grad is passed along unchecked
+    assert.is_true(gradcheck(function(a, b) return a * b end, {xr, v3}))
+    -- the caller's tensors are unchanged
+    assert.are.same(x:tolist(), xr:tolist())
+    assert.is_nil(xr.grad)
+  end)
+
+  it("fails for a wrong backward with torch's message, the worst element and both Jacobians", function()
+    -- a * a:detach(): the analytical gradient misses the detached factor (torch 1.13's Jacobians:
+    -- numerical diag(1, -2, 4), analytical diag(0.5, -1, 2))
+    local function wrong(a) return a * a:detach() end
+    local msg = errmsg(gradcheck, wrong, xr)
+    assert.matches("^[^\n]*:%d+: autograd%.gradcheck: Jacobian mismatch for output 1 with respect to input 1,\n" ..
+      "worst at output element {3} and input element {3}: numerical 4[%.%d]*, analytical 2\n" ..
+      "numerical %(a row per input element, a column per output element%):\ntensor%({{ 1%.0000,", msg)
+    assert.matches("\nanalytical:\ntensor%({{ 0%.5000,  0%.0000,  0%.0000},\n", msg)
+    assert.is_false(gradcheck(wrong, xr, {raise_exception = false}))
+    -- fast mode reports v^T J u and the slow mode's worst element
+    msg = errmsg(gradcheck, wrong, xr, {fast_mode = true})
+    assert.matches("autograd%.gradcheck: Jacobian mismatch for output 1 with respect to input 1,\nnumerical:[-%d.]+\n" ..
+      "analytical:[-%d.]+\n%(fast mode: v%^T J u for random unit vectors u and v%.%) In slow mode, the max " ..
+      "per%-element difference is 2[%.%d]*, worst at output element {3} and input element {3}: numerical 4[%.%d]*, " ..
+      "analytical 2$", msg)
+    assert.is_false(gradcheck(wrong, xr, {fast_mode = true, raise_exception = false}))
+    -- the position among the outputs and inputs, not among the differentiable ones
+    msg = errmsg(gradcheck, function(a, b, c) return {a:detach(), a * b + c * c:detach()} end, {x, xr, leaf(v3)})
+    assert.matches("Jacobian mismatch for output 2 with respect to input 3,\n", msg)
+  end)
+
+  it("takes eps, atol and rtol as torch", function()
+    -- a^3 at 1: with eps = 0.1 the central difference is 3.01 (torch 1.13: numerical 3.0100, analytical 3)
+    local one = leaf(f64({1.0}))
+    local function cube(a) return a ^ 3 end
+    assert.is_true(gradcheck(cube, one))
+    assert.matches("numerical 3%.01", errmsg(gradcheck, cube, one, {eps = 0.1}))
+    -- an analytical gradient off by 3e-5: within the default rtol, not with rtol=0, again with atol=1e-4
+    local function off(a) return a * 2 + (a * 3e-5):detach() end
+    assert.is_true(gradcheck(off, xr))
+    assert.matches("Jacobian mismatch for output 1 with respect to input 1", errmsg(gradcheck, off, xr, {rtol = 0}))
+    assert.is_true(gradcheck(off, xr, {rtol = 0, atol = 1e-4}))
+  end)
+
+  it("checks that backward is reentrant, within nondet_tol", function()
+    -- a hook that scales the gradient a little more on every call: two runs of the same
+    -- backward differ by ~1e-12
+    local calls = 0
+    local function drifting(a)
+      local h = a * 1
+      h:register_hook(function(g)
+        calls = calls + 1
+        return g * (1 + calls * 1e-12)
+      end)
+      return h * 2
+    end
+    assert_error("autograd.gradcheck: backward is not reentrant, i.e., running backward with the same input and " ..
+      "grad_output several times gives different values, although the analytical gradient matches the numerical " ..
+      "gradient. The tolerance for nondeterminism was 0", gradcheck, drifting, xr)
+    assert.is_true(gradcheck(drifting, xr, {nondet_tol = 1e-6}))
+    assert.is_false(gradcheck(drifting, xr, {fast_mode = true, raise_exception = false}))
+  end)
+
+  it("checks that zero grad_outputs give zero gradients", function()
+    -- a hook that adds 1 to a gradient that is all zeros: every Jacobian row is right
+    local function leaky(a)
+      local h = a * 1
+      h:register_hook(function(g)
+        if g:abs():sum():item() == 0 then return g + 1 end
+      end)
+      return h * 2
+    end
+    assert_error("autograd.gradcheck: backward not multiplied by grad_output", gradcheck, leaky, xr)
+    assert.is_false(gradcheck(leaky, xr, {raise_exception = false}))
+  end)
+
+  it("with check_undefined_grad leaves each of several outputs out of the backward in turn", function()
+    -- wrong only when output 1 sends no gradient and the others send zeros
+    local function needs_first(a)
+      local called = false
+      local h = a * 1
+      local o1, o2 = h * 2, h * 3
+      o1:register_hook(function() called = true end)
+      h:register_hook(function(g)
+        local missing = not called
+        called = false
+        if missing and g:abs():sum():item() == 0 then return g + 1 end
+      end)
+      return {o1, o2}
+    end
+    assert_error("autograd.gradcheck: expected all input gradients to be nil or zero when the outputs get zero or " ..
+      "no gradient (differentiable output 1 left out)", gradcheck, needs_first, xr)
+    assert.is_true(gradcheck(needs_first, xr, {check_undefined_grad = false}))
+  end)
+
+  it("with no differentiable output wants zero numerical gradients", function()
+    assert.is_true(gradcheck(function() return pt.zeros(2, D) end, xr))
+    assert.is_true(gradcheck(function() return pt.zeros(2, D) end, xr, {fast_mode = true}))
+    assert_error("autograd.gradcheck: numerical gradient for function expected to be zero", gradcheck,
+      function(a) return (a * 2):detach() end, xr)
+    assert_error("autograd.gradcheck: numerical gradient for function expected to be zero", gradcheck,
+      function(a) return (a * 2):detach() end, xr, {fast_mode = true})
+  end)
+
+  it("refuses inputs it cannot check and functions that change shape when perturbed", function()
+    assert_error("autograd.gradcheck: expects at least one input tensor to require gradient, but none of them have " ..
+      "requires_grad=true", gradcheck, function(a) return a * 2 end, x)
+    assert_error("autograd.gradcheck: input 1 has a dimension with stride 0. gradcheck only supports inputs that " ..
+      "are non-overlapping to be able to compute the numerical gradients correctly. You should call :contiguous() " ..
+      "on the input before passing it to gradcheck", gradcheck, function(a) return a * 2 end, xr:expand(2, 3))
+    -- raise_exception=false does not cover them (torch raises these too)
+    assert_error("autograd.gradcheck: expects at least one input tensor to require gradient, but none of them have " ..
+      "requires_grad=true", gradcheck, function(a) return a * 2 end, x, {raise_exception = false})
+    local function jumpy(a)
+      if a:_get_flat(1) > 0.5 then return (a * 2):narrow(1, 1, 2) end
+      return a * 2
+    end
+    assert_error("autograd.gradcheck: expected fn to return outputs with the same shape when inputs are perturbed on " ..
+      "index {1} of input 1 by 1e-06, but got shapes {3} and {2}", gradcheck, jumpy, xr)
+    assert_error("autograd.gradcheck: outputs of fn must be a tensor or a list of tensors, got number", gradcheck,
+      function() return 1 end, xr)
+    assert_error("autograd.gradcheck: fn must be a function, got nil", gradcheck, nil, xr)
+    assert_error("autograd.gradcheck: inputs must be a tensor or a list, got number", gradcheck,
+      function(a) return a end, 2)
+    assert_error("autograd.gradcheck: unknown option 'check_forward_ad' (options: eps, atol, rtol, raise_exception, " ..
+      "nondet_tol, check_undefined_grad, check_grad_dtypes, fast_mode)", gradcheck, function(a) return a end, xr,
+      {check_forward_ad = true})
+    assert_error("autograd.gradcheck: eps must be a number, got string", gradcheck, function(a) return a end, xr,
+      {eps = "1e-6"})
+    assert_error("autograd.gradcheck: raise_exception must be a boolean, got number", gradcheck,
+      function(a) return a end, xr, {raise_exception = 0})
+  end)
+
+  it("warns once on stderr for an input that requires grad and is not float64", function()
+    local q = support.quote
+    local chunk = "local a = pt.ones(3, {requires_grad = true}) " ..
+      "for _ = 1, 2 do io.write(tostring(pt.autograd.gradcheck(function(t) return t * 2 end, a, " ..
+      "{eps = 1e-2, atol = 1e-2})), ' ') end"
+    local p = io.popen(q(support.exe) .. " -e " .. q(chunk) .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.are.equal("autograd.gradcheck: warning: input 1 requires gradient and is not a double precision " ..
+      "floating point tensor (float32); this check will likely fail if the inputs are not float64\ntrue true ", out)
+  end)
+end)
+
+describe("autograd.gradgradcheck", function()
+  local gradgradcheck = pt.autograd.gradgradcheck
+
+  -- a^3 whose first derivative is right (3a^2) but whose second is not: the detached factors
+  -- make the gradient's graph 2 a g instead of 6 a g (torch 1.13: gradcheck passes, gradgradcheck
+  -- fails with numerical diag(3, -12, 36), analytical diag(1, -4, 12) for grad_outputs {1, 2, 3})
+  local function cube(a) return (a * a):detach() * a + ((a * a) - (a * a):detach()) * a:detach() end
+
+  it("passes for correct second derivatives, with given or random grad_outputs", function()
+    local xr, yr = leaf(x), leaf(y)
+    local function g(a, b) return {a:sin() * b:sum(), (a * a):sum() * b} end
+    pt.manual_seed(7)
+    assert.is_true(gradgradcheck(g, {xr, yr}))
+    assert.is_true(gradgradcheck(g, {xr, yr}, {gen_non_contig_grad_outputs = true}))
+    assert.is_true(gradgradcheck(g, {xr, yr}, {leaf(v3), leaf(v2)}, {fast_mode = true}))
+    assert.is_true(gradgradcheck(function(a) return a:exp():sum() end, xr, leaf(f64(0.5))))
+    assert.is_true(pt.autograd.gradcheck(cube, xr))
+  end)
+
+  it("fails where only the second derivative is wrong", function()
+    local xr = leaf(x)
+    local msg = errmsg(gradgradcheck, cube, xr, leaf(v3))
+    assert.matches("autograd%.gradgradcheck: Jacobian mismatch for output 1 with respect to input 1,\n" ..
+      "worst at output element {3} and input element {3}: numerical 36[%.%d]*, analytical 12\n", msg)
+    assert.is_false(gradgradcheck(cube, xr, leaf(v3), {raise_exception = false}))
+    assert.is_false(gradgradcheck(cube, xr, {raise_exception = false}))
+  end)
+
+  it("checks its arguments", function()
+    local xr = leaf(x)
+    assert_error("autograd.gradgradcheck: grad_outputs must be a tensor or a list of tensors, but the value at " ..
+      "index 1 has type number", gradgradcheck, cube, xr, {1})
+    assert_error("autograd.gradgradcheck: unknown option 'eps_' (options: eps, atol, rtol, " ..
+      "gen_non_contig_grad_outputs, raise_exception, nondet_tol, check_undefined_grad, check_grad_dtypes, " ..
+      "fast_mode)", gradgradcheck, cube, xr, {eps_ = 1})
+    assert_error("autograd.gradgradcheck: gen_non_contig_grad_outputs must be a boolean, got string", gradgradcheck,
+      cube, xr, nil, {gen_non_contig_grad_outputs = "yes"})
+  end)
+end)
+
 describe("help", function()
-  it("documents the functional helpers", function()
-    for _, f in ipairs {F.jacobian, F.hessian, F.vjp, F.jvp, F.vhp, F.hvp} do
+  it("documents the functional helpers and the checks", function()
+    for _, f in ipairs {F.jacobian, F.hessian, F.vjp, F.jvp, F.vhp, F.hvp, pt.autograd.gradcheck,
+                        pt.autograd.gradgradcheck} do
       assert.is_string(pt._docs[f])
     end
     assert.matches("^functional%.jacobian%(func, inputs", pt.help.text(F.jacobian))
+    assert.matches("^pt%.autograd%.gradcheck%(fn, inputs", pt.help.text(pt.autograd.gradcheck))
     assert.matches("\n  functional +pt%.autograd%.functional: ", pt.help.text(pt.autograd))
   end)
 end)
