@@ -408,7 +408,8 @@ static int l_request_interrupt(lua_State *L) {
 
 /* --- checkpoints --- */
 
-/* _save(path, names, tensors, meta_keys, meta_values) */
+/* _save(path, names, tensors, meta_keys, meta_values[, floats, n_floats]): floats "F16" or "BF16"
+ * stores the floating point tensors among the first n_floats in that format */
 static int l_save(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -441,7 +442,14 @@ static int l_save(lua_State *L) {
     lua_pop(L, 1);
     if (!keys[i] || !vals[i]) return lpt_errorf(L, "save: metadata entry %d is not a pair of strings", i + 1);
   }
-  if (pt_st_write(lpt_ctx(L), path, n, names, ts, nm, keys, vals)) return lpt_error(L);
+  const char *floats = luaL_optstring(L, 6, NULL);
+  pt_st_format fmt = PT_ST_NATIVE;
+  if (floats && strcmp(floats, "F16") == 0) fmt = PT_ST_F16;
+  else if (floats && strcmp(floats, "BF16") == 0) fmt = PT_ST_BF16;
+  else if (floats) return lpt_errorf(L, "save: unknown storage format '%s'", floats);
+  lua_Integer n_floats = luaL_optinteger(L, 7, n);
+  if (n_floats < 0 || n_floats > n) n_floats = n;
+  if (pt_st_write_as(lpt_ctx(L), path, n, names, ts, nm, keys, vals, fmt, (int)n_floats)) return lpt_error(L);
   return 0;
 }
 

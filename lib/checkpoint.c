@@ -10,21 +10,117 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The stored types: partrain's own (ST_NATIVE: the bytes are the tensor's), and the ones it reads
+ * into a wider type of its own: 16-bit floats (as float32, exactly), smaller or unsigned integers
+ * (as int32, or int64 for U32 and U64). */
 static const struct {
   const char *name;
   pt_dtype dt;
+  pt_st_format fmt;
 } st_dtypes[] = {
-    {"F32", PT_FLOAT32}, {"F64", PT_FLOAT64}, {"I64", PT_INT64},
-    {"I32", PT_INT32},   {"U8", PT_UINT8},    {"BOOL", PT_BOOL},
+    {"F32", PT_FLOAT32, PT_ST_NATIVE}, {"F64", PT_FLOAT64, PT_ST_NATIVE}, {"I64", PT_INT64, PT_ST_NATIVE},
+    {"I32", PT_INT32, PT_ST_NATIVE},   {"U8", PT_UINT8, PT_ST_NATIVE},    {"BOOL", PT_BOOL, PT_ST_NATIVE},
+    {"F16", PT_FLOAT32, PT_ST_F16},    {"BF16", PT_FLOAT32, PT_ST_BF16},  {"I8", PT_INT32, PT_ST_I8},
+    {"I16", PT_INT32, PT_ST_I16},      {"U16", PT_INT32, PT_ST_U16},      {"U32", PT_INT64, PT_ST_U32},
+    {"U64", PT_INT64, PT_ST_U64},
 };
-/* valid safetensors dtypes partrain has no tensor type for */
-static const char *const st_unsupported[] = {"F16", "BF16", "I8", "I16", "U16", "U32", "U64",
-                                             "F8_E4M3", "F8_E5M2", NULL};
+/* valid safetensors dtypes partrain does not read */
+static const char *const st_unsupported[] = {"F8_E4M3", "F8_E5M2", NULL};
+
+static size_t format_size(pt_st_format f, pt_dtype dt) {
+  switch (f) {
+  case PT_ST_NATIVE: return pt_dtype_size(dt);
+  case PT_ST_I8: return 1;
+  case PT_ST_F16: case PT_ST_BF16: case PT_ST_I16: case PT_ST_U16: return 2;
+  case PT_ST_U32: return 4;
+  case PT_ST_U64: return 8;
+  }
+  return 0;
+}
 
 const char *pt_st_dtype_name(pt_dtype dt) {
   for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-    if (st_dtypes[i].dt == dt) return st_dtypes[i].name;
+    if (st_dtypes[i].dt == dt && st_dtypes[i].fmt == PT_ST_NATIVE) return st_dtypes[i].name;
   return NULL;
+}
+
+/* --- 16-bit floats (IEEE binary16 "F16": 5 exponent and 10 fraction bits; bfloat16 "BF16": 8
+ * and 7), decoded exactly and encoded with round-to-nearest-even from the value itself (a
+ * float64 goes to 16 bits in one rounding, never through float32) --- */
+static double half_decode(uint16_t h, int ebits, int mbits) {
+  int bias = (1 << (ebits - 1)) - 1;
+  unsigned e = (h >> mbits) & ((1u << ebits) - 1), m = h & ((1u << mbits) - 1);
+  double v;
+  if (e == (1u << ebits) - 1) v = m ? NAN : INFINITY;
+  else if (e == 0) v = ldexp((double)m, 1 - bias - mbits);
+  else v = ldexp((double)(m | (1u << mbits)), (int)e - bias - mbits);
+  return (h >> 15) ? -v : v;
+}
+
+static uint16_t half_encode(double x, int ebits, int mbits) {
+  int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias, emax = bias;
+  uint16_t sign = signbit(x) ? 0x8000 : 0, inf = (uint16_t)(((1u << ebits) - 1) << mbits);
+  if (isnan(x)) return (uint16_t)(sign | inf | (1u << (mbits - 1)));
+  double a = fabs(x);
+  if (isinf(a)) return sign | inf;
+  if (a == 0) return sign;
+  int e;
+  frexp(a, &e);
+  e -= 1; /* a = s * 2^e, s in [1, 2) */
+  if (e < emin) /* subnormal: multiples of 2^(emin - mbits); rounding up to 2^mbits is the smallest normal */
+    return (uint16_t)(sign | (uint16_t)nearbyint(ldexp(a, mbits - emin)));
+  double q = nearbyint(ldexp(a, mbits - e)); /* in [2^mbits, 2^(mbits+1)] */
+  if (q >= ldexp(1, mbits + 1)) {
+    q = ldexp(1, mbits);
+    e++;
+  }
+  if (e > emax) return sign | inf;
+  return (uint16_t)(sign | (unsigned)(e + bias) << mbits | ((unsigned)q - (1u << mbits)));
+}
+
+/* bfloat16 from a float32: the upper half of its bits, rounded to nearest even */
+static uint16_t bf16_from_f32(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40); /* NaN stays quiet NaN */
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+
+/* element i of a stored format (little-endian bytes) into t's element i */
+static bool convert_element(pt_st_format fmt, const unsigned char *p, pt_tensor *t, int64_t i) {
+  uint64_t u = 0;
+  size_t sz = format_size(fmt, t->dtype);
+  for (size_t b = 0; b < sz; b++) u |= (uint64_t)p[b] << (8 * b);
+  switch (fmt) {
+  case PT_ST_F16: ((float *)pt_tensor_data(t))[i] = (float)half_decode((uint16_t)u, 5, 10); break;
+  case PT_ST_BF16: {
+    uint32_t w = (uint32_t)u << 16;
+    memcpy((float *)pt_tensor_data(t) + i, &w, 4);
+    break;
+  }
+  case PT_ST_I8: ((int32_t *)pt_tensor_data(t))[i] = (int8_t)(uint8_t)u; break;
+  case PT_ST_I16: ((int32_t *)pt_tensor_data(t))[i] = (int16_t)(uint16_t)u; break;
+  case PT_ST_U16: ((int32_t *)pt_tensor_data(t))[i] = (int32_t)u; break;
+  case PT_ST_U32: ((int64_t *)pt_tensor_data(t))[i] = (int64_t)u; break;
+  case PT_ST_U64:
+    if (u > (uint64_t)INT64_MAX) return false;
+    ((int64_t *)pt_tensor_data(t))[i] = (int64_t)u;
+    break;
+  case PT_ST_NATIVE: break;
+  }
+  return true;
+}
+
+/* An entry stored in another format than its tensor's: its bytes converted into the tensor. */
+static pt_status convert_entry(pt_ctx *ctx, pt_st_entry *e, const unsigned char *raw) {
+  size_t sz = format_size(e->format, e->dtype);
+  int64_t n = pt_tensor_numel(e->tensor);
+  for (int64_t i = 0; i < n; i++)
+    if (!convert_element(e->format, raw + (size_t)i * sz, e->tensor, i))
+      return pt_fail(ctx, PT_EFORMAT, "load: tensor '%s': U64 element %lld does not fit in int64", e->name,
+                     (long long)i + 1);
+  return PT_OK;
 }
 
 void pt_st_free(pt_safetensors *st) {
@@ -207,14 +303,15 @@ static pt_status parse_entry(pt_ctx *ctx, const cJSON *item, pt_st_entry *e) {
   for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
     if (strcmp(dt->valuestring, st_dtypes[i].name) == 0) {
       e->dtype = st_dtypes[i].dt;
+      e->format = st_dtypes[i].fmt;
       found = true;
     }
   if (!found) {
     for (int i = 0; st_unsupported[i]; i++)
       if (strcmp(dt->valuestring, st_unsupported[i]) == 0)
         return pt_fail(ctx, PT_EFORMAT,
-                       "load: tensor '%s': unsupported dtype '%s' (partrain reads F32, F64, I64, I32, U8 and BOOL)",
-                       name, dt->valuestring);
+                       "load: tensor '%s': unsupported dtype '%s' (partrain reads F32, F64, F16, BF16, I64, I32, "
+                       "I16, I8, U64, U32, U16, U8 and BOOL)", name, dt->valuestring);
     return pt_fail(ctx, PT_EFORMAT, "load: tensor '%s': unknown dtype '%.32s'", name, dt->valuestring);
   }
   int nd = cJSON_GetArraySize(shape);
@@ -239,7 +336,7 @@ static pt_status parse_entry(pt_ctx *ctx, const cJSON *item, pt_st_entry *e) {
   if (e->end < e->begin)
     return pt_fail(ctx, PT_EFORMAT, "load: tensor '%s': data_offsets [%llu, %llu] end before they begin", name,
                    (unsigned long long)e->begin, (unsigned long long)e->end);
-  uint64_t need = numel * pt_dtype_size(e->dtype);
+  uint64_t need = numel * format_size(e->format, e->dtype);
   if (need != e->end - e->begin) {
     char s[PT_SHAPE_STR_MAX];
     return pt_fail(ctx, PT_EFORMAT,
@@ -416,6 +513,13 @@ pt_status pt_st_decode(pt_ctx *ctx, const unsigned char *buf, size_t len, pt_saf
   }
   for (int i = 0; i < out->n; i++) {
     pt_st_entry *e = &out->entries[i];
+    if (e->format != PT_ST_NATIVE) {
+      if ((st = convert_entry(ctx, e, buf + 8 + n + e->begin))) {
+        pt_st_free(out);
+        return st;
+      }
+      continue;
+    }
     memcpy(pt_tensor_data(e->tensor), buf + 8 + n + e->begin, (size_t)(e->end - e->begin));
     swap_to_native(e->tensor);
   }
@@ -457,10 +561,22 @@ pt_status pt_st_read(pt_ctx *ctx, const char *path, pt_safetensors *out) {
   for (int i = 0; i < out->n; i++) {
     pt_st_entry *e = &out->entries[i];
     size_t nb = (size_t)(e->end - e->begin);
-    if (nb && fread(pt_tensor_data(e->tensor), 1, nb, f) != nb) {
+    unsigned char *raw = e->format == PT_ST_NATIVE ? pt_tensor_data(e->tensor) : malloc(nb ? nb : 1);
+    if (!raw) {
+      st = pt_fail(ctx, PT_ENOMEM, "load: out of memory reading tensor '%s'", e->name);
+      goto done;
+    }
+    if (nb && fread(raw, 1, nb, f) != nb) {
+      if (e->format != PT_ST_NATIVE) free(raw);
       st = pt_fail(ctx, PT_EIO, "load: '%s': read error in tensor '%s' (file changed while reading?)",
                    path, e->name);
       goto done;
+    }
+    if (e->format != PT_ST_NATIVE) {
+      st = convert_entry(ctx, e, raw);
+      free(raw);
+      if (st) goto prefix;
+      continue;
     }
     swap_to_native(e->tensor);
   }
@@ -494,7 +610,38 @@ static cJSON *raw_uint(uint64_t v) {
 pt_status pt_st_write(pt_ctx *ctx, const char *path, int n, const char *const *names,
                       pt_tensor *const *tensors, int n_meta, const char *const *keys,
                       const char *const *values) {
+  return pt_st_write_as(ctx, path, n, names, tensors, n_meta, keys, values, PT_ST_NATIVE, 0);
+}
+
+/* A floating tensor's elements as 16-bit floats, little-endian, in chunks. */
+static bool write_half(FILE *f, const pt_tensor *c, pt_st_format fmt) {
+  unsigned char buf[8192];
+  int64_t n = pt_tensor_numel(c), i = 0;
+  while (i < n) {
+    size_t k = 0;
+    for (; i < n && k < sizeof buf; i++, k += 2) {
+      uint16_t h;
+      if (c->dtype == PT_FLOAT32) {
+        float v = ((const float *)pt_tensor_data(c))[i];
+        h = fmt == PT_ST_BF16 ? bf16_from_f32(v) : half_encode(v, 5, 10);
+      } else {
+        double v = ((const double *)pt_tensor_data(c))[i];
+        h = fmt == PT_ST_BF16 ? half_encode(v, 8, 7) : half_encode(v, 5, 10);
+      }
+      buf[k] = (unsigned char)(h & 0xff);
+      buf[k + 1] = (unsigned char)(h >> 8);
+    }
+    if (fwrite(buf, 1, k, f) != k) return false;
+  }
+  return true;
+}
+
+pt_status pt_st_write_as(pt_ctx *ctx, const char *path, int n, const char *const *names,
+                         pt_tensor *const *tensors, int n_meta, const char *const *keys,
+                         const char *const *values, pt_st_format floats, int n_floats) {
   pt_status st = PT_OK;
+  if (floats != PT_ST_NATIVE && floats != PT_ST_F16 && floats != PT_ST_BF16)
+    return pt_fail(ctx, PT_EARG, "save: floating point tensors can be stored as F16 or BF16 only");
   cJSON *root = cJSON_CreateObject();
   char *json = NULL, *tmp_path = NULL;
   pt_tensor **conts = calloc((size_t)n + 1, sizeof *conts);
@@ -536,6 +683,8 @@ pt_status pt_st_write(pt_ctx *ctx, const char *path, int n, const char *const *n
   for (int i = 0; i < n; i++) {
     pt_tensor *t = tensors[i];
     const char *dn = pt_st_dtype_name(t->dtype);
+    bool half = floats != PT_ST_NATIVE && i < n_floats && pt_dtype_is_floating(t->dtype);
+    if (half) dn = floats == PT_ST_F16 ? "F16" : "BF16";
     size_t bad = pt_st_utf8_invalid_at(names[i]);
     if (bad) {
       char b[SHOWN_MAX];
@@ -564,7 +713,7 @@ pt_status pt_st_write(pt_ctx *ctx, const char *path, int n, const char *const *n
       st = pt_fail_prefix(ctx, "save");
       goto done;
     }
-    uint64_t nb = (uint64_t)pt_tensor_numel(t) * pt_dtype_size(t->dtype);
+    uint64_t nb = (uint64_t)pt_tensor_numel(t) * (half ? 2 : pt_dtype_size(t->dtype));
     cJSON *e = cJSON_AddObjectToObject(root, names[i]);
     cJSON *shape = cJSON_CreateArray(), *offs = cJSON_CreateArray();
     if (!e || !shape || !offs) {
@@ -607,6 +756,10 @@ pt_status pt_st_write(pt_ctx *ctx, const char *path, int n, const char *const *n
   for (size_t i = jl; ok && i < padded; i++) ok = fputc(' ', f) != EOF;
   for (int i = 0; ok && i < n; i++) {
     pt_tensor *c = conts[i];
+    if (floats != PT_ST_NATIVE && i < n_floats && pt_dtype_is_floating(c->dtype)) {
+      ok = write_half(f, c, floats);
+      continue;
+    }
     size_t nb = (size_t)pt_tensor_numel(c) * pt_dtype_size(c->dtype);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     ok = nb == 0 || fwrite(pt_tensor_data(c), 1, nb, f) == nb;

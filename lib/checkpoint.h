@@ -15,9 +15,22 @@
 
 #define PT_ST_MAX_HEADER ((uint64_t)100 << 20) /* 100 MB, as the reference implementation */
 
+/* How an entry's bytes are stored when they are not its tensor's own (read into a wider type). */
+typedef enum pt_st_format {
+  PT_ST_NATIVE, /* the tensor's dtype, little-endian */
+  PT_ST_F16,    /* IEEE half -> float32 */
+  PT_ST_BF16,   /* bfloat16 -> float32 */
+  PT_ST_I8,     /* -> int32 */
+  PT_ST_I16,    /* -> int32 */
+  PT_ST_U16,    /* -> int32 */
+  PT_ST_U32,    /* -> int64 */
+  PT_ST_U64,    /* -> int64 (a value above INT64_MAX is an error) */
+} pt_st_format;
+
 typedef struct pt_st_entry {
   char *name;
-  pt_dtype dtype;
+  pt_dtype dtype;        /* the tensor's */
+  pt_st_format format;   /* the file's */
   int ndim;
   int64_t shape[PT_MAX_DIMS];
   uint64_t begin, end; /* byte offsets in the data section */
@@ -53,5 +66,11 @@ size_t pt_st_utf8_invalid_at(const char *s);
 pt_status pt_st_write(pt_ctx *ctx, const char *path, int n, const char *const *names,
                       pt_tensor *const *tensors, int n_meta, const char *const *keys,
                       const char *const *values);
+/* pt_st_write, with the floating point tensors among the first n_floats stored as `floats`:
+ * PT_ST_NATIVE (their own dtype), PT_ST_F16 or PT_ST_BF16 (rounded to nearest even; other
+ * formats are an error). */
+pt_status pt_st_write_as(pt_ctx *ctx, const char *path, int n, const char *const *names,
+                         pt_tensor *const *tensors, int n_meta, const char *const *keys,
+                         const char *const *values, pt_st_format floats, int n_floats);
 
 #endif

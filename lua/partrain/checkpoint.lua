@@ -137,6 +137,16 @@ local function save(path, obj, opts)
     if k == RNG_NAME then fail("save: tensor name '%s' is reserved", k) end
     names[#names + 1], tensors[#tensors + 1] = k, t
   end
+  -- the model's (or table's) floating point tensors may be stored as 16-bit floats
+  local storage_names = {float16 = "F16", half = "F16", bfloat16 = "BF16"}
+  local floats
+  if opts.dtype ~= nil then
+    floats = storage_names[opts.dtype]
+    if not floats then
+      fail("save: dtype must be \"float16\" (or \"half\") or \"bfloat16\", got '%s'", shown(tostring(opts.dtype)))
+    end
+  end
+  local n_model = #names
   local mkeys, mvals = {}, {}
   local json_keys = {}
   if opts.meta ~= nil then
@@ -180,7 +190,7 @@ local function save(path, obj, opts)
   end
   mkeys[#mkeys + 1], mvals[#mvals + 1] = "partrain.format", "1"
   for _, name in ipairs(names) do check_name("tensor name", name) end
-  pt._save(path, names, tensors, mkeys, mvals)
+  pt._save(path, names, tensors, mkeys, mvals, floats, n_model)
 end
 
 local function decode_meta(path, what, s)
@@ -323,10 +333,15 @@ if docs then
     .. "  Write a safetensors checkpoint (via path..\".tmp\" and a rename). A model saves its\n"
     .. "  state_dict(); optimizer tensors go under \"optimizer.*\", the rest of its state as JSON metadata.\n"
     .. "  Numbers in meta and optimizer state come back exactly (integer or float, nan and inf too).\n"
-    .. "  rng = true also stores the random generator (pt.get_rng_state), for dropout and random transforms."
+    .. "  rng = true also stores the random generator (pt.get_rng_state), for dropout and random transforms.\n"
+    .. "  dtype = \"bfloat16\" or \"float16\" (\"half\") stores the model's floating point tensors as 16-bit\n"
+    .. "  floats (rounded to nearest even, float64 in one rounding; half the size of float32); the\n"
+    .. "  optimizer's state keeps its own dtype, so a resume stays exact for the state, not the weights."
   docs[M.load] = "pt.load(path) -> tensors, meta, state\n  tensors: name -> Tensor; meta: your metadata;\n"
     .. "  state.optimizer: the optimizer's state_dict, state.loader_epoch, state.rng (the generator's\n"
-    .. "  state, when saved with rng = true). Hostile files raise errors."
+    .. "  state, when saved with rng = true). Hostile files raise errors. Files of other tools load with\n"
+    .. "  every safetensors dtype but F8: F16 and BF16 as float32 (exactly), I8/I16/U16 as int32,\n"
+    .. "  U32/U64 as int64 (a U64 above 2^63-1 is an error)."
   docs[M.load_into] = "pt.load_into(path, model[, {optimizer = opt, loader = handler, rng = true}]) -> meta\n"
     .. "  Restore model, optimizer, loader epoch and (when saved; rng = false skips it) the random generator\n"
     .. "  for an exact resume. model: a Module (load_state_dict)\n"

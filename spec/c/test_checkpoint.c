@@ -70,7 +70,7 @@ static void test_hostile(pt_ctx *ctx) {
   expect_error(ctx, "[1,2]", 0, "not a JSON object");
   expect_error(ctx, "{} x", 0, "unexpected bytes after the JSON header");
   expect_error(ctx, "{\"a\":{\"dtype\":\"Q7\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "unknown dtype 'Q7'");
-  expect_error(ctx, "{\"a\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "unsupported dtype 'F16'");
+  expect_error(ctx, "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4, "unsupported dtype 'F8_E4M3'");
   expect_error(ctx, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
                "shape {2} of F32 needs 8 bytes but data_offsets [0, 4] hold 4");
   expect_error(ctx, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 2, "out of range");
