@@ -613,6 +613,68 @@ describe("select_scatter, slice_scatter, diagonal_scatter", function()
     same(s.grad, {4, 5, 6})
   end)
 
+  it("agree with a copy written through the view, for many dims, offsets, bounds and steps", function()
+    local function through_view(t, src, view)
+      local out = t:clone()
+      view(out):copy_(src)
+      return out
+    end
+    local t = pt.randn(3, 4, 5)
+    for d = -3, 3 do
+      if d ~= 0 then
+        local n = t:size(d)
+        for i = -n, n do
+          if i ~= 0 then
+            local src = pt.randn(t:select(d, i):size())
+            same(t:select_scatter(src, d, i), through_view(t, src, function(o) return o:select(d, i) end))
+          end
+        end
+        for start = 1, n do
+          for stop = start, n do
+            for step = 1, 3 do
+              local key = {}
+              for k = 1, (d > 0 and d or d + 4) - 1 do key[k] = {} end
+              key[#key + 1] = {start, stop, step}
+              local src = pt.randn(t[key]:size())
+              same(t:slice_scatter(src, d, start, stop, step), through_view(t, src, function(o) return o[key] end))
+            end
+          end
+        end
+      end
+    end
+    for _, dims in ipairs({{1, 2}, {2, 1}, {1, 3}, {3, 1}, {2, 3}, {-1, -3}}) do
+      for offset = -5, 5 do
+        local src = pt.randn(t:diagonal(offset, dims[1], dims[2]):size())
+        same(t:diagonal_scatter(src, offset, dims[1], dims[2]),
+             through_view(t, src, function(o) return o:diagonal(offset, dims[1], dims[2]) end))
+      end
+    end
+    -- integer t: src converted as copy_ converts
+    same(L({{1, 2}, {3, 4}}):select_scatter(pt.tensor({7.9, -7.9}), 1, 2), {{1, 2}, {7, -7}})
+  end)
+
+  it("have second derivatives (create_graph)", function()
+    local x, s, w = pt.randn(3, 4, F64), pt.randn(3, F64), pt.randn(3, 4, F64)
+    x.requires_grad, s.requires_grad = true, true
+    local on_diag = pt.zeros(3, 4, F64):diagonal_scatter(pt.ones(3, F64), 1)
+    local y = x:diagonal_scatter(s, 1)
+    local gx, gs = table.unpack(pt.autograd.grad((y * y * y * w):sum(), {x, s}, {create_graph = true}))
+    local hx, hs = table.unpack(pt.autograd.grad(gx:sum() + gs:sum(), {x, s}))
+    close(hs, (s * w:diagonal(1) * 6):detach(), 1e-12)
+    close(hx, (x * w * (1 - on_diag) * 6):detach(), 1e-12)
+    local v = pt.randn(2, 5, F64)
+    v.requires_grad = true
+    local r = pt.randn(2, 2, F64)
+    r.requires_grad = true
+    local z = v:slice_scatter(r, 2, 2, 5, 2)
+    local gr = pt.autograd.grad((z * z * z):sum(), {r}, {create_graph = true})[1]
+    close(pt.autograd.grad(gr:sum(), {r})[1], (r * 6):detach(), 1e-12)
+    local q = pt.randn(2, 3, F64)
+    q.requires_grad = true
+    local gq = pt.autograd.grad((q:select_scatter(pt.zeros(3, F64), 1, 1) ^ 3):sum(), {q}, {create_graph = true})[1]
+    close(pt.autograd.grad(gq:sum(), {q})[1], (q * 6 * D({{0, 0, 0}, {1, 1, 1}})):detach(), 1e-12)
+  end)
+
   it("report bad arguments", function()
     local a = pt.zeros(2, 3)
     assert_error("select_scatter: index 4 out of range for dimension 2 of size 3", pt.select_scatter, a, pt.ones(2), 2, 4)

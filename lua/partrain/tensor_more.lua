@@ -2598,20 +2598,28 @@ end, "t:narrow_copy(dim, start, length) -> a copy (not a view) of elements start
 
 -- ------------------------------------------------------------------ select_scatter, slice_scatter, diagonal_scatter
 
--- a copy of t whose part view(copy) holds src: the copy is written through the view, so gradients
--- reach both t (outside the part) and src (converted to t's dtype); src must have the part's shape
-local function scatter_into(fname, t, src, view)
+-- The scatters are where(mask, src placed in t's shape, t), not a copy written through a view of a
+-- clone: where, expand and index_select have create_graph formulas, so second derivatives run through
+-- them (a copy_ into a view records CopySlices, which has none).
+
+-- src (a tensor of the part's shape sp) converted to t's dtype
+local function scatter_source(fname, t, src, sp)
   if not is_tensor(src) then fail("%s: src must be a tensor, got %s", fname, type(src)) end
-  local out = t:clone()
-  local part = view(out)
-  local sp, ss = part:size(), src:size()
+  local ss = src:size()
   local same = #sp == #ss
   for k = 1, #sp do same = same and sp[k] == ss[k] end
   if not same then
     fail("%s: src must have the shape of the slice it fills, %s, got %s", fname, shape_str(sp), shape_str(ss))
   end
-  part:copy_(src)
-  return out
+  return src:dtype() == t:dtype() and src or src:to(t:dtype())
+end
+
+-- the 0-based positions 0..n-1 as an int64 tensor of nd dims, along dim d (1 elsewhere)
+local function positions_along(t, n, d, nd)
+  local view = {}
+  for k = 1, nd do view[k] = 1 end
+  view[d] = n
+  return on(t, pt.arange(0, n)):reshape(view)
 end
 
 add("select_scatter", function(t, src, dim, index, ...)
@@ -2625,10 +2633,13 @@ add("select_scatter", function(t, src, dim, index, ...)
   if i == 0 or i > n or i < -n then
     fail("%s: index %d out of range for dimension %d of size %d", fname, i, d, n)
   end
-  return scatter_into(fname, t, src, function(out) return out:select(d, i) end)
+  local s = scatter_source(fname, t, src, t:select(d, i):size())
+  local mask = positions_along(t, n, d, t:dim()):eq(i > 0 and i - 1 or n + i)
+  return pt.where(mask, s:unsqueeze(d):expand(t:size()), t)
 end, "t:select_scatter(src, dim, index) -> a copy of t with the slice t:select(dim, index) replaced by src\n"
   .. "  (index 1-based, negative from the end; src has the slice's shape and is converted to t's dtype), as\n"
-  .. "  torch.select_scatter. Gradients flow to t (outside the slice) and to src. Also pt.select_scatter(t, ...).")
+  .. "  torch.select_scatter. Gradients flow to t (outside the slice) and to src, second derivatives too.\n"
+  .. "  Also pt.select_scatter(t, ...).")
 
 add("slice_scatter", function(t, src, dim, start, stop, step, ...)
   local fname = "slice_scatter"
@@ -2660,19 +2671,24 @@ add("slice_scatter", function(t, src, dim, start, stop, step, ...)
   end
   from, to = math.max(0, math.min(n, from)), math.max(0, math.min(n, to))
   local count = to > from and (to - from + step - 1) // step or 0
-  return scatter_into(fname, t, src, function(out)
-    if count == 0 then return out:narrow(d, from + 1, 0) end
-    local key = {}
-    for k = 1, d - 1 do key[k] = {} end
-    key[d] = {from + 1, from + 1 + (count - 1) * step, step}
-    return out[key]
-  end)
+  local sp = t:size()
+  sp[d] = count
+  local s = scatter_source(fname, t, src, sp)
+  if count == 0 then return t:clone() end
+  -- position j takes source row (j - from) / step where that is a whole number below count
+  local j = on(t, pt.arange(0, n)) - from
+  local row = (j // step):clamp(0, count - 1)
+  local hit = j:ge(0):logical_and(j:remainder(step):eq(0)):logical_and(j:lt(count * step))
+  local view = {}
+  for k = 1, t:dim() do view[k] = 1 end
+  view[d] = n
+  return pt.where(hit:reshape(view), s:index_select(d, row + 1), t)
 end, "t:slice_scatter(src[, dim=1[, start=1[, end=-1[, step=1]]]]) (or {dim=, start=, [\"end\"]=, step=}) -> a\n"
   .. "  copy of t with the elements start, start+step, ... up to end (inclusive) along dim replaced by src, as\n"
   .. "  torch.slice_scatter: start is 1-based, both count from the end when negative (-1: the last), both are\n"
   .. "  clamped to the dim as Python slicing clamps (torch's start + 1 and its exclusive end); step >= 1. src\n"
   .. "  has the slice's shape and is converted to t's dtype. Gradients flow to t (outside the slice) and to\n"
-  .. "  src. Also pt.slice_scatter(t, ...).")
+  .. "  src, second derivatives too. Also pt.slice_scatter(t, ...).")
 
 add("diagonal_scatter", function(t, src, offset, dim1, dim2, ...)
   local fname = "diagonal_scatter"
@@ -2687,12 +2703,34 @@ add("diagonal_scatter", function(t, src, offset, dim1, dim2, ...)
   end
   offset = offset == nil and 0 or check_int(fname, "offset", offset)
   dim1, dim2 = dim1 == nil and 1 or dim1, dim2 == nil and 2 or dim2
-  renamed(fname, "diagonal", t.diagonal, t, offset, dim1, dim2) -- its checks of t and the dims
-  return scatter_into(fname, t, src, function(out) return out:diagonal(offset, dim1, dim2) end)
+  local diag = renamed(fname, "diagonal", t.diagonal, t, offset, dim1, dim2) -- its checks of t and the dims
+  local nd = t:dim()
+  local a, b = check_dim(fname, dim1, nd), check_dim(fname, dim2, nd)
+  local s = scatter_source(fname, t, src, diag:size())
+  local len = s:size(s:dim())
+  if len == 0 then return t:clone() end
+  -- element k of the diagonal sits at (p0 + k, p0 + k + offset) in dims (a, b): spread src's last dim
+  -- along a (index_select, clamped outside the diagonal) and broadcast it along b
+  local P, p0 = t:size(a), math.max(0, -offset)
+  local rows = (on(t, pt.arange(0, P)) - p0):clamp(0, len - 1)
+  local spread_src = s:index_select(s:dim(), rows + 1):unsqueeze(-1) -- {rest..., P, 1}
+  local perm, r = {}, 0
+  for k = 1, nd do
+    if k == a then
+      perm[k] = nd - 1
+    elseif k == b then
+      perm[k] = nd
+    else
+      r = r + 1
+      perm[k] = r
+    end
+  end
+  local mask = positions_along(t, t:size(b), b, nd) - positions_along(t, P, a, nd)
+  return pt.where(mask:eq(offset), spread_src:permute(perm):expand(t:size()), t)
 end, "t:diagonal_scatter(src[, offset=0[, dim1=1[, dim2=2]]]) (or {offset=, dim1=, dim2=}) -> a copy of t with\n"
   .. "  the diagonal t:diagonal(offset, dim1, dim2) replaced by src (its shape: t's other dims, then the\n"
   .. "  diagonal's length), as torch.diagonal_scatter; src is converted to t's dtype. Gradients flow to t\n"
-  .. "  (off the diagonal) and to src. Also pt.diagonal_scatter(t, ...).")
+  .. "  (off the diagonal) and to src, second derivatives too. Also pt.diagonal_scatter(t, ...).")
 
 -- ------------------------------------------------------------------ addr
 
