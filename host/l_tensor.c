@@ -477,11 +477,13 @@ enum { FMT_INT, FMT_BOOL, FMT_FLOAT_INT, FMT_FIXED, FMT_SCI };
 #define FMT_LINEWIDTH 80
 #define FMT_THRESHOLD 1000
 #define FMT_EDGE 3
+#define FMT_PRECISION 4
 
 typedef struct fmt_ctx {
   luaL_Buffer *b;
   const pt_tensor *t;
   int mode;
+  int precision; /* digits after the point */
   int width;     /* of every element */
   int per_line;  /* elements per line in the last dimension */
   int64_t edge;  /* summarise dims longer than 2*edge (0: never) */
@@ -508,7 +510,7 @@ static void fmt_walk(fmt_ctx *f, int dim, int64_t offset, fmt_visit_fn fn, void 
   }
 }
 
-static void format_number(char *buf, size_t n, const char *p, pt_dtype dt, int mode) {
+static void format_number(char *buf, size_t n, const char *p, pt_dtype dt, int mode, int precision) {
   switch (dt) {
   case PT_BOOL: snprintf(buf, n, "%s", *(const uint8_t *)p ? "true" : "false"); return;
   case PT_INT64: snprintf(buf, n, "%lld", (long long)*(const int64_t *)p); return;
@@ -520,8 +522,8 @@ static void format_number(char *buf, size_t n, const char *p, pt_dtype dt, int m
   if (isnan(v)) snprintf(buf, n, "nan");
   else if (isinf(v)) snprintf(buf, n, v > 0 ? "inf" : "-inf");
   else if (mode == FMT_FLOAT_INT) snprintf(buf, n, "%.0f.", v);
-  else if (mode == FMT_SCI) snprintf(buf, n, "%.4e", v);
-  else snprintf(buf, n, "%.4f", v);
+  else if (mode == FMT_SCI) snprintf(buf, n, "%.*e", precision, v);
+  else snprintf(buf, n, "%.*f", precision, v);
 }
 
 typedef struct fmt_stats {
@@ -542,8 +544,8 @@ static void fmt_collect(fmt_ctx *f, const char *p, void *ud) {
 
 static void fmt_measure(fmt_ctx *f, const char *p, void *ud) {
   (void)ud;
-  char buf[64];
-  format_number(buf, sizeof buf, p, f->t->dtype, f->mode);
+  char buf[400];
+  format_number(buf, sizeof buf, p, f->t->dtype, f->mode, f->precision);
   int w = (int)strlen(buf);
   if (w > f->width) f->width = w;
 }
@@ -556,10 +558,10 @@ static void fmt_rec(fmt_ctx *f, int dim, int64_t offset, int indent) {
   const pt_tensor *t = f->t;
   luaL_Buffer *b = f->b;
   if (dim == t->ndim) {
-    char buf[64], pad[80];
-    format_number(buf, sizeof buf, fmt_elem(f, offset), t->dtype, f->mode);
-    snprintf(pad, sizeof pad, "%*s", f->width, buf);
-    luaL_addstring(b, pad);
+    char buf[400];
+    format_number(buf, sizeof buf, fmt_elem(f, offset), t->dtype, f->mode, f->precision);
+    for (int k = (int)strlen(buf); k < f->width; k++) luaL_addchar(b, ' ');
+    luaL_addstring(b, buf);
     return;
   }
   luaL_addchar(b, '{');
@@ -605,8 +607,13 @@ static int t_tostring(lua_State *L) {
   } else if (numel == 0) {
     luaL_addstring(&b, "{}");
   } else {
-    fmt_ctx f = {.b = &b, .t = t, .width = 1, .per_line = 1};
-    f.edge = numel > FMT_THRESHOLD ? FMT_EDGE : 0;
+    const lpt_state *S = lpt_state_fast(L);
+    int precision = S->print.set ? S->print.precision : FMT_PRECISION;
+    int64_t threshold = S->print.set ? S->print.threshold : FMT_THRESHOLD;
+    int edgeitems = S->print.set ? S->print.edgeitems : FMT_EDGE;
+    int linewidth = S->print.set ? S->print.linewidth : FMT_LINEWIDTH;
+    fmt_ctx f = {.b = &b, .t = t, .width = 1, .per_line = 1, .precision = precision};
+    f.edge = numel > threshold ? edgeitems : 0;
     if (t->dtype == PT_BOOL) {
       f.mode = FMT_BOOL;
     } else if (!pt_dtype_is_floating(t->dtype)) {
@@ -618,10 +625,12 @@ static int t_tostring(lua_State *L) {
       else if (s.all_int) f.mode = s.maxabs > 1e8 ? FMT_SCI : FMT_FLOAT_INT;
       else if (s.maxabs / s.minabs > 1000 || s.maxabs > 1e8 || s.minabs < 1e-4) f.mode = FMT_SCI;
       else f.mode = FMT_FIXED;
+      if (S->print.sci_mode > 0) f.mode = FMT_SCI;
+      else if (S->print.sci_mode < 0 && f.mode == FMT_SCI) f.mode = s.all_int ? FMT_FLOAT_INT : FMT_FIXED;
     }
     fmt_walk(&f, 0, t->offset, fmt_measure, NULL);
     if (t->ndim == 0) f.width = 0; /* a lone value is not padded */
-    int avail = FMT_LINEWIDTH - (7 + (t->ndim > 0 ? t->ndim - 1 : 0));
+    int avail = linewidth - (7 + (t->ndim > 0 ? t->ndim - 1 : 0));
     f.per_line = avail / (f.width + 2);
     if (f.per_line < 1) f.per_line = 1;
     fmt_rec(&f, 0, t->offset, 7);
@@ -639,6 +648,94 @@ static int t_tostring(lua_State *L) {
     snprintf(tail + len, sizeof tail - (size_t)len, "%s)", t->requires_grad ? ", requires_grad=true" : "");
   luaL_addstring(&b, tail);
   luaL_pushresult(&b);
+  return 1;
+}
+
+/* pt.set_printoptions{precision=, threshold=, edgeitems=, linewidth=, profile=, sci_mode=} (torch's):
+ * a profile first ("default", "short", "full"), then the fields given; sci_mode is reset to
+ * automatic unless given, as torch does */
+static int print_int_opt(lua_State *L, int idx, const char *key, lua_Integer lo, lua_Integer hi, lua_Integer *out) {
+  int t = lua_getfield(L, idx, key);
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_Number v = lua_tonumber(L, -1);
+  if (t != LUA_TNUMBER || v != v || v < (lua_Number)lo || (v > (lua_Number)hi && v != HUGE_VAL) ||
+      (v != HUGE_VAL && v != floor(v)))
+    return lpt_errorf(L, "set_printoptions: %s must be an integer from %I to %I, got %s", key, lo, hi,
+                      lpt_error_text(L, -1));
+  *out = v == HUGE_VAL ? hi : (lua_Integer)v;
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int l_set_printoptions(lua_State *L) {
+  lpt_check_max_args(L, 1, "set_printoptions");
+  if (!lua_isnoneornil(L, 1) && !lua_istable(L, 1))
+    return lpt_errorf(L, "set_printoptions: expected an options table, got %s", luaL_typename(L, 1));
+  int opts = lua_istable(L, 1) ? 1 : 0;
+  static const char *const names[] = {"precision", "threshold", "edgeitems", "linewidth", "profile", "sci_mode", NULL};
+  lpt_check_options(L, opts, "set_printoptions", names);
+  lpt_state *S = lpt_state_fast(L);
+  if (!S->print.set) {
+    S->print.precision = FMT_PRECISION;
+    S->print.threshold = FMT_THRESHOLD;
+    S->print.edgeitems = FMT_EDGE;
+    S->print.linewidth = FMT_LINEWIDTH;
+  }
+  S->print.set = true;
+  S->print.sci_mode = 0;
+  if (!opts) return 0;
+  if (lua_getfield(L, opts, "profile") != LUA_TNIL) {
+    const char *p = lua_tostring(L, -1);
+    if (p && strcmp(p, "default") == 0) {
+      S->print.precision = FMT_PRECISION, S->print.threshold = FMT_THRESHOLD;
+      S->print.edgeitems = FMT_EDGE, S->print.linewidth = FMT_LINEWIDTH;
+    } else if (p && strcmp(p, "short") == 0) {
+      S->print.precision = 2, S->print.threshold = FMT_THRESHOLD;
+      S->print.edgeitems = 2, S->print.linewidth = FMT_LINEWIDTH;
+    } else if (p && strcmp(p, "full") == 0) {
+      S->print.precision = FMT_PRECISION, S->print.threshold = INT64_MAX;
+      S->print.edgeitems = FMT_EDGE, S->print.linewidth = FMT_LINEWIDTH;
+    } else {
+      return lpt_errorf(L, "set_printoptions: profile must be \"default\", \"short\" or \"full\", got %s",
+                        lpt_error_text(L, -1));
+    }
+  }
+  lua_pop(L, 1);
+  lua_Integer v;
+  if (print_int_opt(L, opts, "precision", 0, 30, &v)) S->print.precision = (int)v;
+  if (print_int_opt(L, opts, "threshold", 0, INT64_MAX, &v)) S->print.threshold = v;
+  if (print_int_opt(L, opts, "edgeitems", 1, 1000, &v)) S->print.edgeitems = (int)v;
+  if (print_int_opt(L, opts, "linewidth", 10, 100000, &v)) S->print.linewidth = (int)v;
+  int t = lua_getfield(L, opts, "sci_mode");
+  if (t == LUA_TBOOLEAN) S->print.sci_mode = lua_toboolean(L, -1) ? 1 : -1;
+  else if (t != LUA_TNIL)
+    return lpt_errorf(L, "set_printoptions: sci_mode must be true, false or nil (automatic), got %s",
+                      luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* pt.get_printoptions() -> {precision=, threshold=, edgeitems=, linewidth=, sci_mode=} */
+static int l_get_printoptions(lua_State *L) {
+  const lpt_state *S = lpt_state_fast(L);
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, S->print.set ? S->print.precision : FMT_PRECISION);
+  lua_setfield(L, -2, "precision");
+  int64_t th = S->print.set ? S->print.threshold : FMT_THRESHOLD;
+  if (th == INT64_MAX) lua_pushnumber(L, HUGE_VAL);
+  else lua_pushinteger(L, th);
+  lua_setfield(L, -2, "threshold");
+  lua_pushinteger(L, S->print.set ? S->print.edgeitems : FMT_EDGE);
+  lua_setfield(L, -2, "edgeitems");
+  lua_pushinteger(L, S->print.set ? S->print.linewidth : FMT_LINEWIDTH);
+  lua_setfield(L, -2, "linewidth");
+  if (S->print.sci_mode) {
+    lua_pushboolean(L, S->print.sci_mode > 0);
+    lua_setfield(L, -2, "sci_mode");
+  }
   return 1;
 }
 
@@ -1047,6 +1144,8 @@ static const luaL_Reg tensor_functions[] = {
     {"randint", l_randint},
     {"randperm", l_randperm},
     {"is_tensor", l_is_tensor},
+    {"set_printoptions", l_set_printoptions},
+    {"get_printoptions", l_get_printoptions},
     {NULL, NULL},
 };
 
@@ -1068,6 +1167,13 @@ static const char *const tensor_docs[] = {
     "randperm", "pt.randperm(n) -> int64 permutation of 1..n.",
     "is_tensor", "pt.is_tensor(x) -> true when x is a Tensor.",
     "manual_seed", "pt.manual_seed(n): seed this Lua state's random generator.",
+    "set_printoptions", "pt.set_printoptions{precision=4, threshold=1000, edgeitems=3, linewidth=80, profile=, sci_mode=}\n"
+    "  How tensors print in this Lua state, as torch.set_printoptions: digits after the point, the\n"
+    "  element count above which each long dimension shows only edgeitems entries at each end\n"
+    "  (math.huge: never), the line width; profile \"default\", \"short\" (precision 2, edgeitems 2) or\n"
+    "  \"full\" (no summarising) is applied first. sci_mode = true or false forces scientific notation\n"
+    "  on or off; left out, the choice is automatic again (as torch).",
+    "get_printoptions", "pt.get_printoptions() -> the current print options as a table (sci_mode only when forced).",
     NULL, NULL,
 };
 

@@ -31,6 +31,15 @@ typedef struct lpt_state {
   size_t gc_debt;
   size_t gc_major_debt;  /* tensor bytes since the last full collection */        /* tensor bytes not yet reported to the collector */
   int worker_id;         /* 0 in the caller's state, 1..n in dispatcher workers */
+  /* pt.set_printoptions: how tostring(t) prints (host/l_tensor.c); zero fields mean the defaults */
+  struct {
+    int precision;       /* digits after the point (default 4) */
+    int64_t threshold;   /* more elements than this are summarised (default 1000) */
+    int edgeitems;       /* entries shown at each end of a summarised dimension (default 3) */
+    int linewidth;       /* characters per line (default 80) */
+    int sci_mode;        /* 0: automatic, 1: always scientific, -1: never */
+    bool set;            /* any field was set */
+  } print;
 } lpt_state;
 
 /* The userdata: a box holding one reference. A closed (<close>) tensor has t == NULL.

@@ -251,3 +251,48 @@ describe("printed forms of schedulers and data objects", function()
       pretty.format({ ds, optim.StepLR(sgd(), { step_size = 1 }) }))
   end)
 end)
+
+describe("pt.set_printoptions", function()
+  local pt = require "partrain"
+  local support = require "spec.support"
+  after_each(function() pt.set_printoptions({profile = "default"}) end)
+
+  -- torch 1.13 prints the same numbers (in brackets) for each of these settings
+  it("sets precision, threshold, edgeitems, linewidth and sci_mode as torch's", function()
+    local x = pt.tensor({1.123456789, 200.5, 3})
+    pt.set_printoptions({precision = 2})
+    assert.are.equal("tensor({  1.12, 200.50,   3.00}, shape={3}, dtype=float32)", tostring(x))
+    pt.set_printoptions({precision = 2, sci_mode = true})
+    assert.are.equal("tensor({1.12e+00, 2.00e+02, 3.00e+00}, shape={3}, dtype=float32)", tostring(x))
+    pt.set_printoptions({profile = "short"})
+    assert.are.equal("tensor({1.12e+00, 2.00e+03, 3.00e+00}, shape={3}, dtype=float32)",
+      tostring(pt.tensor({1.123456789, 2000.5, 3})))
+    pt.set_printoptions({profile = "default", threshold = 5, edgeitems = 1})
+    assert.are.equal("tensor({1, ..., 9}, shape={9}, dtype=int64)", tostring(pt.arange(1, 10)))
+    pt.set_printoptions({sci_mode = false})
+    assert.are.equal("tensor({0.0000, 1.0000}, shape={2}, dtype=float32)", tostring(pt.tensor({1e-9, 1})))
+    pt.set_printoptions({linewidth = 30}) -- the others keep their values, as torch's
+    assert.are.equal("tensor({ 1, ..., 12}, shape={12}, dtype=int64)", tostring(pt.arange(1, 13)))
+    pt.set_printoptions({profile = "default", linewidth = 30})
+    assert.are.equal("tensor({ 1,  2,  3,  4,  5,\n         6,  7,  8,  9, 10,\n        11, 12}, shape={12}, dtype=int64)",
+      tostring(pt.arange(1, 13)))
+    pt.set_printoptions({profile = "full"})
+    assert.is_nil(tostring(pt.arange(1, 2001)):find("...", 1, true))
+    assert.are.same({precision = 4, threshold = math.huge, edgeitems = 3, linewidth = 80}, pt.get_printoptions())
+    pt.set_printoptions({profile = "default"})
+    assert.are.same({precision = 4, threshold = 1000, edgeitems = 3, linewidth = 80}, pt.get_printoptions())
+    assert.is_not_nil(tostring(pt.arange(1, 2001)):find("...", 1, true))
+  end)
+
+  it("explains bad options", function()
+    support.assert_error("set_printoptions: unknown option 'precison' (options: precision, threshold, edgeitems, "
+      .. "linewidth, profile, sci_mode)", function() pt.set_printoptions({precison = 2}) end)
+    support.assert_error("set_printoptions: precision must be an integer from 0 to 30, got 2.5",
+      function() pt.set_printoptions({precision = 2.5}) end)
+    support.assert_error('set_printoptions: profile must be "default", "short" or "full", got long',
+      function() pt.set_printoptions({profile = "long"}) end)
+    support.assert_error("set_printoptions: sci_mode must be true, false or nil (automatic), got string",
+      function() pt.set_printoptions({sci_mode = "yes"}) end)
+    support.assert_error("set_printoptions: expected an options table, got number", function() pt.set_printoptions(3) end)
+  end)
+end)
