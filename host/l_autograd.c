@@ -505,34 +505,35 @@ static int t_set_flat(lua_State *L) {
   return 0;
 }
 
-static int no_grad_finish(lua_State *L, int status, lua_KContext old) {
-  lpt_ctx(L)->grad_enabled = (bool)old;
+/* pt.no_grad, pt.enable_grad and autograd.detect_anomaly run fn(...) with one of the ctx's flags
+ * set, and put it back even when fn raises (a pcall with a continuation, so fn may yield); the
+ * continuation's context holds which flag (bits 1..) and its old value (bit 0). */
+enum { FLAG_GRAD, FLAG_ANOMALY };
+
+static bool *ctx_flag(pt_ctx *ctx, int which) {
+  return which == FLAG_ANOMALY ? &ctx->detect_anomaly : &ctx->grad_enabled;
+}
+
+static int flag_finish(lua_State *L, int status, lua_KContext k) {
+  *ctx_flag(lpt_ctx(L), (int)(k >> 1)) = k & 1;
   if (status != LUA_OK && status != LUA_YIELD) return lua_error(L);
   return lua_gettop(L);
 }
 
-/* pt.no_grad(fn, ...) -> fn(...) with gradient recording off; restored even on error */
-static int l_no_grad(lua_State *L) {
+static int call_with_flag(lua_State *L, int which, bool value) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  pt_ctx *ctx = lpt_ctx(L);
-  lua_KContext old = ctx->grad_enabled;
-  ctx->grad_enabled = false;
-  int n = lua_gettop(L) - 1;
-  /* pcall so the flag is restored before the error continues */
-  int status = lua_pcallk(L, n, LUA_MULTRET, 0, old, no_grad_finish);
-  return no_grad_finish(L, status, old);
+  bool *flag = ctx_flag(lpt_ctx(L), which);
+  lua_KContext k = (lua_KContext)which << 1 | (lua_KContext)*flag;
+  *flag = value;
+  int status = lua_pcallk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, k, flag_finish);
+  return flag_finish(L, status, k);
 }
 
+/* pt.no_grad(fn, ...) -> fn(...) with gradient recording off */
+static int l_no_grad(lua_State *L) { return call_with_flag(L, FLAG_GRAD, false); }
+
 /* pt.enable_grad(fn, ...) */
-static int l_enable_grad(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  pt_ctx *ctx = lpt_ctx(L);
-  lua_KContext old = ctx->grad_enabled;
-  ctx->grad_enabled = true;
-  int n = lua_gettop(L) - 1;
-  int status = lua_pcallk(L, n, LUA_MULTRET, 0, old, no_grad_finish);
-  return no_grad_finish(L, status, old);
-}
+static int l_enable_grad(lua_State *L) { return call_with_flag(L, FLAG_GRAD, true); }
 
 /* pt._hook_identity(t) -> a view of t with its own node (BackwardHookFunctionBackward) that
  * passes the gradient through: nn.Module's backward hooks wrap inputs and outputs with it */
@@ -617,8 +618,10 @@ static const char *fn_name(const char *s, size_t len) {
   return e ? e->name : NULL;
 }
 
-/* registry[&fn_key]: {nodes = {[node] = record}, n = entries, live = entries after the last sweep} */
-static int fn_table_gc(lua_State *L) {
+/* A registry table of records keyed by node, {nodes = {[node] = value}, n = entries, live = entries
+ * after the last sweep}, at registry[key] (made on first use); it holds a reference to each node
+ * it keys, given back by node_table_sweep or when the state closes. */
+static int node_table_gc(lua_State *L) {
   lua_getfield(L, 1, "nodes");
   lua_pushnil(L);
   while (lua_next(L, -2)) {
@@ -628,12 +631,12 @@ static int fn_table_gc(lua_State *L) {
   return 0;
 }
 
-static void push_fn_table(lua_State *L) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &fn_key) == LUA_TTABLE) return;
+static void push_node_table(lua_State *L, const void *key) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
   lua_pop(L, 1);
   lua_createtable(L, 0, 3);
   lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, fn_table_gc);
+  lua_pushcfunction(L, node_table_gc);
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
   lua_newtable(L);
@@ -643,8 +646,10 @@ static void push_fn_table(lua_State *L) {
   lua_pushinteger(L, 0);
   lua_setfield(L, -2, "live");
   lua_pushvalue(L, -1);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &fn_key);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
+
+static void push_fn_table(lua_State *L) { push_node_table(L, &fn_key); }
 
 static lua_Integer int_field(lua_State *L, int idx, const char *k) {
   lua_getfield(L, idx, k);
@@ -1040,23 +1045,7 @@ static int l_fn_records(lua_State *L) {
  * for NaN; when a pass fails in a node, its error names the forward call that created it. */
 static const char anomaly_key = 'a';
 
-static void push_anomaly_table(lua_State *L) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &anomaly_key) == LUA_TTABLE) return;
-  lua_pop(L, 1);
-  lua_createtable(L, 0, 3);
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, fn_table_gc); /* releases the nodes the same way */
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  lua_newtable(L);
-  lua_setfield(L, -2, "nodes");
-  lua_pushinteger(L, 0);
-  lua_setfield(L, -2, "n");
-  lua_pushinteger(L, 0);
-  lua_setfield(L, -2, "live");
-  lua_pushvalue(L, -1);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &anomaly_key);
-}
+static void push_anomaly_table(lua_State *L) { push_node_table(L, &anomaly_key); }
 
 void lpt_anomaly_note(lua_State *L, pt_node *node) {
   if (!lua_checkstack(L, 6)) return;
@@ -1114,22 +1103,8 @@ static int l_is_anomaly_enabled(lua_State *L) {
   return 1;
 }
 
-static int anomaly_finish(lua_State *L, int status, lua_KContext old) {
-  lpt_ctx(L)->detect_anomaly = (bool)old;
-  if (status != LUA_OK && status != LUA_YIELD) return lua_error(L);
-  return lua_gettop(L);
-}
-
 /* pt.autograd.detect_anomaly(fn, ...) -> fn(...) with anomaly detection on */
-static int l_detect_anomaly(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  pt_ctx *ctx = lpt_ctx(L);
-  lua_KContext old = ctx->detect_anomaly;
-  ctx->detect_anomaly = true;
-  int n = lua_gettop(L) - 1;
-  int status = lua_pcallk(L, n, LUA_MULTRET, 0, old, anomaly_finish);
-  return anomaly_finish(L, status, old);
-}
+static int l_detect_anomaly(lua_State *L) { return call_with_flag(L, FLAG_ANOMALY, true); }
 
 /* pt._tensor_version(t) -> the version of t's storage (moves with every in-place change) */
 static int l_tensor_version(lua_State *L) {
