@@ -1,6 +1,7 @@
 -- nn_more.lua (MultiMarginLoss, MultiLabelMarginLoss, Dropout1d/3d, gumbel_softmax, pdist, the
 -- upsampling layers, LazyLinear), the Module methods requires_grad_, get_submodule,
--- get_parameter, get_buffer, register_module, type, cpu, half, bfloat16 (nn.lua).
+-- get_parameter, get_buffer, register_module, type, cpu, half, bfloat16 (nn.lua), and
+-- pt.optim.swa_utils (optim_swa.lua).
 --
 -- Reference values were computed once with /usr/bin/python3 and torch 1.13.0a0 (the scripts are
 -- not run at test time); the class indices of the torch scripts are 0-based (target 3 there is
@@ -42,6 +43,7 @@ local pt = require "partrain"
 local nn = pt.nn
 local F = nn.functional
 local optim = pt.optim
+local swa = optim.swa_utils
 local gradcheck = require "spec.gradcheck"
 local support = require "spec.support"
 local assert_close = support.assert_close_with(1e-12)
@@ -647,14 +649,254 @@ describe("Module methods", function()
   end)
 end)
 
-describe("help texts of nn_more", function()
+describe("optim.swa_utils.SWALR", function()
+  local function lrs(o)
+    local t = {}
+    for i, g in ipairs(o.param_groups) do t[i] = g.lr end
+    return t
+  end
+  local function two_groups()
+    return optim.SGD({{params = {nn.Parameter(pt.zeros(2))}, lr = 0.1}, {params = {nn.Parameter(pt.zeros(2))}, lr = 0.5}},
+      {lr = 0.1})
+  end
+
+  it("anneals each group to its swa_lr as PyTorch's (cos)", function()
+    local o = two_groups()
+    local s = swa.SWALR(o, {0.05, 0.01}, {anneal_epochs = 3, anneal_strategy = "cos"})
+    local ref = {{0.1, 0.5}, {0.08750000000000001, 0.3775}, {0.06250000000000001, 0.13250000000000006},
+      {0.05, 0.01}, {0.05, 0.01}, {0.05, 0.01}}
+    assert_close(lrs(o), ref[1])
+    for k = 2, 6 do
+      s:step()
+      assert_close(lrs(o), ref[k])
+      assert_close(s:get_last_lr(), ref[k])
+    end
+    assert.are.equal(5, s.last_epoch)
+    assert.are.equal(0.01, o.param_groups[2].swa_lr)
+    assert.are.equal("SWALR(swa_lr={0.05, 0.01}, anneal_epochs=3, anneal_strategy='cos', last_epoch=5)", tostring(s))
+  end)
+
+  it("anneal_epochs = 0 sets swa_lr at once; it takes over from another scheduler's lr", function()
+    local o = optim.SGD({nn.Parameter(pt.zeros(2))}, 0.1)
+    local s = swa.SWALR(o, {swa_lr = 0.02, anneal_epochs = 0, anneal_strategy = "linear"})
+    assert_close(lrs(o), {0.02})
+    s:step()
+    assert_close(lrs(o), {0.02})
+    local o2 = optim.SGD({nn.Parameter(pt.zeros(2))}, 0.1)
+    local c = optim.CosineAnnealingLR(o2, {T_max = 10})
+    local ref = {{0.09755282581475769}, {0.09045084971874738}, {0.07938926261462367}}
+    for k = 1, 3 do
+      c:step()
+      assert_close(lrs(o2), ref[k])
+    end
+    local s2 = swa.SWALR(o2, 0.01, {anneal_epochs = 2, anneal_strategy = "linear"})
+    assert_close(lrs(o2), {0.07938926261462367})
+    for _, v in ipairs({0.044694631307311834, 0.01, 0.01}) do
+      s2:step()
+      assert_close(lrs(o2), {v})
+    end
+  end)
+
+  it("saves and loads its state; the groups' lrs stay on load (as PyTorch's)", function()
+    local o = two_groups()
+    local s = swa.SWALR(o, {swa_lr = 0.05, anneal_epochs = 3})
+    s:step()
+    local sd = s:state_dict()
+    assert.are.same({last_epoch = 1, base_lrs = {0.1, 0.5}, swa_lr = 0.05, anneal_epochs = 3, anneal_strategy = "cos"}, sd)
+    -- a scheduler made later on the same optimizer, loading that state, goes on as s would
+    local o2 = two_groups()
+    local t = swa.SWALR(o2, {swa_lr = 0.05, anneal_epochs = 3})
+    t:step()
+    local s2 = swa.SWALR(o2, {swa_lr = 0.3})
+    s2:load_state_dict(sd)
+    assert_close(lrs(o2), lrs(o))
+    assert.are.equal(0.05, o2.param_groups[1].swa_lr)
+    s:step()
+    s2:step()
+    assert_close(lrs(o2), lrs(o))
+    assert_error("SWALR:load_state_dict: anneal_strategy must be 'cos' or 'linear', got 'exp'", function()
+      s2:load_state_dict({last_epoch = 1, anneal_strategy = "exp"})
+    end)
+  end)
+
+  it("reports bad settings", function()
+    local o = two_groups()
+    assert_error("SWALR: expected an optimizer as the first argument, got 1", swa.SWALR, 1, 0.1)
+    assert_error("SWALR: swa_lr is required (optim.swa_utils.SWALR(opt, swa_lr) or SWALR(opt, {swa_lr=}))", swa.SWALR, o)
+    assert_error("SWALR: expected 2 values for swa_lr (one per parameter group), got 3", swa.SWALR, o, {0.1, 0.2, 0.3})
+    assert_error("SWALR: swa_lr[2] must be a number, got 'x'", swa.SWALR, o, {0.1, "x"})
+    assert_error("SWALR: swa_lr must be a number or a list of one per parameter group, got 'x'", swa.SWALR, o, "x")
+    assert_error("SWALR: anneal_epochs must be a non-negative integer, got -1", swa.SWALR, o, 0.1, {anneal_epochs = -1})
+    assert_error("SWALR: anneal_epochs must be a non-negative integer, got 2.5", swa.SWALR, o, {swa_lr = 0.1, anneal_epochs = 2.5})
+    assert_error("SWALR: anneal_strategy must be 'cos' or 'linear', got 'exp'", swa.SWALR, o, 0.1, {anneal_strategy = "exp"})
+    assert_error("SWALR: unknown option 'anneal_epoch' (options: anneal_epochs, anneal_strategy, swa_lr)",
+      swa.SWALR, o, 0.1, {anneal_epoch = 3})
+    assert_error("SWALR: swa_lr given twice (as an argument and as an option)", swa.SWALR, o, 0.1, {swa_lr = 0.2})
+    local s = swa.SWALR(o, 0.1)
+    s.anneal_epochs = -2
+    assert_error("SWALR:step: anneal_epochs must be a non-negative integer, got -2", function() s:step() end)
+  end)
+end)
+
+describe("optim.swa_utils.AveragedModel and update_bn", function()
+  local function make()
+    local m = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    pt.no_grad(function()
+      m[1].weight:copy_(pt.tensor({{0.1, -0.2, 0.3}, {0.4, 0.5, -0.6}}))
+      m[1].bias:copy_(pt.tensor({0.05, -0.1}))
+    end)
+    return m
+  end
+  local function set(m, w, b)
+    pt.no_grad(function()
+      m[1].weight:copy_(pt.tensor(w))
+      m[1].bias:copy_(pt.tensor(b))
+    end)
+  end
+  local STEPS = {{{{1, 2, 3}, {4, 5, 6}}, {1, 2}}, {{{0.5, 0, -1}, {2, 2, 2}}, {0, 1}}, {{{3, 3, 3}, {-3, 0, 3}}, {-1, 0}}}
+  local DATA = {pt.tensor({{0.5, -1.0, 2.0}, {1.5, 0.2, -0.3}, {0.0, 1.0, 1.0}}),
+    {pt.tensor({{2.0, 2.0, -1.0}, {-0.5, 0.5, 0.25}}), pt.tensor({1, 2})},
+    pt.tensor({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 1}})}
+  local tol = 1e-6 -- torch's float32
+
+  local function averaged()
+    local m = make()
+    local sm = swa.AveragedModel(m)
+    for _, s in ipairs(STEPS) do
+      set(m, s[1], s[2])
+      sm:update_parameters(m)
+    end
+    return sm, m
+  end
+
+  it("averages the parameters as PyTorch's (the first update copies)", function()
+    local sm, m = averaged()
+    assert_close(sm.module[1].weight, {{1.5, 1.6666667461395264, 1.6666667461395264}, {1.0, 2.3333334922790527, 3.6666667461395264}}, tol)
+    assert_close(sm.module[1].bias, {0.0, 1.0}, tol)
+    assert.are.equal(3, sm.n_averaged:item())
+    assert.are.equal("int64", sm.n_averaged:dtype())
+    assert.are_not.equal(m[1].weight, sm.module[1].weight)
+    local keys = {}
+    for k in pairs(sm:state_dict()) do keys[#keys + 1] = k end
+    assert.are.same({"n_averaged", "module.1.weight", "module.1.bias", "module.2.weight", "module.2.bias",
+      "module.2.running_mean", "module.2.running_var", "module.2.num_batches_tracked"}, keys)
+    -- forward runs the copy
+    local x = pt.randn(4, 3)
+    sm:eval()
+    assert_close(sm(x), sm.module(x))
+    -- no graph is recorded
+    assert.is_nil(sm.module[1].weight.grad_fn)
+    assert.is_true(sm.module[1].weight.is_leaf)
+  end)
+
+  it("update_bn recomputes the running statistics as PyTorch's", function()
+    local sm = averaged()
+    sm:eval()
+    local bn = sm.module[2]
+    local running_mean = bn.running_mean
+    swa.update_bn(DATA, sm)
+    assert_close(bn.running_mean, {2.537036895751953, 4.304629325866699}, tol)
+    assert_close(bn.running_var, {3.900463581085205, 5.214860916137695}, tol)
+    assert.are.equal(running_mean, bn.running_mean)
+    assert.are.equal(3, bn.num_batches_tracked:item())
+    assert.are.equal(0.1, bn.momentum)
+    assert.is_false(sm.training)
+    -- an iterator function and a data loader give the same
+    local sm2 = averaged()
+    local i = 0
+    swa.update_bn(function() i = i + 1; return DATA[i] end, sm2)
+    assert_close(sm2.module[2].running_mean, bn.running_mean, 1e-12)
+    local xs = pt.cat({DATA[1], DATA[3]:narrow(1, 1, 3)}, 1)
+    local h = pt.data.DataHandler(pt.data.TensorDataset(xs, pt.zeros(6)), {batch = 3, progress = false})
+    local sm3, sm4 = averaged(), averaged()
+    swa.update_bn(h, sm3)
+    swa.update_bn({DATA[1], DATA[3]:narrow(1, 1, 3)}, sm4)
+    assert_close(sm3.module[2].running_var, sm4.module[2].running_var, 1e-12)
+  end)
+
+  it("update_bn leaves a model without BatchNorm alone and restores the settings after an error", function()
+    local called = false
+    swa.update_bn(function() called = true end, nn.Sequential(nn.Linear(3, 2), nn.InstanceNorm1d(2, {track_running_stats = true})))
+    assert.is_false(called)
+    local m = make()
+    m:eval()
+    m[2].momentum = 0.3
+    assert_error("update_bn: batch 2 is a table without a tensor at [1] (expected a tensor, or a list whose first "
+      .. "element is the input tensor)", swa.update_bn, {DATA[1], {x = DATA[1]}}, m)
+    assert.are.equal(0.3, m[2].momentum)
+    assert.is_false(m.training)
+    assert_error("update_bn: batch 1 is a number (expected a tensor, or a list whose first element is the input tensor)",
+      swa.update_bn, {5}, m)
+    assert_error("update_bn: loader must be a data loader (with :batches()), an iterator function or a list of batches, "
+      .. "got number", swa.update_bn, 5, m)
+    assert_error("update_bn: model must be a Module, got table", swa.update_bn, DATA, {})
+    assert_error("update_bn: device must be \"cpu\" (partrain's tensors live on the CPU), got 'cuda'",
+      swa.update_bn, DATA, m, "cuda")
+  end)
+
+  it("avg_fn with use_buffers averages the buffers too, as PyTorch's", function()
+    local m = make()
+    local ema = swa.AveragedModel(m, {avg_fn = function(a, p) return a * 0.9 + p * 0.1 end, use_buffers = true})
+    pt.no_grad(function()
+      m[1].weight:fill_(1); m[1].bias:fill_(-1); m[2].running_mean:fill_(2); m[2].num_batches_tracked:fill_(7)
+    end)
+    ema:update_parameters(m)
+    pt.no_grad(function()
+      m[1].weight:fill_(2); m[2].running_mean:fill_(4); m[2].num_batches_tracked:fill_(10)
+    end)
+    ema:update_parameters(m)
+    assert_close(ema.module[1].weight, {{1.1, 1.1, 1.1}, {1.1, 1.1, 1.1}}, tol)
+    assert_close(ema.module[1].bias, {-1, -1}, tol)
+    assert_close(ema.module[2].running_mean, {2.2, 2.2}, tol)
+    assert.are.equal(7, ema.module[2].num_batches_tracked:item()) -- 7.3 into an int64 buffer
+    -- without use_buffers the buffers stay as copied
+    local plain = swa.AveragedModel(m)
+    pt.no_grad(function() m[2].running_mean:fill_(9) end)
+    plain:update_parameters(m)
+    assert_close(plain.module[2].running_mean, {4, 4})
+  end)
+
+  it("multi_avg_fn updates the lists in place (PyTorch 2's)", function()
+    local m = make()
+    local seen
+    local sm = swa.AveragedModel(m, {multi_avg_fn = function(avg, cur, n)
+      seen = n:item()
+      for i = 1, #avg do avg[i]:add_(cur[i]) end
+    end})
+    sm:update_parameters(m)
+    assert.is_nil(seen) -- the first update copies
+    sm:update_parameters(m)
+    assert.are.equal(1, seen)
+    assert_close(sm.module[1].weight, m[1].weight * 2, 1e-7)
+  end)
+
+  it("reports bad arguments", function()
+    local m = make()
+    assert_error("AveragedModel: model must be a Module, got number", swa.AveragedModel, 1)
+    assert_error("AveragedModel: avg_fn must be a function, got number", swa.AveragedModel, m, {avg_fn = 1})
+    assert_error("AveragedModel: use_buffers must be a boolean, got string", swa.AveragedModel, m, {use_buffers = "yes"})
+    assert_error("AveragedModel: unknown option 'use_buffer' (options: avg_fn, device, multi_avg_fn, use_buffers)",
+      swa.AveragedModel, m, {use_buffer = true})
+    assert_error("AveragedModel: device must be \"cpu\" (partrain's tensors live on the CPU), got 'cuda'",
+      swa.AveragedModel, m, {device = "cuda"})
+    local sm = swa.AveragedModel(m)
+    assert_error("AveragedModel:update_parameters: model must be a Module, got nil", function() sm:update_parameters() end)
+    assert_error("AveragedModel:update_parameters: the averaged model has 4 parameters, the model 1 (it averages "
+      .. "copies of the model it was made from)", function() sm:update_parameters(nn.Linear(3, 2, {bias = false})) end)
+    assert_error("AveragedModel:update_parameters: parameter 1 has shape {2,4} in the model and {2,3} in the "
+      .. "averaged model", function() sm:update_parameters(nn.Sequential(nn.Linear(4, 2), nn.BatchNorm1d(2))) end)
+  end)
+end)
+
+describe("help texts of nn_more and swa_utils", function()
   it("exist for every new class, function and method", function()
     local items = {nn.MultiMarginLoss, nn.MultiLabelMarginLoss, nn.Dropout1d, nn.Dropout3d, nn.UpsamplingNearest2d,
       nn.UpsamplingBilinear2d, nn.LazyLinear, nn.LazyLinear.has_uninitialized_params,
       nn.LazyLinear.initialize_parameters, F.multi_margin_loss, F.multilabel_margin_loss, F.dropout1d, F.dropout3d,
       F.gumbel_softmax, F.pdist, F.upsample_nearest, F.upsample_bilinear, nn.Module.requires_grad_,
       nn.Module.get_submodule, nn.Module.get_parameter, nn.Module.get_buffer, nn.Module.register_module,
-      nn.Module.type, nn.Module.cpu, nn.Module.half, nn.Module.bfloat16}
+      nn.Module.type, nn.Module.cpu, nn.Module.half, nn.Module.bfloat16, swa, swa.AveragedModel,
+      swa.AveragedModel.update_parameters, swa.SWALR, swa.SWALR.load_state_dict, swa.update_bn}
     for i, v in ipairs(items) do
       local text = help.text(v)
       assert(not text:match("^no help") and not text:match("%(no doc of its own%)"), "item " .. i .. ": " .. text)

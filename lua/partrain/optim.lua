@@ -2135,4 +2135,6 @@ end
 
 doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad, Rprop, ASGD, ... (step, zero_grad, state_dict, param_groups).")
 
+optim.swa_utils = require("partrain.optim_swa")(optim) -- AveragedModel, SWALR, update_bn (built with this table)
+
 return optim
