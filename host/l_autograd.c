@@ -297,6 +297,8 @@ static int handle_remove(lua_State *L) {
   return 0;
 }
 
+static void fn_after_pass(lua_State *L);
+
 /* t:backward([grad][, {retain_graph=, create_graph=}]) */
 static int t_backward(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
@@ -322,6 +324,7 @@ static int t_backward(lua_State *L) {
   ctx->host_state = L;
   pt_status st = pt_backward_ex(ctx, 1, &t, g ? &g : NULL, &o);
   ctx->host_state = host;
+  fn_after_pass(L);
   free(leaves);
   if (st) return raise_pass_error(L, &hc);
   return 0;
@@ -428,6 +431,7 @@ static int l_autograd_grad(lua_State *L) {
   lua_pushboolean(L, 1); /* pt._in_autograd_grad() during the pass */
   lua_rawsetp(L, LUA_REGISTRYINDEX, &in_grad_key);
   pt_status st = pt_backward_ex(ctx, nout, outs, gouts, &o);
+  fn_after_pass(L);
   if (was_in_grad) lua_pushboolean(L, 1);
   else lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &in_grad_key);
@@ -645,6 +649,8 @@ static void push_node_table(lua_State *L, const void *key) {
   lua_setfield(L, -2, "n");
   lua_pushinteger(L, 0);
   lua_setfield(L, -2, "live");
+  lua_newtable(L);
+  lua_setfield(L, -2, "ran");
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
@@ -723,6 +729,42 @@ done:
   return st;
 }
 
+/* After a pass: the Function records whose nodes it released (no retain_graph) let go of their
+ * saved tensors at once, as torch frees saved variables at the end of a backward (the record
+ * itself stays until its node goes). */
+static void fn_after_pass(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &fn_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  int fns = lua_gettop(L);
+  lua_getfield(L, fns, "ran");
+  int ran = lua_gettop(L);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, ran);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, ran, i);
+    lua_getfield(L, -1, "node");
+    pt_node *node = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (node && node->released) {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "released");
+      lua_getfield(L, -1, "ctx");
+      if (lua_istable(L, -1)) {
+        lua_pushnil(L);
+        lua_setfield(L, -2, "_saved");
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  if (n > 0) {
+    lua_newtable(L);
+    lua_setfield(L, fns, "ran");
+  }
+  lua_settop(L, fns - 1);
+}
+
 /* The node of a custom function: record.run(record, grad) in the state that recorded it, which
  * returns the gradients of the node's inputs as a list (nil: none). */
 static pt_status fn_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
@@ -751,6 +793,11 @@ static pt_status fn_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_ten
     return st;
   }
   int res = lua_gettop(L);
+  /* the pass's records, for fn_after_pass */
+  lua_getfield(L, rec - 2, "ran");
+  lua_pushvalue(L, rec);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  lua_pop(L, 1);
   pt_status st = PT_OK;
   /* input d's gradient goes to gin, or to the stash of the fan-in node holding it */
   pt_node *cur = node;

@@ -374,6 +374,29 @@ describe("autograd.Function", function()
     close(gg, {98, 98})
   end)
 
+  it("frees its saved tensors when a backward without retain_graph is done, as torch", function()
+    local weak = setmetatable({}, {__mode = "v"})
+    local Hold = Function:extend("Hold")
+    function Hold.forward(ctx, x)
+      local big = x * 2
+      weak[1] = big
+      ctx:save_for_backward(big)
+      return x * 1
+    end
+    function Hold.backward(ctx, g) return g * ctx.saved_tensors[1] end
+    local x = f64({1, 2}, {requires_grad = true})
+    local y = Hold.apply(x)
+    y:sum():backward({retain_graph = true})
+    collectgarbage()
+    assert.is_not_nil(weak[1]) -- kept for the next pass
+    y:sum():backward()
+    close(x.grad, {4, 8})
+    collectgarbage()
+    collectgarbage()
+    assert.is_nil(weak[1]) -- gone although y (and its node) still lives
+    assert.matches("backward through the graph a second time", errmsg(function() y:sum():backward() end))
+  end)
+
   it("lets go of its records when the graph goes", function()
     collectgarbage()
     local before = pt._fn_records()

@@ -36,9 +36,14 @@ local ctx_methods = {}
 -- saved_tensors: the tensors given to save_for_backward, checked against in-place changes since;
 -- in a backward a saved output carries the node's history
 local function saved_tensors(ctx)
+  local record = rawget(ctx, "_record")
+  if record and record.released then
+    error(string.format("%s: trying to backward through the graph a second time (or to read saved tensors after "
+      .. "they were freed): a backward frees them; pass retain_graph = true to the first one to keep them",
+      record.name), 2)
+  end
   local saved = rawget(ctx, "_saved")
   if not saved then return {} end
-  local record = rawget(ctx, "_record")
   local out = {}
   for i = 1, saved.n do
     local t = saved[i]

@@ -25,7 +25,18 @@ end
 function Checkpoint.forward(ctx, opts, fn, ...)
   ctx.fn = fn
   ctx.standin = opts.standin
-  ctx.args = table.pack(...)
+  -- the tensors through save_for_backward (freed with the pass, as torch's), the rest as they are
+  local args, tensors = table.pack(...), {}
+  for i = 1, args.n do
+    if pt.is_tensor(args[i]) then
+      tensors[#tensors + 1] = args[i]
+      args[i] = #tensors
+    else
+      args[i] = {value = args[i]}
+    end
+  end
+  ctx.args = args
+  ctx:save_for_backward(table.unpack(tensors))
   if opts.preserve_rng_state then ctx.rng = pt.get_rng_state() end
   local results = table.pack(call_fn(ctx, ...))
   -- the outputs the backward will receive gradients for, in order
@@ -41,11 +52,11 @@ function Checkpoint.backward(ctx, ...)
     error("checkpoint: not compatible with autograd.grad (its backward accumulates into .grad); use backward()", 0)
   end
   local grads = table.pack(...)
-  local args = ctx.args
+  local args, saved = ctx.args, ctx.saved_tensors
   -- the arguments again, detached, with their own gradients
   local inputs = {}
   for i = 1, args.n do
-    local a = args[i]
+    local a = type(args[i]) == "table" and args[i].value or saved[args[i]]
     if pt.is_tensor(a) then
       local d = a:detach()
       d.requires_grad = a.requires_grad
