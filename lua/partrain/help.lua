@@ -132,6 +132,8 @@ local function load_all()
   if type(nn) == "table" and type(rawget(nn, "_load_extras")) == "function" then nn._load_extras() end
   if type(rawget(pt, "_load_more")) == "function" then pt._load_more() end
   local _ = pt.autograd._load -- pt.autograd's Lua parts load on the first name it lacks
+  local optim = rawget(pt, "optim")
+  if type(optim) == "table" then _ = optim.swa_utils end -- loads on first use
 end
 
 -- ------------------------------------------------------------------ what a value is

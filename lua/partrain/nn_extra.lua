@@ -225,6 +225,12 @@ end
 
 -- ------------------------------------------------------------------ class and function makers
 
+-- shared with nn_more.lua, which loads after this file
+nn._arg_helpers = {shape_str = shape_str, type_of = type_of, num_repr = num_repr, number = number, boolean = boolean,
+                   dim_arg = dim_arg, tensor_arg = tensor_arg, reduction_arg = reduction_arg, nonneg = nonneg,
+                   dtype_arg = dtype_arg, parse = parse, check_input = check_input, reduce = reduce,
+                   norm_dim = norm_dim, REQUIRED = REQUIRED}
+
 local function settings_repr(keys)
   return function(self)
     local parts = {}

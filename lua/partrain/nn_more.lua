@@ -8,8 +8,7 @@
 -- included) comes for free. The formulas, defaults and edge cases are PyTorch 1.13's. As in
 -- nn_extra.lua, settings are taken positionally in PyTorch's order (its deprecated size_average
 -- and reduce left out) or as a trailing options table, dims are 1-based (negative from the end)
--- and class indices are 1-based. The argument helpers below repeat nn_extra.lua's, which keeps
--- its own local.
+-- and class indices are 1-based. The argument helpers are nn_extra.lua's (nn._arg_helpers).
 local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module = nn.Module
@@ -26,27 +25,12 @@ local fail = require("partrain.tensor")._fail
 
 -- ------------------------------------------------------------------ arguments
 
-local function shape_str(t) return "{" .. table.concat(t:size(), ",") .. "}" end
-
-local function type_of(v)
-  if pt.is_tensor(v) then return "tensor" end
-  return type(v)
-end
-
--- numbers as Python's repr writes them (PyTorch's printed settings): 1.0, 0.25, 20
-local function num_repr(v)
-  if math.type(v) == "integer" then return tostring(v) end
-  if v ~= v then return "nan" end
-  if v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
-  for prec = 15, 17 do
-    local s = string.format("%." .. prec .. "g", v)
-    if tonumber(s) == v then
-      if not s:find("[%.e]") then s = s .. ".0" end
-      return s
-    end
-  end
-  return tostring(v)
-end
+-- the argument helpers nn_extra.lua (loaded first) shares
+local H = nn._arg_helpers
+local shape_str, type_of, num_repr, number, boolean = H.shape_str, H.type_of, H.num_repr, H.number, H.boolean
+local dim_arg, tensor_arg, reduction_arg, nonneg, dtype_arg = H.dim_arg, H.tensor_arg, H.reduction_arg, H.nonneg,
+  H.dtype_arg
+local parse, check_input, reduce, norm_dim = H.parse, H.check_input, H.reduce, H.norm_dim
 
 local function value_repr(v)
   if type(v) == "number" then return num_repr(v) end
@@ -59,33 +43,6 @@ local function value_repr(v)
   return tostring(v)
 end
 
--- checkers: check(name, key, value) -> value, or an error naming both
-local function number(name, k, v)
-  if type(v) ~= "number" then fail("%s: %s must be a number, got %s", name, k, type_of(v)) end
-  return v
-end
-local function boolean(name, k, v)
-  if type(v) ~= "boolean" then fail("%s: %s must be a boolean, got %s", name, k, type_of(v)) end
-  return v
-end
-local function dim_arg(name, k, v)
-  if math.type(v) ~= "integer" or v == 0 then
-    fail("%s: %s must be a non-zero integer (1-based, negative from the end), got %s", name, k,
-      type(v) == "number" and num_repr(v) or type_of(v))
-  end
-  return v
-end
-local function tensor_arg(name, k, v)
-  if not pt.is_tensor(v) then fail("%s: %s must be a tensor, got %s", name, k, type_of(v)) end
-  return v
-end
-local function reduction_arg(name, k, v)
-  if v ~= "mean" and v ~= "sum" and v ~= "none" then
-    fail("%s: %s must be 'mean', 'sum' or 'none', got %s", name, k,
-      type(v) == "string" and "'" .. v .. "'" or type_of(v))
-  end
-  return v
-end
 -- PyTorch's message for a dropout probability
 local function dropout_p(name, k, v)
   number(name, k, v)
@@ -101,17 +58,6 @@ local function margin_p(name, k, v)
   end
   return math.tointeger(v)
 end
-local function nonneg(name, k, v)
-  number(name, k, v)
-  if not (v >= 0) then fail("%s: %s must be non-negative, got %s", name, k, num_repr(v)) end
-  return v
-end
-local function dtype_arg(name, k, v)
-  if v ~= "float32" and v ~= "float64" then
-    fail("%s: %s must be \"float32\" or \"float64\", got %s", name, k, value_repr(v))
-  end
-  return v
-end
 local function natural(name, k, v)
   if math.type(v) ~= "integer" or v < 0 then
     fail("%s: %s must be a non-negative integer, got %s", name, k,
@@ -120,68 +66,7 @@ local function natural(name, k, v)
   return v
 end
 
-local REQUIRED = {}
-
--- parse(name, specs, ...) -> settings: specs is a list of {key, check, default}; the arguments
--- are the positional settings in that order, then optionally an options table (a table without
--- [1], so that a list such as a size stays positional). Unknown options, a setting given twice
--- and missing required ones are errors.
-local function parse(name, specs, ...)
-  local n = select("#", ...)
-  local args = {...}
-  local opts
-  if n > 0 and type(args[n]) == "table" and rawget(args[n], 1) == nil and getmetatable(args[n]) == nil then
-    opts = args[n]
-    n = n - 1
-  end
-  if n > #specs then
-    fail("%s: too many arguments (%d settings at most, got %d)", name, #specs, n)
-  end
-  local out = {}
-  for i = 1, n do out[specs[i][1]] = args[i] end
-  if opts then
-    for k, v in pairs(opts) do
-      local known = false
-      for _, s in ipairs(specs) do if s[1] == k then known = true end end
-      if not known then fail("%s: unknown option '%s'", name, tostring(k)) end
-      if out[k] ~= nil then fail("%s: %s given twice (as an argument and as an option)", name, k) end
-      out[k] = v
-    end
-  end
-  for _, s in ipairs(specs) do
-    local k, check, default = s[1], s[2], s[3]
-    if out[k] == nil then
-      if default == REQUIRED then fail("%s: missing argument '%s'", name, k) end
-      out[k] = default
-    end
-    if out[k] ~= nil then out[k] = check(name, k, out[k]) end
-  end
-  return out
-end
-
-local function check_input(name, x, what)
-  what = what or "input"
-  if not pt.is_tensor(x) then fail("%s: %s must be a tensor, got %s", name, what, type_of(x)) end
-  local dt = x:dtype()
-  if dt ~= "float32" and dt ~= "float64" then
-    fail("%s: %s must be float32 or float64, got %s", name, what, dt)
-  end
-  return x
-end
-
-local function reduce(loss, reduction)
-  if reduction == "mean" then return loss:mean() end
-  if reduction == "sum" then return loss:sum() end
-  return loss
-end
-
-local function norm_dim(name, d, ndim)
-  local r = d < 0 and ndim + 1 + d or d
-  if r < 1 or r > ndim then
-    fail("%s: dim %d out of range for a %d-dimensional input", name, d, ndim)
-  end
-  return r
-end
+local REQUIRED = H.REQUIRED -- the marker parse knows
 
 local function settings_repr(keys)
   return function(self)

@@ -2135,6 +2135,13 @@ end
 
 doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad, Rprop, ASGD, ... (step, zero_grad, state_dict, param_groups).")
 
-optim.swa_utils = require("partrain.optim_swa")(optim) -- AveragedModel, SWALR, update_bn (built with this table)
+-- optim.swa_utils (AveragedModel, SWALR, update_bn; built with this table) loads on first use: it
+-- needs nn, which a script using only the optimizers would otherwise load too
+setmetatable(optim, {__index = function(t, k)
+  if k ~= "swa_utils" then return nil end
+  local m = require("partrain.optim_swa")(optim)
+  rawset(t, k, m)
+  return m
+end})
 
 return optim
