@@ -55,6 +55,20 @@ static int check_new_dim(lua_State *L, int idx, int result_ndim, const char *fna
   return (int)d1 - 1;
 }
 
+/* The tensor entries of a key (advanced indexing), as resolve_key collects them: each on the dim
+ * of the view it returns where it starts, and for each dim of that view the dim of t it is. */
+typedef struct adv_key {
+  int n;
+  pt_index_entry e[PT_INDEX_MAX_ENTRIES];
+  int orig[PT_MAX_DIMS];
+} adv_key;
+
+static pt_tensor *test_index_tensor(lua_State *L, int idx) {
+  return lua_type(L, idx) == LUA_TUSERDATA ? lpt_test_tensor(L, idx) : NULL;
+}
+
+static bool is_mask(const pt_tensor *t) { return t->dtype == PT_BOOL || t->dtype == PT_UINT8; }
+
 /* --- views --- */
 
 static int t_view(lua_State *L) {
@@ -436,15 +450,152 @@ static int t_masked_select(lua_State *L) {
   return lpt_push_result(L, st, r);
 }
 
+/* --- index_put_, put_, masked_scatter_ --- */
+
+/* accumulate at idx: nil, a boolean or {accumulate = bool} */
+static bool opt_accumulate(lua_State *L, int idx, const char *fname) {
+  if (lua_isnoneornil(L, idx)) return false;
+  if (lua_istable(L, idx)) {
+    static const char *const names[] = {"accumulate", NULL};
+    lpt_check_options(L, idx, fname, names);
+    lua_getfield(L, idx, "accumulate");
+    int ty = lua_type(L, -1);
+    bool v = lua_toboolean(L, -1);
+    if (ty != LUA_TNIL && ty != LUA_TBOOLEAN)
+      lpt_errorf(L, "%s: accumulate must be a boolean, got %s", fname, lua_typename(L, ty));
+    lua_pop(L, 1);
+    return v;
+  }
+  if (!lua_isboolean(L, idx))
+    lpt_errorf(L, "%s: accumulate must be a boolean, got %s", fname, luaL_typename(L, idx));
+  return lua_toboolean(L, idx);
+}
+
+/* indices as index_put_ takes them: a list of tensors and ":" (PyTorch's None: a whole dim) */
+static void indices_list(lua_State *L, int idx, const char *fname, const pt_tensor *t,
+                         pt_index_view *v, adv_key *a) {
+  if (!lua_istable(L, idx))
+    lpt_errorf(L, "%s: indices must be a list of tensors, got %s", fname, luaL_typename(L, idx));
+  int n = (int)lua_rawlen(L, idx), d = 0;
+  a->n = 0;
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, idx, k);
+    pt_tensor *it = test_index_tensor(L, -1);
+    if (it) {
+      if (a->n == PT_INDEX_MAX_ENTRIES)
+        lpt_errorf(L, "%s: too many tensor entries (at most %d)", fname, PT_INDEX_MAX_ENTRIES);
+      a->e[a->n++] = (pt_index_entry){it, d};
+      d += is_mask(it) ? it->ndim : 1;
+    } else if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), ":") == 0) {
+      d++;
+    } else {
+      lpt_errorf(L, "%s: indices[%d] must be a tensor or \":\" (a whole dimension), got %s", fname,
+                 k, luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+  }
+  if (d > t->ndim)
+    lpt_errorf(L, "%s: too many indices for a tensor of %d dimensions (got %d)", fname, t->ndim, d);
+  pt_index_view_of(t, v);
+}
+
+/* values for index_put: a tensor or a number of t's dtype */
+static pt_tensor *put_values_arg(lua_State *L, int idx, const char *fname, const pt_tensor *t,
+                                 pt_number *value) {
+  pt_tensor *src = lpt_test_tensor(L, idx);
+  if (src) return src;
+  if (lua_type(L, idx) != LUA_TNUMBER && !lua_isboolean(L, idx))
+    lpt_errorf(L, "%s: values must be a tensor or a number, got %s", fname, luaL_typename(L, idx));
+  *value = number_at(L, idx);
+  lpt_check_value(L, fname, t->dtype, idx, value->d);
+  return NULL;
+}
+
+/* t:index_put_(indices, values[, accumulate]) / t:index_put(...) */
+static int index_put_common(lua_State *L, bool inplace) {
+  const char *fname = inplace ? "index_put_" : "index_put";
+  lpt_check_max_args(L, 4, fname);
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  pt_index_view v;
+  adv_key a;
+  indices_list(L, 2, fname, t, &v, &a);
+  pt_number value = pt_number_float(0);
+  pt_tensor *src = put_values_arg(L, 3, fname, t, &value);
+  bool acc = opt_accumulate(L, 4, fname);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (inplace) {
+    if (pt_index_put_(ctx, fname, t, &v, a.n, a.e, src, value, acc)) return lpt_error(L);
+    lua_settop(L, 1);
+    return 1;
+  }
+  pt_status st = pt_index_put(ctx, fname, t, &v, a.n, a.e, src, value, acc, &r);
+  return lpt_push_result(L, st, r);
+}
+
+static int t_index_put_(lua_State *L) { return index_put_common(L, true); }
+static int t_index_put(lua_State *L) { return index_put_common(L, false); }
+
+/* t:put_(index, source[, accumulate]) / t:put(...) */
+static int put_common(lua_State *L, bool inplace) {
+  const char *fname = inplace ? "put_" : "put";
+  lpt_check_max_args(L, 4, fname);
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  pt_tensor *index = lpt_check_tensor(L, 2), *source = lpt_check_tensor(L, 3);
+  bool acc = opt_accumulate(L, 4, fname);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (inplace) {
+    if (pt_put_(ctx, t, index, source, acc)) return lpt_error(L);
+    lua_settop(L, 1);
+    return 1;
+  }
+  pt_status st = pt_put(ctx, t, index, source, acc, &r);
+  return lpt_push_result(L, st, r);
+}
+
+static int t_put_(lua_State *L) { return put_common(L, true); }
+static int t_put(lua_State *L) { return put_common(L, false); }
+
+/* t:masked_scatter_(mask, source) / t:masked_scatter(mask, source) */
+static int t_masked_scatter_(lua_State *L) {
+  lpt_check_max_args(L, 3, "masked_scatter_");
+  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *source = lpt_check_tensor(L, 3);
+  if (pt_masked_scatter_(lpt_ctx(L), t, mask, source)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_masked_scatter(lua_State *L) {
+  lpt_check_max_args(L, 3, "masked_scatter");
+  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *source = lpt_check_tensor(L, 3);
+  pt_tensor *r = NULL;
+  pt_status st = pt_masked_scatter(lpt_ctx(L), t, mask, source, &r);
+  return lpt_push_result(L, st, r);
+}
+
 /* --- indexing and slicing: t[key] and t[key] = value --- */
 
 typedef pt_status (*select_fn)(pt_ctx *, pt_tensor *, int, int64_t, pt_tensor **);
 typedef pt_status (*narrow_fn)(pt_ctx *, pt_tensor *, int, int64_t, int64_t, pt_tensor **);
 typedef pt_status (*slice_fn)(pt_ctx *, pt_tensor *, int, int64_t, int64_t, int64_t, pt_tensor **);
 
+/* Does the table key hold a tensor entry? */
+static bool key_has_tensor(lua_State *L, int key) {
+  int n = (int)lua_rawlen(L, key);
+  bool found = false;
+  for (int k = 1; k <= n && !found; k++) {
+    lua_rawgeti(L, key, k);
+    found = test_index_tensor(L, -1) != NULL;
+    lua_pop(L, 1);
+  }
+  return found;
+}
+
 /* Resolve a number or a table key (one entry per leading dim) to a view of t: a new reference.
- * With raw, no graph is recorded (assignment). *all_selected: every dim was removed by numbers. */
-static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, bool *all_selected) {
+ * With raw, no graph is recorded (assignment). *all_selected: every dim was removed by numbers.
+ * Tensor entries are collected into adv (a k-D mask covers k dims) and leave their dims alone;
+ * with adv NULL they are invalid. */
+static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, bool *all_selected,
+                              adv_key *adv) {
   pt_ctx *ctx = lpt_ctx(L);
   select_fn sel = raw ? pt_select_raw : pt_select;
   narrow_fn nar = raw ? pt_narrow_raw : pt_narrow;
@@ -472,8 +623,11 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
   }
   int n = (int)lua_rawlen(L, key);
   int ellipsis = 0; /* position of "..." (PyTorch's t[..., i]): the dims the other entries leave */
+  int used = 0;     /* dims the entries index (a mask as many as it has) */
   for (int k = 1; k <= n; k++) {
     bool dots = lua_rawgeti(L, key, k) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "...") == 0;
+    pt_tensor *it = test_index_tensor(L, -1);
+    used += dots ? 0 : it && is_mask(it) ? it->ndim : 1;
     lua_pop(L, 1);
     if (!dots) continue;
     if (ellipsis) {
@@ -482,17 +636,36 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
     }
     ellipsis = k;
   }
-  if (n - (ellipsis > 0) > t->ndim) {
+  if (used > t->ndim) {
     pt_tensor_release(cur);
-    lpt_errorf(L, "index: too many indices for a tensor of %d dimensions (got %d)", t->ndim,
-               n - (ellipsis > 0));
+    lpt_errorf(L, "index: too many indices for a tensor of %d dimensions (got %d)", t->ndim, used);
   }
+  int orig[PT_MAX_DIMS]; /* the dim of t each dim of cur is */
+  for (int i = 0; i < t->ndim; i++) orig[i] = i;
+  if (adv) adv->n = 0;
   int d = 0, selected = 0;
   for (int k = 1; k <= n; k++) {
     int top = lua_gettop(L);
     int ty = lua_rawgeti(L, key, k);
-    int64_t size = cur->shape[d];
+    int64_t size = d < cur->ndim ? cur->shape[d] : 0;
     pt_status st = PT_OK;
+    pt_tensor *it = adv && ty == LUA_TUSERDATA ? lpt_test_tensor(L, -1) : NULL;
+    if (it) {
+      if (!is_mask(it) && it->dtype != PT_INT64 && it->dtype != PT_INT32) {
+        pt_tensor_release(cur);
+        lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s "
+                   "(position %d)", pt_dtype_name(it->dtype), k);
+      }
+      if (adv->n == PT_INDEX_MAX_ENTRIES) {
+        pt_tensor_release(cur);
+        lpt_errorf(L, "index: too many tensor entries (at most %d)", PT_INDEX_MAX_ENTRIES);
+      }
+      /* borrowed: the key table holds it */
+      adv->e[adv->n++] = (pt_index_entry){it, d};
+      d += is_mask(it) ? it->ndim : 1;
+      lua_settop(L, top);
+      continue;
+    }
     if (ty == LUA_TNUMBER) {
       int isnum;
       lua_Integer i = lua_tointegerx(L, -1, &isnum);
@@ -507,6 +680,7 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
       }
       st = sel(ctx, cur, d, norm_index(i, size), &next);
       selected++;
+      memmove(orig + d, orig + d + 1, (size_t)(cur->ndim - d - 1) * sizeof *orig);
     } else if (ty == LUA_TTABLE) {
       int m = (int)lua_rawlen(L, -1);
       if (m == 0) {
@@ -559,7 +733,7 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
       lua_settop(L, top);
       continue;
     } else if (k == ellipsis) { /* every dim the other entries do not index, kept whole */
-      d += t->ndim - (n - 1);
+      d += t->ndim - used;
       lua_settop(L, top);
       continue;
     } else if (ty == LUA_TSTRING) {
@@ -576,8 +750,44 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
     if (st) lpt_error(L);
     cur = next;
   }
-  *all_selected = selected > 0 && cur->ndim == 0;
+  *all_selected = selected > 0 && cur->ndim == 0 && !(adv && adv->n);
+  if (adv) memcpy(adv->orig, orig, sizeof orig);
   return cur;
+}
+
+/* A table key with tensor entries: the view its numbers and ranges leave, described in t's
+ * row-major order and in its storage (resolve_key on a contiguous stand-in of t, then on t). */
+static void resolve_adv(lua_State *L, pt_tensor *t, int key, pt_index_view *v, adv_key *a) {
+  pt_ctx *ctx = lpt_ctx(L);
+  int64_t cs[PT_MAX_DIMS];
+  pt_contiguous_strides(t->ndim, t->shape, cs);
+  pt_tensor *tc = NULL; /* never read: only its geometry matters */
+  if (pt_tensor_from_storage(ctx, t->storage, t->dtype, 0, t->ndim, t->shape, cs, &tc))
+    lpt_error(L);
+  lpt_push_tensor(L, tc); /* the stack owns it (errors below) */
+  bool all;
+  pt_tensor *vc = resolve_key(L, tc, key, true, &all, a);
+  v->ndim = vc->ndim;
+  v->offset = vc->offset;
+  for (int d = 0; d < vc->ndim; d++) {
+    v->shape[d] = vc->shape[d];
+    v->stride[d] = vc->stride[d];
+    v->dim[d] = a->orig[d];
+  }
+  pt_tensor_release(vc);
+  adv_key again;
+  pt_tensor *vs = resolve_key(L, t, key, true, &all, &again);
+  v->soffset = vs->offset;
+  memcpy(v->sstride, vs->stride, sizeof v->sstride);
+  pt_tensor_release(vs);
+  lua_pop(L, 1);
+}
+
+/* the index of t[index] for an int64/int32 tensor: one entry on dim 1 */
+static void adv_single(pt_tensor *t, pt_tensor *index, pt_index_view *v, adv_key *a) {
+  pt_index_view_of(t, v);
+  a->n = 1;
+  a->e[0] = (pt_index_entry){index, 0};
 }
 
 static int t_slice(lua_State *L) {
@@ -592,7 +802,14 @@ static int t_slice(lua_State *L) {
     }
     if (key->dtype == PT_INT64 || key->dtype == PT_INT32) {
       if (t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use item())");
-      st = pt_index_select(ctx, t, 0, key, &r);
+      if (key->ndim == 1 && !pt_index_has_negative(key)) { /* rows, as before */
+        st = pt_index_select(ctx, t, 0, key, &r);
+        return lpt_push_result(L, st, r);
+      }
+      pt_index_view v;
+      adv_key a;
+      adv_single(t, key, &v, &a);
+      st = pt_index_get(ctx, "index", t, &v, a.n, a.e, &r);
       return lpt_push_result(L, st, r);
     }
     return lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s",
@@ -600,8 +817,15 @@ static int t_slice(lua_State *L) {
   }
   if (!lua_istable(L, 2) && lua_type(L, 2) != LUA_TNUMBER)
     return lpt_errorf(L, "index: invalid index of type %s", luaL_typename(L, 2));
+  if (lua_istable(L, 2) && key_has_tensor(L, 2)) {
+    pt_index_view v;
+    adv_key a;
+    resolve_adv(L, t, 2, &v, &a);
+    pt_status st = pt_index_get(ctx, "index", t, &v, a.n, a.e, &r);
+    return lpt_push_result(L, st, r);
+  }
   bool all;
-  r = resolve_key(L, t, 2, false, &all);
+  r = resolve_key(L, t, 2, false, &all, NULL);
   if (all) {
     lpt_push_element(L, (const char *)r->storage->data + r->offset * (int64_t)pt_dtype_size(r->dtype), r->dtype);
     pt_tensor_release(r);
@@ -634,6 +858,20 @@ static int key_assign_graph(lua_State *L, pt_tensor *t, pt_tensor *key, bool is_
   return st ? lpt_error(L) : 0;
 }
 
+/* t[key] = value for a key with tensor entries: index_put_ (the last write of a position wins),
+ * the value converted to t's dtype as every assignment does */
+static int adv_assign(lua_State *L, pt_tensor *t, const pt_index_view *v, const adv_key *a,
+                      pt_tensor *src, pt_number value) {
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_tensor *conv = NULL;
+  pt_status st = PT_OK;
+  if (src && src->dtype != t->dtype) st = pt_to_dtype(ctx, src, t->dtype, &conv);
+  else conv = pt_tensor_retain(src);
+  if (!st) st = pt_index_put_(ctx, "index", t, v, a->n, a->e, conv, value, false);
+  pt_tensor_release(conv);
+  return st ? lpt_error(L) : 0;
+}
+
 static int t_slice_assign(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1);
   pt_ctx *ctx = lpt_ctx(L);
@@ -652,6 +890,12 @@ static int t_slice_assign(lua_State *L) {
       return lpt_errorf(L, "index: a tensor index must be a bool mask or int64 positions, got %s",
                         pt_dtype_name(key->dtype));
     if (!is_mask && t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use fill_)");
+    if (!is_mask && (key->ndim != 1 || pt_index_has_negative(key))) {
+      pt_index_view iv;
+      adv_key a;
+      adv_single(t, key, &iv, &a);
+      return adv_assign(L, t, &iv, &a, src, v);
+    }
     if (graph) return key_assign_graph(L, t, key, is_mask, src, v);
     if (is_mask ? pt_masked_assign_number_(ctx, "index", t, key, src, v)
                 : pt_index_copy_number_(ctx, t, 0, key, src, v))
@@ -660,8 +904,14 @@ static int t_slice_assign(lua_State *L) {
   }
   if (!lua_istable(L, 2) && lua_type(L, 2) != LUA_TNUMBER)
     return lpt_errorf(L, "index: invalid index of type %s", luaL_typename(L, 2));
+  if (lua_istable(L, 2) && key_has_tensor(L, 2)) {
+    pt_index_view iv;
+    adv_key a;
+    resolve_adv(L, t, 2, &iv, &a);
+    return adv_assign(L, t, &iv, &a, src, v);
+  }
   bool all;
-  pt_tensor *view = resolve_key(L, t, 2, !graph, &all);
+  pt_tensor *view = resolve_key(L, t, 2, !graph, &all, NULL);
   pt_status st;
   if (src && pt_tensor_numel(src) == 1 && !src->requires_grad) {
     v = pt_tensor_get_flat_number(src, 0);
@@ -724,6 +974,12 @@ static const luaL_Reg methods[] = {
     {"index_copy_", t_index_copy_},
     {"index_fill_", t_index_fill_},
     {"masked_select", t_masked_select},
+    {"index_put_", t_index_put_},
+    {"index_put", t_index_put},
+    {"put_", t_put_},
+    {"put", t_put},
+    {"masked_scatter_", t_masked_scatter_},
+    {"masked_scatter", t_masked_scatter},
     {"__slice", t_slice},
     {"__slice_assign", t_slice_assign},
     {NULL, NULL},
@@ -757,6 +1013,9 @@ static const luaL_Reg functions[] = {
     {"scatter_add", t_scatter_add},
     {"index_select", t_index_select},
     {"masked_select", t_masked_select},
+    {"index_put", t_index_put},
+    {"put", t_put},
+    {"masked_scatter", t_masked_scatter},
     {NULL, NULL},
 };
 
@@ -799,8 +1058,42 @@ static const char *const method_docs[] = {
     "index_copy_", "t:index_copy_(dim, index, src) -> t, with slice i of src copied to slice index[i].",
     "index_fill_", "t:index_fill_(dim, index, value) -> t, with the slices at index set to value (differentiable: they get no gradient).",
     "masked_select", "t:masked_select(mask) -> 1-D copy of the elements where the bool mask is true (mask broadcasts).",
-    "__slice", "t[key]: a number selects along dim 1; a table has one entry per leading dim: a number selects\n  (the dim goes away), {a, b} is the inclusive range a..b (negative from the end), {a} keeps a..a,\n  {a, b, step} takes a, a+step, ... up to b (step >= 1), {} or \":\" keeps the whole dim; a bool tensor selects elements (1-D copy); an int64 tensor selects\n  rows. Ranges give views sharing storage. When every dim is selected by numbers the result is a number.",
-    "__slice_assign", "t[key] = value: key as for t[key]; value is a number or a tensor broadcast to the slice.\n  With a bool mask, a number or one-element tensor fills, a tensor with one value per true entry is copied in order.\n  With autograd (t in a graph, or a value that requires grad) slices record CopySlices; masks and position\n  tensors take numbers only (recorded as masked_fill_), e.g. logits[mask] = -math.huge.",
+    "__slice", "t[key]: a number selects along dim 1; a table has one entry per leading dim: a number selects\n  (the dim goes away), {a, b} is the inclusive range a..b (negative from the end), {a} keeps a..a,\n  {a, b, step} takes a, a+step, ... up to b (step >= 1), {} or \":\" keeps the whole dim, \"...\" all the dims the\n  other entries leave. Ranges give views sharing storage. When every dim is selected by numbers the result is a number.\n"
+    "  Tensor entries index as PyTorch's advanced indexing (the result is a copy; gradients flow back, repeated\n"
+    "  positions accumulating, second derivatives too): an int64/int32 tensor of 1-based positions (negative from\n"
+    "  the end, any shape; a 0-d one too) indexes one dim, a k-D bool mask k dims (its true positions), and they\n"
+    "  broadcast together, e.g. x[{i, \":\", j}], x[{{2, 4}, mask}]. Numbers and ranges apply first (as views); then the\n"
+    "  broadcast shape of the tensor entries replaces the dims they index when those are adjacent, and comes\n"
+    "  first when other dims lie between them (x[{i, \":\", j}] of a {5,6,7} tensor is {#i, 6}). A plain Lua list\n"
+    "  is never a list of positions ({a, b} is a range): use pt.tensor{...}. A bare key: a bool tensor is\n"
+    "  masked_select (the mask broadcasts, a 1-D result); a 1-D int64 tensor of positive positions selects rows\n"
+    "  (index_select); any other int64 tensor is t[{index}].",
+    "__slice_assign", "t[key] = value: key as for t[key]; value is a number or a tensor broadcast to the slice.\n  With a bool mask, a number or one-element tensor fills, a tensor with one value per true entry is copied in order.\n  With autograd (t in a graph, or a value that requires grad) slices record CopySlices; a bare mask or 1-D\n  position tensor takes numbers only (recorded as masked_fill_), e.g. logits[mask] = -math.huge.\n"
+    "  A table key with tensor entries (t[{idx}] = v, t[{\":\", idx}] = v, ...) is t:index_put_ (see there): v (a\n"
+    "  number, or a tensor converted to t's dtype and broadcast to the indexed shape) lands in t, views and\n"
+    "  non-contiguous t included; where a position repeats the last write wins; gradients flow to t and v.",
+    "index_put_", "t:index_put_(indices, values[, accumulate=false]) -> t, with t[indices] = values as torch.Tensor.index_put_:\n"
+    "  indices is a list of tensors (int64/int32 1-based positions, negative from the end, or bool masks),\n"
+    "  one per leading dim as in t[{...}] (\":\" keeps a dim whole, PyTorch's None); values is a tensor of t's\n"
+    "  dtype (or a number) broadcast to the indexed shape. accumulate (a boolean or {accumulate=}) adds into t,\n"
+    "  repeated positions summing; without it the last write of a repeated position wins, and only that value\n"
+    "  gets a gradient (torch gives every duplicate the position's gradient). Gradients: t's is zero at the\n"
+    "  written positions (unless accumulate), values' is the gradient at its positions, summed over broadcast\n"
+    "  dims; second derivatives too. Bumps t's version; refused for a leaf that requires grad (grad mode).",
+    "index_put", "t:index_put(indices, values[, accumulate=false]) -> a copy of t with index_put_ applied (see there).\n"
+    "  Also pt.index_put(t, ...).",
+    "put_", "t:put_(index, source[, accumulate=false]) -> t, with source's elements written at the 1-based positions of\n"
+    "  the int64 tensor index into t read as if contiguous (row-major; negative from the end), as\n"
+    "  torch.Tensor.put_; source has t's dtype and as many elements as index. accumulate adds (repeats sum);\n"
+    "  otherwise the last write of a repeated position wins. Gradients flow to t (zero where written, unless\n"
+    "  accumulate) and source.",
+    "put", "t:put(index, source[, accumulate=false]) -> a copy of t with put_ applied. Also pt.put(t, ...).",
+    "masked_scatter_", "t:masked_scatter_(mask, source) -> t, with the elements where the bool mask (broadcast to t's shape) is\n"
+    "  true replaced by source's first elements in row-major order, as torch.Tensor.masked_scatter_; source has\n"
+    "  t's dtype and at least as many elements as mask has true entries. Gradients flow to t (zero where\n"
+    "  written) and source (zero beyond the elements used).",
+    "masked_scatter", "t:masked_scatter(mask, source) -> a copy with masked_scatter_ applied (t and mask broadcast together).\n"
+    "  Also pt.masked_scatter(t, mask, source).",
     NULL, NULL,
 };
 

@@ -3,6 +3,7 @@
  * a bad index leaves no half-written result behind. */
 #include "ops_index.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ops_elementwise.h"
@@ -976,4 +977,692 @@ pt_status pt_masked_assign_number_(pt_ctx *ctx, const char *fname, pt_tensor *t,
   }
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
+}
+
+/* --- advanced indexing: x[idx1, :, idx2], index_put_, put_, masked_scatter_ ---
+ * Everything goes through positions: for each element of the result (or each value written),
+ * its row-major position in t (1-based, an index tensor as the other ops take: what an
+ * index_select of t's flattened view or a gradient of t's shape is addressed with) and, for raw
+ * reads and writes, its position in t's storage. Reads with autograd are an index_select of the
+ * flattened t (its backward accumulates repeated positions and has a create_graph formula);
+ * writes record IndexPutBackward, whose backward is made of public ops (masked_fill,
+ * index_select) and so serves create_graph passes too (backward_differentiable). */
+
+void pt_index_view_of(const pt_tensor *t, pt_index_view *v) {
+  v->ndim = t->ndim;
+  v->offset = 0;
+  v->soffset = t->offset;
+  int64_t s = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    v->shape[d] = t->shape[d];
+    v->stride[d] = s;
+    v->sstride[d] = t->stride[d];
+    v->dim[d] = d;
+    s *= t->shape[d];
+  }
+}
+
+bool pt_index_has_negative(const pt_tensor *index) {
+  const int64_t *strides[1] = {index->stride};
+  pt_iter it;
+  pt_iter_init(&it, index->ndim, index->shape, 1, strides);
+  while (pt_iter_next(&it))
+    if (index_at(index, index->offset + it.offset[0]) < 0) return true;
+  return false;
+}
+
+static bool is_mask_dtype(pt_dtype dt) { return dt == PT_BOOL || dt == PT_UINT8; }
+
+/* one dim of the indexed view: plain (adv < 0) or indexed by ix[adv] (0-based positions) */
+typedef struct ix_dim {
+  int64_t size, stride, sstride;
+  int adv;
+} ix_dim;
+
+#define IX_MAX_XDIMS (PT_MAX_DIMS + PT_INDEX_MAX_ENTRIES)
+
+typedef struct ix_plan {
+  int nx, nadv;
+  ix_dim x[IX_MAX_XDIMS];
+  pt_tensor *ix[IX_MAX_XDIMS]; /* int64, contiguous, 0-based */
+} ix_plan;
+
+static void plan_free(ix_plan *p) {
+  for (int i = 0; i < p->nadv; i++) pt_tensor_release(p->ix[i]);
+  p->nadv = 0;
+}
+
+static pt_status plan_push(pt_ctx *ctx, const char *fname, ix_plan *p, int64_t size, int64_t stride,
+                           int64_t sstride, pt_tensor *ix) {
+  if (p->nx == IX_MAX_XDIMS) {
+    pt_tensor_release(ix);
+    return pt_fail(ctx, PT_EARG, "%s: too many index entries (at most %d)", fname,
+                   PT_INDEX_MAX_ENTRIES);
+  }
+  p->x[p->nx++] = (ix_dim){size, stride, sstride, ix ? p->nadv : -1};
+  if (ix) p->ix[p->nadv++] = ix;
+  return PT_OK;
+}
+
+/* index's values (1-based, negative from the end) as 0-based int64 positions, checked */
+static pt_status normalize_index(pt_ctx *ctx, const char *fname, const pt_tensor *index,
+                                 int64_t size, int tdim, pt_tensor **out) {
+  pt_tensor *r;
+  pt_status st = pt_tensor_empty(ctx, PT_INT64, index->ndim, index->shape, &r);
+  if (st) return st;
+  int64_t *rp = pt_tensor_data(r), k = 0;
+  const int64_t *strides[1] = {index->stride};
+  pt_iter it;
+  pt_iter_init(&it, index->ndim, index->shape, 1, strides);
+  while (pt_iter_next(&it)) {
+    int64_t v = index_at(index, index->offset + it.offset[0]), w = v < 0 ? v + size + 1 : v;
+    if (w < 1 || w > size) {
+      pt_tensor_release(r);
+      return pt_fail(ctx, PT_EARG, "%s: index %lld out of range for dimension %d of size %lld",
+                     fname, (long long)v, tdim + 1, (long long)size);
+    }
+    rp[k++] = w - 1;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* a k-D mask over dims d..d+k-1 of v: one dim per mask dim, indexed by its true positions */
+static pt_status plan_mask(pt_ctx *ctx, const char *fname, ix_plan *p, const pt_index_view *v,
+                           int d, const pt_tensor *mask) {
+  int kd = mask->ndim;
+  for (int j = 0; j < kd; j++)
+    if (mask->shape[j] != v->shape[d + j]) {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE,
+                     "%s: mask of shape %s does not match the shape %s of the dimensions it "
+                     "indexes (from dimension %d)",
+                     fname, pt_shape_format(kd, mask->shape, a, sizeof a),
+                     pt_shape_format(kd, v->shape + d, b, sizeof b), v->dim[d] + 1);
+    }
+  const int64_t *strides[1] = {mask->stride};
+  const uint8_t *mp = (const uint8_t *)mask->storage->data + mask->offset;
+  pt_iter it;
+  pt_status st;
+  if (kd == 0) { /* x[true] adds a dim of size 1 holding everything, x[false] one of size 0 */
+    int64_t cnt = mp[0] != 0;
+    pt_tensor *ix = NULL;
+    if ((st = pt_tensor_zeros(ctx, PT_INT64, 1, &cnt, &ix))) return st;
+    return plan_push(ctx, fname, p, 1, 0, 0, ix);
+  }
+  int64_t nnz = 0;
+  pt_iter_init(&it, kd, mask->shape, 1, strides);
+  while (pt_iter_next(&it)) nnz += mp[it.offset[0]] != 0;
+  int64_t *cols[PT_MAX_DIMS];
+  int first = p->nadv;
+  for (int j = 0; j < kd; j++) {
+    pt_tensor *ix = NULL;
+    if ((st = pt_tensor_empty(ctx, PT_INT64, 1, &nnz, &ix)) ||
+        (st = plan_push(ctx, fname, p, v->shape[d + j], v->stride[d + j], v->sstride[d + j], ix)))
+      return st;
+    cols[j] = pt_tensor_data(p->ix[first + j]);
+  }
+  int64_t k = 0;
+  pt_iter_init(&it, kd, mask->shape, 1, strides);
+  while (pt_iter_next(&it)) {
+    if (!mp[it.offset[0]]) continue;
+    for (int j = 0; j < kd; j++) cols[j][k] = it.index[j];
+    k++;
+  }
+  return PT_OK;
+}
+
+/* The indexed dims of v in order (plain ones and those the entries index). */
+static pt_status plan_build(pt_ctx *ctx, const char *fname, const pt_index_view *v, int n,
+                            const pt_index_entry *e, ix_plan *p) {
+  p->nx = p->nadv = 0;
+  if (n > PT_INDEX_MAX_ENTRIES)
+    return pt_fail(ctx, PT_EARG, "%s: too many index entries (at most %d)", fname,
+                   PT_INDEX_MAX_ENTRIES);
+  int used = 0; /* dims the entries reach */
+  for (int k = 0; k < n; k++) {
+    int end = e[k].dim + (is_mask_dtype(e[k].index->dtype) ? e[k].index->ndim : 1);
+    used = end > used ? end : used;
+  }
+  if (used > v->ndim)
+    return pt_fail(ctx, PT_EARG, "%s: too many indices for a tensor of %d dimensions (got %d)",
+                   fname, v->ndim, used);
+  int cursor = 0;
+  pt_status st = PT_OK;
+  for (int k = 0; k < n && !st; k++) {
+    pt_tensor *index = e[k].index;
+    int d = e[k].dim;
+    if (d < cursor) return pt_fail(ctx, PT_EARG, "%s: index entries out of order", fname);
+    for (; cursor < d && !st; cursor++)
+      st = plan_push(ctx, fname, p, v->shape[cursor], v->stride[cursor], v->sstride[cursor], NULL);
+    if (st) break;
+    if (is_mask_dtype(index->dtype)) {
+      st = plan_mask(ctx, fname, p, v, d, index);
+      cursor = d + index->ndim;
+    } else if (index->dtype == PT_INT64 || index->dtype == PT_INT32) {
+      pt_tensor *ix = NULL;
+      if (!(st = normalize_index(ctx, fname, index, v->shape[d], v->dim[d], &ix)))
+        st = plan_push(ctx, fname, p, v->shape[d], v->stride[d], v->sstride[d], ix);
+      cursor = d + 1;
+    } else {
+      st = pt_fail(ctx, PT_EARG, "%s: a tensor index must be a bool mask or int64 positions, got %s",
+                   fname, pt_dtype_name(index->dtype));
+    }
+  }
+  for (; cursor < v->ndim && !st; cursor++)
+    st = plan_push(ctx, fname, p, v->shape[cursor], v->stride[cursor], v->sstride[cursor], NULL);
+  if (st) plan_free(p);
+  return st;
+}
+
+/* Positions of every element of v[entries], in the result's shape: *pos (int64, 1-based
+ * row-major positions in t) and *spos (int64, 0-based storage positions); either may be NULL. */
+static pt_status index_positions(pt_ctx *ctx, const char *fname, const pt_index_view *v, int n,
+                                 const pt_index_entry *e, pt_tensor **pos, pt_tensor **spos) {
+  ix_plan p;
+  pt_status st = plan_build(ctx, fname, v, n, e, &p);
+  if (st) return st;
+  /* the index tensors broadcast together */
+  int nb = 0;
+  int64_t bshape[PT_MAX_DIMS];
+  for (int k = 0; k < p.nadv && !st; k++) {
+    pt_tensor *ix = p.ix[k];
+    int64_t prev[PT_MAX_DIMS];
+    memcpy(prev, bshape, sizeof prev);
+    if (pt_broadcast_shapes(ctx, fname, nb, prev, ix->ndim, ix->shape, &nb, bshape)) {
+      char msg[PT_ERRMSG_MAX / 2], a[PT_SHAPE_STR_MAX];
+      size_t len = 0;
+      for (int j = 0; j < p.nadv && len < sizeof msg; j++)
+        len += (size_t)snprintf(msg + len, sizeof msg - len, j ? ", %s" : "%s",
+                                pt_shape_format(p.ix[j]->ndim, p.ix[j]->shape, a, sizeof a));
+      st = pt_fail(ctx, PT_ESHAPE,
+                   "%s: shape mismatch: indexing tensors could not be broadcast together with "
+                   "shapes %s", fname, msg);
+    }
+  }
+  /* the result's dims: the broadcast ones in place of adjacent indexed dims, else first */
+  int first = -1, last = -1;
+  for (int i = 0; i < p.nx; i++)
+    if (p.x[i].adv >= 0) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  bool adjacent = first < 0 || last - first + 1 == p.nadv;
+  int nplain = p.nx - p.nadv, nr = nplain + (first >= 0 ? nb : 0);
+  if (!st && nr > PT_MAX_DIMS)
+    st = pt_fail(ctx, PT_ESHAPE, "%s: the result would have %d dimensions (at most %d)", fname, nr,
+                 PT_MAX_DIMS);
+  if (st) {
+    plan_free(&p);
+    return st;
+  }
+  int64_t rshape[PT_MAX_DIMS], rstride[PT_MAX_DIMS], rsstride[PT_MAX_DIMS], rb[PT_MAX_DIMS];
+  int64_t bstride[PT_MAX_DIMS];
+  pt_contiguous_strides(nb, bshape, bstride);
+  int r = 0;
+  bool b_done = first < 0;
+  for (int i = 0; i <= p.nx; i++) {
+    if (!b_done && (adjacent ? i == first : i == 0)) {
+      for (int j = 0; j < nb; j++, r++) {
+        rshape[r] = bshape[j];
+        rstride[r] = rsstride[r] = 0;
+        rb[r] = bstride[j];
+      }
+      b_done = true;
+    }
+    if (i == p.nx || p.x[i].adv >= 0) continue;
+    rshape[r] = p.x[i].size;
+    rstride[r] = p.x[i].stride;
+    rsstride[r] = p.x[i].sstride;
+    rb[r++] = 0;
+  }
+  /* the broadcast part's positions, summed over the indexed dims */
+  int64_t nbe = pt_shape_numel(nb, bshape);
+  int64_t *base = pt_alloc(ctx, (size_t)(nbe ? nbe : 1) * 2 * sizeof *base);
+  if (!base) {
+    plan_free(&p);
+    return PT_ENOMEM;
+  }
+  int64_t *sbase = base + (nbe ? nbe : 1);
+  memset(base, 0, (size_t)(nbe ? nbe : 1) * 2 * sizeof *base);
+  for (int i = 0; i < p.nx; i++) {
+    if (p.x[i].adv < 0) continue;
+    pt_tensor *ix = p.ix[p.x[i].adv];
+    int64_t s[PT_MAX_DIMS];
+    pt_broadcast_strides(ix, nb, bshape, s);
+    const int64_t *strides[1] = {s};
+    const int64_t *ip = pt_tensor_data(ix), st_ = p.x[i].stride, ss = p.x[i].sstride;
+    pt_iter it;
+    pt_iter_init(&it, nb, bshape, 1, strides);
+    for (int64_t k = 0; pt_iter_next(&it); k++) {
+      base[k] += ip[it.offset[0]] * st_;
+      sbase[k] += ip[it.offset[0]] * ss;
+    }
+  }
+  plan_free(&p);
+  pt_tensor *pr = NULL, *sr = NULL;
+  if ((pos && (st = pt_tensor_empty(ctx, PT_INT64, nr, rshape, &pr))) ||
+      (spos && (st = pt_tensor_empty(ctx, PT_INT64, nr, rshape, &sr)))) {
+    pt_tensor_release(pr);
+    pt_free(base);
+    return st;
+  }
+  int64_t *pp = pr ? pt_tensor_data(pr) : NULL, *sp = sr ? pt_tensor_data(sr) : NULL;
+  const int64_t *strides[3] = {rstride, rsstride, rb};
+  pt_iter it;
+  pt_iter_init(&it, nr, rshape, 3, strides);
+  for (int64_t k = 0; pt_iter_next(&it); k++) {
+    if (pp) pp[k] = v->offset + it.offset[0] + base[it.offset[2]] + 1;
+    if (sp) sp[k] = v->soffset + it.offset[1] + sbase[it.offset[2]];
+  }
+  pt_free(base);
+  if (pos) *pos = pr;
+  if (spos) *spos = sr;
+  return PT_OK;
+}
+
+/* 0-based storage positions of t's elements at the 1-based row-major positions pos */
+static pt_status storage_positions(pt_ctx *ctx, const pt_tensor *t, const pt_tensor *pos,
+                                   pt_tensor **out) {
+  pt_tensor *r;
+  pt_status st = pt_tensor_empty(ctx, PT_INT64, pos->ndim, pos->shape, &r);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(pos), *rp = pt_tensor_data(r);
+  const int64_t *pp = pt_tensor_data(pos); /* (contiguous: made here) */
+  bool contig = pt_tensor_is_contiguous(t);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t i = pp[k] - 1, off = t->offset;
+    if (contig) {
+      rp[k] = off + i;
+      continue;
+    }
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      off += i % t->shape[d] * t->stride[d];
+      i /= t->shape[d];
+    }
+    rp[k] = off;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* out[k] = t's storage element at spos[k] */
+typedef struct take_job {
+  const char *src;
+  char *dst;
+  const int64_t *spos;
+  size_t es;
+} take_job;
+
+static void take_chunk(void *arg, int64_t b, int64_t e, int tid) {
+  (void)tid;
+  const take_job *j = arg;
+  const int64_t *sp = j->spos;
+  if (j->es == 8)
+    for (int64_t k = b; k < e; k++) ((uint64_t *)j->dst)[k] = ((const uint64_t *)j->src)[sp[k]];
+  else if (j->es == 4)
+    for (int64_t k = b; k < e; k++) ((uint32_t *)j->dst)[k] = ((const uint32_t *)j->src)[sp[k]];
+  else
+    for (int64_t k = b; k < e; k++) memcpy(j->dst + k * (int64_t)j->es, j->src + sp[k] * (int64_t)j->es, j->es);
+}
+
+pt_status pt_index_get(pt_ctx *ctx, const char *fname, pt_tensor *t, const pt_index_view *v, int n,
+                       const pt_index_entry *e, pt_tensor **out) {
+  bool graph = pt_autograd_needed(ctx, 1, &t);
+  pt_tensor *pos = NULL, *spos = NULL, *r = NULL;
+  pt_status st;
+  if (!graph && n == 1 && e[0].index->ndim == 1 && !is_mask_dtype(e[0].index->dtype) &&
+      e[0].dim < v->ndim) {
+    /* one list of positions: index_select of the view (no position per element) */
+    pt_tensor *ix = NULL, *view = NULL;
+    int d = e[0].dim;
+    if (!(st = normalize_index(ctx, fname, e[0].index, v->shape[d], v->dim[d], &ix))) {
+      int64_t *p = pt_tensor_data(ix), m = pt_tensor_numel(ix);
+      for (int64_t k = 0; k < m; k++) p[k]++;
+      if (!(st = pt_tensor_from_storage(ctx, t->storage, t->dtype, v->soffset, v->ndim, v->shape,
+                                        v->sstride, &view)))
+        st = pt_index_select(ctx, view, d, ix, out);
+    }
+    pt_tensor_release(ix);
+    pt_tensor_release(view);
+    return st;
+  }
+  st = index_positions(ctx, fname, v, n, e, graph ? &pos : NULL, graph ? NULL : &spos);
+  if (st) return st;
+  if (graph) { /* index_select of the flattened t: its backward and create_graph formula */
+    int64_t all = -1, np = pt_tensor_numel(pos);
+    pt_tensor *flat = NULL, *p1 = NULL, *sel = NULL;
+    if (!(st = pt_reshape(ctx, t, 1, &all, &flat)) && !(st = pt_view_raw(ctx, pos, 1, &np, &p1)) &&
+        !(st = pt_index_select(ctx, flat, 0, p1, &sel)))
+      st = pt_view(ctx, sel, pos->ndim, pos->shape, &r);
+    pt_tensor_release(flat);
+    pt_tensor_release(p1);
+    pt_tensor_release(sel);
+    pt_tensor_release(pos);
+    if (st) return st;
+    *out = r;
+    return PT_OK;
+  }
+  if ((st = pt_tensor_empty(ctx, t->dtype, spos->ndim, spos->shape, &r))) {
+    pt_tensor_release(spos);
+    return st;
+  }
+  take_job j = {t->storage->data, r->storage->data, pt_tensor_data(spos), pt_dtype_size(t->dtype)};
+  pt_parallel_for(ctx, pt_tensor_numel(spos), 32768, take_chunk, &j);
+  pt_tensor_release(spos);
+  *out = r;
+  return PT_OK;
+}
+
+/* The backward of a write at positions (saved[0]: 1-based row-major positions in the result,
+ * the values' shape R; saved[1]: the written positions as a bool mask of t's shape, NULL with
+ * accumulate; saved[2]: the values a later one overwrote, a bool mask of R, NULL when none).
+ * Made of public ops, so a create_graph pass runs it as its own formula. */
+static pt_status index_put_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *pos = node->saved[0], *written = node->saved[1], *lost = node->saved[2];
+  pt_status st = PT_OK;
+  if (node->needs_grad[0])
+    st = written ? pt_masked_fill(ctx, g, written, 0.0, &gin[0]) : (gin[0] = pt_tensor_retain(g), PT_OK);
+  if (st || node->n_inputs < 2 || !node->needs_grad[1]) return st;
+  int64_t all = -1, np = pt_tensor_numel(pos);
+  pt_tensor *flat = NULL, *p1 = NULL, *sel = NULL, *gv = NULL;
+  if (!(st = pt_reshape(ctx, g, 1, &all, &flat)) && !(st = pt_view_raw(ctx, pos, 1, &np, &p1)) &&
+      !(st = pt_index_select(ctx, flat, 0, p1, &sel)) &&
+      !(st = pt_view(ctx, sel, pos->ndim, pos->shape, &gv)))
+    st = lost ? pt_masked_fill(ctx, gv, lost, 0.0, &gin[1]) : (gin[1] = pt_tensor_retain(gv), PT_OK);
+  pt_tensor_release(flat);
+  pt_tensor_release(p1);
+  pt_tensor_release(sel);
+  pt_tensor_release(gv);
+  return st;
+}
+
+/* dst[spos[k]] = (or +=) vals[k] for k in order (R row-major), vals broadcast to R (NULL: vbuf) */
+#define PUT_LOOP(TYPE, BODY)                                                              \
+  do {                                                                                    \
+    TYPE *d_ = (TYPE *)dst->storage->data;                                                \
+    const TYPE *v_ = vals ? (const TYPE *)vals->storage->data : (const TYPE *)(void *)vbuf; \
+    pt_iter it;                                                                           \
+    pt_iter_init(&it, nr, pos->shape, 1, strides);                                        \
+    for (int64_t k = 0; pt_iter_next(&it); k++) {                                         \
+      TYPE *dq = d_ + sp[k];                                                              \
+      const TYPE *vq = v_ + voff + it.offset[0];                                          \
+      BODY;                                                                               \
+    }                                                                                     \
+  } while (0)
+
+static void put_values(pt_tensor *dst, const pt_tensor *pos, const int64_t *sp,
+                       const pt_tensor *vals, pt_number value, bool accumulate) {
+  int nr = pos->ndim;
+  _Alignas(8) char vbuf[8];
+  write_number(vbuf, dst->dtype, value);
+  int64_t vstride[PT_MAX_DIMS] = {0}, voff = vals ? vals->offset : 0;
+  if (vals) pt_broadcast_strides(vals, nr, pos->shape, vstride);
+  const int64_t *strides[1] = {vstride};
+  size_t es = pt_dtype_size(dst->dtype);
+  if (!accumulate) {
+    if (es == 8) PUT_LOOP(uint64_t, *dq = *vq);
+    else if (es == 4) PUT_LOOP(uint32_t, *dq = *vq);
+    else PUT_LOOP(uint8_t, *dq = *vq);
+    return;
+  }
+  switch (dst->dtype) { /* integers add exactly, wrapping as PyTorch's; bool: any true stays */
+  case PT_FLOAT32: PUT_LOOP(float, *dq += *vq); break;
+  case PT_FLOAT64: PUT_LOOP(double, *dq += *vq); break;
+  case PT_INT64: PUT_LOOP(uint64_t, *dq += *vq); break;
+  case PT_INT32: PUT_LOOP(uint32_t, *dq += *vq); break;
+  case PT_BOOL: PUT_LOOP(uint8_t, *dq = *dq || *vq); break;
+  default: PUT_LOOP(uint8_t, *dq += *vq); break;
+  }
+}
+
+/* The written positions (bool, t's shape) and the values overwritten by a later one (bool, R;
+ * *lost NULL when none): positions walked from the last value back. */
+static pt_status written_masks(pt_ctx *ctx, const pt_tensor *t, const pt_tensor *pos,
+                               pt_tensor **written, pt_tensor **lost) {
+  pt_tensor *w = NULL, *l = NULL;
+  pt_status st = pt_tensor_zeros(ctx, PT_BOOL, t->ndim, t->shape, &w);
+  if (!st) st = pt_tensor_zeros(ctx, PT_BOOL, pos->ndim, pos->shape, &l);
+  if (st) {
+    pt_tensor_release(w);
+    return st;
+  }
+  bool *wp = pt_tensor_data(w), *lp = pt_tensor_data(l), any = false;
+  const int64_t *pp = pt_tensor_data(pos);
+  for (int64_t k = pt_tensor_numel(pos) - 1; k >= 0; k--) {
+    bool *q = wp + pp[k] - 1;
+    if (*q) lp[k] = any = true;
+    *q = true;
+  }
+  if (!any) {
+    pt_tensor_release(l);
+    l = NULL;
+  }
+  *written = w;
+  *lost = l;
+  return PT_OK;
+}
+
+/* The write of every index_put-like op. pos: 1-based row-major positions in t (int64,
+ * contiguous, shape R); spos: their storage positions (NULL: computed when needed); values: t's
+ * dtype, broadcastable to R (NULL: value). In place (out NULL) or into a copy of t. */
+static pt_status put_at(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *pos,
+                        pt_tensor *spos, pt_tensor *values, pt_number value, bool accumulate,
+                        pt_tensor **out) {
+  pt_status st;
+  if (values) {
+    int nb;
+    int64_t bshape[PT_MAX_DIMS];
+    if (pt_broadcast_shapes(ctx, fname, values->ndim, values->shape, pos->ndim, pos->shape, &nb,
+                            bshape) ||
+        nb != pos->ndim || memcmp(bshape, pos->shape, (size_t)nb * sizeof(int64_t)) != 0) {
+      char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE,
+                     "%s: shape mismatch: value tensor of shape %s cannot be broadcast to indexing "
+                     "result of shape %s",
+                     fname, pt_shape_format(values->ndim, values->shape, a, sizeof a),
+                     pt_shape_format(pos->ndim, pos->shape, b, sizeof b));
+    }
+    if (values->dtype != t->dtype)
+      return pt_fail(ctx, PT_EARG, "%s: values must have the tensor's dtype (%s), got %s", fname,
+                     pt_dtype_name(t->dtype), pt_dtype_name(values->dtype));
+  }
+  bool inplace = out == NULL;
+  bool graph = ctx->grad_enabled && pt_dtype_is_floating(t->dtype) &&
+               (t->requires_grad || (values && values->requires_grad));
+  if (inplace && (st = graph ? pt_inplace_check(ctx, fname, t)
+                             : pt_check_no_internal_overlap(ctx, fname, t)))
+    return st;
+  if (inplace && graph && t->base) {
+    /* a view: written into a copy, then copy_ (the base's history takes the change in) */
+    pt_tensor *r = NULL;
+    if (!(st = put_at(ctx, fname, t, pos, NULL, values, value, accumulate, &r)))
+      st = pt_copy_(ctx, t, r);
+    pt_tensor_release(r);
+    return st;
+  }
+  pt_tensor *vals = NULL, *dst = NULL, *sp = NULL, *old = NULL, *written = NULL, *lost = NULL;
+  if (values) { /* the values as the graph sees them: broadcast to R (ExpandBackward sums) */
+    pt_tensor *src = values;
+    if (inplace && values->storage == t->storage) /* read while t is written: a copy first */
+      if ((st = graph ? pt_clone(ctx, values, &src) : pt_tensor_clone_raw(ctx, values, &src))) return st;
+    st = graph ? pt_expand(ctx, src, pos->ndim, pos->shape, &vals)
+               : pt_expand_raw(ctx, src, pos->ndim, pos->shape, &vals);
+    if (src != values) pt_tensor_release(src);
+    if (st) return st;
+  }
+  if (inplace) {
+    dst = pt_tensor_retain(t);
+    st = spos ? (sp = pt_tensor_retain(spos), PT_OK) : storage_positions(ctx, t, pos, &sp);
+  } else {
+    st = pt_tensor_clone_raw(ctx, t, &dst);
+    if (!st) st = storage_positions(ctx, dst, pos, &sp);
+  }
+  if (!st && graph && !accumulate) st = written_masks(ctx, t, pos, &written, &lost);
+  if (!st && graph && inplace) st = pt_autograd_alias(ctx, t, t->grad_fn, &old); /* t's history so far */
+  if (st) goto done;
+  put_values(dst, pos, pt_tensor_data(sp), vals, value, accumulate);
+  if (inplace) atomic_fetch_add(&t->storage->version, 1);
+  if (graph) {
+    pt_tensor *inputs[2] = {inplace ? old : t, vals};
+    pt_node *node;
+    st = pt_autograd_record(ctx, dst, "IndexPutBackward", index_put_backward, vals ? 2 : 1, inputs,
+                            &node);
+    if (!st && node) {
+      node->backward_differentiable = true;
+      pt_node_save(node, 0, pt_tensor_retain(pos));
+      pt_node_save(node, 1, written);
+      pt_node_save(node, 2, lost);
+      written = lost = NULL;
+    }
+  }
+done:
+  pt_tensor_release(vals);
+  pt_tensor_release(sp);
+  pt_tensor_release(old);
+  pt_tensor_release(written);
+  pt_tensor_release(lost);
+  if (st || inplace) {
+    pt_tensor_release(dst);
+    return st;
+  }
+  *out = dst;
+  return PT_OK;
+}
+
+static pt_status index_put_any(pt_ctx *ctx, const char *fname, pt_tensor *t,
+                               const pt_index_view *v, int n, const pt_index_entry *e,
+                               pt_tensor *values, pt_number value, bool accumulate,
+                               pt_tensor **out) {
+  pt_tensor *pos = NULL, *spos = NULL;
+  bool raw_inplace = !out && !(ctx->grad_enabled && pt_dtype_is_floating(t->dtype) &&
+                               (t->requires_grad || (values && values->requires_grad)));
+  pt_status st = index_positions(ctx, fname, v, n, e, &pos, raw_inplace ? &spos : NULL);
+  if (st) return st;
+  st = put_at(ctx, fname, t, pos, spos, values, value, accumulate, out);
+  pt_tensor_release(pos);
+  pt_tensor_release(spos);
+  return st;
+}
+
+pt_status pt_index_put(pt_ctx *ctx, const char *fname, pt_tensor *t, const pt_index_view *v, int n,
+                       const pt_index_entry *e, pt_tensor *values, pt_number value, bool accumulate,
+                       pt_tensor **out) {
+  return index_put_any(ctx, fname, t, v, n, e, values, value, accumulate, out);
+}
+
+pt_status pt_index_put_(pt_ctx *ctx, const char *fname, pt_tensor *t, const pt_index_view *v,
+                        int n, const pt_index_entry *e, pt_tensor *values, pt_number value,
+                        bool accumulate) {
+  return index_put_any(ctx, fname, t, v, n, e, values, value, accumulate, NULL);
+}
+
+/* --- put_ / masked_scatter_ --- */
+
+static pt_status put_any(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *index,
+                         pt_tensor *source, bool accumulate, pt_tensor **out) {
+  pt_status st = check_index_dtype(ctx, fname, index);
+  if (st) return st;
+  if (source->dtype != t->dtype)
+    return pt_fail(ctx, PT_EARG, "%s: source must have the tensor's dtype (%s), got %s", fname,
+                   pt_dtype_name(t->dtype), pt_dtype_name(source->dtype));
+  int64_t n = pt_tensor_numel(index), numel = pt_tensor_numel(t);
+  if (pt_tensor_numel(source) != n)
+    return pt_fail(ctx, PT_ESHAPE,
+                   "%s: source and index must have the same number of elements, got %lld and %lld",
+                   fname, (long long)pt_tensor_numel(source), (long long)n);
+  pt_tensor *pos, *vals = NULL;
+  if ((st = pt_tensor_empty(ctx, PT_INT64, index->ndim, index->shape, &pos))) return st;
+  int64_t *pp = pt_tensor_data(pos), k = 0;
+  const int64_t *strides[1] = {index->stride};
+  pt_iter it;
+  pt_iter_init(&it, index->ndim, index->shape, 1, strides);
+  while (pt_iter_next(&it)) {
+    int64_t v = index_at(index, index->offset + it.offset[0]), w = v < 0 ? v + numel + 1 : v;
+    if (w < 1 || w > numel) {
+      pt_tensor_release(pos);
+      return pt_fail(ctx, PT_EARG, "%s: index %lld out of range for a tensor of %lld elements",
+                     fname, (long long)v, (long long)numel);
+    }
+    pp[k++] = w;
+  }
+  st = pt_reshape(ctx, source, index->ndim, index->shape, &vals);
+  if (!st) st = put_at(ctx, fname, t, pos, NULL, vals, NO_VALUE, accumulate, out);
+  pt_tensor_release(vals);
+  pt_tensor_release(pos);
+  return st;
+}
+
+pt_status pt_put(pt_ctx *ctx, pt_tensor *t, pt_tensor *index, pt_tensor *source, bool accumulate,
+                 pt_tensor **out) {
+  return put_any(ctx, "put", t, index, source, accumulate, out);
+}
+
+pt_status pt_put_(pt_ctx *ctx, pt_tensor *t, pt_tensor *index, pt_tensor *source, bool accumulate) {
+  return put_any(ctx, "put_", t, index, source, accumulate, NULL);
+}
+
+/* t (broadcast to shape) with source's first elements where mask is true */
+static pt_status masked_scatter_any(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,
+                                    pt_tensor *source, int nd, const int64_t *shape,
+                                    pt_tensor **out) {
+  pt_status st = check_mask(ctx, fname, mask);
+  if (st) return st;
+  if (source->dtype != t->dtype)
+    return pt_fail(ctx, PT_EARG, "%s: source must have the tensor's dtype (%s), got %s", fname,
+                   pt_dtype_name(t->dtype), pt_dtype_name(source->dtype));
+  int64_t mstride[PT_MAX_DIMS];
+  pt_broadcast_strides(mask, nd, shape, mstride);
+  const int64_t *strides[1] = {mstride};
+  const uint8_t *mp = pt_tensor_data(mask);
+  pt_iter it;
+  int64_t k = 0, i = 0;
+  pt_iter_init(&it, nd, shape, 1, strides);
+  while (pt_iter_next(&it)) k += mp[it.offset[0]] != 0;
+  if (pt_tensor_numel(source) < k)
+    return pt_fail(ctx, PT_ESHAPE, "%s: the mask has %lld true elements but source only %lld",
+                   fname, (long long)k, (long long)pt_tensor_numel(source));
+  pt_tensor *pos, *tb = NULL, *flat = NULL, *vals = NULL;
+  if ((st = pt_tensor_empty(ctx, PT_INT64, 1, &k, &pos))) return st;
+  int64_t *pp = pt_tensor_data(pos), all = -1;
+  pt_iter_init(&it, nd, shape, 1, strides);
+  for (int64_t p = 1; pt_iter_next(&it); p++)
+    if (mp[it.offset[0]]) pp[i++] = p;
+  if (out) st = pt_expand(ctx, t, nd, shape, &tb); /* out of place: t broadcast with the mask */
+  else tb = pt_tensor_retain(t);
+  if (!st) st = pt_reshape(ctx, source, 1, &all, &flat);
+  if (!st) st = pt_narrow(ctx, flat, 0, 0, k, &vals);
+  if (!st) st = put_at(ctx, fname, tb, pos, NULL, vals, NO_VALUE, false, out);
+  pt_tensor_release(tb);
+  pt_tensor_release(flat);
+  pt_tensor_release(vals);
+  pt_tensor_release(pos);
+  return st;
+}
+
+pt_status pt_masked_scatter(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor *source,
+                            pt_tensor **out) {
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  pt_status st = check_mask(ctx, "masked_scatter", mask);
+  if (!st)
+    st = pt_broadcast_shapes(ctx, "masked_scatter", t->ndim, t->shape, mask->ndim, mask->shape, &nd,
+                             shape);
+  return st ? st : masked_scatter_any(ctx, "masked_scatter", t, mask, source, nd, shape, out);
+}
+
+pt_status pt_masked_scatter_(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor *source) {
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  pt_status st = check_mask(ctx, "masked_scatter_", mask);
+  if (st) return st;
+  if (pt_broadcast_shapes(ctx, "masked_scatter_", t->ndim, t->shape, mask->ndim, mask->shape, &nd,
+                          shape) ||
+      nd != t->ndim || memcmp(shape, t->shape, (size_t)nd * sizeof(int64_t)) != 0) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "masked_scatter_: mask of shape %s cannot be broadcast to the "
+                   "tensor's shape %s", pt_shape_format(mask->ndim, mask->shape, a, sizeof a),
+                   pt_shape_format(t->ndim, t->shape, b, sizeof b));
+  }
+  return masked_scatter_any(ctx, "masked_scatter_", t, mask, source, t->ndim, t->shape, NULL);
 }

@@ -68,4 +68,62 @@ pt_number pt_tensor_get_flat_number(const pt_tensor *t, int64_t i);
 /* Refuse an in-place write that autograd cannot follow; fname names the caller. */
 pt_status pt_check_inplace(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *src);
 
+/* --- advanced indexing: PyTorch's x[idx1, :, idx2] ---
+ * A key's numbers and ranges are applied first (a view), then its tensor entries index that
+ * view: integer tensors (int64/int32, 1-based, negative from the end) take one dim each, a k-D
+ * bool/uint8 mask takes k dims (its true positions, as nonzero() gives them), a 0-d mask adds a
+ * dim of size 1 (true) or 0 (false). The integer tensors and masks broadcast together to a shape
+ * B. Where they index adjacent dims, B replaces those dims in the result; where other dims come
+ * between them, B comes first (PyTorch's rule). The view is described twice: in t's row-major
+ * element order (offset/stride, what a gradient of t's shape is addressed with) and in t's
+ * storage (soffset/sstride); dim[] names t's dim (0-based) for messages. */
+typedef struct pt_index_view {
+  int ndim;
+  int64_t shape[PT_MAX_DIMS];
+  int64_t offset, stride[PT_MAX_DIMS];   /* row-major positions in t, from 0 */
+  int64_t soffset, sstride[PT_MAX_DIMS]; /* storage positions */
+  int dim[PT_MAX_DIMS];
+} pt_index_view;
+
+typedef struct pt_index_entry {
+  pt_tensor *index; /* int64/int32 positions or a bool/uint8 mask (borrowed) */
+  int dim;          /* the view's dim where it starts (entries in increasing order) */
+} pt_index_entry;
+
+#define PT_INDEX_MAX_ENTRIES (2 * PT_MAX_DIMS)
+
+/* all of t */
+void pt_index_view_of(const pt_tensor *t, pt_index_view *v);
+/* out = t[view][entries] (a copy). With autograd it is an index_select of t's flattened view at
+ * the row-major positions (IndexSelectBackward: repeated positions accumulate; second
+ * derivatives too). fname names the caller in messages. */
+pt_status pt_index_get(pt_ctx *ctx, const char *fname, pt_tensor *t, const pt_index_view *v, int n,
+                       const pt_index_entry *e, pt_tensor **out);
+/* t[view][entries] = values (broadcast to the indexed shape; NULL: the number value), in place
+ * (t, whatever its strides; the storage's version moves) or into a copy (*out). values has t's
+ * dtype (the callers convert or refuse). accumulate adds (repeated positions sum); otherwise the
+ * last write of a position wins and only that value gets a gradient. Gradients: t gets g with
+ * the written positions zeroed (all of g with accumulate), values g at its positions (summed
+ * over broadcast dims). In place on a view with autograd, the write goes through copy_ (the
+ * base's history follows, CopySlices). */
+pt_status pt_index_put(pt_ctx *ctx, const char *fname, pt_tensor *t, const pt_index_view *v, int n,
+                       const pt_index_entry *e, pt_tensor *values, pt_number value, bool accumulate,
+                       pt_tensor **out);
+pt_status pt_index_put_(pt_ctx *ctx, const char *fname, pt_tensor *t, const pt_index_view *v,
+                        int n, const pt_index_entry *e, pt_tensor *values, pt_number value,
+                        bool accumulate);
+/* put_: source's elements (as many as index has, t's dtype) written at the 1-based row-major
+ * positions of index (negative from the end) in t, as if t were contiguous; accumulate adds. */
+pt_status pt_put(pt_ctx *ctx, pt_tensor *t, pt_tensor *index, pt_tensor *source, bool accumulate,
+                 pt_tensor **out);
+pt_status pt_put_(pt_ctx *ctx, pt_tensor *t, pt_tensor *index, pt_tensor *source, bool accumulate);
+/* masked_scatter: the first k elements of source (k = true entries of mask, row-major) written
+ * where mask is true. In place, mask broadcasts to t's shape; out of place, t and mask broadcast
+ * together. Gradients: t's zero where written, source's the written positions' (zero beyond k). */
+pt_status pt_masked_scatter(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor *source,
+                            pt_tensor **out);
+pt_status pt_masked_scatter_(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor *source);
+/* Does an int64/int32 index hold a value below 1 (a negative position)? */
+bool pt_index_has_negative(const pt_tensor *index);
+
 #endif
