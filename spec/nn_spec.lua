@@ -943,3 +943,23 @@ describe("saved tensors modified in place", function()
                    errmsg(function() x:narrow(1, 1, 1):mul_(2) end), 1, true)
   end)
 end)
+
+describe("Module member names", function()
+  local pt = require "partrain"
+  local support = require "spec.support"
+  it("refuses what a dotted path could not reach, as torch", function()
+    local m = pt.nn.Module()
+    support.assert_error('add_module: module name can\'t contain ".", got: a.b',
+      function() m:add_module("a.b", pt.nn.Identity()) end)
+    support.assert_error('add_module: module name can\'t be empty string ""', -- register_module is its alias
+      function() m:register_module("", pt.nn.Identity()) end)
+    support.assert_error("add_module: module name should be a string, got number",
+      function() m:add_module(1, pt.nn.Identity()) end)
+    support.assert_error('register_buffer: buffer name can\'t contain ".", got: x.y',
+      function() m:register_buffer("x.y", pt.zeros(1)) end)
+    support.assert_error('register_parameter: parameter name can\'t be empty string ""',
+      function() m:register_parameter("", pt.zeros(1, {requires_grad = true})) end)
+    m:add_module("ok", pt.nn.Identity())
+    assert.is_true(m:get_submodule("ok") == m.ok)
+  end)
+end)

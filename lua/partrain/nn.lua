@@ -366,7 +366,15 @@ doc(Module.extra_repr, [[m:extra_repr() -> string: the settings shown in m's pri
   Linear(in_features=4, out_features=2, bias=true). Define it in a class to show its own
   (nn.Module's returns ""); the children are printed after it, one per line.]])
 
+-- torch's checks of a name a module registers (a dotted path could not reach it)
+local function check_member_name(fname, kind, name)
+  if type(name) ~= "string" then fail(string.format("%s: %s name should be a string, got %s", fname, kind, type(name))) end
+  if name:find(".", 1, true) then fail(string.format("%s: %s name can't contain \".\", got: %s", fname, kind, name)) end
+  if name == "" then fail(string.format("%s: %s name can't be empty string \"\"", fname, kind)) end
+end
+
 function Module:register_parameter(name, t)
+  check_member_name("register_parameter", "parameter", name)
   if t ~= nil and not (pt.is_tensor(t) and t.is_leaf) then
     fail("register_parameter: '" .. tostring(name) .. "' must be a leaf tensor")
   end
@@ -376,6 +384,7 @@ end
 doc(Module.register_parameter, "m:register_parameter(name, tensor): adds a parameter (sets requires_grad).")
 
 function Module:register_buffer(name, t)
+  check_member_name("register_buffer", "buffer", name)
   if t ~= nil and not pt.is_tensor(t) then
     fail("register_buffer: '" .. tostring(name) .. "' must be a tensor")
   end
@@ -389,10 +398,11 @@ end
 doc(Module.register_buffer, "m:register_buffer(name, tensor): state saved in state_dict() that is not a parameter (e.g. running_mean).")
 
 function Module:add_module(name, m)
+  check_member_name("add_module", "module", name)
   if not is_module(m) then
     fail("add_module: '" .. tostring(name) .. "' is not a Module (got " .. type(m) .. ")")
   end
-  module_newindex(self, tostring(name), m)
+  module_newindex(self, name, m)
   return self
 end
 Module.register_module = Module.add_module -- PyTorch's alias
