@@ -572,6 +572,66 @@ static int t_masked_scatter(lua_State *L) {
   return lpt_push_result(L, st, r);
 }
 
+/* --- as_strided and the in-place geometry ops --- */
+
+/* t:as_strided(size, stride[, storage_offset]): the offset 1-based, as t:storage_offset() */
+static int t_as_strided(lua_State *L) {
+  lpt_check_max_args(L, 4, "as_strided");
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int64_t size[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+  if (!lua_istable(L, 2)) lpt_errorf(L, "as_strided: size must be a table of integers, got %s", luaL_typename(L, 2));
+  if (!lua_istable(L, 3)) lpt_errorf(L, "as_strided: stride must be a table of integers, got %s", luaL_typename(L, 3));
+  int n = lpt_check_shape(L, 2, size), m = lpt_check_shape(L, 3, stride);
+  if (n != m) return lpt_errorf(L, "as_strided: got %d sizes but %d strides", n, m);
+  lua_Integer off = lua_isnoneornil(L, 4) ? t->offset + 1 : check_integer(L, 4, "as_strided", "storage_offset");
+  pt_status st = pt_as_strided(lpt_ctx(L), t, n, size, stride, (int64_t)off - 1, &r);
+  return lpt_push_result(L, st, r);
+}
+
+/* t becomes r (a view of it) in place; returns t */
+static int adopt(lua_State *L, const char *fname, pt_tensor *t, pt_status st, pt_tensor *r) {
+  if (!st) st = pt_adopt_view(lpt_ctx(L), fname, t, r);
+  pt_tensor_release(r);
+  if (st) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_squeeze_(lua_State *L) {
+  lpt_check_max_args(L, 2, "squeeze_");
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int dim = lpt_opt_dim(L, 2, t->ndim, "squeeze_", -1);
+  pt_status st = pt_squeeze(lpt_ctx(L), t, dim, &r);
+  return adopt(L, "squeeze_", t, st, r);
+}
+
+static int t_unsqueeze_(lua_State *L) {
+  lpt_check_max_args(L, 2, "unsqueeze_");
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int dim = check_new_dim(L, 2, t->ndim + 1, "unsqueeze_");
+  pt_status st = pt_unsqueeze(lpt_ctx(L), t, dim, &r);
+  return adopt(L, "unsqueeze_", t, st, r);
+}
+
+static int t_transpose_(lua_State *L) {
+  lpt_check_max_args(L, 3, "transpose_");
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int d0 = lpt_check_dim(L, 2, t->ndim, "transpose_");
+  int d1 = lpt_check_dim(L, 3, t->ndim, "transpose_");
+  pt_status st = pt_transpose(lpt_ctx(L), t, d0, d1, &r);
+  return adopt(L, "transpose_", t, st, r);
+}
+
+static int t_t_(lua_State *L) {
+  lpt_check_max_args(L, 1, "t_");
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  if (t->ndim > 2)
+    return lpt_errorf(L, "t_: expects a tensor with at most 2 dimensions, got %d (use transpose_)",
+                      t->ndim);
+  pt_status st = pt_t(lpt_ctx(L), t, &r);
+  return adopt(L, "t_", t, st, r);
+}
+
 /* --- indexing and slicing: t[key] and t[key] = value --- */
 
 typedef pt_status (*select_fn)(pt_ctx *, pt_tensor *, int, int64_t, pt_tensor **);
@@ -980,6 +1040,13 @@ static const luaL_Reg methods[] = {
     {"put", t_put},
     {"masked_scatter_", t_masked_scatter_},
     {"masked_scatter", t_masked_scatter},
+    {"as_strided", t_as_strided},
+    {"squeeze_", t_squeeze_},
+    {"unsqueeze_", t_unsqueeze_},
+    {"transpose_", t_transpose_},
+    {"swapdims_", t_transpose_},
+    {"swapaxes_", t_transpose_},
+    {"t_", t_t_},
     {"__slice", t_slice},
     {"__slice_assign", t_slice_assign},
     {NULL, NULL},
@@ -1016,6 +1083,7 @@ static const luaL_Reg functions[] = {
     {"index_put", t_index_put},
     {"put", t_put},
     {"masked_scatter", t_masked_scatter},
+    {"as_strided", t_as_strided},
     {NULL, NULL},
 };
 
@@ -1094,6 +1162,19 @@ static const char *const method_docs[] = {
     "  written) and source (zero beyond the elements used).",
     "masked_scatter", "t:masked_scatter(mask, source) -> a copy with masked_scatter_ applied (t and mask broadcast together).\n"
     "  Also pt.masked_scatter(t, mask, source).",
+    "as_strided", "t:as_strided(size, stride[, storage_offset]) -> a view of t's storage with the given sizes and strides\n"
+    "  (tables; strides >= 0, in elements) starting at storage_offset (1-based, as t:storage_offset(), which is\n"
+    "  the default), as torch.as_strided; every element must lie in the storage. Gradients flow back as torch's:\n"
+    "  locations the view repeats add up, locations t repeats share; second derivatives too. Also\n"
+    "  pt.as_strided(t, size, stride[, storage_offset]).",
+    "squeeze_", "t:squeeze_([dim]) -> t itself, squeezed in place (its shape and strides become t:squeeze(dim)'s; with\n"
+    "  autograd its history goes on through SqueezeBackward). Refused for a leaf that requires grad in grad\n"
+    "  mode, as PyTorch's in-place ops.",
+    "unsqueeze_", "t:unsqueeze_(dim) -> t itself with a size-1 dim inserted at dim, in place (as squeeze_).",
+    "transpose_", "t:transpose_(dim1, dim2) -> t itself with the two dims swapped in place (its strides change, as\n"
+    "  t:transpose's view; with autograd its history goes on through TransposeBackward). Also t:swapdims_ and\n"
+    "  t:swapaxes_ (the same function). Refused for a leaf that requires grad in grad mode.",
+    "t_", "t:t_() -> t itself transposed in place (2-D; 0-D and 1-D stay as they are), as transpose_(1, 2).",
     NULL, NULL,
 };
 

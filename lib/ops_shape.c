@@ -4,8 +4,11 @@
  * backward functions. */
 #include "ops_shape.h"
 
+#include <stdio.h>
 #include <string.h>
 
+#include "ops_elementwise.h"
+#include "ops_index.h"
 #include "parallel.h"
 
 /* --- small helpers --- */
@@ -935,4 +938,160 @@ pt_status pt_diagonal(pt_ctx *ctx, pt_tensor *t, int64_t offset, int d1, int d2,
 
 pt_status pt_unfold(pt_ctx *ctx, pt_tensor *t, int dim, int64_t size, int64_t step, pt_tensor **out) {
   return strided_view(ctx, STRIDED_UNFOLD, "UnfoldBackward", t, dim, size, step, 0, out);
+}
+
+/* --- as_strided --- */
+
+/* storage positions of a geometry's elements, row-major, minus lo, plus 1 (an index tensor) */
+static void strided_positions(int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
+                              int64_t lo, int64_t *out) {
+  const int64_t *strides[1] = {stride};
+  pt_iter it;
+  pt_iter_init(&it, ndim, shape, 1, strides);
+  for (int64_t k = 0; pt_iter_next(&it); k++) out[k] = offset + it.offset[0] - lo + 1;
+}
+
+/* the lowest and highest storage position a geometry reaches (it has elements) */
+static void strided_span(int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
+                         int64_t *lo, int64_t *hi) {
+  int64_t a = offset, b = offset;
+  for (int d = 0; d < ndim; d++) {
+    int64_t ext = (shape[d] - 1) * stride[d];
+    if (ext < 0) a += ext;
+    else b += ext;
+  }
+  *lo = a < *lo ? a : *lo;
+  *hi = b > *hi ? b : *hi;
+}
+
+/* PyTorch's as_strided_backward: g added into a zero buffer over the storage both geometries
+ * reach (output elements sharing a location add up), read back through the input's geometry
+ * (input elements sharing a location share its gradient: divided by their count). Public ops
+ * (scatter_add, index_select), so a create_graph pass runs it as its own formula. ints: the
+ * output's storage offset, then its strides (its shape is the node's out_shape); the input's
+ * geometry is its alias's. */
+static pt_status as_strided_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *in = node->inputs[0];
+  if (!node->needs_grad[0]) return PT_OK;
+  int64_t nin = pt_tensor_numel(in), nout = pt_tensor_numel(g);
+  if (nin == 0 || nout == 0) return pt_tensor_zeros(ctx, g->dtype, in->ndim, in->shape, &gin[0]);
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  strided_span(in->ndim, in->shape, in->stride, in->offset, &lo, &hi);
+  strided_span(node->out_ndim, node->out_shape, node->ints + 1, node->ints[0], &lo, &hi);
+  int64_t span = hi - lo + 1, all = -1;
+  pt_tensor *po = NULL, *pi = NULL, *z = NULL, *flat = NULL, *acc = NULL, *sel = NULL, *w = NULL,
+            *scaled = NULL;
+  pt_status st;
+  if ((st = pt_tensor_empty(ctx, PT_INT64, 1, &nout, &po)) ||
+      (st = pt_tensor_empty(ctx, PT_INT64, 1, &nin, &pi)) ||
+      (st = pt_tensor_zeros(ctx, g->dtype, 1, &span, &z)))
+    goto done;
+  strided_positions(node->out_ndim, node->out_shape, node->ints + 1, node->ints[0], lo,
+                    pt_tensor_data(po));
+  int64_t *ip = pt_tensor_data(pi);
+  strided_positions(in->ndim, in->shape, in->stride, in->offset, lo, ip);
+  if ((st = pt_reshape(ctx, g, 1, &all, &flat)) || (st = pt_scatter_add(ctx, z, 0, po, flat, &acc)) ||
+      (st = pt_index_select(ctx, acc, 0, pi, &sel)))
+    goto done;
+  /* input elements sharing a location: each gets its share of the location's gradient */
+  bool shared = false;
+  {
+    int64_t *c = pt_alloc(ctx, (size_t)span * sizeof *c);
+    if (!c) {
+      st = PT_ENOMEM;
+      goto done;
+    }
+    memset(c, 0, (size_t)span * sizeof *c);
+    for (int64_t k = 0; k < nin; k++) shared |= ++c[ip[k] - 1] > 1;
+    if (shared && !(st = pt_tensor_empty(ctx, PT_FLOAT64, 1, &nin, &w))) {
+      double *cnt = pt_tensor_data(w);
+      for (int64_t k = 0; k < nin; k++) cnt[k] = 1.0 / (double)c[ip[k] - 1];
+    }
+    pt_free(c);
+  }
+  if (!st && shared) {
+    pt_tensor *wt = NULL;
+    if (!(st = pt_tensor_to_dtype_raw(ctx, w, g->dtype, &wt))) st = pt_mul(ctx, sel, wt, &scaled);
+    pt_tensor_release(wt);
+  } else if (!st) {
+    scaled = pt_tensor_retain(sel);
+  }
+  if (!st) st = pt_view(ctx, scaled, in->ndim, in->shape, &gin[0]);
+done:
+  pt_tensor_release(po);
+  pt_tensor_release(pi);
+  pt_tensor_release(z);
+  pt_tensor_release(flat);
+  pt_tensor_release(acc);
+  pt_tensor_release(sel);
+  pt_tensor_release(w);
+  pt_tensor_release(scaled);
+  return st;
+}
+
+pt_status pt_as_strided(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *size,
+                        const int64_t *stride, int64_t offset, pt_tensor **out) {
+  pt_status st = check_ndim(ctx, "as_strided", ndim);
+  if (st) return st;
+  char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+  for (int d = 0; d < ndim; d++) {
+    if (size[d] < 0)
+      return pt_fail(ctx, PT_EARG, "as_strided: sizes must be non-negative, got %s",
+                     pt_shape_format(ndim, size, a, sizeof a));
+    if (stride[d] < 0)
+      return pt_fail(ctx, PT_EARG, "as_strided: negative strides are not supported, got %s",
+                     pt_shape_format(ndim, stride, a, sizeof a));
+  }
+  if (offset < 0)
+    return pt_fail(ctx, PT_EARG, "as_strided: storage offset must be at least 1, got %lld",
+                   (long long)offset + 1);
+  int64_t need = offset, have = (int64_t)(t->storage->nbytes / pt_dtype_size(t->dtype));
+  if (pt_shape_numel(ndim, size) > 0) {
+    need = offset + 1;
+    for (int d = 0; d < ndim; d++) need += (size[d] - 1) * stride[d];
+  }
+  if (need > have)
+    return pt_fail(ctx, PT_EARG,
+                   "as_strided: sizes %s, strides %s and storage offset %lld reach element %lld of "
+                   "a storage of %lld elements",
+                   pt_shape_format(ndim, size, a, sizeof a), pt_shape_format(ndim, stride, b, sizeof b),
+                   (long long)offset + 1, (long long)need, (long long)have);
+  if ((st = pt_tensor_from_storage(ctx, t->storage, t->dtype, offset, ndim, size, stride, out)))
+    return st;
+  pt_node *node;
+  if ((st = record1(ctx, t, out, "AsStridedBackward", as_strided_backward, &node))) return st;
+  if (node) {
+    node->backward_differentiable = true;
+    node->ints[0] = offset;
+    for (int d = 0; d < ndim; d++) node->ints[1 + d] = stride[d];
+    node->n_ints = 1 + ndim;
+  }
+  return PT_OK;
+}
+
+/* --- in-place geometry: squeeze_, unsqueeze_, t_, transpose_ --- */
+
+pt_status pt_adopt_view(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *view) {
+  if (ctx->grad_enabled && t->requires_grad && !t->grad_fn)
+    return pt_fail(ctx, PT_ESTATE,
+                   "%s: a leaf tensor that requires grad is used in an in-place operation", fname);
+  if (ctx->grad_enabled && t->base && t->base->requires_grad && !t->base->grad_fn)
+    return pt_fail(ctx, PT_ESTATE,
+                   "%s: a view of a leaf tensor that requires grad is used in an in-place operation",
+                   fname);
+  if (view == t) return PT_OK; /* t_() of a 0-D or 1-D tensor */
+  t->ndim = view->ndim;
+  t->offset = view->offset;
+  memcpy(t->shape, view->shape, sizeof t->shape);
+  memcpy(t->stride, view->stride, sizeof t->stride);
+  if (view->grad_fn) { /* t's history goes on through the view's node (input: t as it was) */
+    pt_node *n = view->grad_fn;
+    view->grad_fn = NULL;
+    if (t->grad_fn && t->grad_fn->retain_target == t) t->grad_fn->retain_target = NULL;
+    pt_node_release(t->grad_fn);
+    t->grad_fn = n;
+    if (t->retains_grad) n->retain_target = t;
+    t->requires_grad = true;
+  }
+  return PT_OK;
 }

@@ -74,4 +74,16 @@ pt_status pt_diagonal(pt_ctx *ctx, pt_tensor *t, int64_t offset, int d1, int d2,
  * of `size` holds each window. A 0-d tensor gives shape {size} (size 0 or 1). */
 pt_status pt_unfold(pt_ctx *ctx, pt_tensor *t, int dim, int64_t size, int64_t step, pt_tensor **out);
 
+/* as_strided: a view of t's storage with the given sizes, strides (>= 0) and storage offset (in
+ * elements, 0-based here; 1-based in Lua, as t:storage_offset()), all within the storage.
+ * Backward as PyTorch's (locations the output repeats add up, locations the input repeats share
+ * their gradient), with second derivatives. */
+pt_status pt_as_strided(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *size,
+                        const int64_t *stride, int64_t offset, pt_tensor **out);
+/* t becomes view, a view of t made by one of the view ops above (squeeze_, transpose_, ...: the
+ * same tensor object with the view's shape, strides and offset, and with autograd the view's
+ * history, whose input is t as it was). view keeps no history. Refused in grad mode for a leaf
+ * that requires grad and for a view of one, as PyTorch's in-place ops; fname names the caller. */
+pt_status pt_adopt_view(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *view);
+
 #endif

@@ -1,6 +1,6 @@
--- Advanced indexing (tensor entries in t[{...}]), index_put_, put_ and masked_scatter_. Numbers
--- marked "torch 1.13" were computed with /usr/bin/python3 (torch 1.13) on the same inputs (0-based
--- positions there, 1-based here).
+-- Advanced indexing (tensor entries in t[{...}]), index_put_, put_, masked_scatter_, as_strided and
+-- the in-place geometry ops. Numbers marked "torch 1.13" were computed with /usr/bin/python3
+-- (torch 1.13) on the same inputs (0-based positions there, 1-based here).
 local pt = require "partrain"
 local gradcheck = require "spec.gradcheck"
 local support = require "spec.support"
@@ -395,12 +395,168 @@ describe("put_ and masked_scatter_", function()
   end)
 end)
 
+describe("as_strided", function()
+  local x = pt.arange(12, {dtype = "float32"})
+
+  it("views the storage with the given sizes, strides and 1-based offset", function()
+    -- torch 1.13 (storage offsets 0 and 5 there)
+    assert.are.same({{0, 1, 2}, {1, 2, 3}, {2, 3, 4}}, x:as_strided({3, 3}, {1, 1}):tolist())
+    assert.are.same({{5, 6, 7}, {6, 7, 8}, {7, 8, 9}}, pt.as_strided(x, {3, 3}, {1, 1}, 6):tolist())
+    local tail = x:narrow(1, 3, 10)
+    assert.are.same({{2, 3}, {3, 4}}, tail:as_strided({2, 2}, {1, 1}):tolist()) -- tail's own offset
+    assert.are.same({{0, 1}, {1, 2}}, tail:as_strided({2, 2}, {1, 1}, 1):tolist())
+    local v = x:as_strided({2, 2}, {4, 1}, 2)
+    assert.is_true(v:is_same_storage(x))
+    assert.are.equal(2, v:storage_offset())
+    assert.are.same({4, 1}, v:stride())
+    v:fill_(-1)
+    assert.are.same({0, -1, -1, 3, 4, -1, -1, 7}, x:narrow(1, 1, 8):tolist())
+    x:narrow(1, 1, 8):copy_(pt.arange(8, {dtype = "float32"}))
+    assert.are.same({0, 3}, x:as_strided({0, 3}, {1, 1}, 13):size())
+  end)
+
+  it("reports bad geometries", function()
+    assert_error("as_strided: negative strides are not supported, got {-1}", function() return x:as_strided({2}, {-1}) end)
+    assert_error("as_strided: sizes must be non-negative, got {-1}", function() return x:as_strided({-1}, {1}) end)
+    assert_error("as_strided: got 2 sizes but 1 strides", function() return x:as_strided({2, 2}, {1}) end)
+    assert_error("as_strided: storage offset must be at least 1, got 0", function() return x:as_strided({2}, {1}, 0) end)
+    assert_error("as_strided: sizes {5}, strides {3} and storage offset 1 reach element 13 of a storage of 12 elements",
+                 function() return x:as_strided({5}, {3}) end)
+    assert_error("as_strided: size must be a table of integers, got number", function() return x:as_strided(2, {1}) end)
+    assert_error("as_strided: storage_offset must be an integer, got 1.5", function() return x:as_strided({2}, {1}, 1.5) end)
+  end)
+
+  it("passes gradients back as torch, overlaps included, with second derivatives", function()
+    local a0 = pt.arange(6, {dtype = "float64"}) / 5 - 0.4
+    -- torch 1.13
+    local a = a0:clone():requires_grad_()
+    local wt = pt.arange(9, {dtype = "float64"}):view(3, 3) / 4
+    local g = pt.autograd.grad((a:as_strided({3, 3}, {1, 1}) ^ 2 * wt):sum(), a, {create_graph = true})
+    close(g, {0, -0.4, 0, 1.2, 1.6, 0})
+    close(pt.autograd.grad((g * g):sum(), a), {0, -1.6, 0, 14.4, 12.8, 0})
+    -- an expanded input shares each location's gradient between its copies
+    a = a0:clone():requires_grad_()
+    local loss = (a:expand(2, 6):as_strided({3}, {2}) * f64({1, 2, 3})):sum()
+    loss:backward()
+    assert.are.same({1, 0, 2, 0, 3, 0}, a.grad:tolist())
+    a = a0:clone():requires_grad_()
+    loss = (a:view(2, 3):t():as_strided({2, 2}, {1, 3}, 2) * f64({{1, 2}, {3, 4}})):sum()
+    loss:backward()
+    assert.are.same({0, 1, 3, 0, 2, 4}, a.grad:tolist())
+    assert.are.equal("AsStridedBackward", (a * 1):as_strided({2}, {2}).grad_fn)
+    gradcheck(function(t) return t:as_strided({3, 2}, {1, 2}, 2) end, {randn64(7)})
+    gradcheck(function(t) return t:t():as_strided({2, 2}, {3, 1}) end, {randn64(2, 3)})
+    gradcheck(function(t) return (t * 1):narrow(1, 2, 3):as_strided({2, 2}, {0, 2}) end, {randn64(6)})
+  end)
+end)
+
+describe("in-place geometry: squeeze_, unsqueeze_, t_, transpose_, swapdims_, swapaxes_", function()
+  it("changes t itself and returns it", function()
+    local t = pt.zeros(2, 1, 3)
+    assert.are.equal(t, t:squeeze_())
+    assert.are.same({2, 3}, t:size())
+    assert.are.equal(t, t:unsqueeze_(1))
+    assert.are.same({1, 2, 3}, t:size())
+    t:squeeze_(1):t_()
+    assert.are.same({3, 2}, t:size())
+    assert.are.same({1, 3}, t:stride())
+    assert.is_false(t:is_contiguous())
+    local u = pt.arange(24):view(2, 3, 4)
+    local alias = u:view(24) -- other views keep their shape
+    u:transpose_(1, 3)
+    assert.are.same({4, 3, 2}, u:size())
+    assert.are.same({24}, alias:size())
+    assert.are.equal(13, u[2][1][2])
+    assert.are.equal(u, u:swapdims_(1, 2))
+    assert.are.same({3, 4, 2}, u:size())
+    u:swapaxes_(-1, 1)
+    assert.are.same({2, 4, 3}, u:size())
+    local z = pt.tensor(1)
+    z:unsqueeze_(-1)
+    assert.are.same({1}, z:size())
+    z:squeeze_()
+    assert.are.equal(0, #z:size())
+    assert.are.equal(z, z:t_())
+    local v1 = pt.zeros(3)
+    v1:t_()
+    assert.are.same({3}, v1:size())
+  end)
+
+  it("continues the history as the view would (torch 1.13's gradient)", function()
+    local b = f64({{0, 1, 2}, {3, 4, 5}}, {requires_grad = true})
+    local c = b * 2
+    c:t_()
+    assert.are.equal("TransposeBackward", c.grad_fn)
+    local loss = (c * pt.arange(6, {dtype = "float64"}):view(3, 2)):sum()
+    loss:backward()
+    assert.are.same({{0, 4, 8}, {2, 6, 10}}, b.grad:tolist())
+    gradcheck(function(t)
+      local y = t * 1
+      y:unsqueeze_(2):transpose_(1, 3):squeeze_(2)
+      return y * y
+    end, {randn64(2, 3)})
+    -- second derivatives go through the same view nodes
+    local a = f64({1, 2, 3}, {requires_grad = true})
+    local y = a * 1
+    y:unsqueeze_(1):t_()
+    local g = pt.autograd.grad((y ^ 3):sum(), a, {create_graph = true})
+    close(pt.autograd.grad(g:sum(), a), {6, 12, 18})
+    -- a view of a non-leaf, changed in place, keeps its base
+    local base = f64({{1, 2}, {3, 4}}, {requires_grad = true}) * 1
+    local row = base[1]
+    row:unsqueeze_(1)
+    assert.are.same({1, 2}, row:size())
+    assert.is_true(row:is_same_storage(base))
+  end)
+
+  -- as every in-place op here, retain_grad follows the tensor to its new history (torch 1.13 gives
+  -- the old version's {2,3} gradient to a tensor now of shape {3,2})
+  it("keeps retain_grad on the tensor", function()
+    local a = f64({{1, 2, 3}, {4, 5, 6}}, {requires_grad = true})
+    local y = a * 1
+    y:retain_grad()
+    y:t_()
+    local loss = (y * pt.arange(6, {dtype = "float64"}):view(3, 2)):sum()
+    loss:backward()
+    assert.are.same({{0, 1}, {2, 3}, {4, 5}}, y.grad:tolist())
+    assert.are.same({{0, 2, 4}, {1, 3, 5}}, a.grad:tolist()) -- torch 1.13
+  end)
+
+  it("refuses a leaf that requires grad (and its views) in grad mode", function()
+    local a = randn64(2, 3)
+    a.requires_grad = true
+    for _, name in ipairs({"t_", "squeeze_"}) do
+      assert_error(name .. ": a leaf tensor that requires grad is used in an in-place operation", function() a[name](a) end)
+    end
+    assert_error("unsqueeze_: a leaf tensor that requires grad is used in an in-place operation", function() a:unsqueeze_(1) end)
+    assert_error("transpose_: a leaf tensor that requires grad is used in an in-place operation",
+                 function() a:swapaxes_(1, 2) end)
+    assert_error("unsqueeze_: a view of a leaf tensor that requires grad is used in an in-place operation",
+                 function() a[1]:unsqueeze_(1) end)
+    assert.are.same({2, 3}, a:size())
+    pt.no_grad(function() a:t_() end)
+    assert.are.same({3, 2}, a:size())
+    assert.is_true(a.requires_grad)
+    assert.is_nil(a.grad_fn)
+  end)
+
+  it("reports bad dims", function()
+    assert_error("t_: expects a tensor with at most 2 dimensions, got 3 (use transpose_)",
+                 function() pt.zeros(2, 3, 4):t_() end)
+    assert_error("transpose_: dimension 3 out of range (tensor has 2 dimensions)", function() pt.zeros(2, 3):transpose_(1, 3) end)
+    assert_error("unsqueeze_: dimension 4 out of range (the result has 3 dimensions)", function() pt.zeros(2, 3):unsqueeze_(4) end)
+    assert_error("squeeze_: dimension -3 out of range (tensor has 2 dimensions)", function() pt.zeros(2, 3):squeeze_(-3) end)
+    assert_error("t_: unexpected argument #2 (number)", function() pt.zeros(2, 3):t_(1) end)
+  end)
+end)
+
 describe("help texts", function()
   it("document every new method and function", function()
-    for _, name in ipairs({"index_put_", "index_put", "put_", "put", "masked_scatter_", "masked_scatter"}) do
+    for _, name in ipairs({"index_put_", "index_put", "put_", "put", "masked_scatter_", "masked_scatter",
+                           "as_strided", "squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_"}) do
       assert.is_string(pt._docs[pt.Tensor[name]], name)
     end
-    for _, name in ipairs({"index_put", "put", "masked_scatter"}) do
+    for _, name in ipairs({"index_put", "put", "masked_scatter", "as_strided"}) do
       assert.is_string(pt._docs[pt[name]], name)
     end
     assert.truthy(pt._docs[pt.Tensor.__slice]:find("advanced indexing", 1, true))
