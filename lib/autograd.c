@@ -466,7 +466,7 @@ typedef struct graph_table {
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
-      conv_transpose2d;
+      conv_transpose2d, cumprod;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -570,6 +570,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   }
   PROBE(minmax, pt_max(ctx, a, 0, false, &r, NULL));
   PROBE(cumsum, pt_cumsum(ctx, a, 0, &r));
+  PROBE(cumprod, pt_cumprod(ctx, a, 0, &r));
   PROBE(select, pt_sort(ctx, a, 0, false, &r, NULL));
   PROBE(repeat, pt_repeat(ctx, a, 1, &two, &r));
   pt_tensor *x4 = NULL;
@@ -596,7 +597,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
 
 /* Temporaries of one formula: every helper returns a borrowed tensor owned by the scratch (NULL
  * once something failed, and then does nothing), so formulas read as expressions. */
-#define GF_MAX_TMP 48
+#define GF_MAX_TMP 96
 typedef struct gf {
   pt_ctx *ctx;
   pt_status st;
@@ -679,6 +680,12 @@ static pt_tensor *G_cat(gf *s, int n, pt_tensor *const *ts, int dim) { GF(s, pt_
 static pt_tensor *G_masked_fill(gf *s, pt_tensor *a, pt_tensor *mask) {
   GF(s, pt_masked_fill(s->ctx, a, mask, 0.0, R_));
 }
+static pt_tensor *G_prod(gf *s, pt_tensor *a, int dim, bool keep) { GF(s, pt_prod(s->ctx, a, dim, keep, R_)); }
+static pt_tensor *G_cumsum(gf *s, pt_tensor *a, int dim) { GF(s, pt_cumsum(s->ctx, a, dim, R_)); }
+static pt_tensor *G_cumprod(gf *s, pt_tensor *a, int dim) { GF(s, pt_cumprod(s->ctx, a, dim, R_)); }
+static pt_tensor *G_index_select(gf *s, pt_tensor *a, int dim, pt_tensor *ix) {
+  GF(s, pt_index_select(s->ctx, a, dim, ix, R_));
+}
 #undef GF
 #undef R_
 
@@ -728,6 +735,31 @@ static pt_tensor *G_finish(gf *s, pt_tensor *d, const pt_tensor *t) {
   pt_tensor *r = G_sum_to(s, d, t->ndim, t->shape);
   if (r && r->dtype != t->dtype) r = G_to(s, r, t->dtype);
   return r ? pt_tensor_retain(r) : NULL;
+}
+
+/* constants (no history): ones, and an int64 index 1..n or n..1 (pt_index_select's 1-based) */
+static pt_tensor *G_ones(gf *s, pt_dtype dt, int nd, const int64_t *shape) {
+  pt_tensor *r = G_zeros(s, dt, nd, shape);
+  if (r) pt_tensor_fill(s->ctx, r, 1.0);
+  return r;
+}
+static pt_tensor *G_range_index(gf *s, int64_t n, bool reversed) {
+  pt_tensor *r = G_zeros(s, PT_INT64, 1, &n);
+  if (!r) return NULL;
+  int64_t *p = pt_tensor_data(r);
+  for (int64_t i = 0; i < n; i++) p[i] = reversed ? n - i : i + 1;
+  return r;
+}
+/* a reversed along dim (torch's flip), as a recorded index_select */
+static pt_tensor *G_flip(gf *s, pt_tensor *a, int dim) {
+  return s->st ? NULL : G_index_select(s, a, dim, G_range_index(s, a->shape[dim], true));
+}
+
+/* whether t (a floating tensor on the CPU) holds a zero */
+static bool any_zero(const pt_tensor *t) {
+  for (int64_t i = 0, n = pt_tensor_numel(t); i < n; i++)
+    if (pt_tensor_get_flat(t, i) == 0) return true;
+  return false;
 }
 
 /* ops_elementwise.c keeps each input's storage version in ints[8 + k] (check_versions) */
@@ -1567,6 +1599,86 @@ static pt_status gf_cumsum(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   return gf_end(&s);
 }
 
+/* ops_reduce.c's prod (ints[0] dim or PT_DIM_ALL, ints[1] keepdim; saved[0] the contiguous
+ * input, read for zeros). Without zeros the gradient is g prod(x) / x, as PyTorch. With zeros
+ * it is g times the product of the elements before and the product after each one (cumprods of
+ * x shifted by one, forwards and reversed: PyTorch's prod_safe_zeros_backward), exact with any
+ * number of zeros. PyTorch 1.13 gives a constant zero gradient for a product of all elements
+ * with two zeros or more (its second derivatives there are 0); this one is exact. */
+static pt_status gf_prod(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int dim = (int)n->ints[0];
+  bool all = dim == PT_DIM_ALL || x->ndim == 0;
+  gf s = {.ctx = ctx};
+  int64_t ones[PT_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++) ones[i] = 1;
+  pt_tensor *gr = all ? G_reshape(&s, g, x->ndim, ones) : n->ints[1] ? g : G_unsq(&s, g, dim), *d;
+  if (!any_zero(n->saved[0])) {
+    d = G_div(&s, G_mul(&s, gr, G_prod(&s, x, dim, true)), x);
+  } else {
+    int64_t numel = pt_tensor_numel(x);
+    pt_tensor *xl = all ? G_reshape(&s, x, 1, &numel) : x; /* the lanes along ld */
+    int ld = all ? 0 : dim;
+    int64_t len = s.st ? 0 : xl->shape[ld], os[PT_MAX_DIMS];
+    pt_tensor *others = NULL;
+    if (len <= 1) {
+      d = gr;
+    } else {
+      memcpy(os, xl->shape, sizeof os);
+      os[ld] = 1;
+      pt_tensor *one = G_ones(&s, x->dtype, xl->ndim, os);
+      pt_tensor *before[2] = {one, G_narrow(&s, xl, ld, 0, len - 1)};
+      pt_tensor *after[2] = {one, G_flip(&s, G_narrow(&s, xl, ld, 1, len - 1), ld)};
+      others = G_mul(&s, G_cumprod(&s, G_cat(&s, 2, before, ld), ld),
+                     G_flip(&s, G_cumprod(&s, G_cat(&s, 2, after, ld), ld), ld));
+      d = G_mul(&s, gr, all ? G_reshape(&s, others, x->ndim, x->shape) : others);
+    }
+  }
+  gin[0] = G_finish(&s, d, x);
+  return gf_end(&s);
+}
+
+/* ops_sort.c's cumprod along ints[0] (saved[0] the contiguous input, read for zeros): without
+ * zeros g_i = sum_{k >= i} g_k y_k / x_i with y = cumprod(x), as PyTorch; with zeros, exactly,
+ * g_i = sum_{k >= i} g_k prod_{m <= k, m != i} x_m, the products being the cumprod along k of
+ * {n, n} matrices per lane with x_i replaced by 1 in row i (n^2 elements a lane). */
+static pt_status gf_cumprod(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int dim = (int)n->ints[0], last = x->ndim - 1;
+  int64_t len = x->ndim ? x->shape[dim] : 1;
+  gf s = {.ctx = ctx};
+  pt_tensor *d;
+  if (len <= 1) {
+    d = g;
+  } else if (!any_zero(n->saved[0])) {
+    pt_tensor *w = G_mul(&s, g, G_cumprod(&s, x, dim));
+    pt_tensor *tail = G_add(&s, G_sub(&s, G_sum(&s, w, dim, true), G_cumsum(&s, w, dim)), w);
+    d = G_div(&s, tail, x);
+  } else {
+    int64_t sq[2] = {len, len}, full[PT_MAX_DIMS + 1];
+    pt_tensor *eye = G_zeros(&s, PT_BOOL, 2, sq), *upper = G_zeros(&s, x->dtype, 2, sq);
+    if (!s.st)
+      for (int64_t i = 0; i < len; i++) {
+        pt_tensor_set_flat(eye, i * len + i, 1.0);
+        for (int64_t k = i; k < len; k++) pt_tensor_set_flat(upper, i * len + k, 1.0);
+      }
+    pt_tensor *xt = dim == last ? x : G_transpose(&s, x, dim, last);
+    pt_tensor *gt = dim == last ? g : G_transpose(&s, g, dim, last);
+    if (!s.st) {
+      memcpy(full, xt->shape, (size_t)xt->ndim * sizeof(int64_t));
+      full[xt->ndim] = len; /* {..., i, k} */
+    }
+    pt_tensor *rows = G_expand(&s, G_unsq(&s, xt, last), x->ndim + 1, full);
+    pt_tensor *c = G_cumprod(&s, G_where(&s, eye, G_ones(&s, x->dtype, 0, sq), rows), last + 1);
+    d = G_sum(&s, G_mul(&s, c, G_mul(&s, upper, G_unsq(&s, gt, last))), last + 1, false);
+    if (dim != last) d = G_transpose(&s, d, dim, last);
+  }
+  gin[0] = G_finish(&s, d, x);
+  return gf_end(&s);
+}
+
 /* nn.c's pointwise losses (inputs input, target; ints kind, reduction, last dim; scalars[0]
  * smooth_l1's beta; saved[2] pos_weight): MSE, L1, smooth L1 and BCE with logits (without
  * pos_weight), each derivative written with the ops; the reduction's g is spread (sum) or
@@ -1785,7 +1897,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == hook_identity_backward || f == gt->clone) return gf_identity;
   if (f == gt->binary) return gf_binary_ok((int)n->ints[0]) ? gf_binary : NULL;
   if (f == gt->unary) return gf_unary_ok((int)n->ints[0]) ? gf_unary : NULL;
-  if (f == gt->reduce) return gf_reduce_ok(n) ? gf_reduce : NULL;
+  if (f == gt->reduce) return !strcmp(n->name, "ProdBackward") ? gf_prod : gf_reduce_ok(n) ? gf_reduce : NULL;
   if (f == gt->softmax) return gf_softmax;
   if (f == gt->product) return gf_product_modes(n, &ma, &mb) ? gf_product : NULL;
   if (f == gt->addmm) return gf_addmm;
@@ -1811,6 +1923,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->embedding) return gf_embedding;
   if (f == gt->minmax) return gf_minmax;
   if (f == gt->cumsum) return gf_cumsum;
+  if (f == gt->cumprod) return gf_cumprod;
   if (f == gt->select) return gf_select;
   if (f == gt->repeat) return gf_repeat;
   /* scatter_add with src the index's shape (scatter_, which overwrites, has none) */

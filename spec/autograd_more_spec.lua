@@ -592,14 +592,15 @@ describe("create_graph", function()
     assert_err("autograd.grad: create_graph is not supported through Conv2dBackward",
       grad, pt.conv2d(leaf({{{{1, 2}}, {{3, 4}}}}), wg, nil, {groups = 2}):sum(), wg, {create_graph = true})
     local z = leaf({1, 2, 3})
-    local m = z:prod() + (z * z):sum()
-    assert_err("autograd.grad: create_graph is not supported through ProdBackward",
+    local m = z:logcumsumexp(1):sum() + (z * z):sum()
+    assert_err("autograd.grad: create_graph is not supported through LogcumsumexpBackward",
       grad, m, z, {create_graph = true})
     assert.is_nil(z.grad)
-    assert_close(grad(m, z), {6 + 2, 3 + 4, 2 + 6}) -- the graph is still there
+    -- the graph is still there (torch 1.13's gradient)
+    assert_close(grad(m, z), {3.3589719945403758, 4.9757870496848025, 6.665240955774822})
     local c = leaf({1, 2, 3})
-    assert_err("backward: create_graph is not supported through CumprodBackward", function()
-      c:cumprod(1):sum():backward({create_graph = true})
+    assert_err("backward: create_graph is not supported through LogcumsumexpBackward", function()
+      c:logcumsumexp(1):sum():backward({create_graph = true})
     end)
     assert.is_nil(c.grad)
     -- a node off the path to the inputs does not matter
