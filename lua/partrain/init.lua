@@ -14,6 +14,7 @@ local lazy = {
   par = "partrain.par",
   distributions = "partrain.distributions",
   utils = "partrain.utils",
+  profiler = "partrain.profiler",
 }
 
 -- functions that live in Lua modules, loaded with their module on first use; reaching them
