@@ -1050,7 +1050,19 @@ static pt_status normalize_index(pt_ctx *ctx, const char *fname, const pt_tensor
   pt_tensor *r;
   pt_status st = pt_tensor_empty(ctx, PT_INT64, index->ndim, index->shape, &r);
   if (st) return st;
-  int64_t *rp = pt_tensor_data(r), k = 0;
+  int64_t *rp = pt_tensor_data(r), k = 0, n = pt_tensor_numel(index), bad = 0;
+  if (index->dtype == PT_INT64 && pt_tensor_is_contiguous(index)) { /* one pass that vectorises */
+    const int64_t *ip = pt_tensor_data(index);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = ip[i], w = v < 0 ? v + size : v - 1;
+      bad |= (uint64_t)w >= (uint64_t)size;
+      rp[i] = w;
+    }
+    if (!bad) {
+      *out = r;
+      return PT_OK;
+    }
+  }
   const int64_t *strides[1] = {index->stride};
   pt_iter it;
   pt_iter_init(&it, index->ndim, index->shape, 1, strides);
@@ -1155,6 +1167,37 @@ static pt_status plan_build(pt_ctx *ctx, const char *fname, const pt_index_view 
   return st;
 }
 
+/* out[k] = off + the plain dims' part + base[the broadcast dims' part], over the result's shape
+ * (stride: the plain dims' strides, 0 for broadcast ones; rb: the broadcast dims' strides in
+ * base, 0 for plain ones), row by row */
+static void fill_positions(int nr, const int64_t *shape, const int64_t *stride, const int64_t *rb,
+                           int64_t off, const int64_t *base, int64_t *out) {
+  int64_t n = pt_shape_numel(nr, shape);
+  if (nr == 0) out[0] = off + base[0];
+  if (nr == 0 || n == 0) return;
+  int last = nr - 1;
+  const int64_t len = shape[last], ls = stride[last], lb = rb[last];
+  int64_t idx[PT_MAX_DIMS] = {0}, po = off, bo = 0;
+  for (int64_t k = 0; k < n; k += len) {
+    int64_t *o = out + k;
+    const int64_t *bb = base + bo;
+    if (lb == 1)
+      for (int64_t j = 0; j < len; j++) o[j] = po + bb[j];
+    else if (lb == 0)
+      for (int64_t j = 0; j < len; j++) o[j] = po + bb[0] + j * ls;
+    else
+      for (int64_t j = 0; j < len; j++) o[j] = po + j * ls + bb[j * lb];
+    for (int d = last - 1; d >= 0; d--) { /* the next row */
+      po += stride[d];
+      bo += rb[d];
+      if (++idx[d] < shape[d]) break;
+      po -= idx[d] * stride[d];
+      bo -= idx[d] * rb[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 /* Positions of every element of v[entries], in the result's shape: *pos (int64, 1-based
  * row-major positions in t) and *spos (int64, 0-based storage positions); either may be NULL. */
 static pt_status index_positions(pt_ctx *ctx, const char *fname, const pt_index_view *v, int n,
@@ -1228,10 +1271,17 @@ static pt_status index_positions(pt_ctx *ctx, const char *fname, const pt_index_
   for (int i = 0; i < p.nx; i++) {
     if (p.x[i].adv < 0) continue;
     pt_tensor *ix = p.ix[p.x[i].adv];
+    const int64_t *ip = pt_tensor_data(ix), st_ = p.x[i].stride, ss = p.x[i].sstride;
+    if (pt_tensor_numel(ix) == nbe) { /* (contiguous, made here) not broadcast: one run */
+      if (pos)
+        for (int64_t k = 0; k < nbe; k++) base[k] += ip[k] * st_;
+      if (spos)
+        for (int64_t k = 0; k < nbe; k++) sbase[k] += ip[k] * ss;
+      continue;
+    }
     int64_t s[PT_MAX_DIMS];
     pt_broadcast_strides(ix, nb, bshape, s);
     const int64_t *strides[1] = {s};
-    const int64_t *ip = pt_tensor_data(ix), st_ = p.x[i].stride, ss = p.x[i].sstride;
     pt_iter it;
     pt_iter_init(&it, nb, bshape, 1, strides);
     for (int64_t k = 0; pt_iter_next(&it); k++) {
@@ -1247,14 +1297,8 @@ static pt_status index_positions(pt_ctx *ctx, const char *fname, const pt_index_
     pt_free(base);
     return st;
   }
-  int64_t *pp = pr ? pt_tensor_data(pr) : NULL, *sp = sr ? pt_tensor_data(sr) : NULL;
-  const int64_t *strides[3] = {rstride, rsstride, rb};
-  pt_iter it;
-  pt_iter_init(&it, nr, rshape, 3, strides);
-  for (int64_t k = 0; pt_iter_next(&it); k++) {
-    if (pp) pp[k] = v->offset + it.offset[0] + base[it.offset[2]] + 1;
-    if (sp) sp[k] = v->soffset + it.offset[1] + sbase[it.offset[2]];
-  }
+  if (pr) fill_positions(nr, rshape, rstride, rb, v->offset + 1, base, pt_tensor_data(pr));
+  if (sr) fill_positions(nr, rshape, rsstride, rb, v->soffset, sbase, pt_tensor_data(sr));
   pt_free(base);
   if (pos) *pos = pr;
   if (spos) *spos = sr;
@@ -1382,6 +1426,14 @@ static pt_status index_put_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt
   do {                                                                                    \
     TYPE *d_ = (TYPE *)dst->storage->data;                                                \
     const TYPE *v_ = vals ? (const TYPE *)vals->storage->data : (const TYPE *)(void *)vbuf; \
+    if (linear) {                                                                         \
+      for (int64_t k = 0; k < n; k++) {                                                   \
+        TYPE *dq = d_ + sp[k];                                                            \
+        const TYPE *vq = v_ + voff + k;                                                   \
+        BODY;                                                                             \
+      }                                                                                   \
+      break;                                                                              \
+    }                                                                                     \
     pt_iter it;                                                                           \
     pt_iter_init(&it, nr, pos->shape, 1, strides);                                        \
     for (int64_t k = 0; pt_iter_next(&it); k++) {                                         \
@@ -1398,8 +1450,32 @@ static void put_values(pt_tensor *dst, const pt_tensor *pos, const int64_t *sp,
   write_number(vbuf, dst->dtype, value);
   int64_t vstride[PT_MAX_DIMS] = {0}, voff = vals ? vals->offset : 0;
   if (vals) pt_broadcast_strides(vals, nr, pos->shape, vstride);
-  const int64_t *strides[1] = {vstride};
+  /* the values in order (contiguous), or every value the same element: plain loops */
+  int64_t n = pt_tensor_numel(pos), cstride[PT_MAX_DIMS];
+  pt_contiguous_strides(nr, pos->shape, cstride);
+  bool one = true, linear = vals != NULL;
+  for (int d = 0; d < nr; d++) {
+    one &= vstride[d] == 0 || pos->shape[d] == 1;
+    linear &= vstride[d] == cstride[d] || pos->shape[d] == 1;
+  }
   size_t es = pt_dtype_size(dst->dtype);
+  if (one && !accumulate) {
+    const char *vp = vals ? (const char *)vals->storage->data + voff * (int64_t)es : vbuf;
+    char *d_ = dst->storage->data;
+    if (es == 8) {
+      uint64_t x;
+      memcpy(&x, vp, 8);
+      for (int64_t k = 0; k < n; k++) ((uint64_t *)d_)[sp[k]] = x;
+    } else if (es == 4) {
+      uint32_t x;
+      memcpy(&x, vp, 4);
+      for (int64_t k = 0; k < n; k++) ((uint32_t *)d_)[sp[k]] = x;
+    } else {
+      for (int64_t k = 0; k < n; k++) d_[sp[k]] = vp[0];
+    }
+    return;
+  }
+  const int64_t *strides[1] = {vstride};
   if (!accumulate) {
     if (es == 8) PUT_LOOP(uint64_t, *dq = *vq);
     else if (es == 4) PUT_LOOP(uint32_t, *dq = *vq);
@@ -1444,24 +1520,26 @@ static pt_status written_masks(pt_ctx *ctx, const pt_tensor *t, const pt_tensor 
 }
 
 /* The write of every index_put-like op. pos: 1-based row-major positions in t (int64,
- * contiguous, shape R); spos: their storage positions (NULL: computed when needed); values: t's
- * dtype, broadcastable to R (NULL: value). In place (out NULL) or into a copy of t. */
+ * contiguous, shape R; NULL only for a raw write in place); spos: their storage positions (NULL:
+ * computed when needed); values: t's dtype, broadcastable to R (NULL: value). In place (out
+ * NULL) or into a copy of t. */
 static pt_status put_at(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *pos,
                         pt_tensor *spos, pt_tensor *values, pt_number value, bool accumulate,
                         pt_tensor **out) {
   pt_status st;
+  const pt_tensor *rt = pos ? pos : spos; /* R */
   if (values) {
     int nb;
     int64_t bshape[PT_MAX_DIMS];
-    if (pt_broadcast_shapes(ctx, fname, values->ndim, values->shape, pos->ndim, pos->shape, &nb,
+    if (pt_broadcast_shapes(ctx, fname, values->ndim, values->shape, rt->ndim, rt->shape, &nb,
                             bshape) ||
-        nb != pos->ndim || memcmp(bshape, pos->shape, (size_t)nb * sizeof(int64_t)) != 0) {
+        nb != rt->ndim || memcmp(bshape, rt->shape, (size_t)nb * sizeof(int64_t)) != 0) {
       char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
       return pt_fail(ctx, PT_ESHAPE,
                      "%s: shape mismatch: value tensor of shape %s cannot be broadcast to indexing "
                      "result of shape %s",
                      fname, pt_shape_format(values->ndim, values->shape, a, sizeof a),
-                     pt_shape_format(pos->ndim, pos->shape, b, sizeof b));
+                     pt_shape_format(rt->ndim, rt->shape, b, sizeof b));
     }
     if (values->dtype != t->dtype)
       return pt_fail(ctx, PT_EARG, "%s: values must have the tensor's dtype (%s), got %s", fname,
@@ -1486,8 +1564,8 @@ static pt_status put_at(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor 
     pt_tensor *src = values;
     if (inplace && values->storage == t->storage) /* read while t is written: a copy first */
       if ((st = graph ? pt_clone(ctx, values, &src) : pt_tensor_clone_raw(ctx, values, &src))) return st;
-    st = graph ? pt_expand(ctx, src, pos->ndim, pos->shape, &vals)
-               : pt_expand_raw(ctx, src, pos->ndim, pos->shape, &vals);
+    st = graph ? pt_expand(ctx, src, rt->ndim, rt->shape, &vals)
+               : pt_expand_raw(ctx, src, rt->ndim, rt->shape, &vals);
     if (src != values) pt_tensor_release(src);
     if (st) return st;
   }
@@ -1501,7 +1579,7 @@ static pt_status put_at(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor 
   if (!st && graph && !accumulate) st = written_masks(ctx, t, pos, &written, &lost);
   if (!st && graph && inplace) st = pt_autograd_alias(ctx, t, t->grad_fn, &old); /* t's history so far */
   if (st) goto done;
-  put_values(dst, pos, pt_tensor_data(sp), vals, value, accumulate);
+  put_values(dst, rt, pt_tensor_data(sp), vals, value, accumulate);
   if (inplace) atomic_fetch_add(&t->storage->version, 1);
   if (graph) {
     pt_tensor *inputs[2] = {inplace ? old : t, vals};
@@ -1537,7 +1615,7 @@ static pt_status index_put_any(pt_ctx *ctx, const char *fname, pt_tensor *t,
   pt_tensor *pos = NULL, *spos = NULL;
   bool raw_inplace = !out && !(ctx->grad_enabled && pt_dtype_is_floating(t->dtype) &&
                                (t->requires_grad || (values && values->requires_grad)));
-  pt_status st = index_positions(ctx, fname, v, n, e, &pos, raw_inplace ? &spos : NULL);
+  pt_status st = index_positions(ctx, fname, v, n, e, raw_inplace ? NULL : &pos, raw_inplace ? &spos : NULL);
   if (st) return st;
   st = put_at(ctx, fname, t, pos, spos, values, value, accumulate, out);
   pt_tensor_release(pos);

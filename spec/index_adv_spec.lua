@@ -212,6 +212,18 @@ describe("writing with tensor entries and index_put_", function()
     local r = pt.zeros(2, 3)
     assert.are.equal(r, r:index_put_({":", long({3, 1})}, 5))
     assert.are.same({{5, 0, 5}, {5, 0, 5}}, r:tolist())
+    -- integers add exactly (beyond 2^53), bools stay true once written
+    local iz = pt.zeros(3, {dtype = "int64"})
+    iz:index_put_({long({1, 1, 2})}, long({9007199254740993, 1, 2}), true)
+    assert.are.same({9007199254740994, 2, 0}, iz:tolist())
+    local bz = pt.zeros(3, {dtype = "bool"})
+    bz:index_put_({long({1, 1})}, pt.tensor({true, false}), true)
+    assert.are.same({true, false, false}, bz:tolist())
+    -- a 0-d mask: everything (true) or nothing (false)
+    r[{pt.tensor(false)}] = 7
+    assert.are.same({{5, 0, 5}, {5, 0, 5}}, r:tolist())
+    r[{pt.tensor(true)}] = 1
+    assert.are.same({{1, 1, 1}, {1, 1, 1}}, r:tolist())
   end)
 
   it("passes gradients to t and to the values", function()
@@ -312,6 +324,8 @@ describe("writing with tensor entries and index_put_", function()
     assert_error("index_put_: unknown option 'acc' (options: accumulate)", function() z:index_put_({i}, 1, {acc = true}) end)
     assert_error("index_put_: more than one element of the written-to tensor refers to a single memory location (an expanded tensor): clone() it first",
                  function() pt.zeros(4):expand(3, 4):index_put_({i}, pt.tensor(1)) end)
+    assert_error("index: more than one element of the written-to tensor refers to a single memory location (an expanded tensor): clone() it first",
+                 function() pt.zeros(4):expand(3, 4)[{long({1})}] = 1 end)
     local x = randn64(3)
     x.requires_grad = true
     assert_error("index_put_: a leaf tensor that requires grad is used in an in-place operation",
@@ -444,6 +458,15 @@ describe("as_strided", function()
     loss:backward()
     assert.are.same({0, 1, 3, 0, 2, 4}, a.grad:tolist())
     assert.are.equal("AsStridedBackward", (a * 1):as_strided({2}, {2}).grad_fn)
+    -- a view whose base changed in place afterwards is seen through the base's new history
+    local x = f64({1, 2, 3, 4}, {requires_grad = true})
+    local base = x * 1
+    local v = base:as_strided({2}, {2}, 1)
+    base:mul_(3)
+    assert.are.same({3, 9}, v:tolist())
+    local y = v * 1
+    y:sum():backward()
+    assert.are.same({3, 0, 3, 0}, x.grad:tolist()) -- torch 1.13
     gradcheck(function(t) return t:as_strided({3, 2}, {1, 2}, 2) end, {randn64(7)})
     gradcheck(function(t) return t:t():as_strided({2, 2}, {3, 1}) end, {randn64(2, 3)})
     gradcheck(function(t) return (t * 1):narrow(1, 2, 3):as_strided({2, 2}, {0, 2}) end, {randn64(6)})
