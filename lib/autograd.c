@@ -1309,12 +1309,14 @@ static pt_tensor *G_conv_transpose2d(gf *s, pt_tensor *a, pt_tensor *w, const pt
 /* conv.c's conv2d and conv_transpose2d nodes share ints (stride, padding, dilation, groups,
  * then N, C, H, W, O, kh, kw, Ho, Wo of the conv2d; for conv_transpose2d the conv whose input
  * gradient it is: C its output channels, H x W its output size, O = its input channels, Ho x Wo
- * its input size). With groups 1:
+ * its input size). With G groups:
  *  - conv2d's input gradient is conv_transpose2d(g, w) (output_padding restores the input size),
- *    conv_transpose2d's is conv2d(g, w);
+ *    conv_transpose2d's is conv2d(g, w), both with the G groups;
  *  - the weight gradient is the correlation of the conv2d's input with its output gradient (x
  *    and g for conv2d, g and x for conv_transpose2d), itself a conv2d over the batch: both with
- *    their first two dims swapped, stride and dilation trading places, cut to the kernel;
+ *    their first two dims swapped, stride and dilation trading places, cut to the kernel; with
+ *    groups, the input's channels of group k (batch n) become channel k N + n of that conv2d,
+ *    whose G groups then pair each output channel with its own group's input channels;
  *  - the bias gradient sums g over N, H, W.
  * All are recorded ops, so a gradient penalty (WGAN-GP) can differentiate them once more. */
 static pt_status gf_conv(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin, bool transposed) {
@@ -1324,14 +1326,15 @@ static pt_status gf_conv(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin,
   int64_t big[4] = {N, C, H, W}, small[4] = {N, O, Ho, Wo}; /* the conv2d's input and output */
   gf s = {.ctx = ctx};
   pt_tensor *x4 = G_reshape(&s, x, 4, transposed ? small : big), *g4 = G_reshape(&s, g, 4, transposed ? big : small);
-  pt_conv2d_opts conv = {{(int)iv[0], (int)iv[1]}, {(int)iv[2], (int)iv[3]}, {(int)iv[4], (int)iv[5]}, 1};
+  int G = (int)iv[6];
+  pt_conv2d_opts conv = {{(int)iv[0], (int)iv[1]}, {(int)iv[2], (int)iv[3]}, {(int)iv[4], (int)iv[5]}, G};
   if (n->needs_grad[0]) {
     pt_tensor *d;
     if (transposed) {
       d = G_conv2d(&s, g4, w, &conv);
     } else {
       pt_conv_transpose2d_opts t = {{conv.stride[0], conv.stride[1]}, {conv.padding[0], conv.padding[1]}, {0, 0},
-                                    {conv.dilation[0], conv.dilation[1]}, 1};
+                                    {conv.dilation[0], conv.dilation[1]}, G};
       int64_t size[2] = {H, W}, k[2] = {kh, kw}, in[2] = {Ho, Wo};
       for (int i = 0; i < 2; i++)
         t.output_padding[i] = (int)(size[i] - ((in[i] - 1) * t.stride[i] - 2 * t.padding[i] + t.dilation[i] * (k[i] - 1) + 1));
@@ -1342,8 +1345,16 @@ static pt_status gf_conv(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin,
   if (n->needs_grad[1]) {
     pt_conv2d_opts c = {{conv.dilation[0], conv.dilation[1]}, {conv.padding[0], conv.padding[1]},
                         {conv.stride[0], conv.stride[1]}, 1};
-    pt_tensor *in = transposed ? g4 : x4, *out = transposed ? x4 : g4;
-    pt_tensor *d = G_conv2d(&s, G_transpose(&s, in, 0, 1), G_transpose(&s, out, 0, 1), &c); /* {C,O,..} */
+    pt_tensor *in = transposed ? g4 : x4, *out = transposed ? x4 : g4, *bin = NULL;
+    if (G == 1) {
+      bin = G_transpose(&s, in, 0, 1);
+    } else { /* the batch of group k's channels j at channel k N + n: {C/G, G N, H, W} */
+      int64_t split[5] = {N, G, C / G, H, W}, joined[4] = {C / G, G * N, H, W};
+      int perm[5] = {2, 1, 0, 3, 4};
+      bin = G_reshape(&s, G_permute(&s, G_reshape(&s, in, 5, split), perm), 4, joined);
+      c.groups = G;
+    }
+    pt_tensor *d = G_conv2d(&s, bin, G_transpose(&s, out, 0, 1), &c); /* {C/G,O,..} */
     d = G_narrow(&s, G_narrow(&s, d, 2, 0, kh), 3, 0, kw);
     gin[1] = G_finish(&s, G_transpose(&s, d, 0, 1), w);
   }
@@ -1915,8 +1926,8 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->layer_norm) return gf_layer_norm;
   if (f == gt->rms_norm) return gf_rms_norm;
   if (f == gt->batch_norm) return gf_batch_norm;
-  if (f == gt->conv2d) return n->ints[6] == 1 ? gf_conv2d : NULL;
-  if (f == gt->conv_transpose2d) return n->ints[6] == 1 ? gf_conv_transpose2d : NULL;
+  if (f == gt->conv2d) return gf_conv2d;
+  if (f == gt->conv_transpose2d) return gf_conv_transpose2d;
   if (f == gt->nn_view) return gf_nn_view;
   if (f == gt->gather) return gf_gather;
   if (f == gt->index_select) return gf_index_select;
