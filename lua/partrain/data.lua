@@ -1047,6 +1047,20 @@ function transforms.compose(...)
   end
 end
 
+-- torchvision's image transforms (resize, rotations, colour jitter, ..., transforms.functional)
+-- load on the first name transforms lacks: most loaders never parse them (W7)
+local more_loaded = false
+function transforms._load_more()
+  if more_loaded then return end
+  more_loaded = true
+  require("partrain.transforms_more")(transforms)
+end
+setmetatable(transforms, {__index = function(t, k)
+  if more_loaded then return nil end
+  transforms._load_more()
+  return rawget(t, k)
+end})
+
 -- help texts ------------------------------------------------------------------------------
 
 local docs = rawget(pt, "_docs")
@@ -1105,7 +1119,10 @@ if docs then
       .. "  read_in_workers=true (workers call dataset:get themselves), refresh_model=true.\n"
       .. "  Every rule: lua/partrain/par.lua.",
     [transforms] = "data.transforms: per-batch transforms for DataHandler's transform option: fn(x, y, ...) -> x, y, ...\n"
-      .. "  data.DataHandler(ds, {transform = transforms.compose(transforms.random_flip(), transforms.normalize(m, s))})",
+      .. "  data.DataHandler(ds, {transform = transforms.compose(transforms.random_flip(), transforms.normalize(m, s))})\n"
+      .. "  torchvision's image transforms load on first use: center_crop, resize, pad, grayscale, random_resized_crop,\n"
+      .. "  random_rotation, random_affine, color_jitter, random_grayscale, gaussian_blur, random_erasing,\n"
+      .. "  random_horizontal_flip, random_vertical_flip, random_apply, random_choice; transforms.functional.*.",
     [transforms.normalize] = "data.transforms.normalize(mean, std[, {shape={C,H,W}}]) -> (x-mean)/std per channel, in place.",
     [transforms.one_hot] = "data.transforms.one_hot(num_classes) -> y (1-based) becomes float32 {B, num_classes}.",
     [transforms.random_flip] = "data.transforms.random_flip([p=0.5][, {shape={C,H,W}}]) -> mirror images left-right.\n"
