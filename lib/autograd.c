@@ -466,7 +466,7 @@ typedef struct graph_table {
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
-      conv_transpose2d, cumprod;
+      conv_transpose2d, cumprod, strided;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -529,6 +529,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   PROBE(transpose, pt_transpose(ctx, m, 0, 1, &r));
   PROBE(permute, pt_permute(ctx, m, perm, &r));
   PROBE(narrow, pt_narrow(ctx, a, 0, 0, 1, &r));
+  PROBE(strided, pt_diagonal(ctx, m, 0, 0, 1, &r));
   PROBE(expand, pt_expand(ctx, a, 1, &two, &r));
   PROBE(clone, pt_clone(ctx, a, &r));
   PROBE(cat, pt_cat(ctx, 2, aa, 0, &r));
@@ -1569,6 +1570,74 @@ static pt_status gf_scatter_add(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor
   return gf_end(&s);
 }
 
+/* The 1-based positions, in storage elements, of a view's elements ({nd, shape} with stride,
+ * from offset), flat in row-major order: a constant index (an int64 {numel}). */
+static pt_tensor *G_positions(gf *s, int nd, const int64_t *shape, const int64_t *stride, int64_t offset) {
+  int64_t numel = 1, at[PT_MAX_DIMS] = {0};
+  for (int i = 0; i < nd; i++) numel *= shape[i];
+  pt_tensor *r = G_zeros(s, PT_INT64, 1, &numel);
+  if (!r) return NULL;
+  int64_t *p = pt_tensor_data(r), pos = offset;
+  for (int64_t e = 0; e < numel; e++) {
+    p[e] = pos + 1;
+    for (int i = nd - 1; i >= 0; i--) { /* the next multi-index, row-major */
+      pos += stride[i];
+      if (++at[i] < shape[i]) break;
+      pos -= stride[i] * shape[i];
+      at[i] = 0;
+    }
+  }
+  return r;
+}
+/* g, laid out as a view of a buffer of len elements at positions pos (repeats add up), as a
+ * recorded scatter_add of g's elements into zeros: the buffer, 1-D */
+static pt_tensor *G_scatter_flat(gf *s, pt_tensor *g, int64_t len, pt_tensor *pos) {
+  if (s->st) return NULL;
+  int64_t numel = pt_tensor_numel(g);
+  pt_tensor *z = G_zeros(s, g->dtype, 1, &len), *src = G_reshape(s, g, 1, &numel), *r = NULL;
+  if (s->st) return NULL;
+  pt_status st = pt_scatter_add(s->ctx, z, 0, pos, src, &r);
+  return gf_keep(s, st, r);
+}
+
+/* ops_shape.c's strided views, told apart by name (ints[0] the kind, ints[1..4] the view's
+ * parameters, ints[5..] the input's shape): slice (dim, start, count, step), diagonal (offset,
+ * dim1, dim2) and unfold (dim, size, step). The same view of a contiguous tensor shaped like the
+ * input gives each element's place in it: g is scattered (added: unfold's windows overlap) to
+ * those places of a flat gradient. */
+static pt_status gf_strided(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *v = NULL;
+  const int64_t *p = n->ints + 1;
+  gf s = {.ctx = ctx};
+  pt_tensor *like = G_zeros(&s, PT_BOOL, x->ndim, x->shape); /* contiguous: its offsets are places */
+  if (!s.st) {
+    pt_status st;
+    if (!strcmp(n->name, "DiagonalBackward")) st = pt_diagonal(ctx, like, p[0], (int)p[1], (int)p[2], &v);
+    else if (!strcmp(n->name, "UnfoldBackward")) st = pt_unfold(ctx, like, (int)p[0], p[1], p[2], &v);
+    else st = pt_slice(ctx, like, (int)p[0], p[1], p[2], p[3], &v);
+    v = gf_keep(&s, st, v);
+  }
+  pt_tensor *pos = v ? G_positions(&s, v->ndim, v->shape, v->stride, v->offset) : NULL;
+  pt_tensor *flat = G_scatter_flat(&s, g, pt_tensor_numel(x), pos);
+  gin[0] = G_finish(&s, G_reshape(&s, flat, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
+/* AsStridedBackward (a view over its base's current history, autograd.c's history_now): g
+ * scattered into a buffer laid out as the base's storage (as_strided_backward), which the base's
+ * elements then read at their own places (a recorded index_select) */
+static pt_status gf_as_strided(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  const strided_geometry *v = n->extra;
+  gf s = {.ctx = ctx};
+  pt_tensor *buf = G_scatter_flat(&s, g, v->span, G_positions(&s, v->ndim, v->shape, v->stride, v->offset));
+  pt_tensor *at = G_positions(&s, v->base_ndim, v->base_shape, v->base_stride, 0);
+  pt_tensor *r = G_reshape(&s, G_index_select(&s, buf, 0, at), v->base_ndim, v->base_shape);
+  gin[0] = G_finish(&s, r, n->inputs[0]);
+  return gf_end(&s);
+}
+
 /* ops_shape.c's repeat: every copy's gradient added up, a dim at a time (g viewed as
  * {before, copies, size, after} and summed over the copies); leading new dims are copies of 1 */
 static pt_status gf_repeat(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -1935,6 +2004,8 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->minmax) return gf_minmax;
   if (f == gt->cumsum) return gf_cumsum;
   if (f == gt->cumprod) return gf_cumprod;
+  if (f == gt->strided) return gf_strided;
+  if (f == as_strided_backward) return gf_as_strided;
   if (f == gt->select) return gf_select;
   if (f == gt->repeat) return gf_repeat;
   /* scatter_add with src the index's shape (scatter_, which overwrites, has none) */
