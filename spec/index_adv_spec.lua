@@ -318,6 +318,8 @@ describe("writing with tensor entries and index_put_", function()
     assert_error('index_put_: indices[2] must be a tensor or ":" (a whole dimension), got number',
                  function() z:index_put_({i, 2}, 1) end)
     assert_error("index_put_: values must be a tensor or a number, got string", function() z:index_put_({i}, "x") end)
+    assert_error("index_put_: value 300 cannot be converted to uint8 without overflow",
+                 function() pt.zeros(2, {dtype = "uint8"}):index_put_({long({1})}, 300) end)
     assert_error("index_put_: accumulate must be a boolean, got number", function() z:index_put_({i}, 1, 1) end)
     assert_error("index_put_: accumulate must be a boolean, got string",
                  function() z:index_put_({i}, 1, {accumulate = "yes"}) end)
@@ -437,6 +439,7 @@ describe("as_strided", function()
     assert_error("as_strided: sizes {5}, strides {3} and storage offset 1 reach element 13 of a storage of 12 elements",
                  function() return x:as_strided({5}, {3}) end)
     assert_error("as_strided: size must be a table of integers, got number", function() return x:as_strided(2, {1}) end)
+    assert_error("as_strided: stride must be a table of integers, got number", function() return x:as_strided({2}, 1) end)
     assert_error("as_strided: storage_offset must be an integer, got 1.5", function() return x:as_strided({2}, {1}, 1.5) end)
   end)
 
