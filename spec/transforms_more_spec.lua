@@ -115,6 +115,344 @@ describe("data.transforms.functional", function()
   end)
 end)
 
+-- a batch {N, 3, H, W} of distinct images (values in [0, 1])
+local function batch(N, H, W)
+  H, W = H or 6, W or 7
+  return (pt.arange(N * 3 * H * W, {dtype = "float64"}) * 37):remainder(101):div(100):float():reshape(N, 3, H, W)
+end
+
+local function same(a, b) return a:dim() == b:dim() and pt.equal(a, b) end
+local function close(a, b, tol)
+  return table.concat(a:size(), ",") == table.concat(b:size(), ",") and (a - b):abs():max():item() <= (tol or 1e-6)
+end
+
+-- the draws the transforms make, in their order (pt.rand float64 uniforms)
+local function uniform(lo, hi) return lo + (hi - lo) * pt.rand(1, {dtype = "float64"}):item() end
+
+describe("data.transforms.functional on batches", function()
+  it("give each image of a batch what the image alone gives, and keep the dtype", function()
+    local xb = batch(3)
+    local fns = {
+      function(t) return Fn.center_crop(t, {4, 3}) end,
+      function(t) return Fn.resize(t, 4) end,
+      function(t) return Fn.resize(t, 3, {max_size = 4}) end,
+      function(t) return Fn.pad(t, {1, 2}, {padding_mode = "edge"}) end,
+      function(t) return Fn.pad(t, {-1, 1, 2, -2}) end,
+      function(t) return Fn.rotate(t, 45, {interpolation = "bilinear", center = {1, 2}}) end,
+      function(t) return Fn.affine(t, 5, {1, 0}, 0.8, {3, -4}, {fill = {0.1, 0.2, 0.3}}) end,
+      function(t) return Fn.rgb_to_grayscale(t, 3) end,
+      function(t) return Fn.adjust_contrast(t, 1.8) end,
+      function(t) return Fn.adjust_hue(t, -0.15) end,
+      function(t) return Fn.gaussian_blur(t, 3) end,
+      function(t) return Fn.erase(t, 2, 3, 2, 2, {1, 2, 3}) end,
+      function(t) return Fn.crop(t, 0, 5, 3, 4) end,
+      function(t) return Fn.resized_crop(t, 2, 2, 3, 3, {5, 4}, {interpolation = "bicubic"}) end,
+      Fn.hflip, Fn.vflip,
+    }
+    for k, f in ipairs(fns) do
+      local yb = f(xb)
+      assert.are.equal(4, yb:dim(), "case " .. k)
+      for i = 1, 3 do assert.is_true(close(yb[i], f(xb[i]), 0), "case " .. k .. " image " .. i) end
+    end
+    -- size 4 makes the long edge 10, over max_size 6: torchvision caps it and scales the short one
+    assert.are.same({1, 3, 2, 6}, Fn.resize(pt.zeros(1, 3, 4, 10), 4, {max_size = 6}):size())
+    assert.are.same({1, 3, 4, 10}, Fn.resize(pt.zeros(1, 3, 2, 5), 4, {max_size = 11}):size())
+  end)
+
+  it("leave images alone where torchvision does (identity parameters, 1-channel colour)", function()
+    local xb = batch(2)
+    assert.is_true(same(xb, Fn.resize(xb, {6, 7})))
+    assert.is_true(same(xb, Fn.center_crop(xb, {6, 7})))
+    assert.is_true(close(xb, Fn.rotate(xb, 0), 0))
+    assert.is_true(close(xb, Fn.adjust_brightness(xb, 1), 0))
+    assert.is_true(close(xb, Fn.adjust_saturation(xb, 1), 1e-6))
+    assert.is_true(close(xb, Fn.adjust_hue(xb, 0), 1e-6))
+    local g = xb:narrow(2, 1, 1)
+    assert.is_true(same(g, Fn.adjust_saturation(g, 0.2)))
+    assert.is_true(same(g, Fn.adjust_hue(g, 0.3)))
+    assert.is_true(same(g, Fn.rgb_to_grayscale(g)))
+    assert.are.same({2, 3, 6, 7}, Fn.rgb_to_grayscale(g, 3):size())
+    assert.is_true(close(Fn.adjust_brightness(g, 0.5), g * 0.5, 1e-7))
+  end)
+end)
+
+describe("data.transforms (random)", function()
+  it("take their parameters from pt's generator in torchvision's order, per image, within the ranges", function()
+    local xb = batch(3)
+    -- rotation: one angle per image in [-30, 30]
+    pt.manual_seed(5)
+    local got = T.random_rotation(30, {interpolation = "bilinear", fill = 0.5})(xb)
+    pt.manual_seed(5)
+    for i = 1, 3 do
+      local a = uniform(-30, 30)
+      assert.is_true(a >= -30 and a <= 30)
+      assert.is_true(close(got[i], Fn.rotate(xb[i], a, {interpolation = "bilinear", fill = 0.5}), 1e-6), "image " .. i)
+    end
+    -- affine: angle, translation (rounded pixels), scale, shear x and y
+    local opts = {translate = {0.2, 0.3}, scale = {0.8, 1.2}, shear = {-5, 5, 2, 8}, fill = {0, 0.5, 1}}
+    pt.manual_seed(6)
+    got = T.random_affine({10, 20}, opts)(xb)
+    pt.manual_seed(6)
+    local function round(v) local f = math.floor(v) return (v - f > 0.5 or (v - f == 0.5 and f % 2 == 1)) and f + 1 or f end
+    for i = 1, 3 do
+      local a = uniform(10, 20)
+      local tx, ty = round(uniform(-0.2 * 7, 0.2 * 7)), round(uniform(-0.3 * 6, 0.3 * 6))
+      local s, shx, shy = uniform(0.8, 1.2), uniform(-5, 5), uniform(2, 8)
+      assert.is_true(math.abs(tx) <= 1 and math.abs(ty) <= 2)
+      assert.is_true(close(got[i], Fn.affine(xb[i], a, {tx, ty}, s, {shx, shy}, {fill = {0, 0.5, 1}}), 1e-6), "image " .. i)
+    end
+    -- colour jitter: a random order of the four, then the factors
+    pt.manual_seed(7)
+    local cj = {brightness = 0.4, contrast = {0.5, 1.5}, saturation = 0.3, hue = 0.1}
+    got = T.color_jitter(cj)(xb)
+    pt.manual_seed(7)
+    local fns = {Fn.adjust_brightness, Fn.adjust_contrast, Fn.adjust_saturation, Fn.adjust_hue}
+    for i = 1, 3 do
+      local order = pt.randperm(4):tolist()
+      local f = {uniform(0.6, 1.4), uniform(0.5, 1.5), uniform(0.7, 1.3), uniform(-0.1, 0.1)}
+      local y = xb[i]
+      for _, k in ipairs(order) do y = fns[k](y, f[k]) end
+      assert.is_true(close(got[i], y, 1e-6), "image " .. i)
+    end
+    -- blur: one sigma per image
+    pt.manual_seed(8)
+    got = T.gaussian_blur(3, {0.5, 1.5})(xb)
+    pt.manual_seed(8)
+    for i = 1, 3 do assert.is_true(close(got[i], Fn.gaussian_blur(xb[i], 3, uniform(0.5, 1.5)), 1e-6)) end
+  end)
+
+  it("give images their own parameters within a batch and keep the ranges", function()
+    local xb = batch(16, 8, 8)
+    pt.manual_seed(1)
+    -- brightness of a flat gray image: one factor per image, within [0.7, 1.3]
+    local flat = pt.full({16, 3, 4, 4}, 0.5)
+    local b = T.color_jitter({brightness = 0.3})(flat)
+    local levels = {}
+    for i = 1, 16 do
+      local v = b[i]
+      assert.are.equal(v:min():item(), v:max():item())
+      local f = v:max():item() / 0.5
+      assert.is_true(f >= 0.7 - 1e-6 and f <= 1.3 + 1e-6, tostring(f))
+      levels[("%.6f"):format(f)] = true
+    end
+    local n = 0
+    for _ in pairs(levels) do n = n + 1 end
+    assert.is_true(n > 8)
+    -- flips: each image itself or mirrored, both happen
+    for _, c in ipairs({{T.random_horizontal_flip(), Fn.hflip}, {T.random_vertical_flip(0.5), Fn.vflip}}) do
+      local y, seen = c[1](xb), {}
+      for i = 1, 16 do
+        local k = same(y[i], xb[i]) and "kept" or (same(y[i], c[2](xb[i])) and "flipped")
+        assert.is_truthy(k)
+        seen[k] = true
+      end
+      assert.is_true(seen.kept and seen.flipped)
+    end
+    assert.is_true(same(xb, T.random_horizontal_flip(0)(xb)))
+    assert.is_true(same(Fn.vflip(xb), T.random_vertical_flip(1)(xb)))
+    -- grayscale: gray (3 channels) or kept
+    local y, seen = T.random_grayscale(0.5)(xb), {}
+    for i = 1, 16 do
+      local k = same(y[i], xb[i]) and "kept" or (same(y[i], Fn.rgb_to_grayscale(xb[i], 3)) and "gray")
+      assert.is_truthy(k)
+      seen[k] = true
+    end
+    assert.is_true(seen.kept and seen.gray)
+    -- resized crop: with a fixed scale and ratio, a 4x4 window of each image, at different places
+    y = T.random_resized_crop(4, {scale = {0.25, 0.25}, ratio = {1, 1}})(xb)
+    assert.are.same({16, 3, 4, 4}, y:size())
+    local places = {}
+    for i = 1, 16 do
+      local at
+      for top = 1, 5 do
+        for left = 1, 5 do
+          if same(y[i], Fn.crop(xb[i], top, left, 4, 4)) then at = top * 10 + left end
+        end
+      end
+      assert.is_truthy(at, "image " .. i)
+      places[at] = true
+    end
+    n = 0
+    for _ in pairs(places) do n = n + 1 end
+    assert.is_true(n > 4)
+    -- the whole image (scale 1, the image's own ratio) is a plain resize
+    assert.is_true(close(T.random_resized_crop({5, 5}, {scale = {1, 1}, ratio = {1, 1}})(xb), Fn.resize(xb, {5, 5}), 1e-6))
+    -- erasing: a rectangle of value, its area fraction within scale, with probability p
+    local ones = pt.ones(16, 3, 10, 10)
+    y = T.random_erasing({p = 1, scale = {0.1, 0.3}, ratio = {0.5, 2}, value = 0})(ones)
+    for i = 1, 16 do
+      local zeros = y[i][1]:eq(0)
+      local area = zeros:sum():item()
+      local rows, cols = zeros:any(2):sum():item(), zeros:any(1):sum():item()
+      assert.are.equal(rows * cols, area) -- a rectangle
+      assert.is_true(area >= 0.1 * 100 - 4 and area <= 0.3 * 100 + 4, tostring(area))
+      assert.is_true(same(y[i][1], y[i][3]))
+    end
+    assert.is_true(same(ones, T.random_erasing({p = 0})(ones)))
+    local noisy = T.random_erasing({p = 1, value = "random"})(ones)
+    assert.is_true(noisy:ne(1):sum():item() > 0)
+    local colour = T.random_erasing({p = 1, value = {0.25, 0.5, 0.75}})(ones)
+    for c, v in ipairs({0.25, 0.5, 0.75}) do assert.is_true(colour:select(2, c):eq(v):sum():item() > 0) end
+  end)
+
+  it("random_apply and random_choice: each image through its own pick", function()
+    local xb = batch(16)
+    pt.manual_seed(2)
+    local y, seen = T.random_apply({T.pad(1), T.center_crop({6, 7}), Fn.hflip}, 0.5)(xb), {}
+    for i = 1, 16 do
+      local k = same(y[i], xb[i]) and "kept" or (same(y[i], Fn.hflip(xb[i])) and "applied")
+      assert.is_truthy(k)
+      seen[k] = true
+    end
+    assert.is_true(seen.kept and seen.applied)
+    assert.is_true(same(Fn.vflip(xb), T.random_apply(Fn.vflip, 1)(xb)))
+    assert.is_true(same(xb, T.random_apply({Fn.vflip}, 0)(xb)))
+    local choices = {T.center_crop(4), T.resize({4, 4}), function(t) return Fn.crop(t, 1, 1, 4, 4) end}
+    y, seen = T.random_choice(choices)(xb), {}
+    assert.are.same({16, 3, 4, 4}, y:size())
+    for i = 1, 16 do
+      for k, c in ipairs(choices) do if same(y[i], c(xb[i]:unsqueeze(1))[1]) then seen[k] = true end end
+    end
+    assert.is_true(seen[1] and seen[2] and seen[3])
+    y = T.random_choice(choices, {0, 1, 0})(xb)
+    assert.is_true(same(y, Fn.resize(xb, {4, 4})))
+    -- a single image goes through as a batch of one
+    assert.are.same({3, 4, 4}, T.random_choice(choices)(xb[1]):size())
+  end)
+
+  it("are reproducible for a seed, pass y and the rest through, and work in compose", function()
+    local xb = batch(4, 8, 8)
+    local y = pt.arange(4)
+    local tf = T.compose(T.random_resized_crop(6), T.random_horizontal_flip(), T.color_jitter({brightness = 0.2, hue = 0.05}),
+      T.random_apply({T.random_rotation(20), T.gaussian_blur(3)}, 0.5), T.random_affine(10, {translate = {0.1, 0.1}}),
+      T.random_grayscale(0.3), T.random_erasing(), T.random_choice({T.resize(5), T.center_crop(5)}), T.pad(1),
+      T.random_vertical_flip(), T.grayscale(3))
+    pt.manual_seed(3)
+    local a, ya, extra = tf(xb, y, "extra")
+    pt.manual_seed(3)
+    local b = tf(xb, y, "extra")
+    assert.are.equal(y, ya)
+    assert.are.equal("extra", extra)
+    assert.are.same({4, 3, 7, 7}, a:size())
+    assert.is_true(same(a, b))
+    local c = tf(xb, y)
+    assert.is_false(same(a, c))
+    -- uint8 batches stay uint8
+    local u8 = (xb * 255):round():to("uint8")
+    assert.are.equal("uint8", tf(u8, y):dtype())
+  end)
+
+  it("give the same batches with workers = 2 as with workers = 0", function()
+    local n = 10
+    local ds = data.TensorDataset(batch(n, 8, 8), pt.arange(n))
+    local tf = T.compose(T.random_resized_crop({6, 6}, {scale = {0.5, 1}}), T.random_horizontal_flip(),
+      T.color_jitter({brightness = 0.3, contrast = 0.3, saturation = 0.3, hue = 0.1}), T.random_rotation(15),
+      T.random_affine(5, {scale = {0.9, 1.1}, shear = 3}), T.gaussian_blur(3), T.random_grayscale(0.2),
+      T.random_erasing({value = "random"}), T.random_apply({T.random_vertical_flip(1)}, 0.5),
+      T.random_choice({T.center_crop(4), T.resize(4)}))
+    local function run(workers)
+      local h = data.DataHandler(ds, {batch = 3, shuffle = true, transform = tf, workers = workers, progress = false})
+      local out = {}
+      for _ = 1, 2 do
+        for x, yb in h:batches() do out[#out + 1] = {x:tolist(), yb:tolist()} end
+      end
+      h:close()
+      return out
+    end
+    local expect = run(0)
+    assert.are.equal(8, #expect)
+    assert.are.same(expect, run(2))
+  end)
+end)
+
+describe("data.transforms errors", function()
+  local E = support.assert_error
+  it("name the function and the problem", function()
+    pt.manual_seed(1)
+    E("center_crop: size must be a positive integer or a list {h, w} of them", T.center_crop, 0)
+    E("center_crop: size must be a positive integer or a list {h, w} of them", Fn.center_crop, x, {2, 2, 2})
+    E("center_crop: expected an image {C,H,W} or a batch {N,C,H,W}, got 2-D (shape {4,5})", Fn.center_crop, x[1], 2)
+    E("hflip: expected an image {C,H,W} or a batch {N,C,H,W}, got 1-D (shape {3})", Fn.hflip, pt.ones(3))
+    E("resize: expected an image tensor {C,H,W} or a batch {N,C,H,W}, got table", Fn.resize, {}, 2)
+    E("resize: interpolation must be nearest, bilinear or bicubic, got area", T.resize, 4, {interpolation = "area"})
+    E("resize: antialias must be a boolean, got string", T.resize, 4, {antialias = "yes"})
+    E("resize: unknown option 'mode'", T.resize, 4, {mode = "nearest"})
+    E("resize: max_size (3) must be an integer larger than size (4)", T.resize, 4, {max_size = 3})
+    E("resize: max_size is only allowed when size is a single integer", T.resize, {4, 5}, {max_size = 9})
+    E("pad: padding must be an integer or a list of 1, 2 or 4 integers ({left, top, right, bottom})", T.pad, {1, 2, 3})
+    E("pad: padding_mode must be constant, edge, reflect or symmetric, got wrap", T.pad, 1, {padding_mode = "wrap"})
+    E("pad: reflect padding {5,0,0,0} (left, top, right, bottom) must be smaller than the image's 4x5", Fn.pad, x,
+      {5, 0, 0, 0}, {padding_mode = "reflect"})
+    E("pad: symmetric padding {0,5,0,0} (left, top, right, bottom) must be at most the image's 4x5", Fn.pad, x,
+      {0, 5, 0, 0}, {padding_mode = "symmetric"})
+    E("pad: fill must be a number, got string", T.pad, 1, {fill = "x"})
+    E("pad: negative padding leaves nothing of the 4x5 image", Fn.pad, x, {-3, 0, -2, 0})
+    E("grayscale: num_output_channels must be 1 or 3, got 2", T.grayscale, 2)
+    E("rgb_to_grayscale: expects 1- or 3-channel images, got 2 channels (shape {1,2,4,5})", Fn.rgb_to_grayscale,
+      x:narrow(1, 1, 2))
+    E("color_jitter: expects 1- or 3-channel images, got 4 channels (shape {1,4,2,2})", T.color_jitter({hue = 0.1}),
+      pt.rand(1, 4, 2, 2))
+    E("color_jitter: brightness must be non-negative when a single number, got -0.5", T.color_jitter, {brightness = -0.5})
+    E("color_jitter: hue values must be within [-0.5, 0.5] with min <= max, got {-0.6, 0.6}", T.color_jitter, {hue = 0.6})
+    E("color_jitter: contrast values must be within [0, inf] with min <= max, got {2, 1}", T.color_jitter, {contrast = {2, 1}})
+    E("color_jitter: unknown option 'gamma'", T.color_jitter, {gamma = 1})
+    E("adjust_hue: hue_factor must be in [-0.5, 0.5], got 0.7", Fn.adjust_hue, x, 0.7)
+    E("adjust_brightness: factor must be a non-negative number, got -1", Fn.adjust_brightness, x, -1)
+    E("random_horizontal_flip: p must be a number in [0, 1], got 2", T.random_horizontal_flip, 2)
+    E("random_grayscale: p must be a number in [0, 1], got -0.1", T.random_grayscale, -0.1)
+    E("random_resized_crop: scale must be a list {min, max} with min <= max", T.random_resized_crop, 4, {scale = {1, 0.5}})
+    E("random_resized_crop: scale must be >= 0 and ratio > 0", T.random_resized_crop, 4, {ratio = {0, 1}})
+    E("random_rotation: degrees must be non-negative when a single number, got -5", T.random_rotation, -5)
+    E("random_rotation: degrees must be a number or a list {min, max} with min <= max", T.random_rotation, {5})
+    E("random_rotation: interpolation must be nearest or bilinear, got bicubic", T.random_rotation, 5,
+      {interpolation = "bicubic"})
+    E("random_rotation: expand=true gives each image its own size; apply it to single images {C,H,W}",
+      T.random_rotation(10, {expand = true}), batch(2))
+    E("random_rotation: fill has 2 values for an image of 3 channels", T.random_rotation(10, {fill = {1, 2}}), x)
+    E("random_affine: translate must be a list {fx, fy} of fractions in [0, 1]", T.random_affine, 0, {translate = {2, 0}})
+    E("random_affine: shear must be a number, a list {min, max} or {xmin, xmax, ymin, ymax}", T.random_affine, 0,
+      {shear = {1, 2, 3}})
+    E("random_affine: scale values must be positive", T.random_affine, 0, {scale = {0, 1}})
+    E("rotate: angle must be a number, got string", Fn.rotate, x, "30")
+    E("affine: scale must be a positive number, got 0", Fn.affine, x, 0, {0, 0}, 0, 0)
+    E("affine: translate must be a list {tx, ty} of numbers", Fn.affine, x, 0, 1, 1, 0)
+    E("gaussian_blur: kernel_size must be an odd positive integer or a list {kx, ky} of them", T.gaussian_blur, 4)
+    E("gaussian_blur: sigma must be positive, got 0", T.gaussian_blur, 3, {0, 1})
+    E("gaussian_blur: kernel 9x9 too large for a 4x5 image (reflect padding needs kernel_size // 2 < the side)",
+      Fn.gaussian_blur, x, 9)
+    E("random_erasing: p must be a number in [0, 1], got 1.5", T.random_erasing, {p = 1.5})
+    E("random_erasing: value must be a number, a list of numbers (one per channel) or \"random\"", T.random_erasing,
+      {value = "noise"})
+    E("random_erasing: value has 2 entries for images of 3 channels", T.random_erasing({p = 1, value = {1, 2}}), x)
+    E("erase: the window must be integers inside the 4x5 image", Fn.erase, x, 3, 1, 3, 2, 0)
+    E("random_apply: expected a non-empty list of transforms", T.random_apply, {})
+    E("random_apply: transform 2 is not a function", T.random_apply, {Fn.hflip, 3})
+    E("random_choice: weights must be a list of 2 numbers (one per transform)", T.random_choice, {Fn.hflip, Fn.vflip}, {1})
+    E("random_choice: the weights sum to 0", T.random_choice, {Fn.hflip, Fn.vflip}, {0, 0})
+    E("random_choice: the transforms gave images of different shapes ({3,4,5} and {3,2,2}); a batch needs one shape",
+      T.random_choice({Fn.hflip, T.center_crop(2)}), pt.stack({x, x, x, x, x, x, x, x}))
+  end)
+end)
+
+describe("data.transforms help", function()
+  it("documents every transform and functional form once loaded", function()
+    local help = require "partrain.help"
+    T._load_more()
+    local n = 0
+    for _, t in ipairs({T, Fn}) do
+      for k, v in pairs(t) do
+        if type(v) == "function" and not k:match("^_") then
+          n = n + 1
+          assert.is_truthy(rawget(pt, "_docs")[v], k)
+          assert.is_falsy(help.text(v):match("^no help"), k)
+        end
+      end
+    end
+    assert.is_true(n >= 5 + 15 + 16)
+    assert.matches("data%.transforms%.random_rotation%(degrees", help.text(T.random_rotation))
+  end)
+end)
+
 --[==[ The reference values above: /usr/bin/python3 (torch 1.13) with torchvision 0.14's formulas
 (transforms/functional_tensor.py) rewritten with torch ops, torchvision not being installed:
 

@@ -167,8 +167,14 @@ function Fn.center_crop(img, size)
 end
 
 --- functional.hflip(img) / vflip(img): mirror left-right / top-bottom.
-function Fn.hflip(img) return img:flip(img:dim()) end
-function Fn.vflip(img) return img:flip(img:dim() - 1) end
+function Fn.hflip(img)
+  local x, single = as_batch("hflip", img)
+  return back(x:flip(4), single)
+end
+function Fn.vflip(img)
+  local x, single = as_batch("vflip", img)
+  return back(x:flip(3), single)
+end
 
 -- 0-based source positions of a padded line: n values, l before, r after
 local function pad_index(n, l, r, mode)
