@@ -167,7 +167,7 @@ describe("help(pt)", function()
   end)
 
   it("lists only modules as submodules, and ActionError as a class", function()
-    assert.matches("\nSubmodules %(help%(pt%.<name>%) lists one%): async, autograd, cuda, data, distributions, ffi, linalg, metrics, nn, optim, par, profiler, special, utils\n",
+    assert.matches("\nSubmodules %(help%(pt%.<name>%) lists one%): async, autograd, cuda, data, distributions, ffi, func, linalg, metrics, nn, optim, par, profiler, special, utils\n",
       text)
     assert.are.same({"ActionError"}, section(text, "Classes:"))
     assert.matches("\n  ActionError  pt%.ActionError: the metatable of the error values", text)

@@ -15,6 +15,7 @@ local lazy = {
   distributions = "partrain.distributions",
   utils = "partrain.utils",
   profiler = "partrain.profiler",
+  func = "partrain.func",
 }
 
 -- functions that live in Lua modules, loaded with their module on first use; reaching them
