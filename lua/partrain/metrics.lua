@@ -1,6 +1,9 @@
 -- partrain.metrics: classification accuracy and confusion matrices over a dataset, and a
 -- JSON-lines metrics log. Labels are 1-based class indices; predictions are the argmax over the
 -- last dimension of the model's output (first maximum wins).
+-- Over tensors, as sklearn's and torchmetrics' functions: precision/recall/F-beta and their
+-- report, agreement scores, top-k accuracy, ROC and precision-recall curves with their areas,
+-- regression errors and scores, and Accumulator (epoch metrics from per-batch updates).
 local pt = require "partrain"
 
 local M = {}
@@ -130,6 +133,16 @@ local function class_pair(fname, pred, target, num_classes)
     if N > 0 then C = math.max(p:max():item(), t:max():item()) end
   end
   return p, t, C, pred:dim() == 2
+end
+
+-- C grown to the largest of opts.labels when the classes were only inferred from the indices
+-- (sklearn lists a label that occurs nowhere with zero counts)
+local function grow_to_labels(C, opts, from_scores)
+  if opts.num_classes or from_scores or type(opts.labels) ~= "table" then return C end
+  for _, l in ipairs(opts.labels) do
+    if math.type(l) == "integer" and l > C then C = l end
+  end
+  return C
 end
 
 -- per-class counts as Lua lists: tp (diagonal), true (row sums), predicted (column sums)
@@ -361,6 +374,7 @@ local function prf(fname, pred, target, opts, beta)
   local avg = check_average(fname, opts.average or "macro", AVERAGES)
   local zd = check_zero_division(fname, opts.zero_division)
   local p, t, C, from_scores = class_pair(fname, pred, target, opts.num_classes)
+  C = grow_to_labels(C, opts, from_scores)
   local tp, ts, ps = class_counts(p, t, C)
   local ls
   if avg == "binary" then
@@ -428,7 +442,8 @@ function M.classification_report(pred, target, opts)
     raise(string.format("%s: digits must be a non-negative integer, got %s", fname, tostring(digits)))
   end
   local zd = check_zero_division(fname, opts.zero_division)
-  local p, t, C = class_pair(fname, pred, target, opts.num_classes)
+  local p, t, C, from_scores = class_pair(fname, pred, target, opts.num_classes)
+  C = grow_to_labels(C, opts, from_scores)
   local tp, ts, ps = class_counts(p, t, C)
   local present = select_labels(fname, {}, C, ts, ps, "macro")
   local ls = select_labels(fname, {labels = opts.labels}, C, ts, ps, "macro")
@@ -575,6 +590,7 @@ function M.topk_accuracy(scores, target, k)
   end
   local t = check_indices(fname, "target", target, C)
   if N == 0 then return 0 / 0 end
+  if is_float(scores) and scores:ne(scores):sum():item() > 0 then raise(fname .. ": scores hold NaN") end
   local col = t:view(N, 1)
   local st = scores:gather(2, col)
   -- rank of the target's score: classes scoring higher, and tied classes with a lower index
@@ -918,11 +934,12 @@ local function error_metric(fname, pred, target, opts, fn, extra)
   opts = check_opts(fname, opts, names)
   local p, t, K = reg_pair(fname, pred, target)
   local mo = check_multioutput(fname, opts.multioutput, K, false)
-  local vals = fn(p - t):tolist()
-  if extra == "squared" and opts.squared == false then
-    for i, v in ipairs(vals) do vals[i] = math.sqrt(v) end
-  elseif extra == "squared" and opts.squared ~= nil and opts.squared ~= true then
+  if opts.squared ~= nil and type(opts.squared) ~= "boolean" then
     raise(string.format("%s: squared must be a boolean, got %s", fname, tostring(opts.squared)))
+  end
+  local vals = fn(p - t):tolist()
+  if opts.squared == false then
+    for i, v in ipairs(vals) do vals[i] = math.sqrt(v) end
   end
   return reduce_outputs(vals, mo)
 end
@@ -1099,8 +1116,8 @@ if docs then
     .. "  the classes that occur in target (sklearn's balanced_accuracy_score); adjusted: chance (1/classes) maps to 0.\n" .. inputs
   docs[M.cohen_kappa] = "pt.metrics.cohen_kappa(pred, target[, {weights=nil|\"linear\"|\"quadratic\", num_classes=}]) -> Cohen's kappa\n"
     .. "  (sklearn's cohen_kappa_score: weights by position among the classes that occur; nan when undefined).\n" .. inputs
-  docs[M.matthews_corrcoef] = "pt.metrics.matthews_corrcoef(pred, target[, {num_classes=}]) -> multiclass Matthews correlation\n"
-    .. "  coefficient (sklearn's; 0 when a marginal is constant).\n" .. inputs
+  docs[M.matthews_corrcoef] = "pt.metrics.matthews_corrcoef(pred, target[, {num_classes=}]) -> Matthews correlation coefficient.\n"
+    .. "  Multiclass, as sklearn's (0 when a marginal is constant).\n" .. inputs
   docs[M.topk_accuracy] = "pt.metrics.topk_accuracy(scores, target[, k=1]) -> fraction of samples whose target class is among the k\n"
     .. "  highest scores {N,C}. Ties rank the lower class index first (k=1 agrees with argmax; sklearn's\n"
     .. "  top_k_accuracy_score ranks the higher index first). k > C is an error. O(N C), no sort."
@@ -1108,17 +1125,17 @@ if docs then
   docs[M.roc_curve] = "pt.metrics.roc_curve(scores, target[, {pos_label=2, drop_intermediate=true}]) -> fpr, tpr, thresholds\n"
     .. "  (float64 tensors) as sklearn's (>= 1.3): thresholds decreasing from inf, one per distinct score (tied scores\n"
     .. "  are one point); drop_intermediate drops collinear points. fpr (tpr) is nan without negatives (positives).\n" .. rank_in
-  docs[M.precision_recall_curve] = "pt.metrics.precision_recall_curve(scores, target[, {pos_label=2, drop_intermediate=false}])\n"
-    .. "  -> precision, recall, thresholds (float64) as sklearn's: thresholds increasing (distinct scores), precision and\n"
+  docs[M.precision_recall_curve] = "pt.metrics.precision_recall_curve(scores, target[, opts]) -> precision, recall, thresholds\n"
+    .. "  (float64) as sklearn's; opts: pos_label = 2, drop_intermediate = false. Thresholds increasing (distinct scores), precision and\n"
     .. "  recall one longer, ending at 1 and 0; recall is 1 everywhere when there is no positive.\n" .. rank_in
   docs[M.auc] = "pt.metrics.auc(x, y) -> area under a curve by the trapezoidal rule (x increasing or decreasing), as sklearn's auc."
   docs[M.roc_auc] = "pt.metrics.roc_auc(scores, target[, opts]) -> area under the ROC curve (alias roc_auc_score).\n"
     .. rank_in .. "  Tied scores count one half, as sklearn; one class only in target is an error.\n"
     .. "  scores {N,C}: one-vs-rest over target 1..C, rows must be probabilities (sum 1) and every class must occur,\n"
     .. "  as sklearn's multi_class=\"ovr\"; average = \"macro\" | \"weighted\" (by prevalence) | \"micro\" | \"none\"."
-  docs[M.average_precision] = "pt.metrics.average_precision(scores, target[, opts]) -> sklearn's average_precision_score:\n"
-    .. "  sum over thresholds of (R_n - R_{n-1}) P_n, tied scores one threshold, no interpolation (alias\n"
-    .. "  average_precision_score). 0 when no sample is positive.\n" .. rank_in
+  docs[M.average_precision] = "pt.metrics.average_precision(scores, target[, opts]) -> area under the precision-recall steps.\n"
+    .. "  As sklearn's average_precision_score (alias): sum over thresholds of (R_n - R_{n-1}) P_n, tied scores one\n"
+    .. "  threshold, no interpolation; 0 when no sample is positive.\n" .. rank_in
     .. "  scores {N,C} with target 1..C: per class (one-vs-rest), average = \"macro\" | \"weighted\" | \"micro\" | \"none\"."
   local reg = "  pred and target of one shape {N} or {N,K}, float64 math; multioutput = \"uniform_average\" (default) |\n"
     .. "  \"raw_values\" (float64 {K}) | a list of K weights"
