@@ -40,6 +40,7 @@ AREA(lpt_open_misc)
 AREA(lpt_open_decomp)
 AREA(lpt_open_special)
 AREA(lpt_open_ctc)
+AREA(lpt_open_image)
 #undef AREA
 
 static lpt_state *state_lookup(lua_State *L) {
@@ -645,7 +646,7 @@ int luaopen_partrain_core(lua_State *L) {
       lpt_open_autograd,    lpt_open_nn,     lpt_open_optim,  lpt_open_data,
       lpt_open_par,         lpt_open_ffi,    lpt_open_conv,   lpt_open_format,
       lpt_open_dp,          lpt_open_sort,   lpt_open_random, lpt_open_misc,
-      lpt_open_decomp,      lpt_open_special, lpt_open_ctc,
+      lpt_open_decomp,      lpt_open_special, lpt_open_ctc,    lpt_open_image,
   };
   for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
     if (areas[i]) areas[i](L);

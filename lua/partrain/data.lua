@@ -1136,5 +1136,6 @@ end
 
 data.DataHandler_class = DataHandler
 data.TensorDataset_class = TensorDataset
+setmetatable(data, {__index = function(_, k) if k == "ImageFolder" or k == "cifar" or k == "cifar100" or k == "ImageFolder_class" or k == "CifarDataset_class" then return require("partrain.data_images")[k] end end}) -- image datasets: partrain.data_images, loaded on first use
 
 return data
