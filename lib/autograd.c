@@ -14,6 +14,7 @@
 #include "ops_index.h"
 #include "ops_linalg.h"
 #include "ops_reduce.h"
+#include "ops_resample.h"
 #include "ops_shape.h"
 #include "ops_sort.h"
 
@@ -466,7 +467,7 @@ typedef struct graph_table {
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
-      conv_transpose2d, cumprod, strided;
+      conv_transpose2d, cumprod, strided, taps;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -569,6 +570,11 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(scatter, pt_scatter_add(ctx, a, 0, i1, a, &r));
     pt_tensor_release(i1);
   }
+  pt_tensor *tap = NULL, *wt = NULL; /* one tap of weight 0 at 0 */
+  if (!pt_tensor_zeros(ctx, PT_INT64, 2, sq, &tap) && !pt_tensor_zeros(ctx, PT_FLOAT64, 2, sq, &wt))
+    PROBE(taps, pt_taps_along(ctx, a, 0, tap, wt, &r));
+  pt_tensor_release(tap);
+  pt_tensor_release(wt);
   PROBE(minmax, pt_max(ctx, a, 0, false, &r, NULL));
   PROBE(cumsum, pt_cumsum(ctx, a, 0, &r));
   PROBE(cumprod, pt_cumprod(ctx, a, 0, &r));
@@ -1418,10 +1424,15 @@ static pt_status gf_max_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
   return gf_end(&s);
 }
 
-/* conv.c's average pooling (ints as max pooling's; [13] divisor_override) when every window
- * divides by one number, and adaptive average pooling (ints planes, H, W, Ho, Wo) when the
- * windows tile the input: g / divisor spread over each window, a conv_transpose2d of the
- * planes with a kernel of ones, linear in g */
+/* conv.c's average pooling (ints as max pooling's; [13] divisor_override) and adaptive average
+ * pooling whose bins tile the input (ints planes, H, W, Ho, Wo; the bins are then windows with
+ * a stride of their size): g divided by each window's divisor and spread over the window, a
+ * conv_transpose2d of the planes with a kernel of ones, linear in g. The divisors are
+ * conv_impl.h's avg_pool_backward's (divisor_override, or the window's elements in the padded
+ * input, or in the input alone without count_include_pad): when they differ (padding without
+ * count_include_pad, ceil_mode) g is divided by their map first, else the kernel holds
+ * 1/divisor. ceil_mode's last windows can reach past the padding: the result is then cut to the
+ * input's size. */
 static pt_status gf_avg_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
   if (!n->needs_grad[0]) return PT_OK;
   pt_tensor *x = n->inputs[0];
@@ -1429,26 +1440,81 @@ static pt_status gf_avg_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
   bool adaptive = n->n_ints == 5;
   int64_t P, H, W, Ho, Wo, kh, kw;
   pt_conv_transpose2d_opts t = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1};
-  double div;
   if (adaptive) {
     P = iv[0], H = iv[1], W = iv[2], Ho = iv[3], Wo = iv[4];
     kh = H / Ho, kw = W / Wo;
     t.stride[0] = (int)kh, t.stride[1] = (int)kw;
-    div = (double)(kh * kw);
   } else {
     P = iv[8], H = iv[9], W = iv[10], Ho = iv[11], Wo = iv[12];
     kh = iv[0], kw = iv[1];
     t.stride[0] = (int)iv[2], t.stride[1] = (int)iv[3], t.padding[0] = (int)iv[4], t.padding[1] = (int)iv[5];
-    div = iv[13] ? (double)iv[13] : (double)(kh * kw);
   }
-  int64_t size[2] = {H, W}, k[2] = {kh, kw}, in[2] = {Ho, Wo};
-  for (int i = 0; i < 2; i++)
-    t.output_padding[i] = (int)(size[i] - ((in[i] - 1) * t.stride[i] - 2 * t.padding[i] + (k[i] - 1) + 1));
-  int64_t gs[4] = {P, 1, Ho, Wo}, ks[4] = {1, 1, kh, kw};
+  int64_t gs[4] = {P, 1, Ho, Wo}, ks[4] = {1, 1, kh, kw}, ms[4] = {1, 1, Ho, Wo};
   gf s = {.ctx = ctx};
-  pt_tensor *ones = G_zeros(&s, g->dtype, 4, ks);
-  if (!s.st) pt_tensor_fill(ctx, ones, 1.0 / div);
-  pt_tensor *r = G_conv_transpose2d(&s, G_reshape(&s, g, 4, gs), ones, &t);
+  pt_tensor *divs = G_zeros(&s, g->dtype, 4, ms), *kernel = G_zeros(&s, g->dtype, 4, ks);
+  if (s.st) return gf_end(&s);
+  bool uniform = true;
+  double first = 0;
+  for (int64_t oy = 0; oy < Ho; oy++)
+    for (int64_t ox = 0; ox < Wo; ox++) {
+      double c = (double)(kh * kw);
+      if (!adaptive && !iv[13]) {
+        int64_t y0 = oy * t.stride[0] - t.padding[0], x0 = ox * t.stride[1] - t.padding[1];
+        int64_t y1 = y0 + kh, x1 = x0 + kw;
+        int64_t py1 = y1 < H + t.padding[0] ? y1 : H + t.padding[0], px1 = x1 < W + t.padding[1] ? x1 : W + t.padding[1];
+        int64_t ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0, yb = y1 < H ? y1 : H, xb = x1 < W ? x1 : W;
+        c = (double)(iv[7] ? (py1 - y0) * (px1 - x0) : (yb - ya) * (xb - xa));
+      } else if (!adaptive) {
+        c = (double)iv[13];
+      }
+      if (oy == 0 && ox == 0) first = c;
+      uniform = uniform && c == first;
+      pt_tensor_set_flat(divs, oy * Wo + ox, c != 0 ? c : INFINITY); /* an empty window gives nothing */
+    }
+  pt_tensor *g4 = G_reshape(&s, g, 4, gs);
+  if (!s.st) pt_tensor_fill(ctx, kernel, uniform ? (first != 0 ? 1.0 / first : 0.0) : 1.0);
+  if (!uniform) g4 = G_div(&s, g4, divs);
+  int64_t size[2] = {H, W}, k[2] = {kh, kw}, in[2] = {Ho, Wo};
+  bool cut = false;
+  for (int i = 0; i < 2; i++) {
+    int64_t extra = size[i] - ((in[i] - 1) * t.stride[i] - 2 * t.padding[i] + k[i]);
+    t.output_padding[i] = extra > 0 ? (int)extra : 0;
+    cut = cut || extra < 0;
+  }
+  pt_tensor *r = G_conv_transpose2d(&s, g4, kernel, &t);
+  if (cut) r = G_narrow(&s, G_narrow(&s, r, 2, 0, H), 3, 0, W);
+  gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
+/* conv.c's adaptive average pooling in general (ints planes, H, W, Ho, Wo): bin i of n over a
+ * size of len is [floor(i len / n), ceil((i + 1) len / n)) (conv_impl.h's), the bins overlap or
+ * differ in size. The pooling is separable, y = A x B^T per plane with 0/1 matrices A {Ho, H}
+ * and B {Wo, W} of the bins, divided by the bins' sizes: the gradient is A^T (g / sizes) B,
+ * two recorded matmuls with constants. */
+static pt_tensor *G_bins(gf *s, pt_dtype dt, int64_t n, int64_t len) {
+  int64_t shape[2] = {n, len};
+  pt_tensor *r = G_zeros(s, dt, 2, shape);
+  if (!r) return NULL;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = i * len / n, e = ((i + 1) * len + n - 1) / n; j < e; j++) pt_tensor_set_flat(r, i * len + j, 1.0);
+  return r;
+}
+static pt_status gf_adaptive_avg_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int64_t P = n->ints[0], H = n->ints[1], W = n->ints[2], Ho = n->ints[3], Wo = n->ints[4];
+  int64_t gs[3] = {P, Ho, Wo}, ms[2] = {Ho, Wo};
+  gf s = {.ctx = ctx};
+  pt_tensor *a = G_bins(&s, g->dtype, Ho, H), *b = G_bins(&s, g->dtype, Wo, W), *sizes = G_zeros(&s, g->dtype, 2, ms);
+  if (!s.st)
+    for (int64_t i = 0; i < Ho; i++)
+      for (int64_t j = 0; j < Wo; j++) {
+        int64_t h = ((i + 1) * H + Ho - 1) / Ho - i * H / Ho, w = ((j + 1) * W + Wo - 1) / Wo - j * W / Wo;
+        pt_tensor_set_flat(sizes, i * Wo + j, (double)(h * w));
+      }
+  pt_tensor *q = G_div(&s, G_reshape(&s, g, 3, gs), sizes);
+  pt_tensor *r = G_matmul(&s, G_matmul(&s, G_mT(&s, a), q), b);
   gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
   return gf_end(&s);
 }
@@ -1544,6 +1610,27 @@ static pt_status gf_minmax(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   gin[0] = G_finish(&s, G_scatter_add_zeros(&s, x, g->dtype, dim, ix, gk), x);
   return gf_end(&s);
 }
+/* ops_resample.c's resampling along ints[0] with taps (saved idx, 0-based, and w, float64, both
+ * {m, K}; interpolate's linear, bilinear, bicubic and trilinear modes, a dim at a time):
+ * out[.., i, ..] = sum_k x[.., idx[i][k], ..] w[i][k], so x's gradient adds g[.., i, ..] w[i][k]
+ * at idx[i][k]: g times the weights (rounded to x's dtype, as the kernel), index_add'ed */
+static pt_status gf_taps(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *idx = n->saved[0], *w = n->saved[1];
+  int dim = (int)n->ints[0];
+  int64_t m = idx->shape[0], K = idx->shape[1], mk = m * K, ws[PT_MAX_DIMS + 1], spread[PT_MAX_DIMS];
+  ws[0] = m, ws[1] = K;
+  for (int d = dim + 1; d < x->ndim; d++) ws[d - dim + 1] = 1; /* w broadcast over the dims after dim */
+  memcpy(spread, x->shape, sizeof spread);
+  spread[dim] = mk;
+  gf s = {.ctx = ctx};
+  pt_tensor *wx = G_reshape(&s, G_to(&s, G_to(&s, w, x->dtype), g->dtype), x->ndim - dim + 1, ws);
+  pt_tensor *src = G_reshape(&s, G_mul(&s, G_unsq(&s, g, dim + 1), wx), x->ndim, spread);
+  pt_tensor *ix = G_one_based(&s, idx, 1, &mk);
+  gin[0] = G_finish(&s, G_index_add_zeros(&s, x, g->dtype, dim, ix, src), x);
+  return gf_end(&s);
+}
+
 /* ops_sort.c's selections (sort, topk, kthvalue, median, mode, cummax/cummin; saved[0] the
  * 0-based positions along ints[0] with that dim kept): g goes back to those positions */
 static pt_status gf_select(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -2013,10 +2100,10 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
     return n->ints[1] && (n->n_inputs < 2 || !n->inputs[1] || pt_tensor_numel(n->inputs[1]) == pt_tensor_numel(n->saved[0]))
                ? gf_scatter_add : NULL;
   if (f == gt->max_pool) return gf_max_pool;
-  /* average pools whose windows all divide by one number */
-  if (f == gt->avg_pool)
-    return n->ints[13] || (!n->ints[6] && (n->ints[7] || (!n->ints[4] && !n->ints[5]))) ? gf_avg_pool : NULL;
-  if (f == gt->adaptive_avg_pool) return n->ints[1] % n->ints[3] == 0 && n->ints[2] % n->ints[4] == 0 ? gf_avg_pool : NULL;
+  if (f == gt->avg_pool) return gf_avg_pool;
+  if (f == gt->adaptive_avg_pool)
+    return n->ints[1] % n->ints[3] == 0 && n->ints[2] % n->ints[4] == 0 ? gf_avg_pool : gf_adaptive_avg_pool;
+  if (f == gt->taps) return gf_taps;
   if (f == gt->dropout) return gf_dropout;
   if (f == gt->pointwise_loss) return gf_pointwise_loss_ok(n) ? gf_pointwise_loss : NULL;
   if (f == gt->class_loss) return n->inputs[0] && n->inputs[0]->ndim <= 2 ? gf_class_loss : NULL;
