@@ -95,14 +95,19 @@ local function install()
     end
   end
   for _, k in ipairs(internal) do patch(pt, k, "pt." .. k:sub(2)) end
-  local nn = package.loaded["partrain.nn"]
-  if nn then
+  -- the modules as pt reaches them (pt.nn, pt.optim) and as require does, when they differ
+  local function loaded(name, field)
+    local list, a, b = {}, rawget(pt, field), package.loaded[name]
+    if type(a) == "table" then list[1] = a end
+    if type(b) == "table" and b ~= a then list[#list + 1] = b end
+    return list
+  end
+  for _, nn in ipairs(loaded("partrain.nn", "nn")) do
     nn._load_extras()
     patch_all(nn.functional, "F.")
   end
   -- the optimizers' steps (their fused loops were captured when optim loaded)
-  local optim = package.loaded["partrain.optim"]
-  if optim then
+  for _, optim in ipairs(loaded("partrain.optim", "optim")) do
     for name, cls in pairs(optim) do
       if type(name) == "string" and type(cls) == "table" then
         patch(cls, "step", "optim." .. name .. ":step")
