@@ -9,6 +9,7 @@
 #include "conv.h"
 #include "dispatch.h"
 #include "nn.h"
+#include "nn_rnn.h"
 #include "parallel.h"
 #include "ops_elementwise.h"
 #include "ops_index.h"
@@ -467,7 +468,7 @@ typedef struct graph_table {
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
-      conv_transpose2d, cumprod, strided, taps;
+      conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -570,6 +571,14 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(scatter, pt_scatter_add(ctx, a, 0, i1, a, &r));
     pt_tensor_release(i1);
   }
+  pt_tensor *g4 = NULL, *g3 = NULL; /* one row of H = 1 */
+  int64_t s4[2] = {1, 4}, s3[2] = {1, 3};
+  if (!pt_tensor_zeros(ctx, PT_FLOAT64, 2, s4, &g4) && !pt_tensor_zeros(ctx, PT_FLOAT64, 2, s3, &g3)) {
+    PROBE(lstm_cell, pt_nn_lstm_cell(ctx, g4, g4, m, &r));
+    PROBE(gru_cell, pt_nn_gru_cell(ctx, g3, g3, m, &r));
+  }
+  pt_tensor_release(g4);
+  pt_tensor_release(g3);
   pt_tensor *tap = NULL, *wt = NULL; /* one tap of weight 0 at 0 */
   if (!pt_tensor_zeros(ctx, PT_INT64, 2, sq, &tap) && !pt_tensor_zeros(ctx, PT_FLOAT64, 2, sq, &wt))
     PROBE(taps, pt_taps_along(ctx, a, 0, tap, wt, &r));
@@ -1846,6 +1855,69 @@ static pt_status gf_cumprod(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **g
   return gf_end(&s);
 }
 
+/* nn_rnn.c's fused cells (inputs x_proj, gh and the state, each {..., gates H} or {..., H}; the
+ * kernels keep their activations without history): the gates are recomputed from the inputs with
+ * the ops and the cell's gradient written with them. */
+static pt_tensor *G_gate(gf *s, pt_tensor *t, int k, int64_t H) { /* gate k of the last dim */
+  return s->st ? NULL : G_narrow(s, t, t->ndim - 1, k * H, H);
+}
+static pt_tensor *G_dsigmoid(gf *s, pt_tensor *y) { return G_mul(s, y, G_rnum(s, PT_BIN_SUB, 1.0, y)); }
+static pt_tensor *G_dtanh(gf *s, pt_tensor *y) { return G_rnum(s, PT_BIN_SUB, 1.0, G_mul(s, y, y)); }
+
+/* LSTM (gate order i, f, g, o; out {..., 2H}: h' then c'): with p = x_proj + gh, c' = f c + i g,
+ * h' = o tanh(c'); dc' = g_c + g_h o (1 - tanh(c')^2), dc = dc' f, and the gates' gradient
+ * (for x_proj and gh alike) dc' g i (1 - i), dc' c f (1 - f), dc' i (1 - g^2), g_h tanh(c') o (1 - o) */
+static pt_status gf_lstm_cell(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *c = n->inputs[2];
+  int64_t H = n->ints[1];
+  int last = c->ndim - 1;
+  gf s = {.ctx = ctx};
+  pt_tensor *p = G_add(&s, n->inputs[0], n->inputs[1]);
+  pt_tensor *i = G_un(&s, PT_UN_SIGMOID, G_gate(&s, p, 0, H)), *f = G_un(&s, PT_UN_SIGMOID, G_gate(&s, p, 1, H));
+  pt_tensor *gg = G_un(&s, PT_UN_TANH, G_gate(&s, p, 2, H)), *o = G_un(&s, PT_UN_SIGMOID, G_gate(&s, p, 3, H));
+  pt_tensor *tc = G_un(&s, PT_UN_TANH, G_add(&s, G_mul(&s, f, c), G_mul(&s, i, gg)));
+  pt_tensor *gh = G_gate(&s, g, 0, H), *gc = G_gate(&s, g, 1, H);
+  pt_tensor *dct = G_add(&s, gc, G_mul(&s, G_mul(&s, gh, o), G_dtanh(&s, tc)));
+  if (n->needs_grad[2]) gin[2] = G_finish(&s, G_mul(&s, dct, f), c);
+  if (n->needs_grad[0] || n->needs_grad[1]) {
+    pt_tensor *parts[4] = {G_mul(&s, G_mul(&s, dct, gg), G_dsigmoid(&s, i)),
+                           G_mul(&s, G_mul(&s, dct, c), G_dsigmoid(&s, f)),
+                           G_mul(&s, G_mul(&s, dct, i), G_dtanh(&s, gg)),
+                           G_mul(&s, G_mul(&s, gh, tc), G_dsigmoid(&s, o))};
+    pt_tensor *dp = G_cat(&s, 4, parts, last);
+    for (int k = 0; k < 2; k++)
+      if (n->needs_grad[k]) gin[k] = G_finish(&s, dp, n->inputs[k]);
+  }
+  return gf_end(&s);
+}
+
+/* GRU (gate order r, z, n): r, z = sigmoid(x + gh), n = tanh(x_n + r gh_n),
+ * h' = n + z (h - n); dn = g (1 - z) (1 - n^2), dr = dn gh_n r (1 - r), dz = g (h - n) z (1 - z),
+ * dh = g z; x_proj gets (dr, dz, dn), gh (dr, dz, dn r) */
+static pt_status gf_gru_cell(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *x = n->inputs[0], *gh = n->inputs[1], *h = n->inputs[2];
+  int64_t H = n->ints[1];
+  int last = h->ndim - 1;
+  gf s = {.ctx = ctx};
+  pt_tensor *r = G_un(&s, PT_UN_SIGMOID, G_add(&s, G_gate(&s, x, 0, H), G_gate(&s, gh, 0, H)));
+  pt_tensor *z = G_un(&s, PT_UN_SIGMOID, G_add(&s, G_gate(&s, x, 1, H), G_gate(&s, gh, 1, H)));
+  pt_tensor *ghn = G_gate(&s, gh, 2, H);
+  pt_tensor *nn = G_un(&s, PT_UN_TANH, G_add(&s, G_gate(&s, x, 2, H), G_mul(&s, r, ghn)));
+  pt_tensor *dn = G_mul(&s, G_mul(&s, g, G_rnum(&s, PT_BIN_SUB, 1.0, z)), G_dtanh(&s, nn));
+  pt_tensor *dr = G_mul(&s, G_mul(&s, dn, ghn), G_dsigmoid(&s, r));
+  pt_tensor *dz = G_mul(&s, G_mul(&s, g, G_sub(&s, h, nn)), G_dsigmoid(&s, z));
+  if (n->needs_grad[2]) gin[2] = G_finish(&s, G_mul(&s, g, z), h);
+  if (n->needs_grad[0]) {
+    pt_tensor *parts[3] = {dr, dz, dn};
+    gin[0] = G_finish(&s, G_cat(&s, 3, parts, last), x);
+  }
+  if (n->needs_grad[1]) {
+    pt_tensor *parts[3] = {dr, dz, G_mul(&s, dn, r)};
+    gin[1] = G_finish(&s, G_cat(&s, 3, parts, last), gh);
+  }
+  return gf_end(&s);
+}
+
 /* nn.c's pointwise losses (inputs input, target; ints kind, reduction, last dim; scalars[0]
  * smooth_l1's beta; saved[2] pos_weight): MSE, L1, smooth L1 and BCE with logits (without
  * pos_weight), each derivative written with the ops; the reduction's g is spread (sum) or
@@ -2104,6 +2176,8 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->adaptive_avg_pool)
     return n->ints[1] % n->ints[3] == 0 && n->ints[2] % n->ints[4] == 0 ? gf_avg_pool : gf_adaptive_avg_pool;
   if (f == gt->taps) return gf_taps;
+  if (f == gt->lstm_cell) return gf_lstm_cell;
+  if (f == gt->gru_cell) return gf_gru_cell;
   if (f == gt->dropout) return gf_dropout;
   if (f == gt->pointwise_loss) return gf_pointwise_loss_ok(n) ? gf_pointwise_loss : NULL;
   if (f == gt->class_loss) return n->inputs[0] && n->inputs[0]->ndim <= 2 ? gf_class_loss : NULL;
