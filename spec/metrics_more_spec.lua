@@ -180,6 +180,9 @@ describe("pt.metrics precision, recall, F-beta", function()
     close({m.precision_recall_fscore_support(pb, tb, {average = "binary"})}, {0.6, 0.75, 0.6666666666666666})
     close({m.precision_recall_fscore_support(pb, tb, {average = "binary", pos_label = 1})}, {0.6666666666666666, 0.5, 0.5714285714285714})
     close(m.f1_score(scores_of(pb, 2), tb, {average = "binary"}), 0.6666666666666666)
+    -- no positive anywhere: zero_division (sklearn warns)
+    assert.are.equal(0, m.f1_score(i64({1, 1}), i64({1, 1}), {average = "binary"}))
+    assert.are.equal(1, m.precision(i64({1, 1}), i64({1, 1}), {average = "binary", zero_division = 1}))
   end)
 
   it("handles one class only", function()
@@ -287,6 +290,21 @@ describe("pt.metrics.classification_report", function()
     local t = m.classification_report(pred, tgt, {zero_division = nan})
     assert.matches("\n           4        nan      0%.00      0%.00         2\n", t)
     assert.matches("\n   macro avg       0%.50      0%.46      0%.41        12\n", t)
+  end)
+
+  it("reports one class", function()
+    local ones = i64({1, 1, 1})
+    local text, d = m.classification_report(ones, ones)
+    assert.are.equal(table.concat({
+      "              precision    recall  f1-score   support",
+      "",
+      "           1       1.00      1.00      1.00         3",
+      "",
+      "    accuracy                           1.00         3",
+      "   macro avg       1.00      1.00      1.00         3",
+      "weighted avg       1.00      1.00      1.00         3",
+      ""}, "\n"), text)
+    assert.are.equal(1, d.accuracy)
   end)
 
   it("names bad arguments", function()
@@ -504,6 +522,15 @@ describe("pt.metrics.roc_auc and average_precision", function()
     close(m.roc_auc(P:float(), t:double()), 0.75, 1e-6)
   end)
 
+  it("average_precision gives a class without positives 0", function()
+    -- ref: t = [1,2,1,2,2,1,1,2] (class 3 never true): aps, macro, weighted by support, micro
+    local t2 = i64({1, 2, 1, 2, 2, 1, 1, 2})
+    close(m.average_precision(P, t2, {average = "none"}), {0.75, 0.6220238095238095, 0})
+    close(m.average_precision(P, t2), 0.4573412698412698)
+    close(m.average_precision(P, t2, {average = "weighted"}), 0.6860119047619048)
+    close(m.average_precision(P, t2, {average = "micro"}), 0.41196581196581195)
+  end)
+
   it("names bad arguments", function()
     assert.are.equal("roc_auc: multiclass scores must be probabilities summing to 1 over classes (as sklearn's one-vs-rest), row 1 sums to 2",
                      err_of(m.roc_auc, P * 2, t))
@@ -615,6 +642,18 @@ describe("pt.metrics.Accumulator", function()
     assert.are.equal(0, z.confusion_matrix:sum():item())
     acc:update(i64({1, 2}), i64({1, 2}))
     assert.are.equal(1, acc:compute().accuracy)
+  end)
+
+  it("merges shards into the whole", function()
+    local a, b = m.Accumulator{num_classes = 4}, m.Accumulator{num_classes = 4}
+    a:update(pred[{{1, 7}}], tgt[{{1, 7}}])
+    b:update(scores_of(pred[{{8, 12}}], 4), tgt[{{8, 12}}])
+    local r = a:merge(b):compute()
+    assert.are.equal(12, r.n)
+    assert.are.same(m.confusion_matrix(pred, tgt):tolist(), r.confusion_matrix:tolist())
+    close(r.macro_f1, 0.4107142857142857)
+    assert.are.equal("Accumulator:merge: num_classes 4 and 3 differ", err_of(a.merge, a, m.Accumulator{num_classes = 3}))
+    assert.are.equal("Accumulator:merge: expected an Accumulator, got a table", err_of(a.merge, a, {}))
   end)
 
   it("uses zero_division for classes never predicted", function()

@@ -375,6 +375,7 @@ local function prf(fname, pred, target, opts, beta)
   local zd = check_zero_division(fname, opts.zero_division)
   local p, t, C, from_scores = class_pair(fname, pred, target, opts.num_classes)
   C = grow_to_labels(C, opts, from_scores)
+  if avg == "binary" then C = math.max(C, 2) end -- all of class 1: the positive class 2 counts zero
   local tp, ts, ps = class_counts(p, t, C)
   local ls
   if avg == "binary" then
@@ -1071,6 +1072,19 @@ function Accumulator:compute()
           confusion_matrix = cm:clone()}
 end
 
+--- m:merge(other): add another accumulator's counts (say, one per worker or shard)
+function Accumulator:merge(other)
+  if getmetatable(other) ~= Accumulator then
+    raise("Accumulator:merge: expected an Accumulator, got a " .. type(other))
+  end
+  if other.num_classes ~= self.num_classes then
+    raise(string.format("Accumulator:merge: num_classes %d and %d differ", self.num_classes, other.num_classes))
+  end
+  self.cm:add_(other.cm)
+  self.n = self.n + other.n
+  return self
+end
+
 --- m:reset(): forget every batch
 function Accumulator:reset()
   self.cm:zero_()
@@ -1154,12 +1168,14 @@ if docs then
   docs[Accumulator] = "pt.metrics.Accumulator{num_classes=C[, zero_division=]} -> m: epoch metrics, streamed.\n"
     .. "  m:update(pred, target) per batch adds into an int64 confusion matrix {C,C} (scores: one C pass over the batch;\n"
     .. "  class indices: one index_add_), O(batch); m:compute() -> {accuracy, n, precision, recall, f1, support (per\n"
-    .. "  class tensors), macro_precision, macro_recall, macro_f1, confusion_matrix}; m:reset() for the next epoch."
+    .. "  class tensors), macro_precision, macro_recall, macro_f1, confusion_matrix}; m:reset() for the next epoch;\n"
+    .. "  m:merge(other) adds another accumulator's counts."
   docs[Accumulator.update] = "m:update(pred, target) -> m: add a batch: scores {N,C} (C = num_classes) or class indices {N}, target 1..C {N}."
   docs[Accumulator.compute] = "m:compute() -> {accuracy, n, precision, recall, f1, support, macro_precision, macro_recall, macro_f1,\n"
     .. "  confusion_matrix (a copy; rows true class)}. Per-class values are float64 tensors {C} (classes never seen get\n"
     .. "  zero_division); macro averages are over the classes seen in targets or predictions, as sklearn."
   docs[Accumulator.reset] = "m:reset() -> m: zero the counts (a new epoch)."
+  docs[Accumulator.merge] = "m:merge(other) -> m: add another Accumulator's counts (one per worker or shard; same num_classes)."
 end
 
 
