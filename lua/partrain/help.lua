@@ -134,6 +134,8 @@ local function load_all()
   local _ = pt.autograd._load -- pt.autograd's Lua parts load on the first name it lacks
   local optim = rawget(pt, "optim")
   if type(optim) == "table" then _ = optim.swa_utils end -- loads on first use
+  local data = rawget(pt, "data")
+  if type(data) == "table" then _ = data.ImageFolder end -- the image datasets load on first use
 end
 
 -- ------------------------------------------------------------------ what a value is
