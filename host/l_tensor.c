@@ -153,6 +153,14 @@ static int t_index(lua_State *L) {
         lua_pushnil(L);
     } else if (strcmp(k, "shape") == 0) {
       push_shape(L, t->ndim, t->shape);
+    } else if (strcmp(k, "ndim") == 0) {
+      lua_pushinteger(L, t->ndim);
+    } else if (strcmp(k, "is_cuda") == 0) {
+      lua_pushboolean(L, t->storage->device.type == PT_CUDA);
+    } else if (strcmp(k, "data") == 0) { /* torch's t.data: t's storage and geometry, no history */
+      pt_tensor *r;
+      if (pt_detach(lpt_ctx(L), t, &r)) return lpt_error(L);
+      lpt_push_tensor(L, r);
     } else if (k[0] == 'T' || k[0] == 'H' || ((k[0] == 'm') && (k[1] == 'T' || k[1] == 'H'))) {
       if (k[k[0] == 'm' ? 2 : 1] != '\0') {
         if (!lazy_method(L, 2)) lua_pushnil(L);
@@ -208,6 +216,16 @@ static int t_newindex(lua_State *L) {
       if (!v && t->grad_fn)
         return lpt_errorf(L, "requires_grad: cannot turn off requires_grad of a non-leaf tensor (use detach())");
       t->requires_grad = v;
+      return 0;
+    }
+    if (strcmp(k, "data") == 0) { /* t.data = u: t takes u's storage, dtype and geometry */
+      pt_tensor *u = lpt_test_tensor(L, 3);
+      if (!u) return lpt_errorf(L, "data: expected a Tensor, got %s", luaL_typename(L, 3));
+      if (t->grad_fn) return lpt_errorf(L, "data: only a leaf tensor's data can be replaced");
+      if (t->requires_grad && !pt_dtype_is_floating(u->dtype))
+        return lpt_errorf(L, "data: a tensor that requires grad needs floating point data, got dtype %s",
+                          pt_dtype_name(u->dtype));
+      if (pt_tensor_set_data(lpt_ctx(L), t, u)) return lpt_error(L);
       return 0;
     }
     if (strcmp(k, "grad") == 0) {
@@ -307,6 +325,30 @@ static int t_device(lua_State *L) {
 
 static int t_is_contiguous(lua_State *L) {
   lua_pushboolean(L, pt_tensor_is_contiguous(lpt_check_tensor(L, 1)));
+  return 1;
+}
+
+/* t:_storage_numel(): the elements of t's dtype its storage holds (resize_ grows it past that) */
+static int t_storage_numel(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  lua_pushinteger(L, (lua_Integer)(t->storage->nbytes / pt_dtype_size(t->dtype)));
+  return 1;
+}
+
+/* t:detach_(): t leaves the graph in place (no history, requires_grad false), as torch's; views are
+ * refused as there (their base's history would still reach them) */
+static int t_detach_(lua_State *L) {
+  lpt_check_max_args(L, 1, "detach_");
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  if (t->base) return lpt_errorf(L, "detach_: can't detach views in-place (use detach() instead)");
+  if (t->grad_fn) {
+    if (t->grad_fn->retain_target == t) t->grad_fn->retain_target = NULL;
+    pt_node_release(t->grad_fn);
+    t->grad_fn = NULL;
+  }
+  t->requires_grad = false;
+  t->retains_grad = false;
+  lua_settop(L, 1);
   return 1;
 }
 
@@ -1100,6 +1142,8 @@ static const luaL_Reg tensor_methods[] = {
     {"nElement", t_numel},
     {"dtype", t_dtype},
     {"device", t_device},
+    {"_storage_numel", t_storage_numel},
+    {"detach_", t_detach_},
     {"is_contiguous", t_is_contiguous},
     {"is_same_storage", t_is_same_storage},
     {"storage_offset", t_storage_offset},
@@ -1197,6 +1241,8 @@ static const char *const method_docs[] = {
     "stride", "t:stride([dim]) -> table of strides in elements, or the stride of dimension dim.",
     "storage_offset", "t:storage_offset() -> 1-based position of t's first element in its storage.",
     "is_contiguous", "t:is_contiguous() -> true when t's elements are laid out row-major without gaps.",
+    "detach_", "t:detach_() -> t, taken out of the graph in place: no history, requires_grad false (a leaf),\n"
+    "  as torch's Tensor.detach_. Views are refused (as torch: use t:detach()).",
     "is_same_storage", "t:is_same_storage(u) -> true when t and u view the same storage (views share it).",
     "share_memory_", "t:share_memory_() -> t, its storage moved into shared memory (once; views share it): processes\n"
     "  forked afterwards (inbatch_parallel's process target) read and write the same bytes, so their\n"

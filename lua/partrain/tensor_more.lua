@@ -3062,4 +3062,432 @@ end, "t:map2(u, v, fn) -> t, with each element x replaced by fn(x, y, z) (y, z: 
   .. "  same row-major position; both have t's number of elements) when that is not nil, as Torch7's map2.\n"
   .. "  In place; Lua runs once per element (slow). No autograd: tensors that require grad are refused.")
 
+-- ------------------------------------------------------------------ predicates, type, resize_, sum_to_size
+
+local FLOAT_DTYPES = {float32 = true, float64 = true}
+
+add("is_floating_point", function(t, ...)
+  check_tensor("is_floating_point", t)
+  no_more("is_floating_point", 1, ...)
+  return FLOAT_DTYPES[t:dtype()] == true
+end, "t:is_floating_point() -> true for float32 and float64 tensors, as torch's. Also pt.is_floating_point(t).")
+
+add("is_complex", function(t, ...)
+  check_tensor("is_complex", t)
+  no_more("is_complex", 1, ...)
+  return false
+end, "t:is_complex() -> false: partrain has no complex dtype (torch's is_complex, for code written for\n"
+  .. "  both). Also pt.is_complex(t).")
+
+add("is_signed", function(t, ...)
+  check_tensor("is_signed", t)
+  no_more("is_signed", 1, ...)
+  local dt = t:dtype()
+  return dt ~= "uint8" and dt ~= "bool"
+end, "t:is_signed() -> true when t's dtype holds negative values (float32, float64, int64, int32; not uint8\n"
+  .. "  and bool), as torch's. Also pt.is_signed(t).")
+
+add("is_nonzero", function(t, ...)
+  local fname = "is_nonzero"
+  check_tensor(fname, t)
+  no_more(fname, 1, ...)
+  local n = t:numel()
+  if n == 0 then fail("%s: Boolean value of Tensor with no values is ambiguous", fname) end
+  if n > 1 then fail("%s: Boolean value of Tensor with more than one value is ambiguous (shape %s)", fname, shape_str(t)) end
+  local v = t:reshape(1)[1]
+  if type(v) == "boolean" then return v end
+  return v ~= 0 -- NaN is nonzero, -0.0 is not
+end, "t:is_nonzero() -> whether the single element of t (any shape with one element) is not 0 (or not\n"
+  .. "  false), as torch's: NaN counts as nonzero, -0.0 as zero; an empty t or one with more elements is an\n"
+  .. "  error. Also pt.is_nonzero(t).")
+
+add("is_same_size", function(t, other, ...)
+  local fname = "is_same_size"
+  check_tensor(fname, t)
+  check_tensor(fname, other, 2)
+  no_more(fname, 2, ...)
+  if t:dim() ~= other:dim() then return false end
+  for k = 1, t:dim() do
+    if t:size(k) ~= other:size(k) then return false end
+  end
+  return true
+end, "t:is_same_size(other) -> true when both tensors have the same shape (dtypes may differ), as\n"
+  .. "  torch's. Also pt.is_same_size(t, other).")
+
+local TYPE_NAMES = {float32 = "FloatTensor", float64 = "DoubleTensor", int64 = "LongTensor", int32 = "IntTensor",
+                    uint8 = "ByteTensor", bool = "BoolTensor"}
+local TYPE_DTYPES = {}
+for dt, name in pairs(TYPE_NAMES) do TYPE_DTYPES[name] = dt end
+
+add_method("type", function(t, dtype, ...)
+  local fname = "type"
+  check_tensor(fname, t)
+  no_more(fname, 2, ...)
+  local cuda = t:device() ~= "cpu"
+  if dtype == nil then return (cuda and "torch.cuda." or "torch.") .. TYPE_NAMES[t:dtype()] end
+  if type(dtype) ~= "string" then fail("%s: the type must be a string, got %s", fname, type(dtype)) end
+  -- "torch.DoubleTensor", "torch.cuda.DoubleTensor" or a dtype name ("float64", "double")
+  local dt, dev
+  local cuda_name, cpu_name = dtype:match("^torch%.cuda%.(%w+)$"), dtype:match("^torch%.(%w+)$")
+  if TYPE_DTYPES[cuda_name] or TYPE_DTYPES[cpu_name] then
+    dt, dev = TYPE_DTYPES[cuda_name or cpu_name], cuda_name and "cuda" or "cpu"
+  else
+    dt = DTYPE_ALIAS[dtype] or dtype
+    if not DTYPE_RANK[dt] then fail("%s: invalid type: '%s'", fname, dtype) end
+  end
+  local r = t
+  if dev and (dev == "cpu") == cuda then r = renamed(fname, "to", r.to, r, dev) end
+  if r:dtype() ~= dt then r = r:to(dt) end
+  return r
+end, "t:type() -> t's type name as torch's: \"torch.FloatTensor\", \"torch.DoubleTensor\", \"torch.LongTensor\",\n"
+  .. "  \"torch.IntTensor\", \"torch.ByteTensor\", \"torch.BoolTensor\" (\"torch.cuda....\" on a GPU).\n"
+  .. "t:type(name) -> t converted to that type: a name as above, or a dtype (\"float64\", \"double\", ...);\n"
+  .. "  t itself when it has it already, as torch's Tensor.type. Gradients flow back.")
+
+add_method("sum_to_size", function(t, ...)
+  local fname = "sum_to_size"
+  check_tensor(fname, t)
+  if select("#", ...) == 0 then fail("%s: size expected (numbers or a list)", fname) end
+  local size, opts = size_and_opts(fname, ...)
+  if next(opts) ~= nil then fail("%s: unexpected options table", fname) end
+  local nd, ns = t:dim(), #size
+  local ok = ns <= nd
+  local dims = {}
+  for k = 1, nd - ns do dims[#dims + 1] = k end
+  for k = 1, ok and ns or 0 do
+    local have, want = t:size(nd - ns + k), size[k]
+    if want ~= have then
+      if want == 1 then dims[#dims + 1] = nd - ns + k else ok = false end
+    end
+  end
+  if not ok then fail("%s: size %s is not expandable to size %s", fname, shape_str(size), shape_str(t)) end
+  if #dims == 0 then return t end
+  return t:sum(dims, true):reshape(size)
+end, "t:sum_to_size(size...) -> t summed down to size (numbers or a list), which must be expandable to t's\n"
+  .. "  shape: the leading dims t has beyond size and the dims where size has 1 are summed (t itself when\n"
+  .. "  the size is t's), as torch's Tensor.sum_to_size: the reverse of t:expand. Gradients flow back.")
+
+local function contiguous_strides(size)
+  local strides, acc = {}, 1
+  for k = #size, 1, -1 do
+    strides[k] = acc
+    acc = acc * math.max(size[k], 1)
+  end
+  return strides
+end
+
+local function resize(fname, t, size)
+  if t.requires_grad then
+    fail("%s: cannot resize a tensor that requires grad (as torch; resize t:detach() or t.data)", fname)
+  end
+  local same = #size == t:dim()
+  for k = 1, #size do same = same and size[k] == t:size(k) end
+  if same then return t end -- t's own strides stay, as torch's
+  local n = 1
+  for k = 1, #size do n = n * size[k] end
+  local off = t:storage_offset() - 1 -- 0-based
+  local have = t:_storage_numel()
+  local src = t
+  if off + n > have then
+    -- a storage with room for the new size behind the offset, holding the old one's elements
+    local grown = on(t, pt.zeros(off + n, {dtype = t:dtype()}))
+    if have > 0 then grown:narrow(1, 1, have):copy_(t:as_strided({have}, {1}, 1)) end
+    src = grown
+  end
+  pt._nn_set_data_(t, src:as_strided(size, contiguous_strides(size), off + 1))
+  return t
+end
+
+add_method("resize_", function(t, ...)
+  local fname = "resize_"
+  check_tensor(fname, t)
+  local size, opts = size_and_opts(fname, ...)
+  if next(opts) ~= nil then fail("%s: unexpected options table", fname) end
+  return resize(fname, t, size)
+end, "t:resize_(size...) -> t, reshaped in place to size (numbers or a list) with contiguous strides and\n"
+  .. "  its storage offset, as torch's Tensor.resize_: the elements are the storage's from the offset on,\n"
+  .. "  in row-major order; when the storage is too small it is replaced by a larger copy (torch grows it in\n"
+  .. "  place: other views of the old storage do not see the new one here), the new elements 0 (torch's are\n"
+  .. "  not set). t's own size leaves t as it is (strides too). A tensor that requires grad is refused, as\n"
+  .. "  torch.")
+
+add_method("resize_as_", function(t, other, ...)
+  local fname = "resize_as_"
+  check_tensor(fname, t)
+  check_tensor(fname, other, 2)
+  no_more(fname, 2, ...)
+  return resize(fname, t, other:size())
+end, "t:resize_as_(other) -> t:resize_(other:size()) (see resize_), as torch's Tensor.resize_as_.")
+
+-- ------------------------------------------------------------------ in-place clamp_min_, clamp_max_, square_, trunc_
+
+-- t itself, or a copy of it when autograd records: an op that saves its input and whose result is then
+-- written into t would find that input changed at backward (torch saves the original self of an
+-- in-place op for the same reason)
+local function inplace_source(t)
+  if t.requires_grad and pt.is_grad_enabled() then return t:clone() end
+  return t
+end
+
+local function clamp_bound_(fname, upper)
+  return function(t, bound, ...)
+    check_tensor(fname, t)
+    no_more(fname, 2, ...)
+    if type(bound) == "number" then
+      if upper then return renamed(fname, "clamp_", t.clamp_, t, nil, bound) end
+      return renamed(fname, "clamp_", t.clamp_, t, bound, nil)
+    end
+    local other = upper and "clamp_max" or "clamp_min"
+    local r = renamed(fname, other, t[other], inplace_source(t), bound)
+    return renamed(fname, "copy_", write_into, fname, t, r)
+  end
+end
+add_method("clamp_min_", clamp_bound_("clamp_min_", false),
+  "t:clamp_min_(min) -> t, limited from below in place: max(t, min), min a number or a tensor broadcast to\n"
+  .. "  t's shape, as torch's Tensor.clamp_min_ (see t:clamp_min; a float min on an integer t is an error).")
+add_method("clamp_max_", clamp_bound_("clamp_max_", true),
+  "t:clamp_max_(max) -> t, limited from above in place: min(t, max), max a number or a tensor broadcast to\n"
+  .. "  t's shape, as torch's Tensor.clamp_max_ (see t:clamp_max; a float max on an integer t is an error).")
+
+local function unary_(fname, op)
+  return function(t, ...)
+    check_tensor(fname, t)
+    no_more(fname, 1, ...)
+    local r = renamed(fname, op, t[op], inplace_source(t))
+    return renamed(fname, "copy_", write_into, fname, t, r)
+  end
+end
+add_method("square_", unary_("square_", "square"),
+  "t:square_() -> t, set to t * t in place, as torch's Tensor.square_. Autograd as any in-place op.")
+add_method("trunc_", unary_("trunc_", "trunc"),
+  "t:trunc_() -> t, rounded toward zero in place, as torch's Tensor.trunc_. Autograd as any in-place op.")
+add_method("fix_", unary_("fix_", "trunc"),
+  "t:fix_() -> t:trunc_(), torch's alias Tensor.fix_: t rounded toward zero in place.")
+
+-- ------------------------------------------------------------------ torch's aliases
+
+-- name: torch's alias of partrain's orig (a pt function, else a method): the same function under
+-- the alias's name (its errors name the alias), a method, and pt.name where torch has one
+local function alias(name, orig, method_only, note)
+  local target = rawget(pt, orig) or methods[orig]
+  local f = function(...) return renamed(name, orig, target, ...) end
+  local text
+  if method_only then
+    text = fmt("t:%s(...) -> t:%s(...), torch's alias Tensor.%s%s: see help(pt.Tensor.%s).", name, orig, name,
+               note or "", orig)
+    add_method(name, f, text)
+  else
+    text = fmt("t:%s(...) -> t:%s(...), torch's alias %s%s: see help(pt.%s). Also pt.%s(...).", name, orig, name,
+               note or "", orig, name)
+    add(name, f, text)
+  end
+end
+
+for _, pair in ipairs {
+  {"negative", "neg"}, {"fix", "trunc"}, {"absolute", "abs"},
+  {"arccos", "acos"}, {"arcsin", "asin"}, {"arctan", "atan"}, {"arctan2", "atan2"},
+  {"arccosh", "acosh"}, {"arcsinh", "asinh"}, {"arctanh", "atanh"},
+  {"greater", "gt"}, {"greater_equal", "ge"}, {"less", "lt"}, {"less_equal", "le"}, {"not_equal", "ne"},
+  {"multiply", "mul"}, {"subtract", "sub"},
+} do
+  alias(pair[1], pair[2], false)
+end
+for _, pair in ipairs {
+  {"negative_", "neg_"}, {"absolute_", "abs_"}, {"clip_", "clamp_"},
+  {"arccos_", "acos_"}, {"arcsin_", "asin_"}, {"arctan_", "atan_"}, {"arctan2_", "atan2_"},
+  {"arccosh_", "acosh_"}, {"arcsinh_", "asinh_"}, {"arctanh_", "atanh_"},
+  {"multiply_", "mul_"}, {"subtract_", "sub_"}, {"true_divide_", "div_"},
+} do
+  alias(pair[1], pair[2], true, " (in place)")
+end
+
+add("positive", function(t, ...)
+  local fname = "positive"
+  check_tensor(fname, t)
+  no_more(fname, 1, ...)
+  if t:dtype() == "bool" then fail("%s: not supported for bool tensors (torch's unary +)", fname) end
+  return t
+end, "t:positive() -> t itself, as torch.positive (unary plus); bool tensors are refused, as torch.\n"
+  .. "  Also pt.positive(t).")
+
+add("ravel", function(t, ...)
+  check_tensor("ravel", t)
+  no_more("ravel", 1, ...)
+  return t:reshape(-1)
+end, "t:ravel() -> t's elements as a 1-D tensor in row-major order (a view when t is contiguous, else a\n"
+  .. "  copy; a 0-d t gives 1 element), as torch.ravel. Gradients flow back. Also pt.ravel(t).")
+
+-- divide's rounding: the result carries a zero gradient to the operands that require it, as
+-- torch's (div with a rounding mode has gradient 0): where() with an all-false mask keeps q's
+-- values and gives a and b exactly 0 (no 0/0 from the division's own backward)
+local function zero_grad_link(q, a, b)
+  if not pt.is_grad_enabled() then return q end
+  local never = nil
+  for _, v in ipairs {a, b} do
+    if is_tensor(v) and v.requires_grad then
+      never = never or pt.zeros(q:size(), {dtype = "bool"})
+      never = on(q, never)
+      q = pt.where(never, v, q)
+    end
+  end
+  return q
+end
+
+local ROUNDING = {trunc = true, floor = true}
+
+local function divide(fname, a, b, opts, ...)
+  check_tensor(fname, a)
+  no_more(fname, 3, ...)
+  local mode
+  if opts ~= nil then
+    if not is_opts(opts) then fail("%s: bad argument #3 (options table expected, got %s)", fname, type(opts)) end
+    check_opts(fname, opts, {"rounding_mode"})
+    mode = opts.rounding_mode
+  end
+  if mode == nil then return renamed(fname, "div", pt.div, a, b) end
+  if not ROUNDING[mode] then
+    fail("%s: rounding_mode must be nil, 'trunc' or 'floor', got %s", fname,
+         type(mode) == "string" and "'" .. mode .. "'" or type(mode))
+  end
+  if not is_tensor(b) and type(b) ~= "number" then
+    fail("%s: bad argument #2 (Tensor or number expected, got %s)", fname, type(b))
+  end
+  local bd = is_tensor(b) and b:detach() or b
+  if result_dtype(a, b) == "bool" then fail("%s: rounding_mode '%s' is not supported for bool tensors", fname, mode) end
+  local q = renamed(fname, "floor_divide", pt.floor_divide, a:detach(), bd)
+  if mode == "trunc" then
+    if is_float(q) then
+      q = renamed(fname, "div", pt.div, a:detach(), bd):trunc()
+    else
+      -- floor -> trunc: one up where the exact quotient is a negative non-integer
+      local r = a:detach() - q * bd
+      q = q + r:ne(0):logical_and(q:lt(0)):to(q:dtype())
+    end
+  end
+  return zero_grad_link(q, a, b)
+end
+
+add("divide", function(a, b, opts, ...) return divide("divide", a, b, opts, ...) end,
+  "t:divide(other[, {rounding_mode=}]) -> t / other, as torch.divide (torch.div's alias with its\n"
+  .. "  rounding_mode): nil (default) true division (see pt.div); \"trunc\" rounds the quotient toward zero\n"
+  .. "  and \"floor\" down (Python's //, as pt.floor_divide), both keeping an integer dtype (integer division\n"
+  .. "  by 0 is an error; floats give inf/nan). other: a tensor (broadcast) or a number. With a rounding\n"
+  .. "  mode the gradient is 0, as torch. Also pt.divide(t, other, opts); t:divide_(other, opts) in place.")
+
+add_method("divide_", function(t, other, opts, ...)
+  local fname = "divide_"
+  check_tensor(fname, t)
+  local r = divide(fname, inplace_source(t), other, opts, ...)
+  return renamed(fname, "copy_", write_into, fname, t, r)
+end, "t:divide_(other[, {rounding_mode=}]) -> t, set to t:divide(other, opts) in place (the result must cast to\n"
+  .. "  t's dtype: true division into an integer t is an error, as torch).")
+
+add("vdot", function(a, b, ...)
+  local fname = "vdot"
+  check_tensor(fname, a)
+  check_tensor(fname, b, 2)
+  no_more(fname, 2, ...)
+  if a:dim() ~= 1 or b:dim() ~= 1 then
+    fail("%s: 1D tensors expected, but got %dD and %dD tensors", fname, a:dim(), b:dim())
+  end
+  if a:numel() ~= b:numel() then
+    fail("%s: expected both vectors to have the same number of elements, got %d and %d", fname, a:numel(), b:numel())
+  end
+  if a:dtype() ~= b:dtype() then
+    fail("%s: expected both vectors to have the same dtype, got %s and %s", fname, a:dtype(), b:dtype())
+  end
+  if is_float(a) then return a:dot(b) end
+  if a:dtype() == "bool" then fail("%s: not implemented for bool tensors", fname) end
+  return (a * b):sum():to(a:dtype())
+end, "a:vdot(b) -> 0-d tensor, the dot product of two 1-D tensors of one dtype and length, as torch.vdot\n"
+  .. "  (for real tensors the same as dot; integer dtypes too, keeping theirs). Gradients flow back.\n"
+  .. "  Also pt.vdot(a, b).")
+
+add("dist", function(t, other, p, ...)
+  local fname = "dist"
+  check_tensor(fname, t)
+  check_tensor(fname, other, 2)
+  no_more(fname, 3, ...)
+  if p == nil then p = 2 end
+  if type(p) ~= "number" or p ~= p then
+    fail("%s: p must be a number, got %s", fname, type(p) == "number" and "nan" or type(p))
+  end
+  local dt = result_dtype(t, other)
+  if not FLOAT_DTYPES[dt] then
+    fail("%s: expected floating point tensors, got %s and %s", fname, t:dtype(), other:dtype())
+  end
+  local d = renamed(fname, "sub", pt.sub, t, other)
+  if p < 0 and p > -INF then
+    -- torch's negative p: (sum |d|^p)^(1/p) (norm takes p > 0, 0 and +-inf)
+    return d:abs():pow(p):sum():pow(1 / p)
+  end
+  return d:norm(p)
+end, "t:dist(other[, p=2]) -> 0-d tensor, the p-norm of t - other (broadcast), as torch.dist: p > 0, 0 (the\n"
+  .. "  count of differing elements), math.huge (max |t - other|), -math.huge (min) or p < 0 ((sum |d|^p)^(1/p)).\n"
+  .. "  Floating point results only (an integer pair is refused, as torch). Gradients flow back.\n"
+  .. "  Also pt.dist(t, other, p).")
+
+-- ------------------------------------------------------------------ nanmedian
+
+-- along 0-based-free dim d of x (nd >= 1): the lower median of the non-NaN values, indices 1-based
+local function nanmedian_dim(x, d)
+  local v, idx = x:detach():sort(d) -- NaN sorts last; stable
+  local k = x:detach():isnan():logical_not():sum(d, true)
+  local pos = (k - 1):clamp(0, nil) // 2 + 1 -- an all-NaN lane takes its first NaN
+  local i = idx:gather(d, pos)
+  return x:gather(d, i), i
+end
+
+add("nanmedian", function(t, dim, keepdim, ...)
+  local fname = "nanmedian"
+  check_tensor(fname, t)
+  dim, keepdim = two_optional(fname, dim, keepdim, "dim", "keepdim", ...)
+  local keep = check_bool(fname, "keepdim", keepdim)
+  if t:dtype() == "bool" then fail("%s: not implemented for bool tensors", fname) end
+  if dim == nil then
+    if keepdim ~= nil then fail("%s: keepdim given without dim", fname) end
+    if not is_float(t) then return renamed(fname, "median", t.median, t) end -- no NaN to skip
+    local flat = t:reshape(-1)
+    local v = flat:numel() > 0 and nanmedian_dim(flat, 1)[1] or nil
+    if v == nil or v ~= v then
+      -- no value: NaN, its gradient spread over every element (torch's evenly_distribute_backward)
+      return flat:mean()
+    end
+    -- the gradient evenly over the elements equal to the median (amax spreads it over ties)
+    return flat:masked_select(flat:detach():eq(v)):amax()
+  end
+  local nd = t:dim()
+  local d = check_dim(fname, dim, nd)
+  local x = nd == 0 and t:reshape(1) or t
+  if x:size(d) == 0 then
+    fail("%s: expected reduction dimension %d to have non-zero size (shape %s)", fname, d, shape_str(t))
+  end
+  local v, i = nanmedian_dim(x, d)
+  if nd == 0 then return v:reshape({}), i:reshape({}) end
+  if not keep then return v:squeeze(d), i:squeeze(d) end
+  return v, i
+end, "t:nanmedian() -> 0-d tensor, the lower median of t's non-NaN elements (NaN when there are none), as\n"
+  .. "  torch.nanmedian; the gradient is shared evenly by the elements equal to it (as torch).\n"
+  .. "t:nanmedian(dim[, keepdim=false]) (or {dim=, keepdim=}) -> values, indices (1-based int64) along dim,\n"
+  .. "  ignoring NaN (an all-NaN lane gives NaN and the index of its first NaN: torch's pick there varies\n"
+  .. "  with the lane's length); on ties the index is the one a stable sort puts there (torch's CPU pick may\n"
+  .. "  differ). The gradient goes to the selected element.\n"
+  .. "  Integer tensors: as t:median. Also pt.nanmedian(t, ...).")
+
+-- ------------------------------------------------------------------ inference_mode
+
+add("inference_mode", function(a, ...)
+  local fname = "inference_mode"
+  if type(a) == "boolean" then
+    local fn = ...
+    if type(fn) ~= "function" then fail("%s: bad argument #2 (function expected, got %s)", fname, type(fn)) end
+    if a then return pt.no_grad(...) end
+    return fn(select(2, ...))
+  end
+  if type(a) ~= "function" then fail("%s: bad argument #1 (function expected, got %s)", fname, type(a)) end
+  return pt.no_grad(a, ...)
+end, "pt.inference_mode(fn, ...) -> fn(...) run without recording a graph, as pt.no_grad (torch's\n"
+  .. "  inference_mode; partrain has no separate inference tensors). pt.inference_mode(false, fn, ...) runs\n"
+  .. "  fn(...) as it is (torch's inference_mode(False)); pt.inference_mode(true, fn, ...) as without it.", false)
+
 return M
