@@ -753,3 +753,112 @@ describe("inference_mode", function()
     assert_error("inference_mode: bad argument #2 (function expected, got nil)", pt.inference_mode, true)
   end)
 end)
+
+describe("matrix_exp", function()
+  it("agrees with torch.linalg.matrix_exp (float64, batches, float32)", function()
+    rel_close(pt.linalg.matrix_exp(D(R.me_A1)), R.me_E1, 1e-13)
+    rel_close(D(R.me_A2):matrix_exp(), R.me_E2, 1e-12)
+    rel_close(pt.matrix_exp(D(R.me_A3)), R.me_E3, 1e-12)
+    local e32 = F(R.me_A2):matrix_exp()
+    assert.are.equal("float32", e32:dtype())
+    rel_close(e32, R.me_E2_f32, 3e-6)
+    rel_close(D({{{0.5}}, {{-2.0}}}):matrix_exp(), R.me_1x1, 1e-15)
+    close(D({{0, 1, 0}, {0, 0, 1}, {0, 0, 0}}):matrix_exp(), R.me_nil, 1e-15)
+    same(pt.zeros(0, 0, F64):matrix_exp(), pt.zeros(0, 0))
+    assert.are.same({2, 0, 0}, pt.zeros(2, 0, 0):matrix_exp():size())
+    -- exp(A) exp(-A) = I
+    local a = D(R.me_A2)
+    close(a:matrix_exp():matmul((-a):matrix_exp()), pt.eye(4, F64), 1e-11)
+  end)
+
+  it("has gradients and second derivatives", function()
+    pt.manual_seed(3)
+    assert.is_true(gradcheck(function(a) return a:matrix_exp() end, {pt.randn(3, 3, F64) * 2}))
+    assert.is_true(gradcheck(function(a) return pt.linalg.matrix_exp(a) end, {pt.randn(2, 2, 2, F64)}))
+    assert.is_true(gradgradcheck(function(a) return a:matrix_exp() end, {pt.randn(3, 3, F64) * 0.7}))
+  end)
+
+  it("errors", function()
+    assert_error("linalg.matrix_exp: A must be a square matrix or a batch of square matrices, got shape {2,3}",
+                 pt.linalg.matrix_exp, pt.zeros(2, 3))
+    assert_error("matrix_exp: A must be a square matrix or a batch of square matrices, got shape {3}",
+                 pt.matrix_exp, pt.zeros(3))
+    assert_error("matrix_exp: expected a floating point tensor, got int64", pt.matrix_exp, L({{1}}))
+    assert_error("matrix_exp: unexpected argument #2 (number)", pt.matrix_exp, pt.zeros(2, 2), 1)
+  end)
+end)
+
+describe("igamma and igammac", function()
+  it("agree with torch over every branch (series, continued fraction, DLMF 8.12 against mpmath)", function()
+    local a = D(R.ig_a):view(-1, 1):expand(#R.ig_a, #R.ig_x)
+    local x = D(R.ig_x)
+    local p = pt.igamma(a, x):reshape(-1):tolist()
+    local q = a:igammac(x):reshape(-1):tolist()
+    for k = 1, #p do
+      if R.ig_asym[k] then
+        rel_close({p[k], q[k]}, {R.ig_mp[k], R.ig_mq[k]}, 1e-12)
+        rel_close({p[k], q[k]}, {R.ig_p[k], R.ig_q[k]}, 3e-9) -- torch's float32 pi
+      else
+        rel_close({p[k], q[k]}, {R.ig_p[k], R.ig_q[k]}, 1e-12)
+      end
+    end
+  end)
+
+  it("boundary values, float32 and broadcasting as torch", function()
+    same(pt.igamma(D(R.ig_ba), D(R.ig_bx)), R.ig_bp)
+    same(pt.igammac(D(R.ig_ba), D(R.ig_bx)), R.ig_bq)
+    local fa, fx = F({0.5, 1, 2.5, 7, 30}), F({{0.2}, {1.5}, {9.0}})
+    local p32 = fa:igamma(fx)
+    assert.are.equal("float32", p32:dtype())
+    assert.are.same({3, 5}, p32:size())
+    -- computed in float64 then rounded: torch's float64 values rounded to float32 (torch's float32 kernel
+    -- is less accurate: igamma(30, 0.2) underflows to 0 there, igamma(30, 1.5) is off by 4e-6)
+    rel_close(p32, R.ig_f32_64, 1e-7)
+    rel_close(pt.igammac(fa, fx), R.igc_f32_64, 1e-7)
+    close(p32, R.ig_f32, 1e-6)
+    close(pt.igammac(fa, fx), R.igc_f32, 1e-6)
+    assert.are.equal("float32", pt.igamma(F({1, 2}), L({1, 2})):dtype())
+    assert.are.equal("float64", pt.igamma(F({1, 2}), D({1, 2})):dtype())
+    assert.are.equal(pt.special.gammainc(D({2}), D({3})):item(), pt.igamma(D({2}), D({3})):item())
+    assert.are.equal(pt.special.gammaincc(D({2}), D({3})):item(), pt.igammac(D({2}), D({3})):item())
+    local t = D({0.5, 3})
+    assert.are.equal(t, t:igamma_(D({1, 1})))
+    same(t, pt.igamma(D({0.5, 3}), D({1, 1})))
+    local u = D({0.5, 3})
+    u:igammac_(D({1}))
+    same(u, pt.igammac(D({0.5, 3}), D({1})))
+    local w = D({2, 3})
+    w.requires_grad = true
+    local g = w * 1
+    g:igamma_(D({1.5, 2.5})) -- a keeps no gradient: fine while nothing needs it
+    assert.is_true(g.requires_grad)
+  end)
+
+  it("have a gradient with respect to x (second derivatives too), none with respect to a", function()
+    local a = D({0.5, 1.5, 3.0, 8.0})
+    local x = D({0.7, 2.0, 1.5, 9.0})
+    x.requires_grad = true
+    local y = pt.igamma(a, x)
+    assert.are.equal("IgammaBackward", y.grad_fn)
+    y:sum():backward()
+    close(x.grad, R.ig_gx)
+    assert.is_true(gradcheck(function(t) return pt.igamma(a, t) end, {D({0.7, 2, 1.5, 9})}))
+    assert.is_true(gradcheck(function(t) return pt.igammac(a, t) end, {D({0.7, 2, 1.5, 9})}))
+    assert.is_true(gradcheck(function(t) return pt.igamma(D({{2}, {30}}), t) end, {D({1.5, 29})}))
+    assert.is_true(gradgradcheck(function(t) return pt.igammac(a, t) end, {D({0.7, 2, 1.5, 9})}))
+    local aa = D({1, 2})
+    aa.requires_grad = true
+    local r = pt.igamma(aa, D({1, 2}))
+    assert_error("igamma: the derivative with respect to a (input) is not implemented (as torch)",
+                 function() r:sum():backward() end)
+  end)
+
+  it("errors", function()
+    assert_error("igamma: not implemented for int64 tensors (floating point only, as torch)", pt.igamma, L({1}), L({1}))
+    assert_error("igammac: other must be a tensor, got number", pt.igammac, pt.ones(1), 2)
+    assert_error("igamma: shapes {2} and {3} cannot be broadcast", pt.igamma, pt.ones(2), pt.ones(3))
+    assert_error("igamma_: result type float32 can't be cast to the desired output type int64",
+                 L({1}).igamma_, L({1}), F({1}))
+    assert_error("special.gammainc: bad argument #1 (Tensor expected, got number)", pt.special.gammainc, 1, pt.ones(1))
+  end)
+end)
