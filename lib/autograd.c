@@ -18,6 +18,7 @@
 #include "ops_resample.h"
 #include "ops_shape.h"
 #include "ops_sort.h"
+#include "ops_special.h"
 
 bool pt_autograd_needed(const pt_ctx *ctx, int n, pt_tensor *const *inputs) {
   if (!ctx->grad_enabled) return false;
@@ -468,7 +469,7 @@ typedef struct graph_table {
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
-      conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell;
+      conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -587,6 +588,8 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   PROBE(minmax, pt_max(ctx, a, 0, false, &r, NULL));
   PROBE(cumsum, pt_cumsum(ctx, a, 0, &r));
   PROBE(cumprod, pt_cumprod(ctx, a, 0, &r));
+  PROBE(special, pt_special(ctx, PT_SP_LGAMMA, a, 0, &r));
+  PROBE(xlog1py, pt_xlog1py(ctx, a, a, &r));
   PROBE(select, pt_sort(ctx, a, 0, false, &r, NULL));
   PROBE(repeat, pt_repeat(ctx, a, 1, &two, &r));
   pt_tensor *x4 = NULL;
@@ -753,9 +756,24 @@ static pt_tensor *G_finish(gf *s, pt_tensor *d, const pt_tensor *t) {
   return r ? pt_tensor_retain(r) : NULL;
 }
 
+/* t's values without its history: a constant */
+static pt_tensor *G_detach(gf *s, pt_tensor *t) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_detach(s->ctx, t, &r);
+  return gf_keep(s, st, r);
+}
+static pt_tensor *G_special(gf *s, pt_special_op op, pt_tensor *x, int64_t k) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_special(s->ctx, op, x, k, &r);
+  return gf_keep(s, st, r);
+}
+
 /* constants (no history): ones, and an int64 index 1..n or n..1 (pt_index_select's 1-based) */
 static pt_tensor *G_ones(gf *s, pt_dtype dt, int nd, const int64_t *shape) {
-  pt_tensor *r = G_zeros(s, dt, nd, shape);
+  static const int64_t none = 0; /* (a 0-d tensor needs no shape) */
+  pt_tensor *r = G_zeros(s, dt, nd, nd ? shape : &none);
   if (r) pt_tensor_fill(s->ctx, r, 1.0);
   return r;
 }
@@ -798,7 +816,9 @@ static pt_status gf_check_versions(pt_ctx *ctx, const pt_node *n) {
  * 2 number op tensor), ints[2] the number is an integer, scalars[0] the number, scalars[1] alpha */
 static bool gf_binary_ok(int op) {
   return op == PT_BIN_ADD || op == PT_BIN_SUB || op == PT_BIN_MUL || op == PT_BIN_DIV ||
-         op == PT_BIN_POW || op == PT_BIN_MAXIMUM || op == PT_BIN_MINIMUM || op == PT_BIN_ATAN2;
+         op == PT_BIN_POW || op == PT_BIN_MAXIMUM || op == PT_BIN_MINIMUM || op == PT_BIN_ATAN2 ||
+         op == PT_BIN_HYPOT || op == PT_BIN_REMAINDER || op == PT_BIN_FMOD || op == PT_BIN_LOGADDEXP ||
+         op == PT_BIN_XLOGY || op == PT_BIN_COPYSIGN;
 }
 
 /* maximum / minimum's share of the gradient for a against b (b NULL: the number v): 1 where a
@@ -862,6 +882,51 @@ static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
       d = G_mul(&s, g, side == 0 ? G_wins(&s, cmp, x, y, num) : G_wins(&s, cmp, y, x, num));
       break;
     }
+    case PT_BIN_HYPOT: { /* this side / hypot(x, y) */
+      pt_tensor *self = side == 0 ? x : y, *other = side == 0 ? y : x;
+      pt_tensor *h = other ? G_bin(&s, PT_BIN_HYPOT, self, other) : G_numn(&s, PT_BIN_HYPOT, self, num, false);
+      d = G_div(&s, G_mul(&s, g, self), h);
+      break;
+    }
+    case PT_BIN_LOGADDEXP: { /* sigmoid(this side - the other) */
+      pt_tensor *self = side == 0 ? x : y, *other = side == 0 ? y : x;
+      d = G_mul(&s, g, G_un(&s, PT_UN_SIGMOID, other ? G_sub(&s, self, other) : G_numn(&s, PT_BIN_SUB, self, num, false)));
+      break;
+    }
+    case PT_BIN_REMAINDER:
+    case PT_BIN_FMOD: /* x: 1; y: -floor(x / y) (remainder), -trunc(x / y) (fmod), constants */
+      if (side == 0) {
+        d = g;
+      } else {
+        pt_tensor *yd = G_detach(&s, y), *xd = x ? G_detach(&s, x) : NULL, *q;
+        if (op == PT_BIN_REMAINDER) {
+          q = xd ? G_bin(&s, PT_BIN_FLOOR_DIVIDE, xd, yd) : G_numn(&s, PT_BIN_FLOOR_DIVIDE, yd, num, true);
+        } else { /* trunc(q) = q - frac(q), exactly */
+          q = xd ? G_div(&s, xd, yd) : G_numn(&s, PT_BIN_DIV, yd, num, true);
+          q = G_sub(&s, q, G_un(&s, PT_UN_FRAC, q));
+        }
+        d = G_un(&s, PT_UN_NEG, G_mul(&s, g, q));
+      }
+      break;
+    case PT_BIN_XLOGY:
+      if (side == 0) { /* xlogy(g, y), 0 where x == 0 and y <= 0 (PyTorch's) */
+        d = y ? G_bin(&s, PT_BIN_XLOGY, g, y) : G_numn(&s, PT_BIN_XLOGY, g, num, false);
+        pt_tensor *yle = y ? G_cmp(&s, PT_BIN_LE, y, 0.0) : NULL;
+        if (!y && num.d <= 0) d = G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, x, 0.0), d);
+        else if (y) d = G_zero_where(&s, G_bin(&s, PT_BIN_LOGICAL_AND, G_cmp(&s, PT_BIN_EQ, x, 0.0), yle), d);
+      } else { /* g x / y */
+        d = G_div(&s, x ? G_mul(&s, g, x) : G_numn(&s, PT_BIN_MUL, g, num, false), y);
+      }
+      break;
+    case PT_BIN_COPYSIGN:
+      if (side == 0) { /* copysign(x, y) / x, 0 where x == 0: a constant sign */
+        pt_tensor *xd = G_detach(&s, x), *yd = y ? G_detach(&s, y) : NULL;
+        pt_tensor *c = yd ? G_bin(&s, PT_BIN_COPYSIGN, xd, yd) : G_numn(&s, PT_BIN_COPYSIGN, xd, num, false);
+        d = G_mul(&s, g, G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, xd, 0.0), G_div(&s, c, xd)));
+      } else { /* the sign's source gets zeros, as PyTorch */
+        d = G_zero_of(&s, g);
+      }
+      break;
     default: /* PT_BIN_POW */
       if (side == 0) { /* y x^(y-1), 0 where y == 0 */
         if (!y) {
@@ -904,7 +969,7 @@ static bool gf_unary_ok(int op) {
   case PT_UN_COS: case PT_UN_ERF: case PT_UN_ERFC: case PT_UN_ERFINV: case PT_UN_LOG1P:
   case PT_UN_EXPM1: case PT_UN_LOG2: case PT_UN_LOG10: case PT_UN_EXP2: case PT_UN_TAN:
   case PT_UN_ASIN: case PT_UN_ACOS: case PT_UN_ATAN: case PT_UN_SINH: case PT_UN_COSH:
-  case PT_UN_ASINH: case PT_UN_ACOSH: case PT_UN_ATANH: case PT_UN_FRAC:
+  case PT_UN_ASINH: case PT_UN_ACOSH: case PT_UN_ATANH: case PT_UN_FRAC: case PT_UN_SINC:
   case PT_UN_COUNT_PUBLIC: /* ops_elementwise.c's clamp (UN_CLAMP): scalars the bounds */
     return true;
   default:
@@ -989,6 +1054,13 @@ static pt_status gf_unary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin
     t = G_num(&s, PT_BIN_ADD, G_mul(&s, x, x), op == PT_UN_ASINH ? 1.0 : -1.0);
     d = G_div(&s, g, G_un(&s, PT_UN_SQRT, t));
     break;
+  case PT_UN_SINC: { /* (p cos p - sin p) / (p x), p = pi x; at 0 it is 0 with slope -pi^2/3 */
+    pt_tensor *zero = G_cmp(&s, PT_BIN_EQ, x, 0.0);
+    pt_tensor *xs = G_where(&s, zero, G_ones(&s, x->dtype, 0, NULL), x), *p = G_num(&s, PT_BIN_MUL, xs, M_PI);
+    t = G_div(&s, G_sub(&s, G_mul(&s, p, G_un(&s, PT_UN_COS, p)), G_un(&s, PT_UN_SIN, p)), G_mul(&s, p, xs));
+    d = G_mul(&s, g, G_where(&s, zero, G_num(&s, PT_BIN_MUL, x, -M_PI * M_PI / 3.0), t));
+    break;
+  }
   default: /* PT_UN_ATANH */
     d = G_div(&s, g, G_rnum(&s, PT_BIN_SUB, 1.0, G_mul(&s, x, x)));
     break;
@@ -1847,7 +1919,7 @@ static pt_status gf_cumprod(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **g
       full[xt->ndim] = len; /* {..., i, k} */
     }
     pt_tensor *rows = G_expand(&s, G_unsq(&s, xt, last), x->ndim + 1, full);
-    pt_tensor *c = G_cumprod(&s, G_where(&s, eye, G_ones(&s, x->dtype, 0, sq), rows), last + 1);
+    pt_tensor *c = G_cumprod(&s, G_where(&s, eye, G_ones(&s, x->dtype, 0, NULL), rows), last + 1);
     d = G_sum(&s, G_mul(&s, c, G_mul(&s, upper, G_unsq(&s, gt, last))), last + 1, false);
     if (dim != last) d = G_transpose(&s, d, dim, last);
   }
@@ -1914,6 +1986,87 @@ static pt_status gf_gru_cell(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
   if (n->needs_grad[1]) {
     pt_tensor *parts[3] = {dr, dz, G_mul(&s, dn, r)};
     gin[1] = G_finish(&s, G_cat(&s, 3, parts, last), gh);
+  }
+  return gf_end(&s);
+}
+
+/* ops_special.c's special functions (ints[0] the op, ints[1] polygamma's n or mvlgamma's p):
+ * the derivative written with the special functions themselves (recorded, so they nest), as
+ * PyTorch's formulas: i1's and i1e's are 1/2 where |x| <= the dtype's epsilon, as there. */
+static pt_status gf_special(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *d = NULL;
+  int64_t k = n->ints[1];
+  gf s = {.ctx = ctx};
+  switch ((pt_special_op)n->ints[0]) {
+  case PT_SP_LGAMMA: d = G_special(&s, PT_SP_DIGAMMA, x, 0); break;
+  case PT_SP_DIGAMMA: d = G_special(&s, PT_SP_POLYGAMMA, x, 1); break;
+  case PT_SP_POLYGAMMA: d = G_special(&s, PT_SP_POLYGAMMA, x, k + 1); break;
+  case PT_SP_I0: d = G_special(&s, PT_SP_I1, x, 0); break;
+  case PT_SP_I0E: /* i1e(x) - sgn(x) i0e(x) */
+    d = G_sub(&s, G_special(&s, PT_SP_I1E, x, 0), G_mul(&s, G_un(&s, PT_UN_SIGN, x), G_special(&s, PT_SP_I0E, x, 0)));
+    break;
+  case PT_SP_I1:
+  case PT_SP_I1E: { /* i0(x) - i1(x) / x; i0e(x) - i1e(x) (sgn(x) + 1/x) */
+    bool e = n->ints[0] == PT_SP_I1E;
+    double eps = x->dtype == PT_FLOAT32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+    pt_tensor *big = G_cmp(&s, PT_BIN_GT, G_un(&s, PT_UN_ABS, x), eps);
+    pt_tensor *xs = G_where(&s, big, x, G_num(&s, PT_BIN_ADD, G_zero(&s, x->dtype), eps));
+    pt_tensor *inv = G_rnum(&s, PT_BIN_DIV, 1.0, xs);
+    pt_tensor *t = e ? G_sub(&s, G_special(&s, PT_SP_I0E, xs, 0),
+                             G_mul(&s, G_special(&s, PT_SP_I1E, x, 0), G_add(&s, G_un(&s, PT_UN_SIGN, xs), inv)))
+                     : G_sub(&s, G_special(&s, PT_SP_I0, xs, 0), G_mul(&s, G_special(&s, PT_SP_I1, x, 0), inv));
+    d = G_where(&s, big, t, G_num(&s, PT_BIN_ADD, G_zero(&s, x->dtype), 0.5));
+    break;
+  }
+  case PT_SP_NDTR: /* exp(-x^2 / 2) / sqrt(2 pi) */
+    d = G_num(&s, PT_BIN_MUL, G_un(&s, PT_UN_EXP, G_num(&s, PT_BIN_MUL, G_mul(&s, x, x), -0.5)), GF_1_SQRT2PI);
+    break;
+  case PT_SP_LOG_NDTR: { /* exp(-(log_ndtr(x) + x^2 / 2)) / sqrt(2 pi) */
+    pt_tensor *e = G_add(&s, G_special(&s, PT_SP_LOG_NDTR, x, 0), G_num(&s, PT_BIN_MUL, G_mul(&s, x, x), 0.5));
+    d = G_num(&s, PT_BIN_MUL, G_un(&s, PT_UN_EXP, G_un(&s, PT_UN_NEG, e)), GF_1_SQRT2PI);
+    break;
+  }
+  case PT_SP_NDTRI: { /* sqrt(2 pi) exp(ndtri(x)^2 / 2) */
+    pt_tensor *y = G_special(&s, PT_SP_NDTRI, x, 0);
+    d = G_num(&s, PT_BIN_MUL, G_un(&s, PT_UN_EXP, G_num(&s, PT_BIN_MUL, G_mul(&s, y, y), 0.5)), 1.0 / GF_1_SQRT2PI);
+    break;
+  }
+  case PT_SP_ENTR: d = G_un(&s, PT_UN_NEG, G_num(&s, PT_BIN_ADD, G_un(&s, PT_UN_LOG, x), 1.0)); break;
+  default: { /* mvlgamma: sum_{i < p} digamma(x - i/2) */
+    pt_tensor *off = G_zeros(&s, x->dtype, 1, &k);
+    for (int64_t i = 0; off && i < k; i++) pt_tensor_set_flat(off, i, -0.5 * (double)i);
+    d = G_sum(&s, G_special(&s, PT_SP_DIGAMMA, G_add(&s, G_unsq(&s, x, x->ndim), off), 0), x->ndim, false);
+    break;
+  }
+  }
+  gin[0] = G_finish(&s, G_mul(&s, g, d), x);
+  return gf_end(&s);
+}
+
+/* ops_special.c's xlog1py (ints[0] layout: 0 two tensors, 1 tensor and number, 2 number and
+ * tensor; scalars[0] the number): x gets xlog1py(g, y), 0 where x == 0 and y <= -1; y gets
+ * g x / (1 + y) */
+static pt_status gf_xlog1py(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  int layout = (int)n->ints[0];
+  double num = n->scalars[0];
+  pt_tensor *x = layout == 2 ? NULL : n->inputs[0], *y = layout == 1 ? NULL : n->inputs[layout == 0 ? 1 : 0];
+  int ix = layout == 2 ? -1 : 0, iy = layout == 0 ? 1 : (layout == 2 ? 0 : -1);
+  gf s = {.ctx = ctx};
+  if (ix >= 0 && n->needs_grad[ix]) {
+    pt_tensor *d = NULL;
+    if (!s.st) {
+      pt_status st = y ? pt_xlog1py(ctx, g, y, &d) : pt_xlog1py_number(ctx, g, pt_number_float(num), false, &d);
+      d = gf_keep(&s, st, d);
+    }
+    pt_tensor *zero = G_cmp(&s, PT_BIN_EQ, x, 0.0);
+    if (y) zero = G_bin(&s, PT_BIN_LOGICAL_AND, zero, G_cmp(&s, PT_BIN_LE, y, -1.0));
+    if (y || num <= -1) d = G_zero_where(&s, zero, d);
+    gin[ix] = G_finish(&s, d, x);
+  }
+  if (iy >= 0 && n->needs_grad[iy]) {
+    pt_tensor *gx = x ? G_mul(&s, g, x) : G_num(&s, PT_BIN_MUL, g, num);
+    gin[iy] = G_finish(&s, G_div(&s, gx, G_num(&s, PT_BIN_ADD, y, 1.0)), y);
   }
   return gf_end(&s);
 }
@@ -2177,6 +2330,8 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
     return n->ints[1] % n->ints[3] == 0 && n->ints[2] % n->ints[4] == 0 ? gf_avg_pool : gf_adaptive_avg_pool;
   if (f == gt->taps) return gf_taps;
   if (f == gt->lstm_cell) return gf_lstm_cell;
+  if (f == gt->special) return gf_special;
+  if (f == gt->xlog1py) return gf_xlog1py;
   if (f == gt->gru_cell) return gf_gru_cell;
   if (f == gt->dropout) return gf_dropout;
   if (f == gt->pointwise_loss) return gf_pointwise_loss_ok(n) ? gf_pointwise_loss : NULL;
