@@ -367,16 +367,16 @@ static const char *const special_aliases[] = {
     NULL, NULL,
 };
 
-/* names whose pt function a Lua module defines (looked up on first use: it may load later) */
-static const char *const special_lazy[] = {"logit", NULL};
+/* special name, pt name: functions a Lua module defines (looked up on first use: it may load later) */
+static const char *const special_lazy[] = {"logit", "logit", "gammainc", "igamma", "gammaincc", "igammac", NULL};
 
 static int special_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *k = lua_tostring(L, 2);
-  for (const char *const *p = special_lazy; *p; p++) {
+  for (const char *const *p = special_lazy; *p; p += 2) {
     if (strcmp(*p, k) != 0) continue;
     lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
-    lua_getfield(L, -1, k); /* through the module's own __index (lazily loaded functions) */
+    lua_getfield(L, -1, p[1]); /* through the module's own __index (lazily loaded functions) */
     if (!lua_isnil(L, -1)) {
       lua_pushvalue(L, 2);
       lua_pushvalue(L, -2);

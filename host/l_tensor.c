@@ -1270,7 +1270,7 @@ void lpt_open_tensor(lua_State *L) {
   lua_setfield(L, -2, "__index");
   /* the fields t_index provides besides the methods (the REPL completes t.gr<TAB> from here) */
   static const char *const fields[] = {"grad", "requires_grad", "is_leaf", "grad_fn", "shape",
-                                       "T", "mT", "H", "mH"};
+                                       "ndim", "data", "is_cuda", "T", "mT", "H", "mH"};
   lua_createtable(L, (int)(sizeof fields / sizeof *fields), 0);
   for (int i = 0; i < (int)(sizeof fields / sizeof *fields); i++) {
     lua_pushstring(L, fields[i]);

@@ -167,7 +167,7 @@ describe("help(pt)", function()
   end)
 
   it("lists only modules as submodules, and ActionError as a class", function()
-    assert.matches("\nSubmodules %(help%(pt%.<name>%) lists one%): async, autograd, cuda, data, distributions, ffi, func, linalg, metrics, nn, optim, par, profiler, special, utils\n",
+    assert.matches("\nSubmodules %(help%(pt%.<name>%) lists one%): async, autograd, cuda, data, distributions, ffi, func, image, linalg, metrics, nn, optim, par, profiler, special, utils\n",
       text)
     assert.are.same({"ActionError"}, section(text, "Classes:"))
     assert.matches("\n  ActionError  pt%.ActionError: the metatable of the error values", text)
@@ -256,7 +256,8 @@ end)
 describe("help(pt.Tensor)", function()
   it("lists the properties, and the tensor metatable names them for completion", function()
     local text = help.text(pt.Tensor)
-    local props = {"grad", "requires_grad", "is_leaf", "grad_fn", "shape", "T", "mT", "H", "mH"}
+    local props = {"grad", "requires_grad", "is_leaf", "grad_fn", "shape", "ndim", "data", "is_cuda", "T", "mT", "H",
+                   "mH"}
     assert.are.same(props, section(text, "Properties (t.name; help(\"name\") shows one):"))
     assert.are.same(props, getmetatable(pt.zeros(1)).__fields)
   end)

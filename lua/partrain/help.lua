@@ -86,6 +86,10 @@ local TENSOR_PROPERTIES = {
   {"grad_fn", "t.grad_fn -> string or nil: the name of the autograd node that produced t (e.g. \"MulBackward\");\n"
     .. "  nil for leaves and for results computed without grad."},
   {"shape", "t.shape -> {size...}: t's sizes as a new table (same as t:size())."},
+  {"ndim", "t.ndim -> the number of dimensions (t:dim())."},
+  {"data", "t.data -> t's storage and geometry without its history (requires_grad false), as torch's .data;\n"
+    .. "  t.data = u gives t u's storage, shape and dtype (t stays the same object; a leaf only)."},
+  {"is_cuda", "t.is_cuda -> whether t's storage is on a CUDA device."},
   {"T", "t.T -> t with all its dims reversed (a view; t:t() for matrices), as torch's Tensor.T."},
   {"mT", "t.mT -> t with its last two dims swapped (a view), for matrices and batches of them."},
   {"H", "t.H -> the conjugate transpose of a matrix: t.T for the real dtypes (2-D tensors only)."},

@@ -79,5 +79,10 @@ function pt._load_more()
   return true
 end
 debug.getregistry()["partrain.lazy_methods"] = pt._load_more
+-- pt.linalg's functions written in Lua (matrix_exp) live in tensor_more too
+setmetatable(pt.linalg, {__index = function(t, k)
+  if pt._load_more() then return rawget(t, k) end
+  return nil
+end})
 
 return pt
