@@ -412,6 +412,14 @@ describe("func.jacrev and func.jacfwd", function()
     local ref = pt.autograd.functional.hessian(function(a) return (a:sin() * a):sum() end, x)
     assert_close(H, ref)
     assert_close(Hf, ref)
+    -- jacfwd inside another transform (reverse mode there, same values)
+    assert_close(F.jacrev(F.jacfwd(function(a) return (a:sin() * a):sum() end))(x), ref)
+    -- per-sample Jacobians: vmap(jacrev(f)) equals a loop of jacobian calls
+    local per = F.vmap(F.jacrev(g), {in_dims = {1, nil}})(X, W)
+    assert.are.same({4, 2, 3}, per:size())
+    for i = 1, 4 do
+      assert_close(per[i], pt.autograd.functional.jacobian(function(a) return g(a, W) end, X[i]))
+    end
   end)
 
   it("name their errors", function()

@@ -484,7 +484,7 @@ local function make_jac(fname, api, fn, a, b, strategy)
     local all = {}
     for _, p in ipairs(pos) do flatten(args[p], all) end
     local graph = needs_graph(all_tensors(args))
-    local _, leaves, specs = prepare_args(api, args, pos, false) -- checks the arguments
+    local _, _, specs = prepare_args(api, args, pos, false) -- checks the arguments
     local out_spec, aux
     local function flat_fn(...)
       local inputs = {...}
@@ -500,9 +500,7 @@ local function make_jac(fname, api, fn, a, b, strategy)
     end
     -- the forward-mode trick needs a first graph of its own: nested, the reverse mode (same values)
     local strat = (strategy == "forward-mode" and graph) and "reverse-mode" or strategy
-    local inputs = {}
-    for i, t in ipairs(all) do inputs[i] = leaves[i] and t end
-    local jac = jacobian(flat_fn, inputs, {create_graph = graph, strategy = strat,
+    local jac = jacobian(flat_fn, all, {create_graph = graph, strategy = strat,
                                            vectorize = strat == "forward-mode"})
     -- jac[i][k]: output leaf i, input leaf k -> per output leaf the argnums' trees
     local per_out = {}
@@ -527,8 +525,7 @@ end
 function func.hessian(fn, a, b)
   local fname = "func.hessian"
   check_fn(fname, fn)
-  local argnums, o = transform_opts(fname, a, b, {"argnums"})
-  local _ = o
+  local argnums = transform_opts(fname, a, b, {"argnums"})
   local inner = make_jac(fname, "hessian(f)(...)", fn, argnums, nil, "reverse-mode")
   return make_jac(fname, "hessian(f)(...)", inner, argnums, nil, "reverse-mode")
 end
