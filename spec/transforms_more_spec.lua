@@ -214,6 +214,17 @@ describe("data.transforms (random)", function()
       for _, k in ipairs(order) do y = fns[k](y, f[k]) end
       assert.is_true(close(got[i], y, 1e-6), "image " .. i)
     end
+    -- rotation with expand, on one image: the output holds the whole rotated image
+    pt.manual_seed(9)
+    got = T.random_rotation({40, 50}, {expand = true})(xb[1])
+    pt.manual_seed(9)
+    local want = Fn.rotate(xb[1], uniform(40, 50), {expand = true, fill = 0})
+    assert.is_true(want:size(2) > 6 and want:size(3) > 7) -- the size itself: against torch in the first spec
+    assert.is_true(same(got, want))
+    -- resized crop: no try fits a 1:1 crop of the whole area into 4x20, so torchvision's central fallback
+    local wide = batch(2, 4, 20)
+    assert.is_true(close(T.random_resized_crop(3, {scale = {1, 1}, ratio = {1, 1}})(wide),
+      Fn.resize(Fn.center_crop(wide, 4), {3, 3}), 1e-6))
     -- blur: one sigma per image
     pt.manual_seed(8)
     got = T.gaussian_blur(3, {0.5, 1.5})(xb)
