@@ -139,7 +139,13 @@ local function load_all()
   local optim = rawget(pt, "optim")
   if type(optim) == "table" then _ = optim.swa_utils end -- loads on first use
   local data = rawget(pt, "data")
-  if type(data) == "table" then _ = data.ImageFolder end -- the image datasets load on first use
+  if type(data) == "table" then
+    _ = data.ImageFolder -- the image datasets load on first use, and so do torchvision's transforms
+    local transforms = rawget(data, "transforms")
+    if type(transforms) == "table" and type(rawget(transforms, "_load_more")) == "function" then
+      transforms._load_more()
+    end
+  end
 end
 
 -- ------------------------------------------------------------------ what a value is
