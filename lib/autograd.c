@@ -14,6 +14,7 @@
 #include "ops_elementwise.h"
 #include "ops_index.h"
 #include "ops_linalg.h"
+#include "ops_misc.h"
 #include "ops_reduce.h"
 #include "ops_resample.h"
 #include "ops_shape.h"
@@ -469,7 +470,7 @@ typedef struct graph_table {
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
-      conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py;
+      conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -570,6 +571,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(index_select, pt_index_select(ctx, a, 0, i1, &r));
     PROBE(embedding, pt_nn_embedding(ctx, m, i1, 0, &r));
     PROBE(scatter, pt_scatter_add(ctx, a, 0, i1, a, &r));
+    PROBE(scatter_reduce, pt_scatter_reduce(ctx, a, 0, i1, a, PT_SCATTER_SUM, true, &r));
     pt_tensor_release(i1);
   }
   pt_tensor *g4 = NULL, *g3 = NULL; /* one row of H = 1 */
@@ -1806,6 +1808,125 @@ static pt_status gf_as_strided(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor 
   return gf_end(&s);
 }
 
+/* What a later backward through t must refuse (PyTorch's DelayedError): t passes through a node
+ * whose backward fails with msg (a string literal), and whose create_graph pass is refused. */
+static pt_status delayed_error_backward(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  (void)g, (void)gin;
+  return pt_fail(ctx, PT_EARG, "%s", (const char *)n->extra);
+}
+static pt_tensor *G_delayed_error(gf *s, pt_tensor *t, const char *msg) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_node *node = NULL;
+  pt_status st = pt_tensor_from_storage(s->ctx, t->storage, t->dtype, t->offset, t->ndim, t->shape, t->stride, &r);
+  if (!st && (st = pt_autograd_record(s->ctx, r, "DelayedError", delayed_error_backward, 1, &t, &node))) {
+    pt_tensor_release(r);
+    r = NULL;
+  }
+  if (node) node->extra = (void *)msg; /* no free_extra: a literal */
+  return gf_keep(s, st, r);
+}
+static pt_tensor *G_scatter_reduce(gf *s, pt_tensor *t, int dim, pt_tensor *ix, pt_tensor *src, int op, bool self) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_scatter_reduce(s->ctx, t, dim, ix, src, (pt_scatter_reduce_op)op, self, &r);
+  return gf_keep(s, st, r);
+}
+static pt_tensor *G_gather(gf *s, pt_tensor *t, int dim, pt_tensor *ix) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_gather(s->ctx, t, dim, ix, &r);
+  return gf_keep(s, st, r);
+}
+/* t padded with zeros at the end of each dim to (nd, shape) */
+static pt_tensor *G_pad_end(gf *s, pt_tensor *t, int nd, const int64_t *shape) {
+  int64_t cur[PT_MAX_DIMS];
+  for (int d = 0; d < nd && !s->st; d++) {
+    if (t->shape[d] == shape[d]) continue;
+    memcpy(cur, t->shape, (size_t)nd * sizeof(int64_t));
+    cur[d] = shape[d] - t->shape[d];
+    pt_tensor *parts[2] = {t, G_zeros(s, t->dtype, nd, cur)};
+    t = G_cat(s, 2, parts, d);
+  }
+  return t;
+}
+
+/* ops_misc.c's scatter_reduce (inputs t, src; ints dim, op, include_self; saved the contiguous
+ * t, src and the 1-based int64 index), torch 1.13's scatter_reduce_backward formula by formula
+ * (as sr_backward): sum and mean pass g (divided by the counts) and gather it for src; amax and
+ * amin share g evenly between the elements equal to the result (constant masks); prod divides
+ * the result, zeros taken out (t's zeros as 1, and a src zero alone at its position as 1). As
+ * PyTorch, src's gradient refuses a later backward when two of its zeros meet at one place.
+ * Without include_self, t's gradient is 0 where src was scattered. A 0-d t is handled as {1};
+ * src's elements outside the index's extent get 0. */
+static pt_status gf_scatter_reduce(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *x = n->inputs[0], *src = n->inputs[1], *ix = n->saved[2];
+  int dim = (int)n->ints[0], op = (int)n->ints[1];
+  bool self = n->ints[2] != 0;
+  int64_t one = 1;
+  gf s = {.ctx = ctx};
+  pt_tensor *x1 = x, *s1 = src, *g1 = g;
+  if (x->ndim == 0) {
+    x1 = G_reshape(&s, x, 1, &one), s1 = G_reshape(&s, src, 1, &one), g1 = G_reshape(&s, g, 1, &one);
+    ix = G_reshape(&s, ix, 1, &one);
+  }
+  if (s.st) return gf_end(&s);
+  int nd = x1->ndim;
+  pt_tensor *sr = s1; /* src within the index's extent */
+  for (int d = 0; d < nd; d++)
+    if (sr && sr->shape[d] != ix->shape[d]) sr = G_narrow(&s, sr, d, 0, ix->shape[d]);
+  pt_dtype dt = x->dtype;
+  pt_tensor *cnt = G_scatter_add_zeros(&s, x1, dt, dim, ix, G_ones(&s, dt, nd, ix->shape)); /* per place */
+  pt_tensor *gs = NULL, *gx = NULL;
+  switch ((pt_scatter_reduce_op)op) {
+  case PT_SCATTER_SUM:
+    gs = g1, gx = G_gather(&s, g1, dim, ix);
+    break;
+  case PT_SCATTER_MEAN: { /* N: the values reduced (t's own with include_self), 0 as 1 */
+    pt_tensor *N = self ? G_num(&s, PT_BIN_ADD, cnt, 1.0) : cnt;
+    N = G_where(&s, G_cmp(&s, PT_BIN_EQ, N, 0.0), G_ones(&s, dt, 0, NULL), N);
+    gs = G_div(&s, g1, N), gx = G_gather(&s, gs, dim, ix);
+    break;
+  }
+  case PT_SCATTER_AMAX:
+  case PT_SCATTER_AMIN: {
+    pt_tensor *xd = G_detach(&s, x1), *sd = G_detach(&s, sr);
+    pt_tensor *res = G_scatter_reduce(&s, xd, dim, ix, sd, op, self);
+    pt_tensor *xm = G_to(&s, G_bin(&s, PT_BIN_EQ, xd, res), dt);
+    pt_tensor *sm = G_to(&s, G_bin(&s, PT_BIN_EQ, sd, G_gather(&s, res, dim, ix)), dt);
+    /* g shared between the elements equal to the result: t's own (even without include_self) and src's */
+    pt_tensor *share = G_div(&s, g1, G_add(&s, xm, G_scatter_add_zeros(&s, x1, dt, dim, ix, sm)));
+    gs = G_mul(&s, xm, share), gx = G_mul(&s, sm, G_gather(&s, share, dim, ix));
+    break;
+  }
+  default: { /* prod */
+    pt_tensor *one0 = G_ones(&s, dt, 0, NULL);
+    pt_tensor *xz = G_cmp(&s, PT_BIN_EQ, G_detach(&s, x1), 0.0);
+    pt_tensor *mx = G_where(&s, xz, one0, x1);
+    gs = G_div(&s, G_mul(&s, g1, G_scatter_reduce(&s, mx, dim, ix, sr, op, self)), mx);
+    pt_tensor *sz = G_cmp(&s, PT_BIN_EQ, G_detach(&s, sr), 0.0);
+    pt_tensor *nz = G_gather(&s, G_scatter_add_zeros(&s, x1, dt, dim, ix, G_to(&s, sz, dt)), dim, ix);
+    pt_tensor *single = G_bin(&s, PT_BIN_LOGICAL_AND, sz, G_cmp(&s, PT_BIN_EQ, nz, 1.0));
+    pt_tensor *res = G_scatter_reduce(&s, x1, dim, ix, sr, op, self);
+    pt_tensor *res1 = G_scatter_reduce(&s, x1, dim, ix, G_where(&s, single, one0, sr), op, self);
+    gx = G_where(&s, single, G_gather(&s, G_mul(&s, g1, res1), dim, ix),
+                 G_div(&s, G_gather(&s, G_mul(&s, g1, res), dim, ix), G_where(&s, sz, one0, sr)));
+    bool several = false;
+    if (!s.st)
+      for (int64_t i = 0, m = pt_tensor_numel(nz); i < m && !several; i++) several = pt_tensor_get_flat(nz, i) > 1;
+    if (several)
+      gx = G_delayed_error(&s, gx, "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
+                                   "are scattered to the same position in self");
+    break;
+  }
+  }
+  if (!self) gs = G_zero_where(&s, G_cmp(&s, PT_BIN_GT, cnt, 0.0), gs);
+  if (n->needs_grad[0]) gin[0] = G_finish(&s, G_reshape(&s, gs, x->ndim, x->shape), x);
+  if (n->needs_grad[1] && gx)
+    gin[1] = G_finish(&s, G_reshape(&s, G_pad_end(&s, gx, nd, s1->shape), src->ndim, src->shape), src);
+  return gf_end(&s);
+}
+
 /* ops_shape.c's repeat: every copy's gradient added up, a dim at a time (g viewed as
  * {before, copies, size, after} and summed over the copies); leading new dims are copies of 1 */
 static pt_status gf_repeat(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -2331,6 +2452,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->taps) return gf_taps;
   if (f == gt->lstm_cell) return gf_lstm_cell;
   if (f == gt->special) return gf_special;
+  if (f == gt->scatter_reduce) return gf_scatter_reduce;
   if (f == gt->xlog1py) return gf_xlog1py;
   if (f == gt->gru_cell) return gf_gru_cell;
   if (f == gt->dropout) return gf_dropout;
