@@ -616,3 +616,30 @@ for name, t in cases:
     fmt = (lambda a: "%d" % a) if t.dtype == torch.uint8 else (lambda a: "%.7g" % a)
     print('  {"%s", {%s}, {%s}},' % (name, ",".join(str(s) for s in t.shape), ", ".join(fmt(a) for a in v)))
 ]==]
+
+describe("data.transforms.convert_image_dtype and compose of a list", function()
+  local pt = require "partrain"
+  local T = pt.data.transforms
+  local support = require "spec.support"
+  it("scales as torchvision's convert_image_dtype, and compose takes torchvision's list form", function()
+    local u = pt.tensor({{{0, 1, 128, 255}}}, {dtype = "uint8"})
+    local f = T.functional.convert_image_dtype(u)
+    assert.are.equal("float32", f:dtype())
+    -- torchvision 0.14: convert_image_dtype(uint8 -> float) divides by 255
+    local expected = {0, 1 / 255, 128 / 255, 1}
+    local got = f:reshape(-1):tolist()
+    for i = 1, 4 do assert.is_true(math.abs(got[i] - expected[i]) < 1e-7) end
+    -- float -> uint8: x * (255 + 1 - 1e-3) truncated, so 0.5 -> 127 and 1 -> 255 (torchvision's)
+    local back = T.functional.convert_image_dtype(pt.tensor({{{0, 0.5, 0.999, 1}}}), "uint8")
+    assert.are.same({0, 127, 255, 255}, back:reshape(-1):tolist())
+    assert.are.equal("float64", T.functional.convert_image_dtype(u, "float64"):dtype())
+    local pipeline = T.compose({T.convert_image_dtype(), T.normalize({0.5}, {0.5})})
+    local x, y = pipeline(u:reshape(1, 1, 1, 4), "label")
+    assert.are.equal("label", y)
+    assert.is_true(math.abs(x:reshape(-1):tolist()[4] - 1) < 1e-6)
+    support.assert_error("convert_image_dtype: dtype must be uint8, float32 or float64, got int64",
+      function() T.convert_image_dtype("int64") end)
+    support.assert_error("convert_image_dtype: expected a uint8, float32 or float64 image, got int64",
+      function() T.functional.convert_image_dtype(pt.zeros(1, 1, 1, {dtype = "int64"})) end)
+  end)
+end)

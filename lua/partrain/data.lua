@@ -1037,6 +1037,10 @@ end
 --- transforms.compose(t1, t2, ...): apply in order.
 function transforms.compose(...)
   local list = table.pack(...)
+  -- a list, as torchvision's Compose([t1, t2]), or the transforms as arguments
+  if list.n == 1 and type(list[1]) == "table" and getmetatable(list[1]) == nil then
+    list = table.pack(table.unpack(list[1]))
+  end
   for k = 1, list.n do
     if type(list[k]) ~= "function" then error(("compose: transform %d is not a function"):format(k), 2) end
   end

@@ -660,6 +660,35 @@ local function per_image(x, fn)
   return pt.cat(out, 1)
 end
 
+--- functional.convert_image_dtype(img[, dtype="float32"]): torchvision's: uint8 [0, 255] to a
+-- float dtype in [0, 1] (x / 255), a float image in [0, 1] to uint8 (x * 255.999, truncated, as
+-- torchvision's, which maps [0, 1] evenly onto the 256 values), float to float as a cast.
+local image_dtypes = {uint8 = true, float32 = true, float64 = true}
+function Fn.convert_image_dtype(img, dtype)
+  if not pt.is_tensor(img) then fail("convert_image_dtype: expected an image tensor, got %s", type(img)) end
+  dtype = dtype or "float32"
+  if not image_dtypes[dtype] then
+    fail("convert_image_dtype: dtype must be uint8, float32 or float64, got %s", tostring(dtype))
+  end
+  local from = img:dtype()
+  if not image_dtypes[from] then
+    fail("convert_image_dtype: expected a uint8, float32 or float64 image, got %s", from)
+  end
+  if from == dtype then return img end
+  if from == "uint8" then return img:to(dtype) / 255 end
+  if dtype == "uint8" then return (img * 255.999):clamp(0, 255):floor():to("uint8") end
+  return img:to(dtype)
+end
+
+--- transforms.convert_image_dtype([dtype="float32"])
+function M.convert_image_dtype(dtype)
+  if dtype ~= nil and not image_dtypes[dtype] then
+    fail("convert_image_dtype: dtype must be uint8, float32 or float64, got %s", tostring(dtype))
+  end
+  return transform_of(function(x) return Fn.convert_image_dtype(x, dtype) end)
+end
+M.to_float = function() return M.convert_image_dtype("float32") end
+
 --- transforms.center_crop(size)
 function M.center_crop(size)
   size2("center_crop", "size", size)
@@ -1068,6 +1097,11 @@ if docs then
       .. "  sigma s or {sx,sy}, reflect padding).",
     [Fn.erase] = T .. "functional.erase(img, top, left, height, width, value) -> copy with that window (1-based) set to value.",
     [M.center_crop] = T .. "center_crop(size) -> transform: the central size (n or {h,w}) window of each image.",
+    [Fn.convert_image_dtype] = T .. "functional.convert_image_dtype(img[, dtype=\"float32\"]) -> torchvision's: uint8 [0,255]\n"
+      .. "  to float [0,1] (x / 255), float [0,1] to uint8 (x * 255.999 truncated), float to float a cast.",
+    [M.convert_image_dtype] = T .. "convert_image_dtype([dtype=\"float32\"]) -> transform (functional.convert_image_dtype):\n"
+      .. "  what torchvision's ToTensor / ConvertImageDtype do to uint8 images (from pt.image or ImageFolder).",
+    [M.to_float] = T .. "to_float() -> convert_image_dtype(\"float32\"): uint8 images to float32 in [0, 1].",
     [M.resize] = T .. "resize(size[, {interpolation=\"bilinear\", antialias=true, max_size}]) -> transform (functional.resize).",
     [M.pad] = T .. "pad(padding[, {fill=0, padding_mode=\"constant\"}]) -> transform (functional.pad).",
     [M.grayscale] = T .. "grayscale([num_output_channels=1]) -> transform: RGB images to gray.",
