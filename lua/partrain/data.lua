@@ -1034,7 +1034,7 @@ function transforms.random_crop(size, padding, opts)
   end
 end
 
---- transforms.compose(t1, t2, ...): apply in order.
+--- transforms.compose(t1, t2, ...) or compose({t1, t2, ...}): apply in order.
 function transforms.compose(...)
   local list = table.pack(...)
   -- a list, as torchvision's Compose([t1, t2]), or the transforms as arguments
@@ -1133,7 +1133,7 @@ if docs then
       .. "  Draws from pt's generator; in a DataHandler, seeded per batch from (seed, epoch, batch number).",
     [transforms.random_crop] = "data.transforms.random_crop(size[, padding=0][, {shape={C,H,W}}]) -> random size x size windows.\n"
       .. "  Draws from pt's generator; in a DataHandler, seeded per batch from (seed, epoch, batch number).",
-    [transforms.compose] = "data.transforms.compose(t1, t2, ...) -> one transform applying them in order.",
+    [transforms.compose] = "data.transforms.compose(t1, t2, ...) or compose({t1, t2, ...}) -> one transform applying them in order.",
   }
   for f, text in pairs(D) do docs[f] = text end
 end
