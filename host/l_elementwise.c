@@ -151,7 +151,7 @@ static int mm_pow(lua_State *L) { return binary_args(L, PT_BIN_POW, 1.0); }
 static int mm_mod(lua_State *L) { return binary_args(L, PT_BIN_REMAINDER, 1.0); }
 static int mm_idiv(lua_State *L) { return binary_args(L, PT_BIN_FLOOR_DIVIDE, 1.0); }
 
-/* a third argument other than the options (div's rounding_mode, say) is refused, never
+/* a third argument other than the options is refused, never
  * ignored; the metamethods (__add, __div, ...) get exactly two */
 #define BINARY_FN(name, OP, WITH_ALPHA)                                                         \
   static int f_##name(lua_State *L) {                                                           \
@@ -162,7 +162,28 @@ static int mm_idiv(lua_State *L) { return binary_args(L, PT_BIN_FLOOR_DIVIDE, 1.
 BINARY_FN(add, PT_BIN_ADD, true)
 BINARY_FN(sub, PT_BIN_SUB, true)
 BINARY_FN(mul, PT_BIN_MUL, false)
-BINARY_FN(div, PT_BIN_DIV, false)
+
+/* pt.div(a, b, {rounding_mode = "trunc" | "floor"}) is torch.div's: pt.divide (tensor_more.lua,
+ * which has the rounding modes) does it; without one, div is the plain binary op */
+static int f_div(lua_State *L) {
+  static const char *const names[] = {"out", "rounding_mode", NULL};
+  if (lua_istable(L, 3)) lpt_check_options(L, 3, "div", names);
+  if (lua_istable(L, 3)) {
+    int has_mode = lua_getfield(L, 3, "rounding_mode") != LUA_TNIL;
+    lua_pop(L, 1);
+    if (has_mode) {
+      lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
+      lua_getfield(L, -1, "divide"); /* through the module's __index: loads tensor_more */
+      lua_insert(L, 1);
+      lua_pop(L, 1);
+      lua_call(L, lua_gettop(L) - 1, 1);
+      return 1;
+    }
+  }
+  int out_idx;
+  opt_binary(L, 3, "div", false, &out_idx);
+  return out_idx ? binary_into(L, PT_BIN_DIV, 1.0, out_idx) : binary_args(L, PT_BIN_DIV, 1.0);
+}
 BINARY_FN(pow, PT_BIN_POW, false)
 BINARY_FN(maximum, PT_BIN_MAXIMUM, false)
 BINARY_FN(minimum, PT_BIN_MINIMUM, false)
