@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "ops_elementwise.h"
 #include "ops_shape.h"
 #include "parallel.h"
 
@@ -741,8 +742,40 @@ done:
 /* ------------------------------------------------------------------------------------------ */
 /* max, min, argmax, argmin                                                                    */
 
+pt_status pt_even_tie_backward(pt_ctx *ctx, pt_tensor *in, pt_tensor *value, pt_tensor *g, pt_tensor **gin) {
+  /* mask: where in equals the result (every NaN when the result is NaN), in in's dtype */
+  pt_tensor *mask = NULL, *count = NULL, *share = NULL, *ic = NULL;
+  pt_status st = pt_tensor_contiguous_raw(ctx, in, &ic);
+  if (!st) st = pt_tensor_empty(ctx, in->dtype, in->ndim, in->shape, &mask);
+  if (st) {
+    pt_tensor_release(ic);
+    return st;
+  }
+  double v = pt_tensor_get_flat(value, 0), n = 0;
+  int64_t numel = pt_tensor_numel(ic);
+  PT_DISPATCH_FLOAT(in->dtype, {
+    const T *xp = pt_tensor_data(ic);
+    T *mp = pt_tensor_data(mask);
+    for (int64_t i = 0; i < numel; i++) {
+      bool hit = v != v ? xp[i] != xp[i] : (double)xp[i] == v;
+      mp[i] = hit ? (T)1 : (T)0;
+      n += hit;
+    }
+  });
+  pt_tensor_release(ic);
+  /* g / count, then times the mask: recorded ops, so that a create_graph pass differentiates it */
+  if (!(st = pt_tensor_scalar(ctx, in->dtype, n, &count)) && !(st = pt_binary(ctx, PT_BIN_DIV, g, count, &share)))
+    st = pt_binary(ctx, PT_BIN_MUL, mask, share, gin);
+  pt_tensor_release(mask);
+  pt_tensor_release(count);
+  pt_tensor_release(share);
+  return st;
+}
+
 static pt_status minmax_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
   if (!node->needs_grad[0]) return PT_OK;
+  /* over all elements: shared among ties (saved: the input and the result), as torch */
+  if (node->ints[0] == PT_DIM_ALL) return pt_even_tie_backward(ctx, node->saved[1], node->saved[2], g, gin);
   pt_tensor *in = node->inputs[0], *idx = node->saved[0], *gc = NULL, *gi = NULL, *tmp;
   geom gm = geom_of(in, (int)node->ints[0]);
   pt_status st = pt_tensor_to_dtype_raw(ctx, g, in->dtype, &tmp);
@@ -1020,6 +1053,11 @@ static pt_status minmax(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, b
       pt_node_save(node, 0, pt_tensor_retain(ix));
       node->ints[0] = dim;
       node->n_ints = 1;
+      if (dim == PT_DIM_ALL) { /* the gradient is shared among ties, with recorded ops */
+        pt_node_save(node, 1, pt_tensor_retain(t));
+        pt_node_save(node, 2, pt_tensor_retain(v));
+        node->backward_differentiable = true;
+      }
     }
     *values = v;
   }

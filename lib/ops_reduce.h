@@ -22,6 +22,11 @@
 
 #define PT_DIM_ALL (-1)
 
+/* The gradient of a reduction over all elements that picks one value (max, min, median): g (0-d)
+ * shared evenly among the elements of in equal to value (all NaNs when value is NaN), as torch's
+ * evenly_distribute_backward; built with recorded ops, so a create_graph pass differentiates it. */
+pt_status pt_even_tie_backward(pt_ctx *ctx, pt_tensor *in, pt_tensor *value, pt_tensor *g, pt_tensor **gin);
+
 pt_status pt_sum(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
 pt_status pt_mean(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
 pt_status pt_prod(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);

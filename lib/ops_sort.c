@@ -1,6 +1,7 @@
 /* See ops_sort.h. Work is organised in lanes: a contiguous copy of the input seen as
  * {outer, n, inner}, lane (o, j) holding the n elements o*n*inner + i*inner + j. */
 #include "ops_sort.h"
+#include "ops_reduce.h"
 #include "dispatch.h"
 #include "ops_shape.h"
 #include "parallel.h"
@@ -355,6 +356,8 @@ static void first_k(keyed *buf, int64_t n, int64_t k, keyed_cmp cmp) {
 
 /* Backward of a selection along dim: scatter grad_out into zeros at the saved indices. */
 static pt_status select_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
+  /* median over all elements (pt_median): shared among ties, as torch */
+  if (node->n_ints > 1 && node->ints[1]) return pt_even_tie_backward(ctx, node->saved[1], node->saved[2], gout, gin);
   pt_tensor *x = node->inputs[0], *idx = node->saved[0], *g = NULL, *gx = NULL;
   int dim = (int)node->ints[0];
   pt_status st;
@@ -889,6 +892,14 @@ pt_status pt_median(pt_ctx *ctx, pt_tensor *t, pt_tensor **out) {
   pt_status st = pt_reshape(ctx, t, 1, &n, &flat); /* through autograd: the gradient flows back */
   if (st) return st;
   st = select_lanes(ctx, "median", SEL_MEDIAN, flat, 0, 0, false, out, NULL);
+  pt_node *node = st ? NULL : (*out)->grad_fn;
+  if (node && node->backward == select_backward) { /* the gradient is shared among ties */
+    node->ints[1] = 1;
+    node->n_ints = 2;
+    pt_node_save(node, 1, pt_tensor_retain(flat));
+    pt_node_save(node, 2, pt_tensor_retain(*out));
+    node->backward_differentiable = true;
+  }
   pt_tensor_release(flat);
   return st;
 }

@@ -168,11 +168,24 @@ describe("max, min, argmax, argmin", function()
                    err_of(function() return x23():min(3) end), 1, true)
   end)
 
-  it("send the gradient to the selected element", function()
+  it("send the gradient to the selected element (over all elements: shared among ties, as torch)", function()
     local x = pt.tensor({1, 5, 3, 5}, F64)
     x.requires_grad = true
     x:max():backward()
-    assert.are.same({0, 1, 0, 0}, x.grad:tolist())
+    assert.are.same({0, 0.5, 0, 0.5}, x.grad:tolist()) -- torch 1.13: [0, 0.5, 0, 0.5]
+    x.grad = nil
+    x:median():backward() -- the lower middle value, 3: no tie
+    assert.are.same({0, 0, 1, 0}, x.grad:tolist())
+    local m = pt.tensor({2, 7, 2, 0 / 0, 2}, F64)
+    m.requires_grad = true
+    m:min():backward() -- NaN wins and takes it all (torch: every NaN shares)
+    assert.are.same({0, 0, 0, 1, 0}, m.grad:tolist())
+    local t = pt.tensor({4, 1, 4, 4}, F64)
+    t.requires_grad = true
+    t:median():backward() -- torch 1.13: [1/3, 0, 1/3, 1/3], evenly over the three 4s
+    local g = t.grad:tolist()
+    assert.are.same({0, 0}, {g[1] - 1 / 3, g[2]})
+    assert.are.same({1 / 3, 1 / 3}, {g[3], g[4]})
     local y = pt.tensor({{1, 5}, {7, 3}}, F64)
     y.requires_grad = true
     local v = y:min(2)
