@@ -892,7 +892,8 @@ static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
     }
     case PT_BIN_LOGADDEXP: { /* sigmoid(this side - the other) */
       pt_tensor *self = side == 0 ? x : y, *other = side == 0 ? y : x;
-      d = G_mul(&s, g, G_un(&s, PT_UN_SIGMOID, other ? G_sub(&s, self, other) : G_numn(&s, PT_BIN_SUB, self, num, false)));
+      pt_tensor *diff = other ? G_sub(&s, self, other) : G_numn(&s, PT_BIN_SUB, self, num, false);
+      d = G_mul(&s, g, G_un(&s, PT_UN_SIGMOID, diff));
       break;
     }
     case PT_BIN_REMAINDER:
@@ -1544,7 +1545,8 @@ static pt_status gf_avg_pool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
       if (!adaptive && !iv[13]) {
         int64_t y0 = oy * t.stride[0] - t.padding[0], x0 = ox * t.stride[1] - t.padding[1];
         int64_t y1 = y0 + kh, x1 = x0 + kw;
-        int64_t py1 = y1 < H + t.padding[0] ? y1 : H + t.padding[0], px1 = x1 < W + t.padding[1] ? x1 : W + t.padding[1];
+        int64_t py1 = y1 < H + t.padding[0] ? y1 : H + t.padding[0];
+        int64_t px1 = x1 < W + t.padding[1] ? x1 : W + t.padding[1];
         int64_t ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0, yb = y1 < H ? y1 : H, xb = x1 < W ? x1 : W;
         c = (double)(iv[7] ? (py1 - y0) * (px1 - x0) : (yb - ya) * (xb - xa));
       } else if (!adaptive) {
