@@ -5,7 +5,7 @@
  * with AVX2, some of the double series are summed to fewer terms for float32, relative error
  * below 1e-10 before the rounding; see ops_special.c). Every one records an autograd node (when
  * grad mode is on and the input requires grad) whose backward is the derivative below;
- * create_graph is not supported through them.
+ * create_graph passes use their formulas in lib/autograd.c.
  *
  *   lgamma      log |Gamma(x)|: +inf at 0 and the negative integers           d: digamma
  *   digamma     psi(x): -inf at +0, +inf at -0, nan at negative integers       d: polygamma(1)

@@ -559,3 +559,12 @@ describe("help", function()
     assert.matches("\n  functional +pt%.autograd%.functional: ", pt.help.text(pt.autograd))
   end)
 end)
+
+describe("autograd.gradcheck on functions that return their argument", function()
+  local pt = require "partrain"
+  it("passes the identity and views of the input (the outputs are copied at each perturbation)", function()
+    local x = pt.randn(3, {dtype = "float64", requires_grad = true})
+    assert.is_true(pt.autograd.gradcheck(function(t) return t end, {x}))
+    assert.is_true(pt.autograd.gradcheck(function(t) return t:view(3, 1) end, {x}))
+  end)
+end)

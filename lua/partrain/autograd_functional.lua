@@ -636,6 +636,14 @@ end
 
 -- the numerical Jacobians of the outputs at positions outs_at with respect to args[p] by central
 -- differences: per output a tensor (numel of args[p], numel of the output) in the output's dtype
+-- copies of a call's tensor outputs, taken at once: fn may return (an alias of) its argument,
+-- which the next perturbation changes
+local function snapshot(outs)
+  local c = {}
+  for k, v in pairs(outs) do c[k] = is_tensor(v) and v:detach():clone() or v end
+  return c
+end
+
 local function numerical_jacobians(fname, func, args, n, p, ref, outs_at, eps)
   local x, a = perturbable(args, n, p)
   local rows = {}
@@ -643,17 +651,14 @@ local function numerical_jacobians(fname, func, args, n, p, ref, outs_at, eps)
   for e = 1, x:numel() do
     local v0 = x:_get_flat(e)
     x:_set_flat(e, v0 - eps)
-    local outa = outputs_of(fname, func, a, n)
+    local outa = snapshot(outputs_of(fname, func, a, n))
     x:_set_flat(e, v0 + eps)
-    local outb = outputs_of(fname, func, a, n)
+    local outb = snapshot(outputs_of(fname, func, a, n))
     x:_set_flat(e, v0)
     local where = "on index " .. index_str(x:size(), e) .. " of input " .. p .. " "
     check_perturbed(fname, ref, outa, where, eps)
     check_perturbed(fname, ref, outb, where, eps)
-    for _, i in ipairs(outs_at) do
-      -- clones: fn may return its argument, which the next perturbation changes
-      rows[i][e] = ((outb[i]:detach():clone() - outa[i]:detach():clone()) / (2 * eps)):reshape(-1)
-    end
+    for _, i in ipairs(outs_at) do rows[i][e] = ((outb[i] - outa[i]) / (2 * eps)):reshape(-1) end
   end
   local jac = {}
   for _, i in ipairs(outs_at) do

@@ -1824,7 +1824,7 @@ doc(RMSNorm, [==[nn.RMSNorm(normalized_shape[, eps=nil[, elementwise_affine=true
   normalized_shape) only with elementwise_affine. eps=nil: the machine epsilon of the input's dtype
   (1.19e-7 for float32, 2.22e-16 for float64), as PyTorch's eps=None. normalized_shape: an integer or a
   list. Also nn.RMSNorm(shape, {eps=, elementwise_affine=, dtype="float32"}). One fused C kernel forward
-  and backward; create_graph (double backward) is not supported through it, as through LayerNorm.]==])
+  and backward, with second derivatives (create_graph) as LayerNorm's.]==])
 
 function F.rms_norm(x, normalized_shape, weight, eps, ...)
   local name = "rms_norm"
