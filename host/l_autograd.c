@@ -322,7 +322,9 @@ static int t_backward(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
   void *host = ctx->host_state; /* autograd.Function nodes run their Lua backward in L */
   ctx->host_state = L;
+  lpt_state_fast(L)->backward_depth++;
   pt_status st = pt_backward_ex(ctx, 1, &t, g ? &g : NULL, &o);
+  lpt_state_fast(L)->backward_depth--;
   ctx->host_state = host;
   fn_after_pass(L);
   free(leaves);
@@ -430,7 +432,9 @@ static int l_autograd_grad(lua_State *L) {
   lua_pop(L, 1);
   lua_pushboolean(L, 1); /* pt._in_autograd_grad() during the pass */
   lua_rawsetp(L, LUA_REGISTRYINDEX, &in_grad_key);
+  lpt_state_fast(L)->backward_depth++;
   pt_status st = pt_backward_ex(ctx, nout, outs, gouts, &o);
+  lpt_state_fast(L)->backward_depth--;
   fn_after_pass(L);
   if (was_in_grad) lua_pushboolean(L, 1);
   else lua_pushnil(L);
@@ -740,7 +744,10 @@ static void fn_after_pass(lua_State *L) {
   int fns = lua_gettop(L);
   lua_getfield(L, fns, "ran");
   int ran = lua_gettop(L);
-  lua_Integer n = (lua_Integer)lua_rawlen(L, ran);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, ran), kept = 0;
+  /* when this pass was nested in another's Function backward (checkpoint's), the records that
+   * pass has not released stay in the list for its end; after the outermost pass none do */
+  bool nested = lpt_state_fast(L)->backward_depth > 0;
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, ran, i);
     lua_getfield(L, -1, "node");
@@ -754,13 +761,16 @@ static void fn_after_pass(lua_State *L) {
         lua_pushnil(L);
         lua_setfield(L, -2, "_saved");
       }
+      lua_pop(L, 2);
+    } else if (nested) {
+      lua_rawseti(L, ran, ++kept);
+    } else {
       lua_pop(L, 1);
     }
-    lua_pop(L, 1);
   }
-  if (n > 0) {
-    lua_newtable(L);
-    lua_setfield(L, fns, "ran");
+  for (lua_Integer i = kept + 1; i <= n; i++) {
+    lua_pushnil(L);
+    lua_rawseti(L, ran, i);
   }
   lua_settop(L, fns - 1);
 }

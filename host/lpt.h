@@ -31,6 +31,7 @@ typedef struct lpt_state {
   size_t gc_debt;
   size_t gc_major_debt;  /* tensor bytes since the last full collection */        /* tensor bytes not yet reported to the collector */
   int worker_id;         /* 0 in the caller's state, 1..n in dispatcher workers */
+  int backward_depth;    /* backward passes running in this state (nested: a Function's backward) */
   /* pt.set_printoptions: how tostring(t) prints (host/l_tensor.c); zero fields mean the defaults */
   struct {
     int precision;       /* digits after the point (default 4) */

@@ -397,6 +397,30 @@ describe("autograd.Function", function()
     assert.matches("backward through the graph a second time", errmsg(function() y:sum():backward() end))
   end)
 
+  it("keeps no record alive after its graph goes, whatever the passes (retain_graph, nested)", function()
+    local ctxs = setmetatable({}, {__mode = "k"})
+    local Track = Function:extend("Track")
+    function Track.forward(ctx, x)
+      ctxs[ctx] = true
+      ctx:save_for_backward(x)
+      return x * 2
+    end
+    function Track.backward(_, g) return g * 2 end
+    local x = f64({1, 2}, {requires_grad = true})
+    for _ = 1, 50 do
+      local y = Track.apply(x)
+      y:sum():backward({retain_graph = true})
+      -- and a checkpoint, whose backward runs a nested pass
+      pt.utils.checkpoint(function(t) return Track.apply(t) end, x):sum():backward()
+    end
+    collectgarbage()
+    collectgarbage()
+    pt._fn_records() -- sweeps the records of nodes nothing holds
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(nil, next(ctxs))
+  end)
+
   it("lets go of its records when the graph goes", function()
     collectgarbage()
     local before = pt._fn_records()
