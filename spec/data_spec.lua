@@ -227,8 +227,8 @@ describe("data.TensorDataset and DataHandler", function()
 
   it("rejects unknown options and options of the wrong type, naming them", function()
     local ds = make(4)
-    assert.are.equal("DataHandler: unknown option 'batch_size' (options: batch, drop_last, log, prefetch, progress, seed, "
-      .. "shuffle, transform, workers)", err_of(data.DataHandler, ds, {batch_size = 4}))
+    assert.are.equal("DataHandler: unknown option 'batch_size' (options: batch, drop_last, log, prefetch, progress, "
+      .. "sampler, seed, shuffle, transform, workers)", err_of(data.DataHandler, ds, {batch_size = 4}))
     assert.are.equal('DataHandler: shuffle must be a boolean, got "no"', err_of(data.DataHandler, ds, {shuffle = "no"}))
     assert.are.equal("DataHandler: shuffle must be a boolean, got 1", err_of(data.DataHandler, ds, {shuffle = 1}))
     assert.are.equal("DataHandler: drop_last must be a boolean, got 0", err_of(data.DataHandler, ds, {drop_last = 0}))
@@ -239,8 +239,8 @@ describe("data.TensorDataset and DataHandler", function()
     assert.are.equal("DataHandler: log must be a path string, got true", err_of(data.DataHandler, ds, {log = true}))
     assert.are.equal("DataHandler: transform must be a function(x, y) -> x, y, got a table",
                      err_of(data.DataHandler, ds, {transform = {}}))
-    assert.are.equal("DataHandler: unknown option 1 (options: batch, drop_last, log, prefetch, progress, seed, shuffle, "
-      .. "transform, workers)", err_of(data.DataHandler, ds, {4}))
+    assert.are.equal("DataHandler: unknown option 1 (options: batch, drop_last, log, prefetch, progress, sampler, seed, "
+      .. "shuffle, transform, workers)", err_of(data.DataHandler, ds, {4}))
     local h = data.DataHandler(ds, {batch = 2, shuffle = false, drop_last = true, progress = "train", seed = 3})
     assert.are.equal(2, #h)
     assert.are.equal("batches: unknown option 'bar' (options: log, progress)", err_of(h.batches, h, {bar = false}))

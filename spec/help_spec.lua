@@ -120,7 +120,7 @@ describe("help by name", function()
       'pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler, rng = true}])',
       'optim.clip_grad_norm(params, max_norm[, {norm_type=2}]) -> total norm of all gradients (before clipping);',
       'optim.StepLR(opt, {step_size=, gamma=0.1}): lr = base * gamma^floor(epoch/step_size).',
-      'data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, progress=, log=,',
+      'data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, sampler=, progress=, log=,',
     }, "\n") .. "\n", out)
   end)
 

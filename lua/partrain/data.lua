@@ -343,6 +343,11 @@ local handler_options = {
     if math.type(v) ~= "integer" or v < 0 or v > MAX_WORKERS then return "an integer from 0 to " .. MAX_WORKERS end
   end,
   prefetch = function(v) if math.type(v) ~= "integer" or v < 1 then return "a positive integer" end end,
+  sampler = function(v)
+    if type(v) ~= "table" or type(v.indices) ~= "function" or type(v.len) ~= "function" then
+      return "a sampler (indices(epoch, seed) and len() methods, as data.WeightedRandomSampler)"
+    end
+  end,
 }
 
 local function value_str(v)
@@ -428,14 +433,104 @@ function data.DataHandler(ds, opts)
         PENDING_PER_WORKER, PENDING_PER_WORKER * o.workers, o.workers, o.prefetch), 2)
     end
   end
+  if o.sampler and o.shuffle then
+    error("DataHandler: sampler option is mutually exclusive with shuffle (the sampler orders the samples)", 2)
+  end
   local self = setmetatable({dataset = ds, opts = o, batch = o.batch, epoch = 0}, DataHandler)
   if o.workers > 0 then start_workers(self) end
   return self
 end
 
+-- the samples an epoch reads, in order: the sampler's, checked, or 1..n (shuffled)
+local function epoch_order(self, epoch)
+  local sampler, n = self.opts.sampler, self.dataset:len()
+  if not sampler then return pt._data_permutation(n, self.opts.seed, epoch - 1, self.opts.shuffle) end
+  local idx = sampler:indices(epoch, self.opts.seed)
+  if type(idx) == "table" then idx = pt.tensor(idx, {dtype = "int64"}) end
+  if not pt.is_tensor(idx) or idx:dim() ~= 1 or (idx:dtype() ~= "int64" and idx:dtype() ~= "int32") then
+    error("DataHandler: the sampler's indices(epoch, seed) must return a 1-D integer tensor or a list of indices", 0)
+  end
+  local m = sampler:len()
+  if idx:numel() ~= m then
+    error(("DataHandler: the sampler gave %d indices for epoch %d but its len() is %d"):format(idx:numel(), epoch, m), 0)
+  end
+  if m > 0 and (idx:min():item() < 1 or idx:max():item() > n) then
+    error(("DataHandler: the sampler's indices must be in 1..%d (the dataset's samples), got %d..%d"):format(n,
+      idx:min():item(), idx:max():item()), 0)
+  end
+  return idx:to("int64"):contiguous()
+end
+
+-- samples per epoch: the sampler's length, else the dataset's
+local function epoch_size(self)
+  return self.opts.sampler and self.opts.sampler:len() or self.dataset:len()
+end
+
+-- a draw from pt's generator seeded from (seed, epoch), leaving the caller's stream as it was
+local function seeded_draw(seed, epoch, fn)
+  local saved = pt.get_rng_state()
+  pt.manual_seed(seed * 1000003 + epoch)
+  local ok, r = pcall(fn)
+  pt.set_rng_state(saved)
+  if not ok then error(r, 0) end
+  return r
+end
+
+local Sampler = {}
+Sampler.__index = Sampler
+function Sampler:len() return self.n end
+
+--- data.WeightedRandomSampler(weights, num_samples[, {replacement = true}])
+function data.WeightedRandomSampler(weights, num_samples, opts)
+  if type(weights) == "table" and not pt.is_tensor(weights) then weights = pt.tensor(weights, {dtype = "float64"}) end
+  if not pt.is_tensor(weights) or weights:dim() ~= 1 or weights:numel() == 0 then
+    error("WeightedRandomSampler: weights must be a non-empty 1-D tensor or list", 2)
+  end
+  if math.type(num_samples) ~= "integer" or num_samples < 1 then
+    error(("WeightedRandomSampler: num_samples should be a positive integer value, but got num_samples=%s"):format(
+      tostring(num_samples)), 2)
+  end
+  opts = opts or {}
+  check_options("WeightedRandomSampler", opts, {replacement = function(v)
+    if type(v) ~= "boolean" then return "a boolean" end
+  end})
+  local replacement = opts.replacement ~= false
+  if not replacement and num_samples > weights:numel() then
+    error(("WeightedRandomSampler: cannot draw %d samples without replacement from %d weights"):format(num_samples,
+      weights:numel()), 2)
+  end
+  local w = weights:to("float64")
+  if w:min():item() < 0 or w:sum():item() <= 0 or w:isfinite():all():item() == false then
+    error("WeightedRandomSampler: weights must be finite, non-negative and not all zero", 2)
+  end
+  local self = setmetatable({n = num_samples, weights = w, replacement = replacement}, Sampler)
+  function self.indices(s, epoch, seed)
+    return seeded_draw(seed, epoch, function() return pt.multinomial(s.weights, s.n, {replacement = s.replacement}) end)
+  end
+  return self
+end
+
+--- data.SubsetRandomSampler(indices)
+function data.SubsetRandomSampler(indices)
+  if pt.is_tensor(indices) then indices = indices:tolist() end
+  if type(indices) ~= "table" then error("SubsetRandomSampler: indices must be a list or a 1-D tensor", 2) end
+  for i, v in ipairs(indices) do
+    if math.type(v) ~= "integer" or v < 1 then
+      error(("SubsetRandomSampler: indices[%d] is not a positive integer (1-based sample index)"):format(i), 2)
+    end
+  end
+  local list = pt.tensor(indices, {dtype = "int64"})
+  local self = setmetatable({n = #indices, list = list}, Sampler)
+  function self.indices(s, epoch, seed)
+    if s.n == 0 then return s.list end
+    return seeded_draw(seed, epoch, function() return s.list:index_select(1, pt.randperm(s.n)) end)
+  end
+  return self
+end
+
 --- handler:len() / #handler: the number of batches per epoch.
 function DataHandler:len()
-  local n, b = self.dataset:len(), self.opts.batch
+  local n, b = epoch_size(self), self.opts.batch
   if self.opts.drop_last then return n // b end
   return (n + b - 1) // b
 end
@@ -816,7 +911,7 @@ function DataHandler:batches(bopts)
   if self.opts.workers > 0 and not par then
     error("batches: the loader was closed (close() stopped its workers)", 2)
   end
-  local n = self.dataset:len()
+  local n = epoch_size(self)
   local nb = self:len()
   local B = self.opts.batch
   local transform = self.opts.transform
@@ -838,7 +933,7 @@ function DataHandler:batches(bopts)
     soft_mode(true)
     self.epoch = self.epoch + 1
     epoch = self.epoch
-    perm = pt._data_permutation(n, seed, epoch - 1, self.opts.shuffle)
+    perm = epoch_order(self, epoch)
     step = 0
     submitted = 0
     bar = progress.for_epoch(progress_setting(self, bopts), {
@@ -1092,11 +1187,13 @@ if docs then
     [DataHandler] = "data.DataHandler_class: the class of data.DataHandler(dataset, opts) loaders; help(data.DataHandler) for the options.\n"
       .. "  for x, y in loader:batches() do ... end; #loader batches per epoch; loader.dataset, loader.epoch.",
     [data.random_split] = "data.random_split(dataset, {n1, n2, ...}[, {seed=42}]) -> Subset, Subset, ... (sizes or fractions).",
-    [data.DataHandler] = "data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, progress=, log=,\n"
+    [data.DataHandler] = "data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, sampler=, progress=, log=,\n"
       .. "  workers=0, prefetch=2*workers}])\n"
       .. "  for x, y in loader:batches() do ... end  -- one epoch; each call reshuffles (seed, epoch)\n"
       .. "  #loader batches per epoch; loader:report(loss) shows it on the progress bar; loader:next_batch() wraps around;\n"
       .. "  loader:set_epoch(k) for resuming; loader:par_by_sample(model, n, fn) runs samples on n threads.\n"
+      .. "  sampler = data.WeightedRandomSampler(...) / SubsetRandomSampler(...) (or your own) orders each epoch's samples\n"
+      .. "  instead of shuffle (the two exclude each other); #loader then counts the sampler's samples.\n"
       .. "  Samples from get(i) may be tensors, numbers, lists or dicts of them, nested (PyTorch's default_collate);\n"
       .. "  a list sample gives x, y, ... per step, a dict sample one table: for b in loader:batches() do f(b.x, b.y) end.\n"
       .. "  workers=n (0: read in the caller) reads, collates and transforms each batch on one of n threads of the\n"
@@ -1116,6 +1213,13 @@ if docs then
     [DataHandler.close] = "loader:close(): stops the loader's worker threads (workers=n); idempotent, also on <close> and\n"
       .. "  collection. A closed loader with workers cannot iterate any more.",
     [DataHandler.set_epoch] = "loader:set_epoch(k): the next batches() call runs epoch k+1 (its shuffle).",
+    [data.WeightedRandomSampler] = "data.WeightedRandomSampler(weights, num_samples[, {replacement=true}]) -> sampler for\n"
+      .. "  DataHandler's sampler option (torch's): each epoch draws num_samples 1-based indices with probability\n"
+      .. "  proportional to weights (e.g. 1 / class count, for imbalanced classes), from pt's generator seeded by\n"
+      .. "  the loader's seed and the epoch (so workers = n gives the same batches; your own stream is untouched).",
+    [data.SubsetRandomSampler] = "data.SubsetRandomSampler(indices) -> sampler: the given 1-based sample indices in a new random\n"
+      .. "  order each epoch (seeded as WeightedRandomSampler). Any table with indices(epoch, seed) -> 1-D int64\n"
+      .. "  tensor or list of 1-based indices, and len(), is a sampler too.",
     [DataHandler.len] = "loader:len() -> batches per epoch (also #loader).",
     [DataHandler.par_by_sample] = "loader:par_by_sample(model, n, fn[, opts]) -> losses, model\n"
       .. "  fn(sample, model) on n threads, one window of n samples per call; gradients summed per window.\n"
