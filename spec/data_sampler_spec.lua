@@ -104,3 +104,24 @@ describe("DataHandler samplers", function()
       support.errmsg(function() for _ in data.DataHandler(ds, {sampler = short}):batches() do end end))
   end)
 end)
+
+describe("data.ConcatDataset", function()
+  it("chains datasets, works with a loader, and names bad arguments", function()
+    local a, b = dataset(3), dataset(2)
+    local c = data.ConcatDataset({a, b, dataset(1)})
+    assert.are.equal(6, c:len())
+    assert.are.same({3, 5, 6}, c.cumulative_sizes)
+    local got = {}
+    for i = 1, 6 do
+      local v = c:get(i)[2]
+      got[i] = pt.is_tensor(v) and v:item() or v
+    end
+    assert.are.same({1, 2, 3, 1, 2, 1}, got)
+    local h = data.DataHandler(c, {batch = 4})
+    assert.are.same({1, 2, 3, 1, 2, 1}, epoch_of(h))
+    assert_error("ConcatDataset: expected a non-empty list of datasets", function() data.ConcatDataset({}) end)
+    assert_error("ConcatDataset: dataset 2 must have get(i) and len() methods (got a number)",
+      function() data.ConcatDataset({a, 3}) end)
+    assert.matches("ConcatDataset: ", support.errmsg(function() c:get(7) end))
+  end)
+end)

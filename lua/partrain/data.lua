@@ -234,6 +234,41 @@ function Subset:get(i)
   return self.dataset:get(self.list[i])
 end
 
+-- ConcatDataset: datasets one after another (torch's) ---------------------------------------
+
+local ConcatDataset = {}
+ConcatDataset.__index = ConcatDataset
+ConcatDataset.__name = "ConcatDataset"
+
+--- data.ConcatDataset({ds1, ds2, ...}): sample i of the concatenation.
+function data.ConcatDataset(list)
+  if type(list) ~= "table" or #list == 0 then error("ConcatDataset: expected a non-empty list of datasets", 2) end
+  local ends, n = {}, 0
+  for k, ds in ipairs(list) do
+    local t = type(ds)
+    if (t ~= "table" and t ~= "userdata") or type(ds.get) ~= "function" or type(ds.len) ~= "function" then
+      error(("ConcatDataset: dataset %d must have get(i) and len() methods (got a %s)"):format(k, t), 2)
+    end
+    n = n + ds:len()
+    ends[k] = n
+  end
+  return setmetatable({datasets = list, cumulative_sizes = ends, n = n}, ConcatDataset)
+end
+
+function ConcatDataset:len() return self.n end
+ConcatDataset.__len = ConcatDataset.len
+
+function ConcatDataset:get(i)
+  check_index("ConcatDataset", i, self.n)
+  local ends = self.cumulative_sizes
+  local lo, hi = 1, #ends -- the first dataset whose end is at or after i
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if ends[mid] >= i then hi = mid else lo = mid + 1 end
+  end
+  return self.datasets[lo]:get(i - (lo > 1 and ends[lo - 1] or 0))
+end
+
 -- a dataset as printed inside another's form: its __tostring, else its size
 local function dataset_str(ds)
   local mt = getmetatable(ds)
@@ -1213,6 +1248,10 @@ if docs then
     [DataHandler.close] = "loader:close(): stops the loader's worker threads (workers=n); idempotent, also on <close> and\n"
       .. "  collection. A closed loader with workers cannot iterate any more.",
     [DataHandler.set_epoch] = "loader:set_epoch(k): the next batches() call runs epoch k+1 (its shuffle).",
+    [data.ConcatDataset] = "data.ConcatDataset({ds1, ds2, ...}) -> dataset: their samples one after another (torch's);\n"
+      .. "  ds.cumulative_sizes holds each one's end. get(i) finds the dataset by binary search.",
+    [ConcatDataset.len] = "ds:len() -> the total number of samples (also #ds).",
+    [ConcatDataset.get] = "ds:get(i) -> sample i of the concatenation (1-based).",
     [data.WeightedRandomSampler] = "data.WeightedRandomSampler(weights, num_samples[, {replacement=true}]) -> sampler for\n"
       .. "  DataHandler's sampler option (torch's): each epoch draws num_samples 1-based indices with probability\n"
       .. "  proportional to weights (e.g. 1 / class count, for imbalanced classes), from pt's generator seeded by\n"
