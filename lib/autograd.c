@@ -470,7 +470,8 @@ typedef struct graph_table {
       narrow, expand, clone, cat, to_dtype, where, masked_fill, linear, act, layer_norm, rms_norm,
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
-      conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce;
+      conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce,
+      copy, copy_slices, fill, masked_select, lerp;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -594,6 +595,25 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   PROBE(xlog1py, pt_xlog1py(ctx, a, a, &r));
   PROBE(select, pt_sort(ctx, a, 0, false, &r, NULL));
   PROBE(repeat, pt_repeat(ctx, a, 1, &two, &r));
+  PROBE(masked_select, pt_masked_select(ctx, a, c, &r));
+  PROBE(lerp, pt_lerp(ctx, a, a, NULL, 0.5, &r));
+  { /* in-place writes: copy_ into a constant, copy_ into a view of a base with a history
+     * (the base gets CopySlices), fill_ of a tensor with a history */
+    pt_tensor *d = NULL, *b = NULL, *v = NULL;
+    if (!(st = pt_tensor_zeros(ctx, PT_FLOAT64, 1, &one, &d))) {
+      st = pt_copy_(ctx, d, a);
+      gt->copy = probe_fn(st, d);
+      if (st) pt_tensor_release(d);
+    }
+    if (!pt_clone(ctx, a, &b) && !pt_narrow(ctx, b, 0, 0, 1, &v) && !pt_copy_(ctx, v, a))
+      gt->copy_slices = b->grad_fn ? b->grad_fn->backward : NULL;
+    pt_tensor_release(v);
+    pt_tensor_release(b);
+    r = NULL;
+    if (!(st = pt_clone(ctx, a, &r))) st = pt_fill_(ctx, r, 0.0);
+    gt->fill = probe_fn(st, r);
+    if (st) pt_tensor_release(r);
+  }
   pt_tensor *x4 = NULL;
   int64_t x4s[4] = {1, 1, 1, 1};
   if (!pt_tensor_zeros(ctx, PT_FLOAT64, 4, x4s, &x4)) {
@@ -677,6 +697,7 @@ static pt_tensor *G_sum_dims(gf *s, pt_tensor *a, int n, const int *dims, bool k
 static pt_tensor *G_mean(gf *s, pt_tensor *a, int dim) { GF(s, pt_mean(s->ctx, a, dim, true, R_)); }
 static pt_tensor *G_std(gf *s, pt_tensor *a, int dim, double c) { GF(s, pt_std(s->ctx, a, dim, c, true, R_)); }
 static pt_tensor *G_norm2(gf *s, pt_tensor *a, int dim) { GF(s, pt_norm(s->ctx, a, 2.0, dim, true, R_)); }
+static pt_tensor *G_norm(gf *s, pt_tensor *a, double p, int dim) { GF(s, pt_norm(s->ctx, a, p, dim, true, R_)); }
 static pt_tensor *G_lse(gf *s, pt_tensor *a, int dim) { GF(s, pt_logsumexp(s->ctx, a, dim, true, R_)); }
 static pt_tensor *G_softmax(gf *s, pt_tensor *a, int dim, bool logsm) {
   GF(s, logsm ? pt_log_softmax(s->ctx, a, dim, R_) : pt_softmax(s->ctx, a, dim, R_));
@@ -1077,17 +1098,40 @@ static pt_status gf_unary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin
 static bool gf_reduce_ok(const pt_node *n) {
   const char *nm = n->name;
   return !strcmp(nm, "SumBackward") || !strcmp(nm, "MeanBackward") || !strcmp(nm, "VarBackward") ||
-         !strcmp(nm, "StdBackward") || !strcmp(nm, "LogsumexpBackward") ||
-         (!strcmp(nm, "NormBackward") && n->scalars[0] == 2.0);
+         !strcmp(nm, "StdBackward") || !strcmp(nm, "LogsumexpBackward") || !strcmp(nm, "NormBackward") ||
+         !strcmp(nm, "NansumBackward") || !strcmp(nm, "NanmeanBackward");
+}
+
+/* the gradient of the p-norm of x along dim (PT_DIM_ALL: all of it) for p != 0, 2, ge the
+ * gradient expanded to x's shape, as torch 1.13's norm_backward: sgn(x) for p = 1, the
+ * sign shared between the elements tied at the norm for +-inf, else
+ * sgn(x) |x|^(p-1) / norm^(p-1), 0 where x == 0 or the norm is 0. The powers read 1 at those
+ * places, so that their own derivatives stay finite there. (p = 0 has none: gf_reduce.) */
+static pt_tensor *G_norm_d(gf *s, pt_tensor *x, int dim, double p, pt_tensor *ge) {
+  if (s->st) return NULL;
+  pt_tensor *sgn = G_add(s, G_un(s, PT_UN_SIGN, x), G_zero_of(s, x)); /* a zero derivative, as torch */
+  if (p == 1) return G_mul(s, ge, sgn);
+  pt_tensor *ax = G_un(s, PT_UN_ABS, x), *r = G_norm(s, x, p, dim);
+  if (isinf(p)) { /* (|x| == norm) / the number of ties */
+    pt_tensor *tie = G_to(s, G_bin(s, PT_BIN_EQ, ax, r), x->dtype);
+    pt_tensor *ties = G_sum(s, tie, dim, true);
+    return G_mul(s, ge, G_div(s, G_mul(s, sgn, tie), ties));
+  }
+  pt_tensor *xz = G_cmp(s, PT_BIN_EQ, x, 0.0), *rz = G_cmp(s, PT_BIN_EQ, r, 0.0);
+  pt_tensor *one = G_ones(s, x->dtype, 0, NULL);
+  pt_tensor *axs = G_where(s, xz, one, ax), *rs = G_where(s, rz, one, r);
+  pt_tensor *q = G_div(s, G_num(s, PT_BIN_POW, axs, p - 1), G_num(s, PT_BIN_POW, rs, p - 1));
+  return G_zero_where(s, rz, G_zero_where(s, xz, G_mul(s, ge, G_mul(s, sgn, q))));
 }
 
 static pt_status gf_reduce(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
-  if (!n->needs_grad[0]) return PT_OK;
+  double param = n->scalars[0];
+  const char *nm = n->name;
+  /* the 0-"norm" (a count) has no gradient: none, as torch's undefined one */
+  if (!n->needs_grad[0] || (!strcmp(nm, "NormBackward") && param == 0)) return PT_OK;
   pt_tensor *x = n->inputs[0];
   int dim = (int)n->ints[0];
   bool keepdim = n->ints[1] != 0;
-  double param = n->scalars[0];
-  const char *nm = n->name;
   gf s = {.ctx = ctx};
   pt_tensor *gr;
   double count;
@@ -1112,9 +1156,19 @@ static pt_status gf_reduce(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
     pt_tensor *sd = G_std(&s, x, dim, param);
     t = G_div(&s, G_mul(&s, ge, G_sub(&s, x, G_mean(&s, x, dim))), G_num(&s, PT_BIN_MUL, sd, count - param));
     d = G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, sd, 0.0), t);
-  } else if (!strcmp(nm, "NormBackward")) { /* x / |x|, 0 where |x| == 0 */
+  } else if (!strcmp(nm, "NormBackward") && param == 2.0) { /* x / |x|, 0 where |x| == 0 */
     pt_tensor *r = G_norm2(&s, x, dim);
     d = G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, r, 0.0), G_div(&s, G_mul(&s, ge, x), r));
+  } else if (!strcmp(nm, "NormBackward")) {
+    d = G_norm_d(&s, x, dim, param, ge);
+  } else if (!strcmp(nm, "NansumBackward") || !strcmp(nm, "NanmeanBackward")) {
+    /* g (nanmean: g / the lane's non-NaN count, a constant) where x is not NaN, else 0 */
+    pt_tensor *nan = G_bin(&s, PT_BIN_NE, x, x);
+    if (!strcmp(nm, "NanmeanBackward")) {
+      pt_tensor *ok = G_to(&s, G_un(&s, PT_UN_LOGICAL_NOT, nan), x->dtype);
+      ge = G_div(&s, ge, G_sum(&s, ok, dim, true));
+    }
+    d = G_zero_where(&s, nan, ge);
   } else { /* logsumexp: exp(x - lse) */
     d = G_mul(&s, ge, G_un(&s, PT_UN_EXP, G_sub(&s, x, G_lse(&s, x, dim))));
   }
@@ -1810,6 +1864,86 @@ static pt_status gf_as_strided(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor 
   return gf_end(&s);
 }
 
+/* CopySlices (ops_elementwise.c's rebase_view: an in-place write into a view of a contiguous
+ * base): inputs[0] the base's old history (an alias at the base's offset), inputs[1] the view
+ * (its geometry in the same storage). The view's part of g goes to the view (a recorded
+ * index_select at its places), the rest to the old history (g with those places zeroed). */
+static pt_status gf_copy_slices(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *b = n->inputs[0], *v = n->inputs[1];
+  gf s = {.ctx = ctx};
+  int64_t numel = pt_tensor_numel(b);
+  pt_tensor *pos = G_positions(&s, v->ndim, v->shape, v->stride, v->offset - b->offset);
+  pt_tensor *flat = G_reshape(&s, g, 1, &numel);
+  if (n->needs_grad[1])
+    gin[1] = G_finish(&s, G_reshape(&s, G_index_select(&s, flat, 0, pos), v->ndim, v->shape), v);
+  if (n->needs_grad[0]) {
+    pt_tensor *mask = G_zeros(&s, PT_BOOL, 1, &numel); /* a constant: the view's places */
+    if (mask)
+      for (int64_t i = 0, k = pt_tensor_numel(pos); i < k; i++)
+        pt_tensor_set_flat(mask, ((const int64_t *)pt_tensor_data(pos))[i] - 1, 1.0);
+    gin[0] = G_finish(&s, G_reshape(&s, G_masked_fill(&s, flat, mask), b->ndim, b->shape), b);
+  }
+  return gf_end(&s);
+}
+
+/* ops_index.c's masked_select: saved[0] the mask, ints[0] and ints[1..] the broadcast shape. g's
+ * elements go to the places of the mask's true elements in that shape (a constant index), as a
+ * recorded scatter_add, then summed back to the input's shape. */
+static pt_status gf_masked_select(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *mask = n->saved[0];
+  int nb = (int)n->ints[0];
+  const int64_t *bshape = n->ints + 1;
+  int64_t numel = 1, mstride[PT_MAX_DIMS], at[PT_MAX_DIMS] = {0}, k = 0, pos = 0;
+  for (int i = 0; i < nb; i++) numel *= bshape[i];
+  pt_broadcast_strides(mask, nb, bshape, mstride);
+  gf s = {.ctx = ctx};
+  int64_t count = pt_tensor_numel(g);
+  pt_tensor *ix = G_zeros(&s, PT_INT64, 1, &count);
+  if (ix) {
+    const uint8_t *mp = (const uint8_t *)pt_tensor_data(mask);
+    int64_t *p = pt_tensor_data(ix), mo = 0;
+    for (int64_t e = 0; e < numel && k < count; e++, pos++) {
+      if (mp[mo]) p[k++] = pos + 1;
+      for (int i = nb - 1; i >= 0; i--) { /* the next multi-index, row-major */
+        mo += mstride[i];
+        if (++at[i] < bshape[i]) break;
+        mo -= mstride[i] * bshape[i];
+        at[i] = 0;
+      }
+    }
+  }
+  pt_tensor *flat = G_scatter_flat(&s, g, numel, ix);
+  gin[0] = G_finish(&s, G_reshape(&s, flat, nb, bshape), n->inputs[0]);
+  return gf_end(&s);
+}
+
+/* ops_elementwise.c's lerp: inputs start, end[, weight]; scalars[0] the weight when a number */
+static pt_status gf_lerp(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *a = n->inputs[0], *b = n->inputs[1], *w = n->n_inputs > 2 ? n->inputs[2] : NULL;
+  double ws = n->scalars[0];
+  pt_status st = w ? gf_check_versions(ctx, n) : PT_OK;
+  if (st) return st;
+  gf s = {.ctx = ctx};
+  if (n->needs_grad[0])
+    gin[0] = G_finish(&s, w ? G_mul(&s, g, G_rnum(&s, PT_BIN_SUB, 1.0, w)) : G_num(&s, PT_BIN_MUL, g, 1.0 - ws), a);
+  if (n->needs_grad[1]) gin[1] = G_finish(&s, w ? G_mul(&s, g, w) : G_num(&s, PT_BIN_MUL, g, ws), b);
+  if (w && n->needs_grad[2]) gin[2] = G_finish(&s, G_mul(&s, g, G_sub(&s, b, a)), w);
+  return gf_end(&s);
+}
+
+/* FillBackward (ops_elementwise.c's zero_backward: the tensor became a constant): zeros without
+ * a history, as torch's */
+static pt_status gf_fill(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  (void)g;
+  if (!n->needs_grad[0]) return PT_OK;
+  gf s = {.ctx = ctx};
+  pt_tensor *x = n->inputs[0];
+  gin[0] = G_finish(&s, G_ones(&s, x->dtype, x->ndim, x->shape), x);
+  if (gin[0]) pt_tensor_fill(ctx, gin[0], 0.0);
+  return gf_end(&s);
+}
+
 /* What a later backward through t must refuse (PyTorch's DelayedError): t passes through a node
  * whose backward fails with msg (a string literal), and whose create_graph pass is refused. */
 static pt_status delayed_error_backward(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -2422,7 +2556,11 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->narrow) return gf_narrow;
   if (f == gt->expand) return gf_expand;
   if (f == gt->cat) return gf_cat;
-  if (f == gt->to_dtype) return gf_to_dtype;
+  if (f == gt->to_dtype || f == gt->copy) return gf_to_dtype; /* copy_: g to the source, as a cast */
+  if (f == gt->copy_slices) return gf_copy_slices;
+  if (f == gt->fill) return gf_fill;
+  if (f == gt->masked_select) return gf_masked_select;
+  if (f == gt->lerp) return gf_lerp;
   if (f == gt->where) return gf_where;
   if (f == gt->masked_fill) return gf_masked_fill;
   if (f == gt->linear) return n->ints[3] == PT_ACT_NONE || n->ints[3] == PT_ACT_RELU ? gf_linear : NULL;

@@ -1,0 +1,235 @@
+-- Second derivatives (pt.autograd.grad with create_graph) through the ops that refused them by
+-- name before: copy_ and writes into views (CopyBackwards, CopySlices), fill_ (FillBackward),
+-- masked_select, lerp, norm for p ~= 2, binary_cross_entropy with weights, nansum / nanmean,
+-- logcumsumexp, dropout2d, max_unpool2d.
+--
+-- Each case is checked as in spec/create_graph_more_spec.lua:
+--  * the first derivative (J^T v, recorded) and the second (the gradient of <u, J^T v>) against
+--    numbers computed once with /usr/bin/python3 and torch 1.13.0a0 in float64 on the same
+--    inputs (the `ref` table below; the script is not run at test time), or against the same
+--    function composed from simpler ops that support create_graph (1e-12);
+--  * pt.autograd.gradgradcheck (finite differences of the recorded first derivative).
+--  * pt.autograd.gradgradcheck (finite differences of the recorded first derivative).
+local pt = require "partrain"
+local nn = pt.nn
+local F = nn.functional
+local support = require "spec.support"
+local assert_close = support.assert_close_with(1e-12)
+
+local F64 = {dtype = "float64"}
+local grad = pt.autograd.grad
+
+-- deterministic values sin(k i + c), i = 1.. in row-major order (the reference script's det)
+local function det(shape, k, c)
+  local t = pt.zeros(shape, F64)
+  for i = 1, t:numel() do t:_set_flat(i, math.sin((k or 1.7) * i + (c or 0.3))) end
+  return t
+end
+
+-- the first derivatives of f at xs (J^T v, with create_graph) and the gradients of
+-- sum_i <u_i, (J^T v)_i>: second derivatives, as the reference script computes them
+local function second(f, xs)
+  local ins = {}
+  for i, x in ipairs(xs) do ins[i] = x:clone():requires_grad_() end
+  local y = f(table.unpack(ins))
+  local v = det(y:size(), 2.3, 0.1)
+  local gs = grad(y, ins, {grad_outputs = v, create_graph = true, allow_unused = true})
+  local s
+  for i, x in ipairs(ins) do
+    if gs[i] ~= nil then
+      local term = (gs[i] * det(x:size(), 0.9, 0.5)):sum()
+      s = s and s + term or term
+    end
+  end
+  local hs = grad(s, ins, {allow_unused = true})
+  return gs, hs
+end
+
+-- second(f, xs) against ref[name] (false: no gradient), then gradgradcheck
+local function check(ref, f, xs, opts)
+  local gs, hs = second(f, xs)
+  for i = 1, #xs do
+    for _, p in ipairs({{"g", gs}, {"h", hs}}) do
+      local want, got = ref[p[1]][i], p[2][i]
+      if want == false then
+        assert.is_nil(got)
+      else
+        local ok, e = pcall(assert_close, got, want, opts and opts.tol)
+        if not ok then error(string.format("%s%d of %s: %s", p[1], i, ref.name, e), 2) end
+      end
+    end
+  end
+end
+
+-- second(f, xs) against second(f_simple, xs): f_simple is the same function made of ops that
+-- already have formulas
+local function check_same(f, f_simple, xs, tol)
+  local gs, hs = second(f, xs)
+  local gs2, hs2 = second(f_simple, xs)
+  for i = 1, #xs do
+    if gs2[i] == nil then assert.is_nil(gs[i]) else assert_close(gs[i], gs2[i]:detach(), tol) end
+    if hs2[i] == nil then assert.is_nil(hs[i]) else assert_close(hs[i], hs2[i], tol) end
+  end
+end
+
+local function gradgradcheck(f, xs, opts)
+  pt.manual_seed(7)
+  local ins = {}
+  for i, x in ipairs(xs) do ins[i] = x:clone():requires_grad_() end
+  assert.is_true(pt.autograd.gradgradcheck(f, ins, opts))
+end
+
+local function refused(name, f, xs)
+  local ins = {}
+  for i, x in ipairs(xs) do ins[i] = x:clone():requires_grad_() end
+  local y = f(table.unpack(ins))
+  support.assert_error("autograd.grad: create_graph is not supported through " .. name, function()
+    grad((y * y):sum(), ins, {create_graph = true})
+  end)
+end
+
+-- torch 1.13 numbers (first derivatives g, second derivatives h, per input)
+
+-- torch 1.13 numbers (first derivatives g, second derivatives h, per input)
+local ref = {
+  ["copy_"] = {name = "copy_", g = {{{0.9102906634716293, 0.962508336815971, -0.8221555469862423}, {0.15056632976371426, -0.855585088971105, -1.2939853846979852}}}, h = {{{0.34020546238833244, -1.0871583910476408, -0.03422778564342137}, {-0.10246512328133998, 1.0609026128064416, -0.21692944395328106}}}},
+  ["copy_ broadcast"] = {name = "copy_ broadcast", g = {{{0.6405952363171135, -0.05723584877377391, 0.376289085522089}, {0.11802998761851846, -0.04709890751325665, 0.5567173128550852}}, {1.3729700326886114, 0.023211437826120517, 2.062690614280409}}, h = {{{1.2964541528767153, -0.3567915604543933, 0.05804831031790406}, {0.23887231583512106, -0.29360083002826, 0.08588210654880823}}, {2.4874315056422915, 0.09310504728880299, 0.7672095848369287}}},
+  ["setitem row"] = {name = "setitem row", g = {{{0.0, 0.0, 0.0}, {0.7257873731469064, -3.8502927360013564, -6.840567021102538}}, {0.6280527015332322, -0.4604116374365183, -0.6559124395930125}}, h = {{{0.0, 0.0, 0.0}, {-0.8147056490123722, 6.312242508819668, -2.907287382492196}}, {-0.4899590745339393, -1.3238043604871512, -0.004384302315181221}}},
+  ["copy_ into a slice"] = {name = "copy_ into a slice", g = {{{3.6851815919439144, -0.5145602695114606, 0.6380070247757728}, {0.5443405298601798, -0.6803326285670872, 0.2583028911812025}}, {{0.7601040290071864, -1.0006175993650004}, {-0.8752653193429119, -0.8815804208537562}}}, h = {{{3.9938100533476693, -1.413728230890234, 0.9655797739905555}, {-0.6110292367592791, 0.08735059237344817, -0.8200301885851877}}, {{-0.025616621915334647, -0.8327690001964658}, {1.4911158527947308, 1.0246921965290756}}}},
+  ["fill_"] = {name = "fill_", g = {{{3.2547834056347575, -1.9401788127074782, 0.9555679715762135}, {0.554810113807917, -3.4310589689064654, 1.2058807489092922}}}, h = {{{1.3312700177825565, -1.4912959698845503, -0.07670205988721711}, {-0.20367641225309305, 1.578060627204917, -0.726821845623049}}}},
+  ["fill_ a slice"] = {name = "fill_ a slice", g = {{{1.350926361102302, -0.8421143777698272, 1.1769881144853305}, {0.24890884701412694, -0.8445384071075452, 2.2566066765997275}}}, h = {{{0.0, 2.3704275049080548, 0.17781788400970203}, {0.0, 2.769104376833139, 1.9181462875481397}}}},
+  ["masked_select"] = {name = "masked_select", g = {{{1.2283938639813048, -0.0, 1.5454103674536726}, {0.0, 0.7685655141802, -0.21896405733776456}}}, h = {{{1.3312700177825565, 0.0, 0.11673932730723985}, {-0.0, -1.260000795279633, -0.09306120956838124}}}},
+  ["masked_select broadcast"] = {name = "masked_select broadcast", g = {{0.37969237545819834, 0.6382730828258195, -0.6364965986028654}}, h = {{-0.5505165399552373, -0.11609761481352206, 0.03508853006488842}}},
+  ["lerp number"] = {name = "lerp number", g = {{{1.0520542756820475, 0.7245429173572449, -0.5978875515494794}, {0.16242178658626416, -0.6879309010542143, -1.0300840348364184}}, {0.4118910098065834, 0.006963431347836148, 0.6188071842841228}}, h = {{{1.320825258310804, -1.1509446470555031, -0.036276948825680756}, {-0.07091179382662881, 1.0165621900349637, -0.48301065997149173}}, {0.7462294516926874, 0.027931514186640874, 0.2301628754510786}}},
+  ["lerp tensor"] = {name = "lerp tensor", g = {{{0.014570026262451626, -0.007131853869507522, 0.05554334262136103}, {0.022306331969541043, -0.12486547202973373, -0.11314687273796663}}, {0.6717056965123673, -1.030422535360877, 0.5137278410788941}, {{0.7735105955546081, -0.9714026080319057, -0.5252164854403243}, {0.1287426954386964, -0.3311203774028049, -0.7531897919287266}}}, h = {{{-0.3975406466837792, 0.6295712988774164, 0.016785127976757696}, {0.031260194805516894, 0.2637831511444615, -0.2535703728031699}}, {1.1608614634903642, -1.10131578878632, 0.048443080020376304}, {{1.1496442483788583, -1.9566600946675092, -0.04176213923311335}, {0.09907614443392412, -0.4442710697880717, -0.29679840827807563}}}},
+  ["norm 3"] = {name = "norm 3", g = {{{0.2930970970919381, -0.09951367172844387, -0.21168686174916565}, {0.18837261237684752, 0.12127977066513332, -0.27432449624126143}}}, h = {{{0.5981275126518558, 0.2927328654003072, -0.0051432038028138664}, {-0.44678369717908367, -0.41303283316764033, -0.19840000880807188}}}},
+  ["norm 3 dim 2"] = {name = "norm 3 dim 2", g = {{{1.0076606710923675, -0.34212557623965456, -0.7277742675994203}, {-0.981776982621275, -0.6320965972399999, 1.4297485859571228}}}, h = {{{1.7103860465000416, 1.1238709739497352, 0.23218569671215855}, {1.8375125464122943, 1.836513120669261, 1.7491832463383152}}}},
+  ["norm 3 zeros"] = {name = "norm 3 zeros", g = {{{0.7978362034416402, -1.0664867159812614, 0.6448136979621392}, {-0.19164221483950403, -0.8796362188930285, 0.8140840056265652}}}, h = {{{0.47783971074424725, -0.7468430359073914, 0.6226943732799273}, {0.005735231026593457, 1.1826856018619956, -1.0571590099300472}}}},
+  ["norm 1.5"] = {name = "norm 1.5", g = {{{0.41178734883897616, -0.3143336012778928, -0.3796152028179188}, {0.36870120819320684, 0.3302685443755252, -0.40502913842961935}}}, h = {{{0.2572014678149036, 0.19519787014356896, -0.04574105847082434}, {-0.17643565365681452, -0.2434032578551304, -0.11957550776416168}}}},
+  ["norm 1.5 dim 2"] = {name = "norm 1.5 dim 2", g = {{{1.6044452947714074, -1.2247366728988036, -1.4790930991497568}, {-2.112875471828476, -1.892633631300367, 2.3210559470565095}}}, h = {{{1.055513034482987, 0.7198015232096762, -0.22743026183643963}, {1.7887659675852343, 2.0914654918967988, -0.1690722914347526}}}},
+  ["norm 0.5"] = {name = "norm 0.5", g = {{{3.6246734270947063, -4.748441321202749, -3.9318621853675695}, {4.048249986119561, 4.519336419920422, -3.6851537811267345}}}, h = {{{-2.5797554353406253, -2.5350338098999616, 0.8163183702686866}, {1.584525067755229, 2.9369490340432027, 1.4090182803967237}}}},
+  ["norm 0.5 dim 2"] = {name = "norm 0.5 dim 2", g = {{{23.78335767160839, -31.156980234583465, -25.79898204650738}, {-39.13704022320833, -43.691336220611575, 35.626755327655225}}}, h = {{{-11.83745703279482, -23.30128120663551, -0.16471075824538173}, {19.67998887492276, 10.677951119792795, -45.48140012618532}}}},
+  ["norm 4"] = {name = "norm 4", g = {{{0.28931803124008154, -0.05723772336808888, -0.1775820570223237}, {0.14906815164220164, 0.07700887448884196, -0.2619721419527618}}}, h = {{{0.7756249676831979, 0.27432040800528895, 0.06104457299306988}, {-0.587017087295384, -0.42267313027465747, -0.18459816239242163}}}},
+  ["norm 4 dim 2"] = {name = "norm 4 dim 2", g = {{{0.9601194985562209, -0.18994686927434, -0.5893168663220011}, {-0.7753422520850252, -0.40054319798655225, 1.3625852892623438}}}, h = {{{1.9943539722178707, 1.0250160513302657, 0.5583387896646923}, {2.215904502688213, 1.765869799362224, 2.431655251166316}}}},
+  ["norm 4 zeros"] = {name = "norm 4 zeros", g = {{{0.7598940492839967, -1.0098342289911886, 0.6157845666943129}, {-0.20217721193067778, -0.8096971975930192, 0.7727351365715676}}}, h = {{{0.4977244727613293, -0.74538203507051, 0.637615663255343}, {-0.013255338612553902, 1.1328618591818267, -0.9844562478533135}}}},
+  ["norm 3 dims"] = {name = "norm 3 dims", g = {{{0.667997135269266, -1.290510038886745, 1.0978595543144025}, {0.0018637899776752231, -1.2452292535147036, 1.5892161119048447}}}, h = {{{-0.391332086841538, -0.38183643604684764, -0.002247777661649422}, {0.47122192769383153, 0.3374798576959628, 0.18060663231260454}}}},
+  ["norm 1"] = {name = "norm 1", g = {{{1.7395905137524346, -2.9957182310406476, 2.2523599339539557}, {0.0887968488854059, -2.7492139553799078, 2.9120840730625064}}}, h = {{{-0.28995232834084045, 0.73332123113478, -0.6872363760601663}, {0.11414510316200879, 0.8088611667067075, -0.7128484433211724}}}},
+  ["norm 1 dim 1"] = {name = "norm 1 dim 1", g = {{{0.675463180551151, -0.0, -0.6569865987187884}, {0.675463180551151, -0.9999232575641008, 0.0}}}, h = {{{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}}}},
+  ["norm inf"] = {name = "norm inf", g = {{{1.350926361102302, 1.1820605659645143, 1.5197921562400896}, {-1.3748944791506388, -1.4998848863461514, -1.624875293541664}}}, h = {{{-0.2715629994760003, -0.8365139188160975, 0.2933879198640968}, {1.2976396567248956, 0.22218317093070777, -0.8532733148634799}}}},
+  ["norm -inf"] = {name = "norm -inf", g = {{{0.8621448158117462, -0.2499808143910252, 0.9854798980781826}, {0.062227211753531735, -2.411260812612556, 1.6020493067473498}}}, h = {{{1.22943181165601, -0.958850684478458, 0.24563195836714122}, {0.12264357804090516, -0.8324126422626418, 0.7651728755666576}}}},
+  ["norm inf all"] = {name = "norm inf all", g = {{{1.350926361102302, -3.2928109325040333, 2.6069376148134085}, {0.24890884701412694, -1.6456571899374177, 1.9440150027899512}}}, h = {{{-0.2715629994760003, 0.2993002349630565, -0.16142609113434125}, {-0.05003561632783214, 0.33080974320761564, -0.390785582682109}}}},
+  ["norm 0"] = {name = "norm 0", g = {{{4.913575455925219, -0.0, -4.061567298320607}, {0.7257873731469064, -3.8502927360013564, 0.0}}}, h = {{{5.325080071130226, -5.965183879538201, -0.30680823954886843}, {-0.8147056490123722, 6.312242508819668, -2.907287382492196}}}},
+  ["nansum"] = {name = "nansum", g = {{{0.1844459468182093, 0.0, 0.1844459468182093}, {0.0, 0.5895118901092395, 0.5895118901092395}}}, h = {{{1.2524108486194718, 0.0, 1.2524108486194718}, {0.0, 2.665397314205418, 2.665397314205418}}}},
+  ["nansum all"] = {name = "nansum all", g = {{{-1.3367455450064114, 0.0, -1.3338217067145623}, {-0.0, -1.0996474223463903, -1.383672387231896}}}, h = {{{0.7788508324165828, 0.0, 0.7863472501015042}, {0.0, 1.3867457918352315, 0.6585352831820952}}}},
+  ["nanmean"] = {name = "nanmean", g = {{{1.2283938639813048, -0.0, -0.5428221187706015}, {0.0, -1.1697446098431596, -0.5428221187706015}}}, h = {{{1.3312700177825565, 0.0, -0.14199149415537488}, {0.0, 1.917701368956916, -0.14199149415537488}}}},
+  ["nanmean all keepdim"] = {name = "nanmean all keepdim", g = {{{0.03501122792434043, 0.0, 0.03501122792434043}, {0.0, 0.06815155026487378, 0.06815155026487378}}}, h = {{{0.21060644301130302, 0.0, 0.21060644301130302}, {0.0, 0.29557478724913117, 0.29557478724913117}}}},
+}
+
+local x = det({2, 3})
+local y3 = det({3}, 1.1, 0.7)
+local y22 = det({2, 2}, 0.6, 0.2)
+
+describe("create_graph through copy_, writes into views and fill_", function()
+  local function copy_sin(a) local d = pt.zeros({2, 3}, F64); d:copy_(a:sin()); return d * a end
+  local function copy_bcast(a, b) local d = pt.zeros({2, 3}, F64); d:copy_(b * b); return d * a end
+  local function set_row(a, b) local base = a * 2; base[{1}] = b:sin(); return base * base end
+  local function copy_slice(a, b) local base = a * 3; base:narrow(2, 2, 2):copy_(b * b); return base * a end
+  local function fill(a) local d = a:sin(); d:fill_(3.0); return d * a + a * a end
+  local function fill_slice(a) local d = a * a; d:narrow(2, 1, 1):fill_(2.0); return d * a end
+
+  it("copy_ (CopyBackwards): the gradient goes to the source, summed where it was broadcast", function()
+    check(ref["copy_"], copy_sin, {x})
+    check(ref["copy_ broadcast"], copy_bcast, {x, y3})
+    gradgradcheck(copy_sin, {x})
+    gradgradcheck(copy_bcast, {x, y3})
+  end)
+
+  it("writes into a view (CopySlices): the view's part to the written values, zeros to the old ones", function()
+    check(ref["setitem row"], set_row, {x, y3})
+    check(ref["copy_ into a slice"], copy_slice, {x, y22})
+    gradgradcheck(set_row, {x, y3})
+    gradgradcheck(copy_slice, {x, y22})
+    -- a stepped slice and a 0-d element against the same values put together with cat
+    check_same(function(a, b) local base = a * a; base:select(2, 3):copy_(b:sin()); return base end,
+      function(a, b) return pt.cat({(a * a):narrow(2, 1, 2), b:sin():reshape(2, 1)}, 2) end,
+      {x, det({2}, 0.4, 0.1)})
+    check_same(function(a, b) local base = a * a; base[{2, 2}] = b * b; return base * a end,
+      function(a, b)
+        local m = pt.tensor({{0, 0, 0}, {0, 1, 0}}, F64)
+        return ((a * a) * (1 - m) + (b * b) * m) * a
+      end, {x, pt.tensor(0.7, F64)})
+  end)
+
+  it("fill_ (FillBackward): zeros for the overwritten values, as torch", function()
+    check(ref["fill_"], fill, {x})
+    check(ref["fill_ a slice"], fill_slice, {x})
+    gradgradcheck(fill, {x})
+    gradgradcheck(fill_slice, {x})
+  end)
+end)
+
+describe("create_graph through masked_select and lerp", function()
+  local m = pt.tensor({{true, false, true}, {false, true, true}})
+  local w = det({2, 3}, 0.4, 0.9)
+  local function sel(a) return (a * a):masked_select(m) end
+  local function sel_b(a) return a:masked_select(m):sin() end
+  local function lerp_n(a, b) return pt.lerp(a, b * b, 0.3) * a end
+  local function lerp_t(a, b, c) return pt.lerp(a:sin(), b, c) * c end
+
+  it("masked_select (MaskedSelectBackward), with the input broadcast by the mask", function()
+    check(ref["masked_select"], sel, {x})
+    check(ref["masked_select broadcast"], sel_b, {y3})
+    gradgradcheck(sel, {x})
+    gradgradcheck(sel_b, {y3})
+  end)
+
+  it("lerp (LerpBackward) with a number weight and a tensor weight, broadcast", function()
+    check(ref["lerp number"], lerp_n, {x, y3})
+    check(ref["lerp tensor"], lerp_t, {x, y3, w})
+    gradgradcheck(lerp_n, {x, y3})
+    gradgradcheck(lerp_t, {x, y3, w})
+  end)
+end)
+
+describe("create_graph through norm with p ~= 2, nansum and nanmean", function()
+  local xz = x:clone()
+  xz:_set_flat(2, 0)
+  xz:_set_flat(6, 0)
+  local xt = pt.tensor({{0.5, -2.0, 2.0}, {1.5, -0.25, -1.5}}, F64) -- ties at the largest |x|
+  local xn = x:clone()
+  xn:_set_flat(2, 0 / 0)
+  xn:_set_flat(4, 0 / 0)
+
+  it("p = 3, 1.5, 0.5, 4 over all elements, a dim and two dims; zeros for p > 2", function()
+    for _, c in ipairs({{3, "3"}, {1.5, "1.5"}, {0.5, "0.5"}, {4, "4"}}) do
+      local p, nm = c[1], c[2]
+      check(ref["norm " .. nm], function(a) return a:norm(p) end, {x})
+      check(ref["norm " .. nm .. " dim 2"], function(a) return a:norm(p, 2) ^ 2 end, {x})
+      if p > 2 then check(ref["norm " .. nm .. " zeros"], function(a) return a:norm(p, 2, true) * a end, {xz}) end
+      gradgradcheck(function(a) return a:norm(p, 2) end, {x})
+    end
+    check(ref["norm 3 dims"], function(a) return a:norm(3, {1, 2}) * a end, {x})
+    gradgradcheck(function(a) return a:norm(3, {1, 2}) * a end, {x})
+  end)
+
+  it("p = 1, inf, -inf (shared between ties) and 0, as torch", function()
+    check(ref["norm 1"], function(a) return a:norm(1) * a end, {xz})
+    check(ref["norm 1 dim 1"], function(a) return a:norm(1, 1) end, {xz})
+    check(ref["norm inf"], function(a) return a:norm(math.huge, 2) * a:sum(2) end, {xt})
+    check(ref["norm -inf"], function(a) return a:norm(-math.huge, 1, true) * a end, {xt})
+    check(ref["norm inf all"], function(a) return a:norm(math.huge) * a end, {xt})
+    check(ref["norm 0"], function(a) return a:norm(0) * a * a end, {xz})
+    gradgradcheck(function(a) return a:norm(1, 2, true) * a end, {x})
+    gradgradcheck(function(a) return a:norm(math.huge, 2, true) * a end, {x})
+    gradgradcheck(function(a) return a:norm(-math.huge) * a end, {x})
+  end)
+
+  it("nansum and nanmean (NaN places get 0), over a dim and over all elements", function()
+    check(ref["nansum"], function(a) return a:nansum(2) ^ 2 end, {xn})
+    check(ref["nansum all"], function(a) return a:nansum() * a:nan_to_num() end, {xn})
+    check(ref["nanmean"], function(a) return a:nanmean(1) ^ 2 end, {xn})
+    check(ref["nanmean all keepdim"], function(a) return a:nanmean(2, true) * a:nanmean() end, {xn})
+    gradgradcheck(function(a) return a:nansum(2) ^ 2 end, {x})
+    gradgradcheck(function(a) return a:nanmean(1) * a:nanmean() end, {x})
+  end)
+end)
