@@ -2,6 +2,7 @@
  * create_graph, differentiable formulas of them), tensor hooks and autograd.grad's pruning. */
 #include "autograd.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,7 +472,7 @@ typedef struct graph_table {
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
       conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce,
-      copy, copy_slices, fill, masked_select, lerp;
+      copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -597,6 +598,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   PROBE(repeat, pt_repeat(ctx, a, 1, &two, &r));
   PROBE(masked_select, pt_masked_select(ctx, a, c, &r));
   PROBE(lerp, pt_lerp(ctx, a, a, NULL, 0.5, &r));
+  PROBE(logcumsumexp, pt_logcumsumexp(ctx, a, 0, &r));
   { /* in-place writes: copy_ into a constant, copy_ into a view of a base with a history
      * (the base gets CopySlices), fill_ of a tensor with a history */
     pt_tensor *d = NULL, *b = NULL, *v = NULL;
@@ -626,6 +628,11 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(max_pool, pt_max_pool2d(ctx, x4, &po, &r));
     PROBE(avg_pool, pt_avg_pool2d(ctx, x4, &po, &r));
     PROBE(adaptive_avg_pool, pt_adaptive_avg_pool2d(ctx, x4, 1, 1, &r));
+    PROBE(dropout2d, pt_dropout2d(ctx, x4, 0.5, false, &r)); /* (evaluation mode: no draws) */
+    pt_tensor *i4 = NULL;
+    if (!pt_tensor_zeros(ctx, PT_INT64, 4, x4s, &i4))
+      PROBE(max_unpool, pt_max_unpool2d(ctx, "max_unpool2d", x4, i4, 0, 1, 1, &r));
+    pt_tensor_release(i4);
     pt_tensor_release(x4);
   }
 #undef PROBE
@@ -1696,6 +1703,12 @@ static pt_tensor *G_one_based(gf *s, const pt_tensor *ix0, int nd, const int64_t
   for (int64_t i = 0, n = pt_tensor_numel(r); i < n; i++) op[i] = ip[i] + 1;
   return gf_keep(s, PT_OK, r);
 }
+static pt_tensor *G_gather(gf *s, pt_tensor *t, int dim, pt_tensor *ix) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_gather(s->ctx, t, dim, ix, &r);
+  return gf_keep(s, st, r);
+}
 static pt_status gf_gather(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
   gf s = {.ctx = ctx};
   pt_tensor *x = n->inputs[0];
@@ -1932,6 +1945,59 @@ static pt_status gf_lerp(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin)
   return gf_end(&s);
 }
 
+/* ops_sort.c's logcumsumexp (ints[0] dim), as torch 1.13's logcumsumexp_backward: with
+ * y = logcumsumexp(x) recomputed, the positive and the negative g apart,
+ * exp(reversed logcumsumexp(log|g| - y) + x), a very negative number standing for log 0. |g| reads
+ * 1 where g == 0 so that log's derivative stays finite there. */
+static pt_tensor *G_logcumsumexp(gf *s, pt_tensor *a, int dim) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_logcumsumexp(s->ctx, a, dim, &r);
+  return gf_keep(s, st, r);
+}
+static pt_status gf_logcumsumexp(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int dim = (int)n->ints[0];
+  gf s = {.ctx = ctx};
+  pt_tensor *y = G_logcumsumexp(&s, x, dim), *one = G_ones(&s, g->dtype, 0, NULL), *lo = G_ones(&s, g->dtype, 0, NULL);
+  if (lo) pt_tensor_fill(ctx, lo, g->dtype == PT_FLOAT64 ? -DBL_MAX : g->dtype == PT_FLOAT32 ? -FLT_MAX : -65504.0);
+  pt_tensor *lg = G_un(&s, PT_UN_LOG, G_where(&s, G_cmp(&s, PT_BIN_EQ, g, 0.0), one, G_un(&s, PT_UN_ABS, g)));
+  pt_tensor *part[2];
+  for (int k = 0; k < 2; k++) {
+    pt_tensor *lgk = G_where(&s, G_cmp(&s, k ? PT_BIN_LT : PT_BIN_GT, g, 0.0), lg, lo);
+    pt_tensor *rev = x->ndim ? G_flip(&s, G_logcumsumexp(&s, G_flip(&s, G_sub(&s, lgk, y), dim), dim), dim)
+                             : G_sub(&s, lgk, y); /* one element */
+    part[k] = G_un(&s, PT_UN_EXP, G_add(&s, rev, x));
+  }
+  gin[0] = G_finish(&s, G_sub(&s, part[0], part[1]), x);
+  return gf_end(&s);
+}
+
+/* conv.c's dropout2d: saved[0] the float64 scale per plane, ints[0] the plane size */
+static pt_status gf_dropout2d(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0], *m = n->saved[0];
+  int64_t gs[2] = {pt_tensor_numel(m), n->ints[0]}, ms[2] = {gs[0], 1};
+  gf s = {.ctx = ctx};
+  pt_tensor *d = G_mul(&s, G_reshape(&s, g, 2, gs), G_reshape(&s, m, 2, ms));
+  gin[0] = G_finish(&s, G_reshape(&s, d, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
+/* conv.c's max_unpool2d (saved[0] the 0-based int64 places within each output plane, shaped as
+ * x; ints planes, P, S the input's and the output's plane sizes): g read at those places, a
+ * recorded gather */
+static pt_status gf_max_unpool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *x = n->inputs[0];
+  int64_t gs[2] = {n->ints[0], n->ints[2]}, is[2] = {n->ints[0], n->ints[1]};
+  gf s = {.ctx = ctx};
+  pt_tensor *r = G_gather(&s, G_reshape(&s, g, 2, gs), 1, G_one_based(&s, n->saved[0], 2, is));
+  gin[0] = G_finish(&s, G_reshape(&s, r, x->ndim, x->shape), x);
+  return gf_end(&s);
+}
+
 /* FillBackward (ops_elementwise.c's zero_backward: the tensor became a constant): zeros without
  * a history, as torch's */
 static pt_status gf_fill(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -1966,12 +2032,6 @@ static pt_tensor *G_scatter_reduce(gf *s, pt_tensor *t, int dim, pt_tensor *ix, 
   if (s->st) return NULL;
   pt_tensor *r = NULL;
   pt_status st = pt_scatter_reduce(s->ctx, t, dim, ix, src, (pt_scatter_reduce_op)op, self, &r);
-  return gf_keep(s, st, r);
-}
-static pt_tensor *G_gather(gf *s, pt_tensor *t, int dim, pt_tensor *ix) {
-  if (s->st) return NULL;
-  pt_tensor *r = NULL;
-  pt_status st = pt_gather(s->ctx, t, dim, ix, &r);
   return gf_keep(s, st, r);
 }
 /* t padded with zeros at the end of each dim to (nd, shape) */
@@ -2334,8 +2394,15 @@ static pt_status gf_xlog1py(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **g
  * divided by the count (mean). */
 static bool gf_pointwise_loss_ok(const pt_node *n) {
   pt_pointwise_loss k = (pt_pointwise_loss)n->ints[0];
-  return (k == PT_LOSS_MSE || k == PT_LOSS_L1 || k == PT_LOSS_SMOOTH_L1 ||
-          (k == PT_LOSS_BCE_WITH_LOGITS && !n->saved[2]));
+  return k == PT_LOSS_MSE || k == PT_LOSS_L1 || k == PT_LOSS_SMOOTH_L1 || k == PT_LOSS_BCE ||
+         k == PT_LOSS_BCE_WITH_LOGITS;
+}
+/* max(a, lo) as a where: a's derivative where a >= lo, 0 below */
+static pt_tensor *G_clamp_min(gf *s, pt_tensor *a, double lo) {
+  if (s->st) return NULL;
+  pt_tensor *c = G_ones(s, a->dtype, 0, NULL);
+  if (c) pt_tensor_fill(s->ctx, c, lo);
+  return G_where(s, G_cmp(s, PT_BIN_LT, a, lo), c, a);
 }
 static pt_status gf_pointwise_loss(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
   pt_tensor *a = n->inputs[0], *b = n->inputs[1] ? n->inputs[1] : n->saved[1];
@@ -2354,9 +2421,26 @@ static pt_status gf_pointwise_loss(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_ten
     da = G_where(&s, inside, G_num(&s, PT_BIN_DIV, d, beta), G_un(&s, PT_UN_SIGN, d));
     break;
   }
+  case PT_LOSS_BCE: /* (a - b) / max(a (1 - a), 1e-12); logs clamped at -100, as nn.c's pw_loss */
+    da = G_div(&s, d, G_clamp_min(&s, G_mul(&s, a, G_rnum(&s, PT_BIN_SUB, 1.0, a)), 1e-12));
+    break;
   default: da = G_bin(&s, PT_BIN_SUB, G_un(&s, PT_UN_SIGMOID, a), b); break; /* BCE with logits */
   }
-  db = kind == PT_LOSS_BCE_WITH_LOGITS ? G_un(&s, PT_UN_NEG, a) : G_un(&s, PT_UN_NEG, da);
+  if (kind == PT_LOSS_BCE_WITH_LOGITS && n->saved[2]) {
+    /* pos_weight w (saved[2], a constant over the last dim): with l = 1 + (w - 1) b,
+     * da = (1 - b) - l (1 - sigmoid(a)), db = (w - 1) log(1 + exp(-a)) - a */
+    pt_tensor *w1 = G_num(&s, PT_BIN_SUB, n->saved[2], 1.0);
+    pt_tensor *l = G_rnum(&s, PT_BIN_ADD, 1.0, G_mul(&s, w1, b));
+    da = G_sub(&s, G_rnum(&s, PT_BIN_SUB, 1.0, b), G_mul(&s, l, G_un(&s, PT_UN_SIGMOID, G_un(&s, PT_UN_NEG, a))));
+    pt_tensor *sp = G_add(&s, G_un(&s, PT_UN_LOG1P, G_un(&s, PT_UN_EXP, G_un(&s, PT_UN_NEG, G_un(&s, PT_UN_ABS, a)))),
+                          G_un(&s, PT_UN_RELU, G_un(&s, PT_UN_NEG, a)));
+    db = G_sub(&s, G_mul(&s, w1, sp), a);
+  } else if (kind == PT_LOSS_BCE) {
+    db = G_sub(&s, G_clamp_min(&s, G_un(&s, PT_UN_LOG, G_rnum(&s, PT_BIN_SUB, 1.0, a)), -100.0),
+               G_clamp_min(&s, G_un(&s, PT_UN_LOG, a), -100.0));
+  } else {
+    db = kind == PT_LOSS_BCE_WITH_LOGITS ? G_un(&s, PT_UN_NEG, a) : G_un(&s, PT_UN_NEG, da);
+  }
   pt_tensor *gs = red == PT_REDUCE_MEAN ? G_num(&s, PT_BIN_DIV, g, (double)pt_tensor_numel(a)) : g;
   if (n->needs_grad[0]) gin[0] = G_finish(&s, G_mul(&s, da, gs), a);
   if (n->inputs[1] && n->needs_grad[1]) gin[1] = G_finish(&s, G_mul(&s, db, gs), n->inputs[1]);
@@ -2561,6 +2645,9 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->fill) return gf_fill;
   if (f == gt->masked_select) return gf_masked_select;
   if (f == gt->lerp) return gf_lerp;
+  if (f == gt->logcumsumexp) return gf_logcumsumexp;
+  if (f == gt->dropout2d) return gf_dropout2d;
+  if (f == gt->max_unpool) return gf_max_unpool;
   if (f == gt->where) return gf_where;
   if (f == gt->masked_fill) return gf_masked_fill;
   if (f == gt->linear) return n->ints[3] == PT_ACT_NONE || n->ints[3] == PT_ACT_RELU ? gf_linear : NULL;

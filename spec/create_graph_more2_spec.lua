@@ -123,6 +123,15 @@ local ref = {
   ["nansum all"] = {name = "nansum all", g = {{{-1.3367455450064114, 0.0, -1.3338217067145623}, {-0.0, -1.0996474223463903, -1.383672387231896}}}, h = {{{0.7788508324165828, 0.0, 0.7863472501015042}, {0.0, 1.3867457918352315, 0.6585352831820952}}}},
   ["nanmean"] = {name = "nanmean", g = {{{1.2283938639813048, -0.0, -0.5428221187706015}, {0.0, -1.1697446098431596, -0.5428221187706015}}}, h = {{{1.3312700177825565, 0.0, -0.14199149415537488}, {0.0, 1.917701368956916, -0.14199149415537488}}}},
   ["nanmean all keepdim"] = {name = "nanmean all keepdim", g = {{{0.03501122792434043, 0.0, 0.03501122792434043}, {0.0, 0.06815155026487378, 0.06815155026487378}}}, h = {{{0.21060644301130302, 0.0, 0.21060644301130302}, {0.0, 0.29557478724913117, 0.29557478724913117}}}},
+  ["bce mean"] = {name = "bce mean", g = {{{-0.5150681763491458, -0.11220056000384664, 0.052313986462467356}, {0.572241845202203, -2.13683861200325, -0.13296054395469856}}}, h = {{{2.596771533304384, 0.24039040682375964, -0.025318056627489132}, {-5.1857918495856135, -41.09711118193153, -0.1339492413091142}}}},
+  ["bce sum target"] = {name = "bce sum target", g = {{{-3.090409058094875, -0.6732033600230798, 0.31388391877480415}, {3.4334510712132182, -12.8210316720195, -0.7977632637281914}}, {{0.9363907983421671, -0.5723185076513255, 0.13554566620027608}, {-1.4841443013926812, 1.988860117806548, -0.2738767515252569}}}, h = {{{11.420410394255816, -0.9562119132024816, 0.0074031130897816155}, {-24.973461541827305, -232.9464978185014, 0.24855422364568103}}, {{-4.160218805570488, -2.3985543541450394, 0.1593114528547164}, {6.141289555686379, 13.636169273087766, 1.0522496715003662}}}},
+  ["bce none"] = {name = "bce none", g = {{{-0.13798824910581237, 0.48983941135317616, -0.004205066590788211}, {0.012780306027573303, 0.24226500832915518, -0.5068311043322836}}, {{-0.3020865465577664, -1.4263647772683505, 0.5895520953030209}, {0.05942302070023084, 0.07030340128317991, 1.848182776570592}}}, h = {{{-0.639302954571201, 0.9215847905822664, 0.010803632848044755}, {0.01154018756986403, -0.8224435644020502, 0.46900793792416584}}, {{-1.9768139339235515, 0.2895854180351877, -0.04569272371412607}, {0.16990686025691037, -1.9180068166045083, -0.1038348726856343}}}},
+  ["bce logits pos_weight"] = {name = "bce logits pos_weight", g = {{{-0.00961050939729928, -0.1250839539651265, -0.015050734455261353}, {0.0342303660076703, -0.07316268978779997, -0.10159063805433578}}, {{-0.12141845663548094, 0.17140882969890933, 0.15186199129574535}, {-0.10422422624528789, -0.01599256838702574, 0.1680863436092116}}}, h = {{{-0.08288560028779192, -0.09940555247092538, 0.00716148659619277}, {0.061382697098979186, 0.09816851060602821, 0.04438728640495417}}, {{-0.09501143059137496, -0.13679092505552606, 0.008819473461215642}, {0.0771305586808878, 0.14657880136272144, 0.05696372897279082}}}},
+  ["bce logits pos_weight none"] = {name = "bce logits pos_weight none", g = {{{-0.1161307394287707, -0.7743721096083617, -0.2544166989062014}, {0.04884490959659128, 0.7335654910283129, 0.5789288292577202}}, {{-0.6810376170079769, -0.28185477596741837, -0.24828721099261555}, {-0.09490465052409695, -0.1600530351962293, -0.5678723780529649}}}, h = {{{-0.9033162801271526, -0.43213828262559817, -0.1135007178055211}, {0.026860762922435236, -1.9972723538732915, -0.8445784683312945}}, {{-1.0263291299935902, -1.130121630739659, -0.06979329943344632}, {0.12099193818631626, -1.3063643327025853, -0.7402905619377487}}}},
+  ["logcumsumexp 1"] = {name = "logcumsumexp 1", g = {{{0.7357300623809605, -0.9336283605106496, 0.6011935007149783, 0.02397975790319473}, {0.018421023566433187, 0.24539106450284442, -0.3676433237386586, -0.07443183529461876}, {0.02727873371228857, -0.2348658279810019, 0.21510295672847196, 0.3757015516611229}}}, h = {{{0.023292861183929814, 0.06066837844950901, 0.03333044119746302, 0.13744995600982085}, {-0.028697721979203547, -0.05017092540167285, 0.016509439912052393, -0.032633837245201844}, {0.005404860795274002, -0.010497453047836173, -0.04983988110951537, -0.10481611876461905}}}},
+  ["logcumsumexp 2"] = {name = "logcumsumexp 2", g = {{{1.188239522947227, -2.631040973740024, 1.4532535349113094, 0.27873627441744936}, {-0.7710897290370989, 3.9933388285984517, -1.062323390983484, -0.8096313241380326}, {-2.3714088212470728, -1.9791296166115022, 0.8685995581030495, 1.2889893810698438}}}, h = {{{0.5341505238469575, -1.0508868642566411, 0.6231941797390812, 0.11403178175249401}, {1.107699469753486, -0.9550081297886959, 0.16981987547074895, 0.13516063901649814}, {1.299894516300757, -0.033116517038594695, -0.6694053244886391, -0.3461814794732181}}}},
+  ["logcumsumexp 0-d"] = {name = "logcumsumexp 0-d", g = {0.9456484527716112}, h = {1.3312700177825565}},
+  ["max_unpool2d"] = {name = "max_unpool2d", g = {{{{{-0.8585693818507408, -1.114347519962463}, {0.0017572475007465187, -0.174294463344943}}, {{0.2573376931468877, 0.07616090593757661}, {-0.7164700784679104, -0.1343530830012992}}}}}, h = {{{{{-1.4137282308902341, 0.8732376448232598}, {-0.006100774638330839, 0.15160682187659635}}, {{0.39478315160284055, 0.053067876792036124}, {-0.36421265366188327, 1.444543561404078}}}}}},
 }
 
 local x = det({2, 3})
@@ -231,5 +240,65 @@ describe("create_graph through norm with p ~= 2, nansum and nanmean", function()
     check(ref["nanmean all keepdim"], function(a) return a:nanmean(2, true) * a:nanmean() end, {xn})
     gradgradcheck(function(a) return a:nansum(2) ^ 2 end, {x})
     gradgradcheck(function(a) return a:nanmean(1) * a:nanmean() end, {x})
+  end)
+end)
+
+describe("create_graph through binary_cross_entropy, logcumsumexp, dropout2d and max_unpool2d", function()
+  local p = pt.tensor({{0.2, 0.7, 0.45}, {0.9, 0.05, 0.6}}, F64)
+  local t = det({2, 3}, 0.8, 0.4):abs()
+  local pw = pt.tensor({0.5, 2.0, 1.5}, F64)
+
+  it("binary_cross_entropy (mean, sum, none; the target's gradient too) and bce_with_logits with pos_weight", function()
+    local bce_none = function(a, b) return F.binary_cross_entropy(a:sigmoid(), b, {reduction = "none"}) * b end
+    local logits_pw = function(a, b) return F.binary_cross_entropy_with_logits(a, b, {pos_weight = pw}) end
+    local logits_pw_none = function(a, b)
+      return F.binary_cross_entropy_with_logits(a * a, b, {pos_weight = pw, reduction = "none"})
+    end
+    -- torch 1.13's double backward adds 1e-12 to p and 1 - p in its denominators: 1e-10
+    check(ref["bce mean"], function(a) return F.binary_cross_entropy(a, t) end, {p}, {tol = 1e-10})
+    check(ref["bce sum target"], function(a, b) return F.binary_cross_entropy(a, b, {reduction = "sum"}) end,
+      {p, t}, {tol = 1e-10})
+    check(ref["bce none"], bce_none, {x, t}, {tol = 1e-10})
+    check(ref["bce logits pos_weight"], logits_pw, {x, t})
+    check(ref["bce logits pos_weight none"], logits_pw_none, {x, t})
+    gradgradcheck(function(a, b) return F.binary_cross_entropy(a, b, {reduction = "sum"}) end, {p, t})
+    gradgradcheck(bce_none, {x, t})
+    gradgradcheck(logits_pw, {x, t})
+    gradgradcheck(logits_pw_none, {x, t})
+  end)
+
+  it("logcumsumexp (LogcumsumexpBackward) along either dim and of a 0-d tensor", function()
+    local x34 = det({3, 4}, 1.3, 0.2) * 2
+    check(ref["logcumsumexp 1"], function(a) return a:logcumsumexp(1) end, {x34})
+    check(ref["logcumsumexp 2"], function(a) return a:logcumsumexp(2) * a end, {x34})
+    check(ref["logcumsumexp 0-d"], function(a) return a:logcumsumexp(1) * a end, {pt.tensor(0.7, F64)})
+    gradgradcheck(function(a) return a:logcumsumexp(1) end, {x34})
+    gradgradcheck(function(a) return a:logcumsumexp(2) * a end, {x34})
+    -- zeros in the incoming gradient: the same as logcumsumexp written with logsumexp over prefixes
+    local g0 = pt.tensor({{1, 0, -2, 0}, {0, 0, 3, -1}, {2, -1, 0, 0}}, F64)
+    check_same(function(a) return a:logcumsumexp(2) * g0 end, function(a)
+      local cols = {}
+      for k = 1, 4 do cols[k] = a:narrow(2, 1, k):logsumexp(2, true) end
+      return pt.cat(cols, 2) * g0
+    end, {x34})
+  end)
+
+  it("dropout2d (Dropout2dBackward): the same as multiplying by its constant per-channel mask", function()
+    local x4 = det({2, 3, 2, 2}, 0.7, 0.1)
+    pt.manual_seed(3)
+    local m = pt.dropout2d(pt.ones({2, 3, 2, 2}, F64), 0.5, true)
+    local function drop(a) pt.manual_seed(3); return pt.dropout2d(a:sin(), 0.5, true) * a end
+    check_same(drop, function(a) return a:sin() * m * a end, {x4})
+    check_same(function(a) return pt.dropout2d(a:sin(), 0.5, false) * a end, function(a) return a:sin() * a end, {x4})
+    gradgradcheck(drop, {x4})
+  end)
+
+  it("max_unpool2d (MaxUnpool2dBackward): g read at the pooled places", function()
+    local xp = det({1, 2, 4, 4}, 0.7, 0.3)
+    local _, idx = F.max_pool2d(xp, 2, {return_indices = true})
+    local wu = det({1, 2, 4, 4}, 0.3, 0.2)
+    local function unpool(a) return F.max_unpool2d(a * a, idx, 2) * wu end
+    check(ref["max_unpool2d"], unpool, {det({1, 2, 2, 2}, 1.9, 0.6)})
+    gradgradcheck(unpool, {det({1, 2, 2, 2}, 1.9, 0.6)})
   end)
 end)
