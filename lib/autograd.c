@@ -11,6 +11,7 @@
 #include "dispatch.h"
 #include "nn.h"
 #include "nn_rnn.h"
+#include "ops_decomp.h"
 #include "parallel.h"
 #include "ops_elementwise.h"
 #include "ops_index.h"
@@ -472,7 +473,7 @@ typedef struct graph_table {
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
       conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce,
-      copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool;
+      copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool, linalg_inv, det;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -599,6 +600,14 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
   PROBE(masked_select, pt_masked_select(ctx, a, c, &r));
   PROBE(lerp, pt_lerp(ctx, a, a, NULL, 0.5, &r));
   PROBE(logcumsumexp, pt_logcumsumexp(ctx, a, 0, &r));
+  pt_tensor *m1 = NULL; /* an invertible {1,1} matrix */
+  if (!pt_tensor_zeros(ctx, PT_FLOAT64, 2, sq, &m1)) {
+    pt_tensor_fill(ctx, m1, 1.0);
+    m1->requires_grad = true;
+    PROBE(linalg_inv, pt_linalg_inv(ctx, "linalg.inv", m1, &r));
+    PROBE(det, pt_linalg_det(ctx, "linalg.det", m1, &r)); /* slogdet and logdet share its backward */
+    pt_tensor_release(m1);
+  }
   { /* in-place writes: copy_ into a constant, copy_ into a view of a base with a history
      * (the base gets CopySlices), fill_ of a tensor with a history */
     pt_tensor *d = NULL, *b = NULL, *v = NULL;
@@ -1998,6 +2007,50 @@ static pt_status gf_max_unpool(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor 
   return gf_end(&s);
 }
 
+/* ops_decomp.c's linalg.inv and det / slogdet / logdet, with the inverse recomputed by the op */
+static pt_tensor *G_inv(gf *s, pt_tensor *a) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_linalg_inv(s->ctx, "linalg.inv", a, &r);
+  return gf_keep(s, st, r);
+}
+static pt_tensor *G_det(gf *s, pt_tensor *a) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_linalg_det(s->ctx, "linalg.det", a, &r);
+  return gf_keep(s, st, r);
+}
+/* inv: -P^T g P^T with P = inv(A) */
+static pt_status gf_linalg_inv(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *A = n->inputs[0];
+  gf s = {.ctx = ctx};
+  pt_tensor *pT = G_mT(&s, G_inv(&s, A));
+  gin[0] = G_finish(&s, G_num(&s, PT_BIN_MUL, G_matmul(&s, G_matmul(&s, pT, g), pT), -1.0), A);
+  return gf_end(&s);
+}
+/* det: g det(A) A^-T; log|det| (ints[0] 1: slogdet, logdet): g A^-T. saved[1] holds the
+ * results: a singular matrix (det 0, log|det| -inf) has no formula here (graph_formula). */
+static bool det_singular(const pt_node *n) {
+  for (int64_t i = 0, k = pt_tensor_numel(n->saved[1]); i < k; i++) {
+    double v = pt_tensor_get_flat(n->saved[1], i);
+    if (n->ints[0] ? v == -INFINITY : v == 0) return true;
+  }
+  return false;
+}
+static pt_status gf_det(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *A = n->inputs[0];
+  int64_t shape[PT_MAX_DIMS]; /* the batch's dims, then 1, 1 */
+  memcpy(shape, A->shape, sizeof shape);
+  shape[A->ndim - 2] = shape[A->ndim - 1] = 1;
+  gf s = {.ctx = ctx};
+  pt_tensor *gr = G_reshape(&s, g, A->ndim, shape);
+  if (!n->ints[0]) gr = G_mul(&s, gr, G_reshape(&s, G_det(&s, A), A->ndim, shape));
+  gin[0] = G_finish(&s, G_mul(&s, gr, G_mT(&s, G_inv(&s, A))), A);
+  return gf_end(&s);
+}
+
 /* FillBackward (ops_elementwise.c's zero_backward: the tensor became a constant): zeros without
  * a history, as torch's */
 static pt_status gf_fill(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -2645,6 +2698,8 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->fill) return gf_fill;
   if (f == gt->masked_select) return gf_masked_select;
   if (f == gt->lerp) return gf_lerp;
+  if (f == gt->linalg_inv) return gf_linalg_inv;
+  if (f == gt->det) return n->saved[1] && !det_singular(n) ? gf_det : NULL;
   if (f == gt->logcumsumexp) return gf_logcumsumexp;
   if (f == gt->dropout2d) return gf_dropout2d;
   if (f == gt->max_unpool) return gf_max_unpool;
