@@ -473,7 +473,8 @@ typedef struct graph_table {
       batch_norm, conv2d, nn_view, dropout, pointwise_loss, class_loss, max_pool, avg_pool,
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
       conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce,
-      copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool, linalg_inv, det;
+      copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool, linalg_inv, det,
+      linalg_solve;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -606,6 +607,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     m1->requires_grad = true;
     PROBE(linalg_inv, pt_linalg_inv(ctx, "linalg.inv", m1, &r));
     PROBE(det, pt_linalg_det(ctx, "linalg.det", m1, &r)); /* slogdet and logdet share its backward */
+    PROBE(linalg_solve, pt_linalg_solve(ctx, m1, m1, true, &r));
     pt_tensor_release(m1);
   }
   { /* in-place writes: copy_ into a constant, copy_ into a view of a base with a history
@@ -2029,6 +2031,28 @@ static pt_status gf_linalg_inv(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor 
   gin[0] = G_finish(&s, G_num(&s, PT_BIN_MUL, G_matmul(&s, G_matmul(&s, pT, g), pT), -1.0), A);
   return gf_end(&s);
 }
+/* solve (inputs A, B; ints[0] B is a vector): gB = solve(A^T, g), gA = -gB X^T with X
+ * recomputed; a vector's gradients as {n, 1} matrices */
+static pt_tensor *G_solve(gf *s, pt_tensor *a, pt_tensor *b) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_linalg_solve(s->ctx, a, b, true, &r);
+  return gf_keep(s, st, r);
+}
+static pt_status gf_linalg_solve(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  pt_tensor *A = n->inputs[0], *B = n->inputs[1];
+  bool vec = n->ints[0] != 0;
+  gf s = {.ctx = ctx};
+  pt_tensor *gB = G_solve(&s, G_mT(&s, A), vec ? G_unsq(&s, g, g->ndim) : g);
+  if (n->needs_grad[0]) {
+    pt_tensor *X = G_solve(&s, A, B);
+    if (X && vec) X = G_unsq(&s, X, X->ndim);
+    gin[0] = G_finish(&s, G_num(&s, PT_BIN_MUL, G_matmul(&s, gB, G_mT(&s, X)), -1.0), A);
+  }
+  if (n->needs_grad[1]) gin[1] = G_finish(&s, vec ? G_reshape(&s, gB, g->ndim, g->shape) : gB, B);
+  return gf_end(&s);
+}
+
 /* det: g det(A) A^-T; log|det| (ints[0] 1: slogdet, logdet): g A^-T. saved[1] holds the
  * results: a singular matrix (det 0, log|det| -inf) has no formula here (graph_formula). */
 static bool det_singular(const pt_node *n) {
@@ -2699,6 +2723,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->masked_select) return gf_masked_select;
   if (f == gt->lerp) return gf_lerp;
   if (f == gt->linalg_inv) return gf_linalg_inv;
+  if (f == gt->linalg_solve) return gf_linalg_solve;
   if (f == gt->det) return n->saved[1] && !det_singular(n) ? gf_det : NULL;
   if (f == gt->logcumsumexp) return gf_logcumsumexp;
   if (f == gt->dropout2d) return gf_dropout2d;
