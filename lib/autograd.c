@@ -474,7 +474,7 @@ typedef struct graph_table {
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
       conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce,
       copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool, linalg_inv, det,
-      linalg_solve;
+      linalg_solve, cholesky;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -608,6 +608,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(linalg_inv, pt_linalg_inv(ctx, "linalg.inv", m1, &r));
     PROBE(det, pt_linalg_det(ctx, "linalg.det", m1, &r)); /* slogdet and logdet share its backward */
     PROBE(linalg_solve, pt_linalg_solve(ctx, m1, m1, true, &r));
+    PROBE(cholesky, pt_linalg_cholesky(ctx, "linalg.cholesky", m1, false, &r));
     pt_tensor_release(m1);
   }
   { /* in-place writes: copy_ into a constant, copy_ into a view of a base with a history
@@ -2053,6 +2054,40 @@ static pt_status gf_linalg_solve(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tenso
   return gf_end(&s);
 }
 
+/* cholesky (ints[0] upper: the factor is U = L^T), as torch 1.13's cholesky_backward with L
+ * recomputed by the op: S = tril(L^T gL), gA = L^-T (S + tril(S, -1)^T) / 2 L^-1 (the triangles
+ * by constant masks, the triangular solves as products with inv(L)) */
+static pt_tensor *G_cholesky(gf *s, pt_tensor *a, bool upper) {
+  if (s->st) return NULL;
+  pt_tensor *r = NULL;
+  pt_status st = pt_linalg_cholesky(s->ctx, "linalg.cholesky", a, upper, &r);
+  return gf_keep(s, st, r);
+}
+static pt_status gf_cholesky(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *A = n->inputs[0];
+  bool upper = n->ints[0] != 0;
+  int64_t k = A->shape[A->ndim - 1], sq2[2] = {k, k};
+  gf s = {.ctx = ctx};
+  pt_tensor *low = G_zeros(&s, A->dtype, 2, sq2), *strict = G_zeros(&s, A->dtype, 2, sq2);
+  if (strict)
+    for (int64_t i = 0; i < k; i++)
+      for (int64_t j = 0; j <= i; j++) {
+        pt_tensor_set_flat(low, i * k + j, 1.0);
+        if (j < i) pt_tensor_set_flat(strict, i * k + j, 1.0);
+      }
+  pt_tensor *L = G_cholesky(&s, A, upper), *gL = g;
+  if (upper) {
+    L = G_mT(&s, L);
+    gL = G_mT(&s, g);
+  }
+  pt_tensor *S = G_mul(&s, G_matmul(&s, G_mT(&s, L), gL), low);
+  S = G_num(&s, PT_BIN_MUL, G_add(&s, S, G_mT(&s, G_mul(&s, S, strict))), 0.5);
+  pt_tensor *Li = G_inv(&s, L);
+  gin[0] = G_finish(&s, G_matmul(&s, G_matmul(&s, G_mT(&s, Li), S), Li), A);
+  return gf_end(&s);
+}
+
 /* det: g det(A) A^-T; log|det| (ints[0] 1: slogdet, logdet): g A^-T. saved[1] holds the
  * results: a singular matrix (det 0, log|det| -inf) has no formula here (graph_formula). */
 static bool det_singular(const pt_node *n) {
@@ -2724,6 +2759,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->lerp) return gf_lerp;
   if (f == gt->linalg_inv) return gf_linalg_inv;
   if (f == gt->linalg_solve) return gf_linalg_solve;
+  if (f == gt->cholesky) return gf_cholesky;
   if (f == gt->det) return n->saved[1] && !det_singular(n) ? gf_det : NULL;
   if (f == gt->logcumsumexp) return gf_logcumsumexp;
   if (f == gt->dropout2d) return gf_dropout2d;
