@@ -474,7 +474,7 @@ typedef struct graph_table {
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
       conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce,
       copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool, linalg_inv, det,
-      linalg_solve, cholesky;
+      linalg_solve, cholesky, eigh;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -609,6 +609,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(det, pt_linalg_det(ctx, "linalg.det", m1, &r)); /* slogdet and logdet share its backward */
     PROBE(linalg_solve, pt_linalg_solve(ctx, m1, m1, true, &r));
     PROBE(cholesky, pt_linalg_cholesky(ctx, "linalg.cholesky", m1, false, &r));
+    PROBE(eigh, pt_linalg_eigh(ctx, "linalg.eigvalsh", m1, false, &r, NULL));
     pt_tensor_release(m1);
   }
   { /* in-place writes: copy_ into a constant, copy_ into a view of a base with a history
@@ -2088,6 +2089,41 @@ static pt_status gf_cholesky(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **
   return gf_end(&s);
 }
 
+/* eigh / eigvalsh (ints[0] 1: the eigenvectors' node), as torch 1.13's linalg_eig_backward for
+ * a symmetric A with L, V recomputed by the op: V diag(g) V^T for the eigenvalues,
+ * V (skew(V^T g) / 2 / (l_j - l_i)) V^T for the eigenvectors. The node does not keep which
+ * triangle was read: only a symmetric A has a formula here (graph_formula). */
+static bool symmetric(const pt_tensor *A) {
+  int64_t n = A->shape[A->ndim - 1], batch = pt_tensor_numel(A) / (n ? n * n : 1);
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < i; j++)
+        if (pt_tensor_get_flat(A, (b * n + i) * n + j) != pt_tensor_get_flat(A, (b * n + j) * n + i)) return false;
+  return true;
+}
+static pt_status gf_eigh(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *A = n->inputs[0], *L = NULL, *V = NULL, *ret;
+  gf s = {.ctx = ctx};
+  pt_status st = pt_linalg_eigh(ctx, "linalg.eigh", A, false, &L, &V);
+  L = gf_keep(&s, st, L);
+  V = st ? NULL : gf_keep(&s, PT_OK, V);
+  if (!n->ints[0]) {
+    ret = G_mul(&s, G_unsq(&s, g, g->ndim), G_mT(&s, V)); /* diag(g) V^T */
+    gin[0] = G_finish(&s, G_matmul(&s, V, ret), A);
+  } else {
+    pt_tensor *t = G_matmul(&s, G_mT(&s, V), g);
+    pt_tensor *E = G_sub(&s, G_unsq(&s, L, L ? L->ndim - 1 : 0), G_unsq(&s, L, L ? L->ndim : 0));
+    int64_t k = A->shape[A->ndim - 1], sq2[2] = {k, k};
+    pt_tensor *eye = G_zeros(&s, A->dtype, 2, sq2);
+    if (eye)
+      for (int64_t i = 0; i < k; i++) pt_tensor_set_flat(eye, i * k + i, 1.0);
+    ret = G_div(&s, G_num(&s, PT_BIN_MUL, G_sub(&s, t, G_mT(&s, t)), 0.5), G_add(&s, E, eye));
+    gin[0] = G_finish(&s, G_matmul(&s, G_matmul(&s, V, ret), G_mT(&s, V)), A);
+  }
+  return gf_end(&s);
+}
+
 /* det: g det(A) A^-T; log|det| (ints[0] 1: slogdet, logdet): g A^-T. saved[1] holds the
  * results: a singular matrix (det 0, log|det| -inf) has no formula here (graph_formula). */
 static bool det_singular(const pt_node *n) {
@@ -2760,6 +2796,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->linalg_inv) return gf_linalg_inv;
   if (f == gt->linalg_solve) return gf_linalg_solve;
   if (f == gt->cholesky) return gf_cholesky;
+  if (f == gt->eigh) return n->inputs[0] && symmetric(n->inputs[0]) ? gf_eigh : NULL;
   if (f == gt->det) return n->saved[1] && !det_singular(n) ? gf_det : NULL;
   if (f == gt->logcumsumexp) return gf_logcumsumexp;
   if (f == gt->dropout2d) return gf_dropout2d;

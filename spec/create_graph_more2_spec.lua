@@ -1,7 +1,7 @@
 -- Second derivatives (pt.autograd.grad with create_graph) through the ops that refused them by
 -- name before: copy_ and writes into views (CopyBackwards, CopySlices), fill_ (FillBackward),
 -- masked_select, lerp, norm for p ~= 2, binary_cross_entropy with weights, nansum / nanmean,
--- logcumsumexp, dropout2d, max_unpool2d, linalg.inv, linalg.det, slogdet, logdet, linalg.solve and linalg.cholesky.
+-- logcumsumexp, dropout2d, max_unpool2d, linalg.inv, linalg.det, slogdet, logdet, linalg.solve, linalg.cholesky and linalg.eigh / eigvalsh.
 --
 -- Each case is checked as in spec/create_graph_more_spec.lua:
 --  * the first derivative (J^T v, recorded) and the second (the gradient of <u, J^T v>) against
@@ -145,6 +145,9 @@ local ref = {
   ["cholesky"] = {name = "cholesky", g = {{{0.1585833716300283, -0.10557960648518683, -0.14999153008295893}, {-0.10557960648518683, -0.28390319965303235, 0.029189657972044102}, {-0.1499915300829589, 0.029189657972044113, 0.3475802464909725}}}, h = {{{-0.009453545167930974, -0.002658248015686894, -0.02811203752409259}, {-0.0026582480156868904, -0.09065434395085599, -0.07215079904171631}, {-0.028112037524092588, -0.0721507990417163, -0.08762648065719701}}}},
   ["cholesky upper batch"] = {name = "cholesky upper batch", g = {{{{1.623955914581818, 0.8469348939034501, -0.05718517021963795}, {-0.006651676978473849, -2.069033332727908, -0.4912967006675085}, {0.021415235065130604, 0.016914582744957923, 1.8701392154480525}}, {{-2.015921008869251, 0.03685071685145008, -0.20351084346780912}, {0.26171389193656647, 1.9025566211601888, -0.12738231842395517}, {-0.1426054697756261, -0.14994655095809165, -1.236026365399495}}}}, h = {{{{0.21968787448533497, -0.2839703444196058, -0.0840955562306392}, {-0.14325602232107257, 0.2557784907430387, 0.015135035111001283}, {-0.18833242863540617, -0.19948838490818258, 0.4201967505779149}}, {{0.19221707633716828, 0.11327230512786624, -0.20958991481361366}, {0.21460430026152755, 0.1639816654597157, 0.07435343441352843}, {-0.16939629368489834, 0.08320253171771982, 0.26463054091745863}}}}},
   ["cholesky of a product"] = {name = "cholesky of a product", g = {{{0.008913761147291165, 0.3296060259580319, 0.16742469055546616}, {0.09163501202688448, 0.029393958774517115, -0.0759093129452392}, {-0.28079119400940766, -0.28473598585274207, 0.1284581086436568}}}, h = {{{-0.5415909072653271, -0.5752239536819563, -0.015712048804422743}, {0.04334153834026211, -0.005756954614280955, -0.03784620078576631}, {-0.03568430423206838, -0.4215707136421383, -0.17466339039434042}}}},
+  ["eigvalsh"] = {name = "eigvalsh", g = {{{2.308363356236604, -1.5758710297876992, -1.143667149210215}, {-1.5758710297876994, -1.4320952842901735, 0.48926075412894393}, {-1.143667149210215, 0.48926075412894393, -1.323099898414261}}}, h = {{{2.074074417542199, 1.4743780706098122, -0.17296356275237448}, {1.4743780706098124, 0.5960962530328295, -0.5391990236412925}, {-0.17296356275237457, -0.5391990236412924, 1.280119229199493}}}},
+  ["eigvalsh of a sum"] = {name = "eigvalsh of a sum", g = {{{{5.6771385850325755, 2.070331030546453, -9.688312335415873}, {2.070331030546453, 0.2409036121867645, 0.06248236868099338}, {-9.688312335415873, 0.06248236868099338, -2.0664008063009236}}, {{10.037259277942834, 2.505513908012075, -11.781366946430591}, {2.505513908012075, 0.2121704132917474, -0.5364750929868886}, {-11.781366946430591, -0.5364750929868886, 0.8820107285047287}}}}, h = {{{{20.282064702466016, -0.5935265331655885, -9.3343929129226}, {-0.5935265331655885, -0.8290034994632742, 2.834495931238183}, {-9.3343929129226, 2.834495931238183, -20.428011991110296}}, {{18.921703537289215, -6.731071333477688, 19.6584590180318}, {-6.731071333477688, -2.3976076475095605, 7.92158743851147}, {19.6584590180318, 7.92158743851147, -20.75498708099001}}}}},
+  ["eigh vectors"] = {name = "eigh vectors", g = {{{{0.7513407268785253, 0.25724961467778984, -1.0766229279350228}, {0.25724961467778984, 0.1938673030921213, 0.011095669519961882}, {-1.0766229279350228, 0.011095669519961882, -0.436888800097635}}, {{4.159262470644972, -0.10240010082289529, 1.8408825849457213}, {-0.10240010082289529, -1.6957457257902648, 0.15091851046219856}, {1.8408825849457213, 0.15091851046219856, -2.418683245133472}}}}, h = {{{{2.059502475616518, -0.6338275190929108, 1.6551467683441259}, {-0.6338275190929108, -0.03313261707766878, 0.3833946959839437}, {1.6551467683441259, 0.3833946959839437, -1.4432265997699836}}, {{-10.66357197487665, -2.557448729797228, 2.865549989626646}, {-2.557448729797228, 0.5358253287619771, -3.021609651261951}, {2.865549989626646, -3.021609651261951, 13.069780826753671}}}}},
 }
 
 local x = det({2, 3})
@@ -316,7 +319,7 @@ describe("create_graph through binary_cross_entropy, logcumsumexp, dropout2d and
   end)
 end)
 
-describe("create_graph through linalg.inv, det, slogdet, logdet, solve and cholesky", function()
+describe("create_graph through linalg.inv, det, slogdet, logdet, solve, cholesky and eigh", function()
   local A = det({3, 3}, 1.3, 0.4) + pt.eye(3, F64) * 2
   local B = det({2, 3, 3}, 0.7, 0.9) + pt.eye(3, F64)
   local function slog(a) local _, l = pt.linalg.slogdet(a); return l end
@@ -357,6 +360,22 @@ describe("create_graph through linalg.inv, det, slogdet, logdet, solve and chole
     check(ref["cholesky upper batch"], upper, {Sb})
     check(ref["cholesky of a product"], of_product, {M})
     gradgradcheck(of_product, {M})
+  end)
+
+  it("linalg.eigvalsh and eigh's eigenvectors of a symmetric matrix and batch, as torch", function()
+    local M, Mb = det({3, 3}, 1.3, 0.4), det({2, 3, 3}, 0.7, 0.9)
+    local function vals_of_sum(m) return pt.linalg.eigvalsh(m + m:transpose(-2, -1)):exp() end
+    local function vecs(m) -- V only through V * V: its signs do not matter
+      local L, V = pt.linalg.eigh(m + m:transpose(-2, -1))
+      return (V * V):sin() * L:unsqueeze(-2)
+    end
+    check(ref["eigvalsh"], function(a) return pt.linalg.eigvalsh(a) ^ 2 end, {M + M:t()})
+    check(ref["eigvalsh of a sum"], vals_of_sum, {Mb})
+    check(ref["eigh vectors"], vecs, {Mb})
+    gradgradcheck(vals_of_sum, {Mb})
+    gradgradcheck(vecs, {Mb})
+    -- a matrix that is not symmetric (only one triangle read) has none here
+    refused("LinalgEighBackward", pt.linalg.eigvalsh, {M})
   end)
 
   it("a singular matrix's determinant still refuses by name (its gradient is the cofactor matrix)", function()
