@@ -474,7 +474,7 @@ typedef struct graph_table {
       adaptive_avg_pool, gather, index_select, embedding, minmax, cumsum, select, repeat, scatter,
       conv_transpose2d, cumprod, strided, taps, lstm_cell, gru_cell, special, xlog1py, scatter_reduce,
       copy, copy_slices, fill, masked_select, lerp, logcumsumexp, dropout2d, max_unpool, linalg_inv, det,
-      linalg_solve, cholesky, eigh;
+      linalg_solve, cholesky, eigh, svd;
 } graph_table;
 
 static pt_status hook_identity_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
@@ -610,6 +610,7 @@ static pt_status graph_probe(pt_ctx *ctx, graph_table *gt) {
     PROBE(linalg_solve, pt_linalg_solve(ctx, m1, m1, true, &r));
     PROBE(cholesky, pt_linalg_cholesky(ctx, "linalg.cholesky", m1, false, &r));
     PROBE(eigh, pt_linalg_eigh(ctx, "linalg.eigvalsh", m1, false, &r, NULL));
+    PROBE(svd, pt_linalg_svd(ctx, "linalg.svdvals", m1, false, NULL, &r, NULL));
     pt_tensor_release(m1);
   }
   { /* in-place writes: copy_ into a constant, copy_ into a view of a base with a history
@@ -2124,6 +2125,20 @@ static pt_status gf_eigh(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin)
   return gf_end(&s);
 }
 
+/* svd / svdvals: the singular values' node (ints[0] 1) only: U diag(g) Vh with the reduced U,
+ * Vh recomputed by the op (the nodes of U and Vh have no formula here) */
+static pt_status gf_svdvals(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
+  if (!n->needs_grad[0]) return PT_OK;
+  pt_tensor *A = n->inputs[0], *U = NULL, *S = NULL, *Vh = NULL;
+  gf s = {.ctx = ctx};
+  pt_status st = pt_linalg_svd(ctx, "linalg.svd", A, false, &U, &S, &Vh);
+  S = gf_keep(&s, st, S);
+  U = st ? NULL : gf_keep(&s, PT_OK, U);
+  Vh = st ? NULL : gf_keep(&s, PT_OK, Vh);
+  gin[0] = G_finish(&s, G_matmul(&s, G_mul(&s, U, G_unsq(&s, g, g->ndim - 1)), Vh), A);
+  return gf_end(&s);
+}
+
 /* det: g det(A) A^-T; log|det| (ints[0] 1: slogdet, logdet): g A^-T. saved[1] holds the
  * results: a singular matrix (det 0, log|det| -inf) has no formula here (graph_formula). */
 static bool det_singular(const pt_node *n) {
@@ -2796,6 +2811,7 @@ static pt_backward_fn graph_formula(const graph_table *gt, const pt_node *n) {
   if (f == gt->linalg_inv) return gf_linalg_inv;
   if (f == gt->linalg_solve) return gf_linalg_solve;
   if (f == gt->cholesky) return gf_cholesky;
+  if (f == gt->svd) return n->ints[0] == 1 ? gf_svdvals : NULL;
   if (f == gt->eigh) return n->inputs[0] && symmetric(n->inputs[0]) ? gf_eigh : NULL;
   if (f == gt->det) return n->saved[1] && !det_singular(n) ? gf_det : NULL;
   if (f == gt->logcumsumexp) return gf_logcumsumexp;

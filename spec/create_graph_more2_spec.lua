@@ -1,7 +1,8 @@
 -- Second derivatives (pt.autograd.grad with create_graph) through the ops that refused them by
 -- name before: copy_ and writes into views (CopyBackwards, CopySlices), fill_ (FillBackward),
 -- masked_select, lerp, norm for p ~= 2, binary_cross_entropy with weights, nansum / nanmean,
--- logcumsumexp, dropout2d, max_unpool2d, linalg.inv, linalg.det, slogdet, logdet, linalg.solve, linalg.cholesky and linalg.eigh / eigvalsh.
+-- logcumsumexp, dropout2d, max_unpool2d, linalg.inv, linalg.det, slogdet, logdet, linalg.solve, linalg.cholesky, linalg.eigh / eigvalsh and the singular values
+-- (svdvals, svd's S).
 --
 -- Each case is checked as in spec/create_graph_more_spec.lua:
 --  * the first derivative (J^T v, recorded) and the second (the gradient of <u, J^T v>) against
@@ -148,6 +149,9 @@ local ref = {
   ["eigvalsh"] = {name = "eigvalsh", g = {{{2.308363356236604, -1.5758710297876992, -1.143667149210215}, {-1.5758710297876994, -1.4320952842901735, 0.48926075412894393}, {-1.143667149210215, 0.48926075412894393, -1.323099898414261}}}, h = {{{2.074074417542199, 1.4743780706098122, -0.17296356275237448}, {1.4743780706098124, 0.5960962530328295, -0.5391990236412925}, {-0.17296356275237457, -0.5391990236412924, 1.280119229199493}}}},
   ["eigvalsh of a sum"] = {name = "eigvalsh of a sum", g = {{{{5.6771385850325755, 2.070331030546453, -9.688312335415873}, {2.070331030546453, 0.2409036121867645, 0.06248236868099338}, {-9.688312335415873, 0.06248236868099338, -2.0664008063009236}}, {{10.037259277942834, 2.505513908012075, -11.781366946430591}, {2.505513908012075, 0.2121704132917474, -0.5364750929868886}, {-11.781366946430591, -0.5364750929868886, 0.8820107285047287}}}}, h = {{{{20.282064702466016, -0.5935265331655885, -9.3343929129226}, {-0.5935265331655885, -0.8290034994632742, 2.834495931238183}, {-9.3343929129226, 2.834495931238183, -20.428011991110296}}, {{18.921703537289215, -6.731071333477688, 19.6584590180318}, {-6.731071333477688, -2.3976076475095605, 7.92158743851147}, {19.6584590180318, 7.92158743851147, -20.75498708099001}}}}},
   ["eigh vectors"] = {name = "eigh vectors", g = {{{{0.7513407268785253, 0.25724961467778984, -1.0766229279350228}, {0.25724961467778984, 0.1938673030921213, 0.011095669519961882}, {-1.0766229279350228, 0.011095669519961882, -0.436888800097635}}, {{4.159262470644972, -0.10240010082289529, 1.8408825849457213}, {-0.10240010082289529, -1.6957457257902648, 0.15091851046219856}, {1.8408825849457213, 0.15091851046219856, -2.418683245133472}}}}, h = {{{{2.059502475616518, -0.6338275190929108, 1.6551467683441259}, {-0.6338275190929108, -0.03313261707766878, 0.3833946959839437}, {1.6551467683441259, 0.3833946959839437, -1.4432265997699836}}, {{-10.66357197487665, -2.557448729797228, 2.865549989626646}, {-2.557448729797228, 0.5358253287619771, -3.021609651261951}, {2.865549989626646, -3.021609651261951, 13.069780826753671}}}}},
+  ["svdvals tall"] = {name = "svdvals tall", g = {{{3.190690534272735, -1.460116154273948, -3.9718492561209717}, {-3.8104188314585956, -1.9323125293696866, 2.7766361551725884}, {2.3415217103039527, 4.265572328034223, -0.05945050797873853}, {0.41084633046739133, -4.260720968274791, -2.6903220666868375}}}, h = {{{16.100428093004126, 22.826071767506225, -1.2303080390323071}, {0.8841125399289463, -16.499238031530144, -9.786801804265655}, {-17.776588349923152, -0.7371872475900821, 14.833782374129028}, {25.776941695324115, 19.38486807388473, -11.63049716543744}}}},
+  ["svdvals wide batch"] = {name = "svdvals wide batch", g = {{{{0.5759621318925532, 1.8579736455996672, 2.2661511221422144}, {-2.6154957112500643, -2.002935650511715, -0.44836365660485533}}, {{-0.6101471787659285, -0.1954765766041899, 0.31112971394026334}, {1.9107537930328804, 1.1824301323211952, -0.10200889560161888}}}}, h = {{{{3.2643632428879594, 3.670928093324906, 1.8133696041492882}, {-3.5760153666719505, -3.086799187996626, -0.5718483014375272}}, {{-0.4661810324311099, 0.44516271939954416, 0.9237415518682801}, {-0.686629397862964, -2.399512279054812, -2.4612659172192637}}}}},
+  ["svd S"] = {name = "svd S", g = {{{0.9440380741587484, 1.772866329631329, 0.6495158017626061}, {-0.2336121907870794, 0.7437327700501376, 1.9490429624175136}, {-0.3500551138113591, 0.8097934125828019, 0.253256994071352}}}, h = {{{0.2264816764585428, 1.450009868715576, 1.7348156768203045}, {-0.5195403692458925, -0.5097893101224098, 1.8685180482312433}, {-1.0626467579050605, 1.0698861347556772, 0.34063662761098357}}}},
 }
 
 local x = det({2, 3})
@@ -319,7 +323,7 @@ describe("create_graph through binary_cross_entropy, logcumsumexp, dropout2d and
   end)
 end)
 
-describe("create_graph through linalg.inv, det, slogdet, logdet, solve, cholesky and eigh", function()
+describe("create_graph through linalg.inv, det, slogdet, logdet, solve, cholesky, eigh and svdvals", function()
   local A = det({3, 3}, 1.3, 0.4) + pt.eye(3, F64) * 2
   local B = det({2, 3, 3}, 0.7, 0.9) + pt.eye(3, F64)
   local function slog(a) local _, l = pt.linalg.slogdet(a); return l end
@@ -376,6 +380,18 @@ describe("create_graph through linalg.inv, det, slogdet, logdet, solve, cholesky
     gradgradcheck(vecs, {Mb})
     -- a matrix that is not symmetric (only one triangle read) has none here
     refused("LinalgEighBackward", pt.linalg.eigvalsh, {M})
+  end)
+
+  it("svdvals of a tall matrix and a wide batch, svd's S; svd's U and Vh still refuse by name", function()
+    local function cube(a) return pt.linalg.svdvals(a) ^ 3 end
+    local function wide(a) return pt.linalg.svdvals(a):exp() end
+    local function s_of(a) local _, S = pt.linalg.svd(a, {full_matrices = true}); return S * a:sum() end
+    check(ref["svdvals tall"], cube, {det({4, 3}, 1.3, 0.4)})
+    check(ref["svdvals wide batch"], wide, {det({2, 2, 3}, 0.7, 0.9)})
+    check(ref["svd S"], s_of, {det({3, 3}, 0.5, 0.1)})
+    gradgradcheck(cube, {det({4, 3}, 1.3, 0.4)})
+    gradgradcheck(wide, {det({2, 2, 3}, 0.7, 0.9)})
+    refused("LinalgSvdBackward", function(a) return (pt.linalg.svd(a)) end, {det({3, 3}, 0.5, 0.1)})
   end)
 
   it("a singular matrix's determinant still refuses by name (its gradient is the cofactor matrix)", function()
