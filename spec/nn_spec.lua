@@ -963,3 +963,50 @@ describe("Module member names", function()
     assert.is_true(m:get_submodule("ok") == m.ok)
   end)
 end)
+
+describe("loss options", function()
+  local pt = require "partrain"
+  local support = require "spec.support"
+  it("are checked by name in the functions and the loss classes", function()
+    local x = pt.randn(2, 3)
+    support.assert_error("mse_loss: unknown option 'reductio' (options: reduction)",
+      function() pt.nn.mse_loss(x, x, {reductio = "sum"}) end)
+    support.assert_error("cross_entropy: unknown option 'wieght' (options: weight, label_smoothing, ignore_index, reduction)",
+      function() pt.nn.cross_entropy(x, pt.tensor({1, 2}, {dtype = "int64"}), {wieght = pt.ones(3)}) end)
+    support.assert_error("smooth_l1_loss: unknown option 'delta' (options: beta, reduction)",
+      function() pt.nn.smooth_l1_loss(x, x, {delta = 1}) end)
+    support.assert_error("NLLLoss: unknown option 'weights' (options: weight, ignore_index, reduction)",
+      function() pt.nn.NLLLoss({weights = 1}) end)
+    support.assert_error("binary_cross_entropy_with_logits: unknown option 'posweight' (options: weight, pos_weight, "
+      .. "reduction)", function() pt.nn.bce_with_logits(x, x, {posweight = 1}) end)
+    support.assert_error("l1_loss: expected an options table, got string", function() pt.nn.l1_loss(x, x, "sum") end)
+  end)
+
+  it("BCE takes torch's rescaling weight (broadcast to the input), with and without logits", function()
+    local p = pt.tensor({{0.2, 0.7}, {0.9, 0.4}}, {dtype = "float64", requires_grad = true})
+    local y = pt.tensor({{0, 1}, {1, 0}}, {dtype = "float64"})
+    local w = pt.tensor({2, 0.5}, {dtype = "float64"})
+    local l = pt.nn.binary_cross_entropy(p, y, {weight = w})
+    l:backward()
+    -- torch 1.13: F.binary_cross_entropy(p, y, weight=w) and its gradient
+    assert.is_true(math.abs(l:item() - 0.2726896044491084) < 1e-12)
+    local g = p.grad:reshape(-1):tolist()
+    local tg = {0.6249999999999999, -0.17857142857142858, -0.5555555555555556, 0.20833333333333334}
+    for i = 1, 4 do assert.is_true(math.abs(g[i] - tg[i]) < 1e-12) end
+    local z = pt.tensor({{0.3, -1.2}, {2.0, 0.1}}, {dtype = "float64", requires_grad = true})
+    local loss = pt.nn.BCEWithLogitsLoss({weight = w, pos_weight = pt.tensor({3, 1}, {dtype = "float64"}),
+      reduction = "sum"})
+    local l2 = loss(z, y)
+    l2:backward()
+    -- torch 1.13: F.binary_cross_entropy_with_logits(z, y, weight=w, pos_weight=[3, 1], reduction='sum')
+    assert.is_true(math.abs(l2:item() - 3.574118118900691) < 1e-12)
+    local zg = z.grad:reshape(-1):tolist()
+    local tz = {1.148885033623318, -0.3842623917495088, -0.7152175321327059, 0.26248959373947}
+    for i = 1, 4 do assert.is_true(math.abs(zg[i] - tz[i]) < 1e-12) end
+    local none = pt.nn.BCELoss({weight = w, reduction = "none"})(p:detach(), y):reshape(-1):tolist()
+    local tn = {0.4462871026284194, 0.17833747196936622, 0.21072103131565256, 0.25541281188299536}
+    for i = 1, 4 do assert.is_true(math.abs(none[i] - tn[i]) < 1e-12) end
+    support.assert_error("binary_cross_entropy: weight of shape {3} does not broadcast to the input's shape {2,2}",
+      function() pt.nn.binary_cross_entropy(p, y, {weight = pt.ones(3, {dtype = "float64"})}) end)
+  end)
+end)

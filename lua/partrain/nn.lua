@@ -981,6 +981,55 @@ local function reduction_of(opts)
   return opts and opts.reduction or "mean"
 end
 
+-- the options a loss takes: a misspelled one is an error, never ignored
+local LOSS_OPTIONS = {
+  cross_entropy = {"weight", "label_smoothing", "ignore_index", "reduction"},
+  nll_loss = {"weight", "ignore_index", "reduction"},
+  mse_loss = {"reduction"}, l1_loss = {"reduction"}, smooth_l1_loss = {"beta", "reduction"},
+  binary_cross_entropy = {"weight", "reduction"},
+  binary_cross_entropy_with_logits = {"weight", "pos_weight", "reduction"},
+}
+LOSS_OPTIONS.CrossEntropyLoss, LOSS_OPTIONS.NLLLoss = LOSS_OPTIONS.cross_entropy, LOSS_OPTIONS.nll_loss
+LOSS_OPTIONS.MSELoss, LOSS_OPTIONS.L1Loss, LOSS_OPTIONS.SmoothL1Loss =
+  LOSS_OPTIONS.mse_loss, LOSS_OPTIONS.l1_loss, LOSS_OPTIONS.smooth_l1_loss
+LOSS_OPTIONS.BCELoss, LOSS_OPTIONS.BCEWithLogitsLoss =
+  LOSS_OPTIONS.binary_cross_entropy, LOSS_OPTIONS.binary_cross_entropy_with_logits
+
+local function check_loss_options(fname, opts)
+  if opts == nil then return end
+  if type(opts) ~= "table" or pt.is_tensor(opts) then
+    fail(string.format("%s: expected an options table, got %s", fname, pt.is_tensor(opts) and "a tensor" or type(opts)))
+  end
+  local names = LOSS_OPTIONS[fname]
+  for k in pairs(opts) do
+    local known = false
+    for _, n in ipairs(names) do if n == k then known = true end end
+    if not known then
+      fail(string.format("%s: unknown option '%s' (options: %s)", fname, tostring(k), table.concat(names, ", ")))
+    end
+  end
+end
+
+-- a BCE loss per element times weight (broadcast to it, as torch's rescaling weight), reduced
+local function weighted_loss(fname, per_element, weight, reduction)
+  if not pt.is_tensor(weight) then
+    fail(string.format("%s: weight must be a tensor, got %s", fname, type(weight)))
+  end
+  local ws, ls = weight:size(), per_element:size()
+  local fits = #ws <= #ls
+  for k = 1, #ws do
+    local wd, ld = ws[#ws - k + 1], ls[#ls - k + 1]
+    if fits and wd ~= 1 and wd ~= ld then fits = false end
+  end
+  if not fits then
+    fail(string.format("%s: weight of shape {%s} does not broadcast to the input's shape {%s}", fname,
+      table.concat(ws, ","), table.concat(ls, ",")))
+  end
+  local l = per_element * weight
+  if reduction == "mean" then return l:mean() elseif reduction == "sum" then return l:sum() end
+  return l
+end
+
 function nn.linear(x, w, b) return C._nn_linear(x, w, b, "linear") end
 doc(nn.linear, "nn.linear(x, weight[, bias]) -> x * weight^T + bias (weight {out,in}); fused C with OpenBLAS.")
 function nn.relu(x) return C._nn_relu(x) end
@@ -1084,6 +1133,7 @@ local function soft_cross_entropy(input, target, opts)
 end
 
 function nn.cross_entropy(input, target, opts)
+  check_loss_options("cross_entropy", opts)
   if opts == nil then
     local loss = C._nn_cross_entropy_plain(input, target)
     if loss then return loss end
@@ -1104,6 +1154,7 @@ doc(nn.cross_entropy, [[nn.cross_entropy(logits, target[, {weight=, label_smooth
   samples), "sum" or "none".]])
 
 function nn.nll_loss(input, target, opts)
+  check_loss_options("nll_loss", opts)
   opts = opts or {}
   local unflatten
   if input:dim() > 2 then input, target, unflatten = rows_of_classes("nll_loss", input, target) end
@@ -1113,23 +1164,41 @@ function nn.nll_loss(input, target, opts)
 end
 doc(nn.nll_loss, "nn.nll_loss(log_probs, target[, {weight=, ignore_index=, reduction=\"mean\"}]) -> -log_probs[target] (1-based classes;\n  log_probs {N,C}, {C} or {N,C,d1,...} with target {N,d1,...}).")
 
-function nn.mse_loss(input, target, opts) return C._nn_mse_loss(input, target, reduction_of(opts)) end
+function nn.mse_loss(input, target, opts)
+  check_loss_options("mse_loss", opts)
+  return C._nn_mse_loss(input, target, reduction_of(opts))
+end
 doc(nn.mse_loss, "nn.mse_loss(input, target[, {reduction=\"mean\"}]) -> mean((input - target)^2); shapes must match.")
-function nn.l1_loss(input, target, opts) return C._nn_l1_loss(input, target, reduction_of(opts)) end
+function nn.l1_loss(input, target, opts)
+  check_loss_options("l1_loss", opts)
+  return C._nn_l1_loss(input, target, reduction_of(opts))
+end
 doc(nn.l1_loss, "nn.l1_loss(input, target[, {reduction=\"mean\"}]) -> mean(|input - target|).")
 function nn.smooth_l1_loss(input, target, opts)
+  check_loss_options("smooth_l1_loss", opts)
   return C._nn_smooth_l1_loss(input, target, opts and opts.beta or 1.0, reduction_of(opts))
 end
 doc(nn.smooth_l1_loss, "nn.smooth_l1_loss(input, target[, {beta=1, reduction=\"mean\"}]): 0.5 d^2/beta when |d| < beta, else |d| - beta/2.")
 function nn.binary_cross_entropy(input, target, opts)
+  check_loss_options("binary_cross_entropy", opts)
+  if opts and opts.weight ~= nil then
+    return weighted_loss("binary_cross_entropy", C._nn_bce(input, target, "none"), opts.weight, reduction_of(opts))
+  end
   return C._nn_bce(input, target, reduction_of(opts))
 end
-doc(nn.binary_cross_entropy, "nn.binary_cross_entropy(probs, target[, {reduction=\"mean\"}]): -(y log p + (1-y) log(1-p)), logs clamped at -100.")
+doc(nn.binary_cross_entropy, "nn.binary_cross_entropy(probs, target[, {weight=, reduction=\"mean\"}]): -(y log p + (1-y) log(1-p)), logs\n"
+  .. "  clamped at -100; weight (broadcast to the input) rescales each element's loss before the reduction, as torch's.")
 nn.bce = nn.binary_cross_entropy
 function nn.binary_cross_entropy_with_logits(input, target, opts)
+  check_loss_options("binary_cross_entropy_with_logits", opts)
+  if opts and opts.weight ~= nil then
+    return weighted_loss("binary_cross_entropy_with_logits", C._nn_bce_with_logits(input, target, opts.pos_weight,
+      "none"), opts.weight, reduction_of(opts))
+  end
   return C._nn_bce_with_logits(input, target, opts and opts.pos_weight, reduction_of(opts))
 end
-doc(nn.binary_cross_entropy_with_logits, "nn.binary_cross_entropy_with_logits(logits, target[, {pos_weight=, reduction=\"mean\"}]): sigmoid + BCE, numerically stable.")
+doc(nn.binary_cross_entropy_with_logits, "nn.binary_cross_entropy_with_logits(logits, target[, {weight=, pos_weight=, reduction=\"mean\"}]):\n"
+  .. "  sigmoid + BCE, numerically stable; weight rescales each element's loss, pos_weight the positives' (per class).")
 nn.bce_with_logits = nn.binary_cross_entropy_with_logits
 
 nn.functional = {
@@ -1382,6 +1451,7 @@ local function loss_class(name, fn, text, extra)
   local cls = Module:extend(name)
   nn[name] = cls
   function cls:__init(opts)
+    check_loss_options(name, opts)
     opts = opts or {}
     self.reduction = opts.reduction or "mean"
     if self.reduction ~= "mean" and self.reduction ~= "sum" and self.reduction ~= "none" then
@@ -1419,11 +1489,17 @@ loss_class("NLLLoss", function(self, x, y)
   if x:dim() > 2 then return nn.nll_loss(x, y, loss_opts(self)) end
   return C._nn_nll_loss(x, y, o.weight, o.ignore_index, self.reduction)
 end, "nn.NLLLoss([{weight=, ignore_index=, reduction=\"mean\"}]): forward(log_probs, target).")
-loss_class("BCELoss", function(self, x, y) return C._nn_bce(x, y, self.reduction) end,
-  "nn.BCELoss([{reduction=\"mean\"}]): binary cross entropy on probabilities.")
+loss_class("BCELoss", function(self, x, y)
+  if self.opts.weight ~= nil then return nn.binary_cross_entropy(x, y, {weight = self.opts.weight, reduction = self.reduction}) end
+  return C._nn_bce(x, y, self.reduction)
+end, "nn.BCELoss([{weight=, reduction=\"mean\"}]): binary cross entropy on probabilities (see nn.binary_cross_entropy).")
 loss_class("BCEWithLogitsLoss", function(self, x, y)
+  if self.opts.weight ~= nil then
+    return nn.binary_cross_entropy_with_logits(x, y, {weight = self.opts.weight, pos_weight = self.opts.pos_weight,
+      reduction = self.reduction})
+  end
   return C._nn_bce_with_logits(x, y, self.opts.pos_weight, self.reduction)
-end, "nn.BCEWithLogitsLoss([{pos_weight=, reduction=\"mean\"}]): sigmoid + binary cross entropy, stable.")
+end, "nn.BCEWithLogitsLoss([{weight=, pos_weight=, reduction=\"mean\"}]): sigmoid + binary cross entropy, stable.")
 
 -- ------------------------------------------------------------------ containers
 

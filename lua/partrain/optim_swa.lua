@@ -183,12 +183,13 @@ doc(AveragedModel, [[optim.swa_utils.AveragedModel(model[, {avg_fn=, multi_avg_f
 
 -- PyTorch's isinstance(m, _BatchNorm): BatchNorm1d/2d/3d and their subclasses (partrain's
 -- InstanceNorm classes share nn._BatchNorm's code, but are not batch norms)
+-- (by class name: the model's classes may come from another load of partrain.nn than this file's)
 local function is_batch_norm(m)
   local cls = getmetatable(m)
   while type(cls) == "table" do
     local cname = rawget(cls, "__name")
-    if type(cname) == "string" and cname:match("^InstanceNorm%dd$") and cls == rawget(nn, cname) then return false end
-    if cls == nn._BatchNorm then return true end
+    if type(cname) == "string" and cname:match("^InstanceNorm%dd$") then return false end
+    if cls == nn._BatchNorm or cname == "_BatchNorm" then return true end
     cls = rawget(cls, "super")
   end
   return false
