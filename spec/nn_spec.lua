@@ -1010,3 +1010,24 @@ describe("loss options", function()
       function() pt.nn.binary_cross_entropy(p, y, {weight = pt.ones(3, {dtype = "float64"})}) end)
   end)
 end)
+
+describe("layer, clip_grad_norm and save options", function()
+  local pt = require "partrain"
+  local support = require "spec.support"
+  it("are checked by name (a misspelled one is an error, never ignored)", function()
+    support.assert_error("Linear: unknown option 'bais' (options: bias, dtype)", function() pt.nn.Linear(3, 2, {bais = false}) end)
+    support.assert_error("Embedding: unknown option 'padding' (options: padding_idx, dtype)",
+      function() pt.nn.Embedding(3, 4, {padding = 1}) end)
+    support.assert_error("LayerNorm: unknown option 'elementwise' (options: eps, elementwise_affine, bias, dtype)",
+      function() pt.nn.LayerNorm(3, {elementwise = false}) end)
+    support.assert_error("BatchNorm2d: unknown option 'momentun' (options: eps, momentum, affine, track_running_stats, "
+      .. "dtype)", function() pt.nn.BatchNorm2d(3, {momentun = 0.1}) end)
+    support.assert_error("clip_grad_norm: unknown option 'norm' (options: norm_type)",
+      function() pt.optim.clip_grad_norm(pt.nn.Linear(2, 2):parameters(), 1, {norm = 2}) end)
+    assert.matches("save: unknown option 'metaa' %(options: dtype, loader, meta, optimizer, rng%)",
+      support.errmsg(function() pt.save(os.tmpname(), {a = pt.ones(1)}, {metaa = {}}) end))
+    -- the right ones still work
+    assert.is_nil(pt.nn.Linear(3, 2, {bias = false}).bias)
+    assert.are.equal(false, pt.nn.LayerNorm(3, {elementwise_affine = false}).elementwise_affine)
+  end)
+end)

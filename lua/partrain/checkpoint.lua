@@ -118,6 +118,12 @@ local function save(path, obj, opts)
   if path:find("\0", 1, true) then fail("save: path '%s' contains a NUL byte", shown(path)) end
   opts = opts or {}
   if type(opts) ~= "table" then fail("save: options must be a table") end
+  local save_options = {optimizer = true, meta = true, loader = true, rng = true, dtype = true}
+  for k in pairs(opts) do
+    if not save_options[k] then
+      fail("save: unknown option '%s' (options: dtype, loader, meta, optimizer, rng)", tostring(k))
+    end
+  end
   local sd
   if type(obj) == "table" and type(obj.state_dict) == "function" then
     sd = obj:state_dict()

@@ -995,12 +995,11 @@ LOSS_OPTIONS.MSELoss, LOSS_OPTIONS.L1Loss, LOSS_OPTIONS.SmoothL1Loss =
 LOSS_OPTIONS.BCELoss, LOSS_OPTIONS.BCEWithLogitsLoss =
   LOSS_OPTIONS.binary_cross_entropy, LOSS_OPTIONS.binary_cross_entropy_with_logits
 
-local function check_loss_options(fname, opts)
+local function check_named_options(fname, opts, names)
   if opts == nil then return end
   if type(opts) ~= "table" or pt.is_tensor(opts) then
     fail(string.format("%s: expected an options table, got %s", fname, pt.is_tensor(opts) and "a tensor" or type(opts)))
   end
-  local names = LOSS_OPTIONS[fname]
   for k in pairs(opts) do
     local known = false
     for _, n in ipairs(names) do if n == k then known = true end end
@@ -1009,6 +1008,8 @@ local function check_loss_options(fname, opts)
     end
   end
 end
+
+local function check_loss_options(fname, opts) check_named_options(fname, opts, LOSS_OPTIONS[fname]) end
 
 -- a BCE loss per element times weight (broadcast to it, as torch's rescaling weight), reduced
 local function weighted_loss(fname, per_element, weight, reduction)
@@ -1233,6 +1234,7 @@ nn.Linear = Linear
 function Linear:__init(in_features, out_features, opts)
   check_size("Linear", "in_features", in_features)
   check_size("Linear", "out_features", out_features)
+  check_named_options("Linear", opts, {"bias", "dtype"})
   opts = opts or {}
   self.in_features, self.out_features = in_features, out_features
   local dt = opts.dtype or "float32"
@@ -1265,6 +1267,7 @@ nn.Embedding = Embedding
 function Embedding:__init(num_embeddings, embedding_dim, opts)
   check_size("Embedding", "num_embeddings", num_embeddings)
   check_size("Embedding", "embedding_dim", embedding_dim)
+  check_named_options("Embedding", opts, {"padding_idx", "dtype"})
   opts = opts or {}
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = opts.padding_idx
@@ -1305,6 +1308,7 @@ doc(Dropout, "nn.Dropout([p=0.5]): in training mode zeroes elements with probabi
 local LayerNorm = Module:extend("LayerNorm")
 nn.LayerNorm = LayerNorm
 function LayerNorm:__init(normalized_shape, opts)
+  check_named_options("LayerNorm", opts, {"eps", "elementwise_affine", "bias", "dtype"})
   opts = opts or {}
   if math.type(normalized_shape) == "integer" then normalized_shape = {normalized_shape} end
   if type(normalized_shape) ~= "table" or #normalized_shape == 0 then
@@ -1337,6 +1341,7 @@ doc(BatchNorm, "nn._BatchNorm: the base BatchNorm1d and BatchNorm2d share (param
   .. "  internal: use nn.BatchNorm1d or nn.BatchNorm2d.")
 function BatchNorm:__init(num_features, opts)
   check_size(class_name(self), "num_features", num_features)
+  check_named_options(class_name(self), opts, {"eps", "momentum", "affine", "track_running_stats", "dtype"})
   opts = opts or {}
   self.num_features = num_features
   self.eps = opts.eps or 1e-5

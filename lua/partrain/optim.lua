@@ -1001,6 +1001,9 @@ function optim.clip_grad_norm(params, max_norm, opts)
   if opts ~= nil and type(opts) ~= "table" then
     error("clip_grad_norm: options must be a table, got " .. type(opts), 2)
   end
+  for k in pairs(opts or {}) do
+    if k ~= "norm_type" then error(("clip_grad_norm: unknown option '%s' (options: norm_type)"):format(tostring(k)), 2) end
+  end
   local p = opts and opts.norm_type or 2
   if p == "inf" then p = math.huge end
   if type(p) ~= "number" or not (p > 0) then
