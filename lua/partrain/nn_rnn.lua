@@ -1480,7 +1480,8 @@ doc(TransformerEncoderLayer, [[nn.TransformerEncoderLayer(d_model, nhead[, opts]
   Children as PyTorch's, so its state_dict keys match: self_attn, linear1, dropout, linear2,
   norm1, norm2, dropout1, dropout2.]])
 
--- a module copied with fresh parameter and buffer tensors (PyTorch's copy.deepcopy of a layer)
+-- a module copied with fresh parameter and buffer tensors (PyTorch's copy.deepcopy of a layer or
+-- model): shared tensors and modules stay shared in the copy, classes and functions are kept
 local function deepcopy_module(m)
   local seen = {}
   local function copy(v)
@@ -1503,6 +1504,8 @@ local function deepcopy_module(m)
   end
   return copy(m)
 end
+
+nn._deepcopy_module = deepcopy_module -- also swa_utils.AveragedModel's copy of a model
 
 local TransformerEncoder = Module:extend("TransformerEncoder")
 nn.TransformerEncoder = TransformerEncoder

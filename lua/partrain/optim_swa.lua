@@ -69,29 +69,6 @@ end
 
 -- ------------------------------------------------------------------ AveragedModel
 
--- a module copied with fresh parameter and buffer tensors (PyTorch's copy.deepcopy of a model):
--- shared tensors and modules stay shared in the copy, classes and functions are kept
-local function deepcopy_module(m)
-  local seen = {}
-  local function copy(v)
-    if pt.is_tensor(v) then
-      if seen[v] then return seen[v] end
-      local c = v:detach():clone()
-      if v.requires_grad then c.requires_grad = true end
-      seen[v] = c
-      return c
-    end
-    if type(v) ~= "table" then return v end
-    if seen[v] then return seen[v] end
-    if not nn.is_module(v) and rawget(v, "__name") ~= nil then return v end -- a class
-    local c = {}
-    seen[v] = c
-    for k, x in next, v do rawset(c, copy(k), copy(x)) end
-    return setmetatable(c, getmetatable(v))
-  end
-  return copy(m)
-end
-
 local AveragedModel = nn.Module:extend("AveragedModel")
 
 local AVG_OPTIONS = {avg_fn = true, multi_avg_fn = true, use_buffers = true, device = true}
@@ -107,7 +84,7 @@ function AveragedModel:__init(model, opts)
   local use_buffers = opts.use_buffers
   if use_buffers == nil then use_buffers = false end
   if type(use_buffers) ~= "boolean" then fail("%s: use_buffers must be a boolean, got %s", name, type_of(use_buffers)) end
-  self.module = deepcopy_module(model)
+  self.module = nn._deepcopy_module(model) -- copy.deepcopy: fresh tensors, sharing kept (nn_rnn.lua)
   self:register_buffer("n_averaged", pt.tensor(0, {dtype = "int64"}))
   self.avg_fn, self.multi_avg_fn, self.use_buffers = opts.avg_fn, opts.multi_avg_fn, use_buffers
 end
