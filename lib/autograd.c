@@ -1760,7 +1760,9 @@ static pt_status gf_minmax(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   pt_tensor *x = n->inputs[0];
   int dim = (int)n->ints[0];
   gf s = {.ctx = ctx};
-  if (dim == PT_DIM_ALL || x->ndim == 0) { /* the max of all: a flat position in x */
+  /* over all elements the node shares g among ties with recorded ops (backward_differentiable,
+   * ops_reduce.c), so this formula sees a dim; a 0-d x's one element is a flat position */
+  if (x->ndim == 0) {
     int64_t one = 1, numel = pt_tensor_numel(x);
     pt_tensor *flat = G_reshape(&s, x, 1, &numel);
     pt_tensor *ix = G_one_based(&s, n->saved[0], 1, &one);
