@@ -1042,15 +1042,14 @@ static int l_fn_record(lua_State *L) {
   return 1;
 }
 
-/* pt._fn_saved_output(record, j, y, offset, packed_length) -> y with the history of output j of
- * the record's node (the backward reads a saved output through it, so that a create_graph pass
+/* pt._fn_saved_output(record, y, offset, packed_length) -> y (the output at offset of the packed
+ * outputs) with the history of that output of the record's node (the backward reads a saved output through it, so that a create_graph pass
  * differentiates through the output too): for one output the node itself, for several a fresh
  * proxy into the packed gradient. */
 static int l_fn_saved_output(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_Integer j = luaL_checkinteger(L, 2);
-  pt_tensor *y = lpt_check_tensor(L, 3);
-  lua_Integer off = luaL_checkinteger(L, 4), total = luaL_checkinteger(L, 5);
+  pt_tensor *y = lpt_check_tensor(L, 2);
+  lua_Integer off = luaL_checkinteger(L, 3), total = luaL_checkinteger(L, 4);
   lua_getfield(L, 1, "node");
   pt_node *node = lua_touserdata(L, -1);
   lua_pop(L, 1);
@@ -1058,7 +1057,7 @@ static int l_fn_saved_output(lua_State *L) {
   fn_info *info = node->extra;
   pt_ctx *ctx = lpt_ctx(L);
   if (!ctx->grad_enabled) { /* a pass that records nothing: the tensor as it is */
-    lua_settop(L, 3);
+    lua_pushvalue(L, 2);
     return 1;
   }
   pt_tensor *r = NULL, *packed = NULL, *standin = NULL;
@@ -1067,7 +1066,6 @@ static int l_fn_saved_output(lua_State *L) {
     st = pt_autograd_alias(ctx, y, node, &r);
     if (!st) r->requires_grad = true;
   } else {
-    (void)j;
     st = fn_packed_standin(ctx, node->out_dtype, (int64_t)total, &standin);
     if (!st) st = pt_autograd_alias(ctx, standin, node, &packed);
     if (!st) {

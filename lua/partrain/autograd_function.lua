@@ -55,7 +55,7 @@ local function saved_tensors(ctx)
           record and record.name or "autograd.Function", i, shape_str(t), v, saved.versions[i]), 2)
       end
       local j = record and record.in_backward and record.out_index[t]
-      if j then t = pt._fn_saved_output(record, j, t, record.offsets[j], record.total) end
+      if j then t = pt._fn_saved_output(record, t, record.offsets[j], record.total) end
     end
     out[i] = t
   end
