@@ -823,9 +823,10 @@ end
 
 local RANK_AVERAGES = {micro = true, macro = true, weighted = true, none = true}
 
---- pt.metrics.roc_auc(scores, target[, opts]) -> area under the ROC curve
-function M.roc_auc(scores, target, opts)
-  local fname = "roc_auc"
+-- a ranking metric (roc_auc, average_precision): binary(scores, labels) on binary scores {N}, or
+-- one-vs-rest over the classes of scores {N,C}, averaged (micro: every score as one binary
+-- problem); check(s64, ys, support), when given, vets the one-vs-rest inputs first
+local function ranking_metric(fname, scores, target, opts, binary, check)
   opts = check_opts(fname, opts, {"average", "pos_label"})
   local sc = as_tensor(fname, "scores", scores)
   if sc:dim() == 2 then
@@ -833,45 +834,39 @@ function M.roc_auc(scores, target, opts)
     local avg = check_average(fname, opts.average or "macro", RANK_AVERAGES)
     if sc:dtype() == "bool" then raise(fname .. ": scores must be numbers, got a bool tensor") end
     local s64, ys, support = one_vs_rest(fname, sc, target)
-    for i, sum in ipairs(s64:sum(2):tolist()) do
-      if math.abs(1 - sum) > 1e-8 + 1e-5 * math.abs(sum) then
-        raise(string.format("%s: multiclass scores must be probabilities summing to 1 over classes (as sklearn's one-vs-rest), row %d sums to %s",
-                            fname, i, num_str(sum)))
-      end
-    end
-    for c = 1, #ys do
-      if support[c] == 0 then
-        raise(string.format("%s: class %d does not occur in target; one-vs-rest ROC AUC needs every class of the scores", fname, c))
-      end
-    end
-    if avg == "micro" then return binary_auc(fname, flatten(s64, ys)) end
+    if check then check(s64, ys, support) end
+    if avg == "micro" then return binary(flatten(s64, ys)) end
     local vals = {}
-    for c = 1, #ys do vals[c] = binary_auc(fname, s64[{{}, c}], ys[c]) end
+    for c = 1, #ys do vals[c] = binary(s64[{{}, c}], ys[c]) end
     return average_per_class(vals, support, avg)
   end
   if opts.average ~= nil then check_average(fname, opts.average, RANK_AVERAGES) end
   local s, y = binary_curve_inputs(fname, sc, target, opts.pos_label)
-  return binary_auc(fname, s, y)
+  return binary(s, y)
+end
+
+--- pt.metrics.roc_auc(scores, target[, opts]) -> area under the ROC curve
+function M.roc_auc(scores, target, opts)
+  local fname = "roc_auc"
+  return ranking_metric(fname, scores, target, opts, function(s, y) return binary_auc(fname, s, y) end,
+    function(s64, ys, support)
+      for i, sum in ipairs(s64:sum(2):tolist()) do
+        if math.abs(1 - sum) > 1e-8 + 1e-5 * math.abs(sum) then
+          raise(string.format("%s: multiclass scores must be probabilities summing to 1 over classes (as sklearn's one-vs-rest), row %d sums to %s",
+                              fname, i, num_str(sum)))
+        end
+      end
+      for c = 1, #ys do
+        if support[c] == 0 then
+          raise(string.format("%s: class %d does not occur in target; one-vs-rest ROC AUC needs every class of the scores", fname, c))
+        end
+      end
+    end)
 end
 
 --- pt.metrics.average_precision(scores, target[, opts]) -> sklearn's average_precision_score
 function M.average_precision(scores, target, opts)
-  local fname = "average_precision"
-  opts = check_opts(fname, opts, {"average", "pos_label"})
-  local sc = as_tensor(fname, "scores", scores)
-  if sc:dim() == 2 then
-    if opts.pos_label ~= nil then raise(fname .. ": pos_label applies to binary scores {N} only") end
-    local avg = check_average(fname, opts.average or "macro", RANK_AVERAGES)
-    if sc:dtype() == "bool" then raise(fname .. ": scores must be numbers, got a bool tensor") end
-    local s64, ys, support = one_vs_rest(fname, sc, target)
-    if avg == "micro" then return binary_ap(flatten(s64, ys)) end
-    local vals = {}
-    for c = 1, #ys do vals[c] = binary_ap(s64[{{}, c}], ys[c]) end
-    return average_per_class(vals, support, avg)
-  end
-  if opts.average ~= nil then check_average(fname, opts.average, RANK_AVERAGES) end
-  local s, y = binary_curve_inputs(fname, sc, target, opts.pos_label)
-  return binary_ap(s, y)
+  return ranking_metric("average_precision", scores, target, opts, binary_ap)
 end
 
 M.roc_auc_score, M.average_precision_score = M.roc_auc, M.average_precision
