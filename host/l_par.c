@@ -1580,7 +1580,15 @@ static int par_windows_impl(lua_State *L) {
     dmsg = dm;
   }
   lua_settop(L, 8);
-  lua_newtable(L); /* 9: all losses */
+  int total = 0; /* samples in all windows: the losses' table is made at its size once */
+  for (int wi = 0; wi < nwin; wi++) {
+    lua_rawgeti(L, 4, 2 * wi + 1);
+    lua_rawgeti(L, 4, 2 * wi + 2);
+    lua_Integer span = lua_tointeger(L, -1) - lua_tointeger(L, -2) + 1;
+    lua_pop(L, 2);
+    if (span > 0 && span <= n) total += (int)span;
+  }
+  lua_createtable(L, total, 0); /* 9: all losses */
   int nloss = 0;
   par_task **tasks = calloc((size_t)n, sizeof *tasks);
   if (!tasks) {
@@ -1777,8 +1785,11 @@ static int par_windows_impl(lua_State *L) {
       }
     }
     if (rep_gen) p->rep.stale = false;
-    lua_createtable(L, k, 0); /* this window's losses */
-    int wl = lua_gettop(L);
+    int wl = 0; /* this window's losses, for after_window only */
+    if (has_after) {
+      lua_createtable(L, k, 0);
+      wl = lua_gettop(L);
+    }
     for (int j = 0; j < k; j++) {
       int nr = push_results(L, tasks[j]->result);
       if (nr < 0) {
@@ -1791,9 +1802,11 @@ static int par_windows_impl(lua_State *L) {
       }
       if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
       lua_pop(L, nr - 1);
-      lua_pushvalue(L, -1);
+      if (wl) {
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, wl, j + 1);
+      }
       lua_rawseti(L, 9, ++nloss);
-      lua_rawseti(L, wl, j + 1);
       free_task(tasks[j]);
       tasks[j] = NULL;
     }
