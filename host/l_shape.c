@@ -274,7 +274,7 @@ static int tensor_list(lua_State *L, const char *fname, pt_tensor ***list, int *
 static int l_cat(lua_State *L) {
   pt_tensor **ts, *r = NULL;
   int dim_idx, n = tensor_list(L, "cat", &ts, &dim_idx);
-  int dim = n ? lpt_opt_dim(L, dim_idx, ts[0]->ndim, "cat", 0) : 0;
+  int dim = n ? lpt_opt_dim(L, dim_idx, pt_cat_ref_ndim(n, ts), "cat", 0) : 0;
   pt_status st = pt_cat(lpt_ctx(L), n, ts, dim, &r);
   return lpt_push_result(L, st, r);
 }

@@ -600,8 +600,49 @@ static void cat_rows(void *arg, int64_t o0, int64_t o1, int tid) {
   }
 }
 
+/* A 1-D tensor of size 0 (torch.zeros(0), the usual start of `out = cat({out, x})`) is left out
+ * of cat's shape checks and result, as PyTorch's legacy rule; it still takes part in the result's
+ * dtype. */
+static bool cat_skipped(const pt_tensor *t) { return t->ndim == 1 && t->shape[0] == 0; }
+
+int pt_cat_ref_ndim(int n, pt_tensor *const *ts) {
+  for (int k = 0; k < n; k++)
+    if (!cat_skipped(ts[k])) return ts[k]->ndim;
+  return n > 0 ? ts[0]->ndim : 0;
+}
+
+/* cat of the tensors that are not skipped (some are, some are not): the first kept one converted
+ * to the dtype of all of them, so that the result's dtype is the same */
+static pt_status cat_without_skipped(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **out) {
+  pt_tensor **kept = pt_alloc(ctx, (size_t)n * sizeof *kept);
+  if (!kept) return PT_ENOMEM;
+  pt_dtype all = ts[0]->dtype, some = PT_BOOL;
+  int nk = 0;
+  for (int k = 0; k < n; k++) {
+    all = pt_dtype_promote(all, ts[k]->dtype);
+    if (cat_skipped(ts[k])) continue;
+    some = nk ? pt_dtype_promote(some, ts[k]->dtype) : ts[k]->dtype;
+    kept[nk++] = ts[k];
+  }
+  pt_tensor *first = NULL;
+  pt_status st = PT_OK;
+  if (some != all && !(st = pt_to_dtype(ctx, kept[0], all, &first))) kept[0] = first;
+  if (!st) st = pt_cat(ctx, nk, kept, dim, out);
+  if (first) pt_tensor_release(first);
+  pt_free(kept);
+  return st;
+}
+
 pt_status pt_cat(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **out) {
   if (n <= 0) return pt_fail(ctx, PT_EARG, "cat: expected a non-empty list of tensors");
+  int nskip = 0;
+  for (int k = 0; k < n; k++) {
+    if (ts[k]->ndim == 0)
+      return pt_fail(ctx, PT_EARG,
+                     "cat: zero-dimensional tensor (at position %d) cannot be concatenated", k + 1);
+    nskip += cat_skipped(ts[k]);
+  }
+  if (nskip > 0 && nskip < n) return cat_without_skipped(ctx, n, ts, dim, out);
   pt_tensor *ref = ts[0];
   if (ref->ndim == 0)
     return pt_fail(ctx, PT_EARG, "cat: zero-dimensional tensor (at position 1) cannot be concatenated");

@@ -44,6 +44,9 @@ pt_status pt_repeat(pt_ctx *ctx, pt_tensor *t, int nreps, const int64_t *reps, p
 /* Joining: all tensors have the same ndim and sizes except along dim; dtypes are promoted.
  * Any number of inputs (the graph is a tree of nodes over views of the output). */
 pt_status pt_cat(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **out);
+/* A 1-D tensor of size 0 next to others is left out of cat (PyTorch's legacy rule), so a cat's
+ * dim is checked against the ndim of its first other tensor (this, ts[0]'s when all are such). */
+int pt_cat_ref_ndim(int n, pt_tensor *const *ts);
 /* stack: same shapes, a new dimension dim in 0..ndim */
 pt_status pt_stack(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor **out);
 

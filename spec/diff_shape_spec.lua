@@ -1,0 +1,62 @@
+-- Shape and indexing ops checked against PyTorch 1.13 (differential testing). Expected values are
+-- torch 1.13's on the same inputs (0-based dims and positions there, 1-based here).
+local pt = require "partrain"
+
+local function errmsg(f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return (tostring(err):gsub("^[^\n]-:%d+: ", ""))
+end
+
+local function range(...)
+  local n = 1
+  for _, s in ipairs({...}) do n = n * s end
+  return pt.arange(n, {dtype = "float32"}):view(...)
+end
+
+local function long(v) return pt.tensor(v, {dtype = "int64"}) end
+
+describe("cat with 1-D empty tensors (torch's legacy rule)", function()
+  it("leaves a tensor of shape {0} out of the shape checks, next to tensors of any shape", function()
+    -- values from torch 1.13: torch.cat([torch.zeros(0), x]) and torch.cat([x, torch.zeros(0)], 1)
+    local x = range(2, 3)
+    assert.are.same({{0, 1, 2}, {3, 4, 5}}, pt.cat({pt.zeros(0), x}):tolist())
+    assert.are.same({{0, 1, 2}, {3, 4, 5}}, pt.cat({x, pt.zeros(0)}, 2):tolist())
+    assert.are.same({{0, 1, 2}, {3, 4, 5}}, pt.cat({x, pt.zeros(0)}, -1):tolist())
+    assert.are.same({{1, 2}, {3, 4}, {5, 6}},
+                    pt.cat({pt.tensor({{1, 2}, {3, 4}}), pt.zeros(0), pt.tensor({{5, 6}})}):tolist())
+    -- the usual accumulation loop
+    local acc = pt.zeros(0)
+    for i = 1, 3 do acc = pt.cat({acc, pt.full({1, 2}, i)}) end
+    assert.are.same({{1, 1}, {2, 2}, {3, 3}}, acc:tolist())
+    -- only empty ones: a {0} result
+    assert.are.same({0}, pt.cat({pt.zeros(0), pt.zeros(0)}):size())
+  end)
+
+  it("still promotes with the left-out tensor's dtype", function()
+    -- torch 1.13: float64 ([[1., 2.]]), int64 ([[1, 0]]), float32
+    local c = pt.cat({pt.zeros(0, {dtype = "float64"}), long({{1, 2}})})
+    assert.are.equal("float64", c:dtype())
+    assert.are.same({{1, 2}}, c:tolist())
+    local b = pt.cat({pt.zeros(0, {dtype = "int64"}), pt.tensor({{true, false}})})
+    assert.are.equal("int64", b:dtype())
+    assert.are.same({{1, 0}}, b:tolist())
+    assert.are.equal("float32", pt.cat({pt.zeros(0), pt.zeros(0, {dtype = "int64"})}):dtype())
+  end)
+
+  it("passes gradients to the other tensors", function()
+    local x = pt.tensor({{1, 2}, {3, 4}}, {requires_grad = true})
+    local y = pt.cat({pt.zeros(0), x, x}, 2)
+    y:backward(pt.arange(8, {dtype = "float32"}):view(2, 4))
+    assert.are.same({{2, 4}, {10, 12}}, x.grad:tolist()) -- torch 1.13
+  end)
+
+  it("still refuses 0-d tensors and other mismatches", function()
+    assert.are.equal("cat: zero-dimensional tensor (at position 2) cannot be concatenated",
+                     errmsg(function() return pt.cat({pt.zeros(0), pt.tensor(1)}) end))
+    assert.are.equal("cat: tensors must have the same number of dimensions, got {2,3} and {3}",
+                     errmsg(function() return pt.cat({pt.zeros(0), pt.zeros(2, 3), pt.zeros(3)}) end))
+    assert.are.equal("cat: dimension 3 out of range (tensor has 2 dimensions)",
+                     errmsg(function() return pt.cat({pt.zeros(0), pt.zeros(2, 3)}, 3) end))
+  end)
+end)
