@@ -299,42 +299,10 @@ static int handle_remove(lua_State *L) {
 
 static void fn_after_pass(lua_State *L);
 
-/* t:backward([grad][, {retain_graph=, create_graph=}]) */
-static int t_backward(lua_State *L) {
-  pt_tensor *t = lpt_check_tensor(L, 1);
-  pt_tensor *g = NULL;
-  int opts = 0;
-  if (lua_istable(L, 2)) opts = 2;
-  else {
-    if (!lua_isnoneornil(L, 2)) g = lpt_check_tensor(L, 2);
-    if (lua_istable(L, 3)) opts = 3; /* backward(grad, opts) or backward(nil, opts) */
-  }
-  static const char *const names[] = {"retain_graph", "create_graph", NULL}; /* a typo would free the graph */
-  lpt_check_options(L, opts, "backward", names);
-  bool create = lpt_opt_bool(L, opts, "create_graph", false);
-  bool retain = lpt_opt_bool(L, opts, "retain_graph", create);
-  hook_call hc = {L, "backward", false};
-  pt_grad_hooks hooks;
-  pt_tensor **leaves;
-  sweep_hooks(L);
-  bool any = collect_hooks(L, &hooks, &hc, &leaves);
-  pt_backward_opts o = {.retain_graph = retain, .create_graph = create, .hooks = any ? &hooks : NULL};
-  pt_ctx *ctx = lpt_ctx(L);
-  void *host = ctx->host_state; /* autograd.Function nodes run their Lua backward in L */
-  ctx->host_state = L;
-  lpt_state_fast(L)->backward_depth++;
-  pt_status st = pt_backward_ex(ctx, 1, &t, g ? &g : NULL, &o);
-  lpt_state_fast(L)->backward_depth--;
-  ctx->host_state = host;
-  fn_after_pass(L);
-  free(leaves);
-  if (st) return raise_pass_error(L, &hc);
-  return 0;
-}
-
 /* The tensors of argument idx (one tensor, or a list of them) as an array in a userdata pushed
  * on the stack (the collector frees it, also when an error unwinds); *single: one tensor. */
-static pt_tensor **tensor_args(lua_State *L, int idx, const char *what, int *n, bool *single) {
+static pt_tensor **tensor_args(lua_State *L, int idx, const char *fname, const char *what, int *n,
+                                bool *single) {
   pt_tensor **arr;
   *single = lpt_test_box(L, idx) != NULL;
   if (*single) {
@@ -344,21 +312,122 @@ static pt_tensor **tensor_args(lua_State *L, int idx, const char *what, int *n, 
     return arr;
   }
   if (!lua_istable(L, idx))
-    lpt_errorf(L, "autograd.grad: %s must be a tensor or a list of tensors, got %s", what,
+    lpt_errorf(L, "%s: %s must be a tensor or a list of tensors, got %s", fname, what,
                luaL_typename(L, idx));
   lua_Integer len = (lua_Integer)lua_rawlen(L, idx);
-  if (len == 0) lpt_errorf(L, "autograd.grad: %s is an empty list", what);
-  if (len > 1 << 20) lpt_errorf(L, "autograd.grad: too many %s (%I)", what, len);
+  if (len == 0) lpt_errorf(L, "%s: %s is an empty list", fname, what);
+  if (len > 1 << 20) lpt_errorf(L, "%s: too many %s (%I)", fname, what, len);
   arr = lua_newuserdatauv(L, (size_t)len * sizeof *arr, 0);
   for (lua_Integer i = 1; i <= len; i++) {
     lua_rawgeti(L, idx, i);
     if (!lpt_test_box(L, -1))
-      lpt_errorf(L, "autograd.grad: %s[%I] is not a tensor (got %s)", what, i, luaL_typename(L, -1));
+      lpt_errorf(L, "%s: %s[%I] is not a tensor (got %s)", fname, what, i,
+                 luaL_typename(L, -1));
     arr[i - 1] = lpt_check_tensor(L, -1);
     lua_pop(L, 1);
   }
   *n = (int)len;
   return arr;
+}
+
+/* A backward pass from roots[0..n) (grads: NULL, or NULL entries, for one-element roots) into the
+ * .grad of the leaves, or with the option `inputs` (opts_idx: the options table, 0: none) into
+ * those tensors' .grad only, as torch's backward(inputs=). */
+static int run_backward(lua_State *L, const char *fname, int n, pt_tensor *const *roots,
+                        pt_tensor *const *grads, int opts_idx) {
+  static const char *const names[] = {"retain_graph", "create_graph", "inputs", NULL}; /* a typo would free the graph */
+  lpt_check_options(L, opts_idx, fname, names);
+  bool create = lpt_opt_bool(L, opts_idx, "create_graph", false);
+  bool retain = lpt_opt_bool(L, opts_idx, "retain_graph", create);
+  pt_tensor **ins = NULL;
+  int nin = 0;
+  if (opts_idx && lua_getfield(L, opts_idx, "inputs") != LUA_TNIL) {
+    bool single;
+    ins = tensor_args(L, lua_gettop(L), fname, "inputs", &nin, &single); /* stays on the stack */
+  }
+  hook_call hc = {L, fname, false};
+  pt_grad_hooks hooks;
+  pt_tensor **leaves;
+  sweep_hooks(L);
+  bool any = collect_hooks(L, &hooks, &hc, &leaves);
+  pt_backward_opts o = {.fname = fname, .retain_graph = retain, .create_graph = create,
+                        .hooks = any ? &hooks : NULL, .n_inputs = nin, .inputs = ins,
+                        .accumulate_inputs = nin > 0};
+  pt_ctx *ctx = lpt_ctx(L);
+  void *host = ctx->host_state; /* autograd.Function nodes run their Lua backward in L */
+  ctx->host_state = L;
+  lpt_state_fast(L)->backward_depth++;
+  pt_status st = pt_backward_ex(ctx, n, roots, grads, &o);
+  lpt_state_fast(L)->backward_depth--;
+  ctx->host_state = host;
+  fn_after_pass(L);
+  free(leaves);
+  if (st) return raise_pass_error(L, &hc);
+  return 0;
+}
+
+/* t:backward([grad][, {retain_graph=, create_graph=, inputs=}]) */
+static int t_backward(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  pt_tensor *g = NULL;
+  int opts = 0;
+  if (lua_istable(L, 2)) opts = 2;
+  else {
+    if (!lua_isnoneornil(L, 2)) g = lpt_check_tensor(L, 2);
+    if (lua_istable(L, 3)) opts = 3; /* backward(grad, opts) or backward(nil, opts) */
+  }
+  return run_backward(L, "backward", 1, &t, g ? &g : NULL, opts);
+}
+
+/* pt.autograd.backward(tensors[, grad_tensors][, {retain_graph=, create_graph=, inputs=}]) */
+static int l_autograd_backward(lua_State *L) {
+  const char *fname = "autograd.backward";
+  lpt_check_max_args(L, 3, fname);
+  lua_settop(L, 3);
+  int opts = 0;
+  if (lua_istable(L, 3)) {
+    opts = 3;
+  } else if (!lua_isnil(L, 3)) {
+    return lpt_errorf(L, "%s: expected an options table as argument 3, got %s", fname, luaL_typename(L, 3));
+  } else if (lua_istable(L, 2) && !lpt_test_box(L, 2) && lua_rawlen(L, 2) == 0) {
+    lua_getfield(L, 2, "retain_graph");
+    lua_getfield(L, 2, "create_graph");
+    lua_getfield(L, 2, "inputs");
+    bool named = !lua_isnil(L, -1) || !lua_isnil(L, -2) || !lua_isnil(L, -3);
+    lua_pop(L, 3);
+    if (named) { /* backward(tensors, {options}) */
+      lua_pushvalue(L, 2);
+      lua_replace(L, 3);
+      lua_pushnil(L);
+      lua_replace(L, 2);
+      opts = 3;
+    }
+  }
+  int n;
+  bool single;
+  pt_tensor **roots = tensor_args(L, 1, fname, "tensors", &n, &single);
+  pt_tensor **grads = lua_newuserdatauv(L, (size_t)n * sizeof *grads, 0);
+  memset(grads, 0, (size_t)n * sizeof *grads);
+  if (lpt_test_box(L, 2)) {
+    if (n != 1) return lpt_errorf(L, "%s: got %d tensors and 1 grad_tensors", fname, n);
+    grads[0] = lpt_check_tensor(L, 2);
+  } else if (lua_istable(L, 2)) {
+    lua_Integer len = (lua_Integer)lua_rawlen(L, 2);
+    if (len > n) return lpt_errorf(L, "%s: got %d tensors and %I grad_tensors", fname, n, len);
+    for (int i = 1; i <= n; i++) {
+      if (lua_rawgeti(L, 2, i) != LUA_TNIL) {
+        if (!lpt_test_box(L, -1))
+          return lpt_errorf(L, "%s: grad_tensors[%d] must be a tensor or nil, got %s", fname, i,
+                            luaL_typename(L, -1));
+        grads[i - 1] = lpt_check_tensor(L, -1);
+      }
+      lua_pop(L, 1);
+    }
+  } else if (!lua_isnil(L, 2)) {
+    return lpt_errorf(L, "%s: grad_tensors must be a tensor or a list of tensors, got %s", fname,
+                      luaL_typename(L, 2));
+  }
+  return run_backward(L, fname, n, roots, grads, opts);
 }
 
 /* registry[&in_grad_key] is true while autograd.grad's pass runs (a nested pass started by a
@@ -384,8 +453,8 @@ static int l_autograd_grad(lua_State *L) {
   lpt_check_options(L, opts, "autograd.grad", names);
   int nout, nin;
   bool single_out, single_in;
-  pt_tensor **outs = tensor_args(L, 1, "outputs", &nout, &single_out);
-  pt_tensor **ins = tensor_args(L, 2, "inputs", &nin, &single_in);
+  pt_tensor **outs = tensor_args(L, 1, "autograd.grad", "outputs", &nout, &single_out);
+  pt_tensor **ins = tensor_args(L, 2, "autograd.grad", "inputs", &nin, &single_in);
   (void)single_out;
   pt_tensor **gouts = lua_newuserdatauv(L, (size_t)nout * sizeof *gouts, 0);
   memset(gouts, 0, (size_t)nout * sizeof *gouts);
@@ -1180,7 +1249,7 @@ static const luaL_Reg functions[] = {
 };
 
 static const char *const method_docs[] = {
-    "backward", "t:backward([grad][, {retain_graph=false, create_graph=false}])\n  Reverse-mode gradients of t into .grad of the leaves (adds; zero them yourself).\n  grad may be omitted for one-element t. create_graph=true records the backward pass (the\n  .grad tensors get a history, to differentiate again; retain_graph then defaults to true;\n  that history refers to the leaves: set .grad = nil when done, as PyTorch advises);\n  see help(pt.autograd.grad) for the ops it supports.",
+    "backward", "t:backward([grad][, {retain_graph=false, create_graph=false, inputs=nil}])\n  Reverse-mode gradients of t into .grad of the leaves (adds; zero them yourself).\n  grad may be omitted for one-element t. create_graph=true records the backward pass (the\n  .grad tensors get a history, to differentiate again; retain_graph then defaults to true;\n  that history refers to the leaves: set .grad = nil when done, as PyTorch advises);\n  see help(pt.autograd.grad) for the ops it supports. inputs (a tensor or a list, as torch's):\n  only these tensors' .grad change, leaves or not (a non-leaf's after its hooks), and only the\n  part of the graph that leads to them runs.",
     "detach", "t:detach() -> a tensor sharing t's storage, outside the graph.",
     "requires_grad_", "t:requires_grad_([flag=true]) -> t, marking a leaf for gradients.",
     "retain_grad", "t:retain_grad() -> t; a non-leaf keeps its .grad after backward (after its hooks ran).",
@@ -1193,6 +1262,14 @@ static const char *const function_docs[] = {
     "enable_grad", "pt.enable_grad(fn, ...) -> fn(...) run with gradient recording on.",
     NULL, NULL,
 };
+
+static const char backward_doc[] =
+    "pt.autograd.backward(tensors[, grad_tensors][, {retain_graph=create_graph, create_graph=false,\n"
+    "    inputs=nil}]): one backward pass from several tensors at once (their gradients summed where\n"
+    "  the graphs meet), as torch.autograd.backward. tensors is a tensor or a list; grad_tensors the\n"
+    "  gradient of each (a tensor, or a list with nil for one-element tensors); the options as\n"
+    "  t:backward's. inputs (a tensor or a list): only these tensors' .grad change (leaves or not,\n"
+    "  their hooks run first), and only the part of the graph that leads to them runs.";
 
 static const char grad_doc[] =
     "pt.autograd.grad(outputs, inputs[, {grad_outputs=nil, retain_graph=create_graph, create_graph=false,\n"
@@ -1225,6 +1302,11 @@ void lpt_open_autograd(lua_State *L) {
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, "grad");
   lua_pushstring(L, grad_doc);
+  lua_rawset(L, -4);
+  lua_pushcfunction(L, l_autograd_backward);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "backward");
+  lua_pushstring(L, backward_doc);
   lua_rawset(L, -4);
   static const struct {
     const char *name;

@@ -2881,7 +2881,8 @@ typedef struct pass {
   const char *fname;
   const pt_grad_hooks *hooks;
   bool create;  /* create_graph */
-  bool capture; /* autograd.grad */
+  bool capture; /* autograd.grad, or backward's inputs */
+  bool accumulate; /* backward's inputs: the captured gradients go into .grad */
   leaf_slot *slots;
   int n_slots;
 } pass;
@@ -3015,7 +3016,7 @@ static pt_status run_hooks(pass *p, pt_node *node, pt_tensor *leaf, pt_tensor **
 
 /* A leaf's gradient is complete: hooks, then .grad (autograd.grad keeps it in the slot). */
 static pt_status finish_slot(pass *p, leaf_slot *s) {
-  if (p->capture || !s->pending) return PT_OK;
+  if ((p->capture && !p->accumulate) || !s->pending) return PT_OK;
   pt_tensor *g = s->pending;
   s->pending = NULL;
   pt_status st = PT_OK;
@@ -3171,6 +3172,7 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
       .hooks = opts->hooks && opts->hooks->run ? opts->hooks : NULL,
       .create = opts->create_graph,
       .capture = opts->n_inputs > 0,
+      .accumulate = opts->n_inputs > 0 && opts->accumulate_inputs,
   };
   pt_status st = PT_OK;
   bool was_enabled = ctx->grad_enabled, was_direct_off = ctx->grad_direct_off;
@@ -3180,7 +3182,7 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
   pt_node **rootn = NULL;
   graph_table gt;
 
-  if (p.capture)
+  if (p.capture && opts->grads_out)
     for (int i = 0; i < opts->n_inputs; i++) opts->grads_out[i] = NULL;
   if (n_roots <= 0) return pt_fail(ctx, PT_EARG, "%s: no tensors to differentiate", p.fname);
   g0 = calloc((size_t)n_roots, sizeof *g0);
@@ -3209,7 +3211,8 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
       }
       for (int i = 0; i < cap; i++) {
         pt_tensor *t = p.capture ? opts->inputs[i] : p.hooks->leaves[i];
-        if (!t->grad_fn) p.slots[p.n_slots++] = (leaf_slot){.leaf = t, .hooked = !p.capture};
+        if (!t->grad_fn)
+          p.slots[p.n_slots++] = (leaf_slot){.leaf = t, .hooked = p.hooks && (!p.capture || p.accumulate)};
       }
       qsort(p.slots, (size_t)p.n_slots, sizeof *p.slots, slot_cmp);
       int m = 0; /* without duplicates */
@@ -3310,12 +3313,19 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
     }
     pt_tensor *gout = n->pending_grad;
     n->pending_grad = NULL;
+    /* autograd.grad captures the gradient before the node's hooks (as torch 1.13); backward's
+     * inputs after them, as the .grad a backward fills */
+    bool hooks_first = p.accumulate && (n->pass_flags & PASS_CAPTURE);
+    if (hooks_first && gout && n->has_hooks && p.hooks && (st = run_hooks(&p, n, NULL, &gout))) {
+      pt_tensor_release(gout);
+      goto done;
+    }
     if (gout && (n->pass_flags & PASS_CAPTURE)) n->captured = pt_tensor_retain(gout);
     if (!(n->pass_flags & PASS_RUN)) {
       pt_tensor_release(gout);
       continue;
     }
-    if (gout && n->has_hooks && p.hooks && (st = run_hooks(&p, n, NULL, &gout))) {
+    if (!hooks_first && gout && n->has_hooks && p.hooks && (st = run_hooks(&p, n, NULL, &gout))) {
       pt_tensor_release(gout);
       goto done;
     }
@@ -3372,7 +3382,18 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
     for (int i = 0; i < PT_NODE_MAX_INPUTS; i++) pt_tensor_release(gin[i]);
     if (st) goto done;
   }
-  if (p.capture) { /* the answers, before the bookkeeping goes */
+  if (p.accumulate) { /* the non-leaf inputs' .grad (the leaves' went in at finish_slot) */
+    for (int i = 0; i < opts->n_inputs && !st; i++) {
+      pt_tensor *t = opts->inputs[i];
+      pt_node *m = t->grad_fn;
+      bool seen = false;
+      for (int j = 0; j < i && !seen; j++) seen = opts->inputs[j] == t;
+      if (!m || seen || m->visit_mark != mark || !m->captured) continue;
+      if (m->retain_target == t && (m->pass_flags & PASS_RUN)) continue; /* retain_grad's did */
+      st = p.create ? accumulate_graph(ctx, t, m->captured) : pt_accumulate_default(ctx, t, m->captured, NULL);
+    }
+    if (st) goto done;
+  } else if (p.capture) { /* the answers, before the bookkeeping goes */
     for (int i = 0; i < opts->n_inputs; i++) {
       pt_tensor *t = opts->inputs[i];
       leaf_slot *s = t->grad_fn ? NULL : find_slot(&p, t);
@@ -3415,7 +3436,7 @@ done:
   free(all.items);
   free(stack.items);
   free(ready.items);
-  if (st && p.capture)
+  if (st && p.capture && !p.accumulate)
     for (int i = 0; i < opts->n_inputs; i++) {
       pt_tensor_release(opts->grads_out[i]);
       opts->grads_out[i] = NULL;

@@ -120,6 +120,10 @@ typedef struct pt_backward_opts {
   int n_inputs;
   pt_tensor *const *inputs;
   pt_tensor **grads_out;
+  /* backward's `inputs`: the same pruned pass, but each input's gradient goes into its .grad as
+   * a backward would put it there (its hooks run first, a leaf's through ctx->accumulate) and
+   * grads_out stays NULL (may be NULL) */
+  bool accumulate_inputs;
 } pt_backward_opts;
 
 /* Backward from several roots at once (their gradients summed where graphs meet); grads[i] may be

@@ -213,7 +213,7 @@ describe("create_graph", function()
     assert_close(x.grad, {2, 4})
     assert.is_not_nil(x.grad.grad_fn)
     x.grad = nil
-    assert_err("backward: unknown option 'create_grahp' (options: retain_graph, create_graph)", function()
+    assert_err("backward: unknown option 'create_grahp' (options: retain_graph, create_graph, inputs)", function()
       (x * x):sum():backward({create_grahp = true})
     end)
   end)

@@ -641,7 +641,7 @@ describe("saved tensors modified in place", function()
     s:backward()
     assert.are.same({4, 8}, a.grad:tolist())
     assert.has_error(function() (a * 2):sum():backward(nil, {retain_grahp = true}) end,
-      "backward: unknown option 'retain_grahp' (options: retain_graph, create_graph)")
+      "backward: unknown option 'retain_grahp' (options: retain_graph, create_graph, inputs)")
     -- a leaf whose requires_grad was turned off after the forward gets no gradient
     local b = pt.tensor({1, 2}, {dtype = "float64", requires_grad = true})
     local c = pt.tensor({3}, {dtype = "float64", requires_grad = true})
