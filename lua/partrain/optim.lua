@@ -1128,7 +1128,13 @@ local function new_scheduler(cls, opt, settings)
   for k, v in pairs(settings) do self[k] = v end
   cls._check(self, cls.name, #opt.param_groups, opt)
   self:_init_groups()
-  self:_apply(cls.name)
+  if self._chain then
+    local lrs, moms = self:_compute(self.last_epoch, cls.name)
+    self:_follow_lrs(self.last_epoch, lrs, cls.name, true)
+    self:_set(self.last_epoch, lrs, moms)
+  else
+    self:_apply(cls.name)
+  end
   return self
 end
 
@@ -1164,7 +1170,7 @@ function Scheduler:_compute(e, where)
 end
 
 function Scheduler:_set(e, lrs, moms)
-  self.last_epoch = e
+  self.last_epoch, self._set_epoch = e, e
   local last = {}
   for i, g in ipairs(self.optimizer.param_groups) do
     g.lr, last[i] = lrs[i], lrs[i]
@@ -1234,6 +1240,42 @@ local function next_epoch(self, where)
   return e + 1
 end
 
+-- PyTorch's chainable schedulers (StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR,
+-- PolynomialLR, MultiplicativeLR, CosineAnnealingLR) compute each step's lr from the group's
+-- current lr. The closed form here gives the same numbers while the scheduler alone moves the lr;
+-- a group whose lr was changed by someone else (set by hand, another scheduler stepped back to back
+-- with this one, ReduceLROnPlateau) follows PyTorch's chainable step from its current lr from then
+-- on (cls._chain(self, i, lr, e, where)), as PyTorch's does. At construction a group whose lr is not
+-- its initial_lr (another scheduler moved it) follows too. A jump of last_epoch, or load_state_dict,
+-- goes back to the closed form (PyTorch's step(epoch) takes the closed form too).
+function Scheduler:_follow_lrs(e, lrs, where, at_init)
+  local chain = self._chain
+  if not chain then return end
+  local follow = rawget(self, "_follow")
+  if not follow then
+    follow = {}
+    self._follow = follow
+  end
+  if not at_init and rawget(self, "_set_epoch") ~= e - 1 then
+    for k in pairs(follow) do follow[k] = nil end
+    return
+  end
+  for i, g in ipairs(self.optimizer.param_groups) do
+    local lr = g.lr
+    if lr ~= (at_init and self.base_lrs[i] or self._last_lr[i]) then follow[i] = true end
+    if follow[i] then
+      if not is_num(lr) then
+        fail("%s: parameter group %d has lr %s, not a number", where, i, val_str(lr))
+      end
+      lr = chain(self, i, lr, e, where)
+      if not is_num(lr) then
+        fail("%s: lr %s for parameter group %d at epoch %d is not a valid learning rate", where, val_str(lr), i, e)
+      end
+      lrs[i] = lr
+    end
+  end
+end
+
 function Scheduler:step(...)
   local where = self.name .. ":step"
   if select("#", ...) > 0 then
@@ -1243,7 +1285,9 @@ function Scheduler:step(...)
   check_groups(self, "step")
   self:_check_now(where)
   local e = next_epoch(self, where)
-  self:_set(e, self:_compute(e, where))
+  local lrs, moms, after = self:_compute(e, where) -- after: ChainedScheduler's lrs after each scheduler
+  self:_follow_lrs(e, lrs, where)
+  self:_set(e, lrs, moms, after)
 end
 doc(Scheduler.step, "sched:step(): advances one epoch (or step) and sets each group's lr. It takes no epoch (PyTorch's\n"
   .. "  deprecated step(epoch)): set sched.last_epoch to jump. The settings are checked first, so a bad value\n"
@@ -1332,6 +1376,7 @@ end
 function Scheduler:load_state_dict(sd)
   local where = self.name .. ":load_state_dict"
   self:_prepare_load(sd, where)()
+  self._follow = nil
   self:_apply(where)
 end
 doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=, and the scheduler's settings (step_size=,\n"
@@ -1349,9 +1394,13 @@ doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers
   read at every step: after sched.gamma = 0.5 the next steps use the formula with the new value, and
   step() checks them first (sched.step_size = 0: "StepLR:step: step_size must be a positive integer").
   Each step sets the lr from the formula of the base lr (a closed form, PyTorch's _get_closed_form_lr
-  where it has one), not from the current lr as PyTorch's chainable schedulers do: a changed setting
-  applies to the whole formula, and an lr set by hand is replaced at the next step. Numbers agree
-  with PyTorch's to rounding.]])
+  where it has one): a changed setting applies to the whole formula. A group whose lr someone else
+  changed (set by hand, or another scheduler stepped back to back with this one, as PyTorch's docs
+  chain ExponentialLR and MultiStepLR) goes on from its current lr with PyTorch's chainable step, for
+  StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
+  MultiplicativeLR and LinearWarmup, as PyTorch's do (the others: PyTorch's replace the lr too); a
+  jump of last_epoch or load_state_dict goes back to the closed form. Numbers agree with PyTorch's
+  to rounding.]])
 
 local function scheduler_class(name, repr_keys, check, ctor, text, fn_arg)
   local cls = setmetatable({name = name, _repr_keys = repr_keys, _check = check}, {__index = Scheduler})
@@ -1547,7 +1596,7 @@ local MultiplicativeLR = scheduler_class("MultiplicativeLR", {"lr_lambda"},
   end,
   [[optim.MultiplicativeLR(opt, fn | {fn1, fn2, ...}): lr = base * fn(1) * fn(2) * ... * fn(epoch)
   PyTorch's MultiplicativeLR (each step multiplies the lr by fn(epoch); the lr at epoch 0 is base), as the
-  closed form over the base lr: an lr set by hand is replaced at the next step. One function, or a list
+  closed form over the base lr (an lr set by hand is multiplied on from, as PyTorch's). One function, or a list
   of one per parameter group. fn(k) is called once per step while the epochs advance one at a time (the
   product so far is kept); after a jump of last_epoch the product is taken again from fn(1).]], true)
 
@@ -1561,15 +1610,15 @@ function MultiplicativeLR:_group_factor(i, e, where)
     self._products = cache
   end
   local c = cache[i]
-  local k, f = 0, 1
-  if c and c.fn == fn and c.epoch <= e then k, f = c.epoch, c.factor end
+  local k, f, last = 0, 1, nil -- last: fn(e), for MultiplicativeLR:_chain
+  if c and c.fn == fn and c.epoch <= e then k, f, last = c.epoch, c.factor, c.last end
   while k < e do
     k = k + 1
     local v = fn(k)
     if type(v) ~= "number" then fail("%s: lr_lambda(%d) returned %s, not a number", where, k, val_str(v)) end
-    f = f * v
+    f, last = f * v, v
   end
-  cache[i] = {fn = fn, epoch = e, factor = f}
+  cache[i] = {fn = fn, epoch = e, factor = f, last = last}
   return f
 end
 function MultiplicativeLR:get_lr(i, base, e, where) return base * self:_group_factor(i, e, where or self.name) end
@@ -1595,6 +1644,71 @@ local LinearWarmup = scheduler_class("LinearWarmup", {"warmup_steps", "start_fac
 function LinearWarmup:_factor(e)
   local a, m = self.start_factor, self.warmup_steps
   return a + (1 - a) * math.min(e, m) / m
+end
+
+-- PyTorch 1.13's chainable steps (their get_lr): the lr at epoch e from the group's current lr,
+-- used for a group whose lr was moved by someone else (Scheduler:_follow_lrs). Where PyTorch would
+-- divide by zero (a factor of 0), the closed form of the base lr is taken instead.
+function StepLR:_chain(_, lr, e)
+  if e == 0 or e % self.step_size ~= 0 then return lr end
+  return lr * self.gamma
+end
+function MultiStepLR:_chain(_, lr, e)
+  local n = 0
+  for _, m in ipairs(self.milestones) do
+    if m == e then n = n + 1 end
+  end
+  if n == 0 then return lr end
+  return lr * self.gamma ^ n
+end
+function ConstantLR:_chain(i, lr, e)
+  if e == 0 then return lr * self.factor end
+  if e ~= self.total_iters then return lr end
+  if self.factor == 0 then return self.base_lrs[i] end
+  return lr * (1.0 / self.factor)
+end
+function LinearLR:_chain(i, lr, e)
+  local a, b, m = self.start_factor, self.end_factor, self.total_iters
+  if e == 0 then return lr * a end
+  if e > m then return lr end
+  local d = m * a + (e - 1) * (b - a)
+  if d == 0 then return self.base_lrs[i] * self:_factor(e) end
+  return lr * (1. + (b - a) / d)
+end
+function ExponentialLR:_chain(_, lr, e)
+  if e == 0 then return lr end
+  return lr * self.gamma
+end
+function PolynomialLR:_chain(_, lr, e)
+  local m = self.total_iters
+  if e == 0 or e > m then return lr end
+  return lr * ((1.0 - e / m) / (1.0 - (e - 1) / m)) ^ self.power
+end
+function CosineAnnealingLR:_chain(i, lr, e)
+  local T, lo = self.T_max, self.eta_min
+  if e == 0 then return lr end
+  if (e - 1 - T) % (2 * T) == 0 then
+    return lr + (self.base_lrs[i] - lo) * (1 - math.cos(math.pi / T)) / 2
+  end
+  return (1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T)) * (lr - lo) + lo
+end
+function MultiplicativeLR:_chain(i, lr, e, where)
+  if e == 0 then return lr end
+  -- fn(e), called once per step: step() has just taken the product up to e
+  local fn = per_group(self.lr_lambda, i)
+  local c = (rawget(self, "_products") or {})[i]
+  if c and c.fn == fn and c.epoch == e and c.last ~= nil then return lr * c.last end
+  local v = fn(e)
+  if type(v) ~= "number" then fail("%s: lr_lambda(%d) returned %s, not a number", where, e, val_str(v)) end
+  return lr * v
+end
+function LinearWarmup:_chain(i, lr, e)
+  local a, m = self.start_factor, self.warmup_steps
+  if e == 0 then return lr * a end
+  if e > m then return lr end
+  local prev = self:_factor(e - 1)
+  if prev == 0 then return self.base_lrs[i] * self:_factor(e) end
+  return lr * (self:_factor(e) / prev)
 end
 
 -- ---------------------------------------------------------------- cyclic schedules

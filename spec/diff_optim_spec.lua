@@ -1,0 +1,233 @@
+-- Differential checks of partrain.optim against PyTorch 1.13 (the values are torch 1.13's, from
+-- scripts that step the same schedulers / optimizers on the same numbers).
+local pt = require "partrain"
+local optim = require "partrain.optim"
+
+local function param()
+  local p = pt.zeros(2)
+  p.requires_grad = true
+  return p
+end
+
+-- two groups, lr 0.1 and 0.05
+local function sgd()
+  return optim.SGD({{params = {param()}}, {params = {param()}, lr = 0.05}}, {lr = 0.1})
+end
+
+local function lrs(o)
+  local r = {}
+  for i, g in ipairs(o.param_groups) do r[i] = g.lr end
+  return r
+end
+
+local function close(actual, expected, what, tol)
+  tol = tol or 1e-12
+  assert.are.equal(#expected, #actual, what)
+  for k = 1, #expected do
+    assert.are.equal(#expected[k], #actual[k], what)
+    for i = 1, #expected[k] do
+      local a, b = actual[k][i], expected[k][i]
+      if not (math.abs(a - b) <= tol * math.abs(b) + 1e-18) then
+        error(("%s: row %d, value %d: got %.17g, expected %.17g"):format(what, k, i, a, b), 2)
+      end
+    end
+  end
+end
+
+describe("schedulers whose lr someone else moved (values from torch 1.13)", function()
+  -- each follows PyTorch's chainable step from the group's current lr; before, the closed form of
+  -- the base lr replaced it at the next step (the last scheduler stepped won)
+
+  it("two schedulers stepped back to back multiply (PyTorch's docs: ExponentialLR and MultiStepLR)", function()
+    -- torch 1.13: ExponentialLR(opt, 0.9), MultiStepLR(opt, [5, 12], 0.1), both stepped each epoch
+    local expected = {{0.10000000000000001, 0.050000000000000003},
+      {0.090000000000000011, 0.045000000000000005},
+      {0.081000000000000016, 0.040500000000000008},
+      {0.07290000000000002, 0.03645000000000001},
+      {0.065610000000000016, 0.032805000000000008},
+      {0.005904900000000002, 0.002952450000000001},
+      {0.005314410000000002, 0.002657205000000001},
+      {0.0047829690000000024, 0.0023914845000000012},
+      {0.004304672100000002, 0.002152336050000001},
+      {0.0038742048900000021, 0.001937102445000001},
+      {0.003486784401000002, 0.001743392200500001},
+      {0.0031381059609000019, 0.001569052980450001},
+      {0.0002824295364810002, 0.0001412147682405001},
+      {0.00025418658283290021, 0.00012709329141645011},
+      {0.00022876792454961018, 0.00011438396227480509},
+      {0.00020589113209464917, 0.00010294556604732458},
+      {0.00018530201888518425, 9.2651009442592126e-05},
+      {0.00016677181699666584, 8.3385908498332921e-05},
+      {0.00015009463529699926, 7.5047317648499628e-05},
+      {0.00013508517176729934, 6.7542585883649672e-05},
+      {0.00012157665459056941, 6.0788327295284707e-05},
+      {0.00010941898913151247, 5.4709494565756235e-05},
+      {9.8477090218361223e-05, 4.9238545109180612e-05},
+      {8.8629381196525105e-05, 4.4314690598262553e-05},
+      {7.976644307687259e-05, 3.9883221538436295e-05},
+      {7.178979876918533e-05, 3.5894899384592665e-05},
+      {6.4610818892266801e-05, 3.2305409446133401e-05},
+      {5.8149737003040121e-05, 2.9074868501520061e-05},
+      {5.2334763302736112e-05, 2.6167381651368056e-05},
+      {4.7101286972462505e-05, 2.3550643486231253e-05},
+      {4.2391158275216258e-05, 2.1195579137608129e-05}}
+    local o = sgd()
+    local s1 = optim.ExponentialLR(o, {gamma = 0.9})
+    local s2 = optim.MultiStepLR(o, {milestones = {5, 12}, gamma = 0.1})
+    local rows = {lrs(o)}
+    for _ = 1, 30 do
+      s1:step(); s2:step()
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, expected, "back to back")
+    -- the old closed form gave 0.1 * 0.1^(milestones passed): 0.01 at epoch 5 instead of 0.0059049
+    assert.is_true(math.abs(rows[6][1] - 0.0059049) < 1e-15)
+    assert.are.same(rows[#rows], s2:get_last_lr())
+  end)
+
+  it("an lr set by hand is where StepLR, CosineAnnealingLR and PolynomialLR go on from", function()
+    local o = sgd()
+    local s = optim.StepLR(o, {step_size = 3, gamma = 0.5})
+    local rows = {lrs(o)}
+    for e = 0, 9 do
+      s:step()
+      if e == 3 then
+        for _, g in ipairs(o.param_groups) do g.lr = g.lr * 4 end
+      end
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, {{0.10000000000000001, 0.050000000000000003},
+      {0.10000000000000001, 0.050000000000000003},
+      {0.10000000000000001, 0.050000000000000003},
+      {0.050000000000000003, 0.025000000000000001},
+      {0.20000000000000001, 0.10000000000000001},
+      {0.20000000000000001, 0.10000000000000001},
+      {0.10000000000000001, 0.050000000000000003},
+      {0.10000000000000001, 0.050000000000000003},
+      {0.10000000000000001, 0.050000000000000003},
+      {0.050000000000000003, 0.025000000000000001},
+      {0.050000000000000003, 0.025000000000000001}}, "StepLR")
+
+    -- group 1 set to 0.3 twice, once just before the cosine's trough (PyTorch's additive branch)
+    o = sgd()
+    s = optim.CosineAnnealingLR(o, {T_max = 4, eta_min = 0.01})
+    rows = {lrs(o)}
+    for e = 0, 19 do
+      s:step()
+      if e == 2 or e == 9 then o.param_groups[1].lr = 0.3 end
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, {{0.10000000000000001, 0.050000000000000003},
+      {0.086819805153394644, 0.044142135623730955},
+      {0.055000000000000007, 0.029999999999999999},
+      {0.29999999999999999, 0.01585786437626905},
+      {0.01, 0.01},
+      {0.023180194846605363, 0.01585786437626905},
+      {0.055000000000000021, 0.030000000000000006},
+      {0.086819805153394686, 0.044142135623730969},
+      {0.10000000000000006, 0.050000000000000024},
+      {0.0868198051533947, 0.044142135623730976},
+      {0.29999999999999999, 0.03000000000000002},
+      {0.094939033455901434, 0.015857864376269071},
+      {0.01, 0.01},
+      {0.023180194846605363, 0.01585786437626905},
+      {0.054999999999999924, 0.029999999999999964},
+      {0.086819805153394491, 0.044142135623730885},
+      {0.099999999999999881, 0.049999999999999947},
+      {0.086819805153394519, 0.044142135623730899},
+      {0.054999999999999959, 0.029999999999999978},
+      {0.023180194846605391, 0.015857864376269064},
+      {0.01, 0.01}}, "CosineAnnealingLR")
+
+    -- past total_iters the lr stays where it was set
+    o = sgd()
+    s = optim.PolynomialLR(o, {total_iters = 6, power = 2.0})
+    rows = {lrs(o)}
+    for e = 0, 9 do
+      s:step()
+      if e == 2 or e == 7 then o.param_groups[2].lr = 0.02 end
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, {{0.10000000000000001, 0.050000000000000003},
+      {0.069444444444444461, 0.034722222222222231},
+      {0.044444444444444467, 0.022222222222222233},
+      {0.025000000000000008, 0.02},
+      {0.011111111111111117, 0.0088888888888888906},
+      {0.0027777777777777775, 0.0022222222222222214},
+      {0, 0},
+      {0, 0},
+      {0, 0.02},
+      {0, 0.02},
+      {0, 0.02}}, "PolynomialLR")
+  end)
+
+  it("StepLR with ReduceLROnPlateau: the plateau's cuts stay", function()
+    local o = sgd()
+    local s1 = optim.StepLR(o, {step_size = 3, gamma = 0.7})
+    local s2 = optim.ReduceLROnPlateau(o, {patience = 1})
+    local metrics = {5, 4, 4, 4, 3, 3, 3, 3, 3, 3}
+    local rows = {lrs(o)}
+    for e = 1, 10 do
+      s1:step(); s2:step(metrics[e])
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, {{0.10000000000000001, 0.050000000000000003},
+      {0.10000000000000001, 0.050000000000000003},
+      {0.10000000000000001, 0.050000000000000003},
+      {0.069999999999999993, 0.034999999999999996},
+      {0.0069999999999999993, 0.0034999999999999996},
+      {0.0069999999999999993, 0.0034999999999999996},
+      {0.004899999999999999, 0.0024499999999999995},
+      {0.00048999999999999988, 0.00024499999999999994},
+      {0.00048999999999999988, 0.00024499999999999994},
+      {3.4299999999999987e-05, 1.7149999999999993e-05},
+      {3.4299999999999987e-05, 1.7149999999999993e-05}}, "StepLR + ReduceLROnPlateau")
+  end)
+
+  it("a scheduler made after another moved the lr starts from it", function()
+    -- torch 1.13: ConstantLR(factor 0.5, 3 iters) then LinearLR(start 0.2, 4 iters) on one optimizer
+    local o = sgd()
+    local s1 = optim.ConstantLR(o, {factor = 0.5, total_iters = 3})
+    local s2 = optim.LinearLR(o, {start_factor = 0.2, total_iters = 4})
+    local rows = {lrs(o)}
+    for _ = 1, 8 do
+      s1:step(); s2:step()
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, {{0.010000000000000002, 0.005000000000000001},
+      {0.020000000000000004, 0.010000000000000002},
+      {0.030000000000000006, 0.015000000000000003},
+      {0.080000000000000016, 0.040000000000000008},
+      {0.10000000000000002, 0.05000000000000001},
+      {0.10000000000000002, 0.05000000000000001},
+      {0.10000000000000002, 0.05000000000000001},
+      {0.10000000000000002, 0.05000000000000001},
+      {0.10000000000000002, 0.05000000000000001}}, "ConstantLR then LinearLR")
+  end)
+
+  it("a jump of last_epoch goes back to the closed form (PyTorch's step(epoch))", function()
+    local o = sgd()
+    local s = optim.StepLR(o, {step_size = 2, gamma = 0.5})
+    s:step()
+    for _, g in ipairs(o.param_groups) do g.lr = 1.0 end
+    s:step()
+    local a = lrs(o)
+    s.last_epoch = 5
+    s:step()
+    local b = lrs(o)
+    s:step()
+    close({a, b, lrs(o)},
+      {{0.5, 0.5},
+      {0.012500000000000001, 0.0062500000000000003},
+      {0.012500000000000001, 0.0062500000000000003}}, "jump")
+  end)
+
+  it("alone, a scheduler keeps the closed form of its settings (a changed gamma applies to the whole formula)", function()
+    local o = sgd()
+    local s = optim.ExponentialLR(o, {gamma = 0.5})
+    s:step(); s:step()
+    s.gamma = 0.1
+    s:step()
+    assert.are.same({0.1 * 0.1 ^ 3, 0.05 * 0.1 ^ 3}, s:get_last_lr())
+  end)
+end)
