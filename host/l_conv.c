@@ -218,6 +218,8 @@ static int l_batch_norm(lua_State *L) {
     if (!lua_isnoneornil(L, idx)) t[i] = lpt_check_tensor(L, idx);
   }
   if (!opts && lua_istable(L, 6)) opts = 6;
+  static const char *const names[] = {"training", "momentum", "eps", NULL};
+  lpt_check_options(L, opts, "batch_norm", names);
   bool training = lpt_opt_bool(L, opts, "training", true);
   double momentum = opt_number(L, opts, "momentum", 0.1), eps = opt_number(L, opts, "eps", 1e-5);
   pt_tensor *out = NULL;

@@ -1575,12 +1575,17 @@ fail:
   return st;
 }
 
-static pt_status check_channel_vec(pt_ctx *ctx, const char *what, const pt_tensor *v, int64_t C) {
+/* v is nil or {C} of x's dtype (the kernels read weight and bias as x's dtype; PyTorch refuses a
+ * mixed dtype too) */
+static pt_status check_channel_vec(pt_ctx *ctx, const char *what, const pt_tensor *v, int64_t C, const pt_tensor *x) {
   if (v && (v->ndim != 1 || v->shape[0] != C)) {
     char b[PT_SHAPE_STR_MAX];
     return pt_fail(ctx, PT_ESHAPE, "batch_norm: %s must have shape {%lld}, got %s", what, (long long)C,
                    pt_shape_format(v->ndim, v->shape, b, sizeof b));
   }
+  if (v && v->dtype != x->dtype)
+    return pt_fail(ctx, PT_EARG, "batch_norm: %s has dtype %s, input has %s", what, pt_dtype_name(v->dtype),
+                   pt_dtype_name(x->dtype));
   return PT_OK;
 }
 
@@ -1595,8 +1600,8 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
                    pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
   int64_t N = x->shape[0], C = x->shape[1], S = 1;
   for (int i = 2; i < x->ndim; i++) S *= x->shape[i];
-  if ((st = check_channel_vec(ctx, "running_mean", rmean, C)) || (st = check_channel_vec(ctx, "running_var", rvar, C)) ||
-      (st = check_channel_vec(ctx, "weight", w, C)) || (st = check_channel_vec(ctx, "bias", b, C)))
+  if ((st = check_channel_vec(ctx, "running_mean", rmean, C, x)) || (st = check_channel_vec(ctx, "running_var", rvar, C, x)) ||
+      (st = check_channel_vec(ctx, "weight", w, C, x)) || (st = check_channel_vec(ctx, "bias", b, C, x)))
     return st;
   if (!training && (!rmean || !rvar))
     return pt_fail(ctx, PT_EARG, "%s: evaluation mode needs running_mean and running_var", fn);

@@ -703,11 +703,22 @@ pt_status pt_nn_pointwise_loss(pt_ctx *ctx, const char *fname, pt_pointwise_loss
     if (kind != PT_LOSS_BCE_WITH_LOGITS)
       return pt_fail(ctx, PT_EARG, "%s: pos_weight is only used by bce_with_logits", fname);
     if ((st = check_same_dtype(ctx, fname, "pos_weight", pos_weight, input))) return st;
-    if (pos_weight->ndim > 1 || pt_tensor_numel(pos_weight) != (pos_weight->ndim ? last : 1))
-      return pt_fail(ctx, PT_ESHAPE, "%s: pos_weight shape %s does not match the last dimension "
-                     "of input shape %s", fname, shape_str(pos_weight, s1), shape_str(input, s2));
-    if (pos_weight->ndim == 0) last = 1;
-    if ((st = pt_tensor_contiguous_raw(ctx, pos_weight, &pwc))) goto fail;
+    if (pos_weight->ndim <= 1 && pt_tensor_numel(pos_weight) == (pos_weight->ndim ? last : 1)) {
+      /* one weight per class of the last dim (or one for all): read as pp[i % last] */
+      if (pos_weight->ndim == 0) last = 1;
+      if ((st = pt_tensor_contiguous_raw(ctx, pos_weight, &pwc))) goto fail;
+    } else {
+      /* any other shape that broadcasts to the input's, as torch's (e.g. {C,1,1} for {N,C,H,W}):
+       * expanded to one weight per element */
+      pt_tensor *e = NULL;
+      if (pos_weight->ndim > input->ndim || pt_expand_raw(ctx, pos_weight, input->ndim, input->shape, &e))
+        return pt_fail(ctx, PT_ESHAPE, "%s: pos_weight shape %s cannot be broadcast to input shape %s", fname,
+                       shape_str(pos_weight, s1), shape_str(input, s2));
+      st = pt_tensor_contiguous_raw(ctx, e, &pwc);
+      pt_tensor_release(e);
+      if (st) goto fail;
+      last = n > 0 ? n : 1;
+    }
   }
   if (kind == PT_LOSS_BCE) {
     for (int64_t i = 0; i < n; i++) {

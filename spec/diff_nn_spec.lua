@@ -1,0 +1,64 @@
+-- Differential checks of nn's functional ops, layers and losses against PyTorch 1.13: each case
+-- here was found wrong by comparing with torch (values from torch 1.13 unless said otherwise).
+local pt = require "partrain"
+local nn = pt.nn
+local F = nn.functional
+local support = require "spec.support"
+local assert_close = support.assert_close_with(1e-12)
+
+local F64 = {dtype = "float64"}
+local function d(t) return pt.tensor(t, F64) end
+
+describe("batch_norm's per-channel tensors", function()
+  -- a float32 weight with a float64 input was read as doubles: garbage (outputs ~1e-3 of torch's);
+  -- torch refuses the mixed dtype
+  it("must have the input's dtype", function()
+    local x = pt.randn({4, 3, 5}, F64)
+    local f32 = pt.ones({3})
+    support.assert_error("batch_norm: weight has dtype float32, input has float64",
+      F.batch_norm, x, nil, nil, f32, nil, true)
+    support.assert_error("batch_norm: bias has dtype float32, input has float64",
+      F.batch_norm, x, nil, nil, nil, f32, true)
+    support.assert_error("batch_norm: running_mean has dtype float32, input has float64",
+      F.batch_norm, x, f32, pt.ones({3}, F64), nil, nil, false)
+    support.assert_error("batch_norm: running_var has dtype float32, input has float64",
+      F.batch_norm, x, pt.zeros({3}, F64), f32, nil, nil, true)
+    support.assert_error("batch_norm: weight has dtype float64, input has float32",
+      pt.batch_norm, pt.randn({2, 3, 2, 2}), nil, nil, pt.ones({3}, F64))
+    -- the matching dtypes still work: torch's value for x = {{1, 2}, {3, 6}}, weight {2, 0.5}
+    local y = F.batch_norm(d({{1, 2}, {3, 6}}), nil, nil, d({2, 0.5}), d({0, 1}), true, 0.1, 0)
+    assert_close(y, {{-2, 0.5}, {2, 1.5}})
+  end)
+
+  it("pt.batch_norm refuses an unknown option instead of ignoring it", function()
+    -- pt.batch_norm(x, {weight = w}) silently normalised without the weight
+    support.assert_error("batch_norm: unknown option 'weight' (options: training, momentum, eps)",
+      pt.batch_norm, pt.randn({2, 3, 2, 2}), {weight = pt.ones({3})})
+  end)
+end)
+
+describe("binary_cross_entropy_with_logits's pos_weight", function()
+  -- pos_weight {C,1,1} for {N,C,H,W} scores (per-class weights of a segmentation) was refused
+  -- ("does not match the last dimension"); torch broadcasts it
+  local x = d({{{{0.5, -1.0}}, {{2.0, 0.25}}}, {{{-0.75, 1.5}}, {{0.0, -2.0}}}})
+  local t = d({{{{1.0, 0.0}}, {{0.3, 1.0}}}, {{{0.0, 1.0}}, {{0.8, 0.2}}}})
+  local pw = d({{{2.0}}, {{0.5}}})
+  it("broadcasts to the input's shape (values from torch 1.13)", function()
+    local l = F.binary_cross_entropy_with_logits(x, t, {pos_weight = pw, reduction = "none"})
+    assert.are.same({2, 2, 1, 2}, l:size())
+    assert_close(l, {0.9481539683602134, 0.3132616875182228, 1.5078888093865266, 0.28796970993942184,
+      0.3868710061148999, 0.40282655596550493, 0.4158883083359672, 0.3142352099386754})
+    local xr = x:clone():requires_grad_(true)
+    local s = F.binary_cross_entropy_with_logits(xr, t, {pos_weight = pw})
+    assert_close(s, {0.572136906944929})
+    s:backward()
+    assert_close(xr.grad, {-0.09438516719953635, 0.03361767767124939, 0.07483468953514998, -0.02736396869463762,
+      0.04010266260307588, -0.04560638095158909, -0.012500000000000011, 0.0009103287274882261})
+  end)
+  it("names both shapes when it cannot broadcast", function()
+    support.assert_error("binary_cross_entropy_with_logits: pos_weight shape {3} cannot be broadcast to input shape {3,4}",
+      F.binary_cross_entropy_with_logits, pt.zeros({3, 4}), pt.zeros({3, 4}), {pos_weight = pt.ones({3})})
+    support.assert_error("binary_cross_entropy_with_logits: pos_weight shape {2,3,4} cannot be broadcast to input shape {3,4}",
+      F.binary_cross_entropy_with_logits, pt.zeros({3, 4}), pt.zeros({3, 4}), {pos_weight = pt.ones({2, 3, 4})})
+  end)
+end)
