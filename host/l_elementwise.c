@@ -397,8 +397,21 @@ static int where_impl(lua_State *L, int cond_idx, int a_idx, int b_idx) {
   return 1;
 }
 
-/* pt.where(cond, a, b) */
-static int f_where(lua_State *L) { return where_impl(L, 1, 2, 3); }
+/* pt.where(cond, a, b); pt.where(cond) is cond:nonzero({as_tuple = true}), as torch.where(cond):
+ * one int64 tensor of 1-based indices per dim, as several return values */
+static int f_where(lua_State *L) {
+  if (lua_gettop(L) == 1) {
+    lpt_check_tensor(L, 1);
+    lua_getfield(L, 1, "nonzero");
+    lua_pushvalue(L, 1);
+    lua_createtable(L, 0, 1);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "as_tuple");
+    lua_call(L, 2, LUA_MULTRET);
+    return lua_gettop(L) - 1;
+  }
+  return where_impl(L, 1, 2, 3);
+}
 /* t:where(cond, other) == pt.where(cond, t, other) */
 static int m_where(lua_State *L) {
   lpt_check_tensor(L, 1);
@@ -436,11 +449,12 @@ static int m_masked_fill_(lua_State *L) {
 }
 
 /* clamp(t, min, max) with nil for an open side, or clamp(t, {min=, max=}); the bounds as Lua has
- * them (integers exact: they decide the result's dtype, as PyTorch's int and float scalars).
- * lo / hi point at the bounds given, NULL for an open side. */
+ * them (integers exact: they decide the result's dtype, as PyTorch's int and float scalars) or
+ * tensors (torch.clamp's Tensor overload). lo / hi point at the number bounds given, NULL for an
+ * open side or a tensor bound; tlo / thi are the tensor bounds (borrowed), NULL when none. */
 static void clamp_args(lua_State *L, const char *fname, pt_number *lo, pt_number *hi, pt_number **plo,
-                       pt_number **phi) {
-  if (lua_istable(L, 2)) {
+                       pt_number **phi, pt_tensor **tlo, pt_tensor **thi) {
+  if (lua_istable(L, 2) && !lpt_test_tensor(L, 2)) {
     static const char *const names[] = {"min", "max", NULL};
     lpt_check_max_args(L, 2, fname);
     lpt_check_options(L, 2, fname, names);
@@ -451,32 +465,61 @@ static void clamp_args(lua_State *L, const char *fname, pt_number *lo, pt_number
     lpt_check_max_args(L, 3, fname);
   }
   *plo = *phi = NULL;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checknumber(L, 2);
-    *lo = number_at(L, 2);
-    *plo = lo;
-  }
-  if (!lua_isnoneornil(L, 3)) {
-    luaL_checknumber(L, 3);
-    *hi = number_at(L, 3);
-    *phi = hi;
+  *tlo = *thi = NULL;
+  for (int k = 0; k < 2; k++) {
+    int idx = 2 + k;
+    if (lua_isnoneornil(L, idx)) continue;
+    pt_tensor *bt = lpt_test_tensor(L, idx);
+    if (bt) {
+      *(k == 0 ? tlo : thi) = bt;
+      continue;
+    }
+    if (!is_number(L, idx))
+      lpt_errorf(L, "%s: %s must be a number or a Tensor, got %s", fname, k == 0 ? "min" : "max",
+                 luaL_typename(L, idx));
+    if (k == 0) {
+      *lo = number_at(L, idx);
+      *plo = lo;
+    } else {
+      *hi = number_at(L, idx);
+      *phi = hi;
+    }
   }
 }
 
 static int f_clamp(lua_State *L) {
-  pt_tensor *t = lpt_check_tensor(L, 1), *r;
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL, *tlo, *thi;
   pt_number lo, hi, *plo, *phi;
-  clamp_args(L, "clamp", &lo, &hi, &plo, &phi);
-  if (pt_clamp_number(lpt_ctx(L), t, plo, phi, &r)) return lpt_error(L);
+  clamp_args(L, "clamp", &lo, &hi, &plo, &phi, &tlo, &thi);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (!tlo && !thi) {
+    if (pt_clamp_number(ctx, t, plo, phi, &r)) return lpt_error(L);
+  } else {
+    /* a tensor bound; a number on the other side is applied after it */
+    if (pt_clamp_tensor(ctx, t, tlo, thi, &r)) return lpt_error(L);
+    if (plo || phi) {
+      pt_tensor *r2 = NULL;
+      pt_status st = pt_clamp_number(ctx, r, plo, phi, &r2);
+      pt_tensor_release(r);
+      if (st) return lpt_error(L);
+      r = r2;
+    }
+  }
   lpt_push_tensor(L, r);
   return 1;
 }
 
 static int m_clamp_(lua_State *L) {
-  pt_tensor *t = lpt_check_tensor(L, 1);
+  pt_tensor *t = lpt_check_tensor(L, 1), *tlo, *thi;
   pt_number lo, hi, *plo, *phi;
-  clamp_args(L, "clamp_", &lo, &hi, &plo, &phi);
-  if (pt_clamp_number_(lpt_ctx(L), t, plo, phi)) return lpt_error(L);
+  clamp_args(L, "clamp_", &lo, &hi, &plo, &phi, &tlo, &thi);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (!tlo && !thi) {
+    if (pt_clamp_number_(ctx, t, plo, phi)) return lpt_error(L);
+  } else {
+    if (pt_clamp_tensor_(ctx, t, tlo, thi)) return lpt_error(L);
+    if ((plo || phi) && pt_clamp_number_(ctx, t, plo, phi)) return lpt_error(L);
+  }
   lua_settop(L, 1);
   return 1;
 }
@@ -606,7 +649,10 @@ static const char *const docs[] = {
     "clamp", "clamp(t, min, max) -> t limited to [min, max]; either bound may be nil. Also clamp(t, {min=, max=}).\n"
     "  The result's dtype is t's promoted with the bounds, as torch.clamp: a float bound (even 2.0) makes an\n"
     "  integer tensor float32, integer bounds make a bool tensor int64. A bound the dtype cannot hold is an\n"
-    "  error (so is a negative bound for uint8, which torch wraps around); int64 bounds are exact.",
+    "  error (so is a negative bound for uint8, which torch wraps around); int64 bounds are exact.\n"
+    "  The bounds may be tensors (broadcast with t, dtypes promoted, NaN in any gives NaN, min > max gives\n"
+    "  max): gradients as torch's, to t where min <= t <= max, to min where t < min < max, to max where\n"
+    "  t > max or max < min. t:clamp_(min, max) takes tensors too.",
     "atan2", "atan2(a, b) -> the angle of the point (b, a) in [-pi, pi], elementwise with broadcasting\n"
     "  (torch.atan2); integers give float32. Numbers on either side.",
     "hypot", "hypot(a, b) -> sqrt(a^2 + b^2) without overflow; floating tensors only.",
@@ -712,7 +758,8 @@ static const char *const method_docs[] = {
 static const char *const function_docs[] = {
     "where", "pt.where(cond, a, b) -> a where the bool tensor cond is true, else b; all three broadcast.\n"
     "  a and b may be numbers: an integer keeps the other's dtype (exact in int64; one that dtype cannot hold\n"
-    "  is an error), a float makes an integer tensor's result float32.",
+    "  is an error), a float makes an integer tensor's result float32.\n"
+    "  pt.where(cond) -> cond:nonzero({as_tuple = true}): one int64 tensor of 1-based indices per dim.",
     NULL, NULL,
 };
 

@@ -1772,6 +1772,102 @@ pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_h
   return pt_clamp_number(ctx, t, has_lo ? &l : NULL, has_hi ? &h : NULL, out);
 }
 
+/* clamp with tensor bounds (NULL: that side open), as torch.clamp(t, min, max) with tensors: the
+ * dtype of t promoted with the bounds, the three broadcast, min(max(t, lo), hi) with NaN from any
+ * of them (lo > hi gives hi). Gradients as torch's clamp_backward / clamp_backward_min_max: t
+ * where lo <= t <= hi, lo where t < lo < hi, hi where t > hi or hi < lo, nothing elsewhere (NaN,
+ * lo == hi outside). Built from the ops (the values computed once without a graph, then selected
+ * through where), so create_graph passes through it too. */
+static pt_status clamp_tensor(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *lo,
+                              pt_tensor *hi, pt_tensor **out) {
+  if (!lo && !hi) return pt_fail(ctx, PT_EARG, "%s: at least one of min and max must be given", fname);
+  int nd = t->ndim, n2;
+  int64_t shape[PT_MAX_DIMS], s2[PT_MAX_DIMS];
+  memcpy(shape, t->shape, sizeof shape);
+  pt_status st = PT_OK;
+  for (int k = 0; k < 2 && !st; k++) {
+    pt_tensor *b = k == 0 ? lo : hi;
+    if (!b) continue;
+    if ((st = pt_broadcast_shapes(ctx, fname, nd, shape, b->ndim, b->shape, &n2, s2))) {
+      char x[PT_SHAPE_STR_MAX], y[PT_SHAPE_STR_MAX];
+      return pt_fail(ctx, PT_ESHAPE, "%s: shapes %s (input) and %s (%s) cannot be broadcast", fname,
+                     pt_shape_format(t->ndim, t->shape, x, sizeof x),
+                     pt_shape_format(b->ndim, b->shape, y, sizeof y), k == 0 ? "min" : "max");
+    }
+    nd = n2;
+    memcpy(shape, s2, sizeof shape);
+  }
+  bool grad = ctx->grad_enabled;
+  pt_tensor *r1 = NULL, *raw = NULL;
+  ctx->grad_enabled = false; /* the values; the graph (if any) comes through where below */
+  st = lo ? pt_binary(ctx, PT_BIN_MAXIMUM, t, lo, &r1) : (r1 = pt_tensor_retain(t), PT_OK);
+  if (!st) st = hi ? pt_binary(ctx, PT_BIN_MINIMUM, r1, hi, &raw) : (raw = pt_tensor_retain(r1), PT_OK);
+  ctx->grad_enabled = grad;
+  pt_tensor_release(r1);
+  if (st) return st;
+  if (!grad || !pt_dtype_is_floating(raw->dtype) ||
+      !(t->requires_grad || (lo && lo->requires_grad) || (hi && hi->requires_grad))) {
+    *out = raw;
+    return PT_OK;
+  }
+  pt_dtype dt = raw->dtype;
+  pt_tensor *x = NULL, *l = NULL, *h = NULL, *m_self = NULL, *m_lo = NULL, *m_hi = NULL, *a = NULL,
+            *b = NULL, *y = raw;
+  raw = NULL;
+  st = pt_to_dtype(ctx, t, dt, &x);
+  if (!st && lo) st = pt_to_dtype(ctx, lo, dt, &l);
+  if (!st && hi) st = pt_to_dtype(ctx, hi, dt, &h);
+  /* the masks (comparisons record nothing) */
+  if (!st && l && h) {
+    if (!(st = pt_binary(ctx, PT_BIN_GE, x, l, &a)) && !(st = pt_binary(ctx, PT_BIN_LE, x, h, &b)))
+      st = pt_binary(ctx, PT_BIN_LOGICAL_AND, a, b, &m_self);
+    pt_tensor_release(a);
+    pt_tensor_release(b);
+    a = b = NULL;
+    if (!st && !(st = pt_binary(ctx, PT_BIN_LT, x, l, &a)) && !(st = pt_binary(ctx, PT_BIN_LT, l, h, &b)))
+      st = pt_binary(ctx, PT_BIN_LOGICAL_AND, a, b, &m_lo);
+    pt_tensor_release(a);
+    pt_tensor_release(b);
+    a = b = NULL;
+    if (!st && !(st = pt_binary(ctx, PT_BIN_GT, x, h, &a)) && !(st = pt_binary(ctx, PT_BIN_LT, h, l, &b)))
+      st = pt_binary(ctx, PT_BIN_LOGICAL_OR, a, b, &m_hi);
+    pt_tensor_release(a);
+    pt_tensor_release(b);
+    a = b = NULL;
+  } else if (!st && l) {
+    if (!(st = pt_binary(ctx, PT_BIN_GE, x, l, &m_self))) st = pt_binary(ctx, PT_BIN_LT, x, l, &m_lo);
+  } else if (!st) {
+    if (!(st = pt_binary(ctx, PT_BIN_LE, x, h, &m_self))) st = pt_binary(ctx, PT_BIN_GT, x, h, &m_hi);
+  }
+  /* y = where(m_self, x, where(m_lo, lo, where(m_hi, hi, values))) */
+  pt_tensor *sel[3][2] = {{m_hi, h}, {m_lo, l}, {m_self, x}};
+  for (int k = 0; k < 3 && !st; k++) {
+    if (!sel[k][0]) continue;
+    pt_tensor *nxt = NULL;
+    st = pt_where(ctx, sel[k][0], sel[k][1], y, &nxt);
+    if (!st) {
+      pt_tensor_release(y);
+      y = nxt;
+    }
+  }
+  pt_tensor_release(x);
+  pt_tensor_release(l);
+  pt_tensor_release(h);
+  pt_tensor_release(m_self);
+  pt_tensor_release(m_lo);
+  pt_tensor_release(m_hi);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
+  return PT_OK;
+}
+
+pt_status pt_clamp_tensor(pt_ctx *ctx, pt_tensor *t, pt_tensor *lo, pt_tensor *hi, pt_tensor **out) {
+  return clamp_tensor(ctx, "clamp", t, lo, hi, out);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * where and masked_fill
  * ------------------------------------------------------------------------------------------- */
@@ -2258,6 +2354,25 @@ pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool h
   return pt_clamp_number_(ctx, self, has_lo ? &l : NULL, has_hi ? &h : NULL);
 }
 
+pt_status pt_clamp_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *lo, pt_tensor *hi) {
+  pt_status st = pt_inplace_check(ctx, "clamp_", self);
+  pt_tensor *r = NULL;
+  if (st || (st = clamp_tensor(ctx, "clamp_", self, lo, hi, &r))) return st;
+  if (!pt_can_cast(r->dtype, self->dtype)) {
+    st = pt_fail(ctx, PT_EARG, "clamp_: result type %s can't be cast to the desired output type %s",
+                 pt_dtype_name(r->dtype), pt_dtype_name(self->dtype));
+  } else if (!shape_equals(self, r->ndim, r->shape)) {
+    char x[PT_SHAPE_STR_MAX], y[PT_SHAPE_STR_MAX];
+    st = pt_fail(ctx, PT_ESHAPE, "clamp_: output with shape %s doesn't match the broadcast shape %s",
+                 pt_shape_format(self->ndim, self->shape, x, sizeof x),
+                 pt_shape_format(r->ndim, r->shape, y, sizeof y));
+  } else {
+    st = pt_copy_(ctx, self, r); /* r is computed aside: lo or hi may share self's memory */
+  }
+  pt_tensor_release(r);
+  return st;
+}
+
 pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value) {
   return pt_masked_fill_number_(ctx, self, mask, pt_number_float(value));
 }
@@ -2357,11 +2472,12 @@ pt_status pt_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_number v) {
 typedef void (*lerp_kernel)(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb,
                             const void *pw, int64_t sw, void *po, int64_t so);
 
-/* PyTorch's form: from the nearer end, so that weight 0 gives start and weight 1 gives end
- * exactly */
+/* PyTorch 1.13's form (its vectorised CPU kernel): from start while weight < 0.5, else from end,
+ * each one fused multiply-add, so that weight 0 gives start and weight 1 gives end exactly, the
+ * bits are torch's, and an extrapolation below 0 from -inf to inf gives -inf, not inf - inf */
 #define LERP_KERNEL(S, T)                                                                       \
   static inline T h_lerp_##S(T a, T b, T w) {                                                   \
-    return LIBM_##S(fabs)(w) < (T)0.5 ? a + w * (b - a) : b - (b - a) * ((T)1 - w);             \
+    return w < (T)0.5 ? LIBM_##S(fma)(w, b - a, a) : LIBM_##S(fma)(w - (T)1, b - a, b);         \
   }                                                                                             \
   static void lerp_##S(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb,       \
                        const void *pw, int64_t sw, void *po, int64_t so) {                      \

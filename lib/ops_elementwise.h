@@ -232,6 +232,10 @@ pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_h
  * bounds are exact. */
 pt_status pt_clamp_number(pt_ctx *ctx, pt_tensor *t, const pt_number *lo, const pt_number *hi,
                           pt_tensor **out);
+/* clamp with tensor bounds (NULL: that side open, at least one given), as torch.clamp with
+ * tensors: t and the bounds broadcast and promoted, min(max(t, lo), hi) with NaN from any of them;
+ * gradients to t where lo <= t <= hi, to lo where t < lo < hi, to hi where t > hi or hi < lo. */
+pt_status pt_clamp_tensor(pt_ctx *ctx, pt_tensor *t, pt_tensor *lo, pt_tensor *hi, pt_tensor **out);
 
 /* --- conversion with autograd (clone is pt_clone in ops_shape.h) --- */
 /* t itself (retained) when already of dtype dt; float <-> float conversions pass gradients. */
@@ -254,6 +258,9 @@ pt_status pt_clamp_(pt_ctx *ctx, pt_tensor *self, bool has_lo, double lo, bool h
 /* self's dtype must hold the promoted result ("clamp_: result type float32 can't be cast to the
  * desired output type int64") */
 pt_status pt_clamp_number_(pt_ctx *ctx, pt_tensor *self, const pt_number *lo, const pt_number *hi);
+/* self <- clamp(self, lo, hi) with tensor bounds (pt_clamp_tensor); the result's dtype and
+ * broadcast shape must be self's */
+pt_status pt_clamp_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *lo, pt_tensor *hi);
 pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value);
 pt_status pt_masked_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_number value);
 /* self <- src (broadcast, dtype converted); gradients flow to src. */

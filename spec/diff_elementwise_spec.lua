@@ -1,0 +1,166 @@
+-- Element-wise ops checked against PyTorch 1.13 (differential testing): each expected value below
+-- is torch's, computed with the same inputs.
+local pt = require "partrain"
+local support = require "spec.support"
+local assert_error = support.assert_error
+
+local NAN = 0 / 0
+
+-- a and b equal element by element (NaN equals NaN), nested lists
+local function same(expected, got)
+  if type(expected) == "table" then
+    assert.are.equal(#expected, #got)
+    for i = 1, #expected do same(expected[i], got[i]) end
+    return
+  end
+  if expected ~= expected then
+    assert(got ~= got, "expected NaN, got " .. tostring(got))
+  else
+    assert.are.equal(expected, got)
+  end
+end
+
+local function f64(v) return pt.tensor(v, {dtype = "float64", requires_grad = true}) end
+
+describe("clamp with tensor bounds (torch.clamp's Tensor overload)", function()
+  -- x, min, max: ties, min > max, min == max, NaN in x and in min
+  local X = {0, 1, 2, 3, 5, 0.5, 1, NAN, 2}
+  local LO = {1, 1, 1, 1, 4, 2, 1, 0, NAN}
+  local HI = {3, 3, 3, 3, 2, 2, 1, 1, 3}
+  -- the gradient given to backward: 1, 2, ..., n
+  local function back(y) y:backward(pt.arange(1, y:numel() + 1):reshape(y:size()):to(y:dtype())) end
+
+  it("gives torch's values and gradients with both bounds", function()
+    local x, lo, hi = f64(X), f64(LO), f64(HI)
+    local y = pt.clamp(x, lo, hi)
+    back(y)
+    -- values from torch 1.13
+    same({1, 1, 2, 3, 2, 2, 1, NAN, NAN}, y:tolist())
+    same({0, 2, 3, 4, 0, 0, 7, 0, 0}, x.grad:tolist())
+    same({1, 0, 0, 0, 0, 0, 0, 0, 0}, lo.grad:tolist())
+    same({0, 0, 0, 0, 5, 0, 0, 0, 0}, hi.grad:tolist())
+  end)
+
+  it("gives torch's values and gradients with one bound", function()
+    local x, lo = f64(X), f64(LO)
+    local y = x:clamp(lo)
+    back(y)
+    -- values from torch 1.13
+    same({1, 1, 2, 3, 5, 2, 1, NAN, NAN}, y:tolist())
+    same({0, 2, 3, 4, 5, 0, 7, 0, 0}, x.grad:tolist())
+    same({1, 0, 0, 0, 0, 6, 0, 0, 0}, lo.grad:tolist())
+    local x2, hi = f64(X), f64(HI)
+    local y2 = x2:clamp({max = hi})
+    back(y2)
+    same({0, 1, 2, 3, 2, 0.5, 1, NAN, 2}, y2:tolist())
+    same({1, 2, 3, 4, 0, 6, 7, 0, 9}, x2.grad:tolist())
+    same({0, 0, 0, 0, 5, 0, 0, 0, 0}, hi.grad:tolist())
+  end)
+
+  it("broadcasts and reduces the gradients to each bound's shape", function()
+    local x, lo, hi = f64({{0.5, 1.5, 2.5}, {-1, 0, 3}}), f64({0, 1, 2}), f64({{1}, {2}})
+    local y = pt.clamp(x, lo, hi)
+    back(y)
+    -- values from torch 1.13
+    same({{0.5, 1, 1}, {0, 1, 2}}, y:tolist())
+    same({{1, 0, 0}, {0, 0, 0}}, x.grad:tolist())
+    same({4, 5, 0}, lo.grad:tolist())
+    same({{5}, {6}}, hi.grad:tolist())
+    -- transposed input, a row and a column of bounds
+    local z = pt.clamp(pt.arange(12):reshape(3, 4):t(), pt.tensor({2, 3, 4}), pt.arange(4):reshape(4, 1) + 5)
+    same({{2, 4, 5}, {2, 5, 6}, {2, 6, 7}, {3, 7, 8}}, z:tolist())
+    assert.are.same({0}, pt.clamp(pt.zeros(0), pt.zeros(0), pt.ones(0)):size())
+  end)
+
+  it("promotes dtypes as torch", function()
+    -- values and dtypes from torch 1.13
+    local y = pt.clamp(pt.tensor({1, 5, 9}, {dtype = "int64"}), pt.tensor({2.5, 2.5, 2.5}))
+    assert.are.equal("float32", y:dtype())
+    same({2.5, 5, 9}, y:tolist())
+    y = pt.clamp(pt.tensor({1, 5, 9}, {dtype = "int64"}), pt.tensor({2, 2, 2}, {dtype = "int32"}),
+      pt.tensor({6, 6, 6}, {dtype = "int32"}))
+    assert.are.equal("int64", y:dtype())
+    same({2, 5, 6}, y:tolist())
+    y = pt.clamp(pt.tensor({1, 5, 9}, {dtype = "uint8"}), pt.tensor(2, {dtype = "int64"}))
+    assert.are.equal("uint8", y:dtype()) -- a 0-d bound does not raise the dtype
+    same({2, 5, 9}, y:tolist())
+    assert.are.equal("float32", pt.clamp(pt.tensor({1, 5}), pt.tensor(2, {dtype = "float64"})):dtype())
+    -- a number on the other side is applied after the tensor bound
+    same({2, 5, 6}, pt.clamp(pt.tensor({1, 5, 9}), pt.tensor({2, 2, 2}), 6):tolist())
+    same({2, 5, 6}, pt.clip(pt.tensor({1, 5, 9}), pt.tensor({2, 2, 2}), pt.tensor({6, 6, 6})):tolist())
+  end)
+
+  it("clamps in place with tensor bounds, with gradients", function()
+    local x = pt.tensor({1, 5, 9})
+    assert.is_true(rawequal(x, x:clamp_(pt.tensor({2, 2, 2}, {dtype = "int64"}), pt.tensor(6))))
+    same({2, 5, 6}, x:tolist())
+    local a, lo = f64({0.5, 1.5, 2.5}), f64({1, 1, 3})
+    local y = a * 1
+    y:clamp_(lo)
+    back(y)
+    -- values from torch 1.13
+    same({1, 1.5, 3}, y:tolist())
+    same({0, 2, 0}, a.grad:tolist())
+    same({1, 0, 3}, lo.grad:tolist())
+  end)
+
+  it("gives second derivatives through create_graph", function()
+    local x, lo = f64({0.5, 1.5, 2.5}), f64({1, 1, 1})
+    local y = (pt.clamp(x, lo, pt.tensor(2, {dtype = "float64"})) * x * x):sum()
+    local g = pt.autograd.grad(y, {x, lo}, {create_graph = true})
+    -- values from torch 1.13
+    same({1, 6.75, 10}, g[1]:tolist())
+    same({0.25, 0, 0}, g[2]:tolist())
+    same({2, 9, 4}, pt.autograd.grad(g[1]:sum(), {x})[1]:tolist())
+  end)
+
+  it("refuses what torch refuses", function()
+    assert_error("clamp_: result type float32 can't be cast to the desired output type int64",
+      function() return pt.tensor({1, 5, 9}, {dtype = "int64"}):clamp_(pt.tensor({2.5, 2, 2})) end)
+    assert_error("clamp_: output with shape {3} doesn't match the broadcast shape {2,3}",
+      function() return pt.tensor({1, 5, 9}):clamp_(pt.tensor({{2}, {3}})) end)
+    assert_error("clamp: shapes {3} (input) and {2} (min) cannot be broadcast",
+      function() return pt.tensor({1, 5, 9}):clamp(pt.tensor({2, 3})) end)
+    assert_error("clamp: max must be a number or a Tensor, got string",
+      function() return pt.tensor({1, 5, 9}):clamp(nil, "2") end)
+    local w = pt.tensor({1, 2}, {requires_grad = true})
+    assert_error("clamp_: a leaf tensor that requires grad is used in an in-place operation",
+      function() return w:clamp_(pt.tensor({0, 0})) end)
+  end)
+end)
+
+describe("where", function()
+  local m = pt.tensor({{true, false}, {false, true}})
+
+  it("with the condition alone gives its nonzero indices (1-based), as torch.where(cond)", function()
+    local r, c = pt.where(m)
+    assert.are.same({1, 2}, r:tolist())
+    assert.are.same({1, 2}, c:tolist())
+    local i = pt.where(pt.tensor({0, 3, 0, 1}))
+    assert.are.same({2, 4}, i:tolist())
+  end)
+end)
+
+describe("lerp", function()
+  it("gives torch's bits (fused multiply-add from the nearer end, weight < 0.5 from start)", function()
+    local a = pt.tensor({0.1, -1.3, 2.7, 0.35, -0.8})
+    local b = pt.tensor({0.7, 2.9, -1.1, 0.35, 5.5})
+    local w = pt.tensor({-0.6, 0.2, 0.49, 0.5, 1.7})
+    -- values from torch 1.13
+    same({-0.25999999046325684, -0.45999997854232788, 0.83799993991851807, 0.34999999403953552,
+          9.9100008010864258}, pt.lerp(a, b, w):tolist())
+    same({-0.31999996304512024, -4.2399997711181641, 5.3600001335144043, 0.34999999403953552,
+          -5.2100000381469727}, pt.lerp(a, b, -0.7):tolist())
+    same({-0.26000000476837126, -0.45999993026256547, 0.83799997639655999, 0.34999999403953552,
+          9.9100003087520605}, pt.lerp(a:double(), b:double(), w:double()):tolist())
+  end)
+
+  it("extrapolates below 0 from -inf to inf as -inf, as torch", function()
+    local a = pt.tensor({-math.huge, 1, math.huge})
+    local b = pt.tensor({math.huge, math.huge, 1})
+    -- values from torch 1.13
+    same({-math.huge, -math.huge, -math.huge}, pt.lerp(a, b, pt.tensor({-1, -1, 2})):tolist())
+    same({-math.huge, -math.huge, math.huge}, pt.lerp(a, b, -1):tolist())
+    same({-math.huge, -math.huge, math.huge}, a:clone():lerp_(b, -1):tolist())
+  end)
+end)
