@@ -790,11 +790,14 @@ pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, 
   return pt_index_fill_number_(ctx, fname, t, dim, index, pt_number_float(value));
 }
 
+static pt_status index_copy_any(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
+                                pt_tensor *index, pt_tensor *src, pt_number value);
+
 pt_status pt_index_fill_number_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
                                 pt_tensor *index, pt_number value) {
   if (!(ctx->grad_enabled && t->requires_grad && pt_dtype_is_floating(t->dtype))) {
     pt_status st = check_index_1d(ctx, fname, t, dim, index);
-    return st ? st : pt_index_copy_number_(ctx, t, dim, index, NULL, value);
+    return st ? st : index_copy_any(ctx, fname, t, dim, index, NULL, value);
   }
   pt_status st = pt_inplace_check(ctx, fname, t);
   if (!st) st = check_index_1d(ctx, fname, t, dim, index);
@@ -818,9 +821,15 @@ pt_status pt_index_copy_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, p
 
 pt_status pt_index_copy_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index,
                                 pt_tensor *src, pt_number value) {
-  pt_status st = pt_check_inplace(ctx, "index_copy_", t, src);
-  if (!st) st = pt_check_no_internal_overlap(ctx, "index_copy_", t);
-  if (!st) st = check_index_1d(ctx, "index_copy_", t, dim, index);
+  return index_copy_any(ctx, "index_copy_", t, dim, index, src, value);
+}
+
+/* index_copy_, and index_fill_ (src NULL) outside autograd: errors name fname */
+static pt_status index_copy_any(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
+                                pt_tensor *index, pt_tensor *src, pt_number value) {
+  pt_status st = pt_check_inplace(ctx, fname, t, src);
+  if (!st) st = pt_check_no_internal_overlap(ctx, fname, t);
+  if (!st) st = check_index_1d(ctx, fname, t, dim, index);
   if (st) return st;
   int64_t shape[PT_MAX_DIMS];
   memcpy(shape, t->shape, sizeof shape);
@@ -829,11 +838,11 @@ pt_status pt_index_copy_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *i
   if (src) {
     int nb;
     int64_t bshape[PT_MAX_DIMS];
-    if (pt_broadcast_shapes(ctx, "index_copy_", t->ndim, shape, src->ndim, src->shape, &nb,
+    if (pt_broadcast_shapes(ctx, fname, t->ndim, shape, src->ndim, src->shape, &nb,
                             bshape) ||
         nb != t->ndim || memcmp(bshape, shape, (size_t)nb * sizeof(int64_t)) != 0) {
       char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
-      return pt_fail(ctx, PT_ESHAPE, "index_copy_: src of shape %s cannot be broadcast to %s",
+      return pt_fail(ctx, PT_ESHAPE, "%s: src of shape %s cannot be broadcast to %s", fname,
                      pt_shape_format(src->ndim, src->shape, a, sizeof a),
                      pt_shape_format(t->ndim, shape, b, sizeof b));
     }

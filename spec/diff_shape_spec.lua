@@ -60,3 +60,16 @@ describe("cat with 1-D empty tensors (torch's legacy rule)", function()
                      errmsg(function() return pt.cat({pt.zeros(0), pt.zeros(2, 3)}, 3) end))
   end)
 end)
+
+describe("index_fill_ errors", function()
+  it("name index_fill_, not the index_copy_ it runs on", function()
+    -- torch 1.13 writes through the expanded view; partrain refuses every such write, naming the op
+    assert.are.equal("index_fill_: more than one element of the written-to tensor refers to a single "
+                     .. "memory location (an expanded tensor): clone() it first",
+                     errmsg(function() return pt.zeros(3):expand(2, 3):index_fill_(1, long({1}), 1) end))
+    assert.are.equal("index_fill_: index 4 out of range for dimension 1 of size 3",
+                     errmsg(function() return pt.zeros(3):index_fill_(1, long({4}), 1) end))
+    -- values from torch 1.13: torch.zeros(2, 3).index_fill_(1, [2, 0], 5)
+    assert.are.same({{5, 0, 5}, {5, 0, 5}}, pt.zeros(2, 3):index_fill_(2, long({3, 1}), 5):tolist())
+  end)
+end)
