@@ -192,10 +192,14 @@ static int l_batch_norm(lua_State *L) {
                      out);
 }
 
-/* _nn_embedding(weight, indices[, padding_idx]) */
+/* _nn_embedding(weight, indices[, padding_idx[, max_norm[, norm_type]]]) */
 static int l_embedding(lua_State *L) {
   pt_tensor *w = lpt_check_tensor(L, 1), *idx = lpt_check_tensor(L, 2), *out;
   int64_t pad = luaL_optinteger(L, 3, 0);
+  if (!lua_isnoneornil(L, 4)) { /* max_norm[, norm_type=2]: PyTorch's renorm of the looked-up rows, in place */
+    double max_norm = luaL_checknumber(L, 4), norm_type = luaL_optnumber(L, 5, 2.0);
+    if (pt_nn_embedding_renorm_(lpt_ctx(L), w, idx, max_norm, norm_type)) return lpt_error(L);
+  }
   return push_result(L, pt_nn_embedding(lpt_ctx(L), w, idx, pad, &out), out);
 }
 

@@ -1328,6 +1328,58 @@ static pt_status embedding_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_
   return PT_OK;
 }
 
+pt_status pt_nn_embedding_renorm_(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, double max_norm,
+                                  double norm_type) {
+  char s1[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_float(ctx, "embedding", "weight", weight))) return st;
+  if (weight->ndim != 2)
+    return pt_fail(ctx, PT_ESHAPE, "embedding: weight must be 2-D {num_embeddings,dim}, got shape %s",
+                   shape_str(weight, s1));
+  if (pt_dtype_is_floating(indices->dtype) || indices->dtype == PT_BOOL)
+    return pt_fail(ctx, PT_EARG, "embedding: indices must be integers, got dtype %s",
+                   pt_dtype_name(indices->dtype));
+  if (!(max_norm >= 0))
+    return pt_fail(ctx, PT_EARG, "embedding: max_norm must be a non-negative number, got %g", max_norm);
+  int64_t V = weight->shape[0], D = weight->shape[1], n = pt_tensor_numel(indices);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = (int64_t)pt_tensor_get_flat(indices, i);
+    if (v < 1 || v > V)
+      return pt_fail(ctx, PT_EARG, "embedding: index %lld out of range for %lld embeddings%s", (long long)v,
+                     (long long)V, v == 0 ? " (indices are 1-based)" : "");
+  }
+  unsigned char *done = pt_alloc(ctx, V > 0 ? (size_t)V : 1);
+  if (!done) return PT_ENOMEM;
+  memset(done, 0, V > 0 ? (size_t)V : 1);
+  bool changed = false;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = (int64_t)pt_tensor_get_flat(indices, i) - 1;
+    if (done[r]) continue;
+    done[r] = 1;
+    double norm = 0;
+    if (isinf(norm_type)) {
+      for (int64_t c = 0; c < D; c++) {
+        double a = fabs(pt_tensor_get_flat(weight, r * D + c));
+        norm = norm_type > 0 ? (c == 0 || a > norm ? a : norm) : (c == 0 || a < norm ? a : norm);
+      }
+    } else if (norm_type == 0) {
+      for (int64_t c = 0; c < D; c++) norm += pt_tensor_get_flat(weight, r * D + c) != 0;
+    } else {
+      for (int64_t c = 0; c < D; c++) norm += pow(fabs(pt_tensor_get_flat(weight, r * D + c)), norm_type);
+      norm = pow(norm, 1.0 / norm_type);
+    }
+    if (norm > max_norm) {
+      double scale = max_norm / (norm + 1e-7);
+      for (int64_t c = 0; c < D; c++)
+        pt_tensor_set_flat(weight, r * D + c, pt_tensor_get_flat(weight, r * D + c) * scale);
+      changed = true;
+    }
+  }
+  pt_free(done);
+  if (changed) atomic_fetch_add(&weight->storage->version, 1);
+  return PT_OK;
+}
+
 pt_status pt_nn_embedding(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, int64_t padding_idx,
                           pt_tensor **out) {
   char s1[PT_SHAPE_STR_MAX];
@@ -1342,6 +1394,11 @@ pt_status pt_nn_embedding(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, in
   if (indices->ndim >= PT_MAX_DIMS)
     return pt_fail(ctx, PT_ESHAPE, "embedding: indices have too many dimensions");
   int64_t V = weight->shape[0], D = weight->shape[1];
+  int64_t pad_given = padding_idx;
+  if (padding_idx < 0) padding_idx += V + 1; /* -1: the last row */
+  if (padding_idx > V || (pad_given < 0 && padding_idx < 1))
+    return pt_fail(ctx, PT_EARG, "embedding: padding_idx %lld out of range for %lld embeddings (1..%lld, or -%lld..-1)",
+                   (long long)pad_given, (long long)V, (long long)V, (long long)V);
   int64_t n = pt_tensor_numel(indices);
   pt_tensor *idx = NULL, *wc = NULL, *y = NULL;
   if ((st = pt_tensor_empty(ctx, PT_INT64, 1, &n, &idx))) return st;

@@ -97,9 +97,16 @@ pt_status pt_nn_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *running_mean,
                            double momentum, double eps, pt_tensor **out);
 
 /* rows of weight {V,D} at 1-based integer indices (any shape): out shape indices.shape + {D}.
- * padding_idx (1-based, 0 = none) gets no gradient. */
+ * padding_idx (1-based, 0 = none, negative from the end: -1 is row V, as PyTorch's) gets no
+ * gradient. */
 pt_status pt_nn_embedding(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, int64_t padding_idx,
                           pt_tensor **out);
+
+/* PyTorch's embedding_renorm_ (F.embedding's max_norm): each row of weight {V,D} that the 1-based
+ * indices name and whose norm_type-norm exceeds max_norm is scaled in place, without a graph, by
+ * max_norm / (norm + 1e-7). Out-of-range indices are refused before any row changes. */
+pt_status pt_nn_embedding_renorm_(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, double max_norm,
+                                  double norm_type);
 
 /* a differentiable reshape (copies when x is not contiguous); used by Flatten */
 pt_status pt_nn_view(pt_ctx *ctx, const char *fname, pt_tensor *x, int ndim, const int64_t *shape,

@@ -62,3 +62,40 @@ describe("binary_cross_entropy_with_logits's pos_weight", function()
       F.binary_cross_entropy_with_logits, pt.zeros({3, 4}), pt.zeros({3, 4}), {pos_weight = pt.ones({2, 3, 4})})
   end)
 end)
+
+describe("embedding", function()
+  local function w0()
+    return d({{0.5, -1.0, 2.0}, {0.1, 0.2, -0.3}, {3.0, 4.0, 0.0}, {-1.0, 1.0, 1.0}})
+  end
+  local function long(t) return pt.tensor(t, {dtype = "int64"}) end
+
+  it("takes a negative padding_idx from the end, as torch's (values from torch 1.13)", function()
+    -- padding_idx = -1 (the last row) was passed on as a row number that matched nothing: the
+    -- last row's gradient was not zeroed
+    local w = w0():requires_grad_(true)
+    F.embedding(long({1, 4, 2, 4}), w, {padding_idx = -1}):backward(pt.ones({4, 3}, F64))
+    assert_close(w.grad, {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}})
+    support.assert_error("embedding: padding_idx 5 out of range for 4 embeddings (1..4, or -4..-1)",
+      F.embedding, long({1}), w0(), {padding_idx = 5})
+    support.assert_error("embedding: padding_idx -5 out of range for 4 embeddings (1..4, or -4..-1)",
+      F.embedding, long({1}), w0(), {padding_idx = -5})
+  end)
+
+  -- the C side of F.embedding's max_norm (nn.lua's nn.embedding still has to pass it on)
+  it("renormalises the looked-up rows in place with max_norm (values from torch 1.13)", function()
+    local w = w0()
+    local y = pt._nn_embedding(w, long({{1, 3}, {3, 4}}), 0, 2.0)
+    assert_close(y, {0.4364357614243666, -0.8728715228487332, 1.7457430456974663, 1.1999999760000004,
+      1.5999999680000005, 0.0, 1.1999999760000004, 1.5999999680000005, 0.0, -1.0, 1.0, 1.0})
+    assert_close(w, {0.4364357614243666, -0.8728715228487332, 1.7457430456974663, 0.1, 0.2, -0.3,
+      1.1999999760000004, 1.5999999680000005, 0.0, -1.0, 1.0, 1.0})
+    w = w0()
+    pt._nn_embedding(w, long({{1, 3}, {3, 4}}), 0, 1.5, 1.0)
+    assert_close(w, {0.2142857081632655, -0.428571416326531, 0.857142832653062, 0.1, 0.2, -0.3,
+      0.6428571336734695, 0.8571428448979593, 0.0, -0.4999999833333339, 0.4999999833333339, 0.4999999833333339})
+    -- an index out of range is refused before any row changes
+    w = w0()
+    support.assert_error("embedding: index 5 out of range for 4 embeddings", pt._nn_embedding, w, long({1, 5}), 0, 0.5)
+    assert_close(w, w0())
+  end)
+end)
