@@ -262,7 +262,8 @@ static const char *const method_docs[] = {
     "argmin", "t:argmin([dim][, keepdim]) -> int64 Tensor of 1-based indices of the minima\n"
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmin(t, ...).",
     "var", "t:var([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=}]) -> Tensor, the variance\n"
-           "  (divides by n-1, or by n-c with correction=c (unbiased=false: c = 0); n counts every reduced element).\n"
+           "  (divides by n-1, or by n-c with correction=c (unbiased=false: c = 0); n counts every reduced element;\n"
+           "  as torch, a divisor n-c <= 0 counts as 0: inf, or nan for a lane of equal values).\n"
            "  Also pt.var(t, ...).\n" DIMS "\n" DIMLIST,
     "std", "t:std([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=}]) -> Tensor, the standard\n"
            "  deviation (divides by n-1, or by n with unbiased=false / correction=0).\n  Also pt.std(t, ...).\n" DIMS

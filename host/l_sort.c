@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../lib/ops_elementwise.h"
 #include "../lib/ops_sort.h"
 #include "lpt.h"
 
@@ -59,13 +60,49 @@ static int t_topk(lua_State *L) {
   return push_pair(L, st, v, i);
 }
 
+/* The dtype option of the table at opts (a name such as "float64"), or def; errors name fname. */
+static pt_dtype dtype_opt(lua_State *L, int opts, const char *fname, pt_dtype def) {
+  pt_dtype dt = def;
+  if (opts && lua_getfield(L, opts, "dtype") != LUA_TNIL) {
+    const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (!name || !pt_dtype_from_name(name, &dt))
+      lpt_errorf(L, "%s: unknown dtype %s (expected float32, float64, int64, int32, uint8 or bool)", fname,
+                 luaL_tolstring(L, -1, NULL));
+  }
+  if (opts) lua_pop(L, 1);
+  return dt;
+}
+
+/* t:cumsum([dim][, {dtype=}]) (also {dim=, dtype=}): dtype converts t first, as torch's dtype=,
+ * and the result has that dtype (an int32 cumsum stays int32). */
 static int scan(lua_State *L, bool prod) {
   const char *fn = prod ? "cumprod" : "cumsum";
-  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
-  if (lua_isnoneornil(L, 2) && t->ndim > 1)
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL, *c = NULL;
+  static const char *const names[] = {"dim", "dtype", NULL};
+  int opts = lua_istable(L, 2) ? 2 : lua_istable(L, 3) ? 3 : 0;
+  lpt_check_options(L, opts, fn, names);
+  lpt_check_max_args(L, opts ? opts : 2, fn);
+  int didx = 2;
+  if (opts && lua_getfield(L, opts, "dim") != LUA_TNIL) {
+    if (opts == 3 && !lua_isnil(L, 2))
+      return lpt_errorf(L, "%s: dim given twice (as argument #2 and as an option)", fn);
+    didx = lua_gettop(L);
+  } else if (opts == 2) {
+    didx = lua_gettop(L) + 1; /* none */
+  }
+  if (lua_isnoneornil(L, didx) && t->ndim > 1)
     return lpt_errorf(L, "%s: a dimension is needed for a %d-D tensor", fn, t->ndim);
-  int dim = lua_isnoneornil(L, 2) ? 0 : lpt_check_dim(L, 2, t->ndim, fn);
-  pt_status st = prod ? pt_cumprod(lpt_ctx(L), t, dim, &r) : pt_cumsum(lpt_ctx(L), t, dim, &r);
+  int dim = lua_isnoneornil(L, didx) ? 0 : lpt_check_dim(L, didx, t->ndim, fn);
+  pt_dtype dt = dtype_opt(L, opts, fn, t->dtype);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (pt_to_dtype(ctx, t, dt, &c)) return lpt_error(L);
+  pt_status st = prod ? pt_cumprod(ctx, c, dim, &r) : pt_cumsum(ctx, c, dim, &r);
+  pt_tensor_release(c);
+  if (!st && opts && r->dtype != dt) { /* an integer dtype asked for: cumsum gives int64 */
+    c = r;
+    st = pt_to_dtype(ctx, c, dt, &r);
+    pt_tensor_release(c);
+  }
   return lpt_push_result(L, st, r);
 }
 static int t_cumsum(lua_State *L) { return scan(L, false); }
@@ -434,8 +471,9 @@ static const luaL_Reg methods[] = {
 static const char *const docs[] = {
     "sort", "t:sort([dim=-1][, descending | {descending=false}]) -> values, indices (1-based int64).\n  Stable: equal values keep their order; NaN sorts as the largest. Exact for every dtype (int64 beyond\n  2^53 too).",
     "topk", "t:topk(k[, dim=-1][, {largest=true}]) -> the k largest (or smallest) values along dim, sorted, and their 1-based indices.",
-    "cumsum", "t:cumsum([dim]) -> running sums along dim (dim may be omitted for 1-D tensors).",
-    "cumprod", "t:cumprod([dim]) -> running products along dim.",
+    "cumsum", "t:cumsum([dim][, {dtype=}]) -> running sums along dim (dim may be omitted for 1-D tensors; integer\n"
+              "  and bool tensors give int64). dtype converts t first and is the result's dtype, as torch's dtype=.",
+    "cumprod", "t:cumprod([dim][, {dtype=}]) -> running products along dim (as cumsum: integers give int64, dtype=).",
     "all", "t:all([dim][, keepdim]) -> bool tensor: every element nonzero (over everything, or along dim).",
     "any", "t:any([dim][, keepdim]) -> bool tensor: some element nonzero.",
     "equal", "t:equal(u) -> true when u has t's shape and the same values (compared exactly, also across dtypes).",

@@ -242,8 +242,8 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
         double d = (double)(p)[i * s] - m;                                                         \
         ss += d * d;                                                                               \
       }                                                                                            \
-      double den = (double)(n) - (param);                                                          \
-      r = den > 0 ? ss / den : NAN;                                                                \
+      double den = fmax((double)(n) - (param), 0.0); /* torch's max(0, n - correction) */          \
+      r = ss / den; /* den 0: inf, or nan when ss is 0 (n <= 1), as torch */                       \
       if ((kind) == R_STD) r = sqrt(r);                                                            \
       break;                                                                                       \
     }                                                                                              \

@@ -40,7 +40,8 @@ pt_status pt_min(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **v
 pt_status pt_argmax(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
 pt_status pt_argmin(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out);
 
-/* unbiased divides by n - 1 (n = 1 gives nan), otherwise by n */
+/* divides by max(0, n - correction), as torch: a divisor of 0 gives inf (nan where every element
+ * of the lane is equal, e.g. n = 1 with correction 1) */
 pt_status pt_var(pt_ctx *ctx, pt_tensor *t, int dim, double correction, bool keepdim, pt_tensor **out);
 pt_status pt_std(pt_ctx *ctx, pt_tensor *t, int dim, double correction, bool keepdim, pt_tensor **out);
 

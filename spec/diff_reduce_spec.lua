@@ -1,0 +1,100 @@
+-- Differential checks of reductions and sorting against PyTorch 1.13: each case here was a
+-- difference found by running the same inputs through partrain and torch. Expected values are
+-- torch's (computed with /usr/bin/python3 and torch 1.13); indices are torch's + 1.
+local pt = require "partrain"
+
+local F64 = {dtype = "float64"}
+local INF = math.huge
+
+local function same(expected, actual)
+  if type(expected) == "table" then
+    assert.are.equal(#expected, #actual)
+    for i = 1, #expected do same(expected[i], actual[i]) end
+  elseif expected ~= expected then
+    assert.is_true(actual ~= actual, "expected nan, got " .. tostring(actual))
+  elseif expected == INF or expected == -INF then
+    assert.are.equal(expected, actual)
+  else
+    assert.is_true(math.abs(expected - actual) <= 1e-12 * (1 + math.abs(expected)),
+                   string.format("expected %.17g, got %.17g", expected, actual))
+  end
+end
+
+local function has(msg, f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok)
+  assert.is_truthy(tostring(err):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(err))
+end
+
+describe("var/std with correction >= n divide by max(0, n - correction), as torch", function()
+  -- values from torch 1.13: torch.var(x, 1, correction=c) and torch.std(x, 1, correction=c)
+  local x = pt.tensor({{0.5, -1.0, 2.0, 3.5}, {2.0, 2.0, 2.0, 2.0}}, F64)
+
+  it("gives inf (nan for a constant lane) where the divisor is 0 or below", function()
+    same({11.25, 0.0}, x:var(2, {correction = 3}):tolist())
+    same({INF, 0 / 0}, x:var(2, {correction = 4}):tolist())
+    same({INF, 0 / 0}, x:var(2, {correction = 5}):tolist())
+    same({INF, 0 / 0}, x:std(2, {correction = 4}):tolist())
+    same({INF, 0 / 0}, x:std(2, {correction = 5}):tolist())
+    -- torch.var(x, (0, 1), correction=8) and correction=9; float32 too
+    same(INF, x:var({1, 2}, {correction = 8}):item())
+    same(INF, x:var({1, 2}, {correction = 9}):item())
+    same(INF, x:float():var({1, 2}, {correction = 9}):item())
+    same(INF, x:var({correction = 9}):item())
+    same({INF, 0 / 0}, (pt.var_mean(x, 2, {correction = 4})):tolist())
+  end)
+
+  it("keeps nan for one element with the default correction", function()
+    -- torch.var(x[0:1], 0) and torch.std(torch.tensor([7.0]), 0)
+    same({0 / 0, 0 / 0, 0 / 0, 0 / 0}, x[{{1}, {}}]:var(1):tolist())
+    same(0 / 0, pt.tensor({7.0}):std(1):item())
+  end)
+end)
+
+describe("cumsum/cumprod take torch's dtype option", function()
+  -- values from torch 1.13: y.cumsum(1, dtype=torch.float64), y.cumsum(0, dtype=torch.int32), ...
+  local y = pt.tensor({{1.5, 2.5, -0.5}, {3.25, 4.0, 1.0}})
+
+  it("converts the input first and returns that dtype", function()
+    local r = y:cumsum(2, {dtype = "float64"})
+    assert.are.equal("float64", r:dtype())
+    same({{1.5, 4.0, 3.5}, {3.25, 7.25, 8.25}}, r:tolist())
+    r = y:cumsum(1, {dtype = "int32"})
+    assert.are.equal("int32", r:dtype())
+    assert.are.same({{1, 2, 0}, {4, 6, 1}}, r:tolist())
+    r = y:cumprod(2, {dtype = "float64"})
+    assert.are.equal("float64", r:dtype())
+    same({{1.5, 3.75, -1.875}, {3.25, 13.0, 13.0}}, r:tolist())
+    r = y:cumsum({dim = 2, dtype = "float64"})
+    same({{1.5, 4.0, 3.5}, {3.25, 7.25, 8.25}}, r:tolist())
+  end)
+
+  it("keeps an integer dtype asked for (int64 without it), wrapping as torch", function()
+    local i = pt.tensor({1, 2, 3, 4}, {dtype = "int32"})
+    assert.are.equal("int64", i:cumsum():dtype())
+    local r = i:cumsum({dtype = "int32"})
+    assert.are.equal("int32", r:dtype())
+    assert.are.same({1, 3, 6, 10}, r:tolist())
+    -- torch.tensor([100, 100, 100], dtype=torch.uint8).cumsum(0, dtype=torch.uint8)
+    r = pt.tensor({100, 100, 100}, {dtype = "uint8"}):cumsum({dtype = "uint8"})
+    assert.are.equal("uint8", r:dtype())
+    assert.are.same({100, 200, 44}, r:tolist())
+    assert.are.same({1, 1, 2}, pt.tensor({true, false, true}):cumsum({dtype = "uint8"}):tolist())
+  end)
+
+  it("lets gradients through a floating point dtype", function()
+    local a = pt.tensor({1, 2, 3}, {requires_grad = true})
+    local r = a:cumsum({dtype = "float64"}) * pt.tensor({1, 2, 3}, F64)
+    r:sum():backward()
+    assert.are.equal("float32", a.grad:dtype())
+    same({6, 5, 3}, a.grad:tolist())
+  end)
+
+  it("rejects what it used to ignore", function()
+    has("cumsum: unexpected argument #3 (number)", y.cumsum, y, 1, 2)
+    has("cumsum: unknown option 'foo' (options: dim, dtype)", y.cumsum, y, 1, {foo = 1})
+    has("cumsum: dim given twice (as argument #2 and as an option)", y.cumsum, y, 1, {dim = 1})
+    has("cumprod: unknown dtype bogus", y.cumprod, y, 1, {dtype = "bogus"})
+    has("cumsum: a dimension is needed for a 2-D tensor", y.cumsum, y, {dtype = "float64"})
+  end)
+end)
