@@ -36,8 +36,10 @@ static bool opt_flag(lua_State *L, int opts, const char *key) {
 }
 
 /* Push params[i] and states[i] (creating the state table); returns the parameter or NULL when
- * it has no gradient (the caller skips it). */
-static pt_tensor *param_at(lua_State *L, const char *fname, int i, int *state_idx) {
+ * it has no gradient (the caller skips it). The kernels step contiguous tensors: for a
+ * non-contiguous parameter, *work is a contiguous copy (pushed too, so the stack keeps it; the
+ * caller writes it back with pt_optim_write_back), else the parameter itself. */
+static pt_tensor *param_at(lua_State *L, const char *fname, int i, int *state_idx, pt_tensor **work) {
   lua_geti(L, 1, i);
   pt_tensor *p = lpt_test_tensor(L, -1);
   if (!p) lpt_errorf(L, "%s: parameter %d is not a tensor (got %s)", fname, i, luaL_typename(L, -1));
@@ -49,6 +51,11 @@ static pt_tensor *param_at(lua_State *L, const char *fname, int i, int *state_id
     lua_seti(L, 2, i);
   }
   *state_idx = lua_gettop(L);
+  *work = p;
+  if (p->grad && !pt_tensor_is_contiguous(p)) {
+    if (pt_tensor_clone_raw(lpt_ctx(L), p, work)) lpt_error(L);
+    lpt_push_tensor(L, *work);
+  }
   return p->grad ? p : NULL;
 }
 
@@ -102,27 +109,39 @@ static int l_sgd(lua_State *L) {
       .maximize = opt_flag(L, 3, "maximize"),
   };
   int n = (int)luaL_len(L, 1);
-  /* collected first (the tensors stay referenced by params and states), then stepped at once */
-  pt_sgd_item *items = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *items, 0);
-  int top = lua_gettop(L), m = 0;
+  /* collected first (the tensors stay referenced by params and states, the copies of
+   * non-contiguous parameters by the table works), then stepped at once */
+  size_t cap = (size_t)(n > 0 ? n : 1);
+  pt_sgd_item *items = lua_newuserdatauv(L, cap * sizeof *items, 0);
+  pt_tensor **orig = lua_newuserdatauv(L, cap * sizeof *orig, 0);
+  lua_newtable(L);
+  int works = lua_gettop(L), top = works, m = 0;
   for (int i = 1; i <= n; i++, lua_settop(L, top)) {
     int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
+    pt_tensor *w;
+    pt_tensor *p = param_at(L, fname, i, &s, &w);
     if (!p) continue;
+    if (w != p) {
+      lua_pushvalue(L, -1); /* the copy, pushed last by param_at */
+      lua_seti(L, works, i);
+    }
     pt_tensor *buf = NULL;
     bool fresh = false;
     if (o.momentum != 0) buf = state_tensor(L, fname, s, "momentum_buffer", i, p, NAN, &fresh);
-    items[m++] = (pt_sgd_item){p, p->grad, buf, fresh};
+    orig[m] = p;
+    items[m++] = (pt_sgd_item){w, p->grad, buf, fresh};
   }
   if (pt_optim_sgd_many(lpt_ctx(L), items, m, &o)) return lpt_error(L);
+  for (int k = 0; k < m; k++)
+    if (items[k].param != orig[k] && pt_optim_write_back(lpt_ctx(L), orig[k], items[k].param)) return lpt_error(L);
   return 0;
 }
 
 /* One parameter's update by a stateful optimizer: its state tensors in the order of the binding's
  * keys (NULL where the options leave a key out), its step count after this step, and its number
  * state (NAdam's mu_product), read and written back. */
-typedef pt_status (*param_step_fn)(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
-                                   const void *opts);
+typedef pt_status (*param_step_fn)(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step,
+                                   double *num, const void *opts);
 
 enum { STEP_KEYS_MAX = 3 };
 
@@ -134,7 +153,8 @@ static int step_each(lua_State *L, const char *fname, const char *const keys[STE
   int n = (int)luaL_len(L, 1), top = lua_gettop(L);
   for (int i = 1; i <= n; i++, lua_settop(L, top)) {
     int s;
-    pt_tensor *p = param_at(L, fname, i, &s);
+    pt_tensor *w;
+    pt_tensor *p = param_at(L, fname, i, &s, &w);
     if (!p) continue;
     pt_tensor *st[STEP_KEYS_MAX] = {NULL, NULL, NULL};
     for (int k = 0; k < STEP_KEYS_MAX; k++)
@@ -148,7 +168,8 @@ static int step_each(lua_State *L, const char *fname, const char *const keys[STE
       lua_pop(L, 1);
     }
     int64_t step = next_step(L, s);
-    if (fn(lpt_ctx(L), p, st, step, &num, opts)) return lpt_error(L);
+    if (fn(lpt_ctx(L), w, p->grad, st, step, &num, opts)) return lpt_error(L);
+    if (w != p && pt_optim_write_back(lpt_ctx(L), p, w)) return lpt_error(L);
     if (num_key) {
       lua_pushnumber(L, num);
       lua_setfield(L, s, num_key);
@@ -157,9 +178,10 @@ static int step_each(lua_State *L, const char *fname, const char *const keys[STE
   return 0;
 }
 
-static pt_status adam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num, const void *o) {
+static pt_status adam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step, double *num,
+                           const void *o) {
   (void)num;
-  return pt_optim_adam(ctx, p, p->grad, st[0], st[1], st[2], step, o);
+  return pt_optim_adam(ctx, p, g, st[0], st[1], st[2], step, o);
 }
 
 /* _optim_adam(params, states, opts[, fname]); opts.decoupled selects AdamW */
@@ -180,10 +202,10 @@ static int l_adam(lua_State *L) {
   return step_each(L, fname, keys, 0.0, NULL, 0.0, adam_step, &o);
 }
 
-static pt_status rmsprop_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
-                              const void *o) {
+static pt_status rmsprop_step(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step,
+                              double *num, const void *o) {
   (void)step, (void)num;
-  return pt_optim_rmsprop(ctx, p, p->grad, st[0], st[1], st[2], o);
+  return pt_optim_rmsprop(ctx, p, g, st[0], st[1], st[2], o);
 }
 
 /* _optim_rmsprop(params, states, opts[, fname]) */
@@ -203,10 +225,10 @@ static int l_rmsprop(lua_State *L) {
   return step_each(L, fname, keys, 0.0, NULL, 0.0, rmsprop_step, &o);
 }
 
-static pt_status adagrad_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
-                              const void *o) {
+static pt_status adagrad_step(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step,
+                              double *num, const void *o) {
   (void)num;
-  return pt_optim_adagrad(ctx, p, p->grad, st[0], step, o);
+  return pt_optim_adagrad(ctx, p, g, st[0], step, o);
 }
 
 /* _optim_adagrad(params, states, opts[, fname]) */
@@ -224,10 +246,10 @@ static int l_adagrad(lua_State *L) {
   return step_each(L, fname, keys, opt_num(L, 3, "initial_accumulator_value", 0), NULL, 0.0, adagrad_step, &o);
 }
 
-static pt_status adamax_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
-                             const void *o) {
+static pt_status adamax_step(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step,
+                             double *num, const void *o) {
   (void)num;
-  return pt_optim_adamax(ctx, p, p->grad, st[0], st[1], step, o);
+  return pt_optim_adamax(ctx, p, g, st[0], st[1], step, o);
 }
 
 /* _optim_adamax(params, states, opts[, fname]) */
@@ -246,9 +268,9 @@ static int l_adamax(lua_State *L) {
   return step_each(L, fname, keys, 0.0, NULL, 0.0, adamax_step, &o);
 }
 
-static pt_status nadam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *mu_product,
-                            const void *o) {
-  return pt_optim_nadam(ctx, p, p->grad, st[0], st[1], step, mu_product, o);
+static pt_status nadam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step,
+                            double *mu_product, const void *o) {
+  return pt_optim_nadam(ctx, p, g, st[0], st[1], step, mu_product, o);
 }
 
 /* _optim_nadam(params, states, opts[, fname]); states[i].mu_product: a number, as PyTorch's */
@@ -267,10 +289,10 @@ static int l_nadam(lua_State *L) {
   return step_each(L, fname, keys, 0.0, "mu_product", 1.0, nadam_step, &o);
 }
 
-static pt_status radam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
-                            const void *o) {
+static pt_status radam_step(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step,
+                            double *num, const void *o) {
   (void)num;
-  return pt_optim_radam(ctx, p, p->grad, st[0], st[1], step, o);
+  return pt_optim_radam(ctx, p, g, st[0], st[1], step, o);
 }
 
 /* _optim_radam(params, states, opts[, fname]) */
@@ -288,10 +310,10 @@ static int l_radam(lua_State *L) {
   return step_each(L, fname, keys, 0.0, NULL, 0.0, radam_step, &o);
 }
 
-static pt_status adadelta_step(pt_ctx *ctx, pt_tensor *p, pt_tensor **st, int64_t step, double *num,
-                               const void *o) {
+static pt_status adadelta_step(pt_ctx *ctx, pt_tensor *p, pt_tensor *g, pt_tensor **st, int64_t step,
+                               double *num, const void *o) {
   (void)step, (void)num;
-  return pt_optim_adadelta(ctx, p, p->grad, st[0], st[1], o);
+  return pt_optim_adadelta(ctx, p, g, st[0], st[1], o);
 }
 
 /* _optim_adadelta(params, states, opts[, fname]) */

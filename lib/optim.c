@@ -12,8 +12,6 @@ pt_status pt_optim_check_param(pt_ctx *ctx, const char *fname, int index, pt_ten
   if (param->dtype != PT_FLOAT32 && param->dtype != PT_FLOAT64)
     return pt_fail(ctx, PT_EARG, "%s: parameter %d must be float32 or float64, got %s", fname,
                    index, pt_dtype_name(param->dtype));
-  if (!pt_tensor_is_contiguous(param))
-    return pt_fail(ctx, PT_EARG, "%s: parameter %d is not contiguous", fname, index);
   if (param->grad) {
     pt_tensor *g = param->grad;
     if (g->ndim != param->ndim ||
@@ -292,6 +290,7 @@ pt_status pt_optim_adam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tenso
     T *m = pt_tensor_data(exp_avg), *v = pt_tensor_data(exp_avg_sq);
     T *vm = max_sq ? (T *)pt_tensor_data(max_sq) : NULL;
     const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps;
+    const T omb1 = (T)(1.0 - o->beta1), omb2 = (T)(1.0 - o->beta2);
     const T step_size = (T)(o->lr / bc1), bc2_sqrt = (T)sqrt(bc2);
     const T sign = o->maximize ? (T)-1 : (T)1;
     const T wd = o->decoupled ? (T)0 : (T)o->weight_decay;
@@ -299,12 +298,12 @@ pt_status pt_optim_adam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tenso
     for (int64_t i = 0; i < n; i++) {
       T pi = p[i] * decay;
       T gi = sign * gp[i] + wd * pi;
-      T mi = b1 * m[i] + (1 - b1) * gi;
-      T vi = b2 * v[i] + (1 - b2) * gi * gi;
+      T mi = b1 * m[i] + omb1 * gi;
+      T vi = b2 * v[i] + omb2 * gi * gi;
       m[i] = mi;
       v[i] = vi;
       if (vm) {
-        if (vi > vm[i]) vm[i] = vi;
+        if (vi > vm[i] || vi != vi) vm[i] = vi; /* torch.maximum: NaN wins */
         vi = vm[i];
       }
       T denom = (T)sqrt(vi) / bc2_sqrt + eps;
@@ -332,14 +331,14 @@ pt_status pt_optim_rmsprop(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_te
     T *ga = grad_avg ? (T *)pt_tensor_data(grad_avg) : NULL;
     T *b = buf ? (T *)pt_tensor_data(buf) : NULL;
     const T alpha = (T)o->alpha, eps = (T)o->eps, wd = (T)o->weight_decay, lr = (T)o->lr;
-    const T mom = (T)o->momentum, sign = o->maximize ? (T)-1 : (T)1;
+    const T mom = (T)o->momentum, sign = o->maximize ? (T)-1 : (T)1, oma = (T)(1.0 - o->alpha);
     for (int64_t i = 0; i < n; i++) {
       T gi = sign * gp[i] + wd * p[i];
-      T s = alpha * sq[i] + (1 - alpha) * gi * gi;
+      T s = alpha * sq[i] + oma * gi * gi;
       sq[i] = s;
       T avg;
       if (ga) {
-        T a = alpha * ga[i] + (1 - alpha) * gi;
+        T a = alpha * ga[i] + oma * gi;
         ga[i] = a;
         avg = (T)sqrt(s - a * a) + eps;
       } else {
@@ -387,8 +386,8 @@ pt_status pt_optim_adagrad(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_te
 }
 
 /* --- Adamax, NAdam, RAdam, Adadelta: PyTorch 1.13's _single_tensor_* formulas (NAdam with PyTorch 2's
- * mu_product_next), in the order
- * of their operations (the scalars per step in double, as Python computes them) --- */
+ * mu_product_next), in the order of their operations; the scalars (1 - beta too) in double, as
+ * Python computes them, rounded to the parameter's dtype as PyTorch's ops take them --- */
 
 pt_status pt_optim_adamax(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *exp_avg,
                           pt_tensor *exp_inf, int64_t step, const pt_adamax_opts *o) {
@@ -401,15 +400,15 @@ pt_status pt_optim_adamax(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_ten
     T *p = pt_tensor_data(param), *m = pt_tensor_data(exp_avg), *u = pt_tensor_data(exp_inf);
     const T *gp = pt_tensor_data(g);
     const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps, wd = (T)o->weight_decay;
-    const T sign = o->maximize ? (T)-1 : (T)1, c = (T)clr;
+    const T sign = o->maximize ? (T)-1 : (T)1, c = (T)clr, omb1 = (T)(1.0 - o->beta1);
     for (int64_t i = 0; i < n; i++) {
       T gi = sign * gp[i] + wd * p[i];
-      T mi = m[i] + (gi - m[i]) * (1 - b1); /* torch: exp_avg.lerp_(grad, 1 - beta1) */
+      T mi = b1 * m[i] + omb1 * gi; /* torch 1.13: exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1) */
       T a = u[i] * b2, b = (T)fabs((double)gi) + eps;
       T ui = a > b || a != a ? a : b; /* amax over {exp_inf * beta2, |g| + eps}: NaN wins */
       m[i] = mi;
       u[i] = ui;
-      p[i] -= c * (mi / ui);
+      p[i] -= c * mi / ui; /* param.addcdiv_(exp_avg, exp_inf, value=-clr) */
     }
   });
   bump(param);
@@ -437,15 +436,16 @@ pt_status pt_optim_nadam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tens
     const T *gp = pt_tensor_data(g);
     const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps, wd = (T)o->weight_decay;
     const T bc = (T)bc2, k1 = (T)c1, k2 = (T)c2;
+    const T omb1 = (T)(1.0 - o->beta1), omb2 = (T)(1.0 - o->beta2);
     for (int64_t i = 0; i < n; i++) {
       T gi = gp[i] + wd * p[i];
-      T mi = m[i] + (gi - m[i]) * (1 - b1);
-      T vi = v[i] * b2 + (1 - b2) * gi * gi;
+      T mi = m[i] * b1 + omb1 * gi;
+      T vi = v[i] * b2 + omb2 * gi * gi;
       m[i] = mi;
       v[i] = vi;
       T denom = (T)sqrt((double)(vi / bc)) + eps;
-      T pi = p[i] + k1 * (gi / denom);
-      p[i] = pi + k2 * (mi / denom);
+      T pi = p[i] + k1 * gi / denom; /* param.addcdiv_(grad, denom, value=k1) */
+      p[i] = pi + k2 * mi / denom;
     }
   });
   bump(param);
@@ -472,10 +472,11 @@ pt_status pt_optim_radam(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tens
     const T *gp = pt_tensor_data(g);
     const T b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps, wd = (T)o->weight_decay;
     const T lr = (T)o->lr, c1 = (T)bc1, sq2 = (T)sqrt(bc2), r = (T)rect;
+    const T omb1 = (T)(1.0 - o->beta1), omb2 = (T)(1.0 - o->beta2);
     for (int64_t i = 0; i < n; i++) {
       T gi = gp[i] + wd * p[i];
-      T mi = m[i] + (gi - m[i]) * (1 - b1);
-      T vi = v[i] * b2 + (1 - b2) * gi * gi;
+      T mi = m[i] * b1 + omb1 * gi;
+      T vi = v[i] * b2 + omb2 * gi * gi;
       m[i] = mi;
       v[i] = vi;
       T corrected = mi / c1;
@@ -504,14 +505,14 @@ pt_status pt_optim_adadelta(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_t
     T *p = pt_tensor_data(param), *sq = pt_tensor_data(square_avg), *acc = pt_tensor_data(acc_delta);
     const T *gp = pt_tensor_data(g);
     const T rho = (T)o->rho, eps = (T)o->eps, wd = (T)o->weight_decay, lr = (T)o->lr;
-    const T sign = o->maximize ? (T)-1 : (T)1;
+    const T sign = o->maximize ? (T)-1 : (T)1, omr = (T)(1.0 - o->rho);
     for (int64_t i = 0; i < n; i++) {
       T gi = sign * gp[i] + wd * p[i];
-      T s = sq[i] * rho + (1 - rho) * gi * gi;
+      T s = sq[i] * rho + omr * gi * gi;
       sq[i] = s;
       T std = (T)sqrt((double)(s + eps));
       T delta = (T)sqrt((double)(acc[i] + eps)) / std * gi;
-      acc[i] = acc[i] * rho + (1 - rho) * delta * delta;
+      acc[i] = acc[i] * rho + omr * delta * delta;
       p[i] -= lr * delta;
     }
   });
@@ -520,6 +521,12 @@ pt_status pt_optim_adadelta(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_t
   bump(acc_delta);
   pt_tensor_release(g);
   return PT_OK;
+}
+
+pt_status pt_optim_write_back(pt_ctx *ctx, pt_tensor *param, pt_tensor *work) {
+  pt_status st = pt_tensor_copy_into(ctx, param, work);
+  if (!st) bump(param);
+  return st;
 }
 
 pt_status pt_optim_norm_acc(pt_ctx *ctx, pt_tensor *g, double p, double *acc) {

@@ -1,6 +1,7 @@
 /* Optimizer update kernels (PyTorch's formulas), one in-place pass over a parameter.
  * The Lua binding (host/l_optim.c) calls these for every parameter of a group in one C call.
- * Parameters and state tensors are contiguous float32/float64 of the parameter's shape;
+ * Parameters and state tensors are contiguous float32/float64 of the parameter's shape (the
+ * bindings step a contiguous copy of a non-contiguous parameter);
  * a non-contiguous gradient is copied first. fname names the optimizer in messages. */
 #ifndef PT_OPTIM_H
 #define PT_OPTIM_H
@@ -116,10 +117,14 @@ typedef struct pt_adadelta_opts {
 pt_status pt_optim_adadelta(pt_ctx *ctx, pt_tensor *param, pt_tensor *grad, pt_tensor *square_avg,
                             pt_tensor *acc_delta, const pt_adadelta_opts *o);
 
-/* Checks used by the bindings: t is a usable parameter / state tensor for param. */
+/* Checks used by the bindings: t is a usable parameter / state tensor for param. A parameter may
+ * be non-contiguous: the bindings step a contiguous copy (the kernels' work tensor) and write it
+ * back with pt_optim_write_back (param = work, its version bumped). */
 pt_status pt_optim_check_param(pt_ctx *ctx, const char *fname, int index, pt_tensor *param);
 pt_status pt_optim_check_state(pt_ctx *ctx, const char *fname, const char *what, int index,
                                pt_tensor *param, pt_tensor *state);
+
+pt_status pt_optim_write_back(pt_ctx *ctx, pt_tensor *param, pt_tensor *work);
 
 /* Norm helpers for clip_grad_norm: acc += sum |g|^p (p finite) or acc = max(acc, max|g|). */
 pt_status pt_optim_norm_acc(pt_ctx *ctx, pt_tensor *g, double p, double *acc);
