@@ -222,6 +222,39 @@ describe("schedulers whose lr someone else moved (values from torch 1.13)", func
       {0.012500000000000001, 0.0062500000000000003}}, "jump")
   end)
 
+  it("ChainedScheduler and SequentialLR go on from a moved lr too (SequentialLR's next scheduler restarts)", function()
+    -- torch 1.13: ChainedScheduler({ConstantLR(0.5, 3), ExponentialLR(0.9)}), group 1 set to 0.3 after step 1
+    local o = sgd()
+    local s = optim.ChainedScheduler({optim.ConstantLR(o, {factor = 0.5, total_iters = 3}),
+      optim.ExponentialLR(o, {gamma = 0.9})})
+    local rows = {}
+    for e = 1, 6 do
+      s:step()
+      if e == 1 then o.param_groups[1].lr = 0.3 end
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, {{0.29999999999999999, 0.022500000000000003}, {0.27000000000000002, 0.020250000000000004},
+      {0.48600000000000004, 0.03645000000000001}, {0.43740000000000007, 0.032805000000000008},
+      {0.39366000000000007, 0.029524500000000009}, {0.35429400000000005, 0.02657205000000001}}, "ChainedScheduler")
+    assert.are.same(rows[6], s.schedulers[2]:get_last_lr())
+    -- torch 1.13: SequentialLR({LinearLR(0.1, 5), CosineAnnealingLR(20)}, {5}), group 2 set to 0.3
+    -- after steps 2 and 6: LinearLR goes on from it, CosineAnnealingLR starts afresh at the milestone
+    o = sgd()
+    s = optim.SequentialLR(o, {schedulers = {optim.LinearLR(o, {start_factor = 0.1, total_iters = 5}),
+      optim.CosineAnnealingLR(o, {T_max = 20})}, milestones = {5}})
+    rows = {}
+    for e = 1, 9 do
+      s:step()
+      if e == 2 or e == 6 then o.param_groups[2].lr = 0.3 end
+      rows[#rows + 1] = lrs(o)
+    end
+    close(rows, {{0.028000000000000004, 0.014000000000000002}, {0.046000000000000006, 0.29999999999999999},
+      {0.064000000000000001, 0.41739130434782606}, {0.082000000000000003, 0.5347826086956522},
+      {0.10000000000000001, 0.050000000000000003}, {0.099384417029756894, 0.29999999999999999},
+      {0.097552825814757688, 0.29447119195421512}, {0.094550326209418403, 0.28540790106292691},
+      {0.090450849718747395, 0.27303329562721684}}, "SequentialLR")
+  end)
+
   it("alone, a scheduler keeps the closed form of its settings (a changed gamma applies to the whole formula)", function()
     local o = sgd()
     local s = optim.ExponentialLR(o, {gamma = 0.5})

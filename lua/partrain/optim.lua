@@ -1128,7 +1128,7 @@ local function new_scheduler(cls, opt, settings)
   for k, v in pairs(settings) do self[k] = v end
   cls._check(self, cls.name, #opt.param_groups, opt)
   self:_init_groups()
-  if self._chain then
+  if self._chain and not cls._init_closed then
     local lrs, moms = self:_compute(self.last_epoch, cls.name)
     self:_follow_lrs(self.last_epoch, lrs, cls.name, true)
     self:_set(self.last_epoch, lrs, moms)
@@ -1267,11 +1267,11 @@ function Scheduler:_follow_lrs(e, lrs, where, at_init)
       if not is_num(lr) then
         fail("%s: parameter group %d has lr %s, not a number", where, i, val_str(lr))
       end
-      lr = chain(self, i, lr, e, where)
-      if not is_num(lr) then
+      lr = chain(self, i, lr, e, where) -- nil: the closed form (SequentialLR at a milestone)
+      if lr ~= nil and not is_num(lr) then
         fail("%s: lr %s for parameter group %d at epoch %d is not a valid learning rate", where, val_str(lr), i, e)
       end
-      lrs[i] = lr
+      lrs[i] = lr or lrs[i]
     end
   end
 end
@@ -1398,8 +1398,9 @@ doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers
   changed (set by hand, or another scheduler stepped back to back with this one, as PyTorch's docs
   chain ExponentialLR and MultiStepLR) goes on from its current lr with PyTorch's chainable step, for
   StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
-  MultiplicativeLR and LinearWarmup, as PyTorch's do (the others: PyTorch's replace the lr too); a
-  jump of last_epoch or load_state_dict goes back to the closed form. Numbers agree with PyTorch's
+  MultiplicativeLR and LinearWarmup, and ChainedScheduler and SequentialLR over them, as PyTorch's do
+  (the others: PyTorch's replace the lr too); a jump of last_epoch or load_state_dict goes back to
+  the closed form. Numbers agree with PyTorch's
   to rounding.]])
 
 local function scheduler_class(name, repr_keys, check, ctor, text, fn_arg)
@@ -1960,8 +1961,16 @@ end
 function SequentialLR:_set(e, lrs, moms)
   local sub, se = self:_pick(e)
   sub:_set(se, lrs, moms)
-  self.last_epoch = e
+  self.last_epoch, self._set_epoch = e, e
   self._last_lr = sub:get_last_lr()
+end
+-- a moved lr (Scheduler:_follow_lrs): PyTorch's SequentialLR steps the scheduler in charge, which
+-- goes on from it, except at a milestone, where the next one starts with step(0) (its closed form)
+SequentialLR._init_closed = true
+function SequentialLR:_chain(i, lr, e, where)
+  local sub, se, idx = self:_pick(e)
+  if (se == 0 and idx > 1) or not sub._chain then return nil end
+  return sub:_chain(i, lr, se, ("%s: scheduler %d (%s)"):format(where, idx, sub.name))
 end
 function SequentialLR:state_dict()
   local b, subs = {}, {}
@@ -2060,6 +2069,7 @@ function ChainedScheduler:get_lr(i, base, e, where)
 end
 -- the lrs at epoch e, and after each scheduler (each one's get_last_lr, as PyTorch's that step in turn)
 function ChainedScheduler:_compute(e, where)
+  self._after_chain = nil
   local subs, wheres = self.schedulers, {}
   for k, sub in ipairs(subs) do
     wheres[k] = ("%s: scheduler %d (%s)"):format(where, k, sub.name)
@@ -2082,7 +2092,31 @@ function ChainedScheduler:_compute(e, where)
 end
 function ChainedScheduler:_set(e, lrs, _, after)
   Scheduler._set(self, e, lrs)
+  -- a group that followed its moved lr (_chain) has its own lrs after each scheduler
+  local followed = rawget(self, "_after_chain")
+  if followed then
+    for k = 1, #self.schedulers do
+      for i, v in pairs(followed[k]) do after[k][i] = v end
+    end
+    self._after_chain = nil
+  end
   for k, sub in ipairs(self.schedulers) do sub.last_epoch, sub._last_lr = e, after[k] end
+end
+-- a moved lr (Scheduler:_follow_lrs): PyTorch's ChainedScheduler steps each scheduler in turn, each
+-- going on from the lr the one before it set
+ChainedScheduler._init_closed = true
+function ChainedScheduler:_chain(i, lr, e, where)
+  local followed = rawget(self, "_after_chain")
+  if not followed then
+    followed = {}
+    for k = 1, #self.schedulers do followed[k] = {} end
+    self._after_chain = followed
+  end
+  for k, sub in ipairs(self.schedulers) do
+    lr = sub:_chain(i, lr, e, ("%s: scheduler %d (%s)"):format(where, k, sub.name))
+    followed[k][i] = lr
+  end
+  return lr
 end
 function ChainedScheduler:state_dict()
   local b, subs = {}, {}
