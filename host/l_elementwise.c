@@ -541,12 +541,22 @@ static int m_copy_(lua_State *L) {
   return 1;
 }
 
+/* a < b, a <= b, a > b, a >= b with a tensor: Lua turns a comparison's result into one boolean
+ * (and gives __lt swapped operands for >), so an element-wise mask (torch's x > 0) cannot come
+ * from these operators; say what to write instead of Lua's "attempt to compare two Tensor values" */
+static int mm_compare(lua_State *L) {
+  return lpt_errorf(L, "attempt to compare a Tensor with <, <=, > or >= (a Lua comparison gives one "
+                       "boolean): use a:lt(b), a:le(b), a:gt(b) or a:ge(b) for the element-wise bool "
+                       "tensor (torch's a < b, ...), or t:item() for a one-element tensor's number");
+}
+
 /* --- registration --- */
 
 static const luaL_Reg metamethods[] = {
     {"__add", mm_add}, {"__sub", mm_sub}, {"__mul", mm_mul},
     {"__div", mm_div}, {"__pow", mm_pow}, {"__unm", mm_unm},
-    {"__mod", mm_mod}, {"__idiv", mm_idiv},
+    {"__mod", mm_mod}, {"__idiv", mm_idiv}, {"__lt", mm_compare},
+    {"__le", mm_compare},
     {NULL, NULL},
 };
 

@@ -164,3 +164,18 @@ describe("lerp", function()
     same({-math.huge, -math.huge, math.huge}, a:clone():lerp_(b, -1):tolist())
   end)
 end)
+
+describe("comparison operators on tensors", function()
+  it("say to use lt/le/gt/ge (a Lua comparison gives one boolean, torch's x > 0 is a mask)", function()
+    local a = pt.tensor({1, 2})
+    local msg = "attempt to compare a Tensor with <, <=, > or >= (a Lua comparison gives one boolean): use "
+      .. "a:lt(b), a:le(b), a:gt(b) or a:ge(b) for the element-wise bool tensor (torch's a < b, ...), or "
+      .. "t:item() for a one-element tensor's number"
+    assert_error(msg, function() return a < a end)
+    assert_error(msg, function() return a > 0 end)
+    assert_error(msg, function() return 2 <= a end)
+    assert_error(msg, function() return a >= a end)
+    -- what to write instead: torch's (a > 1) mask
+    assert.are.same({false, true}, a:gt(1):tolist())
+  end)
+end)
