@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lpt.h"
+#include "../lib/ops_elementwise.h"
 #include "../lib/ops_reduce.h"
 
 /* dim at idx: nil/none -> PT_DIM_ALL, else 1-based -> 0-based */
@@ -121,8 +122,13 @@ static int t_count_nonzero(lua_State *L) {
 typedef pt_status (*minmax_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **, pt_tensor **);
 
 static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
-  pt_tensor *t = lpt_check_tensor(L, 1), *v, *ix, *ix1;
+  pt_tensor *t = lpt_check_tensor(L, 1), *v, *ix, *ix1, *other = lpt_test_tensor(L, 2);
   pt_ctx *ctx = lpt_ctx(L);
+  if (other) { /* t:max(u): the element-wise maximum, as torch.max(input, other) */
+    lpt_check_max_args(L, 2, fname);
+    pt_status st = fname[1] == 'a' ? pt_maximum(ctx, t, other, &v) : pt_minimum(ctx, t, other, &v);
+    return lpt_push_result(L, st, v);
+  }
   if (lua_isnoneornil(L, 2)) {
     if (fn(ctx, t, PT_DIM_ALL, keepdim_arg(L, 3, fname), &v, NULL)) return lpt_error(L);
     lpt_push_tensor(L, v);
@@ -254,9 +260,11 @@ static const char *const method_docs[] = {
     "prod", "t:prod([dim][, keepdim]) -> Tensor, the product (integer tensors give int64).\n  Also pt.prod(t, ...).\n" DIMS,
     "max", "t:max() -> 0-d Tensor, the largest element (NaN if any; t:max(nil, true) keeps the dims).\n"
            "t:max(dim[, keepdim]) -> values, indices (1-based int64) along dim.\n"
+           "t:max(u) -> the element-wise maximum of t and the tensor u (pt.maximum), as torch.max(t, u).\n"
            "  The gradient goes to the selected element. Also pt.max(t, ...).",
     "min", "t:min() -> 0-d Tensor, the smallest element (NaN if any).\n"
-           "t:min(dim[, keepdim]) -> values, indices (1-based int64) along dim. Also pt.min(t, ...).",
+           "t:min(dim[, keepdim]) -> values, indices (1-based int64) along dim.\n"
+           "t:min(u) -> the element-wise minimum of t and the tensor u (pt.minimum). Also pt.min(t, ...).",
     "argmax", "t:argmax([dim][, keepdim]) -> int64 Tensor of 1-based indices of the maxima\n"
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmax(t, ...).",
     "argmin", "t:argmin([dim][, keepdim]) -> int64 Tensor of 1-based indices of the minima\n"

@@ -19,9 +19,20 @@ static int push_pair(lua_State *L, pt_status st, pt_tensor *v, pt_tensor *i) {
   return 2;
 }
 
-/* The dim of sort/topk: argument idx when it is an integer, else opts.dim, else the last. */
+/* Whether argument idx is a dim: a number (2.0 too: lpt_check_dim takes a float with an integer
+ * value, and rejects 1.5, rather than it being passed over for the last dim). */
+static bool is_dim_arg(lua_State *L, int idx) { return lua_type(L, idx) == LUA_TNUMBER; }
+
+/* The flag argument at o of sort (descending) and topk (largest): a boolean, an options table or
+ * nothing; anything else is an error naming it (it was ignored). */
+static void check_flag_arg(lua_State *L, int o, const char *fname, const char *flag) {
+  if (!lua_isnoneornil(L, o) && !lua_isboolean(L, o) && !lua_istable(L, o))
+    lpt_errorf(L, "%s: %s must be a boolean or an options table, got %s", fname, flag, luaL_typename(L, o));
+}
+
+/* The dim of sort/topk: argument idx when it is a number, else opts.dim, else the last. */
 static int sort_dim(lua_State *L, int idx, int opts, const pt_tensor *t, const char *fname) {
-  if (lua_isinteger(L, idx)) return lpt_check_dim(L, idx, t->ndim, fname);
+  if (is_dim_arg(L, idx)) return lpt_check_dim(L, idx, t->ndim, fname);
   if (opts && lua_getfield(L, opts, "dim") != LUA_TNIL) {
     int d = lpt_check_dim(L, -1, t->ndim, fname);
     lua_pop(L, 1);
@@ -34,8 +45,9 @@ static int sort_dim(lua_State *L, int idx, int opts, const pt_tensor *t, const c
 /* t:sort([dim=-1][, descending | {descending=false, dim=}]) -> values, indices */
 static int t_sort(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
-  int o = lua_isinteger(L, 2) ? 3 : 2;
+  int o = is_dim_arg(L, 2) ? 3 : 2;
   int opts = lua_istable(L, o) ? o : 0;
+  check_flag_arg(L, o, "sort", "descending");
   static const char *const names[] = {"dim", "descending", "stable", NULL};
   lpt_check_options(L, opts, "sort", names);
   lpt_check_max_args(L, o, "sort");
@@ -49,8 +61,9 @@ static int t_sort(lua_State *L) {
 static int t_topk(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
   lua_Integer k = luaL_checkinteger(L, 2);
-  int o = lua_isinteger(L, 3) ? 4 : 3;
+  int o = is_dim_arg(L, 3) ? 4 : 3;
   int opts = lua_istable(L, o) ? o : 0;
+  check_flag_arg(L, o, "topk", "largest");
   static const char *const names[] = {"dim", "largest", "sorted", NULL};
   lpt_check_options(L, opts, "topk", names);
   lpt_check_max_args(L, o, "topk");
@@ -224,7 +237,7 @@ static int t_median(lua_State *L) {
 
 /* The [dim=-1][, keepdim | {keepdim=, dim=}] arguments of kthvalue and mode, from idx on. */
 static void dim_keepdim_args(lua_State *L, int idx, const pt_tensor *t, const char *fname, int *dim, bool *keepdim) {
-  int o = lua_isinteger(L, idx) ? idx + 1 : idx;
+  int o = is_dim_arg(L, idx) ? idx + 1 : idx;
   int opts = lua_istable(L, o) ? o : 0;
   static const char *const names[] = {"dim", "keepdim", NULL};
   lpt_check_options(L, opts, fname, names);

@@ -428,6 +428,7 @@ static pt_status sorted_k(pt_ctx *ctx, const char *fn, pt_tensor *t, int64_t k, 
   int64_t shape[PT_MAX_DIMS];
   memcpy(shape, t->shape, sizeof shape);
   if (t->ndim) shape[dim] = k;
+  else k = l.n; /* 0-d: the result holds the one element for k = 0 too, as torch (it was left unset) */
   pt_tensor *tc = NULL, *v = NULL, *ix = NULL;
   keyed *buf = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, t, &tc)) || (st = pt_tensor_empty(ctx, t->dtype, t->ndim, shape, &v)) ||
