@@ -342,3 +342,22 @@ describe("optimizers against torch 1.13 (float32)", function()
     end
   end)
 end)
+
+describe("optimizer construction", function()
+  it("names a tensor listed twice in one group (not 'more than one parameter group')", function()
+    -- torch 1.13 warns "optimizer contains a parameter group with duplicate parameters" and steps
+    -- it twice; here it is an error that says what is wrong
+    local a, b = param(), param()
+    local ok, e = pcall(optim.SGD, {b, a, a}, {lr = 0.1})
+    assert.is_false(ok)
+    assert.matches("SGD: parameter group 1 lists the same tensor twice %(parameters 2 and 3%)$", e)
+    ok, e = pcall(optim.Adam, {{params = {a}}, {params = {b, a}}})
+    assert.is_false(ok)
+    assert.matches("Adam: some parameters appear in more than one parameter group$", e)
+    local o = optim.SGD({b}, {lr = 0.1})
+    ok, e = pcall(o.add_param_group, o, {params = {a, a}})
+    assert.is_false(ok)
+    assert.matches("SGD:add_param_group: the group lists the same tensor twice %(parameters 1 and 2%)$", e)
+    assert.are.equal(1, #o.param_groups)
+  end)
+end)

@@ -74,8 +74,8 @@ local function new_optimizer(cls, params, lr_or_opts, maybe_opts)
   else
     groups = {{params = params}}
   end
-  local seen = {}
-  for _, g in ipairs(groups) do
+  local seen = {} -- parameter -> {group, index}
+  for gi, g in ipairs(groups) do
     local group = {}
     for k, v in pairs(g) do group[k] = v end
     group.params = check_param_list(name, g.params, "params")
@@ -86,8 +86,13 @@ local function new_optimizer(cls, params, lr_or_opts, maybe_opts)
     cls._validate(name, group)
     group._states = {}
     for i, p in ipairs(group.params) do
-      if seen[p] then error(name .. ": some parameters appear in more than one parameter group", 3) end
-      seen[p] = true
+      local at = seen[p]
+      if at and at[1] == gi then
+        error(string.format("%s: parameter group %d lists the same tensor twice (parameters %d and %d)",
+          name, gi, at[2], i), 3)
+      end
+      if at then error(name .. ": some parameters appear in more than one parameter group", 3) end
+      seen[p] = {gi, i}
       local st = {}
       self.state[p] = st
       group._states[i] = st
@@ -145,7 +150,13 @@ function Optimizer:add_param_group(g)
   end
   getmetatable(self)._validate(self.name, group)
   group._states = {}
+  local listed = {}
   for i, p in ipairs(group.params) do
+    if listed[p] then
+      error(string.format("%s:add_param_group: the group lists the same tensor twice (parameters %d and %d)",
+        self.name, listed[p], i), 2)
+    end
+    listed[p] = i
     if self.state[p] then error(self.name .. ": some parameters appear in more than one parameter group", 2) end
     local st = {}
     self.state[p] = st
