@@ -382,8 +382,42 @@ pt_status pt_gather(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_ten
 
 /* --- scatter / scatter_add --- */
 
+/* scatter_backward with recorded ops, for a create_graph pass (it runs with grad mode on): g
+ * scattered with 0 at the overwritten positions for t, g gathered at the index for src, with
+ * zeros appended where src is larger than the index. Both are linear in g. */
+static pt_status scatter_backward_graph(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int dim = (int)node->ints[0];
+  pt_tensor *index = node->saved[0];
+  pt_status st = PT_OK;
+  if (node->needs_grad[0])
+    st = node->ints[1] ? (gin[0] = pt_tensor_retain(g), PT_OK)
+                       : pt_scatter_number(ctx, g, dim, index, NULL, pt_number_float(0), &gin[0]);
+  if (st || node->n_inputs < 2 || !node->needs_grad[1]) return st;
+  const pt_tensor *like = node->inputs[1];
+  pt_tensor *r;
+  if ((st = pt_gather(ctx, g, dim, index, &r))) return st;
+  for (int d = 0; d < like->ndim && !st; d++) {
+    if (r->shape[d] == like->shape[d]) continue;
+    int64_t zs[PT_MAX_DIMS];
+    memcpy(zs, r->shape, sizeof zs);
+    zs[d] = like->shape[d] - r->shape[d];
+    pt_tensor *z, *c = NULL;
+    if (!(st = pt_tensor_zeros(ctx, g->dtype, r->ndim, zs, &z))) {
+      pt_tensor *parts[2] = {r, z};
+      st = pt_cat(ctx, 2, parts, d, &c);
+      pt_tensor_release(z);
+    }
+    pt_tensor_release(r);
+    r = c;
+  }
+  if (st) return st;
+  gin[1] = r;
+  return PT_OK;
+}
+
 /* scatter: grad_t is grad with the overwritten positions zeroed; grad_src gathers grad */
 static pt_status scatter_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (ctx->grad_enabled) return scatter_backward_graph(ctx, node, g, gin);
   int dim = (int)node->ints[0];
   bool add = node->ints[1] != 0;
   pt_tensor *index = node->saved[0];
@@ -418,6 +452,7 @@ static pt_status scatter_out(pt_ctx *ctx, const char *fname, pt_tensor *t, int d
     return st;
   }
   if (node) {
+    node->backward_differentiable = true; /* create_graph: scatter_backward_graph */
     pt_node_save(node, 0, pt_tensor_retain(index));
     node->ints[0] = dim;
     node->ints[1] = mode == SC_ADD;
