@@ -255,7 +255,70 @@ describe("schedulers whose lr someone else moved (values from torch 1.13)", func
       {0.090450849718747395, 0.27303329562721684}}, "SequentialLR")
   end)
 
-  it("alone, a scheduler keeps the closed form of its settings (a changed gamma applies to the whole formula)", function()
+  it("resume from state dicts and go on as PyTorch's (the followed groups keep the optimizer's lr)", function()
+    -- torch 1.13: 7 steps (group 1's lr set to 0.3 after step 2), the optimizer's and the schedulers'
+    -- state dicts loaded into new ones, 8 more steps
+    local function mk()
+      return optim.SGD({{params = {param()}}, {params = {param()}, lr = 0.05}}, {lr = 0.1})
+    end
+    local cases = {
+      {function(o)
+        return {optim.ExponentialLR(o, {gamma = 0.9}), optim.MultiStepLR(o, {milestones = {5, 12}, gamma = 0.1})}
+       end,
+       {{0.015943230000000003, 0.002152336050000001},
+      {0.014348907000000003, 0.001937102445000001},
+      {0.012914016300000003, 0.001743392200500001},
+      {0.011622614670000003, 0.001569052980450001},
+      {0.0010460353203000003, 0.0001412147682405001},
+      {0.00094143178827000033, 0.00012709329141645011},
+      {0.00084728860944300027, 0.00011438396227480509},
+      {0.0007625597484987003, 0.00010294556604732458}}},
+      {function(o) return {optim.StepLR(o, {step_size = 3, gamma = 0.5})} end,
+       {{0.074999999999999997, 0.012500000000000001},
+      {0.037499999999999999, 0.0062500000000000003},
+      {0.037499999999999999, 0.0062500000000000003},
+      {0.037499999999999999, 0.0062500000000000003},
+      {0.018749999999999999, 0.0031250000000000002},
+      {0.018749999999999999, 0.0031250000000000002},
+      {0.018749999999999999, 0.0031250000000000002},
+      {0.0093749999999999997, 0.0015625000000000001}}},
+      {function(o)
+        return {optim.ChainedScheduler({optim.ConstantLR(o, {factor = 0.5, total_iters = 9}),
+          optim.ExponentialLR(o, {gamma = 0.9})})}
+       end, {{0.15943230000000003, 0.010761680250000006},
+      {0.28697814000000005, 0.01937102445000001},
+      {0.25828032600000006, 0.017433922005000008},
+      {0.23245229340000007, 0.015690529804500006},
+      {0.20920706406000006, 0.014121476824050006},
+      {0.18828635765400006, 0.012709329141645007},
+      {0.16945772188860006, 0.011438396227480507},
+      {0.15251194969974005, 0.010294556604732457}}},
+    }
+    for n, c in ipairs(cases) do
+      local o = mk()
+      local ss = c[1](o)
+      for e = 1, 7 do
+        for _, s in ipairs(ss) do s:step() end
+        if e == 2 then o.param_groups[1].lr = 0.3 end
+      end
+      local osd, sds = o:state_dict(), {}
+      for i, s in ipairs(ss) do sds[i] = s:state_dict() end
+      assert.is_true(sds[#sds]._follow[1]) -- group 1 was set by hand
+      local o2 = mk()
+      local ss2 = c[1](o2)
+      o2:load_state_dict(osd)
+      for i, s in ipairs(ss2) do s:load_state_dict(sds[i]) end
+      assert.are.same(ss[#ss]:get_last_lr(), ss2[#ss2]:get_last_lr())
+      local rows = {}
+      for _ = 1, 8 do
+        for _, s in ipairs(ss2) do s:step() end
+        rows[#rows + 1] = lrs(o2)
+      end
+      close(rows, c[2], "resume " .. n)
+    end
+  end)
+
+  it("alone, a scheduler keeps the closed form of its settings (a new gamma applies to the whole formula)", function()
     local o = sgd()
     local s = optim.ExponentialLR(o, {gamma = 0.5})
     s:step(); s:step()

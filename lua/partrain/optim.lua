@@ -1321,6 +1321,41 @@ local function copy_setting(v)
   return v
 end
 
+-- The groups that follow their moved lr (Scheduler:_follow_lrs) in a state dict: _follow (a boolean
+-- per group) and _last_lr (the lrs last set, PyTorch's _last_lr), only when some group follows.
+local function save_follow(self, sd)
+  local f = rawget(self, "_follow")
+  if not f or next(f) == nil then return sd end
+  local flags, last = {}, {}
+  for i = 1, #self.base_lrs do flags[i], last[i] = f[i] == true, self._last_lr[i] end
+  sd._follow, sd._last_lr = flags, last
+  return sd
+end
+
+-- checks sd's _follow and _last_lr; returns the function that takes them (none saved: no group follows)
+local function prepare_follow(self, sd, where)
+  local flags, last, n = sd._follow, sd._last_lr, #self.base_lrs
+  if flags == nil and last == nil then
+    return function() self._follow, self._loaded_last_lr = nil, nil end
+  end
+  if not (is_list(flags) and #flags == n and is_list(last) and #last == n) then
+    fail("%s: _follow and _last_lr must be lists of one value per parameter group (%d)", where, n)
+  end
+  for i = 1, n do
+    if type(flags[i]) ~= "boolean" then fail("%s: _follow[%d] must be a boolean, got %s", where, i, val_str(flags[i])) end
+    if not is_num(last[i]) then fail("%s: _last_lr[%d] must be a number, got %s", where, i, val_str(last[i])) end
+  end
+  return function()
+    local f, l = {}, {}
+    for i = 1, n do
+      if flags[i] then f[i] = true end
+      l[i] = last[i]
+    end
+    self._follow, self._loaded_last_lr = f, l
+  end
+end
+local FOLLOW_KEYS = {_follow = true, _last_lr = true}
+
 function Scheduler:state_dict()
   local b = {}
   for i, v in ipairs(self.base_lrs) do b[i] = v end
@@ -1331,7 +1366,7 @@ function Scheduler:state_dict()
     -- settings (a function stays with the code)
     if t == "number" or t == "string" or t == "boolean" or is_list(v) then sd[k] = copy_setting(v) end
   end
-  return sd
+  return save_follow(self, sd)
 end
 
 local function sorted_keys(t)
@@ -1363,7 +1398,7 @@ function Scheduler:_prepare_load(sd, where, extra)
   local merged, known, loaded = {}, {}, {}
   for _, k in ipairs(cls._repr_keys) do merged[k], known[k] = rawget(self, k), true end
   for _, k in ipairs(sorted_keys(sd)) do -- the first in name order is reported, the same on every run
-    if k ~= "last_epoch" and k ~= "base_lrs" and not (extra and extra[k]) then
+    if k ~= "last_epoch" and k ~= "base_lrs" and not (extra and extra[k]) and not FOLLOW_KEYS[k] then
       if not known[k] or type(merged[k]) == "function" then
         fail("%s: '%s' is not a setting of %s (a state dict of another scheduler?)", where, tostring(k), self.name)
       end
@@ -1377,23 +1412,42 @@ function Scheduler:_prepare_load(sd, where, extra)
   end
   merged.last_epoch = int_of(sd.last_epoch)
   cls._check(merged, where, #self.base_lrs, self.optimizer)
+  local follow = prepare_follow(self, sd, where)
   return function()
     self.last_epoch = merged.last_epoch
     for i, v in ipairs(base) do self.base_lrs[i] = v end
     for k in pairs(loaded) do self[k] = merged[k] end
+    follow()
   end
 end
 
+-- The groups that followed their moved lr keep the optimizer's lr (load the optimizer's state dict
+-- too: PyTorch's load leaves the lrs alone) and go on from it; the others get the closed form.
 function Scheduler:load_state_dict(sd)
   local where = self.name .. ":load_state_dict"
   self:_prepare_load(sd, where)()
-  self._follow = nil
-  self:_apply(where)
+  local follow, last = rawget(self, "_follow"), rawget(self, "_loaded_last_lr")
+  self._loaded_last_lr = nil
+  if not (self._chain and follow and next(follow)) then
+    self._follow = nil
+    self:_apply(where)
+    return
+  end
+  local lrs, moms, after = self:_compute(self.last_epoch, where)
+  for i, g in ipairs(self.optimizer.param_groups) do
+    if follow[i] then
+      if not is_num(g.lr) then fail("%s: parameter group %d has lr %s, not a number", where, i, val_str(g.lr)) end
+      lrs[i] = g.lr
+    end
+  end
+  self:_set(self.last_epoch, lrs, moms, after)
+  for i, v in ipairs(last) do self._last_lr[i] = v end
 end
 doc(Scheduler.state_dict, "sched:state_dict() -> {last_epoch=, base_lrs=, and the scheduler's settings (step_size=,\n"
   .. "  gamma=, ...; not the functions)}; sched:load_state_dict(sd) restores it.")
 doc(Scheduler.load_state_dict, "sched:load_state_dict(sd): goes on from a sched:state_dict() (its last_epoch, base lrs and\n"
-  .. "  settings, checked before anything changes) and sets each group's lr for that epoch.")
+  .. "  settings, checked before anything changes) and sets each group's lr for that epoch; a group that\n"
+  .. "  followed an lr moved by someone else (sd._follow) keeps the optimizer's lr: load its state dict too.")
 doc(Scheduler, [[optim.LRScheduler: base of the learning-rate schedulers
   StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
   CosineAnnealingWarmRestarts, LambdaLR, MultiplicativeLR, CyclicLR, OneCycleLR, SequentialLR,
@@ -1987,7 +2041,8 @@ function SequentialLR:state_dict()
   local b, subs = {}, {}
   for i, v in ipairs(self.base_lrs) do b[i] = v end
   for i, sch in ipairs(self.schedulers) do subs[i] = sch:state_dict() end
-  return {last_epoch = self.last_epoch, base_lrs = b, milestones = copy_setting(self.milestones), schedulers = subs}
+  return save_follow(self, {last_epoch = self.last_epoch, base_lrs = b, milestones = copy_setting(self.milestones),
+    schedulers = subs})
 end
 doc(SequentialLR.state_dict, "seq:state_dict() -> {last_epoch=, base_lrs=, milestones=, schedulers = {each scheduler's state_dict}}.")
 function SequentialLR:_prepare_load(sd, where)
@@ -1999,7 +2054,7 @@ function SequentialLR:_prepare_load(sd, where)
       is_list(subs) and tostring(#subs) or "no list of", #self.schedulers)
   end
   for _, k in ipairs(sorted_keys(sd)) do
-    if k ~= "last_epoch" and k ~= "base_lrs" and k ~= "milestones" and k ~= "schedulers" then
+    if k ~= "last_epoch" and k ~= "base_lrs" and k ~= "milestones" and k ~= "schedulers" and not FOLLOW_KEYS[k] then
       fail("%s: '%s' is not a setting of SequentialLR (a state dict of another scheduler?)", where, tostring(k))
     end
   end
@@ -2009,10 +2064,12 @@ function SequentialLR:_prepare_load(sd, where)
   for i, sch in ipairs(self.schedulers) do
     commits[i] = sch:_prepare_load(subs[i], ("%s: scheduler %d (%s)"):format(where, i, sch.name))
   end
+  local follow = prepare_follow(self, sd, where)
   return function()
     for _, c in ipairs(commits) do c() end
     self.milestones = milestones
     self.last_epoch = int_of(sd.last_epoch)
+    follow()
   end
 end
 
@@ -2133,7 +2190,7 @@ function ChainedScheduler:state_dict()
   local b, subs = {}, {}
   for i, v in ipairs(self.base_lrs) do b[i] = v end
   for i, sch in ipairs(self.schedulers) do subs[i] = sch:state_dict() end
-  return {last_epoch = self.last_epoch, base_lrs = b, schedulers = subs}
+  return save_follow(self, {last_epoch = self.last_epoch, base_lrs = b, schedulers = subs})
 end
 doc(ChainedScheduler.state_dict, "chain:state_dict() -> {last_epoch=, base_lrs=, schedulers = {each scheduler's state_dict}}.")
 function ChainedScheduler:_prepare_load(sd, where)
@@ -2145,7 +2202,7 @@ function ChainedScheduler:_prepare_load(sd, where)
       is_list(subs) and tostring(#subs) or "no list of", #self.schedulers)
   end
   for _, k in ipairs(sorted_keys(sd)) do
-    if k ~= "last_epoch" and k ~= "base_lrs" and k ~= "schedulers" then
+    if k ~= "last_epoch" and k ~= "base_lrs" and k ~= "schedulers" and not FOLLOW_KEYS[k] then
       fail("%s: '%s' is not a setting of ChainedScheduler (a state dict of another scheduler?)", where, tostring(k))
     end
   end
@@ -2161,10 +2218,12 @@ function ChainedScheduler:_prepare_load(sd, where)
   for i, sch in ipairs(self.schedulers) do
     commits[i] = sch:_prepare_load(subs[i], ("%s: scheduler %d (%s)"):format(where, i, sch.name))
   end
+  local follow = prepare_follow(self, sd, where)
   return function()
     for _, c in ipairs(commits) do c() end
     for i, v in ipairs(base) do self.base_lrs[i] = v end
     self.last_epoch = int_of(sd.last_epoch)
+    follow()
   end
 end
 
