@@ -424,3 +424,29 @@ describe("optimizer construction", function()
     assert.are.equal(1, #o.param_groups)
   end)
 end)
+
+describe("Adagrad's initial_accumulator_value", function()
+  it("is each group's own (torch 1.13 uses the constructor's for every group: a documented difference)", function()
+    -- torch 1.13 with {{params = {a}}, {params = {b}, initial_accumulator_value = 1}} starts b's sum at 0
+    -- (b = 0.9, 0.8293, 0.7716 below); here it starts at 1, as the group says
+    local a = pt.tensor({1.0, 2.0}, {dtype = "float64"})
+    local b = pt.tensor({1.0, 2.0}, {dtype = "float64"})
+    a.requires_grad, b.requires_grad = true, true
+    local o = optim.Adagrad({{params = {a}}, {params = {b}, initial_accumulator_value = 1.0}}, {lr = 0.1})
+    local c = pt.tensor({1.0, 2.0}, {dtype = "float64"})
+    c.requires_grad = true
+    o:add_param_group({params = {c}, initial_accumulator_value = 4.0}) -- torch 1.13: KeyError 'sum' at the step
+    local pa, pb, pc, sa, sb, sc = 1.0, 1.0, 1.0, 0.0, 1.0, 4.0
+    for _ = 1, 3 do
+      for _, p in ipairs({a, b, c}) do p.grad = pt.tensor({0.5, -0.5}, {dtype = "float64"}) end
+      o:step()
+      sa, sb, sc = sa + 0.25, sb + 0.25, sc + 0.25
+      pa, pb, pc = pa - 0.1 * 0.5 / (math.sqrt(sa) + 1e-10), pb - 0.1 * 0.5 / (math.sqrt(sb) + 1e-10),
+        pc - 0.1 * 0.5 / (math.sqrt(sc) + 1e-10)
+    end
+    assert.is_true(math.abs(a:tolist()[1] - pa) < 1e-15)
+    assert.is_true(math.abs(b:tolist()[1] - pb) < 1e-15)
+    assert.is_true(math.abs(c:tolist()[1] - pc) < 1e-15)
+    assert.are.same({1.75, 1.75}, o.state[b].sum:tolist())
+  end)
+end)

@@ -479,7 +479,9 @@ make_class("Adagrad", {lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumu
     return o
   end)
 doc(optim.Adagrad, [[optim.Adagrad(params[, lr | {lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10}])
-  s = s + g^2; p = p - clr*g/(sqrt(s)+eps) with clr = lr/(1+(step-1)*lr_decay).]])
+  s = s + g^2; p = p - clr*g/(sqrt(s)+eps) with clr = lr/(1+(step-1)*lr_decay). The sum s starts at the
+  initial_accumulator_value of the parameter's group (torch 1.13 fills every group's with the value given
+  to the constructor, ignoring a group's own, and fails at the step of a group added by add_param_group).]])
 
 -- ------------------------------------------------------------------ Adamax, NAdam, RAdam, Adadelta
 
