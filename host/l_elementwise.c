@@ -237,7 +237,28 @@ static int m_sub_(lua_State *L) { return inplace_binary(L, PT_BIN_SUB, opt_binar
     return inplace_binary(L, OP, 1.0);                                                          \
   }
 INPLACE_BINARY_FN(mul, PT_BIN_MUL)
-INPLACE_BINARY_FN(div, PT_BIN_DIV)
+
+/* t:div_(other[, {rounding_mode = "trunc" | "floor"}]) is torch's div_: with a rounding mode
+ * t:divide_ (tensor_more.lua) does it, as pt.div does with pt.divide */
+static int m_div_(lua_State *L) {
+  static const char *const names[] = {"rounding_mode", NULL};
+  if (lua_istable(L, 3) && !lpt_test_tensor(L, 3)) {
+    lpt_check_max_args(L, 3, "div_");
+    lpt_check_options(L, 3, "div_", names);
+    int has_mode = lua_getfield(L, 3, "rounding_mode") != LUA_TNIL;
+    lua_pop(L, 1);
+    if (has_mode) {
+      lpt_check_tensor(L, 1);
+      lua_getfield(L, 1, "divide_"); /* through the Tensor index: loads tensor_more */
+      lua_insert(L, 1);
+      lua_call(L, 3, 1);
+      return 1;
+    }
+    lua_settop(L, 2);
+  }
+  lpt_check_max_args(L, 2, "div_");
+  return inplace_binary(L, PT_BIN_DIV, 1.0);
+}
 INPLACE_BINARY_FN(pow, PT_BIN_POW)
 INPLACE_BINARY_FN(maximum, PT_BIN_MAXIMUM)
 INPLACE_BINARY_FN(minimum, PT_BIN_MINIMUM)
@@ -433,7 +454,12 @@ static pt_number fill_value(lua_State *L, int idx, pt_dtype dt, const char *fnam
 }
 
 static int f_masked_fill(lua_State *L) {
-  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *r;
+  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *r, *vt = lpt_test_tensor(L, 3);
+  if (vt) { /* a 0-d tensor value, torch's Tensor overload (with its gradient) */
+    if (pt_masked_fill_tensor(lpt_ctx(L), t, mask, vt, &r)) return lpt_error(L);
+    lpt_push_tensor(L, r);
+    return 1;
+  }
   pt_number v = fill_value(L, 3, t->dtype, "masked_fill");
   if (pt_masked_fill_number(lpt_ctx(L), t, mask, v, &r)) return lpt_error(L);
   lpt_push_tensor(L, r);
@@ -441,7 +467,12 @@ static int f_masked_fill(lua_State *L) {
 }
 
 static int m_masked_fill_(lua_State *L) {
-  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2);
+  pt_tensor *t = lpt_check_tensor(L, 1), *mask = lpt_check_tensor(L, 2), *vt = lpt_test_tensor(L, 3);
+  if (vt) {
+    if (pt_masked_fill_tensor_(lpt_ctx(L), t, mask, vt)) return lpt_error(L);
+    lua_settop(L, 1);
+    return 1;
+  }
   pt_number v = fill_value(L, 3, t->dtype, "masked_fill_");
   if (pt_masked_fill_number_(lpt_ctx(L), t, mask, v)) return lpt_error(L);
   lua_settop(L, 1);
@@ -655,7 +686,8 @@ static const char *const docs[] = {
     "floor", "floor(t) -> rounded down (no gradient).",
     "ceil", "ceil(t) -> rounded up (no gradient).",
     "round", "round(t) -> rounded half to even (no gradient).",
-    "masked_fill", "masked_fill(t, mask, value) -> copy of t with value where the bool mask (broadcast to t) is true.",
+    "masked_fill", "masked_fill(t, mask, value) -> copy of t with value where the bool mask (broadcast to t) is true.\n"
+    "  value: a number or a 0-d tensor (cast to t's dtype; its gradient is the sum of t's over the mask), as torch.",
     "clamp", "clamp(t, min, max) -> t limited to [min, max]; either bound may be nil. Also clamp(t, {min=, max=}).\n"
     "  The result's dtype is t's promoted with the bounds, as torch.clamp: a float bound (even 2.0) makes an\n"
     "  integer tensor float32, integer bounds make a bool tensor int64. A bound the dtype cannot hold is an\n"
@@ -710,7 +742,8 @@ static const char *const method_docs[] = {
     "add_", "t:add_(other[, {alpha=1}]) -> t, t += alpha * other in place (other broadcasts to t).",
     "sub_", "t:sub_(other[, {alpha=1}]) -> t, t -= alpha * other in place.",
     "mul_", "t:mul_(other) -> t, t *= other in place.",
-    "div_", "t:div_(other) -> t, t /= other in place (integer tensors cannot hold the result).",
+    "div_", "t:div_(other[, {rounding_mode=}]) -> t, t /= other in place (integer tensors cannot hold a true division);\n"
+    "  rounding_mode \"trunc\" or \"floor\" as t:divide_(other, opts), torch's div_(other, rounding_mode=).",
     "pow_", "t:pow_(other) -> t, t = t ^ other in place.",
     "maximum_", "t:maximum_(other) -> t, elementwise maximum in place.",
     "minimum_", "t:minimum_(other) -> t, elementwise minimum in place.",
@@ -732,7 +765,7 @@ static const char *const method_docs[] = {
     "logical_not_", "t:logical_not_() -> t, 1 where t was 0 and 0 elsewhere, in t's dtype.",
     "clamp_", "t:clamp_(min, max) -> t limited to [min, max] in place; either bound may be nil (a float bound on\n"
     "  an integer t is an error: the result would be float32).",
-    "masked_fill_", "t:masked_fill_(mask, value) -> t with value written where mask is true.",
+    "masked_fill_", "t:masked_fill_(mask, value) -> t with value (a number or a 0-d tensor) written where mask is true.",
     "copy_", "t:copy_(src) -> t, src's values broadcast and converted into t; gradients flow to src.",
     "_to_dtype", "t:_to_dtype(name) -> t converted to dtype name; float conversions keep gradients (used by float(), double(), ...).",
     "atan2_", "t:atan2_(other) -> t, atan2(t, other) in place (t must be floating).",

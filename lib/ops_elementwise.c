@@ -2373,6 +2373,37 @@ pt_status pt_clamp_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *lo, pt_tenso
   return st;
 }
 
+/* masked_fill with a 0-d tensor value (torch's Tensor overload): where(mask, value cast to t's
+ * dtype, t), so t's gradient is kept outside the mask and value's is summed over it */
+static pt_status masked_fill_tensor(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,
+                                    pt_tensor *value, pt_tensor **out) {
+  pt_status st = check_mask(ctx, fname, t, mask);
+  if (st) return st;
+  if (value->ndim != 0)
+    return pt_fail(ctx, PT_EARG,
+                   "%s: only supports a 0-dimensional value tensor, but got tensor with %d dimension(s)",
+                   fname, value->ndim);
+  pt_tensor *v = NULL;
+  if ((st = pt_to_dtype(ctx, value, t->dtype, &v))) return st;
+  st = pt_where(ctx, mask, v, t, out);
+  pt_tensor_release(v);
+  return st;
+}
+
+pt_status pt_masked_fill_tensor(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor *value,
+                                pt_tensor **out) {
+  return masked_fill_tensor(ctx, "masked_fill", t, mask, value, out);
+}
+
+pt_status pt_masked_fill_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_tensor *value) {
+  pt_status st = pt_inplace_check(ctx, "masked_fill_", self);
+  pt_tensor *r = NULL;
+  if (st || (st = masked_fill_tensor(ctx, "masked_fill_", self, mask, value, &r))) return st;
+  st = pt_copy_(ctx, self, r); /* computed aside: value may share self's memory */
+  pt_tensor_release(r);
+  return st;
+}
+
 pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value) {
   return pt_masked_fill_number_(ctx, self, mask, pt_number_float(value));
 }

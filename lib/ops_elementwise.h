@@ -220,6 +220,10 @@ pt_status pt_masked_fill(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, double valu
  * pt_check_value_fits). */
 pt_status pt_masked_fill_number(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_number value,
                                 pt_tensor **out);
+/* masked_fill with a 0-d tensor value (cast to t's dtype), as torch's Tensor overload: gradients
+ * to t outside the mask and to value (summed) inside; a value with dimensions is an error */
+pt_status pt_masked_fill_tensor(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor *value,
+                                pt_tensor **out);
 /* clamp to [lo, hi]; has_lo / has_hi false leave that side open (at least one must be set).
  * An integral bound counts as an integer (pt_clamp_number has PyTorch's rule). */
 pt_status pt_clamp(pt_ctx *ctx, pt_tensor *t, bool has_lo, double lo, bool has_hi, double hi,
@@ -263,6 +267,7 @@ pt_status pt_clamp_number_(pt_ctx *ctx, pt_tensor *self, const pt_number *lo, co
 pt_status pt_clamp_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *lo, pt_tensor *hi);
 pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double value);
 pt_status pt_masked_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_number value);
+pt_status pt_masked_fill_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_tensor *value);
 /* self <- src (broadcast, dtype converted); gradients flow to src. */
 pt_status pt_copy_(pt_ctx *ctx, pt_tensor *self, pt_tensor *src);
 /* self[...] = v with autograd: self (and, for a view, those elements of its base) no longer

@@ -179,3 +179,65 @@ describe("comparison operators on tensors", function()
     assert.are.same({false, true}, a:gt(1):tolist())
   end)
 end)
+
+describe("masked_fill with a 0-d tensor value (torch's Tensor overload)", function()
+  local m = pt.tensor({true, false, true})
+
+  it("fills with the value cast to the tensor's dtype", function()
+    -- values and dtypes from torch 1.13
+    local r = pt.arange(3):masked_fill(m, pt.tensor(2.7))
+    assert.are.equal("int64", r:dtype())
+    assert.are.same({2, 1, 2}, r:tolist())
+    r = pt.zeros(3, {dtype = "float64"}):masked_fill(m, pt.tensor(2.5))
+    assert.are.equal("float64", r:dtype())
+    assert.are.same({2.5, 0, 2.5}, r:tolist())
+    assert.are.same({{7, 0, 7}, {7, 0, 7}}, pt.zeros(2, 3):masked_fill(m, pt.tensor(7, {dtype = "int64"})):tolist())
+  end)
+
+  it("gives the value the sum of the gradient over the mask, out of place and in place", function()
+    local x, v = f64({1, 2, 3}), f64(5)
+    local w = pt.tensor({1, 2, 3}, {dtype = "float64"});
+    (x:masked_fill(m, v) * w):sum():backward()
+    -- values from torch 1.13
+    assert.are.same({0, 2, 0}, x.grad:tolist())
+    assert.are.equal(4, v.grad:item())
+    local x2, v2 = f64({1, 2, 3}), f64(5)
+    local y = x2 * 1
+    assert.is_true(rawequal(y, y:masked_fill_(m, v2)))
+    assert.are.same({5, 2, 5}, y:tolist());
+    (y * w):sum():backward()
+    assert.are.same({0, 2, 0}, x2.grad:tolist())
+    assert.are.equal(4, v2.grad:item())
+  end)
+
+  it("refuses a value with dimensions, as torch", function()
+    assert_error("masked_fill: only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s)",
+      function() return pt.zeros(3):masked_fill(m, pt.tensor({1})) end)
+    assert_error("masked_fill_: only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s)",
+      function() return pt.zeros(3):masked_fill_(m, pt.tensor({1})) end)
+  end)
+end)
+
+describe("div_ with rounding_mode (torch's div_(other, rounding_mode=))", function()
+  it("rounds in place", function()
+    -- values from torch 1.13
+    local i = pt.tensor({-7, 7, -8}, {dtype = "int64"})
+    assert.is_true(rawequal(i, i:div_(2, {rounding_mode = "trunc"})))
+    assert.are.same({-3, 3, -4}, i:tolist())
+    local f = pt.arange(9):reshape(3, 3):double() - 4
+    f:div_(3, {rounding_mode = "floor"})
+    assert.are.same({{-2, -1, -1}, {-1, 0, 0}, {0, 1, 1}}, f:tolist())
+    local g = pt.tensor({-7.5, 7, -8})
+    g:div_(pt.tensor({2, -2, 3}), {rounding_mode = "trunc"})
+    assert.are.same({-3, -3, -2}, g:tolist())
+    -- no mode: true division
+    assert.are.same({-3.75, 3.5, -4}, pt.tensor({-7.5, 7, -8}):div_(2, {}):tolist())
+  end)
+
+  it("checks its options", function()
+    assert_error("div_: unknown option 'rounding' (options: rounding_mode)",
+      function() return pt.ones(2):div_(2, {rounding = "floor"}) end)
+    assert_error("div_: result type float32 can't be cast to the desired output type int64",
+      function() return pt.tensor({1}, {dtype = "int64"}):div_(2) end)
+  end)
+end)
