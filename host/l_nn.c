@@ -41,7 +41,35 @@ static int activation(lua_State *L, pt_nn_act act, double slope) {
 }
 
 static int l_relu(lua_State *L) { return activation(L, PT_ACT_RELU, 0); }
-static int l_leaky_relu(lua_State *L) { return activation(L, PT_ACT_LEAKY_RELU, luaL_optnumber(L, 2, 0.01)); }
+/* a number option of the table at idx (def when absent) */
+static double opt_field_number(lua_State *L, int idx, const char *fname, const char *key, double def) {
+  double v = def;
+  int t = lua_getfield(L, idx, key);
+  if (t != LUA_TNIL) {
+    if (t != LUA_TNUMBER) lpt_errorf(L, "%s: option '%s' must be a number, got %s", fname, key, luaL_typename(L, -1));
+    v = lua_tonumber(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* _nn_leaky_relu(x[, negative_slope=0.01 | {negative_slope=, inplace=}]): the table is
+ * torch's keyword form, F.leaky_relu(x, negative_slope=0.2) */
+static int l_leaky_relu(lua_State *L) {
+  double slope = 0.01;
+  if (lua_istable(L, 2) && !lpt_test_tensor(L, 2)) {
+    static const char *const names[] = {"negative_slope", "inplace", NULL};
+    lpt_check_options(L, 2, "leaky_relu", names);
+    if (lpt_opt_bool(L, 2, "inplace", false))
+      return lpt_errorf(L, "leaky_relu: inplace=true is not supported here (use nn.LeakyReLU or x:copy_ of the result)");
+    slope = opt_field_number(L, 2, "leaky_relu", "negative_slope", 0.01);
+  } else if (!lua_isnoneornil(L, 2)) {
+    if (lua_type(L, 2) != LUA_TNUMBER)
+      return lpt_errorf(L, "leaky_relu: negative_slope must be a number or an options table, got %s", luaL_typename(L, 2));
+    slope = lua_tonumber(L, 2);
+  }
+  return activation(L, PT_ACT_LEAKY_RELU, slope);
+}
 static int l_tanh(lua_State *L) { return activation(L, PT_ACT_TANH, 0); }
 static int l_sigmoid(lua_State *L) { return activation(L, PT_ACT_SIGMOID, 0); }
 static int l_silu(lua_State *L) { return activation(L, PT_ACT_SILU, 0); }
@@ -73,9 +101,16 @@ static int l_act(lua_State *L) {
 }
 
 static int softmax(lua_State *L, bool lg) {
+  const char *fname = lg ? "log_softmax" : "softmax";
   pt_tensor *x = lpt_check_tensor(L, 1), *out;
   int ndim = x->ndim;
-  int dim = lpt_opt_dim(L, 2, ndim, lg ? "log_softmax" : "softmax", ndim ? ndim - 1 : 0);
+  if (lua_istable(L, 2) && !lpt_test_tensor(L, 2)) { /* torch's keyword form: {dim = d} */
+    static const char *const names[] = {"dim", NULL};
+    lpt_check_options(L, 2, fname, names);
+    lua_getfield(L, 2, "dim");
+    lua_replace(L, 2);
+  }
+  int dim = lpt_opt_dim(L, 2, ndim, fname, ndim ? ndim - 1 : 0);
   /* the kernels of t:softmax / t:log_softmax (lib/ops_reduce.c); here dim defaults to the last */
   return push_result(L, (lg ? pt_log_softmax : pt_softmax)(lpt_ctx(L), x, dim, &out), out);
 }
@@ -142,11 +177,23 @@ static int l_bce_with_logits(lua_State *L) {
                    opt_tensor(L, 3));
 }
 
-/* _nn_dropout(x, p, training) */
+/* _nn_dropout(x, p, training) or _nn_dropout(x, {p=0.5, training=true}) (torch's keyword form;
+ * then the third argument, nn.dropout's default, is not read) */
 static int l_dropout(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out;
-  double p = luaL_optnumber(L, 2, 0.5);
-  bool training = lua_isnone(L, 3) ? true : lua_toboolean(L, 3);
+  double p;
+  bool training;
+  if (lua_istable(L, 2) && !lpt_test_tensor(L, 2)) {
+    static const char *const names[] = {"p", "training", "inplace", NULL};
+    lpt_check_options(L, 2, "dropout", names);
+    if (lpt_opt_bool(L, 2, "inplace", false))
+      return lpt_errorf(L, "dropout: inplace=true is not supported here (use nn.Dropout or x:copy_ of the result)");
+    p = opt_field_number(L, 2, "dropout", "p", 0.5);
+    training = lpt_opt_bool(L, 2, "training", true);
+  } else {
+    p = luaL_optnumber(L, 2, 0.5);
+    training = lua_isnone(L, 3) ? true : lua_toboolean(L, 3);
+  }
   return push_result(L, pt_nn_dropout(lpt_ctx(L), x, p, training, &out), out);
 }
 

@@ -99,3 +99,33 @@ describe("embedding", function()
     assert_close(w, w0())
   end)
 end)
+
+describe("torch's keyword arguments as an options table", function()
+  -- F.leaky_relu(x, {negative_slope=}), F.softmax(x, {dim=}) and F.dropout(x, {p=, training=})
+  -- failed with "bad argument #2 to '_nn_leaky_relu' (number expected, got table)"
+  local x = d({{-2.0, 0.5, 3.0}, {1.0, -1.0, 0.0}})
+  it("leaky_relu takes {negative_slope=} (values from torch 1.13)", function()
+    assert_close(F.leaky_relu(x, {negative_slope = 0.2}), {{-0.4, 0.5, 3.0}, {1.0, -0.2, 0.0}})
+    assert_close(F.leaky_relu(x, 0.2), {{-0.4, 0.5, 3.0}, {1.0, -0.2, 0.0}})
+    support.assert_error("leaky_relu: unknown option 'negative_slop' (options: negative_slope, inplace)",
+      F.leaky_relu, x, {negative_slop = 0.2})
+    support.assert_error("leaky_relu: option 'negative_slope' must be a number, got string",
+      F.leaky_relu, x, {negative_slope = "a"})
+    support.assert_error("leaky_relu: negative_slope must be a number or an options table, got string",
+      F.leaky_relu, x, "a")
+  end)
+  it("softmax and log_softmax take {dim=} (values from torch 1.13)", function()
+    assert_close(F.softmax(x, {dim = 1}), {{0.04742587317756679, 0.8175744761936437, 0.9525741268224334},
+      {0.9525741268224334, 0.18242552380635632, 0.04742587317756679}})
+    assert_close(F.log_softmax(x, {dim = -1}), {{-5.0850972463643105, -2.58509724636431, -0.08509724636431015},
+      {-0.4076059644443804, -2.4076059644443806, -1.4076059644443804}})
+    support.assert_error("softmax: unknown option 'dims' (options: dim)", F.softmax, x, {dims = 1})
+    support.assert_error("log_softmax: dimension 3 out of range (tensor has 2 dimensions)", F.log_softmax, x, {dim = 3})
+  end)
+  it("dropout takes {p=, training=}", function()
+    assert.is_true(F.dropout(x, {p = 0.7, training = false}):equal(x))
+    assert_close(F.dropout(x, {p = 1}), {{0, 0, 0}, {0, 0, 0}})
+    support.assert_error("dropout: probability has to be between 0 and 1, but got 2", F.dropout, x, {p = 2})
+    support.assert_error("dropout: unknown option 'prob' (options: p, training, inplace)", F.dropout, x, {prob = 0.1})
+  end)
+end)
