@@ -281,9 +281,29 @@ static pt_status expand_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
   return pt_sum_to_shape(ctx, g, node->n_ints, node->ints, &gin[0]);
 }
 
+/* the number of elements of a shape does not fit in an int64 (sizes are non-negative; a 0 makes
+ * it 0, as PyTorch's numel) */
+static bool shape_numel_overflows(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  bool overflow = false;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] == 0) return false;
+    overflow = overflow || __builtin_mul_overflow(n, shape[d], &n);
+  }
+  return overflow;
+}
+
 pt_status pt_expand(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
   pt_status st = pt_expand_raw(ctx, t, ndim, shape, out);
   if (st) return st;
+  if (shape_numel_overflows((*out)->ndim, (*out)->shape)) {
+    char a[PT_SHAPE_STR_MAX];
+    pt_fail(ctx, PT_ESHAPE, "expand: shape %s has too many elements (more than 2^63 - 1)",
+            pt_shape_format((*out)->ndim, (*out)->shape, a, sizeof a));
+    pt_tensor_release(*out);
+    *out = NULL;
+    return PT_ESHAPE;
+  }
   pt_node *node;
   if ((st = record1(ctx, t, out, "ExpandBackward", expand_backward, &node))) return st;
   if (node) save_shape(node, 0, t);
@@ -1087,10 +1107,18 @@ pt_status pt_as_strided(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *size
     return pt_fail(ctx, PT_EARG, "as_strided: storage offset must be at least 1, got %lld",
                    (long long)offset + 1);
   int64_t need = offset, have = (int64_t)(t->storage->nbytes / pt_dtype_size(t->dtype));
-  if (pt_shape_numel(ndim, size) > 0) {
+  bool overflow = shape_numel_overflows(ndim, size);
+  if (!overflow && pt_shape_numel(ndim, size) > 0) {
     need = offset + 1;
-    for (int d = 0; d < ndim; d++) need += (size[d] - 1) * stride[d];
+    for (int d = 0; d < ndim && !overflow; d++) {
+      int64_t span;
+      overflow = __builtin_mul_overflow(size[d] - 1, stride[d], &span) ||
+                 __builtin_add_overflow(need, span, &need);
+    }
   }
+  if (overflow) /* the sums would wrap around and pass the check below */
+    return pt_fail(ctx, PT_EARG, "as_strided: sizes %s and strides %s reach beyond 2^63 - 1 elements",
+                   pt_shape_format(ndim, size, a, sizeof a), pt_shape_format(ndim, stride, b, sizeof b));
   if (need > have)
     return pt_fail(ctx, PT_EARG,
                    "as_strided: sizes %s, strides %s and storage offset %lld reach element %lld of "

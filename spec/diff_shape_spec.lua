@@ -110,3 +110,21 @@ describe("second derivatives through scatter (create_graph)", function()
     assert.are.same({{288, -36, 0}, {0, 0, 0}}, pt.autograd.grad((g * g):sum(), s):tolist())
   end)
 end)
+
+describe("geometries too large for an int64", function()
+  -- torch 1.13 refuses both ("numel: integer multiplication overflow", "Storage size calculation
+  -- overflowed"); the wrapped products used to pass: expand gave numel() 0, as_strided a view
+  -- reading outside its storage
+  it("are refused by expand and as_strided", function()
+    assert.are.equal("expand: shape {4294967296,4294967296} has too many elements (more than 2^63 - 1)",
+                     errmsg(function() return pt.zeros(1):expand(1 << 32, 1 << 32) end))
+    assert.are.equal("as_strided: sizes {4611686018427387905} and strides {4} reach beyond 2^63 - 1 elements",
+                     errmsg(function() return pt.zeros(4):as_strided({(1 << 62) + 1}, {4}) end))
+    assert.are.equal("as_strided: sizes {4611686018427387904,4} and strides {0,0} reach beyond 2^63 - 1 elements",
+                     errmsg(function() return pt.zeros(4):as_strided({1 << 62, 4}, {0, 0}) end))
+    -- a size 0 makes no elements at all, as torch's
+    assert.are.same({1 << 62, 2, 0}, pt.zeros(1):expand(1 << 62, 2, 0):size())
+    assert.are.same({1 << 62, 0}, pt.zeros(4):as_strided({1 << 62, 0}, {1, 1}):size())
+    assert.are.equal(1 << 62, pt.zeros(1):expand(1 << 31, 1 << 31):numel())
+  end)
+end)
