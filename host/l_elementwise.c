@@ -382,13 +382,13 @@ UNARY_FN(sinc, PT_UN_SINC)
  * int64), a float keeps a floating like, else float32, as PyTorch's promotion. The number must fit
  * that dtype, as on every write path ("where: value 1099511627776 cannot be converted to int32
  * without overflow"). Raises before anything is allocated. */
-static pt_dtype where_number_dtype(lua_State *L, int idx, pt_dtype like) {
+static pt_dtype where_number_dtype(lua_State *L, int idx, pt_dtype like, const char *fname) {
   if (lpt_test_tensor(L, idx)) return PT_DTYPE_COUNT;
   if (lua_isboolean(L, idx)) return PT_BOOL;
   if (!is_number(L, idx)) bad_operand(L, idx, "Tensor or number");
   pt_dtype dt = lua_isinteger(L, idx) ? (like == PT_BOOL ? PT_INT64 : like)
                                       : (pt_dtype_is_floating(like) ? like : PT_FLOAT32);
-  lpt_check_value(L, "where", dt, idx, lua_tonumber(L, idx));
+  lpt_check_value(L, fname, dt, idx, lua_tonumber(L, idx));
   return dt;
 }
 
@@ -407,8 +407,8 @@ static pt_tensor *where_operand(lua_State *L, int idx, pt_dtype dt) {
 static int where_impl(lua_State *L, int cond_idx, int a_idx, int b_idx) {
   pt_tensor *cond = lpt_check_tensor(L, cond_idx);
   pt_tensor *at = lpt_test_tensor(L, a_idx), *bt = lpt_test_tensor(L, b_idx);
-  pt_dtype da = where_number_dtype(L, a_idx, bt ? bt->dtype : PT_FLOAT32);
-  pt_dtype db = where_number_dtype(L, b_idx, at ? at->dtype : PT_FLOAT32);
+  pt_dtype da = where_number_dtype(L, a_idx, bt ? bt->dtype : PT_FLOAT32, "where");
+  pt_dtype db = where_number_dtype(L, b_idx, at ? at->dtype : PT_FLOAT32, "where");
   pt_tensor *a = where_operand(L, a_idx, da), *b = a ? where_operand(L, b_idx, db) : NULL, *r = NULL;
   pt_status st = a && b ? pt_where(lpt_ctx(L), cond, a, b, &r) : PT_ENOMEM;
   pt_tensor_release(a);
@@ -438,6 +438,27 @@ static int m_where(lua_State *L) {
   lpt_check_tensor(L, 1);
   return where_impl(L, 2, 1, 3);
 }
+
+/* pt.fmax(a, b) / pt.fmin(a, b), t:fmax(other): a number on either side becomes a 0-d tensor as
+ * where's numbers do */
+static int fmaxmin_impl(lua_State *L, bool is_max) {
+  const char *fname = is_max ? "fmax" : "fmin";
+  lpt_check_max_args(L, 2, fname);
+  pt_tensor *at = lpt_test_tensor(L, 1), *bt = lpt_test_tensor(L, 2);
+  if (!at && !bt) return bad_operand(L, 1, "Tensor");
+  pt_dtype da = where_number_dtype(L, 1, bt ? bt->dtype : PT_FLOAT32, fname);
+  pt_dtype db = where_number_dtype(L, 2, at ? at->dtype : PT_FLOAT32, fname);
+  pt_tensor *a = where_operand(L, 1, da), *b = a ? where_operand(L, 2, db) : NULL, *r = NULL;
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_status st = a && b ? (is_max ? pt_fmax(ctx, a, b, &r) : pt_fmin(ctx, a, b, &r)) : PT_ENOMEM;
+  pt_tensor_release(a);
+  pt_tensor_release(b);
+  if (st) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+static int f_fmax(lua_State *L) { return fmaxmin_impl(L, true); }
+static int f_fmin(lua_State *L) { return fmaxmin_impl(L, false); }
 
 static double check_fill_value(lua_State *L, int idx) {
   if (lua_isboolean(L, idx)) return lua_toboolean(L, idx);
@@ -615,7 +636,7 @@ static const luaL_Reg shared[] = {
     {"asin", f_asin},       {"acos", f_acos},     {"atan", f_atan},
     {"sinh", f_sinh},       {"cosh", f_cosh},     {"asinh", f_asinh},
     {"acosh", f_acosh},     {"atanh", f_atanh},   {"frac", f_frac},
-    {"sinc", f_sinc},
+    {"sinc", f_sinc},       {"fmax", f_fmax},     {"fmin", f_fmin},
     {NULL, NULL},
 };
 
@@ -734,6 +755,11 @@ static const char *const docs[] = {
     "frac", "frac(t) -> t - trunc(t), the fractional part with t's sign (-1.5 -> -0.5); floating tensors\n"
     "  only; the gradient is 1.",
     "sinc", "sinc(t) -> sin(pi t) / (pi t), normalized (1 at 0), as torch.sinc.",
+    "fmax", "fmax(a, b) -> the larger of a and b elementwise, NaN only where both are NaN (torch.fmax; maximum\n"
+    "  propagates NaN); broadcast and promoted, numbers on either side as where's. The gradient goes to a where\n"
+    "  a >= b or b is NaN, else to b, as torch's.",
+    "fmin", "fmin(a, b) -> the smaller of a and b elementwise, NaN only where both are NaN (torch.fmin); the\n"
+    "  gradient goes to a where a <= b or b is NaN, else to b.",
     NULL, NULL,
 };
 

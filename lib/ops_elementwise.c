@@ -2373,6 +2373,33 @@ pt_status pt_clamp_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *lo, pt_tenso
   return st;
 }
 
+/* torch.fmax / fmin: the larger / smaller of a and b with NaN only where both are NaN: a where
+ * a >= b (fmin: a <= b) or b is NaN, else b, which also gives torch's gradients (a's at ties) */
+static pt_status fmaxmin(pt_ctx *ctx, const char *fname, bool is_max, pt_tensor *a, pt_tensor *b,
+                         pt_tensor **out) {
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  pt_status st = pt_broadcast_shapes(ctx, fname, a->ndim, a->shape, b->ndim, b->shape, &nd, shape);
+  if (st) return st;
+  pt_tensor *cmp = NULL, *bnan = NULL, *pick = NULL;
+  if (!(st = pt_binary(ctx, is_max ? PT_BIN_GE : PT_BIN_LE, a, b, &cmp)) &&
+      !(st = pt_binary(ctx, PT_BIN_NE, b, b, &bnan)) &&
+      !(st = pt_binary(ctx, PT_BIN_LOGICAL_OR, cmp, bnan, &pick)))
+    st = pt_where(ctx, pick, a, b, out);
+  pt_tensor_release(cmp);
+  pt_tensor_release(bnan);
+  pt_tensor_release(pick);
+  return st;
+}
+
+pt_status pt_fmax(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out) {
+  return fmaxmin(ctx, "fmax", true, a, b, out);
+}
+
+pt_status pt_fmin(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out) {
+  return fmaxmin(ctx, "fmin", false, a, b, out);
+}
+
 /* masked_fill with a 0-d tensor value (torch's Tensor overload): where(mask, value cast to t's
  * dtype, t), so t's gradient is kept outside the mask and value's is summed over it */
 static pt_status masked_fill_tensor(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,

@@ -211,6 +211,10 @@ pt_status pt_frac(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_sinc(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 
 /* --- selection --- */
+/* torch.fmax / fmin: the larger / smaller of a and b (broadcast, promoted), NaN only where both are
+ * NaN; the gradient goes to a where a >= b (fmin: a <= b) or b is NaN, else to b, as torch's */
+pt_status pt_fmax(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
+pt_status pt_fmin(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
 /* where(cond, a, b): a where cond is true, else b; cond must be bool; all three broadcast. */
 pt_status pt_where(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b, pt_tensor **out);
 /* t with value where mask (bool, broadcast to t's shape) is true; keeps t's dtype. */
