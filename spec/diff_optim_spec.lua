@@ -476,3 +476,28 @@ describe("Optimizer:zero_grad", function()
     assert.is_nil(a.grad)
   end)
 end)
+
+describe("LambdaLR", function()
+  it("takes a list of one lr_lambda per parameter group, as PyTorch's docs example", function()
+    -- before: "LambdaLR: lr_lambda must be a function, got table"
+    -- torch 1.13: LambdaLR(opt, lr_lambda=[lambda e: e // 3 + 1, lambda e: 0.95 ** e]), get_last_lr()
+    local o = sgd()
+    local s = optim.LambdaLR(o, {function(e) return e // 3 + 1 end, function(e) return 0.95 ^ e end})
+    local rows = {s:get_last_lr()}
+    for _ = 1, 7 do
+      s:step()
+      rows[#rows + 1] = s:get_last_lr()
+    end
+    close(rows, {{0.10000000000000001, 0.050000000000000003}, {0.10000000000000001, 0.047500000000000001},
+      {0.10000000000000001, 0.045124999999999998}, {0.20000000000000001, 0.042868749999999997},
+      {0.20000000000000001, 0.040725312499999999}, {0.20000000000000001, 0.038689046874999994},
+      {0.30000000000000004, 0.03675459453124999}, {0.30000000000000004, 0.034916864804687489}}, "LambdaLR list")
+    assert.is_nil(s:state_dict().lr_lambda) -- the functions stay with the code
+    local ok, e = pcall(optim.LambdaLR, sgd(), {function() return 1 end})
+    assert.is_false(ok)
+    assert.matches("LambdaLR: expected 2 lr_lambda functions %(one per parameter group%), got 1$", e)
+    ok, e = pcall(optim.LambdaLR, sgd(), {function() return 1 end, 3})
+    assert.is_false(ok)
+    assert.matches("LambdaLR: lr_lambda%[2%] must be a function, got 3$", e)
+  end)
+end)

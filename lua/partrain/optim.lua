@@ -1411,7 +1411,8 @@ function Scheduler:_prepare_load(sd, where, extra)
   for _, k in ipairs(cls._repr_keys) do merged[k], known[k] = rawget(self, k), true end
   for _, k in ipairs(sorted_keys(sd)) do -- the first in name order is reported, the same on every run
     if k ~= "last_epoch" and k ~= "base_lrs" and not (extra and extra[k]) and not FOLLOW_KEYS[k] then
-      if not known[k] or type(merged[k]) == "function" then
+      local cur = merged[k]
+      if not known[k] or type(cur) == "function" or (is_list(cur) and type(cur[1]) == "function") then
         fail("%s: '%s' is not a setting of %s (a state dict of another scheduler?)", where, tostring(k), self.name)
       end
       merged[k] = copy_setting(sd[k])
@@ -1637,18 +1638,37 @@ function WarmRestarts:_set(e, lrs, moms)
 end
 
 local LambdaLR = scheduler_class("LambdaLR", {"lr_lambda"},
-  function(s, where) need(where, s, "lr_lambda", "function") end,
+  function(s, where, n)
+    local f = s.lr_lambda
+    if is_list(f) then -- one per parameter group, as PyTorch's list of lambdas
+      if #f ~= n then
+        fail("%s: expected %d lr_lambda function%s (one per parameter group), got %d", where, n, n == 1 and "" or "s", #f)
+      end
+      for i = 1, n do
+        if type(f[i]) ~= "function" then fail("%s: lr_lambda[%d] must be a function, got %s", where, i, val_str(f[i])) end
+      end
+    else
+      need(where, s, "lr_lambda", "function")
+    end
+  end,
   function(cls, opt, fn, ...)
     if (...) ~= nil then fail("LambdaLR: unexpected argument #3 (%s)", type((...))) end
-    return new_scheduler(cls, opt, {lr_lambda = fn})
+    return new_scheduler(cls, opt, {lr_lambda = copy_setting(fn)})
   end,
-  "optim.LambdaLR(opt, fn): lr = base * fn(epoch); fn returns a number.", true)
-function LambdaLR:_factor(e, where)
-  local f = self.lr_lambda(e)
+  "optim.LambdaLR(opt, fn | {fn1, fn2, ...}): lr = base * fn(epoch); fn returns a number. One function, or a\n"
+  .. "  list of one per parameter group (PyTorch's list of lr_lambdas).", true)
+function LambdaLR:get_lr(i, base, e, where)
+  local f = per_group(self.lr_lambda, i)(e)
   if type(f) ~= "number" then
-    fail("%s: lr_lambda(%d) returned %s, not a number", where, e, val_str(f))
+    fail("%s: lr_lambda(%d) returned %s, not a number", where or self.name, e, val_str(f))
   end
-  return f
+  return base * f
+end
+-- the functions stay with the code (a list of them too)
+function LambdaLR:state_dict()
+  local sd = Scheduler.state_dict(self)
+  sd.lr_lambda = nil
+  return sd
 end
 
 -- lr_lambda: a function, or a list of one per parameter group (PyTorch's lr_lambda list)
@@ -2362,7 +2382,7 @@ end
 
 -- the schedulers' own formulas share get_lr's help
 for _, cls in ipairs({CosineAnnealingLR, WarmRestarts, CyclicLR, OneCycleLR, SequentialLR, MultiplicativeLR,
-                      ChainedScheduler}) do
+                      ChainedScheduler, LambdaLR}) do
   doc(rawget(cls, "get_lr"), docs[Scheduler.get_lr])
 end
 
