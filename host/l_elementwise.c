@@ -353,7 +353,57 @@ UNARY_FN(cos, PT_UN_COS)
 UNARY_FN(sign, PT_UN_SIGN)
 UNARY_FN(floor, PT_UN_FLOOR)
 UNARY_FN(ceil, PT_UN_CEIL)
-UNARY_FN(round, PT_UN_ROUND)
+
+/* round(t[, {decimals = d, out = o}]) and t:round_([{decimals = d}]): torch.round's decimals */
+static int64_t round_decimals_opt(lua_State *L, int idx, const char *fname, bool with_out, int *out_idx) {
+  static const char *const with[] = {"decimals", "out", NULL}, *const without[] = {"decimals", NULL};
+  lpt_check_max_args(L, idx, fname);
+  *out_idx = 0;
+  if (lua_isnoneornil(L, idx)) return 0;
+  if (!lua_istable(L, idx) || lpt_test_tensor(L, idx))
+    return lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, idx, luaL_typename(L, idx));
+  lpt_check_options(L, idx, fname, with_out ? with : without);
+  int64_t d = 0;
+  if (lua_getfield(L, idx, "decimals") != LUA_TNIL) {
+    if (!lua_isinteger(L, -1))
+      return lpt_errorf(L, "%s: decimals must be an integer, got %s", fname,
+                        lua_type(L, -1) == LUA_TNUMBER ? "a float" : luaL_typename(L, -1));
+    d = lua_tointeger(L, -1);
+  }
+  lua_pop(L, 1);
+  if (with_out && lua_getfield(L, idx, "out") != LUA_TNIL) {
+    if (!lpt_test_tensor(L, -1)) return lpt_errorf(L, "%s: out must be a Tensor, got %s", fname, luaL_typename(L, -1));
+    *out_idx = lua_gettop(L);
+  } else if (with_out) {
+    lua_pop(L, 1);
+  }
+  return d;
+}
+
+static int f_round(lua_State *L) {
+  if (lua_gettop(L) <= 1) return unary(L, PT_UN_ROUND);
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
+  int out_idx;
+  int64_t d = round_decimals_opt(L, 2, "round", true, &out_idx);
+  pt_ctx *ctx = lpt_ctx(L);
+  if (out_idx) {
+    if (pt_round_decimals_into(ctx, t, d, lpt_check_tensor(L, out_idx))) return lpt_error(L);
+    lua_pushvalue(L, out_idx);
+    return 1;
+  }
+  if (pt_round_decimals(ctx, t, d, &r)) return lpt_error(L);
+  lpt_push_tensor(L, r);
+  return 1;
+}
+
+static int m_round_(lua_State *L) {
+  pt_tensor *t = lpt_check_tensor(L, 1);
+  int out_idx;
+  int64_t d = round_decimals_opt(L, 2, "round_", false, &out_idx);
+  if (pt_round_decimals_(lpt_ctx(L), t, d)) return lpt_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
 UNARY_FN(logical_not, PT_UN_LOGICAL_NOT)
 UNARY_FN(erf, PT_UN_ERF)
 UNARY_FN(erfc, PT_UN_ERFC)
@@ -706,7 +756,9 @@ static const char *const docs[] = {
     "sign", "sign(t) -> -1, 0 or 1 (no gradient).",
     "floor", "floor(t) -> rounded down (no gradient).",
     "ceil", "ceil(t) -> rounded up (no gradient).",
-    "round", "round(t) -> rounded half to even (no gradient).",
+    "round", "round(t[, {decimals = 0, out=}]) -> rounded half to even (no gradient). decimals d rounds to d\n"
+    "  decimal places (negative: to tens, hundreds, ...) as torch.round: nearbyint(t * 10^d) / 10^d in t's\n"
+    "  dtype (floating tensors only). t:round_({decimals = d}) in place.",
     "masked_fill", "masked_fill(t, mask, value) -> copy of t with value where the bool mask (broadcast to t) is true.\n"
     "  value: a number or a 0-d tensor (cast to t's dtype; its gradient is the sum of t's over the mask), as torch.",
     "clamp", "clamp(t, min, max) -> t limited to [min, max]; either bound may be nil. Also clamp(t, {min=, max=}).\n"
@@ -787,7 +839,7 @@ static const char *const method_docs[] = {
     "sign_", "t:sign_() -> t, sign t in place.",
     "floor_", "t:floor_() -> t rounded down in place.",
     "ceil_", "t:ceil_() -> t rounded up in place.",
-    "round_", "t:round_() -> t rounded half to even in place.",
+    "round_", "t:round_([{decimals = 0}]) -> t rounded half to even in place (to decimals places, as t:round).",
     "logical_not_", "t:logical_not_() -> t, 1 where t was 0 and 0 elsewhere, in t's dtype.",
     "clamp_", "t:clamp_(min, max) -> t limited to [min, max] in place; either bound may be nil (a float bound on\n"
     "  an integer t is an error: the result would be float32).",

@@ -2373,6 +2373,68 @@ pt_status pt_clamp_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *lo, pt_tenso
   return st;
 }
 
+/* torch.round(t, decimals=d) for d != 0, torch 1.13's formula in t's dtype: nearbyint(t * 10^d) /
+ * 10^d, or nearbyint(t / 10^-d) * 10^-d for d < 0 (ties to even, as its kernel); floating tensors
+ * only (PyTorch: not implemented for integers); no gradient, as round. d == 0 is plain round. */
+static pt_status round_decimals(pt_ctx *ctx, const char *fname, pt_tensor *t, int64_t decimals,
+                                pt_tensor **out) {
+  if (decimals == 0) return pt_unary(ctx, PT_UN_ROUND, t, out);
+  if (!pt_dtype_is_floating(t->dtype))
+    return pt_fail(ctx, PT_EARG, "%s: decimals is not supported for %s tensors (as torch)", fname,
+                   pt_dtype_name(t->dtype));
+  bool neg = decimals < 0;
+  double p = pow(10.0, (double)(neg ? -decimals : decimals)); /* float32: rounded to float in the op */
+  bool grad = ctx->grad_enabled;
+  ctx->grad_enabled = false;
+  pt_tensor *a = NULL, *b = NULL;
+  pt_status st = pt_binary_number(ctx, neg ? PT_BIN_DIV : PT_BIN_MUL, t, pt_number_float(p), false, &a);
+  if (!st) st = pt_unary(ctx, PT_UN_ROUND, a, &b);
+  if (!st) st = pt_binary_number(ctx, neg ? PT_BIN_MUL : PT_BIN_DIV, b, pt_number_float(p), false, out);
+  ctx->grad_enabled = grad;
+  pt_tensor_release(a);
+  pt_tensor_release(b);
+  return st;
+}
+
+pt_status pt_round_decimals(pt_ctx *ctx, pt_tensor *t, int64_t decimals, pt_tensor **out) {
+  return round_decimals(ctx, "round", t, decimals, out);
+}
+
+pt_status pt_round_decimals_(pt_ctx *ctx, pt_tensor *self, int64_t decimals) {
+  if (decimals == 0) return pt_unary_(ctx, PT_UN_ROUND, self);
+  pt_status st = pt_inplace_check(ctx, "round_", self);
+  pt_tensor *r = NULL;
+  if (st || (st = round_decimals(ctx, "round_", self, decimals, &r))) return st;
+  st = pt_copy_(ctx, self, r); /* r has no history: self's old one gets a zero gradient, as round_ */
+  pt_tensor_release(r);
+  return st;
+}
+
+pt_status pt_round_decimals_into(pt_ctx *ctx, pt_tensor *t, int64_t decimals, pt_tensor *out) {
+  if (decimals == 0) return pt_unary_into(ctx, PT_UN_ROUND, t, out);
+  if (ctx->grad_enabled && (t->requires_grad || out->requires_grad))
+    return pt_fail(ctx, PT_EARG,
+                   "round: out= does not support autograd, but an argument requires grad (leave out "
+                   "out=, or compute under pt.no_grad)");
+  pt_status st = pt_check_no_internal_overlap(ctx, "round", out);
+  if (st) return st;
+  if (!same_shape(out, t)) {
+    char o[PT_SHAPE_STR_MAX], r[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "round: out has shape %s, but the result has shape %s",
+                   pt_shape_format(out->ndim, out->shape, o, sizeof o),
+                   pt_shape_format(t->ndim, t->shape, r, sizeof r));
+  }
+  pt_tensor *r = NULL;
+  if ((st = round_decimals(ctx, "round", t, decimals, &r))) return st;
+  if (!pt_can_cast(r->dtype, out->dtype))
+    st = pt_fail(ctx, PT_EARG, "round: result type %s can't be cast to the desired output type %s",
+                 pt_dtype_name(r->dtype), pt_dtype_name(out->dtype));
+  else if (!(st = pt_tensor_copy_into(ctx, out, r)))
+    atomic_fetch_add(&out->storage->version, 1);
+  pt_tensor_release(r);
+  return st;
+}
+
 /* torch.fmax / fmin: the larger / smaller of a and b with NaN only where both are NaN: a where
  * a >= b (fmin: a <= b) or b is NaN, else b, which also gives torch's gradients (a's at ties) */
 static pt_status fmaxmin(pt_ctx *ctx, const char *fname, bool is_max, pt_tensor *a, pt_tensor *b,

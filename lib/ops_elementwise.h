@@ -210,6 +210,13 @@ pt_status pt_atanh(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_frac(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 pt_status pt_sinc(pt_ctx *ctx, pt_tensor *a, pt_tensor **out);
 
+/* torch.round(t, decimals=d): nearbyint(t * 10^d) / 10^d (d < 0: nearbyint(t / 10^-d) * 10^-d) in
+ * t's dtype, as torch 1.13's kernel; floating tensors only (d == 0 is pt_unary's round, any
+ * dtype); no gradient. The in-place form and the out= form have round_'s and round's rules. */
+pt_status pt_round_decimals(pt_ctx *ctx, pt_tensor *t, int64_t decimals, pt_tensor **out);
+pt_status pt_round_decimals_(pt_ctx *ctx, pt_tensor *self, int64_t decimals);
+pt_status pt_round_decimals_into(pt_ctx *ctx, pt_tensor *t, int64_t decimals, pt_tensor *out);
+
 /* --- selection --- */
 /* torch.fmax / fmin: the larger / smaller of a and b (broadcast, promoted), NaN only where both are
  * NaN; the gradient goes to a where a >= b (fmin: a <= b) or b is NaN, else to b, as torch's */

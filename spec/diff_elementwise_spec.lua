@@ -272,3 +272,39 @@ describe("fmax and fmin (torch.fmax / torch.fmin)", function()
     assert_error("fmax: shapes {2} and {3} cannot be broadcast", function() return pt.fmax(pt.ones(2), pt.ones(3)) end)
   end)
 end)
+
+describe("round with decimals (torch.round(t, decimals=d))", function()
+  local X = pt.tensor({2.675, 1.25, -0.5, 0.125, 1234.5678, -35.0, 3e37})
+
+  it("gives torch's bits in float32 and float64", function()
+    -- values from torch 1.13 (its formula in float32: 3e37 * 100 overflows to inf)
+    same({2.6800000667572021, 1.25, -0.5, 0.11999999731779099, 1234.5699462890625, -35, math.huge},
+      pt.round(X, {decimals = 2}):tolist())
+    local r = X:round({decimals = -1}):tolist()
+    same({0, 0, -0.0, 0, 1230, -40, 3.0000001069098038e+37}, r)
+    assert.are.equal(-math.huge, 1 / r[3]) -- -0.0, as torch
+    same({2.6749999999999998, 1.25, -0.5, 0.125, 1234.568, -35, 3.0000001069098038e+37},
+      X:double():round({decimals = 3}):tolist())
+    same({3, 1, -0.0, 0, 1235, -35, 3.0000001069098038e+37}, pt.round(X, {decimals = 0}):tolist())
+  end)
+
+  it("rounds in place and into out=", function()
+    local y = X:clone()
+    assert.is_true(rawequal(y, y:round_({decimals = 2})))
+    same(pt.round(X, {decimals = 2}):tolist(), y:tolist())
+    local o = pt.empty(7)
+    assert.is_true(rawequal(o, pt.round(X, {decimals = 1, out = o})))
+    same(pt.round(X, {decimals = 1}):tolist(), o:tolist())
+  end)
+
+  it("checks its arguments", function()
+    assert_error("round: decimals is not supported for int64 tensors (as torch)",
+      function() return pt.round(pt.tensor({15, 23}, {dtype = "int64"}), {decimals = 1}) end)
+    assert_error("round: decimals must be an integer, got a float",
+      function() return pt.round(X, {decimals = 1.5}) end)
+    assert_error("round: unknown option 'decimal' (options: decimals, out)",
+      function() return pt.round(X, {decimal = 1}) end)
+    assert_error("round_: unknown option 'out' (options: decimals)",
+      function() return X:clone():round_({out = X}) end)
+  end)
+end)
