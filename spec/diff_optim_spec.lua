@@ -501,3 +501,18 @@ describe("LambdaLR", function()
     assert.matches("LambdaLR: lr_lambda%[2%] must be a function, got 3$", e)
   end)
 end)
+
+describe("sched:get_lr()", function()
+  it("without arguments says what it takes (PyTorch's get_lr() takes none)", function()
+    -- before: "attempt to perform arithmetic on a nil value (local 'base')" from inside optim.lua
+    local o = sgd()
+    for _, s in ipairs({optim.StepLR(o, {step_size = 2}), optim.CosineAnnealingLR(o, {T_max = 3}),
+                        optim.OneCycleLR(o, {max_lr = 1, total_steps = 10})}) do
+      local ok, e = pcall(s.get_lr, s)
+      assert.is_false(ok)
+      assert.matches(s.name .. ":get_lr: expected %(group, base_lr, epoch%), the lr of a parameter group at an epoch; "
+        .. "sched:get_last_lr%(%) lists the lrs last set$", e)
+    end
+    assert.are.equal(0.1 * 0.1, optim.StepLR(sgd(), {step_size = 2}):get_lr(1, 0.1, 3))
+  end)
+end)

@@ -2380,10 +2380,21 @@ function ReduceLROnPlateau:_prepare_load(sd, where)
   end
 end
 
--- the schedulers' own formulas share get_lr's help
-for _, cls in ipairs({CosineAnnealingLR, WarmRestarts, CyclicLR, OneCycleLR, SequentialLR, MultiplicativeLR,
-                      ChainedScheduler, LambdaLR}) do
-  doc(rawget(cls, "get_lr"), docs[Scheduler.get_lr])
+-- the schedulers' own formulas share get_lr's help; sched:get_lr() without its arguments (PyTorch's
+-- get_lr() takes none) is an error that says what to call, not Lua's "attempt to perform arithmetic on a
+-- nil value"
+for _, cls in ipairs({Scheduler, CosineAnnealingLR, WarmRestarts, CyclicLR, OneCycleLR, SequentialLR,
+                      MultiplicativeLR, ChainedScheduler, LambdaLR}) do
+  local f = rawget(cls, "get_lr")
+  local function get_lr(self, i, base, e, where)
+    if i == nil or base == nil or e == nil then
+      fail("%s:get_lr: expected (group, base_lr, epoch), the lr of a parameter group at an epoch; "
+        .. "sched:get_last_lr() lists the lrs last set", self.name or "LRScheduler")
+    end
+    return f(self, i, base, e, where)
+  end
+  cls.get_lr = get_lr
+  doc(get_lr, docs[Scheduler.get_lr] or docs[f])
 end
 
 doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad, Rprop, ASGD, ... (step, zero_grad, state_dict, param_groups).")
