@@ -95,12 +95,42 @@ static pt_status record_reshape(pt_ctx *ctx, pt_tensor *t, pt_tensor **out, cons
   return st;
 }
 
+/* pt_infer_shape (lib/tensor.c) for view and reshape, whose sizes come from the user: a product
+ * of sizes beyond int64 is refused before it wraps around to the input's size ({4, 2^62 + 3} of
+ * 12 elements made a tensor of that shape over 12 elements) */
+static pt_status infer_user_shape(pt_ctx *ctx, const char *fname, int64_t numel, int ndim, int64_t *shape) {
+  int64_t known = 1;
+  bool zero = false, overflow = false;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0) continue; /* -1, or a bad size pt_infer_shape reports */
+    if (shape[i] == 0) zero = true;
+    else overflow = overflow || __builtin_mul_overflow(known, shape[i], &known);
+  }
+  if (overflow) {
+    if (zero) { /* no elements, whatever the rest: pt_infer_shape must not multiply the rest */
+      for (int i = 0; i < ndim; i++)
+        if (shape[i] == -1) {
+          char b[PT_SHAPE_STR_MAX];
+          return pt_fail(ctx, PT_ESHAPE, "%s: shape %s is invalid for input of size %lld", fname,
+                         pt_shape_format(ndim, shape, b, sizeof b), (long long)numel);
+        }
+      for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) return pt_fail(ctx, PT_ESHAPE, "%s: invalid size %lld", fname, (long long)shape[i]);
+      if (numel == 0) return PT_OK;
+    }
+    char b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: shape %s is invalid for input of size %lld", fname,
+                   pt_shape_format(ndim, shape, b, sizeof b), (long long)numel);
+  }
+  return pt_infer_shape(ctx, fname, numel, ndim, shape);
+}
+
 pt_status pt_view(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, pt_tensor **out) {
   int64_t s[PT_MAX_DIMS], stride[PT_MAX_DIMS];
   pt_status st = check_ndim(ctx, "view", ndim);
   if (st) return st;
   if (ndim) memcpy(s, shape, (size_t)ndim * sizeof(int64_t));
-  if ((st = pt_infer_shape(ctx, "view", pt_tensor_numel(t), ndim, s))) return st;
+  if ((st = infer_user_shape(ctx, "view", pt_tensor_numel(t), ndim, s))) return st;
   if (!pt_view_strides(t->ndim, t->shape, t->stride, ndim, s, stride)) {
     char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX], c[PT_SHAPE_STR_MAX];
     return pt_fail(ctx, PT_ESHAPE,
@@ -120,7 +150,7 @@ pt_status pt_reshape(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, 
   pt_status st = check_ndim(ctx, "reshape", ndim);
   if (st) return st;
   if (ndim) memcpy(s, shape, (size_t)ndim * sizeof(int64_t));
-  if ((st = pt_infer_shape(ctx, "reshape", pt_tensor_numel(t), ndim, s))) return st;
+  if ((st = infer_user_shape(ctx, "reshape", pt_tensor_numel(t), ndim, s))) return st;
   if (pt_view_strides(t->ndim, t->shape, t->stride, ndim, s, stride)) {
     st = pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, ndim, s, stride, out);
   } else {
@@ -491,7 +521,9 @@ pt_status pt_repeat(pt_ctx *ctx, pt_tensor *t, int nreps, const int64_t *reps, p
                      (long long)reps[d]);
     src_shape[d] = d < lead ? 1 : t->shape[d - lead];
     src_stride[d] = d < lead ? 0 : t->stride[d - lead];
-    shape[d] = reps[d] * src_shape[d];
+    if (__builtin_mul_overflow(reps[d], src_shape[d], &shape[d]))
+      return pt_fail(ctx, PT_ESHAPE, "repeat_tensor: %lld repeats of dimension %d of size %lld make more "
+                     "than 2^63 - 1 elements", (long long)reps[d], d + 1, (long long)src_shape[d]);
   }
   pt_tensor *r;
   if ((st = pt_tensor_empty(ctx, t->dtype, nreps, shape, &r))) return st;
@@ -778,7 +810,7 @@ pt_status pt_stack(pt_ctx *ctx, int n, pt_tensor *const *ts, int dim, pt_tensor 
 
 int64_t pt_split_count(int64_t size, int64_t split_size) {
   if (size <= 0 || split_size <= 0) return 1;
-  return (size + split_size - 1) / split_size;
+  return size / split_size + (size % split_size != 0); /* size + split_size - 1 may overflow */
 }
 
 static pt_status split_fill(pt_ctx *ctx, pt_tensor *t, int n, const int64_t *sizes,
@@ -819,7 +851,9 @@ pt_status pt_split_sizes(pt_ctx *ctx, pt_tensor *t, int n, const int64_t *sizes,
     if (sizes[i] < 0)
       return pt_fail(ctx, PT_EARG, "split: split sizes must be non-negative, got %lld",
                      (long long)sizes[i]);
-    total += sizes[i];
+    if (__builtin_add_overflow(total, sizes[i], &total))
+      return pt_fail(ctx, PT_ESHAPE, "split: split sizes add up to more than 2^63 - 1 but dimension %d has size %lld",
+                     dim + 1, (long long)t->shape[dim]);
   }
   if (total != t->shape[dim])
     return pt_fail(ctx, PT_ESHAPE,
@@ -835,7 +869,7 @@ pt_status pt_chunk(pt_ctx *ctx, pt_tensor *t, int64_t chunks, int dim, int *n_ou
     return pt_fail(ctx, PT_EARG, "chunk: number of chunks must be positive, got %lld",
                    (long long)chunks);
   int64_t size = t->shape[dim];
-  int64_t split_size = (size + chunks - 1) / chunks;
+  int64_t split_size = size / chunks + (size % chunks != 0);
   int64_t n = pt_split_count(size, split_size);
   if (size == 0) { /* chunks empty pieces, as torch.chunk */
     if (chunks > PT_CHUNK_EMPTY_MAX)

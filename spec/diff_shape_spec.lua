@@ -128,3 +128,39 @@ describe("geometries too large for an int64", function()
     assert.are.equal(1 << 62, pt.zeros(1):expand(1 << 31, 1 << 31):numel())
   end)
 end)
+
+describe("sizes near the int64 limit", function()
+  it("reshape and view refuse a shape whose product wraps around to the input's size", function()
+    -- 4 * (2^62 + 3) = 2^64 + 12: it used to pass as 12 elements (torch 1.13: "numel: integer
+    -- multiplication overflow")
+    local x = pt.arange(12, {dtype = "float32"})
+    assert.are.equal("reshape: shape {4,4611686018427387907} is invalid for input of size 12",
+                     errmsg(function() return x:reshape(4, 4611686018427387907) end))
+    assert.are.equal("reshape: shape {4,4611686018427387907} is invalid for input of size 12",
+                     errmsg(function() return x:t():reshape(4, 4611686018427387907) end))
+    assert.are.equal("view: shape {-1,4,4611686018427387907} is invalid for input of size 12",
+                     errmsg(function() return x:view(-1, 4, 4611686018427387907) end))
+    assert.are.same({3, 4}, x:reshape(3, -1):size())
+    assert.are.same({1 << 62, 4, 0}, pt.zeros(0):view(1 << 62, 4, 0):size())
+  end)
+
+  it("split and chunk count pieces without overflow", function()
+    local x = pt.arange(12)
+    -- torch 1.13: x.split(2**62) is [x]; x.chunk(2**62) is 12 pieces of 1 (its chunk(2**63 - 1)
+    -- overflows itself)
+    local s = x:split(math.maxinteger)
+    assert.are.equal(1, #s)
+    assert.are.same({12}, s[1]:size())
+    local c = x:chunk(math.maxinteger)
+    assert.are.equal(12, #c)
+    assert.are.same({1}, c[12]:size())
+    assert.are.equal(4, #x:chunk(5)) -- torch: pieces of 3
+    assert.are.equal("split: split sizes add up to more than 2^63 - 1 but dimension 1 has size 12",
+                     errmsg(function() return x:split({math.maxinteger, math.maxinteger, 14}) end))
+  end)
+
+  it("repeat_tensor names itself when the result would be too large", function()
+    assert.are.equal("repeat_tensor: 9223372036854775807 repeats of dimension 1 of size 12 make more than "
+                     .. "2^63 - 1 elements", errmsg(function() return pt.arange(12):repeat_tensor(math.maxinteger) end))
+  end)
+end)
