@@ -516,3 +516,30 @@ describe("sched:get_lr()", function()
     assert.are.equal(0.1 * 0.1, optim.StepLR(sgd(), {step_size = 2}):get_lr(1, 0.1, 3))
   end)
 end)
+
+describe("Optimizer:step", function()
+  it("reports an option of a group set by hand to a wrong type (it took the kernel's default or failed inside)", function()
+    -- before: betas = {0.9} stepped with beta2 = 0.999 and momentum = nil with 0, silently; lr = "x" gave
+    -- "option 'lr' must be a number, got string" without the optimizer's name (Rprop: "bad argument #1 to 'fill_'")
+    local a = param()
+    local function step_err(o, key, v)
+      o.param_groups[1][key] = v
+      a.grad = pt.ones(2)
+      local ok, e = pcall(o.step, o)
+      assert.is_false(ok)
+      return e
+    end
+    assert.matches("Adam: option 'betas' must be a table of 2 numbers, got nil at index 2$",
+      step_err(optim.Adam({a}), "betas", {0.9}))
+    assert.matches("SGD: option 'momentum' must be a number, got nil$", step_err(optim.SGD({a}, {lr = 0.1}), "momentum", nil))
+    assert.matches("Adam: option 'lr' must be a number, got string 'x'$", step_err(optim.Adam({a}), "lr", "x"))
+    assert.matches("Rprop: option 'lr' must be a number, got string 'x'$", step_err(optim.Rprop({a}), "lr", "x"))
+    assert.matches("SGD: option 'nesterov' must be a boolean, got number$", step_err(optim.SGD({a}, {lr = 0.1}), "nesterov", 1))
+    -- values are not checked again (PyTorch's step takes a negative lr a scheduler set)
+    local o = optim.SGD({a}, {lr = 0.1})
+    o.param_groups[1].lr = -1
+    a.grad = pt.ones(2)
+    o:step()
+    assert.are.same({1, 1}, a:tolist())
+  end)
+end)

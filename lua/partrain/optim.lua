@@ -121,11 +121,41 @@ local function make_class(name, defaults, allowed, validate, kernel, opts_of)
   return cls
 end
 
+-- an option's value as the messages show it
+local function option_str(v)
+  return v == nil and "nil" or type(v) .. (type(v) == "string" and " '" .. v .. "'" or "")
+end
+
+-- Before a step, each option of a group has the type of its default (a table: that many numbers), so
+-- that one set by hand since (group.lr = "x", group.betas = {0.9}, group.momentum = nil) is reported,
+-- not taken as the kernel's default or failed on inside it. Values are not checked again: PyTorch's
+-- step takes, say, a negative lr that a scheduler set.
+local function check_group_types(name, g, defaults)
+  if type(g.lr) ~= "number" then
+    error(string.format("%s: option 'lr' must be a number, got %s", name, option_str(g.lr)), 3)
+  end
+  for k, d in pairs(defaults) do
+    local v, td = g[k], type(d)
+    if type(v) ~= td then
+      error(string.format("%s: option '%s' must be a %s, got %s", name, k, td, option_str(v)), 3)
+    end
+    if td == "table" then
+      for i = 1, #d do
+        if type(v[i]) ~= "number" then
+          error(string.format("%s: option '%s' must be a table of %d numbers, got %s at index %d", name, k, #d,
+            option_str(v[i]), i), 3)
+        end
+      end
+    end
+  end
+end
+
 function Optimizer:step(closure)
   local loss
   if closure then loss = pt.enable_grad(closure) end
-  local kernel, opts_of, name = self._kernel, self._opts_of, self.name
+  local kernel, opts_of, name, defaults = self._kernel, self._opts_of, self.name, getmetatable(self).defaults
   for _, g in ipairs(self.param_groups) do
+    check_group_types(name, g, defaults)
     kernel(g.params, g._states, opts_of(g), name)
   end
   return loss
