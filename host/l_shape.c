@@ -50,8 +50,8 @@ static int check_new_dim(lua_State *L, int idx, int result_ndim, const char *fna
   lua_Integer d = luaL_checkinteger(L, idx);
   lua_Integer d1 = d < 0 ? d + result_ndim + 1 : d;
   if (d1 < 1 || d1 > result_ndim)
-    return lpt_errorf(L, "%s: dimension %d out of range (the result has %d dimensions)", fname,
-                      (int)d, result_ndim);
+    return lpt_errorf(L, "%s: dimension %I out of range (the result has %d dimensions)", fname,
+                      (LUAI_UACINT)d, result_ndim);
   return (int)d1 - 1;
 }
 
@@ -149,8 +149,8 @@ static int t_select(lua_State *L) {
   lua_Integer i = check_integer(L, 3, "select", "index");
   int64_t size = t->ndim ? t->shape[dim] : 0;
   if (t->ndim && i < 0 && i + size < 0)
-    return lpt_errorf(L, "select: index %d out of range for dimension %d of size %d", (int)i,
-                      dim + 1, (int)size);
+    return lpt_errorf(L, "select: index %I out of range for dimension %d of size %I", (LUAI_UACINT)i,
+                      dim + 1, (LUAI_UACINT)size);
   pt_status st = pt_select(lpt_ctx(L), t, dim, norm_index(i, size), &r);
   return lpt_push_result(L, st, r);
 }
@@ -780,8 +780,8 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
         if (m > 2)
           lpt_errorf(L, "index: range {%I,%I,%I} out of range for dimension %d of size %I",
                      (LUAI_UACINT)a, (LUAI_UACINT)b, (LUAI_UACINT)step, k, (LUAI_UACINT)size);
-        lpt_errorf(L, "index: range {%d,%d} out of range for dimension %d of size %d", (int)a,
-                   (int)b, k, (int)size);
+        lpt_errorf(L, "index: range {%I,%I} out of range for dimension %d of size %I", (LUAI_UACINT)a,
+                   (LUAI_UACINT)b, k, (LUAI_UACINT)size);
       }
       if (step == 1)
         st = nar(ctx, cur, d, a1 - 1, b1 - a1 + 1, &next);

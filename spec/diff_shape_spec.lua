@@ -164,3 +164,19 @@ describe("sizes near the int64 limit", function()
                      .. "2^63 - 1 elements", errmsg(function() return pt.arange(12):repeat_tensor(math.maxinteger) end))
   end)
 end)
+
+describe("messages with indices and dims beyond 32 bits", function()
+  it("report them as given", function()
+    local x = pt.arange(12)
+    assert.are.equal("select: index -9223372036854775808 out of range for dimension 1 of size 12",
+                     errmsg(function() return x:select(1, math.mininteger) end))
+    assert.are.equal("select: index -5000000000 out of range for dimension 1 of size 12",
+                     errmsg(function() return x:select(1, -5000000000) end))
+    assert.are.equal("index: range {1,5000000000} out of range for dimension 1 of size 12",
+                     errmsg(function() return x[{{1, 5000000000}}] end))
+    assert.are.equal("index: range {-9223372036854775808,2} out of range for dimension 1 of size 12",
+                     errmsg(function() return x[{{math.mininteger, 2}}] end))
+    assert.are.equal("unsqueeze: dimension 4294967297 out of range (the result has 2 dimensions)",
+                     errmsg(function() return x:unsqueeze(4294967297) end))
+  end)
+end)
