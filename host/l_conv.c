@@ -1,5 +1,5 @@
 /* Bindings of the convolution family (lib/conv.h): pt.conv2d, pt.conv_transpose2d, pt.max_pool2d,
- * pt.avg_pool2d, pt.adaptive_avg_pool2d, pt.adaptive_max_pool2d, pt._max_unpool2d, pt.batch_norm,
+ * pt.conv_transpose3d, pt.avg_pool2d, pt.adaptive_avg_pool2d, pt.adaptive_max_pool2d, pt._max_unpool2d, pt.batch_norm,
  * pt.dropout2d, pt.upsample_nearest2d. */
 #include <limits.h>
 #include <stdio.h>
@@ -36,6 +36,30 @@ static void opt_pair(lua_State *L, int opts, const char *key, const int *def, in
     }
   } else if (t != LUA_TNIL) {
     lpt_errorf(L, "%s: option '%s' must be an integer or a pair {h, w}", fname, key);
+  }
+  lua_pop(L, 1);
+}
+
+/* opts[key] as an int triple {d, h, w}: a number n means {n, n, n}; missing means def */
+static void opt_triple(lua_State *L, int opts, const char *key, int def, int *out, const char *fname) {
+  out[0] = out[1] = out[2] = def;
+  if (opts == 0 || !lua_istable(L, opts)) return;
+  int t = lua_getfield(L, opts, key);
+  char what[64];
+  snprintf(what, sizeof what, "option '%s'", key);
+  if (t == LUA_TNUMBER) {
+    if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option '%s' must be an integer or a triple {d, h, w}", fname, key);
+    out[0] = out[1] = out[2] = int_at(L, -1, fname, what);
+  } else if (t == LUA_TTABLE) {
+    if (luaL_len(L, -1) != 3) lpt_errorf(L, "%s: option '%s' must be an integer or a triple {d, h, w}", fname, key);
+    for (int i = 0; i < 3; i++) {
+      lua_geti(L, -1, i + 1);
+      if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option '%s' must be an integer or a triple {d, h, w}", fname, key);
+      out[i] = int_at(L, -1, fname, what);
+      lua_pop(L, 1);
+    }
+  } else if (t != LUA_TNIL) {
+    lpt_errorf(L, "%s: option '%s' must be an integer or a triple {d, h, w}", fname, key);
   }
   lua_pop(L, 1);
 }
@@ -111,6 +135,34 @@ static int l_conv_transpose2d(lua_State *L) {
   if (opts) lua_pop(L, 1);
   pt_tensor *out = NULL;
   pt_status st = pt_conv_transpose2d(lpt_ctx(L), x, w, b, &o, &out);
+  return lpt_push_result(L, st, out);
+}
+
+/* pt.conv_transpose3d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}]) */
+static int l_conv_transpose3d(lua_State *L) {
+  const char *fn = "conv_transpose3d";
+  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = NULL;
+  int opts = 0;
+  if (lua_istable(L, 3) && !lpt_test_tensor(L, 3)) opts = 3;
+  else {
+    if (!lua_isnoneornil(L, 3)) b = lpt_check_tensor(L, 3);
+    if (lua_istable(L, 4)) opts = 4;
+  }
+  static const char *const names[] = {"stride", "padding", "output_padding", "groups", "dilation", NULL};
+  lpt_check_options(L, opts, fn, names);
+  pt_conv_transpose3d_opts o;
+  opt_triple(L, opts, "stride", 1, o.stride, fn);
+  opt_triple(L, opts, "padding", 0, o.padding, fn);
+  opt_triple(L, opts, "output_padding", 0, o.output_padding, fn);
+  opt_triple(L, opts, "dilation", 1, o.dilation, fn);
+  o.groups = 1;
+  if (opts && lua_getfield(L, opts, "groups") != LUA_TNIL) {
+    if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option 'groups' must be an integer", fn);
+    o.groups = int_at(L, -1, fn, "option 'groups'");
+  }
+  if (opts) lua_pop(L, 1);
+  pt_tensor *out = NULL;
+  pt_status st = pt_conv_transpose3d(lpt_ctx(L), x, w, b, &o, &out);
   return lpt_push_result(L, st, out);
 }
 
@@ -248,6 +300,7 @@ static int l_upsample_nearest2d(lua_State *L) {
 static const luaL_Reg functions[] = {
     {"conv2d", l_conv2d},
     {"conv_transpose2d", l_conv_transpose2d},
+    {"conv_transpose3d", l_conv_transpose3d},
     {"max_pool2d", l_max_pool2d},
     {"avg_pool2d", l_avg_pool2d},
     {"adaptive_avg_pool2d", l_adaptive_avg_pool2d},
@@ -265,6 +318,10 @@ static const char *const docs[] = {
     "  The transpose (gradient) of conv2d: x {N,C,H,W} or {C,H,W}; weight {C, out/groups, kh, kw} (PyTorch's layout);\n"
     "  output size (H-1)*stride - 2*padding + dilation*(kh-1) + output_padding + 1; options take n or {h, w}.\n"
     "  output_padding must be smaller than stride or dilation.",
+    "conv_transpose3d", "pt.conv_transpose3d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}]) -> Tensor\n"
+    "  PyTorch's conv_transpose3d: x {N,C,D,H,W} or {C,D,H,W}; weight {C, out/groups, kd, kh, kw}; options take n or\n"
+    "  {d, h, w}; output depth (D-1)*stride - 2*padding + dilation*(kd-1) + output_padding + 1 (H and W alike).\n"
+    "  One conv_transpose2d over the input depths each output depth reads, gathered into the channels.",
     "max_pool2d", "pt.max_pool2d(x, kernel[, {stride=kernel, padding=0, dilation=1, ceil_mode=false, relu=false,\n"
     "  return_indices=false}]) -> Tensor[, indices]\n"
     "  x {N,C,H,W} or {C,H,W}; sizes are n or {h, w}. return_indices=true also returns an int64 tensor of each\n"

@@ -4,6 +4,9 @@
 #include "conv_winograd.h"
 #include "dispatch.h"
 #include "norm_stats.h"
+#include "ops_elementwise.h"
+#include "ops_index.h"
+#include "ops_shape.h"
 #include "parallel.h"
 
 #include <cblas.h>
@@ -501,6 +504,146 @@ static pt_status scatter_buffers(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt
     pt_tensor_release(*gy);
     return st;
   }
+  return PT_OK;
+}
+
+
+/* ---------------------------------------------------------------- conv_transpose3d */
+
+pt_status pt_conv_transpose3d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
+                              const pt_conv_transpose3d_opts *o, pt_tensor **out) {
+  const char *fn = "conv_transpose3d";
+  char bx[PT_SHAPE_STR_MAX], bw[PT_SHAPE_STR_MAX];
+  pt_status st;
+  if ((st = check_floating(ctx, fn, "input", x)) || (st = check_same_dtype(ctx, fn, "weight", x, w)) ||
+      (bias && (st = check_same_dtype(ctx, fn, "bias", x, bias))))
+    return st;
+  if (x->ndim != 4 && x->ndim != 5)
+    return pt_fail(ctx, PT_ESHAPE, "%s: expected a 4-D {C,D,H,W} or 5-D {N,C,D,H,W} input, got shape %s", fn,
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  if (w->ndim != 5)
+    return pt_fail(ctx, PT_ESHAPE, "%s: weight must be 5-D {in,out/groups,kd,kh,kw}, got shape %s", fn,
+                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  for (int i = 0; i < 3; i++)
+    if (o->stride[i] < 1 || o->dilation[i] < 1 || o->padding[i] < 0 || o->output_padding[i] < 0)
+      return pt_fail(ctx, PT_EARG, "%s: stride and dilation must be >= 1, padding and output_padding >= 0", fn);
+  for (int i = 0; i < 3; i++)
+    if (o->output_padding[i] >= o->stride[i] && o->output_padding[i] >= o->dilation[i])
+      return pt_fail(ctx, PT_EARG,
+                     "%s: output_padding {%d,%d,%d} must be smaller than either stride {%d,%d,%d} or dilation "
+                     "{%d,%d,%d}", fn, o->output_padding[0], o->output_padding[1], o->output_padding[2],
+                     o->stride[0], o->stride[1], o->stride[2], o->dilation[0], o->dilation[1], o->dilation[2]);
+  bool batched = x->ndim == 5;
+  int64_t N = batched ? x->shape[0] : 1, C = x->shape[batched], D = x->shape[batched + 1];
+  int64_t H = x->shape[batched + 2], W = x->shape[batched + 3];
+  int g = o->groups;
+  if (g < 1 || C % g)
+    return pt_fail(ctx, PT_EARG, "%s: groups=%d must divide input channels %lld", fn, g, (long long)C);
+  if (w->shape[0] != C)
+    return pt_fail(ctx, PT_ESHAPE, "%s: input has %lld channels, expected %lld (input shape %s, weight shape %s)", fn,
+                   (long long)C, (long long)w->shape[0], pt_shape_format(x->ndim, x->shape, bx, sizeof bx),
+                   pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  int64_t Cog = w->shape[1], Co = Cog * g, kd = w->shape[2], kh = w->shape[3], kw = w->shape[4];
+  if (bias && (bias->ndim != 1 || bias->shape[0] != Co))
+    return pt_fail(ctx, PT_ESHAPE, "%s: bias must have shape {%lld}, got %s", fn, (long long)Co,
+                   pt_shape_format(bias->ndim, bias->shape, bx, sizeof bx));
+  if (D == 0 || H == 0 || W == 0) /* as PyTorch */
+    return pt_fail(ctx, PT_ESHAPE, "%s: only the batch or the channels may be empty, got input shape %s", fn,
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx));
+  int64_t in[3] = {D, H, W}, k[3] = {kd, kh, kw}, os[3];
+  for (int i = 0; i < 3; i++)
+    os[i] = (in[i] - 1) * o->stride[i] - 2 * (int64_t)o->padding[i] + (int64_t)o->dilation[i] * (k[i] - 1) +
+            o->output_padding[i] + 1;
+  if (os[0] < 1 || os[1] < 1 || os[2] < 1 || kd < 1 || kh < 1 || kw < 1)
+    return pt_fail(ctx, PT_ESHAPE, "%s: output size %lldx%lldx%lld is too small (input shape %s, weight shape %s)", fn,
+                   (long long)os[0], (long long)os[1], (long long)os[2],
+                   pt_shape_format(x->ndim, x->shape, bx, sizeof bx), pt_shape_format(w->ndim, w->shape, bw, sizeof bw));
+  int64_t Do = os[0];
+  pt_tensor *x5 = NULL, *xp = NULL, *zero = NULL, *xz = NULL, *idx = NULL, *gath = NULL, *g7 = NULL, *gp = NULL,
+            *g4 = NULL, *w6 = NULL, *wp = NULL, *w4 = NULL, *y4 = NULL, *y5 = NULL, *yp = NULL, *yc = NULL,
+            *b5 = NULL, *yb = NULL, *y = NULL;
+  int64_t s5[5] = {N, C, D, H, W};
+  if ((st = pt_reshape(ctx, x, 5, s5, &x5))) goto done;
+  static const int to_ndchw[5] = {0, 2, 1, 3, 4};
+  if ((st = pt_permute(ctx, x5, to_ndchw, &xp))) goto done;
+  /* the input depths with a zero slice at index D, read where no input depth reaches */
+  int64_t zs[5] = {N, 1, C, H, W};
+  if ((st = pt_tensor_zeros(ctx, x->dtype, 5, zs, &zero))) goto done;
+  pt_tensor *parts[2] = {xp, zero};
+  if ((st = pt_cat(ctx, 2, parts, 1, &xz))) goto done;
+  int64_t ni = Do * kd;
+  if ((st = pt_tensor_empty(ctx, PT_INT64, 1, &ni, &idx))) goto done;
+  {
+    int64_t *ip = pt_tensor_data(idx);
+    for (int64_t od = 0; od < Do; od++)
+      for (int64_t t = 0; t < kd; t++) {
+        int64_t num = od + o->padding[0] - t * o->dilation[0], id = D;
+        if (num >= 0 && num % o->stride[0] == 0 && num / o->stride[0] < D) id = num / o->stride[0];
+        ip[od * kd + t] = id + 1; /* pt_index_select's indices are 1-based */
+      }
+  }
+  if ((st = pt_index_select(ctx, xz, 1, idx, &gath))) goto done; /* {N, Do*kd, C, H, W} */
+  int64_t s7[7] = {N, Do, kd, g, C / g, H, W};
+  if ((st = pt_reshape(ctx, gath, 7, s7, &g7))) goto done;
+  static const int gtc[7] = {0, 1, 3, 2, 4, 5, 6};
+  if ((st = pt_permute(ctx, g7, gtc, &gp))) goto done;
+  int64_t s4[4] = {N * Do, kd * C, H, W};
+  if ((st = pt_reshape(ctx, gp, 4, s4, &g4))) goto done;
+  int64_t sw6[6] = {g, C / g, Cog, kd, kh, kw};
+  if ((st = pt_reshape(ctx, w, 6, sw6, &w6))) goto done;
+  static const int wperm[6] = {0, 3, 1, 2, 4, 5};
+  if ((st = pt_permute(ctx, w6, wperm, &wp))) goto done;
+  int64_t sw4[4] = {kd * C, Cog, kh, kw};
+  if ((st = pt_reshape(ctx, wp, 4, sw4, &w4))) goto done;
+  pt_conv_transpose2d_opts o2 = {.groups = g};
+  for (int i = 0; i < 2; i++) {
+    o2.stride[i] = o->stride[i + 1];
+    o2.padding[i] = o->padding[i + 1];
+    o2.output_padding[i] = o->output_padding[i + 1];
+    o2.dilation[i] = o->dilation[i + 1];
+  }
+  if ((st = pt_conv_transpose2d(ctx, g4, w4, NULL, &o2, &y4))) goto done;
+  int64_t Ho = y4->shape[2], Wo = y4->shape[3];
+  int64_t sy5[5] = {N, Do, Co, Ho, Wo};
+  if ((st = pt_reshape(ctx, y4, 5, sy5, &y5))) goto done;
+  if ((st = pt_permute(ctx, y5, to_ndchw, &yp))) goto done; /* {N, Co, Do, Ho, Wo} */
+  if ((st = pt_contiguous(ctx, yp, &yc))) goto done;
+  pt_tensor *r = yc;
+  if (bias) {
+    int64_t sb[5] = {1, Co, 1, 1, 1};
+    if ((st = pt_reshape(ctx, bias, 5, sb, &b5)) || (st = pt_add(ctx, yc, b5, &yb))) goto done;
+    r = yb;
+  }
+  if (batched) {
+    y = pt_tensor_retain(r);
+  } else {
+    int64_t sy[4] = {Co, Do, Ho, Wo};
+    if ((st = pt_reshape(ctx, r, 4, sy, &y))) goto done;
+  }
+done:
+  pt_tensor_release(x5);
+  pt_tensor_release(xp);
+  pt_tensor_release(zero);
+  pt_tensor_release(xz);
+  pt_tensor_release(idx);
+  pt_tensor_release(gath);
+  pt_tensor_release(g7);
+  pt_tensor_release(gp);
+  pt_tensor_release(g4);
+  pt_tensor_release(w6);
+  pt_tensor_release(wp);
+  pt_tensor_release(w4);
+  pt_tensor_release(y4);
+  pt_tensor_release(y5);
+  pt_tensor_release(yp);
+  pt_tensor_release(yc);
+  pt_tensor_release(b5);
+  pt_tensor_release(yb);
+  if (st) {
+    pt_tensor_release(y);
+    return st;
+  }
+  *out = y;
   return PT_OK;
 }
 

@@ -29,6 +29,21 @@ typedef struct pt_conv_transpose2d_opts {
 pt_status pt_conv_transpose2d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
                               const pt_conv_transpose2d_opts *o, pt_tensor **out);
 
+/* PyTorch's conv_transpose3d: x {N,C,D,H,W} or {C,D,H,W}, w {C, out/groups, kd, kh, kw}, bias
+ * {out} or NULL; output depth (D-1)*stride - 2*padding + dilation*(kd-1) + output_padding + 1
+ * (and alike for H, W). Computed as one conv_transpose2d, recorded with the public ops (so its
+ * gradients, also under create_graph, are theirs): the kd input depths each output depth reads
+ * (a zero slice where none) are gathered into the channels, {N*D_out, kd*C, H, W}, and
+ * transposed-convolved with the weight as {kd*C, out/groups, kh, kw} (channels ordered group,
+ * tap, channel so that each group keeps its own block). */
+typedef struct pt_conv_transpose3d_opts {
+  int stride[3], padding[3], output_padding[3], dilation[3];
+  int groups;
+} pt_conv_transpose3d_opts;
+
+pt_status pt_conv_transpose3d(pt_ctx *ctx, pt_tensor *x, pt_tensor *w, pt_tensor *bias,
+                              const pt_conv_transpose3d_opts *o, pt_tensor **out);
+
 typedef struct pt_pool2d_opts {
   int kernel[2], stride[2], padding[2];
   int dilation[2];        /* max pool only; 0 reads as 1 (initializers that leave it out) */

@@ -129,3 +129,48 @@ describe("torch's keyword arguments as an options table", function()
     support.assert_error("dropout: unknown option 'prob' (options: p, training, inplace)", F.dropout, x, {prob = 0.1})
   end)
 end)
+
+describe("pt.conv_transpose3d", function()
+  -- torch's F.conv_transpose3d had no counterpart (nn.functional.conv_transpose3d was nil)
+  local function seq(shape, a, b, f)
+    local n = 1
+    for _, s in ipairs(shape) do n = n * s end
+    return f((pt.arange(0, n, F64) * a + b)):reshape(shape)
+  end
+  it("matches torch with stride, padding, output_padding and groups (values from torch 1.13)", function()
+    local x = seq({2, 4, 2, 2, 3}, 0.37, 0, pt.sin):requires_grad_(true)
+    local w = seq({4, 1, 3, 2, 2}, 0.53, 0.2, pt.cos):requires_grad_(true)
+    local b = d({0.5, -0.25}):requires_grad_(true)
+    local y = pt.conv_transpose3d(x, w, b, {stride = {2, 1, 2}, padding = {1, 0, 1}, output_padding = {1, 0, 0},
+      groups = 2})
+    assert.are.same({2, 2, 4, 3, 4}, y:size())
+    assert_close(y:sum(), {22.215292334712082}, 1e-12)
+    assert_close(y[{2, 2, 3}], {-0.6520482922982129, -0.2527276236332544, -0.21512031495355463, 0.10084397601619222,
+      0.4051252885655442, 0.6870210442191313, 0.915596133312804, 1.1781403628190472, 0.2699359285178049,
+      0.76010426049151, 0.4011439819515007, 0.8476815327546856})
+    ;(y * y):sum():backward()
+    assert_close(x.grad:reshape(-1)[{{1, 6}}], {-3.9091229981417563, -4.943820144921037, -1.4434017529881096,
+      -1.4221042189191144, 1.6901214508987044, 2.2544708331366143})
+    assert_close(w.grad:reshape(-1)[{{1, 6}}], {8.961480576011564, 4.809032250983634, 2.324617789988511,
+      -3.4239468265494923, 4.3460763095258725, -3.032704095594594})
+    assert_close(b.grad, {105.53969903327825, -61.10911436385411})
+  end)
+  it("takes an unbatched input and checks its arguments", function()
+    local x, w = pt.randn({2, 3, 2, 2}, F64), pt.randn({2, 3, 2, 2, 2}, F64)
+    local y = pt.conv_transpose3d(x, w)
+    assert.are.same({3, 4, 3, 3}, y:size())
+    assert_close(y, pt.conv_transpose3d(x:unsqueeze(1), w)[1], 1e-15)
+    support.assert_error("conv_transpose3d: input has 3 channels, expected 2 (input shape {1,3,2,2,2}, weight shape {2,3,2,2,2})",
+      pt.conv_transpose3d, pt.randn({1, 3, 2, 2, 2}, F64), w)
+    support.assert_error("conv_transpose3d: output_padding {0,0,2} must be smaller than either stride {2,2,2} or dilation {1,1,1}",
+      pt.conv_transpose3d, x, w, {stride = 2, output_padding = {0, 0, 2}})
+    support.assert_error("conv_transpose3d: output size 4x-3x3 is too small (input shape {2,3,2,2}, weight shape {2,3,2,2,2})",
+      pt.conv_transpose3d, x, w, {padding = {0, 3, 0}})
+    support.assert_error("conv_transpose3d: option 'stride' must be an integer or a triple {d, h, w}",
+      pt.conv_transpose3d, x, w, {stride = {2, 2}})
+    support.assert_error("conv_transpose3d: unknown option 'strides' (options: stride, padding, output_padding, groups, dilation)",
+      pt.conv_transpose3d, x, w, {strides = 2})
+    support.assert_error("conv_transpose3d: weight has dtype float32, input has float64",
+      pt.conv_transpose3d, x, pt.randn({2, 3, 2, 2, 2}))
+  end)
+end)
