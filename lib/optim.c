@@ -565,10 +565,23 @@ pt_status pt_optim_scale_(pt_ctx *ctx, pt_tensor *t, double s) {
       for (int64_t i = 0; i < n; i++) p[i] *= (T)s;
     });
   } else {
-    for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(t, i, pt_tensor_get_flat(t, i) * s);
+    /* an expanded tensor (stride 0) holds each value once for many elements: scale the memory
+     * once, through the view that narrows those dims to one element (it was scaled once per
+     * element sharing it) */
+    pt_tensor *u = pt_tensor_retain(t);
+    for (int d = 0; d < t->ndim; d++) {
+      if (t->stride[d] != 0 || t->shape[d] <= 1) continue;
+      pt_tensor *v;
+      pt_status st = pt_narrow_raw(ctx, u, d, 0, 1, &v);
+      pt_tensor_release(u);
+      if (st) return st;
+      u = v;
+    }
+    int64_t m = pt_tensor_numel(u);
+    for (int64_t i = 0; i < m; i++) pt_tensor_set_flat(u, i, pt_tensor_get_flat(u, i) * s);
+    pt_tensor_release(u);
   }
   bump(t);
-  (void)ctx;
   return PT_OK;
 }
 

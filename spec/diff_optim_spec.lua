@@ -543,3 +543,29 @@ describe("Optimizer:step", function()
     assert.are.same({1, 1}, a:tolist())
   end)
 end)
+
+describe("clip_grad_norm", function()
+  it("scales an expanded gradient once (it was scaled once per element sharing a value)", function()
+    -- before: z.grad = tensor{2}:expand(3), max_norm 1 gave 0.0481 (2 * (1/3.464)^3); now 2/sqrt(12).
+    -- (torch 1.13 refuses to scale such a gradient in place: more than one element refers to one location)
+    local z = param()
+    z.grad = pt.tensor({2.0}):expand(2)
+    local total = optim.clip_grad_norm({z}, 1.0)
+    assert.is_true(math.abs(total - math.sqrt(8)) < 1e-6)
+    for _, v in ipairs(z.grad:tolist()) do assert.is_true(math.abs(v - 2 / (math.sqrt(8) + 1e-6)) < 1e-6) end
+    local w = pt.zeros(2, 3)
+    w.requires_grad = true
+    w.grad = pt.tensor({{1.0}, {2.0}}):expand(2, 3)
+    total = optim.clip_grad_norm({w}, 1.0)
+    assert.is_true(math.abs(total - math.sqrt(15)) < 1e-6)
+    local g = w.grad:tolist()
+    assert.is_true(math.abs(g[1][3] - 1 / math.sqrt(15)) < 1e-6 and math.abs(g[2][1] - 2 / math.sqrt(15)) < 1e-6)
+    -- a transposed gradient: torch 1.13 gives 9.5393925 and q.grad[2][1] = 0.41931388
+    local q = pt.zeros(2, 3)
+    q.requires_grad = true
+    q.grad = pt.tensor({{1.0, 4.0}, {2.0, 5.0}, {3.0, 6.0}}):t()
+    total = optim.clip_grad_norm({q}, 1.0)
+    assert.is_true(math.abs(total - 9.5393925) < 1e-5)
+    assert.is_true(math.abs(q.grad:tolist()[2][1] - 0.41931388) < 1e-6)
+  end)
+end)
