@@ -26,11 +26,21 @@ static bool is_arg(lua_State *L, int idx, int opts) { return idx != opts && !lua
 
 typedef pt_status (*reduce_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **);
 
-/* keepdim: argument idx (a boolean), or {keepdim = } there; nothing else may follow */
-static bool keepdim_arg(lua_State *L, int idx, const char *fname) {
+/* Argument idx as keepdim: nil or a boolean. Anything else is an error naming fname (t:sum(1, 2)
+ * meant keepdim before, not the dims 1 and 2; torch rejects an integer keepdim too). */
+static bool check_keepdim(lua_State *L, int idx, const char *fname, bool lists) {
+  if (!lua_isnoneornil(L, idx) && !lua_isboolean(L, idx))
+    lpt_errorf(L, "%s: keepdim must be a boolean, got %s%s", fname, luaL_typename(L, idx),
+               lists && lua_type(L, idx) == LUA_TNUMBER ? " (several dims go in a list: {1, 2})" : "");
+  return lua_toboolean(L, idx);
+}
+
+/* keepdim: argument idx (a boolean), or {keepdim = } there; nothing else may follow. lists: whether
+ * fname takes a list of dims (the error then says how to reduce several). */
+static bool keepdim_arg(lua_State *L, int idx, const char *fname, bool lists) {
   static const char *const names[] = {"keepdim", NULL};
   lpt_check_max_args(L, idx, fname);
-  if (!lua_istable(L, idx)) return lua_toboolean(L, idx);
+  if (!lua_istable(L, idx)) return check_keepdim(L, idx, fname, lists);
   lpt_check_options(L, idx, fname, names);
   return lpt_opt_bool(L, idx, "keepdim", false);
 }
@@ -83,7 +93,7 @@ static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn, dims_fn 
   if (fnd && is_dim_list(L, 2)) { /* t:sum({1, 3}[, keepdim]) */
     int dims[PT_MAX_DIMS];
     int n = check_dim_list(L, 2, t, fname, dims);
-    bool keepdim = keepdim_arg(L, 3, fname);
+    bool keepdim = keepdim_arg(L, 3, fname, true);
     if (fnd(lpt_ctx(L), t, n, dims, keepdim, &r)) return lpt_error(L);
     lpt_push_tensor(L, r);
     return 1;
@@ -93,7 +103,7 @@ static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn, dims_fn 
     lua_insert(L, 2);
   }
   int dim = opt_dim(L, 2, t, fname);
-  bool keepdim = keepdim_arg(L, 3, fname);
+  bool keepdim = keepdim_arg(L, 3, fname, fnd != NULL);
   if (fn(lpt_ctx(L), t, dim, keepdim, &r)) return lpt_error(L);
   lpt_push_tensor(L, r);
   return 1;
@@ -130,12 +140,12 @@ static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
     return lpt_push_result(L, st, v);
   }
   if (lua_isnoneornil(L, 2)) {
-    if (fn(ctx, t, PT_DIM_ALL, keepdim_arg(L, 3, fname), &v, NULL)) return lpt_error(L);
+    if (fn(ctx, t, PT_DIM_ALL, keepdim_arg(L, 3, fname, false), &v, NULL)) return lpt_error(L);
     lpt_push_tensor(L, v);
     return 1;
   }
   int dim = lpt_check_dim(L, 2, t->ndim, fname);
-  bool keepdim = keepdim_arg(L, 3, fname);
+  bool keepdim = keepdim_arg(L, 3, fname, false);
   if (fn(ctx, t, dim, keepdim, &v, &ix)) return lpt_error(L);
   /* the autograd node keeps the 0-based indices: hand out a 1-based copy */
   pt_status st = lpt_one_based(ctx, ix, true, &ix1);
@@ -155,7 +165,7 @@ static int t_min(lua_State *L) { return minmax(L, "min", pt_min); }
 static int argminmax(lua_State *L, const char *fname, reduce_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *ix, *r;
   int dim = opt_dim(L, 2, t, fname);
-  bool keepdim = keepdim_arg(L, 3, fname);
+  bool keepdim = keepdim_arg(L, 3, fname, false);
   pt_ctx *ctx = lpt_ctx(L);
   if (fn(ctx, t, dim, keepdim, &ix)) return lpt_error(L);
   lpt_one_based(ctx, ix, false, &r); /* in place: cannot fail */
@@ -182,7 +192,7 @@ static int var_std(lua_State *L, const char *fname, var_fn fn, var_dims_fn fnd) 
   int dim = PT_DIM_ALL;
   if (list) ndims = check_dim_list(L, 2, t, fname, dims);
   else if (is_arg(L, 2, opts)) dim = lpt_check_dim(L, 2, t->ndim, fname);
-  bool keepdim = (is_arg(L, 3, opts) && lua_toboolean(L, 3)) || lpt_opt_bool(L, opts, "keepdim", false);
+  bool keepdim = (is_arg(L, 3, opts) && check_keepdim(L, 3, fname, true)) || lpt_opt_bool(L, opts, "keepdim", false);
   double correction = lpt_opt_bool(L, opts, "unbiased", true) ? 1 : 0;
   if (opts && lua_getfield(L, opts, "correction") != LUA_TNIL) { /* PyTorch's newer spelling */
     if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
@@ -212,7 +222,7 @@ static int t_norm(lua_State *L) {
   } else if (!lua_isnoneornil(L, 2)) {
     p = luaL_checknumber(L, 2);
   }
-  bool keepdim = lua_toboolean(L, 4);
+  bool keepdim = check_keepdim(L, 4, "norm", true);
   pt_status st;
   if (is_dim_list(L, 3)) {
     int dims[PT_MAX_DIMS];

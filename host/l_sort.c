@@ -128,6 +128,8 @@ static int bool_reduce(lua_State *L, bool is_all) {
   static const char *const names[] = {"keepdim", NULL};
   lpt_check_max_args(L, 3, fname);
   lpt_check_options(L, lua_istable(L, 3) ? 3 : 0, fname, names);
+  if (!lua_istable(L, 3) && !lua_isnoneornil(L, 3) && !lua_isboolean(L, 3))
+    return lpt_errorf(L, "%s: keepdim must be a boolean, got %s", fname, luaL_typename(L, 3));
   bool keepdim = lua_istable(L, 3) ? lpt_opt_bool(L, 3, "keepdim", false) : lua_toboolean(L, 3);
   pt_status st = is_all ? pt_all(lpt_ctx(L), t, dim, keepdim, &r) : pt_any(lpt_ctx(L), t, dim, keepdim, &r);
   return lpt_push_result(L, st, r);
@@ -230,6 +232,8 @@ static int t_median(lua_State *L) {
   static const char *const names[] = {"keepdim", NULL};
   lpt_check_options(L, opts, "median", names);
   lpt_check_max_args(L, 3, "median");
+  if (!opts && !lua_isnoneornil(L, 3) && !lua_isboolean(L, 3)) /* it was ignored */
+    return lpt_errorf(L, "median: keepdim must be a boolean, got %s", luaL_typename(L, 3));
   int dim = lpt_check_dim(L, 2, t->ndim, "median");
   pt_status st = pt_median_dim(lpt_ctx(L), t, dim, keepdim_at(L, 3, opts), &v, &i);
   return push_pair(L, st, v, i);
