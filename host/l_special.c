@@ -1,5 +1,5 @@
 /* Special functions and bitwise ops from Lua (lib/ops_special.h): lgamma, digamma, polygamma,
- * mvlgamma, i0, i0e, i1, i1e, ndtr, log_ndtr, ndtri, entr, xlog1py as pt.* functions and tensor
+ * mvlgamma, i0, i0e, i1, i1e, ndtr, log_ndtr, ndtri, entr, xlog1py, erfcx, zeta as pt.* functions and tensor
  * methods (in-place forms where PyTorch has them), the bitwise and shift ops with Lua 5.4's
  * operators on tensors (& | ~ << >>), logical_xor and the in-place logical ops, and the
  * pt.special namespace with torch.special's names. */
@@ -134,6 +134,28 @@ static int f_xlog1py(lua_State *L) {
   return lpt_push_result(L, st, r);
 }
 
+/* --- erfcx, zeta --- */
+
+static int f_erfcx(lua_State *L) {
+  lpt_check_max_args(L, 1, "erfcx");
+  pt_tensor *x = lpt_check_tensor(L, 1), *r = NULL;
+  pt_status st = pt_erfcx(lpt_ctx(L), x, &r);
+  return lpt_push_result(L, st, r);
+}
+
+static int f_zeta(lua_State *L) {
+  lpt_check_max_args(L, 2, "zeta");
+  pt_ctx *ctx = lpt_ctx(L);
+  bin_args ba;
+  get_bin_args(L, &ba);
+  pt_tensor *r = NULL;
+  pt_status st = ba.num == 0   ? pt_zeta(ctx, ba.a, ba.b, &r)
+                 : ba.num == 2 ? pt_zeta_number(ctx, ba.a, number_at(L, 2), false, &r)
+                               : pt_zeta_number(ctx, ba.b, number_at(L, 1), true, &r);
+  pt_tensor_release(ba.tmp);
+  return lpt_push_result(L, st, r);
+}
+
 /* --- bitwise --- */
 
 static int bitwise_args(lua_State *L, pt_bitop op) {
@@ -241,6 +263,8 @@ static const luaL_Reg shared[] = {
     {"ndtri", f_ndtri},
     {"entr", f_entr},
     {"xlog1py", f_xlog1py},
+    {"erfcx", f_erfcx},
+    {"zeta", f_zeta},
     {"bitwise_and", f_bitwise_and},
     {"bitwise_or", f_bitwise_or},
     {"bitwise_xor", f_bitwise_xor},
@@ -301,6 +325,13 @@ static const char *const docs[] = {
     "  torch.special.ndtri). Gradient: sqrt(2 pi) exp(ndtri(p)^2 / 2).",
     "entr", "entr(t) -> -t log(t) for t > 0, 0 at 0, -inf for t < 0 (" FLOAT_NOTE ";\n"
     "  torch.special.entr). Gradient: -(1 + log t).",
+    "erfcx", "erfcx(t) -> exp(t^2) * erfc(t), the scaled complementary error function (torch.special.erfcx),\n"
+    "  without the overflow and underflow of that product (erfcx(30) = 0.0187958888614168); integers give\n"
+    "  float32 (" FLOAT_NOTE "). Gradient: 2 t erfcx(t) - 2 / sqrt(pi). Also pt.special.erfcx.",
+    "zeta", "zeta(x, q) -> the Hurwitz zeta function sum_{k >= 0} (k + q)^-x (torch.special.zeta; zeta(x, 1) is\n"
+    "  Riemann's), broadcasting, a number on either side, integers give float32: inf at x == 1 and at q a\n"
+    "  non-positive integer, nan for x < 1 or for q < 0 with x not an integer, as torch. Gradient: -x zeta(x + 1, q)\n"
+    "  for q; none for x (an error, as torch). Also pt.special.zeta.",
     "xlog1py", "xlog1py(a, b) -> a * log(1 + b), 0 where a == 0 (nan where b is nan); broadcasting, a number\n"
     "  on either side, integers give float32 (torch.special.xlog1py). Gradients: log1p(b) for a (0 where\n"
     "  a == 0 and b <= -1), a / (1 + b) for b.",
@@ -364,6 +395,7 @@ static const char *const special_aliases[] = {
     "entr", "entr",             "sinc", "sinc",         "log1p", "log1p",
     "expm1", "expm1",           "exp2", "exp2",         "logsumexp", "logsumexp",
     "softmax", "softmax",       "log_softmax", "log_softmax", "round", "round",
+    "erfcx", "erfcx",           "zeta", "zeta",
     NULL, NULL,
 };
 
@@ -404,7 +436,7 @@ static void open_special_table(lua_State *L) {
       "pt.special: torch.special's names for partrain's functions. expit (sigmoid), erf, erfc, erfinv,\n"
       "  gammaln (lgamma), digamma, psi (digamma), polygamma, multigammaln (mvlgamma), i0, i0e, i1, i1e,\n"
       "  ndtr, ndtri, log_ndtr, xlogy, xlog1py, entr, sinc, log1p, expm1, exp2, logsumexp, softmax,\n"
-      "  log_softmax, round, and logit when pt.logit exists. Each entry is the pt function itself, so\n"
+      "  log_softmax, round, erfcx, zeta, and logit when pt.logit exists. Each entry is the pt function itself, so\n"
       "  help(pt.special.gammaln) shows pt.lgamma's doc. Dims are 1-based as everywhere in partrain.");
   lua_rawset(L, -3);
   lua_pop(L, 1);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ew_impl.h"
+#include "ops_reduce.h"
 #include "ops_shape.h"
 #include "parallel.h"
 #include "simd_math.h"
@@ -188,6 +189,62 @@ static double polygamma_impl(int64_t n, double x, const double *coef) {
   double c = cot_pi(x), p = 0;
   for (int64_t i = n + 1; i >= 0; i--) p = p * c + coef[i];
   return -sign * polygamma_pos(n, 1.0 - x) - pow(M_PI, (double)n + 1) * p;
+}
+
+/* erfcx(x) = exp(x^2) erfc(x), the scaled complementary error function (torch.special.erfcx):
+ * exp(x^2) with x^2's rounding error put back (x^2 = h + l exactly, exp(h) (1 + l)) times erfc,
+ * whose relative error stays small far into its tail; from x = 25 on (erfc underflows from 26.5)
+ * the asymptotic series 1 / (x sqrt(pi)) sum_k (-1)^k (2k-1)!! / (2x^2)^k, to below 1e-17 in a
+ * few terms; below 0 the reflection erfcx(x) = 2 exp(x^2) - erfcx(-x) (inf from x^2 > 709.8). */
+static double erfcx_pos(double x) {
+  if (x < 25) {
+    double h = x * x, l = fma(x, x, -h);
+    return exp(h) * (1 + l) * erfc(x);
+  }
+  if (x == INFINITY) return 0;
+  double r = 1, t = 1, u = 1 / (2 * x * x);
+  for (int k = 1; k < 12; k++) {
+    t *= -(2 * k - 1) * u;
+    r += t;
+    if (fabs(t) < 1e-17) break;
+  }
+  return r / (x * 1.7724538509055160273); /* sqrt(pi) */
+}
+
+double pt_sf_erfcx(double x) {
+  if (x != x) return x;
+  if (x >= 0) return erfcx_pos(x);
+  if (x < -26.7) return INFINITY;
+  double h = x * x, l = fma(x, x, -h);
+  return 2 * exp(h) * (1 + l) - erfcx_pos(-x);
+}
+
+/* the Hurwitz zeta function zeta(x, q) = sum_{k >= 0} (k + q)^-x (torch.special.zeta), with
+ * Cephes' domain as PyTorch's: inf at x == 1 and at q a non-positive integer, nan for x < 1 and
+ * for q < 0 with x not an integer; a negative q's terms are summed directly up to q + k > 0. */
+double pt_sf_zeta(double x, double q) {
+  if (x != x || q != q) return NAN;
+  if (x == 1) return INFINITY;
+  if (x < 1) return NAN;
+  if (q <= 0) {
+    if (q == floor(q)) return INFINITY;
+    if (x != floor(x)) return NAN;
+  }
+  if (x == INFINITY) return fabs(q) < 1 ? INFINITY : q == 1 ? 1 : 0; /* the first term's limit */
+  double sum = 0;
+  while (q < 0) { /* no early end among these: they cancel */
+    sum += pow(q, -x);
+    q += 1;
+  }
+  if (q > 1e8) return sum + (1 / (x - 1) + 1 / (2 * q)) * pow(q, 1 - x); /* Cephes' asymptotic form */
+  /* the first terms as (k + q)^-x (hurwitz_zeta's (1 / (k + q))^x rounds 1 / (k + q) first, which
+   * x multiplies: 1e-14 off at x = 200), then hurwitz_zeta's tail from where it starts it */
+  for (double w = fmax(12.0, 2.5 * x), t; q < w; sum += t) {
+    t = pow(q, -x);
+    q += 1;
+    if (t * q <= 1e-17 * (x - 1) * (sum + t)) return sum + t;
+  }
+  return sum + hurwitz_zeta(x, q, 1.0);
 }
 
 double pt_sf_polygamma(int64_t n, double x) {
@@ -1272,6 +1329,8 @@ enum {
   B_XLOG1PY = PT_BIT_COUNT_PUBLIC,
   B_XLOG1PY_DY,   /* x / (1 + y) */
   B_XLOG1PY_ZERO, /* bool: x == 0 && y <= -1 (the x gradient is 0 there) */
+  B_ZETA,         /* Hurwitz zeta(x, q) */
+  B_ERFCX,        /* erfcx(x), y ignored */
   B_COUNT
 };
 
@@ -1313,6 +1372,11 @@ BK(xlog1py_dy_f, float, float, x / (1.0f + y))
 BK(xlog1py_dy_d, double, double, x / (1.0 + y))
 BK(xlog1py_zero_f, float, uint8_t, x == 0 && y <= -1)
 BK(xlog1py_zero_d, double, uint8_t, x == 0 && y <= -1)
+BK(zeta_f, float, float, (float)pt_sf_zeta((double)x, (double)y))
+BK(zeta_d, double, double, pt_sf_zeta(x, y))
+/* erfcx runs as a binary op with a number it ignores (the engine's dtypes, threads, layouts) */
+BK(erfcx_f, float, float, ((void)y, (float)pt_sf_erfcx((double)x)))
+BK(erfcx_d, double, double, ((void)y, pt_sf_erfcx(x)))
 
 #define ROW_INT(name)                                                                           \
   {[PT_INT64] = name##_i64, [PT_INT32] = name##_i32, [PT_UINT8] = name##_u8}
@@ -1330,6 +1394,8 @@ static const pt_ew_bin_kernel bin_kernels[B_COUNT][PT_DTYPE_COUNT] = {
     [B_XLOG1PY] = ROW_FLOAT(xlog1py),
     [B_XLOG1PY_DY] = ROW_FLOAT(xlog1py_dy),
     [B_XLOG1PY_ZERO] = ROW_FLOAT(xlog1py_zero),
+    [B_ZETA] = ROW_FLOAT(zeta),
+    [B_ERFCX] = ROW_FLOAT(erfcx),
 };
 
 typedef pt_ew_opnd sopnd;
@@ -1486,6 +1552,145 @@ pt_status pt_xlog1py(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out) {
 
 pt_status pt_xlog1py_number(pt_ctx *ctx, pt_tensor *a, pt_number s, bool reversed, pt_tensor **out) {
   return reversed ? xlog1py_op(ctx, ON(s), OT(a), out) : xlog1py_op(ctx, OT(a), ON(s), out);
+}
+
+/* --- erfcx and zeta with autograd: their backwards are written with the public ops (so a
+ * create_graph pass runs them as their own formulas: backward_differentiable) --- */
+
+#define M_2_SQRTPI_ 1.1283791670955125739 /* 2 / sqrt(pi) */
+
+/* erfcx'(x) = 2 x erfcx(x) - 2 / sqrt(pi); saved[0]: x */
+static pt_status erfcx_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (!node->needs_grad[0]) return PT_OK;
+  pt_tensor *x = node->saved[0], *e = NULL, *xe = NULL, *d = NULL, *r = NULL;
+  pt_status st = pt_erfcx(ctx, x, &e);
+  if (!st) st = pt_mul(ctx, x, e, &xe);
+  if (!st) st = pt_mul_scalar(ctx, xe, 2.0, &d);
+  pt_tensor_release(xe);
+  xe = NULL;
+  if (!st) st = pt_add_scalar(ctx, d, -M_2_SQRTPI_, &xe);
+  if (!st) st = pt_mul(ctx, g, xe, &r);
+  pt_tensor_release(e);
+  pt_tensor_release(xe);
+  pt_tensor_release(d);
+  if (st) return st;
+  gin[0] = r;
+  return PT_OK;
+}
+
+pt_status pt_erfcx(pt_ctx *ctx, pt_tensor *x, pt_tensor **out) {
+  pt_tensor *r = NULL;
+  pt_status st = binary_forward(ctx, "erfcx", B_ERFCX, OT(x), ON(pt_number_int(0)), &r);
+  if (st) return st;
+  pt_node *node = NULL;
+  if (ctx->grad_enabled && x->requires_grad &&
+      (st = pt_autograd_record(ctx, r, "SpecialErfcxBackward", erfcx_backward, 1, &x, &node))) {
+    pt_tensor_release(r);
+    return st;
+  }
+  if (node) {
+    pt_node_save(node, 0, pt_tensor_retain(x));
+    node->backward_differentiable = true;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* g summed over the dims t was broadcast along and in t's dtype, with the recorded ops (new
+ * reference; g itself when nothing is to do): a create_graph pass keeps its history */
+static pt_status sum_to_like(pt_ctx *ctx, pt_tensor *g, const pt_tensor *t, pt_tensor **out) {
+  pt_tensor *r = pt_tensor_retain(g), *n = NULL;
+  pt_status st = PT_OK;
+  while (!st && r->ndim > t->ndim) { /* leading dims t does not have */
+    if (!(st = pt_sum(ctx, r, 0, false, &n))) {
+      pt_tensor_release(r);
+      r = n;
+    }
+  }
+  for (int d = 0; !st && d < t->ndim; d++) {
+    if (t->shape[d] != 1 || r->shape[d] == 1) continue;
+    if (!(st = pt_sum(ctx, r, d, true, &n))) {
+      pt_tensor_release(r);
+      r = n;
+    }
+  }
+  if (!st && r->dtype != t->dtype && !(st = pt_to_dtype(ctx, r, t->dtype, &n))) {
+    pt_tensor_release(r);
+    r = n;
+  }
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+/* zeta's gradient: none for x (PyTorch: not implemented), -x zeta(x + 1, q) for q. ints[0]:
+ * layout (0 both tensors, 1 x a tensor and q the number, 2 x the number and q a tensor),
+ * scalars[0]: the number; saved: the tensor operands */
+static pt_status zeta_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  int layout = (int)node->ints[0];
+  int ix = layout == 2 ? -1 : 0, iq = layout == 0 ? 1 : (layout == 2 ? 0 : -1);
+  if (ix >= 0 && node->needs_grad[ix])
+    return pt_fail(ctx, PT_EARG, "zeta: the derivative with respect to x (input) is not implemented (as torch)");
+  if (iq < 0 || !node->needs_grad[iq]) return PT_OK;
+  pt_tensor *q = node->saved[iq], *x1 = NULL, *z = NULL, *xz = NULL, *d = NULL, *r = NULL;
+  pt_status st;
+  if (layout == 2) { /* -x zeta(x + 1, q) with the number x */
+    double x = node->scalars[0];
+    st = pt_zeta_number(ctx, q, pt_number_float(x + 1), true, &z);
+    if (!st) st = pt_mul_scalar(ctx, z, -x, &d);
+  } else {
+    pt_tensor *x = node->saved[0];
+    st = pt_add_scalar(ctx, x, 1.0, &x1);
+    if (!st) st = pt_zeta(ctx, x1, q, &z);
+    if (!st) st = pt_mul(ctx, x, z, &xz);
+    if (!st) st = pt_mul_scalar(ctx, xz, -1.0, &d);
+  }
+  if (!st) st = pt_mul(ctx, g, d, &r);
+  pt_tensor_release(x1);
+  pt_tensor_release(z);
+  pt_tensor_release(xz);
+  pt_tensor_release(d);
+  if (!st) st = sum_to_like(ctx, r, q, &gin[iq]);
+  pt_tensor_release(r);
+  return st;
+}
+
+static pt_status zeta_op(pt_ctx *ctx, sopnd x, sopnd q, pt_tensor **out) {
+  pt_tensor *r = NULL;
+  pt_status st = binary_forward(ctx, "zeta", B_ZETA, x, q, &r);
+  if (st) return st;
+  pt_tensor *inputs[2];
+  int n = 0, layout = x.t && q.t ? 0 : x.t ? 1 : 2;
+  if (x.t) inputs[n++] = x.t;
+  if (q.t) inputs[n++] = q.t;
+  bool req = false;
+  for (int i = 0; i < n; i++) req = req || inputs[i]->requires_grad;
+  pt_node *node = NULL;
+  if (ctx->grad_enabled && req && pt_dtype_is_floating(r->dtype) &&
+      (st = pt_autograd_record(ctx, r, "SpecialZetaBackward", zeta_backward, n, inputs, &node))) {
+    pt_tensor_release(r);
+    return st;
+  }
+  if (node) {
+    node->ints[0] = layout;
+    node->n_ints = 1;
+    node->scalars[0] = x.t ? q.s : x.s;
+    for (int i = 0; i < n; i++) pt_node_save(node, i, pt_tensor_retain(inputs[i]));
+    node->backward_differentiable = true;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_zeta(pt_ctx *ctx, pt_tensor *x, pt_tensor *q, pt_tensor **out) {
+  return zeta_op(ctx, OT(x), OT(q), out);
+}
+
+pt_status pt_zeta_number(pt_ctx *ctx, pt_tensor *a, pt_number s, bool reversed, pt_tensor **out) {
+  return reversed ? zeta_op(ctx, ON(s), OT(a), out) : zeta_op(ctx, OT(a), ON(s), out);
 }
 
 /* --- bitwise --- */

@@ -89,6 +89,19 @@ double pt_sf_ndtri(double p);
 double pt_sf_entr(double x);
 double pt_sf_xlog1py(double x, double y);
 
+double pt_sf_erfcx(double x);
+double pt_sf_zeta(double x, double q);
+
+/* erfcx(x) = exp(x^2) erfc(x) (torch.special.erfcx): float results (integers give float32), the
+ * gradient 2 x erfcx(x) - 2 / sqrt(pi) (recorded with the ops: create_graph nests it) */
+pt_status pt_erfcx(pt_ctx *ctx, pt_tensor *x, pt_tensor **out);
+/* the Hurwitz zeta function zeta(x, q) = sum_k (k + q)^-x (torch.special.zeta), broadcasting, a
+ * number on either side (reversed: zeta(s, a)); the gradient of q is -x zeta(x + 1, q), x has
+ * none ("zeta: the derivative with respect to x (input) is not implemented", as torch). At
+ * x = +inf the limit of the first term (0 for q > 1, 1 at q = 1; PyTorch's Cephes code: nan). */
+pt_status pt_zeta(pt_ctx *ctx, pt_tensor *x, pt_tensor *q, pt_tensor **out);
+pt_status pt_zeta_number(pt_ctx *ctx, pt_tensor *a, pt_number s, bool reversed, pt_tensor **out);
+
 /* xlog1py with tensors or a tensor and a number (reversed: s op a) */
 pt_status pt_xlog1py(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out);
 pt_status pt_xlog1py_number(pt_ctx *ctx, pt_tensor *a, pt_number s, bool reversed, pt_tensor **out);

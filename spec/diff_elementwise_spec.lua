@@ -308,3 +308,66 @@ describe("round with decimals (torch.round(t, decimals=d))", function()
       function() return X:clone():round_({out = X}) end)
   end)
 end)
+
+describe("erfcx and zeta (torch.special.erfcx / torch.special.zeta)", function()
+  local function near(expected, got, tol)
+    assert.are.equal(#expected, #got)
+    for i = 1, #expected do
+      local e, g = expected[i], got[i]
+      if e ~= e then
+        assert(g ~= g, "element " .. i .. ": expected NaN, got " .. tostring(g))
+      elseif e == math.huge or e == -math.huge then
+        assert.are.equal(e, g)
+      else
+        assert(math.abs(g - e) <= tol * math.abs(e), string.format("element %d: %.17g ~= %.17g", i, g, e))
+      end
+    end
+  end
+
+  it("erfcx gives torch's values and gradients, without overflow", function()
+    local t = pt.tensor({-2, -0.5, 0, 0.5, 3, 30}, {dtype = "float64", requires_grad = true})
+    local y = pt.special.erfcx(t)
+    y:sum():backward()
+    -- values from torch 1.13
+    near({108.94090438997797, 1.952360489182557, 1, 0.61569034419292579, 0.17900115118138998,
+          0.018795888861416754}, y:tolist(), 1e-14)
+    near({-436.89199672700738, -3.0807396562780696, -1.1283791670955126, -0.51268882290258677,
+          -0.054372260007172768, -0.00062583541050731384}, t.grad:tolist(), 1e-13)
+    near({math.huge, 5.3762342836322712e+43, 5.6418958354775629e-11, 0, math.huge},
+      pt.erfcx(pt.tensor({-30, -10, 1e10, math.huge, -math.huge}, {dtype = "float64"})):tolist(), 1e-14)
+    local f = pt.erfcx(pt.tensor({-3, 0.1, 5, 1e10}))
+    assert.are.equal("float32", f:dtype())
+    near({16205.9892578125, 0.89645689725875854, 0.11070463061332703, 5.6418959781812106e-11}, f:tolist(), 2e-7)
+    assert.are.equal("float32", pt.erfcx(pt.tensor({1, 2}, {dtype = "int64"})):dtype())
+  end)
+
+  it("erfcx has second derivatives (create_graph)", function()
+    local t = pt.tensor({-0.5, 0.5, 3}, {dtype = "float64", requires_grad = true})
+    local g = pt.autograd.grad(pt.erfcx(t):sum(), {t}, {create_graph = true})[1]
+    -- values from torch 1.13
+    near({6.9854606346431831, 0.71869186548326514, 0.031768742319741916},
+      pt.autograd.grad(g:sum(), {t})[1]:tolist(), 1e-13)
+  end)
+
+  it("zeta gives torch's values, its domain and q's gradient", function()
+    local q = pt.tensor({0.5, 1.5, 3}, {dtype = "float64", requires_grad = true})
+    local z = pt.special.zeta(pt.tensor({{2}, {3.5}}, {dtype = "float64"}), q)
+    z:sum():backward()
+    -- values from torch 1.13
+    near({4.9348022005446799, 0.93480220054467933, 0.39493406684822646, 11.620804663441898,
+          0.30709616445713417, 0.038345519668738191}, z:reshape(-1):tolist(), 1e-14)
+    near({-96.665893655683718, -1.4699341627903875, -0.19091048559972121}, q.grad:tolist(), 1e-14)
+    -- x == 1, x < 1, q a non-positive integer, a negative q, a large q
+    near({math.huge, NAN, math.huge, 9.5392465591430664, 0.030778409913182259, 9.9999997171806854e-10},
+      pt.zeta(pt.tensor({1, 0.5, 2, 2, 3, 2}), pt.tensor({1, 1, 0, -2.5, -3.5, 1e9})):tolist(), 1e-7)
+    near({1417418549.9538512, 225.73807390399492},
+      pt.zeta(pt.tensor({200, 4.5}, {dtype = "float64"}), pt.tensor({0.9, 0.3}, {dtype = "float64"})):tolist(), 1e-15)
+    near({1.6449340668482266, 0.64493406684822663}, pt.zeta(2, pt.tensor({1, 2}, {dtype = "float64"})):tolist(), 1e-15)
+  end)
+
+  it("zeta refuses x's gradient, as torch", function()
+    local x = pt.tensor({2.5}, {dtype = "float64", requires_grad = true})
+    assert.matches("zeta: the derivative with respect to x (input) is not implemented (as torch)",
+      support.errmsg(function() pt.zeta(x, 1.5):sum():backward() end), 1, true)
+  end)
+end)
