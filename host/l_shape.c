@@ -944,6 +944,15 @@ static int t_slice_assign(lua_State *L) {
   bool leaf = t->requires_grad && !t->grad_fn; /* refused below, as any in-place op on one */
   bool graph = !leaf && ctx->grad_enabled && (t->requires_grad || (src && src->requires_grad));
   if (!graph && pt_check_inplace(ctx, "index", t, src)) return lpt_error(L);
+  if (!graph && src && src->storage == t->storage) {
+    /* a value that is a view of t is read before t is written, whichever way the key writes
+     * (copy_ and index_put_ do so; a mask, a 1-D position tensor and a slice read it while
+     * writing: u[{}] = u:t() gave {{0,3,6},{3,4,7},{6,7,8}}). PyTorch refuses the overlap. */
+    pt_tensor *c;
+    if (pt_tensor_clone_raw(ctx, src, &c)) return lpt_error(L);
+    lpt_push_tensor(L, c); /* kept by the stack */
+    src = c;
+  }
   if (key) {
     bool is_mask = key->dtype == PT_BOOL || key->dtype == PT_UINT8;
     if (!is_mask && key->dtype != PT_INT64 && key->dtype != PT_INT32)
