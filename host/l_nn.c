@@ -11,6 +11,18 @@ static pt_tensor *opt_tensor(lua_State *L, int idx) {
   return lua_isnoneornil(L, idx) ? NULL : lpt_check_tensor(L, idx);
 }
 
+/* the tensor at idx (nil allowed when optional), or an error naming the function and the argument
+ * (lpt_check_tensor's "bad argument #4 to '_nn_batch_norm'" names the internal binding) */
+static pt_tensor *arg_tensor(lua_State *L, int idx, const char *fname, const char *what, bool optional,
+                             const char *hint) {
+  if (optional && lua_isnoneornil(L, idx)) return NULL;
+  pt_tensor *t = lpt_test_tensor(L, idx);
+  if (!t)
+    lpt_errorf(L, "%s: %s must be a Tensor%s, got %s%s", fname, what, optional ? " or nil" : "", luaL_typename(L, idx),
+               hint ? hint : "");
+  return t;
+}
+
 static pt_reduction check_reduction(lua_State *L, int idx, const char *fname) {
   const char *r = luaL_optstring(L, idx, "mean");
   if (strcmp(r, "mean") == 0) return PT_REDUCE_MEAN;
@@ -25,8 +37,9 @@ static pt_reduction check_reduction(lua_State *L, int idx, const char *fname) {
 
 /* _nn_linear(x, w[, b][, fname][, "relu"]) */
 static int l_linear(lua_State *L) {
-  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = opt_tensor(L, 3), *out;
   const char *fname = luaL_optstring(L, 4, "linear");
+  pt_tensor *x = arg_tensor(L, 1, fname, "input", false, NULL), *w = arg_tensor(L, 2, fname, "weight", false, NULL);
+  pt_tensor *b = arg_tensor(L, 3, fname, "bias", true, NULL), *out;
   const char *act = luaL_optstring(L, 5, "none");
   pt_nn_act a = PT_ACT_NONE;
   if (strcmp(act, "relu") == 0) a = PT_ACT_RELU;
@@ -198,21 +211,26 @@ static int l_dropout(lua_State *L) {
 }
 
 /* a norm's normalized_shape at idx: an integer or a table of them; returns the dim count */
-static int check_norm_shape(lua_State *L, int idx, int64_t *shape) {
+static int check_norm_shape(lua_State *L, int idx, int64_t *shape, const char *fname) {
   if (lua_isinteger(L, idx)) {
     shape[0] = lua_tointeger(L, idx);
     return 1;
   }
-  luaL_checktype(L, idx, LUA_TTABLE);
+  if (!lua_istable(L, idx) || lpt_test_tensor(L, idx))
+    lpt_errorf(L, "%s: normalized_shape must be an integer or a table of them, got %s", fname,
+               lpt_test_tensor(L, idx) ? "a Tensor" : luaL_typename(L, idx));
   return lpt_check_shape(L, idx, shape);
 }
 
 /* _nn_layer_norm(x, normalized_shape, w|nil, b|nil, eps) */
 static int l_layer_norm(lua_State *L) {
-  pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  static const char *const hint = " (layer_norm's arguments are positional: x, normalized_shape, weight, bias, eps)";
+  pt_tensor *x = arg_tensor(L, 1, "layer_norm", "input", false, NULL), *out;
   int64_t shape[PT_MAX_DIMS];
-  int n = check_norm_shape(L, 2, shape);
-  pt_tensor *w = opt_tensor(L, 3), *b = opt_tensor(L, 4);
+  int n = check_norm_shape(L, 2, shape, "layer_norm");
+  pt_tensor *w = arg_tensor(L, 3, "layer_norm", "weight", true, hint), *b = arg_tensor(L, 4, "layer_norm", "bias", true, hint);
+  if (!lua_isnoneornil(L, 5) && lua_type(L, 5) != LUA_TNUMBER)
+    return lpt_errorf(L, "layer_norm: eps must be a number, got %s%s", luaL_typename(L, 5), hint);
   double eps = luaL_optnumber(L, 5, 1e-5);
   return push_result(L, pt_nn_layer_norm(lpt_ctx(L), x, n, shape, w, b, eps, &out), out);
 }
@@ -222,17 +240,22 @@ static int l_layer_norm(lua_State *L) {
 static int l_rms_norm(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out;
   int64_t shape[PT_MAX_DIMS];
-  int n = check_norm_shape(L, 2, shape);
+  const char *fname = luaL_optstring(L, 5, "rms_norm");
+  int n = check_norm_shape(L, 2, shape, fname);
   pt_tensor *w = opt_tensor(L, 3);
   double eps = luaL_checknumber(L, 4);
-  const char *fname = luaL_optstring(L, 5, "rms_norm");
   return push_result(L, pt_nn_rms_norm(lpt_ctx(L), fname, x, n, shape, w, eps, &out), out);
 }
 
 /* _nn_batch_norm(x, running_mean|nil, running_var|nil, w|nil, b|nil, training, momentum, eps) */
 static int l_batch_norm(lua_State *L) {
-  pt_tensor *x = lpt_check_tensor(L, 1), *out;
-  pt_tensor *rm = opt_tensor(L, 2), *rv = opt_tensor(L, 3), *w = opt_tensor(L, 4), *b = opt_tensor(L, 5);
+  static const char *const hint =
+      " (nn.batch_norm's arguments are positional: x, running_mean, running_var, weight, bias, training, momentum, "
+      "eps; pt.batch_norm takes an options table)";
+  const char *fn = "batch_norm";
+  pt_tensor *x = arg_tensor(L, 1, fn, "input", false, NULL), *out;
+  pt_tensor *rm = arg_tensor(L, 2, fn, "running_mean", true, hint), *rv = arg_tensor(L, 3, fn, "running_var", true, hint);
+  pt_tensor *w = arg_tensor(L, 4, fn, "weight", true, hint), *b = arg_tensor(L, 5, fn, "bias", true, hint);
   bool training = lua_toboolean(L, 6);
   double momentum = luaL_optnumber(L, 7, 0.1), eps = luaL_optnumber(L, 8, 1e-5);
   return push_result(L, pt_nn_batch_norm(lpt_ctx(L), x, rm, rv, w, b, training, momentum, eps, &out),

@@ -174,3 +174,20 @@ describe("pt.conv_transpose3d", function()
       pt.conv_transpose3d, x, pt.randn({2, 3, 2, 2, 2}))
   end)
 end)
+
+describe("argument errors of the fused layers", function()
+  -- torch-style keyword tables at a positional slot failed with the internal binding's name:
+  -- "bad argument #4 to '_nn_batch_norm' (Tensor expected, got table)"
+  local x = pt.randn({3, 4}, F64)
+  it("name the function and the argument", function()
+    support.assert_error("batch_norm: weight must be a Tensor or nil, got table (nn.batch_norm's arguments are positional: "
+      .. "x, running_mean, running_var, weight, bias, training, momentum, eps; pt.batch_norm takes an options table)",
+      F.batch_norm, x, nil, nil, {training = true})
+    support.assert_error("layer_norm: weight must be a Tensor or nil, got table (layer_norm's arguments are positional: "
+      .. "x, normalized_shape, weight, bias, eps)", F.layer_norm, x, {4}, {eps = 1})
+    support.assert_error("layer_norm: normalized_shape must be an integer or a table of them, got string",
+      F.layer_norm, x, "4")
+    support.assert_error("linear: weight must be a Tensor, got table", F.linear, x, {1})
+    support.assert_error("linear: bias must be a Tensor or nil, got number", F.linear, x, pt.randn({2, 4}, F64), 5)
+  end)
+end)
