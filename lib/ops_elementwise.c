@@ -1318,6 +1318,15 @@ static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y);
 
 /* y scaled by alpha (add / sub's alpha): *y becomes the scaled operand, *scaled the tensor that
  * holds it (NULL for numbers and alpha 1), released by the caller */
+/* the result dtype odt of x op alpha * y once y is scaled: a non-integral alpha (add, sub) makes
+ * an integer or bool result float32, as scale_operand's product is (the in-place and out= forms
+ * check their destination against this, not against the unscaled operands' dtype) */
+static pt_dtype alpha_result_dtype(int op, pt_dtype odt, double alpha) {
+  if ((op == PT_BIN_ADD || op == PT_BIN_SUB) && !(alpha == floor(alpha)) && !pt_dtype_is_floating(odt))
+    return PT_FLOAT32;
+  return odt;
+}
+
 static pt_status scale_operand(pt_ctx *ctx, const char *fname, opnd *y, double alpha, pt_tensor **scaled) {
   *scaled = NULL;
   if (alpha == 1.0) return PT_OK;
@@ -1445,6 +1454,7 @@ pt_status pt_binary_into(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number an, p
   opnd x = a ? T_(a) : N_(an), y = b ? T_(b) : N_(bn);
   pt_dtype cdt, odt;
   op_dtypes(op, pt_ew_result_type(x, y), &cdt, &odt);
+  odt = alpha_result_dtype(op, odt, alpha);
   int nd = 0;
   int64_t shape[PT_MAX_DIMS];
   if (a && b) {
@@ -2187,6 +2197,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
   if (st) return st;
   pt_dtype cdt, odt;
   op_dtypes(op, pt_ew_result_type(T_(self), y), &cdt, &odt);
+  odt = alpha_result_dtype(op, odt, alpha);
   if (!pt_can_cast(odt, self->dtype))
     return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
                    fname, pt_dtype_name(odt), pt_dtype_name(self->dtype));

@@ -371,3 +371,28 @@ describe("erfcx and zeta (torch.special.erfcx / torch.special.zeta)", function()
       support.errmsg(function() pt.zeta(x, 1.5):sum():backward() end), 1, true)
   end)
 end)
+
+describe("add_/sub_ and out= with a non-integral alpha on integer tensors", function()
+  -- torch 1.13 refuses a float alpha with integer tensors; the in-place and out= forms wrote the
+  -- float32 bits of the scaled sum into the integer storage ({4629700418006417408, ...})
+  local i = pt.tensor({1, 2, 3}, {dtype = "int64"})
+
+  it("refuse an integer destination", function()
+    assert_error("add_: result type float32 can't be cast to the desired output type int64",
+      function() return i:clone():add_(i, {alpha = 0.5}) end)
+    assert_error("sub_: result type float32 can't be cast to the desired output type int64",
+      function() return i:clone():sub_(i, {alpha = -1.5}) end)
+    assert_error("add_: result type float32 can't be cast to the desired output type uint8",
+      function() return pt.tensor({1, 2}, {dtype = "uint8"}):add_(pt.tensor({1, 2}, {dtype = "uint8"}), {alpha = 0.5}) end)
+    assert_error("add: result type float32 can't be cast to the desired output type int64",
+      function() return pt.add(i, i, {alpha = 0.5, out = pt.zeros(3, {dtype = "int64"})}) end)
+  end)
+
+  it("keep integer alphas integral and floating destinations exact", function()
+    -- values from torch 1.13
+    assert.are.same({3, 6, 9}, i:clone():add_(i, {alpha = 2}):tolist())
+    assert.are.same({-2, -4, -6}, i:clone():add_(i, {alpha = -3.0}):tolist())
+    assert.are.same({1.5, 3, 4.5}, pt.tensor({1, 2, 3}):add_(i, {alpha = 0.5}):tolist())
+    assert.are.same({0.5, 1, 1.5}, pt.sub(i, i, {alpha = 0.5, out = pt.zeros(3, {dtype = "float64"})}):tolist())
+  end)
+end)
