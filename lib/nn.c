@@ -3,6 +3,7 @@
 #include "dispatch.h"
 #include "nn_impl.h"
 #include "norm_stats.h"
+#include "ops_elementwise.h"
 
 #include "blas.h"
 #include "conv.h"
@@ -221,9 +222,36 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
     if (b->dtype != w->dtype)
       return pt_fail(ctx, PT_EARG, "%s: bias dtype %s does not match weight dtype %s", fname,
                      pt_dtype_name(b->dtype), pt_dtype_name(w->dtype));
-    if (b->ndim != 1 || b->shape[0] != nout)
-      return pt_fail(ctx, PT_ESHAPE, "%s: bias shape %s does not match weight shape %s", fname,
-                     shape_str(b, s1), shape_str(w, s2));
+    if (b->ndim != 1 || b->shape[0] != nout) {
+      /* any other bias that broadcasts to the output (torch's: {1}, a scalar, {N,out}, ...): the
+       * product, then an add with its own gradient (the fused path takes a {out} bias) */
+      int64_t ys[PT_MAX_DIMS], bs[PT_MAX_DIMS];
+      int nb = 0;
+      memcpy(ys, x->shape, (size_t)x->ndim * sizeof(int64_t));
+      ys[x->ndim - 1] = nout;
+      bool fits = b->ndim <= x->ndim;
+      if (fits) {
+        if (pt_broadcast_shapes(ctx, fname, x->ndim, ys, b->ndim, b->shape, &nb, bs)) fits = false;
+        else fits = nb == x->ndim && memcmp(bs, ys, (size_t)nb * sizeof(int64_t)) == 0;
+      }
+      if (!fits) {
+        char s3[PT_SHAPE_STR_MAX];
+        return pt_fail(ctx, PT_ESHAPE, "%s: bias shape %s cannot be broadcast to the output shape %s (weight shape %s)",
+                       fname, shape_str(b, s1), pt_shape_format(x->ndim, ys, s2, sizeof s2), shape_str(w, s3));
+      }
+      pt_tensor *y0 = NULL, *y1 = NULL;
+      if ((st = pt_nn_linear(ctx, fname, x, w, NULL, PT_ACT_NONE, &y0))) return st;
+      st = pt_add(ctx, y0, b, &y1);
+      pt_tensor_release(y0);
+      if (st) return st;
+      if (act == PT_ACT_NONE) {
+        *out = y1;
+        return PT_OK;
+      }
+      st = pt_nn_activation(ctx, act, y1, 0, out);
+      pt_tensor_release(y1);
+      return st;
+    }
   }
   if (act != PT_ACT_NONE && act != PT_ACT_RELU)
     return pt_fail(ctx, PT_EARG, "%s: only relu can be fused into linear", fname);
