@@ -1121,6 +1121,11 @@ pt_status pt_bincount(pt_ctx *ctx, pt_tensor *t, pt_tensor *weights, int64_t min
                    (long long)xp[i], (long long)i + 1);
       goto done;
     }
+    if (xp[i] == INT64_MAX) { /* its count would be at position 2^63 */
+      st = pt_fail(ctx, PT_EARG, "bincount: value %lld (element %lld) is too large to count", (long long)xp[i],
+                   (long long)i + 1);
+      goto done;
+    }
     if (xp[i] >= len) len = xp[i] + 1;
   }
   if (!weights) {
@@ -1134,6 +1139,9 @@ pt_status pt_bincount(pt_ctx *ctx, pt_tensor *t, pt_tensor *weights, int64_t min
     st = pt_tensor_contiguous_raw(ctx, w64, &wt);
     pt_tensor_release(w64);
     if (st) goto done;
+    /* the result first: it checks len (len * 8 bytes of accumulators wrapped around for a value
+     * near 2^61, and the counts were added out of bounds) */
+    if ((st = pt_tensor_empty(ctx, od, 1, &len, &r))) goto done;
     double *acc = pt_alloc(ctx, (size_t)(len ? len : 1) * sizeof *acc);
     if (!acc) {
       st = PT_ENOMEM;
@@ -1142,11 +1150,10 @@ pt_status pt_bincount(pt_ctx *ctx, pt_tensor *t, pt_tensor *weights, int64_t min
     memset(acc, 0, (size_t)len * sizeof *acc);
     const double *wp = pt_tensor_data(wt);
     for (int64_t i = 0; i < n; i++) acc[xp[i]] += wp[i];
-    if (!(st = pt_tensor_empty(ctx, od, 1, &len, &r)))
-      PT_DISPATCH_FLOAT(od, {
-        T *rp = pt_tensor_data(r);
-        for (int64_t i = 0; i < len; i++) rp[i] = (T)acc[i];
-      });
+    PT_DISPATCH_FLOAT(od, {
+      T *rp = pt_tensor_data(r);
+      for (int64_t i = 0; i < len; i++) rp[i] = (T)acc[i];
+    });
     pt_free(acc);
   }
 done:

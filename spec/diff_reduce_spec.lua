@@ -191,3 +191,18 @@ describe("keepdim must be a boolean", function()
     assert.are.same({{3}, {5}}, (x:max(2, true)):tolist())
   end)
 end)
+
+describe("bincount of huge values", function()
+  it("is an error, never a count written out of bounds", function()
+    -- the largest int64 value had its count at 2^63 (len = max + 1 overflowed)
+    has("bincount: value 9223372036854775807 (element 2) is too large to count",
+        function() return pt.tensor({1, math.maxinteger}, {dtype = "int64"}):bincount() end)
+    -- with weights, 2^61 + k made the accumulators 8 * (2^61 + k + 1) bytes, which wrapped around
+    has("tensor too large",
+        function() return pt.tensor({(1 << 61) + 100000}, {dtype = "int64"}):bincount(pt.tensor({1.0})) end)
+    -- torch.tensor([0, 3, 1, 3]).bincount(torch.tensor([1.0, 0.5, 2.0, 1.5]), minlength=6)
+    local r = pt.tensor({0, 3, 1, 3}, {dtype = "int64"}):bincount(pt.tensor({1.0, 0.5, 2.0, 1.5}), {minlength = 6})
+    assert.are.equal("float32", r:dtype())
+    assert.are.same({1, 2, 0, 2, 0, 0}, r:tolist())
+  end)
+end)
