@@ -98,6 +98,8 @@ static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn, dims_fn 
     lpt_push_tensor(L, r);
     return 1;
   }
+  if (!fnd && lua_istable(L, 2) && lua_rawlen(L, 2) > 0) /* it read as options: "unknown option '1'" */
+    return lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
   if (lua_istable(L, 2)) { /* t:sum({keepdim = true}): no dim */
     lua_pushnil(L);
     lua_insert(L, 2);

@@ -47,6 +47,7 @@ static int t_sort(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
   int o = is_dim_arg(L, 2) ? 3 : 2;
   int opts = lua_istable(L, o) ? o : 0;
+  if (opts && lua_rawlen(L, opts) > 0) return lpt_errorf(L, "sort: takes one dim, not a list of dims");
   check_flag_arg(L, o, "sort", "descending");
   static const char *const names[] = {"dim", "descending", "stable", NULL};
   lpt_check_options(L, opts, "sort", names);
@@ -93,6 +94,7 @@ static int scan(lua_State *L, bool prod) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL, *c = NULL;
   static const char *const names[] = {"dim", "dtype", NULL};
   int opts = lua_istable(L, 2) ? 2 : lua_istable(L, 3) ? 3 : 0;
+  if (opts && lua_rawlen(L, opts) > 0) return lpt_errorf(L, "%s: takes one dim, not a list of dims", fn);
   lpt_check_options(L, opts, fn, names);
   lpt_check_max_args(L, opts ? opts : 2, fn);
   int didx = 2;
