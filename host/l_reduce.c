@@ -197,6 +197,9 @@ static int var_std(lua_State *L, const char *fname, var_fn fn, var_dims_fn fnd) 
   bool keepdim = (is_arg(L, 3, opts) && check_keepdim(L, 3, fname, true)) || lpt_opt_bool(L, opts, "keepdim", false);
   double correction = lpt_opt_bool(L, opts, "unbiased", true) ? 1 : 0;
   if (opts && lua_getfield(L, opts, "correction") != LUA_TNIL) { /* PyTorch's newer spelling */
+    if (lua_getfield(L, opts, "unbiased") != LUA_TNIL) /* torch refuses both; correction won */
+      return lpt_errorf(L, "%s: give unbiased or correction, not both", fname);
+    lua_pop(L, 1);
     if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
       return lpt_errorf(L, "%s: correction must be a non-negative integer, got %s", fname,
                         luaL_tolstring(L, -1, NULL));

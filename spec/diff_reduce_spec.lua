@@ -44,6 +44,15 @@ describe("var/std with correction >= n divide by max(0, n - correction), as torc
     same({INF, 0 / 0}, (pt.var_mean(x, 2, {correction = 4})):tolist())
   end)
 
+  it("refuses unbiased and correction together, as torch (correction won silently)", function()
+    has("var: give unbiased or correction, not both", x.var, x, 2, {unbiased = false, correction = 1})
+    has("std: give unbiased or correction, not both", x.std, x, {unbiased = true, correction = 0})
+    has("std_mean: give unbiased or correction, not both", pt.std_mean, x, 2, {unbiased = true, correction = 0})
+    -- torch.var(x, 1, correction=0) and torch.var(x, 1, unbiased=False)
+    same({2.8125, 0}, x:var(2, {correction = 0}):tolist())
+    same({2.8125, 0}, x:var(2, {unbiased = false}):tolist())
+  end)
+
   it("keeps nan for one element with the default correction", function()
     -- torch.var(x[0:1], 0) and torch.std(torch.tensor([7.0]), 0)
     same({0 / 0, 0 / 0, 0 / 0, 0 / 0}, x[{{1}, {}}]:var(1):tolist())
