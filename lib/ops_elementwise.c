@@ -1318,23 +1318,42 @@ static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y);
 
 /* y scaled by alpha (add / sub's alpha): *y becomes the scaled operand, *scaled the tensor that
  * holds it (NULL for numbers and alpha 1), released by the caller */
-/* the result dtype odt of x op alpha * y once y is scaled: a non-integral alpha (add, sub) makes
- * an integer or bool result float32, as scale_operand's product is (the in-place and out= forms
- * check their destination against this, not against the unscaled operands' dtype) */
+/* y <- alpha * y for add / sub (alpha != 1; *scaled holds a new tensor operand, else NULL). A
+ * tensor y is scaled in the dtype x op y computes in (as PyTorch's add, which multiplies in the
+ * result's type: int32 + alpha * bool stays int32, float64 + 0.5 * int64 has no float32 step),
+ * so the scaled operand never changes the result's dtype, except that a non-integral alpha makes
+ * an integer or bool result float32 (PyTorch refuses it; alpha_result_dtype says so to the
+ * in-place and out= forms, which check their destination against it). With a bool result an
+ * integral alpha counts as a bool, as PyTorch casts it (b + 2 * c is b or c). */
 static pt_dtype alpha_result_dtype(int op, pt_dtype odt, double alpha) {
   if ((op == PT_BIN_ADD || op == PT_BIN_SUB) && !(alpha == floor(alpha)) && !pt_dtype_is_floating(odt))
     return PT_FLOAT32;
   return odt;
 }
 
-static pt_status scale_operand(pt_ctx *ctx, const char *fname, opnd *y, double alpha, pt_tensor **scaled) {
+static pt_status scale_operand(pt_ctx *ctx, const char *fname, opnd x, opnd *y, double alpha,
+                               pt_tensor **scaled) {
   *scaled = NULL;
   if (alpha == 1.0) return PT_OK;
   if (!y->t) {
     *y = scale_opnd(*y, alpha);
     return PT_OK;
   }
-  pt_status st = binary_forward(ctx, fname, PT_BIN_MUL, *y, S_(alpha, alpha == floor(alpha)), NULL, scaled);
+  bool integral = alpha == floor(alpha);
+  pt_dtype cdt = pt_ew_result_type(x, *y);
+  if (!integral && !pt_dtype_is_floating(cdt)) cdt = PT_FLOAT32;
+  if (cdt == PT_BOOL) { /* alpha as a bool, as PyTorch casts it: y itself, or all false */
+    if (alpha != 0.0) return PT_OK;
+    pt_status st = binary_forward(ctx, fname, PT_BIN_LOGICAL_AND, *y, S_(0.0, true), NULL, scaled);
+    if (!st) *y = T_(*scaled);
+    return st;
+  }
+  pt_tensor *yc = NULL;
+  pt_status st = PT_OK;
+  if (y->t->dtype != cdt) st = pt_tensor_to_dtype_raw(ctx, y->t, cdt, &yc);
+  else yc = pt_tensor_retain(y->t);
+  if (!st) st = binary_forward(ctx, fname, PT_BIN_MUL, T_(yc), S_(alpha, integral && !pt_dtype_is_floating(cdt)), NULL, scaled);
+  pt_tensor_release(yc);
   if (!st) *y = T_(*scaled);
   return st;
 }
@@ -1361,7 +1380,7 @@ static pt_status binary_op(pt_ctx *ctx, int op, opnd x, opnd y, double alpha, pt
   const char *fname = bin_names[op];
   pt_tensor *scaled = NULL, *r = NULL;
   opnd yy = y;
-  pt_status st = scale_operand(ctx, fname, &yy, op == PT_BIN_ADD || op == PT_BIN_SUB ? alpha : 1.0, &scaled);
+  pt_status st = scale_operand(ctx, fname, x, &yy, op == PT_BIN_ADD || op == PT_BIN_SUB ? alpha : 1.0, &scaled);
   if (st) return st;
   st = binary_forward(ctx, fname, op, x, yy, NULL, &r);
   pt_tensor_release(scaled);
@@ -1475,7 +1494,7 @@ pt_status pt_binary_into(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number an, p
     return pt_fail(ctx, PT_EARG, "%s: result type %s can't be cast to the desired output type %s",
                    fname, pt_dtype_name(odt), pt_dtype_name(out->dtype));
   pt_tensor *scaled = NULL;
-  if ((st = scale_operand(ctx, fname, &y, op == PT_BIN_ADD || op == PT_BIN_SUB ? alpha : 1.0, &scaled)))
+  if ((st = scale_operand(ctx, fname, x, &y, op == PT_BIN_ADD || op == PT_BIN_SUB ? alpha : 1.0, &scaled)))
     return st;
   st = binary_write(ctx, fname, op, x, y, odt, out);
   pt_tensor_release(scaled);
@@ -2228,7 +2247,7 @@ static pt_status inplace_binary(pt_ctx *ctx, const char *fname, int op, pt_tenso
     if ((st = inplace_old(ctx, y.t, bin_uses_values(op), &yold))) goto done;
     yy = T_(yold);
   }
-  if ((st = scale_operand(ctx, fname, &y, alpha, &scaled))) goto done;
+  if ((st = scale_operand(ctx, fname, x, &y, alpha, &scaled))) goto done;
   st = binary_write(ctx, fname, op, x, y, odt, self);
   if (!st && !graph && !bin_differentiable(op) && pt_dtype_is_floating(self->dtype))
     st = became_constant(ctx, fname, self); /* floor_divide_: its old history gives no gradient */

@@ -396,3 +396,40 @@ describe("add_/sub_ and out= with a non-integral alpha on integer tensors", func
     assert.are.same({0.5, 1, 1.5}, pt.sub(i, i, {alpha = 0.5, out = pt.zeros(3, {dtype = "float64"})}):tolist())
   end)
 end)
+
+describe("add/sub with alpha scale the other operand in the result's dtype", function()
+  local b = pt.tensor({true, false, true})
+
+  it("keep the promoted dtype of the unscaled operands (int32 + 2 * bool is int32)", function()
+    -- values and dtypes from torch 1.13 (before: int64, and int32/uint8 add_ and out= wrote
+    -- int64 bits into the narrower storage)
+    local k = pt.tensor({5, -7, 3}, {dtype = "int32"})
+    local r = pt.add(k, b, {alpha = 2})
+    assert.are.equal("int32", r:dtype())
+    assert.are.same({7, -7, 5}, r:tolist())
+    assert.are.same({7, -7, 5}, k:clone():add_(b, {alpha = 2}):tolist())
+    local u = pt.tensor({5, 250, 3}, {dtype = "uint8"})
+    assert.are.same({4, 250, 2}, pt.add(u, b, {alpha = -1}):tolist())
+    assert.are.same({8, 250, 6}, u:clone():add_(b, {alpha = 3}):tolist())
+    local o = pt.zeros(3, {dtype = "uint8"})
+    pt.add(u, b, {alpha = 3, out = o})
+    assert.are.same({8, 250, 6}, o:tolist())
+  end)
+
+  it("take a bool result's alpha as a bool, as torch", function()
+    -- values from torch 1.13
+    for _, alpha in ipairs({2, 0, -1}) do
+      local r = pt.add(b, b, {alpha = alpha})
+      assert.are.equal("bool", r:dtype())
+      assert.are.same({true, false, true}, r:tolist())
+      assert.are.same({true, false, true}, b:clone():add_(b, {alpha = alpha}):tolist())
+    end
+    assert.are.same({true, true, true}, pt.add(b, pt.tensor({false, true, false}), {alpha = 5}):tolist())
+  end)
+
+  it("scale an integer tensor beside a float64 one in float64 (no float32 step)", function()
+    -- value from torch 1.13 (through float32, 2^24 + 1 became 2^24: 8388608.5)
+    local r = pt.add(pt.tensor({0.5}, {dtype = "float64"}), pt.tensor({(1 << 24) + 1}, {dtype = "int64"}), {alpha = 0.5})
+    assert.are.equal(8388609, r:item())
+  end)
+end)
