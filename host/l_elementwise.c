@@ -111,12 +111,8 @@ static int binary_args(lua_State *L, pt_binop op, double alpha) {
   } else if (a && is_number(L, 2)) {
     st = pt_binary_number(ctx, op, a, scaled_number_at(L, 2, alpha), false, &r);
   } else if (b && is_number(L, 1)) {
-    if (alpha != 1.0) {
-      /* s op alpha*b */
-      if ((st = pt_mul_scalar(ctx, b, alpha, &tmp))) return lpt_error(L);
-      b = tmp;
-    }
-    st = pt_binary_number(ctx, op, b, number_at(L, 1), true, &r);
+    st = alpha != 1.0 ? pt_binary_number_alpha(ctx, op, b, number_at(L, 1), true, alpha, &r) /* s op alpha*b */
+                      : pt_binary_number(ctx, op, b, number_at(L, 1), true, &r);
   } else if ((a || b) && lua_isboolean(L, a ? 2 : 1)) {
     if (alpha != 1.0)
       return lpt_errorf(L, "%s: alpha is not supported with a boolean operand", pt_binop_name(op));

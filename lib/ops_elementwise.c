@@ -1419,6 +1419,15 @@ pt_status pt_binary_number(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number s, 
                   : binary_op(ctx, op, T_(a), N_(s), 1.0, out);
 }
 
+pt_status pt_binary_number_alpha(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number s, bool reversed,
+                                 double alpha, pt_tensor **out) {
+  pt_status st = check_binop(ctx, op);
+  if (st) return st;
+  if (op != PT_BIN_ADD && op != PT_BIN_SUB) alpha = 1.0;
+  return reversed ? binary_op(ctx, op, N_(s), T_(a), alpha, out)
+                  : binary_op(ctx, op, T_(a), N_(s), alpha, out);
+}
+
 #define BIN_FN(fn, OP)                                                                          \
   pt_status fn(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out) {                      \
     return binary_op(ctx, OP, T_(a), T_(b), 1.0, out);                                          \

@@ -160,6 +160,10 @@ pt_status pt_binary_scalar(pt_ctx *ctx, pt_binop op, pt_tensor *a, double s, boo
  * == t compares exactly; int32 / uint8 tensors take its low bits, as PyTorch). */
 pt_status pt_binary_number(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number s, bool reversed,
                            pt_tensor **out);
+/* add / sub with alpha and a number: a op alpha * s, or (reversed) s op alpha * a, the tensor
+ * scaled in the result's dtype (s + 2 * uint8 in float32 when s is a float), as binary_op */
+pt_status pt_binary_number_alpha(pt_ctx *ctx, pt_binop op, pt_tensor *a, pt_number s, bool reversed,
+                                 double alpha, pt_tensor **out);
 /* out = a op b into a given tensor (PyTorch's out=; a or b a number when NULL, an / bn; alpha
  * scales b for add and sub): out has the result's shape and a dtype the result casts to; not
  * differentiable (refused when grad mode is on and an operand or out requires grad). */

@@ -433,3 +433,17 @@ describe("add/sub with alpha scale the other operand in the result's dtype", fun
     assert.are.equal(8388609, r:item())
   end)
 end)
+
+describe("add/sub with a number first and alpha", function()
+  it("scale the tensor in the result's dtype, as the tensor-first form", function()
+    local u = pt.tensor({3, 7, 1, 200}, {dtype = "uint8"})
+    -- 2.5 + 2 * u is float32: 2 * 200 is 400 there (it wrapped to 144 in uint8 before)
+    assert.are.same({8.5, 16.5, 4.5, 402.5}, pt.add(2.5, u, {alpha = 2}):tolist())
+    assert.are.same({8, 16, 4, 146}, pt.add(2, u, {alpha = 2}):tolist()) -- uint8 wraps, as torch's uint8
+    local x = f64({1, 2})
+    local z = pt.sub(3, x, {alpha = 2.5})
+    z:sum():backward()
+    assert.are.same({0.5, -2}, z:tolist())
+    assert.are.same({-2.5, -2.5}, x.grad:tolist())
+  end)
+end)
