@@ -477,7 +477,10 @@ static pt_status reduce_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_te
       case R_VAR:
       case R_STD: {
         double den = (double)n - param, mean = mp[oi];
-        double f = kind == R_VAR ? 2.0 * go / den : (rp[oi] > 0 ? go / (den * rp[oi]) : 0.0);
+        /* std: 0 where the std is 0 (as torch's masked_fill), but NaN where it is NaN (one element,
+         * or a NaN in the lane), as torch's: that gradient was 0, hiding the NaN */
+        double sd = kind == R_STD ? (double)rp[oi] : 0.0; /* var has no r */
+        double f = kind == R_VAR ? 2.0 * go / den : (sd > 0 || isnan(sd) ? go / (den * sd) : 0.0);
         for (int64_t i = 0; i < n; i++) q[i * s] = (T)(f * ((double)p[i * s] - mean));
         break;
       }
