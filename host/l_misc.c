@@ -27,7 +27,12 @@ static int t_scatter_reduce(lua_State *L) {
   while (reduce_names[op] && strcmp(reduce_names[op], reduce) != 0) op++;
   if (!reduce_names[op])
     return lpt_errorf(L, "scatter_reduce: reduce must be one of sum, prod, mean, amax or amin, got '%s'", reduce);
-  bool include_self = lpt_opt_bool(L, opts, "include_self", true);
+  bool include_self = true;
+  if (opts && lua_getfield(L, opts, "include_self") != LUA_TNIL) { /* {include_self=0} was true */
+    if (!lua_isboolean(L, -1))
+      return lpt_errorf(L, "scatter_reduce: include_self must be a boolean, got %s", luaL_typename(L, -1));
+    include_self = lua_toboolean(L, -1);
+  }
   pt_status st = pt_scatter_reduce(lpt_ctx(L), t, dim, index, src, (pt_scatter_reduce_op)op, include_self, &r);
   return lpt_push_result(L, st, r);
 }

@@ -71,10 +71,25 @@ static bool is_mask(const pt_tensor *t) { return t->dtype == PT_BOOL || t->dtype
 
 /* --- views --- */
 
+/* lpt_check_shape (sizes as integers from idx on, or one table of them), then nothing after the
+ * sizes: x:view(2, "a"), x:expand(2, nil) and x:view({2, 3}, 1) ignored what followed, and
+ * x:view("a") said the shape {} was invalid */
+static int check_sizes(lua_State *L, int idx, int64_t *shape, const char *fname, const char *what) {
+  int n = lpt_check_shape(L, idx, shape);
+  bool table = lua_istable(L, idx);
+  int next = table ? idx + 1 : idx + n;
+  if (lua_gettop(L) < next) return n;
+  if (table || n > 0)
+    return lpt_errorf(L, "%s: unexpected argument #%d (%s) after the %s", fname, next,
+                      luaL_typename(L, next), what);
+  return lpt_errorf(L, "%s: %s must be integers or a table of integers, got %s", fname, what,
+                    luaL_typename(L, next));
+}
+
 static int t_view(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int64_t shape[PT_MAX_DIMS];
-  int n = lpt_check_shape(L, 2, shape);
+  int n = check_sizes(L, 2, shape, "view", "sizes");
   pt_status st = pt_view(lpt_ctx(L), t, n, shape, &r);
   return lpt_push_result(L, st, r);
 }
@@ -82,7 +97,7 @@ static int t_view(lua_State *L) {
 static int t_reshape(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int64_t shape[PT_MAX_DIMS];
-  int n = lpt_check_shape(L, 2, shape);
+  int n = check_sizes(L, 2, shape, "reshape", "sizes");
   pt_status st = pt_reshape(lpt_ctx(L), t, n, shape, &r);
   return lpt_push_result(L, st, r);
 }
@@ -116,7 +131,7 @@ static int t_t(lua_State *L) {
 static int t_permute(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int64_t dims[PT_MAX_DIMS];
-  int n = lpt_check_shape(L, 2, dims);
+  int n = check_sizes(L, 2, dims, "permute", "dims");
   if (n != t->ndim)
     return lpt_errorf(L, "permute: expected %d dims for a tensor of %d dimensions, got %d", t->ndim,
                       t->ndim, n);
@@ -172,7 +187,7 @@ static int t_unsqueeze(lua_State *L) {
 static int t_expand(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int64_t shape[PT_MAX_DIMS];
-  int n = lpt_check_shape(L, 2, shape);
+  int n = check_sizes(L, 2, shape, "expand", "sizes");
   pt_status st = pt_expand(lpt_ctx(L), t, n, shape, &r);
   return lpt_push_result(L, st, r);
 }
@@ -206,7 +221,7 @@ static int t_clone(lua_State *L) {
 static int t_repeat(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   int64_t reps[PT_MAX_DIMS];
-  int n = lpt_check_shape(L, 2, reps);
+  int n = check_sizes(L, 2, reps, "repeat_tensor", "repeat counts");
   pt_status st = pt_repeat(lpt_ctx(L), t, n, reps, &r);
   return lpt_push_result(L, st, r);
 }

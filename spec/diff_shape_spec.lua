@@ -208,3 +208,36 @@ describe("t[key] = a view of t", function()
     assert.are.same({{1, 3}, {2, 4}}, x.grad:tolist()) -- torch 1.13 (with clone())
   end)
 end)
+
+describe("size arguments", function()
+  it("refuse what follows the sizes instead of ignoring it", function()
+    local x = range(2, 3)
+    assert.are.equal("view: unexpected argument #3 (number) after the sizes",
+                     errmsg(function() return x:view({2, 3}, 1) end))
+    assert.are.equal("view: sizes must be integers or a table of integers, got string",
+                     errmsg(function() return x:view("a") end))
+    assert.are.equal("expand: unexpected argument #3 (string) after the sizes",
+                     errmsg(function() return x:expand(2, "a") end))
+    assert.are.equal("reshape: unexpected argument #4 (nil) after the sizes",
+                     errmsg(function() return x:reshape(3, 2, nil) end))
+    assert.are.equal("permute: unexpected argument #4 (boolean) after the dims",
+                     errmsg(function() return x:permute(2, 1, true) end))
+    assert.are.equal("repeat_tensor: repeat counts must be integers or a table of integers, got string",
+                     errmsg(function() return x:repeat_tensor("a") end))
+    -- the usual forms
+    assert.are.same({3, 2}, x:view(3, 2):size())
+    assert.are.same({3, 2}, pt.reshape(x, {3, -1}):size())
+    assert.are.same({2, 2, 3}, x:expand({2, 2, 3}):size())
+    assert.are.same({3, 2}, x:permute({2, 1}):size())
+    assert.are.same({4, 3}, x:repeat_tensor(2, 1):size())
+  end)
+
+  it("scatter_reduce's include_self must be a boolean (0 was taken as true)", function()
+    local t = pt.ones(3)
+    assert.are.equal("scatter_reduce: include_self must be a boolean, got number",
+                     errmsg(function() return t:scatter_reduce(1, long({1}), pt.tensor({5}), "sum", {include_self = 0}) end))
+    -- torch 1.13: [5, 1, 1] and [6, 1, 1]
+    assert.are.same({5, 1, 1}, t:scatter_reduce(1, long({1}), pt.tensor({5}), "sum", {include_self = false}):tolist())
+    assert.are.same({6, 1, 1}, t:scatter_reduce(1, long({1}), pt.tensor({5}), "sum", {include_self = true}):tolist())
+  end)
+end)
