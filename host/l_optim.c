@@ -331,11 +331,13 @@ static int l_adadelta(lua_State *L) {
   return step_each(L, fname, keys, 0.0, NULL, 0.0, adadelta_step, &o);
 }
 
-/* _optim_clip_grad_norm(params, max_norm[, norm_type]) -> total norm (before clipping) */
+/* _optim_clip_grad_norm(params, max_norm[, norm_type[, error_if_nonfinite]]) -> total norm (before
+ * clipping) */
 static int l_clip_grad_norm(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   double max_norm = luaL_checknumber(L, 2);
   double p = luaL_optnumber(L, 3, 2.0);
+  bool error_if_nonfinite = lua_toboolean(L, 4);
   char nb[32];
   if (!(p > 0)) return lpt_errorf(L, "clip_grad_norm: norm_type must be positive, got %s", num_str(p, nb));
   int n = (int)luaL_len(L, 1);
@@ -344,6 +346,12 @@ static int l_clip_grad_norm(lua_State *L) {
     double coef = 1;
     if (pass == 1) {
       double total = isinf(p) ? acc : pow(acc, 1.0 / p);
+      if (error_if_nonfinite && !isfinite(total)) {
+        char tb[32];
+        return lpt_errorf(L, "clip_grad_norm: the total norm of order %s of the gradients is %s, so it "
+                          "cannot be clipped (error_if_nonfinite = false scales them by it anyway)",
+                          num_str(p, nb), num_str(total, tb));
+      }
       lua_pushnumber(L, total);
       coef = max_norm / (total + 1e-6);
       if (coef >= 1) return 1;

@@ -569,3 +569,33 @@ describe("clip_grad_norm", function()
     assert.is_true(math.abs(q.grad:tolist()[2][1] - 0.41931388) < 1e-6)
   end)
 end)
+
+describe("clip_grad_norm's error_if_nonfinite and foreach (torch 1.13's keyword arguments)", function()
+  local support = require "spec.support"
+  it("error_if_nonfinite=true refuses a nan or inf total norm before touching a gradient", function()
+    local w = pt.tensor({1, 2}, {requires_grad = true})
+    w.grad = pt.tensor({0 / 0, 1})
+    support.assert_error("clip_grad_norm: the total norm of order 2 of the gradients is nan, so it cannot be "
+      .. "clipped (error_if_nonfinite = false scales them by it anyway)",
+      function() optim.clip_grad_norm({w}, 1, {error_if_nonfinite = true}) end)
+    assert.is_true(w.grad[1] ~= w.grad[1])
+    assert.are.equal(1, w.grad[2])
+    w.grad = pt.tensor({1 / 0, 1})
+    support.assert_error("clip_grad_norm: the total norm of order inf of the gradients is inf, so it cannot be "
+      .. "clipped (error_if_nonfinite = false scales them by it anyway)",
+      function() optim.clip_grad_norm({w}, 1, {error_if_nonfinite = true, norm_type = "inf"}) end)
+    assert.are.equal(1, w.grad[2])
+    support.assert_error("clip_grad_norm: error_if_nonfinite must be a boolean, got number",
+      function() optim.clip_grad_norm({w}, 1, {error_if_nonfinite = 1}) end)
+  end)
+  it("without it scales by the non-finite norm as torch (inf, 1 with max_norm 1: nan, 0); foreach is accepted", function()
+    local w = pt.tensor({1, 2}, {requires_grad = true})
+    w.grad = pt.tensor({1 / 0, 1})
+    assert.are.equal(math.huge, optim.clip_grad_norm({w}, 1, {foreach = true}))
+    assert.is_true(w.grad[1] ~= w.grad[1])
+    assert.are.equal(0, w.grad[2])
+    w.grad = pt.tensor({3, 4})
+    assert.are.equal(5, optim.clip_grad_norm({w}, 10, {error_if_nonfinite = true}))
+    assert.are.same({3, 4}, w.grad:tolist())
+  end)
+end)

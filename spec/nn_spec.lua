@@ -1022,7 +1022,7 @@ describe("layer, clip_grad_norm and save options", function()
       function() pt.nn.LayerNorm(3, {elementwise = false}) end)
     support.assert_error("BatchNorm2d: unknown option 'momentun' (options: eps, momentum, affine, track_running_stats, "
       .. "dtype)", function() pt.nn.BatchNorm2d(3, {momentun = 0.1}) end)
-    support.assert_error("clip_grad_norm: unknown option 'norm' (options: norm_type)",
+    support.assert_error("clip_grad_norm: unknown option 'norm' (options: norm_type, error_if_nonfinite, foreach)",
       function() pt.optim.clip_grad_norm(pt.nn.Linear(2, 2):parameters(), 1, {norm = 2}) end)
     assert.matches("save: unknown option 'metaa' %(options: dtype, loader, meta, optimizer, rng%)",
       support.errmsg(function() pt.save(os.tmpname(), {a = pt.ones(1)}, {metaa = {}}) end))

@@ -1055,17 +1055,23 @@ function optim.clip_grad_norm(params, max_norm, opts)
     error("clip_grad_norm: options must be a table, got " .. type(opts), 2)
   end
   for k in pairs(opts or {}) do
-    if k ~= "norm_type" then error(("clip_grad_norm: unknown option '%s' (options: norm_type)"):format(tostring(k)), 2) end
+    if k ~= "norm_type" and k ~= "error_if_nonfinite" and k ~= "foreach" then
+      error(("clip_grad_norm: unknown option '%s' (options: norm_type, error_if_nonfinite, foreach)"):format(tostring(k)), 2)
+    end
   end
   local p = opts and opts.norm_type or 2
   if p == "inf" then p = math.huge end
   if type(p) ~= "number" or not (p > 0) then
     error("clip_grad_norm: norm_type must be a positive number or \"inf\", got " .. num_str(p), 2)
   end
-  return (C._optim_clip_grad_norm(list, max_norm, p))
+  local strict = opts and opts.error_if_nonfinite
+  if strict ~= nil and type(strict) ~= "boolean" then
+    error("clip_grad_norm: error_if_nonfinite must be a boolean, got " .. type(strict), 2)
+  end
+  return (C._optim_clip_grad_norm(list, max_norm, p, strict))
 end
 optim.clip_grad_norm_ = optim.clip_grad_norm
-doc(optim.clip_grad_norm, "optim.clip_grad_norm(params, max_norm[, {norm_type=2}]) -> total norm of all gradients (before clipping);\n  scales the gradients in place by max_norm/(total+1e-6) when that is below 1. norm_type may be math.huge or \"inf\".")
+doc(optim.clip_grad_norm, "optim.clip_grad_norm(params, max_norm[, {norm_type=2, error_if_nonfinite=false}]) -> total norm of all\n  gradients (before clipping); scales the gradients in place by max_norm/(total+1e-6) when that is below 1\n  (a nan or inf total scales them by it, as torch's, unless error_if_nonfinite=true makes that an error\n  before any gradient changes). norm_type may be math.huge or \"inf\". foreach is accepted and ignored\n  (one C loop over all gradients either way).")
 
 function optim.clip_grad_value(params, value)
   local list = param_list("clip_grad_value", params)
