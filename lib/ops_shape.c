@@ -167,11 +167,15 @@ pt_status pt_reshape(pt_ctx *ctx, pt_tensor *t, int ndim, const int64_t *shape, 
 /* --- transpose / permute --- */
 
 static pt_status transpose_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
+  if (g->ndim == 0) return (gin[0] = pt_tensor_retain(g), PT_OK); /* a 0-d transpose */
   return pt_transpose_raw(ctx, g, (int)node->ints[0], (int)node->ints[1], &gin[0]);
 }
 
 pt_status pt_transpose(pt_ctx *ctx, pt_tensor *t, int d0, int d1, pt_tensor **out) {
-  pt_status st = pt_transpose_raw(ctx, t, d0, d1, out);
+  /* a 0-d tensor has the one dim 1 (or -1) to swap with itself, as PyTorch's transpose(0, 0) */
+  pt_status st = t->ndim == 0 && d0 == 0 && d1 == 0
+                     ? pt_tensor_from_storage(ctx, t->storage, t->dtype, t->offset, 0, NULL, NULL, out)
+                     : pt_transpose_raw(ctx, t, d0, d1, out);
   if (st) return st;
   pt_node *node;
   if ((st = record1(ctx, t, out, "TransposeBackward", transpose_backward, &node))) return st;

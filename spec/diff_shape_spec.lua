@@ -241,3 +241,22 @@ describe("size arguments", function()
     assert.are.same({6, 1, 1}, t:scatter_reduce(1, long({1}), pt.tensor({5}), "sum", {include_self = true}):tolist())
   end)
 end)
+
+describe("transpose of a 0-d tensor", function()
+  it("swaps its one dim (1 or -1) with itself, as torch's transpose(0, 0)", function()
+    local x = pt.tensor(3, {dtype = "float64", requires_grad = true})
+    local y = x:transpose(1, -1)
+    assert.are.equal(0, #y:size())
+    assert.is_true(y:is_same_storage(x))
+    assert.are.equal(3, x:swapdims(-1, 1):item())
+    -- torch 1.13: d(y^3)/dx = 27, and its derivative 18
+    local g = pt.autograd.grad(y ^ 3, x, {create_graph = true})
+    assert.are.equal(27, g:item())
+    assert.are.equal(18, pt.autograd.grad(g, x):item())
+    local z = x * 1
+    z:transpose_(1, 1)
+    assert.are.equal(0, #z:size())
+    assert.are.equal("transpose: dimension 2 out of range (tensor has 0 dimensions)",
+                     errmsg(function() return x:transpose(1, 2) end))
+  end)
+end)
