@@ -133,9 +133,23 @@ static int t_count_nonzero(lua_State *L) {
 /* 0-based int64 indices -> 1-based; in place when the tensor is ours alone, else a copy. */
 typedef pt_status (*minmax_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **, pt_tensor **);
 
+/* t:max({dim=, keepdim=}), as torch's max(dim=, keepdim=) (and sort's {dim=}): the options become
+ * arguments 2 and 3 */
+static void dim_opts_to_args(lua_State *L, const char *fname) {
+  if (!lua_istable(L, 2)) return;
+  if (lua_rawlen(L, 2) > 0) lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
+  static const char *const names[] = {"dim", "keepdim", NULL};
+  lpt_check_options(L, 2, fname, names);
+  lpt_check_max_args(L, 2, fname);
+  lua_getfield(L, 2, "dim");
+  lua_getfield(L, 2, "keepdim");
+  lua_remove(L, 2);
+}
+
 static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v, *ix, *ix1, *other = lpt_test_tensor(L, 2);
   pt_ctx *ctx = lpt_ctx(L);
+  dim_opts_to_args(L, fname);
   if (other) { /* t:max(u): the element-wise maximum, as torch.max(input, other) */
     lpt_check_max_args(L, 2, fname);
     pt_status st = fname[1] == 'a' ? pt_maximum(ctx, t, other, &v) : pt_minimum(ctx, t, other, &v);
@@ -166,6 +180,7 @@ static int t_min(lua_State *L) { return minmax(L, "min", pt_min); }
 
 static int argminmax(lua_State *L, const char *fname, reduce_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *ix, *r;
+  dim_opts_to_args(L, fname);
   int dim = opt_dim(L, 2, t, fname);
   bool keepdim = keepdim_arg(L, 3, fname, false);
   pt_ctx *ctx = lpt_ctx(L);
@@ -274,15 +289,15 @@ static const char *const method_docs[] = {
             "  Also pt.mean(t, ...).\n" DIMS "\n" DIMLIST,
     "prod", "t:prod([dim][, keepdim]) -> Tensor, the product (integer tensors give int64).\n  Also pt.prod(t, ...).\n" DIMS,
     "max", "t:max() -> 0-d Tensor, the largest element (NaN if any; t:max(nil, true) keeps the dims).\n"
-           "t:max(dim[, keepdim]) -> values, indices (1-based int64) along dim.\n"
+           "t:max(dim[, keepdim]) (or {dim=, keepdim=}) -> values, indices (1-based int64) along dim.\n"
            "t:max(u) -> the element-wise maximum of t and the tensor u (pt.maximum), as torch.max(t, u).\n"
            "  The gradient goes to the selected element. Also pt.max(t, ...).",
     "min", "t:min() -> 0-d Tensor, the smallest element (NaN if any).\n"
-           "t:min(dim[, keepdim]) -> values, indices (1-based int64) along dim.\n"
+           "t:min(dim[, keepdim]) (or {dim=, keepdim=}) -> values, indices (1-based int64) along dim.\n"
            "t:min(u) -> the element-wise minimum of t and the tensor u (pt.minimum). Also pt.min(t, ...).",
-    "argmax", "t:argmax([dim][, keepdim]) -> int64 Tensor of 1-based indices of the maxima\n"
+    "argmax", "t:argmax([dim][, keepdim]) (or {dim=, keepdim=}) -> int64 Tensor of 1-based indices of the maxima\n"
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmax(t, ...).",
-    "argmin", "t:argmin([dim][, keepdim]) -> int64 Tensor of 1-based indices of the minima\n"
+    "argmin", "t:argmin([dim][, keepdim]) (or {dim=, keepdim=}) -> int64 Tensor of 1-based indices of the minima\n"
               "  (without dim: the flat index). The first one wins on ties. Also pt.argmin(t, ...).",
     "var", "t:var([dim | {dims}][, keepdim][, {unbiased=true, correction=1, keepdim=}]) -> Tensor, the variance\n"
            "  (divides by n-1, or by n-c with correction=c (unbiased=false: c = 0); n counts every reduced element;\n"
