@@ -123,9 +123,23 @@ static int scan(lua_State *L, bool prod) {
 static int t_cumsum(lua_State *L) { return scan(L, false); }
 static int t_cumprod(lua_State *L) { return scan(L, true); }
 
+/* t:any({dim=, keepdim=}), as torch's any(dim=, keepdim=) (and sort's {dim=}): the options become
+ * arguments 2 and 3 */
+static void dim_opts_to_args(lua_State *L, const char *fname) {
+  if (!lua_istable(L, 2)) return;
+  if (lua_rawlen(L, 2) > 0) lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
+  static const char *const names[] = {"dim", "keepdim", NULL};
+  lpt_check_options(L, 2, fname, names);
+  lpt_check_max_args(L, 2, fname);
+  lua_getfield(L, 2, "dim");
+  lua_getfield(L, 2, "keepdim");
+  lua_remove(L, 2);
+}
+
 static int bool_reduce(lua_State *L, bool is_all) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   const char *fname = is_all ? "all" : "any";
+  dim_opts_to_args(L, fname);
   int dim = lua_isnoneornil(L, 2) ? -1 : lpt_check_dim(L, 2, t->ndim, fname);
   static const char *const names[] = {"keepdim", NULL};
   lpt_check_max_args(L, 3, fname);
@@ -225,6 +239,7 @@ static bool keepdim_at(lua_State *L, int idx, int opts) {
 /* t:median() -> 0-d; t:median(dim[, keepdim | {keepdim=}]) -> values, indices */
 static int t_median(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
+  dim_opts_to_args(L, "median");
   if (lua_isnoneornil(L, 2)) {
     lpt_check_max_args(L, 1, "median");
     pt_status st = pt_median(lpt_ctx(L), t, &v);
@@ -493,13 +508,13 @@ static const char *const docs[] = {
     "cumsum", "t:cumsum([dim][, {dtype=}]) -> running sums along dim (dim may be omitted for 1-D tensors; integer\n"
               "  and bool tensors give int64). dtype converts t first and is the result's dtype, as torch's dtype=.",
     "cumprod", "t:cumprod([dim][, {dtype=}]) -> running products along dim (as cumsum: integers give int64, dtype=).",
-    "all", "t:all([dim][, keepdim]) -> bool tensor: every element nonzero (over everything, or along dim).",
-    "any", "t:any([dim][, keepdim]) -> bool tensor: some element nonzero.",
+    "all", "t:all([dim][, keepdim]) (or {dim=, keepdim=}) -> bool tensor: every element nonzero (over everything, or along dim).",
+    "any", "t:any([dim][, keepdim]) (or {dim=, keepdim=}) -> bool tensor: some element nonzero.",
     "equal", "t:equal(u) -> true when u has t's shape and the same values (compared exactly, also across dtypes).",
     "allclose", "t:allclose(u[, {rtol=1e-5, atol=1e-8, equal_nan=false}]) -> true when |t-u| <= atol + rtol*|u| everywhere.",
     "median", "t:median() -> 0-d Tensor, the lower median of all elements (the ((n+1)//2)-th smallest, as torch;\n"
               "  NaN if any element is NaN, NaN for an empty tensor).\n"
-              "t:median(dim[, keepdim | {keepdim=}]) -> values, indices (1-based int64) along dim; a lane with a NaN\n"
+              "t:median(dim[, keepdim | {keepdim=}]) (or {dim=, keepdim=}) -> values, indices (1-based int64) along dim; a lane with a NaN\n"
               "  gives NaN and the index of its first NaN. On ties the index is that of the median in a stable sort\n"
               "  (torch's CPU pick among equal values may differ). The gradient goes to the selected element.\n"
               "  Also pt.median(t, ...).",
