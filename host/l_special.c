@@ -326,8 +326,8 @@ static const char *const docs[] = {
     "entr", "entr(t) -> -t log(t) for t > 0, 0 at 0, -inf for t < 0 (" FLOAT_NOTE ";\n"
     "  torch.special.entr). Gradient: -(1 + log t).",
     "erfcx", "erfcx(t) -> exp(t^2) * erfc(t), the scaled complementary error function (torch.special.erfcx),\n"
-    "  without the overflow and underflow of that product (erfcx(30) = 0.0187958888614168); integers give\n"
-    "  float32 (" FLOAT_NOTE "). Gradient: 2 t erfcx(t) - 2 / sqrt(pi). Also pt.special.erfcx.",
+    "  without the overflow and underflow of that product (erfcx(30) = 0.0187958888614168; " FLOAT_NOTE ").\n"
+    "  Gradient: 2 t erfcx(t) - 2 / sqrt(pi). Also pt.special.erfcx.",
     "zeta", "zeta(x, q) -> the Hurwitz zeta function sum_{k >= 0} (k + q)^-x (torch.special.zeta; zeta(x, 1) is\n"
     "  Riemann's), broadcasting, a number on either side, integers give float32: inf at x == 1 and at q a\n"
     "  non-positive integer, nan for x < 1 or for q < 0 with x not an integer, as torch. Gradient: -x zeta(x + 1, q)\n"
