@@ -478,6 +478,17 @@ pt_status pt_scatter_add(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, p
   return scatter_out(ctx, "scatter_add", t, dim, index, src, NO_VALUE, SC_ADD, out);
 }
 
+/* A src (or index) sharing t's storage is read before t is written (scatter_ of t into itself
+ * read values it had just overwritten: t:scatter_(1, {2, 3, 1}, t) gave {0, 0, 0}); PyTorch
+ * refuses the overlap. *copy: the copy made, NULL when none was needed. */
+static pt_status read_before_write(pt_ctx *ctx, const pt_tensor *t, pt_tensor **src, pt_tensor **copy) {
+  *copy = NULL;
+  if (!*src || (*src)->storage != t->storage) return PT_OK;
+  pt_status st = pt_tensor_clone_raw(ctx, *src, copy);
+  if (!st) *src = *copy;
+  return st;
+}
+
 pt_status pt_scatter_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
                       double value) {
   return pt_scatter_number_(ctx, t, dim, index, src, pt_number_float(value));
@@ -488,8 +499,16 @@ pt_status pt_scatter_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *inde
   pt_status st = pt_check_inplace(ctx, "scatter_", t, src);
   if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_", t, dim, index, src);
-  if (st) return st;
+  pt_tensor *copy = NULL, *icopy = NULL;
+  if (!st) st = read_before_write(ctx, t, &src, &copy);
+  if (!st) st = read_before_write(ctx, t, &index, &icopy);
+  if (st) {
+    pt_tensor_release(copy);
+    return st;
+  }
   scatter_gather_loop(ctx, t, dim, index, src, value, SC_SET);
+  pt_tensor_release(copy);
+  pt_tensor_release(icopy);
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
@@ -499,8 +518,16 @@ pt_status pt_scatter_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, 
   pt_status st = pt_check_inplace(ctx, "scatter_add_", t, src);
   if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_add_", t);
   if (!st) st = check_gather_shapes(ctx, "scatter_add_", t, dim, index, src);
-  if (st) return st;
+  pt_tensor *copy = NULL, *icopy = NULL;
+  if (!st) st = read_before_write(ctx, t, &src, &copy);
+  if (!st) st = read_before_write(ctx, t, &index, &icopy);
+  if (st) {
+    pt_tensor_release(copy);
+    return st;
+  }
   scatter_gather_loop(ctx, t, dim, index, src, NO_VALUE, SC_ADD);
+  pt_tensor_release(copy);
+  pt_tensor_release(icopy);
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
