@@ -1073,7 +1073,8 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
     if ((st = pt_tensor_to_dtype_raw(ctx, y.t, cdt, &yconv))) goto done;
     yc = yconv;
   }
-  if (int_divides(op, cdt) && (yc ? has_zero(yc) : buf_is_zero(yb, cdt))) {
+  /* (an empty result divides nothing: PyTorch's empty // 0 is empty) */
+  if (int_divides(op, cdt) && pt_shape_numel(nd, shape) > 0 && (yc ? has_zero(yc) : buf_is_zero(yb, cdt))) {
     st = division_by_zero(ctx, fname);
     goto done;
   }

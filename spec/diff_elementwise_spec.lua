@@ -447,3 +447,15 @@ describe("add/sub with a number first and alpha", function()
     assert.are.same({-2.5, -2.5}, x.grad:tolist())
   end)
 end)
+
+describe("integer division of an empty tensor by zero", function()
+  it("gives the empty result, as torch (nothing is divided)", function()
+    local e = pt.zeros(0, 3, {dtype = "int64"})
+    for _, r in ipairs({e // 0, e % 0, pt.fmod(e, 0), e:clone():floor_divide_(0), pt.remainder(e, pt.zeros(3, {dtype = "int64"}))}) do
+      assert.are.same({0, 3}, r:size())
+      assert.are.equal("int64", r:dtype())
+    end
+    assert_error("floor_divide: integer division by zero (a divisor is 0; a float dtype gives inf or nan instead)",
+      function() return pt.tensor({1}, {dtype = "int64"}) // 0 end)
+  end)
+end)
