@@ -877,6 +877,8 @@ end
 
 function Gamma:log_prob(value)
   value = self:_value(value, "log_prob")
+  -- torch's Gamma.log_prob takes value in the rate's dtype (torch.as_tensor(value, dtype=...))
+  if value:dtype() ~= self._dt then value = value:to(self._dt) end
   return pt.xlogy(self.concentration, self.rate) + pt.xlogy(self.concentration - 1, value) -
     self.rate * value - self.concentration:lgamma()
 end
@@ -1047,7 +1049,9 @@ end
 Dirichlet._props.mean = function(self) return self.concentration / self.concentration:sum(-1, true) end
 Dirichlet._props.mode = function(self)
   local c = self.concentration
-  local cm1 = (c - 1):clamp_min(0)
+  -- torch's (c - 1).clamp(min=0) with its gradient: 0 (not a nan from the division below)
+  -- where c < 1
+  local cm1 = pt.where(c:ge(1), c - 1, 0)
   local mode = cm1 / cm1:sum(-1, true)
   -- all concentrations below 1: torch's one_hot of the argmax of a row of nans, the first
   local k = c:size(-1)
@@ -1465,6 +1469,8 @@ end
 
 -- the squared Mahalanobis norms |L^-1 x|^2 with L's and x's batch dims broadcast
 local function batch_mahalanobis(L, x)
+  -- x in L's dtype: torch's solve_triangular answers in its first argument's dtype
+  if x:dtype() ~= L:dtype() then x = x:to(L:dtype()) end
   local ls, xs = L:size(), x:size()
   local n = xs[#xs]
   local batch = broadcast_shapes(slice(ls, 1, #ls - 2), slice(xs, 1, #xs - 1))
@@ -1779,6 +1785,8 @@ local function kl_mvn_mvn(p, q)
       shape_str(p.batch_shape), shape_str(q.batch_shape)))
   end
   local mshape = concat(batch, {n, n})
+  -- in q's dtype, as torch's solve_triangular(qL, pL) (p and q may differ in dtype)
+  if pL:dtype() ~= qL:dtype() then pL = pL:to(qL:dtype()) end
   local x = pt.linalg.solve_triangular(qL:expand(mshape), pL:expand(mshape), {upper = false})
   local term2 = x:pow(2):sum({-2, -1})
   local term3 = batch_mahalanobis(qL, q.loc - p.loc)
