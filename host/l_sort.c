@@ -221,8 +221,11 @@ static int t_allclose(lua_State *L) {
     int c = pt_element_cmp(pa, ea->dtype, pb, eb->dtype);
     if (c == 2) /* a NaN */
       ok = equal_nan && isnan(pt_read_as_double(pa, ea->dtype)) && isnan(pt_read_as_double(pb, eb->dtype));
-    else
-      ok = c == 0 || abs_diff(pa, ea->dtype, pb, eb->dtype) <= atol + rtol * fabs(pt_read_as_double(pb, eb->dtype));
+    else { /* equal, or finitely within the tolerance: 1 and inf were close (inf <= rtol * inf), as
+            * were inf and -inf; torch.allclose says no, as pt.isclose */
+      double d = abs_diff(pa, ea->dtype, pb, eb->dtype);
+      ok = c == 0 || (isfinite(d) && d <= atol + rtol * fabs(pt_read_as_double(pb, eb->dtype)));
+    }
   }
   pt_tensor_release(ea);
   pt_tensor_release(eb);

@@ -285,3 +285,20 @@ describe("any, all, median take {dim=, keepdim=}", function()
     has("all: unknown option 'dims' (options: dim, keepdim)", x.all, x, {dims = 1})
   end)
 end)
+
+describe("allclose with infinities", function()
+  it("is true only for equal infinities, as torch.allclose and pt.isclose", function()
+    -- values from torch 1.13: torch.allclose(a, b) for each pair
+    local t = function(v) return pt.tensor({v}) end
+    assert.is_false(t(1.0):allclose(t(INF))) -- was true: |1 - inf| <= rtol * inf
+    assert.is_false(t(INF):allclose(t(-INF))) -- was true
+    assert.is_false(t(INF):allclose(t(1.0)))
+    assert.is_false(t(1e38):allclose(t(INF)))
+    assert.is_true(t(INF):allclose(t(INF)))
+    local big = pt.tensor({1e308}, F64)
+    assert.is_false(big:allclose(-big, {rtol = 10})) -- the difference overflows to inf
+    assert.is_true(pt.tensor({1.0, 2.0}):allclose(pt.tensor({1.000001, 2.0})))
+    assert.is_true(pt.tensor({1, 2}, {dtype = "int64"}):allclose(pt.tensor({1, 3}, {dtype = "int64"}), {atol = 1}))
+    assert.are.equal(pt.isclose(t(1.0), t(INF)):all():item(), t(1.0):allclose(t(INF)))
+  end)
+end)
