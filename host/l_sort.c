@@ -372,6 +372,8 @@ static int t_bincount(lua_State *L) {
   int o = lua_istable(L, 2) ? 2 : 3; /* a tensor is a userdata, never a table */
   if (o == 3 && !lua_isnoneornil(L, 2)) w = lpt_check_tensor(L, 2);
   int opts = lua_istable(L, o) ? o : 0;
+  if (opts && lua_rawlen(L, opts) > 0) /* t:bincount({1.0, 2.0}): read as options ("unknown option '1'") */
+    return lpt_errorf(L, "bincount: weights must be a tensor (pt.tensor(list) makes one), got a table");
   static const char *const names[] = {"minlength", NULL};
   lpt_check_options(L, opts, "bincount", names);
   lpt_check_max_args(L, o, "bincount");

@@ -214,6 +214,12 @@ describe("bincount of huge values", function()
     assert.are.equal("float32", r:dtype())
     assert.are.same({1, 2, 0, 2, 0, 0}, r:tolist())
   end)
+
+  it("names weights given as a Lua list (it said \"unknown option '1'\")", function()
+    local b = pt.tensor({1, 2}, {dtype = "int64"})
+    has("bincount: weights must be a tensor (pt.tensor(list) makes one), got a table", b.bincount, b, {1.0, 2.0})
+    assert.are.same({0, 1, 1, 0}, b:bincount({minlength = 4}):tolist())
+  end)
 end)
 
 describe("a list of dims where one dim is taken", function()
