@@ -9,7 +9,7 @@ local nan = 0 / 0
 
 local function flat(v) return support.flat(pt.is_tensor(v) and v:tolist() or v) end
 
--- element by element: nan with nan, else within tol (relative above 1)
+-- element by element: nan with nan, infinities exactly, else within tol (relative above 1)
 local function close(got, want, tol)
   tol = tol or 1e-12
   local a, b = flat(got), flat(want)
@@ -17,7 +17,9 @@ local function close(got, want, tol)
   for i = 1, #b do
     local x, y = a[i], b[i]
     local ok
-    if y ~= y then ok = x ~= x else ok = math.abs(x - y) <= tol * math.max(1, math.abs(y)) end
+    if y ~= y then ok = x ~= x
+    elseif y == math.huge or y == -math.huge then ok = x == y
+    else ok = math.abs(x - y) <= tol * math.max(1, math.abs(y)) end
     if not ok then error(string.format("element %d: got %.17g, expected %.17g", i, x, y), 2) end
   end
 end
@@ -76,5 +78,84 @@ describe("distributions: gradients as torch 1.13", function()
     close(m, {0, nan, 0.5})
     close(a.grad, {0, nan, 0.25})
     close(b.grad, {0, 0, -0.25})
+  end)
+end)
+
+describe("kl_divergence: pairs of different families as torch 1.13", function()
+  -- were all 'kl_divergence: no KL(p || q) is registered for p of type ... and q of type ...'
+  local a, b = f64 {-0.5, 0.2, 1.5}, f64 {0.5, 1.0, 2.5}
+  local c, d = f64 {0.0, -1.0, 0.3}, f64 {1.5, 0.7, 3.0}
+  local fam = {
+    Normal = function(x, y) return D.Normal(x, y) end,
+    Laplace = function(x, y) return D.Laplace(x, y) end,
+    Exponential = function(_, y) return D.Exponential(y) end,
+    Gamma = function(x, y) return D.Gamma(y, x:abs() + 0.5) end,
+    Beta = function(x, y) return D.Beta(y, x:abs() + 0.5) end,
+    Uniform = function(x, y) return D.Uniform(x, x + y) end,
+    Bernoulli = function(_, y) return D.Bernoulli(y / 4) end,
+    Poisson = function(_, y) return D.Poisson(y) end,
+  }
+  local inf = math.huge
+  -- values from torch 1.13: kl_divergence(fam[P](a, b), fam[Q](c, d)) (Uniform || Beta with
+  -- a, b = {0.1, 0.2, 0.5}, {0.5, 0.3, 0.2}; Uniform || Exponential, Gamma with a = {0.1, -0.2, 1.5})
+  local KL = {
+    {"Bernoulli", "Poisson", {1.0725467002300428, 0.22683359136587466, 1.651804081424449}},
+    {"Beta", "Exponential", {0.4013877113318899, 0.8403361344537814, 0.7424500585355902}},
+    {"Beta", "Gamma", {2.392458019311393, 0.6955620347326101, 3.3528465309126236}},
+    {"Beta", "Normal", {1.675700905197336, 3.2996707226025626, 2.1980688368654837}},
+    {"Beta", "Uniform", {0.7123179275482187, inf, inf}},
+    {"Exponential", "Gamma", {0.1678255948155214, 0.30387697138549186, 4.585881359928105}},
+    {"Exponential", "Normal", {1.4090342385306696, 4.664304405592471, 1.9432859981913817}},
+    {"Gamma", "Exponential", {0.2539249619778471, 0.0, 1.614586982386781}},
+    {"Gamma", "Normal", {1.4004603780655152, 7.306379982270151, 1.0656112040387842}},
+    {"Laplace", "Normal", {0.4910703079795038, 2.3793204903386487, 0.18255735388312644}},
+    {"Normal", "Laplace", {0.7616979164151733, 0.792112134037006, 0.19659346111291087}},
+    {"Uniform", "Beta", {1.4926585794672085, 1.1423264232575578, 1.7539295180141872}},
+    {"Uniform", "Exponential", {0.8126820724517808, inf, 6.235096979457735}},
+    {"Uniform", "Gamma", {2.3633225787248078, inf, 0.6967032767745669}},
+    {"Uniform", "Normal", {2.036069340391301, 3.5962771947081174, 1.4636674974060349}},
+  }
+
+  it("values of the closed forms", function()
+    for _, row in ipairs(KL) do
+      local P, Q, want = row[1], row[2], row[3]
+      local pa, pb = a, b
+      if P == "Uniform" and Q == "Beta" then
+        pa, pb = f64 {0.1, 0.2, 0.5}, f64 {0.5, 0.3, 0.2}
+      elseif P == "Uniform" and (Q == "Exponential" or Q == "Gamma") then
+        pa = f64 {0.1, -0.2, 1.5}
+      end
+      local got = D.kl_divergence(fam[P](pa, pb), fam[Q](c, d))
+      local ok, err = pcall(close, got, want, 1e-12)
+      assert(ok, P .. " || " .. Q .. ": " .. tostring(err))
+    end
+  end)
+
+  it("gradients flow to both distributions (Normal || Laplace)", function()
+    local ga, gb, gc, gd = a:clone(), b:clone(), c:clone(), d:clone()
+    for _, t in ipairs {ga, gb, gc, gd} do t.requires_grad = true end
+    D.kl_divergence(D.Normal(ga, gb), D.Laplace(gc, gd)):sum():backward()
+    -- values from torch 1.13
+    close(ga.grad, {-0.4551263280913906, 1.0998009422236907, 0.12292420232251827})
+    close(gb.grad, {-1.6773723673078087, -0.4451827000479628, -0.16297831432933527})
+    close(gc.grad, {0.4551263280913906, -1.0998009422236907, -0.12292420232251827})
+    close(gd.grad, {0.40741534640547267, -1.249397758029237, 0.08664558101210543})
+  end)
+
+  it("q's support missing part of p's: infinite, of p's parameter's shape and dtype", function()
+    local k = D.kl_divergence(D.Normal(f32 {0, 1, 2}, 1), D.Uniform(pt.zeros {2, 3}, 1))
+    assert.are.same({3}, k:size())
+    assert.are.equal("float32", k:dtype())
+    close(k, {inf, inf, inf})
+    close(D.kl_divergence(D.Poisson(f64 {1, 2}), D.Binomial(3, f32(0.5))), {inf, inf})
+    close(D.kl_divergence(D.Laplace(0, 1), D.Exponential(1)), inf)
+    close(D.kl_divergence(D.Gamma(1, 1), D.Beta(1, 1)), inf)
+    close(D.kl_divergence(D.Exponential(1), D.Uniform(0, 1)), inf)
+    close(D.kl_divergence(D.Poisson(2), D.Bernoulli(0.5)), inf)
+  end)
+
+  it("pairs torch does not register still raise", function()
+    local msg = support.errmsg(D.kl_divergence, D.LogNormal(0, 1), D.Normal(0, 1))
+    assert.truthy(msg:find("kl_divergence: no KL(p || q) is registered for p of type LogNormal and q of type Normal", 1, true))
   end)
 end)

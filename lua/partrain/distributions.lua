@@ -1830,6 +1830,155 @@ M.register_kl(Binomial, Binomial, kl_binomial_binomial)
 M.register_kl(Independent, Independent, kl_independent_independent)
 M.register_kl(LogNormal, LogNormal, kl_lognormal_lognormal)
 
+-- the pairs of different families torch 1.13 registers (torch.distributions.kl), over the
+-- classes here; an infinite KL has p's parameter's shape, as torch's _infinite_like
+local EULER_GAMMA = 0.57721566490153286060
+
+local function infinite_like(t) return pt.full(t:size(), inf, {dtype = t:dtype()}) end
+local function x_log_x(t) return t * t:log() end
+
+local function kl_bernoulli_poisson(p, q)
+  return -p:entropy() - (p.probs * q.rate:log() - q.rate)
+end
+
+local function kl_beta_exponential(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0))
+end
+
+local function kl_beta_gamma(p, q)
+  local t1 = -p:entropy()
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (q.concentration - 1) * (p.concentration1:digamma() - (p.concentration1 + p.concentration0):digamma())
+  local t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0)
+  return t1 + t2 - t3 + t4
+end
+
+local function kl_beta_normal(p, q)
+  local E_beta = p.concentration1 / (p.concentration1 + p.concentration0)
+  local var_normal = q.scale:pow(2)
+  local t1 = -p:entropy()
+  local t2 = 0.5 * (var_normal * 2 * math.pi):log()
+  local t3 = (E_beta * (1 - E_beta) / (p.concentration1 + p.concentration0 + 1) + E_beta:pow(2)) * 0.5
+  local t4 = q.loc * E_beta
+  local t5 = q.loc:pow(2) * 0.5
+  return t1 + t2 + (t3 - t4 + t5) / var_normal
+end
+
+local function kl_beta_uniform(p, q)
+  local result = -p:entropy() + (q.high - q.low):log()
+  return pt.where(q.low:gt(0) | q.high:lt(1), inf, result)
+end
+
+local function kl_exponential_gamma(p, q)
+  local ratio = q.rate / p.rate
+  local t1 = -q.concentration * ratio:log()
+  return t1 + ratio + q.concentration:lgamma() + q.concentration * EULER_GAMMA - (1 + EULER_GAMMA)
+end
+
+local function kl_exponential_normal(p, q)
+  local var_normal = q.scale:pow(2)
+  local rate_sqr = p.rate:pow(2)
+  local t1 = 0.5 * (rate_sqr * var_normal * 2 * math.pi):log()
+  local t2 = rate_sqr:reciprocal()
+  local t3 = q.loc / p.rate
+  local t4 = q.loc:pow(2) * 0.5
+  return t1 - 1 + (t2 - t3 + t4) / var_normal
+end
+
+local function kl_gamma_exponential(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * p.concentration / p.rate
+end
+
+local function kl_gamma_normal(p, q)
+  local var_normal = q.scale:pow(2)
+  local beta_sqr = p.rate:pow(2)
+  local t1 = 0.5 * (beta_sqr * var_normal * 2 * math.pi):log() - p.concentration - p.concentration:lgamma()
+  local t2 = 0.5 * (p.concentration:pow(2) + p.concentration) / beta_sqr
+  local t3 = q.loc * p.concentration / p.rate
+  local t4 = 0.5 * q.loc:pow(2)
+  return t1 + (p.concentration - 1) * p.concentration:digamma() + (t2 - t3 + t4) / var_normal
+end
+
+local function kl_laplace_normal(p, q)
+  local var_normal = q.scale:pow(2)
+  local scale_sqr_var_ratio = p.scale:pow(2) / var_normal
+  local t1 = 0.5 * (2 * scale_sqr_var_ratio / math.pi):log()
+  local t2 = 0.5 * p.loc:pow(2)
+  local t3 = p.loc * q.loc
+  local t4 = 0.5 * q.loc:pow(2)
+  return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
+end
+
+local function kl_normal_laplace(p, q)
+  local loc_diff = p.loc - q.loc
+  local scale_ratio = p.scale / q.scale
+  local loc_diff_scale_ratio = loc_diff / p.scale
+  local t1 = scale_ratio:log()
+  local t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * loc_diff_scale_ratio:pow(2)):exp()
+  local t3 = loc_diff * (math.sqrt(0.5) * loc_diff_scale_ratio):erf()
+  return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+end
+
+local function kl_uniform_beta(p, q)
+  local common_term = p.high - p.low
+  local t1 = common_term:log()
+  local t2 = (q.concentration1 - 1) * (x_log_x(p.high) - x_log_x(p.low) - common_term) / common_term
+  local t3 = (q.concentration0 - 1) * (x_log_x(1 - p.high) - x_log_x(1 - p.low) + common_term) / common_term
+  local t4 = q.concentration1:lgamma() + q.concentration0:lgamma() - (q.concentration1 + q.concentration0):lgamma()
+  local result = t3 + t4 - t1 - t2
+  return pt.where(p.high:gt(1) | p.low:lt(0), inf, result)
+end
+
+local function kl_uniform_exponential(p, q)
+  local result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate):log()
+  return pt.where(p.low:lt(0), inf, result)
+end
+
+local function kl_uniform_gamma(p, q)
+  local common_term = p.high - p.low
+  local t1 = common_term:log()
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (1 - q.concentration) * (x_log_x(p.high) - x_log_x(p.low) - common_term) / common_term
+  local t4 = q.rate * (p.high + p.low) / 2
+  local result = -t1 + t2 + t3 + t4
+  return pt.where(p.low:lt(0), inf, result)
+end
+
+local function kl_uniform_normal(p, q)
+  local common_term = p.high - p.low
+  local t1 = (math.sqrt(math.pi * 2) * q.scale / common_term):log()
+  local t2 = common_term:pow(2) / 12
+  local t3 = ((p.high + p.low - 2 * q.loc) / 2):pow(2)
+  return t1 + 0.5 * (t2 + t3) / q.scale:pow(2)
+end
+
+M.register_kl(Bernoulli, Poisson, kl_bernoulli_poisson)
+M.register_kl(Beta, Exponential, kl_beta_exponential)
+M.register_kl(Beta, Gamma, kl_beta_gamma)
+M.register_kl(Beta, Normal, kl_beta_normal)
+M.register_kl(Beta, Uniform, kl_beta_uniform)
+M.register_kl(Exponential, Gamma, kl_exponential_gamma)
+M.register_kl(Exponential, Normal, kl_exponential_normal)
+M.register_kl(Gamma, Exponential, kl_gamma_exponential)
+M.register_kl(Gamma, Normal, kl_gamma_normal)
+M.register_kl(Laplace, Normal, kl_laplace_normal)
+M.register_kl(Normal, Laplace, kl_normal_laplace)
+M.register_kl(Uniform, Beta, kl_uniform_beta)
+M.register_kl(Uniform, Exponential, kl_uniform_exponential)
+M.register_kl(Uniform, Gamma, kl_uniform_gamma)
+M.register_kl(Uniform, Normal, kl_uniform_normal)
+-- pairs whose KL is infinite (q's support misses part of p's)
+for _, pair in ipairs {
+  {Exponential, Beta, "rate"}, {Exponential, Uniform, "rate"},
+  {Gamma, Beta, "concentration"}, {Gamma, Uniform, "concentration"},
+  {Laplace, Beta, "loc"}, {Laplace, Exponential, "loc"}, {Laplace, Gamma, "loc"}, {Laplace, Uniform, "loc"},
+  {Normal, Beta, "loc"}, {Normal, Exponential, "loc"}, {Normal, Gamma, "loc"}, {Normal, Uniform, "loc"},
+  {Poisson, Bernoulli, "rate"}, {Poisson, Binomial, "rate"},
+} do
+  local param = pair[3]
+  M.register_kl(pair[1], pair[2], function(p, _) return infinite_like(p[param]) end)
+end
+
 -- for the specs: the samplers and ATen's implicit gradients
 M._standard_gamma = standard_gamma
 M._standard_gamma_grad = standard_gamma_grad
@@ -2005,7 +2154,9 @@ docs[Independent.enumerate_support] = "independent:enumerate_support([expand=tru
 docs[M.kl_divergence] = "pt.distributions.kl_divergence(p, q) -> KL(p || q) = E_p[log p - log q], of the broadcast batch shape,\n"
   .. "  as torch.distributions.kl_divergence for the same-family pairs torch registers: Normal, Bernoulli,\n"
   .. "  Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential, Laplace, Uniform, Poisson,\n"
-  .. "  Binomial, MultivariateNormal, LogNormal and Independent (same reinterpreted dims). Other pairs raise;\n"
+  .. "  Binomial, MultivariateNormal, LogNormal and Independent (same reinterpreted dims), and the pairs of\n"
+  .. "  different families torch registers among these (Normal || Laplace, Beta || Uniform, Exponential || Gamma,\n"
+  .. "  Uniform || Normal, Normal || Uniform = inf, ...). Other pairs raise;\n"
   .. "  register_kl adds them. Differentiable in both distributions' parameters."
 docs[M.register_kl] = "pt.distributions.register_kl(P, Q, fn): kl_divergence(p, q) calls fn(p, q) when p's class is P and q's\n"
   .. "  is Q (or derive from them; the closest registered pair wins), as torch's @register_kl."
