@@ -65,8 +65,15 @@ static int t_normal_(lua_State *L) {
   return 1;
 }
 
+/* t:bernoulli_([p=0.5]): p a number or a tensor of probabilities broadcast to t's shape */
 static int t_bernoulli_(lua_State *L) {
   pt_tensor *t = inplace_target(L, "bernoulli_", 2);
+  pt_tensor *p = lpt_test_tensor(L, 2);
+  if (p) {
+    if (pt_random_bernoulli_tensor_(lpt_ctx(L), "bernoulli_", t, p)) return lpt_error(L);
+    lua_settop(L, 1);
+    return 1;
+  }
   return fill(L, t, "bernoulli_", PT_DIST_BERNOULLI, luaL_optnumber(L, 2, 0.5), 0);
 }
 
@@ -246,7 +253,8 @@ static const luaL_Reg random_functions[] = {
 static const char *const random_docs[] = {
     "uniform_", "t:uniform_([from=0, to=1]) -> t filled from U(from, to) (float dtypes; seeded by pt.manual_seed).",
     "normal_", "t:normal_([mean=0, std=1]) -> t filled from N(mean, std^2) (float dtypes).",
-    "bernoulli_", "t:bernoulli_([p=0.5]) -> t filled with 1 (probability p) or 0 (any dtype).",
+    "bernoulli_", "t:bernoulli_([p=0.5]) -> t filled with 1 (probability p) or 0 (any dtype); p a number or a\n"
+    "  float tensor of probabilities broadcast to t's shape (one per element).",
     "exponential_", "t:exponential_([lambd=1]) -> t filled from the exponential distribution of rate lambd.",
     "geometric_", "t:geometric_(p) -> t filled with the number of trials up to the first success (1, 2, ...).",
     "log_normal_", "t:log_normal_([mean=1, std=2]) -> t filled with exp(N(mean, std^2)).",

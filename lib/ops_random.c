@@ -93,6 +93,41 @@ pt_status pt_random_integers_(pt_ctx *ctx, const char *fname, pt_tensor *t, int6
   return PT_OK;
 }
 
+pt_status pt_random_bernoulli_tensor_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *probs) {
+  if (probs->dtype != PT_FLOAT32 && probs->dtype != PT_FLOAT64)
+    return pt_fail(ctx, PT_EARG, "%s: p must be a float32 or float64 tensor, got %s", fname,
+                   pt_dtype_name(probs->dtype));
+  /* p broadcasts to t's shape (t's shape does not change) */
+  bool fits = probs->ndim <= t->ndim;
+  for (int i = 0; fits && i < probs->ndim; i++) {
+    int64_t ps = probs->shape[probs->ndim - 1 - i], ts = t->shape[t->ndim - 1 - i];
+    fits = ps == ts || ps == 1;
+  }
+  if (!fits) {
+    char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
+    return pt_fail(ctx, PT_ESHAPE, "%s: p of shape %s does not broadcast to the tensor's shape %s", fname,
+                   pt_shape_format(probs->ndim, probs->shape, a, sizeof a),
+                   pt_shape_format(t->ndim, t->shape, b, sizeof b));
+  }
+  pt_tensor *p = NULL;
+  pt_status st = pt_expand_raw(ctx, probs, t->ndim, t->shape, &p);
+  if (st) return st;
+  int64_t n = pt_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) {
+    double v = pt_tensor_get_flat(p, i);
+    if (!(v >= 0.0 && v <= 1.0)) {
+      pt_tensor_release(p);
+      return pt_fail(ctx, PT_EARG, "%s: p must be in [0, 1], got %g at element %lld", fname, v, (long long)i + 1);
+    }
+  }
+  /* p may share t's storage (t:bernoulli_(t)): draw each element from its p before writing it */
+  for (int64_t i = 0; i < n; i++)
+    pt_tensor_set_flat(t, i, pt_rng_uniform(&ctx->rng) < pt_tensor_get_flat(p, i) ? 1.0 : 0.0);
+  pt_tensor_release(p);
+  atomic_fetch_add(&t->storage->version, 1);
+  return PT_OK;
+}
+
 pt_status pt_random_bernoulli(pt_ctx *ctx, pt_tensor *probs, pt_tensor **out) {
   pt_status st = check_float_dtype(ctx, "bernoulli", probs);
   if (st) return st;

@@ -22,6 +22,11 @@ pt_status pt_random_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_dist 
 /* t filled with integers in [lo, hi) (PyTorch's random_(from, to)); hi - lo must fit t's dtype */
 pt_status pt_random_integers_(pt_ctx *ctx, const char *fname, pt_tensor *t, int64_t lo, int64_t hi);
 
+/* t filled in place with 1 where a uniform draw is below the matching element of probs (float32
+ * or float64, each in [0, 1], broadcast to t's shape), else 0 (PyTorch's t.bernoulli_(p_tensor));
+ * any dtype for t. Errors name fname. */
+pt_status pt_random_bernoulli_tensor_(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *probs);
+
 /* A new tensor of probs' shape and dtype: 1 where a uniform draw is below the element's
  * probability (each in [0, 1]). */
 pt_status pt_random_bernoulli(pt_ctx *ctx, pt_tensor *probs, pt_tensor **out);

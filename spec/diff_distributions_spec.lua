@@ -159,3 +159,31 @@ describe("kl_divergence: pairs of different families as torch 1.13", function()
     assert.truthy(msg:find("kl_divergence: no KL(p || q) is registered for p of type LogNormal and q of type Normal", 1, true))
   end)
 end)
+
+describe("random sampling as torch 1.13", function()
+  it("t:bernoulli_(p) takes a tensor of probabilities broadcast to t's shape", function()
+    -- was: "bad argument #1 to 'bernoulli_' (number expected, got Tensor)"
+    pt.manual_seed(5)
+    -- torch.zeros(2, 3).bernoulli_(torch.tensor([0., 1., 1.])) (torch 1.13): [[0, 1, 1], [0, 1, 1]]
+    local t = pt.zeros {2, 3}
+    assert.are.equal(t, t:bernoulli_(f32 {0, 1, 1}))
+    assert.are.same({{0, 1, 1}, {0, 1, 1}}, t:tolist())
+    local i = pt.zeros({2, 3}, {dtype = "int64"}):bernoulli_(f64 {{0}, {1}})
+    assert.are.equal("int64", i:dtype())
+    assert.are.same({{0, 0, 0}, {1, 1, 1}}, i:tolist())
+    -- a transposed target and per-row probabilities: the row means (fixed seed, 5000 draws each)
+    local y = pt.zeros {4, 5000}
+    y:t():bernoulli_(f32 {0.1, 0.5, 0.9, 0})
+    close(y:mean(2), {0.1, 0.5, 0.9, 0}, 0.03)
+    -- p the tensor itself
+    local x = pt.full({20000}, 0.3)
+    x:bernoulli_(x)
+    close(x:mean(), 0.3, 0.02)
+    support.assert_error("bernoulli_: p of shape {2} does not broadcast to the tensor's shape {2,3}",
+      function() return pt.zeros {2, 3}:bernoulli_(f32 {0, 1}) end)
+    support.assert_error("bernoulli_: p must be in [0, 1], got 1.5 at element 2",
+      function() return pt.zeros {3}:bernoulli_(f32 {0, 1.5, 1}) end)
+    support.assert_error("bernoulli_: p must be a float32 or float64 tensor, got int64",
+      function() return pt.zeros {3}:bernoulli_(pt.tensor({0, 1, 1}, {dtype = "int64"})) end)
+  end)
+end)
