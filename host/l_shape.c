@@ -77,8 +77,9 @@ static bool is_mask(const pt_tensor *t) { return t->dtype == PT_BOOL || t->dtype
 static int check_sizes(lua_State *L, int idx, int64_t *shape, const char *fname, const char *what) {
   int n = lpt_check_shape(L, idx, shape);
   bool table = lua_istable(L, idx);
-  int next = table ? idx + 1 : idx + n;
-  if (lua_gettop(L) < next) return n;
+  int next = table ? idx + 1 : idx + n, top = lua_gettop(L);
+  while (top >= next && lua_isnil(L, top)) top--; /* f(a, b, nil) is f(a, b), as lpt_check_max_args */
+  if (top < next) return n;
   if (table || n > 0)
     return lpt_errorf(L, "%s: unexpected argument #%d (%s) after the %s", fname, next,
                       luaL_typename(L, next), what);

@@ -218,8 +218,9 @@ describe("size arguments", function()
                      errmsg(function() return x:view("a") end))
     assert.are.equal("expand: unexpected argument #3 (string) after the sizes",
                      errmsg(function() return x:expand(2, "a") end))
-    assert.are.equal("reshape: unexpected argument #4 (nil) after the sizes",
-                     errmsg(function() return x:reshape(3, 2, nil) end))
+    assert.are.equal("view: unexpected argument #3 (nil) after the sizes",
+                     errmsg(function() return x:view(2, nil, 3) end))
+    assert.are.same({3, 2}, x:reshape(3, 2, nil):size()) -- f(a, b, nil) is f(a, b)
     assert.are.equal("permute: unexpected argument #4 (boolean) after the dims",
                      errmsg(function() return x:permute(2, 1, true) end))
     assert.are.equal("repeat_tensor: repeat counts must be integers or a table of integers, got string",
