@@ -134,8 +134,11 @@ static void SUFFIX(conv_forward)(const real *x, const real *w, const real *b, re
                                  const pt_conv2d_opts *o, real *cols) {
   int g = o->groups, Cg = C / g, Og = O / g;
   int K = Cg * kh * kw, P = Ho * Wo;
+  /* a 1x1 kernel reading every input element once: the input plane is the column matrix. Not when
+   * the planes differ in size: conv_transpose2d's output_padding makes its input-gradient conv's
+   * input (H, W) larger than its output (Ho, Wo), and GEMMs over Ho*Wo then misplaced the rows */
   bool direct = kh == 1 && kw == 1 && o->stride[0] == 1 && o->stride[1] == 1 && o->padding[0] == 0 &&
-                o->padding[1] == 0;
+                o->padding[1] == 0 && H == Ho && W == Wo;
   for (int n = n0; n < N; n++) {
     for (int gi = 0; gi < g; gi++) {
       const real *xg = x + ((int64_t)n * C + gi * Cg) * H * W;
@@ -164,8 +167,11 @@ static void SUFFIX(conv_backward)(const real *x, const real *w, const real *gy, 
                                   int Ho, int Wo, const pt_conv2d_opts *o, real *cols) {
   int g = o->groups, Cg = C / g, Og = O / g;
   int K = Cg * kh * kw, P = Ho * Wo;
+  /* a 1x1 kernel reading every input element once: the input plane is the column matrix. Not when
+   * the planes differ in size: conv_transpose2d's output_padding makes its input-gradient conv's
+   * input (H, W) larger than its output (Ho, Wo), and GEMMs over Ho*Wo then misplaced the rows */
   bool direct = kh == 1 && kw == 1 && o->stride[0] == 1 && o->stride[1] == 1 && o->padding[0] == 0 &&
-                o->padding[1] == 0;
+                o->padding[1] == 0 && H == Ho && W == Wo;
   for (int n = n0; n < N; n++) {
     for (int gi = 0; gi < g; gi++) {
       const real *xg = x + ((int64_t)n * C + gi * Cg) * H * W;
@@ -265,7 +271,10 @@ static inline void SUFFIX(max_pool_windows)(const real *x, real *y, int32_t *idx
           }
         }
         int64_t out = (pl * Ho + oy) * Wo + ox;
-        y[out] = bi < 0 ? 0 : best;
+        /* a window that dilation and padding leave without an input element: the maximum of
+         * nothing, -inf as PyTorch's (which also points it at an arbitrary element that then
+         * takes its gradient; here it takes none) */
+        y[out] = bi < 0 ? (real)-INFINITY : best;
         idx[out] = bi;
       }
   }
@@ -319,7 +328,9 @@ static void SUFFIX(max_pool_forward)(const real *x, real *y, int32_t *idx, int64
  * (index -1); NaN stays NaN without a gradient, as a ReLU's backward gives it none */
 static void SUFFIX(max_pool_relu)(real *restrict y, int32_t *restrict idx, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; i++) {
-    bool dead = y[i] <= 0; /* a NaN maximum stays, with its gradient, as PyTorch's relu */
+    /* a NaN maximum stays, with its gradient, as PyTorch's relu; so does an empty window's -inf
+     * (max_pool2d(relu(x)) is -inf there too) */
+    bool dead = y[i] <= 0 && idx[i] >= 0;
     idx[i] = dead ? -1 : idx[i];
     y[i] = dead ? 0 : y[i];
   }

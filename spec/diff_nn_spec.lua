@@ -210,3 +210,38 @@ describe("linear's bias", function()
       F.linear, x, w, d({1, 2, 3}))
   end)
 end)
+
+describe("conv_transpose with a 1x1 kernel and output_padding", function()
+  -- the 1x1 shortcut of the im2col kernels took the planes to be the same size, which
+  -- output_padding (allowed below the dilation) breaks: the rows came out shifted by one element
+  -- per row and the last ones were missing ({1,2,3,4} output, bias-only column misplaced)
+  it("matches torch (values from torch 1.13)", function()
+    local x = d({{{{1, 2, 3}, {4, 5, 6}}, {{0.5, -1, 2}, {1, 0, -2}}}}):requires_grad_(true)
+    local w = d({{{{2}}, {{-1}}}, {{{0.5}}, {{3}}}}):requires_grad_(true)
+    local b = d({0.1, -0.2}):requires_grad_(true)
+    local y = F.conv_transpose2d(x, w, b, {dilation = 2, output_padding = {1, 1}})
+    assert.are.same({1, 2, 3, 4}, y:size())
+    assert_close(y, {{{{2.35, 3.6, 7.1, 0.1}, {8.6, 10.1, 11.1, 0.1}, {0.1, 0.1, 0.1, 0.1}},
+      {{0.3, -5.2, 2.8, -0.2}, {-1.2, -5.2, -12.2, -0.2}, {-0.2, -0.2, -0.2, -0.2}}}})
+    y:backward(pt.arange(0, y:numel(), F64):reshape(y:size()) * 0.1)
+    assert_close(x.grad, {{{{-1.2000000000000002, -1.1, -1.0}, {-0.8, -0.7000000000000002, -0.5999999999999999}},
+      {{3.6000000000000005, 3.95, 4.300000000000001}, {5.0, 5.3500000000000005, 5.7}}}})
+    assert_close(w.grad, {8.5, 33.7, -0.5000000000000001, 0.10000000000000053})
+    assert_close(b.grad, {6.6, 21.0})
+  end)
+end)
+
+describe("max pooling over a window without input elements", function()
+  -- dilation and padding can leave a window only on padding: its maximum was 0, torch's is -inf
+  it("is -inf, as torch's (values from torch 1.13)", function()
+    local x = d({{{{1.5}, {-2}, {3}}}})
+    local inf = math.huge -- (assert_close cannot tell infinities apart: compared exactly)
+    assert.are.same({-inf, -inf, -inf}, support.flat(F.max_pool2d(x, 2, {stride = 1, padding = 1, dilation = 2}):tolist()))
+    assert.are.same({-inf, -inf, -inf},
+      support.flat(F.max_pool2d(x, 2, {stride = 1, padding = 1, dilation = 2, relu = true}):tolist()))
+    assert.are.same({-inf}, support.flat(F.max_pool1d(d({{{-1, -3}}}), 2, {stride = 1, padding = 1, dilation = 3}):tolist()))
+    -- a window with an element is unchanged: {{1, -2}, {3, 4}} as torch
+    assert.are.same({4, 3, -2, 1}, support.flat(F.max_pool2d(d({{{{1, -2}, {3, 4}}}}), 2,
+      {stride = 1, padding = 1, dilation = 2}):tolist()))
+  end)
+end)
