@@ -222,20 +222,9 @@ double pt_sf_erfcx(double x) {
 /* the Hurwitz zeta function zeta(x, q) = sum_{k >= 0} (k + q)^-x (torch.special.zeta), with
  * Cephes' domain as PyTorch's: inf at x == 1 and at q a non-positive integer, nan for x < 1 and
  * for q < 0 with x not an integer; a negative q's terms are summed directly up to q + k > 0. */
-double pt_sf_zeta(double x, double q) {
-  if (x != x || q != q) return NAN;
-  if (x == 1) return INFINITY;
-  if (x < 1) return NAN;
-  if (q <= 0) {
-    if (q == floor(q)) return INFINITY;
-    if (x != floor(x)) return NAN;
-  }
-  if (x == INFINITY) return fabs(q) < 1 ? INFINITY : q == 1 ? 1 : 0; /* the first term's limit */
-  double sum = 0;
-  while (q < 0) { /* no early end among these: they cancel */
-    sum += pow(q, -x);
-    q += 1;
-  }
+/* sum + zeta(x, q) for x > 1, q > 0 (sum: terms already added, which the first ones join in
+ * order, as Cephes' one running sum) */
+static double zeta_pos(double x, double q, double sum) {
   if (q > 1e8) return sum + (1 / (x - 1) + 1 / (2 * q)) * pow(q, 1 - x); /* Cephes' asymptotic form */
   /* the first terms as (k + q)^-x (hurwitz_zeta's (1 / (k + q))^x rounds 1 / (k + q) first, which
    * x multiplies: 1e-14 off at x = 200), then hurwitz_zeta's tail from where it starts it */
@@ -245,6 +234,30 @@ double pt_sf_zeta(double x, double q) {
     if (t * q <= 1e-17 * (x - 1) * (sum + t)) return sum + t;
   }
   return sum + hurwitz_zeta(x, q, 1.0);
+}
+
+double pt_sf_zeta(double x, double q) {
+  if (x != x || q != q) return NAN;
+  if (x == 1) return INFINITY;
+  if (x < 1) return NAN;
+  if (q <= 0) {
+    if (q == floor(q)) return INFINITY;
+    if (x != floor(x)) return NAN;
+  }
+  if (x == INFINITY) return fabs(q) < 1 ? INFINITY : q == 1 ? 1 : 0; /* the first term's limit */
+  if (q > 0) return zeta_pos(x, q, 0.0);
+  /* q < 0 (not an integer, so |q| < 2^52), x an integer: the m terms (q + k)^-x with q + k < 0
+   * and then zeta(x, q + m). Those are (-1)^x (r + j)^-x, j < m, with r = -(q + m - 1) in (0, 1):
+   * summed directly (they cancel: no early end) up to a million, beyond that as
+   * (-1)^x (zeta(x, r) - zeta(x, r + m)) */
+  double m = ceil(-q), sign = fmod(x, 2.0) == 0 ? 1.0 : -1.0, neg = 0;
+  if (m <= 1e6) {
+    for (double k = 0; k < m; k++) neg += pow(q + k, -x);
+  } else {
+    double r = -(q + (m - 1));
+    neg = sign * (zeta_pos(x, r, 0.0) - zeta_pos(x, r + m, 0.0));
+  }
+  return zeta_pos(x, q + m, neg);
 }
 
 double pt_sf_polygamma(int64_t n, double x) {

@@ -365,6 +365,15 @@ describe("erfcx and zeta (torch.special.erfcx / torch.special.zeta)", function()
     near({1.6449340668482266, 0.64493406684822663}, pt.zeta(2, pt.tensor({1, 2}, {dtype = "float64"})):tolist(), 1e-15)
   end)
 
+  it("zeta sums a far negative q's terms in bounded time", function()
+    -- values from torch 1.13 (its direct sum; 1e15 steps of q + 1 here would not end)
+    near({9.8695944011893584, -62.012553360599512, 9.6208792980503475, 259.7575760906733},
+      pt.zeta(pt.tensor({2, 3, 2, 4}, {dtype = "float64"}),
+        pt.tensor({-1e5 - 0.5, -2e6 - 0.25, -3.5, -1.5e6 - 0.75}, {dtype = "float64"})):tolist(), 1e-13)
+    local r = pt.zeta(pt.tensor({2}, {dtype = "float64"}), pt.tensor({-1e15 - 0.5}, {dtype = "float64"})):item()
+    assert(math.abs(r - math.pi ^ 2) < 1e-12, tostring(r)) -- all its terms (r + j)^-2, j in Z: pi^2 less 2 / 1e15
+  end)
+
   it("zeta refuses x's gradient, as torch", function()
     local x = pt.tensor({2.5}, {dtype = "float64", requires_grad = true})
     assert.matches("zeta: the derivative with respect to x (input) is not implemented (as torch)",
