@@ -17,13 +17,24 @@ static int64_t norm_index(lua_Integer i, int64_t size) {
   return i - 1;
 }
 
+/* An integer argument: a Lua integer, or a one-element integer tensor (PyTorch takes
+ * x.narrow(0, torch.tensor(1), 2) and x.select(0, i) with a 0-d tensor i, as argmax returns) */
 static lua_Integer check_integer(lua_State *L, int idx, const char *fname, const char *what) {
   int isnum;
   lua_Integer v = lua_tointegerx(L, idx, &isnum);
-  if (!isnum)
-    return lpt_errorf(L, "%s: %s must be an integer, got %s", fname, what,
-                      lua_type(L, idx) == LUA_TNUMBER ? lua_tostring(L, idx) : luaL_typename(L, idx));
-  return v;
+  if (isnum) return v;
+  pt_tensor *x = lpt_test_tensor(L, idx);
+  if (x && pt_tensor_numel(x) == 1 && (x->dtype == PT_INT64 || x->dtype == PT_INT32 || x->dtype == PT_UINT8)) {
+    pt_number n = pt_tensor_get_flat_number(x, 0);
+    return n.is_int ? (lua_Integer)n.i : (lua_Integer)n.d;
+  }
+  if (x) {
+    char b[PT_SHAPE_STR_MAX];
+    return lpt_errorf(L, "%s: %s must be an integer, got a tensor of dtype %s and shape %s", fname, what,
+                      pt_dtype_name(x->dtype), pt_shape_format(x->ndim, x->shape, b, sizeof b));
+  }
+  return lpt_errorf(L, "%s: %s must be an integer, got %s", fname, what,
+                    lua_type(L, idx) == LUA_TNUMBER ? lua_tostring(L, idx) : luaL_typename(L, idx));
 }
 
 /* The number (or boolean) at idx as Lua has it: an integer stays exact, so that it goes into an

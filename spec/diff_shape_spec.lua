@@ -276,3 +276,20 @@ describe("scatter_ and scatter_add_ with a src or index that shares the tensor's
     assert.are.same({3, 5, 4}, i:tolist())
   end)
 end)
+
+describe("integer arguments given as one-element tensors", function()
+  it("are taken as their value, as torch's x.narrow(0, torch.tensor(1), 2)", function()
+    local x = range(5)
+    -- torch 1.13: x.narrow(0, torch.tensor(1), 2) = [1, 2]; x.select(0, torch.tensor(2)) = 2
+    assert.are.same({1, 2}, x:narrow(1, long(2), long(2)):tolist())
+    assert.are.equal(2, x:select(1, pt.tensor(3, {dtype = "int32"})):item())
+    assert.are.equal(4, x:select(1, x:argmax()):item())
+    assert.are.equal(3, #x:split(long(2)))
+    assert.are.equal("narrow: start must be an integer, got a tensor of dtype float32 and shape {}",
+                     errmsg(function() return x:narrow(1, pt.tensor(1.5), 1) end))
+    assert.are.equal("narrow: start must be an integer, got a tensor of dtype int64 and shape {2}",
+                     errmsg(function() return x:narrow(1, long({1, 2}), 1) end))
+    assert.are.equal("select: index must be an integer, got table",
+                     errmsg(function() return x:select(1, {}) end))
+  end)
+end)
