@@ -35,7 +35,13 @@ local function raise(msg) fail("%s", msg) end
 local function check_opts(name, opts, allowed)
   if opts == nil then return {} end
   if type(opts) ~= "table" then
-    raise(("%s: options must be a table, got %s"):format(name, type(opts)))
+    local keys = {}
+    for k in pairs(allowed) do keys[#keys + 1] = k .. "=" end
+    table.sort(keys)
+    -- a tensor here is most often one of PyTorch's positional masks (layer(src, mask)): say so
+    raise(("%s: options must be a table {%s}, got %s%s"):format(name, table.concat(keys, ", "),
+      pt.is_tensor(opts) and "a tensor" or type(opts),
+      pt.is_tensor(opts) and " (masks are passed by name in the options table)" or ""))
   end
   for k in pairs(opts) do
     if not allowed[k] then raise(("%s: unknown option '%s'"):format(name, tostring(k))) end
@@ -1075,23 +1081,83 @@ doc(rnn_utils.pack_sequence, [[nn.utils.rnn.pack_sequence(sequences[, {enforce_s
   pack_padded_sequence(pad_sequence(sequences), lengths, {enforce_sorted=}) does. enforce_sorted=true
   wants them by decreasing length. Differentiable in every sequence.]])
 
+function rnn_utils.unpad_sequence(padded, lengths, opts)
+  local name = "unpad_sequence"
+  opts = check_opts(name, opts, set_of {"batch_first"})
+  local batch_first = opt_boolean(name, opts, "batch_first", false)
+  check_tensor(name, "padded_sequences", padded)
+  if padded:dim() < 2 then
+    raise(("%s: padded_sequences must have at least 2 dimensions (%s), got shape %s"):format(name,
+      batch_first and "{N,T,*} with batch_first" or "{T,N,*}", shape_str(padded)))
+  end
+  local lens = lengths_list(name, lengths)
+  local bdim, tdim = batch_first and 1 or 2, batch_first and 2 or 1
+  local B, T = padded:size(bdim), padded:size(tdim)
+  if #lens ~= B then
+    raise(("%s: got %d lengths for a batch of %d sequences (padded_sequences shape %s, batch_first=%s)")
+      :format(name, #lens, B, shape_str(padded), tostring(batch_first)))
+  end
+  local out = {}
+  for i, l in ipairs(lens) do
+    if l < 0 or l > T then
+      raise(("%s: length %d of sequence %d is not in 0..%d (the padded length; padded_sequences shape %s, batch_first=%s)")
+        :format(name, l, i, T, shape_str(padded), tostring(batch_first)))
+    end
+    out[i] = padded:select(bdim, i):narrow(1, 1, l)
+  end
+  return out
+end
+doc(rnn_utils.unpad_sequence, [[nn.utils.rnn.unpad_sequence(padded_sequences, lengths[, {batch_first=false}]) -> list of tensors
+  PyTorch's inverse of pad_sequence: sequence i is padded_sequences {T,N,*} ({N,T,*} with
+  batch_first) at batch position i, its first lengths[i] steps: a tensor {lengths[i],*}.
+  lengths: a Lua list of integers or a 1-D integer tensor (0 <= lengths[i] <= T). Differentiable.]])
+
+function rnn_utils.unpack_sequence(sequence)
+  local name = "unpack_sequence"
+  check_packed(name, sequence)
+  local padded, lengths = rnn_utils.pad_packed_sequence(sequence, {batch_first = true})
+  return rnn_utils.unpad_sequence(padded, lengths, {batch_first = true})
+end
+doc(rnn_utils.unpack_sequence, [[nn.utils.rnn.unpack_sequence(packed) -> list of tensors
+  PyTorch's inverse of pack_sequence: the sequences of a PackedSequence, in their original order,
+  each {L_i,*}. Differentiable in packed.data.]])
+
 local utils = rawget(nn, "utils")
 if utils == nil then
   utils = {}
   nn.utils = utils
   doc(utils, "nn.utils: PyTorch's torch.nn.utils; rnn (pad_sequence, pack_padded_sequence, pad_packed_sequence,\n"
-    .. "  pack_sequence, PackedSequence) lives here.")
+    .. "  pack_sequence, unpad_sequence, unpack_sequence, PackedSequence) lives here.")
 end
 utils.rnn = rnn_utils
 doc(rnn_utils, [[nn.utils.rnn: PyTorch's torch.nn.utils.rnn: batches of sequences of different lengths
   pad_sequence(list) pads them to one tensor; pack_padded_sequence(padded, lengths) or
   pack_sequence(list) packs them into a PackedSequence that nn.RNN, nn.LSTM and nn.GRU run over
   (each sequence stops at its own length; h_n holds each sequence's last step);
-  pad_packed_sequence(packed) turns a PackedSequence back into a padded tensor and lengths.]])
+  pad_packed_sequence(packed) turns a PackedSequence back into a padded tensor and lengths;
+  unpad_sequence(padded, lengths) and unpack_sequence(packed) give back the list of sequences.]])
 
 -- ------------------------------------------------------------------ attention
 
 local SDPA_OPTS = set_of {"attn_mask", "dropout_p", "is_causal", "scale"}
+
+-- a tensor's dims but the last two (a Lua list)
+local function lead_dims(t)
+  local d = t:size()
+  d[#d], d[#d - 1] = nil, nil
+  return d
+end
+
+-- the broadcast of two shapes (Lua lists), or nil when they do not broadcast
+local function broadcast_dims(a, b)
+  local n, out = math.max(#a, #b), {}
+  for i = 1, n do
+    local x, y = a[#a - n + i] or 1, b[#b - n + i] or 1
+    if x ~= y and x ~= 1 and y ~= 1 then return nil end
+    out[i] = x == 1 and y or x
+  end
+  return out
+end
 
 local function causal_mask(L, S, dtype)
   local allowed = pt.ones(L, S, {dtype = "bool"}):tril()
@@ -1104,6 +1170,10 @@ function nn.scaled_dot_product_attention(q, k, v, opts)
   check_tensor(name, "query", q)
   check_tensor(name, "key", k)
   check_tensor(name, "value", v)
+  if not is_float(q) or k:dtype() ~= q:dtype() or v:dtype() ~= q:dtype() then
+    raise(("%s: query, key and value must be floating tensors of one dtype, got %s, %s and %s")
+      :format(name, q:dtype(), k:dtype(), v:dtype()))
+  end
   if q:dim() < 2 or k:dim() < 2 or v:dim() < 2 then
     raise(("%s: query, key and value need at least 2 dimensions {...,L,E}, got shapes %s, %s, %s")
       :format(name, shape_str(q), shape_str(k), shape_str(v)))
@@ -1117,18 +1187,42 @@ function nn.scaled_dot_product_attention(q, k, v, opts)
     raise(("%s: key and value must have the same sequence length, got shapes %s and %s")
       :format(name, shape_str(k), shape_str(v)))
   end
+  -- the batch dims (all but the last two) of query, key and value broadcast together
+  local qk = broadcast_dims(lead_dims(q), lead_dims(k))
+  if qk == nil or broadcast_dims(qk, lead_dims(v)) == nil then
+    raise(("%s: the batch dimensions of query, key and value do not broadcast, got shapes %s, %s, %s")
+      :format(name, shape_str(q), shape_str(k), shape_str(v)))
+  end
   local p = opts.dropout_p or 0
   probability(name, "dropout_p", p)
-  local scale = opts.scale or 1 / math.sqrt(E)
+  local scale = opts.scale
+  if scale == nil then
+    scale = 1 / math.sqrt(E)
+  elseif type(scale) ~= "number" then
+    raise(("%s: scale must be a number, got %s"):format(name, what_of(scale)))
+  end
+  local causal = opts.is_causal
+  if causal ~= nil then boolean(name, "is_causal", causal) end
+  local mask = opts.attn_mask
+  if mask ~= nil then
+    check_tensor(name, "attn_mask", mask)
+    -- the mask is added to the scores {...,L,S}: it must broadcast to that shape (not widen it)
+    local want = qk
+    want[#want + 1], want[#want + 2] = L, S
+    local b = broadcast_dims(want, mask:size())
+    if b == nil or dims_str(b) ~= dims_str(want) then
+      raise(("%s: attn_mask of shape %s does not broadcast to the attention scores' shape %s")
+        :format(name, shape_str(mask), dims_str(want)))
+    end
+  end
   local scores = q:matmul(k:transpose(-2, -1)) * scale
-  if opts.is_causal then
-    if opts.attn_mask ~= nil then
+  if causal then
+    if mask ~= nil then
       raise(name .. ": attn_mask and is_causal=true cannot be given together")
     end
     scores = scores + causal_mask(L, S, scores:dtype())
-  elseif opts.attn_mask ~= nil then
-    check_tensor(name, "attn_mask", opts.attn_mask)
-    scores = scores + additive_mask(name, "attn_mask", opts.attn_mask, scores:dtype(), false)
+  elseif mask ~= nil then
+    scores = scores + additive_mask(name, "attn_mask", mask, scores:dtype(), false)
   end
   local w = nn.softmax(scores, -1)
   if p > 0 then w = nn.dropout(w, p, true) end
@@ -1239,6 +1333,9 @@ end
 function MultiheadAttention:forward(query, key, value, opts)
   local name = "MultiheadAttention:forward"
   opts = check_opts(name, opts, MHA_FORWARD_OPTS)
+  for _, k in ipairs {"need_weights", "average_attn_weights", "is_causal"} do
+    if opts[k] ~= nil then boolean(name, k, opts[k]) end
+  end
   check_tensor(name, "query", query)
   key, value = key or query, value or key or query
   check_tensor(name, "key", key)
@@ -1451,6 +1548,7 @@ local TEL_FORWARD_OPTS = set_of {"src_mask", "src_key_padding_mask", "is_causal"
 function TransformerEncoderLayer:forward(src, opts)
   opts = check_opts("TransformerEncoderLayer:forward", opts, TEL_FORWARD_OPTS)
   check_tensor("TransformerEncoderLayer:forward", "src", src)
+  if opts.is_causal ~= nil then boolean("TransformerEncoderLayer:forward", "is_causal", opts.is_causal) end
   local mask, kpm, causal = opts.src_mask, opts.src_key_padding_mask, opts.is_causal
   local x = src
   if self.norm_first then
