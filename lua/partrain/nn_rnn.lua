@@ -1624,8 +1624,14 @@ function TransformerEncoder:__init(encoder_layer, num_layers, opts)
   self.num_layers = num_layers
   if opts.norm then self.norm = opts.norm end
 end
+local TE_FORWARD_OPTS = set_of {"mask", "src_mask", "src_key_padding_mask", "is_causal"}
 function TransformerEncoder:forward(src, opts)
-  opts = check_opts("TransformerEncoder:forward", opts, TEL_FORWARD_OPTS)
+  local name = "TransformerEncoder:forward"
+  opts = check_opts(name, opts, TE_FORWARD_OPTS)
+  if opts.mask ~= nil then -- PyTorch's name for this forward's src_mask
+    if opts.src_mask ~= nil then raise(name .. ": give mask or src_mask (the same option), not both") end
+    opts = {src_mask = opts.mask, src_key_padding_mask = opts.src_key_padding_mask, is_causal = opts.is_causal}
+  end
   local x = src
   for _, layer in ipairs(self.layers:children()) do x = layer(x, opts) end
   if self._modules.norm then x = self._modules.norm(x) end
@@ -1635,7 +1641,8 @@ doc(TransformerEncoder, [[nn.TransformerEncoder(encoder_layer, num_layers[, {nor
   A stack of num_layers copies of encoder_layer (each with its own parameters, copied from
   encoder_layer's, as PyTorch's deepcopy), then the optional norm module (e.g. nn.LayerNorm).
   enc(src[, {src_mask=, src_key_padding_mask=, is_causal=false}]) -> output of src's shape; the
-  options go to every layer (see help(nn.TransformerEncoderLayer)).
+  options go to every layer (see help(nn.TransformerEncoderLayer)). mask= (PyTorch's name for this
+  forward's mask) is src_mask.
   Children: layers (an nn.ModuleList) and norm. state_dict keys are PyTorch's with the layer
   index 1-based: PyTorch's layers.0.linear1.weight is layers.1.linear1.weight here (rename the
   keys of a PyTorch state_dict before load_state_dict). The options enable_nested_tensor and
