@@ -118,7 +118,7 @@ describe("help by name", function()
       'nn.Linear(in_features, out_features[, {bias=true, dtype="float32"}])',
       'nn.cross_entropy(logits, target[, {weight=, label_smoothing=0, ignore_index=, reduction="mean"}])',
       'pt.save(path, model_or_tensors[, {optimizer = opt, meta = {...}, loader = handler, rng = true}])',
-      'optim.clip_grad_norm(params, max_norm[, {norm_type=2}]) -> total norm of all gradients (before clipping);',
+      'optim.clip_grad_norm(params, max_norm[, {norm_type=2, error_if_nonfinite=false}]) -> total norm of all',
       'optim.StepLR(opt, {step_size=, gamma=0.1}): lr = base * gamma^floor(epoch/step_size).',
       'data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, sampler=, progress=, log=,',
     }, "\n") .. "\n", out)
