@@ -187,3 +187,101 @@ describe("random sampling as torch 1.13", function()
       function() return pt.zeros {3}:bernoulli_(pt.tensor({0, 1, 1}, {dtype = "int64"})) end)
   end)
 end)
+
+describe("Cauchy, Gumbel and Geometric as torch 1.13", function()
+  -- values from torch 1.13 (float64): Cauchy/Gumbel(loc, scale) with loc {0.5, -1, 2}, scale {1.5, 0.3, 2}
+  -- at value {-1, 0.3, 5} and p {0.1, 0.5, 0.97}; Geometric(probs {0.25, 0.5, 1}) at {0, 3, 0} and
+  -- Geometric{logits = {-2, 0, 3}}
+  local REF = {
+    cauchy = {log_prob = {-2.24334217451751, -2.92531605447933, -3.0165320627509917}, cdf = {0.25, 0.9278076844893528, 0.8128329581890013}, icdf = {-4.116525305762879, -1.0, 23.157789986811228}, entropy = {2.9364893550774553, 1.3270514426433546, 3.224171427529236}, mode = {0.5, -1.0, 2.0}},
+    gumbel = {log_prob = {-2.1237469365672093, -3.1424842577443393, -2.4162773407083753}, cdf = {0.06598803584531254, 0.9869620119022326, 0.8000107130043538}, icdf = {-0.7510486678719341, -0.8900461238255009, 8.982733900167556}, entropy = {1.9826807730096971, 0.37324286057559664, 2.270362845461478}, mode = {0.5, -1.0, 2.0}, mean = {1.3658234973522994, -0.8268353005295401, 3.1544313298030655}, variance = {3.7011016504085092, 0.14804406601634038, 6.579736267392906}, stddev = {1.9238247452427961, 0.38476494904855923, 2.565099660323728}},
+    geometric = {log_prob = {-1.3862943611198906, -2.772588722239781, 0.0}, entropy = {2.2493405784752336, 1.3862943611198906, 2.2204460492503128e-16}, mean = {3.0, 1.0, 0.0}, variance = {12.0, 2.0, 0.0}, logits = {-1.0986122886681096, 0.0, 36.04365338911715}},
+    geometric_logits = {log_prob = {-2.1269280110429727, -2.772588722239781, -0.04858735157374191}, entropy = {3.0648062051651865, 1.3862943611198906, 0.20036757847194864}, mean = {7.38905609893065, 1.0, 0.04978706836786384}, probs = {0.11920292202211755, 0.5, 0.9525741268224334}},
+  }
+  local loc, scale = f64 {0.5, -1.0, 2.0}, f64 {1.5, 0.3, 2.0}
+  local value, p = f64 {-1.0, 0.3, 5.0}, f64 {0.1, 0.5, 0.97}
+
+  local function check(d, ref, v)
+    for k, want in pairs(ref) do
+      local got
+      if k == "log_prob" or k == "cdf" then got = d[k](d, v)
+      elseif k == "icdf" then got = d:icdf(p)
+      elseif k == "entropy" then got = d:entropy()
+      else got = d[k] end
+      local ok, err = pcall(close, got, want, 1e-12)
+      assert(ok, k .. ": " .. tostring(err))
+    end
+  end
+
+  it("values", function()
+    check(D.Cauchy(loc, scale), REF.cauchy, value)
+    check(D.Gumbel(loc, scale), REF.gumbel, value)
+    check(D.Geometric(f64 {0.25, 0.5, 1.0}), REF.geometric, f64 {0, 3, 0})
+    check(D.Geometric {logits = f64 {-2, 0, 3}}, REF.geometric_logits, f64 {0, 3, 0})
+    local c = D.Cauchy(0, 1)
+    close(c.mean, nan)
+    close(c.variance, math.huge)
+  end)
+
+  it("gradients", function()
+    local l, s = loc:clone(), scale:clone()
+    l.requires_grad, s.requires_grad = true, true
+    D.Gumbel(l, s):log_prob(value):sum():backward()
+    -- values from torch 1.13
+    close(l.grad, {-1.1455212189726967, 3.2895875708768636, 0.3884349199257851})
+    close(s.grad, {0.47885455230603, 10.92154614046641, 0.08265237988867769})
+    l, s = loc:clone(), scale:clone()
+    l.requires_grad, s.requires_grad = true, true
+    D.Cauchy(l, s):cdf(value):sum():backward()
+    close(l.grad, {-0.1061032953945969, -0.05364773362648157, -0.04897075172058318})
+    close(s.grad, {0.1061032953945969, -0.23247351238142017, -0.07345612758087477})
+    local g = f64 {0.25, 0.5}
+    g.requires_grad = true
+    D.Geometric(g):log_prob(f64 {1, 3}):sum():backward()
+    close(g.grad, {2.666666666666667, -4.0})
+    -- rsample: d x / d loc = 1, d x / d scale = (x - loc) / scale
+    pt.manual_seed(2)
+    l, s = loc:clone(), scale:clone()
+    l.requires_grad, s.requires_grad = true, true
+    local x = D.Gumbel(l, s):rsample({50})
+    x:sum():backward()
+    close(l.grad, {50, 50, 50})
+    close(s.grad, ((x:detach() - loc) / scale):sum(1), 1e-10)
+  end)
+
+  it("kl_divergence pairs", function()
+    local a, b = f64 {-0.5, 0.2, 1.5}, f64 {0.5, 1.0, 2.5}
+    local c, d = f64 {0.0, -1.0, 0.3}, f64 {1.5, 0.7, 3.0}
+    -- values from torch 1.13
+    close(D.kl_divergence(D.Gumbel(a, b), D.Gumbel(c, d)), {0.6267218137604398, 0.8329539944247224, 0.11665942418740549})
+    close(D.kl_divergence(D.Geometric(b / 4), D.Geometric(d / 4)), {1.256693367680381, 0.07074440452575748, 0.06095750807094391})
+    close(D.kl_divergence(D.Exponential(b), D.Gumbel(c, d)), {0.47422268945298107, 1.5991477517389736, 2.023387163942346})
+    close(D.kl_divergence(D.Gamma(b, a:abs() + 0.5), D.Gumbel(c, d)), {1.4227851807689924, 1.8348492818933484, 1.1302092506138846})
+    close(D.kl_divergence(D.Gumbel(a, b), D.Normal(c, d)), {0.5416507492408535, 3.8865066860170865, 0.4832940879309202})
+    close(D.kl_divergence(D.Normal(a, b), D.Gumbel(c, d)), {0.821681037620726, 0.4383071852398688, 0.11197381060399003})
+    close(D.kl_divergence(D.Uniform(a, a + b), D.Gumbel(c, d)), {2.118782897259712, 2.167749586653246, 1.4537884093432232})
+    close(D.kl_divergence(D.Gumbel(a, b), D.Uniform(c, c + d)), {math.huge, math.huge, math.huge})
+  end)
+
+  it("shapes, sample statistics and validation", function()
+    pt.manual_seed(4)
+    local g = D.Gumbel(pt.zeros {3, 1}, pt.ones {2} * 0.5)
+    assert.are.same({3, 2}, g.batch_shape)
+    assert.are.same({4, 3, 2}, g:sample({4}):size())
+    assert.are.same({5, 3, 2}, g:expand({5, 3, 2}):log_prob(f32 {1, 2}):size())
+    assert.are.same({4, 3, 1}, D.Geometric(pt.ones {3, 1} * 0.5):sample({4}):size())
+    -- moments over 40000 draws (fixed seed, generous tolerances)
+    local gs = D.Gumbel(f64 {0.5, -1}, f64 {2, 0.3}):sample({40000})
+    close(gs:mean(1), {0.5 + 2 * 0.5772156649015329, -1 + 0.3 * 0.5772156649015329}, 0.05)
+    local geo = D.Geometric(f64 {0.2, 0.9, 1.0}):sample({40000})
+    close(geo:mean(1), {4, 1 / 9, 0}, 0.1)
+    assert.are.equal(0, geo:min():item())
+    local cs = D.Cauchy(f32 {0.5}, f32 {2}):sample({40000})
+    close(cs:median(), 0.5, 0.1)
+    support.assert_error("Cauchy: scale must be positive (> 0), got -1", D.Cauchy, 0, -1)
+    support.assert_error("Gumbel: scale must be positive (> 0), got 0", D.Gumbel, 0, 0)
+    support.assert_error("Geometric: probs must be positive (> 0), got 0", D.Geometric, f32(0))
+    support.assert_error("Geometric.log_prob: value 0.5 is outside the support (a non-negative integer)",
+      function() return D.Geometric(f32(0.3)):log_prob(f32(0.5)) end)
+  end)
+end)

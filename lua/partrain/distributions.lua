@@ -1450,6 +1450,141 @@ function Poisson:log_prob(value)
   return pt.xlogy(value, self.rate) - self.rate - (value + 1):lgamma()
 end
 
+-- ------------------------------------------------------------------ Cauchy, Gumbel, Geometric
+
+local EULER = 0.57721566490153286060
+
+local Cauchy = class("Cauchy", Distribution, true)
+Cauchy.has_rsample = true
+Cauchy._params = {loc = 0, scale = 0}
+Cauchy._arg_names = {"loc", "scale"}
+
+function Cauchy._new(...)
+  local vals, validate = parse("Cauchy", {"loc", "scale"}, ...)
+  return elementwise_new(Cauchy, "Cauchy", {"loc", "scale"}, {C.real, C.positive}, vals, validate)
+end
+
+Cauchy._props.mean = function(self) return pt.full(self:_extended_shape({}), nan, {dtype = self._dt}) end
+Cauchy._props.mode = function(self) return self.loc end
+Cauchy._props.variance = function(self) return pt.full(self:_extended_shape({}), inf, {dtype = self._dt}) end
+
+function Cauchy:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local eps = pt.empty(shape, {dtype = self._dt}):cauchy_()
+  return self.loc + eps * self.scale
+end
+
+function Cauchy:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return -math.log(math.pi) - self.scale:log() - (1 + ((value - self.loc) / self.scale):pow(2)):log()
+end
+
+function Cauchy:cdf(value)
+  value = self:_value(value, "cdf")
+  return ((value - self.loc) / self.scale):atan() / math.pi + 0.5
+end
+
+function Cauchy:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return (math.pi * (value - 0.5)):tan() * self.scale + self.loc
+end
+
+function Cauchy:entropy() return math.log(4 * math.pi) + self.scale:log() end
+
+-- torch's Gumbel: a Uniform(tiny, 1 - eps) base through x = loc - scale * log(-log(u))
+local Gumbel = class("Gumbel", Distribution, true)
+Gumbel.has_rsample = true
+Gumbel._params = {loc = 0, scale = 0}
+Gumbel._arg_names = {"loc", "scale"}
+
+function Gumbel._new(...)
+  local vals, validate = parse("Gumbel", {"loc", "scale"}, ...)
+  return elementwise_new(Gumbel, "Gumbel", {"loc", "scale"}, {C.real, C.positive}, vals, validate)
+end
+
+Gumbel._props.mean = function(self) return self.loc + self.scale * EULER end
+Gumbel._props.mode = function(self) return self.loc end
+Gumbel._props.stddev = function(self) return (math.pi / math.sqrt(6)) * self.scale end
+Gumbel._props.variance = function(self) return self.stddev:pow(2) end
+
+local function gumbel_bounds(dtype)
+  local f = finfo(dtype)
+  return f.tiny, 1 - f.eps
+end
+
+function Gumbel:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local lo, hi = gumbel_bounds(self._dt)
+  local u = pt.rand(shape, {dtype = self._dt}) * (hi - lo) + lo
+  return self.loc - self.scale * (-u:log()):log()
+end
+
+function Gumbel:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local y = (self.loc - value) / self.scale
+  return (y - y:exp()) - self.scale:log()
+end
+
+function Gumbel:cdf(value)
+  value = self:_value(value, "cdf")
+  local lo, hi = gumbel_bounds(self._dt)
+  local u = (-(-(value - self.loc) / self.scale):exp()):exp()
+  return ((u - lo) / (hi - lo)):clamp(0, 1)
+end
+
+function Gumbel:icdf(value)
+  value = self:_value(value, "icdf", false)
+  local lo, hi = gumbel_bounds(self._dt)
+  local u = value * (hi - lo) + lo
+  return self.loc - self.scale * (-u:log()):log()
+end
+
+function Gumbel:entropy() return self.scale:log() + (1 + EULER) end
+
+-- failures before the first success: 0, 1, 2, ... (torch's Geometric; t:geometric_ counts trials)
+local Geometric = class("Geometric", Distribution, true)
+Geometric._params = {probs = 0, logits = 0}
+Geometric._arg_names = {"probs", "logits"}
+Geometric._support_c = C.nonnegative_integer
+
+function Geometric._new(...)
+  local vals, validate = parse("Geometric", {"probs", "logits"}, ...)
+  local name = probs_or_logits("Geometric", vals)
+  local self = elementwise_new(Geometric, "Geometric", {name}, {name == "probs" and C.unit_interval or C.real},
+    vals, validate)
+  rawset(self, "_param_name", name)
+  if name == "probs" and validating(self) then
+    check_param("Geometric", "probs", self.probs, C.positive)
+  end
+  return self
+end
+
+Geometric._props.probs = Bernoulli._props.probs
+Geometric._props.logits = Bernoulli._props.logits
+Geometric._props.param_shape = Bernoulli._props.param_shape
+Geometric._props.mean = function(self) return 1 / self.probs - 1 end
+Geometric._props.mode = function(self) return pt.zeros_like(self.probs) end
+Geometric._props.variance = function(self) return (1 / self.probs - 1) / self.probs end
+
+function Geometric:sample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "sample"))
+  local probs = self.probs
+  return pt.no_grad(function()
+    local u = pt.empty(shape, {dtype = self._dt}):uniform_(finfo(self._dt).tiny, 1)
+    return (u:log() / (-probs:detach()):log1p()):floor()
+  end)
+end
+
+function Geometric:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local probs = self.probs
+  -- torch zeroes probs where probs == 1 and value == 0 (0 * log1p(-1) would be nan)
+  local p = pt.where(probs:eq(1) & value:eq(0), 0, probs)
+  return value * (-p):log1p() + probs:log()
+end
+
+function Geometric:entropy() return bce_with_logits(self.logits, self.probs) / self.probs end
+
 -- ------------------------------------------------------------------ MultivariateNormal
 
 local MultivariateNormal = class("MultivariateNormal", Distribution, true)
@@ -1830,9 +1965,25 @@ M.register_kl(Binomial, Binomial, kl_binomial_binomial)
 M.register_kl(Independent, Independent, kl_independent_independent)
 M.register_kl(LogNormal, LogNormal, kl_lognormal_lognormal)
 
+local function kl_gumbel_gumbel(p, q)
+  local ct1 = p.scale / q.scale
+  local ct2 = q.loc / q.scale
+  local ct3 = p.loc / q.scale
+  local t1 = -ct1:log() - ct2 + ct3
+  local t2 = ct1 * EULER
+  local t3 = (ct2 + (1 + ct1):lgamma() - ct3):exp()
+  return t1 + t2 + t3 - (1 + EULER)
+end
+
+local function kl_geometric_geometric(p, q)
+  return -p:entropy() - (-q.probs):log1p() / p.probs - q.logits
+end
+
+M.register_kl(Gumbel, Gumbel, kl_gumbel_gumbel)
+M.register_kl(Geometric, Geometric, kl_geometric_geometric)
+
 -- the pairs of different families torch 1.13 registers (torch.distributions.kl), over the
 -- classes here; an infinite KL has p's parameter's shape, as torch's _infinite_like
-local EULER_GAMMA = 0.57721566490153286060
 
 local function infinite_like(t) return pt.full(t:size(), inf, {dtype = t:dtype()}) end
 local function x_log_x(t) return t * t:log() end
@@ -1872,7 +2023,7 @@ end
 local function kl_exponential_gamma(p, q)
   local ratio = q.rate / p.rate
   local t1 = -q.concentration * ratio:log()
-  return t1 + ratio + q.concentration:lgamma() + q.concentration * EULER_GAMMA - (1 + EULER_GAMMA)
+  return t1 + ratio + q.concentration:lgamma() + q.concentration * EULER - (1 + EULER)
 end
 
 local function kl_exponential_normal(p, q)
@@ -1966,7 +2117,57 @@ M.register_kl(Normal, Laplace, kl_normal_laplace)
 M.register_kl(Uniform, Beta, kl_uniform_beta)
 M.register_kl(Uniform, Exponential, kl_uniform_exponential)
 M.register_kl(Uniform, Gamma, kl_uniform_gamma)
+local function kl_exponential_gumbel(p, q)
+  local scale_rate_prod = p.rate * q.scale
+  local loc_scale_ratio = q.loc / q.scale
+  local t1 = scale_rate_prod:log() - 1
+  local t2 = loc_scale_ratio:exp() * scale_rate_prod / (scale_rate_prod + 1)
+  local t3 = scale_rate_prod:reciprocal()
+  return t1 - loc_scale_ratio + t2 + t3
+end
+
+local function kl_gamma_gumbel(p, q)
+  local beta_scale_prod = p.rate * q.scale
+  local loc_scale_ratio = q.loc / q.scale
+  local t1 = (p.concentration - 1) * p.concentration:digamma() - p.concentration:lgamma() - p.concentration
+  local t2 = beta_scale_prod:log() + p.concentration / beta_scale_prod
+  local t3 = loc_scale_ratio:exp() * (1 + beta_scale_prod:reciprocal()):pow(-p.concentration) - loc_scale_ratio
+  return t1 + t2 + t3
+end
+
+local function kl_gumbel_normal(p, q)
+  local param_ratio = p.scale / q.scale
+  local t1 = (param_ratio / math.sqrt(2 * math.pi)):log()
+  local t2 = (math.pi * param_ratio * 0.5):pow(2) / 3
+  local t3 = ((p.loc + p.scale * EULER - q.loc) / q.scale):pow(2) * 0.5
+  return -t1 + t2 + t3 - (EULER + 1)
+end
+
+local function kl_normal_gumbel(p, q)
+  local mean_scale_ratio = p.loc / q.scale
+  local var_scale_sqr_ratio = (p.scale / q.scale):pow(2)
+  local loc_scale_ratio = q.loc / q.scale
+  local t1 = var_scale_sqr_ratio:log() * 0.5
+  local t2 = mean_scale_ratio - loc_scale_ratio
+  local t3 = (-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio):exp()
+  return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
+end
+
+local function kl_uniform_gumbel(p, q)
+  local common_term = q.scale / (p.high - p.low)
+  local high_loc_diff = (p.high - q.loc) / q.scale
+  local low_loc_diff = (p.low - q.loc) / q.scale
+  local t1 = common_term:log() + 0.5 * (high_loc_diff + low_loc_diff)
+  local t2 = common_term * ((-high_loc_diff):exp() - (-low_loc_diff):exp())
+  return t1 - t2
+end
+
 M.register_kl(Uniform, Normal, kl_uniform_normal)
+M.register_kl(Exponential, Gumbel, kl_exponential_gumbel)
+M.register_kl(Gamma, Gumbel, kl_gamma_gumbel)
+M.register_kl(Gumbel, Normal, kl_gumbel_normal)
+M.register_kl(Normal, Gumbel, kl_normal_gumbel)
+M.register_kl(Uniform, Gumbel, kl_uniform_gumbel)
 -- pairs whose KL is infinite (q's support misses part of p's)
 for _, pair in ipairs {
   {Exponential, Beta, "rate"}, {Exponential, Uniform, "rate"},
@@ -1974,6 +2175,7 @@ for _, pair in ipairs {
   {Laplace, Beta, "loc"}, {Laplace, Exponential, "loc"}, {Laplace, Gamma, "loc"}, {Laplace, Uniform, "loc"},
   {Normal, Beta, "loc"}, {Normal, Exponential, "loc"}, {Normal, Gamma, "loc"}, {Normal, Uniform, "loc"},
   {Poisson, Bernoulli, "rate"}, {Poisson, Binomial, "rate"},
+  {Gumbel, Beta, "loc"}, {Gumbel, Exponential, "loc"}, {Gumbel, Gamma, "loc"}, {Gumbel, Uniform, "loc"},
 } do
   local param = pair[3]
   M.register_kl(pair[1], pair[2], function(p, _) return infinite_like(p[param]) end)
@@ -1989,7 +2191,8 @@ M._dirichlet_grad = dirichlet_grad
 docs[M] = "pt.distributions: probability distributions as torch.distributions (torch 1.13), over partrain's\n"
   .. "  tensor ops so gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.\n"
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
-  .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent; kl_divergence(p, q).\n"
+  .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric;\n"
+  .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
   .. "  Parameters broadcast (numbers take the first tensor's dtype, float32 when all are numbers).\n"
@@ -2056,6 +2259,32 @@ docs[Laplace.log_prob] = "laplace:log_prob(value) -> -log(2 scale) - |value - lo
 docs[Laplace.cdf] = "laplace:cdf(value) -> 1/2 - sign(value - loc) * expm1(-|value - loc| / scale) / 2."
 docs[Laplace.icdf] = "laplace:icdf(p) -> loc - scale * sign(p - 1/2) * log1p(-2 |p - 1/2|)."
 docs[Laplace.entropy] = "laplace:entropy() -> 1 + log(2 scale)."
+
+doc_class(Cauchy, "pt.distributions.Cauchy(loc, scale[, {validate_args=}]) -> density\n"
+  .. "  1 / (pi scale (1 + ((x - loc) / scale)^2)), as torch.distributions.Cauchy. scale > 0. mode = loc;\n"
+  .. "  mean nan, variance inf (as torch).")
+docs[Cauchy.rsample] = "cauchy:rsample([sample_shape]) -> loc + scale * eps with eps standard Cauchy (t:cauchy_())."
+docs[Cauchy.log_prob] = "cauchy:log_prob(value) -> -log(pi) - log(scale) - log(1 + ((value - loc) / scale)^2)."
+docs[Cauchy.cdf] = "cauchy:cdf(value) -> atan((value - loc) / scale) / pi + 1/2."
+docs[Cauchy.icdf] = "cauchy:icdf(p) -> loc + scale * tan(pi (p - 1/2))."
+docs[Cauchy.entropy] = "cauchy:entropy() -> log(4 pi) + log(scale)."
+
+doc_class(Gumbel, "pt.distributions.Gumbel(loc, scale[, {validate_args=}]) -> the Gumbel\n"
+  .. "  (type I extreme value) distribution, as torch.distributions.Gumbel: loc - scale * log(-log(u)) with u ~ U(tiny, 1 - eps). scale > 0.\n"
+  .. "  mean = loc + scale * euler_gamma, mode = loc, stddev = pi scale / sqrt 6.")
+docs[Gumbel.rsample] = "gumbel:rsample([sample_shape]) -> loc - scale * log(-log(u)), u ~ U(tiny, 1 - eps) of the dtype."
+docs[Gumbel.log_prob] = "gumbel:log_prob(value) -> y - exp(y) - log(scale) with y = (loc - value) / scale."
+docs[Gumbel.cdf] = "gumbel:cdf(value) -> exp(-exp(-(value - loc) / scale)), rescaled from [tiny, 1 - eps] to [0, 1] as torch's."
+docs[Gumbel.icdf] = "gumbel:icdf(p) -> loc - scale * log(-log(u)) with u = tiny + p (1 - eps - tiny)."
+docs[Gumbel.entropy] = "gumbel:entropy() -> log(scale) + 1 + euler_gamma."
+
+doc_class(Geometric, "pt.distributions.Geometric(probs) or Geometric{logits = l}[, {validate_args=}] ->\n"
+  .. "  the number of failures before the first success (0, 1, 2, ...), as torch.distributions.Geometric.\n"
+  .. "  probs in (0, 1]. mean = 1/probs - 1, mode 0, variance (1/probs - 1) / probs.\n"
+  .. "  (t:geometric_ counts trials instead: 1, 2, ...)")
+docs[Geometric.sample] = "geometric:sample([sample_shape]) -> floor(log(u) / log1p(-probs)), u ~ U(tiny, 1), in probs' dtype."
+docs[Geometric.log_prob] = "geometric:log_prob(value) -> value * log1p(-probs) + log(probs)."
+docs[Geometric.entropy] = "geometric:entropy() -> BCE(logits, probs) / probs."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
@@ -2154,7 +2383,7 @@ docs[Independent.enumerate_support] = "independent:enumerate_support([expand=tru
 docs[M.kl_divergence] = "pt.distributions.kl_divergence(p, q) -> KL(p || q) = E_p[log p - log q], of the broadcast batch shape,\n"
   .. "  as torch.distributions.kl_divergence for the same-family pairs torch registers: Normal, Bernoulli,\n"
   .. "  Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential, Laplace, Uniform, Poisson,\n"
-  .. "  Binomial, MultivariateNormal, LogNormal and Independent (same reinterpreted dims), and the pairs of\n"
+  .. "  Binomial, MultivariateNormal, LogNormal, Gumbel, Geometric and Independent (same reinterpreted dims), and the pairs of\n"
   .. "  different families torch registers among these (Normal || Laplace, Beta || Uniform, Exponential || Gamma,\n"
   .. "  Uniform || Normal, Normal || Uniform = inf, ...). Other pairs raise;\n"
   .. "  register_kl adds them. Differentiable in both distributions' parameters."
