@@ -108,12 +108,12 @@ static int scan(lua_State *L, bool prod) {
   if (lua_isnoneornil(L, didx) && t->ndim > 1)
     return lpt_errorf(L, "%s: a dimension is needed for a %d-D tensor", fn, t->ndim);
   int dim = lua_isnoneornil(L, didx) ? 0 : lpt_check_dim(L, didx, t->ndim, fn);
-  pt_dtype dt = dtype_opt(L, opts, fn, t->dtype);
+  pt_dtype dt = dtype_opt(L, opts, fn, PT_DTYPE_COUNT); /* PT_DTYPE_COUNT: none given */
   pt_ctx *ctx = lpt_ctx(L);
-  if (pt_to_dtype(ctx, t, dt, &c)) return lpt_error(L);
+  if (pt_to_dtype(ctx, t, dt == PT_DTYPE_COUNT ? t->dtype : dt, &c)) return lpt_error(L);
   pt_status st = prod ? pt_cumprod(ctx, c, dim, &r) : pt_cumsum(ctx, c, dim, &r);
   pt_tensor_release(c);
-  if (!st && opts && r->dtype != dt) { /* an integer dtype asked for: cumsum gives int64 */
+  if (!st && dt != PT_DTYPE_COUNT && r->dtype != dt) { /* an integer dtype asked for: cumsum gives int64 */
     c = r;
     st = pt_to_dtype(ctx, c, dt, &r);
     pt_tensor_release(c);

@@ -81,6 +81,8 @@ describe("cumsum/cumprod take torch's dtype option", function()
   it("keeps an integer dtype asked for (int64 without it), wrapping as torch", function()
     local i = pt.tensor({1, 2, 3, 4}, {dtype = "int32"})
     assert.are.equal("int64", i:cumsum():dtype())
+    assert.are.equal("int64", i:cumsum({dim = 1}):dtype()) -- options without dtype: int64 still
+    assert.are.equal("int64", i:cumprod(1, {}):dtype())
     local r = i:cumsum({dtype = "int32"})
     assert.are.equal("int32", r:dtype())
     assert.are.same({1, 3, 6, 10}, r:tolist())
