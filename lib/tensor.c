@@ -764,6 +764,16 @@ static void copy_row(const copy_job *j, char *d, const char *s, int64_t n, int64
   else if (dt == PT_FLOAT64 && st == PT_UINT8) COPY_ROW(double, uint8_t);
   else if (dt == PT_FLOAT32 && st == PT_INT32) COPY_ROW(float, int32_t);
   else if (dt == PT_FLOAT64 && st == PT_INT32) COPY_ROW(double, int32_t);
+  /* integer to integer: C's conversions, which keep the low bits as torch's casts do
+   * (int64 2^40 + 6 to int32 is 6, 257 to uint8 is 1); through a double they were exact only
+   * below 2^53 and undefined outside the target's range */
+  else if (dt == PT_INT64 && st == PT_INT32) COPY_ROW(int64_t, int32_t);
+  else if (dt == PT_INT64 && (st == PT_UINT8 || st == PT_BOOL)) COPY_ROW(int64_t, uint8_t);
+  else if (dt == PT_INT32 && st == PT_INT64) COPY_ROW(int32_t, int64_t);
+  else if (dt == PT_INT32 && (st == PT_UINT8 || st == PT_BOOL)) COPY_ROW(int32_t, uint8_t);
+  else if (dt == PT_UINT8 && st == PT_INT64) COPY_ROW(uint8_t, int64_t);
+  else if (dt == PT_UINT8 && st == PT_INT32) COPY_ROW(uint8_t, int32_t);
+  else if (dt == PT_UINT8 && st == PT_BOOL) COPY_ROW(uint8_t, uint8_t);
   else {
     size_t ds = pt_dtype_size(dt), ss = pt_dtype_size(st);
     for (int64_t i = 0; i < n; i++)
