@@ -513,15 +513,17 @@ static const char *const docs[] = {
     "cumsum", "t:cumsum([dim][, {dtype=}]) -> running sums along dim (dim may be omitted for 1-D tensors; integer\n"
               "  and bool tensors give int64). dtype converts t first and is the result's dtype, as torch's dtype=.",
     "cumprod", "t:cumprod([dim][, {dtype=}]) -> running products along dim (as cumsum: integers give int64, dtype=).",
-    "all", "t:all([dim][, keepdim]) (or {dim=, keepdim=}) -> bool tensor: every element nonzero (over everything, or along dim).",
+    "all", "t:all([dim][, keepdim]) (or {dim=, keepdim=}) -> bool tensor: every element nonzero (over everything,\n"
+           "  or along dim).",
     "any", "t:any([dim][, keepdim]) (or {dim=, keepdim=}) -> bool tensor: some element nonzero.",
     "equal", "t:equal(u) -> true when u has t's shape and the same values (compared exactly, also across dtypes).",
     "allclose", "t:allclose(u[, {rtol=1e-5, atol=1e-8, equal_nan=false}]) -> true when |t-u| <= atol + rtol*|u| everywhere.",
     "median", "t:median() -> 0-d Tensor, the lower median of all elements (the ((n+1)//2)-th smallest, as torch;\n"
               "  NaN if any element is NaN, NaN for an empty tensor).\n"
-              "t:median(dim[, keepdim | {keepdim=}]) (or {dim=, keepdim=}) -> values, indices (1-based int64) along dim; a lane with a NaN\n"
-              "  gives NaN and the index of its first NaN. On ties the index is that of the median in a stable sort\n"
-              "  (torch's CPU pick among equal values may differ). The gradient goes to the selected element.\n"
+              "t:median(dim[, keepdim | {keepdim=}]) (or {dim=, keepdim=}) -> values, indices (1-based int64) along\n"
+              "  dim; a lane with a NaN gives NaN and the index of its first NaN. On ties the index is that of the\n"
+              "  median in a stable sort (torch's CPU pick among equal values may differ). The gradient goes to the\n"
+              "  selected element.\n"
               "  Also pt.median(t, ...).",
     "kthvalue", "t:kthvalue(k[, dim=-1][, keepdim | {keepdim=, dim=}]) -> values, indices (1-based int64): the k-th\n"
                 "  smallest along dim (k counts from 1, as torch's), NaN sorting largest. On ties the index is that of\n"
