@@ -285,3 +285,57 @@ describe("Cauchy, Gumbel and Geometric as torch 1.13", function()
       function() return D.Geometric(f32(0.3)):log_prob(f32(0.5)) end)
   end)
 end)
+
+describe("MixtureSameFamily as torch 1.13", function()
+  it("log_prob, cdf, mean, variance and their gradients", function()
+    local w, m, s = f64 {0.2, 0.5, 0.3}, f64 {-1, 0.5, 2}, f64 {0.5, 1, 0.3}
+    for _, t in ipairs {w, m, s} do t.requires_grad = true end
+    local d = D.MixtureSameFamily(D.Categorical(w), D.Normal(m, s))
+    local lp = d:log_prob(f64 {-1, 0, 2.5})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-1.4946116437368877, -1.621363489916592, -2.0677294206966725})
+    close(w.grad, {1.1030412154469036, -0.21431803550995887, -0.3781640844480042})
+    close(m.grad, {0.43710955685706265, -0.45146657278416613, 4.369726513395265})
+    close(s.grad, {-0.766997370442284, 0.33314215200805375, 4.661041690271631})
+    close(d:cdf(f64 {-1, 0, 2.5}), {0.13340360063442905, 0.3497187429772828, 0.9742878283438101})
+    close(d.mean, 0.6499999999999999)
+    close(d.variance, 1.6795)
+  end)
+
+  it("batches and event dims (Independent components)", function()
+    local d = D.MixtureSameFamily(D.Categorical(f64 {{0.2, 0.8}, {0.6, 0.4}}),
+      D.Independent(D.Normal(f64 {{{0, 1}, {2, -1}}, {{1, 1}, {0, 0}}}, 0.7), 1))
+    assert.are.same({2}, d.batch_shape)
+    assert.are.same({2}, d.event_shape)
+    -- values from torch 1.13
+    close(d:log_prob(f64 {{{0.5, 0.5}, {1, 0}}, {{2, 2}, {0, -1}}}),
+      {{-3.178831405385355, -2.1449353417971873}, {-7.770668140079234, -3.036221484167234}})
+    close(d.mean, {{1.6, -0.6000000000000001}, {0.6, 0.6}})
+    close(d.variance, {{1.1300000000000001, 1.1300000000000001}, {0.7299999999999999, 0.7299999999999999}})
+    assert.are.same({5, 2, 2}, d:sample({5}):size())
+    assert.are.same({4, 3, 2, 2}, d:expand({3, 2}):sample({4}):size())
+  end)
+
+  it("samples come from the drawn component", function()
+    pt.manual_seed(9)
+    local d = D.MixtureSameFamily(D.Categorical(f32 {{0.2, 0.8}, {0.6, 0.4}}), D.Normal(f32 {{-10, 10}, {100, 200}}, 0.1))
+    local x = d:sample({20000})
+    close(x:select(2, 1):gt(0):double():mean(), 0.8, 0.02)
+    close(x:select(2, 2):gt(150):double():mean(), 0.4, 0.02)
+    -- every draw is within 1 of a component mean
+    local near = (x:select(2, 1):abs() - 10):abs():lt(1) & ((x:select(2, 2) - 150):abs() - 50):abs():lt(1)
+    assert.is_true(near:all():item())
+  end)
+
+  it("argument errors", function()
+    support.assert_error("MixtureSameFamily: mixture_distribution must be a Categorical, got Normal",
+      D.MixtureSameFamily, D.Normal(0, 1), D.Normal(pt.zeros {3}, 1))
+    support.assert_error("MixtureSameFamily: mixture_distribution has 2 components, component_distribution.batch_shape[-1] is 3",
+      D.MixtureSameFamily, D.Categorical(f32 {0.2, 0.8}), D.Normal(pt.zeros {3}, 1))
+    support.assert_error("MixtureSameFamily: mixture_distribution.batch_shape {4} is not compatible with component_distribution.batch_shape {2,3}",
+      D.MixtureSameFamily, D.Categorical(pt.ones {4, 3}), D.Normal(pt.zeros {2, 3}, 1))
+    support.assert_error("MixtureSameFamily: component_distribution must be a distribution, got number",
+      D.MixtureSameFamily, D.Categorical(pt.ones {3}), 5)
+  end)
+end)

@@ -1773,6 +1773,108 @@ function Independent:enumerate_support(expand)
   return self.base_dist:enumerate_support(expand)
 end
 
+-- ------------------------------------------------------------------ MixtureSameFamily
+
+local MixtureSameFamily = class("MixtureSameFamily", Distribution, true)
+
+-- a constraint every value meets: the value's shape is checked, its support is left to the
+-- components (as torch, whose component log_prob validates the padded value)
+local ANY = {desc = "any value", check = function(v) return pt.ones(v:size(), {dtype = "bool"}) end}
+
+function MixtureSameFamily._new(...)
+  local cname = "MixtureSameFamily"
+  local vals, validate = parse(cname, {"mixture_distribution", "component_distribution"}, ...)
+  local mix, comp = vals.mixture_distribution, vals.component_distribution
+  if getmetatable(mix) ~= Categorical then
+    fail(cname .. ": mixture_distribution must be a Categorical, got " ..
+      (is_distribution(mix) and mix._name or typename(mix)))
+  end
+  if not is_distribution(comp) then
+    fail(cname .. ": component_distribution must be a distribution, got " .. typename(comp))
+  end
+  local mdbs, cbs = mix.batch_shape, comp.batch_shape
+  if #cbs == 0 then
+    fail(cname .. ": component_distribution must have a batch dim of components, got batch_shape {}")
+  end
+  local cdbs = slice(cbs, 1, #cbs - 1)
+  for k = 0, math.min(#mdbs, #cdbs) - 1 do
+    local a, b = mdbs[#mdbs - k], cdbs[#cdbs - k]
+    if a ~= 1 and b ~= 1 and a ~= b then
+      fail(string.format("%s: mixture_distribution.batch_shape %s is not compatible with component_distribution.batch_shape %s",
+        cname, shape_str(mdbs), shape_str(cbs)))
+    end
+  end
+  local km, kc = mix._num_events, cbs[#cbs]
+  if km ~= kc then
+    fail(string.format("%s: mixture_distribution has %d components, component_distribution.batch_shape[-1] is %d",
+      cname, km, kc))
+  end
+  local self = setmetatable({mixture_distribution = mix, component_distribution = comp, _num_component = km,
+    _event_ndims = #comp.event_shape}, MixtureSameFamily)
+  base_init(self, cdbs, comp.event_shape, validate, comp._dt)
+  return self
+end
+
+function MixtureSameFamily:__tostring()
+  return string.format("MixtureSameFamily(%s, %s)", tostring(self.mixture_distribution),
+    tostring(self.component_distribution))
+end
+
+function MixtureSameFamily:_expand_into(new, batch_shape)
+  rawset(new, "component_distribution", self.component_distribution:expand(concat(batch_shape, {self._num_component})))
+  rawset(new, "mixture_distribution", self.mixture_distribution:expand(batch_shape))
+end
+
+function MixtureSameFamily:_support() return self.component_distribution:_support() end
+
+-- x with a size-1 component dim before the event dims
+function MixtureSameFamily:_pad(x) return x:unsqueeze(-1 - self._event_ndims) end
+
+-- the mixture probabilities {..., k} as {..., k, 1, ...} (one 1 per event dim)
+function MixtureSameFamily:_pad_mixture(x)
+  return x:reshape(concat(x:size(), ones_list(self._event_ndims)))
+end
+
+MixtureSameFamily._props.mean = function(self)
+  local probs = self:_pad_mixture(self.mixture_distribution.probs)
+  return (probs * self.component_distribution.mean):sum(-1 - self._event_ndims)
+end
+MixtureSameFamily._props.variance = function(self)
+  -- the law of total variance: E[Var(Y | X)] + Var(E[Y | X])
+  local probs = self:_pad_mixture(self.mixture_distribution.probs)
+  local comp = self.component_distribution
+  local dim = -1 - self._event_ndims
+  local mean_cond_var = (probs * comp.variance):sum(dim)
+  local var_cond_mean = (probs * (comp.mean - self:_pad(self.mean)):pow(2)):sum(dim)
+  return mean_cond_var + var_cond_mean
+end
+
+function MixtureSameFamily:log_prob(value)
+  value = self:_value(value, "log_prob", validating(self) and ANY or false)
+  local lp = self.component_distribution:log_prob(self:_pad(value))
+  local log_mix = self.mixture_distribution.logits:log_softmax(-1)
+  return (lp + log_mix):logsumexp(-1)
+end
+
+function MixtureSameFamily:cdf(value)
+  value = self:_value(value, "cdf", validating(self) and ANY or false)
+  local c = self.component_distribution:cdf(self:_pad(value))
+  return (c * self.mixture_distribution.probs):sum(-1)
+end
+
+function MixtureSameFamily:sample(sample_shape)
+  sample_shape = draw(self, sample_shape, "sample")
+  return pt.no_grad(function()
+    local gather_dim = #sample_shape + #self.batch_shape + 1
+    local es = self.event_shape
+    local mix = self.mixture_distribution:sample(sample_shape) -- {S, B}, 1-based
+    local comp = self.component_distribution:sample(sample_shape) -- {S, B, k, E}
+    local ms = mix:size()
+    local idx = mix:reshape(concat(ms, ones_list(#es + 1))):expand(concat(ms, {1}, es))
+    return comp:gather(gather_dim, idx):squeeze(gather_dim)
+  end)
+end
+
 -- ------------------------------------------------------------------ KL divergence
 
 local kl_registry = {}
@@ -2191,7 +2293,8 @@ M._dirichlet_grad = dirichlet_grad
 docs[M] = "pt.distributions: probability distributions as torch.distributions (torch 1.13), over partrain's\n"
   .. "  tensor ops so gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.\n"
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
-  .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric;\n"
+  .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric,\n"
+  .. "  MixtureSameFamily;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -2285,6 +2388,14 @@ doc_class(Geometric, "pt.distributions.Geometric(probs) or Geometric{logits = l}
 docs[Geometric.sample] = "geometric:sample([sample_shape]) -> floor(log(u) / log1p(-probs)), u ~ U(tiny, 1), in probs' dtype."
 docs[Geometric.log_prob] = "geometric:log_prob(value) -> value * log1p(-probs) + log(probs)."
 docs[Geometric.entropy] = "geometric:entropy() -> BCE(logits, probs) / probs."
+
+doc_class(MixtureSameFamily, "pt.distributions.MixtureSameFamily(mixture_distribution, component_distribution\n"
+  .. "  [, {validate_args=}]) -> a mixture of the components (the last batch dim of component_distribution)\n"
+  .. "  weighted by a Categorical, as torch.distributions.MixtureSameFamily. Fields: mixture_distribution,\n"
+  .. "  component_distribution; mean and variance (law of total variance); no rsample, entropy or mode (as torch).")
+docs[MixtureSameFamily.log_prob] = "mixture:log_prob(value) -> logsumexp over the components of component log_prob + log mixture weight."
+docs[MixtureSameFamily.cdf] = "mixture:cdf(value) -> the components' cdfs weighted by the mixture probabilities."
+docs[MixtureSameFamily.sample] = "mixture:sample([sample_shape]) -> a component drawn from mixture_distribution, then a draw from it."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
