@@ -2295,6 +2295,27 @@ local function write_into(fname, t, r)
   return t:copy_(r)
 end
 
+-- in-place forms of functions that have none in C: t:f_(...) is t set to t:f(...) under torch's
+-- casting rule (rsqrt_ of an int64 tensor is refused, as torch's)
+for _, name in ipairs({"rsqrt", "reciprocal", "sgn", "deg2rad", "rad2deg", "logit", "heaviside", "float_power"}) do
+  local fname = name .. "_"
+  if rawget(methods, fname) == nil then
+    add_method(fname, function(t, ...)
+      check_tensor(fname, t)
+      local recording = t.requires_grad and pt.is_grad_enabled()
+      if recording and t.is_leaf then
+        fail("%s: a leaf tensor that requires grad is used in an in-place operation", fname)
+      end
+      if name == "float_power" and t:dtype() ~= "float64" then
+        fail("float_power_: the base has dtype %s but the result requires float64", t:dtype())
+      end
+      -- while recording, f reads a copy: its backward may keep what it read, which the write changes
+      local src = recording and t:clone() or t
+      return write_into(fname, t, src[name](src, ...))
+    end, fmt("t:%s(...) -> t, set to t:%s(...) in place (the result's dtype must cast to t's).", fname, name))
+  end
+end
+
 -- ------------------------------------------------------------------ logspace, atleast_1d/2d/3d
 
 -- a double rounded to dtype dt (float32: the nearest float32)
