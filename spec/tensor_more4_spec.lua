@@ -899,3 +899,12 @@ describe("in-place forms rsqrt_, reciprocal_, sgn_, deg2rad_, rad2deg_, logit_, 
       function() x:reciprocal_() end)
   end)
 end)
+
+describe("square of a bool tensor", function()
+  it("is int64, as torch.square (torch: tensor([1, 0]))", function()
+    local r = pt.tensor({true, false}):square()
+    assert.are.equal("int64", r:dtype())
+    assert.are.same({1, 0}, r:tolist())
+    assert.are.equal("int32", pt.tensor({2, 3}, {dtype = "int32"}):square():dtype())
+  end)
+end)

@@ -332,8 +332,9 @@ end
 
 add("square", function(t, ...)
   check_tensor("square", t); no_more("square", 1, ...)
+  if t:dtype() == "bool" then t = t:to("int64") end -- torch.square(bool) is int64 (bool * bool is bool)
   return t * t
-end, "t:square() -> t * t (integer tensors stay integer). Also pt.square(t).")
+end, "t:square() -> t * t (integer tensors stay integer, bool gives int64 as torch). Also pt.square(t).")
 
 add("reciprocal", function(t, ...)
   check_tensor("reciprocal", t); no_more("reciprocal", 1, ...)
