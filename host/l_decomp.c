@@ -23,7 +23,7 @@ static int get_opts(lua_State *L, int min_pos, int max_pos, const char *fname, c
   int top = lua_gettop(L), opts = 0;
   if (top > min_pos && lua_type(L, top) == LUA_TTABLE && lua_rawlen(L, top) == 0) opts = top;
   if (!opts && top > max_pos)
-    lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, top, luaL_typename(L, top));
+    lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, top, lpt_typename(L, top));
   lpt_check_options(L, opts, fname, names);
   return opts;
 }

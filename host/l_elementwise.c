@@ -53,7 +53,7 @@ static double opt_binary(lua_State *L, int idx, const char *fname, bool with_alp
   if (out_idx) *out_idx = 0;
   if (!lua_istable(L, idx)) {
     if (!lua_isnoneornil(L, idx))
-      lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, idx, luaL_typename(L, idx));
+      lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, idx, lpt_typename(L, idx));
     return 1.0;
   }
   static const char *const alpha_out[] = {"alpha", "out", NULL}, *const alpha_only[] = {"alpha", NULL};
@@ -357,7 +357,7 @@ static int64_t round_decimals_opt(lua_State *L, int idx, const char *fname, bool
   *out_idx = 0;
   if (lua_isnoneornil(L, idx)) return 0;
   if (!lua_istable(L, idx) || lpt_test_tensor(L, idx))
-    return lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, idx, luaL_typename(L, idx));
+    return lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, idx, lpt_typename(L, idx));
   lpt_check_options(L, idx, fname, with_out ? with : without);
   int64_t d = 0;
   if (lua_getfield(L, idx, "decimals") != LUA_TNIL) {

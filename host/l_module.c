@@ -154,13 +154,17 @@ void lpt_check_options(lua_State *L, int idx, const char *fname, const char *con
   }
 }
 
+const char *lpt_typename(lua_State *L, int idx) {
+  return lpt_test_box(L, idx) ? "Tensor" : luaL_typename(L, idx);
+}
+
 void lpt_check_max_args(lua_State *L, int n, const char *fname) {
   int top = lua_gettop(L);
   while (top > n && lua_isnil(L, top)) top--; /* f(a, b, nil) is f(a, b), as Lua users expect */
   if (top > n) {
     int k = n + 1;
     while (lua_isnil(L, k)) k++; /* name the first extra argument that is not nil */
-    lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, k, luaL_typename(L, k));
+    lpt_errorf(L, "%s: unexpected argument #%d (%s)", fname, k, lpt_typename(L, k));
   }
   lua_settop(L, top);
 }

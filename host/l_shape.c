@@ -93,9 +93,9 @@ static int check_sizes(lua_State *L, int idx, int64_t *shape, const char *fname,
   if (top < next) return n;
   if (table || n > 0)
     return lpt_errorf(L, "%s: unexpected argument #%d (%s) after the %s", fname, next,
-                      luaL_typename(L, next), what);
+                      lpt_typename(L, next), what);
   return lpt_errorf(L, "%s: %s must be integers or a table of integers, got %s", fname, what,
-                    luaL_typename(L, next));
+                    lpt_typename(L, next));
 }
 
 static int t_view(lua_State *L) {

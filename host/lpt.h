@@ -109,6 +109,8 @@ void lpt_check_options(lua_State *L, int idx, const char *fname, const char *con
  * Lua users expect of an explicit nil (a passed-through optional argument); they are removed
  * from the stack, so that lua_gettop afterwards (a trailing options table) sees the arguments. */
 void lpt_check_max_args(lua_State *L, int n, const char *fname);
+/* the type of the value at idx as a message names it: "Tensor" for a tensor, else Lua's name */
+const char *lpt_typename(lua_State *L, int idx);
 
 /* Tensors on the stack */
 pt_tensor *lpt_check_tensor(lua_State *L, int idx); /* raises a type error naming the argument */

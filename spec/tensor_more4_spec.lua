@@ -908,3 +908,12 @@ describe("square of a bool tensor", function()
     assert.are.equal("int32", pt.tensor({2, 3}, {dtype = "int32"}):square():dtype())
   end)
 end)
+
+describe("an extra tensor argument", function()
+  it("is named a Tensor in the message, not userdata", function()
+    support.assert_error("exp: unexpected argument #2 (Tensor)", function() return pt.ones(2):exp(pt.ones(1)) end)
+    support.assert_error("view: unexpected argument #3 (Tensor) after the sizes",
+      function() return pt.ones(2):view({2}, pt.ones(1)) end)
+    support.assert_error("square: unexpected argument #2 (Tensor)", function() return pt.ones(2):square(pt.ones(1)) end)
+  end)
+end)

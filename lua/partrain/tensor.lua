@@ -28,14 +28,18 @@ local function check_tensor(fname, t)
   if not is_tensor(t) then fail("%s: bad argument #1 (Tensor expected, got %s)", fname, type(t)) end
 end
 
+-- a value's type as messages name it ("Tensor" rather than "userdata")
+local function type_name(v) return is_tensor(v) and "Tensor" or type(v) end
+M._type_name = type_name
+
 local function no_more(fname, n, ...)
   local extra = select("#", ...)
-  if extra > 0 then fail("%s: unexpected argument #%d (%s)", fname, n + 1, type((...))) end
+  if extra > 0 then fail("%s: unexpected argument #%d (%s)", fname, n + 1, type_name((...))) end
 end
 
 -- no argument n + 1 (x, which may be a nil the caller's signature filled in) nor after it
 local function nothing_after(fname, n, x, ...)
-  if x ~= nil then fail("%s: unexpected argument #%d (%s)", fname, n + 1, type(x)) end
+  if x ~= nil then fail("%s: unexpected argument #%d (%s)", fname, n + 1, type_name(x)) end
   no_more(fname, n + 1, ...)
 end
 
@@ -526,7 +530,7 @@ add("diff", function(t, ...)
     check_opts(fname, opts, diff_opts)
     nargs = nargs - 1
   end
-  if nargs > 2 then fail("%s: unexpected argument #%d (%s)", fname, 4, type(args[3])) end
+  if nargs > 2 then fail("%s: unexpected argument #%d (%s)", fname, 4, type_name(args[3])) end
   local n, dim
   if nargs >= 1 then n = args[1] end
   if nargs >= 2 then dim = args[2] end

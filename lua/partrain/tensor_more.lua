@@ -1130,7 +1130,7 @@ local function var_mean(fname, std)
       opts = args[n]
       n = n - 1
     end
-    if n > 2 then fail("%s: unexpected argument #%d (%s)", fname, 4, type(args[3])) end
+    if n > 2 then fail("%s: unexpected argument #%d (%s)", fname, 4, require("partrain.tensor")._type_name(args[3])) end
     local dim, keepdim = args[1], nil
     if n >= 2 then keepdim = args[2] end
     if n < 1 then dim = nil end
