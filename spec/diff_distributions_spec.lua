@@ -339,3 +339,71 @@ describe("MixtureSameFamily as torch 1.13", function()
       D.MixtureSameFamily, D.Categorical(pt.ones {3}), 5)
   end)
 end)
+
+describe("StudentT and HalfNormal as torch 1.13", function()
+  it("StudentT values and gradients", function()
+    local df, loc, sc = f64 {0.5, 1, 1.5, 2, 3, 30}, f64 {0, 1, -1, 0.5, 2, 0}, f64 {1, 0.5, 2, 1, 0.3, 1.5}
+    for _, t in ipairs {df, loc, sc} do t.requires_grad = true end
+    local d = D.StudentT(df, loc, sc)
+    local lp = d:log_prob(f64 {0.3, -2, 5, 0.5, 2.1, -1})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-1.4346687547696895, -4.062500617933679, -4.202185151710978, -1.0397207708399179, 0.1303486663606765, -1.5606807180272892})
+    close(df.grad, {0.7168526668781441, -0.6393388027891941, -0.16279902037017246, 0.05685281944005449, 0.03210621561736515, 0.0004671291786972308})
+    close(loc.grad, {0.7627118644067797, -0.6486486486486487, 0.35714285714285715, 0.0, 1.4285714285714297, -0.4525547445255474})
+    close(sc.grad, {-0.771186440677966, 1.891891891891892, 0.5714285714285714, -1.0, -2.8571428571428563, -0.36496350364963503})
+    close(d:entropy(), {3.666727416103855, 1.8378770664093453, 2.8428066484045944, 1.9602792291600817, 0.5695047675373557, 1.8580084378953705})
+    close(d.mean, {nan, nan, -1.0, 0.5, 2.0, 0.0})
+    local var = d.variance
+    close(var, {nan, nan, math.huge, math.huge, 0.27, 2.4107142857142856})
+    df.grad, sc.grad = nil, nil
+    var:masked_select(var:isfinite()):sum():backward()
+    -- no nan from the masked branches
+    close(df.grad, {0, 0, 0, 0, -0.18000000000000002, -0.005739795918367346})
+    close(sc.grad, {0, 0, 0, 0, 1.7999999999999998, 3.2142857142857144})
+  end)
+
+  it("StudentT defaults, shapes, rsample and validation", function()
+    -- torch 1.13: StudentT(3).log_prob([0, 1]) and StudentT(3, scale=2)
+    close(D.StudentT(3):log_prob(f32 {0, 1}), {-1.0008888244628906, -1.5762529373168945}, 1e-6)
+    close(D.StudentT(3, {scale = 2}):log_prob(f32 {0, 1}), {-1.6940360069274902, -1.854121446609497}, 1e-6)
+    assert.are.same({4, 3, 2}, D.StudentT(pt.ones {3, 1}, pt.zeros {2}):sample({4}):size())
+    pt.manual_seed(12)
+    local d = D.StudentT(f64 {5, 30}, f64 {1, -1}, f64 {2, 0.5})
+    local s = d:sample({100000})
+    close(s:var(1), {5 / 3 * 4, 0.25 * 30 / 28}, 0.03)
+    -- d E[x^2] / d scale = 2 scale df / (df - 2), by reparameterization (Gamma's implicit gradient)
+    local sc = f64 {2, 0.5}
+    sc.requires_grad = true
+    D.StudentT(f64 {5, 30}, 0, sc):rsample({100000}):pow(2):mean(1):sum():backward()
+    close(sc.grad, {20 / 3, 30 / 28}, 0.03)
+    support.assert_error("StudentT: df must be positive (> 0), got -1", D.StudentT, -1)
+    support.assert_error("StudentT: scale must be positive (> 0), got -1", D.StudentT, 1, 0, -1)
+  end)
+
+  it("HalfNormal", function()
+    local s = f64 {0.5, 1, 2}
+    s.requires_grad = true
+    local h = D.HalfNormal(s)
+    local lp = h:log_prob(f64 {0.3, 0, 5})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {0.28735582791521785, -0.22579135264472738, -4.043938533204672})
+    close(s.grad, {-1.28, -1.0, 2.625})
+    close(h:cdf(f64 {0.3, 0, 5}), {0.4514937644998529, 0.0, 0.9875806693484477})
+    close(h:icdf(f64 {0.1, 0.5, 0.9}), {0.06283067342753708, 0.6744897501960818, 3.2897072539029444})
+    close(h:entropy(), {0.0326441720847821, 0.7257913526447274, 1.4189385332046727})
+    close(h.mean, {0.3989422804014327, 0.7978845608028654, 1.5957691216057308})
+    close(h.variance, {0.09084505690810465, 0.3633802276324186, 1.4535209105296745})
+    close(D.kl_divergence(D.HalfNormal(f64 {1, 2}), D.HalfNormal(f64 {0.5, 3})), {0.8068528194400547, 0.1276873303303866})
+    close(D.HalfNormal(1, {validate_args = false}):log_prob(f32 {-1, 0, 1}), {-math.huge, -0.2257913, -0.7257913}, 1e-6)
+    support.assert_error("HalfNormal.log_prob: value -1 is outside the support (non-negative (>= 0))",
+      function() return D.HalfNormal(1):log_prob(f32(-1)) end)
+    support.assert_error("HalfNormal: scale must be positive (> 0), got -1", D.HalfNormal, -1)
+    pt.manual_seed(3)
+    local x = D.HalfNormal(f32 {1, 3}):expand({2, 2}):sample({50000})
+    assert.are.same({50000, 2, 2}, x:size())
+    assert.is_true(x:min():item() >= 0)
+    close(x:mean(1), {{0.7978845, 2.3936537}, {0.7978845, 2.3936537}}, 0.02)
+  end)
+end)

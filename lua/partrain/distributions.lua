@@ -1585,6 +1585,107 @@ end
 
 function Geometric:entropy() return bce_with_logits(self.logits, self.probs) / self.probs end
 
+-- ------------------------------------------------------------------ StudentT, HalfNormal
+
+local StudentT = class("StudentT", Distribution, true)
+StudentT.has_rsample = true
+StudentT._params = {df = 0, loc = 0, scale = 0}
+StudentT._arg_names = {"df", "loc", "scale"}
+
+function StudentT._new(...)
+  local vals, validate = parse("StudentT", {"df", "loc", "scale"}, ...)
+  if vals.loc == nil then vals.loc = 0.0 end
+  if vals.scale == nil then vals.scale = 1.0 end
+  return elementwise_new(StudentT, "StudentT", {"df", "loc", "scale"}, {C.positive, C.real, C.positive}, vals,
+    validate)
+end
+
+StudentT._props.mean = function(self) return pt.where(self.df:le(1), nan, self.loc) end
+StudentT._props.mode = function(self) return self.loc end
+StudentT._props.variance = function(self)
+  local df = self.df
+  -- the finite branch from a df > 2 everywhere, so no inf / nan reaches the gradient
+  local safe = pt.where(df:gt(2), df, 3)
+  local v = self.scale:pow(2) * safe / (safe - 2)
+  return pt.where(df:gt(2), v, pt.where(df:gt(1), inf, nan))
+end
+
+function StudentT:rsample(sample_shape)
+  sample_shape = draw(self, sample_shape, "rsample")
+  local shape = self:_extended_shape(sample_shape)
+  local X = pt.randn(shape, {dtype = self._dt})
+  -- Z ~ Chi2(df) = Gamma(df / 2, 1 / 2), reparameterized
+  local Z = Gamma(0.5 * self.df, pt.full(self.df:size(), 0.5, {dtype = self._dt}), {validate_args = false})
+    :rsample(sample_shape)
+  local Y = X * (Z / self.df):rsqrt()
+  return self.loc + self.scale * Y
+end
+
+function StudentT:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local y = (value - self.loc) / self.scale
+  local Z = self.scale:log() + 0.5 * self.df:log() + 0.5 * math.log(math.pi) + (0.5 * self.df):lgamma() -
+    (0.5 * (self.df + 1)):lgamma()
+  return -0.5 * (self.df + 1) * (y:pow(2) / self.df):log1p() - Z
+end
+
+function StudentT:entropy()
+  local df = self.df
+  local lbeta = (0.5 * df):lgamma() + 0.5 * math.log(math.pi) - (0.5 * (df + 1)):lgamma()
+  return self.scale:log() + 0.5 * (df + 1) * ((0.5 * (df + 1)):digamma() - (0.5 * df):digamma()) +
+    0.5 * df:log() + lbeta
+end
+
+-- |N(0, scale^2)|: torch's TransformedDistribution(Normal(0, scale), AbsTransform)
+local HalfNormal = class("HalfNormal", Distribution, true)
+HalfNormal.has_rsample = true
+HalfNormal._arg_names = {"scale"}
+HalfNormal._repr_props = true
+HalfNormal._support_c = C.nonnegative
+
+function HalfNormal._new(...)
+  local vals, validate = parse("HalfNormal", {"scale"}, ...)
+  local v = validate
+  if v == nil then v = default_validate end
+  local ts = broadcast_all("HalfNormal", {"scale"}, vals)
+  if v then check_param("HalfNormal", "scale", ts[1], C.positive) end
+  local base = normal_new("HalfNormal", {loc = 0.0, scale = vals.scale}, false)
+  local self = setmetatable({base_dist = base}, HalfNormal)
+  base_init(self, base.batch_shape, {}, validate, base._dt)
+  return self
+end
+
+function HalfNormal:_expand_into(new, batch_shape)
+  rawset(new, "base_dist", self.base_dist:expand(batch_shape))
+end
+
+HalfNormal._props.scale = function(self) return self.base_dist.scale end
+HalfNormal._props.mean = function(self) return self.scale * math.sqrt(2 / math.pi) end
+HalfNormal._props.mode = function(self) return pt.zeros_like(self.scale) end
+HalfNormal._props.variance = function(self) return self.scale:pow(2) * (1 - 2 / math.pi) end
+
+function HalfNormal:rsample(sample_shape)
+  return self.base_dist:rsample(draw(self, sample_shape, "rsample")):abs()
+end
+
+function HalfNormal:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local lp = self.base_dist:log_prob(value) + math.log(2)
+  return pt.where(value:ge(0), lp, -inf)
+end
+
+function HalfNormal:cdf(value)
+  value = self:_value(value, "cdf")
+  return 2 * self.base_dist:cdf(value) - 1
+end
+
+function HalfNormal:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return self.base_dist:icdf((value + 1) / 2)
+end
+
+function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
+
 -- ------------------------------------------------------------------ MultivariateNormal
 
 local MultivariateNormal = class("MultivariateNormal", Distribution, true)
@@ -2082,6 +2183,7 @@ local function kl_geometric_geometric(p, q)
 end
 
 M.register_kl(Gumbel, Gumbel, kl_gumbel_gumbel)
+M.register_kl(HalfNormal, HalfNormal, function(p, q) return kl_normal_normal(p.base_dist, q.base_dist) end)
 M.register_kl(Geometric, Geometric, kl_geometric_geometric)
 
 -- the pairs of different families torch 1.13 registers (torch.distributions.kl), over the
@@ -2294,7 +2396,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  tensor ops so gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.\n"
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
   .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric,\n"
-  .. "  MixtureSameFamily;\n"
+  .. "  MixtureSameFamily, StudentT, HalfNormal;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -2397,6 +2499,22 @@ docs[MixtureSameFamily.log_prob] = "mixture:log_prob(value) -> logsumexp over th
 docs[MixtureSameFamily.cdf] = "mixture:cdf(value) -> the components' cdfs weighted by the mixture probabilities."
 docs[MixtureSameFamily.sample] = "mixture:sample([sample_shape]) -> a component drawn from mixture_distribution, then a draw from it."
 
+doc_class(StudentT, "pt.distributions.StudentT(df[, loc=0, scale=1][, {validate_args=}]) -> Student's t,\n"
+  .. "  as torch.distributions.StudentT. df > 0, scale > 0. mode = loc; mean loc (nan where df <= 1);\n"
+  .. "  variance scale^2 df / (df - 2) (inf where 1 < df <= 2, nan where df <= 1).")
+docs[StudentT.rsample] = "studentT:rsample([sample_shape]) -> loc + scale * X / sqrt(Z / df), X ~ N(0, 1), Z ~ Chi2(df) (reparameterized)."
+docs[StudentT.log_prob] = "studentT:log_prob(value) -> log of the t density of (value - loc) / scale with df degrees, - log(scale)."
+docs[StudentT.entropy] = "studentT:entropy() -> as torch's: log scale + (df+1)/2 (digamma((df+1)/2) - digamma(df/2)) + log(df)/2 + log B(df/2, 1/2)."
+
+doc_class(HalfNormal, "pt.distributions.HalfNormal(scale[, {validate_args=}]) -> |N(0, scale^2)|, as\n"
+  .. "  torch.distributions.HalfNormal (a Normal(0, scale) base_dist through abs). scale > 0. Fields: base_dist;\n"
+  .. "  properties scale, mean = scale sqrt(2/pi), mode 0, variance scale^2 (1 - 2/pi).")
+docs[HalfNormal.rsample] = "halfnormal:rsample([sample_shape]) -> |base_dist:rsample(sample_shape)|."
+docs[HalfNormal.log_prob] = "halfnormal:log_prob(value) -> normal log_prob + log 2 for value >= 0, -inf below."
+docs[HalfNormal.cdf] = "halfnormal:cdf(value) -> 2 * base_dist:cdf(value) - 1."
+docs[HalfNormal.icdf] = "halfnormal:icdf(p) -> base_dist:icdf((p + 1) / 2)."
+docs[HalfNormal.entropy] = "halfnormal:entropy() -> base_dist:entropy() - log 2."
+
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
   .. "  mean = exp(loc + scale^2/2), mode = exp(loc - scale^2), variance.")
@@ -2494,7 +2612,7 @@ docs[Independent.enumerate_support] = "independent:enumerate_support([expand=tru
 docs[M.kl_divergence] = "pt.distributions.kl_divergence(p, q) -> KL(p || q) = E_p[log p - log q], of the broadcast batch shape,\n"
   .. "  as torch.distributions.kl_divergence for the same-family pairs torch registers: Normal, Bernoulli,\n"
   .. "  Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential, Laplace, Uniform, Poisson,\n"
-  .. "  Binomial, MultivariateNormal, LogNormal, Gumbel, Geometric and Independent (same reinterpreted dims), and the pairs of\n"
+  .. "  Binomial, MultivariateNormal, LogNormal, Gumbel, Geometric, HalfNormal and Independent (same reinterpreted dims), and the pairs of\n"
   .. "  different families torch registers among these (Normal || Laplace, Beta || Uniform, Exponential || Gamma,\n"
   .. "  Uniform || Normal, Normal || Uniform = inf, ...). Other pairs raise;\n"
   .. "  register_kl adds them. Differentiable in both distributions' parameters."
