@@ -294,14 +294,28 @@ static bool scan_globals(const char *dump, size_t n, name_cb cb, void *ud) {
 
 /* -------------------------------------------------------------------- path index --- */
 
+static int path_depth(const char *path) {
+  int n = 0;
+  for (; *path; path++) n += *path == PATH_SEP;
+  return n;
+}
+
+/* A value reachable under several paths keeps the shortest, and among equally short ones the
+ * first in byte order: package.loaded's traversal order changes from run to run (Lua seeds its
+ * string hashes per state), and a path through another module's copy of a shared table
+ * ("partrain.nn_rnn.utils.f" for nn.utils.f, which nn_extra adds when it loads) resolved in
+ * some runs' workers and not in others. */
 static void index_add(lua_State *L, int idx, int vi, const char *path) {
   /* idx: index table; vi: value index */
   lua_pushvalue(L, vi);
   if (lua_rawget(L, idx) != LUA_TNIL) {
+    const char *old = lua_tostring(L, -1);
+    bool keep = !old || path_depth(old) < path_depth(path) || strcmp(old, path) <= 0;
     lua_pop(L, 1);
-    return;
+    if (keep) return;
+  } else {
+    lua_pop(L, 1);
   }
-  lua_pop(L, 1);
   lua_pushvalue(L, vi);
   lua_pushstring(L, path);
   lua_rawset(L, idx);

@@ -277,3 +277,40 @@ describe("values that cannot cross", function()
       "_pool_map: upvalue 'it' (C function) of the closure cannot be sent to a worker (only C functions of loaded modules can)")
   end)
 end)
+
+describe("a function reachable from several modules", function()
+  it("is sent by the path a fresh worker resolves, every run (shortest, then first in byte order)", function()
+    -- zz_shared_holder's table gets f only when aa_shared_owner loads: the path through the holder
+    -- ('zz_shared_holder.utils.f') fails in a worker that has not loaded the owner; the owner's
+    -- ('aa_shared_owner.utils.f') always resolves. package.loaded's order changes from run to run,
+    -- so before the rule a worker got either path.
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local function write(name, text)
+      local f = assert(io.open(dir .. "/" .. name .. ".lua", "w"))
+      f:write(text)
+      f:close()
+    end
+    write("zz_shared_holder", "return {utils = {}}\n")
+    write("aa_shared_owner", "local h = require 'zz_shared_holder'\n"
+      .. "h.utils.f = function() return 42 end\nreturn {utils = h.utils}\n")
+    local old = package.path
+    package.path = dir .. "/?.lua;" .. package.path
+    local ok, err = pcall(function()
+      local owner = require "aa_shared_owner"
+      for _ = 1, 3 do
+        local pool = pt._Pool(1) -- a fresh worker each time: nothing loaded there yet
+        pool:submit(1, function(g) return g() end, owner.utils.f)
+        local r = table.pack(pool:next())
+        pool:close()
+        assert.is_true(r[3], tostring(r[4]))
+        assert.are.equal(42, r[4])
+      end
+    end)
+    package.path = old
+    package.loaded.aa_shared_owner, package.loaded.zz_shared_holder = nil, nil
+    os.execute("rm -rf " .. dir)
+    assert(ok, err)
+  end)
+end)
