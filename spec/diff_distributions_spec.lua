@@ -407,3 +407,47 @@ describe("StudentT and HalfNormal as torch 1.13", function()
     close(x:mean(1), {{0.7978845, 2.3936537}, {0.7978845, 2.3936537}}, 0.02)
   end)
 end)
+
+describe("Multinomial as torch 1.13", function()
+  it("log_prob, entropy and their gradients", function()
+    local p = f64 {{0.2, 0.5, 0.3}, {0.1, 0.1, 0.8}}
+    p.requires_grad = true
+    local d = D.Multinomial(5, p)
+    local lp = d:log_prob(f64 {{1, 2, 2}, {0, 0, 5}})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-2.002480500543708, -1.1157177565710485})
+    close(p.grad, {{0.0, -1.0, 1.666666666666667}, {-5.0, -5.0, 1.25}})
+    p = f64 {{0.2, 0.5, 0.3}, {0.1, 0.1, 0.8}}
+    p.requires_grad = true
+    d = D.Multinomial(5, p)
+    local e = d:entropy()
+    e:sum():backward()
+    -- (torch takes log n! in float32: lgamma of an int64 tensor; ours is float64, hence 1e-7)
+    close(e, {2.5918085406526656, 1.8136484785872264}, 1e-7)
+    close(p.grad, {{1.2399977720217557, -0.6329274163675525, 0.22821384593141758}, {3.7062562625687363, 3.7062562625687363, -0.9265640656421841}})
+    close(d.mean, {{1, 2.5, 1.5}, {0.5, 0.5, 4}})
+    -- a zero count of an impossible category adds nothing
+    close(D.Multinomial(3, {logits = f32 {-math.huge, 0, 1}}):log_prob(f32 {0, 1, 2}), -0.8411725759506226, 1e-6)
+  end)
+
+  it("samples: shapes, counts summing to total_count, means", function()
+    pt.manual_seed(8)
+    local d = D.Multinomial(7, f64 {{0.2, 0.5, 0.3}, {0.6, 0.4, 0}})
+    assert.are.same({2}, d.batch_shape)
+    assert.are.same({3}, d.event_shape)
+    local x = d:sample({20000})
+    assert.are.same({20000, 2, 3}, x:size())
+    assert.are.equal("float64", x:dtype())
+    assert.is_true(x:sum(-1):eq(7):all():item())
+    close(x:mean(1), {{1.4, 3.5, 2.1}, {4.2, 2.8, 0}}, 0.02)
+    assert.are.same({4, 5, 3}, D.Multinomial(2, f32 {0.5, 0.5, 0}):expand({5}):sample({4}):size())
+  end)
+
+  it("validation", function()
+    support.assert_error("Multinomial: total_count must be a non-negative integer (one for every batch element), got 2.5",
+      D.Multinomial, 2.5, f32 {0.5, 0.5})
+    support.assert_error("Multinomial.log_prob: value is outside the support (non-negative counts summing to at most 3 along the last dim)",
+      function() return D.Multinomial(3, f32 {0.5, 0.5}):log_prob(f32 {3, 1}) end)
+  end)
+end)

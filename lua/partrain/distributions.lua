@@ -1423,6 +1423,88 @@ function OneHotCategorical:enumerate_support(expand)
   return enumerate(pt.eye(k, {dtype = self._dt}), k, self.batch_shape, {k}, expand)
 end
 
+-- ------------------------------------------------------------------ Multinomial
+
+local Multinomial = class("Multinomial", Distribution, true)
+Multinomial._arg_names = {"probs", "logits"}
+Multinomial._repr_props = true
+
+function Multinomial._new(...)
+  local cname = "Multinomial"
+  local vals, validate = parse(cname, {"total_count", "probs", "logits"}, ...)
+  local n = vals.total_count
+  if n == nil then n = 1 end
+  local ni = type(n) == "number" and math.tointeger(n)
+  if not ni or ni < 0 then
+    fail(string.format("%s: total_count must be a non-negative integer (one for every batch element), got %s",
+      cname, is_tensor(n) and "a Tensor" or tostring(n)))
+  end
+  local cat = categorical_new(cname, {probs = vals.probs, logits = vals.logits}, validate)
+  local self = setmetatable({total_count = ni, _categorical = cat}, Multinomial)
+  base_init(self, cat.batch_shape, {cat._num_events}, validate, cat._dt)
+  return self
+end
+
+function Multinomial:__tostring()
+  return string.format("Multinomial(total_count: %d, %s)", self.total_count,
+    (describe(self._categorical):gsub("^Categorical%((.*)%)$", "%1")))
+end
+
+function Multinomial:_expand_into(new, batch_shape)
+  rawset(new, "_categorical", self._categorical:expand(batch_shape))
+end
+
+function Multinomial:_support()
+  local n = self.total_count
+  return {desc = string.format("non-negative counts summing to at most %d along the last dim", n), event_dim = 1,
+    check = function(v) return v:ge(0):all(-1) & v:sum(-1):le(n) end}
+end
+
+Multinomial._props.probs = function(self) return self._categorical.probs end
+Multinomial._props.logits = function(self) return self._categorical.logits end
+Multinomial._props.param_shape = function(self) return self._categorical.param_shape end
+Multinomial._props.mean = function(self) return self.probs * self.total_count end
+Multinomial._props.variance = function(self) return self.total_count * self.probs * (1 - self.probs) end
+
+function Multinomial:sample(sample_shape)
+  sample_shape = draw(self, sample_shape, "sample")
+  local shape = self:_extended_shape(sample_shape)
+  local n = self.total_count
+  return pt.no_grad(function()
+    if n == 0 or numel(shape) == 0 then return pt.zeros(shape, {dtype = self._dt}) end
+    -- n categories per draw ({n, sample, batch}, 1-based), counted along a new last dim
+    local idx = self._categorical:sample(concat({n}, sample_shape)):movedim(1, -1)
+    local counts = pt.zeros(shape, {dtype = "int64"}):scatter_add(-1, idx, pt.ones_like(idx))
+    return counts:to(self._dt)
+  end)
+end
+
+function Multinomial:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local logits = self.logits
+  local log_factorial_n = (value:sum(-1) + 1):lgamma()
+  local log_factorial_xs = (value + 1):lgamma():sum(-1)
+  -- torch: a zero count of an impossible category adds nothing (not 0 * -inf)
+  logits = pt.where(value:eq(0) & logits:eq(-inf), 0, logits)
+  local log_powers = (logits * value):sum(-1)
+  return log_factorial_n - log_factorial_xs + log_powers
+end
+
+function Multinomial:entropy()
+  local n = self.total_count
+  local cat_entropy = self._categorical:entropy()
+  local term1 = n * cat_entropy - pt.tensor(n + 1, {dtype = self._dt}):lgamma()
+  if n == 0 then return term1 end
+  -- E[sum_k log x_k!] from each count's Binomial(n, p_k) marginal
+  local probs = self.probs
+  local support = pt.arange(1, n + 1, {dtype = self._dt}):reshape(concat({n}, ones_list(probs:dim())))
+  local binom = Binomial(n, probs, {validate_args = false})
+  local binomial_probs = binom:log_prob(support):exp()
+  local weights = (support + 1):lgamma()
+  local term2 = (binomial_probs * weights):sum(1):sum(-1)
+  return term1 + term2
+end
+
 -- ------------------------------------------------------------------ Poisson
 
 local Poisson = class("Poisson", Distribution, true)
@@ -2396,7 +2478,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  tensor ops so gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.\n"
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
   .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric,\n"
-  .. "  MixtureSameFamily, StudentT, HalfNormal;\n"
+  .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -2514,6 +2596,14 @@ docs[HalfNormal.log_prob] = "halfnormal:log_prob(value) -> normal log_prob + log
 docs[HalfNormal.cdf] = "halfnormal:cdf(value) -> 2 * base_dist:cdf(value) - 1."
 docs[HalfNormal.icdf] = "halfnormal:icdf(p) -> base_dist:icdf((p + 1) / 2)."
 docs[HalfNormal.entropy] = "halfnormal:entropy() -> base_dist:entropy() - log 2."
+
+doc_class(Multinomial, "pt.distributions.Multinomial([total_count=1,] probs) or Multinomial(n, {logits = l})\n"
+  .. "  [, {validate_args=}] -> counts of n draws over the categories of the last dim, as\n"
+  .. "  torch.distributions.Multinomial. total_count an integer (the same for every batch element);\n"
+  .. "  probs normalised along the last dim. mean = n probs, variance n probs (1 - probs).")
+docs[Multinomial.sample] = "multinomial:sample([sample_shape]) -> counts (probs' dtype) of total_count Categorical draws each."
+docs[Multinomial.log_prob] = "multinomial:log_prob(value) -> log (sum x)! - sum log x! + sum x logits."
+docs[Multinomial.entropy] = "multinomial:entropy() -> n H(Categorical) - log n! + E[sum log x_k!] over the Binomial marginals."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
