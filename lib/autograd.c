@@ -1173,10 +1173,13 @@ static pt_status gf_reduce(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
   } else if (!strcmp(nm, "VarBackward")) {
     t = G_sub(&s, x, G_mean(&s, x, dim));
     d = G_num(&s, PT_BIN_MUL, G_mul(&s, ge, t), 2.0 / (count - param));
-  } else if (!strcmp(nm, "StdBackward")) { /* (x - mean) / ((n - c) std), 0 where std == 0 */
-    pt_tensor *sd = G_std(&s, x, dim, param);
-    t = G_div(&s, G_mul(&s, ge, G_sub(&s, x, G_mean(&s, x, dim))), G_num(&s, PT_BIN_MUL, sd, count - param));
-    d = G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, sd, 0.0), t);
+  } else if (!strcmp(nm, "StdBackward")) {
+    /* (x - mean) / ((n - c) std), 0 where std == 0; the division reads 1 there, so that its own
+     * derivative stays finite (torch's double backward of a constant lane is 0, not nan) */
+    pt_tensor *sd = G_std(&s, x, dim, param), *sz = G_cmp(&s, PT_BIN_EQ, sd, 0.0);
+    pt_tensor *sds = G_where(&s, sz, G_ones(&s, x->dtype, 0, NULL), sd);
+    t = G_div(&s, G_mul(&s, ge, G_sub(&s, x, G_mean(&s, x, dim))), G_num(&s, PT_BIN_MUL, sds, count - param));
+    d = G_zero_where(&s, sz, t);
   } else if (!strcmp(nm, "NormBackward") && param == 2.0) { /* x / |x|, 0 where |x| == 0 */
     pt_tensor *r = G_norm2(&s, x, dim);
     d = G_zero_where(&s, G_cmp(&s, PT_BIN_EQ, r, 0.0), G_div(&s, G_mul(&s, ge, x), r));

@@ -954,3 +954,16 @@ describe("layers that write parameter gradients directly (Linear, Embedding, con
     end
   end)
 end)
+
+describe("create_graph through std over a constant lane", function()
+  it("gives a zero second derivative there, as torch 1.13 (it was nan)", function()
+    local x = leaf({{1, 1, 1}, {1, 2, 4}})
+    local g = grad(x:std(2):sum(), x, {create_graph = true})
+    -- torch: [[0, 0, 0], [-0.4364, -0.1091, 0.5455]]
+    assert_close(g, {{0, 0, 0}, {-0.43643578047198484, -0.10910894511799621, 0.5455447255899809}})
+    local gg = grad((g * g):sum(), x)
+    for _, v in ipairs(support.flat(gg:tolist())) do
+      assert.is_true(v == v and math.abs(v) < 1e-15)
+    end
+  end)
+end)
