@@ -263,9 +263,9 @@ local function extreme(fname, op)
       keepdim = keepdim.keepdim
       no_more(fname, 3, ...)
     elseif type(dim) == "table" and dim[1] == nil and next(dim) ~= nil then
-      check_opts(fname, dim, {"keepdim"}) -- t:amax({keepdim = true}): every dim
+      check_opts(fname, dim, {"dim", "keepdim"}) -- t:amax({dim = 2, keepdim = true}), torch's keywords
       nothing_after(fname, 2, keepdim, ...)
-      keepdim, dim = dim.keepdim, nil
+      keepdim, dim = dim.keepdim, dim.dim
     else
       no_more(fname, 3, ...)
     end
