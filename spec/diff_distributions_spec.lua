@@ -451,3 +451,48 @@ describe("Multinomial as torch 1.13", function()
       function() return D.Multinomial(3, f32 {0.5, 0.5}):log_prob(f32 {3, 1}) end)
   end)
 end)
+
+describe("RelaxedBernoulli and RelaxedOneHotCategorical as torch 1.13", function()
+  it("log_prob and its gradients", function()
+    local t, p = f64(0.5), f64 {0.2, 0.5, 0.9}
+    t.requires_grad, p.requires_grad = true, true
+    local lp = D.RelaxedBernoulli(t, p):log_prob(f64 {0.1, 0.5, 0.99})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {0.3078847797693003, -0.6931471805599452, 2.5332632396626154})
+    close(t.grad, 6.083555952819559, 1e-10)
+    close(p.grad, {0.8928571428571439, 0.0, 0.5569514325977818}, 1e-10)
+    t = f64(2)
+    local l = f64 {{0.2, 0.5, 0.3}, {0.6, 0.3, 0.1}}
+    t.requires_grad, l.requires_grad = true, true
+    lp = D.RelaxedOneHotCategorical(t, {logits = l}):log_prob(f64 {{0.1, 0.3, 0.6}, {0.98, 0.01, 0.01}})
+    lp:sum():backward()
+    close(lp, {0.21780101228312398, 0.4454012240881404})
+    close(t.grad, -4.915836648696047, 1e-10)
+    close(l.grad, {{-1.5409010878252103, 0.618904698602188, 0.9219963892230224}, {0.9997681775579227, -0.6493745280774398, -0.3503936494804829}}, 1e-10)
+    -- the values 0 and 1 are clamped to [tiny, 1 - eps] (torch's SigmoidTransform), float32
+    close(D.RelaxedBernoulli(0.5, f32(0.5)):log_prob(f32 {0, 1}), {42.975128173828125, 7.277355194091797}, 1e-6)
+  end)
+
+  it("samples, shapes and validation", function()
+    pt.manual_seed(5)
+    -- a small temperature: draws near 0 or 1 with the Bernoulli's frequencies
+    local s = D.RelaxedBernoulli(0.05, f32 {0.2, 0.7}):sample({20000})
+    close(s:mean(1), {0.2, 0.7}, 0.02)
+    assert.is_true(s:min():item() > 0 and s:max():item() <= 1)
+    local x = D.RelaxedOneHotCategorical(0.5, f64 {0.2, 0.5, 0.3}):sample({1000})
+    close(x:sum(-1), pt.ones({1000}, {dtype = "float64"}), 1e-12)
+    assert.are.same({4, 2, 3}, D.RelaxedBernoulli(0.5, pt.ones {2, 3} * 0.3):rsample({4}):size())
+    assert.are.same({5, 2, 3}, D.RelaxedOneHotCategorical(0.5, pt.ones {2, 3}):expand({5, 2}):sample():size())
+    -- rsample is differentiable in the logits
+    local l = f32 {0, 1, -1}
+    l.requires_grad = true
+    D.RelaxedOneHotCategorical(1, {logits = l}):rsample({5}):select(-1, 1):sum():backward()
+    assert.is_true(l.grad:abs():sum():item() > 0)
+    support.assert_error("RelaxedBernoulli: probs must be in [0, 1], got 1.5", D.RelaxedBernoulli, 0.5, f32(1.5))
+    support.assert_error("RelaxedBernoulli.log_prob: value 1.5 is outside the support (in [0, 1])",
+      function() return D.RelaxedBernoulli(0.5, f32(0.5)):log_prob(f32(1.5)) end)
+    support.assert_error("RelaxedOneHotCategorical: temperature must be a number or a Tensor, got string",
+      D.RelaxedOneHotCategorical, "hot", f32 {0.5, 0.5})
+  end)
+end)

@@ -1505,6 +1505,162 @@ function Multinomial:entropy()
   return term1 + term2
 end
 
+-- ------------------------------------------------------------------ relaxed (Gumbel-softmax) distributions
+
+-- temperature: a number (a 0-d tensor of dtype) or a tensor
+local function temperature_arg(cname, t, dtype)
+  if type(t) == "number" then return pt.tensor(t, {dtype = dtype}) end
+  if not is_tensor(t) then fail(cname .. ": temperature must be a number or a Tensor, got " .. typename(t)) end
+  return t
+end
+
+-- torch's LogitRelaxedBernoulli: logits of RelaxedBernoulli draws (support: the reals); its base_dist
+local LogitRelaxedBernoulli = class("LogitRelaxedBernoulli", Distribution, false)
+LogitRelaxedBernoulli.has_rsample = true
+LogitRelaxedBernoulli._params = {probs = 0, logits = 0}
+LogitRelaxedBernoulli._arg_names = {"probs", "logits"}
+
+local function logit_relaxed_bernoulli_new(cname, vals, validate)
+  local name = probs_or_logits(cname, vals)
+  local self = elementwise_new(LogitRelaxedBernoulli, cname, {name}, {name == "probs" and C.unit_interval or C.real},
+    vals, validate)
+  rawset(self, "_param_name", name)
+  rawset(self, "temperature", temperature_arg(cname, vals.temperature, self._dt))
+  return self
+end
+
+LogitRelaxedBernoulli._props.probs = Bernoulli._props.probs
+LogitRelaxedBernoulli._props.logits = Bernoulli._props.logits
+LogitRelaxedBernoulli._props.param_shape = Bernoulli._props.param_shape
+
+function LogitRelaxedBernoulli:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local probs = clamp_probs(self.probs:expand(shape))
+  local u = clamp_probs(pt.rand(shape, {dtype = self._dt}))
+  return (u:log() - (-u):log1p() + probs:log() - (-probs):log1p()) / self.temperature
+end
+
+function LogitRelaxedBernoulli:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local diff = self.logits - value * self.temperature
+  return self.temperature:log() + diff - 2 * diff:exp():log1p()
+end
+
+-- torch's RelaxedBernoulli: sigmoid of a LogitRelaxedBernoulli (TransformedDistribution with
+-- SigmoidTransform: sigmoid clamped to [tiny, 1 - eps] forward, logit of the clamped value back)
+local function clipped(y)
+  local f = finfo(y:dtype())
+  return y:clamp(f.tiny, 1 - f.eps)
+end
+local RelaxedBernoulli = class("RelaxedBernoulli", Distribution, true)
+RelaxedBernoulli.has_rsample = true
+RelaxedBernoulli._arg_names = {"probs", "logits"}
+RelaxedBernoulli._repr_props = true
+RelaxedBernoulli._support_c = C.unit_interval
+
+function RelaxedBernoulli._new(...)
+  local vals, validate = parse("RelaxedBernoulli", {"temperature", "probs", "logits"}, ...)
+  local base = logit_relaxed_bernoulli_new("RelaxedBernoulli", vals, nil)
+  local self = setmetatable({base_dist = base}, RelaxedBernoulli)
+  base_init(self, base.batch_shape, {}, validate, base._dt)
+  return self
+end
+
+function RelaxedBernoulli:_expand_into(new, batch_shape)
+  rawset(new, "base_dist", self.base_dist:expand(batch_shape))
+end
+
+RelaxedBernoulli._props.temperature = function(self) return self.base_dist.temperature end
+RelaxedBernoulli._props.probs = function(self) return self.base_dist.probs end
+RelaxedBernoulli._props.logits = function(self) return self.base_dist.logits end
+
+function RelaxedBernoulli:rsample(sample_shape)
+  return clipped(self.base_dist:rsample(draw(self, sample_shape, "rsample")):sigmoid())
+end
+
+function RelaxedBernoulli:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local y = clipped(value)
+  local x = y:log() - (-y):log1p()
+  -- minus the log |d sigmoid / dx| = -softplus(-x) - softplus(x)
+  return self.base_dist:log_prob(x) + softplus(-x) + softplus(x)
+end
+
+-- torch's ExpRelaxedCategorical: logs of RelaxedOneHotCategorical draws; its base_dist
+local ExpRelaxedCategorical = class("ExpRelaxedCategorical", Distribution, false)
+ExpRelaxedCategorical.has_rsample = true
+ExpRelaxedCategorical._arg_names = {"probs", "logits"}
+ExpRelaxedCategorical._repr_props = true
+ExpRelaxedCategorical._support_c = C.real_vector
+
+local function exp_relaxed_categorical_new(cname, vals, validate)
+  local cat = categorical_new(cname, {probs = vals.probs, logits = vals.logits}, validate)
+  local self = setmetatable({_categorical = cat, temperature = temperature_arg(cname, vals.temperature, cat._dt)},
+    ExpRelaxedCategorical)
+  base_init(self, cat.batch_shape, {cat._num_events}, validate, cat._dt)
+  return self
+end
+
+function ExpRelaxedCategorical:_expand_into(new, batch_shape)
+  rawset(new, "_categorical", self._categorical:expand(batch_shape))
+end
+
+ExpRelaxedCategorical._props.probs = function(self) return self._categorical.probs end
+ExpRelaxedCategorical._props.logits = function(self) return self._categorical.logits end
+ExpRelaxedCategorical._props.param_shape = function(self) return self._categorical.param_shape end
+
+function ExpRelaxedCategorical:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local u = clamp_probs(pt.rand(shape, {dtype = self._dt}))
+  local gumbels = -((-(u:log())):log())
+  local scores = (self.logits + gumbels) / self.temperature
+  return scores - scores:logsumexp(-1, true)
+end
+
+function ExpRelaxedCategorical:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local K = self._categorical._num_events
+  local t = self.temperature
+  local log_scale = pt.full(t:size(), K, {dtype = t:dtype()}):lgamma() + t:log() * (K - 1)
+  local score = self.logits - value * t
+  score = (score - score:logsumexp(-1, true)):sum(-1)
+  return score + log_scale
+end
+
+-- torch's RelaxedOneHotCategorical: exp of an ExpRelaxedCategorical (TransformedDistribution with
+-- ExpTransform), draws on the simplex
+local RelaxedOneHotCategorical = class("RelaxedOneHotCategorical", Distribution, true)
+RelaxedOneHotCategorical.has_rsample = true
+RelaxedOneHotCategorical._arg_names = {"probs", "logits"}
+RelaxedOneHotCategorical._repr_props = true
+RelaxedOneHotCategorical._support_c = C.simplex
+
+function RelaxedOneHotCategorical._new(...)
+  local vals, validate = parse("RelaxedOneHotCategorical", {"temperature", "probs", "logits"}, ...)
+  local base = exp_relaxed_categorical_new("RelaxedOneHotCategorical", vals, validate)
+  local self = setmetatable({base_dist = base}, RelaxedOneHotCategorical)
+  base_init(self, base.batch_shape, base.event_shape, validate, base._dt)
+  return self
+end
+
+function RelaxedOneHotCategorical:_expand_into(new, batch_shape)
+  rawset(new, "base_dist", self.base_dist:expand(batch_shape))
+end
+
+RelaxedOneHotCategorical._props.temperature = function(self) return self.base_dist.temperature end
+RelaxedOneHotCategorical._props.probs = function(self) return self.base_dist.probs end
+RelaxedOneHotCategorical._props.logits = function(self) return self.base_dist.logits end
+
+function RelaxedOneHotCategorical:rsample(sample_shape)
+  return self.base_dist:rsample(draw(self, sample_shape, "rsample")):exp()
+end
+
+function RelaxedOneHotCategorical:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local x = value:log()
+  return self.base_dist:log_prob(x) - x:sum(-1)
+end
+
 -- ------------------------------------------------------------------ Poisson
 
 local Poisson = class("Poisson", Distribution, true)
@@ -2478,7 +2634,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  tensor ops so gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.\n"
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
   .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric,\n"
-  .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial;\n"
+  .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -2604,6 +2760,19 @@ doc_class(Multinomial, "pt.distributions.Multinomial([total_count=1,] probs) or 
 docs[Multinomial.sample] = "multinomial:sample([sample_shape]) -> counts (probs' dtype) of total_count Categorical draws each."
 docs[Multinomial.log_prob] = "multinomial:log_prob(value) -> log (sum x)! - sum log x! + sum x logits."
 docs[Multinomial.entropy] = "multinomial:entropy() -> n H(Categorical) - log n! + E[sum log x_k!] over the Binomial marginals."
+
+doc_class(RelaxedBernoulli, "pt.distributions.RelaxedBernoulli(temperature, probs) or RelaxedBernoulli(t, {logits = l})\n"
+  .. "  [, {validate_args=}] -> the Concrete / Gumbel-softmax relaxation of Bernoulli on (0, 1), as\n"
+  .. "  torch.distributions.RelaxedBernoulli (sigmoid of a LogitRelaxedBernoulli base_dist). temperature a\n"
+  .. "  number or a tensor; properties temperature, probs, logits.")
+docs[RelaxedBernoulli.rsample] = "relaxed:rsample([sample_shape]) -> sigmoid((logit(u) + logits) / temperature), clamped to [tiny, 1 - eps]."
+docs[RelaxedBernoulli.log_prob] = "relaxed:log_prob(value) -> base log density of logit(value) + softplus(x) + softplus(-x)."
+
+doc_class(RelaxedOneHotCategorical, "pt.distributions.RelaxedOneHotCategorical(temperature, probs) or (t, {logits = l})\n"
+  .. "  [, {validate_args=}] -> the Gumbel-softmax relaxation of OneHotCategorical on the simplex, as\n"
+  .. "  torch.distributions.RelaxedOneHotCategorical (exp of an ExpRelaxedCategorical base_dist).")
+docs[RelaxedOneHotCategorical.rsample] = "relaxed:rsample([sample_shape]) -> softmax((logits + Gumbel noise) / temperature) along the last dim."
+docs[RelaxedOneHotCategorical.log_prob] = "relaxed:log_prob(value) -> base log density of log(value) - sum(log(value))."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
