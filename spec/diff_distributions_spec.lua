@@ -496,3 +496,46 @@ describe("RelaxedBernoulli and RelaxedOneHotCategorical as torch 1.13", function
       D.RelaxedOneHotCategorical, "hot", f32 {0.5, 0.5})
   end)
 end)
+
+describe("Chi2 and NegativeBinomial as torch 1.13", function()
+  it("Chi2", function()
+    local df = f64 {0.5, 1, 3}
+    df.requires_grad = true
+    local lp = D.Chi2(df):log_prob(f64 {0.3, 1, 4})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-0.7083297165936117, -1.4189385332046727, -2.2257913526447273})
+    close(df.grad, {1.165166774245192, 0.6351814227307389, 0.32832860329068453})
+    close(D.Chi2(f64 {0.5, 1, 3}):entropy(), {-0.9394204447741763, 0.7837571104739339, 2.0541199559354117})
+    close(D.kl_divergence(D.Chi2(f64 {2, 3}), D.Chi2(f64 {4, 1})), {0.5772156649015328, 0.7296371545385215})
+    close(D.Chi2(f64 {2, 3}).df, {2, 3})
+    pt.manual_seed(6)
+    local s = D.Chi2(f64 {1, 4}):sample({50000})
+    close(s:mean(1), {1, 4}, 0.03)
+    support.assert_error("Chi2: df must be positive (> 0), got -3", D.Chi2, -3)
+  end)
+
+  it("NegativeBinomial", function()
+    local n, p = f64 {2, 0.5, 5}, f64 {0.3, 0, 0.9}
+    n.requires_grad, p.requires_grad = true, true
+    local lp = D.NegativeBinomial(n, p):log_prob(f64 {0, 3, 10})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-0.7133498878774647, -109.29411097715715, -5.657775842233274}, 1e-10)
+    close(n.grad, {-0.35667494393873234, 3.0666666666666655, -1.1343560997650526}, 1e-10)
+    close(p.grad, {-2.857142857142857, 0.0, -38.88888888888889}, 1e-10)
+    local d = D.NegativeBinomial(f64 {2, 0.5, 5}, {logits = f64 {-1, 0, 2}})
+    close(d:log_prob(f64 {0, 3, 10}), {-0.6265233750364457, -3.589165941765489, -4.995165386329369}, 1e-10)
+    close(d.mean, {0.7357588823428847, 0.5, 36.945280494653254})
+    close(d.variance, {1.00642944881611, 1.0, 309.9360306603745})
+    close(d.mode, {0, 0, 29})
+    close(D.NegativeBinomial(f64 {0, 0}, f64 {0.3, 0.3}):log_prob(f64 {0, 2}), {0, -math.huge})
+    pt.manual_seed(6)
+    local nb = D.NegativeBinomial(f64 {2, 0.5, 5}, f64 {0.3, 0.6, 0.9})
+    local s = nb:sample({50000})
+    assert.are.same({50000, 3}, s:size())
+    close(s:mean(1), nb.mean, 0.03)
+    support.assert_error("NegativeBinomial: probs must be in [0, 1), got 1", D.NegativeBinomial, 2, f32(1))
+    support.assert_error("NegativeBinomial: total_count must be non-negative (>= 0), got -2", D.NegativeBinomial, -2, f32(0.5))
+  end)
+end)

@@ -888,6 +888,24 @@ function Gamma:entropy()
     (1.0 - self.concentration) * self.concentration:digamma()
 end
 
+-- torch's Chi2(df): Gamma(df / 2, 1 / 2), with Gamma's methods and KL pairs
+local Chi2 = class("Chi2", Gamma, true)
+Chi2._arg_names = {"df"}
+Chi2._repr_props = true
+
+function Chi2._new(...)
+  local vals, validate = parse("Chi2", {"df"}, ...)
+  local ts = broadcast_all("Chi2", {"df"}, vals)
+  local v = validate
+  if v == nil then v = default_validate end
+  if v then check_param("Chi2", "df", ts[1], C.positive) end
+  local df = vals.df
+  return elementwise_new(Chi2, "Chi2", {"concentration", "rate"}, {C.positive, C.positive},
+    {concentration = 0.5 * df, rate = 0.5}, validate)
+end
+
+Chi2._props.df = function(self) return self.concentration * 2 end
+
 -- ------------------------------------------------------------------ Dirichlet and Beta
 
 -- ATen's approximate reparameterized gradients of Beta(x; alpha, beta) (dirichlet_grad_one)
@@ -1659,6 +1677,62 @@ function RelaxedOneHotCategorical:log_prob(value)
   value = self:_value(value, "log_prob")
   local x = value:log()
   return self.base_dist:log_prob(x) - x:sum(-1)
+end
+
+-- ------------------------------------------------------------------ NegativeBinomial
+
+local NegativeBinomial = class("NegativeBinomial", Distribution, true)
+NegativeBinomial._params = {total_count = 0, probs = 0, logits = 0}
+NegativeBinomial._arg_names = {"total_count", "probs", "logits"}
+NegativeBinomial._support_c = C.nonnegative_integer
+
+local HALF_OPEN_UNIT = {desc = "in [0, 1)", check = function(v) return v:ge(0) & v:lt(1) end}
+
+function NegativeBinomial._new(...)
+  local cname = "NegativeBinomial"
+  local vals, validate = parse(cname, {"total_count", "probs", "logits"}, ...)
+  local name = probs_or_logits(cname, vals)
+  if vals.total_count == nil then fail(cname .. ": total_count must be given") end
+  local ts, all_numbers, shape = broadcast_all(cname, {"total_count", name}, vals)
+  local self = setmetatable({}, NegativeBinomial)
+  rawset(self, "total_count", ts[1]:to(ts[2]:dtype()))
+  rawset(self, name, ts[2])
+  rawset(self, "_param_name", name)
+  base_init(self, all_numbers and {} or shape, {}, validate, ts[2]:dtype())
+  if validating(self) then
+    check_param(cname, "total_count", self.total_count, C.nonnegative)
+    check_param(cname, name, ts[2], name == "probs" and HALF_OPEN_UNIT or C.real)
+  end
+  return self
+end
+
+NegativeBinomial._props.probs = Bernoulli._props.probs
+NegativeBinomial._props.logits = Bernoulli._props.logits
+NegativeBinomial._props.param_shape = Bernoulli._props.param_shape
+NegativeBinomial._props.mean = function(self) return self.total_count * self.logits:exp() end
+NegativeBinomial._props.mode = function(self)
+  return ((self.total_count - 1) * self.logits:exp()):floor():clamp_min(0)
+end
+NegativeBinomial._props.variance = function(self) return self.mean / (-self.logits):sigmoid() end
+
+function NegativeBinomial:sample(sample_shape)
+  sample_shape = draw(self, sample_shape, "sample")
+  local n, logits = self.total_count, self.logits
+  return pt.no_grad(function()
+    -- a Poisson draw at a Gamma(total_count, exp(-logits)) rate (torch's construction)
+    local gamma = Gamma(n:detach(), (-logits:detach()):exp(), {validate_args = false})
+    return pt.poisson(gamma:sample(sample_shape))
+  end)
+end
+
+function NegativeBinomial:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local logsigmoid = pt.nn.functional.logsigmoid
+  local n, logits = self.total_count, self.logits
+  local log_unnormalized = n * logsigmoid(-logits) + value * logsigmoid(logits)
+  local log_normalization = -(n + value):lgamma() + (1 + value):lgamma() + n:lgamma()
+  log_normalization = pt.where((n + value):eq(0), 0, log_normalization)
+  return log_unnormalized - log_normalization
 end
 
 -- ------------------------------------------------------------------ Poisson
@@ -2634,7 +2708,8 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  tensor ops so gradients flow through log_prob, rsample, cdf, entropy and kl_divergence.\n"
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
   .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric,\n"
-  .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical;\n"
+  .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
+  .. "  Chi2, NegativeBinomial;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -2773,6 +2848,16 @@ doc_class(RelaxedOneHotCategorical, "pt.distributions.RelaxedOneHotCategorical(t
   .. "  torch.distributions.RelaxedOneHotCategorical (exp of an ExpRelaxedCategorical base_dist).")
 docs[RelaxedOneHotCategorical.rsample] = "relaxed:rsample([sample_shape]) -> softmax((logits + Gumbel noise) / temperature) along the last dim."
 docs[RelaxedOneHotCategorical.log_prob] = "relaxed:log_prob(value) -> base log density of log(value) - sum(log(value))."
+
+doc_class(Chi2, "pt.distributions.Chi2(df[, {validate_args=}]) -> the chi-squared distribution with df degrees of\n"
+  .. "  freedom, as torch.distributions.Chi2: a Gamma(df / 2, 1 / 2) (its methods and KL pairs); property df.")
+
+doc_class(NegativeBinomial, "pt.distributions.NegativeBinomial(total_count, probs) or NegativeBinomial(n, {logits = l})\n"
+  .. "  [, {validate_args=}] -> failures before total_count successes of trials that fail with probability probs\n"
+  .. "  (torch's convention), as torch.distributions.NegativeBinomial. total_count >= 0 (real), probs in [0, 1).\n"
+  .. "  mean = total_count exp(logits), variance = mean / sigmoid(-logits).")
+docs[NegativeBinomial.sample] = "negbin:sample([sample_shape]) -> Poisson draws at Gamma(total_count, exp(-logits)) rates."
+docs[NegativeBinomial.log_prob] = "negbin:log_prob(value) -> n logsigmoid(-logits) + value logsigmoid(logits) + log C(n + value - 1, value)."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
