@@ -539,3 +539,75 @@ describe("Chi2 and NegativeBinomial as torch 1.13", function()
     support.assert_error("NegativeBinomial: total_count must be non-negative (>= 0), got -2", D.NegativeBinomial, -2, f32(0.5))
   end)
 end)
+
+describe("Pareto, Weibull and HalfCauchy as torch 1.13", function()
+  local inf = math.huge
+  local A, B = {0.5, 1.0, 2.0, 3.0}, {1.5, 0.7, 2.5, 1.0}
+
+  it("Pareto", function()
+    local a, b = f64(A), f64(B)
+    a.requires_grad, b.requires_grad = true, true
+    local d = D.Pareto(a, b)
+    local lp = d:log_prob(f64 {0.6, 1.0, 7.0, 3.5})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {0.6428083966832232, -0.35667494393873245, -4.1615268384195785, -1.4069136483226263})
+    close(a.grad, {3.0, 0.7, 1.25, 0.3333333333333333})
+    close(b.grad, {0.48434510987271207, 1.4285714285714286, -0.852762968495368, 0.8458493201727416})
+    close(d:cdf(f64 {0.6, 1.0, 7.0, 3.5}), {0.2392742256872693, 0.0, 0.9563655115245021, 0.1428571428571429})
+    close(d:icdf(f64 {0.1, 0.5, 0.9, 0.0}), {0.5363829914475721, 2.6918003852647123, 5.02377286301916, 3.0})
+    close(d:entropy(), {0.5680543779985567, 2.7852463725101613, 1.1768564486857902, 3.09861228866811})
+    close(d.mean, {1.5, inf, 3.3333333333333335, inf})
+    close(d.variance, {inf, inf, 8.88888888888889, inf})
+    support.assert_error("Pareto.log_prob: value 0.5 is outside the support (greater than or equal to scale)",
+      function() return D.Pareto(1, 2):log_prob(f32(0.5)) end)
+    pt.manual_seed(13)
+    local s = D.Pareto(f64 {1, 2}, f64 {3, 5}):sample({100000})
+    close(s:mean(1), {1.5, 2.5}, 0.02)
+  end)
+
+  it("Weibull", function()
+    local a, b = f64(A), f64(B)
+    a.requires_grad, b.requires_grad = true, true
+    local d = D.Weibull(a, b)
+    local lp = d:log_prob(f64 {0.1, 1.0, 3.0, 2.5})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {0.20445061335106804, -1.3566749439387324, -1.924334747154619, -1.931945622001443}, 1e-10)
+    close(a.grad, {-2.731671842700025, 0.0, 2.194594950788844, -0.055555555555555525}, 1e-10)
+    close(b.grad, {-0.7988187426567135, 1.4285714285714286, -0.3118653431801844, 0.9696130738676743}, 1e-10)
+    close(d:cdf(f64 {0.1, 1.0, 3.0, 2.5}), {0.085559356392783, 0.6321205588285577, 0.9364339629953745, 0.5654017914929218})
+    close(d:icdf(f64 {0.1, 0.5, 0.9, 0.0}), {0.11153776281845854, 0.5923901129521337, 2.7920055107405712, 0.0})
+    close(d:entropy(), {0.09379293296573454, 1.1092968018380756, 1.12318584762671, 2.09861228866811})
+    close(d.mean, {0.4513726464754668, 1.2658235060572836, 1.7745276350061505, 3.0})
+    close(d.variance, {0.09392257120348296, 3.4268355536531527, 0.5765867565204488, 9.0})
+    close(d.mode, {0.24037492838456806, nan, 1.6303862192118455, 0.0})
+    support.assert_error("Weibull: scale must be positive (> 0), got -1", D.Weibull, -1, 1)
+  end)
+
+  it("HalfCauchy", function()
+    local h = D.HalfCauchy(f64 {0.5, 1, 2})
+    -- values from torch 1.13
+    close(h:log_prob(f64 {0.3, 0, 5}), {-0.06592022447747015, -0.4515827052894549, -3.1257313547159833})
+    close(h:cdf(f64 {0.3, 0, 5}), {0.34404173924526127, 0.0, 0.7577621168183133})
+    close(h:icdf(f64 {0.1, 0.5, 0.9}), {0.07919222016226822, 0.9999999999999999, 12.627503029350063})
+    close(h:entropy(), {1.1447298858494, 1.8378770664093453, 2.5310242469692907})
+    close(h.mean, {inf, inf, inf})
+    assert.are.equal("float32", D.HalfCauchy(1):log_prob(f64 {1}):dtype())
+    close(D.HalfCauchy(1, {validate_args = false}):log_prob(f32 {-1, 0}), {-inf, -0.4515827}, 1e-6)
+    pt.manual_seed(2)
+    close(D.HalfCauchy(f32 {1, 3}):sample({100000}):median(1), {1, 3}, 0.03)
+  end)
+
+  it("kl_divergence pairs with Pareto", function()
+    local a, b = f64 {0.3, 1.0, 2.5, 1.5}, f64 {0.5, 1.0, 2.5, 3.0}
+    local c, d = f64 {1.0, 0.2, 3.0, 0.5}, f64 {0.7, 1.5, 1.0, 2.0}
+    -- values from torch 1.13
+    close(D.kl_divergence(D.Pareto(b, a + 0.5), D.Pareto(d, c + 0.5)), {inf, inf, 3.2195335483989513, 0.5986122886681096})
+    close(D.kl_divergence(D.Pareto(b, a + 0.5), D.Exponential(d)), {inf, 2.8333333333333335, 2.5989882234606214, 9.40138771133189})
+    close(D.kl_divergence(D.Pareto(b, a + 0.5), D.Gamma(d, c + 0.5)), {inf, 0.9196952863810175, 10.721225254965253, 2.495922603223726})
+    close(D.kl_divergence(D.Pareto(b, a + 0.5), D.Normal(c, d)), {inf, inf, 2.392926756665294, inf})
+    close(D.kl_divergence(D.Uniform(b, b + a), D.Pareto(d, c + 0.5)), {inf, inf, 3.692579218103681, 1.5314029373170965})
+    close(D.kl_divergence(D.Normal(a, b), D.Pareto(d, c + 0.5)), {inf, inf, inf, inf})
+  end)
+end)

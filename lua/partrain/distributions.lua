@@ -1998,6 +1998,164 @@ end
 
 function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
 
+-- ------------------------------------------------------------------ Pareto, Weibull, HalfCauchy
+
+-- torch's Pareto: scale * exp(E), E ~ Exponential(alpha) (a TransformedDistribution)
+local Pareto = class("Pareto", Distribution, true)
+Pareto.has_rsample = true
+Pareto._params = {scale = 0, alpha = 0}
+Pareto._arg_names = {"scale", "alpha"}
+
+function Pareto._new(...)
+  local vals, validate = parse("Pareto", {"scale", "alpha"}, ...)
+  return elementwise_new(Pareto, "Pareto", {"scale", "alpha"}, {C.positive, C.positive}, vals, validate)
+end
+
+function Pareto:_support()
+  local lo = self.scale
+  return {desc = "greater than or equal to scale", check = function(v) return v:ge(lo) end}
+end
+
+-- torch's alpha.clamp(min=...) with its gradient (0 below the bound, even where the result is
+-- inf or nan)
+Pareto._props.mean = function(self)
+  local a = pt.where(self.alpha:ge(1), self.alpha, 1)
+  return a * self.scale / (a - 1)
+end
+Pareto._props.mode = function(self) return self.scale end
+Pareto._props.variance = function(self)
+  local a = pt.where(self.alpha:ge(2), self.alpha, 2)
+  return self.scale:pow(2) * a / ((a - 1):pow(2) * (a - 2))
+end
+
+function Pareto:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local e = pt.empty(shape, {dtype = self._dt}):exponential_() / self.alpha
+  return self.scale * e:exp()
+end
+
+function Pareto:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local x = (value / self.scale):log()
+  return -self.scale:log() - x + self.alpha:log() - self.alpha * x
+end
+
+function Pareto:cdf(value)
+  value = self:_value(value, "cdf")
+  return 1 - (-self.alpha * (value / self.scale):log()):exp()
+end
+
+function Pareto:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return self.scale * (-(1 - value):log() / self.alpha):exp()
+end
+
+function Pareto:entropy() return (self.scale / self.alpha):log() + (1 + self.alpha:reciprocal()) end
+
+-- torch's Weibull: scale * E^(1 / concentration), E ~ Exponential(1) (a TransformedDistribution)
+local Weibull = class("Weibull", Distribution, true)
+Weibull.has_rsample = true
+Weibull._params = {scale = 0, concentration = 0}
+Weibull._arg_names = {"scale", "concentration"}
+Weibull._support_c = C.positive
+
+function Weibull._new(...)
+  local vals, validate = parse("Weibull", {"scale", "concentration"}, ...)
+  return elementwise_new(Weibull, "Weibull", {"scale", "concentration"}, {C.positive, C.positive}, vals, validate)
+end
+
+Weibull._props.concentration_reciprocal = function(self) return self.concentration:reciprocal() end
+Weibull._props.mean = function(self) return self.scale * (1 + self.concentration_reciprocal):lgamma():exp() end
+Weibull._props.mode = function(self)
+  return self.scale * ((self.concentration - 1) / self.concentration):pow(self.concentration:reciprocal())
+end
+Weibull._props.variance = function(self)
+  local r = self.concentration_reciprocal
+  return self.scale:pow(2) * ((1 + 2 * r):lgamma():exp() - (2 * (1 + r):lgamma()):exp())
+end
+
+function Weibull:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local e = pt.empty(shape, {dtype = self._dt}):exponential_()
+  return self.scale * e:pow(self.concentration_reciprocal)
+end
+
+function Weibull:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local x1 = value / self.scale
+  local x0 = x1:pow(self.concentration)
+  -- torch's log |det J| of the power and affine maps, then the Exponential(1) log density
+  return -self.scale:log() - (self.concentration_reciprocal * x1 / x0):abs():log() - x0
+end
+
+function Weibull:cdf(value)
+  value = self:_value(value, "cdf")
+  return 1 - (-(value / self.scale):pow(self.concentration)):exp()
+end
+
+function Weibull:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return self.scale * (-(1 - value):log()):pow(self.concentration_reciprocal)
+end
+
+function Weibull:entropy()
+  local r = self.concentration_reciprocal
+  return EULER * (1 - r) + (self.scale * r):log() + 1
+end
+
+-- |Cauchy(0, scale)|: torch's TransformedDistribution(Cauchy(0, scale), AbsTransform)
+local HalfCauchy = class("HalfCauchy", Distribution, true)
+HalfCauchy.has_rsample = true
+HalfCauchy._arg_names = {"scale"}
+HalfCauchy._repr_props = true
+HalfCauchy._support_c = C.nonnegative
+
+function HalfCauchy._new(...)
+  local vals, validate = parse("HalfCauchy", {"scale"}, ...)
+  local v = validate
+  if v == nil then v = default_validate end
+  local ts = broadcast_all("HalfCauchy", {"scale"}, vals)
+  if v then check_param("HalfCauchy", "scale", ts[1], C.positive) end
+  local base = elementwise_new(Cauchy, "HalfCauchy", {"loc", "scale"}, {C.real, C.positive},
+    {loc = 0.0, scale = vals.scale}, false)
+  local self = setmetatable({base_dist = base}, HalfCauchy)
+  base_init(self, base.batch_shape, {}, validate, base._dt)
+  return self
+end
+
+function HalfCauchy:_expand_into(new, batch_shape)
+  rawset(new, "base_dist", self.base_dist:expand(batch_shape))
+end
+
+HalfCauchy._props.scale = function(self) return self.base_dist.scale end
+HalfCauchy._props.mean = function(self) return pt.full(self:_extended_shape({}), inf, {dtype = self._dt}) end
+HalfCauchy._props.mode = function(self) return pt.zeros_like(self.scale) end
+HalfCauchy._props.variance = function(self) return self.base_dist.variance end
+
+function HalfCauchy:rsample(sample_shape)
+  return self.base_dist:rsample(draw(self, sample_shape, "rsample")):abs()
+end
+
+function HalfCauchy:log_prob(value)
+  value = self:_value(value, "log_prob")
+  -- torch takes the value in the scale's dtype
+  if value:dtype() ~= self._dt then value = value:to(self._dt) end
+  local lp = self.base_dist:log_prob(value) + math.log(2)
+  return pt.where(value:ge(0), lp, -inf)
+end
+
+function HalfCauchy:cdf(value)
+  value = self:_value(value, "cdf")
+  return 2 * self.base_dist:cdf(value) - 1
+end
+
+function HalfCauchy:icdf(value)
+  value = self:_value(value, "icdf", false)
+  return self.base_dist:icdf((value + 1) / 2)
+end
+
+function HalfCauchy:entropy() return self.base_dist:entropy() - math.log(2) end
+
 -- ------------------------------------------------------------------ MultivariateNormal
 
 local MultivariateNormal = class("MultivariateNormal", Distribution, true)
@@ -2684,6 +2842,56 @@ M.register_kl(Gamma, Gumbel, kl_gamma_gumbel)
 M.register_kl(Gumbel, Normal, kl_gumbel_normal)
 M.register_kl(Normal, Gumbel, kl_normal_gumbel)
 M.register_kl(Uniform, Gumbel, kl_uniform_gumbel)
+
+local function kl_pareto_pareto(p, q)
+  local scale_ratio = p.scale / q.scale
+  local alpha_ratio = q.alpha / p.alpha
+  local t1 = q.alpha * scale_ratio:log()
+  local t2 = -alpha_ratio:log()
+  local result = t1 + t2 + alpha_ratio - 1
+  return pt.where(p.scale:lt(q.scale), inf, result)
+end
+
+local function kl_pareto_exponential(p, q)
+  local scale_rate_prod = p.scale * q.rate
+  local t1 = (p.alpha / scale_rate_prod):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+  return pt.where(p.alpha:le(1), inf, t1 - t2 + t3 - 1)
+end
+
+local function kl_pareto_gamma(p, q)
+  local common_term = p.scale:log() + p.alpha:reciprocal()
+  local t1 = p.alpha:log() - common_term
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (1 - q.concentration) * common_term
+  local t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+  return pt.where(p.alpha:le(1), inf, t1 + t2 + t3 + t4 - 1)
+end
+
+local function kl_pareto_normal(p, q)
+  local var_normal = 2 * q.scale:pow(2)
+  local common_term = p.scale / (p.alpha - 1)
+  local t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * common_term:pow(2) / (p.alpha - 2)
+  local t4 = (p.alpha * common_term - q.loc):pow(2)
+  return pt.where(p.alpha:le(2), inf, t1 - t2 + (t3 + t4) / var_normal - 1)
+end
+
+local function kl_uniform_pareto(p, q)
+  local support_uniform = p.high - p.low
+  local t1 = (q.alpha * q.scale:pow(q.alpha) * support_uniform):log()
+  local t2 = (x_log_x(p.high) - x_log_x(p.low) - support_uniform) / support_uniform
+  local result = t2 * (q.alpha + 1) - t1
+  return pt.where(p.low:lt(q.scale), inf, result)
+end
+
+M.register_kl(Pareto, Pareto, kl_pareto_pareto)
+M.register_kl(Pareto, Exponential, kl_pareto_exponential)
+M.register_kl(Pareto, Gamma, kl_pareto_gamma)
+M.register_kl(Pareto, Normal, kl_pareto_normal)
+M.register_kl(Uniform, Pareto, kl_uniform_pareto)
 -- pairs whose KL is infinite (q's support misses part of p's)
 for _, pair in ipairs {
   {Exponential, Beta, "rate"}, {Exponential, Uniform, "rate"},
@@ -2692,6 +2900,9 @@ for _, pair in ipairs {
   {Normal, Beta, "loc"}, {Normal, Exponential, "loc"}, {Normal, Gamma, "loc"}, {Normal, Uniform, "loc"},
   {Poisson, Bernoulli, "rate"}, {Poisson, Binomial, "rate"},
   {Gumbel, Beta, "loc"}, {Gumbel, Exponential, "loc"}, {Gumbel, Gamma, "loc"}, {Gumbel, Uniform, "loc"},
+  {Beta, Pareto, "concentration1"}, {Exponential, Pareto, "rate"}, {Gamma, Pareto, "concentration"},
+  {Laplace, Pareto, "loc"}, {Normal, Pareto, "loc"}, {Gumbel, Pareto, "loc"},
+  {Pareto, Beta, "scale"}, {Pareto, Uniform, "scale"},
 } do
   local param = pair[3]
   M.register_kl(pair[1], pair[2], function(p, _) return infinite_like(p[param]) end)
@@ -2709,7 +2920,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
   .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric,\n"
   .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
-  .. "  Chi2, NegativeBinomial;\n"
+  .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -2858,6 +3069,31 @@ doc_class(NegativeBinomial, "pt.distributions.NegativeBinomial(total_count, prob
   .. "  mean = total_count exp(logits), variance = mean / sigmoid(-logits).")
 docs[NegativeBinomial.sample] = "negbin:sample([sample_shape]) -> Poisson draws at Gamma(total_count, exp(-logits)) rates."
 docs[NegativeBinomial.log_prob] = "negbin:log_prob(value) -> n logsigmoid(-logits) + value logsigmoid(logits) + log C(n + value - 1, value)."
+
+doc_class(Pareto, "pt.distributions.Pareto(scale, alpha[, {validate_args=}]) -> density alpha scale^alpha / x^(alpha+1)\n"
+  .. "  on x >= scale, as torch.distributions.Pareto (scale * exp of an Exponential(alpha)). mode = scale;\n"
+  .. "  mean inf where alpha <= 1, variance inf where alpha <= 2.")
+docs[Pareto.rsample] = "pareto:rsample([sample_shape]) -> scale * exp(E / alpha), E ~ Exp(1)."
+docs[Pareto.log_prob] = "pareto:log_prob(value) -> log(alpha) + alpha log(scale) - (alpha + 1) log(value)."
+docs[Pareto.cdf] = "pareto:cdf(value) -> 1 - (scale / value)^alpha."
+docs[Pareto.icdf] = "pareto:icdf(p) -> scale * (1 - p)^(-1 / alpha)."
+docs[Pareto.entropy] = "pareto:entropy() -> log(scale / alpha) + 1 + 1 / alpha."
+
+doc_class(Weibull, "pt.distributions.Weibull(scale, concentration[, {validate_args=}]) -> the Weibull distribution, as\n"
+  .. "  torch.distributions.Weibull (scale * E^(1 / concentration), E ~ Exp(1)). Property concentration_reciprocal.")
+docs[Weibull.rsample] = "weibull:rsample([sample_shape]) -> scale * E^(1 / concentration), E ~ Exp(1)."
+docs[Weibull.log_prob] = "weibull:log_prob(value) -> log(k / scale) + (k - 1) log(value / scale) - (value / scale)^k, k = concentration."
+docs[Weibull.cdf] = "weibull:cdf(value) -> 1 - exp(-(value / scale)^concentration)."
+docs[Weibull.icdf] = "weibull:icdf(p) -> scale * (-log(1 - p))^(1 / concentration)."
+docs[Weibull.entropy] = "weibull:entropy() -> euler_gamma (1 - 1/k) + log(scale / k) + 1."
+
+doc_class(HalfCauchy, "pt.distributions.HalfCauchy(scale[, {validate_args=}]) -> |Cauchy(0, scale)|, as\n"
+  .. "  torch.distributions.HalfCauchy (base_dist: the Cauchy). Properties scale; mean and variance inf, mode 0.")
+docs[HalfCauchy.rsample] = "halfcauchy:rsample([sample_shape]) -> |base_dist:rsample(sample_shape)|."
+docs[HalfCauchy.log_prob] = "halfcauchy:log_prob(value) -> Cauchy log_prob + log 2 for value >= 0, -inf below."
+docs[HalfCauchy.cdf] = "halfcauchy:cdf(value) -> 2 * base_dist:cdf(value) - 1."
+docs[HalfCauchy.icdf] = "halfcauchy:icdf(p) -> base_dist:icdf((p + 1) / 2)."
+docs[HalfCauchy.entropy] = "halfcauchy:entropy() -> base_dist:entropy() - log 2."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
