@@ -1016,7 +1016,7 @@ describe("layer, clip_grad_norm and save options", function()
   local support = require "spec.support"
   it("are checked by name (a misspelled one is an error, never ignored)", function()
     support.assert_error("Linear: unknown option 'bais' (options: bias, dtype)", function() pt.nn.Linear(3, 2, {bais = false}) end)
-    support.assert_error("Embedding: unknown option 'padding' (options: padding_idx, dtype)",
+    support.assert_error("Embedding: unknown option 'padding' (options: padding_idx, max_norm, norm_type, dtype)",
       function() pt.nn.Embedding(3, 4, {padding = 1}) end)
     support.assert_error("LayerNorm: unknown option 'elementwise' (options: eps, elementwise_affine, bias, dtype)",
       function() pt.nn.LayerNorm(3, {elementwise = false}) end)

@@ -1037,7 +1037,14 @@ function nn.relu(x) return C._nn_relu(x) end
 doc(nn.relu, "nn.relu(x) -> max(x, 0).")
 function nn.leaky_relu(x, slope) return C._nn_leaky_relu(x, slope or 0.01) end
 doc(nn.leaky_relu, "nn.leaky_relu(x[, negative_slope=0.01]).")
-function nn.gelu(x, opts) return C._nn_gelu(x, opts and opts.approximate or "none") end
+function nn.gelu(x, opts)
+  local approximate = opts -- F.gelu(x, "tanh") or F.gelu(x, {approximate = "tanh"})
+  if type(opts) == "table" then
+    check_named_options("gelu", opts, {"approximate"})
+    approximate = opts.approximate
+  end
+  return C._nn_gelu(x, approximate or "none")
+end
 doc(nn.gelu, "nn.gelu(x[, {approximate=\"none\"|\"tanh\"}]): x * Phi(x) (exact with erf by default).")
 function nn.tanh(x) return C._nn_tanh(x) end
 doc(nn.tanh, "nn.tanh(x).")
@@ -1045,9 +1052,17 @@ function nn.sigmoid(x) return C._nn_sigmoid(x) end
 doc(nn.sigmoid, "nn.sigmoid(x) -> 1 / (1 + exp(-x)).")
 function nn.silu(x) return C._nn_silu(x) end
 doc(nn.silu, "nn.silu(x) -> x * sigmoid(x).")
-function nn.softmax(x, dim) return C._nn_softmax(x, dim or -1) end
+function nn.softmax(x, dim, opts)
+  check_named_options("softmax", opts, {"dtype"})
+  if opts and opts.dtype then x = x:to(opts.dtype) end
+  return C._nn_softmax(x, dim or -1)
+end
 doc(nn.softmax, "nn.softmax(x[, dim=-1]) -> softmax along dim (1-based, negative from the end).")
-function nn.log_softmax(x, dim) return C._nn_log_softmax(x, dim or -1) end
+function nn.log_softmax(x, dim, opts)
+  check_named_options("log_softmax", opts, {"dtype"})
+  if opts and opts.dtype then x = x:to(opts.dtype) end
+  return C._nn_log_softmax(x, dim or -1)
+end
 doc(nn.log_softmax, "nn.log_softmax(x[, dim=-1]) -> log(softmax(x)), computed stably.")
 function nn.dropout(x, p, training)
   if training == nil then training = true end
@@ -1070,7 +1085,9 @@ doc(nn.batch_norm, [[nn.batch_norm(x, running_mean, running_var[, weight, bias, 
   pt.batch_norm (also nn.batch_norm2d) is the other form: an options table, any {N,C,...} input,
   and training defaults to TRUE. nn.BatchNorm1d/BatchNorm2d pass their mode explicitly.]])
 function nn.embedding(indices, weight, opts)
-  return C._nn_embedding(weight, indices, opts and opts.padding_idx or 0)
+  check_named_options("embedding", opts, {"padding_idx", "max_norm", "norm_type"})
+  return C._nn_embedding(weight, indices, opts and opts.padding_idx or 0, opts and opts.max_norm,
+    opts and opts.norm_type)
 end
 doc(nn.embedding, "nn.embedding(indices, weight[, {padding_idx=}]) -> rows of weight at 1-based integer indices.")
 
@@ -1267,10 +1284,12 @@ nn.Embedding = Embedding
 function Embedding:__init(num_embeddings, embedding_dim, opts)
   check_size("Embedding", "num_embeddings", num_embeddings)
   check_size("Embedding", "embedding_dim", embedding_dim)
-  check_named_options("Embedding", opts, {"padding_idx", "dtype"})
+  check_named_options("Embedding", opts, {"padding_idx", "max_norm", "norm_type", "dtype"})
   opts = opts or {}
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = opts.padding_idx
+  if self.padding_idx and self.padding_idx < 0 then self.padding_idx = self.padding_idx + num_embeddings + 1 end
+  self.max_norm, self.norm_type = opts.max_norm, opts.norm_type
   if self.padding_idx and (self.padding_idx < 1 or self.padding_idx > num_embeddings) then
     fail(string.format("Embedding: padding_idx %s out of range 1..%d", tostring(self.padding_idx),
       num_embeddings))
@@ -1283,8 +1302,27 @@ function Embedding:__init(num_embeddings, embedding_dim, opts)
     end
   end
 end
+-- PyTorch's Embedding.from_pretrained: the module's weight is a Parameter over embeddings' data
+-- (no copy; the padding row is left as given), frozen (requires_grad=false) unless freeze=false
+function Embedding.from_pretrained(embeddings, opts)
+  local fname = "Embedding.from_pretrained"
+  check_named_options(fname, opts, {"freeze", "padding_idx", "max_norm", "norm_type"})
+  opts = opts or {}
+  if not pt.is_tensor(embeddings) or embeddings:dim() ~= 2 then
+    fail(string.format("%s: embeddings must be a 2-D tensor {num_embeddings, embedding_dim}, got %s", fname,
+      pt.is_tensor(embeddings) and ("shape {" .. table.concat(embeddings:size(), ",") .. "}") or type(embeddings)))
+  end
+  local m = Embedding(embeddings:size(1), embeddings:size(2), {padding_idx = opts.padding_idx,
+    max_norm = opts.max_norm, norm_type = opts.norm_type, dtype = embeddings:dtype()})
+  m.weight = nn.Parameter(embeddings)
+  m.weight.requires_grad = opts.freeze == false
+  return m
+end
+doc(Embedding.from_pretrained, [[nn.Embedding.from_pretrained(embeddings[, {freeze=true, padding_idx=, max_norm=, norm_type=2}])
+  -> an Embedding whose weight is the 2-D tensor embeddings itself (no copy), frozen (requires_grad false)
+  unless freeze=false, as PyTorch's.]])
 function Embedding:forward(idx)
-  return C._nn_embedding(self._parameters.weight, idx, self.padding_idx or 0)
+  return C._nn_embedding(self._parameters.weight, idx, self.padding_idx or 0, self.max_norm, self.norm_type)
 end
 function Embedding:extra_repr()
   return string.format("%d, %d%s", self.num_embeddings, self.embedding_dim,

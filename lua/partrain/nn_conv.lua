@@ -1096,7 +1096,8 @@ local function instance_norm_run(name, x, rmean, rvar, w, b, use_input_stats, mo
   check_channel_param(name, "bias", b, C, x)
   if (rmean == nil) ~= (rvar == nil) then fail("%s: running_mean and running_var must be given together", name) end
   if not use_input_stats and not rmean then fail("%s: use_input_stats=false needs running_mean and running_var", name) end
-  local S = x:numel() // math.max(N * C, 1)
+  local S = 1
+  for d = 3, x:dim() do S = S * x:size(d) end
   if use_input_stats and S <= 1 then
     fail("%s: expected more than 1 spatial element when training, got input shape %s", name, shp(x))
   end
@@ -1216,7 +1217,7 @@ nn._conv_helpers = {fail = fail, shp = shp, floating = floating, check_opts = ch
   positive_tuple = positive_tuple, positive_int = positive_int, check_tensor_arg = check_tensor_arg,
   fmt_tuple = fmt_tuple, all_eq = all_eq, conv_padding = conv_padding, apply_padding = apply_padding,
   check_conv_args = check_conv_args, conv_init = conv_init, conv_reset = conv_reset, conv_repr = conv_repr,
-  RESET_DOC = RESET_DOC, instance_class = instance_class}
+  RESET_DOC = RESET_DOC, instance_class = instance_class, output_padding_for = output_padding_for}
 
 -- functional forms
 nn.max_pool2d = pt.max_pool2d

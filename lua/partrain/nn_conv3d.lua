@@ -135,6 +135,36 @@ doc(Conv3d, [[nn.Conv3d(in_channels, out_channels, kernel_size[, {stride=1, padd
   (stride 1); padding_mode "zeros", "reflect", "replicate" or "circular". Runs as one conv2d over the
   depth taps gathered into the channels (see nn.functional.conv3d).]])
 
+-- nn.functional.conv_transpose3d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}])
+-- is pt.conv_transpose3d (lib/conv.c), which checks its arguments and options
+nn.conv_transpose3d = pt.conv_transpose3d
+
+-- nn.ConvTranspose3d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, output_padding=0, groups=1,
+--   bias=true, dilation=1, dtype="float32"}])
+local ConvTranspose3d = Module:extend("ConvTranspose3d")
+nn.ConvTranspose3d = ConvTranspose3d
+function ConvTranspose3d:__init(in_channels, out_channels, kernel_size, opts)
+  H.conv_init(self, "ConvTranspose3d", 3, true, in_channels, out_channels, kernel_size, opts)
+end
+ConvTranspose3d.reset_parameters = doc(function(self) H.conv_reset(self) end, H.RESET_DOC)
+function ConvTranspose3d:forward(x, output_size)
+  local p, name = self._parameters, "ConvTranspose3d:forward"
+  check_3d_input(name, x)
+  local nd = x:dim()
+  if x:size(nd - 3) ~= self.in_channels then
+    fail("%s: input has %d channels, expected %d (input shape %s)", name, x:size(nd - 3), self.in_channels, shp(x))
+  end
+  local op = output_size and H.output_padding_for(name, self, x, output_size) or self.output_padding
+  return pt.conv_transpose3d(x, p.weight, p.bias, {stride = self.stride, padding = self.padding,
+    output_padding = op, groups = self.groups, dilation = self.dilation})
+end
+ConvTranspose3d.extra_repr = H.conv_repr
+doc(ConvTranspose3d, [[nn.ConvTranspose3d(in_channels, out_channels, kernel_size[, {stride=1, padding=0, output_padding=0,
+  groups=1, bias=true, dilation=1, dtype="float32"}])
+  The transpose (gradient) of Conv3d, for {N,C,D,H,W} or {C,D,H,W}; sizes are n or {d, h, w}; weight
+  {in, out/groups, kd, kh, kw} (PyTorch's layout and init). m(x[, output_size]): output_size {d, h, w}
+  (or {N,C,d,h,w}) picks the output_padding. Runs pt.conv_transpose3d.]])
+
 -- ------------------------------------------------------------------ pooling
 
 local function ceil_div(a, b) return (a + b - 1) // b end
@@ -511,7 +541,7 @@ nn.InstanceNorm3d = doc(H.instance_class("InstanceNorm3d", 3), [[nn.InstanceNorm
   track_running_stats: running statistics updated in training and used in eval. batch_norm's fused kernel
   on {1, N*C, D*H*W} (as InstanceNorm1d/2d).]])
 
-for _, k in ipairs {"conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"} do
+for _, k in ipairs {"conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"} do
   nn.functional[k] = nn[k]
 end
 
