@@ -340,7 +340,17 @@ static int l_zero_grads(lua_State *L) {
       t->grad = NULL;
       pt_tensor_release(g);
     } else {
-      grads[m++] = t->grad; /* held by t until the call returns */
+      pt_tensor *g = t->grad;
+      /* a gradient made by backward({create_graph = true}) leaves its graph first, as torch
+       * 1.13's zero_grad (detach_, requires_grad_(false)): the next backward then adds into a
+       * plain tensor rather than onto the old graph */
+      if (g->grad_fn && !g->base) {
+        if (g->grad_fn->retain_target == g) g->grad_fn->retain_target = NULL;
+        pt_node_release(g->grad_fn);
+        g->grad_fn = NULL;
+      }
+      if (!g->base) g->requires_grad = false;
+      grads[m++] = g; /* held by t until the call returns */
     }
   }
   if (pt_optim_zero_grads(lpt_ctx(L), grads, m)) return lpt_error(L);

@@ -164,17 +164,10 @@ doc(Optimizer.step, "opt:step([closure]) -> loss of closure if given; updates ev
 
 function Optimizer:zero_grad(opts)
   local none = opts and opts.set_to_none
-  for _, g in ipairs(self.param_groups) do
-    if not none then
-      -- a gradient from backward({create_graph = true}) is taken off its graph first (PyTorch 1.13's
-      -- zero_grad: detach_() / requires_grad_(false)), so the next backward does not add onto that graph
-      for _, p in ipairs(g.params) do
-        local gr = p.grad
-        if gr and gr.requires_grad then gr:detach_() end
-      end
-    end
-    C._nn_zero_grads(g.params, none)
-  end
+  -- a gradient from backward({create_graph = true}) is taken off its graph first (C._nn_zero_grads,
+  -- as PyTorch 1.13's zero_grad: detach_() / requires_grad_(false)), so the next backward does not
+  -- add onto that graph
+  for _, g in ipairs(self.param_groups) do C._nn_zero_grads(g.params, none) end
 end
 doc(Optimizer.zero_grad, "opt:zero_grad([{set_to_none=false}]): zeroes the .grad of every parameter in place (no allocation);\n  set_to_none=true sets them to nil instead.")
 
