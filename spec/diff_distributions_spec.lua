@@ -611,3 +611,73 @@ describe("Pareto, Weibull and HalfCauchy as torch 1.13", function()
     close(D.kl_divergence(D.Normal(a, b), D.Pareto(d, c + 0.5)), {inf, inf, inf, inf})
   end)
 end)
+
+describe("TransformedDistribution and transforms as torch 1.13", function()
+  local m0, s0 = {0.5, -1, 0.2}, {1, 0.5, 2}
+
+  it("a tanh-squashed, affinely rescaled Normal: log_prob, cdf, icdf, gradients", function()
+    local m, s = f64(m0), f64(s0)
+    m.requires_grad, s.requires_grad = true, true
+    local d = D.TransformedDistribution(D.Normal(m, s), {D.TanhTransform(), D.AffineTransform(1.0, 2.0)})
+    local lp = d:log_prob(f64 {0.1, -0.5, 2.9})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-1.870629588773082, -0.09372281600781418, -0.31016857516149265}, 1e-10)
+    close(m.grad, {-0.9847002785940517, 0.10817970188937354, 0.4079452057662057}, 1e-10)
+    close(s.grad, {-0.030365361336796903, -1.9941485760495632, -0.16716141818473618}, 1e-10)
+    close(d:cdf(f64 {0.1, -0.5, 2.9}), {0.1623856579288223, 0.5215682109078521, 0.7927185916707389}, 1e-10)
+    close(d:icdf(f64 {0.1, 0.5, 0.9}), {-0.3071927249823967, -0.5231883119115297, 2.984138889735872}, 1e-10)
+    assert.is_true(d.has_rsample)
+    assert.are.same({3}, d.batch_shape)
+    assert.are.same({4, 3}, d:rsample({4}):size())
+  end)
+
+  it("other transforms, a decreasing map, event dims", function()
+    local base = function() return D.Normal(f64(m0), f64(s0)) end
+    -- values from torch 1.13
+    local d = D.TransformedDistribution(base(), {D.AffineTransform(f64 {1, 2, 3}, f64 {0.5, -2, 1})})
+    close(d:log_prob(f64 {0.1, 0.5, 3}), {-2.870791352644727, -7.043938533204672, -1.617085713764618})
+    close(d:cdf(f64 {0.1, 0.5, 3}), {0.010724110021675837, 0.0002326290790355401, 0.460172162722971})
+    close(d:icdf(f64 {0.1, 0.5, 0.9}), {0.6092242172276996, 4.0, 5.763103131089202})
+    close(D.TransformedDistribution(base(), {D.SoftplusTransform()}):log_prob(f64 {0.1, 0.5, 3}),
+      {-2.353985691143481, 0.06342048390134192, -2.5055941138172946})
+    close(D.TransformedDistribution(base(), {D.SigmoidTransform()}):log_prob(f64 {0.1, 0.5, 0.99}),
+      {-2.1485031348460737, -0.8394969915248367, 0.5884999959460862})
+    -- a single transform; exp of a Normal is LogNormal
+    close(D.TransformedDistribution(base(), D.ExpTransform()):log_prob(f64 {0.1, 0.5, 3}),
+      D.LogNormal(f64(m0), f64(s0)):log_prob(f64 {0.1, 0.5, 3}))
+    local ev = D.TransformedDistribution(D.Normal(pt.zeros({2, 3}, {dtype = "float64"}), 1), {D.AffineTransform(0, 2, {event_dim = 1})})
+    assert.are.same({2}, ev.batch_shape)
+    assert.are.same({3}, ev.event_shape)
+    close(ev:log_prob(pt.ones({2, 3}, {dtype = "float64"})), {-5.211257141293854, -5.211257141293854})
+    local mvn = D.TransformedDistribution(D.MultivariateNormal(pt.zeros({2}, {dtype = "float64"}), pt.eye(2, {dtype = "float64"})),
+      {D.TanhTransform()})
+    close(mvn:log_prob(f64 {0.3, -0.2}), -1.7711958293475198)
+    -- transforms' parameters broadcast the batch shape
+    assert.are.same({3}, D.TransformedDistribution(D.Normal(0, 1), {D.AffineTransform(pt.zeros {3}, 2)}).batch_shape)
+  end)
+
+  it("transforms: inverse, inv, cache_size, log_abs_det_jacobian", function()
+    local t = D.TanhTransform()
+    local x = f64 {0, 5, -30}
+    -- torch 1.13's stable log(1 - tanh(x)^2)
+    close(t:log_abs_det_jacobian(x, x:tanh()), {0.0, -8.613796436678543, -58.61370563888011}, 1e-10)
+    close(D.ExpTransform().inv(f64 {1, math.exp(2)}), {0, 2})
+    close(D.ExpTransform().inv.inv(f64 {0, 2}), {1, math.exp(2)})
+    local c = D.ComposeTransform {D.ExpTransform(), D.AffineTransform(0, 3)}
+    close(c(f64 {0, 1}), {3, 3 * math.exp(1)})
+    close(c:inverse(f64 {3}), {0})
+    -- cache_size = 1: the y of the last forward inverts to its x even where atanh overflows
+    local cached = D.TanhTransform {cache_size = 1}
+    local big = f32 {30}
+    local y = cached(big)
+    assert.are.equal(1, y:item())
+    assert.are.equal(big, cached:inverse(y))
+    assert.are.equal(-1, D.AffineTransform(0, -2).sign)
+    support.assert_error("TanhTransform: cache_size must be 0 or 1, got 2", D.TanhTransform, {cache_size = 2})
+    support.assert_error("TransformedDistribution: transforms[1] is not a transform",
+      D.TransformedDistribution, D.Normal(0, 1), {5})
+    support.assert_error("TransformedDistribution.log_prob: value 1.5 is outside the support (in [-1, 1])",
+      function() return D.TransformedDistribution(D.Normal(0, 1), {D.TanhTransform()}):log_prob(f32(1.5)) end)
+  end)
+end)

@@ -2446,6 +2446,381 @@ function MixtureSameFamily:sample(sample_shape)
   end)
 end
 
+-- ------------------------------------------------------------------ transforms, TransformedDistribution
+
+-- torch.distributions.transforms (the shape-preserving ones): t(x) = t:forward(x), t:inverse(y)
+-- (or t.inv(y)), t:log_abs_det_jacobian(x, y); domain and codomain are constraints with an
+-- event_dim; sign is +1 / -1 (a tensor for AffineTransform). cache_size = 1 keeps the last
+-- (x, y) pair: inverse(y) of the y forward last returned gives that x back exactly.
+local Transform = {__name = "pt.distributions.Transform", _name = "Transform", bijective = true, sign = 1,
+  domain = C.real, codomain = C.real}
+Transform.__index = Transform
+M.Transform = Transform
+
+local function event_dim_of(c) return c.event_dim or 0 end
+
+local function transform_class(name, parent)
+  local cls = {__name = "pt.distributions." .. name, _name = name}
+  cls.__index = cls
+  cls.__call = function(self, x) return self:forward(x) end
+  cls.__tostring = function(self) return self._name .. "()" end
+  setmetatable(cls, {__index = parent or Transform, __call = function(c, ...) return c._new(...) end})
+  M[name] = cls
+  return cls
+end
+
+local function cache_arg(cname, opts)
+  local n = opts and opts.cache_size or 0
+  if n ~= 0 and n ~= 1 then fail(cname .. ": cache_size must be 0 or 1, got " .. tostring(n)) end
+  return n
+end
+
+local function new_transform(cls, opts, fields)
+  local self = setmetatable(fields or {}, cls)
+  self._cache_size = cache_arg(cls._name, opts)
+  return self
+end
+
+function Transform:forward(x)
+  if not is_tensor(x) then fail(self._name .. ": x must be a Tensor, got " .. typename(x)) end
+  if self._cache_size == 1 and rawequal(self._cx, x) then return self._cy end
+  local y = self:_call(x)
+  if self._cache_size == 1 then self._cx, self._cy = x, y end
+  return y
+end
+
+function Transform:inverse(y)
+  if not is_tensor(y) then fail(self._name .. ".inverse: y must be a Tensor, got " .. typename(y)) end
+  if self._cache_size == 1 and rawequal(self._cy, y) then return self._cx end
+  local x = self:_inverse(y)
+  if self._cache_size == 1 then self._cx, self._cy = x, y end
+  return x
+end
+
+function Transform:log_abs_det_jacobian(_, _)
+  fail(self._name .. ".log_abs_det_jacobian: not implemented for " .. self._name .. " (as in torch 1.13)")
+end
+
+function Transform:forward_shape(shape) return shape end
+function Transform:inverse_shape(shape) return shape end
+
+-- t.inv: the inverse transform (torch's _InverseTransform): a function-like object
+local InverseTransform = {__name = "pt.distributions.InverseTransform", _name = "InverseTransform"}
+InverseTransform.__index = function(self, k)
+  if k == "domain" then return self._t.codomain elseif k == "codomain" then return self._t.domain
+  elseif k == "sign" then return self._t.sign elseif k == "bijective" then return self._t.bijective
+  elseif k == "inv" then return self._t end
+  return InverseTransform[k]
+end
+InverseTransform.__call = function(self, y) return self._t:inverse(y) end
+InverseTransform.__tostring = function(self) return "InverseTransform(" .. tostring(self._t) .. ")" end
+function InverseTransform:forward(y) return self._t:inverse(y) end
+function InverseTransform:inverse(x) return self._t:forward(x) end
+function InverseTransform:log_abs_det_jacobian(x, y) return -self._t:log_abs_det_jacobian(y, x) end
+function InverseTransform:forward_shape(shape) return self._t:inverse_shape(shape) end
+function InverseTransform:inverse_shape(shape) return self._t:forward_shape(shape) end
+
+local function with_inv(cls)
+  local base_index = cls.__index
+  cls.__index = function(self, k)
+    if k == "inv" then return setmetatable({_t = self}, InverseTransform) end
+    if type(base_index) == "table" then return base_index[k] end
+    return base_index(self, k)
+  end
+end
+local ExpTransform = transform_class("ExpTransform")
+ExpTransform.codomain = C.positive
+function ExpTransform._new(opts) return new_transform(ExpTransform, opts) end
+function ExpTransform:_call(x) return x:exp() end
+function ExpTransform:_inverse(y) return y:log() end
+function ExpTransform:log_abs_det_jacobian(x, _) return x end
+
+local PowerTransform = transform_class("PowerTransform")
+PowerTransform.domain = C.positive
+PowerTransform.codomain = C.positive
+function PowerTransform._new(exponent, opts)
+  if type(exponent) ~= "number" and not is_tensor(exponent) then
+    fail("PowerTransform: exponent must be a number or a Tensor, got " .. typename(exponent))
+  end
+  return new_transform(PowerTransform, opts, {exponent = exponent})
+end
+function PowerTransform:_call(x) return x:pow(self.exponent) end
+function PowerTransform:_inverse(y) return y:pow(1 / self.exponent) end
+function PowerTransform:log_abs_det_jacobian(x, y) return (self.exponent * y / x):abs():log() end
+function PowerTransform:forward_shape(shape)
+  return is_tensor(self.exponent) and broadcast_shapes(shape, self.exponent:size()) or shape
+end
+PowerTransform.inverse_shape = PowerTransform.forward_shape
+
+local SigmoidTransform = transform_class("SigmoidTransform")
+SigmoidTransform.codomain = C.unit_interval
+function SigmoidTransform._new(opts) return new_transform(SigmoidTransform, opts) end
+function SigmoidTransform:_call(x)
+  local f = finfo(x:dtype())
+  return x:sigmoid():clamp(f.tiny, 1 - f.eps)
+end
+function SigmoidTransform:_inverse(y)
+  local f = finfo(y:dtype())
+  y = y:clamp(f.tiny, 1 - f.eps)
+  return y:log() - (-y):log1p()
+end
+function SigmoidTransform:log_abs_det_jacobian(x, _) return -softplus(-x) - softplus(x) end
+
+local TanhTransform = transform_class("TanhTransform")
+TanhTransform.codomain = {desc = "in [-1, 1]", check = function(v) return v:ge(-1) & v:le(1) end}
+function TanhTransform._new(opts) return new_transform(TanhTransform, opts) end
+function TanhTransform:_call(x) return x:tanh() end
+function TanhTransform:_inverse(y) return 0.5 * (y:log1p() - (-y):log1p()) end
+function TanhTransform:log_abs_det_jacobian(x, _)
+  -- torch's stable form: log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x))
+  return 2 * (math.log(2) - x - softplus(-2 * x))
+end
+
+local SoftplusTransform = transform_class("SoftplusTransform")
+SoftplusTransform.codomain = C.positive
+function SoftplusTransform._new(opts) return new_transform(SoftplusTransform, opts) end
+function SoftplusTransform:_call(x) return softplus(x) end
+function SoftplusTransform:_inverse(y) return (-y):expm1():neg():log() + y end
+function SoftplusTransform:log_abs_det_jacobian(x, _) return -softplus(-x) end
+
+local AbsTransform = transform_class("AbsTransform")
+AbsTransform.codomain = C.positive
+AbsTransform.bijective = false
+function AbsTransform._new(opts) return new_transform(AbsTransform, opts) end
+function AbsTransform:_call(x) return x:abs() end
+function AbsTransform:_inverse(y) return y end
+
+local AffineTransform = transform_class("AffineTransform")
+function AffineTransform._new(loc, scale, opts)
+  for _, pair in ipairs {{"loc", loc}, {"scale", scale}} do
+    if type(pair[2]) ~= "number" and not is_tensor(pair[2]) then
+      fail("AffineTransform: " .. pair[1] .. " must be a number or a Tensor, got " .. typename(pair[2]))
+    end
+  end
+  local ed = opts and opts.event_dim or 0
+  if math.type(ed) ~= "integer" or ed < 0 then
+    fail("AffineTransform: event_dim must be a non-negative integer, got " .. tostring(ed))
+  end
+  local o = opts and {cache_size = opts.cache_size}
+  local self = new_transform(AffineTransform, o, {loc = loc, scale = scale, event_dim = ed})
+  self.domain = C.independent(C.real, ed)
+  self.codomain = self.domain
+  if is_tensor(scale) then self.sign = scale:sign() else self.sign = scale > 0 and 1 or (scale < 0 and -1 or 0) end
+  return self
+end
+function AffineTransform:__tostring() return "AffineTransform()" end
+function AffineTransform:_call(x) return x * self.scale + self.loc end
+function AffineTransform:_inverse(y) return (y - self.loc) / self.scale end
+function AffineTransform:log_abs_det_jacobian(x, _)
+  local scale = self.scale
+  local result
+  if is_tensor(scale) then
+    result = scale:abs():log()
+  else
+    result = pt.tensor(math.log(math.abs(scale)), {dtype = x:dtype()})
+  end
+  local shape = broadcast_shapes(x:size(), result:size())
+  result = result:expand(shape)
+  if self.event_dim > 0 then
+    local s = result:size()
+    result = result:reshape(concat(slice(s, 1, #s - self.event_dim), {-1})):sum(-1)
+  end
+  return result
+end
+function AffineTransform:forward_shape(shape)
+  for _, v in ipairs {self.loc, self.scale} do
+    if is_tensor(v) then shape = broadcast_shapes(shape, v:size()) or shape end
+  end
+  return shape
+end
+AffineTransform.inverse_shape = AffineTransform.forward_shape
+
+-- ComposeTransform({t1, t2, ...}): t2(t1(x)), ...
+local ComposeTransform = transform_class("ComposeTransform")
+function ComposeTransform._new(parts, opts)
+  if type(parts) ~= "table" or getmetatable(parts) ~= nil then
+    fail("ComposeTransform: parts must be a table of transforms, got " .. typename(parts))
+  end
+  local ed, sign, bij = 0, 1, true
+  for i, t in ipairs(parts) do
+    if type(t) ~= "table" or t.forward == nil or t.inverse == nil then
+      fail(string.format("ComposeTransform: part %d is not a transform", i))
+    end
+    ed = math.max(ed, event_dim_of(t.domain), event_dim_of(t.codomain))
+    sign = sign * t.sign
+    bij = bij and t.bijective
+  end
+  local self = new_transform(ComposeTransform, opts, {parts = parts, sign = sign, bijective = bij})
+  local first, last = parts[1], parts[#parts]
+  self.domain = first and C.independent(first.domain, ed - event_dim_of(first.domain)) or C.real
+  self.codomain = last and C.independent(last.codomain, ed - event_dim_of(last.codomain)) or C.real
+  return self
+end
+function ComposeTransform:__tostring()
+  local names = {}
+  for i, t in ipairs(self.parts) do names[i] = tostring(t) end
+  return "ComposeTransform(" .. table.concat(names, ", ") .. ")"
+end
+function ComposeTransform:_call(x)
+  for _, t in ipairs(self.parts) do x = t:forward(x) end
+  return x
+end
+function ComposeTransform:_inverse(y)
+  for i = #self.parts, 1, -1 do y = self.parts[i]:inverse(y) end
+  return y
+end
+function ComposeTransform:log_abs_det_jacobian(x, y)
+  if #self.parts == 0 then return pt.zeros_like(x) end
+  local xs = {x}
+  for i = 1, #self.parts - 1 do xs[i + 1] = self.parts[i]:forward(xs[i]) end
+  xs[#self.parts + 1] = y
+  local total
+  local ed = event_dim_of(self.domain)
+  for i, t in ipairs(self.parts) do
+    local term = sum_rightmost(t:log_abs_det_jacobian(xs[i], xs[i + 1]), ed - event_dim_of(t.domain))
+    ed = ed + event_dim_of(t.codomain) - event_dim_of(t.domain)
+    total = total and total + term or term
+  end
+  return total
+end
+function ComposeTransform:forward_shape(shape)
+  for _, t in ipairs(self.parts) do shape = t:forward_shape(shape) end
+  return shape
+end
+function ComposeTransform:inverse_shape(shape)
+  for i = #self.parts, 1, -1 do shape = self.parts[i]:inverse_shape(shape) end
+  return shape
+end
+
+for _, cls in ipairs {ExpTransform, PowerTransform, SigmoidTransform, TanhTransform, SoftplusTransform, AbsTransform,
+                      AffineTransform, ComposeTransform} do
+  with_inv(cls)
+end
+
+local function is_transform(t)
+  return type(t) == "table" and type(t.forward) == "function" and type(t.inverse) == "function"
+end
+
+local TransformedDistribution = class("TransformedDistribution", Distribution, true)
+TransformedDistribution._repr_props = true
+
+function TransformedDistribution._new(...)
+  local cname = "TransformedDistribution"
+  -- (base_distribution, transforms[, {validate_args=}]): transforms may be a plain list, so
+  -- not through parse
+  local base, ts, opts = ...
+  if select("#", ...) > 3 then fail(cname .. ": expected at most 3 arguments (base_distribution, transforms, options)") end
+  local validate
+  if opts ~= nil then
+    if type(opts) ~= "table" then fail(cname .. ": options must be a table, got " .. typename(opts)) end
+    for k, v in pairs(opts) do
+      if k ~= "validate_args" then fail(string.format("%s: unknown option '%s' (expected validate_args)", cname, tostring(k))) end
+      if type(v) ~= "boolean" then fail(cname .. ": validate_args must be a boolean, got " .. typename(v)) end
+      validate = v
+    end
+  end
+  if not is_distribution(base) then
+    fail(cname .. ": base_distribution must be a distribution, got " .. typename(base))
+  end
+  if is_transform(ts) then ts = {ts} end
+  if type(ts) ~= "table" then fail(cname .. ": transforms must be a transform or a table of transforms, got " .. typename(ts)) end
+  for i, t in ipairs(ts) do
+    if not is_transform(t) then fail(string.format("%s: transforms[%d] is not a transform", cname, i)) end
+  end
+  local transform = ComposeTransform(ts)
+  local base_shape = concat(base.batch_shape, base.event_shape)
+  local base_event_dim = #base.event_shape
+  local dom_ed = event_dim_of(transform.domain)
+  if #base_shape < dom_ed then
+    fail(string.format("%s: base_distribution needs at least %d dims, got shape %s", cname, dom_ed, shape_str(base_shape)))
+  end
+  local forward_shape = transform:forward_shape(base_shape)
+  local expanded = transform:inverse_shape(forward_shape)
+  if not same_shape(base_shape, expanded) then
+    base = base:expand(slice(expanded, 1, #expanded - base_event_dim))
+  end
+  local reinterpreted = dom_ed - base_event_dim
+  if reinterpreted > 0 then base = Independent(base, reinterpreted) end
+  local event_dim = event_dim_of(transform.codomain) + math.max(base_event_dim - dom_ed, 0)
+  local cut = #forward_shape - event_dim
+  local self = setmetatable({base_dist = base, transforms = ts}, TransformedDistribution)
+  base_init(self, slice(forward_shape, 1, cut), slice(forward_shape, cut + 1, #forward_shape), validate, base._dt)
+  return self
+end
+
+function TransformedDistribution:__tostring()
+  return "TransformedDistribution(" .. tostring(self.base_dist) .. ")"
+end
+
+function TransformedDistribution:_expand_into(new, batch_shape)
+  local shape = concat(batch_shape, self.event_shape)
+  for i = #self.transforms, 1, -1 do shape = self.transforms[i]:inverse_shape(shape) end
+  local base_batch = slice(shape, 1, #shape - #self.base_dist.event_shape)
+  rawset(new, "base_dist", self.base_dist:expand(base_batch))
+end
+
+function TransformedDistribution:_support()
+  local last = self.transforms[#self.transforms]
+  if not last then return self.base_dist:_support() end
+  local c = last.codomain
+  return C.independent(c, #self.event_shape - event_dim_of(c))
+end
+
+TransformedDistribution._props.has_rsample = function(self) return self.base_dist.has_rsample end
+
+function TransformedDistribution:sample(sample_shape)
+  sample_shape = draw(self, sample_shape, "sample")
+  return pt.no_grad(function()
+    local x = self.base_dist:sample(sample_shape)
+    for _, t in ipairs(self.transforms) do x = t:forward(x) end
+    return x
+  end)
+end
+
+function TransformedDistribution:rsample(sample_shape)
+  sample_shape = draw(self, sample_shape, "rsample")
+  local x = self.base_dist:rsample(sample_shape)
+  for _, t in ipairs(self.transforms) do x = t:forward(x) end
+  return x
+end
+
+function TransformedDistribution:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local event_dim = #self.event_shape
+  local lp = 0.0
+  local y = value
+  for i = #self.transforms, 1, -1 do
+    local t = self.transforms[i]
+    local x = t:inverse(y)
+    event_dim = event_dim + event_dim_of(t.domain) - event_dim_of(t.codomain)
+    lp = lp - sum_rightmost(t:log_abs_det_jacobian(x, y), event_dim - event_dim_of(t.domain))
+    y = x
+  end
+  return lp + sum_rightmost(self.base_dist:log_prob(y), event_dim - #self.base_dist.event_shape)
+end
+
+-- torch's _monotonize_cdf: 1 - cdf where the transforms reverse the order
+function TransformedDistribution:_monotonize_cdf(value)
+  local sign = 1
+  for _, t in ipairs(self.transforms) do sign = sign * t.sign end
+  if sign == 1 then return value end
+  return sign * (value - 0.5) + 0.5
+end
+
+function TransformedDistribution:cdf(value)
+  value = self:_value(value, "cdf", false)
+  for i = #self.transforms, 1, -1 do value = self.transforms[i]:inverse(value) end
+  if validating(self) then self.base_dist:_value(value, "cdf") end
+  return self:_monotonize_cdf(self.base_dist:cdf(value))
+end
+
+function TransformedDistribution:icdf(value)
+  value = self:_value(value, "icdf", false)
+  value = self.base_dist:icdf(self:_monotonize_cdf(value))
+  for _, t in ipairs(self.transforms) do value = t:forward(value) end
+  return value
+end
+
 -- ------------------------------------------------------------------ KL divergence
 
 local kl_registry = {}
@@ -2920,7 +3295,9 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  Normal, Uniform, Bernoulli, Categorical, OneHotCategorical, Beta, Gamma, Dirichlet, Exponential,\n"
   .. "  Laplace, LogNormal, Poisson, Binomial, MultivariateNormal, Independent, Cauchy, Gumbel, Geometric,\n"
   .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
-  .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy;\n"
+  .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
+  .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
+  .. "  ComposeTransform);\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -3094,6 +3471,43 @@ docs[HalfCauchy.log_prob] = "halfcauchy:log_prob(value) -> Cauchy log_prob + log
 docs[HalfCauchy.cdf] = "halfcauchy:cdf(value) -> 2 * base_dist:cdf(value) - 1."
 docs[HalfCauchy.icdf] = "halfcauchy:icdf(p) -> base_dist:icdf((p + 1) / 2)."
 docs[HalfCauchy.entropy] = "halfcauchy:entropy() -> base_dist:entropy() - log 2."
+
+docs[Transform] = "pt.distributions.Transform: the base of the transforms (torch.distributions.transforms): t(x) is\n"
+  .. "  t:forward(x), t:inverse(y) (t.inv is the inverse transform), t:log_abs_det_jacobian(x, y); fields domain,\n"
+  .. "  codomain (constraints), bijective, sign. Constructors take {cache_size = 1} to keep the last (x, y)\n"
+  .. "  pair, so inverse of the y just computed gives x back exactly (torch's cache_size)."
+docs[Transform.forward] = "t:forward(x) -> y = t(x)."
+docs[Transform.inverse] = "t:inverse(y) -> x with t(x) = y (the cached x when y is the last forward result and cache_size = 1)."
+docs[Transform.log_abs_det_jacobian] = "t:log_abs_det_jacobian(x, y) -> log |dy/dx| (summed over the transform's event dims)."
+docs[Transform.forward_shape] = "t:forward_shape(shape) -> the shape of t(x) for x of that shape (broadcast with tensor parameters)."
+docs[Transform.inverse_shape] = "t:inverse_shape(shape) -> the shape of t:inverse(y) for y of that shape."
+-- the constraints transforms expose as domain / codomain
+for _, c in pairs(C) do
+  if type(c) == "table" and type(c.check) == "function" then
+    docs[c.check] = "constraint.check(value) -> bool tensor: where value is " .. c.desc .. "."
+  end
+end
+docs[TanhTransform.codomain.check] = "constraint.check(value) -> bool tensor: where value is in [-1, 1]."
+doc_class(ExpTransform, "pt.distributions.ExpTransform([{cache_size=}]) -> y = exp(x), as torch's.")
+doc_class(PowerTransform, "pt.distributions.PowerTransform(exponent[, {cache_size=}]) -> y = x^exponent on x > 0, as torch's.")
+doc_class(SigmoidTransform, "pt.distributions.SigmoidTransform([{cache_size=}]) -> y = sigmoid(x) clamped to [tiny, 1 - eps], as torch's.")
+doc_class(TanhTransform, "pt.distributions.TanhTransform([{cache_size=}]) -> y = tanh(x), as torch's (inverse atanh; use\n"
+  .. "  cache_size = 1 to get log_prob of rsample draws that round to +-1).")
+doc_class(SoftplusTransform, "pt.distributions.SoftplusTransform([{cache_size=}]) -> y = log(1 + exp(x)), as torch's.")
+doc_class(AbsTransform, "pt.distributions.AbsTransform([{cache_size=}]) -> y = |x| (not bijective: inverse(y) = y), as torch's.")
+doc_class(AffineTransform, "pt.distributions.AffineTransform(loc, scale[, {event_dim=0, cache_size=}]) -> y = loc + scale * x,\n"
+  .. "  as torch's; loc and scale numbers or tensors; event_dim sums log |scale| over that many trailing dims.")
+doc_class(ComposeTransform, "pt.distributions.ComposeTransform({t1, t2, ...}[, {cache_size=}]) -> the transforms in order\n"
+  .. "  (t2(t1(x))), as torch's.")
+doc_class(TransformedDistribution, "pt.distributions.TransformedDistribution(base_distribution, transforms[, {validate_args=}])\n"
+  .. "  -> the distribution of t_n(...t_1(x)) for x ~ base_distribution, as torch.distributions.TransformedDistribution;\n"
+  .. "  transforms a transform or a list of them (ExpTransform, AffineTransform, TanhTransform, ...).\n"
+  .. "  log_prob by the change of variables; cdf, icdf through the base; rsample when the base has one.")
+docs[TransformedDistribution.sample] = "transformed:sample([sample_shape]) -> the transforms applied to base_dist:sample(sample_shape)."
+docs[TransformedDistribution.rsample] = "transformed:rsample([sample_shape]) -> the transforms applied to base_dist:rsample(sample_shape)."
+docs[TransformedDistribution.log_prob] = "transformed:log_prob(value) -> base log_prob of the inverted value minus the log |det J| of each transform."
+docs[TransformedDistribution.cdf] = "transformed:cdf(value) -> base cdf of the inverted value (1 - it where the transforms reverse order)."
+docs[TransformedDistribution.icdf] = "transformed:icdf(p) -> the transforms applied to base icdf(p) (of 1 - p where they reverse order)."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
