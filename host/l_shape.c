@@ -1,5 +1,6 @@
 /* Views, indexing/slicing, joining/splitting and the gather/scatter family from Lua.
  * Dims, indices and index tensors are 1-based (negative counts from the end), as in Torch7. */
+#include <math.h>
 #include <string.h>
 
 #include "../lib/ops_index.h"
@@ -440,12 +441,32 @@ static int t_index_select(lua_State *L) {
   return lpt_push_result(L, st, r);
 }
 
+/* t:index_add_(dim, index, source[, {alpha=1}]): source scaled by alpha first, as torch's */
 static int t_index_add_(lua_State *L) {
-  lpt_check_max_args(L, 4, "index_add_"); /* PyTorch's alpha is not there: refused, not ignored */
+  const char *fname = "index_add_";
+  int opts = lua_istable(L, 5) ? 5 : 0;
+  lpt_check_max_args(L, opts ? 5 : 4, fname);
+  static const char *const names[] = {"alpha", NULL};
+  lpt_check_options(L, opts, fname, names);
   pt_tensor *t = lpt_check_tensor(L, 1);
-  int dim = lpt_check_dim(L, 2, t->ndim, "index_add_");
-  pt_tensor *index = lpt_check_tensor(L, 3), *src = lpt_check_tensor(L, 4);
-  if (pt_index_add_(lpt_ctx(L), t, dim, index, src)) return lpt_error(L);
+  int dim = lpt_check_dim(L, 2, t->ndim, fname);
+  pt_tensor *index = lpt_check_tensor(L, 3), *src = lpt_check_tensor(L, 4), *scaled = NULL;
+  pt_ctx *ctx = lpt_ctx(L);
+  if (opts && lua_getfield(L, opts, "alpha") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      return lpt_errorf(L, "%s: alpha must be a number, got %s", fname, lpt_typename(L, -1));
+    pt_number alpha = number_at(L, lua_gettop(L));
+    if (!pt_dtype_is_floating(t->dtype) && !alpha.is_int) {
+      if (alpha.d != floor(alpha.d) || !isfinite(alpha.d))
+        return lpt_errorf(L, "%s: alpha must be an integer for %s tensors, got %s", fname,
+                          pt_dtype_name(t->dtype), lua_tostring(L, -1));
+      alpha = pt_number_int((int64_t)alpha.d);
+    }
+    if (alpha.d != 1 && pt_binary_number(ctx, PT_BIN_MUL, src, alpha, false, &scaled)) return lpt_error(L);
+  }
+  pt_status st = pt_index_add_(ctx, t, dim, index, scaled ? scaled : src);
+  pt_tensor_release(scaled);
+  if (st) return lpt_error(L);
   lua_settop(L, 1);
   return 1;
 }
@@ -1158,7 +1179,7 @@ static const char *const method_docs[] = {
     "scatter_add", "t:scatter_add(dim, index, src) -> copy of t with src added at the indexed positions.",
     "scatter_add_", "t:scatter_add_(dim, index, src) -> t, scatter_add in place.",
     "index_select", "t:index_select(dim, index) -> copy of the slices at the 1-based positions of a 1-D int64 index.",
-    "index_add_", "t:index_add_(dim, index, src) -> t, with slice i of src added to slice index[i] of t.",
+    "index_add_", "t:index_add_(dim, index, src[, {alpha=1}]) -> t, with slice i of alpha * src added to slice index[i] of t.",
     "index_copy_", "t:index_copy_(dim, index, src) -> t, with slice i of src copied to slice index[i].",
     "index_fill_", "t:index_fill_(dim, index, value) -> t, with the slices at index set to value (differentiable: they get no gradient).",
     "masked_select", "t:masked_select(mask) -> 1-D copy of the elements where the bool mask is true (mask broadcasts).",

@@ -111,8 +111,13 @@ describe("tensor construction", function()
     assert.are.equal("div: unexpected argument #3 (string)", err(pt.div, x, 2, "floor"))
     assert.are.equal("round: unexpected argument #2 (number)", err(x.round, x, 2))
     assert.are.equal("allclose: unknown option 'atl' (options: rtol, atol, equal_nan)", err(x.allclose, x, x, {atl = 1}))
-    assert.are.equal("index_add_: unexpected argument #5 (table)",
-      err(pt.zeros(2).index_add_, pt.zeros(2), 1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1), {alpha = 3}))
+    assert.are.equal("index_add_: unknown option 'alpah' (options: alpha)",
+      err(pt.zeros(2).index_add_, pt.zeros(2), 1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1), {alpah = 3}))
+    -- torch's alpha: source scaled first (torch: zeros(2).index_add_(0, [0], ones(1), alpha=3) -> [3, 0])
+    assert.are.same({3, 0}, pt.zeros(2):index_add_(1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1), {alpha = 3}):tolist())
+    assert.are.equal("index_add_: alpha must be an integer for int64 tensors, got 0.5",
+      err(pt.zeros(2, {dtype = "int64"}).index_add_, pt.zeros(2, {dtype = "int64"}), 1, pt.tensor({1}, {dtype = "int64"}),
+        pt.ones(1, {dtype = "int64"}), {alpha = 0.5}))
     assert.are.equal("scatter: unexpected argument #5 (table)",
       err(pt.zeros(3).scatter, pt.zeros(3), 1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1), {reduce = "add"}))
   end)
