@@ -681,3 +681,15 @@ describe("TransformedDistribution and transforms as torch 1.13", function()
       function() return D.TransformedDistribution(D.Normal(0, 1), {D.TanhTransform()}):log_prob(f32(1.5)) end)
   end)
 end)
+
+describe("kl_divergence of TransformedDistributions as torch 1.13", function()
+  it("the same transforms: the bases' KL; different ones raise", function()
+    local p = D.TransformedDistribution(D.Normal(f32 {0, 1}, 1), {D.TanhTransform(), D.AffineTransform(1, 2)})
+    local q = D.TransformedDistribution(D.Normal(f32 {1, 1}, 2), {D.TanhTransform(), D.AffineTransform(1, 2)})
+    -- values from torch 1.13
+    close(D.kl_divergence(p, q), {0.4431471824645996, 0.3181471824645996}, 1e-6)
+    support.assert_error("kl_divergence: TransformedDistributions with different transforms are not implemented (as in torch 1.13)",
+      D.kl_divergence, D.TransformedDistribution(D.Normal(0, 1), {D.AffineTransform(1, 2)}),
+      D.TransformedDistribution(D.Normal(0, 1), {D.AffineTransform(1, 3)}))
+  end)
+end)

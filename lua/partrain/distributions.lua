@@ -3263,6 +3263,43 @@ local function kl_uniform_pareto(p, q)
 end
 
 M.register_kl(Pareto, Pareto, kl_pareto_pareto)
+
+-- torch's Transform.__eq__: the same class and parameters
+local function same_param(a, b)
+  if is_tensor(a) and is_tensor(b) then
+    return rawequal(a, b) or (same_shape(a:size(), b:size()) and a:eq(b):all():item())
+  end
+  return a == b
+end
+
+local function same_transform(a, b)
+  if getmetatable(a) ~= getmetatable(b) then return false end
+  if getmetatable(a) == InverseTransform then return same_transform(a._t, b._t) end
+  for _, k in ipairs {"loc", "scale", "exponent", "event_dim"} do
+    if not same_param(rawget(a, k), rawget(b, k)) then return false end
+  end
+  if getmetatable(a) == ComposeTransform then
+    if #a.parts ~= #b.parts then return false end
+    for i = 1, #a.parts do
+      if not same_transform(a.parts[i], b.parts[i]) then return false end
+    end
+  end
+  return true
+end
+
+local function kl_transformed_transformed(p, q)
+  local same = #p.transforms == #q.transforms
+  for i = 1, #p.transforms do same = same and same_transform(p.transforms[i], q.transforms[i]) end
+  if not same then
+    fail("kl_divergence: TransformedDistributions with different transforms are not implemented (as in torch 1.13)")
+  end
+  if not same_shape(p.event_shape, q.event_shape) then
+    fail("kl_divergence: TransformedDistributions with different event shapes are not implemented (as in torch 1.13)")
+  end
+  return M.kl_divergence(p.base_dist, q.base_dist)
+end
+
+M.register_kl(TransformedDistribution, TransformedDistribution, kl_transformed_transformed)
 M.register_kl(Pareto, Exponential, kl_pareto_exponential)
 M.register_kl(Pareto, Gamma, kl_pareto_gamma)
 M.register_kl(Pareto, Normal, kl_pareto_normal)
