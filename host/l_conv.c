@@ -87,17 +87,39 @@ static double opt_number(lua_State *L, int opts, const char *key, double def) {
   return v;
 }
 
-/* pt.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) */
-static int l_conv2d(lua_State *L) {
-  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = NULL;
+/* The convolutions' arguments x, weight[, bias][, opts]: *b NULL when absent; returns the options
+ * table's index (0: none), its names checked against names. */
+static int conv_args(lua_State *L, const char *fn, const char *const *names, pt_tensor **x,
+                     pt_tensor **w, pt_tensor **b) {
+  *x = lpt_check_tensor(L, 1);
+  *w = lpt_check_tensor(L, 2);
+  *b = NULL;
   int opts = 0;
   if (lua_istable(L, 3) && !lpt_test_tensor(L, 3)) opts = 3;
   else {
-    if (!lua_isnoneornil(L, 3)) b = lpt_check_tensor(L, 3);
+    if (!lua_isnoneornil(L, 3)) *b = lpt_check_tensor(L, 3);
     if (lua_istable(L, 4)) opts = 4;
   }
+  lpt_check_options(L, opts, fn, names);
+  return opts;
+}
+
+/* the transposed convolutions' groups option (an integer, default 1) */
+static int groups_opt(lua_State *L, int opts, const char *fn) {
+  int groups = 1;
+  if (opts && lua_getfield(L, opts, "groups") != LUA_TNIL) {
+    if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option 'groups' must be an integer", fn);
+    groups = int_at(L, -1, fn, "option 'groups'");
+  }
+  if (opts) lua_pop(L, 1);
+  return groups;
+}
+
+/* pt.conv2d(x, weight[, bias][, {stride=1, padding=0, dilation=1, groups=1}]) */
+static int l_conv2d(lua_State *L) {
   static const char *const names[] = {"stride", "padding", "dilation", "groups", NULL};
-  lpt_check_options(L, opts, "conv2d", names);
+  pt_tensor *x, *w, *b;
+  int opts = conv_args(L, "conv2d", names, &x, &w, &b);
   pt_conv2d_opts o;
   static const int one[2] = {1, 1}, zero[2] = {0, 0};
   opt_pair(L, opts, "stride", one, o.stride, "conv2d");
@@ -112,27 +134,16 @@ static int l_conv2d(lua_State *L) {
 /* pt.conv_transpose2d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}]) */
 static int l_conv_transpose2d(lua_State *L) {
   const char *fn = "conv_transpose2d";
-  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = NULL;
-  int opts = 0;
-  if (lua_istable(L, 3) && !lpt_test_tensor(L, 3)) opts = 3;
-  else {
-    if (!lua_isnoneornil(L, 3)) b = lpt_check_tensor(L, 3);
-    if (lua_istable(L, 4)) opts = 4;
-  }
   static const char *const names[] = {"stride", "padding", "output_padding", "groups", "dilation", NULL};
-  lpt_check_options(L, opts, fn, names);
+  pt_tensor *x, *w, *b;
+  int opts = conv_args(L, fn, names, &x, &w, &b);
   pt_conv_transpose2d_opts o;
   static const int one[2] = {1, 1}, zero[2] = {0, 0};
   opt_pair(L, opts, "stride", one, o.stride, fn);
   opt_pair(L, opts, "padding", zero, o.padding, fn);
   opt_pair(L, opts, "output_padding", zero, o.output_padding, fn);
   opt_pair(L, opts, "dilation", one, o.dilation, fn);
-  o.groups = 1;
-  if (opts && lua_getfield(L, opts, "groups") != LUA_TNIL) {
-    if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option 'groups' must be an integer", fn);
-    o.groups = int_at(L, -1, fn, "option 'groups'");
-  }
-  if (opts) lua_pop(L, 1);
+  o.groups = groups_opt(L, opts, fn);
   pt_tensor *out = NULL;
   pt_status st = pt_conv_transpose2d(lpt_ctx(L), x, w, b, &o, &out);
   return lpt_push_result(L, st, out);
@@ -141,26 +152,15 @@ static int l_conv_transpose2d(lua_State *L) {
 /* pt.conv_transpose3d(x, weight[, bias][, {stride=1, padding=0, output_padding=0, groups=1, dilation=1}]) */
 static int l_conv_transpose3d(lua_State *L) {
   const char *fn = "conv_transpose3d";
-  pt_tensor *x = lpt_check_tensor(L, 1), *w = lpt_check_tensor(L, 2), *b = NULL;
-  int opts = 0;
-  if (lua_istable(L, 3) && !lpt_test_tensor(L, 3)) opts = 3;
-  else {
-    if (!lua_isnoneornil(L, 3)) b = lpt_check_tensor(L, 3);
-    if (lua_istable(L, 4)) opts = 4;
-  }
   static const char *const names[] = {"stride", "padding", "output_padding", "groups", "dilation", NULL};
-  lpt_check_options(L, opts, fn, names);
+  pt_tensor *x, *w, *b;
+  int opts = conv_args(L, fn, names, &x, &w, &b);
   pt_conv_transpose3d_opts o;
   opt_triple(L, opts, "stride", 1, o.stride, fn);
   opt_triple(L, opts, "padding", 0, o.padding, fn);
   opt_triple(L, opts, "output_padding", 0, o.output_padding, fn);
   opt_triple(L, opts, "dilation", 1, o.dilation, fn);
-  o.groups = 1;
-  if (opts && lua_getfield(L, opts, "groups") != LUA_TNIL) {
-    if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option 'groups' must be an integer", fn);
-    o.groups = int_at(L, -1, fn, "option 'groups'");
-  }
-  if (opts) lua_pop(L, 1);
+  o.groups = groups_opt(L, opts, fn);
   pt_tensor *out = NULL;
   pt_status st = pt_conv_transpose3d(lpt_ctx(L), x, w, b, &o, &out);
   return lpt_push_result(L, st, out);
