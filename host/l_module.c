@@ -154,6 +154,17 @@ void lpt_check_options(lua_State *L, int idx, const char *fname, const char *con
   }
 }
 
+void lpt_dim_opts_to_args(lua_State *L, const char *fname) {
+  if (!lua_istable(L, 2)) return;
+  if (lua_rawlen(L, 2) > 0) lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
+  static const char *const names[] = {"dim", "keepdim", NULL};
+  lpt_check_options(L, 2, fname, names);
+  lpt_check_max_args(L, 2, fname);
+  lua_getfield(L, 2, "dim");
+  lua_getfield(L, 2, "keepdim");
+  lua_remove(L, 2);
+}
+
 const char *lpt_typename(lua_State *L, int idx) {
   return lpt_test_box(L, idx) ? "Tensor" : luaL_typename(L, idx);
 }

@@ -133,23 +133,11 @@ static int t_count_nonzero(lua_State *L) {
 /* 0-based int64 indices -> 1-based; in place when the tensor is ours alone, else a copy. */
 typedef pt_status (*minmax_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **, pt_tensor **);
 
-/* t:max({dim=, keepdim=}), as torch's max(dim=, keepdim=) (and sort's {dim=}): the options become
- * arguments 2 and 3 */
-static void dim_opts_to_args(lua_State *L, const char *fname) {
-  if (!lua_istable(L, 2)) return;
-  if (lua_rawlen(L, 2) > 0) lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
-  static const char *const names[] = {"dim", "keepdim", NULL};
-  lpt_check_options(L, 2, fname, names);
-  lpt_check_max_args(L, 2, fname);
-  lua_getfield(L, 2, "dim");
-  lua_getfield(L, 2, "keepdim");
-  lua_remove(L, 2);
-}
 
 static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v, *ix, *ix1, *other = lpt_test_tensor(L, 2);
   pt_ctx *ctx = lpt_ctx(L);
-  dim_opts_to_args(L, fname);
+  lpt_dim_opts_to_args(L, fname);
   if (other) { /* t:max(u): the element-wise maximum, as torch.max(input, other) */
     lpt_check_max_args(L, 2, fname);
     pt_status st = fname[1] == 'a' ? pt_maximum(ctx, t, other, &v) : pt_minimum(ctx, t, other, &v);
@@ -180,7 +168,7 @@ static int t_min(lua_State *L) { return minmax(L, "min", pt_min); }
 
 static int argminmax(lua_State *L, const char *fname, reduce_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *ix, *r;
-  dim_opts_to_args(L, fname);
+  lpt_dim_opts_to_args(L, fname);
   int dim = opt_dim(L, 2, t, fname);
   bool keepdim = keepdim_arg(L, 3, fname, false);
   pt_ctx *ctx = lpt_ctx(L);

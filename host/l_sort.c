@@ -123,23 +123,11 @@ static int scan(lua_State *L, bool prod) {
 static int t_cumsum(lua_State *L) { return scan(L, false); }
 static int t_cumprod(lua_State *L) { return scan(L, true); }
 
-/* t:any({dim=, keepdim=}), as torch's any(dim=, keepdim=) (and sort's {dim=}): the options become
- * arguments 2 and 3 */
-static void dim_opts_to_args(lua_State *L, const char *fname) {
-  if (!lua_istable(L, 2)) return;
-  if (lua_rawlen(L, 2) > 0) lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
-  static const char *const names[] = {"dim", "keepdim", NULL};
-  lpt_check_options(L, 2, fname, names);
-  lpt_check_max_args(L, 2, fname);
-  lua_getfield(L, 2, "dim");
-  lua_getfield(L, 2, "keepdim");
-  lua_remove(L, 2);
-}
 
 static int bool_reduce(lua_State *L, bool is_all) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL;
   const char *fname = is_all ? "all" : "any";
-  dim_opts_to_args(L, fname);
+  lpt_dim_opts_to_args(L, fname);
   int dim = lua_isnoneornil(L, 2) ? -1 : lpt_check_dim(L, 2, t->ndim, fname);
   static const char *const names[] = {"keepdim", NULL};
   lpt_check_max_args(L, 3, fname);
@@ -242,7 +230,7 @@ static bool keepdim_at(lua_State *L, int idx, int opts) {
 /* t:median() -> 0-d; t:median(dim[, keepdim | {keepdim=}]) -> values, indices */
 static int t_median(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v = NULL, *i = NULL;
-  dim_opts_to_args(L, "median");
+  lpt_dim_opts_to_args(L, "median");
   if (lua_isnoneornil(L, 2)) {
     lpt_check_max_args(L, 1, "median");
     pt_status st = pt_median(lpt_ctx(L), t, &v);

@@ -109,6 +109,9 @@ void lpt_check_options(lua_State *L, int idx, const char *fname, const char *con
  * Lua users expect of an explicit nil (a passed-through optional argument); they are removed
  * from the stack, so that lua_gettop afterwards (a trailing options table) sees the arguments. */
 void lpt_check_max_args(lua_State *L, int n, const char *fname);
+/* t:max({dim=, keepdim=}) and the like, as torch's keywords: an options table at argument 2
+ * becomes arguments 2 (dim) and 3 (keepdim); a list there is "takes one dim, not a list of dims" */
+void lpt_dim_opts_to_args(lua_State *L, const char *fname);
 /* the type of the value at idx as a message names it: "Tensor" for a tensor, else Lua's name */
 const char *lpt_typename(lua_State *L, int idx);
 
