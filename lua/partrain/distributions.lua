@@ -2156,6 +2156,82 @@ end
 
 function HalfCauchy:entropy() return self.base_dist:entropy() - math.log(2) end
 
+-- ------------------------------------------------------------------ VonMises
+
+-- torch's log I_order(x) (order 0 or 1, x > 0): the polynomial approximations of its von_mises.py
+local BESSEL_SMALL = {
+  [0] = {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.360768e-1, 0.45813e-2},
+  [1] = {0.5, 0.87890594, 0.51498869, 0.15084934, 0.2658733e-1, 0.301532e-2, 0.32411e-3},
+}
+local BESSEL_LARGE = {
+  [0] = {0.39894228, 0.1328592e-1, 0.225319e-2, -0.157565e-2, 0.916281e-2, -0.2057706e-1, 0.2635537e-1,
+         -0.1647633e-1, 0.392377e-2},
+  [1] = {0.39894228, -0.3988024e-1, -0.362018e-2, 0.163801e-2, -0.1031555e-1, 0.2282967e-1, -0.2895312e-1,
+         0.1787654e-1, -0.420059e-2},
+}
+
+local function eval_poly(y, coef)
+  local result = coef[#coef]
+  for i = #coef - 1, 1, -1 do result = coef[i] + y * result end
+  return result
+end
+
+local function log_modified_bessel(x, order)
+  local y = x / 3.75
+  local small = eval_poly(y * y, BESSEL_SMALL[order])
+  if order == 1 then small = x:abs() * small end
+  small = small:log()
+  local large = x - 0.5 * x:log() + eval_poly(3.75 / x, BESSEL_LARGE[order]):log()
+  return pt.where(x:lt(3.75), small, large)
+end
+
+local VonMises = class("VonMises", Distribution, true)
+VonMises._params = {loc = 0, concentration = 0}
+VonMises._arg_names = {"loc", "concentration"}
+
+function VonMises._new(...)
+  local vals, validate = parse("VonMises", {"loc", "concentration"}, ...)
+  return elementwise_new(VonMises, "VonMises", {"loc", "concentration"}, {C.real, C.positive}, vals, validate)
+end
+
+VonMises._props.mean = function(self) return self.loc end
+VonMises._props.mode = function(self) return self.loc end
+VonMises._props.variance = function(self)
+  local k = self.concentration
+  return 1 - (log_modified_bessel(k, 1) - log_modified_bessel(k, 0)):exp()
+end
+
+function VonMises:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local k = self.concentration
+  return k * (value - self.loc):cos() - math.log(2 * math.pi) - log_modified_bessel(k, 0)
+end
+
+-- Best and Fisher's rejection sampler (torch's _rejection_sample), every pending element redrawing
+function VonMises:sample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "sample"))
+  return pt.no_grad(function()
+    local loc, k = self.loc:detach():expand(shape), self.concentration:detach():expand(shape)
+    local tau = 1 + (1 + 4 * k:pow(2)):sqrt()
+    local rho = (tau - (2 * tau):sqrt()) / (2 * k)
+    local r = (1 + rho:pow(2)) / (2 * rho)
+    local opts = {dtype = self._dt}
+    local x = pt.zeros(shape, opts)
+    local done = pt.zeros(shape, {dtype = "bool"})
+    while not done:all():item() do
+      local u1, u2, u3 = pt.rand(shape, opts), pt.rand(shape, opts), pt.rand(shape, opts)
+      local z = (math.pi * u1):cos()
+      local f = (1 + r * z) / (r + z)
+      local c = k * (r - f)
+      local accept = (c * (2 - c) - u2):gt(0) | ((c / u2):log() + 1 - c):ge(0)
+      accept = accept & pt.logical_not(done)
+      x = pt.where(accept, (u3 - 0.5):sign() * f:acos(), x)
+      done = done | accept
+    end
+    return (x + math.pi + loc) % (2 * math.pi) - math.pi
+  end)
+end
+
 -- ------------------------------------------------------------------ MultivariateNormal
 
 local MultivariateNormal = class("MultivariateNormal", Distribution, true)
@@ -3334,7 +3410,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
-  .. "  ComposeTransform);\n"
+  .. "  ComposeTransform), VonMises;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -3545,6 +3621,12 @@ docs[TransformedDistribution.rsample] = "transformed:rsample([sample_shape]) -> 
 docs[TransformedDistribution.log_prob] = "transformed:log_prob(value) -> base log_prob of the inverted value minus the log |det J| of each transform."
 docs[TransformedDistribution.cdf] = "transformed:cdf(value) -> base cdf of the inverted value (1 - it where the transforms reverse order)."
 docs[TransformedDistribution.icdf] = "transformed:icdf(p) -> the transforms applied to base icdf(p) (of 1 - p where they reverse order)."
+
+doc_class(VonMises, "pt.distributions.VonMises(loc, concentration[, {validate_args=}]) -> the circular von Mises\n"
+  .. "  distribution (angles in radians, values taken modulo 2 pi), as torch.distributions.VonMises.\n"
+  .. "  concentration > 0. mean = mode = loc; variance 1 - I1(k) / I0(k) (torch's Bessel approximations).")
+docs[VonMises.log_prob] = "vonmises:log_prob(value) -> k cos(value - loc) - log(2 pi I0(k))."
+docs[VonMises.sample] = "vonmises:sample([sample_shape]) -> draws in [-pi, pi) by Best and Fisher's rejection method."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
