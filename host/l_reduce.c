@@ -130,9 +130,8 @@ static int t_count_nonzero(lua_State *L) {
   return 1;
 }
 
-/* 0-based int64 indices -> 1-based; in place when the tensor is ours alone, else a copy. */
+/* a max/min kernel: the values and their 0-based int64 indices along dim */
 typedef pt_status (*minmax_fn)(pt_ctx *, pt_tensor *, int, bool, pt_tensor **, pt_tensor **);
-
 
 static int minmax(lua_State *L, const char *fname, minmax_fn fn) {
   pt_tensor *t = lpt_check_tensor(L, 1), *v, *ix, *ix1, *other = lpt_test_tensor(L, 2);
