@@ -494,11 +494,13 @@ pt_status pt_scatter_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_t
   return pt_scatter_number_(ctx, t, dim, index, src, pt_number_float(value));
 }
 
-pt_status pt_scatter_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
-                             pt_number value) {
-  pt_status st = pt_check_inplace(ctx, "scatter_", t, src);
-  if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_", t);
-  if (!st) st = check_gather_shapes(ctx, "scatter_", t, dim, index, src);
+/* scatter_ / scatter_add_ into t, src (NULL: value) and index read before the write when they
+ * share t's storage */
+static pt_status scatter_into(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, pt_tensor *index,
+                              pt_tensor *src, pt_number value, sc_mode mode) {
+  pt_status st = pt_check_inplace(ctx, fname, t, src);
+  if (!st) st = pt_check_no_internal_overlap(ctx, fname, t);
+  if (!st) st = check_gather_shapes(ctx, fname, t, dim, index, src);
   pt_tensor *copy = NULL, *icopy = NULL;
   if (!st) st = read_before_write(ctx, t, &src, &copy);
   if (!st) st = read_before_write(ctx, t, &index, &icopy);
@@ -506,30 +508,21 @@ pt_status pt_scatter_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *inde
     pt_tensor_release(copy);
     return st;
   }
-  scatter_gather_loop(ctx, t, dim, index, src, value, SC_SET);
+  scatter_gather_loop(ctx, t, dim, index, src, value, mode);
   pt_tensor_release(copy);
   pt_tensor_release(icopy);
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
 
+pt_status pt_scatter_number_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src,
+                             pt_number value) {
+  return scatter_into(ctx, "scatter_", t, dim, index, src, value, SC_SET);
+}
+
 pt_status pt_scatter_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt_tensor *src) {
   if (!src) return pt_fail(ctx, PT_EARG, "scatter_add_: src must be a tensor");
-  pt_status st = pt_check_inplace(ctx, "scatter_add_", t, src);
-  if (!st) st = pt_check_no_internal_overlap(ctx, "scatter_add_", t);
-  if (!st) st = check_gather_shapes(ctx, "scatter_add_", t, dim, index, src);
-  pt_tensor *copy = NULL, *icopy = NULL;
-  if (!st) st = read_before_write(ctx, t, &src, &copy);
-  if (!st) st = read_before_write(ctx, t, &index, &icopy);
-  if (st) {
-    pt_tensor_release(copy);
-    return st;
-  }
-  scatter_gather_loop(ctx, t, dim, index, src, NO_VALUE, SC_ADD);
-  pt_tensor_release(copy);
-  pt_tensor_release(icopy);
-  atomic_fetch_add(&t->storage->version, 1);
-  return PT_OK;
+  return scatter_into(ctx, "scatter_add_", t, dim, index, src, NO_VALUE, SC_ADD);
 }
 
 /* --- index_select / index_add_ / index_copy_ --- */
