@@ -717,3 +717,30 @@ describe("VonMises as torch 1.13", function()
     support.assert_error("VonMises: concentration must be positive (> 0), got -1", D.VonMises, 0, -1)
   end)
 end)
+
+describe("Kumaraswamy as torch 1.13", function()
+  it("log_prob and gradients, moments, entropy, mode, samples", function()
+    local a, b = f64 {0.5, 2, 3}, f64 {1.5, 0.7, 2.5}
+    a.requires_grad, b.requires_grad = true, true
+    local lp = D.Kumaraswamy(a, b):log_prob(f64 {0.1, 0.5, 0.9})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {0.673545270012156, -0.27037032220319795, -0.15427269792704246}, 1e-10)
+    close(a.grad, {0.22985926773961274, -0.2624618986159398, 0.6531083301176955}, 1e-10)
+    close(b.grad, {0.2865362586004949, 1.1408893561196476, -0.9056364581024368}, 1e-10)
+    local d = D.Kumaraswamy(f64 {0.5, 2, 3}, f64 {1.5, 0.7, 2.5})
+    close(d.mean, {0.2285714285714285, 0.7308570430993646, 0.6073623023067477}, 1e-10)
+    close(d.variance, {0.05857761286332713, 0.054083276669700475, 0.0351131048714321}, 1e-10)
+    close(d:entropy(), {-0.6593568997616617, -0.3721618953051282, -0.2946548168444141}, 1e-10)
+    -- the mode (torch 1.13's formula gives nan): the density's maximum
+    local k = D.Kumaraswamy(f64 {2, 5}, f64 {3, 1.5})
+    close(k.mode, {math.sqrt(1 / 5), (4 / 6.5) ^ (1 / 5)})
+    close(D.Kumaraswamy(f64 {0.5}, f64 {2}).mode, {nan})
+    pt.manual_seed(3)
+    close(k:sample({50000}):mean(1), k.mean, 0.01)
+    assert.are.same({4, 3, 2}, D.Kumaraswamy(pt.ones {3, 1}, pt.ones {2}):rsample({4}):size())
+    support.assert_error("Kumaraswamy: concentration1 must be positive (> 0), got -2", D.Kumaraswamy, -2, 3)
+    support.assert_error("Kumaraswamy.log_prob: value 1.5 is outside the support (in [0, 1])",
+      function() return D.Kumaraswamy(2, 3):log_prob(f32(1.5)) end)
+  end)
+end)

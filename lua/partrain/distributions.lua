@@ -2778,6 +2778,7 @@ local function is_transform(t)
 end
 
 local TransformedDistribution = class("TransformedDistribution", Distribution, true)
+local transformed_init
 TransformedDistribution._repr_props = true
 
 function TransformedDistribution._new(...)
@@ -2803,6 +2804,11 @@ function TransformedDistribution._new(...)
   for i, t in ipairs(ts) do
     if not is_transform(t) then fail(string.format("%s: transforms[%d] is not a transform", cname, i)) end
   end
+  return transformed_init(setmetatable({}, TransformedDistribution), cname, base, ts, validate)
+end
+
+-- torch's TransformedDistribution.__init__ on self (a TransformedDistribution or a subclass)
+transformed_init = function(self, cname, base, ts, validate)
   local transform = ComposeTransform(ts)
   local base_shape = concat(base.batch_shape, base.event_shape)
   local base_event_dim = #base.event_shape
@@ -2819,7 +2825,8 @@ function TransformedDistribution._new(...)
   if reinterpreted > 0 then base = Independent(base, reinterpreted) end
   local event_dim = event_dim_of(transform.codomain) + math.max(base_event_dim - dom_ed, 0)
   local cut = #forward_shape - event_dim
-  local self = setmetatable({base_dist = base, transforms = ts}, TransformedDistribution)
+  rawset(self, "base_dist", base)
+  rawset(self, "transforms", ts)
   base_init(self, slice(forward_shape, 1, cut), slice(forward_shape, cut + 1, #forward_shape), validate, base._dt)
   return self
 end
@@ -2895,6 +2902,62 @@ function TransformedDistribution:icdf(value)
   value = self.base_dist:icdf(self:_monotonize_cdf(value))
   for _, t in ipairs(self.transforms) do value = t:forward(value) end
   return value
+end
+
+-- torch's Kumaraswamy: a Uniform(0, 1) through u^(1/c0), 1 - ., .^(1/c1)
+local Kumaraswamy = class("Kumaraswamy", TransformedDistribution, true)
+Kumaraswamy._arg_names = {"concentration1", "concentration0"}
+
+function Kumaraswamy._new(...)
+  local cname = "Kumaraswamy"
+  local vals, validate = parse(cname, {"concentration1", "concentration0"}, ...)
+  local ts = broadcast_all(cname, {"concentration1", "concentration0"}, vals)
+  local v = validate
+  if v == nil then v = default_validate end
+  if v then
+    check_param(cname, "concentration1", ts[1], C.positive)
+    check_param(cname, "concentration0", ts[2], C.positive)
+  end
+  local c1, c0 = ts[1], ts[2]
+  local base = Uniform(pt.zeros_like(c0), pt.ones_like(c0), {validate_args = validate})
+  local self = setmetatable({concentration1 = c1, concentration0 = c0}, Kumaraswamy)
+  return transformed_init(self, cname, base,
+    {PowerTransform(c0:reciprocal()), AffineTransform(1.0, -1.0), PowerTransform(c1:reciprocal())}, validate)
+end
+
+function Kumaraswamy:__tostring() return describe(self) end
+
+function Kumaraswamy:_expand_into(new, batch_shape)
+  TransformedDistribution._expand_into(self, new, batch_shape)
+  rawset(new, "concentration1", self.concentration1:expand(batch_shape))
+  rawset(new, "concentration0", self.concentration0:expand(batch_shape))
+end
+
+function Kumaraswamy:_support() return C.unit_interval end
+
+local function kumaraswamy_moment(a, b, n)
+  local arg1 = 1 + n / a
+  return b * (arg1:lgamma() + b:lgamma() - (arg1 + b):lgamma()):exp()
+end
+
+Kumaraswamy._props.mean = function(self) return kumaraswamy_moment(self.concentration1, self.concentration0, 1) end
+Kumaraswamy._props.variance = function(self)
+  return kumaraswamy_moment(self.concentration1, self.concentration0, 2) - self.mean:pow(2)
+end
+-- ((c1 - 1) / (c1 c0 - 1))^(1 / c1), nan where a concentration is below 1. (torch 1.13's formula
+-- takes log1p(-c0) and gives nan everywhere.)
+Kumaraswamy._props.mode = function(self)
+  local c1, c0 = self.concentration1, self.concentration0
+  local m = ((c1 - 1) / (c1 * c0 - 1)):pow(c1:reciprocal())
+  return pt.where(c0:lt(1) | c1:lt(1), nan, m)
+end
+
+function Kumaraswamy:entropy()
+  local c1, c0 = self.concentration1, self.concentration0
+  local t1 = 1 - c1:reciprocal()
+  local t0 = 1 - c0:reciprocal()
+  local H0 = (c0 + 1):digamma() + EULER
+  return t0 + t1 * H0 - c1:log() - c0:log()
 end
 
 -- ------------------------------------------------------------------ KL divergence
@@ -3410,7 +3473,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
-  .. "  ComposeTransform), VonMises;\n"
+  .. "  ComposeTransform), VonMises, Kumaraswamy;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -3627,6 +3690,10 @@ doc_class(VonMises, "pt.distributions.VonMises(loc, concentration[, {validate_ar
   .. "  concentration > 0. mean = mode = loc; variance 1 - I1(k) / I0(k) (torch's Bessel approximations).")
 docs[VonMises.log_prob] = "vonmises:log_prob(value) -> k cos(value - loc) - log(2 pi I0(k))."
 docs[VonMises.sample] = "vonmises:sample([sample_shape]) -> draws in [-pi, pi) by Best and Fisher's rejection method."
+
+doc_class(Kumaraswamy, "pt.distributions.Kumaraswamy(concentration1, concentration0[, {validate_args=}]) -> the\n"
+  .. "  Kumaraswamy distribution on (0, 1), as torch.distributions.Kumaraswamy (a TransformedDistribution of\n"
+  .. "  Uniform(0, 1)): mean, variance, entropy, rsample; mode ((c1 - 1) / (c1 c0 - 1))^(1/c1) (torch 1.13's is nan).")
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
