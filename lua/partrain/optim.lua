@@ -1666,20 +1666,26 @@ function WarmRestarts:_set(e, lrs, moms)
   self.T_cur, self.T_i = restart_position(self.T_0, self.T_mult, e)
 end
 
-local LambdaLR = scheduler_class("LambdaLR", {"lr_lambda"},
-  function(s, where, n)
-    local f = s.lr_lambda
-    if is_list(f) then -- one per parameter group, as PyTorch's list of lambdas
-      if #f ~= n then
-        fail("%s: expected %d lr_lambda function%s (one per parameter group), got %d", where, n, n == 1 and "" or "s", #f)
-      end
-      for i = 1, n do
-        if type(f[i]) ~= "function" then fail("%s: lr_lambda[%d] must be a function, got %s", where, i, val_str(f[i])) end
-      end
-    else
-      need(where, s, "lr_lambda", "function")
+-- lr_lambda: a function, or a list of one per parameter group (PyTorch's lr_lambda list); plain: a
+-- missing or wrong single one is reported as need() does
+local function need_lambdas(where, s, n, plain)
+  local f = s.lr_lambda
+  if is_list(f) then
+    if #f ~= n then
+      fail("%s: expected %d lr_lambda function%s (one per parameter group), got %d", where, n, n == 1 and "" or "s", #f)
     end
-  end,
+    for i = 1, n do
+      if type(f[i]) ~= "function" then fail("%s: lr_lambda[%d] must be a function, got %s", where, i, val_str(f[i])) end
+    end
+  elseif plain then -- LambdaLR's message: "lr_lambda must be a function, got nil"
+    need(where, s, "lr_lambda", "function")
+  elseif type(f) ~= "function" then
+    fail("%s: lr_lambda must be a function or a list of one per parameter group, got %s", where, val_str(f))
+  end
+end
+
+local LambdaLR = scheduler_class("LambdaLR", {"lr_lambda"},
+  function(s, where, n) need_lambdas(where, s, n, true) end,
   function(cls, opt, fn, ...)
     if (...) ~= nil then fail("LambdaLR: unexpected argument #3 (%s)", type((...))) end
     return new_scheduler(cls, opt, {lr_lambda = copy_setting(fn)})
@@ -1698,21 +1704,6 @@ function LambdaLR:state_dict()
   local sd = Scheduler.state_dict(self)
   sd.lr_lambda = nil
   return sd
-end
-
--- lr_lambda: a function, or a list of one per parameter group (PyTorch's lr_lambda list)
-local function need_lambdas(where, s, n)
-  local f = s.lr_lambda
-  if is_list(f) then
-    if #f ~= n then
-      fail("%s: expected %d lr_lambda function%s (one per parameter group), got %d", where, n, n == 1 and "" or "s", #f)
-    end
-    for i = 1, n do
-      if type(f[i]) ~= "function" then fail("%s: lr_lambda[%d] must be a function, got %s", where, i, val_str(f[i])) end
-    end
-  elseif type(f) ~= "function" then
-    fail("%s: lr_lambda must be a function or a list of one per parameter group, got %s", where, val_str(f))
-  end
 end
 
 local MultiplicativeLR = scheduler_class("MultiplicativeLR", {"lr_lambda"},
