@@ -1356,8 +1356,8 @@ static pt_status embedding_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_
   return PT_OK;
 }
 
-pt_status pt_nn_embedding_renorm_(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, double max_norm,
-                                  double norm_type) {
+/* embedding's weight (a float {num_embeddings, dim}) and indices (integers) */
+static pt_status embedding_check(pt_ctx *ctx, const pt_tensor *weight, const pt_tensor *indices) {
   char s1[PT_SHAPE_STR_MAX];
   pt_status st;
   if ((st = check_float(ctx, "embedding", "weight", weight))) return st;
@@ -1367,6 +1367,13 @@ pt_status pt_nn_embedding_renorm_(pt_ctx *ctx, pt_tensor *weight, pt_tensor *ind
   if (pt_dtype_is_floating(indices->dtype) || indices->dtype == PT_BOOL)
     return pt_fail(ctx, PT_EARG, "embedding: indices must be integers, got dtype %s",
                    pt_dtype_name(indices->dtype));
+  return PT_OK;
+}
+
+pt_status pt_nn_embedding_renorm_(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, double max_norm,
+                                  double norm_type) {
+  pt_status st;
+  if ((st = embedding_check(ctx, weight, indices))) return st;
   if (!(max_norm >= 0))
     return pt_fail(ctx, PT_EARG, "embedding: max_norm must be a non-negative number, got %g", max_norm);
   int64_t V = weight->shape[0], D = weight->shape[1], n = pt_tensor_numel(indices);
@@ -1410,15 +1417,8 @@ pt_status pt_nn_embedding_renorm_(pt_ctx *ctx, pt_tensor *weight, pt_tensor *ind
 
 pt_status pt_nn_embedding(pt_ctx *ctx, pt_tensor *weight, pt_tensor *indices, int64_t padding_idx,
                           pt_tensor **out) {
-  char s1[PT_SHAPE_STR_MAX];
   pt_status st;
-  if ((st = check_float(ctx, "embedding", "weight", weight))) return st;
-  if (weight->ndim != 2)
-    return pt_fail(ctx, PT_ESHAPE, "embedding: weight must be 2-D {num_embeddings,dim}, got shape %s",
-                   shape_str(weight, s1));
-  if (pt_dtype_is_floating(indices->dtype) || indices->dtype == PT_BOOL)
-    return pt_fail(ctx, PT_EARG, "embedding: indices must be integers, got dtype %s",
-                   pt_dtype_name(indices->dtype));
+  if ((st = embedding_check(ctx, weight, indices))) return st;
   if (indices->ndim >= PT_MAX_DIMS)
     return pt_fail(ctx, PT_ESHAPE, "embedding: indices have too many dimensions");
   int64_t V = weight->shape[0], D = weight->shape[1];
