@@ -906,6 +906,52 @@ end
 
 Chi2._props.df = function(self) return self.concentration * 2 end
 
+-- torch's FisherSnedecor(df1, df2): (X1 / df1) / (X2 / df2) with Gammas X1, X2 (reparameterized)
+local FisherSnedecor = class("FisherSnedecor", Distribution, true)
+FisherSnedecor.has_rsample = true
+FisherSnedecor._params = {df1 = 0, df2 = 0}
+FisherSnedecor._arg_names = {"df1", "df2"}
+FisherSnedecor._support_c = C.positive
+
+function FisherSnedecor._new(...)
+  local vals, validate = parse("FisherSnedecor", {"df1", "df2"}, ...)
+  return elementwise_new(FisherSnedecor, "FisherSnedecor", {"df1", "df2"}, {C.positive, C.positive}, vals, validate)
+end
+
+FisherSnedecor._props.mean = function(self)
+  local df2 = pt.where(self.df2:le(2), nan, self.df2)
+  return df2 / (df2 - 2)
+end
+FisherSnedecor._props.mode = function(self)
+  local m = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
+  return pt.where(self.df1:le(2), nan, m)
+end
+FisherSnedecor._props.variance = function(self)
+  local df2 = pt.where(self.df2:le(4), nan, self.df2)
+  return 2 * df2:pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2):pow(2) * (df2 - 4))
+end
+
+function FisherSnedecor:rsample(sample_shape)
+  sample_shape = draw(self, sample_shape, "rsample")
+  local g1 = Gamma(self.df1 * 0.5, self.df1, {validate_args = false})
+  local g2 = Gamma(self.df2 * 0.5, self.df2, {validate_args = false})
+  local tiny = finfo(self._dt).tiny
+  local X1, X2 = g1:rsample(sample_shape), g2:rsample(sample_shape)
+  X2 = pt.where(X2:ge(tiny), X2, tiny)
+  local Y = X1 / X2
+  return pt.where(Y:ge(tiny), Y, tiny)
+end
+
+function FisherSnedecor:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local ct1, ct2 = self.df1 * 0.5, self.df2 * 0.5
+  local ct3 = self.df1 / self.df2
+  local t1 = (ct1 + ct2):lgamma() - ct1:lgamma() - ct2:lgamma()
+  local t2 = ct1 * ct3:log() + (ct1 - 1) * value:log()
+  local t3 = (ct1 + ct2) * (ct3 * value):log1p()
+  return t1 + t2 - t3
+end
+
 -- ------------------------------------------------------------------ Dirichlet and Beta
 
 -- ATen's approximate reparameterized gradients of Beta(x; alpha, beta) (dirichlet_grad_one)
@@ -3473,7 +3519,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
-  .. "  ComposeTransform), VonMises, Kumaraswamy;\n"
+  .. "  ComposeTransform), VonMises, Kumaraswamy, FisherSnedecor;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -3694,6 +3740,12 @@ docs[VonMises.sample] = "vonmises:sample([sample_shape]) -> draws in [-pi, pi) b
 doc_class(Kumaraswamy, "pt.distributions.Kumaraswamy(concentration1, concentration0[, {validate_args=}]) -> the\n"
   .. "  Kumaraswamy distribution on (0, 1), as torch.distributions.Kumaraswamy (a TransformedDistribution of\n"
   .. "  Uniform(0, 1)): mean, variance, entropy, rsample; mode ((c1 - 1) / (c1 c0 - 1))^(1/c1) (torch 1.13's is nan).")
+
+doc_class(FisherSnedecor, "pt.distributions.FisherSnedecor(df1, df2[, {validate_args=}]) -> the F distribution, as\n"
+  .. "  torch.distributions.FisherSnedecor. df1, df2 > 0. mean (nan where df2 <= 2), mode (nan where df1 <= 2),\n"
+  .. "  variance (nan where df2 <= 4); rsample through two reparameterized Gammas.")
+docs[FisherSnedecor.rsample] = "fisher:rsample([sample_shape]) -> (X1 / X2), X1 ~ Gamma(df1/2, df1), X2 ~ Gamma(df2/2, df2), at least tiny."
+docs[FisherSnedecor.log_prob] = "fisher:log_prob(value) -> the log density of the F distribution with df1, df2 degrees of freedom."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
