@@ -766,3 +766,31 @@ describe("FisherSnedecor as torch 1.13", function()
     support.assert_error("FisherSnedecor: df1 must be positive (> 0), got -1", D.FisherSnedecor, -1, 2)
   end)
 end)
+
+describe("ContinuousBernoulli as torch 1.13", function()
+  it("values on both sides of the Taylor region, gradients, KL, samples", function()
+    local p = f64 {0.1, 0.4995, 0.5, 0.8, 0.999}
+    p.requires_grad = true
+    local d = D.ContinuousBernoulli(p)
+    local lp = d:log_prob(f64 {0.2, 0.5, 0, 1, 0.7})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {0.465533128365784, -1.6666677216115033e-07, 0.0, 0.6143163324300618, -0.1385250450893456}, 1e-10)
+    close(p.grad, {-1.4457734812602083, 0.0006666675111133336, -2.0, 2.425088669444677, -156.37257890790576}, 1e-9)
+    d = D.ContinuousBernoulli(f64 {0.1, 0.4995, 0.5, 0.8, 0.999})
+    close(d.mean, {0.33011961331341877, 0.4998333332888889, 0.5, 0.6119858128888517, 0.8562162063289981}, 1e-10)
+    close(d.variance, {0.06650886242255583, 0.08333331666667512, 0.08333333333333333, 0.07589780080695757, 0.01995991918950142}, 1e-10)
+    close(d:entropy(), {-0.17963111600005513, -1.666667611699424e-07, 0.0, -0.07641445280335879, -0.9404219844758108}, 1e-10)
+    close(d:cdf(f64 {0.2, 0.5, 0, 1, 0.7}), {0.400056733150589, 0.5, 0.0, 1.0, 0.12505451220054392}, 1e-10)
+    close(d:icdf(f64 {0.1, 0.5, 0.9, 0, 1}), {0.04236727734898593, 0.5, 0.9, 0.0, 1.0}, 1e-10)
+    close(D.kl_divergence(D.ContinuousBernoulli(f64 {0.2, 0.5, 0.9}), D.ContinuousBernoulli(f64 {0.7, 0.3, 0.5})),
+      {0.20103591570967994, 0.029736123251875413, 0.1796311160000552}, 1e-10)
+    close(D.kl_divergence(D.ContinuousBernoulli(f64 {0.2, 0.5, 0.9}), D.Normal(f64 {0.7, 0.3, 0.5}, 1)),
+      {1.081969460133469, 0.9806051998713394, 1.1462537533063972}, 1e-10)
+    close(D.kl_divergence(D.Normal(0, 1), D.ContinuousBernoulli(0.5)), math.huge)
+    pt.manual_seed(7)
+    local c = D.ContinuousBernoulli(f64 {0.1, 0.8})
+    close(c:sample({50000}):mean(1), c.mean, 0.01)
+    support.assert_error("ContinuousBernoulli: probs must be in [0, 1], got 1.5", D.ContinuousBernoulli, f32(1.5))
+  end)
+end)

@@ -1487,6 +1487,102 @@ function OneHotCategorical:enumerate_support(expand)
   return enumerate(pt.eye(k, {dtype = self._dt}), k, self.batch_shape, {k}, expand)
 end
 
+-- ------------------------------------------------------------------ ContinuousBernoulli
+
+local ContinuousBernoulli = class("ContinuousBernoulli", Distribution, true)
+ContinuousBernoulli.has_rsample = true
+ContinuousBernoulli._params = {probs = 0, logits = 0}
+ContinuousBernoulli._arg_names = {"probs", "logits"}
+ContinuousBernoulli._support_c = C.unit_interval
+
+function ContinuousBernoulli._new(...)
+  local cname = "ContinuousBernoulli"
+  local vals, validate = parse(cname, {"probs", "logits", "lims"}, ...)
+  local lims = vals.lims or {0.499, 0.501}
+  if type(lims) ~= "table" or type(lims[1]) ~= "number" or type(lims[2]) ~= "number" then
+    fail(cname .. ": lims must be a table of two numbers")
+  end
+  vals.lims = nil
+  local name = probs_or_logits(cname, vals)
+  local self = elementwise_new(ContinuousBernoulli, cname, {name}, {name == "probs" and C.unit_interval or C.real},
+    vals, validate)
+  -- torch validates probs before clamping them away from 0 and 1
+  if name == "probs" then rawset(self, "probs", clamp_probs(self.probs)) end
+  rawset(self, "_param_name", name)
+  rawset(self, "_lims", lims)
+  return self
+end
+
+ContinuousBernoulli._props.probs = lazy("probs", function(self) return clamp_probs(self.logits:sigmoid()) end)
+ContinuousBernoulli._props.logits = Bernoulli._props.logits
+ContinuousBernoulli._props.param_shape = Bernoulli._props.param_shape
+
+function ContinuousBernoulli:_outside_unstable_region()
+  return self.probs:le(self._lims[1]) | self.probs:gt(self._lims[2])
+end
+
+function ContinuousBernoulli:_cut_probs()
+  return pt.where(self:_outside_unstable_region(), self.probs, self._lims[1])
+end
+
+-- the log normalizing constant of the density (a Taylor expansion near probs = 1/2)
+function ContinuousBernoulli:_cont_bern_log_norm()
+  local cut = self:_cut_probs()
+  local below = pt.where(cut:le(0.5), cut, 0)
+  local above = pt.where(cut:ge(0.5), cut, 1)
+  local log_norm = ((-cut):log1p() - cut:log()):abs():log() -
+    pt.where(cut:le(0.5), (-2 * below):log1p(), (2 * above - 1):log())
+  local x = (self.probs - 0.5):pow(2)
+  local taylor = math.log(2) + (4 / 3 + 104 / 45 * x) * x
+  return pt.where(self:_outside_unstable_region(), log_norm, taylor)
+end
+
+ContinuousBernoulli._props.mean = function(self)
+  local cut = self:_cut_probs()
+  local mus = cut / (2 * cut - 1) + 1 / ((-cut):log1p() - cut:log())
+  local x = self.probs - 0.5
+  local taylor = 0.5 + (1 / 3 + 16 / 45 * x:pow(2)) * x
+  return pt.where(self:_outside_unstable_region(), mus, taylor)
+end
+ContinuousBernoulli._props.variance = function(self)
+  local cut = self:_cut_probs()
+  local vars = cut * (cut - 1) / (1 - 2 * cut):pow(2) + 1 / ((-cut):log1p() - cut:log()):pow(2)
+  local x = (self.probs - 0.5):pow(2)
+  local taylor = 1 / 12 - (1 / 15 - 128 / 945 * x) * x
+  return pt.where(self:_outside_unstable_region(), vars, taylor)
+end
+
+function ContinuousBernoulli:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  return self:icdf(pt.rand(shape, {dtype = self._dt}))
+end
+
+function ContinuousBernoulli:log_prob(value)
+  value = self:_value(value, "log_prob")
+  return -bce_with_logits(self.logits, value) + self:_cont_bern_log_norm()
+end
+
+function ContinuousBernoulli:cdf(value)
+  value = self:_value(value, "cdf")
+  local cut = self:_cut_probs()
+  local cdfs = (cut:pow(value) * (1 - cut):pow(1 - value) + cut - 1) / (2 * cut - 1)
+  local unbounded = pt.where(self:_outside_unstable_region(), cdfs, value)
+  return pt.where(value:le(0), 0, pt.where(value:ge(1), 1, unbounded))
+end
+
+function ContinuousBernoulli:icdf(value)
+  value = self:_value(value, "icdf", false)
+  local cut = self:_cut_probs()
+  return pt.where(self:_outside_unstable_region(),
+    ((-cut + value * (2 * cut - 1)):log1p() - (-cut):log1p()) / (cut:log() - (-cut):log1p()), value)
+end
+
+function ContinuousBernoulli:entropy()
+  local log_probs0 = (-self.probs):log1p()
+  local log_probs1 = self.probs:log()
+  return self.mean * (log_probs0 - log_probs1) - self:_cont_bern_log_norm() - log_probs0
+end
+
 -- ------------------------------------------------------------------ Multinomial
 
 local Multinomial = class("Multinomial", Distribution, true)
@@ -3216,6 +3312,8 @@ M.register_kl(Gumbel, Gumbel, kl_gumbel_gumbel)
 M.register_kl(HalfNormal, HalfNormal, function(p, q) return kl_normal_normal(p.base_dist, q.base_dist) end)
 M.register_kl(Geometric, Geometric, kl_geometric_geometric)
 
+-- (in a function of its own: a chunk's active locals are limited to 200)
+;(function()
 -- the pairs of different families torch 1.13 registers (torch.distributions.kl), over the
 -- classes here; an infinite KL has p's parameter's shape, as torch's _infinite_like
 
@@ -3449,6 +3547,53 @@ end
 
 M.register_kl(Pareto, Pareto, kl_pareto_pareto)
 
+local function kl_cb_cb(p, q)
+  local t1 = p.mean * (p.logits - q.logits)
+  local t2 = p:_cont_bern_log_norm() + (-p.probs):log1p()
+  local t3 = -q:_cont_bern_log_norm() - (-q.probs):log1p()
+  return t1 + t2 + t3
+end
+
+local function kl_beta_cb(p, q)
+  return -p:entropy() - p.mean * q.logits - (-q.probs):log1p() - q:_cont_bern_log_norm()
+end
+
+local function kl_cb_exponential(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * p.mean
+end
+
+local function kl_cb_normal(p, q)
+  local t1 = -p:entropy()
+  local t2 = 0.5 * (math.log(2 * math.pi) + (q.loc / q.scale):pow(2)) + q.scale:log()
+  local t3 = (p.variance + p.mean:pow(2) - 2 * q.loc * p.mean) / (2 * q.scale:pow(2))
+  return t1 + t2 + t3
+end
+
+local function kl_cb_uniform(p, q)
+  local result = -p:entropy() + (q.high - q.low):log()
+  return pt.where(q.low:ge(0) | q.high:le(1), inf, result)
+end
+
+local function kl_uniform_cb(p, q)
+  local result = -p:entropy() - p.mean * q.logits - (-q.probs):log1p() - q:_cont_bern_log_norm()
+  return pt.where(p.high:ge(1) | p.low:le(0), inf, result)
+end
+
+M.register_kl(ContinuousBernoulli, ContinuousBernoulli, kl_cb_cb)
+M.register_kl(Beta, ContinuousBernoulli, kl_beta_cb)
+M.register_kl(ContinuousBernoulli, Exponential, kl_cb_exponential)
+M.register_kl(ContinuousBernoulli, Normal, kl_cb_normal)
+M.register_kl(ContinuousBernoulli, Uniform, kl_cb_uniform)
+M.register_kl(Uniform, ContinuousBernoulli, kl_uniform_cb)
+for _, pair in ipairs {
+  {ContinuousBernoulli, Pareto, "probs"}, {Exponential, ContinuousBernoulli, "rate"},
+  {Gamma, ContinuousBernoulli, "concentration"}, {Gumbel, ContinuousBernoulli, "loc"},
+  {Laplace, ContinuousBernoulli, "loc"}, {Normal, ContinuousBernoulli, "loc"}, {Pareto, ContinuousBernoulli, "scale"},
+} do
+  local param = pair[3]
+  M.register_kl(pair[1], pair[2], function(p, _) return infinite_like(p[param]) end)
+end
+
 -- torch's Transform.__eq__: the same class and parameters
 local function same_param(a, b)
   if is_tensor(a) and is_tensor(b) then
@@ -3506,6 +3651,8 @@ for _, pair in ipairs {
 end
 
 -- for the specs: the samplers and ATen's implicit gradients
+end)()
+
 M._standard_gamma = standard_gamma
 M._standard_gamma_grad = standard_gamma_grad
 M._dirichlet_grad = dirichlet_grad
@@ -3519,7 +3666,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
-  .. "  ComposeTransform), VonMises, Kumaraswamy, FisherSnedecor;\n"
+  .. "  ComposeTransform), VonMises, Kumaraswamy, FisherSnedecor, ContinuousBernoulli;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -3746,6 +3893,16 @@ doc_class(FisherSnedecor, "pt.distributions.FisherSnedecor(df1, df2[, {validate_
   .. "  variance (nan where df2 <= 4); rsample through two reparameterized Gammas.")
 docs[FisherSnedecor.rsample] = "fisher:rsample([sample_shape]) -> (X1 / X2), X1 ~ Gamma(df1/2, df1), X2 ~ Gamma(df2/2, df2), at least tiny."
 docs[FisherSnedecor.log_prob] = "fisher:log_prob(value) -> the log density of the F distribution with df1, df2 degrees of freedom."
+
+doc_class(ContinuousBernoulli, "pt.distributions.ContinuousBernoulli(probs) or ContinuousBernoulli{logits = l}\n"
+  .. "  [, {lims = {0.499, 0.501}, validate_args=}] -> the continuous Bernoulli on [0, 1], as\n"
+  .. "  torch.distributions.ContinuousBernoulli (Taylor expansions for probs within lims of 1/2). mean, variance,\n"
+  .. "  rsample by the inverse cdf.")
+docs[ContinuousBernoulli.rsample] = "cb:rsample([sample_shape]) -> icdf(U), U ~ U[0, 1)."
+docs[ContinuousBernoulli.log_prob] = "cb:log_prob(value) -> -BCE(logits, value) + the log normalizing constant."
+docs[ContinuousBernoulli.cdf] = "cb:cdf(value) -> (p^x (1-p)^(1-x) + p - 1) / (2p - 1), clamped to [0, 1] outside."
+docs[ContinuousBernoulli.icdf] = "cb:icdf(u) -> (log1p(-p + u (2p - 1)) - log1p(-p)) / (log p - log1p(-p))."
+docs[ContinuousBernoulli.entropy] = "cb:entropy() -> mean (log(1-p) - log p) - log normalizer - log(1-p)."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
