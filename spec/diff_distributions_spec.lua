@@ -794,3 +794,28 @@ describe("ContinuousBernoulli as torch 1.13", function()
     support.assert_error("ContinuousBernoulli: probs must be in [0, 1], got 1.5", D.ContinuousBernoulli, f32(1.5))
   end)
 end)
+
+describe("LogisticNormal and StickBreakingTransform as torch 1.13", function()
+  it("values, gradients, shapes", function()
+    local sb = D.StickBreakingTransform()
+    -- values from torch 1.13
+    close(sb(f64 {0.5, -1, 2}), {0.35466124439244334, 0.1002613801409296, 0.48010255958285813, 0.06497481588376891}, 1e-12)
+    close(sb:inverse(f64 {0.1, 0.2, 0.3, 0.4}), {-1.0986122886681093, -0.5596157879354225, -0.2876820724517808}, 1e-12)
+    local m, s = f64 {0.5, -1, 2}, f64 {1, 0.5, 2}
+    m.requires_grad, s.requires_grad = true, true
+    local lp = D.LogisticNormal(m, s):log_prob(f64 {{0.1, 0.2, 0.3, 0.4}, {0.7, 0.1, 0.1, 0.1}})
+    lp:sum():backward()
+    close(lp, {0.955627650725237, 0.9622865437362726}, 1e-10)
+    close(m.grad, {-0.1527021396127961, 5.761536848258309, -1.0719205181129454}, 1e-10)
+    close(s.grad, {2.6462174086218493, 5.551506033885907, 0.15418615807715952}, 1e-10)
+    local d = D.LogisticNormal(pt.zeros {2, 3}, 1)
+    assert.are.same({2}, d.batch_shape)
+    assert.are.same({4}, d.event_shape)
+    local x = d:rsample({5})
+    assert.are.same({5, 2, 4}, x:size())
+    close(x:sum(-1), pt.ones {5, 2}, 1e-6)
+    assert.are.same({2}, D.LogisticNormal(0, 1).event_shape)
+    support.assert_error("LogisticNormal.log_prob: value is outside the support (a probability vector (non-negative, summing to 1 along the last dim))",
+      function() return D.LogisticNormal(pt.zeros {3}, 1):log_prob(f32 {0.5, 0.5, 0.5, 0.5}) end)
+  end)
+end)

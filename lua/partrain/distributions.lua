@@ -2910,8 +2910,61 @@ function ComposeTransform:inverse_shape(shape)
   return shape
 end
 
+-- torch's StickBreakingTransform: R^K -> the (K+1)-simplex
+local StickBreakingTransform = transform_class("StickBreakingTransform")
+StickBreakingTransform.domain = C.real_vector
+StickBreakingTransform.codomain = C.simplex
+function StickBreakingTransform._new(opts) return new_transform(StickBreakingTransform, opts) end
+
+local function stick_offset(k, dtype)
+  -- k + 1 - (1, 2, ..., k)
+  return pt.arange(k, 0, -1, {dtype = dtype})
+end
+
+local function pad_last(t, value, at_end)
+  local s = t:size()
+  s[#s] = 1
+  local fill = pt.full(s, value, {dtype = t:dtype()})
+  return pt.cat(at_end and {t, fill} or {fill, t}, -1)
+end
+
+function StickBreakingTransform:_call(x)
+  local k = x:size(-1)
+  local z = SigmoidTransform._call(self, x - stick_offset(k, x:dtype()):log())
+  local z_cumprod = (1 - z):cumprod(-1)
+  return pad_last(z, 1, true) * pad_last(z_cumprod, 1, false)
+end
+
+function StickBreakingTransform:_inverse(y)
+  local n = y:size(-1)
+  local y_crop = y:narrow(-1, 1, n - 1)
+  local offset = stick_offset(n - 1, y:dtype())
+  local sf = 1 - y_crop:cumsum(-1)
+  local tiny = finfo(y:dtype()).tiny
+  sf = pt.where(sf:ge(tiny), sf, tiny)
+  return y_crop:log() - sf:log() + offset:log()
+end
+
+function StickBreakingTransform:log_abs_det_jacobian(x, y)
+  local k = x:size(-1)
+  x = x - stick_offset(k, x:dtype()):log()
+  return (-x + pt.nn.functional.logsigmoid(x) + y:narrow(-1, 1, y:size(-1) - 1):log()):sum(-1)
+end
+
+function StickBreakingTransform:forward_shape(shape)
+  local out = slice(shape, 1, #shape)
+  out[#out] = out[#out] + 1
+  return out
+end
+
+function StickBreakingTransform:inverse_shape(shape)
+  local out = slice(shape, 1, #shape)
+  out[#out] = out[#out] - 1
+  return out
+end
+
 for _, cls in ipairs {ExpTransform, PowerTransform, SigmoidTransform, TanhTransform, SoftplusTransform, AbsTransform,
-                      AffineTransform, ComposeTransform} do
+                      AffineTransform, ComposeTransform, StickBreakingTransform} do
   with_inv(cls)
 end
 
@@ -3045,6 +3098,24 @@ function TransformedDistribution:icdf(value)
   for _, t in ipairs(self.transforms) do value = t:forward(value) end
   return value
 end
+
+-- torch's LogisticNormal: a Normal(loc, scale) (at least one batch dim) through StickBreakingTransform
+local LogisticNormal = class("LogisticNormal", TransformedDistribution, true)
+LogisticNormal._arg_names = {"loc", "scale"}
+LogisticNormal._repr_props = true
+
+function LogisticNormal._new(...)
+  local cname = "LogisticNormal"
+  local vals, validate = parse(cname, {"loc", "scale"}, ...)
+  local base = normal_new(cname, vals, validate)
+  if #base.batch_shape == 0 then base = base:expand({1}) end
+  return transformed_init(setmetatable({}, LogisticNormal), cname, base, {StickBreakingTransform()}, validate)
+end
+
+function LogisticNormal:__tostring() return describe(self) end
+
+LogisticNormal._props.loc = function(self) return self.base_dist.base_dist.loc end
+LogisticNormal._props.scale = function(self) return self.base_dist.base_dist.scale end
 
 -- torch's Kumaraswamy: a Uniform(0, 1) through u^(1/c0), 1 - ., .^(1/c1)
 local Kumaraswamy = class("Kumaraswamy", TransformedDistribution, true)
@@ -3666,7 +3737,8 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  MixtureSameFamily, StudentT, HalfNormal, Multinomial, RelaxedBernoulli, RelaxedOneHotCategorical,\n"
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
-  .. "  ComposeTransform), VonMises, Kumaraswamy, FisherSnedecor, ContinuousBernoulli;\n"
+  .. "  ComposeTransform, StickBreakingTransform), VonMises, Kumaraswamy, FisherSnedecor, ContinuousBernoulli,\n"
+  .. "  LogisticNormal;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -3903,6 +3975,12 @@ docs[ContinuousBernoulli.log_prob] = "cb:log_prob(value) -> -BCE(logits, value) 
 docs[ContinuousBernoulli.cdf] = "cb:cdf(value) -> (p^x (1-p)^(1-x) + p - 1) / (2p - 1), clamped to [0, 1] outside."
 docs[ContinuousBernoulli.icdf] = "cb:icdf(u) -> (log1p(-p + u (2p - 1)) - log1p(-p)) / (log p - log1p(-p))."
 docs[ContinuousBernoulli.entropy] = "cb:entropy() -> mean (log(1-p) - log p) - log normalizer - log(1-p)."
+
+doc_class(StickBreakingTransform, "pt.distributions.StickBreakingTransform([{cache_size=}]) -> maps R^K onto the\n"
+  .. "  (K+1)-simplex by stick breaking, as torch's (event_dim 1; forward_shape adds one to the last size).")
+doc_class(LogisticNormal, "pt.distributions.LogisticNormal(loc, scale[, {validate_args=}]) -> the logistic-normal\n"
+  .. "  distribution on the simplex, as torch.distributions.LogisticNormal: a Normal(loc, scale) over the last\n"
+  .. "  dim (K) through StickBreakingTransform, so draws have K + 1 entries. Properties loc, scale.")
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
