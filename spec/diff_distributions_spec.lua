@@ -819,3 +819,32 @@ describe("LogisticNormal and StickBreakingTransform as torch 1.13", function()
       function() return D.LogisticNormal(pt.zeros {3}, 1):log_prob(f32 {0.5, 0.5, 0.5, 0.5}) end)
   end)
 end)
+
+describe("LowRankMultivariateNormal as torch 1.13", function()
+  it("log_prob and gradients, entropy, precision, samples", function()
+    local l = f64 {{0.5, -1, 2}, {0, 0, 1}}
+    local w = f64 {{1, 0.5}, {0.3, -0.2}, {0, 2}}
+    local dg = f64 {1.5, 0.5, 2}
+    for _, t in ipairs {l, w, dg} do t.requires_grad = true end
+    local d = D.LowRankMultivariateNormal(l, w, dg)
+    local lp = d:log_prob(f64 {{{0.1, 0.2, 0.3}, {1, -1, 0.5}}})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {{-5.1429482452395865, -5.23797345532362}}, 1e-10)
+    close(l.grad, {{-0.24212885154061625, 1.9081232492997198, -0.11577030812324929}, {0.6246498599439776, -1.988795518207283, -0.3200280112044818}}, 1e-10)
+    close(w.grad, {{-0.7661213881631085, 0.062417537995590466}, {-0.10891333788417346, -1.248955613617996}, {0.024504440207455597, -0.5581372188090924}}, 1e-10)
+    close(dg.grad, {-0.18119532675815414, 2.0614262960085994, -0.1317255082425126}, 1e-10)
+    close(d:entropy(), {5.35124376344687, 5.35124376344687}, 1e-10)
+    close(d.precision_matrix:select(1, 1), {{0.4056022408963585, -0.17927170868347345, -0.07955182072829131},
+      {-0.17927170868347345, 1.7366946778711485, 0.14565826330532214}, {-0.07955182072829131, 0.14565826330532214, 0.1896358543417367}}, 1e-10)
+    -- agrees with the full MultivariateNormal of the same covariance
+    local full = D.MultivariateNormal(l:detach(), d.covariance_matrix:detach())
+    close(d:log_prob(f64 {0.3, 0.1, -0.2}), full:log_prob(f64 {0.3, 0.1, -0.2}), 1e-10)
+    pt.manual_seed(3)
+    local x = D.LowRankMultivariateNormal(l:detach()[1], w:detach(), dg:detach()):sample({50000})
+    local xc = x - x:mean(1, true)
+    close(pt.matmul(xc:t(), xc) / 49999, d.covariance_matrix:detach()[1], 0.05)
+    support.assert_error("LowRankMultivariateNormal: cov_factor must be a batch of 3 x m matrices (loc's last dim is 3), got shape {2,2}",
+      D.LowRankMultivariateNormal, pt.zeros {3}, pt.ones {2, 2}, pt.ones {3})
+  end)
+end)

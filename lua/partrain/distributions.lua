@@ -2492,6 +2492,133 @@ function MultivariateNormal:entropy()
   return H:expand(self.batch_shape)
 end
 
+-- ------------------------------------------------------------------ LowRankMultivariateNormal
+
+local function batch_mv(m, v) return pt.matmul(m, v:unsqueeze(-1)):squeeze(-1) end
+
+-- the identity plus W^T D^-1 W, factored (torch's _batch_capacitance_tril)
+local function capacitance_tril(W, Dg)
+  local m = W:size(-1)
+  local Wt_Dinv = W.mT / Dg:unsqueeze(-2)
+  local K = pt.matmul(Wt_Dinv, W) + pt.eye(m, {dtype = W:dtype()})
+  return pt.linalg.cholesky(K)
+end
+
+local function lowrank_logdet(Dg, cap)
+  return 2 * cap:diagonal(0, -2, -1):log():sum(-1) + Dg:log():sum(-1)
+end
+
+local function lowrank_mahalanobis(W, Dg, x, cap)
+  local Wt_Dinv = W.mT / Dg:unsqueeze(-2)
+  local Wt_Dinv_x = batch_mv(Wt_Dinv, x)
+  return (x:pow(2) / Dg):sum(-1) - batch_mahalanobis(cap, Wt_Dinv_x)
+end
+
+local LowRankMultivariateNormal = class("LowRankMultivariateNormal", Distribution, true)
+LowRankMultivariateNormal.has_rsample = true
+LowRankMultivariateNormal._params = {loc = 1, cov_factor = 2, cov_diag = 1}
+LowRankMultivariateNormal._arg_names = {"loc", "cov_factor", "cov_diag"}
+LowRankMultivariateNormal._support_c = C.real_vector
+
+function LowRankMultivariateNormal._new(...)
+  local cname = "LowRankMultivariateNormal"
+  local vals, validate = parse(cname, {"loc", "cov_factor", "cov_diag"}, ...)
+  local loc = tensor_arg(cname, "loc", vals.loc, 1)
+  local W = tensor_arg(cname, "cov_factor", vals.cov_factor, 2)
+  local Dg = tensor_arg(cname, "cov_diag", vals.cov_diag, 1)
+  local n = loc:size(-1)
+  if W:size(-2) ~= n then
+    fail(string.format("%s: cov_factor must be a batch of %d x m matrices (loc's last dim is %d), got shape %s", cname,
+      n, n, shape_str(W:size())))
+  end
+  if Dg:size(-1) ~= n then
+    fail(string.format("%s: cov_diag must be a batch of vectors of size %d, got shape %s", cname, n, shape_str(Dg:size())))
+  end
+  local ls, ws, ds = loc:size(), W:size(), Dg:size()
+  local shape = broadcast_shapes(concat(ls, {1}), ws)
+  shape = shape and broadcast_shapes(shape, concat(ds, {1}))
+  if not shape then
+    fail(string.format("%s: the batch shapes of loc %s, cov_factor %s and cov_diag %s do not broadcast", cname,
+      shape_str(ls), shape_str(ws), shape_str(ds)))
+  end
+  local vshape = slice(shape, 1, #shape - 1)
+  local self = setmetatable({}, LowRankMultivariateNormal)
+  rawset(self, "loc", loc:expand(vshape))
+  rawset(self, "cov_factor", W:expand(shape))
+  rawset(self, "cov_diag", Dg:expand(vshape))
+  rawset(self, "_unbroadcasted_cov_factor", W)
+  rawset(self, "_unbroadcasted_cov_diag", Dg)
+  base_init(self, slice(vshape, 1, #vshape - 1), {n}, validate, loc:dtype())
+  if validating(self) then
+    check_param(cname, "loc", self.loc, C.real_vector)
+    check_param(cname, "cov_factor", self.cov_factor, C.independent(C.real, 2))
+    check_param(cname, "cov_diag", self.cov_diag, C.independent(C.positive, 1))
+  end
+  rawset(self, "_capacitance_tril", capacitance_tril(W, Dg))
+  return self
+end
+
+function LowRankMultivariateNormal:_expand_into(new, batch_shape)
+  local n, m = self.event_shape[1], self._unbroadcasted_cov_factor:size(-1)
+  rawset(new, "loc", self.loc:expand(concat(batch_shape, {n})))
+  rawset(new, "cov_diag", self.cov_diag:expand(concat(batch_shape, {n})))
+  rawset(new, "cov_factor", self.cov_factor:expand(concat(batch_shape, {n, m})))
+end
+
+local function lowrank_matrix_shape(self) return concat(self.batch_shape, self.event_shape, self.event_shape) end
+
+LowRankMultivariateNormal._props.mean = function(self) return self.loc end
+LowRankMultivariateNormal._props.mode = function(self) return self.loc end
+LowRankMultivariateNormal._props.variance = function(self)
+  return (self._unbroadcasted_cov_factor:pow(2):sum(-1) + self._unbroadcasted_cov_diag)
+    :expand(concat(self.batch_shape, self.event_shape))
+end
+LowRankMultivariateNormal._props.scale_tril = lazy("scale_tril", function(self)
+  local W, Dg = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+  local n = self.event_shape[1]
+  local dsqrt = Dg:sqrt():unsqueeze(-1)
+  local Dinvsqrt_W = W / dsqrt
+  local K = pt.matmul(Dinvsqrt_W, Dinvsqrt_W.mT) + pt.eye(n, {dtype = W:dtype()})
+  return (dsqrt * pt.linalg.cholesky(K)):expand(lowrank_matrix_shape(self))
+end)
+LowRankMultivariateNormal._props.covariance_matrix = lazy("covariance_matrix", function(self)
+  local W, Dg = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+  return (pt.matmul(W, W.mT) + pt.diag_embed(Dg)):expand(lowrank_matrix_shape(self))
+end)
+LowRankMultivariateNormal._props.precision_matrix = lazy("precision_matrix", function(self)
+  local W, Dg = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+  local Wt_Dinv = W.mT / Dg:unsqueeze(-2)
+  local cap = self._capacitance_tril
+  local A = pt.linalg.solve_triangular(cap:expand(concat(slice(Wt_Dinv:size(), 1, Wt_Dinv:dim() - 2),
+    slice(cap:size(), cap:dim() - 1, cap:dim()))), Wt_Dinv, {upper = false})
+  return (pt.diag_embed(Dg:reciprocal()) - pt.matmul(A.mT, A)):expand(lowrank_matrix_shape(self))
+end)
+
+function LowRankMultivariateNormal:rsample(sample_shape)
+  local shape = self:_extended_shape(draw(self, sample_shape, "rsample"))
+  local W, Dg = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+  local w_shape = concat(slice(shape, 1, #shape - 1), {W:size(-1)})
+  local eps_W = pt.randn(w_shape, {dtype = self._dt})
+  local eps_D = pt.randn(shape, {dtype = self._dt})
+  return self.loc + batch_mv(W, eps_W) + Dg:sqrt() * eps_D
+end
+
+function LowRankMultivariateNormal:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local W, Dg = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+  local diff = value - self.loc
+  local M = lowrank_mahalanobis(W, Dg, diff, self._capacitance_tril)
+  local log_det = lowrank_logdet(Dg, self._capacitance_tril)
+  return -0.5 * (self.event_shape[1] * LOG_2PI + log_det + M)
+end
+
+function LowRankMultivariateNormal:entropy()
+  local log_det = lowrank_logdet(self._unbroadcasted_cov_diag, self._capacitance_tril)
+  local H = 0.5 * (self.event_shape[1] * (1.0 + LOG_2PI) + log_det)
+  if #self.batch_shape == 0 then return H end
+  return H:expand(self.batch_shape)
+end
+
 -- ------------------------------------------------------------------ Independent
 
 local Independent = class("Independent", Distribution, true)
@@ -3738,7 +3865,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
   .. "  ComposeTransform, StickBreakingTransform), VonMises, Kumaraswamy, FisherSnedecor, ContinuousBernoulli,\n"
-  .. "  LogisticNormal;\n"
+  .. "  LogisticNormal, LowRankMultivariateNormal;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -3981,6 +4108,14 @@ doc_class(StickBreakingTransform, "pt.distributions.StickBreakingTransform([{cac
 doc_class(LogisticNormal, "pt.distributions.LogisticNormal(loc, scale[, {validate_args=}]) -> the logistic-normal\n"
   .. "  distribution on the simplex, as torch.distributions.LogisticNormal: a Normal(loc, scale) over the last\n"
   .. "  dim (K) through StickBreakingTransform, so draws have K + 1 entries. Properties loc, scale.")
+
+doc_class(LowRankMultivariateNormal, "pt.distributions.LowRankMultivariateNormal(loc, cov_factor, cov_diag\n"
+  .. "  [, {validate_args=}]) -> N(loc, W W^T + diag(D)) with W = cov_factor (n x m) and D = cov_diag > 0, as\n"
+  .. "  torch.distributions.LowRankMultivariateNormal (log_prob and entropy through the m x m capacitance).\n"
+  .. "  Properties covariance_matrix, precision_matrix, scale_tril, mean = mode = loc, variance.")
+docs[LowRankMultivariateNormal.rsample] = "lowrank:rsample([sample_shape]) -> loc + W eps_W + sqrt(D) eps_D."
+docs[LowRankMultivariateNormal.log_prob] = "lowrank:log_prob(value) -> -(n log 2 pi + log det + Mahalanobis) / 2 by the Woodbury identity."
+docs[LowRankMultivariateNormal.entropy] = "lowrank:entropy() -> (n (1 + log 2 pi) + log det(W W^T + D)) / 2."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
