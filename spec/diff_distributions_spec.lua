@@ -848,3 +848,20 @@ describe("LowRankMultivariateNormal as torch 1.13", function()
       D.LowRankMultivariateNormal, pt.zeros {3}, pt.ones {2, 2}, pt.ones {3})
   end)
 end)
+
+describe("kl_divergence with LowRankMultivariateNormal as torch 1.13", function()
+  it("low rank || low rank, full || low rank, low rank || full", function()
+    local l = f64 {{0.5, -1, 2}, {0, 0, 1}}
+    local w = f64 {{1, 0.5}, {0.3, -0.2}, {0, 2}}
+    local d = f64 {1.5, 0.5, 2}
+    local P = D.LowRankMultivariateNormal(l, w, d)
+    local Q = D.LowRankMultivariateNormal(l * 0.5, w * 0.7 + 0.1, d + 0.3)
+    local M = D.MultivariateNormal(l * 0.3, f64 {{2, 0.3, 0.1}, {0.3, 1, 0.2}, {0.1, 0.2, 1.5}})
+    -- values from torch 1.13
+    close(D.kl_divergence(P, Q), {0.32656184136500355, 0.10071522396282262}, 1e-10)
+    close(D.kl_divergence(M, Q), {0.2995917104361083, 0.26345625165175934}, 1e-10)
+    close(D.kl_divergence(P, M), {2.167597229254514, 1.2080798270298994}, 1e-10)
+    support.assert_error("kl_divergence: (low rank) multivariate normals p and q have different event shapes {3} and {2}",
+      D.kl_divergence, P, D.MultivariateNormal(pt.zeros({2}, {dtype = "float64"}), pt.eye(2, {dtype = "float64"})))
+  end)
+end)

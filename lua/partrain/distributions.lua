@@ -3745,6 +3745,64 @@ end
 
 M.register_kl(Pareto, Pareto, kl_pareto_pareto)
 
+-- L^-1 B with L's and B's batch dims broadcast
+local function tri_solve(L, B)
+  local ls, bs = L:size(), B:size()
+  local batch = broadcast_shapes(slice(ls, 1, #ls - 2), slice(bs, 1, #bs - 2))
+  return pt.linalg.solve_triangular(L:expand(concat(batch, slice(ls, #ls - 1, #ls))),
+    B:expand(concat(batch, slice(bs, #bs - 1, #bs))), {upper = false})
+end
+
+local function trace_XXT(X) return X:pow(2):sum({-2, -1}) end
+
+local function same_events(p, q)
+  if not same_shape(p.event_shape, q.event_shape) then
+    fail(string.format("kl_divergence: (low rank) multivariate normals p and q have different event shapes %s and %s",
+      shape_str(p.event_shape), shape_str(q.event_shape)))
+  end
+end
+
+local function kl_lowrank_lowrank(p, q)
+  same_events(p, q)
+  local qW, qD, qC = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+  local pW, pD = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+  local term1 = lowrank_logdet(qD, qC) - lowrank_logdet(pD, p._capacitance_tril)
+  local term3 = lowrank_mahalanobis(qW, qD, q.loc - p.loc, qC)
+  local A = tri_solve(qC, qW.mT / qD:unsqueeze(-2))
+  local term21 = (pD / qD):sum(-1)
+  local term22 = trace_XXT(pW * qD:rsqrt():unsqueeze(-1))
+  local term23 = trace_XXT(A * pD:sqrt():unsqueeze(-2))
+  local term24 = trace_XXT(pt.matmul(A, pW))
+  return 0.5 * (term1 + (term21 + term22 - term23 - term24) + term3 - p.event_shape[1])
+end
+
+local function kl_mvn_lowrank(p, q)
+  same_events(p, q)
+  local qW, qD, qC = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+  local pL = p._unbroadcasted_scale_tril
+  local term1 = lowrank_logdet(qD, qC) - 2 * pL:diagonal(0, -2, -1):log():sum(-1)
+  local term3 = lowrank_mahalanobis(qW, qD, q.loc - p.loc, qC)
+  local A = tri_solve(qC, qW.mT / qD:unsqueeze(-2))
+  local term21 = trace_XXT(pL * qD:rsqrt():unsqueeze(-1))
+  local term22 = trace_XXT(pt.matmul(A, pL))
+  return 0.5 * (term1 + (term21 - term22) + term3 - p.event_shape[1])
+end
+
+local function kl_lowrank_mvn(p, q)
+  same_events(p, q)
+  local pW, pD = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+  local qL = q._unbroadcasted_scale_tril
+  local term1 = 2 * qL:diagonal(0, -2, -1):log():sum(-1) - lowrank_logdet(pD, p._capacitance_tril)
+  local term3 = batch_mahalanobis(qL, q.loc - p.loc)
+  local term21 = trace_XXT(tri_solve(qL, pW))
+  local term22 = trace_XXT(tri_solve(qL, pt.diag_embed(pD:sqrt())))
+  return 0.5 * (term1 + (term21 + term22) + term3 - p.event_shape[1])
+end
+
+M.register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal, kl_lowrank_lowrank)
+M.register_kl(MultivariateNormal, LowRankMultivariateNormal, kl_mvn_lowrank)
+M.register_kl(LowRankMultivariateNormal, MultivariateNormal, kl_lowrank_mvn)
+
 local function kl_cb_cb(p, q)
   local t1 = p.mean * (p.logits - q.logits)
   local t2 = p:_cont_bern_log_norm() + (-p.probs):log1p()
