@@ -865,3 +865,27 @@ describe("kl_divergence with LowRankMultivariateNormal as torch 1.13", function(
       D.kl_divergence, P, D.MultivariateNormal(pt.zeros({2}, {dtype = "float64"}), pt.eye(2, {dtype = "float64"})))
   end)
 end)
+
+describe("LKJCholesky as torch 1.13", function()
+  it("log_prob and gradient, samples, validation", function()
+    local k = f64 {0.5, 1, 3}
+    k.requires_grad = true
+    local lp = D.LKJCholesky(3, k):log_prob(f64 {{1, 0, 0}, {0.6, 0.8, 0}, {0, 0.6, 0.8}})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-2.307880695655081, -1.8194561424530646, -2.035988635052897}, 1e-10)
+    close(k.grad, {1.721131433623269, 0.49372015586305174, -0.4062798441369484}, 1e-10)
+    pt.manual_seed(1)
+    local d = D.LKJCholesky(3, 2)
+    local L = d:sample({20000})
+    assert.are.same({20000, 3, 3}, L:size())
+    local Cm = pt.matmul(L, L.mT)
+    close(Cm:diagonal(0, -2, -1), pt.ones {20000, 3}, 1e-5)
+    -- the off-diagonal correlation's variance (torch 1.13 draws: 0.1675)
+    close(Cm:select(-1, 1):select(-1, 2):var(), 0.1675, 0.02)
+    assert.is_true(d:log_prob(L):isfinite():all():item())
+    support.assert_error("LKJCholesky: dim must be at least 2, got 1", D.LKJCholesky, 1)
+    support.assert_error("LKJCholesky.log_prob: value is outside the support (the lower Cholesky factor of a correlation matrix (unit rows))",
+      function() return D.LKJCholesky(2):log_prob(f32 {{1, 0}, {0.5, 0.5}}) end)
+  end)
+end)

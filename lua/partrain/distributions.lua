@@ -2619,6 +2619,83 @@ function LowRankMultivariateNormal:entropy()
   return H:expand(self.batch_shape)
 end
 
+-- ------------------------------------------------------------------ LKJCholesky
+
+-- torch's corr_cholesky: lower triangular, positive diagonal, rows of unit norm
+local CORR_CHOLESKY = {desc = "the lower Cholesky factor of a correlation matrix (unit rows)", event_dim = 2,
+  check = function(v)
+    local n = v:size(-1)
+    local tol = finfo(v:dtype()).eps * n * 10
+    local row_norm = v:detach():pow(2):sum(-1):sqrt()
+    local unit = (row_norm - 1):abs():le(tol):all(-1)
+    return C.lower_cholesky.check(v) & unit
+  end}
+
+local LKJCholesky = class("LKJCholesky", Distribution, true)
+LKJCholesky._params = {concentration = 0}
+LKJCholesky._arg_names = {"concentration"}
+LKJCholesky._support_c = CORR_CHOLESKY
+
+function LKJCholesky._new(...)
+  local cname = "LKJCholesky"
+  local vals, validate = parse(cname, {"dim", "concentration"}, ...)
+  local dim = vals.dim
+  if math.type(dim) ~= "integer" and not (type(dim) == "number" and math.tointeger(dim)) then
+    fail(cname .. ": dim must be an integer, got " .. tostring(dim))
+  end
+  dim = math.tointeger(dim)
+  if dim < 2 then fail(string.format("%s: dim must be at least 2, got %d", cname, dim)) end
+  if vals.concentration == nil then vals.concentration = 1.0 end
+  local self = elementwise_new(LKJCholesky, cname, {"concentration"}, {C.positive}, {concentration = vals.concentration},
+    validate)
+  rawset(self, "dim", dim)
+  rawset(self, "event_shape", {dim, dim})
+  return self
+end
+
+-- the Beta of the onion method's radii (torch's self._beta)
+function LKJCholesky:_beta()
+  local c, dim = self.concentration, self.dim
+  local marginal = c + 0.5 * (dim - 2)
+  local offset = pt.cat({pt.zeros({1}, {dtype = self._dt}), pt.arange(0, dim - 1, {dtype = self._dt})})
+  return Beta(offset + 0.5, marginal:unsqueeze(-1) - 0.5 * offset, {validate_args = false})
+end
+
+function LKJCholesky:_expand_into(new, batch_shape)
+  rawset(new, "concentration", self.concentration:expand(batch_shape))
+end
+
+function LKJCholesky:sample(sample_shape)
+  sample_shape = draw(self, sample_shape, "sample")
+  return pt.no_grad(function()
+    local y = self:_beta():sample(sample_shape):unsqueeze(-1)
+    local u_normal = pt.randn(self:_extended_shape(sample_shape), {dtype = y:dtype()}):tril(-1)
+    local u = u_normal / u_normal:pow(2):sum(-1, true):sqrt()
+    -- the first row is 0 / 0: zero it
+    local first_row = pt.arange(1, self.dim + 1):eq(1):unsqueeze(-1)
+    u = pt.where(first_row, 0, u)
+    local w = y:sqrt() * u
+    local tiny = finfo(w:dtype()).tiny
+    local diag = (1 - w:pow(2):sum(-1)):clamp_min(tiny):sqrt()
+    return w + pt.diag_embed(diag)
+  end)
+end
+
+function LKJCholesky:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local dim = self.dim
+  local diag = value:diagonal(0, -1, -2):narrow(-1, 2, dim - 1)
+  local order = pt.arange(2, dim + 1, {dtype = self._dt})
+  order = 2 * (self.concentration - 1):unsqueeze(-1) + dim - order
+  local unnormalized = (order * diag:log()):sum(-1)
+  local dm1 = dim - 1
+  local alpha = self.concentration + 0.5 * dm1
+  local denominator = alpha:lgamma() * dm1
+  local numerator = pt.mvlgamma(alpha - 0.5, dm1)
+  local pi_constant = 0.5 * dm1 * math.log(math.pi)
+  return unnormalized - (pi_constant + numerator - denominator)
+end
+
 -- ------------------------------------------------------------------ Independent
 
 local Independent = class("Independent", Distribution, true)
@@ -3923,7 +4000,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
   .. "  ComposeTransform, StickBreakingTransform), VonMises, Kumaraswamy, FisherSnedecor, ContinuousBernoulli,\n"
-  .. "  LogisticNormal, LowRankMultivariateNormal;\n"
+  .. "  LogisticNormal, LowRankMultivariateNormal, LKJCholesky;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -4174,6 +4251,12 @@ doc_class(LowRankMultivariateNormal, "pt.distributions.LowRankMultivariateNormal
 docs[LowRankMultivariateNormal.rsample] = "lowrank:rsample([sample_shape]) -> loc + W eps_W + sqrt(D) eps_D."
 docs[LowRankMultivariateNormal.log_prob] = "lowrank:log_prob(value) -> -(n log 2 pi + log det + Mahalanobis) / 2 by the Woodbury identity."
 docs[LowRankMultivariateNormal.entropy] = "lowrank:entropy() -> (n (1 + log 2 pi) + log det(W W^T + D)) / 2."
+
+doc_class(LKJCholesky, "pt.distributions.LKJCholesky(dim[, concentration=1][, {validate_args=}]) -> the LKJ\n"
+  .. "  distribution over lower Cholesky factors of dim x dim correlation matrices, as\n"
+  .. "  torch.distributions.LKJCholesky (sampling by the onion method).")
+docs[LKJCholesky.sample] = "lkj:sample([sample_shape]) -> Cholesky factors (lower triangular, unit rows), shape sample .. batch .. {dim, dim}."
+docs[LKJCholesky.log_prob] = "lkj:log_prob(value) -> sum_i (2 (concentration - 1) + dim - i) log L_ii - the log normalizer."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
