@@ -889,3 +889,15 @@ describe("LKJCholesky as torch 1.13", function()
       function() return D.LKJCholesky(2):log_prob(f32 {{1, 0}, {0.5, 0.5}}) end)
   end)
 end)
+
+describe("Distribution.support as torch 1.13's d.support", function()
+  it("is a constraint whose check gives a bool tensor", function()
+    -- torch 1.13: Beta(1, 2).support.check([0.5, 1.5]) = [True, False];
+    -- Uniform(0, [1, 2]).support.check([1.5, 1.5]) = [False, True]
+    assert.are.same({true, false}, D.Beta(1, 2).support.check(f32 {0.5, 1.5}):tolist())
+    assert.are.same({false, true}, D.Uniform(0, f32 {1, 2}).support.check(f32 {1.5, 1.5}):tolist())
+    assert.are.equal(1, D.Dirichlet(pt.ones {3}).support.event_dim)
+    -- Categorical's support is 1-based here
+    assert.are.same({false, true, true, false}, D.Categorical(pt.ones {3}).support.check(f32 {0, 1, 3, 4}):tolist())
+  end)
+end)

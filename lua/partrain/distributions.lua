@@ -491,6 +491,9 @@ Distribution._props.mean = function(self) not_implemented(self, "mean") end
 Distribution._props.mode = function(self) not_implemented(self, "mode") end
 Distribution._props.variance = function(self) not_implemented(self, "variance") end
 Distribution._props.stddev = function(self) return self.variance:sqrt() end
+-- torch's d.support: a constraint, {desc = words, event_dim = dims one check covers,
+-- check = function(value) -> bool tensor}
+Distribution._props.support = function(self) return self:_support() end
 
 local function is_distribution(x)
   if type(x) ~= "table" then return false end
@@ -4010,7 +4013,8 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
 
 docs[Distribution] = "pt.distributions.Distribution: the base class of the distributions (torch.distributions.Distribution).\n"
   .. "  Fields: d.batch_shape, d.event_shape (tables of sizes), d.has_rsample, d.has_enumerate_support.\n"
-  .. "  Properties, computed on access: d.mean, d.mode, d.variance, d.stddev (sqrt of the variance)\n"
+  .. "  Properties, computed on access: d.mean, d.mode, d.variance, d.stddev (sqrt of the variance),\n"
+  .. "  d.support (a constraint: support.check(value) -> bool tensor, support.desc, support.event_dim)\n"
   .. "  and the parameters each class derives (e.g. Bernoulli's probs and logits).\n"
   .. "  Methods: sample, rsample, log_prob, cdf, icdf, entropy, perplexity, enumerate_support, expand.\n"
   .. "  A draw's shape is sample_shape .. batch_shape .. event_shape; log_prob(value) has value's\n"
