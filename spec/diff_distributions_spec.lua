@@ -901,3 +901,32 @@ describe("Distribution.support as torch 1.13's d.support", function()
     assert.are.same({false, true, true, false}, D.Categorical(pt.ones {3}).support.check(f32 {0, 1, 3, 4}):tolist())
   end)
 end)
+
+describe("Wishart as torch 1.13", function()
+  it("log_prob and gradients, entropy, mode, Bartlett samples", function()
+    local df, m = f64 {2.5, 5}, f64 {{2, 0.5}, {0.5, 1}}
+    df.requires_grad, m.requires_grad = true, true
+    local d = D.Wishart(df, m)
+    local lp = d:log_prob(f64 {{{3, 0.2}, {0.2, 2}}, {{1, -0.3}, {-0.3, 0.5}}})
+    lp:sum():backward()
+    -- values from torch 1.13
+    close(lp, {-5.4988865073797815, -7.270564162462543}, 1e-10)
+    close(df.grad, {0.5762373725923413, -1.9817246220414035}, 1e-10)
+    close(m.grad, {{-1.3714285714285712, 0.2999999999999998}, {0.2999999999999999, -2.457142857142857}}, 1e-10)
+    d = D.Wishart(f64 {2.5, 5}, f64 {{2, 0.5}, {0.5, 1}})
+    close(d:entropy(), {5.7679106782264675, 7.649972061236879}, 1e-10)
+    close(d.mode, {{{nan, nan}, {nan, nan}}, {{4, 1}, {1, 2}}})
+    pt.manual_seed(2)
+    local V = f64 {{2, 0.5}, {0.5, 1}}
+    local w = D.Wishart(f64 {3.5, 6}, V)
+    local W = w:sample({40000})
+    assert.are.same({40000, 2, 2, 2}, W:size())
+    close(W:mean(1), w.mean, 0.02)
+    -- reparameterized in df: d E[sum W] / d df = sum V
+    local dfr = f64(4)
+    dfr.requires_grad = true
+    D.Wishart(dfr, V):rsample({20000}):mean(1):sum():backward()
+    close(dfr.grad, 4, 0.02)
+    support.assert_error("Wishart: df must be greater than ndim - 1 = 2, got 0.5", D.Wishart, 0.5, pt.eye(3))
+  end)
+end)

@@ -2622,6 +2622,141 @@ function LowRankMultivariateNormal:entropy()
   return H:expand(self.batch_shape)
 end
 
+-- ------------------------------------------------------------------ Wishart
+
+local Wishart = class("Wishart", Distribution, true)
+Wishart.has_rsample = true
+Wishart._arg_names = {"df", "covariance_matrix", "precision_matrix", "scale_tril"}
+Wishart._support_c = C.positive_definite
+
+function Wishart._new(...)
+  local cname = "Wishart"
+  local vals, validate = parse(cname, {"df", "covariance_matrix", "precision_matrix", "scale_tril"}, ...)
+  local given = {}
+  for _, k in ipairs {"covariance_matrix", "precision_matrix", "scale_tril"} do
+    if vals[k] ~= nil then given[#given + 1] = k end
+  end
+  if #given ~= 1 then
+    fail(string.format("%s: exactly one of covariance_matrix, precision_matrix or scale_tril must be given, got %s",
+      cname, #given == 0 and "none" or table.concat(given, " and ")))
+  end
+  local key = given[1]
+  local mat = tensor_arg(cname, key, vals[key], 2)
+  local ms = mat:size()
+  if ms[#ms] ~= ms[#ms - 1] then
+    fail(string.format("%s: %s must hold square matrices, got shape %s", cname, key, shape_str(ms)))
+  end
+  local p = ms[#ms]
+  local df = vals.df
+  local batch
+  if type(df) == "number" then
+    batch = slice(ms, 1, #ms - 2)
+    df = pt.tensor(df, {dtype = mat:dtype()})
+  elseif is_tensor(df) then
+    batch = broadcast_shapes(slice(ms, 1, #ms - 2), df:size())
+    if not batch then
+      fail(string.format("%s: df of shape %s does not broadcast with the batch shape %s of %s", cname,
+        shape_str(df:size()), shape_str(slice(ms, 1, #ms - 2)), key))
+    end
+    df = df:expand(batch)
+  else
+    fail(cname .. ": df must be a number or a Tensor, got " .. typename(df))
+  end
+  if df:le(p - 1):any():item() then
+    fail(string.format("%s: df must be greater than ndim - 1 = %d, got %s", cname, p - 1,
+      num(df:min():item())))
+  end
+  local self = setmetatable({df = df}, Wishart)
+  rawset(self, key, mat:expand(concat(batch, {p, p})))
+  base_init(self, batch, {p, p}, validate, mat:dtype())
+  if validating(self) then
+    check_param(cname, key, rawget(self, key), key == "scale_tril" and C.lower_cholesky or C.positive_definite)
+  end
+  local L
+  if key == "scale_tril" then L = mat
+  elseif key == "covariance_matrix" then L = pt.linalg.cholesky(mat)
+  else L = precision_to_scale_tril(mat) end
+  rawset(self, "_unbroadcasted_scale_tril", L)
+  return self
+end
+
+function Wishart:_expand_into(new, batch_shape)
+  local p = self.event_shape[1]
+  rawset(new, "df", self.df:expand(batch_shape))
+  for _, k in ipairs {"covariance_matrix", "precision_matrix", "scale_tril"} do
+    local v = rawget(self, k)
+    if v ~= nil then rawset(new, k, v:expand(concat(batch_shape, {p, p}))) end
+  end
+end
+
+local function wishart_matrix_shape(self) return concat(self.batch_shape, self.event_shape) end
+
+Wishart._props.scale_tril = lazy("scale_tril", function(self)
+  return self._unbroadcasted_scale_tril:expand(wishart_matrix_shape(self))
+end)
+Wishart._props.covariance_matrix = lazy("covariance_matrix", function(self)
+  local L = self._unbroadcasted_scale_tril
+  return pt.matmul(L, L.mT):expand(wishart_matrix_shape(self))
+end)
+Wishart._props.precision_matrix = lazy("precision_matrix", function(self)
+  local L = self._unbroadcasted_scale_tril
+  local Linv = pt.linalg.solve_triangular(L, pt.eye(L:size(-1), {dtype = L:dtype()}):expand(L:size()), {upper = false})
+  return pt.matmul(Linv.mT, Linv):expand(wishart_matrix_shape(self))
+end)
+
+local function df_matrix(self) return self.df:reshape(concat(self.batch_shape, {1, 1})) end
+
+Wishart._props.mean = function(self) return df_matrix(self) * self.covariance_matrix end
+Wishart._props.mode = function(self)
+  local factor = self.df - self.event_shape[1] - 1
+  factor = pt.where(factor:le(0), nan, factor)
+  return factor:reshape(concat(self.batch_shape, {1, 1})) * self.covariance_matrix
+end
+Wishart._props.variance = function(self)
+  local V = self.covariance_matrix
+  local d = V:diagonal(0, -2, -1)
+  return df_matrix(self) * (V:pow(2) + d:unsqueeze(-1) * d:unsqueeze(-2))
+end
+
+-- Bartlett's decomposition: L A A^T L^T with sqrt(chi2) on A's diagonal and normals below it
+function Wishart:rsample(sample_shape)
+  sample_shape = draw(self, sample_shape, "rsample")
+  local p = self.event_shape[1]
+  local dtype = self._dt
+  local chi2_df = self.df:unsqueeze(-1) - pt.arange(0, p, {dtype = dtype}):expand(concat(self.batch_shape, {p}))
+  local chi2 = Gamma(0.5 * chi2_df, pt.full(chi2_df:size(), 0.5, {dtype = dtype}), {validate_args = false})
+  local diag = chi2:rsample(sample_shape):sqrt()
+  local eps = finfo(dtype).eps
+  diag = pt.where(diag:ge(eps), diag, eps)
+  local lower = pt.randn(concat(sample_shape, self.batch_shape, {p, p}), {dtype = dtype}):tril(-1)
+  local A = pt.diag_embed(diag) + lower
+  local chol = pt.matmul(self._unbroadcasted_scale_tril, A)
+  return pt.matmul(chol, chol.mT)
+end
+
+local LOG_2 = math.log(2)
+
+local function mvdigamma(x, p)
+  return (x:unsqueeze(-1) - pt.arange(0, p, {dtype = x:dtype()}) / 2):digamma():sum(-1)
+end
+
+function Wishart:log_prob(value)
+  value = self:_value(value, "log_prob")
+  local nu, p = self.df, self.event_shape[1]
+  local L = self._unbroadcasted_scale_tril
+  local _, logabsdet = pt.linalg.slogdet(value)
+  local trace = pt.cholesky_solve(value, L):diagonal(0, -2, -1):sum(-1)
+  return -nu * (p * LOG_2 / 2 + L:diagonal(0, -2, -1):log():sum(-1)) - pt.mvlgamma(nu / 2, p) +
+    (nu - p - 1) / 2 * logabsdet - trace / 2
+end
+
+function Wishart:entropy()
+  local nu, p = self.df, self.event_shape[1]
+  local L = self._unbroadcasted_scale_tril
+  return (p + 1) * (p * LOG_2 / 2 + L:diagonal(0, -2, -1):log():sum(-1)) + pt.mvlgamma(nu / 2, p) -
+    (nu - p - 1) / 2 * mvdigamma(nu / 2, p) + nu * p / 2
+end
+
 -- ------------------------------------------------------------------ LKJCholesky
 
 -- torch's corr_cholesky: lower triangular, positive diagonal, rows of unit norm
@@ -4003,7 +4138,7 @@ docs[M] = "pt.distributions: probability distributions as torch.distributions (t
   .. "  Chi2, NegativeBinomial, Pareto, Weibull, HalfCauchy, TransformedDistribution (with ExpTransform,\n"
   .. "  AffineTransform, TanhTransform, SigmoidTransform, SoftplusTransform, PowerTransform, AbsTransform,\n"
   .. "  ComposeTransform, StickBreakingTransform), VonMises, Kumaraswamy, FisherSnedecor, ContinuousBernoulli,\n"
-  .. "  LogisticNormal, LowRankMultivariateNormal, LKJCholesky;\n"
+  .. "  LogisticNormal, LowRankMultivariateNormal, LKJCholesky, Wishart;\n"
   .. "  kl_divergence(p, q).\n"
   .. "  Construct with positional parameters and/or a table of named ones: Normal(0, 1),\n"
   .. "  Bernoulli{logits = t}, MultivariateNormal(loc, {scale_tril = L}), Normal(loc, scale, {validate_args = false}).\n"
@@ -4261,6 +4396,13 @@ doc_class(LKJCholesky, "pt.distributions.LKJCholesky(dim[, concentration=1][, {v
   .. "  torch.distributions.LKJCholesky (sampling by the onion method).")
 docs[LKJCholesky.sample] = "lkj:sample([sample_shape]) -> Cholesky factors (lower triangular, unit rows), shape sample .. batch .. {dim, dim}."
 docs[LKJCholesky.log_prob] = "lkj:log_prob(value) -> sum_i (2 (concentration - 1) + dim - i) log L_ii - the log normalizer."
+
+doc_class(Wishart, "pt.distributions.Wishart(df, covariance_matrix) or Wishart(df, {precision_matrix = P} or\n"
+  .. "  {scale_tril = L})[, {validate_args=}] -> the Wishart distribution over p x p positive definite matrices, as\n"
+  .. "  torch.distributions.Wishart. df > p - 1. mean df V, mode (df - p - 1) V (nan where df <= p + 1), variance.")
+docs[Wishart.rsample] = "wishart:rsample([sample_shape]) -> L A A^T L^T by Bartlett's decomposition (reparameterized in df and L)."
+docs[Wishart.log_prob] = "wishart:log_prob(value) -> the Wishart log density (slogdet and cholesky_solve, as torch's)."
+docs[Wishart.entropy] = "wishart:entropy() -> as torch's: (p+1)(p log 2 / 2 + log|L|) + mvlgamma(df/2) - (df-p-1)/2 mvdigamma(df/2) + df p / 2."
 
 doc_class(LogNormal, "pt.distributions.LogNormal(loc, scale[, {validate_args=}]) -> exp of N(loc, scale^2), as\n"
   .. "  torch.distributions.LogNormal (a Normal base_dist through exp). Fields: base_dist; properties loc, scale,\n"
