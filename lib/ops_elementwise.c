@@ -1605,6 +1605,25 @@ static pt_status unary_forward(pt_ctx *ctx, int op, pt_tensor *x, const double *
   return PT_OK;
 }
 
+/* d = 0 where the 0/1 derivative mask dx is 0 (both fresh, contiguous, one shape): relu and
+ * clamp select their gradient as torch's threshold/clamp backward do, so a NaN or inf gradient
+ * does not reach clamped elements through 0 * NaN */
+static void zero_where_zero(pt_tensor *d, const pt_tensor *dx) {
+  int64_t n = pt_tensor_numel(d);
+  if (d->dtype != dx->dtype || pt_tensor_numel(dx) != n || !pt_tensor_is_contiguous(d) ||
+      !pt_tensor_is_contiguous(dx))
+    return;
+  if (d->dtype == PT_FLOAT32) {
+    float *o = pt_tensor_data(d);
+    const float *m = pt_tensor_data(dx);
+    for (int64_t i = 0; i < n; i++) o[i] = m[i] == 0 ? 0.0f : o[i];
+  } else if (d->dtype == PT_FLOAT64) {
+    double *o = pt_tensor_data(d);
+    const double *m = pt_tensor_data(dx);
+    for (int64_t i = 0; i < n; i++) o[i] = m[i] == 0 ? 0.0 : o[i];
+  }
+}
+
 static pt_status unary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_tensor **gin) {
   int op = (int)node->ints[0];
   pt_tensor *x = node->inputs[0], *d = NULL;
@@ -1637,6 +1656,7 @@ static pt_status unary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
     pt_tensor *dx = NULL;
     if ((st = unary_forward(ctx, un_deriv[op], x, node->scalars, NULL, &dx))) return st;
     st = binary_forward(ctx, "mul", PT_BIN_MUL, T_(g), T_(dx), NULL, &d);
+    if (!st && (op == PT_UN_RELU || op == UN_CLAMP)) zero_where_zero(d, dx);
     pt_tensor_release(dx);
   }
   if (st) return st;
