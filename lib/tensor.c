@@ -461,7 +461,9 @@ void pt_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
   int64_t s = 1;
   for (int i = ndim - 1; i >= 0; i--) {
     stride[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    /* the product past the first dim is never used: not computed, as for a shape whose element
+     * count overflows (refused by the caller) it would overflow */
+    if (i > 0) s *= shape[i] > 0 ? shape[i] : 1;
   }
 }
 
