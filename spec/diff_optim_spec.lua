@@ -485,6 +485,7 @@ describe("Optimizer:zero_grad", function()
     assert.is_false(m.weight.grad.requires_grad)
     assert.is_nil(m.weight.grad.grad_fn)
     assert.are.same({{0, 0}}, m.weight.grad:tolist())
+    x.grad = nil -- its history refers to x (PyTorch's advice after create_graph)
   end)
 end)
 
