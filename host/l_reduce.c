@@ -45,6 +45,35 @@ static bool keepdim_arg(lua_State *L, int idx, const char *fname, bool lists) {
   return lpt_opt_bool(L, idx, "keepdim", false);
 }
 
+/* keepdim and torch's dtype= for sum, mean, prod, nansum, nanmean from idx on: a boolean keepdim,
+ * an options table {keepdim=, dtype=}, or a boolean then {dtype=}; *dt = PT_DTYPE_COUNT when no
+ * dtype is given. */
+static bool keepdim_dtype_arg(lua_State *L, int idx, const char *fname, bool lists, pt_dtype *dt) {
+  *dt = PT_DTYPE_COUNT;
+  int opts = lua_istable(L, idx) ? idx : lua_isboolean(L, idx) && lua_istable(L, idx + 1) ? idx + 1 : 0;
+  if (!opts) return keepdim_arg(L, idx, fname, lists);
+  static const char *const names[] = {"keepdim", "dtype", NULL};
+  lpt_check_max_args(L, opts, fname);
+  lpt_check_options(L, opts, fname, names);
+  bool keepdim;
+  if (opts == idx) {
+    keepdim = lpt_opt_bool(L, opts, "keepdim", false);
+  } else {
+    keepdim = lua_toboolean(L, idx);
+    if (lua_getfield(L, opts, "keepdim") != LUA_TNIL)
+      lpt_errorf(L, "%s: keepdim given twice (argument #%d and an option)", fname, idx);
+    lua_pop(L, 1);
+  }
+  if (lua_getfield(L, opts, "dtype") != LUA_TNIL) {
+    const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (!name || !pt_dtype_from_name(name, dt))
+      lpt_errorf(L, "%s: dtype must be a dtype name such as \"float64\", got %s", fname,
+                 name ? name : lpt_typename(L, -1));
+  }
+  lua_pop(L, 1);
+  return keepdim;
+}
+
 /* Whether the table at idx is a list of dims ({1, 3}, or {}: every dim) rather than options. */
 static bool is_dim_list(lua_State *L, int idx) {
   if (!lua_istable(L, idx)) return false;
@@ -88,35 +117,49 @@ static int check_dim_list(lua_State *L, int idx, const pt_tensor *t, const char 
 typedef pt_status (*dims_fn)(pt_ctx *, pt_tensor *, int, const int *, bool, pt_tensor **);
 
 /* t:sum([dim | {dims}][, keepdim | {keepdim=}]) */
-static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn, dims_fn fnd) {
-  pt_tensor *t = lpt_check_tensor(L, 1), *r;
+/* with_dtype: torch's dtype= (t converted to it first; the result has it: an int32 sum with
+ * dtype "int32" stays int32) */
+static int reduce_simple(lua_State *L, const char *fname, reduce_fn fn, dims_fn fnd, bool with_dtype) {
+  pt_tensor *t = lpt_check_tensor(L, 1), *r = NULL, *c = NULL;
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_dtype dt = PT_DTYPE_COUNT;
+  int dims[PT_MAX_DIMS], n = -1, dim = PT_DIM_ALL;
+  bool keepdim;
   if (fnd && is_dim_list(L, 2)) { /* t:sum({1, 3}[, keepdim]) */
-    int dims[PT_MAX_DIMS];
-    int n = check_dim_list(L, 2, t, fname, dims);
-    bool keepdim = keepdim_arg(L, 3, fname, true);
-    if (fnd(lpt_ctx(L), t, n, dims, keepdim, &r)) return lpt_error(L);
+    n = check_dim_list(L, 2, t, fname, dims);
+    keepdim = with_dtype ? keepdim_dtype_arg(L, 3, fname, true, &dt) : keepdim_arg(L, 3, fname, true);
+  } else {
+    if (!fnd && lua_istable(L, 2) && lua_rawlen(L, 2) > 0) /* it read as options: "unknown option '1'" */
+      return lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
+    if (lua_istable(L, 2)) { /* t:sum({keepdim = true}): no dim */
+      lua_pushnil(L);
+      lua_insert(L, 2);
+    }
+    dim = opt_dim(L, 2, t, fname);
+    keepdim = with_dtype ? keepdim_dtype_arg(L, 3, fname, fnd != NULL, &dt) : keepdim_arg(L, 3, fname, fnd != NULL);
+  }
+  if (dt == PT_DTYPE_COUNT) {
+    if (n >= 0 ? fnd(ctx, t, n, dims, keepdim, &r) : fn(ctx, t, dim, keepdim, &r)) return lpt_error(L);
     lpt_push_tensor(L, r);
     return 1;
   }
-  if (!fnd && lua_istable(L, 2) && lua_rawlen(L, 2) > 0) /* it read as options: "unknown option '1'" */
-    return lpt_errorf(L, "%s: takes one dim, not a list of dims", fname);
-  if (lua_istable(L, 2)) { /* t:sum({keepdim = true}): no dim */
-    lua_pushnil(L);
-    lua_insert(L, 2);
+  if (pt_to_dtype(ctx, t, dt, &c)) return lpt_error(L);
+  pt_status st = n >= 0 ? fnd(ctx, c, n, dims, keepdim, &r) : fn(ctx, c, dim, keepdim, &r);
+  pt_tensor_release(c);
+  if (!st && r->dtype != dt) { /* an integer sum comes as int64 */
+    c = r;
+    st = pt_to_dtype(ctx, c, dt, &r);
+    pt_tensor_release(c);
   }
-  int dim = opt_dim(L, 2, t, fname);
-  bool keepdim = keepdim_arg(L, 3, fname, fnd != NULL);
-  if (fn(lpt_ctx(L), t, dim, keepdim, &r)) return lpt_error(L);
-  lpt_push_tensor(L, r);
-  return 1;
+  return lpt_push_result(L, st, r);
 }
 
-static int t_sum(lua_State *L) { return reduce_simple(L, "sum", pt_sum, pt_sum_dims); }
-static int t_mean(lua_State *L) { return reduce_simple(L, "mean", pt_mean, pt_mean_dims); }
-static int t_prod(lua_State *L) { return reduce_simple(L, "prod", pt_prod, NULL); }
-static int t_logsumexp(lua_State *L) { return reduce_simple(L, "logsumexp", pt_logsumexp, pt_logsumexp_dims); }
-static int t_nansum(lua_State *L) { return reduce_simple(L, "nansum", pt_nansum, pt_nansum_dims); }
-static int t_nanmean(lua_State *L) { return reduce_simple(L, "nanmean", pt_nanmean, pt_nanmean_dims); }
+static int t_sum(lua_State *L) { return reduce_simple(L, "sum", pt_sum, pt_sum_dims, true); }
+static int t_mean(lua_State *L) { return reduce_simple(L, "mean", pt_mean, pt_mean_dims, true); }
+static int t_prod(lua_State *L) { return reduce_simple(L, "prod", pt_prod, NULL, true); }
+static int t_logsumexp(lua_State *L) { return reduce_simple(L, "logsumexp", pt_logsumexp, pt_logsumexp_dims, false); }
+static int t_nansum(lua_State *L) { return reduce_simple(L, "nansum", pt_nansum, pt_nansum_dims, true); }
+static int t_nanmean(lua_State *L) { return reduce_simple(L, "nanmean", pt_nanmean, pt_nanmean_dims, true); }
 
 /* t:count_nonzero([dim | {dims}]) -> int64 */
 static int t_count_nonzero(lua_State *L) {
@@ -267,14 +310,16 @@ static const luaL_Reg functions[] = {
 };
 
 #define DIMS "  dim is 1-based (negative from the end); without it every element is reduced to a 0-d tensor.\n  keepdim keeps the reduced dimension with size 1."
+#define DTYPE "  {dtype=\"float64\"} (torch's dtype=, in the options, also after a boolean keepdim) converts t first\n  and is the result's dtype (an int32 sum with dtype=\"int32\" stays int32)."
 #define DIMLIST "  dim may be a list of dims, e.g. {1, 3}: reduced together ({} = every dim, as torch's dim=());\n  a dim may appear once."
 
 static const char *const method_docs[] = {
-    "sum", "t:sum([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the sum (integer tensors give int64).\n"
-           "  Also pt.sum(t, ...).\n" DIMS "\n" DIMLIST,
-    "mean", "t:mean([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the mean (floating point tensors only).\n"
-            "  Also pt.mean(t, ...).\n" DIMS "\n" DIMLIST,
-    "prod", "t:prod([dim][, keepdim]) -> Tensor, the product (integer tensors give int64).\n  Also pt.prod(t, ...).\n" DIMS,
+    "sum", "t:sum([dim | {dims}][, keepdim][, {keepdim=, dtype=}]) -> Tensor, the sum (integer tensors give int64).\n"
+           "  Also pt.sum(t, ...).\n" DIMS "\n" DIMLIST "\n" DTYPE,
+    "mean", "t:mean([dim | {dims}][, keepdim][, {keepdim=, dtype=}]) -> Tensor, the mean (floating point tensors,\n"
+            "  or a floating point dtype=). Also pt.mean(t, ...).\n" DIMS "\n" DIMLIST "\n" DTYPE,
+    "prod", "t:prod([dim][, keepdim][, {keepdim=, dtype=}]) -> Tensor, the product (integer tensors give int64).\n"
+            "  Also pt.prod(t, ...).\n" DIMS "\n" DTYPE,
     "max", "t:max() -> 0-d Tensor, the largest element (NaN if any; t:max(nil, true) keeps the dims).\n"
            "t:max(dim[, keepdim]) (or {dim=, keepdim=}) -> values, indices (1-based int64) along dim.\n"
            "t:max(u) -> the element-wise maximum of t and the tensor u (pt.maximum), as torch.max(t, u).\n"
@@ -300,12 +345,12 @@ static const char *const method_docs[] = {
     "log_softmax", "t:log_softmax(dim) -> Tensor, t - logsumexp(t, dim) (numerically stable).\n  Also pt.log_softmax(t, dim).",
     "logsumexp", "t:logsumexp([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, log(sum(exp(t))) computed stably.\n"
                  "  Also pt.logsumexp(t, ...).\n" DIMS "\n" DIMLIST,
-    "nansum", "t:nansum([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the sum with NaN counted as 0\n"
+    "nansum", "t:nansum([dim | {dims}][, keepdim][, {keepdim=, dtype=}]) -> Tensor, the sum with NaN counted as 0\n"
               "  (torch.nansum; integer tensors give int64). The gradient is 0 at NaN elements.\n"
-              "  Also pt.nansum(t, ...).\n" DIMS "\n" DIMLIST,
-    "nanmean", "t:nanmean([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, the mean of the non-NaN elements\n"
-               "  (nan where there is none; floating point tensors only). The gradient is 0 at NaN elements.\n"
-               "  Also pt.nanmean(t, ...).\n" DIMS "\n" DIMLIST,
+              "  Also pt.nansum(t, ...).\n" DIMS "\n" DIMLIST "\n" DTYPE,
+    "nanmean", "t:nanmean([dim | {dims}][, keepdim][, {keepdim=, dtype=}]) -> Tensor, the mean of the non-NaN\n"
+               "  elements (nan where there is none; floating point tensors only). The gradient is 0 at NaN elements.\n"
+               "  Also pt.nanmean(t, ...).\n" DIMS "\n" DIMLIST "\n" DTYPE,
     "count_nonzero", "t:count_nonzero([dim | {dims}]) -> int64 Tensor, the number of non-zero elements (NaN\n"
                      "  counts), over everything or along 1-based dim(s); no keepdim (as torch).\n"
                      "  Also pt.count_nonzero(t, ...).",

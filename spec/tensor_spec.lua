@@ -98,7 +98,7 @@ describe("tensor construction", function()
     assert.are.equal("sort: unknown option 'descendng' (options: dim, descending, stable)",
       err(x.sort, x, {descendng = true}))
     assert.are.equal("topk: unknown option 'larges' (options: dim, largest, sorted)", err(x.topk, x, 1, {larges = false}))
-    assert.are.equal("sum: unknown option 'dtype' (options: keepdim)", err(x.sum, x, 1, {dtype = "float64"}))
+    assert.are.equal("sum: unknown option 'dtyp' (options: keepdim, dtype)", err(x.sum, x, 1, {dtyp = "float64"}))
     assert.are.equal("sum: unexpected argument #4 (number)", err(x.sum, x, 1, false, 5))
     assert.are.equal("add: unknown option 'alph' (options: alpha, out)", err(pt.add, x, 1, {alph = 2}))
     assert.are.equal("add_: unknown option 'out' (options: alpha)", err(x.add_, x:clone(), 1, {out = x}))
