@@ -698,15 +698,21 @@ static void class_walk(lua_State *L, int map, int seen, int idx, int depth, int 
     return;
   }
   if (globals) { /* not the whole of _G (package.loaded, ...): its class-like tables */
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      if (lua_istable(L, -1)) {
-        lua_pushliteral(L, "__index");
-        bool cls = lua_rawget(L, -2) != LUA_TNIL;
+    /* each of them mapped first, outside the budget: walked in _G's order (which changes from
+     * run to run), a large one earlier in it (busted's assert) could use the budget up before a
+     * class defined as a global was reached, and its instances came back without it */
+    for (int pass = 0; pass < 2; pass++) {
+      lua_pushnil(L);
+      while (lua_next(L, idx)) {
+        if (lua_istable(L, -1)) {
+          lua_pushliteral(L, "__index");
+          bool cls = lua_rawget(L, -2) != LUA_TNIL;
+          lua_pop(L, 1);
+          if (cls && pass == 0) class_add(L, map, lua_gettop(L));
+          if (cls && pass == 1) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+        }
         lua_pop(L, 1);
-        if (cls) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
       }
-      lua_pop(L, 1);
     }
     return;
   }

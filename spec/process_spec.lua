@@ -101,6 +101,27 @@ describe("pt._process_map", function()
     ProcessSpecGlobalClass = nil
   end)
 
+  it("maps every global class, however large the other global classes are", function()
+    -- global class-like tables that use up the class walk's budget: before, a class defined as a
+    -- global was reached or not depending on _G's order, and its instances came back without it
+    for k = 1, 8 do
+      local big = {__index = {}}
+      for i = 1, 10000 do big[i] = {} end
+      _G["ProcessSpecBig" .. k] = big
+    end
+    for trial = 1, 6 do
+      local C = {}
+      C.__index = C
+      ProcessSpecBudgetClass = C
+      local results, errors = pt._process_map(function() return setmetatable({x = 7}, ProcessSpecBudgetClass) end,
+        {{}}, 1)
+      assert.is_nil(next(errors))
+      assert.are.equal(C, getmetatable(results[1]), "trial " .. trial)
+    end
+    for k = 1, 8 do _G["ProcessSpecBig" .. k] = nil end
+    ProcessSpecBudgetClass = nil
+  end)
+
   it("brings tensors back through shared memory", function()
     local results, errors = pt._process_map(function(n)
       local t = pt.arange(n):float()
