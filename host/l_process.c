@@ -673,6 +673,34 @@ static void class_add(lua_State *L, int map, int idx) {
   lua_rawset(L, map);
 }
 
+static void class_walk(lua_State *L, int map, int seen, int idx, int depth, int *budget);
+
+/* A globals table (_G, or a function's _ENV such as busted's spec environment): not all of it
+ * (package.loaded, ...), its class-like tables, each mapped first, outside the budget: walked in
+ * the table's order (which changes from run to run), a large one earlier in it (busted's assert)
+ * could use the budget up before a class defined as a global was reached, and its instances came
+ * back without it. */
+static void env_walk(lua_State *L, int map, int seen, int idx, int depth, int *budget) {
+  idx = lua_absindex(L, idx);
+  for (int pass = 0; pass < 2; pass++) {
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      if (lua_istable(L, -1)) {
+        lua_pushliteral(L, "__index");
+        bool cls = lua_rawget(L, -2) != LUA_TNIL;
+        lua_pop(L, 1);
+        if (cls && pass == 0) class_add(L, map, lua_gettop(L));
+        if (cls && pass == 1) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  if (lua_getmetatable(L, idx)) { /* an environment that reads through to _G (busted's) */
+    if (lua_istable(L, -1)) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+    lua_pop(L, 1);
+  }
+}
+
 static void class_walk(lua_State *L, int map, int seen, int idx, int depth, int *budget) {
   int t = lua_type(L, idx);
   if ((t != LUA_TTABLE && t != LUA_TFUNCTION) || depth > LPROC_MAX_DEPTH || *budget <= 0) return;
@@ -691,29 +719,18 @@ static void class_walk(lua_State *L, int map, int seen, int idx, int depth, int 
   bool globals = lua_rawequal(L, -1, idx);
   lua_pop(L, 1);
   if (t == LUA_TFUNCTION) {
-    for (int i = 1; lua_getupvalue(L, idx, i); i++) {
-      class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+    const char *name;
+    for (int i = 1; (name = lua_getupvalue(L, idx, i)) != NULL; i++) {
+      if (!strcmp(name, "_ENV") && lua_istable(L, -1)) /* the function's globals */
+        env_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+      else
+        class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
       lua_pop(L, 1);
     }
     return;
   }
   if (globals) { /* not the whole of _G (package.loaded, ...): its class-like tables */
-    /* each of them mapped first, outside the budget: walked in _G's order (which changes from
-     * run to run), a large one earlier in it (busted's assert) could use the budget up before a
-     * class defined as a global was reached, and its instances came back without it */
-    for (int pass = 0; pass < 2; pass++) {
-      lua_pushnil(L);
-      while (lua_next(L, idx)) {
-        if (lua_istable(L, -1)) {
-          lua_pushliteral(L, "__index");
-          bool cls = lua_rawget(L, -2) != LUA_TNIL;
-          lua_pop(L, 1);
-          if (cls && pass == 0) class_add(L, map, lua_gettop(L));
-          if (cls && pass == 1) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
-        }
-        lua_pop(L, 1);
-      }
-    }
+    env_walk(L, map, seen, idx, depth, budget);
     return;
   }
   lua_pushliteral(L, "__index");
