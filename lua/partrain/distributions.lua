@@ -2093,55 +2093,65 @@ function StudentT:entropy()
     0.5 * df:log() + lbeta
 end
 
--- |N(0, scale^2)|: torch's TransformedDistribution(Normal(0, scale), AbsTransform)
-local HalfNormal = class("HalfNormal", Distribution, true)
-HalfNormal.has_rsample = true
-HalfNormal._arg_names = {"scale"}
-HalfNormal._repr_props = true
-HalfNormal._support_c = C.nonnegative
+-- |X| for X = base(0, scale) (torch's TransformedDistribution(base, AbsTransform)): HalfNormal and
+-- HalfCauchy. make_base(vals) builds the base; value_in_dt: log_prob takes the value in the
+-- scale's dtype (torch's HalfCauchy). Every class gets its own functions (their help texts differ).
+local function half_distribution(name, make_base, value_in_dt)
+  local cls = class(name, Distribution, true)
+  cls.has_rsample = true
+  cls._arg_names = {"scale"}
+  cls._repr_props = true
+  cls._support_c = C.nonnegative
 
-function HalfNormal._new(...)
-  local vals, validate = parse("HalfNormal", {"scale"}, ...)
-  local v = validate
-  if v == nil then v = default_validate end
-  local ts = broadcast_all("HalfNormal", {"scale"}, vals)
-  if v then check_param("HalfNormal", "scale", ts[1], C.positive) end
-  local base = normal_new("HalfNormal", {loc = 0.0, scale = vals.scale}, false)
-  local self = setmetatable({base_dist = base}, HalfNormal)
-  base_init(self, base.batch_shape, {}, validate, base._dt)
-  return self
+  function cls._new(...)
+    local vals, validate = parse(name, {"scale"}, ...)
+    local v = validate
+    if v == nil then v = default_validate end
+    local ts = broadcast_all(name, {"scale"}, vals)
+    if v then check_param(name, "scale", ts[1], C.positive) end
+    local base = make_base(vals)
+    local self = setmetatable({base_dist = base}, cls)
+    base_init(self, base.batch_shape, {}, validate, base._dt)
+    return self
+  end
+
+  function cls:_expand_into(new, batch_shape)
+    rawset(new, "base_dist", self.base_dist:expand(batch_shape))
+  end
+
+  cls._props.scale = function(self) return self.base_dist.scale end
+  cls._props.mode = function(self) return pt.zeros_like(self.scale) end
+
+  function cls:rsample(sample_shape)
+    return self.base_dist:rsample(draw(self, sample_shape, "rsample")):abs()
+  end
+
+  function cls:log_prob(value)
+    value = self:_value(value, "log_prob")
+    if value_in_dt and value:dtype() ~= self._dt then value = value:to(self._dt) end
+    local lp = self.base_dist:log_prob(value) + math.log(2)
+    return pt.where(value:ge(0), lp, -inf)
+  end
+
+  function cls:cdf(value)
+    value = self:_value(value, "cdf")
+    return 2 * self.base_dist:cdf(value) - 1
+  end
+
+  function cls:icdf(value)
+    value = self:_value(value, "icdf", false)
+    return self.base_dist:icdf((value + 1) / 2)
+  end
+
+  function cls:entropy() return self.base_dist:entropy() - math.log(2) end
+  return cls
 end
 
-function HalfNormal:_expand_into(new, batch_shape)
-  rawset(new, "base_dist", self.base_dist:expand(batch_shape))
-end
-
-HalfNormal._props.scale = function(self) return self.base_dist.scale end
+-- |N(0, scale^2)|
+local HalfNormal = half_distribution("HalfNormal",
+  function(vals) return normal_new("HalfNormal", {loc = 0.0, scale = vals.scale}, false) end)
 HalfNormal._props.mean = function(self) return self.scale * math.sqrt(2 / math.pi) end
-HalfNormal._props.mode = function(self) return pt.zeros_like(self.scale) end
 HalfNormal._props.variance = function(self) return self.scale:pow(2) * (1 - 2 / math.pi) end
-
-function HalfNormal:rsample(sample_shape)
-  return self.base_dist:rsample(draw(self, sample_shape, "rsample")):abs()
-end
-
-function HalfNormal:log_prob(value)
-  value = self:_value(value, "log_prob")
-  local lp = self.base_dist:log_prob(value) + math.log(2)
-  return pt.where(value:ge(0), lp, -inf)
-end
-
-function HalfNormal:cdf(value)
-  value = self:_value(value, "cdf")
-  return 2 * self.base_dist:cdf(value) - 1
-end
-
-function HalfNormal:icdf(value)
-  value = self:_value(value, "icdf", false)
-  return self.base_dist:icdf((value + 1) / 2)
-end
-
-function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
 
 -- ------------------------------------------------------------------ Pareto, Weibull, HalfCauchy
 
@@ -2248,58 +2258,13 @@ function Weibull:entropy()
   return EULER * (1 - r) + (self.scale * r):log() + 1
 end
 
--- |Cauchy(0, scale)|: torch's TransformedDistribution(Cauchy(0, scale), AbsTransform)
-local HalfCauchy = class("HalfCauchy", Distribution, true)
-HalfCauchy.has_rsample = true
-HalfCauchy._arg_names = {"scale"}
-HalfCauchy._repr_props = true
-HalfCauchy._support_c = C.nonnegative
-
-function HalfCauchy._new(...)
-  local vals, validate = parse("HalfCauchy", {"scale"}, ...)
-  local v = validate
-  if v == nil then v = default_validate end
-  local ts = broadcast_all("HalfCauchy", {"scale"}, vals)
-  if v then check_param("HalfCauchy", "scale", ts[1], C.positive) end
-  local base = elementwise_new(Cauchy, "HalfCauchy", {"loc", "scale"}, {C.real, C.positive},
+-- |Cauchy(0, scale)|
+local HalfCauchy = half_distribution("HalfCauchy", function(vals)
+  return elementwise_new(Cauchy, "HalfCauchy", {"loc", "scale"}, {C.real, C.positive},
     {loc = 0.0, scale = vals.scale}, false)
-  local self = setmetatable({base_dist = base}, HalfCauchy)
-  base_init(self, base.batch_shape, {}, validate, base._dt)
-  return self
-end
-
-function HalfCauchy:_expand_into(new, batch_shape)
-  rawset(new, "base_dist", self.base_dist:expand(batch_shape))
-end
-
-HalfCauchy._props.scale = function(self) return self.base_dist.scale end
+end, true)
 HalfCauchy._props.mean = function(self) return pt.full(self:_extended_shape({}), inf, {dtype = self._dt}) end
-HalfCauchy._props.mode = function(self) return pt.zeros_like(self.scale) end
 HalfCauchy._props.variance = function(self) return self.base_dist.variance end
-
-function HalfCauchy:rsample(sample_shape)
-  return self.base_dist:rsample(draw(self, sample_shape, "rsample")):abs()
-end
-
-function HalfCauchy:log_prob(value)
-  value = self:_value(value, "log_prob")
-  -- torch takes the value in the scale's dtype
-  if value:dtype() ~= self._dt then value = value:to(self._dt) end
-  local lp = self.base_dist:log_prob(value) + math.log(2)
-  return pt.where(value:ge(0), lp, -inf)
-end
-
-function HalfCauchy:cdf(value)
-  value = self:_value(value, "cdf")
-  return 2 * self.base_dist:cdf(value) - 1
-end
-
-function HalfCauchy:icdf(value)
-  value = self:_value(value, "icdf", false)
-  return self.base_dist:icdf((value + 1) / 2)
-end
-
-function HalfCauchy:entropy() return self.base_dist:entropy() - math.log(2) end
 
 -- ------------------------------------------------------------------ VonMises
 
