@@ -2416,22 +2416,26 @@ function MultivariateNormal._new(...)
   return self
 end
 
-local function mvn_matrix_shape(self)
-  return concat(self.batch_shape, self.event_shape, self.event_shape)
+-- scale_tril, covariance_matrix (L L^T) and precision_matrix from _unbroadcasted_scale_tril L, each
+-- expanded to matrix_shape(self) and computed once (MultivariateNormal, Wishart)
+local function scale_tril_props(cls, matrix_shape)
+  cls._props.scale_tril = lazy("scale_tril", function(self)
+    return self._unbroadcasted_scale_tril:expand(matrix_shape(self))
+  end)
+  cls._props.covariance_matrix = lazy("covariance_matrix", function(self)
+    local L = self._unbroadcasted_scale_tril
+    return pt.matmul(L, L.mT):expand(matrix_shape(self))
+  end)
+  cls._props.precision_matrix = lazy("precision_matrix", function(self)
+    -- torch's cholesky_inverse(L): (L L^T)^-1 = L^-T L^-1
+    local L = self._unbroadcasted_scale_tril
+    local Linv = pt.linalg.solve_triangular(L, pt.eye(L:size(-1), {dtype = L:dtype()}):expand(L:size()), {upper = false})
+    return pt.matmul(Linv.mT, Linv):expand(matrix_shape(self))
+  end)
 end
 
-MultivariateNormal._props.scale_tril = lazy("scale_tril", function(self)
-  return self._unbroadcasted_scale_tril:expand(mvn_matrix_shape(self))
-end)
-MultivariateNormal._props.covariance_matrix = lazy("covariance_matrix", function(self)
-  local L = self._unbroadcasted_scale_tril
-  return pt.matmul(L, L.mT):expand(mvn_matrix_shape(self))
-end)
-MultivariateNormal._props.precision_matrix = lazy("precision_matrix", function(self)
-  -- torch's cholesky_inverse(L): (L L^T)^-1 = L^-T L^-1
-  local L = self._unbroadcasted_scale_tril
-  local Linv = pt.linalg.solve_triangular(L, pt.eye(L:size(-1), {dtype = L:dtype()}):expand(L:size()), {upper = false})
-  return pt.matmul(Linv.mT, Linv):expand(mvn_matrix_shape(self))
+scale_tril_props(MultivariateNormal, function(self)
+  return concat(self.batch_shape, self.event_shape, self.event_shape)
 end)
 MultivariateNormal._props.mean = function(self) return self.loc end
 MultivariateNormal._props.mode = function(self) return self.loc end
@@ -2654,20 +2658,7 @@ function Wishart:_expand_into(new, batch_shape)
   end
 end
 
-local function wishart_matrix_shape(self) return concat(self.batch_shape, self.event_shape) end
-
-Wishart._props.scale_tril = lazy("scale_tril", function(self)
-  return self._unbroadcasted_scale_tril:expand(wishart_matrix_shape(self))
-end)
-Wishart._props.covariance_matrix = lazy("covariance_matrix", function(self)
-  local L = self._unbroadcasted_scale_tril
-  return pt.matmul(L, L.mT):expand(wishart_matrix_shape(self))
-end)
-Wishart._props.precision_matrix = lazy("precision_matrix", function(self)
-  local L = self._unbroadcasted_scale_tril
-  local Linv = pt.linalg.solve_triangular(L, pt.eye(L:size(-1), {dtype = L:dtype()}):expand(L:size()), {upper = false})
-  return pt.matmul(Linv.mT, Linv):expand(wishart_matrix_shape(self))
-end)
+scale_tril_props(Wishart, function(self) return concat(self.batch_shape, self.event_shape) end)
 
 local function df_matrix(self) return self.df:reshape(concat(self.batch_shape, {1, 1})) end
 
