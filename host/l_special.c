@@ -121,18 +121,24 @@ static void get_bin_args(lua_State *L, bin_args *ba) {
 
 /* --- xlog1py --- */
 
-static int f_xlog1py(lua_State *L) {
-  lpt_check_max_args(L, 2, "xlog1py");
+/* f(a, b) with tensors, or f_number(tensor, number, reversed) when one operand is a number:
+ * xlog1py, zeta */
+typedef pt_status (*tensors_fn)(pt_ctx *, pt_tensor *, pt_tensor *, pt_tensor **);
+typedef pt_status (*number_fn)(pt_ctx *, pt_tensor *, pt_number, bool, pt_tensor **);
+static int binary_special(lua_State *L, const char *fname, tensors_fn f, number_fn f_number) {
+  lpt_check_max_args(L, 2, fname);
   pt_ctx *ctx = lpt_ctx(L);
   bin_args ba;
   get_bin_args(L, &ba);
   pt_tensor *r = NULL;
-  pt_status st = ba.num == 0   ? pt_xlog1py(ctx, ba.a, ba.b, &r)
-                 : ba.num == 2 ? pt_xlog1py_number(ctx, ba.a, number_at(L, 2), false, &r)
-                               : pt_xlog1py_number(ctx, ba.b, number_at(L, 1), true, &r);
+  pt_status st = ba.num == 0   ? f(ctx, ba.a, ba.b, &r)
+                 : ba.num == 2 ? f_number(ctx, ba.a, number_at(L, 2), false, &r)
+                               : f_number(ctx, ba.b, number_at(L, 1), true, &r);
   pt_tensor_release(ba.tmp);
   return lpt_push_result(L, st, r);
 }
+
+static int f_xlog1py(lua_State *L) { return binary_special(L, "xlog1py", pt_xlog1py, pt_xlog1py_number); }
 
 /* --- erfcx, zeta --- */
 
@@ -143,18 +149,7 @@ static int f_erfcx(lua_State *L) {
   return lpt_push_result(L, st, r);
 }
 
-static int f_zeta(lua_State *L) {
-  lpt_check_max_args(L, 2, "zeta");
-  pt_ctx *ctx = lpt_ctx(L);
-  bin_args ba;
-  get_bin_args(L, &ba);
-  pt_tensor *r = NULL;
-  pt_status st = ba.num == 0   ? pt_zeta(ctx, ba.a, ba.b, &r)
-                 : ba.num == 2 ? pt_zeta_number(ctx, ba.a, number_at(L, 2), false, &r)
-                               : pt_zeta_number(ctx, ba.b, number_at(L, 1), true, &r);
-  pt_tensor_release(ba.tmp);
-  return lpt_push_result(L, st, r);
-}
+static int f_zeta(lua_State *L) { return binary_special(L, "zeta", pt_zeta, pt_zeta_number); }
 
 /* --- bitwise --- */
 
