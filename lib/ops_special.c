@@ -1534,18 +1534,22 @@ static pt_status xlog1py_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_t
   return st;
 }
 
-static pt_status xlog1py_op(pt_ctx *ctx, sopnd x, sopnd y, pt_tensor **out) {
-  pt_tensor *r = NULL;
-  pt_status st = binary_forward(ctx, "xlog1py", B_XLOG1PY, x, y, &r);
-  if (st) return st;
+/* *out = r = op(x, y) of xlog1py or zeta, recorded when a tensor operand requires grad: the
+ * tensor operands are the node's inputs and saved tensors, ints[0] the layout (0: both tensors,
+ * 1: y a number, 2: x a number), scalars[0] the number. r is released on failure. */
+static pt_status record_special_binary(pt_ctx *ctx, const char *name, pt_backward_fn backward,
+                                       bool differentiable, sopnd x, sopnd y, pt_tensor *r,
+                                       pt_tensor **out) {
   pt_tensor *inputs[2];
   int n = 0, layout = x.t && y.t ? 0 : (x.t ? 1 : 2);
   if (x.t) inputs[n++] = x.t;
   if (y.t) inputs[n++] = y.t;
-  bool any = (x.t && x.t->requires_grad) || (y.t && y.t->requires_grad);
+  bool req = false;
+  for (int i = 0; i < n; i++) req = req || inputs[i]->requires_grad;
   pt_node *node = NULL;
-  if (ctx->grad_enabled && any &&
-      (st = pt_autograd_record(ctx, r, "SpecialXlog1PyBackward", xlog1py_backward, n, inputs, &node))) {
+  pt_status st;
+  if (ctx->grad_enabled && req && pt_dtype_is_floating(r->dtype) &&
+      (st = pt_autograd_record(ctx, r, name, backward, n, inputs, &node))) {
     pt_tensor_release(r);
     return st;
   }
@@ -1554,9 +1558,17 @@ static pt_status xlog1py_op(pt_ctx *ctx, sopnd x, sopnd y, pt_tensor **out) {
     node->n_ints = 1;
     node->scalars[0] = layout == 1 ? y.s : (layout == 2 ? x.s : 0);
     for (int i = 0; i < n; i++) pt_node_save(node, i, pt_tensor_retain(inputs[i]));
+    node->backward_differentiable = differentiable;
   }
   *out = r;
   return PT_OK;
+}
+
+static pt_status xlog1py_op(pt_ctx *ctx, sopnd x, sopnd y, pt_tensor **out) {
+  pt_tensor *r = NULL;
+  pt_status st = binary_forward(ctx, "xlog1py", B_XLOG1PY, x, y, &r);
+  if (st) return st;
+  return record_special_binary(ctx, "SpecialXlog1PyBackward", xlog1py_backward, false, x, y, r, out);
 }
 
 pt_status pt_xlog1py(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out) {
@@ -1675,27 +1687,7 @@ static pt_status zeta_op(pt_ctx *ctx, sopnd x, sopnd q, pt_tensor **out) {
   pt_tensor *r = NULL;
   pt_status st = binary_forward(ctx, "zeta", B_ZETA, x, q, &r);
   if (st) return st;
-  pt_tensor *inputs[2];
-  int n = 0, layout = x.t && q.t ? 0 : x.t ? 1 : 2;
-  if (x.t) inputs[n++] = x.t;
-  if (q.t) inputs[n++] = q.t;
-  bool req = false;
-  for (int i = 0; i < n; i++) req = req || inputs[i]->requires_grad;
-  pt_node *node = NULL;
-  if (ctx->grad_enabled && req && pt_dtype_is_floating(r->dtype) &&
-      (st = pt_autograd_record(ctx, r, "SpecialZetaBackward", zeta_backward, n, inputs, &node))) {
-    pt_tensor_release(r);
-    return st;
-  }
-  if (node) {
-    node->ints[0] = layout;
-    node->n_ints = 1;
-    node->scalars[0] = x.t ? q.s : x.s;
-    for (int i = 0; i < n; i++) pt_node_save(node, i, pt_tensor_retain(inputs[i]));
-    node->backward_differentiable = true;
-  }
-  *out = r;
-  return PT_OK;
+  return record_special_binary(ctx, "SpecialZetaBackward", zeta_backward, true, x, q, r, out);
 }
 
 pt_status pt_zeta(pt_ctx *ctx, pt_tensor *x, pt_tensor *q, pt_tensor **out) {
