@@ -3501,6 +3501,10 @@ function M.register_kl(type_p, type_q, fn)
   kl_registry[type_p][type_q] = fn
 end
 
+-- (tests) the function registered for exactly (type_p, type_q), or nil: a spec that registers
+-- a pair puts the previous one back, so that the files after it see the built-in pairs
+function M._kl_registered(type_p, type_q) return kl_registry[type_p] and kl_registry[type_p][type_q] end
+
 -- the most specific registered pair: the smallest distance up both class chains
 local function kl_lookup(cp, cq)
   local best, best_d
