@@ -664,94 +664,172 @@ static void death_message(lua_State *L, int status, int item, int wid, int error
  * upvalues), the arguments and the globals' class-like tables (those with an __index field)
  * reach, and those class-like tables themselves. Made before the first fork and held until
  * the call returns, so in every worker (a fork) the same objects sit at the same addresses and
- * stay alive: an address a worker sends is one of these or unknown, never another object. */
-#define LPROC_CLASS_BUDGET 50000 /* tables and functions visited at most (a large dataset upvalue) */
+ * stay alive: an address a worker sends is one of these or unknown, never another object.
+ *
+ * The walk has to reach a class wherever a program keeps it: busted keeps a spec's globals in
+ * a table reached only through its environment's metamethods, among 50,000 objects when all of
+ * spec/ is loaded. It goes breadth first (what is near fn first, no depth limit) with a budget
+ * of visits that programs do not reach, each visit cheap (a C set of addresses). Large data
+ * does not spend it: past the first LPROC_WALK_ENTRIES tables or functions of one table (the
+ * rows of a dataset), only the metatables of the others are walked, not their contents. */
+#define LPROC_CLASS_BUDGET 2000000 /* objects visited at most */
+#define LPROC_WALK_ENTRIES 256
 
-static void class_add(lua_State *L, int map, int idx) {
-  lua_pushlightuserdata(L, (void *)lua_topointer(L, idx));
-  lua_pushvalue(L, idx);
-  lua_rawset(L, map);
+typedef struct addr_set { /* open addressing, power-of-two capacity */
+  size_t cap, n;
+  const void *slot[];
+} addr_set;
+
+typedef struct class_walker {
+  lua_State *L;
+  int map, seen_slot, queue; /* stack slots: the class map, the addr_set, the queue */
+  addr_set *seen;
+  const void *globals; /* _G */
+  lua_Integer head, tail; /* queue[head + 1 .. tail] are still to walk */
+  long budget;
+} class_walker;
+
+static addr_set *addr_set_new(lua_State *L, size_t cap) {
+  addr_set *s = lua_newuserdatauv(L, sizeof *s + cap * sizeof s->slot[0], 0);
+  s->cap = cap;
+  s->n = 0;
+  memset(s->slot, 0, cap * sizeof s->slot[0]);
+  return s;
 }
 
-static void class_walk(lua_State *L, int map, int seen, int idx, int depth, int *budget);
+static size_t addr_hash(const void *p, size_t cap) {
+  uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15u;
+  return (size_t)(h >> 20) & (cap - 1);
+}
 
-/* A globals table (_G, or a function's _ENV such as busted's spec environment): not all of it
- * (package.loaded, ...), its class-like tables, each mapped first, outside the budget: walked in
- * the table's order (which changes from run to run), a large one earlier in it (busted's assert)
- * could use the budget up before a class defined as a global was reached, and its instances came
- * back without it. */
-static void env_walk(lua_State *L, int map, int seen, int idx, int depth, int *budget) {
+/* Adds p; false when it was there already. */
+static bool addr_set_add(class_walker *w, const void *p) {
+  addr_set *s = w->seen;
+  if (2 * (s->n + 1) > s->cap) { /* grow: a new userdata replaces the old in its slot */
+    addr_set *g = addr_set_new(w->L, 2 * s->cap);
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->slot[i]) {
+        size_t j = addr_hash(s->slot[i], g->cap);
+        while (g->slot[j]) j = (j + 1) & (g->cap - 1);
+        g->slot[j] = s->slot[i];
+      }
+    g->n = s->n;
+    lua_replace(w->L, w->seen_slot);
+    w->seen = s = g;
+  }
+  size_t j = addr_hash(p, s->cap);
+  for (; s->slot[j]; j = (j + 1) & (s->cap - 1))
+    if (s->slot[j] == p) return false;
+  s->slot[j] = p;
+  s->n++;
+  return true;
+}
+
+static bool addr_set_has(const addr_set *s, const void *p) {
+  for (size_t j = addr_hash(p, s->cap); s->slot[j]; j = (j + 1) & (s->cap - 1))
+    if (s->slot[j] == p) return true;
+  return false;
+}
+
+static bool walkable(int t) { return t == LUA_TTABLE || t == LUA_TFUNCTION; }
+
+/* Queues the table or function at idx, once. */
+static void class_queue(class_walker *w, int idx) {
+  lua_State *L = w->L;
+  if (!walkable(lua_type(L, idx)) || !addr_set_add(w, lua_topointer(L, idx))) return;
+  lua_pushvalue(L, idx);
+  lua_rawseti(L, w->queue, ++w->tail);
+}
+
+static void class_add(class_walker *w, int idx) {
+  lua_pushlightuserdata(w->L, (void *)lua_topointer(w->L, idx));
+  lua_pushvalue(w->L, idx);
+  lua_rawset(w->L, w->map);
+}
+
+static bool has_index_field(lua_State *L, int idx) {
+  lua_pushliteral(L, "__index");
+  bool cls = lua_rawget(L, idx) != LUA_TNIL;
+  lua_pop(L, 1);
+  return cls;
+}
+
+/* The metatable of the table at idx, mapped and queued. */
+static void class_metatable(class_walker *w, int idx) {
+  lua_State *L = w->L;
+  if (!lua_getmetatable(L, idx)) return;
+  if (lua_istable(L, -1) && !addr_set_has(w->seen, lua_topointer(L, -1))) {
+    class_add(w, lua_gettop(L));
+    class_queue(w, lua_gettop(L));
+  }
+  lua_pop(L, 1);
+}
+
+/* A globals table (_G, or a function's _ENV such as busted's spec environment), marked walked:
+ * not all of it (package.loaded, ...), its class-like tables and its metatable (an environment
+ * that reads through to _G, as busted's). */
+static void class_env(class_walker *w, int idx) {
+  lua_State *L = w->L;
   idx = lua_absindex(L, idx);
-  for (int pass = 0; pass < 2; pass++) {
+  addr_set_add(w, lua_topointer(L, idx));
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (lua_istable(L, -1) && has_index_field(L, lua_gettop(L))) {
+      class_add(w, lua_gettop(L));
+      class_queue(w, lua_gettop(L));
+    }
+    lua_pop(L, 1);
+  }
+  if (lua_getmetatable(L, idx)) {
+    class_queue(w, lua_gettop(L));
+    lua_pop(L, 1);
+  }
+}
+
+/* Walks the table or function at the top of the stack (popped): queues what it holds. */
+static void class_visit(class_walker *w) {
+  lua_State *L = w->L;
+  int idx = lua_gettop(L);
+  luaL_checkstack(L, 8, "process: classes");
+  if (lua_type(L, idx) == LUA_TFUNCTION) {
+    const char *name;
+    for (int i = 1; (name = lua_getupvalue(L, idx, i)) != NULL; i++) {
+      if (!strcmp(name, "_ENV") && lua_istable(L, -1) && lua_topointer(L, -1) != w->globals)
+        class_env(w, lua_gettop(L)); /* the function's globals */
+      else
+        class_queue(w, lua_gettop(L));
+      lua_pop(L, 1);
+    }
+  } else if (lua_topointer(L, idx) == w->globals) {
+    class_env(w, idx);
+  } else {
+    if (has_index_field(L, idx)) class_add(w, idx);
+    class_metatable(w, idx);
+    int walked = 0;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-      if (lua_istable(L, -1)) {
-        lua_pushliteral(L, "__index");
-        bool cls = lua_rawget(L, -2) != LUA_TNIL;
-        lua_pop(L, 1);
-        if (cls && pass == 0) class_add(L, map, lua_gettop(L));
-        if (cls && pass == 1) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
+      for (int i = idx + 1; i <= idx + 2; i++) {
+        int t = lua_type(L, i);
+        if (walked < LPROC_WALK_ENTRIES) {
+          walked += walkable(t);
+          class_queue(w, i);
+        } else if (t == LUA_TTABLE) { /* a row of large data: its class, not its contents */
+          class_metatable(w, i);
+        }
       }
       lua_pop(L, 1);
     }
   }
-  if (lua_getmetatable(L, idx)) { /* an environment that reads through to _G (busted's) */
-    if (lua_istable(L, -1)) class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
-    lua_pop(L, 1);
-  }
+  lua_pop(L, 1);
 }
 
-static void class_walk(lua_State *L, int map, int seen, int idx, int depth, int *budget) {
-  int t = lua_type(L, idx);
-  if ((t != LUA_TTABLE && t != LUA_TFUNCTION) || depth > LPROC_MAX_DEPTH || *budget <= 0) return;
-  lua_pushvalue(L, idx);
-  if (lua_rawget(L, seen) != LUA_TNIL) {
-    lua_pop(L, 1);
-    return;
-  }
-  lua_pop(L, 1);
-  lua_pushvalue(L, idx);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, seen);
-  (*budget)--;
-  luaL_checkstack(L, 8, "process: classes");
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  bool globals = lua_rawequal(L, -1, idx);
-  lua_pop(L, 1);
-  if (t == LUA_TFUNCTION) {
-    const char *name;
-    for (int i = 1; (name = lua_getupvalue(L, idx, i)) != NULL; i++) {
-      if (!strcmp(name, "_ENV") && lua_istable(L, -1)) /* the function's globals */
-        env_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
-      else
-        class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
-      lua_pop(L, 1);
-    }
-    return;
-  }
-  if (globals) { /* not the whole of _G (package.loaded, ...): its class-like tables */
-    env_walk(L, map, seen, idx, depth, budget);
-    return;
-  }
-  lua_pushliteral(L, "__index");
-  if (lua_rawget(L, idx) != LUA_TNIL) class_add(L, map, idx);
-  lua_pop(L, 1);
-  if (lua_getmetatable(L, idx)) {
-    if (lua_istable(L, -1)) {
-      class_add(L, map, lua_gettop(L));
-      class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
-    }
-    lua_pop(L, 1);
-  }
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    if (*budget <= 0) {
-      lua_pop(L, 2);
-      break;
-    }
-    class_walk(L, map, seen, lua_gettop(L) - 1, depth + 1, budget);
-    class_walk(L, map, seen, lua_gettop(L), depth + 1, budget);
-    lua_pop(L, 1);
+static void class_walk(class_walker *w) {
+  while (w->head < w->tail && w->budget > 0) {
+    lua_rawgeti(w->L, w->queue, ++w->head);
+    lua_pushnil(w->L); /* the queue lets go of what it walked */
+    lua_rawseti(w->L, w->queue, w->head);
+    w->budget--;
+    class_visit(w);
   }
 }
 
@@ -774,12 +852,14 @@ static int l_process_map(lua_State *L) {
   for (int i = 0; i < ps->n; i++) ps->w[i] = (proc_worker){0, -1, -1};
   luaL_setmetatable(L, LPROC_WORKERS);
   lua_newtable(L); /* 6 = LPROC_CLASSES */
-  lua_newtable(L); /* 7: visited */
-  int budget = LPROC_CLASS_BUDGET;
-  class_walk(L, LPROC_CLASSES, 7, 1, 0, &budget);
-  class_walk(L, LPROC_CLASSES, 7, 2, 0, &budget);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  class_walk(L, LPROC_CLASSES, 7, 8, 0, &budget);
+  lua_newtable(L); /* 7: the walk's queue */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS); /* 8: _G */
+  class_walker w = {L, LPROC_CLASSES, 9, 7, addr_set_new(L, 1024) /* 9 */, lua_topointer(L, 8),
+                    0, 0, LPROC_CLASS_BUDGET};
+  class_queue(&w, 8); /* the globals' classes first, then what fn and the arguments reach */
+  class_queue(&w, 1);
+  class_queue(&w, 2);
+  class_walk(&w);
   lua_settop(L, LPROC_CLASSES);
   char err[PT_ERRMSG_MAX] = "";
   lua_Integer next = 0, done = 0;

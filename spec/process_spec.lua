@@ -123,6 +123,43 @@ describe("pt._process_map", function()
     rawset(_G, "ProcessSpecBudgetClass", nil)
   end)
 
+  it("finds a class kept deep behind an environment's closures, and the class of a late row of large data", function()
+    -- as busted keeps a spec's globals: in a table reached only through the metamethods of the
+    -- function's environment, here 150 tables down a chain (the walk once stopped at depth 100
+    -- and spent its budget on what came first)
+    local store = {}
+    local ctx = { env = store }
+    for _ = 1, 150 do ctx = { parent = ctx } end
+    local env = setmetatable({}, {
+      __index = function(_, k)
+        local c = ctx
+        while c.parent do c = c.parent end
+        local v = c.env[k]
+        if v == nil then return _G[k] end
+        return v
+      end,
+    })
+    local make = load("return function(i) return setmetatable({ x = i }, DeepClass) end", "=deep", "t", env)()
+    local Deep = {}
+    Deep.__index = Deep
+    store.DeepClass = Deep
+    -- rows past the first 256 of a table are looked at for their class only
+    local Row = {}
+    Row.__index = Row
+    local rows = {}
+    for i = 1, 100000 do rows[i] = { i } end
+    rows[99999] = setmetatable({ 5 }, Row)
+    local results, errors = pt._process_map(function(i)
+      if i == 1 then return make(i) end
+      return rows[99999]
+    end, { { 1 }, { 2 } }, 2)
+    assert.is_nil(next(errors))
+    assert.are.equal(Deep, getmetatable(results[1]))
+    assert.are.equal(1, results[1].x)
+    assert.are.equal(Row, getmetatable(results[2]))
+    assert.are.same({ 5 }, setmetatable(results[2], nil))
+  end)
+
   it("brings tensors back through shared memory", function()
     local results, errors = pt._process_map(function(n)
       local t = pt.arange(n):float()
