@@ -558,7 +558,8 @@ end
 
 describe("cat, stack and repeat_tensor, row paths", function()
   it("stack along every dim, every dtype, contiguous and not, small and large", function()
-    for _, shape in ipairs({{5}, {3, 4}, {1000}, {100, 100}, {2, 3, 4}}) do
+    -- 64 of {1000} or {30, 40}: rows of the result split over the threads (32768 elements a chunk)
+    for _, shape in ipairs({{5}, {3, 4}, {1000}, {30, 40}, {2, 3, 4}}) do
       for _, dtype in ipairs(DTYPES) do
         local big = numel(shape) >= 1000
         if not big or dtype == "float32" or dtype == "uint8" or dtype == "int64" then
@@ -706,7 +707,9 @@ describe("embedding backward straight into the weight's .grad", function()
   end
 
   it("a new .grad, an existing one (signed zeros, NaN, untouched and padding rows), as before", function()
-    for _, case in ipairs({{50, 37, 300, 40}, {3000, 128, 4096, 2500}, {7, 1, 5, 7}}) do
+    -- the second case splits both the column pass (D / max(16, 65536 / n) chunks) and the fold
+    -- of an existing .grad (V / (65536 / D) chunks) over the threads
+    for _, case in ipairs({{50, 37, 300, 40}, {1500, 64, 2048, 1200}, {7, 1, 5, 7}}) do
       local V, D, n, hi = case[1], case[2], case[3], case[4]
       for _, dtype in ipairs({"float32", "float64"}) do
         local round = round_of(dtype)
