@@ -764,3 +764,86 @@ describe("checkpoint errors point at the caller", function()
     assert.are.equal(obj, at_line(function() pt.save(p, model) end))
   end)
 end)
+
+describe("PyTorch's names of children (0-based container indices)", function()
+  local nn = pt.nn
+  -- torch.manual_seed(0); nn.Sequential(Flatten(), Linear(3, 4), ReLU(), Linear(4, 2)); its
+  -- state_dict as torch names it, an input and torch's output (PyTorch 1.13)
+  local torch_sd = {
+    ["1.weight"] = {{-0.004322517663240433, 0.3097158372402191, -0.4751853346824646},
+      {-0.4248946011066437, -0.2223689705133438, 0.15482072532176971},
+      {-0.011439144611358643, 0.45777493715286255, -0.05123639851808548},
+      {0.1527741253376007, -0.1744827926158905, -0.11348707973957062}},
+    ["1.bias"] = {-0.55157071352005, -0.3823687434196472, -0.2379971146583557, 0.021387115120887756},
+    ["3.weight"] = {{0.19766759872436523, 0.30001139640808105, -0.3389705419540405, -0.21773141622543335},
+      {0.18160855770111084, 0.41519397497177124, -0.10290008783340454, 0.3741558790206909}},
+    ["3.bias"] = {-0.08059167861938477, 0.05290704965591431},
+  }
+  local x = pt.tensor({{-0.8264687061309814, -0.7949366569519043, -0.9528351426124573},
+    {0.37172138690948486, 0.40871575474739075, 1.4214179515838623}})
+  local torch_y = {{-0.11150112003087997, 0.10602271556854248}, {-0.08059167861938477, 0.05290704965591431}}
+  local function model() return nn.Sequential(nn.Flatten(), nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)) end
+  local function tensors(sd)
+    local out = {}
+    for k, v in pairs(sd) do out[k] = pt.tensor(v) end
+    return out
+  end
+  local function keys(sd)
+    local out = {}
+    for k in pairs(sd) do out[#out + 1] = k end
+    table.sort(out)
+    return out
+  end
+
+  it("a PyTorch state_dict loads as it is and gives torch's output", function()
+    local m = model()
+    local r = m:load_state_dict(tensors(torch_sd))
+    assert.are.same({}, r.missing_keys)
+    assert.are.same({}, r.unexpected_keys)
+    assert.is_true(pt.allclose(m(x), pt.tensor(torch_y), {atol = 1e-6}))
+    -- said explicitly, the same; our own names still load as they are
+    local m2 = model()
+    m2:load_state_dict(tensors(torch_sd), {index_base = 0})
+    assert.is_true(m2[2].weight:equal(m[2].weight))
+    local m3 = model()
+    m3:load_state_dict(m:state_dict())
+    assert.is_true(m3[4].bias:equal(m[4].bias))
+  end)
+
+  it("state_dict{index_base = 0} and pt.save{index_base = 0} name them as torch does; load_into reads either", function()
+    local m = model()
+    m:load_state_dict(tensors(torch_sd))
+    assert.are.same({"2.bias", "2.weight", "4.bias", "4.weight"}, keys(m:state_dict()))
+    assert.are.same({"1.bias", "1.weight", "3.bias", "3.weight"}, keys(m:state_dict({index_base = 0})))
+    local p = tmp("torch_names.safetensors")
+    pt.save(p, m, {index_base = 0})
+    assert.are.same({"1.bias", "1.weight", "3.bias", "3.weight"}, keys((pt.load(p))))
+    local m2 = model()
+    pt.load_into(p, m2)
+    assert.is_true(pt.allclose(m2(x), pt.tensor(torch_y), {atol = 1e-6}))
+    -- nested containers: a TransformerEncoder's layers (a ModuleList) and a ParameterList
+    local enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 8}), 2)
+    local sd0 = enc:state_dict({index_base = 0})
+    assert.is_not_nil(sd0["layers.0.linear1.weight"])
+    assert.is_not_nil(sd0["layers.1.norm2.bias"])
+    assert.is_nil(sd0["layers.2.norm2.bias"])
+    local enc2 = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 8}), 2)
+    enc2:load_state_dict(sd0)
+    assert.is_true(enc2.layers[2].linear1.weight:equal(enc.layers[2].linear1.weight))
+    local pl = nn.ParameterList({pt.zeros(2), pt.ones(3)})
+    assert.are.same({"0", "1"}, keys(pl:state_dict({index_base = 0})))
+  end)
+
+  it("errors: a bad index_base, and torch's names read as ours", function()
+    local m = model()
+    assert.are.equal("state_dict: index_base must be 0 or 1, got 2", err_of(function() m:state_dict({index_base = 2}) end):match("state_dict: .*"))
+    assert.are.equal("state_dict: options must be a table, got number", err_of(function() m:state_dict(0) end):match("state_dict: .*"))
+    assert.are.equal('load_state_dict: index_base must be 0, 1 or "auto", got yes',
+      err_of(function() m:load_state_dict({}, {index_base = "yes"}) end):match("load_state_dict: .*"))
+    assert.are.equal("load_state_dict: error(s) loading state_dict for Sequential: missing keys: 2.weight, "
+      .. "2.bias, 4.weight, 4.bias; unexpected keys: 1.bias, 1.weight, 3.bias, 3.weight",
+      err_of(function() m:load_state_dict(tensors(torch_sd), {index_base = 1}) end):match("load_state_dict: .*"))
+    assert.are.equal("save: index_base must be 0 or 1, got -1",
+      err_of(function() pt.save(tmp("bad.safetensors"), m, {index_base = -1}) end):match("save: .*"))
+  end)
+end)

@@ -118,15 +118,19 @@ local function save(path, obj, opts)
   if path:find("\0", 1, true) then fail("save: path '%s' contains a NUL byte", shown(path)) end
   opts = opts or {}
   if type(opts) ~= "table" then fail("save: options must be a table") end
-  local save_options = {optimizer = true, meta = true, loader = true, rng = true, dtype = true}
+  local save_options = {optimizer = true, meta = true, loader = true, rng = true, dtype = true,
+    index_base = true}
   for k in pairs(opts) do
     if not save_options[k] then
-      fail("save: unknown option '%s' (options: dtype, loader, meta, optimizer, rng)", tostring(k))
+      fail("save: unknown option '%s' (options: dtype, index_base, loader, meta, optimizer, rng)", tostring(k))
     end
   end
   local sd
+  if opts.index_base ~= nil and opts.index_base ~= 0 and opts.index_base ~= 1 then
+    fail("save: index_base must be 0 or 1, got %s", tostring(opts.index_base))
+  end
   if type(obj) == "table" and type(obj.state_dict) == "function" then
-    sd = obj:state_dict()
+    sd = opts.index_base ~= nil and obj:state_dict({index_base = opts.index_base}) or obj:state_dict()
   elseif type(obj) == "table" then
     sd = obj
   else
@@ -342,7 +346,9 @@ if docs then
     .. "  rng = true also stores the random generator (pt.get_rng_state), for dropout and random transforms.\n"
     .. "  dtype = \"bfloat16\" or \"float16\" (\"half\") stores the model's floating point tensors as 16-bit\n"
     .. "  floats (rounded to nearest even, float64 in one rounding; half the size of float32); the\n"
-    .. "  optimizer's state keeps its own dtype, so a resume stays exact for the state, not the weights."
+    .. "  optimizer's state keeps its own dtype, so a resume stays exact for the state, not the weights.\n"
+    .. "  index_base = 0 names a model's children of Sequential/ModuleList/ParameterList from 0, as\n"
+    .. "  PyTorch does (\"0.weight\"), for torch's load_state_dict; pt.load_into reads either."
   docs[M.load] = "pt.load(path) -> tensors, meta, state\n  tensors: name -> Tensor; meta: your metadata;\n"
     .. "  state.optimizer: the optimizer's state_dict, state.loader_epoch, state.rng (the generator's\n"
     .. "  state, when saved with rng = true). Hostile files raise errors. Files of other tools load with\n"

@@ -704,27 +704,71 @@ local function ordered_table(keys, map)
   })
 end
 
-function Module:state_dict()
+-- A key with each whole-number component (the index of a child of Sequential, ModuleList,
+-- ParameterList) moved by delta: -1 gives PyTorch's 0-based name of one of ours, +1 back.
+local function shift_key(name, delta)
+  if type(name) ~= "string" or not name:find("%d") then return name end
+  local parts = {}
+  for part in (name .. "."):gmatch("(.-)%.") do
+    local n = part:match("^%d+$") and math.tointeger(tonumber(part))
+    parts[#parts + 1] = n and tostring(n + delta) or part
+  end
+  return table.concat(parts, ".")
+end
+
+local function index_base_opt(fname, opts, allowed)
+  local base = opts and opts.index_base
+  if base ~= nil and not allowed[base] then
+    fail(string.format("%s: index_base must be %s, got %s", fname, allowed.text, tostring(base)))
+  end
+  return base
+end
+
+function Module:state_dict(opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    fail("state_dict: options must be a table, got " .. type(opts))
+  end
+  local base = index_base_opt("state_dict", opts, {[0] = true, [1] = true, text = "0 or 1"}) or 1
   local keys, map = {}, {}
-  local function add(list)
-    for _, e in ipairs(list) do
-      if map[e[1]] == nil then keys[#keys + 1] = e[1] end
-      map[e[1]] = e[2]:detach()
-    end
+  local function add(name, t)
+    if base == 0 then name = shift_key(name, -1) end
+    if map[name] == nil then keys[#keys + 1] = name end
+    map[name] = t:detach()
   end
   -- parameters and buffers of each module together, as PyTorch orders them
   walk(self, "", function(m, prefix)
-    for _, n in ipairs(m._param_names) do add({{prefix .. n, m._parameters[n]}}) end
-    for _, n in ipairs(m._buffer_names) do add({{prefix .. n, m._buffers[n]}}) end
+    for _, n in ipairs(m._param_names) do add(prefix .. n, m._parameters[n]) end
+    for _, n in ipairs(m._buffer_names) do add(prefix .. n, m._buffers[n]) end
   end)
   return ordered_table(keys, map)
 end
-doc(Module.state_dict, "m:state_dict() -> table name -> tensor (parameters and buffers, sharing storage);\n  pairs(sd) iterates in registration order.")
+doc(Module.state_dict, [[m:state_dict([{index_base = 1}]) -> table name -> tensor (parameters and buffers, sharing
+  storage); pairs(sd) iterates in registration order. Children of Sequential, ModuleList and
+  ParameterList are named by their 1-based index ("1.weight"); index_base = 0 gives PyTorch's
+  names ("0.weight"), so that torch's load_state_dict takes them (also pt.save's index_base).]])
 
 function Module:load_state_dict(sd, opts)
   if type(sd) ~= "table" then fail("load_state_dict: expected a table of tensors, got " .. type(sd)) end
+  if opts ~= nil and type(opts) ~= "table" then
+    fail("load_state_dict: options must be a table, got " .. type(opts))
+  end
   local strict = not (opts and opts.strict == false)
+  local base = index_base_opt("load_state_dict", opts,
+    {[0] = true, [1] = true, auto = true, text = '0, 1 or "auto"'}) or "auto"
   local own = self:state_dict()
+  if base == "auto" then -- a PyTorch state_dict (0-based): more of its keys are ours shifted
+    local exact, shifted = 0, 0
+    for k in pairs(sd) do
+      if own[k] ~= nil then exact = exact + 1 end
+      if own[shift_key(k, 1)] ~= nil then shifted = shifted + 1 end
+    end
+    base = shifted > exact and 0 or 1
+  end
+  if base == 0 then
+    local renamed = {}
+    for k, v in pairs(sd) do renamed[shift_key(k, 1)] = v end
+    sd = renamed
+  end
   local missing, unexpected, todo = {}, {}, {}
   for name, dst in pairs(own) do
     local src = sd[name]
@@ -753,9 +797,12 @@ function Module:load_state_dict(sd, opts)
   for _, e in ipairs(todo) do C._nn_copy_(e[1], e[2]) end
   return {missing_keys = missing, unexpected_keys = unexpected}
 end
-doc(Module.load_state_dict, [[m:load_state_dict(sd[, {strict=true}]) -> {missing_keys=, unexpected_keys=}
+doc(Module.load_state_dict, [[m:load_state_dict(sd[, {strict=true, index_base="auto"}]) -> {missing_keys=, unexpected_keys=}
   Copies values into the existing tensors. Shapes must match; with strict (default) the key
-  sets must match exactly. Nothing is copied when an error is raised.]])
+  sets must match exactly. Nothing is copied when an error is raised. A PyTorch state_dict loads
+  as it is: its children of Sequential, ModuleList and ParameterList count from 0 ("0.weight" is
+  our "1.weight"), and with index_base "auto" the keys are read that way when more of them match
+  so; index_base = 0 or 1 says which. Keys in messages are ours (1-based).]])
 
 function Module:num_parameters()
   local n = 0

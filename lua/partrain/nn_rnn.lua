@@ -1644,8 +1644,8 @@ doc(TransformerEncoder, [[nn.TransformerEncoder(encoder_layer, num_layers[, {nor
   options go to every layer (see help(nn.TransformerEncoderLayer)). mask= (PyTorch's name for this
   forward's mask) is src_mask.
   Children: layers (an nn.ModuleList) and norm. state_dict keys are PyTorch's with the layer
-  index 1-based: PyTorch's layers.0.linear1.weight is layers.1.linear1.weight here (rename the
-  keys of a PyTorch state_dict before load_state_dict). The options enable_nested_tensor and
+  index 1-based: PyTorch's layers.0.linear1.weight is layers.1.linear1.weight here;
+  load_state_dict takes either, state_dict{index_base = 0} gives PyTorch's. The options enable_nested_tensor and
   mask_check are accepted and ignored (there are no nested tensors).]])
 
 
