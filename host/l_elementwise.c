@@ -453,8 +453,12 @@ static pt_tensor *where_operand(lua_State *L, int idx, pt_dtype dt) {
 static int where_impl(lua_State *L, int cond_idx, int a_idx, int b_idx) {
   pt_tensor *cond = lpt_check_tensor(L, cond_idx);
   pt_tensor *at = lpt_test_tensor(L, a_idx), *bt = lpt_test_tensor(L, b_idx);
-  pt_dtype da = where_number_dtype(L, a_idx, bt ? bt->dtype : PT_FLOAT32, "where");
-  pt_dtype db = where_number_dtype(L, b_idx, at ? at->dtype : PT_FLOAT32, "where");
+  /* two numbers: int64 when both are integers (or booleans), as torch's Python scalars */
+  bool ints = !at && !bt && (lua_isinteger(L, a_idx) || lua_isboolean(L, a_idx)) &&
+              (lua_isinteger(L, b_idx) || lua_isboolean(L, b_idx));
+  pt_dtype both = ints ? PT_INT64 : PT_FLOAT32;
+  pt_dtype da = where_number_dtype(L, a_idx, bt ? bt->dtype : both, "where");
+  pt_dtype db = where_number_dtype(L, b_idx, at ? at->dtype : both, "where");
   pt_tensor *a = where_operand(L, a_idx, da), *b = a ? where_operand(L, b_idx, db) : NULL, *r = NULL;
   pt_status st = a && b ? pt_where(lpt_ctx(L), cond, a, b, &r) : PT_ENOMEM;
   pt_tensor_release(a);
@@ -749,10 +753,10 @@ static const char *const docs[] = {
     "gelu", "gelu(t) -> t * Phi(t), the exact erf form.",
     "sin", "sin(t) -> sine.",
     "cos", "cos(t) -> cosine.",
-    "sign", "sign(t) -> -1, 0 or 1 (no gradient).",
-    "floor", "floor(t) -> rounded down (no gradient).",
-    "ceil", "ceil(t) -> rounded up (no gradient).",
-    "round", "round(t[, {decimals = 0, out=}]) -> rounded half to even (no gradient). decimals d rounds to d\n"
+    "sign", "sign(t) -> -1, 0 or 1 (a zero gradient, as PyTorch's).",
+    "floor", "floor(t) -> rounded down (a zero gradient, as PyTorch's).",
+    "ceil", "ceil(t) -> rounded up (a zero gradient, as PyTorch's).",
+    "round", "round(t[, {decimals = 0, out=}]) -> rounded half to even (a zero gradient). decimals d rounds to d\n"
     "  decimal places (negative: to tens, hundreds, ...) as torch.round: nearbyint(t * 10^d) / 10^d in t's\n"
     "  dtype (floating tensors only). t:round_({decimals = d}) in place.",
     "masked_fill", "masked_fill(t, mask, value) -> copy of t with value where the bool mask (broadcast to t) is true.\n"

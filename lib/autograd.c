@@ -865,14 +865,15 @@ static bool gf_binary_ok(int op) {
          op == PT_BIN_XLOGY || op == PT_BIN_COPYSIGN;
 }
 
-/* maximum / minimum's share of the gradient for a against b (b NULL: the number v): 1 where a
- * wins (cmp: GT for maximum, LT for minimum), 1/2 at a tie, as PyTorch splits it */
-static pt_tensor *G_wins(gf *s, pt_binop cmp, pt_tensor *a, pt_tensor *b, pt_number v) {
+/* maximum / minimum's share of the gradient for a against b (b NULL: the number v), as PyTorch
+ * splits it: 0 where a loses (lose: LT for maximum, GT for minimum), 1/2 at a tie, else 1 (a NaN
+ * on either side, which neither wins nor loses, gives both sides the whole gradient) */
+static pt_tensor *G_wins(gf *s, pt_binop lose, pt_tensor *a, pt_tensor *b, pt_number v) {
   pt_dtype dt = a->dtype;
-  if (!b)
-    return G_add(s, G_ind(s, cmp, a, v.d, dt), G_num(s, PT_BIN_MUL, G_ind(s, PT_BIN_EQ, a, v.d, dt), 0.5));
-  return G_add(s, G_to(s, G_bin(s, cmp, a, b), dt),
-               G_num(s, PT_BIN_MUL, G_to(s, G_bin(s, PT_BIN_EQ, a, b), dt), 0.5));
+  pt_tensor *out =
+      b ? G_add(s, G_to(s, G_bin(s, lose, a, b), dt), G_num(s, PT_BIN_MUL, G_to(s, G_bin(s, PT_BIN_EQ, a, b), dt), 0.5))
+        : G_add(s, G_ind(s, lose, a, v.d, dt), G_num(s, PT_BIN_MUL, G_ind(s, PT_BIN_EQ, a, v.d, dt), 0.5));
+  return G_num(s, PT_BIN_ADD, G_num(s, PT_BIN_MUL, out, -1.0), 1.0);
 }
 
 static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin) {
@@ -922,8 +923,8 @@ static pt_status gf_binary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gi
     }
     case PT_BIN_MAXIMUM:
     case PT_BIN_MINIMUM: {
-      pt_binop cmp = op == PT_BIN_MAXIMUM ? PT_BIN_GT : PT_BIN_LT;
-      d = G_mul(&s, g, side == 0 ? G_wins(&s, cmp, x, y, num) : G_wins(&s, cmp, y, x, num));
+      pt_binop lose = op == PT_BIN_MAXIMUM ? PT_BIN_LT : PT_BIN_GT;
+      d = G_mul(&s, g, side == 0 ? G_wins(&s, lose, x, y, num) : G_wins(&s, lose, y, x, num));
       break;
     }
     case PT_BIN_HYPOT: { /* this side / hypot(x, y) */
@@ -1015,6 +1016,7 @@ static bool gf_unary_ok(int op) {
   case PT_UN_EXPM1: case PT_UN_LOG2: case PT_UN_LOG10: case PT_UN_EXP2: case PT_UN_TAN:
   case PT_UN_ASIN: case PT_UN_ACOS: case PT_UN_ATAN: case PT_UN_SINH: case PT_UN_COSH:
   case PT_UN_ASINH: case PT_UN_ACOSH: case PT_UN_ATANH: case PT_UN_FRAC: case PT_UN_SINC:
+  case PT_UN_SIGN: case PT_UN_FLOOR: case PT_UN_CEIL: case PT_UN_ROUND:
   case PT_UN_COUNT_PUBLIC: /* ops_elementwise.c's clamp (UN_CLAMP): scalars the bounds */
     return true;
   default:
@@ -1039,12 +1041,15 @@ static pt_status gf_unary(pt_ctx *ctx, pt_node *n, pt_tensor *g, pt_tensor **gin
   int op = (int)n->ints[0];
   pt_tensor *x = n->inputs[0];
   pt_status st;
-  if (op != PT_UN_NEG && op != PT_UN_FRAC && (st = gf_check_versions(ctx, n))) return st;
+  if (op != PT_UN_NEG && op != PT_UN_FRAC && op != PT_UN_SIGN && op != PT_UN_FLOOR && op != PT_UN_CEIL &&
+      op != PT_UN_ROUND && (st = gf_check_versions(ctx, n)))
+    return st;
   gf s = {.ctx = ctx};
   pt_tensor *d = NULL, *t; /* d: the gradient; t: a part of the derivative */
   switch (op) {
   case PT_UN_NEG: d = G_un(&s, PT_UN_NEG, g); break;
   case PT_UN_FRAC: d = g; break;
+  case PT_UN_SIGN: case PT_UN_FLOOR: case PT_UN_CEIL: case PT_UN_ROUND: d = G_zero_of(&s, g); break;
   case PT_UN_COUNT_PUBLIC: /* clamp: the gradient passes where min <= x <= max (torch) */
     d = G_mul(&s, g, G_mul(&s, G_ind(&s, PT_BIN_GE, x, n->scalars[0], x->dtype),
                           G_ind(&s, PT_BIN_LE, x, n->scalars[1], x->dtype)));

@@ -26,8 +26,8 @@ enum {
   BIN_POW_DX = PT_BIN_COUNT_PUBLIC, /* y == 0 ? 0 : y * x^(y-1) */
   BIN_POW_DY,                       /* x == 0 && y >= 0 ? 0 : x^y * log x */
   BIN_DIV_DY,                       /* -x / y^2 */
-  BIN_MAXW,                         /* x > y ? 1 : x == y ? 0.5 : 0 */
-  BIN_MINW,                         /* x < y ? 1 : x == y ? 0.5 : 0 */
+  BIN_MAXW,                         /* x < y ? 0 : x == y ? 0.5 : 1 (a NaN: 1, as torch) */
+  BIN_MINW,                         /* x > y ? 0 : x == y ? 0.5 : 1 */
   BIN_ATAN2_DX,                     /* y / (x^2 + y^2) */
   BIN_ATAN2_DY,                     /* -x / (x^2 + y^2) */
   BIN_HYPOT_D,                      /* x / hypot(x, y) */
@@ -140,6 +140,9 @@ static const char *const un_nodes[UN_COUNT] = {
     [PT_UN_SINH] = "SinhBackward",   [PT_UN_COSH] = "CoshBackward",   [PT_UN_ASINH] = "AsinhBackward",
     [PT_UN_ACOSH] = "AcoshBackward", [PT_UN_ATANH] = "AtanhBackward", [PT_UN_FRAC] = "FracBackward",
     [PT_UN_SINC] = "SincBackward",
+    /* a zero gradient, as PyTorch's: the result still requires grad */
+    [PT_UN_SIGN] = "SignBackward",   [PT_UN_FLOOR] = "FloorBackward", [PT_UN_CEIL] = "CeilBackward",
+    [PT_UN_ROUND] = "RoundBackward",
 };
 
 /* derivative of each differentiable unary op, as an op on the input */
@@ -229,8 +232,8 @@ static inline double h_gelud_d(double x) {
   BK(powdx_##S, T, T, y == 0 ? (T)0 : y * POW(x, y - 1))                                        \
   BK(powdy_##S, T, T, (x == 0 && y >= 0) ? (T)0 : POW(x, y) * LOG(x))                          \
   BK(divdy_##S, T, T, -x / (y * y))                                                             \
-  BK(maxw_##S, T, T, x > y ? (T)1 : (x == y ? (T)0.5 : (T)0))                                   \
-  BK(minw_##S, T, T, x < y ? (T)1 : (x == y ? (T)0.5 : (T)0))                                   \
+  BK(maxw_##S, T, T, x < y ? (T)0 : (x == y ? (T)0.5 : (T)1))                                   \
+  BK(minw_##S, T, T, x > y ? (T)0 : (x == y ? (T)0.5 : (T)1))                                   \
   UK(neg_##S, T, T, -x)                                                                         \
   UK(abs_##S, T, T, FABS(x))                                                                    \
   UK(exp_##S, T, T, EXP(x))                                                                     \
@@ -1628,6 +1631,8 @@ static pt_status unary_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
   int op = (int)node->ints[0];
   pt_tensor *x = node->inputs[0], *d = NULL;
   if (!node->needs_grad[0]) return PT_OK;
+  if (op == PT_UN_SIGN || op == PT_UN_FLOOR || op == PT_UN_CEIL || op == PT_UN_ROUND)
+    return pt_tensor_zeros_like(ctx, x, &gin[0]);
   pt_status st = PT_OK;
   pt_tensor *y = node->saved[0]; /* the output, for tanh, sigmoid and exp (record_unary) */
   if (op == PT_UN_NEG) {
@@ -2453,6 +2458,10 @@ static pt_status round_decimals(pt_ctx *ctx, const char *fname, pt_tensor *t, in
   ctx->grad_enabled = grad;
   pt_tensor_release(a);
   pt_tensor_release(b);
+  if (!st && grad && (st = record_unary(ctx, PT_UN_ROUND, t, NULL, *out))) { /* a zero gradient */
+    pt_tensor_release(*out);
+    *out = NULL;
+  }
   return st;
 }
 

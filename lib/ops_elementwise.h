@@ -65,10 +65,10 @@ typedef enum pt_unop {
   PT_UN_GELU,
   PT_UN_SIN,
   PT_UN_COS,
-  PT_UN_SIGN,  /* no gradient */
-  PT_UN_FLOOR, /* no gradient */
-  PT_UN_CEIL,  /* no gradient */
-  PT_UN_ROUND, /* half to even, like PyTorch; no gradient */
+  PT_UN_SIGN,  /* a zero gradient (as PyTorch's) */
+  PT_UN_FLOOR, /* a zero gradient */
+  PT_UN_CEIL,  /* a zero gradient */
+  PT_UN_ROUND, /* half to even, like PyTorch; a zero gradient */
   PT_UN_LOGICAL_NOT,
   /* more math: floating results (integers give float32) except frac (floating only) */
   PT_UN_ERF,

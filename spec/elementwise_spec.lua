@@ -372,7 +372,12 @@ describe("where, masked_fill, clamp", function()
     local x = pt.tensor({-1, 2, -3})
     assert.are.same({0, 2, 0}, pt.where(x:gt(0), x, 0):tolist())
     assert.are.same({-1, 7, -3}, x:where(x:lt(0), 7):tolist())
-    assert.are.equal("float32", pt.where(x:gt(0), 1, 0):dtype())
+    -- two numbers: int64 when both are integers, float32 with a float (torch.where(c, 1, 0) is int64)
+    assert.are.equal("int64", pt.where(x:gt(0), 1, 0):dtype())
+    assert.are.same({0, 1, 0}, pt.where(x:gt(0), 1, 0):tolist())
+    assert.are.equal("int64", pt.where(x:gt(0), true, 3):dtype())
+    assert.are.equal("bool", pt.where(x:gt(0), true, false):dtype())
+    assert.are.equal("float32", pt.where(x:gt(0), 1, 0.5):dtype())
     assert.are.equal("float64", pt.where(x:gt(0), pt.zeros(3, {dtype = "float64"}), x):dtype())
   end)
 
@@ -728,9 +733,56 @@ describe("gradients (finite differences, float64)", function()
   it("comparisons and integer ops record nothing", function()
     local x = pt.ones(2, {requires_grad = true})
     assert.is_false(x:gt(0).requires_grad)
-    assert.is_false(x:floor().requires_grad)
+    assert.is_false(x:to("int64"):floor().requires_grad)
     assert.is_true((x * 2).requires_grad)
     assert.is_false(pt.no_grad(function() return x * 2 end).requires_grad)
+  end)
+end)
+
+describe("rounding and sign: a zero gradient, as PyTorch's", function()
+  it("floor, ceil, round (also with decimals), trunc, sign, sgn and fix require grad and give zeros", function()
+    for _, f in ipairs({"floor", "ceil", "round", "trunc", "sign", "sgn", "fix"}) do
+      local x = pt.tensor({1.5, -2.5, 0.25}, {dtype = "float64", requires_grad = true})
+      local y = x[f](x)
+      assert.is_true(y.requires_grad, f)
+      -- d(y * x)/dx = y + x * y' = y
+      ;(y * x):sum():backward()
+      assert.are.same(y:detach():tolist(), x.grad:tolist(), f)
+      -- and to second order: the gradient of the gradient through y is zero, yet connected
+      local x2 = pt.tensor({1.5, -2.5}, {dtype = "float64", requires_grad = true})
+      local g = pt.autograd.grad((x2[f](x2) * x2 * x2):sum(), {x2}, {create_graph = true})[1]
+      local gg = pt.autograd.grad(g:sum(), {x2})[1]
+      assert.are.same((x2[f](x2) * 2):detach():tolist(), gg:tolist(), f)
+    end
+    local x = pt.tensor({1.56, -2.5}, {requires_grad = true})
+    local y = x:round({decimals = 1})
+    assert.are.equal("RoundBackward", tostring(y.grad_fn))
+    y:sum():backward()
+    assert.are.same({0, 0}, x.grad:tolist())
+  end)
+
+  it("maximum and minimum give a NaN side the whole gradient, a tie half (torch 1.13's numbers)", function()
+    -- torch: x.grad / y.grad of maximum(x, y).sum() and minimum(x, y).sum(), then against the number 2
+    local want = {
+      maximum = {{1, 1, 0.5, 1}, {1, 1, 0.5, 0}, {1, 0, 0.5, 1}},
+      minimum = {{1, 1, 0.5, 0}, {1, 1, 0.5, 1}, {1, 1, 0.5, 0}},
+    }
+    for f, w in pairs(want) do
+      local x = pt.tensor({0 / 0, 1, 2, 3}, {requires_grad = true})
+      local y = pt.tensor({1, 0 / 0, 2, 1}, {requires_grad = true})
+      pt[f](x, y):sum():backward()
+      assert.are.same(w[1], x.grad:tolist(), f)
+      assert.are.same(w[2], y.grad:tolist(), f)
+      local x2 = pt.tensor({0 / 0, 1, 2, 3}, {dtype = "float64", requires_grad = true})
+      pt[f](x2, 2):sum():backward()
+      assert.are.same(w[3], x2.grad:tolist(), f)
+      -- the same through create_graph's path
+      local x3 = pt.tensor({0 / 0, 1, 2, 3}, {dtype = "float64", requires_grad = true})
+      local y3 = pt.tensor({1, 0 / 0, 2, 1}, {dtype = "float64", requires_grad = true})
+      local gx, gy = table.unpack(pt.autograd.grad(pt[f](x3, y3):sum(), {x3, y3}, {create_graph = true}))
+      assert.are.same(w[1], gx:tolist(), f)
+      assert.are.same(w[2], gy:tolist(), f)
+    end
   end)
 end)
 

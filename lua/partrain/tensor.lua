@@ -355,7 +355,7 @@ add("trunc", function(t, ...)
   if not is_float(t) then return t:clone() end
   return pt.where(t:lt(0), t:ceil(), t:floor())
 end, "t:trunc() -> rounded toward zero (-1.7 -> -1, -0.5 -> -0); NaN and +-inf kept, integer tensors\n"
-  .. "  copied. No gradient, as floor and ceil (PyTorch's is zero everywhere). Also pt.trunc(t).")
+  .. "  copied. A zero gradient, as floor and ceil (and PyTorch). Also pt.trunc(t).")
 
 -- ------------------------------------------------------------------ shape helpers
 

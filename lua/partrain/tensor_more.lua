@@ -1729,7 +1729,7 @@ add("sgn", function(t, ...)
   no_more("sgn", 1, ...)
   return renamed("sgn", "sign", pt.sign, t)
 end, "t:sgn() -> the sign of each element (-1, 0 or 1; bool stays bool), as torch.sgn, which for real\n"
-  .. "  tensors is sign (x / |x| for complex ones, which partrain has not). No gradient, as sign. Also pt.sgn(t).")
+  .. "  tensors is sign (x / |x| for complex ones, which partrain has not). A zero gradient, as sign. Also pt.sgn(t).")
 
 add("signbit", function(t, ...)
   check_tensor("signbit", t)
