@@ -613,3 +613,147 @@ describe("nn.functional conveniences from the core", function()
     assert.are.same({1, 2, 3, 3}, F.conv2d(x, pt.randn(2, 1, 2, 2)):size())
   end)
 end)
+
+describe("functional forms PyTorch has: in place, _with_indices, upsample; max_unpool3d; more constructors", function()
+  local function det(shape, f)
+    local n = 1
+    for _, s in ipairs(shape) do n = n * s end
+    return f(pt.arange(n, F64)):reshape(shape)
+  end
+
+  it("TripletMarginWithDistanceLoss and its functional form match torch 1.13", function()
+    local a = det({4, 3}, function(t) return (t * 0.7):sin() end)
+    local p = det({4, 3}, function(t) return (t * 1.3):cos() end)
+    local n = det({4, 3}, function(t) return (t * 0.4):sin() * 2 end)
+    assert_close(0.7060274892349145, F.triplet_margin_with_distance_loss(a, p, n):item())
+    local cos = function(x, y) return 1 - F.cosine_similarity(x, y) end
+    assert_close({1.9214749927095578, 1.6338897505161003, 0.0, 0.0},
+      F.triplet_margin_with_distance_loss(a, p, n, {distance_function = cos, margin = 0.5, swap = true,
+        reduction = "none"}):tolist())
+    local m = nn.TripletMarginWithDistanceLoss({swap = true, reduction = "sum"})
+    assert_close(2.824109956939658, m(a, p, n):item())
+    -- a module as the distance is a child, as in torch
+    local md = nn.TripletMarginWithDistanceLoss({distance_function = nn.PairwiseDistance()})
+    assert.are.equal(1, #md:children())
+    assert_close(0.7060274892349145, md(a, p, n):item())
+    gradcheck(function(x) return F.triplet_margin_with_distance_loss(x, p, n) end, {a:clone()})
+    assert_err("triplet_margin_with_distance_loss: margin must be greater than 0, got 0",
+      F.triplet_margin_with_distance_loss, a, p, n, {margin = 0})
+    assert_err("TripletMarginWithDistanceLoss: distance_function must be a function (or a callable module), got number",
+      nn.TripletMarginWithDistanceLoss, {distance_function = 3})
+    assert_err("triplet_margin_with_distance_loss: anchor, positive and negative must have the same number of "
+      .. "dimensions, got shapes {4,3}, {3} and {4,3}", F.triplet_margin_with_distance_loss, a, p[1], n)
+    assert_err("triplet_margin_with_distance_loss: unknown option 'p'", F.triplet_margin_with_distance_loss, a, p, n, {p = 1})
+  end)
+
+  it("F.relu_, elu_, celu_, selu_, leaky_relu_, hardtanh_, threshold_, rrelu_ change x and give it back", function()
+    local cases = {
+      {"relu_", {}, "relu", {}},
+      {"elu_", {0.5}, "elu", {alpha = 0.5}},
+      {"celu_", {2.0}, "celu", {alpha = 2.0}},
+      {"selu_", {}, "selu", {}},
+      {"leaky_relu_", {0.2}, "leaky_relu", {negative_slope = 0.2}},
+      {"hardtanh_", {-0.5, 0.75}, "hardtanh", {min_val = -0.5, max_val = 0.75}},
+      {"threshold_", {0.1, -7}, "threshold", {threshold = 0.1, value = -7}},
+      {"rrelu_", {0.1, 0.3, false}, "rrelu", {lower = 0.1, upper = 0.3}},
+    }
+    for _, c in ipairs(cases) do
+      local name, args, base, opts = c[1], c[2], c[3], c[4]
+      local x = det({2, 3}, function(t) return (t * 1.1):sin() * 2 end)
+      local want = F[base](x:clone(), opts)
+      local r = F[name](x, table.unpack(args))
+      assert.is_true(rawequal(r, x), name)
+      assert.is_true(x:equal(want), name)
+      -- under autograd on a non-leaf: the gradient of base, through the copy
+      local w = det({2, 3}, function(t) return (t * 1.1):sin() * 2 end)
+      w.requires_grad = true
+      local h = w * 1
+      F[name](h, table.unpack(args))
+      ;(h * h):sum():backward()
+      local w2 = w:detach():clone()
+      w2.requires_grad = true
+      local y = F[base](w2, opts)
+      ;(y * y):sum():backward()
+      assert.is_true(w.grad:equal(w2.grad), name)
+      if name ~= "relu_" then
+        assert_err(name .. ": a leaf tensor that requires grad cannot change in place", F[name], w, table.unpack(args))
+      end
+    end
+    -- settings as an options table too
+    local x = pt.tensor({-1.0, 2})
+    F.leaky_relu_(x, {negative_slope = 0.5})
+    assert.are.same({-0.5, 2}, x:tolist())
+    assert_err("elu_: too many arguments (1 settings at most, got 2)", F.elu_, x, 1, 2)
+    assert_err("elu_: unknown option 'inplace' (elu_ is in place)", F.elu_, x, {inplace = false})
+    assert_err("relu_: expected one tensor argument, got 2 arguments", F.relu_, x, 1)
+  end)
+
+  it("F.*_with_indices give the output and the indices; F.upsample is interpolate", function()
+    local x = det({1, 2, 4, 4, 4}, function(t) return (t * 1.37):sin() end)
+    for _, c in ipairs({{"max_pool3d", x, 2}, {"max_pool2d", x[1], 2}, {"max_pool1d", x[1][1], 2},
+                        {"adaptive_max_pool3d", x, 2}, {"adaptive_max_pool2d", x[1], 3},
+                        {"adaptive_max_pool1d", x[1][1], 3}}) do
+      local base, input, size = c[1], c[2], c[3]
+      local y, i = F[base .. "_with_indices"](input, size)
+      local y2, i2 = F[base](input, size, {return_indices = true})
+      assert.is_true(y:equal(y2), base)
+      assert.is_true(i:equal(i2), base)
+    end
+    local y, i = F.max_pool2d_with_indices(x[1][1], 2, {stride = 1})
+    assert.are.same({4, 3, 3}, y:size())
+    assert.are.same({4, 3, 3}, i:size())
+    assert_err("max_pool2d_with_indices: unknown option 'return_indices' (the indices are returned)",
+      F.max_pool2d_with_indices, x[1], 2, {return_indices = false})
+    assert.is_true(F.upsample(x[1]:unsqueeze(1), {scale_factor = 2}):equal(F.interpolate(x[1]:unsqueeze(1), {scale_factor = 2})))
+  end)
+
+  it("max_unpool3d and MaxUnpool3d invert max_pool3d as torch 1.13 (positions, output_size, gradient)", function()
+    local x = det({1, 2, 4, 4, 4}, function(t) return (t * 1.37):sin() end)
+    local y, i = F.max_pool3d(x, 2, {return_indices = true})
+    -- torch's indices plus one
+    assert.are.same({2, 7, 25, 16, 34, 39, 57, 48, 21, 7, 30, 16, 53, 39, 62, 48}, i:reshape(16):tolist())
+    local function nonzero_positions(u)
+      local out = {}
+      for k, v in ipairs(u:reshape(u:numel()):tolist()) do if v ~= 0 then out[#out + 1] = k end end
+      return out
+    end
+    local u = F.max_unpool3d(y, i, 2)
+    assert.are.same({1, 2, 4, 4, 4}, u:size())
+    assert.are.same({2, 7, 16, 25, 34, 39, 48, 57, 71, 80, 85, 94, 103, 112, 117, 126}, nonzero_positions(u))
+    assert.is_true(F.max_pool3d(u, 2):equal(y))
+    local u2 = nn.MaxUnpool3d(2)(y, i, {5, 5, 5})
+    assert.are.same({1, 2, 5, 5, 5}, u2:size())
+    assert.are.same({2, 7, 16, 25, 34, 39, 48, 57, 132, 141, 146, 155, 164, 173, 178, 187}, nonzero_positions(u2))
+    assert.is_true(F.max_unpool3d(y[1], i[1], 2):equal(u[1]))
+    -- torch's gradient of (unpool(y) * arange).sum()
+    local yy = y:clone()
+    yy.requires_grad = true
+    ;(F.max_unpool3d(yy, i, 2) * pt.arange(128, F64):reshape({1, 2, 4, 4, 4})):sum():backward()
+    assert.are.same({1, 6, 24, 15, 33, 38, 56, 47, 84, 70, 93, 79, 116, 102, 125, 111}, yy.grad:reshape(16):tolist())
+    gradcheck(function(t) return F.max_unpool3d(t, i, 2) end, {y:clone()})
+    assert.are.equal("MaxUnpool3d(kernel_size={2, 1, 3}, stride=1, padding=0)",
+      tostring(nn.MaxUnpool3d({2, 1, 3}, {stride = 1})))
+    assert_err("max_unpool3d: expected a 4-D {C,D,H,W} or 5-D {N,C,D,H,W} input, got shape {2,2,2}",
+      F.max_unpool3d, y[1][1], i[1][1], 2)
+    assert_err("max_unpool3d: indices have shape {1,2,2,2,1}, expected the input's shape {1,2,2,2,2}",
+      F.max_unpool3d, y, i:narrow(5, 1, 1), 2)
+    assert_err("max_unpool3d: output_size {9, 5, 5}: the depth must be from 3 to 5, got 9",
+      F.max_unpool3d, y, i, 2, {output_size = {9, 5, 5}})
+  end)
+
+  it("EmbeddingBag.from_pretrained: the tensor itself as weight, frozen unless freeze = false", function()
+    local w = pt.tensor({{1.0, 2}, {3, 4}, {5, 6}})
+    local bag = nn.EmbeddingBag.from_pretrained(w, {mode = "sum"})
+    w[{1, 1}] = 9 -- the same storage
+    assert.are.equal(9, bag.weight[{1, 1}])
+    w[{1, 1}] = 1
+    assert.is_false(bag.weight.requires_grad)
+    assert.are.same({{4, 6}, {6, 8}}, bag(pt.tensor({{1, 2}, {1, 3}}, {dtype = "int64"})):tolist())
+    local mean = nn.EmbeddingBag.from_pretrained(w, {freeze = false, padding_idx = 2})
+    assert.is_true(mean.weight.requires_grad)
+    assert.are.same({{3, 4}}, mean(pt.tensor({{1, 2, 3}}, {dtype = "int64"})):tolist())
+    assert_err("EmbeddingBag.from_pretrained: embeddings must be a 2-D tensor {num_embeddings, embedding_dim}, got shape {3}",
+      nn.EmbeddingBag.from_pretrained, pt.zeros(3))
+    assert_err("EmbeddingBag.from_pretrained: unknown option 'mod'", nn.EmbeddingBag.from_pretrained, w, {mod = "sum"})
+  end)
+end)

@@ -899,7 +899,7 @@ doc(AdaptiveMaxPool2d, "nn.AdaptiveMaxPool2d(output_size[, {return_indices=false
 
 -- ------------------------------------------------------------------ max unpooling
 
-local SPATIAL_NAMES = {{"length"}, {"height", "width"}}
+local SPATIAL_NAMES = {{"length"}, {"height", "width"}, {"depth", "height", "width"}}
 
 -- the output's spatial sizes, PyTorch's _unpool_output_size: (L-1)*stride + kernel - 2*padding per dim,
 -- or output_size (nd sizes, or nd + 2 with batch and channels in front) within stride - 1 of that
@@ -925,12 +925,18 @@ local function unpool_size(name, x, k, s, p, output_size)
   return out
 end
 
--- max_unpool1d (nd = 1, on a unit height) and max_unpool2d; opts: stride, padding, output_size
+-- max_unpool1d (nd = 1, on a unit height), max_unpool2d and max_unpool3d (nd = 3, its volume as
+-- one row: max_pool3d's indices are positions in the flattened volume); opts: stride, padding,
+-- output_size
 local function max_unpool_run(name, nd, x, indices, kernel_size, opts)
   check_tensor_arg(name, "input", x)
   check_tensor_arg(name, "indices", indices)
-  if nd == 1 then
-    check_1d_input(name, x)
+  if nd ~= 2 then
+    if nd == 1 then
+      check_1d_input(name, x)
+    elseif x:dim() ~= 4 and x:dim() ~= 5 then
+      fail("%s: expected a 4-D {C,D,H,W} or 5-D {N,C,D,H,W} input, got shape %s", name, shp(x))
+    end
     -- the kernel would speak of the lifted shapes
     if shp(indices) ~= shp(x) then
       fail("%s: indices have shape %s, expected the input's shape %s", name, shp(indices), shp(x))
@@ -946,6 +952,15 @@ local function max_unpool_run(name, nd, x, indices, kernel_size, opts)
   end
   local size = unpool_size(name, x, k, s, p, opts.output_size)
   if nd == 1 then return drop(pt._max_unpool2d(name, lift(x), lift(indices), 1, size[1])) end
+  if nd == 3 then
+    local lead = x:size()
+    local n = #lead
+    lead[n - 2], lead[n - 1], lead[n] = 1, lead[n - 2] * lead[n - 1] * lead[n], nil
+    local y = pt._max_unpool2d(name, x:reshape(lead), indices:reshape(lead), 1, size[1] * size[2] * size[3])
+    local out = x:size()
+    out[n - 2], out[n - 1], out[n] = size[1], size[2], size[3]
+    return y:reshape(out)
+  end
   return pt._max_unpool2d(name, x, indices, size[1], size[2])
 end
 
@@ -958,6 +973,16 @@ nn.max_unpool1d = doc(max_unpool1d, [[nn.functional.max_unpool1d(x, indices, ker
   The inverse of max_pool1d: zeros of length (L-1)*stride + kernel_size - 2*padding (or output_size: {L'} or
   {N,C,L'}, within stride - 1 of that), with x {N,C,L} or {C,L} written at indices (int64, x's shape,
   1-based positions along L, as max_pool1d's return_indices gives them). Where indices repeat the last
+  value wins; the gradient takes the output gradient at each index.]])
+
+local function max_unpool3d(x, indices, kernel_size, opts)
+  return max_unpool_run("max_unpool3d", 3, x, indices, kernel_size, check_opts("max_unpool3d", opts, UNPOOL_OPTS))
+end
+nn.max_unpool3d = doc(max_unpool3d, [[nn.functional.max_unpool3d(x, indices, kernel_size[, {stride=kernel_size, padding=0, output_size}]) -> Tensor
+  The inverse of max_pool3d: zeros of spatial size (D-1)*stride + kernel_size - 2*padding per dim (or
+  output_size: {d, h, w} or {N,C,d,h,w}, within stride - 1 of that), with x {N,C,D,H,W} or {C,D,H,W}
+  written at indices (int64, x's shape, 1-based positions in the flattened output volume, as
+  max_pool3d's return_indices gives them). Sizes are n or {d, h, w}. Where indices repeat the last
   value wins; the gradient takes the output gradient at each index.]])
 
 local function max_unpool2d(x, indices, kernel_size, opts)
@@ -1001,6 +1026,11 @@ nn.MaxUnpool2d = doc(unpool_class("MaxUnpool2d", 2), [[nn.MaxUnpool2d(kernel_siz
   positions in the flattened output plane, as MaxPool2d's return_indices gives them) into zeros of spatial
   size (H-1)*stride + kernel_size - 2*padding per dim, or output_size ({h, w} or {N,C,h,w}, within
   stride - 1 of that). Sizes are n or {h, w}. See nn.functional.max_unpool2d.]])
+nn.MaxUnpool3d = doc(unpool_class("MaxUnpool3d", 3), [[nn.MaxUnpool3d(kernel_size[, {stride=kernel_size, padding=0}])
+  The inverse of MaxPool3d: m(x, indices[, output_size]) writes x {N,C,D,H,W} or {C,D,H,W} at indices
+  (1-based positions in the flattened output volume, as MaxPool3d's return_indices gives them) into zeros
+  of spatial size (D-1)*stride + kernel_size - 2*padding per dim, or output_size ({d, h, w} or
+  {N,C,d,h,w}, within stride - 1 of that). See nn.functional.max_unpool3d.]])
 
 -- ------------------------------------------------------------------ GroupNorm, InstanceNorm
 
@@ -1238,7 +1268,7 @@ nn.conv_transpose2d = pt.conv_transpose2d
 nn.adaptive_max_pool2d = pt.adaptive_max_pool2d
 for _, k in ipairs {"conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
                     "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-                    "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d", "lp_pool1d", "lp_pool2d", "group_norm", "instance_norm",
+                    "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "group_norm", "instance_norm",
                     "dropout2d"} do
   if nn.functional[k] == nil then nn.functional[k] = nn[k] end
 end

@@ -2255,6 +2255,162 @@ end
 doc(utils.remove_spectral_norm, "nn.utils.remove_spectral_norm(module[, name=\"weight\"]) -> module with name a plain parameter again, holding\n"
   .. "  name_orig / sigma for the current u and v (no power iteration); name_orig, name_u and name_v are gone.")
 
+-- ------------------------------------------------------------------ TripletMarginWithDistanceLoss
+
+local function triplet_distance_loss(name, a, p, n, s)
+  for _, e in ipairs({{a, "anchor"}, {p, "positive"}, {n, "negative"}}) do
+    if not pt.is_tensor(e[1]) then fail("%s: %s must be a tensor, got %s", name, e[2], type_of(e[1])) end
+  end
+  if a:dim() ~= p:dim() or a:dim() ~= n:dim() then
+    fail("%s: anchor, positive and negative must have the same number of dimensions, got shapes %s, %s and %s",
+      name, shape_str(a), shape_str(p), shape_str(n))
+  end
+  local d = s.distance_function or function(x, y) return pairwise_distance(name, x, y, 2.0, 1e-6, false) end
+  local d_ap, d_an = d(a, p), d(a, n)
+  if s.swap then d_an = pt.minimum(d_an, d(p, n)) end
+  return reduce((d_ap - d_an + s.margin):clamp(0), s.reduction)
+end
+
+local TRIPLET_DISTANCE_ARGS = {
+  {"distance_function", function(name, k, v)
+    if type(v) ~= "function" and not (type(v) == "table" and getmetatable(v) and getmetatable(v).__call) then
+      fail("%s: %s must be a function (or a callable module), got %s", name, k, type_of(v))
+    end
+    return v
+  end, nil},
+  {"margin", function(name, k, v)
+    v = number(name, k, v)
+    if v <= 0 then fail("%s: %s must be greater than 0, got %s", name, k, num_repr(v)) end
+    return v
+  end, 1.0},
+  {"swap", boolean, false}, {"reduction", reduction_arg, "mean"},
+}
+
+local TripletMarginWithDistanceLoss = Module:extend("TripletMarginWithDistanceLoss")
+nn.TripletMarginWithDistanceLoss = TripletMarginWithDistanceLoss
+function TripletMarginWithDistanceLoss:__init(opts, ...)
+  if select("#", ...) > 0 or (opts ~= nil and type(opts) ~= "table") then
+    fail("TripletMarginWithDistanceLoss: expected an options table {distance_function=, margin=, swap=, reduction=}")
+  end
+  local s = parse("TripletMarginWithDistanceLoss", TRIPLET_DISTANCE_ARGS, opts or {})
+  self.distance_function, self.margin, self.swap, self.reduction = s.distance_function, s.margin, s.swap, s.reduction
+end
+function TripletMarginWithDistanceLoss:forward(a, p, n)
+  return triplet_distance_loss("TripletMarginWithDistanceLoss:forward", a, p, n, self)
+end
+function TripletMarginWithDistanceLoss:extra_repr()
+  return string.format("margin=%s, swap=%s, reduction=%s", num_repr(self.margin), tostring(self.swap), self.reduction)
+end
+doc(TripletMarginWithDistanceLoss, [==[nn.TripletMarginWithDistanceLoss([{distance_function=, margin=1.0, swap=false, reduction="mean"}])
+  forward(anchor, positive, negative) -> max(d(a, p) - d(a, n) + margin, 0) reduced, as PyTorch's: d is
+  distance_function(x, y) (a function or a module returning one distance per sample; default
+  F.pairwise_distance), swap takes min(d(a, n), d(p, n)) for d(a, n). margin must be > 0.]==])
+function F.triplet_margin_with_distance_loss(a, p, n, opts, ...)
+  local name = "triplet_margin_with_distance_loss"
+  if select("#", ...) > 0 or (opts ~= nil and type(opts) ~= "table") then
+    fail("%s: expected (anchor, positive, negative[, {distance_function=, margin=, swap=, reduction=}])", name)
+  end
+  return triplet_distance_loss(name, a, p, n, parse(name, TRIPLET_DISTANCE_ARGS, opts or {}))
+end
+doc(F.triplet_margin_with_distance_loss, "F.triplet_margin_with_distance_loss(anchor, positive, negative[, {distance_function=, margin=1.0,\n"
+  .. "  swap=false, reduction=\"mean\"}]); see help(nn.TripletMarginWithDistanceLoss).")
+
+-- ------------------------------------------------------------------ F's in-place and _with_indices forms
+
+-- F.elu_(x, alpha) is F.elu(x, {alpha = alpha, inplace = true}): positional settings in keys' order, or
+-- an options table
+local function inplace_form(name, base, keys)
+  F[name] = function(x, ...)
+    local o = {}
+    local n = select("#", ...)
+    if n == 1 and type((...)) == "table" then
+      for k, v in pairs((...)) do o[k] = v end
+    elseif n > #keys then
+      fail("%s: too many arguments (%d settings at most, got %d)", name, #keys, n)
+    else
+      for i, k in ipairs(keys) do o[k] = (select(i, ...)) end
+    end
+    if o.inplace ~= nil then fail("%s: unknown option 'inplace' (%s is in place)", name, name) end
+    if not pt.is_tensor(x) then fail("%s: expected a tensor, got %s", name, type_of(x)) end
+    local grad = x.requires_grad and pt.is_grad_enabled()
+    if grad and x.is_leaf then
+      fail("%s: a leaf tensor that requires grad cannot change in place (its gradient would be lost; PyTorch refuses it too)", name)
+    end
+    -- on a clone under autograd: the backward of F[base] may read its input, which copy_ overwrites
+    x:copy_(F[base](grad and x:clone() or x, o))
+    return x
+  end
+  doc(F[name], string.format("F.%s(x%s) -> x, F.%s done in place (see help(F.%s)).", name,
+    #keys > 0 and "[, " .. table.concat(keys, "[, ") .. string.rep("]", #keys) or "", base, base))
+end
+inplace_form("elu_", "elu", {"alpha"})
+inplace_form("celu_", "celu", {"alpha"})
+inplace_form("selu_", "selu", {})
+inplace_form("leaky_relu_", "leaky_relu", {"negative_slope"})
+inplace_form("hardtanh_", "hardtanh", {"min_val", "max_val"})
+inplace_form("threshold_", "threshold", {"threshold", "value"})
+inplace_form("rrelu_", "rrelu", {"lower", "upper", "training"})
+function F.relu_(x, ...)
+  if select("#", ...) > 0 then fail("relu_: expected one tensor argument, got %d arguments", 1 + select("#", ...)) end
+  if not pt.is_tensor(x) then fail("relu_: expected a tensor, got %s", type_of(x)) end
+  return x:relu_()
+end
+doc(F.relu_, "F.relu_(x) -> x, relu in place (x:relu_()).")
+
+-- F.max_pool2d_with_indices(x, kernel_size[, opts]) -> output, indices: return_indices = true
+for _, base in ipairs({"max_pool1d", "max_pool2d", "max_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+                       "adaptive_max_pool3d"}) do
+  local name = base .. "_with_indices"
+  F[name] = function(x, size, opts, ...)
+    if select("#", ...) > 0 or (opts ~= nil and type(opts) ~= "table") then
+      fail("%s: expected (input, %s[, options table])", name, base:find("adaptive") and "output_size" or "kernel_size")
+    end
+    local o = {}
+    for k, v in pairs(opts or {}) do o[k] = v end
+    if o.return_indices ~= nil then fail("%s: unknown option 'return_indices' (the indices are returned)", name) end
+    o.return_indices = true
+    return F[base](x, size, o)
+  end
+  doc(F[name], string.format("F.%s(x, %s[, opts]) -> output, indices: F.%s with return_indices = true.", name,
+    base:find("adaptive") and "output_size" or "kernel_size", base))
+end
+
+-- F.upsample: PyTorch's deprecated name of interpolate
+function F.upsample(x, opts, ...) return F.interpolate(x, opts, ...) end
+doc(F.upsample, "F.upsample(x, {size= | scale_factor=, mode=\"nearest\", align_corners=}) -> F.interpolate's result\n"
+  .. "  (PyTorch's deprecated name of it).")
+
+function F.native_channel_shuffle(x, groups, ...) return F.channel_shuffle(x, groups, ...) end
+doc(F.native_channel_shuffle, "F.native_channel_shuffle(x, groups): F.channel_shuffle (PyTorch's other name of it).")
+
+-- ------------------------------------------------------------------ EmbeddingBag.from_pretrained
+
+function EmbeddingBag.from_pretrained(embeddings, opts, ...)
+  local fname = "EmbeddingBag.from_pretrained"
+  if select("#", ...) > 0 or (opts ~= nil and type(opts) ~= "table") then
+    fail("%s: expected (embeddings[, {freeze=true, mode=\"mean\", padding_idx=, include_last_offset=false}])", fname)
+  end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "freeze" and k ~= "mode" and k ~= "padding_idx" and k ~= "include_last_offset" and k ~= "max_norm"
+      and k ~= "norm_type" and k ~= "scale_grad_by_freq" and k ~= "sparse" then
+      fail("%s: unknown option '%s'", fname, tostring(k))
+    end
+  end
+  if not pt.is_tensor(embeddings) or embeddings:dim() ~= 2 then
+    fail("%s: embeddings must be a 2-D tensor {num_embeddings, embedding_dim}, got %s", fname,
+      pt.is_tensor(embeddings) and "shape " .. shape_str(embeddings) or type_of(embeddings))
+  end
+  local bag = EmbeddingBag(embeddings:size(1), embeddings:size(2), {mode = opts.mode, padding_idx = opts.padding_idx,
+    include_last_offset = opts.include_last_offset, max_norm = opts.max_norm, norm_type = opts.norm_type,
+    scale_grad_by_freq = opts.scale_grad_by_freq, sparse = opts.sparse, _weight = embeddings})
+  bag.weight.requires_grad = opts.freeze == false
+  return bag
+end
+doc(EmbeddingBag.from_pretrained, [[nn.EmbeddingBag.from_pretrained(embeddings[, {freeze=true, mode="mean", padding_idx=, include_last_offset=false}])
+  -> an EmbeddingBag whose weight is the 2-D tensor embeddings itself (no copy), frozen (requires_grad
+  false) unless freeze=false, as PyTorch's.]])
+
 -- ------------------------------------------------------------------ nn.functional from the core
 
 for _, k in ipairs({"conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "dropout2d"}) do
