@@ -7,6 +7,7 @@
  * stride patterns (1/1, 1/0, 0/1) specialised so the compiler vectorises them.
  * Backward functions are compositions of the same forward engine (grad mode is off there). */
 #include "ops_elementwise.h"
+#include "ops_shape.h"
 #include "ew_impl.h"
 #include "parallel.h"
 
@@ -471,9 +472,11 @@ static inline int64_t int_bound(const double *p, int k) {
   return v;
 }
 
-/* integer power by squaring with wrap-around (negative exponents are rejected before) */
-#define INT_KERNELS(S, T, UT)                                                                   \
+/* integer power by squaring with wrap-around; a negative exponent (a tensor's: a number's is
+ * refused before), as torch: 1 for base 1, +-1 for base -1, else 0. NEG(e): e < 0 for signed T. */
+#define INT_KERNELS(S, T, UT, NEG)                                                              \
   static inline T ipow_##S(T base, T e) {                                                       \
+    if (NEG(e)) return base == 1 ? (T)1 : (T)(UT)(base == (T)(UT)-1 ? ((e & 1) ? (UT)-1 : 1) : 0); \
     UT r = 1, b = (UT)base;                                                                     \
     for (uint64_t k = (uint64_t)e; k; k >>= 1) {                                                \
       if (k & 1) r = (UT)(r * b);                                                               \
@@ -497,15 +500,17 @@ static inline int64_t int_bound(const double *p, int k) {
   }                                                                                             \
   UK(clamp_##S, T, T, iclamp_##S(x, p))
 
+#define IS_NEGATIVE(e) ((e) < 0)
+#define NEVER_NEGATIVE(e) ((void)(e), 0)
 #define SIGNED_KERNELS(S, T, UT)                                                                \
-  INT_KERNELS(S, T, UT)                                                                         \
+  INT_KERNELS(S, T, UT, IS_NEGATIVE)                                                            \
   UK(abs_##S, T, T, x < 0 ? (UT)0 - (UT)x : (UT)x)                                              \
   UK(relu_##S, T, T, x > 0 ? x : 0)                                                             \
   UK(sign_##S, T, T, (x > 0) - (x < 0))
 
 SIGNED_KERNELS(l, int64_t, uint64_t)
 SIGNED_KERNELS(i, int32_t, uint32_t)
-INT_KERNELS(u, uint8_t, uint8_t)
+INT_KERNELS(u, uint8_t, uint8_t, NEVER_NEGATIVE)
 UK(sign_u, uint8_t, uint8_t, x != 0)
 
 /* Integer remainder, fmod and floor division. A zero divisor is refused before a kernel runs
@@ -954,13 +959,6 @@ void pt_ew_run_binary(const pt_ctx *ctx, bin_kernel k, pt_tensor *o, const pt_te
   }
 }
 
-static bool has_negative(const pt_tensor *t) {
-  int64_t n = pt_tensor_numel(t);
-  for (int64_t i = 0; i < n; i++)
-    if (pt_tensor_get_flat(t, i) < 0) return true;
-  return false;
-}
-
 static inline bool contig(const pt_tensor *t) {
   int64_t s = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {
@@ -1057,10 +1055,8 @@ static pt_status binary_forward(pt_ctx *ctx, const char *fname, int op, opnd x, 
     nd = t->ndim;
     memcpy(shape, t->shape, (size_t)nd * sizeof(int64_t));
   }
-  if (op == PT_BIN_POW && !pt_dtype_is_floating(cdt)) {
-    if (y.t ? (!pt_dtype_is_floating(y.t->dtype) && has_negative(y.t)) : y.s < 0)
-      return negative_int_power(ctx, fname);
-  }
+  if (op == PT_BIN_POW && !pt_dtype_is_floating(cdt) && !y.t && y.s < 0) /* as torch: a tensor's */
+    return negative_int_power(ctx, fname);                                   /* are computed */
   /* inputs in the compute dtype: borrowed when they already are, converted copies otherwise */
   pt_tensor *xconv = NULL, *yconv = NULL, *o = NULL;
   const pt_tensor *xc = x.t, *yc = y.t;
@@ -2030,7 +2026,10 @@ pt_status pt_where(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b, pt_
   return PT_OK;
 }
 
-static pt_status check_mask(pt_ctx *ctx, const char *fname, const pt_tensor *t, const pt_tensor *mask) {
+/* mask's checks; out (when not NULL): the shape t and mask broadcast to (masked_fill's result, as
+ * torch's), else mask must broadcast to t's shape (the in-place forms) */
+static pt_status check_mask(pt_ctx *ctx, const char *fname, const pt_tensor *t, const pt_tensor *mask,
+                            int *out_nd, int64_t *out_shape) {
   if (mask->dtype != PT_BOOL)
     return pt_fail(ctx, PT_EARG, "%s: mask must be a bool tensor, got %s", fname,
                    pt_dtype_name(mask->dtype));
@@ -2038,6 +2037,11 @@ static pt_status check_mask(pt_ctx *ctx, const char *fname, const pt_tensor *t, 
   int64_t shape[PT_MAX_DIMS];
   pt_status st = pt_broadcast_shapes(ctx, fname, t->ndim, t->shape, mask->ndim, mask->shape, &nd, shape);
   if (st) return st;
+  if (out_nd) {
+    *out_nd = nd;
+    memcpy(out_shape, shape, sizeof shape);
+    return PT_OK;
+  }
   if (!shape_equals(t, nd, shape)) {
     char a[PT_SHAPE_STR_MAX], b[PT_SHAPE_STR_MAX];
     return pt_fail(ctx, PT_ESHAPE, "%s: mask of shape %s cannot be broadcast to shape %s", fname,
@@ -2086,10 +2090,23 @@ pt_status pt_masked_fill(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, double valu
 
 pt_status pt_masked_fill_number(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_number value,
                                 pt_tensor **out) {
-  pt_status st = check_mask(ctx, "masked_fill", t, mask);
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  pt_status st = check_mask(ctx, "masked_fill", t, mask, &nd, shape);
   if (st) return st;
   pt_tensor *r = NULL;
-  if ((st = pt_tensor_clone_raw(ctx, t, &r))) return st;
+  if (shape_equals(t, nd, shape)) {
+    st = pt_tensor_clone_raw(ctx, t, &r);
+  } else { /* a mask larger than t: t broadcast (its gradient is summed back by the backward) */
+    bool grad = ctx->grad_enabled;
+    ctx->grad_enabled = false;
+    pt_tensor *e = NULL;
+    st = pt_expand(ctx, t, nd, shape, &e);
+    ctx->grad_enabled = grad;
+    if (!st) st = pt_tensor_clone_raw(ctx, e, &r);
+    pt_tensor_release(e);
+  }
+  if (st) return st;
   fill_masked(r, mask, value);
   if (ctx->grad_enabled && pt_dtype_is_floating(r->dtype)) {
     pt_node *node;
@@ -2533,9 +2550,12 @@ pt_status pt_fmin(pt_ctx *ctx, pt_tensor *a, pt_tensor *b, pt_tensor **out) {
 
 /* masked_fill with a 0-d tensor value (torch's Tensor overload): where(mask, value cast to t's
  * dtype, t), so t's gradient is kept outside the mask and value's is summed over it */
-static pt_status masked_fill_tensor(pt_ctx *ctx, const char *fname, pt_tensor *t, pt_tensor *mask,
-                                    pt_tensor *value, pt_tensor **out) {
-  pt_status st = check_mask(ctx, fname, t, mask);
+static pt_status masked_fill_tensor(pt_ctx *ctx, const char *fname, bool in_place, pt_tensor *t,
+                                    pt_tensor *mask, pt_tensor *value, pt_tensor **out) {
+  int nd;
+  int64_t shape[PT_MAX_DIMS];
+  /* where() below broadcasts t and mask; in place, the result must have t's shape */
+  pt_status st = in_place ? check_mask(ctx, fname, t, mask, NULL, NULL) : check_mask(ctx, fname, t, mask, &nd, shape);
   if (st) return st;
   if (value->ndim != 0)
     return pt_fail(ctx, PT_EARG,
@@ -2550,13 +2570,13 @@ static pt_status masked_fill_tensor(pt_ctx *ctx, const char *fname, pt_tensor *t
 
 pt_status pt_masked_fill_tensor(pt_ctx *ctx, pt_tensor *t, pt_tensor *mask, pt_tensor *value,
                                 pt_tensor **out) {
-  return masked_fill_tensor(ctx, "masked_fill", t, mask, value, out);
+  return masked_fill_tensor(ctx, "masked_fill", false, t, mask, value, out);
 }
 
 pt_status pt_masked_fill_tensor_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_tensor *value) {
   pt_status st = pt_inplace_check(ctx, "masked_fill_", self);
   pt_tensor *r = NULL;
-  if (st || (st = masked_fill_tensor(ctx, "masked_fill_", self, mask, value, &r))) return st;
+  if (st || (st = masked_fill_tensor(ctx, "masked_fill_", true, self, mask, value, &r))) return st;
   st = pt_copy_(ctx, self, r); /* computed aside: value may share self's memory */
   pt_tensor_release(r);
   return st;
@@ -2568,7 +2588,7 @@ pt_status pt_masked_fill_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, double 
 
 pt_status pt_masked_fill_number_(pt_ctx *ctx, pt_tensor *self, pt_tensor *mask, pt_number value) {
   pt_status st = pt_inplace_check(ctx, "masked_fill_", self);
-  if (!st) st = check_mask(ctx, "masked_fill_", self, mask);
+  if (!st) st = check_mask(ctx, "masked_fill_", self, mask, NULL, NULL);
   if (st) return st;
   bool graph = ctx->grad_enabled && self->requires_grad && pt_dtype_is_floating(self->dtype);
   pt_tensor *old = NULL;
