@@ -848,8 +848,43 @@ pt_status pt_index_fill_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim, 
 static pt_status index_copy_any(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
                                 pt_tensor *index, pt_tensor *src, pt_number value);
 
+/* index_fill's index with -k read as size + 1 - k (torch's index_fill takes negative positions,
+ * -1 the last); a new reference: index itself when it has none in -size..-1, or NULL (no memory) */
+static pt_tensor *index_from_end(pt_ctx *ctx, const pt_tensor *t, int dim, pt_tensor *index) {
+  if (dim < 0 || dim >= (t->ndim ? t->ndim : 1) || (index->dtype != PT_INT64 && index->dtype != PT_INT32) ||
+      index->ndim > 1)
+    return pt_tensor_retain(index); /* check_index_1d names the problem */
+  int64_t size = t->ndim ? t->shape[dim] : 1, n = pt_tensor_numel(index);
+  bool any = false;
+  for (int64_t i = 0; i < n && !any; i++) {
+    int64_t v = index_entry(index, i) + 1;
+    any = v < 0 && v >= -size;
+  }
+  if (!any) return pt_tensor_retain(index);
+  pt_tensor *r;
+  if (pt_tensor_empty(ctx, PT_INT64, 1, &n, &r)) return NULL;
+  int64_t *p = pt_tensor_data(r);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = index_entry(index, i) + 1;
+    p[i] = v < 0 && v >= -size ? v + size + 1 : v;
+  }
+  return r;
+}
+
+static pt_status index_fill_positions(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
+                                      pt_tensor *index, pt_number value);
+
 pt_status pt_index_fill_number_(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
                                 pt_tensor *index, pt_number value) {
+  pt_tensor *idx = index_from_end(ctx, t, dim, index);
+  if (!idx) return PT_ENOMEM;
+  pt_status st = index_fill_positions(ctx, fname, t, dim, idx, value);
+  pt_tensor_release(idx);
+  return st;
+}
+
+static pt_status index_fill_positions(pt_ctx *ctx, const char *fname, pt_tensor *t, int dim,
+                                      pt_tensor *index, pt_number value) {
   if (!(ctx->grad_enabled && t->requires_grad && pt_dtype_is_floating(t->dtype))) {
     pt_status st = check_index_1d(ctx, fname, t, dim, index);
     return st ? st : index_copy_any(ctx, fname, t, dim, index, NULL, value);

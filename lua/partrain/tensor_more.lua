@@ -864,14 +864,20 @@ end, "t:take_along_dim(indices[, dim]) -> the elements of t at the 1-based indic
   .. "  argsort or argmax return, with keepdim, select along dim). Without dim both are flattened. Gradients\n"
   .. "  flow back. Also pt.take_along_dim(t, indices, ...).")
 
--- dim (normalised) and the index as an int64 1-D tensor, checked against t's size along dim
-local function index_op_args(fname, t, dim, index)
+-- dim (normalised) and the index as an int64 1-D tensor, checked against t's size along dim;
+-- from_end: -1 is the last (index_fill's, as torch's)
+local function index_op_args(fname, t, dim, index, from_end)
   local nd = t:dim()
   local d = check_dim(fname, dim, nd)
   check_index_tensor(fname, index)
   if index:dim() > 1 then fail("%s: index must be a 0-D or 1-D tensor, got shape %s", fname, shape_str(index)) end
   local size = nd == 0 and 1 or t:size(d)
   local lo, hi = index_range(index)
+  if from_end and lo and lo < 0 and lo >= -size then
+    index = index:long()
+    index = pt.where(index:lt(0), index + (size + 1), index)
+    lo, hi = index_range(index)
+  end
   if lo and (lo < 1 or hi > size) then
     fail("%s: index %d out of range for dimension %d of size %d", fname, lo < 1 and lo or hi, d, size)
   end
@@ -945,7 +951,7 @@ add("index_fill", function(t, dim, index, value, ...)
   local fname = "index_fill"
   check_tensor(fname, t)
   no_more(fname, 4, ...)
-  local d, idx = index_op_args(fname, t, dim, index)
+  local d, idx = index_op_args(fname, t, dim, index, true)
   if is_tensor(value) then
     if value:dim() ~= 0 then
       fail("%s: value must be a number or a 0-d tensor, got a tensor of shape %s", fname, shape_str(value))
@@ -969,7 +975,8 @@ add("index_fill", function(t, dim, index, value, ...)
   if t:dim() == 0 then return renamed(fname, "index_fill_", out.reshape(out, 1).index_fill_, out:reshape(1), 1, idx, value):reshape({}) end
   return renamed(fname, "index_fill_", out.index_fill_, out, d, idx, value)
 end, "t:index_fill(dim, index, value) -> copy of t with the slices at the 1-based index along dim set to\n"
-  .. "  value (a number, converted to t's dtype as torch does, or a 0-d tensor), as torch.index_fill.\n"
+  .. "  value (a number, converted to t's dtype as torch does, or a 0-d tensor), as torch.index_fill;\n"
+  .. "  as there, negative positions count from the end (-1 is the last).\n"
   .. "  Gradients flow to t outside the filled slices, and to a tensor value (the sum over the filled\n"
   .. "  elements). Also pt.index_fill(t, ...); t:index_fill_ is the in-place form.")
 
