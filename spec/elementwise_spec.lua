@@ -790,6 +790,11 @@ describe("rounding and sign: a zero gradient, as PyTorch's", function()
       local gg = pt.autograd.grad(g:sum(), {x2})[1]
       assert.are.same((x2[f](x2) * 2):detach():tolist(), gg:tolist(), f)
     end
+    -- finite differences away from the jumps agree (zero through the rounding)
+    for _, f in ipairs({"floor", "ceil", "round", "trunc", "sign"}) do
+      gradcheck(function(t) return t[f](t) * t end, {pt.tensor({1.3, -2.7, 0.4}, {dtype = "float64"})})
+    end
+    gradcheck(function(t) return t:round({decimals = 1}) * t end, {pt.tensor({1.33, -2.71}, {dtype = "float64"})})
     local x = pt.tensor({1.56, -2.5}, {requires_grad = true})
     local y = x:round({decimals = 1})
     assert.are.equal("RoundBackward", tostring(y.grad_fn))
