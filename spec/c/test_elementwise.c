@@ -153,8 +153,12 @@ static void test_where_mask(pt_ctx *ctx) {
   CHECK(pt_masked_fill(ctx, a, m, 7, &r) == PT_OK);
   CHECK(r->dtype == PT_INT64 && pt_tensor_get_flat(r, 1) == 7 && pt_tensor_get_flat(r, 2) == 3);
   pt_tensor_release(r);
-  CHECK(pt_masked_fill(ctx, a, cond, 7, &r) == PT_ESHAPE);
-  CHECK(strcmp(pt_errmsg(ctx), "masked_fill: mask of shape {2,1} cannot be broadcast to shape {3}") == 0);
+  /* a larger mask broadcasts a (torch's masked_fill): {3} and {2,1} give {2,3}; in place it cannot */
+  CHECK(pt_masked_fill(ctx, a, cond, 7, &r) == PT_OK);
+  CHECK(r->ndim == 2 && r->shape[0] == 2 && r->shape[1] == 3);
+  pt_tensor_release(r);
+  CHECK(pt_masked_fill_(ctx, a, cond, 7) == PT_ESHAPE);
+  CHECK(strcmp(pt_errmsg(ctx), "masked_fill_: mask of shape {2,1} cannot be broadcast to shape {3}") == 0);
   pt_tensor_release(m);
   pt_tensor_release(cond);
   pt_tensor_release(a);
