@@ -1,23 +1,88 @@
 /* Matrix products from Lua: t:matmul(u), t:mm(u), t:bmm(u), t:mv(v), t:dot(u), t:outer(u),
- * input:addmm(a, b[, {beta=1, alpha=1}]), each also as pt.<name>(...). Lua has no `@`. */
+ * input:addmm(a, b[, {beta=1, alpha=1}]), each also as pt.<name>(...). Lua has no `@`.
+ * Each takes a trailing {out = t} (torch's out=): the result is written into t, which must
+ * have the result's shape and dtype, and t is returned; as out= elsewhere, not with autograd. */
+#include <stdatomic.h>
+#include <string.h>
+
 #include "lpt.h"
 #include "../lib/ops_linalg.h"
 
 typedef pt_status (*binary_fn)(pt_ctx *, pt_tensor *, pt_tensor *, pt_tensor **);
 
-static int binary(lua_State *L, binary_fn fn) {
-  pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2), *r;
-  if (fn(lpt_ctx(L), a, b, &r)) return lpt_error(L);
-  lpt_push_tensor(L, r);
+/* The out tensor of an options table at opts (0: none), left on the stack (its index), or 0. */
+static int out_arg(lua_State *L, int opts, const char *fname) {
+  if (!opts) return 0;
+  if (lua_getfield(L, opts, "out") == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (!lpt_test_tensor(L, -1))
+    return lpt_errorf(L, "%s: out must be a Tensor, got %s", fname, luaL_typename(L, -1));
+  return lua_gettop(L);
+}
+
+/* out= refuses autograd before anything is computed (as pt.add's out= does) */
+static void check_out_grad(lua_State *L, const char *fname, int out, int n, pt_tensor *const *ins) {
+  pt_ctx *ctx = lpt_ctx(L);
+  if (!out || !ctx->grad_enabled) return;
+  bool req = lpt_check_tensor(L, out)->requires_grad;
+  for (int i = 0; i < n; i++) req = req || ins[i]->requires_grad;
+  if (req)
+    lpt_errorf(L, "%s: out= does not support autograd, but an argument requires grad (leave out "
+                  "out=, or compute under pt.no_grad)", fname);
+}
+
+/* Pushes r, or writes it into the tensor at out (same shape and dtype) and pushes that. */
+static int push_or_write(lua_State *L, const char *fname, pt_tensor *r, int out) {
+  if (!out) {
+    lpt_push_tensor(L, r);
+    return 1;
+  }
+  pt_ctx *ctx = lpt_ctx(L);
+  pt_tensor *o = lpt_check_tensor(L, out);
+  pt_status st = PT_OK;
+  if (o->dtype != r->dtype) {
+    st = pt_fail(ctx, PT_EARG, "%s: expected out of dtype %s (the result's), got %s", fname,
+                 pt_dtype_name(r->dtype), pt_dtype_name(o->dtype));
+  } else if (o->ndim != r->ndim || memcmp(o->shape, r->shape, (size_t)r->ndim * sizeof(int64_t))) {
+    char so[PT_SHAPE_STR_MAX], sr[PT_SHAPE_STR_MAX];
+    st = pt_fail(ctx, PT_ESHAPE, "%s: out has shape %s, but the result has shape %s", fname,
+                 pt_shape_format(o->ndim, o->shape, so, sizeof so),
+                 pt_shape_format(r->ndim, r->shape, sr, sizeof sr));
+  } else if (!(st = pt_check_no_internal_overlap(ctx, fname, o)) &&
+             !(st = pt_tensor_copy_into(ctx, o, r))) {
+    atomic_fetch_add(&o->storage->version, 1);
+  }
+  pt_tensor_release(r);
+  if (st) return lpt_error(L);
+  lua_pushvalue(L, out);
   return 1;
 }
 
-static int t_matmul(lua_State *L) { return binary(L, pt_matmul); }
-static int t_mm(lua_State *L) { return binary(L, pt_mm); }
-static int t_bmm(lua_State *L) { return binary(L, pt_bmm); }
-static int t_mv(lua_State *L) { return binary(L, pt_mv); }
-static int t_dot(lua_State *L) { return binary(L, pt_dot); }
-static int t_outer(lua_State *L) { return binary(L, pt_outer); }
+static int binary(lua_State *L, binary_fn fn, const char *fname) {
+  pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2), *r;
+  lpt_check_max_args(L, 3, fname);
+  int opts = 0;
+  if (!lua_isnoneornil(L, 3)) {
+    if (!lua_istable(L, 3) || lpt_test_tensor(L, 3))
+      return lpt_errorf(L, "%s: unexpected argument #3 (%s)", fname, lpt_typename(L, 3));
+    static const char *const names[] = {"out", NULL};
+    lpt_check_options(L, 3, fname, names);
+    opts = 3;
+  }
+  int out = out_arg(L, opts, fname);
+  check_out_grad(L, fname, out, 2, (pt_tensor *[]){a, b});
+  if (fn(lpt_ctx(L), a, b, &r)) return lpt_error(L);
+  return push_or_write(L, fname, r, out);
+}
+
+static int t_matmul(lua_State *L) { return binary(L, pt_matmul, "matmul"); }
+static int t_mm(lua_State *L) { return binary(L, pt_mm, "mm"); }
+static int t_bmm(lua_State *L) { return binary(L, pt_bmm, "bmm"); }
+static int t_mv(lua_State *L) { return binary(L, pt_mv, "mv"); }
+static int t_dot(lua_State *L) { return binary(L, pt_dot, "dot"); }
+static int t_outer(lua_State *L) { return binary(L, pt_outer, "outer"); }
 
 static double opt_number(lua_State *L, int opts, const char *fname, const char *key, double def) {
   if (!opts) return def;
@@ -32,23 +97,34 @@ static double opt_number(lua_State *L, int opts, const char *fname, const char *
   return v;
 }
 
-/* addmm(input, a, b[, {beta=1, alpha=1}]) = beta * input + alpha * (a @ b) */
+/* addmm(input, a, b[, {beta=1, alpha=1, out=}]) = beta * input + alpha * (a @ b) */
 static int t_addmm(lua_State *L) {
   pt_tensor *in = lpt_check_tensor(L, 1), *a = lpt_check_tensor(L, 2), *b = lpt_check_tensor(L, 3);
   int opts = 0;
   if (!lua_isnoneornil(L, 4)) {
     luaL_checktype(L, 4, LUA_TTABLE);
+    /* out is checked by out_arg; the message for a misspelled option keeps listing beta and
+     * alpha (spec/linalg_spec.lua holds it), so the other keys are checked on a copy */
     static const char *const names[] = {"beta", "alpha", NULL};
-    lpt_check_options(L, 4, "addmm", names);
+    lua_newtable(L);
+    for (lua_pushnil(L); lua_next(L, 4); lua_pop(L, 1)) {
+      if (lua_type(L, -2) == LUA_TSTRING && !strcmp(lua_tostring(L, -2), "out")) continue;
+      lua_pushvalue(L, -2);
+      lua_pushvalue(L, -2);
+      lua_rawset(L, -5);
+    }
+    lpt_check_options(L, lua_gettop(L), "addmm", names);
+    lua_pop(L, 1);
     opts = 4;
   }
   lpt_check_max_args(L, 4, "addmm");
   double beta = opt_number(L, opts, "addmm", "beta", 1.0);
   double alpha = opt_number(L, opts, "addmm", "alpha", 1.0);
+  int out = out_arg(L, opts, "addmm");
+  check_out_grad(L, "addmm", out, 3, (pt_tensor *[]){in, a, b});
   pt_tensor *r;
   if (pt_addmm(lpt_ctx(L), in, a, b, beta, alpha, &r)) return lpt_error(L);
-  lpt_push_tensor(L, r);
-  return 1;
+  return push_or_write(L, "addmm", r, out);
 }
 
 static const luaL_Reg functions[] = {
@@ -58,16 +134,18 @@ static const luaL_Reg functions[] = {
 
 /* methods and functions are the same C functions, so one doc each serves both */
 static const char *const docs[] = {
-    "matmul", "a:matmul(b) or pt.matmul(a, b) -> Tensor, the matrix product with PyTorch's rules:\n"
+    "matmul", "a:matmul(b[, {out=}]) or pt.matmul(a, b) -> Tensor, the matrix product with PyTorch's rules:\n"
               "  1-D.1-D -> 0-d dot product; 2-D x 2-D; a 1-D operand becomes a row (left) or a\n"
               "  column (right) and that dim is removed again; >= 3-D operands are stacks of\n"
-              "  matrices whose batch dims broadcast. float32/float64 through OpenBLAS.",
-    "mm", "a:mm(b) or pt.mm(a, b) -> Tensor, product of two 2-D matrices.",
-    "bmm", "a:bmm(b) or pt.bmm(a, b) -> Tensor, products of two 3-D stacks with the same batch size.",
-    "mv", "a:mv(v) or pt.mv(a, v) -> Tensor, product of a 2-D matrix and a 1-D vector.",
-    "dot", "a:dot(b) or pt.dot(a, b) -> 0-d Tensor, the dot product of two 1-D tensors.",
-    "outer", "a:outer(b) or pt.outer(a, b) -> Tensor, the outer product of two 1-D tensors.",
-    "addmm", "input:addmm(a, b[, {beta=1, alpha=1}]) or pt.addmm(input, a, b, opts) -> Tensor,\n"
+              "  matrices whose batch dims broadcast. float32/float64 through OpenBLAS.\n"
+              "  A trailing {out = t} writes the result into t (its shape and dtype; no autograd)\n"
+              "  and returns t, as torch's out=; so do mm, bmm, mv, dot, outer and addmm.",
+    "mm", "a:mm(b[, {out=}]) or pt.mm(a, b) -> Tensor, product of two 2-D matrices.",
+    "bmm", "a:bmm(b[, {out=}]) or pt.bmm(a, b) -> Tensor, products of two 3-D stacks with the same batch size.",
+    "mv", "a:mv(v[, {out=}]) or pt.mv(a, v) -> Tensor, product of a 2-D matrix and a 1-D vector.",
+    "dot", "a:dot(b[, {out=}]) or pt.dot(a, b) -> 0-d Tensor, the dot product of two 1-D tensors.",
+    "outer", "a:outer(b[, {out=}]) or pt.outer(a, b) -> Tensor, the outer product of two 1-D tensors.",
+    "addmm", "input:addmm(a, b[, {beta=1, alpha=1, out=}]) or pt.addmm(input, a, b, opts) -> Tensor,\n"
              "  beta * input + alpha * (a @ b); input broadcasts to the product's shape\n"
              "  (with beta = 0 it is ignored, NaNs included).",
     NULL, NULL,
