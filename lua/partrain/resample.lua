@@ -268,6 +268,12 @@ function M.interpolate(t, opts, ...)
       fail("%s: spatial dimension %d of the input %s is empty", fname, k, shape_str(t))
     end
   end
+  -- torch's upsample kernels refuse an input with no channels (an empty batch is fine), and so does
+  -- adaptive_avg_pool3d (area on a 5-D input; the 1-D and 2-D pools take one)
+  if (mode ~= "area" or nd == 5) and t:size(2) == 0 then
+    fail("%s: mode '%s' needs at least one channel (only the batch dimension may be empty), got %s", fname, mode,
+         shape_str(t))
+  end
   local x = t
   if mode == "area" then
     x = area(t, outs)
