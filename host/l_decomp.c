@@ -28,10 +28,12 @@ static int get_opts(lua_State *L, int min_pos, int max_pos, const char *fname, c
   return opts;
 }
 
-/* stack index of argument pos (when given and not the options table) or of option key (pushed);
- * 0 when neither */
+/* stack index of argument pos (when given and before the options table) or of option key
+ * (pushed); 0 when neither. Positions at or past opts are not arguments: the values of options
+ * read before sit there, and were taken for later positional arguments (vector_norm(A, {ord = 1})
+ * read the pushed ord as its dim). */
 static int arg_or_opt(lua_State *L, int pos, int opts, const char *key) {
-  if (pos && pos != opts && !lua_isnoneornil(L, pos)) return pos;
+  if (pos && (!opts || pos < opts) && !lua_isnoneornil(L, pos)) return pos;
   if (opts) {
     if (lua_getfield(L, opts, key) != LUA_TNIL) return lua_gettop(L);
     lua_pop(L, 1);
