@@ -103,18 +103,8 @@ static int t_addmm(lua_State *L) {
   int opts = 0;
   if (!lua_isnoneornil(L, 4)) {
     luaL_checktype(L, 4, LUA_TTABLE);
-    /* out is checked by out_arg; the message for a misspelled option keeps listing beta and
-     * alpha (spec/linalg_spec.lua holds it), so the other keys are checked on a copy */
-    static const char *const names[] = {"beta", "alpha", NULL};
-    lua_newtable(L);
-    for (lua_pushnil(L); lua_next(L, 4); lua_pop(L, 1)) {
-      if (lua_type(L, -2) == LUA_TSTRING && !strcmp(lua_tostring(L, -2), "out")) continue;
-      lua_pushvalue(L, -2);
-      lua_pushvalue(L, -2);
-      lua_rawset(L, -5);
-    }
-    lpt_check_options(L, lua_gettop(L), "addmm", names);
-    lua_pop(L, 1);
+    static const char *const names[] = {"beta", "alpha", "out", NULL};
+    lpt_check_options(L, 4, "addmm", names);
     opts = 4;
   }
   lpt_check_max_args(L, 4, "addmm");
