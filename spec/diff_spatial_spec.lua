@@ -31,3 +31,37 @@ describe("interpolate with an input of no channels", function()
     assert.are.same({1, 0, 4}, F.interpolate(pt.zeros({1, 0, 3}), {size = 4, mode = "area"}):size())
   end)
 end)
+
+describe("interpolate and affine_grid with an output too large to allocate", function()
+  -- torch raises ("Storage size calculation overflowed", "can't allocate memory"); partrain built
+  -- its per-position tap lists first and was killed for memory (size {2, 2^62}, scale_factor 1e12),
+  -- or looped on a float size past int64 (scale_factor 1e300)
+  local x = pt.randn({1, 2, 3, 4})
+  it("raise a clear error before any per-position work", function()
+    support.assert_error("interpolate: the output {1,2,2,9223372036854775807} cannot be allocated: tensor too large",
+      F.interpolate, x, {size = {2, math.maxinteger}})
+    support.assert_error("interpolate: the output {1,2,3000000000000,4000000000000} cannot be allocated: tensor too large",
+      F.interpolate, x, {scale_factor = 1e12, mode = "bilinear"})
+    support.assert_error("interpolate: scale_factor 1e+300 gives an output size too large for spatial dimension 1 of size 3",
+      F.interpolate, x, {scale_factor = 1e300})
+    support.assert_error("affine_grid: the grid {1,1099511627776,1099511627776,2} cannot be allocated: tensor too large",
+      F.affine_grid, pt.randn({1, 2, 3}), {1, 1, 1 << 40, 1 << 40})
+    -- an ordinary size is untouched
+    assert.are.same({1, 2, 5, 5}, F.interpolate(x, {size = 5}):size())
+  end)
+end)
+
+describe("interpolate's argument messages", function()
+  -- a string scale_factor "2" was reported as "got 2", a tensor size as "got userdata"
+  it("show strings quoted and tensors as tensor", function()
+    local x = pt.randn({1, 2, 3, 4})
+    support.assert_error("interpolate: scale_factor must be a positive number, got '2'", F.interpolate, x,
+      {scale_factor = "2"})
+    support.assert_error("interpolate: scale_factor must be a positive number, got tensor", F.interpolate, x,
+      {scale_factor = pt.tensor(2.0)})
+    support.assert_error("interpolate: scale_factor must be a positive number, got nan", F.interpolate, x,
+      {scale_factor = {2, 0 / 0}})
+    support.assert_error("interpolate: size must be an integer, got tensor", F.interpolate, x,
+      {size = pt.tensor({2, 2})})
+  end)
+end)

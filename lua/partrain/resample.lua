@@ -175,6 +175,30 @@ local interp_modes = {nearest = false, ["nearest-exact"] = false, area = false, 
                       bicubic = 4, trilinear = 5}
 local interp_layout = {[3] = "(N, C, L)", [4] = "(N, C, H, W)", [5] = "(N, C, D, H, W)"}
 
+-- an argument as an error message shows it: 2.5, '2' (a string), tensor, table
+local function arg_repr(v)
+  if type(v) == "number" then return v ~= v and "nan" or tostring(v) end
+  if type(v) == "string" then return "'" .. v .. "'" end
+  return is_tensor(v) and "tensor" or type(v)
+end
+
+local function shape_list_str(list)
+  local parts = {}
+  for i = 1, #list do parts[i] = string.format("%d", list[i]) end
+  return "{" .. concat(parts, ",") .. "}"
+end
+
+-- refuses an output that cannot be allocated before any per-position work (the taps are Lua
+-- lists of one entry per output position: an absurd size would exhaust the memory there instead
+-- of failing cleanly), with pt.empty's reason ("tensor too large", "out of memory ...")
+local function check_alloc(fname, what, shape, dt)
+  local ok, err = pcall(pt.empty, shape, {dtype = dt})
+  if not ok then
+    fail("%s: the %s %s cannot be allocated: %s", fname, what, shape_list_str(shape),
+         (tostring(err):gsub("^[^\n]-:%d+: ", "")))
+  end
+end
+
 function M.interpolate(t, opts, ...)
   local fname = "interpolate"
   check_tensor(fname, t); no_more(fname, 2, ...)
@@ -245,6 +269,7 @@ function M.interpolate(t, opts, ...)
   if size ~= nil then
     local l = per_dim(size, "size")
     for k = 1, ns do
+      if is_tensor(l[k]) then fail("%s: size must be an integer, got tensor", fname) end
       outs[k] = check_int(fname, "size", l[k])
       if outs[k] < 1 then fail("%s: output sizes must be positive, got %d", fname, outs[k]) end
     end
@@ -253,9 +278,13 @@ function M.interpolate(t, opts, ...)
     for k = 1, ns do
       local f = l[k]
       if type(f) ~= "number" or f ~= f or f <= 0 or f == math.huge then
-        fail("%s: scale_factor must be a positive number, got %s", fname, tostring(f))
+        fail("%s: scale_factor must be a positive number, got %s", fname, arg_repr(f))
       end
       outs[k] = math.floor(t:size(k + 2) * f)
+      if math.type(outs[k]) ~= "integer" then -- beyond int64: floor gives a float
+        fail("%s: scale_factor %s gives an output size too large for spatial dimension %d of size %d", fname,
+             tostring(f), k, t:size(k + 2))
+      end
       if outs[k] < 1 then
         fail("%s: scale_factor %s gives an empty output for spatial dimension %d of size %d", fname, tostring(f), k,
              t:size(k + 2))
@@ -274,6 +303,9 @@ function M.interpolate(t, opts, ...)
     fail("%s: mode '%s' needs at least one channel (only the batch dimension may be empty), got %s", fname, mode,
          shape_str(t))
   end
+  local out_shape = t:size()
+  for k = 1, ns do out_shape[k + 2] = outs[k] end
+  check_alloc(fname, "output", out_shape, dt)
   local x = t
   if mode == "area" then
     x = area(t, outs)
@@ -370,6 +402,12 @@ function M.affine_grid(theta, size, opts, ...)
   end
   if ts[1] ~= s[1] then
     fail("%s: theta has a batch of %d matrices but size %s asks for %d", fname, ts[1], size_str(s), s[1])
+  end
+  do -- the grid (N, spatial..., ns) must be allocatable before its lines are built
+    local gshape = {s[1]}
+    for k = 1, ns do gshape[k + 1] = s[k + 2] end
+    gshape[ns + 2] = ns
+    check_alloc(fname, "grid", gshape, theta:dtype())
   end
   -- base grid (1, P, ns + 1): x (the last dim) first, then y (then z), then 1; grid = base @ theta^T
   local dt = theta:dtype()
