@@ -261,25 +261,51 @@ static int var_std(lua_State *L, const char *fname, var_fn fn, var_dims_fn fnd) 
 static int t_var(lua_State *L) { return var_std(L, "var", pt_var, pt_var_dims); }
 static int t_std(lua_State *L) { return var_std(L, "std", pt_std, pt_std_dims); }
 
-/* t:norm([p=2][, dim | {dims}][, keepdim]); p may be a number, math.huge, -math.huge or "fro" */
+/* Stack index of norm's setting k (2 p, 3 dim, 4 keepdim): the argument there when it comes
+ * before the options table opts (0: none), else the option's value, pushed (nil when absent). */
+static int norm_setting(lua_State *L, int k, int opts, const char *key) {
+  if (!opts || k < opts) {
+    if (opts && !lua_isnoneornil(L, k) && lua_getfield(L, opts, key) != LUA_TNIL)
+      lpt_errorf(L, "norm: %s given twice (as an argument and as an option)", key);
+    if (opts) lua_pop(L, 1);
+    return k;
+  }
+  lua_getfield(L, opts, key);
+  return lua_gettop(L);
+}
+
+/* t:norm([p=2][, dim | {dims}][, keepdim]); p may be a number, math.huge, -math.huge or "fro".
+ * The settings may end in an options table {p=, dim=, keepdim=} (torch's keywords): a table
+ * that is not a list of dims. */
 static int t_norm(lua_State *L) {
   pt_tensor *t = lpt_check_tensor(L, 1), *r;
   lpt_check_max_args(L, 4, "norm");
-  double p = 2;
-  if (lua_type(L, 2) == LUA_TSTRING) {
-    if (strcmp(lua_tostring(L, 2), "fro") != 0)
-      return lpt_errorf(L, "norm: unknown norm '%s' (expected a number or \"fro\")", lua_tostring(L, 2));
-  } else if (!lua_isnoneornil(L, 2)) {
-    p = luaL_checknumber(L, 2);
+  int top = lua_gettop(L), opts = 0;
+  if (top >= 2 && lua_istable(L, top) && !is_dim_list(L, top)) {
+    static const char *const names[] = {"p", "dim", "keepdim", NULL};
+    lpt_check_options(L, top, "norm", names);
+    opts = top;
   }
-  bool keepdim = check_keepdim(L, 4, "norm", true);
+  lua_settop(L, opts ? opts : 4); /* positions 2..4 exist (nil when not given) */
+  int pi = norm_setting(L, 2, opts, "p"), di = norm_setting(L, 3, opts, "dim"),
+      ki = norm_setting(L, 4, opts, "keepdim");
+  double p = 2;
+  if (lua_type(L, pi) == LUA_TSTRING) {
+    if (strcmp(lua_tostring(L, pi), "fro") != 0)
+      return lpt_errorf(L, "norm: unknown norm '%s' (expected a number or \"fro\")", lua_tostring(L, pi));
+  } else if (!lua_isnoneornil(L, pi)) {
+    if (lua_type(L, pi) != LUA_TNUMBER)
+      return lpt_errorf(L, "norm: p must be a number or \"fro\", got %s", luaL_typename(L, pi));
+    p = lua_tonumber(L, pi);
+  }
+  bool keepdim = check_keepdim(L, ki, "norm", true);
   pt_status st;
-  if (is_dim_list(L, 3)) {
+  if (is_dim_list(L, di)) {
     int dims[PT_MAX_DIMS];
-    int n = check_dim_list(L, 3, t, "norm", dims);
+    int n = check_dim_list(L, di, t, "norm", dims);
     st = pt_norm_dims(lpt_ctx(L), t, p, n, dims, keepdim, &r);
   } else {
-    st = pt_norm(lpt_ctx(L), t, p, opt_dim(L, 3, t, "norm"), keepdim, &r);
+    st = pt_norm(lpt_ctx(L), t, p, opt_dim(L, di, t, "norm"), keepdim, &r);
   }
   if (st) return lpt_error(L);
   lpt_push_tensor(L, r);
