@@ -3566,6 +3566,44 @@ do
   end
 end
 
+-- torch.linalg's aliases of tensor functions: matmul, diagonal (of the last two dims by default),
+-- vecdot (the sum of x * y over dim, -1 by default)
+do
+  local function linalg_opts(fname, opts, names, more)
+    if more > 0 then fail("%s: expected at most one options table after the tensors", fname) end
+    if opts == nil then return {} end
+    if not is_opts(opts) then fail("%s: options must be a table, got %s", fname, type(opts)) end
+    check_opts(fname, opts, names)
+    return opts
+  end
+  local aliases = {
+    matmul = {function(a, b, opts, ...)
+      if opts ~= nil then return pt.matmul(a, b, opts, ...) end
+      return pt.matmul(a, b)
+    end, "pt.linalg.matmul(a, b[, {out=}]) -> pt.matmul(a, b) (torch.linalg.matmul)."},
+    diagonal = {function(A, opts, ...)
+      check_tensor("linalg.diagonal", A)
+      local o = linalg_opts("linalg.diagonal", opts, {"offset", "dim1", "dim2"}, select("#", ...))
+      return A:diagonal(o.offset or 0, o.dim1 or -2, o.dim2 or -1)
+    end, "pt.linalg.diagonal(A[, {offset=0, dim1=-2, dim2=-1}]) -> A:diagonal(offset, dim1, dim2): the diagonals\n"
+      .. "  of the last two dims by default (torch.linalg.diagonal). Gradients flow back."},
+    vecdot = {function(x, y, opts, ...)
+      check_tensor("linalg.vecdot", x)
+      check_tensor("linalg.vecdot", y)
+      local o = linalg_opts("linalg.vecdot", opts, {"dim"}, select("#", ...))
+      return (x * y):sum(o.dim or -1)
+    end, "pt.linalg.vecdot(x, y[, {dim=-1}]) -> the sum of x * y (broadcast) over dim (torch.linalg.vecdot, real\n"
+      .. "  tensors). Gradients flow back."},
+  }
+  for name, e in pairs(aliases) do
+    docs[e[1]] = e[2]
+    if rawget(pt.linalg, name) == nil or own["linalg." .. name] then
+      own["linalg." .. name] = true
+      pt.linalg[name] = e[1]
+    end
+  end
+end
+
 -- ------------------------------------------------------------------ igamma, igammac
 
 -- The regularized incomplete gamma functions P(a, x) (igamma) and Q(a, x) = 1 - P (igammac), per
