@@ -65,3 +65,24 @@ describe("interpolate's argument messages", function()
       {size = pt.tensor({2, 2})})
   end)
 end)
+
+describe("interpolate to long outputs", function()
+  -- the taps were one small Lua table per output position: a linear pass to 4M positions took
+  -- 1.4 GB and 4.7 s (torch: 0.06 s); now flat lists (0.45 GB, 1.7 s). Values at a few positions,
+  -- from torch 1.13 on x = 2 sin(1.3 i + 0.2), i = 0, 1, ... (float64)
+  local assert_close = support.assert_close_with(1e-12)
+  local function wave(n) return pt.arange(n, F64):mul(1.3):add(0.2):sin():mul(2) end
+  it("linear 1000 -> 200000", function()
+    local y = F.interpolate(wave(1000):view(1, 1, 1000), {size = 200000, mode = "linear"})[1][1]
+    assert_close({y[1], y[778], y[123457], y[200000]},
+      {0.39733866159012243, -1.6012819389097932, -1.4090609559241742, -1.977969818384231})
+  end)
+  it("bicubic with align_corners {2, 50} -> {3, 20001}, and antialiased bicubic {3, 500} -> {2, 77}", function()
+    local y = F.interpolate(wave(100):view(1, 1, 2, 50), {size = {3, 20001}, mode = "bicubic", align_corners = true})[1][1]
+    assert_close({y[1][1], y[2][10001], y[3][20001]},
+      {0.39733866159012243, 0.9389829097323446, -0.1891194290631795})
+    local a = F.interpolate(wave(1500):view(1, 1, 3, 500), {size = {2, 77}, mode = "bicubic", antialias = true})[1][1]
+    assert_close({a[1][1], a[2][41], a[2][77]},
+      {0.04439670189549971, -0.0013632067715547242, -0.028258914522483077})
+  end)
+end)
