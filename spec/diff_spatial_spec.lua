@@ -72,6 +72,17 @@ describe("interpolate to long outputs", function()
   -- from torch 1.13 on x = 2 sin(1.3 i + 0.2), i = 0, 1, ... (float64)
   local assert_close = support.assert_close_with(1e-12)
   local function wave(n) return pt.arange(n, F64):mul(1.3):add(0.2):sin():mul(2) end
+  it("nearest and nearest-exact 1000 -> 200000 (the source positions as tensor ops, 2 s -> 0.14 s for 4M)", function()
+    local x = wave(1000):view(1, 1, 1000)
+    local y = F.interpolate(x, {size = 200000})[1][1]
+    assert_close({y[1], y[778], y[123457], y[200000]},
+      {0.39733866159012243, -1.6365542221288216, -1.8596031253434735, -1.977969818384231})
+    local e = F.interpolate(x, {size = 200000, mode = "nearest-exact"})[1][1]
+    assert_close({e[1], e[778], e[123457], e[200000]},
+      {0.39733866159012243, -1.6365542221288216, -1.8596031253434735, -1.977969818384231})
+    local s = F.interpolate(x, {scale_factor = 0.37, mode = "nearest"})[1][1]
+    assert_close({s[1], s[100], s[370]}, {0.39733866159012243, 1.9763272201442799, 1.8475053879964616})
+  end)
   it("linear 1000 -> 200000", function()
     local y = F.interpolate(wave(1000):view(1, 1, 1000), {size = 200000, mode = "linear"})[1][1]
     assert_close({y[1], y[778], y[123457], y[200000]},

@@ -56,13 +56,14 @@ end
 -- not a copy there either)
 local function nearest1(x, d, out, scale, exact)
   local n = x:size(d)
-  local idx = {}
-  local s = f32(scale)
-  for i = 0, out - 1 do
-    local src = exact and f32((i + 0.5) * s) or f32(i * s)
-    idx[i + 1] = math.min(math.floor(src), n - 1) + 1
-  end
-  return x:index_select(d, index_tensor(idx, x))
+  -- tensor ops, not a Lua loop (4M positions: 2 s before, 0.14 s): the products i * scale and
+  -- (i + 0.5) * scale of the float32 scale are exact in float64, then rounded once to float32
+  -- as torch's float arithmetic gives them (for outputs below 2^23 positions); floor, clamp, 1-based
+  local pos = pt.arange(out, {dtype = "float64"})
+  if exact then pos = pos + 0.5 end
+  local idx = (pos * f32(scale)):float():floor():clamp(0, n - 1):long() + 1
+  if x:device() ~= "cpu" then idx = idx:to(x:device()) end
+  return x:index_select(d, idx)
 end
 
 -- linear along dim d: out = x[i0] * (1 - w) + x[i1] * w (torch's area_pixel_compute_source_index);
