@@ -1,6 +1,6 @@
 -- Convolutional layers for partrain.nn: Conv1d, Conv2d, ConvTranspose1d/2d, MaxPool1d/2d,
 -- AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, BatchNorm2d, GroupNorm,
--- InstanceNorm1d/2d, Dropout2d, Upsample, and their nn.functional forms. The compute is fused C
+-- InstanceNorm1d/2d, Dropout2d, and their nn.functional forms. The compute is fused C
 -- (lib/conv.c); these classes hold parameters and options, with PyTorch's defaults. The 3-D layers
 -- (Conv3d, the 3-D pools, BatchNorm3d, InstanceNorm3d) are in nn_conv3d.lua, over these kernels and
 -- helpers (nn._conv_helpers).
@@ -178,19 +178,6 @@ end
 function Dropout2d:forward(x) return pt.dropout2d(x, self.p, self.training) end
 function Dropout2d:extra_repr() return "p=" .. self.p end
 doc(Dropout2d, "nn.Dropout2d([p=0.5]) -> zeroes whole channels in training, identity in eval.")
-
-local Upsample = Module:extend("Upsample")
-nn.Upsample = Upsample
-function Upsample:__init(opts)
-  opts = opts or {}
-  if (opts.mode or "nearest") ~= "nearest" then
-    error("Upsample: only mode=\"nearest\" is supported, got " .. tostring(opts.mode), 3)
-  end
-  self.scale_factor = pair("Upsample", "scale_factor", opts.scale_factor or 2)
-end
-function Upsample:forward(x) return pt.upsample_nearest2d(x, self.scale_factor) end
-function Upsample:extra_repr() return "scale_factor=" .. fmt_pair(self.scale_factor) .. ", mode=nearest" end
-doc(Upsample, "nn.Upsample({scale_factor=2, mode=\"nearest\"}) -> nearest-neighbour upsampling by integer factors.")
 
 -- ------------------------------------------------------------------ the rest of the family
 -- Conv1d/ConvTranspose1d and the 1-D pools run the 2-D kernels on a unit height ({N,C,L} as

@@ -1,6 +1,6 @@
 -- More of torch.nn for partrain.nn: the margin losses MultiMarginLoss and MultiLabelMarginLoss,
 -- the channel dropouts Dropout1d and Dropout3d, F.gumbel_softmax, F.pdist, the upsampling layers
--- UpsamplingNearest2d and UpsamplingBilinear2d (with F.upsample_nearest and F.upsample_bilinear),
+-- Upsample, UpsamplingNearest2d and UpsamplingBilinear2d (with F.upsample_nearest and F.upsample_bilinear),
 -- and LazyLinear. Loaded by nn.lua with its other extras on the first use of a name it does not
 -- have.
 --
@@ -426,6 +426,79 @@ for _, kind in ipairs({{"UpsamplingNearest2d", "nearest", "upsample_nearest"},
     .. "  F.interpolate with mode=\"%s\"%s); also {size=, scale_factor=}.", fname, cls_name, mode,
     mode == "bilinear" and ", align_corners=true" or ""))
 end
+
+-- ------------------------------------------------------------------ Upsample
+-- nn.Upsample is F.interpolate with its settings kept: size or scale_factor (a number or one entry per
+-- spatial dim), any of interpolate's modes, align_corners and recompute_scale_factor. Unlike torch,
+-- which only looks at them in forward, the settings that do not depend on the input are checked here.
+
+local UPSAMPLE_MODES = {nearest = true, ["nearest-exact"] = true, linear = true, bilinear = true,
+  bicubic = true, trilinear = true, area = true}
+local function up_list(name, k, v, ok, what)
+  if ok(v) then return v end
+  if type(v) == "table" and #v >= 1 and #v <= 3 then
+    local l = {}
+    for i = 1, #v do
+      if not ok(v[i]) then break end
+      l[i] = v[i]
+    end
+    if #l == #v then return l end
+  end
+  fail("%s: %s must be %s or a list of 1 to 3 of them (one per spatial dim), got %s", name, k, what, value_repr(v))
+end
+local function up_size(name, k, v)
+  return up_list(name, k, v, function(e) return math.type(e) == "integer" and e >= 1 end, "a positive integer")
+end
+local function up_factor(name, k, v)
+  local l = up_list(name, k, v, function(e) return type(e) == "number" and e > 0 and e < math.huge end,
+    "a positive number")
+  -- torch keeps float(scale_factor)
+  if type(l) == "number" then return l + 0.0 end
+  for i = 1, #l do l[i] = l[i] + 0.0 end
+  return l
+end
+local function up_mode(name, k, v)
+  if type(v) ~= "string" or not UPSAMPLE_MODES[v] then
+    fail("%s: %s must be nearest, nearest-exact, linear, bilinear, bicubic, trilinear or area, got %s", name, k,
+      value_repr(v))
+  end
+  return v
+end
+local UPSAMPLE_ARGS = {{"size", up_size, nil}, {"scale_factor", up_factor, nil}, {"mode", up_mode, "nearest"},
+  {"align_corners", boolean, nil}, {"recompute_scale_factor", boolean, nil}}
+
+local Upsample = Module:extend("Upsample")
+nn.Upsample = Upsample
+function Upsample:__init(...)
+  local s = parse("Upsample", UPSAMPLE_ARGS, ...)
+  resize_opts("Upsample", s, s.mode)
+  if s.align_corners ~= nil and (s.mode == "nearest" or s.mode == "nearest-exact" or s.mode == "area") then
+    fail("Upsample: align_corners can only be set with the interpolating modes linear, bilinear, bicubic and "
+      .. "trilinear, not '%s'", s.mode)
+  end
+  if s.size ~= nil and s.recompute_scale_factor then
+    fail("Upsample: recompute_scale_factor is not meaningful with an explicit size")
+  end
+  self.size, self.scale_factor, self.mode = s.size, s.scale_factor, s.mode
+  self.align_corners, self.recompute_scale_factor = s.align_corners, s.recompute_scale_factor
+end
+function Upsample:forward(x, ...)
+  if select("#", ...) > 0 then fail("Upsample:forward: expected 1 input, got %d", 1 + select("#", ...)) end
+  if not pt.is_tensor(x) then fail("Upsample:forward: input must be a tensor, got %s", type_of(x)) end
+  return F.interpolate(x, {size = self.size, scale_factor = self.scale_factor, mode = self.mode,
+    align_corners = self.align_corners, recompute_scale_factor = self.recompute_scale_factor})
+end
+function Upsample:extra_repr()
+  local info = self.scale_factor ~= nil and "scale_factor=" .. value_repr(self.scale_factor)
+    or "size=" .. value_repr(self.size)
+  return info .. ", mode=" .. self.mode
+end
+doc(Upsample, [==[nn.Upsample([size[, scale_factor[, mode="nearest"[, align_corners[, recompute_scale_factor]]]]])
+  -> F.interpolate(x, {size=, scale_factor=, mode=, align_corners=, recompute_scale_factor=}) with these
+  settings, for 3-D (N,C,L), 4-D (N,C,H,W) and 5-D (N,C,D,H,W) inputs. Exactly one of size (an integer or
+  one per spatial dim) and scale_factor (a number or one per spatial dim; the output is floor(size *
+  factor)). mode: nearest, nearest-exact, linear (3-D), bilinear (4-D), bicubic (4-D), trilinear (5-D)
+  or area. Also nn.Upsample({scale_factor=2, mode="bilinear", align_corners=false}).]==])
 
 -- ------------------------------------------------------------------ LazyLinear
 
