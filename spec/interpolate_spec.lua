@@ -458,8 +458,9 @@ describe("interpolate's taps kernel (pt._taps_along)", function()
     pt.manual_seed(4)
     local x = pt.randn(8, 16, 40, 50)
     local y = F.interpolate(x, {size = {70, 33}, mode = "bilinear"})
-    -- the same along one dim by hand: linear taps of the last dim, 50 -> 33
-    local scale = 50 / 33
+    -- the same along one dim by hand: linear taps of the last dim, 50 -> 33 (the ratio rounded to
+    -- float32 for a float32 input, as torch's)
+    local scale = string.unpack("f", string.pack("f", 50 / 33))
     local i0, i1, w0, w1 = {}, {}, {}, {}
     for i = 0, 32 do
       local src = math.max(scale * (i + 0.5) - 0.5, 0)
@@ -492,5 +493,24 @@ describe("interpolate's taps kernel (pt._taps_along)", function()
                  function() return pt._taps_along(x, 3, idx:double(), w) end)
     assert_error("interpolate: tap 9 out of range for dimension 3 of size 4",
                  function() return pt._taps_along(x, 3, pt.tensor({{0, 9}}, {dtype = "int64"}), w) end)
+  end)
+end)
+
+describe("interpolate's source positions", function()
+  -- torch rounds the ratio input/output to float32 for a float32 input (the positions are then
+  -- computed from it without rounding); with the float64 ratio a downscale 5000 -> 37 was up to
+  -- 4e-5 away from torch's values. A float64 input keeps the float64 ratio.
+  local F64 = {dtype = "float64"}
+  local x = pt.arange(0, 5000, 1, F64):mul(0.37):sin()
+  local function max_diff(y, want) return (y:reshape({-1}):double() - pt.tensor(want, F64)):abs():max():item() end
+  it("use the float32 ratio for float32 inputs, as torch 1.13", function()
+    local lin = F.interpolate(x:float():view(1, 1, -1), {size = 37, mode = "linear"})
+    assert.is_true(max_diff(lin, {-0.311521739, -0.545336604, -0.739383399, -0.882334709, -0.965746105, -0.984330654, -0.936189711, -0.821510971, -0.638092041, -0.414454311, -0.165088892, 0.0944723263, 0.348293066, 0.580649912, 0.776663184, 0.911075234, 0.977429986, 0.977220476, 0.91133064, 0.784089565, 0.603058875, 0.378779441, 0.123854257, -0.139618337, -0.389946759, -0.61196059, -0.79227972, -0.919792891, -0.986094177, -0.985900223, -0.902807593, -0.758360147, -0.564454496, -0.333542854, -0.0798834413, 0.181024507, 0.433029056}) < 1e-7)
+    local cub = F.interpolate(x:float():view(1, 1, 1, -1), {size = {1, 37}, mode = "bicubic"})
+    assert.is_true(max_diff(cub, {-0.30361557, -0.538549066, -0.746767223, -0.903545022, -0.990535617, -1.00060534, -0.939477921, -0.823603332, -0.657326818, -0.437080055, -0.176288858, 0.101718426, 0.369404852, 0.601860821, 0.782934129, 0.912183344, 0.990683436, 1.00099587, 0.934459805, 0.795120656, 0.598947883, 0.369661719, 0.130623713, -0.124396779, -0.3843458, -0.623395681, -0.815975785, -0.94336772, -0.99832207, -0.986436307, -0.916816056, -0.782743216, -0.58565098, -0.339652479, -0.0683620423, 0.200909644, 0.444027662}) < 1e-6)
+  end)
+  it("use the float64 ratio for float64 inputs", function()
+    local lin = F.interpolate(x:view(1, 1, -1), {size = 37, mode = "linear"})
+    assert.is_true(max_diff(lin, {-0.31152111927874437, -0.54533498055867269, -0.73938129906625538, -0.88233281991021217, -0.96574529729168257, -0.98433172659183943, -0.93619338281817976, -0.82151477550835561, -0.63809899113576651, -0.41446437135850261, -0.16510139469963517, 0.094458460706329225, 0.34827929765703936, 0.58063787019995428, 0.77665458886792382, 0.91106519510176109, 0.97742508509597381, 0.97722191120198909, 0.91133903684595929, 0.78410481086684602, 0.60307998987131117, 0.37880478533616402, 0.12388038410499994, -0.13958981706216461, -0.38991870825772285, -0.61193598569464513, -0.79226146052196167, -0.91978337521193088, -0.9860951038950202, -0.98591228775451356, -0.90281811315663707, -0.75838188344418456, -0.56448588764234053, -0.33358124553652468, -0.079925297330805778, 0.18098328446419182, 0.43299277309411166}) < 1e-14)
   end)
 end)

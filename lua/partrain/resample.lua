@@ -31,24 +31,42 @@ local function index_tensor(list, like)
   return r
 end
 
--- sum over k of x:index_select(d, idx[k]) * w[k] for the taps of m output positions along dim d,
--- given flat: fi[(i - 1) * K + k] the 0-based position and fw[(i - 1) * K + k] the weight of tap k
--- of output i. One C pass (pt._taps_along) on the CPU, the products rounded to x's dtype and added
--- in k order as the composed ops would. Flat lists, not one small table per output: a linear pass
--- to 4M positions took 1.4 GB and 4.7 s with those.
-local function taps(x, d, m, K, fi, fw)
-  if x:device() == "cpu" then
-    return pt._taps_along(x, d, pt.tensor(fi, {dtype = "int64"}):view(m, K), pt.tensor(fw, {dtype = "float64"}):view(m, K))
-  end
-  local nd, dt = x:dim(), x:dtype()
+-- sum over k of x:index_select(d, idx[:, k]) * w[:, k] for the K taps of m output positions along
+-- dim d, given idx {m, K} (int64, 0-based positions) and w {m, K} (float64 weights). One C pass
+-- (pt._taps_along) on the CPU, the products rounded to x's dtype and added in k order as the
+-- composed ops would.
+local function taps(x, d, idx, w)
+  if x:device() == "cpu" then return pt._taps_along(x, d, idx, w) end
+  local nd, dt, K = x:dim(), x:dtype(), idx:size(2)
+  local shape = {}
+  for k = 1, nd do shape[k] = 1 end
+  shape[d] = idx:size(1)
   local r
   for k = 1, K do
-    local ik, wk = {}, {}
-    for i = 1, m do ik[i], wk[i] = fi[(i - 1) * K + k] + 1, fw[(i - 1) * K + k] end
-    local term = x:index_select(d, index_tensor(ik, x)) * along(wk, dt, d, nd, x)
+    local term = x:index_select(d, (idx:select(2, k) + 1):to(x:device()))
+      * w:select(2, k):to(dt):view(shape):to(x:device())
     r = r and r + term or term
   end
   return r
+end
+
+-- taps from Lua lists: fi[(i - 1) * K + k] the 0-based position and fw[(i - 1) * K + k] the weight
+-- of tap k of output i
+local function taps_lists(x, d, m, K, fi, fw)
+  return taps(x, d, pt.tensor(fi, {dtype = "int64"}):view(m, K), pt.tensor(fw, {dtype = "float64"}):view(m, K))
+end
+
+-- torch's area_pixel_compute_source_index for output positions 0 .. out - 1, as a float64 tensor:
+-- scale * i with align_corners, else scale * (i + 0.5) - 0.5, clamped at 0 unless cubic. For a
+-- float32 input torch rounds the scale to float32 first (a downscale 5000 -> 37 with the float64
+-- scale landed up to 4e-5 away from its values); the positions themselves are not rounded.
+local function source_positions(out, scale, align_corners, cubic, dt)
+  local pos = pt.arange(out, {dtype = "float64"})
+  local sc = dt == "float32" and f32(scale) or scale
+  if align_corners then return pos * sc end
+  local src = (pos + 0.5) * sc - 0.5
+  if not cubic then src = src:clamp(0) end
+  return src
 end
 
 -- nearest along dim d: source floor(i * scale) (nearest-exact: floor((i + 0.5) * scale)) in float32
@@ -71,15 +89,12 @@ end
 local function linear1(x, d, out, scale, align_corners)
   local n = x:size(d)
   if out == n then return x end
-  local fi, fw = {}, {}
-  for i = 0, out - 1 do
-    local src = align_corners and scale * i or math.max(scale * (i + 0.5) - 0.5, 0)
-    local a = math.floor(src)
-    local b = a < n - 1 and a + 1 or a
-    local w = math.min(math.max(src - a, 0), 1)
-    fi[2 * i + 1], fi[2 * i + 2], fw[2 * i + 1], fw[2 * i + 2] = a, b, 1 - w, w
-  end
-  return taps(x, d, out, 2, fi, fw)
+  local src = source_positions(out, scale, align_corners, false, x:dtype())
+  local a = src:floor()
+  local b = (a + 1):clamp(nil, n - 1)
+  local w1 = (src - a):clamp(0, 1)
+  local w0 = 1 - w1
+  return taps(x, d, pt.stack({a, b}, 2):long(), pt.stack({w0, w1}, 2))
 end
 
 -- Keys' cubic convolution with torch's A = -0.75: weights of the taps floor(src) - 1 .. + 2 for
@@ -93,17 +108,12 @@ local function cubic_weights(t) return {cubic_far(t + 1), cubic_near(t), cubic_n
 -- clamped to the border (torch's upsample_get_value_bounded)
 local function cubic1(x, d, out, scale, align_corners)
   local n = x:size(d)
-  local fi, fw = {}, {}
-  for i = 0, out - 1 do
-    local src = align_corners and scale * i or scale * (i + 0.5) - 0.5
-    local a = math.floor(src)
-    local ws = cubic_weights(src - a)
-    for k = 1, 4 do
-      fi[4 * i + k] = math.min(math.max(a + k - 2, 0), n - 1)
-      fw[4 * i + k] = ws[k]
-    end
-  end
-  return taps(x, d, out, 4, fi, fw)
+  local src = source_positions(out, scale, align_corners, true, x:dtype())
+  local a = src:floor()
+  local ws = cubic_weights(src - a)
+  local idx = {}
+  for k = 1, 4 do idx[k] = (a + (k - 2)):clamp(0, n - 1) end
+  return taps(x, d, pt.stack(idx, 2):long(), pt.stack(ws, 2))
 end
 
 -- antialias (torch's _upsample_bilinear2d_aa / _upsample_bicubic2d_aa, PIL's resampling): the
@@ -145,7 +155,7 @@ local function antialias1(x, d, out, scale, cubic)
       fw[(i - 1) * K + k] = ws[k] or 0
     end
   end
-  return taps(x, d, out, K, fi, fw)
+  return taps_lists(x, d, out, K, fi, fw)
 end
 
 -- area: adaptive average pooling to outs (torch's adaptive_avg_pool1d/2d/3d windows
