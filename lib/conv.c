@@ -895,7 +895,7 @@ pt_status pt_adaptive_avg_pool2d(pt_ctx *ctx, pt_tensor *x, int Ho, int Wo, pt_t
   int64_t d[4];
   pt_status st;
   if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
-  if (Ho < 1 || Wo < 1) return pt_fail(ctx, PT_EARG, "%s: output size must be positive, got %dx%d", fn, Ho, Wo);
+  if (Ho < 0 || Wo < 0) return pt_fail(ctx, PT_EARG, "%s: output size must be non-negative, got %dx%d", fn, Ho, Wo);
   int H = (int)d[2], W = (int)d[3];
   if (H < 1 || W < 1) return pt_fail(ctx, PT_ESHAPE, "%s: input has an empty spatial size", fn);
   int64_t planes = d[0] * d[1], ys[4];
@@ -945,7 +945,7 @@ pt_status pt_adaptive_max_pool2d(pt_ctx *ctx, pt_tensor *x, int Ho, int Wo, pt_t
   int64_t d[4];
   pt_status st;
   if ((st = check_floating(ctx, fn, "input", x)) || (st = as_nchw(ctx, fn, x, d))) return st;
-  if (Ho < 1 || Wo < 1) return pt_fail(ctx, PT_EARG, "%s: output size must be positive, got %dx%d", fn, Ho, Wo);
+  if (Ho < 0 || Wo < 0) return pt_fail(ctx, PT_EARG, "%s: output size must be non-negative, got %dx%d", fn, Ho, Wo);
   if (d[1] == 0 || d[2] == 0 || d[3] == 0) {
     char b[PT_SHAPE_STR_MAX];
     return pt_fail(ctx, PT_ESHAPE, "%s: channels, height and width must be non-zero (only the batch may be "

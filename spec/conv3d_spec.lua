@@ -412,7 +412,7 @@ describe("3-D pooling", function()
     assert_error("avg_pool3d: divisor_override must be a non-zero integer, got 0", F.avg_pool3d, x, 2, {divisor_override = 0})
     assert_error("AvgPool3d: divisor_override must be a non-zero integer, got 1.5", nn.AvgPool3d, 2, {divisor_override = 1.5})
     assert_error("MaxPool3d: kernel_size must be >= 1, got 0", nn.MaxPool3d, 0)
-    assert_error("adaptive_avg_pool3d: output_size must be >= 1, got 0", F.adaptive_avg_pool3d, x, {1, 0, 1})
+    assert_error("adaptive_avg_pool3d: output_size must be >= 0, got -1", F.adaptive_avg_pool3d, x, {1, -1, 1})
     assert_error("adaptive_max_pool3d: expected a 4-D {C,D,H,W} or 5-D {N,C,D,H,W} input, got shape {4,5,6}",
       F.adaptive_max_pool3d, f64(4, 5, 6), 2)
     assert_error("adaptive_max_pool3d: unknown option 'ceil_mode' (options: return_indices)", F.adaptive_max_pool3d, x, 2,

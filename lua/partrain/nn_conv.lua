@@ -353,6 +353,15 @@ local function positive_tuple(name, what, v, n)
   return t
 end
 
+-- an adaptive pool's output_size: 0 gives an empty output, as torch's
+local function output_size_tuple(name, v, n)
+  local t = tuple(name, "output_size", v, n)
+  for i = 1, n do
+    if t[i] < 0 then fail("%s: output_size must be >= 0, got %d", name, t[i]) end
+  end
+  return t
+end
+
 -- conv1d over conv2d; pads {{l, r}}; name for the messages
 local function conv1d_run(name, x, w, b, stride, pads, dilation, groups, mode, module_msg)
   local _, L = check_1d_input(name, x)
@@ -819,7 +828,7 @@ nn.LPPool2d = doc(lp_class("LPPool2d", 2), [[nn.LPPool2d(norm_type, kernel_size[
 
 local function adaptive1d_args(name, x, output_size)
   check_1d_input(name, x)
-  local n = positive_tuple(name, "output_size", output_size, 1)[1]
+  local n = output_size_tuple(name, output_size, 1)[1]
   if x:size(x:dim() - 1) == 0 or x:size(x:dim()) == 0 then
     fail("%s: channels and length must be non-zero (only the batch may be empty), got input shape %s", name, shp(x))
   end
@@ -849,7 +858,7 @@ nn.adaptive_max_pool1d = doc(adaptive_max_pool1d, "nn.functional.adaptive_max_po
 local AdaptiveAvgPool1d = Module:extend("AdaptiveAvgPool1d")
 nn.AdaptiveAvgPool1d = AdaptiveAvgPool1d
 function AdaptiveAvgPool1d:__init(output_size)
-  self.output_size = positive_tuple("AdaptiveAvgPool1d", "output_size", output_size, 1)[1]
+  self.output_size = output_size_tuple("AdaptiveAvgPool1d", output_size, 1)[1]
 end
 function AdaptiveAvgPool1d:forward(x) return adaptive_avg_pool1d_run("AdaptiveAvgPool1d:forward", x, self.output_size) end
 function AdaptiveAvgPool1d:extra_repr() return "output_size=" .. self.output_size end
@@ -859,7 +868,7 @@ local AdaptiveMaxPool1d = Module:extend("AdaptiveMaxPool1d")
 nn.AdaptiveMaxPool1d = AdaptiveMaxPool1d
 function AdaptiveMaxPool1d:__init(output_size, opts)
   opts = check_opts("AdaptiveMaxPool1d", opts, {"return_indices"})
-  self.output_size = positive_tuple("AdaptiveMaxPool1d", "output_size", output_size, 1)[1]
+  self.output_size = output_size_tuple("AdaptiveMaxPool1d", output_size, 1)[1]
   self.return_indices = opts.return_indices or false
 end
 function AdaptiveMaxPool1d:forward(x)
@@ -873,7 +882,7 @@ local AdaptiveMaxPool2d = Module:extend("AdaptiveMaxPool2d")
 nn.AdaptiveMaxPool2d = AdaptiveMaxPool2d
 function AdaptiveMaxPool2d:__init(output_size, opts)
   opts = check_opts("AdaptiveMaxPool2d", opts, {"return_indices"})
-  self.output_size = positive_tuple("AdaptiveMaxPool2d", "output_size", output_size, 2)
+  self.output_size = output_size_tuple("AdaptiveMaxPool2d", output_size, 2)
   self.return_indices = opts.return_indices or false
 end
 function AdaptiveMaxPool2d:forward(x)
@@ -1231,7 +1240,8 @@ end
 -- for nn_conv3d.lua (Conv3d, the 3-D pools, BatchNorm3d, InstanceNorm3d; loaded on first use by nn.lua's
 -- load_extras): the checks and pieces the 1-D and 2-D layers use, so that the 3-D ones say the same
 nn._conv_helpers = {fail = fail, shp = shp, floating = floating, check_opts = check_opts, tuple = tuple,
-  positive_tuple = positive_tuple, positive_int = positive_int, check_tensor_arg = check_tensor_arg,
+  positive_tuple = positive_tuple, output_size_tuple = output_size_tuple, positive_int = positive_int,
+  check_tensor_arg = check_tensor_arg,
   fmt_tuple = fmt_tuple, all_eq = all_eq, conv_padding = conv_padding, apply_padding = apply_padding,
   check_conv_args = check_conv_args, conv_init = conv_init, conv_reset = conv_reset, conv_repr = conv_repr,
   RESET_DOC = RESET_DOC, instance_class = instance_class, output_padding_for = output_padding_for}

@@ -21,6 +21,7 @@ local docs = pt._docs
 local H = nn._conv_helpers
 local fail, shp, floating, check_opts = H.fail, H.shp, H.floating, H.check_opts
 local tuple, positive_tuple, positive_int = H.tuple, H.positive_tuple, H.positive_int
+local output_size_tuple = H.output_size_tuple
 local check_tensor_arg, fmt_tuple = H.check_tensor_arg, H.fmt_tuple
 local fmt = string.format
 
@@ -424,7 +425,7 @@ end
 
 local function adaptive3d_args(name, x, output_size)
   check_3d_input(name, x)
-  local size = positive_tuple(name, "output_size", output_size, 3)
+  local size = output_size_tuple(name, output_size, 3)
   local nd = x:dim()
   if x:size(nd - 3) == 0 or x:size(nd - 2) == 0 or x:size(nd - 1) == 0 or x:size(nd) == 0 then
     fail("%s: channels, depth, height and width must be non-zero (only the batch may be empty), got input shape %s",
@@ -434,8 +435,17 @@ local function adaptive3d_args(name, x, output_size)
   return x5, size, table.unpack(x5:size())
 end
 
+-- an output_size with a 0: the empty result, still a function of x (its gradient is zeros)
+local function empty_result(x, size)
+  local shape = x:size()
+  for i = 1, 3 do shape[#shape - 3 + i] = size[i] end
+  return x:reshape(-1):narrow(1, 1, 0):reshape(shape)
+end
+local function has_zero(size) return size[1] == 0 or size[2] == 0 or size[3] == 0 end
+
 local function adaptive_avg_pool3d_run(name, x, output_size)
   local x5, size, N, C, D, Hi, Wi = adaptive3d_args(name, x, output_size)
+  if has_zero(size) then return empty_result(x, size) end
   local y = pt.adaptive_avg_pool2d(x5:reshape(N, C * D, Hi, Wi), {size[2], size[3]})
   local first, n, K = adaptive_windows(D, size[1])
   local g = gather_windows(y:view(N, C, D, size[2], size[3]), first, n, K, 1, false, function(N_, C_, Ho, Wo)
@@ -450,6 +460,11 @@ end
 
 local function adaptive_max_pool3d_run(name, x, output_size, return_indices)
   local x5, size, N, C, D, Hi, Wi = adaptive3d_args(name, x, output_size)
+  if has_zero(size) then
+    local v = empty_result(x, size)
+    if return_indices then return v, pt.zeros(v:size(), {dtype = "int64"}) end
+    return v
+  end
   local y, i2 = pt.adaptive_max_pool2d(x5:reshape(N, C * D, Hi, Wi), {size[2], size[3]},
     {return_indices = return_indices})
   y = y:view(N, C, D, size[2], size[3])
@@ -484,7 +499,7 @@ nn.adaptive_max_pool3d = doc(adaptive_max_pool3d, [[nn.functional.adaptive_max_p
 local AdaptiveAvgPool3d = Module:extend("AdaptiveAvgPool3d")
 nn.AdaptiveAvgPool3d = AdaptiveAvgPool3d
 function AdaptiveAvgPool3d:__init(output_size)
-  self.output_size = positive_tuple("AdaptiveAvgPool3d", "output_size", output_size, 3)
+  self.output_size = output_size_tuple("AdaptiveAvgPool3d", output_size, 3)
 end
 function AdaptiveAvgPool3d:forward(x)
   return adaptive_avg_pool3d_run("AdaptiveAvgPool3d:forward", x, self.output_size)
@@ -497,7 +512,7 @@ local AdaptiveMaxPool3d = Module:extend("AdaptiveMaxPool3d")
 nn.AdaptiveMaxPool3d = AdaptiveMaxPool3d
 function AdaptiveMaxPool3d:__init(output_size, opts)
   opts = check_opts("AdaptiveMaxPool3d", opts, {"return_indices"})
-  self.output_size = positive_tuple("AdaptiveMaxPool3d", "output_size", output_size, 3)
+  self.output_size = output_size_tuple("AdaptiveMaxPool3d", output_size, 3)
   self.return_indices = opts.return_indices or false
 end
 function AdaptiveMaxPool3d:forward(x)

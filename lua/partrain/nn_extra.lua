@@ -992,7 +992,8 @@ doc(Unflatten, [==[nn.Unflatten(dim, unflattened_size): splits dim into the size
 
 -- {*, C*r*r, H, W} <-> {*, C, H*r, W*r}
 local function pixel_shuffle(name, x, r, up)
-  check_input(name, x)
+  -- a rearrangement: any dtype, as torch's
+  if not pt.is_tensor(x) then fail("%s: input must be a tensor, got %s", name, type_of(x)) end
   local n = x:dim()
   if n < 3 then
     fail("%s: input must have at least 3 dimensions {*, C, H, W}, got shape %s", name, shape_str(x))
@@ -1688,6 +1689,23 @@ function Softmax2d:forward(x, ...)
 end
 doc(Softmax2d, "nn.Softmax2d(): softmax over the channels (dim -3) at every position of a {C,H,W} or {N,C,H,W} input.")
 
+-- ShuffleNet's channel shuffle of {N,C,*} (native_channel_shuffle: also {N,C})
+local function channel_shuffle_fn(x, s, name, min_dim)
+  min_dim = min_dim or 3
+  if x:dim() < min_dim then
+    fail("%s: input must have at least %d dimensions {N,C%s}, got shape %s", name, min_dim,
+      min_dim == 3 and ",*" or "[,*]", shape_str(x))
+  end
+  local size, g = x:size(), s.groups
+  local c = size[2]
+  if c % g ~= 0 then
+    fail("%s: the %d channels (dim 2 of input shape %s) must be divisible by groups %d", name, c, shape_str(x), g)
+  end
+  local shape = {size[1], g, c // g}
+  for d = 3, #size do shape[#shape + 1] = size[d] end
+  return x:reshape(shape):transpose(2, 3):reshape(size)
+end
+
 define {
   cls = "ChannelShuffle", fname = "channel_shuffle",
   args = {{"groups", pos_int, REQUIRED}}, repr = {"groups"},
@@ -1695,19 +1713,7 @@ define {
     if not pt.is_tensor(x) then fail("%s: input must be a tensor, got %s", name, type_of(x)) end
     return x
   end,
-  fn = function(x, s, name)
-    if x:dim() < 3 then
-      fail("%s: input must have at least 3 dimensions {N,C,*}, got shape %s", name, shape_str(x))
-    end
-    local size, g = x:size(), s.groups
-    local c = size[2]
-    if c % g ~= 0 then
-      fail("%s: the %d channels (dim 2 of input shape %s) must be divisible by groups %d", name, c, shape_str(x), g)
-    end
-    local shape = {size[1], g, c // g}
-    for d = 3, #size do shape[#shape + 1] = size[d] end
-    return x:reshape(shape):transpose(2, 3):reshape(size)
-  end,
+  fn = channel_shuffle_fn,
   doc = [==[nn.ChannelShuffle(groups): {N,C,*} with the channels regrouped as ShuffleNet's: split into groups
   of C/groups, channel j of group i goes to position j*groups + i. C must be divisible by groups.]==],
   fdoc = "F.channel_shuffle(x, groups) -> x with its channels shuffled; see help(nn.ChannelShuffle).",
@@ -1900,6 +1906,9 @@ define {
     end
     local x4 = nd == 3 and x:unsqueeze(1) or x
     local N, C, H, W = x4:size(1), x4:size(2), x4:size(3), x4:size(4)
+    if C == 0 or H == 0 or W == 0 then
+      fail("%s: only the batch may be empty, got input shape %s", name, shape_str(x))
+    end
     local b = blocks(s, H, W)
     if b.oh < 1 or b.ow < 1 then
       fail("%s: input shape %s with %s has no sliding blocks (%dx%d)", name, shape_str(x), b.text,
@@ -1932,6 +1941,7 @@ define {
     end
     local x3 = nd == 2 and x:unsqueeze(1) or x
     local N, CK, L = x3:size(1), x3:size(2), x3:size(3)
+    if CK == 0 or L == 0 then fail("%s: only the batch may be empty, got input shape %s", name, shape_str(x)) end
     local H, W = pair(s.output_size)
     local b = blocks(s, H, W)
     local K = b.kh * b.kw
@@ -2380,8 +2390,13 @@ function F.upsample(x, opts, ...) return F.interpolate(x, opts, ...) end
 doc(F.upsample, "F.upsample(x, {size= | scale_factor=, mode=\"nearest\", align_corners=}) -> F.interpolate's result\n"
   .. "  (PyTorch's deprecated name of it).")
 
-function F.native_channel_shuffle(x, groups, ...) return F.channel_shuffle(x, groups, ...) end
-doc(F.native_channel_shuffle, "F.native_channel_shuffle(x, groups): F.channel_shuffle (PyTorch's other name of it).")
+function F.native_channel_shuffle(x, ...)
+  local name = "native_channel_shuffle"
+  if not pt.is_tensor(x) then fail("%s: input must be a tensor, got %s", name, type_of(x)) end
+  return channel_shuffle_fn(x, parse(name, {{"groups", pos_int, REQUIRED}}, ...), name, 2)
+end
+doc(F.native_channel_shuffle, "F.native_channel_shuffle(x, groups): F.channel_shuffle (PyTorch's other name of it), which also takes\n"
+  .. "  a 2-D {N,C} input.")
 
 -- ------------------------------------------------------------------ EmbeddingBag.from_pretrained
 

@@ -163,6 +163,12 @@ end
 -- separable, so a 5-D input is pooled over (H, W), then over D
 local function area(x, outs)
   local s = x:size()
+  for k = 1, #outs do
+    if outs[k] == 0 then -- torch's empty result, still a function of x (its gradient is zeros)
+      for j = 1, #outs do s[j + 2] = outs[j] end
+      return x:reshape(-1):narrow(1, 1, 0):reshape(s)
+    end
+  end
   if #s == 3 then
     return pt.adaptive_avg_pool2d(x:unsqueeze(3), {1, outs[1]}):squeeze(3)
   elseif #s == 4 then
@@ -277,7 +283,10 @@ function M.interpolate(t, opts, ...)
     for k = 1, ns do
       if is_tensor(l[k]) then fail("%s: size must be an integer, got tensor", fname) end
       outs[k] = check_int(fname, "size", l[k])
-      if outs[k] < 1 then fail("%s: output sizes must be positive, got %d", fname, outs[k]) end
+      -- area (adaptive average pooling) gives an empty output for a size of 0, as torch's
+      if outs[k] < (mode == "area" and 0 or 1) then
+        fail("%s: output sizes must be %s, got %d", fname, mode == "area" and "non-negative" or "positive", outs[k])
+      end
     end
   else
     local l = per_dim(sf, "scale_factor")
@@ -291,7 +300,7 @@ function M.interpolate(t, opts, ...)
         fail("%s: scale_factor %s gives an output size too large for spatial dimension %d of size %d", fname,
              tostring(f), k, t:size(k + 2))
       end
-      if outs[k] < 1 then
+      if outs[k] < 1 and mode ~= "area" then
         fail("%s: scale_factor %s gives an empty output for spatial dimension %d of size %d", fname, tostring(f), k,
              t:size(k + 2))
       end

@@ -943,7 +943,7 @@ function M.pad(t, pad, mode, value, ...)
     fail("%s: mode must be constant, reflect, replicate or circular, got %s", fname,
          type(mode) == "string" and "'" .. mode .. "'" or type(mode))
   end
-  if value ~= nil and mode ~= "constant" then
+  if value ~= nil and value ~= 0 and mode ~= "constant" then -- torch lets 0 through
     fail("%s: mode '%s' takes no value (only constant padding has one)", fname, mode)
   end
   if value ~= nil and type(value) ~= "number" and type(value) ~= "boolean" then
@@ -993,6 +993,10 @@ function M.pad(t, pad, mode, value, ...)
         x = pt.cat(parts, d)
       end
     elseif l ~= 0 or r ~= 0 then
+      if mode ~= "circular" and n + l + r == 0 then
+        fail("%s: padding (%d, %d) leaves dimension %d of size %d empty, which mode '%s' cannot do (input %s)",
+             fname, l, r, d, n, mode, shape_str(t))
+      end
       if mode == "circular" and (l < 0 or r < 0) then -- crop first, then wrap what is left (torch)
         local cl, cr = math.max(-l, 0), math.max(-r, 0)
         x = x:narrow(d, cl + 1, n - cl - cr)
@@ -1006,6 +1010,7 @@ function M.pad(t, pad, mode, value, ...)
         fail("%s: circular padding (%d, %d) wraps around more than once: dimension %d has size %d", fname,
              l, r, d, n)
       end
+      if n == 0 and l == 0 and r == 0 then goto continue end -- circular cropped to nothing: torch's empty result
       if n == 0 then fail("%s: mode '%s' cannot pad dimension %d of size 0", fname, mode, d) end
       -- 0-based source position of each output position j = -l .. n-1+r
       local j = positions(x, -l, n + r)
@@ -1020,6 +1025,7 @@ function M.pad(t, pad, mode, value, ...)
       end
       x = x:index_select(d, src + 1)
     end
+    ::continue::
   end
   if x == t then x = t:clone() end
   return x
