@@ -2,6 +2,8 @@
  * seed gives the same values whatever the tensor's strides. */
 #include "ops_random.h"
 
+#include "autograd.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -128,6 +130,31 @@ pt_status pt_random_bernoulli_tensor_(pt_ctx *ctx, const char *fname, pt_tensor 
   return PT_OK;
 }
 
+/* The samplers' gradient, as torch's (NormalBackward, BernoulliBackward, PoissonBackward): zero
+ * for every input. A draw is not a differentiable function of its parameters, but the result
+ * stays in the graph so that backward through it gives zeros rather than "does not require grad". */
+static pt_status zero_grads_backward(pt_ctx *ctx, pt_node *node, pt_tensor *grad_out, pt_tensor **grad_in) {
+  (void)grad_out;
+  for (int k = 0; k < node->n_inputs; k++) {
+    if (!node->needs_grad[k]) continue;
+    const pt_tensor *in = node->inputs[k];
+    pt_status st = pt_tensor_zeros(ctx, in->dtype, in->ndim, in->shape, &grad_in[k]);
+    if (st) return st;
+  }
+  return PT_OK;
+}
+
+/* records the zero-gradient node on a fresh sample; on failure releases it */
+static pt_status record_sampler(pt_ctx *ctx, pt_tensor **out, const char *name, int n, pt_tensor *const *inputs) {
+  pt_node *node;
+  pt_status st = pt_autograd_record(ctx, *out, name, zero_grads_backward, n, inputs, &node);
+  if (st) {
+    pt_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
 pt_status pt_random_bernoulli(pt_ctx *ctx, pt_tensor *probs, pt_tensor **out) {
   pt_status st = check_float_dtype(ctx, "bernoulli", probs);
   if (st) return st;
@@ -141,7 +168,7 @@ pt_status pt_random_bernoulli(pt_ctx *ctx, pt_tensor *probs, pt_tensor **out) {
   if ((st = pt_tensor_empty(ctx, probs->dtype, probs->ndim, probs->shape, out))) return st;
   for (int64_t i = 0; i < n; i++)
     pt_tensor_set_flat(*out, i, pt_rng_uniform(&ctx->rng) < pt_tensor_get_flat(probs, i) ? 1.0 : 0.0);
-  return PT_OK;
+  return record_sampler(ctx, out, "BernoulliBackward", 1, &probs);
 }
 
 pt_status pt_random_normal(pt_ctx *ctx, pt_tensor *mean, double mean_v, pt_tensor *std, double std_v,
@@ -184,7 +211,11 @@ pt_status pt_random_normal(pt_ctx *ctx, pt_tensor *mean, double mean_v, pt_tenso
   }
   pt_tensor_release(m);
   pt_tensor_release(s);
-  return PT_OK;
+  pt_tensor *params[2];
+  int np = 0;
+  if (mean) params[np++] = mean;
+  if (std) params[np++] = std;
+  return record_sampler(ctx, out, "NormalBackward", np, params);
 }
 
 /* One Poisson draw: multiplication of uniforms (Knuth) for small rates, Hormann's transformed
@@ -225,7 +256,7 @@ pt_status pt_random_poisson(pt_ctx *ctx, pt_tensor *rates, pt_tensor **out) {
   }
   if ((st = pt_tensor_empty(ctx, rates->dtype, rates->ndim, rates->shape, out))) return st;
   for (int64_t i = 0; i < n; i++) pt_tensor_set_flat(*out, i, poisson_draw(&ctx->rng, pt_tensor_get_flat(rates, i)));
-  return PT_OK;
+  return record_sampler(ctx, out, "PoissonBackward", 1, &rates);
 }
 
 typedef struct keyed {

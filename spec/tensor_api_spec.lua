@@ -469,6 +469,21 @@ describe("logit", function()
     assert.is_true(gradcheck(function(t) return t:logit(0.05) end, {D({0.01, 0.4, 0.99})}))
   end)
 
+  it("has torch's infinite gradient at exactly 0 and 1, and its second derivative", function()
+    -- torch: grad / (x (1 - x)); the composed log(x / (1 - x)) gave inf * 0 = NaN there
+    local g = D({0, 1, 0.5, -0.1, 1.2})
+    g.requires_grad = true
+    g:logit():sum():backward()
+    local want = {math.huge, math.huge, 4}
+    for i = 1, 3 do assert.are.equal(want[i], g.grad[i]) end
+    assert.is_true(g.grad[4] ~= g.grad[4] and g.grad[5] ~= g.grad[5])
+    local z = D({0.3, 0.6})
+    z.requires_grad = true
+    local d1 = pt.autograd.grad(z:logit():sum(), {z}, {create_graph = true})[1]
+    near(d1, D({4.761904761904762, 4.166666666666667}))
+    near(pt.autograd.grad(d1:sum(), {z})[1], D({-9.070294784580497, 3.472222222222223}))
+  end)
+
   it("checks its arguments", function()
     has("logit: eps must be a number, got string", pt.logit, x, "0.1")
     has("logit: unknown option 'epsilon' (options: eps)", pt.logit, x, {epsilon = 0.1})

@@ -1588,6 +1588,24 @@ end, "t:nan_to_num_([nan=0[, posinf[, neginf]]]) (or {nan=, posinf=, neginf=}) -
 
 -- ------------------------------------------------------------------ elementwise: logit, addcmul, addcdiv, ...
 
+local Logit
+local function logit_function()
+  if not Logit then
+    Logit = pt.autograd.Function:extend("Logit")
+    function Logit.forward(ctx, x)
+      ctx:save_for_backward(x)
+      return (x / (1 - x)):log()
+    end
+    function Logit.backward(ctx, g)
+      local x = ctx.saved_tensors[1]
+      local d = g / (x * (1 - x))
+      local out = x:lt(0):logical_or(x:gt(1))
+      return d:masked_fill(out, 0 / 0)
+    end
+  end
+  return Logit
+end
+
 add("logit", function(t, eps, ...)
   local fname = "logit"
   check_tensor(fname, t)
@@ -1602,10 +1620,10 @@ add("logit", function(t, eps, ...)
     -- as torch's kernel: below eps gives eps (also when eps > 1 - eps), above 1 - eps gives 1 - eps;
     -- no gradient at the replaced elements
     x = pt.where(x:lt(eps), eps, pt.where(x:gt(1 - eps), 1 - eps, x))
-  else
-    -- outside [0, 1] the result is NaN, its gradient too (as torch's)
-    local out = x:detach():lt(0):logical_or(x:detach():gt(1))
-    if out:any():item() then x = x + pt.zeros_like(x):masked_fill(out, 0 / 0) end
+  elseif x.requires_grad and pt.is_grad_enabled() then
+    -- torch's gradient g / (x (1 - x)): inf at exactly 0 and 1, where the composed ops' chain
+    -- gave inf * 0 = NaN; NaN outside [0, 1] as the value
+    return logit_function().apply(x)
   end
   return (x / (1 - x)):log()
 end, "t:logit([eps]) (or {eps=}) -> log(p / (1 - p)) elementwise, the inverse of sigmoid, as torch.logit: with\n"
