@@ -1942,7 +1942,8 @@ static inline void copy_elem(char *d, const char *s, size_t es) {
 
 static pt_status where_forward(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b,
                                pt_tensor **out) {
-  if (cond->dtype != PT_BOOL)
+  /* uint8 too, read as nonzero: torch's deprecated byte conditions */
+  if (cond->dtype != PT_BOOL && cond->dtype != PT_UINT8)
     return pt_fail(ctx, PT_EARG, "where: condition must be a bool tensor, got %s",
                    pt_dtype_name(cond->dtype));
   int n1, nd;
@@ -2030,7 +2031,8 @@ pt_status pt_where(pt_ctx *ctx, pt_tensor *cond, pt_tensor *a, pt_tensor *b, pt_
  * torch's), else mask must broadcast to t's shape (the in-place forms) */
 static pt_status check_mask(pt_ctx *ctx, const char *fname, const pt_tensor *t, const pt_tensor *mask,
                             int *out_nd, int64_t *out_shape) {
-  if (mask->dtype != PT_BOOL)
+  /* uint8 too, read as nonzero: torch's deprecated byte masks */
+  if (mask->dtype != PT_BOOL && mask->dtype != PT_UINT8)
     return pt_fail(ctx, PT_EARG, "%s: mask must be a bool tensor, got %s", fname,
                    pt_dtype_name(mask->dtype));
   int nd;
