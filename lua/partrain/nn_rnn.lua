@@ -94,6 +94,8 @@ end
 
 -- a boolean mask (true = masked out) or a float mask as an additive float mask
 local function additive_mask(name, what, m, dtype, masked_when)
+  -- torch's deprecated byte attn_mask (its key_padding_mask must be bool or floating)
+  if m:dtype() == "uint8" and what == "attn_mask" then m = m:ne(0) end
   local dt = m:dtype()
   if dt == "bool" then
     local blocked = masked_when and m or m:logical_not()
@@ -1385,6 +1387,12 @@ function MultiheadAttention:forward(query, key, value, opts)
   end
   if kpm ~= nil then
     check_tensor(name, "key_padding_mask", kpm)
+    -- torch 1.13 merges a key_padding_mask into a bool attn_mask with logical_or: a float one
+    -- then masks where it is nonzero rather than being added
+    local am = opts.attn_mask
+    if pt.is_tensor(am) and (am:dtype() == "bool" or am:dtype() == "uint8") and kpm:is_floating_point() then
+      kpm = kpm:ne(0)
+    end
     if shape_str(kpm) ~= dims_str {N, S} then
       local got = batched and kpm or kpm:squeeze(1)
       raise(("%s: key_padding_mask must have shape %s, got %s")
