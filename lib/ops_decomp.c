@@ -1812,6 +1812,9 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
   int64_t m = A->shape[na - 2], n = A->shape[na - 1], kk = mini(m, n);
   if (B->ndim < 1)
     return pt_fail(ctx, PT_ESHAPE, "%s: B must have at least 1 dimension, got shape %s", fname, shp(B, sb));
+  if (B->ndim > na || na - B->ndim > 1) /* as torch: B has A's number of dims, or one less (vectors) */
+    return pt_fail(ctx, PT_ESHAPE, "%s: B must have as many dims as A or one less, got A %s and B %s", fname,
+                   shp(A, sa), shp(B, sb));
   /* torch's lstsq takes B as vectors whenever it has one dim less than A */
   bool vector = B->ndim == 1 || B->ndim == na - 1;
   int bnd = vector ? B->ndim - 1 : B->ndim - 2;
@@ -1878,7 +1881,8 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
   for (int64_t b = 0; has_rank && b < batch; b++) full_rank = full_rank && ((int64_t *)pt_tensor_data(Rk))[b] >= n;
   if (!has_rank) full_rank = kk >= n;
   int64_t zero = 0;
-  if (m > n && driver != PT_LSTSQ_GELSY && !vector && full_rank) { /* the squared norms of rows n.. */
+  /* the squared norms of rows n.. (for vectors too: residuals (..., 1), as torch) */
+  if (m > n && driver != PT_LSTSQ_GELSY && full_rank) {
     int64_t rshape[PT_MAX_DIMS];
     memcpy(rshape, bshape, sizeof(int64_t) * (size_t)nbatch);
     rshape[nbatch] = k;
@@ -1893,6 +1897,39 @@ pt_status pt_linalg_lstsq(pt_ctx *ctx, pt_tensor *A, pt_tensor *B, double rcond,
     }
   } else if ((st = pt_tensor_empty(ctx, dt, 1, &zero, &ro))) {
     goto done;
+  }
+  if (has_rank && (nbatch != na - 2 || memcmp(bshape, A->shape, sizeof(int64_t) * (size_t)nbatch))) {
+    /* rank and singular values have A's batch shape, as torch (they do not depend on B): the
+     * elements of the broadcast batch at index 0 along the dims A broadcasts */
+    int ab = na - 2, off = nbatch - ab;
+    int64_t abatch = pt_shape_numel(ab, A->shape), ashp[PT_MAX_DIMS];
+    memcpy(ashp, A->shape, sizeof(int64_t) * (size_t)ab);
+    pt_tensor *R2 = NULL, *S2 = NULL;
+    if ((st = pt_tensor_empty(ctx, PT_INT64, ab, ashp, &R2))) goto done;
+    ashp[ab] = kk;
+    if (has_sv && (st = new_work(ctx, dt, ab + 1, ashp, false, &S2))) {
+      pt_tensor_release(R2);
+      goto done;
+    }
+    for (int64_t a = 0; a < abatch; a++) {
+      int64_t rem = a, bi = 0, stride = 1;
+      for (int d = nbatch - 1; d >= 0; d--) {
+        if (d >= off) {
+          int64_t sz = A->shape[d - off];
+          bi += rem % sz * stride;
+          rem /= sz;
+        }
+        stride *= bshape[d];
+      }
+      ((int64_t *)pt_tensor_data(R2))[a] = ((int64_t *)pt_tensor_data(Rk))[bi];
+      if (S2) copy_elems(dt, elem(dt, pt_tensor_data(S2), a * kk), elem(dt, pt_tensor_data(S), bi * kk), kk);
+    }
+    pt_tensor_release(Rk);
+    Rk = R2;
+    if (S2) {
+      pt_tensor_release(S);
+      S = S2;
+    }
   }
   if (has_sv) so = pt_tensor_retain(S);
   else if ((st = pt_tensor_empty(ctx, dt, 1, &zero, &so))) goto done;
