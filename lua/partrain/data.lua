@@ -476,6 +476,65 @@ function data.DataHandler(ds, opts)
   return self
 end
 
+-- data.DataLoader: PyTorch's names for a DataHandler's options (batch_size defaults to 1 there);
+-- the options PyTorch has and partrain does not are refused by name, not ignored
+local loader_options = {batch_size = "batch", shuffle = "shuffle", sampler = "sampler", num_workers = "workers",
+  drop_last = "drop_last", seed = "seed", transform = "transform", progress = "progress", log = "log"}
+local loader_refused = {
+  collate_fn = "samples are collated as PyTorch's default_collate; give transform = fn(x, y) -> x, y for per-batch work",
+  batch_sampler = "give sampler (it orders the samples) with batch_size and drop_last",
+  generator = "give seed = n (shuffling and samplers draw from (seed, epoch))",
+  worker_init_fn = "the workers are Lua states of their own; the dataset and transform are sent to them once",
+  timeout = "a worker's error comes back to the caller instead",
+  multiprocessing_context = "the workers are threads",
+}
+
+function data.DataLoader(ds, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("DataLoader: options must be a table", 2) end
+  local o = {batch = 1}
+  for k, v in pairs(opts) do
+    if loader_refused[k] then
+      error(("DataLoader: %s is not supported (%s)"):format(k, loader_refused[k]), 2)
+    elseif loader_options[k] then
+      local want = handler_options[loader_options[k]](v)
+      if want then error(("DataLoader: %s must be %s, got %s"):format(k, want, value_str(v)), 2) end
+      o[loader_options[k]] = v
+    elseif k ~= "prefetch_factor" and k ~= "pin_memory" and k ~= "persistent_workers" then
+      error(("DataLoader: unknown option '%s'"):format(tostring(k)), 2)
+    end
+  end
+  local workers = opts.num_workers or 0
+  for _, k in ipairs({"pin_memory", "persistent_workers"}) do
+    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+      error(("DataLoader: %s must be a boolean, got %s"):format(k, value_str(opts[k])), 2)
+    end
+  end
+  -- pin_memory: batches are ordinary CPU memory already; persistent_workers: the workers live as
+  -- long as the loader anyway (both need workers in PyTorch, as prefetch_factor)
+  if opts.persistent_workers and workers == 0 then
+    error("DataLoader: persistent_workers option needs num_workers > 0", 2)
+  end
+  local pf = opts.prefetch_factor
+  if pf ~= nil then
+    if workers == 0 then
+      error("DataLoader: prefetch_factor option could only be specified with num_workers > 0", 2)
+    end
+    if math.type(pf) ~= "integer" or pf < 1 or pf > PENDING_PER_WORKER then
+      error(("DataLoader: prefetch_factor must be an integer from 1 to %d, got %s"):format(PENDING_PER_WORKER,
+        value_str(pf)), 2)
+    end
+    o.prefetch = pf * workers
+  end
+  check_dataset(ds, "DataLoader")
+  local ok, r = pcall(data.DataHandler, ds, o)
+  if not ok then error((tostring(r):gsub("^[^\n]-:%d+: ", ""):gsub("^DataHandler:", "DataLoader:")), 2) end
+  return r
+end
+
+-- loader() is loader:batches(): for x, y in loader() do ... end, as iterating a PyTorch DataLoader
+DataHandler.__call = function(self, ...) return self:batches(...) end
+
 -- the samples an epoch reads, in order: the sampler's, checked, or 1..n (shuffled)
 local function epoch_order(self, epoch)
   local sampler, n = self.opts.sampler, self.dataset:len()
@@ -1222,6 +1281,13 @@ if docs then
     [DataHandler] = "data.DataHandler_class: the class of data.DataHandler(dataset, opts) loaders; help(data.DataHandler) for the options.\n"
       .. "  for x, y in loader:batches() do ... end; #loader batches per epoch; loader.dataset, loader.epoch.",
     [data.random_split] = "data.random_split(dataset, {n1, n2, ...}[, {seed=42}]) -> Subset, Subset, ... (sizes or fractions).",
+    [data.DataLoader] = "data.DataLoader(dataset[, {batch_size=1, shuffle=false, sampler=, num_workers=0, prefetch_factor=2,\n"
+      .. "  drop_last=false, seed=42, pin_memory=, persistent_workers=, transform=, progress=, log=}]) -> a data.DataHandler\n"
+      .. "  with PyTorch's option names (batch_size -> batch, num_workers -> workers, prefetch_factor -> prefetch per\n"
+      .. "  worker); for x, y in loader() do ... end iterates one epoch (loader:batches()), #loader batches per epoch.\n"
+      .. "  pin_memory and persistent_workers change nothing (CPU batches; the workers live as long as the loader);\n"
+      .. "  collate_fn, batch_sampler, generator, worker_init_fn, timeout and multiprocessing_context are refused\n"
+      .. "  with what to use instead. help(data.DataHandler) for the rest.",
     [data.DataHandler] = "data.DataHandler(dataset[, {batch=128, shuffle=false, seed=42, drop_last=false, transform=fn, sampler=, progress=, log=,\n"
       .. "  workers=0, prefetch=2*workers}])\n"
       .. "  for x, y in loader:batches() do ... end  -- one epoch; each call reshuffles (seed, epoch)\n"

@@ -2419,6 +2419,18 @@ end
 
 doc(Optimizer, "optim.Optimizer: base of SGD, Adam, AdamW, RMSprop, Adagrad, Rprop, ASGD, ... (step, zero_grad, state_dict, param_groups).")
 
+-- torch.optim.lr_scheduler's namespace: the same classes (optim.lr_scheduler.StepLR is optim.StepLR),
+-- with torch 1.13's name _LRScheduler for the base class
+optim.lr_scheduler = {_LRScheduler = optim.LRScheduler}
+for _, name in ipairs({"LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
+                       "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR",
+                       "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts",
+                       "OneCycleLR", "LinearWarmup"}) do
+  optim.lr_scheduler[name] = assert(rawget(optim, name), name)
+end
+doc(optim.lr_scheduler, "optim.lr_scheduler: PyTorch's torch.optim.lr_scheduler namespace, the schedulers of optim under the\n"
+  .. "  same names (optim.lr_scheduler.StepLR is optim.StepLR; _LRScheduler is optim.LRScheduler).")
+
 -- optim.swa_utils (AveragedModel, SWALR, update_bn; built with this table) loads on first use: it
 -- needs nn, which a script using only the optimizers would otherwise load too
 setmetatable(optim, {__index = function(t, k)

@@ -1,0 +1,79 @@
+-- data.DataLoader (PyTorch's option names over data.DataHandler; loader() iterates an epoch) and
+-- optim.lr_scheduler (torch.optim.lr_scheduler's namespace).
+local pt = require "partrain"
+local data, optim = pt.data, pt.optim
+local support = require "spec.support"
+
+local function dataset(n)
+  return data.TensorDataset(pt.arange(0, n, 1, {dtype = "float32"}):view(n, 1), pt.arange(0, n, 1, {dtype = "int64"}))
+end
+
+describe("data.DataLoader", function()
+  it("batches as PyTorch's DataLoader: batch_size 1 by default, loader() iterates one epoch", function()
+    local dl = data.DataLoader(dataset(10), {batch_size = 4})
+    assert.are.equal(3, #dl)
+    local got = {}
+    for x, y in dl() do
+      assert.are.same(x:view(-1):tolist(), y:float():tolist())
+      got[#got + 1] = y:tolist()
+    end
+    assert.are.same({{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}, got)
+    assert.are.equal(10, #data.DataLoader(dataset(10)))
+    assert.are.equal(2, #data.DataLoader(dataset(10), {batch_size = 4, drop_last = true}))
+  end)
+
+  it("shuffles by seed and epoch as data.DataHandler does", function()
+    local a = data.DataLoader(dataset(10), {batch_size = 10, shuffle = true, seed = 7})
+    local b = data.DataHandler(dataset(10), {batch = 10, shuffle = true, seed = 7})
+    local _, ya = a()()
+    local _, yb = b:batches()()
+    assert.are.same(yb:tolist(), ya:tolist())
+  end)
+
+  it("reads on worker threads with num_workers and prefetch_factor", function()
+    local dl = data.DataLoader(dataset(10), {batch_size = 5, num_workers = 1, prefetch_factor = 2, pin_memory = true,
+      persistent_workers = true})
+    local got = {}
+    for _, y in dl() do got[#got + 1] = y:tolist() end
+    dl:close()
+    assert.are.same({{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}}, got)
+  end)
+
+  it("names PyTorch's options in its errors and refuses the ones partrain lacks", function()
+    local ds = dataset(4)
+    support.assert_error("DataLoader: batch_size must be a positive integer, got 0", data.DataLoader, ds, {batch_size = 0})
+    support.assert_error("DataLoader: num_workers must be an integer from 0 to 256, got -1", data.DataLoader, ds,
+      {num_workers = -1})
+    support.assert_error("DataLoader: collate_fn is not supported (samples are collated as PyTorch's default_collate; "
+      .. "give transform = fn(x, y) -> x, y for per-batch work)", data.DataLoader, ds, {collate_fn = function() end})
+    support.assert_error("DataLoader: prefetch_factor option could only be specified with num_workers > 0",
+      data.DataLoader, ds, {prefetch_factor = 2})
+    support.assert_error("DataLoader: prefetch_factor must be an integer from 1 to 4, got 9", data.DataLoader, ds,
+      {num_workers = 1, prefetch_factor = 9})
+    support.assert_error("DataLoader: persistent_workers option needs num_workers > 0", data.DataLoader, ds,
+      {persistent_workers = true})
+    support.assert_error("DataLoader: pin_memory must be a boolean, got 1", data.DataLoader, ds, {pin_memory = 1})
+    support.assert_error("DataLoader: unknown option 'batch'", data.DataLoader, ds, {batch = 2})
+    support.assert_error("DataLoader: sampler option is mutually exclusive with shuffle (the sampler orders the "
+      .. "samples)", data.DataLoader, ds, {shuffle = true, sampler = data.SubsetRandomSampler({1, 2})})
+    support.assert_error("DataLoader: dataset must have get(i) and len() methods (got a number)", data.DataLoader, 5)
+  end)
+end)
+
+describe("optim.lr_scheduler", function()
+  it("holds the schedulers under torch's names", function()
+    local S = optim.lr_scheduler
+    for _, name in ipairs({"LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
+                           "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler",
+                           "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR"}) do
+      assert.are.equal(optim[name], S[name], name)
+    end
+    assert.are.equal(optim.LRScheduler, S._LRScheduler)
+    local w = pt.zeros({2}, {requires_grad = true})
+    local opt = optim.SGD({w}, {lr = 0.1})
+    local sched = S.StepLR(opt, {step_size = 1, gamma = 0.5})
+    opt:step()
+    sched:step()
+    assert.are.equal(0.05, opt.param_groups[1].lr)
+  end)
+end)
