@@ -2,6 +2,7 @@
 -- (values differ: another generator), exact results for the deterministic ones, messages.
 local pt = require "partrain"
 local nn = pt.nn
+local support = require "spec.support"
 
 local function assert_err(pattern, f)
   local ok, e = pcall(f)
@@ -60,5 +61,48 @@ describe("nn.init (more)", function()
     assert.are.same({3, 3, 3, 3}, t:eq(0):sum(1):tolist())
     assert_err("sparse_: sparsity must be a number in [0, 1], got 2", function() nn.init.sparse_(t, 2) end)
     assert_err("sparse_: only 2-D tensors are supported (shape {4})", function() nn.init.sparse_(pt.zeros(4), 0.5) end)
+  end)
+end)
+
+describe("nn.init's settings", function()
+  local init = pt.nn.init
+  local function same_draw(f, g)
+    pt.manual_seed(3)
+    local a = f(pt.empty(6, 5))
+    pt.manual_seed(3)
+    local b = g(pt.empty(6, 5))
+    assert.is_true(pt.equal(a, b))
+  end
+  it("are taken positionally in PyTorch's order or as an options table", function()
+    same_draw(function(t) return init.uniform_(t, -2, 3) end, function(t) return init.uniform_(t, {a = -2, b = 3}) end)
+    same_draw(function(t) return init.normal_(t, 1, 0.5) end, function(t) return init.normal_(t, 1, {std = 0.5}) end)
+    same_draw(function(t) return init.trunc_normal_(t, 0, 0.02, -0.03, 0.03) end,
+      function(t) return init.trunc_normal_(t, {std = 0.02, a = -0.03, b = 0.03}) end)
+    same_draw(function(t) return init.xavier_uniform_(t, 2) end, function(t) return init.xavier_uniform_(t, {gain = 2}) end)
+    same_draw(function(t) return init.xavier_normal_(t, 2) end, function(t) return init.xavier_normal_(t, {gain = 2}) end)
+    same_draw(function(t) return init.kaiming_uniform_(t, 0.1, "fan_out", "relu") end,
+      function(t) return init.kaiming_uniform_(t, {a = 0.1, mode = "fan_out", nonlinearity = "relu"}) end)
+    same_draw(function(t) return init.kaiming_normal_(t, 0, "fan_out") end,
+      function(t) return init.kaiming_normal_(t, {mode = "fan_out"}) end)
+    same_draw(function(t) return init.orthogonal_(t, 3) end, function(t) return init.orthogonal_(t, {gain = 3}) end)
+    same_draw(function(t) return init.sparse_(t, 0.5, 0.1) end, function(t) return init.sparse_(t, {sparsity = 0.5, std = 0.1}) end)
+    assert.are.same({2, 2}, init.constant_(pt.empty(2), {val = 2}):tolist())
+    local w = init.trunc_normal_(pt.empty(2000), {std = 0.02})
+    assert.is_true(w:abs():max():item() <= 2)
+    assert.is_true(math.abs(w:std():item() - 0.02) < 0.002)
+    local d = init.dirac_(pt.empty(4, 2, 3), {groups = 2})
+    assert.are.same(init.dirac_(pt.empty(4, 2, 3), 2):tolist(), d:tolist())
+  end)
+  it("are checked by name", function()
+    support.assert_error("uniform_: unknown option 'low' (options: a, b)", init.uniform_, pt.empty(2), {low = 0})
+    support.assert_error("normal_: std given twice (as an argument and as an option)", init.normal_, pt.empty(2), 0, 1,
+      {std = 2})
+    support.assert_error("trunc_normal_: std must be a number, got string", init.trunc_normal_, pt.empty(2), {std = "1"})
+    support.assert_error("xavier_uniform_: too many arguments (1 settings at most, got 2)", init.xavier_uniform_,
+      pt.empty(2, 2), 1, 2)
+    support.assert_error("kaiming_normal_: mode must be a string, got number", init.kaiming_normal_, pt.empty(2, 2),
+      0, 1)
+    support.assert_error("dirac_: groups must be an integer, got number", init.dirac_, pt.empty(2, 2, 3), 1.5)
+    support.assert_error("constant_: missing argument 'val'", init.constant_, pt.empty(2))
   end)
 end)

@@ -857,15 +857,57 @@ local function fans(fname, t)
 end
 init._calculate_fan_in_and_fan_out = function(t) return fans("init", t) end
 
-function init.uniform_(t, a, b)
-  check_tensor("uniform_", t)
-  return C._nn_uniform_(t, a or 0, b or 1)
+-- an initialiser's settings, positional in PyTorch's order or as a trailing options table (or
+-- both: positional first): spec = {{name, kind ("number", "integer" or "string"), default}, ...}
+local function init_args(fname, spec, ...)
+  local n, args = select("#", ...), {...}
+  local opts
+  local last = args[n]
+  if n > 0 and type(last) == "table" and not pt.is_tensor(last) then
+    opts, n = last, n - 1
+  end
+  if n > #spec then fail(string.format("%s: too many arguments (%d settings at most, got %d)", fname, #spec, n)) end
+  local out = {}
+  for i = 1, n do out[spec[i][1]] = args[i] end
+  if opts then
+    local names = {}
+    for i, sp in ipairs(spec) do names[i] = sp[1] end
+    for k, v in pairs(opts) do
+      local known = false
+      for _, sp in ipairs(spec) do known = known or sp[1] == k end
+      if not known then
+        fail(string.format("%s: unknown option '%s' (options: %s)", fname, tostring(k), table.concat(names, ", ")))
+      end
+      if out[k] ~= nil then fail(string.format("%s: %s given twice (as an argument and as an option)", fname, k)) end
+      out[k] = v
+    end
+  end
+  for _, sp in ipairs(spec) do
+    local k, kind, default = sp[1], sp[2], sp[3]
+    local v = out[k]
+    if v == nil then
+      out[k] = default
+    elseif (kind == "number" and type(v) ~= "number") or (kind == "integer" and math.type(v) ~= "integer")
+        or (kind == "string" and type(v) ~= "string") then
+      fail(string.format("%s: %s must be %s, got %s", fname, k, kind == "integer" and "an integer" or "a " .. kind,
+        pt.is_tensor(v) and "a tensor" or type(v)))
+    end
+  end
+  return out
 end
-doc(init.uniform_, "nn.init.uniform_(t[, a=0, b=1]) -> t filled from U(a, b) (seeded by pt.manual_seed).")
 
-function init.normal_(t, mean, std)
+function init.uniform_(t, ...)
+  check_tensor("uniform_", t)
+  local o = init_args("uniform_", {{"a", "number", 0}, {"b", "number", 1}}, ...)
+  return C._nn_uniform_(t, o.a, o.b)
+end
+doc(init.uniform_, "nn.init.uniform_(t[, a=0, b=1]) -> t filled from U(a, b) (seeded by pt.manual_seed). Every initialiser takes its\n"
+  .. "  settings positionally in PyTorch's order or as an options table: uniform_(t, -1, 1) or uniform_(t, {a=-1, b=1}).")
+
+function init.normal_(t, ...)
   check_tensor("normal_", t)
-  return C._nn_normal_(t, mean or 0, std or 1)
+  local o = init_args("normal_", {{"mean", "number", 0}, {"std", "number", 1}}, ...)
+  return C._nn_normal_(t, o.mean, o.std)
 end
 doc(init.normal_, "nn.init.normal_(t[, mean=0, std=1]) -> t filled from N(mean, std^2).")
 
@@ -874,63 +916,68 @@ local function filled(t, v)
   pt.no_grad(function() t:fill_(v) end)
   return t
 end
-function init.constant_(t, v)
+function init.constant_(t, ...)
   check_tensor("constant_", t)
-  return filled(t, v)
+  local o = init_args("constant_", {{"val", "number", nil}}, ...)
+  if o.val == nil then fail("constant_: missing argument 'val'") end
+  return filled(t, o.val)
 end
-doc(init.constant_, "nn.init.constant_(t, v) -> t filled with v.")
+doc(init.constant_, "nn.init.constant_(t, val) (or {val=}) -> t filled with val.")
 function init.zeros_(t) check_tensor("zeros_", t); return filled(t, 0) end
 doc(init.zeros_, "nn.init.zeros_(t) -> t filled with 0.")
 function init.ones_(t) check_tensor("ones_", t); return filled(t, 1) end
 doc(init.ones_, "nn.init.ones_(t) -> t filled with 1.")
 
-function init.xavier_uniform_(t, opts)
+function init.xavier_uniform_(t, ...)
   check_tensor("xavier_uniform_", t)
   local fan_in, fan_out = fans("xavier_uniform_", t)
-  local gain = opts and opts.gain or 1
+  local gain = init_args("xavier_uniform_", {{"gain", "number", 1}}, ...).gain
   local a = gain * math.sqrt(6 / (fan_in + fan_out))
   return C._nn_uniform_(t, -a, a)
 end
-doc(init.xavier_uniform_, "nn.init.xavier_uniform_(t[, {gain=1}]) -> t from U(-a, a), a = gain*sqrt(6/(fan_in+fan_out)).")
+doc(init.xavier_uniform_, "nn.init.xavier_uniform_(t[, gain=1]) (or {gain=}) -> t from U(-a, a), a = gain*sqrt(6/(fan_in+fan_out)).")
 
-function init.xavier_normal_(t, opts)
+function init.xavier_normal_(t, ...)
   check_tensor("xavier_normal_", t)
   local fan_in, fan_out = fans("xavier_normal_", t)
-  local gain = opts and opts.gain or 1
+  local gain = init_args("xavier_normal_", {{"gain", "number", 1}}, ...).gain
   return C._nn_normal_(t, 0, gain * math.sqrt(2 / (fan_in + fan_out)))
 end
-doc(init.xavier_normal_, "nn.init.xavier_normal_(t[, {gain=1}]) -> t from N(0, std^2), std = gain*sqrt(2/(fan_in+fan_out)).")
+doc(init.xavier_normal_, "nn.init.xavier_normal_(t[, gain=1]) (or {gain=}) -> t from N(0, std^2), std = gain*sqrt(2/(fan_in+fan_out)).")
 
-local function kaiming_std(fname, t, opts)
-  opts = opts or {}
+local function kaiming_std(fname, t, ...)
+  local opts = init_args(fname, {{"a", "number", 0}, {"mode", "string", "fan_in"},
+    {"nonlinearity", "string", "leaky_relu"}}, ...)
   local fan_in, fan_out = fans(fname, t)
   local mode = opts.mode or "fan_in"
   if mode ~= "fan_in" and mode ~= "fan_out" then
     fail(fname .. ": mode must be 'fan_in' or 'fan_out', got '" .. tostring(mode) .. "'")
   end
   local fan = mode == "fan_in" and fan_in or fan_out
-  local gain = init.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
+  local gain = init.calculate_gain(opts.nonlinearity, opts.a)
   return gain / math.sqrt(fan)
 end
 
-function init.kaiming_uniform_(t, opts)
+function init.kaiming_uniform_(t, ...)
   check_tensor("kaiming_uniform_", t)
-  local bound = math.sqrt(3) * kaiming_std("kaiming_uniform_", t, opts)
+  local bound = math.sqrt(3) * kaiming_std("kaiming_uniform_", t, ...)
   return C._nn_uniform_(t, -bound, bound)
 end
-doc(init.kaiming_uniform_, "nn.init.kaiming_uniform_(t[, {a=0, mode=\"fan_in\", nonlinearity=\"leaky_relu\"}]) -> t from U(-b, b),\n  b = gain*sqrt(3/fan). nn.Linear uses a=sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)).")
+doc(init.kaiming_uniform_, "nn.init.kaiming_uniform_(t[, a=0, mode=\"fan_in\", nonlinearity=\"leaky_relu\"]) (or {a=, mode=, nonlinearity=}) -> t from U(-b, b),\n  b = gain*sqrt(3/fan). nn.Linear uses a=sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)).")
 
-function init.kaiming_normal_(t, opts)
+function init.kaiming_normal_(t, ...)
   check_tensor("kaiming_normal_", t)
-  return C._nn_normal_(t, 0, kaiming_std("kaiming_normal_", t, opts))
+  return C._nn_normal_(t, 0, kaiming_std("kaiming_normal_", t, ...))
 end
-doc(init.kaiming_normal_, "nn.init.kaiming_normal_(t[, {a=0, mode=\"fan_in\", nonlinearity=\"leaky_relu\"}]) -> t from N(0, (gain/sqrt(fan))^2).")
+doc(init.kaiming_normal_, "nn.init.kaiming_normal_(t[, a=0, mode=\"fan_in\", nonlinearity=\"leaky_relu\"]) (or {a=, mode=, nonlinearity=}) -> t from N(0, (gain/sqrt(fan))^2).")
 
 -- PyTorch's trunc_normal_: the inverse CDF of N(mean, std^2) over U(cdf(a), cdf(b)), then clamped
 -- (against the last ulp of erfinv)
-function init.trunc_normal_(t, mean, std, a, b)
+function init.trunc_normal_(t, ...)
   check_tensor("trunc_normal_", t)
-  mean, std, a, b = mean or 0, std or 1, a or -2, b or 2
+  local o = init_args("trunc_normal_", {{"mean", "number", 0}, {"std", "number", 1}, {"a", "number", -2},
+    {"b", "number", 2}}, ...)
+  local mean, std, a, b = o.mean, o.std, o.a, o.b
   if not (std > 0) then fail("trunc_normal_: std must be positive, got " .. tostring(std)) end
   if not (a < b) then fail(string.format("trunc_normal_: expected a < b, got a = %s, b = %s", tostring(a), tostring(b))) end
   local function cdf(x) return (1 + C.erf(pt.tensor(x / math.sqrt(2), {dtype = "float64"})):item()) / 2 end
@@ -942,15 +989,15 @@ function init.trunc_normal_(t, mean, std, a, b)
   end)
   return t
 end
-doc(init.trunc_normal_, "nn.init.trunc_normal_(t[, mean=0, std=1, a=-2, b=2]) -> t from N(mean, std^2) truncated to [a, b]\n"
+doc(init.trunc_normal_, "nn.init.trunc_normal_(t[, mean=0, std=1, a=-2, b=2]) (or {mean=, std=, a=, b=}) -> t from N(mean, std^2) truncated to [a, b]\n"
   .. "  (PyTorch's inverse-CDF method; a and b are absolute bounds).")
 
-function init.orthogonal_(t, gain)
+function init.orthogonal_(t, ...)
   check_tensor("orthogonal_", t)
+  local gain = init_args("orthogonal_", {{"gain", "number", 1}}, ...).gain
   if t:dim() < 2 then
     fail("orthogonal_: only tensors with 2 or more dimensions are supported (shape " .. shape_str(t) .. ")")
   end
-  gain = gain or 1
   local rows = t:size(1)
   local cols = t:numel() // math.max(rows, 1)
   if t:numel() == 0 then return t end
@@ -976,9 +1023,9 @@ function init.eye_(t)
 end
 doc(init.eye_, "nn.init.eye_(t) -> the 2-D t set to the identity (ones on the diagonal, zeros elsewhere).")
 
-function init.dirac_(t, groups)
+function init.dirac_(t, ...)
   check_tensor("dirac_", t)
-  groups = groups or 1
+  local groups = init_args("dirac_", {{"groups", "integer", 1}}, ...).groups
   local d = t:dim()
   if d < 3 or d > 5 then fail("dirac_: only 3, 4 and 5-D tensors are supported (shape " .. shape_str(t) .. ")") end
   if math.type(groups) ~= "integer" or groups < 1 or t:size(1) % groups ~= 0 then
@@ -1001,13 +1048,14 @@ end
 doc(init.dirac_, "nn.init.dirac_(t[, groups=1]) -> the 3-5-D conv weight t set to the Dirac delta (a convolution\n"
   .. "  with it keeps the input's channels; per group).")
 
-function init.sparse_(t, sparsity, std)
+function init.sparse_(t, ...)
   check_tensor("sparse_", t)
+  local o = init_args("sparse_", {{"sparsity", "number", nil}, {"std", "number", 0.01}}, ...)
+  local sparsity, std = o.sparsity, o.std
   if t:dim() ~= 2 then fail("sparse_: only 2-D tensors are supported (shape " .. shape_str(t) .. ")") end
   if type(sparsity) ~= "number" or not (sparsity >= 0 and sparsity <= 1) then
     fail("sparse_: sparsity must be a number in [0, 1], got " .. tostring(sparsity))
   end
-  std = std or 0.01
   local rows, cols = t:size(1), t:size(2)
   local zeros = math.ceil(sparsity * rows)
   pt.no_grad(function()

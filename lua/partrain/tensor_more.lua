@@ -1586,6 +1586,75 @@ end, "t:nan_to_num_([nan=0[, posinf[, neginf]]]) (or {nan=, posinf=, neginf=}) -
   .. "  +inf by posinf and -inf by neginf in place, as torch.nan_to_num_ (defaults as t:nan_to_num's).\n"
   .. "  Integer and bool tensors stay as they are. Autograd as any in-place op. Also pt.nan_to_num_(t, ...).")
 
+-- ------------------------------------------------------------------ trapezoid, trapz, cumulative_trapezoid
+
+-- the trapezoid rule's pieces along dim of y: (y, x or nil, dx, d); y as float (torch's default
+-- float32 for integer y), x a tensor of one value per sample (1-D along d, or broadcast with y)
+local function trapezoid_args(fname, y, ...)
+  check_tensor(fname, y)
+  local n, args = select("#", ...), {...}
+  local opts = {}
+  if n > 0 and is_opts(args[n]) then
+    opts = args[n]
+    check_opts(fname, opts, {"dx", "dim"})
+    n = n - 1
+  end
+  if n > 1 then fail("%s: unexpected argument #%d", fname, 3) end
+  local x = n >= 1 and args[1] or nil
+  if n == 1 and not is_tensor(x) then fail("%s: x must be a tensor, got %s", fname, type(x)) end
+  if x ~= nil and opts.dx ~= nil then fail("%s: give x or dx, not both", fname) end
+  local dx = opts.dx == nil and 1 or check_number(fname, "dx", opts.dx)
+  if y:dim() == 0 then fail("%s: expects a tensor with at least 1 dimension", fname) end
+  local d = check_dim(fname, opts.dim == nil and -1 or opts.dim, y:dim())
+  if not is_float(y) then y = y:float() end
+  if x ~= nil then
+    local len = y:size(d)
+    if x:dim() == 1 then
+      if x:numel() ~= len then
+        fail("%s: there must be one x value for each sample point: x has %d, y has %d along dimension %d", fname,
+             x:numel(), len, d)
+      end
+      local view = {}
+      for k = 1, y:dim() do view[k] = k == d and len or 1 end
+      x = x:reshape(view)
+    elseif x:dim() ~= y:dim() or x:size(x:dim() - y:dim() + d) ~= len then
+      fail("%s: there must be one x value for each sample point: x of shape %s, y of shape %s along dimension %d",
+           fname, "{" .. concat(x:size(), ",") .. "}", "{" .. concat(y:size(), ",") .. "}", d)
+    end
+    if not is_float(x) then x = x:to(y:dtype()) end
+  end
+  return y, x, dx, d
+end
+
+-- the intervals' areas along d: (x[i+1] - x[i]) (y[i+1] + y[i]) / 2, or dx / 2 (y[i+1] + y[i])
+local function trapezoid_terms(y, x, dx, d)
+  local len = y:size(d)
+  local sums = y:narrow(d, 2, len - 1) + y:narrow(d, 1, len - 1)
+  if x == nil then return sums * (dx / 2) end
+  return x:diff({dim = d}) * sums / 2
+end
+
+local function trapezoid(y, ...)
+  local y2, x, dx, d = trapezoid_args("trapezoid", y, ...)
+  if y2:size(d) <= 1 then return y2:sum(d) * 0 end
+  return trapezoid_terms(y2, x, dx, d):sum(d)
+end
+add("trapezoid", trapezoid,
+  "pt.trapezoid(y[, x][, {dx=1, dim=-1}]) -> the trapezoid rule's integral of y along dim, as torch.trapezoid:\n"
+  .. "  sum of (x[i+1] - x[i]) (y[i] + y[i+1]) / 2, x a tensor of one value per sample (1-D, or y's shape), else\n"
+  .. "  spacing dx. Integer y gives float32; fewer than 2 samples give 0. Gradients flow back (to x too).", false)
+add("trapz", function(y, ...)
+  local ok, r = pcall(trapezoid, y, ...)
+  if not ok then error((tostring(r):gsub("trapezoid:", "trapz:", 1)), 0) end
+  return r
+end, "pt.trapz(y[, x][, {dx=1, dim=-1}]): pt.trapezoid (torch's older name).", false)
+add("cumulative_trapezoid", function(y, ...)
+  local y2, x, dx, d = trapezoid_args("cumulative_trapezoid", y, ...)
+  if y2:size(d) <= 1 then return y2:narrow(d, 1, 0) * 1 end
+  return trapezoid_terms(y2, x, dx, d):cumsum(d)
+end, "pt.cumulative_trapezoid(y[, x][, {dx=1, dim=-1}]) -> the running trapezoid integrals of y along dim, as\n"
+  .. "  torch.cumulative_trapezoid: one fewer entry than y along dim (entry i integrates samples 1..i+1).", false)
+
 -- ------------------------------------------------------------------ elementwise: logit, addcmul, addcdiv, ...
 
 local Logit
