@@ -573,7 +573,8 @@ static const char *const linalg_docs[] = {
     "inv", "pt.linalg.inv(A) -> the inverse of each square matrix (LU, LAPACK dgetrf/dgetri); a singular\n"
            "  matrix is an error. Gradient: -A^-T g A^-T.",
     "det", "pt.linalg.det(A) -> the determinant of each square matrix (batch shape; 0 for singular\n"
-           "  ones). Gradient g det A^-T, and the cofactor matrix (by SVD) for singular A: PyTorch 1.13\n"
+           "  ones; inf/nan entries go through the LU as PyTorch's: nan for a 0 * inf pivot product).\n"
+           "  Gradient g det A^-T, and the cofactor matrix (by SVD) for singular A: PyTorch 1.13\n"
            "  gives 0 there, this is the true derivative.",
     "slogdet", "pt.linalg.slogdet(A) -> sign, logabsdet: det = sign * exp(logabsdet), without overflow; a\n"
                "  singular matrix gives 0, -inf. Gradient of logabsdet: g A^-T (nan for singular A).",

@@ -853,7 +853,9 @@ pt_status pt_linalg_inv(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_tensor 
 
 /* operands: 0 A (n x n; factorised in a copy when flag: it is saved), 1 the sign of det(A), 2
  * det(A) (mode 0) or log|det(A)| (mode 1): the permutation's sign times the signs of U's
- * diagonal, and its product, in float64 */
+ * diagonal, and its product, in float64. As PyTorch, a zero pivot is not special: it gives a
+ * zero sign, its product with the other pivots (nan with an inf one) and its log (-inf, or nan
+ * with +inf); a nan pivot counts as sign 0. */
 static lapack_int det_one(lp_job *j, void *const *p, bool query) {
   if (query) return 0;
   pt_dtype dt = j->dt;
@@ -867,6 +869,7 @@ static lapack_int det_one(lp_job *j, void *const *p, bool query) {
     }
     lapack_int info = lu_factor(j, a, j->ipiv);
     if (info < 0) return info;
+    bool zero = false;
     for (int64_t i = 0; i < n; i++) {
       double u = get_at(dt, a, i * n + i);
       if (j->ipiv[i] != i + 1) {
@@ -874,14 +877,11 @@ static lapack_int det_one(lp_job *j, void *const *p, bool query) {
         v = -v;
       }
       if (u < 0) s = -s;
+      else if (!(u > 0)) zero = true; /* 0 or nan */
       if (j->mode) l += log(fabs(u));
       else v *= u;
     }
-    if (info > 0) {
-      s = 0;
-      v = 0;
-      l = -INFINITY;
-    }
+    if (zero) s *= 0.0; /* a signed zero, as torch's product of signs */
   }
   set_at(dt, p[1], 0, s);
   set_at(dt, p[2], 0, j->mode ? l : v);
@@ -991,9 +991,9 @@ static pt_status det_common(pt_ctx *ctx, const char *fname, pt_tensor *A, int wh
   if ((st = to_work(ctx, A, dt, A->ndim, A->shape, &W))) return st;
   if ((st = new_work(ctx, dt, nb, A->shape, false, &S)) || (st = new_work(ctx, dt, nb, A->shape, false, &V)))
     goto done;
-  /* flag: A is saved, so a copy is factorised */
+  /* flag: A is saved, so a copy is factorised. NaN goes through the LU, as PyTorch's */
   lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = nb > 0, .batch = pt_tensor_numel(S), .nchk = 1,
-              .keep = 1, .flag = need, .ntmp = need ? n * n : 0, .npiv = n, .n = n, .mode = which != 0};
+              .keep = 1, .nan = LP_NAN_PASS, .flag = need, .ntmp = need ? n * n : 0, .npiv = n, .n = n, .mode = which != 0};
   lp_op(&j, W, n * n);
   lp_op(&j, S, 1);
   lp_op(&j, V, 1);

@@ -23,6 +23,29 @@ local function same(t, e, tol)
   end
 end
 
+-- element by element: NaN where torch has NaN, infinities equal, zeros with torch's sign when
+-- signed, others within 1e-9 (relative above 1)
+local function nonfinite_close(t, e, signed, tol)
+  local a = support.flat(pt.is_tensor(t) and t:tolist() or t)
+  assert.are.equal(#e, #a)
+  for i = 1, #e do
+    local x, y = a[i], e[i]
+    local ok
+    if y ~= y then ok = x ~= x
+    elseif y == 0 and signed then ok = x == 0 and 1 / x == 1 / y
+    else ok = x == y or math.abs(x - y) <= (tol or 1e-9) * math.max(1, math.abs(y)) end
+    if not ok then error(string.format("element %d: got %.17g, expected %.17g", i, x, y), 2) end
+  end
+end
+
+local DET = {A = {{{1.0, math.huge}, {0.0, 1.0}}, {{math.huge, 0.0}, {0.0, 1.0}}, {{math.huge, 1.0}, {1.0, 1.0}}, {{1.0, 0/0}, {0.0, 1.0}}, {{0/0, 0.0}, {0.0, 1.0}}, {{1.0, 2.0}, {-math.huge, 1.0}}, {{math.huge, math.huge}, {math.huge, math.huge}}, {{1.0, 0.0}, {math.huge, 1.0}}, {{0.0, math.huge}, {0.0, 1.0}}, {{0.0, 0.0}, {0.0, 0/0}}, {{0.0, 0.0}, {0.0, -1.0}}, {{math.huge, 0.0}, {0.0, 0.0}}, {{-math.huge, 1.0}, {1.0, 1.0}}, {{2.0, 1.0}, {1.0, 3.0}}},
+  det = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -0.0, 0/0, -math.huge, 5.0},
+  sign = {-0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -1.0, 1.0},
+  logabsdet = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -math.huge, 0/0, math.huge, 1.6094379124341005},
+  logdet = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -math.huge, 0/0, 0/0, 1.6094379124341005}}
+local DET3 = {A = {{2.0, 1.0, 0.0}, {math.huge, 3.0, 1.0}, {0.0, 1.0, 4.0}}, det = -math.huge, sign = -1.0, logabsdet = math.huge, logdet = 0/0}
+local DET32 = {det = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -0.0, 0/0, -math.huge, 5.0}, sign = {-0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -1.0, 1.0}, logabsdet = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -math.huge, 0/0, math.huge, 1.6094379425048828}}
+
 local L = {}
 L.tall = {A = {{1.0, 2.0}, {3.0, 4.0}, {5.0, 7.0}}, B = {{1.0, 0.0}, {2.0, 1.0}, {4.0, 3.0}}}
 L.tall.gels = {{{2, 2}, {0.07142857142857097, 1.2142857142857137, 0.5000000000000003, -0.4999999999999997}}, {{2}, {0.07142857142857144, 0.6428571428571436}}, {{0}, {}}, {{0}, {}}}
@@ -93,5 +116,35 @@ describe("linalg.lstsq as torch 1.13", function()
   it("B needs A's number of dims or one less, as torch", function()
     support.assert_error("linalg.lstsq: B must have as many dims as A or one less, got A {3,2} and B {2,3,1}",
                          pt.linalg.lstsq, T(L.tall.A), T(L.bcast_A.B))
+  end)
+end)
+
+describe("linalg.det/slogdet/logdet of non-finite matrices as torch 1.13", function()
+  it("inf and nan go through the LU: det nan where a pivot is 0 * inf or nan (was 0)", function()
+    local A = T(DET.A)
+    nonfinite_close(pt.linalg.det(A), DET.det, true)
+    local s, l = pt.linalg.slogdet(A)
+    nonfinite_close(s, DET.sign, true)
+    nonfinite_close(l, DET.logabsdet)
+    nonfinite_close(pt.logdet(A), DET.logdet)
+    nonfinite_close(A:det(), DET.det, true)
+    -- one matrix at a time, as the batch
+    for i = 1, #DET.A do
+      nonfinite_close({pt.linalg.det(T(DET.A[i])):item()}, {DET.det[i]}, true)
+    end
+    -- float32
+    local A32 = pt.tensor(DET.A)
+    nonfinite_close(pt.linalg.det(A32), DET32.det, true, 1e-6)
+    s, l = pt.linalg.slogdet(A32)
+    nonfinite_close(s, DET32.sign, true)
+    nonfinite_close(l, DET32.logabsdet, false, 1e-6)
+  end)
+
+  it("an inf pivot with a negative sign: det -inf, logdet nan", function()
+    local A = T(DET3.A)
+    nonfinite_close({pt.linalg.det(A):item()}, {DET3.det})
+    local s, l = pt.slogdet(A)
+    nonfinite_close({s:item(), l:item()}, {DET3.sign, DET3.logabsdet})
+    nonfinite_close({A:logdet():item()}, {DET3.logdet})
   end)
 end)
