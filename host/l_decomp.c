@@ -13,6 +13,7 @@
 
 #include "lpt.h"
 #include "../lib/ops_decomp.h"
+#include "../lib/ops_elementwise.h"
 #include "../lib/ops_shape.h"
 
 /* The trailing options table (a table without list items, after `min_pos` arguments), or 0;
@@ -347,7 +348,29 @@ static double check_ord(lua_State *L, int idx, const char *fname, bool strings, 
                     luaL_typename(L, idx));
 }
 
-static const char *const norm_names[] = {"ord", "dim", "keepdim", NULL};
+static const char *const norm_names[] = {"ord", "dim", "keepdim", "dtype", NULL};
+
+/* torch's dtype= of the norms: x converted to it first (a floating dtype, not narrower than a
+ * floating x's). *x is replaced by a new reference (release it) or left as it is; an integer x
+ * is left to the norm's own error, as torch. */
+static bool norm_dtype(lua_State *L, int opts, const char *fname, pt_tensor **x) {
+  int i = arg_or_opt(L, 0, opts, "dtype");
+  if (!i) return false;
+  pt_dtype dt;
+  if (lua_type(L, i) != LUA_TSTRING || !pt_dtype_from_name(lua_tostring(L, i), &dt))
+    lpt_errorf(L, "%s: dtype must be a dtype name such as \"float64\", got %s", fname,
+               lua_type(L, i) == LUA_TSTRING ? lua_tostring(L, i) : luaL_typename(L, i));
+  if (!pt_dtype_is_floating(dt))
+    lpt_errorf(L, "%s: dtype should be floating point, but got %s", fname, pt_dtype_name(dt));
+  if (!pt_dtype_is_floating((*x)->dtype)) return false;
+  if ((*x)->dtype == PT_FLOAT64 && dt == PT_FLOAT32)
+    lpt_errorf(L, "%s: the dtype of the input (%s) should be convertible without narrowing to the specified dtype (%s)",
+               fname, pt_dtype_name((*x)->dtype), pt_dtype_name(dt));
+  pt_tensor *c = NULL;
+  if (pt_to_dtype(lpt_ctx(L), *x, dt, &c)) lpt_error(L);
+  *x = c;
+  return true;
+}
 
 static int l_vector_norm(lua_State *L) {
   const char *fname = "linalg.vector_norm";
@@ -359,7 +382,9 @@ static int l_vector_norm(lua_State *L) {
   int dims[PT_MAX_DIMS], nd = 0;
   if ((i = arg_or_opt(L, 3, opts, "dim"))) nd = check_dims(L, i, x->ndim, fname, dims);
   bool keepdim = get_bool(L, 4, opts, "keepdim", fname, false);
+  bool cast = norm_dtype(L, opts, fname, &x);
   pt_status st_ = pt_linalg_vector_norm(lpt_ctx(L), x, ord, nd, dims, keepdim, &r);
+  if (cast) pt_tensor_release(x);
   return lpt_push_result(L, st_, r);
 }
 
@@ -387,7 +412,9 @@ static int l_matrix_norm(lua_State *L) {
   int d0, d1;
   matrix_dims(L, arg_or_opt(L, 3, opts, "dim"), A, fname, &d0, &d1);
   bool keepdim = get_bool(L, 4, opts, "keepdim", fname, false);
+  bool cast = norm_dtype(L, opts, fname, &A);
   pt_status st_ = pt_linalg_matrix_norm(lpt_ctx(L), A, kind, ord, d0, d1, keepdim, &r);
+  if (cast) pt_tensor_release(A);
   return lpt_push_result(L, st_, r);
 }
 
@@ -425,8 +452,10 @@ static int l_norm(lua_State *L) {
     return lpt_errorf(L, "%s: ord '%s' is a matrix norm: give 2 dims (or a 2-D input)", fname,
                       kind == PT_NORM_FRO ? "fro" : "nuc");
   if (matrix && !io) kind = PT_NORM_FRO;
+  bool cast = norm_dtype(L, opts, fname, &A);
   pt_status st = matrix ? pt_linalg_matrix_norm(ctx, A, kind, ord, dims[0], dims[1], keepdim, &r)
                         : pt_linalg_vector_norm(ctx, A, ord, nd, dims, keepdim, &r);
+  if (cast) pt_tensor_release(A);
   return lpt_push_result(L, st, r);
 }
 
@@ -616,10 +645,12 @@ static const char *const linalg_docs[] = {
                    "  singular values above max(atol, rtol * largest) (tolerances as pinv; tol: an atol).",
     "norm", "pt.linalg.norm(A[, ord][, dim][, keepdim=false]) -> vector or matrix norm: dim one dim (or\n"
             "  none and no ord: all elements) -> vector_norm (ord default 2); dim {d1, d2}, or a 2-D input\n"
-            "  with an ord -> matrix_norm (ord default 'fro'). Options {ord=, dim=, keepdim=} too.",
+            "  with an ord -> matrix_norm (ord default 'fro'). Options {ord=, dim=, keepdim=, dtype=} too.",
     "vector_norm", "pt.linalg.vector_norm(x[, ord=2][, dim][, keepdim=false]) -> (sum |x|^ord)^(1/ord) over\n"
                    "  dim (a dim or a list; default all): ord any number, math.huge (max |x|), -math.huge\n"
-                   "  (min |x|), 0 (count of non-zeros). Gradients as PyTorch (0 at a zero norm).",
+                   "  (min |x|), 0 (count of non-zeros). Gradients as PyTorch (0 at a zero norm).\n"
+                   "  {dtype='float64'} (also for norm and matrix_norm): x converted first, as torch's\n"
+                   "  dtype= (float32 -> float64; float64 -> float32 is refused as narrowing).",
     "matrix_norm", "pt.linalg.matrix_norm(A[, ord='fro'][, dim={-2,-1}][, keepdim=false]) -> ord 'fro',\n"
                    "  'nuc' (sum of singular values), 2 / -2 (largest / smallest singular value), 1 / -1\n"
                    "  (max / min column sum of |A|), math.huge / -math.huge (max / min row sum). Gradients\n"

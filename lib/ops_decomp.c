@@ -993,7 +993,8 @@ static pt_status det_common(pt_ctx *ctx, const char *fname, pt_tensor *A, int wh
     goto done;
   /* flag: A is saved, so a copy is factorised. NaN goes through the LU, as PyTorch's */
   lp_job j = {.ctx = ctx, .fname = fname, .dt = dt, .batched = nb > 0, .batch = pt_tensor_numel(S), .nchk = 1,
-              .keep = 1, .nan = LP_NAN_PASS, .flag = need, .ntmp = need ? n * n : 0, .npiv = n, .n = n, .mode = which != 0};
+              .keep = 1, .nan = LP_NAN_PASS, .flag = need, .ntmp = need ? n * n : 0, .npiv = n, .n = n,
+              .mode = which != 0};
   lp_op(&j, W, n * n);
   lp_op(&j, S, 1);
   lp_op(&j, V, 1);

@@ -148,3 +148,60 @@ describe("linalg.det/slogdet/logdet of non-finite matrices as torch 1.13", funct
     nonfinite_close({A:logdet():item()}, {DET3.logdet})
   end)
 end)
+
+describe("linalg.vector_norm/norm/matrix_norm dtype= as torch 1.13", function()
+  local X = {{1, 2.5}, {3, -4}}
+
+  it("converts a float32 input before the reduction; the result has the dtype", function()
+    local x = pt.tensor(X)
+    local r = pt.linalg.vector_norm(x, {dtype = "float64"})
+    assert.are.equal("float64", r:dtype())
+    close({r:item()}, {5.678908345800274}, 1e-12)
+    -- float32 values read exactly in float64 (torch: 4.115823119079332; float32 4.115823268890381)
+    r = pt.linalg.vector_norm(pt.tensor({1.1, 2.2, 3.3}), {dtype = "float64"})
+    close({r:item()}, {4.115823119079332}, 1e-14)
+    r = pt.linalg.vector_norm(x, 0.5, {dtype = "float64"})
+    close({r:item()}, {39.85636340097007}, 1e-12)
+    r = pt.linalg.vector_norm(x, -math.huge, 1, true, {dtype = "float64"})
+    assert.are.equal("float64", r:dtype())
+    assert.are.same({{1.0, 2.5}}, r:tolist())
+    r = pt.linalg.vector_norm(x, {ord = 1, dtype = "float64"})
+    close({r:item()}, {10.5})
+    assert.are.equal("float64", pt.linalg.vector_norm(pt.tensor(X, {dtype = "float64"}), {dtype = "float64"}):dtype())
+  end)
+
+  it("linalg.norm and linalg.matrix_norm take it too", function()
+    local x = pt.tensor(X)
+    local r = pt.linalg.norm(x, {dtype = "float64"})
+    assert.are.equal("float64", r:dtype())
+    close({r:item()}, {5.678908345800274}, 1e-12)
+    r = pt.linalg.norm(x, "nuc", {dtype = "float64"})
+    assert.are.equal("float64", r:dtype())
+    close({r:item()}, {7.433034373659252}, 1e-12)
+    r = pt.linalg.matrix_norm(x, -2, {dtype = "float64"})
+    assert.are.equal("float64", r:dtype())
+    close({r:item()}, {2.195826554255072}, 1e-12)
+  end)
+
+  it("gradients reach a float32 input as float32", function()
+    local x = pt.tensor(X)
+    x.requires_grad = true
+    local r = pt.linalg.vector_norm(x, 3, 2, {dtype = "float64"})
+    close(r, {2.5522343610007314, 4.497941445275415}, 1e-12)
+    r:sum():backward()
+    assert.are.equal("float32", x.grad:dtype())
+    close(x.grad, {{0.15351785719394684, 0.9594866037368774}, {0.4448513388633728, -0.7908468246459961}}, 1e-6)
+  end)
+
+  it("refuses narrowing, non-floating dtypes and integer inputs as torch", function()
+    support.assert_error("linalg.vector_norm: the dtype of the input (float64) should be convertible without "
+                           .. "narrowing to the specified dtype (float32)",
+                         pt.linalg.vector_norm, T {1, 2}, {dtype = "float32"})
+    support.assert_error("linalg.vector_norm: dtype should be floating point, but got int64",
+                         pt.linalg.vector_norm, pt.tensor({1, 2}), {dtype = "int64"})
+    support.assert_error('linalg.norm: dtype must be a dtype name such as "float64", got foo',
+                         pt.linalg.norm, pt.tensor({1, 2}), {dtype = "foo"})
+    support.assert_error("linalg.vector_norm: expected a float32 or float64 tensor, got int64 (convert with float())",
+                         pt.linalg.vector_norm, pt.tensor({1, 2}, {dtype = "int64"}), {dtype = "float64"})
+  end)
+end)
