@@ -2,6 +2,7 @@
 -- 1-D and adaptive max pools, their functional forms, padding "same"/"valid" and padding modes. The
 -- expected values are PyTorch 1.13's (float64) on the inputs seq() makes, hard-coded here.
 local pt = require "partrain"
+local support = require "spec.support"
 local gradcheck = require "spec.gradcheck"
 local nn = pt.nn
 local F = nn.functional
@@ -91,10 +92,7 @@ local function msg(f, ...)
   return tostring(e)
 end
 
-local function has(text, f, ...)
-  local e = msg(f, ...)
-  if not e:find(text, 1, true) then error(string.format("expected %q in the message, got %q", text, e), 2) end
-end
+local has = support.assert_error_contains
 
 local function state_shapes(m)
   local out = {}

@@ -3,6 +3,7 @@
 -- and non-contiguous inputs, options, gradients, error paths). Expected values are torch's
 -- (computed with /usr/bin/python3 and torch 1.13).
 local pt = require "partrain"
+local support = require "spec.support"
 
 local function same(expected, actual)
   if type(expected) == "table" then
@@ -14,11 +15,7 @@ local function same(expected, actual)
   end
 end
 
-local function has(msg, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok)
-  assert.is_truthy(tostring(err):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(err))
-end
+local has = support.assert_error_contains
 
 describe("the products take torch's out= as a trailing {out = t}", function()
   -- before: pt.matmul(a, b, {out = o}) returned a new tensor and left o alone, and any extra

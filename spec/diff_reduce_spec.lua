@@ -2,6 +2,7 @@
 -- difference found by running the same inputs through partrain and torch. Expected values are
 -- torch's (computed with /usr/bin/python3 and torch 1.13); indices are torch's + 1.
 local pt = require "partrain"
+local support = require "spec.support"
 
 local F64 = {dtype = "float64"}
 local INF = math.huge
@@ -20,11 +21,7 @@ local function same(expected, actual)
   end
 end
 
-local function has(msg, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok)
-  assert.is_truthy(tostring(err):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(err))
-end
+local has = support.assert_error_contains
 
 describe("var/std with correction >= n divide by max(0, n - correction), as torch", function()
   -- values from torch 1.13: torch.var(x, 1, correction=c) and torch.std(x, 1, correction=c)
@@ -312,7 +309,6 @@ describe("allclose with infinities", function()
 end)
 
 describe("sum, mean, prod, nansum, nanmean take torch's dtype=", function()
-  local support = require "spec.support"
   it("convert first and return that dtype (torch 1.13's values)", function()
     local i = pt.tensor({{1, 2}, {3, 4}}, {dtype = "int32"})
     local s = i:sum({dtype = "float64"})

@@ -4,6 +4,7 @@
 -- (F.lp_pool1d/2d, nn.LPPool1d/2d). The expected values are PyTorch 1.13's (float64) on the
 -- inputs seq() makes, hard-coded here; indices are PyTorch's plus one.
 local pt = require "partrain"
+local support = require "spec.support"
 local gradcheck = require "spec.gradcheck"
 local nn = pt.nn
 local F = nn.functional
@@ -85,10 +86,7 @@ local function msg(f, ...)
   return tostring(e)
 end
 
-local function has(text, f, ...)
-  local e = msg(f, ...)
-  if not e:find(text, 1, true) then error(string.format("expected %q in the message, got %q", text, e), 2) end
-end
+local has = support.assert_error_contains
 
 local function f64(...) return pt.randn({...}, {dtype = "float64"}) end
 

@@ -2,6 +2,7 @@
 -- unique, bincount, searchsorted. Expected values were computed with PyTorch 1.13
 -- (/usr/bin/python3) on the same inputs; indices are torch's + 1 (partrain is 1-based).
 local pt = require "partrain"
+local support = require "spec.support"
 local gradcheck = require "spec.gradcheck"
 
 local F64 = {dtype = "float64"}
@@ -27,10 +28,7 @@ local function err_of(f, ...)
   return err
 end
 
-local function has(msg, f, ...)
-  local e = err_of(f, ...)
-  assert.is_truthy(tostring(e):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(e))
-end
+local has = support.assert_error_contains
 
 -- (arange(24) * 7 % 11 - 3):reshape(2, 3, 4), float64
 local function x3()

@@ -22,11 +22,7 @@ local function same(expected, actual, what)
   end
 end
 
-local function has(msg, f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok)
-  assert.is_truthy(tostring(e):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(e))
-end
+local has = support.assert_error_contains
 
 describe("cummax and cummin", function()
   local x = pt.tensor({{3, 1, 4, 1}, {5, 9, 2, 6}, {5, 3, 5, 8}})

@@ -2,6 +2,7 @@
 -- ordering op. Expected values were computed with PyTorch 1.13 (/usr/bin/python3) on the same
 -- inputs; indices are torch's + 1 (partrain is 1-based).
 local pt = require "partrain"
+local support = require "spec.support"
 local flat = require("spec.support").flat
 
 local NAN = 0 / 0
@@ -18,11 +19,7 @@ local function same(expected, actual, what)
   end
 end
 
-local function has(msg, f)
-  local ok, e = pcall(f)
-  assert.is_false(ok)
-  assert.is_truthy(tostring(e):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(e))
-end
+local has = support.assert_error_contains
 
 describe("mode as torch 1.13's CPU mode", function()
   -- {input, torch's value, torch's index + 1}

@@ -75,4 +75,10 @@ function M.assert_error(msg, f, ...)
   assert(at == 1 or err:sub(1, at - 1):match(":%d+: $"), "unexpected prefix in '" .. err .. "'")
 end
 
+-- f(...) raises an error whose message contains msg (for messages with a variable part)
+function M.assert_error_contains(msg, f, ...)
+  local err = M.errmsg(f, ...)
+  assert(err:find(msg, 1, true), "expected '" .. msg .. "' in: " .. err)
+end
+
 return M

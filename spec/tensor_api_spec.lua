@@ -184,11 +184,7 @@ local function same_parts(expected, parts)
   for k = 1, #expected do same(expected[k], parts[k], "part " .. k) end
 end
 
-local function has(msg, f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error: " .. msg)
-  assert.is_truthy(tostring(e):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(e))
-end
+local has = support.assert_error_contains
 
 local function L(v, dt) return pt.tensor(v, {dtype = dt or "int64"}) end
 local function D(v) return pt.tensor(v, F64) end

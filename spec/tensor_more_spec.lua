@@ -195,11 +195,7 @@ local function plus1(v)
   return v + 1
 end
 
-local function has(msg, f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error: " .. msg)
-  assert.is_truthy(tostring(e):find(msg, 1, true), "expected '" .. msg .. "' in: " .. tostring(e))
-end
+local has = support.assert_error_contains
 
 local function L(v, dt) return pt.tensor(v, {dtype = dt or "int64"}) end
 local function D(v) return pt.tensor(v, F64) end
