@@ -263,19 +263,46 @@ static int l_lstsq(lua_State *L) {
   return 4;
 }
 
+/* a tolerance: a number (*t NULL; NAN when not given) or a tensor (torch's Tensor atol/rtol) */
+static double get_tol(lua_State *L, int pos, int opts, const char *key, const char *fname, pt_tensor **t) {
+  int i = arg_or_opt(L, pos, opts, key);
+  *t = NULL;
+  if (!i) return NAN;
+  if (lua_type(L, i) == LUA_TNUMBER) return lua_tonumber(L, i);
+  if (!(*t = lpt_test_tensor(L, i)))
+    lpt_errorf(L, "%s: %s must be a number or a tensor, got %s", fname, key, luaL_typename(L, i));
+  return NAN;
+}
+
+/* when either tolerance is a tensor, the other one (a number) as one too: 0-dim float64, pushed
+ * (kept alive by the stack); false when both are numbers */
+static bool tol_tensors(lua_State *L, double atol, double rtol, pt_tensor **at, pt_tensor **rt) {
+  if (!*at && !*rt) return false;
+  pt_tensor **ts[2] = {at, rt};
+  double v[2] = {atol, rtol};
+  for (int i = 0; i < 2; i++) {
+    if (*ts[i] || isnan(v[i])) continue;
+    if (pt_tensor_scalar(lpt_ctx(L), PT_FLOAT64, v[i], ts[i])) lpt_error(L);
+    lpt_push_tensor(L, *ts[i]);
+  }
+  return true;
+}
+
 static int l_pinv(lua_State *L) {
   static const char *const names[] = {"rcond", "atol", "rtol", "hermitian", NULL};
   const char *fname = "linalg.pinv";
-  pt_tensor *A = lpt_check_tensor(L, 1), *r = NULL;
+  pt_tensor *A = lpt_check_tensor(L, 1), *r = NULL, *rc_t, *at, *rt;
   int opts = get_opts(L, 1, 2, fname, names);
-  double rcond = get_num(L, 2, opts, "rcond", fname), atol = get_num(L, 0, opts, "atol", fname);
-  double rtol = get_num(L, 0, opts, "rtol", fname);
-  if (!isnan(rcond)) {
-    if (!isnan(rtol)) return lpt_errorf(L, "%s: give rcond or rtol, not both (rcond is rtol's old name)", fname);
+  double rcond = get_tol(L, 2, opts, "rcond", fname, &rc_t), atol = get_tol(L, 0, opts, "atol", fname, &at);
+  double rtol = get_tol(L, 0, opts, "rtol", fname, &rt);
+  if (!isnan(rcond) || rc_t) {
+    if (!isnan(rtol) || rt) return lpt_errorf(L, "%s: give rcond or rtol, not both (rcond is rtol's old name)", fname);
     rtol = rcond;
+    rt = rc_t;
   }
   bool herm = get_bool(L, 0, opts, "hermitian", fname, false);
-  pt_status st_ = pt_linalg_pinv(lpt_ctx(L), fname, A, atol, rtol, herm, &r);
+  pt_status st_ = tol_tensors(L, atol, rtol, &at, &rt) ? pt_linalg_pinv_tensors(lpt_ctx(L), fname, A, at, rt, herm, &r)
+                                                       : pt_linalg_pinv(lpt_ctx(L), fname, A, atol, rtol, herm, &r);
   return lpt_push_result(L, st_, r);
 }
 
@@ -293,17 +320,19 @@ static int t_pinverse(lua_State *L) {
 static int l_matrix_rank(lua_State *L) {
   static const char *const names[] = {"tol", "atol", "rtol", "hermitian", NULL};
   const char *fname = "linalg.matrix_rank";
-  pt_tensor *A = lpt_check_tensor(L, 1), *r = NULL;
+  pt_tensor *A = lpt_check_tensor(L, 1), *r = NULL, *tol_t, *at, *rt;
   int opts = get_opts(L, 1, 2, fname, names);
-  double tol = get_num(L, 2, opts, "tol", fname), atol = get_num(L, 0, opts, "atol", fname);
-  double rtol = get_num(L, 0, opts, "rtol", fname);
-  if (!isnan(tol)) { /* torch's old tol: an absolute tolerance, rtol 0 */
-    if (!isnan(atol) || !isnan(rtol)) return lpt_errorf(L, "%s: give tol or atol/rtol, not both", fname);
+  double tol = get_tol(L, 2, opts, "tol", fname, &tol_t), atol = get_tol(L, 0, opts, "atol", fname, &at);
+  double rtol = get_tol(L, 0, opts, "rtol", fname, &rt);
+  if (!isnan(tol) || tol_t) { /* torch's old tol: an absolute tolerance, rtol 0 */
+    if (!isnan(atol) || !isnan(rtol) || at || rt) return lpt_errorf(L, "%s: give tol or atol/rtol, not both", fname);
     atol = tol;
+    at = tol_t;
     rtol = 0;
   }
   bool herm = get_bool(L, 0, opts, "hermitian", fname, false);
-  pt_status st_ = pt_linalg_matrix_rank(lpt_ctx(L), A, atol, rtol, herm, &r);
+  pt_status st_ = tol_tensors(L, atol, rtol, &at, &rt) ? pt_linalg_matrix_rank_tensors(lpt_ctx(L), A, at, rt, herm, &r)
+                                                       : pt_linalg_matrix_rank(lpt_ctx(L), A, atol, rtol, herm, &r);
   return lpt_push_result(L, st_, r);
 }
 
@@ -640,9 +669,11 @@ static const char *const linalg_docs[] = {
     "pinv", "pt.linalg.pinv(A[, rcond][, {atol=, rtol=, hermitian=false}]) -> the pseudo-inverse (n x m)\n"
             "  by SVD (hermitian: by eigh of the lower triangle). Singular values <= max(atol, rtol *\n"
             "  largest) count as zero; rtol defaults to eps(dtype) * max(m, n), or 0 when atol > 0 is\n"
-            "  given; rcond is rtol's old name. Gradient: PyTorch's pinv_backward.",
+            "  given; rcond is rtol's old name. atol/rtol/rcond may be tensors, broadcast with A's batch\n"
+            "  dims (the result has the broadcast batch shape). Gradient: PyTorch's pinv_backward.",
     "matrix_rank", "pt.linalg.matrix_rank(A[, tol][, {atol=, rtol=, hermitian=false}]) -> int64 ranks: the\n"
-                   "  singular values above max(atol, rtol * largest) (tolerances as pinv; tol: an atol).",
+                   "  singular values above max(atol, rtol * largest) (tolerances as pinv, tensors too; tol:\n"
+                   "  an atol).",
     "norm", "pt.linalg.norm(A[, ord][, dim][, keepdim=false]) -> vector or matrix norm: dim one dim (or\n"
             "  none and no ord: all elements) -> vector_norm (ord default 2); dim {d1, d2}, or a 2-D input\n"
             "  with an ord -> matrix_norm (ord default 'fro'). Options {ord=, dim=, keepdim=, dtype=} too.",

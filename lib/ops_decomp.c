@@ -481,6 +481,7 @@ struct lp_job {
   bool flag, trans;
   char jobz, uplo;
   double atol, rtol, rcond;
+  const double *atols, *rtols; /* pinv's tolerances per matrix (NULL: atol, rtol) */
   pt_dtype tol_dt; /* pinv's tolerance: eps of this dtype */
   lapack_int *pivs; /* pivots kept per matrix (n each), or NULL */
   int64_t *rank;    /* a rank per matrix, or NULL */
@@ -1565,7 +1566,8 @@ static lapack_int pinv_one(lp_job *j, void *const *p, bool query) {
   if (info) return info;
   double big = 0;
   for (int64_t i = 0; i < k; i++) big = fmax(big, fabs(get_at(dt, s, i)));
-  double tol = tolerance(j->atol, j->rtol, big, j->tol_dt, m, n);
+  double tol = tolerance(j->atols ? j->atols[j->b] : j->atol, j->rtols ? j->rtols[j->b] : j->rtol, big, j->tol_dt,
+                         m, n);
   for (int64_t i = 0; i < k; i++) r += fabs(get_at(dt, s, i)) > tol;
   if (j->rank) j->rank[j->b] = r;
   if (vals) return 0;
@@ -1586,16 +1588,18 @@ static lapack_int pinv_one(lp_job *j, void *const *p, bool query) {
   return 0;
 }
 
-/* pinv_one over every matrix of A (batch x m x n) into P (batch x n x m; NULL: ranks only) */
+/* pinv_one over every matrix of A (batch x m x n) into P (batch x n x m; NULL: ranks only);
+ * atols/rtols: a tolerance per matrix instead of atol/rtol, or NULL */
 static pt_status pinv_run(pt_ctx *ctx, const char *fname, bool batched, pt_tensor *A, pt_tensor *P, int64_t *rank,
-                          double atol, double rtol, pt_dtype tol_dt, bool hermitian) {
+                          double atol, double rtol, const double *atols, const double *rtols, pt_dtype tol_dt,
+                          bool hermitian) {
   int nd = A->ndim;
   int64_t m = A->shape[nd - 2], n = A->shape[nd - 1];
   lp_job j = {.ctx = ctx, .fname = fname, .dt = A->dtype, .batched = batched,
               .batch = pt_shape_numel(nd - 2, A->shape), .nchk = 1, .nan = LP_NAN_FAIL,
               .info = LP_NO_CONVERGE, .query = true, .ntmp = pinv_scratch(m, n), .m = m, .n = n,
-              .mode = hermitian, .jobz = P ? 'V' : 'N', .atol = atol, .rtol = rtol, .tol_dt = tol_dt,
-              .rank = rank};
+              .mode = hermitian, .jobz = P ? 'V' : 'N', .atol = atol, .rtol = rtol, .atols = atols,
+              .rtols = rtols, .tol_dt = tol_dt, .rank = rank};
   lp_op(&j, A, m * n);
   lp_op(&j, P, m * n);
   return lp_run(&j, pinv_one);
@@ -1672,7 +1676,7 @@ pt_status pt_linalg_pinv(pt_ctx *ctx, const char *fname, pt_tensor *A, double at
   if (pt_autograd_needed(ctx, 1, &A)) st = to_work(ctx, A, A->dtype, nd, A->shape, &W);
   else st = pt_tensor_contiguous_raw(ctx, A, &W);
   if (st || (st = new_work(ctx, A->dtype, nd, pshape, false, &P))) goto done;
-  if ((st = pinv_run(ctx, fname, nd > 2, W, P, NULL, atol, rtol, A->dtype, hermitian))) goto done;
+  if ((st = pinv_run(ctx, fname, nd > 2, W, P, NULL, atol, rtol, NULL, NULL, A->dtype, hermitian))) goto done;
   pt_tensor *save[2] = {W, P};
   st = record(ctx, P, "LinalgPinvBackward", pinv_backward, 1, &A, 2, save, NULL);
 done:
@@ -1695,7 +1699,7 @@ pt_status pt_linalg_matrix_rank(pt_ctx *ctx, pt_tensor *A, double atol, double r
   pt_tensor *W = NULL, *o = NULL;
   if ((st = pt_tensor_contiguous_raw(ctx, A, &W)) || (st = pt_tensor_empty(ctx, PT_INT64, nd - 2, A->shape, &o)))
     goto done;
-  st = pinv_run(ctx, fname, nd > 2, W, NULL, pt_tensor_data(o), atol, rtol, A->dtype, hermitian);
+  st = pinv_run(ctx, fname, nd > 2, W, NULL, pt_tensor_data(o), atol, rtol, NULL, NULL, A->dtype, hermitian);
 done:
   pt_tensor_release(W);
   if (st) {
@@ -1704,6 +1708,73 @@ done:
   }
   *out = o;
   return PT_OK;
+}
+
+/* pinv (rank_only false) or matrix_rank with tolerance tensors (NULL: not given), broadcast with
+ * A's batch dims as torch's: the result has the broadcast batch shape */
+static pt_status pinv_tensors(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_tensor *atol, pt_tensor *rtol,
+                              bool hermitian, bool rank_only, pt_tensor **out) {
+  pt_status st = check_matrix(ctx, fname, A, false);
+  if (!st) st = check_tols(ctx, fname, A, hermitian, 0, 0);
+  if (st) return st;
+  int na = A->ndim, nb = na - 2;
+  int64_t m = A->shape[na - 2], n = A->shape[na - 1], bshape[PT_MAX_DIMS], shape[PT_MAX_DIMS];
+  memcpy(bshape, A->shape, sizeof(int64_t) * (size_t)nb);
+  pt_tensor *tols[2] = {atol, rtol}, *tw[2] = {NULL, NULL}, *W = NULL, *r = NULL;
+  for (int i = 0; i < 2; i++) {
+    if (!tols[i]) continue;
+    char sa[PT_SHAPE_STR_MAX], sb[PT_SHAPE_STR_MAX];
+    if (tols[i]->ndim > PT_MAX_DIMS - 2 ||
+        pt_broadcast_shapes(ctx, fname, nb, bshape, tols[i]->ndim, tols[i]->shape, &nb, shape))
+      return pt_fail(ctx, PT_ESHAPE, "%s: %s of shape %s cannot be broadcast with the batch dims of A %s", fname,
+                     i ? "rtol" : "atol", shp(tols[i], sb), shp(A, sa));
+    memcpy(bshape, shape, sizeof(int64_t) * (size_t)nb);
+  }
+  int64_t batch = pt_shape_numel(nb, bshape);
+  for (int i = 0; i < 2 && !st; i++) {
+    if (!tols[i] || (st = to64(ctx, tols[i], nb, bshape, &tw[i]))) continue;
+    for (int64_t b = 0; b < batch && !st; b++)
+      if (dp(tw[i])[b] < 0)
+        st = pt_fail(ctx, PT_EARG, "%s: atol and rtol must be >= 0, got %s %g", fname, i ? "rtol" : "atol",
+                     dp(tw[i])[b]);
+  }
+  if (st) goto done;
+  memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
+  shape[nb] = m;
+  shape[nb + 1] = n;
+  if ((st = to_work(ctx, A, A->dtype, nb + 2, shape, &W))) goto done;
+  const double *at = tw[0] ? dp(tw[0]) : NULL, *rt = tw[1] ? dp(tw[1]) : NULL;
+  if (rank_only) {
+    if ((st = pt_tensor_empty(ctx, PT_INT64, nb, bshape, &r))) goto done;
+    st = pinv_run(ctx, fname, nb > 0, W, NULL, pt_tensor_data(r), NAN, NAN, at, rt, A->dtype, hermitian);
+    goto done;
+  }
+  shape[nb] = n;
+  shape[nb + 1] = m;
+  if ((st = new_work(ctx, A->dtype, nb + 2, shape, false, &r)) ||
+      (st = pinv_run(ctx, fname, nb > 0, W, r, NULL, NAN, NAN, at, rt, A->dtype, hermitian)))
+    goto done;
+  pt_tensor *save[2] = {W, r};
+  st = record(ctx, r, "LinalgPinvBackward", pinv_backward, 1, &A, 2, save, NULL);
+done:
+  pt_tensor_release(W);
+  release_all(2, tw);
+  if (st) {
+    pt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return PT_OK;
+}
+
+pt_status pt_linalg_pinv_tensors(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_tensor *atol, pt_tensor *rtol,
+                                 bool hermitian, pt_tensor **out) {
+  return pinv_tensors(ctx, fname, A, atol, rtol, hermitian, false, out);
+}
+
+pt_status pt_linalg_matrix_rank_tensors(pt_ctx *ctx, pt_tensor *A, pt_tensor *atol, pt_tensor *rtol, bool hermitian,
+                                        pt_tensor **out) {
+  return pinv_tensors(ctx, "linalg.matrix_rank", A, atol, rtol, hermitian, true, out);
 }
 
 /* ------------------------------------------------------------------ lstsq */
@@ -1727,7 +1798,7 @@ static pt_status lstsq_backward(pt_ctx *ctx, pt_node *node, pt_tensor *g, pt_ten
   if (!st) st = new64(ctx, nd, A64->shape, false, &GA);
   if (!st) st = new64(ctx, nd, B64->shape, false, &GB);
   if (!st) st = new64(ctx, nd, pshape, false, &P);
-  if (!st) st = pinv_run(ctx, "linalg.lstsq backward", false, A64, P, NULL, NAN, NAN, A->dtype, false);
+  if (!st) st = pinv_run(ctx, "linalg.lstsq backward", false, A64, P, NULL, NAN, NAN, NULL, NULL, A->dtype, false);
   if (st) goto done;
   double *w = scratch(ctx, m * n + 5 * big * big, &st);
   if (!w) goto done;

@@ -68,6 +68,12 @@ pt_status pt_linalg_pinv(pt_ctx *ctx, const char *fname, pt_tensor *A, double at
                          bool hermitian, pt_tensor **out);
 pt_status pt_linalg_matrix_rank(pt_ctx *ctx, pt_tensor *A, double atol, double rtol, bool hermitian,
                                 pt_tensor **out);
+/* The same with tolerance tensors (NULL: not given; any real dtype, read as float64), broadcast
+ * with A's batch dims as PyTorch's: the result has the broadcast batch shape. */
+pt_status pt_linalg_pinv_tensors(pt_ctx *ctx, const char *fname, pt_tensor *A, pt_tensor *atol, pt_tensor *rtol,
+                                 bool hermitian, pt_tensor **out);
+pt_status pt_linalg_matrix_rank_tensors(pt_ctx *ctx, pt_tensor *A, pt_tensor *atol, pt_tensor *rtol, bool hermitian,
+                                        pt_tensor **out);
 
 /* ord: any number (inf, -inf, 0 counts non-zeros); dims 0-based, ndims == 0: all of them */
 pt_status pt_linalg_vector_norm(pt_ctx *ctx, pt_tensor *x, double ord, int ndims, const int *dims,

@@ -5,6 +5,7 @@
 -- hard-coded.
 local pt = require "partrain"
 local support = require "spec.support"
+local gradcheck = require "spec.gradcheck"
 local close = support.assert_close_with(1e-9)
 
 local function T(v) return pt.tensor(v, {dtype = "float64"}) end
@@ -45,6 +46,24 @@ local DET = {A = {{{1.0, math.huge}, {0.0, 1.0}}, {{math.huge, 0.0}, {0.0, 1.0}}
   logdet = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -math.huge, 0/0, 0/0, 1.6094379124341005}}
 local DET3 = {A = {{2.0, 1.0, 0.0}, {math.huge, 3.0, 1.0}, {0.0, 1.0, 4.0}}, det = -math.huge, sign = -1.0, logabsdet = math.huge, logdet = 0/0}
 local DET32 = {det = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -0.0, 0/0, -math.huge, 5.0}, sign = {-0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -1.0, 1.0}, logabsdet = {0/0, math.huge, math.huge, 0/0, 0/0, math.huge, 0/0, 0/0, 0/0, 0/0, -math.huge, 0/0, math.huge, 1.6094379425048828}}
+
+local TOL = {A = {{{3.0, 1.0}, {1.0, 2.0}}, {{1.0, 2.0}, {2.0, 4.0001}}}}
+TOL.rank_atol = {2, 1}
+TOL.rank_atol_bcast = {{2, 1}, {1, 1}, {0, 1}}
+TOL.rank_one_atol3 = {2, 1, 0}
+TOL.rank_rtol = {1, 1}
+TOL.rank_atol_rtol = {1, 1}
+TOL.rank_tol = {2, 2}
+TOL.rank_int_atol = {2, 1}
+TOL.rank_herm = {{1, 1}, {1, 1}}
+TOL.pinv_one_atol3 = {{{0.40000000000000013, -0.20000000000000012}, {-0.20000000000000012, 0.6000000000000002}}, {{0.20000000000000004, 0.12360679774997896}, {0.123606797749979, 0.07639320225002103}}, {{0.0, 0.0}, {0.0, 0.0}}}
+TOL.pinv_rcond = {{{0.20000000000000004, 0.12360679774997896}, {0.123606797749979, 0.07639320225002103}}, {{0.03999808005119911, 0.07999776003199992}, {0.07999776003199988, 0.15999871998720055}}}
+TOL.pinv_herm = {{{0.19999999999999996, 0.12360679774997893}, {0.12360679774997893, 0.076393202250021}}, {{0.03999808005119913, 0.07999776003199992}, {0.07999776003199992, 0.1599987199872006}}}
+TOL.pinv_f32 = {{{{0.19999997317790985, 0.12360678613185883}, {0.12360675632953644, 0.07639317959547043}}, {{0.03999805450439453, 0.07999773323535919}, {0.0799977108836174, 0.15999867022037506}}}, {{{0.3999999165534973, -0.19999997317790985}, {-0.20000000298023224, 0.6000000238418579}}, {{39910.56640625, -19954.78125}, {-19954.78515625, 9977.3916015625}}}}
+TOL.gX = {{2.0, 1.0, 0.5}, {0.3, 1.5, 1.0}, {1.0, 0.0, 1.2}}
+TOL.gW = {{{0.3, -1.0, 0.5}, {1.0, 0.2, -0.4}, {0.7, 0.1, 0.9}}, {{1.0, 0.0, 0.0}, {0.0, -1.0, 0.0}, {0.5, 0.5, 0.5}}}
+TOL.gP = {{-0.20471340210146993, 0.10677674338572468, 0.19057483064188988}, {-0.3400750770327319, -0.3736432441321801, 0.6610786634294336}, {-0.3323607794589972, 0.6719961372884683, -0.7503104473883417}}
+TOL.P = {{{0.515759312320917, -0.3438395415472783, 0.07163323782234952}, {0.18338108882521487, 0.5444126074498566, -0.5300859598853866}, {-0.42979942693409745, 0.2865329512893986, 0.7736389684813755}}, {{0.3936527554520291, -0.33316440273394443, 0.265831811903447}, {-0.09335895888597188, 0.5686065451079112, -0.08995789440931667}, {0.04665966159346537, 0.2448786205201864, 0.01587723993322031}}}
 
 local L = {}
 L.tall = {A = {{1.0, 2.0}, {3.0, 4.0}, {5.0, 7.0}}, B = {{1.0, 0.0}, {2.0, 1.0}, {4.0, 3.0}}}
@@ -203,5 +222,60 @@ describe("linalg.vector_norm/norm/matrix_norm dtype= as torch 1.13", function()
                          pt.linalg.norm, pt.tensor({1, 2}), {dtype = "foo"})
     support.assert_error("linalg.vector_norm: expected a float32 or float64 tensor, got int64 (convert with float())",
                          pt.linalg.vector_norm, pt.tensor({1, 2}, {dtype = "int64"}), {dtype = "float64"})
+  end)
+end)
+
+describe("linalg.pinv/matrix_rank with tensor tolerances as torch 1.13", function()
+  local A = T(TOL.A)
+  local d64 = {dtype = "float64"}
+
+  it("matrix_rank: atol, rtol, tol tensors broadcast with the batch dims", function()
+    assert.are.same(TOL.rank_atol, pt.linalg.matrix_rank(A, {atol = T {0.5, 1e-3}}):tolist())
+    assert.are.same(TOL.rank_atol_bcast, pt.linalg.matrix_rank(A, {atol = T {{0.5}, {1.5}, {5}}}):tolist())
+    assert.are.same(TOL.rank_one_atol3, pt.linalg.matrix_rank(T(TOL.A[1]), {atol = T {0.5, 1.5, 5}}):tolist())
+    assert.are.same(TOL.rank_rtol, pt.linalg.matrix_rank(A, {rtol = T {0.5, 1e-5}}):tolist())
+    assert.are.same(TOL.rank_atol_rtol, pt.linalg.matrix_rank(A, {atol = T {0, 2}, rtol = pt.tensor(0.5, d64)}):tolist())
+    assert.are.same(TOL.rank_atol_rtol, pt.linalg.matrix_rank(A, {atol = T {0, 2}, rtol = 0.5}):tolist())
+    assert.are.same(TOL.rank_tol, pt.linalg.matrix_rank(A, T {0.5, 1e-5}):tolist())
+    assert.are.same(TOL.rank_int_atol, pt.linalg.matrix_rank(A, {atol = pt.tensor({1, 2}, {dtype = "int64"})}):tolist())
+    assert.are.same(TOL.rank_herm, pt.linalg.matrix_rank(A, {atol = T {{1.5}, {2.5}}, hermitian = true}):tolist())
+  end)
+
+  it("pinv: the result has the broadcast batch shape", function()
+    local P = pt.linalg.pinv(T(TOL.A[1]), {atol = T {0.5, 1.5, 5}})
+    assert.are.same({3, 2, 2}, shape(P))
+    close(P, TOL.pinv_one_atol3)
+    close(pt.linalg.pinv(A, T {0.5, 1e-5}), TOL.pinv_rcond)
+    close(pt.linalg.pinv(A, {rcond = T {0.5, 1e-5}}), TOL.pinv_rcond)
+    close(pt.linalg.pinv(A, {atol = pt.tensor(2.0), hermitian = true}), TOL.pinv_herm)
+    local P32 = pt.linalg.pinv(pt.tensor(TOL.A), {rtol = pt.tensor({{0.5}, {1e-7}})})
+    assert.are.equal("float32", P32:dtype())
+    close(P32, TOL.pinv_f32, 1e-5)
+  end)
+
+  it("pinv's gradient through a broadcast tolerance", function()
+    local X = T(TOL.gX)
+    X.requires_grad = true
+    local P = pt.linalg.pinv(X, {atol = T {1e-3, 1.0}})
+    close(P, TOL.P)
+    ;(P * T(TOL.gW)):sum():backward()
+    close(X.grad, TOL.gP)
+    -- (torch's pinv_backward is the derivative of the exact pseudo-inverse: a finite-difference
+    -- check holds where the tolerance drops no singular value; X's are 2.92, 1.27, 0.94)
+    assert.is_true(gradcheck(function(x) return pt.linalg.pinv(x, {atol = T {{1e-3}, {0.5}}}) end, {T(TOL.gX)}))
+  end)
+
+  it("refuses tolerances that do not broadcast, or of other types", function()
+    support.assert_error("linalg.matrix_rank: atol of shape {3} cannot be broadcast with the batch dims of A {2,2,2}",
+                         pt.linalg.matrix_rank, A, {atol = T {0.5, 1e-5, 1}})
+    support.assert_error("linalg.pinv: rtol of shape {3} cannot be broadcast with the batch dims of A {2,2,2}",
+                         pt.linalg.pinv, A, {rtol = T {0.5, 1e-5, 1}})
+    support.assert_error("linalg.pinv: atol must be a number or a tensor, got string", pt.linalg.pinv, A, {atol = "x"})
+    support.assert_error("linalg.matrix_rank: atol and rtol must be >= 0, got atol -1",
+                         pt.linalg.matrix_rank, A, {atol = T {-1, 2}})
+    support.assert_error("linalg.pinv: give rcond or rtol, not both (rcond is rtol's old name)",
+                         pt.linalg.pinv, A, T {1, 2}, {rtol = 0.5})
+    support.assert_error("linalg.matrix_rank: give tol or atol/rtol, not both",
+                         pt.linalg.matrix_rank, A, T {1, 2}, {atol = T {1, 2}})
   end)
 end)
