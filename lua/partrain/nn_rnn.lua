@@ -1332,9 +1332,11 @@ local function pad_last(t, value)
   return pt.cat({t, pt.full(shape, value, {dtype = t:dtype()})}, t:dim())
 end
 
-function MultiheadAttention:forward(query, key, value, opts)
-  local name = "MultiheadAttention:forward"
-  opts = check_opts(name, opts, MHA_FORWARD_OPTS)
+-- the attention of nn.MultiheadAttention and F.multi_head_attention_forward, from st: E, H, kdim,
+-- vdim, batch_first, the projections (in_proj_weight, or q/k/v_proj_weight; in_proj_bias or nil),
+-- bias_k, bias_v, add_zero_attn, dropout, training, out_proj_weight, out_proj_bias, and the
+-- functional's static_k, static_v ({N*H,S,head_dim} keys and values used as they are)
+local function attention(name, st, query, key, value, opts)
   for _, k in ipairs {"need_weights", "average_attn_weights", "is_causal"} do
     if opts[k] ~= nil then boolean(name, k, opts[k]) end
   end
@@ -1347,19 +1349,20 @@ function MultiheadAttention:forward(query, key, value, opts)
     raise(("%s: query, key and value must all be 3-D (batched) or all 2-D (unbatched), got shapes %s, %s, %s")
       :format(name, shape_str(query), shape_str(key), shape_str(value)))
   end
-  local E, H, hd = self.embed_dim, self.num_heads, self.head_dim
-  if query:size(qd) ~= E or key:size(qd) ~= self.kdim or value:size(qd) ~= self.vdim then
+  local E, H = st.E, st.H
+  local hd = E // H
+  if query:size(qd) ~= E or key:size(qd) ~= st.kdim or value:size(qd) ~= st.vdim then
     raise(("%s: expected query, key and value with %d, %d and %d features (embed_dim, kdim, vdim), got shapes %s, %s, %s")
-      :format(name, E, self.kdim, self.vdim, shape_str(query), shape_str(key), shape_str(value)))
+      :format(name, E, st.kdim, st.vdim, shape_str(query), shape_str(key), shape_str(value)))
   end
-  local w_in = self._parameters.in_proj_weight or self._parameters.q_proj_weight
+  local w_in = st.in_proj_weight or st.q_proj_weight
   check_dtype(name, "query", query, w_in)
   check_dtype(name, "key", key, w_in)
   check_dtype(name, "value", value, w_in)
   local batched = qd == 3
   local kpm, attn_mask = opts.key_padding_mask, opts.attn_mask
   if batched then
-    if self.batch_first then
+    if st.batch_first then
       query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
     end
   else
@@ -1372,6 +1375,23 @@ function MultiheadAttention:forward(query, key, value, opts)
     raise(("%s: key and value must have the query's batch size and one sequence length, got shapes %s, %s, %s")
       :format(name, shape_str(query), shape_str(key), shape_str(value)))
   end
+  for _, w in ipairs({"static_k", "static_v"}) do
+    local t = st[w]
+    if t ~= nil then
+      check_tensor(name, w, t)
+      if t:dim() ~= 3 or t:size(1) ~= N * H or t:size(3) ~= hd then
+        raise(("%s: %s must have shape {N*num_heads,S,head_dim} = {%d,S,%d}, got %s"):format(name, w, N * H, hd,
+          shape_str(t)))
+      end
+      if st.bias_k then raise(("%s: bias_k and bias_v cannot be added to %s"):format(name, w)) end
+    end
+  end
+  if st.static_k and st.static_v and st.static_k:size(2) ~= st.static_v:size(2) then
+    raise(("%s: static_k and static_v must have one sequence length, got shapes %s and %s"):format(name,
+      shape_str(st.static_k), shape_str(st.static_v)))
+  end
+  -- the keys' length the masks must have: static_k's when it replaces the projected keys
+  if st.static_k then S = st.static_k:size(2) end
   local dtype = query:dtype()
   -- masks as additive float masks: {L,S} or {N*H,L,S}, and {N,S}
   if opts.is_causal and attn_mask == nil then attn_mask = causal_mask(L, S, dtype) end
@@ -1400,35 +1420,34 @@ function MultiheadAttention:forward(query, key, value, opts)
     end
     kpm = additive_mask(name, "key_padding_mask", kpm, dtype, true)
   end
-  local p = self._parameters
   local wq, wk, wv
-  if self._qkv_same_embed_dim then
-    wq = p.in_proj_weight:narrow(1, 1, E)
-    wk = p.in_proj_weight:narrow(1, E + 1, E)
-    wv = p.in_proj_weight:narrow(1, 2 * E + 1, E)
+  if st.in_proj_weight then
+    wq = st.in_proj_weight:narrow(1, 1, E)
+    wk = st.in_proj_weight:narrow(1, E + 1, E)
+    wv = st.in_proj_weight:narrow(1, 2 * E + 1, E)
   else
-    wq, wk, wv = p.q_proj_weight, p.k_proj_weight, p.v_proj_weight
+    wq, wk, wv = st.q_proj_weight, st.k_proj_weight, st.v_proj_weight
   end
   local bq, bk, bv
-  if p.in_proj_bias then
-    bq = p.in_proj_bias:narrow(1, 1, E)
-    bk = p.in_proj_bias:narrow(1, E + 1, E)
-    bv = p.in_proj_bias:narrow(1, 2 * E + 1, E)
+  if st.in_proj_bias then
+    bq = st.in_proj_bias:narrow(1, 1, E)
+    bk = st.in_proj_bias:narrow(1, E + 1, E)
+    bv = st.in_proj_bias:narrow(1, 2 * E + 1, E)
   end
   local q = nn.linear(query, wq, bq)
-  local k = nn.linear(key, wk, bk)
-  local v = nn.linear(value, wv, bv)
-  if p.bias_k then
-    k = pt.cat({k, p.bias_k:expand(1, N, E)}, 1)
-    v = pt.cat({v, p.bias_v:expand(1, N, E)}, 1)
+  local k = not st.static_k and nn.linear(key, wk, bk) or nil
+  local v = not st.static_v and nn.linear(value, wv, bv) or nil
+  if st.bias_k then
+    k = pt.cat({k, st.bias_k:expand(1, N, E)}, 1)
+    v = pt.cat({v, st.bias_v:expand(1, N, E)}, 1)
     if attn_mask then attn_mask = pad_last(attn_mask, 0) end
     if kpm then kpm = pad_last(kpm, 0) end
   end
   -- heads: {L,N,E} -> {N*H,L,hd}
   q = q:reshape(L, N * H, hd):transpose(1, 2)
-  k = k:reshape(k:size(1), N * H, hd):transpose(1, 2)
-  v = v:reshape(v:size(1), N * H, hd):transpose(1, 2)
-  if self.add_zero_attn then
+  k = st.static_k or k:reshape(k:size(1), N * H, hd):transpose(1, 2)
+  v = st.static_v or v:reshape(v:size(1), N * H, hd):transpose(1, 2)
+  if st.add_zero_attn then
     k = pt.cat({k, pt.zeros(N * H, 1, hd, {dtype = dtype})}, 2)
     v = pt.cat({v, pt.zeros(N * H, 1, hd, {dtype = dtype})}, 2)
     if attn_mask then attn_mask = pad_last(attn_mask, 0) end
@@ -1439,9 +1458,9 @@ function MultiheadAttention:forward(query, key, value, opts)
   if attn_mask then scores = scores + attn_mask end
   if kpm then scores = scores + kpm:reshape(N, 1, 1, S2):expand(N, H, 1, S2):reshape(N * H, 1, S2) end
   local w = nn.softmax(scores, -1)
-  if self.dropout > 0 and self.training then w = nn.dropout(w, self.dropout, true) end
+  if st.dropout > 0 and st.training then w = nn.dropout(w, st.dropout, true) end
   local out = w:matmul(v):transpose(1, 2):reshape(L, N, E)
-  out = self.out_proj(out)
+  out = nn.linear(out, st.out_proj_weight, st.out_proj_bias)
   local need_weights = opts.need_weights
   if need_weights == nil then need_weights = true end
   local weights
@@ -1452,10 +1471,22 @@ function MultiheadAttention:forward(query, key, value, opts)
   end
   if not batched then
     out = out:squeeze(2)
-  elseif self.batch_first then
+  elseif st.batch_first then
     out = out:transpose(1, 2)
   end
   return out, weights
+end
+
+function MultiheadAttention:forward(query, key, value, opts)
+  local name = "MultiheadAttention:forward"
+  opts = check_opts(name, opts, MHA_FORWARD_OPTS)
+  local p = self._parameters
+  return attention(name, {E = self.embed_dim, H = self.num_heads, kdim = self.kdim, vdim = self.vdim,
+    batch_first = self.batch_first, in_proj_weight = p.in_proj_weight, q_proj_weight = p.q_proj_weight,
+    k_proj_weight = p.k_proj_weight, v_proj_weight = p.v_proj_weight, in_proj_bias = p.in_proj_bias,
+    bias_k = p.bias_k, bias_v = p.bias_v, add_zero_attn = self.add_zero_attn, dropout = self.dropout,
+    training = self.training, out_proj_weight = self.out_proj.weight, out_proj_bias = self.out_proj.bias},
+    query, key, value, opts)
 end
 doc(MultiheadAttention, [[nn.MultiheadAttention(embed_dim, num_heads[, opts]): PyTorch's multi-head attention
   opts: {dropout=0, bias=true, add_bias_kv=false, add_zero_attn=false, kdim=embed_dim,
@@ -1475,6 +1506,82 @@ doc(MultiheadAttention, [[nn.MultiheadAttention(embed_dim, num_heads[, opts]): P
   v_proj_weight instead when kdim or vdim differ), in_proj_bias {3E}, out_proj (an nn.Linear:
   out_proj.weight, out_proj.bias), bias_k, bias_v {1,1,E} with add_bias_kv. Init as PyTorch:
   xavier_uniform_ projections, zero biases.]])
+
+-- F.multi_head_attention_forward: torch's functional form, its arguments positionally in torch's
+-- order (nil for the ones left out) and/or from training on as a trailing options table
+local MHAF_ARGS = {"query", "key", "value", "embed_dim_to_check", "num_heads", "in_proj_weight", "in_proj_bias",
+  "bias_k", "bias_v", "add_zero_attn", "dropout_p", "out_proj_weight", "out_proj_bias", "training",
+  "key_padding_mask", "need_weights", "attn_mask", "use_separate_proj_weight", "q_proj_weight", "k_proj_weight",
+  "v_proj_weight", "static_k", "static_v", "average_attn_weights", "is_causal"}
+local MHAF_NAMED = {}
+for i = 14, #MHAF_ARGS do MHAF_NAMED[MHAF_ARGS[i]] = true end
+
+function nn.functional.multi_head_attention_forward(...)
+  local name = "multi_head_attention_forward"
+  local n, args = select("#", ...), {...}
+  local a = {}
+  local last = args[n]
+  if n > 0 and type(last) == "table" and not pt.is_tensor(last) then
+    n = n - 1
+    for k, v in pairs(check_opts(name, last, MHAF_NAMED)) do a[k] = v end
+  end
+  if n > #MHAF_ARGS then raise(("%s: too many arguments (%d at most, got %d)"):format(name, #MHAF_ARGS, n)) end
+  for i = 1, n do
+    local k = MHAF_ARGS[i]
+    if args[i] ~= nil then
+      if a[k] ~= nil then raise(("%s: %s given twice (as an argument and as an option)"):format(name, k)) end
+      a[k] = args[i]
+    end
+  end
+  for _, k in ipairs({"query", "key", "value", "out_proj_weight"}) do
+    if a[k] == nil then raise(("%s: missing argument '%s'"):format(name, k)) end
+    check_tensor(name, k, a[k])
+  end
+  positive(name, "embed_dim_to_check", a.embed_dim_to_check)
+  positive(name, "num_heads", a.num_heads)
+  local E, H = a.embed_dim_to_check, a.num_heads
+  local q = a.query
+  if q:size(q:dim()) ~= E then
+    raise(("%s: was expecting embedding dimension of %d, but got %d (query shape %s)"):format(name, E,
+      q:size(q:dim()), shape_str(q)))
+  end
+  if E % H ~= 0 then raise(("%s: embed_dim %d not divisible by num_heads %d"):format(name, E, H)) end
+  for _, k in ipairs({"add_zero_attn", "training", "use_separate_proj_weight"}) do
+    if a[k] ~= nil then boolean(name, k, a[k]) end
+  end
+  local dropout = a.dropout_p or 0
+  probability(name, "dropout_p", dropout)
+  local st = {E = E, H = H, batch_first = false, add_zero_attn = a.add_zero_attn or false, dropout = dropout,
+    training = a.training ~= false, out_proj_weight = a.out_proj_weight, out_proj_bias = a.out_proj_bias,
+    in_proj_bias = a.in_proj_bias, bias_k = a.bias_k, bias_v = a.bias_v, static_k = a.static_k,
+    static_v = a.static_v}
+  local kd, vd = a.key:size(a.key:dim()), a.value:size(a.value:dim())
+  if a.use_separate_proj_weight then
+    for _, k in ipairs({"q_proj_weight", "k_proj_weight", "v_proj_weight"}) do
+      if a[k] == nil then raise(("%s: use_separate_proj_weight is true but %s is nil"):format(name, k)) end
+      check_tensor(name, k, a[k])
+    end
+    st.q_proj_weight, st.k_proj_weight, st.v_proj_weight = a.q_proj_weight, a.k_proj_weight, a.v_proj_weight
+    st.kdim, st.vdim = kd, vd
+  else
+    if a.in_proj_weight == nil then raise(("%s: use_separate_proj_weight is false but in_proj_weight is nil"):format(name)) end
+    check_tensor(name, "in_proj_weight", a.in_proj_weight)
+    st.in_proj_weight, st.kdim, st.vdim = a.in_proj_weight, E, E
+  end
+  if (a.bias_k == nil) ~= (a.bias_v == nil) then raise(("%s: give both bias_k and bias_v, or neither"):format(name)) end
+  return attention(name, st, a.query, a.key, a.value, {key_padding_mask = a.key_padding_mask,
+    need_weights = a.need_weights, attn_mask = a.attn_mask, average_attn_weights = a.average_attn_weights,
+    is_causal = a.is_causal})
+end
+doc(nn.functional.multi_head_attention_forward, [[F.multi_head_attention_forward(query, key, value, embed_dim_to_check,
+    num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
+    out_proj_bias[, training=true, key_padding_mask, need_weights=true, attn_mask, use_separate_proj_weight=false,
+    q_proj_weight, k_proj_weight, v_proj_weight, static_k, static_v, average_attn_weights=true])
+  -> attn_output, attn_weights: torch's functional multi-head attention, what nn.MultiheadAttention runs;
+  arguments in torch's order (nil for one left out), those from training on also as a trailing options
+  table. query {L,N,E}, key {S,N,kdim}, value {S,N,vdim} (or unbatched {L,E}, ...; no batch_first here).
+  static_k / static_v {N*num_heads,S,head_dim} replace the projected keys / values. Masks as
+  nn.MultiheadAttention's (bool: true = masked out; float: added).]])
 
 -- ------------------------------------------------------------------ Transformer
 
