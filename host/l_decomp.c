@@ -569,7 +569,15 @@ static int t_triangular_solve(lua_State *L) {
   else At = pt_tensor_retain(A);
   if (!st) st = pt_linalg_solve_triangular(ctx, fname, At, b, trans ? !upper : upper, true, unit, &x);
   pt_tensor_release(At);
-  if (!st) st = pt_clone(ctx, A, &c);
+  if (!st) { /* torch's cloned_coefficient: A broadcast to the solution's batch dims */
+    int64_t shape[PT_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[x->ndim - 1] = A->shape[A->ndim - 1];
+    pt_tensor *e = NULL;
+    st = pt_expand(ctx, A, x->ndim, shape, &e);
+    if (!st) st = pt_clone(ctx, e, &c);
+    pt_tensor_release(e);
+  }
   if (st) pt_tensor_release(x);
   return push2(L, st, x, c);
 }
@@ -718,7 +726,8 @@ static const char *const docs[] = {
                       "  (upper: (U^T U) X = B), by two triangular solves. Gradients for B and for L's\n"
                       "  triangle (PyTorch also gives the unread triangle one).",
     "triangular_solve", "pt.triangular_solve(b, A[, upper=true[, transpose=false[, unitriangular=false]]]) or\n"
-                        "  b:triangular_solve(A) -> X, A's clone with op(A) X = b (transpose: A^T). Prefer\n"
+                        "  b:triangular_solve(A) -> X, A's clone (broadcast to X's batch dims, as PyTorch) with\n"
+                        "  op(A) X = b (transpose: A^T); batch dims broadcast. Prefer\n"
                         "  pt.linalg.solve_triangular.",
     "trace", "pt.trace(A) or A:trace() -> the sum of the diagonal of a 2-D tensor (integers give int64).\n"
              "  Gradient: g on the diagonal.",
