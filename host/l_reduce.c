@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lpt.h"
+#include "../lib/ops_decomp.h"
 #include "../lib/ops_elementwise.h"
 #include "../lib/ops_reduce.h"
 
@@ -274,7 +275,8 @@ static int norm_setting(lua_State *L, int k, int opts, const char *key) {
   return lua_gettop(L);
 }
 
-/* t:norm([p=2][, dim | {dims}][, keepdim]); p may be a number, math.huge, -math.huge or "fro".
+/* t:norm([p=2][, dim | {dims}][, keepdim]); p may be a number, math.huge, -math.huge, "fro" or
+ * "nuc" (torch's nuclear_norm: a 2-D t, or dim a pair of dims).
  * The settings may end in an options table {p=, dim=, keepdim=} (torch's keywords): a table
  * that is not a list of dims. */
 static int t_norm(lua_State *L) {
@@ -290,17 +292,30 @@ static int t_norm(lua_State *L) {
   int pi = norm_setting(L, 2, opts, "p"), di = norm_setting(L, 3, opts, "dim"),
       ki = norm_setting(L, 4, opts, "keepdim");
   double p = 2;
+  bool nuc = false;
   if (lua_type(L, pi) == LUA_TSTRING) {
-    if (strcmp(lua_tostring(L, pi), "fro") != 0)
-      return lpt_errorf(L, "norm: unknown norm '%s' (expected a number or \"fro\")", lua_tostring(L, pi));
+    nuc = strcmp(lua_tostring(L, pi), "nuc") == 0;
+    if (!nuc && strcmp(lua_tostring(L, pi), "fro") != 0)
+      return lpt_errorf(L, "norm: unknown norm '%s' (expected a number, \"fro\" or \"nuc\")", lua_tostring(L, pi));
   } else if (!lua_isnoneornil(L, pi)) {
     if (lua_type(L, pi) != LUA_TNUMBER)
-      return lpt_errorf(L, "norm: p must be a number or \"fro\", got %s", luaL_typename(L, pi));
+      return lpt_errorf(L, "norm: p must be a number, \"fro\" or \"nuc\", got %s", luaL_typename(L, pi));
     p = lua_tonumber(L, pi);
   }
   bool keepdim = check_keepdim(L, ki, "norm", true);
   pt_status st;
-  if (is_dim_list(L, di)) {
+  if (nuc) { /* the sum of the singular values over the two dims */
+    int dims[PT_MAX_DIMS] = {0, 1};
+    if (lua_isnoneornil(L, di)) {
+      if (t->ndim != 2)
+        return lpt_errorf(L, "norm: the nuclear norm without dim needs a tensor with 2 dimensions, got %d", t->ndim);
+    } else if (!is_dim_list(L, di) || lua_rawlen(L, di) != 2) {
+      return lpt_errorf(L, "norm: the nuclear norm needs dim = a list of 2 dims");
+    } else {
+      check_dim_list(L, di, t, "norm", dims);
+    }
+    st = pt_linalg_matrix_norm(lpt_ctx(L), t, PT_NORM_NUC, 0, dims[0], dims[1], keepdim, &r);
+  } else if (is_dim_list(L, di)) {
     int dims[PT_MAX_DIMS];
     int n = check_dim_list(L, di, t, "norm", dims);
     st = pt_norm_dims(lpt_ctx(L), t, p, n, dims, keepdim, &r);
@@ -366,7 +381,8 @@ static const char *const method_docs[] = {
            "\n" DIMLIST,
     "norm", "t:norm([p=2][, dim | {dims}][, keepdim]) -> Tensor, the p-norm: p > 0, math.huge (max |x|),\n"
             "  -math.huge (min |x|), 0 (count of non-zeros) or \"fro\" (= 2). Over a list of dims it is the\n"
-            "  vector norm of all their elements together. Also pt.norm(t, ...).\n" DIMS "\n" DIMLIST,
+            "  vector norm of all their elements together. \"nuc\": the nuclear norm (sum of singular values)\n"
+            "  of a 2-D t, or over dim = {d1, d2}. Also pt.norm(t, ...).\n" DIMS "\n" DIMLIST,
     "softmax", "t:softmax(dim) -> Tensor, exp(t) / sum(exp(t)) along dim (numerically stable).\n  Also pt.softmax(t, dim).",
     "log_softmax", "t:log_softmax(dim) -> Tensor, t - logsumexp(t, dim) (numerically stable).\n  Also pt.log_softmax(t, dim).",
     "logsumexp", "t:logsumexp([dim | {dims}][, keepdim | {keepdim=}]) -> Tensor, log(sum(exp(t))) computed stably.\n"

@@ -249,7 +249,9 @@ describe("norm", function()
   it("rejects bad p", function()
     assert.matches("norm: p must be positive, 0, math.huge or -math.huge (got -1)",
                    err_of(function() return v:norm(-1) end), 1, true)
-    assert.matches([[norm: unknown norm 'nuc' (expected a number or "fro")]],
+    assert.matches([[norm: unknown norm 'foo' (expected a number, "fro" or "nuc")]],
+                   err_of(function() return v:norm("foo") end), 1, true)
+    assert.matches("norm: the nuclear norm without dim needs a tensor with 2 dimensions, got 1",
                    err_of(function() return v:norm("nuc") end), 1, true)
   end)
 end)
@@ -428,6 +430,6 @@ describe("norm's options table (torch's keywords p=, dim=, keepdim=)", function(
     end
     assert.are.equal("norm: p given twice (as an argument and as an option)", err(function() return a:norm(2, {p = 1}) end))
     assert.are.equal("norm: unknown option 'q' (options: p, dim, keepdim)", err(function() return a:norm({q = 1}) end))
-    assert.are.equal('norm: p must be a number or "fro", got boolean', err(function() return a:norm(true) end))
+    assert.are.equal('norm: p must be a number, "fro" or "nuc", got boolean', err(function() return a:norm(true) end))
   end)
 end)
