@@ -1586,6 +1586,281 @@ end, "t:nan_to_num_([nan=0[, posinf[, neginf]]]) (or {nan=, posinf=, neginf=}) -
   .. "  +inf by posinf and -inf by neginf in place, as torch.nan_to_num_ (defaults as t:nan_to_num's).\n"
   .. "  Integer and bool tensors stay as they are. Autograd as any in-place op. Also pt.nan_to_num_(t, ...).")
 
+-- ------------------------------------------------------------------ full_like, broadcast_to, windows, gradient
+
+add("full_like", function(t, value, ...)
+  local fname = "full_like"
+  check_tensor(fname, t)
+  no_more(fname, 3, select(2, ...))
+  local opts = select(1, ...)
+  if opts ~= nil and not is_opts(opts) then fail("%s: options must be a table {dtype=, requires_grad=}", fname) end
+  opts = opts or {}
+  check_opts(fname, opts, {"dtype", "requires_grad"})
+  if type(value) ~= "number" and type(value) ~= "boolean" then
+    fail("%s: fill value must be a number or a boolean, got %s", fname, type(value))
+  end
+  local r = pt.full(t:size(), value, {dtype = opts.dtype or t:dtype()})
+  if t:device() ~= "cpu" then r = r:to(t:device()) end
+  if opts.requires_grad then r.requires_grad = true end
+  return r
+end, "pt.full_like(t, value[, {dtype=t's, requires_grad=false}]) -> a new tensor of t's shape filled with value, as\n"
+  .. "  torch.full_like (a float value is truncated for an integer dtype).", false)
+
+-- shapes as lists of sizes (or one number for a 1-D shape)
+local function shape_arg(fname, k, v)
+  if mtype(v) == "integer" then return {v} end
+  if type(v) ~= "table" or is_tensor(v) then fail("%s: shape %d must be a list of sizes, got %s", fname, k, type(v)) end
+  for i = 1, #v do
+    if mtype(v[i]) ~= "integer" or v[i] < 0 then
+      fail("%s: shape %d has a bad size at position %d: %s", fname, k, i, tostring(v[i]))
+    end
+  end
+  return v
+end
+add("broadcast_shapes", function(...)
+  local fname = "broadcast_shapes"
+  local out, nd = {}, 0
+  local shapes = {...}
+  for k = 1, select("#", ...) do
+    local sh = shape_arg(fname, k, shapes[k])
+    if #sh > nd then nd = #sh end
+  end
+  for i = 1, nd do out[i] = 1 end
+  for k = 1, select("#", ...) do
+    local sh = shape_arg(fname, k, shapes[k])
+    for i = 1, #sh do
+      local j = nd - #sh + i
+      local a, b = out[j], sh[i]
+      if a == 1 then out[j] = b
+      elseif b ~= 1 and b ~= a then
+        fail("%s: shape mismatch: objects cannot be broadcast to a single shape (size %d against %d at "
+             .. "dimension %d)", fname, b, a, j)
+      end
+    end
+  end
+  return out
+end, "pt.broadcast_shapes(shape1, shape2, ...) -> the shape (a list) they broadcast to, as torch.broadcast_shapes;\n"
+  .. "  each shape a list of sizes or one number.", false)
+add("broadcast_to", function(t, shape, ...)
+  check_tensor("broadcast_to", t)
+  no_more("broadcast_to", 3, ...)
+  if mtype(shape) == "integer" then shape = {shape} end
+  if type(shape) ~= "table" or is_tensor(shape) then
+    fail("broadcast_to: shape must be a list of sizes, got %s", is_tensor(shape) and "tensor" or type(shape))
+  end
+  return t:expand(shape)
+end, "t:broadcast_to(shape) -> t expanded to shape (a view; -1 keeps a size), as torch.broadcast_to.\n"
+  .. "  Also pt.broadcast_to(t, shape).")
+
+-- the window functions' common part: (length, periodic, opts) checked; dtype float32 by default
+local function window_args(fname, n, periodic, opts, extra)
+  if mtype(n) ~= "integer" then fail("%s: window_length must be an integer, got %s", fname, type(n)) end
+  if n < 0 then fail("%s: requires non-negative window_length, got window_length=%d", fname, n) end
+  local names = {"dtype", "periodic"}
+  for _, k in ipairs(extra or {}) do names[#names + 1] = k end
+  opts = opts or {}
+  check_opts(fname, opts, names)
+  if periodic ~= nil and opts.periodic ~= nil then fail("%s: periodic given twice", fname) end
+  if periodic == nil then periodic = opts.periodic end
+  if periodic == nil then periodic = true end
+  if type(periodic) ~= "boolean" then fail("%s: periodic must be a boolean, got %s", fname, type(periodic)) end
+  local dt = opts.dtype or "float32"
+  if dt ~= "float32" and dt ~= "float64" then fail("%s: expects floating point dtypes, got: %s", fname, tostring(dt)) end
+  return periodic, dt, opts
+end
+-- f(x) for x = 0 .. m - 1 (m = n, or n + 1 when periodic, then the last one dropped), torch's ops in dt
+local function window(n, periodic, dt, f)
+  if n == 0 then return pt.empty({0}, {dtype = dt}) end
+  if n == 1 then return pt.ones({1}, {dtype = dt}) end
+  local m = periodic and n + 1 or n
+  local w = f(pt.arange(m, {dtype = dt}), m)
+  return periodic and w:narrow(1, 1, n) or w
+end
+local TWO_PI = 2 * math.pi
+local function hamming(fname, n, periodic, alpha, beta, opts, extra)
+  local per, dt = window_args(fname, n, periodic, opts, extra)
+  return window(n, per, dt, function(x, m) return (x * (TWO_PI / (m - 1))):cos() * -beta + alpha end)
+end
+-- settings after window_length: periodic, then the function's own, positionally or by name
+local function window_settings(fname, names, defaults, ...)
+  local args, cnt = {...}, select("#", ...)
+  local opts
+  if cnt > 0 and is_opts(args[cnt]) then opts, cnt = args[cnt], cnt - 1 end
+  local vals = {}
+  for i = 1, #names do
+    local v = args[i + 1]
+    if i + 1 <= cnt then vals[i] = v end
+    if opts and opts[names[i]] ~= nil then
+      if vals[i] ~= nil then fail("%s: %s given twice (as an argument and as an option)", fname, names[i]) end
+      vals[i] = opts[names[i]]
+    end
+    if vals[i] == nil then vals[i] = defaults[i] end
+  end
+  local rest
+  if opts then
+    rest = {}
+    for k, v in pairs(opts) do
+      local own = false
+      for _, nm in ipairs(names) do own = own or nm == k end
+      if not own then rest[k] = v end
+    end
+  end
+  local periodic
+  if cnt >= 1 then periodic = args[1] end -- false is a value here
+  return periodic, rest, vals
+end
+add("hann_window", function(n, ...)
+  local periodic, opts = window_settings("hann_window", {}, {}, ...)
+  return hamming("hann_window", n, periodic, 0.5, 0.5, opts)
+end, "pt.hann_window(window_length[, periodic=true][, {dtype=\"float32\", periodic=}]) -> the Hann window, as\n"
+  .. "  torch.hann_window: 0.5 - 0.5 cos(2 pi k / (N - 1)), N = window_length (+1 when periodic, the last dropped).", false)
+add("hamming_window", function(n, ...)
+  local periodic, opts, v = window_settings("hamming_window", {"alpha", "beta"}, {0.54, 0.46}, ...)
+  for i, k in ipairs({"alpha", "beta"}) do check_number("hamming_window", k, v[i]) end
+  return hamming("hamming_window", n, periodic, v[1], v[2], opts)
+end, "pt.hamming_window(window_length[, periodic=true[, alpha=0.54[, beta=0.46]]][, {dtype=, periodic=, alpha=, beta=}])\n"
+  .. "  -> alpha - beta cos(2 pi k / (N - 1)), as torch.hamming_window.", false)
+add("blackman_window", function(n, ...)
+  local periodic, opts = window_settings("blackman_window", {}, {}, ...)
+  local per, dt = window_args("blackman_window", n, periodic, opts)
+  return window(n, per, dt, function(x, m)
+    local a = x * (math.pi / (m - 1))
+    return (a * 4):cos() * 0.08 - (a * 2):cos() * 0.5 + 0.42
+  end)
+end, "pt.blackman_window(window_length[, periodic=true][, {dtype=, periodic=}]) -> 0.42 - 0.5 cos(2 pi k / (N - 1))\n"
+  .. "  + 0.08 cos(4 pi k / (N - 1)), as torch.blackman_window.", false)
+add("bartlett_window", function(n, ...)
+  local periodic, opts = window_settings("bartlett_window", {}, {}, ...)
+  local per, dt = window_args("bartlett_window", n, periodic, opts)
+  return window(n, per, dt, function(x, m)
+    local w = x * (2 / (m - 1))
+    local first = ((m - 1) >> 1) + 1
+    return pt.cat({w:narrow(1, 1, first), w:narrow(1, first + 1, m - first) * -1 + 2}, 1)
+  end)
+end, "pt.bartlett_window(window_length[, periodic=true][, {dtype=, periodic=}]) -> the triangular window\n"
+  .. "  1 - |2k / (N - 1) - 1|, as torch.bartlett_window.", false)
+add("kaiser_window", function(n, ...)
+  local periodic, opts, v = window_settings("kaiser_window", {"beta"}, {12.0}, ...)
+  local beta = check_number("kaiser_window", "beta", v[1])
+  local per, dt = window_args("kaiser_window", n, periodic, opts)
+  return window(n, per, dt, function(x, m)
+    local alpha = (m - 1) / 2
+    -- in dt's arithmetic, as torch's kernel (float32 for a float32 window)
+    local r = ((x - alpha) / alpha) ^ 2
+    local i0 = pt.special.i0
+    return i0((1 - r):clamp(0):sqrt() * beta) / i0(pt.tensor(beta, {dtype = dt}))
+  end)
+end, "pt.kaiser_window(window_length[, periodic=true[, beta=12]][, {dtype=, periodic=, beta=}]) -> the Kaiser\n"
+  .. "  window I0(beta sqrt(1 - ((k - a) / a)^2)) / I0(beta), a = (N - 1) / 2, as torch.kaiser_window.", false)
+
+-- the derivative of f along d of n >= edge_order + 1 samples: central differences inside, one-sided
+-- of order edge_order at the ends; h a number (uniform spacing) or x, the coordinates (1-D, n)
+local function gradient_along(f, d, h, x, edge)
+  local n, nd = f:size(d), f:dim()
+  local function sl(a, len) return f:narrow(d, a, len) end
+  local parts = {}
+  if x == nil then
+    if edge == 1 then
+      parts[1] = (sl(2, 1) - sl(1, 1)) / h
+    else
+      parts[1] = (sl(1, 1) * -1.5 + sl(2, 1) * 2 - sl(3, 1) * 0.5) / h
+    end
+    if n > 2 then parts[2] = (sl(3, n - 2) - sl(1, n - 2)) / (2 * h) end
+    if edge == 1 then
+      parts[#parts + 1] = (sl(n, 1) - sl(n - 1, 1)) / h
+    else
+      parts[#parts + 1] = (sl(n - 2, 1) * 0.5 - sl(n - 1, 1) * 2 + sl(n, 1) * 1.5) / h
+    end
+    return pt.cat(parts, d)
+  end
+  local view = {}
+  for k = 1, nd do view[k] = 1 end
+  local dx = x:narrow(1, 2, n - 1) - x:narrow(1, 1, n - 1)
+  local function dxs(a, len)
+    view[d] = len
+    return dx:narrow(1, a, len):reshape(view)
+  end
+  if edge == 1 then
+    parts[1] = (sl(2, 1) - sl(1, 1)) / dxs(1, 1)
+  else
+    local h1, h2 = dxs(1, 1), dxs(2, 1)
+    parts[1] = sl(1, 1) * (-(h1 * 2 + h2) / (h1 * (h1 + h2))) + sl(2, 1) * ((h1 + h2) / (h1 * h2))
+      + sl(3, 1) * (-h1 / (h2 * (h1 + h2)))
+  end
+  if n > 2 then
+    local hl, hr = dxs(1, n - 2), dxs(2, n - 2)
+    parts[2] = (sl(3, n - 2) * (hl * hl) - sl(1, n - 2) * (hr * hr) + sl(2, n - 2) * (hr * hr - hl * hl))
+      / (hl * hr * (hl + hr))
+  end
+  if edge == 1 then
+    parts[#parts + 1] = (sl(n, 1) - sl(n - 1, 1)) / dxs(n - 1, 1)
+  else
+    local h1, h2 = dxs(n - 2, 1), dxs(n - 1, 1)
+    parts[#parts + 1] = sl(n - 2, 1) * (h2 / (h1 * (h1 + h2))) + sl(n - 1, 1) * (-(h1 + h2) / (h1 * h2))
+      + sl(n, 1) * ((h2 * 2 + h1) / (h2 * (h1 + h2)))
+  end
+  return pt.cat(parts, d)
+end
+
+add("gradient", function(t, ...)
+  local fname = "gradient"
+  check_tensor(fname, t)
+  local opts = select(1, ...)
+  no_more(fname, 3, select(2, ...))
+  if opts ~= nil and not is_opts(opts) then fail("%s: options must be a table {spacing=, dim=, edge_order=}", fname) end
+  opts = opts or {}
+  check_opts(fname, opts, {"spacing", "dim", "edge_order"})
+  local nd = t:dim()
+  if nd == 0 then fail("%s: expects a tensor with at least 1 dimension", fname) end
+  local dims = {}
+  if opts.dim == nil then
+    for k = 1, nd do dims[k] = k end
+  elseif type(opts.dim) == "table" then
+    for i, v in ipairs(opts.dim) do dims[i] = check_dim(fname, v, nd) end
+  else
+    dims[1] = check_dim(fname, opts.dim, nd)
+  end
+  local edge = opts.edge_order == nil and 1 or opts.edge_order
+  if edge ~= 1 and edge ~= 2 then fail("%s: only supports edge_order=1 and edge_order=2, got %s", fname, tostring(edge)) end
+  local sp = opts.spacing == nil and 1 or opts.spacing
+  local hs = {}
+  if type(sp) == "number" then
+    for i = 1, #dims do hs[i] = sp end
+  elseif type(sp) == "table" and not is_tensor(sp) then
+    if #sp ~= #dims then
+      fail("%s: expected spacing to be a number or one entry per dimension: %d dimensions, %d spacings", fname,
+           #dims, #sp)
+    end
+    for i = 1, #dims do hs[i] = sp[i] end
+  else
+    fail("%s: spacing must be a number or a list of numbers or of 1-D coordinate tensors, got %s", fname,
+         is_tensor(sp) and "a tensor (put it in a list)" or type(sp))
+  end
+  local f = is_float(t) and t or t:float()
+  local out = {}
+  for i, d in ipairs(dims) do
+    local n = f:size(d)
+    if n < edge + 1 then
+      fail("%s: expected each dimension size to be at least edge_order+1 (dimension %d has size %d)", fname, d, n)
+    end
+    local h, x = hs[i], nil
+    if is_tensor(h) then
+      if h:dim() ~= 1 or h:numel() ~= n then
+        fail("%s: the coordinates of dimension %d must be a 1-D tensor of its size %d, got shape %s", fname, d, n,
+             "{" .. concat(h:size(), ",") .. "}")
+      end
+      x = h:to(f:dtype())
+    elseif type(h) ~= "number" then
+      fail("%s: spacing %d must be a number or a 1-D tensor, got %s", fname, i, type(h))
+    end
+    out[i] = gradient_along(f, d, h, x, edge)
+  end
+  return out
+end, "pt.gradient(t[, {spacing=1, dim=, edge_order=1}]) -> list of the derivatives of t along each dim (all,\n"
+  .. "  or dim: one or a list), as torch.gradient: central differences inside, one-sided differences of order\n"
+  .. "  edge_order (1 or 2) at the ends. spacing: a number, one number per dim, or one 1-D tensor of coordinates\n"
+  .. "  per dim (non-uniform samples). Integer t gives float32. Gradients flow back.", false)
+
 -- ------------------------------------------------------------------ trapezoid, trapz, cumulative_trapezoid
 
 -- the trapezoid rule's pieces along dim of y: (y, x or nil, dx, d); y as float (torch's default
