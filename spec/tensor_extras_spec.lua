@@ -101,3 +101,17 @@ describe("gradient", function()
       .. "tensor (put it in a list)", pt.gradient, f, {spacing = coords})
   end)
 end)
+
+describe("torch.* names of nn.functional's ops", function()
+  it("are the same functions where torch's signature is F's", function()
+    local F = pt.nn.functional
+    for _, name in ipairs({"conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d", "pixel_shuffle",
+                           "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "pdist", "cosine_similarity",
+                           "pairwise_distance", "prelu", "selu", "celu", "rrelu", "hardshrink", "threshold", "bilinear",
+                           "avg_pool1d", "max_pool1d", "max_pool3d", "max_pool1d_with_indices", "adaptive_avg_pool1d"}) do
+      assert.are.equal(F[name], pt[name], name)
+    end
+    assert.are.same({0, 2}, pt.threshold(pt.tensor({0.5, 2}), 1, 0):tolist())
+    assert.are.same({1, 3, 4}, pt.conv1d(pt.ones(1, 2, 5), pt.ones(3, 2, 2)):size())
+  end)
+end)

@@ -32,6 +32,15 @@ local lazy_functions = {
   _json_encode = {"partrain.json", "encode"},
   _json_decode = {"partrain.json", "decode"},
 }
+-- torch.* names of nn.functional's ops whose torch.* form takes the same arguments (torch.conv1d is
+-- F.conv1d; the ones whose torch.* signature differs, as torch.dropout or torch.kl_div, are left out)
+for _, name in ipairs({"conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d", "pixel_shuffle",
+                       "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "pdist", "cosine_similarity",
+                       "pairwise_distance", "prelu", "selu", "celu", "rrelu", "hardshrink", "threshold", "bilinear",
+                       "avg_pool1d", "max_pool1d", "max_pool3d", "max_pool1d_with_indices",
+                       "adaptive_avg_pool1d"}) do
+  lazy_functions[name] = {"partrain.nn", "functional", name}
+end
 
 setmetatable(pt, {
   __index = function(t, k)
@@ -44,6 +53,7 @@ setmetatable(pt, {
     local f = lazy_functions[k]
     if f then
       local v = require(f[1])[f[2]]
+      if f[3] then v = v[f[3]] end
       rawset(t, k, v)
       return v
     end
