@@ -83,6 +83,26 @@ local NUC = {x = {{1.0, 2.0, 0.5}, {3.0, 4.0, -1.0}}, y_12 = {9.205361354361457,
 NUC.gx = {{-0.011408292005808082, 0.6134608897375159, 0.7896426961835114}, {0.6247767932227479, 0.6209432330472867, -0.4733745451363879}}
 NUC.x32 = 5.830951690673828
 
+local COND = {A = {{2.0, 1.0, 0.5}, {0.3, 1.5, 1.0}, {1.0, 0.0, 1.2}}, S = {{1.0, 2.0}, {2.0, 4.0}}, T = {{1.0, 2.0}, {3.0, 4.0}, {5.0, 7.0}}, B = {{{2.0, 1.0}, {0.3, 1.5}}, {{1.0, -2.0}, {0.5, 3.0}}}}
+COND['nil'] = {A = 3.100773573879897, B = {2.2799034543107632, 3.2553095518838444}, gA = {{0.18483372451507396, -0.45322968291668847, 1.8569586231189106}, {0.41142493835274796, 0.3468681003579337, 0.12569247806993875}, {0.9356559996199354, 1.604370067770192, -2.1249959895045953}}, T = 27.759144994596202}
+COND['2'] = {A = 3.100773573879897, B = {2.2799034543107632, 3.2553095518838444}, gA = {{0.18483372451507396, -0.45322968291668847, 1.8569586231189106}, {0.41142493835274796, 0.3468681003579337, 0.12569247806993875}, {0.9356559996199354, 1.604370067770192, -2.1249959895045953}}, T = 27.759144994596202}
+COND['m2'] = {A = 0.32250016848174196, B = {0.4386150642077559, 0.30719044811615565}, gA = {{-0.01922388264636574, 0.047138768961664274, -0.1931355045928511}, {-0.04279080970440791, -0.03607648805726964, -0.013072816956357671}, {-0.09731417348891197, -0.16686468870912521, 0.22101309505832437}}, T = 0.036024164295934455}
+COND['fro'] = {A = 4.536390716419133, B = {2.7185185185185183, 3.5625}, S = math.huge, N = math.huge, Z = math.huge}
+COND['nuc'] = {A = 11.250146704647248, B = {4.718518518518519, 5.5625}, gA = {{0.16324780919443047, -0.04499820850373075, 2.2759224176187165}, {1.1799815623377707, -0.12009049256647002, 0.03505363102475483}, {0.9559572006397454, 2.0592437174784877, -2.153606816842179}}}
+COND['inf'] = {A = 5.214899713467049, B = {2.7777777777777777, 4.375}, S = math.huge, N = math.huge, Z = math.huge}
+COND['minf'] = {A = 2.048710601719198, B = {1.5333333333333334, 1.125}, S = math.huge, N = math.huge, Z = math.huge}
+COND['1'] = {A = 4.538681948424069, B = {2.7777777777777777, 4.375}, S = math.huge, N = math.huge, Z = math.huge}
+COND['m1'] = {A = 2.822349570200573, B = {1.5333333333333334, 1.125}, S = math.huge, N = math.huge, Z = math.huge}
+local VAN = {x = {1.0, 2.0, -3.0}, v = {{1.0, 1.0, 1.0}, {1.0, 2.0, 4.0}, {1.0, -3.0, 9.0}}, v2 = {{1.0, 1.0}, {1.0, 2.0}, {1.0, -3.0}}, int4 = {{{1, 1, 1, 1}, {1, 2, 4, 8}}, {{1, 3, 9, 27}, {1, 4, 16, 64}}}, scalar3 = {{1.0, 2.0, 4.0}}}
+VAN.g = {14.0, 113.0, 246.0}
+local CHI = {L = {{2.0, 0.0, 0.0}, {1.0, 3.0, 0.0}, {0.5, -1.0, 1.5}}, Lg = {{2.0, 9.0, 9.0}, {1.0, 3.0, 9.0}, {0.5, -1.0, 1.5}}, inv = {{0.3549382716049383, -0.11728395061728394, -0.18518518518518517}, {-0.11728395061728394, 0.16049382716049382, 0.14814814814814814}, {-0.18518518518518517, 0.14814814814814814, 0.4444444444444444}}}
+CHI.lower = {{{0.3549382716049383, -0.11728395061728394, -0.18518518518518517}, {-0.11728395061728394, 0.16049382716049382, 0.14814814814814814}, {-0.18518518518518517, 0.14814814814814814, 0.4444444444444444}}, {{1.1851851851851856, 0.3251028806584362, 1.1220850480109736}, {-0.14814814814814825, -0.30452674897119336, -1.371742112482853}, {-0.44444444444444464, -0.691358024691358, -3.0781893004115224}}}
+CHI.upper = {{{0.35493827160493824, -0.11728395061728394, -0.18518518518518515}, {-0.11728395061728394, 0.16049382716049382, 0.14814814814814814}, {-0.18518518518518515, 0.14814814814814814, 0.4444444444444444}}, {{1.1851851851851851, -0.14814814814814825, -0.4444444444444444}, {0.32510288065843607, -0.30452674897119336, -0.691358024691358}, {1.1220850480109739, -1.371742112482853, -3.0781893004115224}}}
+CHI.garbage = {{{0.3549382716049383, -0.11728395061728394, -0.18518518518518517}, {-0.11728395061728394, 0.16049382716049382, 0.14814814814814814}, {-0.18518518518518517, 0.14814814814814814, 0.4444444444444444}}, {{1.1851851851851856, 2.365569272976682, 6.382030178326477}, {-0.14814814814814825, 2.9149519890260622, -1.8093278463648839}, {-0.44444444444444464, 6.041152263374483, -4.576131687242799}}}
+CHI.garbage_upper = {{{0.35493827160493824, -0.11728395061728394, -0.18518518518518515}, {-0.11728395061728394, 0.16049382716049382, 0.14814814814814814}, {-0.18518518518518515, 0.14814814814814814, 0.4444444444444444}}, {{1.1851851851851851, -0.14814814814814825, -0.4444444444444444}, {2.3655692729766793, 2.9149519890260622, 6.041152263374485}, {6.382030178326474, -1.8093278463648839, -4.576131687242798}}}
+CHI.batch = {{{0.3549382716049383, -0.11728395061728394, -0.18518518518518517}, {-0.11728395061728394, 0.16049382716049382, 0.14814814814814814}, {-0.18518518518518517, 0.14814814814814814, 0.4444444444444444}}, {{0.27, -0.051428571428571435, -0.057142857142857134}, {-0.051428571428571435, 0.17306122448979594, 0.06530612244897958}, {-0.057142857142857134, 0.06530612244897958, 0.32653061224489793}}}
+CHI.f32 = {{0.354938268661499, -0.11728396266698837, -0.18518519401550293}, {-0.11728396266698837, 0.1604938507080078, 0.14814816415309906}, {-0.18518519401550293, 0.14814816415309906, 0.444444477558136}}
+
 local L = {}
 L.tall = {A = {{1.0, 2.0}, {3.0, 4.0}, {5.0, 7.0}}, B = {{1.0, 0.0}, {2.0, 1.0}, {4.0, 3.0}}}
 L.tall.gels = {{{2, 2}, {0.07142857142857097, 1.2142857142857137, 0.5000000000000003, -0.4999999999999997}}, {{2}, {0.07142857142857144, 0.6428571428571436}}, {{0}, {}}, {{0}, {}}}
@@ -379,5 +399,116 @@ describe("t:norm('nuc') as torch 1.13's nuclear_norm", function()
                          function() return x:norm("nuc", {1, 1}) end)
     support.assert_error([[norm: unknown norm 'foo' (expected a number, "fro" or "nuc")]],
                          function() return x:norm("foo") end)
+  end)
+end)
+
+describe("linalg.cond as torch 1.13", function()
+  local ps = {{"nil", nil}, {"2", 2}, {"m2", -2}, {"fro", "fro"}, {"nuc", "nuc"}, {"inf", math.huge},
+              {"minf", -math.huge}, {"1", 1}, {"m1", -1}}
+  for _, e in ipairs(ps) do
+    local key, p = e[1], e[2]
+    it("p = " .. tostring(p) .. ": values, batches, singular and NaN matrices, gradients", function()
+      local c = COND[key]
+      close({pt.linalg.cond(T(COND.A), p):item()}, {c.A})
+      close({pt.linalg.cond(T(COND.A), {p = p}):item()}, {c.A})
+      close(pt.linalg.cond(T(COND.B), p), c.B)
+      if c.T then close({pt.linalg.cond(T(COND.T), p):item()}, {c.T}) end
+      if c.S then
+        nonfinite_close({pt.linalg.cond(T(COND.S), p):item()}, {c.S})
+        nonfinite_close({pt.linalg.cond(T {{1, 0 / 0}, {0, 1}}, p):item()}, {c.N})
+        nonfinite_close({pt.linalg.cond(pt.zeros({2, 2}, {dtype = "float64"}), p):item()}, {c.Z})
+      end
+      local a = T(COND.A)
+      a.requires_grad = true
+      pt.linalg.cond(a, p):backward()
+      if c.gA then close(a.grad, c.gA) end -- torch 1.13's backward fails for the inverse-based p
+      assert.is_true(gradcheck(function(x) return pt.linalg.cond(x, p) end, {T(COND.A)}))
+    end)
+  end
+
+  it("empty matrices give 0; float32 stays float32; a zero matrix's 2-norm condition is NaN", function()
+    assert.are.same({0, 0}, pt.linalg.cond(pt.zeros({2, 0, 0}, {dtype = "float64"}), 1):tolist())
+    assert.are.equal(0, pt.linalg.cond(pt.zeros({0, 0})):item())
+    assert.are.equal("float32", pt.linalg.cond(pt.tensor(COND.A)):dtype())
+    close({pt.linalg.cond(pt.tensor(COND.A), 1):item()}, {COND["1"].A}, 1e-5)
+    local z = pt.linalg.cond(pt.zeros({2, 2}, {dtype = "float64"})):item()
+    assert.is_true(z ~= z)
+  end)
+
+  it("refuses what torch refuses", function()
+    support.assert_error("linalg.cond got an invalid norm type: 3", pt.linalg.cond, T(COND.A), 3)
+    support.assert_error("linalg.cond got an invalid norm type: foo", pt.linalg.cond, T(COND.A), "foo")
+    support.assert_error("linalg.cond(ord=1): A must be batches of square matrices, but they are 3 by 2 matrices",
+                         pt.linalg.cond, T(COND.T), 1)
+    support.assert_error("linalg.cond(ord=fro): A must be batches of square matrices, but they are 3 by 2 matrices",
+                         pt.linalg.cond, T(COND.T), "fro")
+    support.assert_error("linalg.cond: A must have at least 2 dimensions, got 1", pt.linalg.cond, T {1, 2})
+    support.assert_error("linalg.cond: expected a float32 or float64 tensor, got int64 (convert with float())",
+                         pt.linalg.cond, pt.tensor({{1, 2}, {3, 4}}, {dtype = "int64"}))
+  end)
+end)
+
+describe("linalg.vander as torch 1.13", function()
+  it("increasing powers along a new last dim; N; integers give int64; a 0-dim x is one element", function()
+    close(pt.linalg.vander(T(VAN.x)), VAN.v)
+    close(pt.linalg.vander(T(VAN.x), {N = 2}), VAN.v2)
+    local v = pt.linalg.vander(pt.tensor({{1, 2}, {3, 4}}, {dtype = "int64"}), {N = 4})
+    assert.are.equal("int64", v:dtype())
+    assert.are.same(VAN.int4, v:tolist())
+    assert.are.equal("int64", pt.linalg.vander(pt.tensor({1, 2}, {dtype = "uint8"}), {N = 3}):dtype())
+    close(pt.linalg.vander(T(2.0), {N = 3}), VAN.scalar3)
+    assert.are.same({0, 3}, shape(pt.linalg.vander(pt.zeros({0}), {N = 3})))
+  end)
+
+  it("gradients", function()
+    local x = T(VAN.x)
+    x.requires_grad = true
+    ;(pt.linalg.vander(x, {N = 4}) * pt.arange(12, {dtype = "float64"}):reshape({3, 4})):sum():backward()
+    close(x.grad, VAN.g)
+    assert.is_true(gradcheck(function(a) return pt.linalg.vander(a, {N = 5}) end, {T {{0.5, -1.2}, {2, 0.3}}}))
+  end)
+
+  it("refuses what torch refuses", function()
+    support.assert_error("linalg.vander: N must be greater than 1, got 1", pt.linalg.vander, T(VAN.x), {N = 1})
+    support.assert_error("linalg.vander: N must be greater than 1, got 1", pt.linalg.vander, T(2.0))
+    support.assert_error("linalg.vander: supports floating point and integer tensors, but got bool",
+                         pt.linalg.vander, pt.tensor({true, false}))
+  end)
+end)
+
+describe("cholesky_inverse as torch 1.13", function()
+  local W = pt.arange(9, {dtype = "float64"}):reshape({3, 3}) - 4
+  for _, c in ipairs {{"lower", false, false}, {"upper", true, false}, {"garbage", false, true},
+                      {"garbage_upper", true, true}} do
+    it(c[1] .. ": value from the triangle, torch's gradient (of the whole L)", function()
+      local L = T(c[3] and CHI.Lg or CHI.L)
+      if c[2] then L = L:t():contiguous() end
+      L.requires_grad = true
+      local r = c[2] and pt.cholesky_inverse(L, true) or pt.cholesky_inverse(L)
+      close(r, CHI[c[1]][1])
+      ;(r * W):sum():backward()
+      close(L.grad, CHI[c[1]][2])
+    end)
+  end
+
+  it("batches, float32, the method, options; gradcheck", function()
+    local L = T(CHI.L)
+    close(pt.cholesky_inverse(pt.stack({L, L * 0.5 + pt.eye(3, {dtype = "float64"})})), CHI.batch)
+    local r32 = pt.tensor(CHI.L):cholesky_inverse()
+    assert.are.equal("float32", r32:dtype())
+    close(r32, CHI.f32, 1e-6)
+    close(L:t():contiguous():cholesky_inverse({upper = true}), CHI.inv)
+    -- (the value reads one triangle only: torch's gradient of the other one is no derivative of it)
+    assert.is_true(gradcheck(function(a) return pt.cholesky_inverse(a:tril()) end, {T(CHI.L)}))
+    assert.is_true(gradcheck(function(a) return pt.cholesky_inverse(a:triu(), true) end, {T(CHI.L):t():contiguous()}))
+  end)
+
+  it("refuses what torch refuses", function()
+    support.assert_error("cholesky_inverse: the diagonal element 2 is zero, the inversion could not be completed "
+                           .. "because the input matrix is singular, batch element 2",
+                         pt.cholesky_inverse, pt.stack({pt.eye(2), pt.tensor({{1, 0}, {1, 0}})}))
+    support.assert_error("cholesky_inverse: A must be batches of square matrices, but they are 2 by 3 matrices",
+                         pt.cholesky_inverse, pt.zeros({2, 3}))
+    support.assert_error("cholesky_inverse: L must have at least 2 dimensions, got 1", pt.cholesky_inverse, T {1, 2})
   end)
 end)

@@ -3966,6 +3966,169 @@ do
   end
 end
 
+-- ------------------------------------------------------------------ linalg.cond, linalg.vander, cholesky_inverse
+
+do
+  local function float_check(fname, A)
+    if not is_float(A) then
+      fail("%s: expected a float32 or float64 tensor, got %s (convert with float())", fname, A:dtype())
+    end
+  end
+  local function square_check(fname, A)
+    local n = A:dim()
+    if A:size(n) ~= A:size(n - 1) then
+      fail("%s: A must be batches of square matrices, but they are %d by %d matrices", fname, A:size(n - 1),
+        A:size(n))
+    end
+  end
+  local function batch_shape(A)
+    local s = A:size()
+    s[#s], s[#s - 1] = nil, nil
+    return s
+  end
+
+  -- torch.linalg.cond: p nil/2/-2 from the singular values (any shape), 'nuc' as sum(s) sum(1/s),
+  -- the others as ||A|| ||A^-1|| with A^-1 inf where A is singular (a zero or NaN pivot: torch's
+  -- inv_ex info) and NaN (0 * inf) read as inf
+  local function cond(A, p, ...)
+    local fname = "linalg.cond"
+    check_tensor(fname, A)
+    no_more(fname, 3, ...)
+    if is_opts(p) then
+      check_opts(fname, p, {"p"})
+      p = p.p
+    end
+    local valid = p == nil or p == "fro" or p == "nuc"
+    if type(p) == "number" then valid = p == 2 or p == -2 or p == 1 or p == -1 or p == INF or p == -INF end
+    if not valid then
+      fail("%s got an invalid norm type: %s", fname, type(p) == "number" and fmt("%g", p) or tostring(p))
+    end
+    if A:dim() < 2 then fail("%s: A must have at least 2 dimensions, got %d", fname, A:dim()) end
+    float_check(fname, A)
+    local pname = type(p) == "number" and fmt("%g", p) or p
+    if type(p) == "string" then square_check(fmt("%s(ord=%s)", fname, pname), A) end
+    if A:numel() == 0 then return on(A, pt.zeros(batch_shape(A), {dtype = A:dtype()})) end
+    if p == nil or p == 2 or p == -2 then
+      local s = pt.linalg.svdvals(A)
+      local big, small = s:select(-1, 1), s:select(-1, s:size(-1))
+      if p == -2 then return small / big end
+      return big / small
+    end
+    square_check(fmt("%s(ord=%s)", fname, pname), A)
+    if p == "nuc" then
+      local s = pt.linalg.svdvals(A)
+      return s:sum(-1) * s:reciprocal():sum(-1)
+    end
+    local sign = pt.linalg.slogdet(A:detach())
+    local singular = sign:eq(0):unsqueeze(-1):unsqueeze(-1)
+    local I = on(A, pt.eye(A:size(-1), {dtype = A:dtype()}))
+    local inv = pt.linalg.inv(pt.where(singular, I, A)):masked_fill(singular, INF)
+    local r = pt.linalg.matrix_norm(A, p) * pt.linalg.matrix_norm(inv, p)
+    return r:nan_to_num(INF, INF, -INF)
+  end
+
+  -- torch.linalg.vander: the powers x^0 .. x^(N-1) along a new last dim (a cumulative product, so
+  -- that gradients flow); integer x gives int64
+  local function vander(x, opts, ...)
+    local fname = "linalg.vander"
+    check_tensor(fname, x)
+    no_more(fname, 2, ...)
+    local N
+    if opts ~= nil then
+      if not is_opts(opts) then fail("%s: options must be a table {N=}, got %s", fname, type(opts)) end
+      check_opts(fname, opts, {"N"})
+      N = opts.N
+    end
+    local dt = x:dtype()
+    if not (is_float(x) or is_int_dtype(dt)) then
+      fail("%s: supports floating point and integer tensors, but got %s", fname, dt)
+    end
+    local x1 = x:dim() == 0 and x:reshape({1}) or x
+    if N == nil then N = x1:size(-1) end
+    if mtype(N) ~= "integer" then fail("%s: N must be an integer, got %s", fname, type(N)) end
+    if N <= 1 then fail("%s: N must be greater than 1, got %d", fname, N) end
+    if is_int_dtype(dt) then x1 = x1:long() end
+    local shape = x1:size()
+    shape[#shape + 1] = N - 1
+    local powers = x1:unsqueeze(-1):expand(shape):cumprod(-1)
+    shape[#shape] = 1
+    return pt.cat({on(x, pt.ones(shape, {dtype = powers:dtype()})), powers}, -1)
+  end
+
+  local entries = {
+    cond = {cond, "pt.linalg.cond(A[, p]) (or {p=}) -> the condition number of each matrix, as torch.linalg.cond:\n"
+      .. "  p nil or 2: largest / smallest singular value, -2: smallest / largest (any m x n); 'fro', 'nuc', 1,\n"
+      .. "  -1, math.huge, -math.huge: ||A||_p ||A^-1||_p of square matrices (inf for singular ones; 'nuc'\n"
+      .. "  as sum(s) sum(1/s)). Empty matrices give 0. Gradients flow back (svdvals, inv, matrix_norm)."},
+    vander = {vander, "pt.linalg.vander(x[, {N=#x}]) -> the Vandermonde matrices of x (..., n): (..., n, N), columns\n"
+      .. "  1, x, ..., x^(N-1) (increasing, unlike pt.vander), as torch.linalg.vander. N > 1; integer x gives\n"
+      .. "  int64. Gradients flow back."},
+  }
+  for name, e in pairs(entries) do
+    docs[e[1]] = e[2]
+    M["linalg_" .. name] = e[1]
+    if rawget(pt.linalg, name) == nil or own["linalg." .. name] then
+      own["linalg." .. name] = true
+      pt.linalg[name] = e[1]
+    end
+  end
+
+  -- torch.cholesky_inverse: (L L^T)^-1 (upper: (U^T U)^-1) from the triangle of L, with torch's
+  -- gradient -(C (g + g^T) C) L (upper: -L (...)), which takes the whole of L as given
+  local CholeskyInverse
+  local function cholesky_inverse_function()
+    if not CholeskyInverse then
+      CholeskyInverse = pt.autograd.Function:extend("CholeskyInverse")
+      function CholeskyInverse.forward(ctx, L, upper)
+        local T = upper and L:triu() or L:tril()
+        local n = L:size(-1)
+        local I = on(L, pt.eye(n, {dtype = L:dtype()})):expand(L:size())
+        local Tinv = pt.linalg.solve_triangular(T, I, {upper = upper})
+        local C = upper and pt.matmul(Tinv, Tinv.mT) or pt.matmul(Tinv.mT, Tinv)
+        ctx.upper = upper
+        ctx:save_for_backward(L, C)
+        return C
+      end
+      function CholeskyInverse.backward(ctx, g)
+        local L, C = table.unpack(ctx.saved_tensors)
+        local common = pt.matmul(C, pt.matmul(g + g.mT, C))
+        return -(ctx.upper and pt.matmul(L, common) or pt.matmul(common, L)), nil
+      end
+    end
+    return CholeskyInverse
+  end
+
+  add("cholesky_inverse", function(L, upper, ...)
+    local fname = "cholesky_inverse"
+    check_tensor(fname, L)
+    no_more(fname, 2, ...)
+    if is_opts(upper) then
+      check_opts(fname, upper, {"upper"})
+      upper = upper.upper
+    end
+    upper = check_bool(fname, "upper", upper)
+    if L:dim() < 2 then fail("%s: L must have at least 2 dimensions, got %d", fname, L:dim()) end
+    square_check(fname, L)
+    float_check(fname, L)
+    local n = L:size(-1)
+    local zero = L:diagonal(0, -2, -1):eq(0)
+    if n > 0 and zero:any():item() then
+      local flat = zero:reshape({-1, n})
+      for b = 1, flat:size(1) do
+        for i = 1, n do
+          if flat[{b, i}] then
+            fail("%s: the diagonal element %d is zero, the inversion could not be completed because the input "
+              .. "matrix is singular%s", fname, i, L:dim() > 2 and fmt(", batch element %d", b) or "")
+          end
+        end
+      end
+    end
+    return cholesky_inverse_function().apply(L, upper)
+  end, "pt.cholesky_inverse(L[, upper=false]) (or {upper=}) or L:cholesky_inverse() -> (L L^T)^-1 from a\n"
+    .. "  Cholesky factor (upper: (U^T U)^-1), reading L's triangle, as torch.cholesky_inverse; batched. A zero\n"
+    .. "  on the diagonal is an error. Gradient: torch's formula, -(C (g + g^T) C) L (upper: -L (...)).")
+end
+
 -- ------------------------------------------------------------------ igamma, igammac
 
 -- The regularized incomplete gamma functions P(a, x) (igamma) and Q(a, x) = 1 - P (igammac), per
