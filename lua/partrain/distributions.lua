@@ -1619,8 +1619,7 @@ end
 
 function Multinomial:_support()
   local n = self.total_count
-  return {desc = string.format("non-negative counts summing to at most %d along the last dim", n), event_dim = 1,
-    check = function(v) return v:ge(0):all(-1) & v:sum(-1):le(n) end}
+  return C.multinomial(n)
 end
 
 Multinomial._props.probs = function(self) return self._categorical.probs end
@@ -2168,7 +2167,9 @@ end
 
 function Pareto:_support()
   local lo = self.scale
-  return {desc = "greater than or equal to scale", check = function(v) return v:ge(lo) end}
+  local c = C.greater_than_eq(lo) -- from distributions_transforms.lua, as C.multinomial
+  c.desc = "greater than or equal to scale"
+  return c
 end
 
 -- torch's alpha.clamp(min=...) with its gradient (0 below the bound, even where the result is
@@ -3157,19 +3158,31 @@ function ComposeTransform._new(parts, opts)
   if type(parts) ~= "table" or getmetatable(parts) ~= nil then
     fail("ComposeTransform: parts must be a table of transforms, got " .. typename(parts))
   end
-  local ed, sign, bij = 0, 1, true
+  local sign, bij = 1, true
   for i, t in ipairs(parts) do
     if type(t) ~= "table" or t.forward == nil or t.inverse == nil then
       fail(string.format("ComposeTransform: part %d is not a transform", i))
     end
-    ed = math.max(ed, event_dim_of(t.domain), event_dim_of(t.codomain))
     sign = sign * t.sign
     bij = bij and t.bijective
   end
   local self = new_transform(ComposeTransform, opts, {parts = parts, sign = sign, bijective = bij})
   local first, last = parts[1], parts[#parts]
-  self.domain = first and C.independent(first.domain, ed - event_dim_of(first.domain)) or C.real
-  self.codomain = last and C.independent(last.codomain, ed - event_dim_of(last.codomain)) or C.real
+  if not first then
+    self.domain, self.codomain = C.real, C.real
+    return self
+  end
+  -- torch's event dims: the most any part needs, carried through the parts' dim changes
+  local ed = event_dim_of(last.codomain)
+  for i = #parts, 1, -1 do
+    ed = math.max(ed + event_dim_of(parts[i].domain) - event_dim_of(parts[i].codomain), event_dim_of(parts[i].domain))
+  end
+  self.domain = C.independent(first.domain, ed - event_dim_of(first.domain))
+  ed = event_dim_of(first.domain)
+  for _, t in ipairs(parts) do
+    ed = math.max(ed + event_dim_of(t.codomain) - event_dim_of(t.domain), event_dim_of(t.codomain))
+  end
+  self.codomain = C.independent(last.codomain, ed - event_dim_of(last.codomain))
   return self
 end
 function ComposeTransform:__tostring()
@@ -4467,5 +4480,12 @@ docs[M.kl_divergence] = "pt.distributions.kl_divergence(p, q) -> KL(p || q) = E_
   .. "  register_kl adds them. Differentiable in both distributions' parameters."
 docs[M.register_kl] = "pt.distributions.register_kl(P, Q, fn): kl_divergence(p, q) calls fn(p, q) when p's class is P and q's\n"
   .. "  is Q (or derive from them; the closest registered pair wins), as torch's @register_kl."
+
+-- constraint classes, more transforms, biject_to / transform_to
+require("partrain.distributions_transforms")(M, {C = C, CORR_CHOLESKY = CORR_CHOLESKY, HALF_OPEN_UNIT = HALF_OPEN_UNIT,
+  docs = docs, source = THIS, typename = typename, num = num, shape_str = shape_str, concat = concat, slice = slice,
+  sum_rightmost = sum_rightmost, finfo = finfo, event_dim_of = event_dim_of, softplus = softplus, pad_last = pad_last,
+  transform_class = transform_class, new_transform = new_transform, with_inv = with_inv, sizes_arg = sizes_arg,
+  numel = numel, same_shape = same_shape, is_distribution = is_distribution})
 
 return M
