@@ -337,6 +337,17 @@ describe("transforms torch 1.13 has", function()
     close(comp2:log_abs_det_jacobian(xb, comp2(xb)), V.comp2_ladj)
   end)
 
+  it("event_dim where domain and codomain agree", function()
+    -- torch 1.13: 0, 1, 2, 2, 1, 1; CorrCholeskyTransform's raises
+    assert.are.same({0, 1, 2, 2, 1, 1}, {D.ExpTransform().event_dim, D.StickBreakingTransform().event_dim,
+      D.LowerCholeskyTransform().event_dim, D.IndependentTransform(D.ExpTransform(), 2).event_dim,
+      D.SoftmaxTransform().inv.event_dim, D.CatTransform({D.StickBreakingTransform()}).event_dim})
+    support.assert_error("CorrCholeskyTransform().event_dim: domain.event_dim (1) and codomain.event_dim (2) differ",
+      function() return D.CorrCholeskyTransform().event_dim end)
+    support.assert_error("InverseTransform(CorrCholeskyTransform()).event_dim: domain.event_dim (2) and codomain.event_dim (1) differ",
+      function() return D.CorrCholeskyTransform().inv.event_dim end)
+  end)
+
   it("in TransformedDistribution", function()
     -- values from torch 1.13
     local base = D.Independent(D.Normal(f64 {0.1, -0.2, 0.3}, f64 {1, 0.5, 2}), 1)

@@ -3021,12 +3021,21 @@ end
 function Transform:forward_shape(shape) return shape end
 function Transform:inverse_shape(shape) return shape end
 
+-- torch's Transform.event_dim: the domain's and the codomain's event_dim, where they agree
+local function transform_event_dim(self)
+  local a, b = event_dim_of(self.domain), event_dim_of(self.codomain)
+  if a ~= b then
+    fail(string.format("%s.event_dim: domain.event_dim (%d) and codomain.event_dim (%d) differ", tostring(self), a, b))
+  end
+  return a
+end
+
 -- t.inv: the inverse transform (torch's _InverseTransform): a function-like object
 local InverseTransform = {__name = "pt.distributions.InverseTransform", _name = "InverseTransform"}
 InverseTransform.__index = function(self, k)
   if k == "domain" then return self._t.codomain elseif k == "codomain" then return self._t.domain
   elseif k == "sign" then return self._t.sign elseif k == "bijective" then return self._t.bijective
-  elseif k == "inv" then return self._t end
+  elseif k == "inv" then return self._t elseif k == "event_dim" then return transform_event_dim(self) end
   return InverseTransform[k]
 end
 InverseTransform.__call = function(self, y) return self._t:inverse(y) end
@@ -3041,6 +3050,7 @@ local function with_inv(cls)
   local base_index = cls.__index
   cls.__index = function(self, k)
     if k == "inv" then return setmetatable({_t = self}, InverseTransform) end
+    if k == "event_dim" then return transform_event_dim(self) end
     if type(base_index) == "table" then return base_index[k] end
     return base_index(self, k)
   end
@@ -4289,7 +4299,7 @@ docs[HalfCauchy.entropy] = "halfcauchy:entropy() -> base_dist:entropy() - log 2.
 
 docs[Transform] = "pt.distributions.Transform: the base of the transforms (torch.distributions.transforms): t(x) is\n"
   .. "  t:forward(x), t:inverse(y) (t.inv is the inverse transform), t:log_abs_det_jacobian(x, y); fields domain,\n"
-  .. "  codomain (constraints), bijective, sign. Constructors take {cache_size = 1} to keep the last (x, y)\n"
+  .. "  codomain (constraints), event_dim (where theirs agree), bijective, sign. Constructors take {cache_size = 1} to keep the last (x, y)\n"
   .. "  pair, so inverse of the y just computed gives x back exactly (torch's cache_size)."
 docs[Transform.forward] = "t:forward(x) -> y = t(x)."
 docs[Transform.inverse] = "t:inverse(y) -> x with t(x) = y (the cached x when y is the last forward result and cache_size = 1)."
