@@ -433,7 +433,7 @@ static pt_dtype where_number_dtype(lua_State *L, int idx, pt_dtype like, const c
   if (lua_isboolean(L, idx)) return PT_BOOL;
   if (!is_number(L, idx)) bad_operand(L, idx, "Tensor or number");
   pt_dtype dt = lua_isinteger(L, idx) ? (like == PT_BOOL ? PT_INT64 : like)
-                                      : (pt_dtype_is_floating(like) ? like : PT_FLOAT32);
+                                      : (pt_dtype_is_floating(like) ? like : pt_default_float());
   lpt_check_value(L, fname, dt, idx, lua_tonumber(L, idx));
   return dt;
 }
@@ -456,7 +456,7 @@ static int where_impl(lua_State *L, int cond_idx, int a_idx, int b_idx) {
   /* two numbers: int64 when both are integers (or booleans), as torch's Python scalars */
   bool ints = !at && !bt && (lua_isinteger(L, a_idx) || lua_isboolean(L, a_idx)) &&
               (lua_isinteger(L, b_idx) || lua_isboolean(L, b_idx));
-  pt_dtype both = ints ? PT_INT64 : PT_FLOAT32;
+  pt_dtype both = ints ? PT_INT64 : pt_default_float();
   pt_dtype da = where_number_dtype(L, a_idx, bt ? bt->dtype : both, "where");
   pt_dtype db = where_number_dtype(L, b_idx, at ? at->dtype : both, "where");
   pt_tensor *a = where_operand(L, a_idx, da), *b = a ? where_operand(L, b_idx, db) : NULL, *r = NULL;
@@ -496,8 +496,8 @@ static int fmaxmin_impl(lua_State *L, bool is_max) {
   lpt_check_max_args(L, 2, fname);
   pt_tensor *at = lpt_test_tensor(L, 1), *bt = lpt_test_tensor(L, 2);
   if (!at && !bt) return bad_operand(L, 1, "Tensor");
-  pt_dtype da = where_number_dtype(L, 1, bt ? bt->dtype : PT_FLOAT32, fname);
-  pt_dtype db = where_number_dtype(L, 2, at ? at->dtype : PT_FLOAT32, fname);
+  pt_dtype da = where_number_dtype(L, 1, bt ? bt->dtype : pt_default_float(), fname);
+  pt_dtype db = where_number_dtype(L, 2, at ? at->dtype : pt_default_float(), fname);
   pt_tensor *a = where_operand(L, 1, da), *b = a ? where_operand(L, 2, db) : NULL, *r = NULL;
   pt_ctx *ctx = lpt_ctx(L);
   pt_status st = a && b ? (is_max ? pt_fmax(ctx, a, b, &r) : pt_fmin(ctx, a, b, &r)) : PT_ENOMEM;

@@ -177,7 +177,7 @@ static int l_normal(lua_State *L) {
     int ndim = lpt_check_shape(L, 3, shape);
     static const char *const names[] = {"dtype", NULL};
     if (lua_istable(L, 4)) lpt_check_options(L, 4, "normal", names);
-    pt_dtype dt = lpt_opt_dtype(L, lua_istable(L, 4) ? 4 : 0, PT_FLOAT32);
+    pt_dtype dt = lpt_opt_dtype(L, lua_istable(L, 4) ? 4 : 0, pt_default_float());
     if (dt != PT_FLOAT32 && dt != PT_FLOAT64)
       return lpt_errorf(L, "normal: dtype must be float32 or float64, got %s", pt_dtype_name(dt));
     if (!(sd >= 0.0) || isinf(sd) || !isfinite(mu))

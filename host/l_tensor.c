@@ -40,7 +40,7 @@ pt_tensor *lpt_to_tensor(lua_State *L, int idx, pt_dtype like) {
     if (lua_isinteger(L, idx)) {
       if (dt == PT_BOOL) dt = PT_INT64;
     } else if (!pt_dtype_is_floating(dt)) {
-      dt = PT_FLOAT32;
+      dt = pt_default_float();
     }
     if (pt_tensor_scalar(lpt_ctx(L), dt, lua_tonumber(L, idx), &t)) lpt_error(L);
     return t;
@@ -876,10 +876,10 @@ static int l_tensor(lua_State *L) {
   }
   check_nested(L, 1, 0, &ndim, shape, &has_float, &has_bool);
   if (ndim < 0) ndim = 0;
-  pt_dtype def = has_float ? PT_FLOAT32 : (has_bool ? PT_BOOL : PT_INT64);
-  /* Torch7 and most Lua users write numbers without a decimal point: default to float32 unless
-   * every value is an integer and the user asked for an integer dtype. */
-  if (def == PT_INT64) def = PT_FLOAT32;
+  pt_dtype def = has_float ? pt_default_float() : (has_bool ? PT_BOOL : PT_INT64);
+  /* Torch7 and most Lua users write numbers without a decimal point: default to the default
+   * float dtype unless every value is an integer and the user asked for an integer dtype. */
+  if (def == PT_INT64) def = pt_default_float();
   check_creation_opts(L, lua_istable(L, 2) ? 2 : 0, "tensor");
   pt_dtype dt = lpt_opt_dtype(L, 2, def);
   pt_tensor *t;
@@ -941,20 +941,20 @@ static int finish_new(lua_State *L, pt_tensor *t, int opts) {
 
 static int l_empty(lua_State *L) {
   int opts;
-  pt_tensor *t = new_sized(L, "empty", PT_FLOAT32, &opts);
+  pt_tensor *t = new_sized(L, "empty", pt_default_float(), &opts);
   return finish_new(L, t, opts);
 }
 
 static int l_zeros(lua_State *L) {
   int opts;
-  pt_tensor *t = new_sized(L, "zeros", PT_FLOAT32, &opts);
+  pt_tensor *t = new_sized(L, "zeros", pt_default_float(), &opts);
   pt_tensor_fill(lpt_ctx(L), t, 0.0);
   return finish_new(L, t, opts);
 }
 
 static int l_ones(lua_State *L) {
   int opts;
-  pt_tensor *t = new_sized(L, "ones", PT_FLOAT32, &opts);
+  pt_tensor *t = new_sized(L, "ones", pt_default_float(), &opts);
   pt_tensor_fill(lpt_ctx(L), t, 1.0);
   return finish_new(L, t, opts);
 }
@@ -965,7 +965,7 @@ static int l_full(lua_State *L) {
   double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
   int64_t shape[PT_MAX_DIMS];
   int ndim = lpt_check_shape(L, 1, shape);
-  pt_dtype def = lua_isboolean(L, 2) ? PT_BOOL : PT_FLOAT32;
+  pt_dtype def = lua_isboolean(L, 2) ? PT_BOOL : pt_default_float();
   check_creation_opts(L, lua_istable(L, 3) ? 3 : 0, "full");
   pt_dtype dt = lpt_opt_dtype(L, 3, def);
   lpt_check_value(L, "full", dt, 2, v);
@@ -1017,7 +1017,7 @@ static int l_arange(lua_State *L) {
   if (count > 1e12) return lpt_errorf(L, "arange: too many elements");
   int64_t n = (int64_t)count;
   check_creation_opts(L, opts, "arange");
-  pt_dtype dt = lpt_opt_dtype(L, opts, all_int ? PT_INT64 : PT_FLOAT32);
+  pt_dtype dt = lpt_opt_dtype(L, opts, all_int ? PT_INT64 : pt_default_float());
   pt_tensor *t;
   if (pt_tensor_empty(lpt_ctx(L), dt, 1, &n, &t)) return lpt_error(L);
   for (int64_t i = 0; i < n; i++) pt_write_from_double((char *)t->storage->data + i * (int64_t)pt_dtype_size(dt), dt, start + (double)i * step);
@@ -1029,7 +1029,7 @@ static int l_linspace(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 3);
   if (n < 0) return lpt_errorf(L, "linspace: number of steps must be non-negative, got %d", (int)n);
   check_creation_opts(L, lua_istable(L, 4) ? 4 : 0, "linspace");
-  pt_dtype dt = lpt_opt_dtype(L, 4, PT_FLOAT32);
+  pt_dtype dt = lpt_opt_dtype(L, 4, pt_default_float());
   int64_t sz = n;
   pt_tensor *t;
   if (pt_tensor_empty(lpt_ctx(L), dt, 1, &sz, &t)) return lpt_error(L);
@@ -1046,7 +1046,7 @@ static int l_eye(lua_State *L) {
   check_creation_opts(L, opts, "eye");
   int64_t shape[2] = {n, m};
   pt_tensor *t;
-  if (pt_tensor_zeros(lpt_ctx(L), lpt_opt_dtype(L, opts, PT_FLOAT32), 2, shape, &t)) return lpt_error(L);
+  if (pt_tensor_zeros(lpt_ctx(L), lpt_opt_dtype(L, opts, pt_default_float()), 2, shape, &t)) return lpt_error(L);
   for (int64_t i = 0; i < n && i < m; i++) {
     int64_t idx[2] = {i, i};
     pt_tensor_set(t, idx, 1.0);
@@ -1054,9 +1054,24 @@ static int l_eye(lua_State *L) {
   return finish_new(L, t, opts);
 }
 
+/* pt.set_default_dtype("float64") / pt.get_default_dtype(): torch's default floating dtype,
+ * process-wide (the worker threads' states see it too) */
+static int l_set_default_dtype(lua_State *L) {
+  lpt_check_max_args(L, 1, "set_default_dtype");
+  pt_dtype dt = lpt_check_dtype(L, 1);
+  if (pt_set_default_float(lpt_ctx(L), dt)) return lpt_error(L);
+  return 0;
+}
+
+static int l_get_default_dtype(lua_State *L) {
+  lpt_check_max_args(L, 0, "get_default_dtype");
+  lua_pushstring(L, pt_dtype_name(pt_default_float()));
+  return 1;
+}
+
 static int l_rand(lua_State *L) {
   int opts;
-  pt_tensor *t = new_sized(L, "rand", PT_FLOAT32, &opts);
+  pt_tensor *t = new_sized(L, "rand", pt_default_float(), &opts);
   if (!pt_dtype_is_floating(t->dtype)) {
     pt_tensor_release(t);
     return lpt_errorf(L, "rand: dtype must be floating point");
@@ -1067,7 +1082,7 @@ static int l_rand(lua_State *L) {
 
 static int l_randn(lua_State *L) {
   int opts;
-  pt_tensor *t = new_sized(L, "randn", PT_FLOAT32, &opts);
+  pt_tensor *t = new_sized(L, "randn", pt_default_float(), &opts);
   if (!pt_dtype_is_floating(t->dtype)) {
     pt_tensor_release(t);
     return lpt_errorf(L, "randn: dtype must be floating point");
@@ -1190,11 +1205,18 @@ static const luaL_Reg tensor_functions[] = {
     {"is_tensor", l_is_tensor},
     {"set_printoptions", l_set_printoptions},
     {"get_printoptions", l_get_printoptions},
+    {"set_default_dtype", l_set_default_dtype},
+    {"get_default_dtype", l_get_default_dtype},
     {NULL, NULL},
 };
 
 static const char *const tensor_docs[] = {
-    "tensor", "pt.tensor(values[, {dtype=, requires_grad=}]) -> Tensor\n  From a number or nested tables: pt.tensor({{1,2},{3,4}}). Default dtype float32.",
+    "tensor", "pt.tensor(values[, {dtype=, requires_grad=}]) -> Tensor\n  From a number or nested tables: pt.tensor({{1,2},{3,4}}). Default dtype: pt.get_default_dtype() (float32).",
+    "set_default_dtype", "pt.set_default_dtype(\"float64\" or \"float32\"): the floating dtype of new tensors made without a dtype\n"
+    "  (pt.tensor of numbers, zeros, ones, rand, randn, arange of non-integers, linspace, eye, full, the\n"
+    "  nn layers' parameters) and of integer inputs promoted to floating (int / int, sqrt of an int\n"
+    "  tensor, an int tensor times 0.5), as torch.set_default_dtype. Process-wide: worker threads see it.",
+    "get_default_dtype", "pt.get_default_dtype() -> \"float32\" (the default) or \"float64\": see pt.set_default_dtype.",
     "empty", "pt.empty(size...[, {dtype=}]) -> Tensor with uninitialised values.",
     "zeros", "pt.zeros(size...[, {dtype=, requires_grad=}]) -> Tensor of zeros: pt.zeros(2, 3) or pt.zeros({2, 3}).",
     "ones", "pt.ones(size...[, {dtype=, requires_grad=}]) -> Tensor of ones.",

@@ -3,6 +3,7 @@
 #include "pt_core.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,18 @@ bool pt_dtype_from_name(const char *name, pt_dtype *out) {
 }
 
 bool pt_dtype_is_floating(pt_dtype dt) { return dt == PT_FLOAT32 || dt == PT_FLOAT64; }
+
+static atomic_int default_float = PT_FLOAT32;
+
+pt_dtype pt_default_float(void) { return (pt_dtype)atomic_load_explicit(&default_float, memory_order_relaxed); }
+
+pt_status pt_set_default_float(pt_ctx *ctx, pt_dtype dt) {
+  if (!pt_dtype_is_floating(dt))
+    return pt_fail(ctx, PT_EARG, "set_default_dtype: only floating-point types are supported as the default type "
+                   "(float32, float64), got %s", pt_dtype_name(dt));
+  atomic_store_explicit(&default_float, (int)dt, memory_order_relaxed);
+  return PT_OK;
+}
 
 /* PyTorch's category order: bool < integer < floating; within a category the wider wins. */
 static int dtype_rank(pt_dtype dt) {

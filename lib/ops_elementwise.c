@@ -766,7 +766,7 @@ pt_dtype pt_result_type(const pt_tensor *a, const pt_tensor *b) {
 pt_dtype pt_result_type_scalar(const pt_tensor *a, bool is_int) {
   int cs = is_int ? 1 : 2;
   if (cs <= category(a->dtype)) return a->dtype;
-  return is_int ? PT_INT64 : PT_FLOAT32;
+  return is_int ? PT_INT64 : pt_default_float();
 }
 
 bool pt_can_cast(pt_dtype from, pt_dtype to) { return category(from) <= category(to); }
@@ -882,10 +882,10 @@ static void op_dtypes(int op, pt_dtype res, pt_dtype *compute, pt_dtype *outdt) 
     return;
   case PT_BIN_DIV: case BIN_POW_DX: case BIN_POW_DY: case BIN_DIV_DY: case BIN_MAXW: case BIN_MINW:
   case PT_BIN_ATAN2: case PT_BIN_XLOGY: case PT_BIN_COPYSIGN:
-    *compute = *outdt = pt_dtype_is_floating(res) ? res : PT_FLOAT32;
+    *compute = *outdt = pt_dtype_is_floating(res) ? res : pt_default_float();
     return;
   case BIN_XLOGY_ZERO:
-    *compute = pt_dtype_is_floating(res) ? res : PT_FLOAT32;
+    *compute = pt_dtype_is_floating(res) ? res : pt_default_float();
     *outdt = PT_BOOL;
     return;
   default:
@@ -1327,7 +1327,7 @@ static bool overlaps_differently(const pt_tensor *self, const pt_tensor *y);
  * integral alpha counts as a bool, as PyTorch casts it (b + 2 * c is b or c). */
 static pt_dtype alpha_result_dtype(int op, pt_dtype odt, double alpha) {
   if ((op == PT_BIN_ADD || op == PT_BIN_SUB) && !(alpha == floor(alpha)) && !pt_dtype_is_floating(odt))
-    return PT_FLOAT32;
+    return pt_default_float();
   return odt;
 }
 
@@ -1341,7 +1341,7 @@ static pt_status scale_operand(pt_ctx *ctx, const char *fname, opnd x, opnd *y, 
   }
   bool integral = alpha == floor(alpha);
   pt_dtype cdt = pt_ew_result_type(x, *y);
-  if (!integral && !pt_dtype_is_floating(cdt)) cdt = PT_FLOAT32;
+  if (!integral && !pt_dtype_is_floating(cdt)) cdt = pt_default_float();
   if (cdt == PT_BOOL) { /* alpha as a bool, as PyTorch casts it: y itself, or all false */
     if (alpha != 0.0) return PT_OK;
     pt_status st = binary_forward(ctx, fname, PT_BIN_LOGICAL_AND, *y, S_(0.0, true), NULL, scaled);
@@ -1573,7 +1573,7 @@ static void run_unary(const pt_ctx *ctx, un_kernel k, pt_tensor *o, const pt_ten
 
 static void un_dtypes(int op, pt_dtype in, pt_dtype *compute, pt_dtype *outdt) {
   *compute = in;
-  if (un_is_float_op(op) && !pt_dtype_is_floating(in)) *compute = PT_FLOAT32;
+  if (un_is_float_op(op) && !pt_dtype_is_floating(in)) *compute = pt_default_float();
   *outdt = op == PT_UN_LOGICAL_NOT ? PT_BOOL : *compute;
 }
 

@@ -565,13 +565,13 @@ pt_status pt_norm(pt_ctx *ctx, pt_tensor *t, double p, int dim, bool keepdim, pt
     return pt_fail(ctx, PT_EARG, "norm: p must be positive, 0, math.huge or -math.huge (got %g)", p);
   return reduce_op(ctx, R_NORM, t, dim, keepdim, p, out);
 }
-/* integer and bool tensors go through float32, as torch.logsumexp's */
+/* integer and bool tensors go through the default float dtype, as torch.logsumexp's */
 static pt_status as_float(pt_ctx *ctx, pt_tensor *t, pt_tensor **f) {
   if (pt_dtype_is_floating(t->dtype)) {
     *f = pt_tensor_retain(t);
     return PT_OK;
   }
-  return pt_tensor_to_dtype_raw(ctx, t, PT_FLOAT32, f);
+  return pt_tensor_to_dtype_raw(ctx, t, pt_default_float(), f);
 }
 
 pt_status pt_logsumexp(pt_ctx *ctx, pt_tensor *t, int dim, bool keepdim, pt_tensor **out) {

@@ -1226,10 +1226,10 @@ static pt_status check_param(pt_ctx *ctx, const char *fname, int op, const pt_te
   return PT_OK;
 }
 
-/* out = op(x) without autograd: a new contiguous tensor of x's floating dtype (float32 for
- * integers) */
+/* out = op(x) without autograd: a new contiguous tensor of x's floating dtype (for
+ * integers: the default float dtype) */
 static pt_status special_forward(pt_ctx *ctx, int op, pt_tensor *x, int64_t k, pt_tensor **out) {
-  pt_dtype dt = pt_dtype_is_floating(x->dtype) ? x->dtype : PT_FLOAT32;
+  pt_dtype dt = pt_dtype_is_floating(x->dtype) ? x->dtype : pt_default_float();
   sp_param p = {k, NULL};
   double *coef = NULL;
   if (op == PT_SP_POLYGAMMA && k > 0 && k <= POLYGAMMA_REFLECT_MAX) {
@@ -1312,7 +1312,7 @@ pt_status pt_special_(pt_ctx *ctx, pt_special_op op, pt_tensor *self, int64_t k)
   snprintf(name, sizeof name, "%s_", sp_names[op]);
   pt_status st = pt_inplace_check(ctx, name, self);
   if (st) return st;
-  if (!pt_dtype_is_floating(self->dtype)) return cast_error(ctx, name, PT_FLOAT32, self->dtype);
+  if (!pt_dtype_is_floating(self->dtype)) return cast_error(ctx, name, pt_default_float(), self->dtype);
   if ((st = check_param(ctx, name, op, self, k))) return st;
   /* with a graph, the op reads a copy that keeps self's old history (the copy into self would
    * change what it saved) */
@@ -1427,7 +1427,7 @@ static pt_status bin_dtypes(pt_ctx *ctx, const char *fname, int op, sopnd x, sop
   }
   pt_dtype res = pt_ew_result_type(x, y);
   if (op >= B_XLOG1PY) {
-    *cdt = pt_dtype_is_floating(res) ? res : PT_FLOAT32;
+    *cdt = pt_dtype_is_floating(res) ? res : pt_default_float();
     *odt = op == B_XLOG1PY_ZERO ? PT_BOOL : *cdt;
     return PT_OK;
   }

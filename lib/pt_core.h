@@ -128,6 +128,11 @@ const char *pt_dtype_name(pt_dtype dt);      /* "float32", ... */
 bool pt_dtype_from_name(const char *name, pt_dtype *out); /* accepts "float", "long" etc. too */
 bool pt_dtype_is_floating(pt_dtype dt);
 pt_dtype pt_dtype_promote(pt_dtype a, pt_dtype b); /* PyTorch's promotion rules */
+/* The floating dtype of new tensors made from numbers and of integer inputs promoted to floating
+ * (torch.get_default_dtype): float32 unless set; process-wide, as torch's. */
+pt_dtype pt_default_float(void);
+/* Sets it: float32 or float64, else PT_EARG and the message. */
+pt_status pt_set_default_float(pt_ctx *ctx, pt_dtype dt);
 
 /* devices */
 pt_status pt_device_parse(pt_ctx *ctx, const char *name, pt_device *out);

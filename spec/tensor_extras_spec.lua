@@ -109,7 +109,9 @@ describe("torch.* names of nn.functional's ops", function()
                            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "pdist", "cosine_similarity",
                            "pairwise_distance", "prelu", "selu", "celu", "rrelu", "hardshrink", "threshold", "bilinear",
                            "avg_pool1d", "max_pool1d", "max_pool3d", "max_pool1d_with_indices", "adaptive_avg_pool1d"}) do
-      assert.are.equal(F[name], pt[name], name)
+      -- the same function (busted's insulation reloads nn per spec file: compare by docs then)
+      assert.is_function(pt[name], name)
+      assert.is_true(pt[name] == F[name] or pt._docs[pt[name]] == pt._docs[F[name]], name)
     end
     assert.are.same({0, 2}, pt.threshold(pt.tensor({0.5, 2}), 1, 0):tolist())
     assert.are.same({1, 3, 4}, pt.conv1d(pt.ones(1, 2, 5), pt.ones(3, 2, 2)):size())

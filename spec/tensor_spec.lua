@@ -41,7 +41,11 @@ describe("tensor construction", function()
     pt.set_num_threads(1000) -- capped at the pool's size
     assert.are.equal(before, pt.get_num_threads())
     pt.set_num_threads(before)
-    assert.is_true(pt.equal(many[1], one[1]) and pt.equal(many[2], one[2]))
+    -- element-wise ops give the same bits; a product split into row blocks may round differently
+    -- from the whole one (OpenBLAS's kernels need not sum a block the same way: with the Haswell
+    -- kernels, OPENBLAS_CORETYPE=Haswell, 3e-5 apart here), so only close
+    assert.is_true(pt.equal(many[2], one[2]))
+    assert.is_true(many[1]:allclose(one[1], {rtol = 1e-5, atol = 1e-4}))
     assert.is_true(math.abs(many[3]:item() - one[3]:item()) <= 1e-3)
     local ok, err = pcall(pt.set_num_threads, 0)
     assert.is_false(ok)

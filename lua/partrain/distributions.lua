@@ -331,7 +331,7 @@ local function broadcast_all(cname, names, vals)
       fail(string.format("%s: %s must be a number or a Tensor, got %s", cname, k, typename(v)))
     end
   end
-  dtype = dtype or "float32"
+  dtype = dtype or pt.get_default_dtype()
   local ts, shape = {}, {}
   for i, k in ipairs(names) do
     local v = vals[k]

@@ -1349,7 +1349,7 @@ function Linear:__init(in_features, out_features, opts)
   check_named_options("Linear", opts, {"bias", "dtype"})
   opts = opts or {}
   self.in_features, self.out_features = in_features, out_features
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   self.weight = nn.Parameter(pt.empty(out_features, in_features, {dtype = dt}))
   if opts.bias ~= false then self.bias = nn.Parameter(pt.empty(out_features, {dtype = dt})) end
   self:reset_parameters()
@@ -1389,7 +1389,7 @@ function Embedding:__init(num_embeddings, embedding_dim, opts)
     fail(string.format("Embedding: padding_idx %s out of range 1..%d", tostring(self.padding_idx),
       num_embeddings))
   end
-  self.weight = nn.Parameter(pt.empty(num_embeddings, embedding_dim, {dtype = opts.dtype or "float32"}))
+  self.weight = nn.Parameter(pt.empty(num_embeddings, embedding_dim, {dtype = opts.dtype or pt.get_default_dtype()}))
   init.normal_(self.weight)
   if self.padding_idx then
     for j = 1, embedding_dim do
@@ -1450,7 +1450,7 @@ function LayerNorm:__init(normalized_shape, opts)
   self.normalized_shape = normalized_shape
   self.eps = opts.eps or 1e-5
   self.elementwise_affine = opts.elementwise_affine ~= false
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   if self.elementwise_affine then
     self.weight = nn.Parameter(pt.ones(normalized_shape, {dtype = dt}))
     if opts.bias ~= false then self.bias = nn.Parameter(pt.zeros(normalized_shape, {dtype = dt})) end
@@ -1481,7 +1481,7 @@ function BatchNorm:__init(num_features, opts)
   if opts.momentum == false then self.momentum = false else self.momentum = opts.momentum or 0.1 end
   self.affine = opts.affine ~= false
   self.track_running_stats = opts.track_running_stats ~= false
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   if self.affine then
     self.weight = nn.Parameter(pt.ones(num_features, {dtype = dt}))
     self.bias = nn.Parameter(pt.zeros(num_features, {dtype = dt}))

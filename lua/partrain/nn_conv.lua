@@ -49,7 +49,7 @@ function Conv2d:__init(in_channels, out_channels, kernel_size, opts)
   self.stride = pair("Conv2d", "stride", opts.stride or 1)
   self.padding = pair("Conv2d", "padding", opts.padding or 0)
   self.dilation = pair("Conv2d", "dilation", opts.dilation or 1)
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   self.weight = nn.Parameter(pt.empty(out_channels, in_channels // groups, self.kernel_size[1],
     self.kernel_size[2], {dtype = dt}))
   if opts.bias ~= false then self.bias = nn.Parameter(pt.empty(out_channels, {dtype = dt})) end
@@ -439,7 +439,7 @@ local function conv_init(self, name, nd, transposed, in_channels, out_channels, 
       for i = 1, nd do self.padding[i] = self._pads[i][1] end
     end
   end
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   local shape = transposed and {in_channels, out_channels // groups} or {out_channels, in_channels // groups}
   for i = 1, nd do shape[#shape + 1] = self.kernel_size[i] end
   self.weight = nn.Parameter(pt.empty(shape, {dtype = dt}))
@@ -1090,7 +1090,7 @@ function GroupNorm:__init(num_groups, num_channels, opts)
   self.eps = opts.eps or 1e-5
   self.affine = opts.affine ~= false
   if self.affine then
-    local dt = opts.dtype or "float32"
+    local dt = opts.dtype or pt.get_default_dtype()
     self.weight = nn.Parameter(pt.ones(num_channels, {dtype = dt}))
     self.bias = nn.Parameter(pt.zeros(num_channels, {dtype = dt}))
   end

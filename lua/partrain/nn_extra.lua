@@ -565,7 +565,7 @@ end
 
 local PReLU = Module:extend("PReLU")
 nn.PReLU = PReLU
-local PRELU_ARGS = {{"num_parameters", pos_int, 1}, {"init", number, 0.25}, {"dtype", dtype_arg, "float32"}}
+local PRELU_ARGS = {{"num_parameters", pos_int, 1}, {"init", number, 0.25}, {"dtype", dtype_arg, nil}}
 function PReLU:__init(...)
   local s = parse("PReLU", PRELU_ARGS, ...)
   self.num_parameters = s.num_parameters
@@ -1220,7 +1220,7 @@ end
 local Bilinear = Module:extend("Bilinear")
 nn.Bilinear = Bilinear
 local BILINEAR_ARGS = {{"in1_features", size_arg, REQUIRED}, {"in2_features", size_arg, REQUIRED},
-  {"out_features", size_arg, REQUIRED}, {"bias", boolean, true}, {"dtype", dtype_arg, "float32"}}
+  {"out_features", size_arg, REQUIRED}, {"bias", boolean, true}, {"dtype", dtype_arg, nil}}
 function Bilinear:__init(...)
   local s = parse("Bilinear", BILINEAR_ARGS, ...)
   self.in1_features, self.in2_features, self.out_features = s.in1_features, s.in2_features, s.out_features
@@ -1411,7 +1411,7 @@ local EMBEDDING_BAG_ARGS = {
   {"num_embeddings", size_arg, REQUIRED}, {"embedding_dim", size_arg, REQUIRED}, {"max_norm", no_max_norm, nil},
   {"norm_type", number, 2.0}, {"scale_grad_by_freq", only_false, false}, {"mode", bag_mode_arg, "mean"},
   {"sparse", only_false, false}, {"_weight", tensor_arg, nil}, {"include_last_offset", boolean, false},
-  {"padding_idx", int_arg, nil}, {"dtype", dtype_arg, "float32"},
+  {"padding_idx", int_arg, nil}, {"dtype", dtype_arg, nil},
 }
 
 local EmbeddingBag = Module:extend("EmbeddingBag")
@@ -1810,7 +1810,7 @@ end
 local RMSNorm = Module:extend("RMSNorm")
 nn.RMSNorm = RMSNorm
 local RMSNORM_ARGS = {{"normalized_shape", norm_shape_arg, REQUIRED}, {"eps", number, nil},
-  {"elementwise_affine", boolean, true}, {"dtype", dtype_arg, "float32"}}
+  {"elementwise_affine", boolean, true}, {"dtype", dtype_arg, nil}}
 function RMSNorm:__init(...)
   local s = parse("RMSNorm", RMSNORM_ARGS, ...)
   self.normalized_shape, self.eps, self.elementwise_affine = s.normalized_shape, s.eps, s.elementwise_affine

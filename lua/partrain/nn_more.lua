@@ -510,7 +510,7 @@ local LazyLinear = nn.Linear:extend("LazyLinear")
 nn.LazyLinear = LazyLinear
 function LazyLinear:__init(...)
   local s = parse("LazyLinear", {{"out_features", natural, REQUIRED}, {"bias", boolean, true},
-    {"dtype", dtype_arg, "float32"}}, ...)
+    {"dtype", dtype_arg, nil}}, ...)
   self.in_features, self.out_features = 0, s.out_features
   self._uninitialized = true
   self.weight = nn.Parameter(pt.empty(0, {dtype = s.dtype}))

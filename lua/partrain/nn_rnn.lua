@@ -145,7 +145,7 @@ function RNNCellBase:_setup(name, input_size, hidden_size, opts, gates)
   if bias == nil then bias = true end
   boolean(name, "bias", bias)
   self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   self.weight_ih = nn.Parameter(pt.empty(gates * hidden_size, input_size, {dtype = dt}))
   self.weight_hh = nn.Parameter(pt.empty(gates * hidden_size, hidden_size, {dtype = dt}))
   if bias then
@@ -457,7 +457,7 @@ function RNNBase:_setup(name, mode, input_size, hidden_size, opts)
   local gates = GATES[mode]
   local dirs = bidirectional and 2 or 1
   local real_hidden = proj_size > 0 and proj_size or hidden_size
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   local names = {}
   for layer = 0, num_layers - 1 do
     for dir = 0, dirs - 1 do
@@ -1276,7 +1276,7 @@ function MultiheadAttention:__init(embed_dim, num_heads, opts)
   self.dropout, self.batch_first = dropout, batch_first
   self.add_zero_attn = add_zero_attn
   self._qkv_same_embed_dim = kdim == embed_dim and vdim == embed_dim
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   if self._qkv_same_embed_dim then
     self.in_proj_weight = nn.Parameter(pt.empty(3 * embed_dim, embed_dim, {dtype = dt}))
   else
@@ -1614,7 +1614,7 @@ local function layer_settings(name, d_model, nhead, opts)
   if bias == nil then bias = true end
   boolean(name, "bias", bias)
   return {dim_feedforward = ff, dropout = dropout, activation = act, layer_norm_eps = eps,
-    batch_first = batch_first, norm_first = norm_first, bias = bias, dtype = opts.dtype or "float32"}
+    batch_first = batch_first, norm_first = norm_first, bias = bias, dtype = opts.dtype or pt.get_default_dtype()}
 end
 
 -- the attention, feed-forward and norm children shared by the encoder and decoder layers,
@@ -1997,7 +1997,7 @@ function Transformer.generate_square_subsequent_mask(sz, opts, ...)
     raise(("%s: sz must be a non-negative integer, got %s"):format(name, tostring(sz)))
   end
   opts = check_opts(name, opts, set_of {"dtype"})
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   if dt ~= "float32" and dt ~= "float64" then
     raise(("%s: dtype must be 'float32' or 'float64', got %s"):format(name, tostring(dt)))
   end

@@ -1664,7 +1664,7 @@ local function window_args(fname, n, periodic, opts, extra)
   if periodic == nil then periodic = opts.periodic end
   if periodic == nil then periodic = true end
   if type(periodic) ~= "boolean" then fail("%s: periodic must be a boolean, got %s", fname, type(periodic)) end
-  local dt = opts.dtype or "float32"
+  local dt = opts.dtype or pt.get_default_dtype()
   if dt ~= "float32" and dt ~= "float64" then fail("%s: expects floating point dtypes, got: %s", fname, tostring(dt)) end
   return periodic, dt, opts
 end
@@ -1836,7 +1836,7 @@ add("gradient", function(t, ...)
     fail("%s: spacing must be a number or a list of numbers or of 1-D coordinate tensors, got %s", fname,
          is_tensor(sp) and "a tensor (put it in a list)" or type(sp))
   end
-  local f = is_float(t) and t or t:float()
+  local f = is_float(t) and t or t:to(pt.get_default_dtype())
   local out = {}
   for i, d in ipairs(dims) do
     local n = f:size(d)
@@ -1881,7 +1881,7 @@ local function trapezoid_args(fname, y, ...)
   local dx = opts.dx == nil and 1 or check_number(fname, "dx", opts.dx)
   if y:dim() == 0 then fail("%s: expects a tensor with at least 1 dimension", fname) end
   local d = check_dim(fname, opts.dim == nil and -1 or opts.dim, y:dim())
-  if not is_float(y) then y = y:float() end
+  if not is_float(y) then y = y:to(pt.get_default_dtype()) end
   if x ~= nil then
     local len = y:size(d)
     if x:dim() == 1 then
@@ -1958,7 +1958,7 @@ add("logit", function(t, eps, ...)
     check_opts(fname, eps, {"eps"})
     eps = eps.eps
   end
-  local x = is_float(t) and t or t:float()
+  local x = is_float(t) and t or t:to(pt.get_default_dtype())
   if eps ~= nil then
     eps = check_number(fname, "eps", eps)
     -- as torch's kernel: below eps gives eps (also when eps > 1 - eps), above 1 - eps gives 1 - eps;
@@ -2083,7 +2083,7 @@ local function angle(fname, factor)
   return function(t, ...)
     check_tensor(fname, t)
     no_more(fname, 1, ...)
-    return (is_float(t) and t or t:float()) * factor
+    return (is_float(t) and t or t:to(pt.get_default_dtype())) * factor
   end
 end
 add("deg2rad", angle("deg2rad", math.pi / 180),
@@ -2611,7 +2611,7 @@ local function result_dtype(...)
     elseif type(v) == "boolean" then
       wrapped = promote(wrapped, "bool")
     else
-      wrapped = promote(wrapped, mtype(v) == "integer" and "int64" or "float32")
+      wrapped = promote(wrapped, mtype(v) == "integer" and "int64" or pt.get_default_dtype())
     end
   end
   return combine_categories(dims, combine_categories(zero, wrapped))
