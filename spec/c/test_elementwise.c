@@ -55,6 +55,18 @@ static void test_promotion(pt_ctx *ctx) {
   CHECK(pt_rsub_scalar(ctx, i, 10, &r) == PT_OK);
   CHECK(r->dtype == PT_INT64 && pt_tensor_get_flat(r, 1) == 7);
   pt_tensor_release(r);
+  /* the default float dtype decides integer promotions (torch.set_default_dtype) */
+  CHECK(pt_default_float() == PT_FLOAT32);
+  CHECK(pt_set_default_float(ctx, PT_FLOAT64) == PT_OK);
+  CHECK(pt_result_type_scalar(i, false) == PT_FLOAT64);
+  CHECK(pt_div(ctx, i, i, &r) == PT_OK);
+  CHECK(r->dtype == PT_FLOAT64);
+  pt_tensor_release(r);
+  CHECK(pt_set_default_float(ctx, PT_INT64) == PT_EARG);
+  CHECK(strcmp(pt_errmsg(ctx), "set_default_dtype: only floating-point types are supported as the default type "
+                               "(float32, float64), got int64") == 0);
+  CHECK(pt_default_float() == PT_FLOAT64);
+  CHECK(pt_set_default_float(ctx, PT_FLOAT32) == PT_OK);
   CHECK(pt_lt(ctx, f, d0, &r) == PT_OK);
   CHECK(r->dtype == PT_BOOL && pt_tensor_get_flat(r, 0) == 1 && pt_tensor_get_flat(r, 1) == 0);
   pt_tensor_release(r);
