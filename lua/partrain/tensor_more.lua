@@ -1861,6 +1861,103 @@ end, "pt.gradient(t[, {spacing=1, dim=, edge_order=1}]) -> list of the derivativ
   .. "  edge_order (1 or 2) at the ends. spacing: a number, one number per dim, or one 1-D tensor of coordinates\n"
   .. "  per dim (non-uniform samples). Integer t gives float32. Gradients flow back.", false)
 
+-- ------------------------------------------------------------------ complex-number API on real tensors, in-place forms
+
+-- partrain's tensors are real: torch's complex-aware names behave as torch's on real tensors
+local function real_self(fname)
+  return function(t, ...)
+    check_tensor(fname, t)
+    no_more(fname, 1, ...)
+    return t
+  end
+end
+add("conj", real_self("conj"), "t:conj() -> t (partrain's tensors are real: torch.conj of a real tensor is itself).")
+add("conj_physical", real_self("conj_physical"), "t:conj_physical() -> t (a real tensor, as torch's).")
+add("resolve_conj", real_self("resolve_conj"), "t:resolve_conj() -> t (no conjugate bit on real tensors, as torch's).")
+add("resolve_neg", real_self("resolve_neg"), "t:resolve_neg() -> t (no negative bit, as torch's).")
+add("real", real_self("real"), "t:real() -> t (the real part of a real tensor is itself, as torch.real).")
+add("is_conj", function(t) check_tensor("is_conj", t); return false end, "t:is_conj() -> false (real tensors).")
+add("is_neg", function(t) check_tensor("is_neg", t); return false end, "t:is_neg() -> false (real tensors).")
+add("is_complex", function(t) check_tensor("is_complex", t); return false end,
+  "t:is_complex() -> false: partrain has no complex dtypes.")
+add("adjoint", function(t, ...)
+  check_tensor("adjoint", t)
+  no_more("adjoint", 1, ...)
+  if t:dim() < 2 then
+    fail("adjoint: only supported on matrices or batches of matrices, got a %d-D tensor", t:dim())
+  end
+  return t:transpose(-2, -1)
+end, "t:adjoint() -> the conjugate transpose of the last two dims (t.mT for real tensors), a view, as torch's.")
+add("angle", function(t, ...)
+  check_tensor("angle", t)
+  no_more("angle", 1, ...)
+  local x = is_float(t) and t or t:to(pt.get_default_dtype())
+  -- pi where negative, 0 elsewhere, NaN kept; its gradient is 0 (torch's for real inputs)
+  local v = x:detach()
+  local r = pt.where(v:lt(0), math.pi, 0):to(x:dtype()):masked_fill(v:ne(v), 0 / 0)
+  if x.requires_grad and pt.is_grad_enabled() then r = r + x * 0 end
+  return r
+end, "t:angle() -> the argument of each element: pi for negative values, 0 otherwise (NaN stays), as\n"
+  .. "  torch.angle of a real tensor; integers give the default float dtype; the gradient is 0.")
+add("get_device", function(t)
+  check_tensor("get_device", t)
+  local d = t:device()
+  return d == "cpu" and -1 or tonumber(d:match(":(%d+)$") or 0)
+end, "t:get_device() -> -1 for a CPU tensor, the device index for cuda:k, as torch's.")
+
+-- the in-place forms of out-of-place ops: t:name_(...) = t:copy_(t:name(...)), checked as any
+-- in-place op (a leaf that requires grad is refused, autograd records the copy)
+local function inplace_of(name, op)
+  add(name .. "_", function(t, ...)
+    check_tensor(name .. "_", t)
+    if t.requires_grad and t.is_leaf and pt.is_grad_enabled() then
+      fail("%s_: a leaf tensor that requires grad is used in an in-place operation", name)
+    end
+    local r = op(t, ...)
+    if r:dtype() ~= t:dtype() and not pt.can_cast(r:dtype(), t:dtype()) then
+      fail("%s_: result type %s can't be cast to the desired output type %s", name, r:dtype(), t:dtype())
+    end
+    return t:copy_(r)
+  end, "t:" .. name .. "_(...) -> t, in place: t:copy_(t:" .. name .. "(...)), as torch's Tensor." .. name .. "_.")
+end
+for _, name in ipairs({"eq", "ne", "lt", "le", "gt", "ge", "cumsum", "cumprod", "addmm", "addmv", "addbmm",
+                       "baddbmm"}) do
+  inplace_of(name, function(t, ...) return t[name](t, ...) end)
+end
+for alias, name in pairs({greater = "gt", greater_equal = "ge", less = "lt", less_equal = "le",
+                          not_equal = "ne"}) do
+  inplace_of(alias, function(t, ...) return t[name](t, ...) end)
+end
+add("split_with_sizes", function(t, sizes, ...)
+  check_tensor("split_with_sizes", t)
+  if type(sizes) ~= "table" or is_tensor(sizes) then
+    fail("split_with_sizes: split_sizes must be a list of sizes, got %s", is_tensor(sizes) and "tensor" or type(sizes))
+  end
+  return t:split(sizes, ...)
+end, "t:split_with_sizes(sizes[, dim=1]) -> t:split(sizes, dim) (a list of views), as torch's.")
+add("rsub", function(a, b, ...)
+  local n = select("#", ...)
+  local opts = select(1, ...)
+  if n > 1 or (opts ~= nil and not is_opts(opts)) then fail("rsub: expected (input, other[, {alpha=1}])") end
+  opts = opts or {}
+  check_opts("rsub", opts, {"alpha"})
+  local alpha = opts.alpha == nil and 1 or check_number("rsub", "alpha", opts.alpha)
+  if not is_tensor(a) then fail("rsub: input must be a tensor, got %s", type(a)) end
+  return alpha == 1 and (b - a) or (b - a * alpha)
+end, "pt.rsub(input, other[, {alpha=1}]) -> other - alpha * input, as torch.rsub.", false)
+add("scalar_tensor", function(v, opts, ...)
+  no_more("scalar_tensor", 2, ...)
+  if type(v) ~= "number" and type(v) ~= "boolean" then fail("scalar_tensor: expected a number, got %s", type(v)) end
+  opts = opts or {}
+  check_opts("scalar_tensor", opts, {"dtype", "requires_grad"})
+  local r = pt.tensor(type(v) == "boolean" and (v and 1 or 0) or v, {dtype = opts.dtype or pt.get_default_dtype()})
+  if opts.requires_grad then r.requires_grad = true end
+  return r
+end, "pt.scalar_tensor(v[, {dtype=, requires_grad=}]) -> a 0-d tensor of v in the default float dtype, as torch's.",
+  false)
+add("concat", function(...) return pt.cat(...) end, "pt.concat(tensors[, dim]) -> pt.cat (torch's alias).", false)
+add("concatenate", function(...) return pt.cat(...) end, "pt.concatenate(tensors[, dim]) -> pt.cat (torch's alias).", false)
+
 -- ------------------------------------------------------------------ trapezoid, trapz, cumulative_trapezoid
 
 -- the trapezoid rule's pieces along dim of y: (y, x or nil, dx, d); y as float (torch's default
