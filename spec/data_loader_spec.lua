@@ -77,3 +77,57 @@ describe("optim.lr_scheduler", function()
     assert.are.equal(0.05, opt.param_groups[1].lr)
   end)
 end)
+
+describe("data.Dataset, the samplers and default_collate", function()
+  local Squares = data.Dataset:extend("Squares")
+  function Squares:__init(n) self.n = n end
+  function Squares:get(i) return {pt.tensor({i}), i * i} end
+  function Squares:len() return self.n end
+
+  it("Dataset:extend makes a dataset class: #ds, ds[i], ds1 + ds2, and a loader reads it", function()
+    local ds = Squares(5)
+    assert.are.equal("Squares(5)", tostring(ds))
+    assert.are.equal(5, #ds)
+    assert.are.equal(9, ds[3][2])
+    assert.are.equal(10, (ds + ds):len())
+    local got = {}
+    for _, y in data.DataLoader(ds, {batch_size = 2, sampler = data.SequentialSampler(ds)})() do
+      got[#got + 1] = y:tolist()
+    end
+    assert.are.same({{1, 4}, {9, 16}, {25}}, got)
+    local E = data.Dataset:extend("E")
+    support.assert_error("E: get(i) is not defined (define E:get(i) returning sample i)", function() return E():get(1) end)
+  end)
+
+  it("RandomSampler draws a permutation per epoch, or num_samples with replacement", function()
+    local ds = Squares(6)
+    local dl = data.DataLoader(ds, {batch_size = 6, sampler = data.RandomSampler(ds), seed = 3})
+    local _, y = dl()()
+    local sorted = y:sort():tolist()
+    assert.are.same({1, 4, 9, 16, 25, 36}, sorted)
+    local r = data.RandomSampler(ds, {replacement = true, num_samples = 10})
+    assert.are.equal(10, r:len())
+    local idx = r:indices(1, 42)
+    assert.are.equal(10, idx:numel())
+    assert.is_true(idx:min():item() >= 1 and idx:max():item() <= 6)
+    assert.are.same({1, 2, 3}, data.SequentialSampler(3):indices(1, 42):tolist())
+    support.assert_error("RandomSampler: num_samples (3) other than the dataset's 6 samples needs replacement = true",
+      data.RandomSampler, ds, {num_samples = 3})
+    support.assert_error("SequentialSampler: data_source must be a dataset (len()) or a sample count, got \"x\"",
+      data.SequentialSampler, "x")
+  end)
+
+  it("default_collate batches a list of samples as torch's", function()
+    local b = data.default_collate({{pt.ones(2), 1}, {pt.zeros(2), 2}})
+    assert.are.same({{1, 1}, {0, 0}}, b[1]:tolist())
+    assert.are.same({1, 2}, b[2]:tolist())
+    assert.are.equal("int64", b[2]:dtype())
+    assert.are.same({2, 2}, data.default_collate({pt.ones(2), pt.zeros(2)}):size())
+    local d = data.default_collate({{x = 1.5, y = pt.ones(1)}, {x = 2.5, y = pt.zeros(1)}})
+    assert.are.same({1.5, 2.5}, d.x:tolist())
+    assert.are.same({{1}, {0}}, d.y:tolist())
+    support.assert_error("default_collate: expected a non-empty list of samples", data.default_collate, {})
+    support.assert_error("default_collate: sample 2 has shape {3} at key [1], sample 1 shape {2}", data.default_collate,
+      {{pt.ones(2)}, {pt.ones(3)}})
+  end)
+end)

@@ -234,6 +234,44 @@ function Subset:get(i)
   return self.dataset:get(self.list[i])
 end
 
+-- Dataset: a base class for datasets written in Lua (torch.utils.data.Dataset) ---------------
+
+local Dataset = {__name = "Dataset"}
+Dataset.__index = Dataset
+data.Dataset = Dataset
+
+--- data.Dataset:extend("Name") -> a class: define get(i) and len() (and __init(...)), then
+-- Name(...) makes one; #ds is ds:len(), ds[i] is ds:get(i), ds1 + ds2 a ConcatDataset.
+function Dataset:extend(name)
+  if type(name) ~= "string" then error("Dataset:extend: expected a class name (string), got " .. type(name), 2) end
+  local cls = {__name = name}
+  cls.__index = function(obj, k)
+    if math.type(k) == "integer" then return obj:get(k) end
+    return cls[k]
+  end
+  cls.__len = function(obj) return obj:len() end
+  cls.__add = function(a, b) return data.ConcatDataset({a, b}) end
+  cls.__tostring = function(obj)
+    local ok, n = pcall(obj.len, obj)
+    return name .. "(" .. (ok and tostring(n) or "?") .. ")"
+  end
+  cls.extend = Dataset.extend
+  setmetatable(cls, {__index = self, __call = function(c, ...)
+    local obj = setmetatable({}, c)
+    if c.__init then c.__init(obj, ...) end
+    return obj
+  end})
+  return cls
+end
+function Dataset:get(_)
+  error(("%s: get(i) is not defined (define %s:get(i) returning sample i)"):format(self.__name or "Dataset",
+    self.__name or "Dataset"), 2)
+end
+function Dataset:len()
+  error(("%s: len() is not defined (define %s:len() returning the number of samples)"):format(
+    self.__name or "Dataset", self.__name or "Dataset"), 2)
+end
+
 -- ConcatDataset: datasets one after another (torch's) ---------------------------------------
 
 local ConcatDataset = {}
@@ -622,6 +660,45 @@ function data.SubsetRandomSampler(indices)
   return self
 end
 
+--- data.SequentialSampler(data_source): samples 1..n in order (n = #data_source, or a count)
+local function sampler_count(fname, src)
+  if math.type(src) == "integer" and src >= 0 then return src end
+  local t = type(src)
+  if (t == "table" or t == "userdata") and type(src.len) == "function" then return src:len() end
+  error(("%s: data_source must be a dataset (len()) or a sample count, got %s"):format(fname, value_str(src)), 3)
+end
+
+function data.SequentialSampler(src)
+  local n = sampler_count("SequentialSampler", src)
+  local self = setmetatable({n = n}, Sampler)
+  function self.indices(s) return pt.arange(1, s.n + 1, 1, {dtype = "int64"}) end
+  return self
+end
+
+--- data.RandomSampler(data_source[, {replacement = false, num_samples = n}])
+function data.RandomSampler(src, opts)
+  local n = sampler_count("RandomSampler", src)
+  opts = opts or {}
+  check_options("RandomSampler", opts, {
+    replacement = function(v) if type(v) ~= "boolean" then return "a boolean" end end,
+    num_samples = function(v) if math.type(v) ~= "integer" or v < 1 then return "a positive integer" end end,
+  })
+  local replacement = opts.replacement or false
+  if opts.num_samples and not replacement and opts.num_samples ~= n then
+    error(("RandomSampler: num_samples (%d) other than the dataset's %d samples needs replacement = true"):format(
+      opts.num_samples, n), 2)
+  end
+  local self = setmetatable({n = opts.num_samples or n, size = n, replacement = replacement}, Sampler)
+  function self.indices(sm, epoch, seed)
+    if sm.n == 0 then return pt.empty({0}, {dtype = "int64"}) end
+    return seeded_draw(seed, epoch, function()
+      if sm.replacement then return pt.randint(1, sm.size + 1, {sm.n}, {dtype = "int64"}) end
+      return pt.randperm(sm.size)
+    end)
+  end
+  return self
+end
+
 --- handler:len() / #handler: the number of batches per epoch.
 function DataHandler:len()
   local n, b = epoch_size(self), self.opts.batch
@@ -848,6 +925,22 @@ local function make_batch(ds, transform, perm, first, count, track)
     cols[1], cols[2] = x, y
   end
   return cols
+end
+
+--- data.default_collate(samples) -> the batch of a list of samples, as torch's default_collate:
+-- tensors stacked, numbers into a tensor, lists and dicts collated field by field
+function data.default_collate(samples)
+  if type(samples) ~= "table" or #samples == 0 then
+    error("default_collate: expected a non-empty list of samples", 2)
+  end
+  local list = samples
+  local ds = {get = function(_, i) return list[i] end}
+  local ok, cols = pcall(collate_samples, ds, pt.arange(1, #list + 1, 1, {dtype = "int64"}), 1, #list)
+  if not ok then error((tostring(cols):gsub("^collate:", "default_collate:")), 2) end
+  local s1 = list[1]
+  -- a tensor, number or dict sample: one value; a list sample: its fields as a list
+  if type(s1) == "table" and not is_tensor(s1) and #s1 > 0 then return cols end
+  return cols[1]
 end
 
 local TRANSFORM_NIL = "DataHandler: the transform returned nil; it must return the batch (x, y, ...)"
@@ -1281,6 +1374,16 @@ if docs then
     [DataHandler] = "data.DataHandler_class: the class of data.DataHandler(dataset, opts) loaders; help(data.DataHandler) for the options.\n"
       .. "  for x, y in loader:batches() do ... end; #loader batches per epoch; loader.dataset, loader.epoch.",
     [data.random_split] = "data.random_split(dataset, {n1, n2, ...}[, {seed=42}]) -> Subset, Subset, ... (sizes or fractions).",
+    [data.SequentialSampler] = "data.SequentialSampler(data_source) -> a sampler of 1..n in order (n = #data_source or a count).",
+    [data.RandomSampler] = "data.RandomSampler(data_source[, {replacement=false, num_samples=n}]) -> a sampler of a permutation\n"
+      .. "  per epoch (with replacement: num_samples draws), seeded from the loader's (seed, epoch), as torch's.",
+    [data.default_collate] = "data.default_collate(samples) -> the batch of a list of samples, as torch's default_collate\n"
+      .. "  (tensors stacked, numbers into int64/float32 tensors, lists and dicts field by field).",
+    [data.Dataset.extend] = "data.Dataset:extend(\"Name\") -> a dataset class (define get, len and __init; Name(...) makes one).",
+    [data.Dataset.get] = "ds:get(i) -> sample i (1-based): a Dataset subclass defines it; the base raises naming the class.",
+    [data.Dataset.len] = "ds:len() -> the number of samples (also #ds): a Dataset subclass defines it.",
+    [data.Dataset] = "data.Dataset: base class for datasets in Lua (torch.utils.data.Dataset): local D = data.Dataset:extend(\"D\");\n"
+      .. "  function D:__init(...) end; function D:get(i) end; function D:len() end; D(...) makes one; #ds, ds[i], ds1 + ds2.",
     [data.DataLoader] = "data.DataLoader(dataset[, {batch_size=1, shuffle=false, sampler=, num_workers=0, prefetch_factor=2,\n"
       .. "  drop_last=false, seed=42, pin_memory=, persistent_workers=, transform=, progress=, log=}]) -> a data.DataHandler\n"
       .. "  with PyTorch's option names (batch_size -> batch, num_workers -> workers, prefetch_factor -> prefetch per\n"
