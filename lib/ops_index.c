@@ -835,7 +835,13 @@ pt_status pt_index_add_(pt_ctx *ctx, pt_tensor *t, int dim, pt_tensor *index, pt
                    pt_shape_format(t->ndim, shape, a, sizeof a),
                    pt_shape_format(src->ndim, src->shape, b, sizeof b));
   }
-  if ((st = index_loop(ctx, t, dim, index, src, IX_ADD_TO_T))) return st;
+  /* a src (or index) sharing t's storage is read before t is written, as scatter_'s */
+  pt_tensor *copy = NULL, *icopy = NULL;
+  if (!(st = read_before_write(ctx, t, &src, &copy)) && !(st = read_before_write(ctx, t, &index, &icopy)))
+    st = index_loop(ctx, t, dim, index, src, IX_ADD_TO_T);
+  pt_tensor_release(copy);
+  pt_tensor_release(icopy);
+  if (st) return st;
   atomic_fetch_add(&t->storage->version, 1);
   return PT_OK;
 }
@@ -936,7 +942,13 @@ static pt_status index_copy_any(pt_ctx *ctx, const char *fname, pt_tensor *t, in
                      pt_shape_format(src->ndim, src->shape, a, sizeof a),
                      pt_shape_format(t->ndim, shape, b, sizeof b));
     }
-    if ((st = pt_expand_raw(ctx, src, t->ndim, shape, &s))) return st;
+    /* a src sharing t's storage is read before t is written, as scatter_'s (PyTorch refuses the
+     * overlap; t:index_copy_(1, {3, 2, 1}, t) wrote rows it read later) */
+    pt_tensor *copy = NULL;
+    if ((st = read_before_write(ctx, t, &src, &copy))) return st;
+    st = pt_expand_raw(ctx, src, t->ndim, shape, &s);
+    pt_tensor_release(copy);
+    if (st) return st;
   } else {
     pt_tensor *v;
     if ((st = pt_tensor_scalar(ctx, t->dtype, value.d, &v))) return st;

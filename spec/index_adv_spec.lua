@@ -611,3 +611,21 @@ describe("index_fill's negative positions (as torch's: -1 is the last)", functio
     assert_error("index_select: index -1 out of range for dimension 1 of size 5", function() return t:index_select(1, long({-1})) end)
   end)
 end)
+
+describe("index_add_ and index_copy_ of a tensor into itself", function()
+  -- PyTorch refuses the overlap ("some elements of the input tensor and the written-to tensor
+  -- refer to a single memory location"); partrain reads src first, as its scatter_ does, so the
+  -- result is the one of t:index_copy_(dim, idx, t:clone())
+  local I64 = {dtype = "int64"}
+  it("read src before writing", function()
+    local t = pt.arange(0, 6, 1, {dtype = "float32"}):view(3, 2)
+    t:index_copy_(1, pt.tensor({3, 2, 1}, I64), t)
+    assert.are.same({{4, 5}, {2, 3}, {0, 1}}, t:tolist())
+    t = pt.arange(0, 6, 1, {dtype = "float32"}):view(3, 2)
+    t:index_copy_(1, pt.tensor({2, 3}, I64), t:narrow(1, 1, 2))
+    assert.are.same({{0, 1}, {0, 1}, {2, 3}}, t:tolist())
+    t = pt.arange(0, 6, 1, {dtype = "float32"}):view(3, 2)
+    t:index_add_(1, pt.tensor({2, 3, 1}, I64), t)
+    assert.are.same({{4, 6}, {2, 4}, {6, 8}}, t:tolist())
+  end)
+end)
