@@ -33,17 +33,8 @@ static int get_opts(lua_State *L, int min_pos, int max_pos, const char *fname, c
  * (pushed); 0 when neither. Positions at or past opts are not arguments: the values of options
  * read before sit there, and were taken for later positional arguments (vector_norm(A, {ord = 1})
  * read the pushed ord as its dim). */
-static int arg_or_opt(lua_State *L, int pos, int opts, const char *key) {
-  if (pos && (!opts || pos < opts) && !lua_isnoneornil(L, pos)) return pos;
-  if (opts) {
-    if (lua_getfield(L, opts, key) != LUA_TNIL) return lua_gettop(L);
-    lua_pop(L, 1);
-  }
-  return 0;
-}
-
 static bool get_bool(lua_State *L, int pos, int opts, const char *key, const char *fname, bool def) {
-  int i = arg_or_opt(L, pos, opts, key);
+  int i = lpt_arg_or_opt(L, pos, opts, key, fname);
   if (!i) return def;
   if (!lua_isboolean(L, i))
     lpt_errorf(L, "%s: %s must be a boolean, got %s", fname, key, luaL_typename(L, i));
@@ -52,14 +43,14 @@ static bool get_bool(lua_State *L, int pos, int opts, const char *key, const cha
 
 /* NAN when not given */
 static double get_num(lua_State *L, int pos, int opts, const char *key, const char *fname) {
-  int i = arg_or_opt(L, pos, opts, key);
+  int i = lpt_arg_or_opt(L, pos, opts, key, fname);
   if (!i) return NAN;
   if (lua_type(L, i) != LUA_TNUMBER) lpt_errorf(L, "%s: %s must be a number, got %s", fname, key, luaL_typename(L, i));
   return lua_tonumber(L, i);
 }
 
 static const char *get_str(lua_State *L, int pos, int opts, const char *key, const char *fname, const char *def) {
-  int i = arg_or_opt(L, pos, opts, key);
+  int i = lpt_arg_or_opt(L, pos, opts, key, fname);
   if (!i) return def;
   if (lua_type(L, i) != LUA_TSTRING) lpt_errorf(L, "%s: %s must be a string, got %s", fname, key, luaL_typename(L, i));
   return lua_tostring(L, i);
@@ -265,7 +256,7 @@ static int l_lstsq(lua_State *L) {
 
 /* a tolerance: a number (*t NULL; NAN when not given) or a tensor (torch's Tensor atol/rtol) */
 static double get_tol(lua_State *L, int pos, int opts, const char *key, const char *fname, pt_tensor **t) {
-  int i = arg_or_opt(L, pos, opts, key);
+  int i = lpt_arg_or_opt(L, pos, opts, key, fname);
   *t = NULL;
   if (!i) return NAN;
   if (lua_type(L, i) == LUA_TNUMBER) return lua_tonumber(L, i);
@@ -383,7 +374,7 @@ static const char *const norm_names[] = {"ord", "dim", "keepdim", "dtype", NULL}
  * floating x's). *x is replaced by a new reference (release it) or left as it is; an integer x
  * is left to the norm's own error, as torch. */
 static bool norm_dtype(lua_State *L, int opts, const char *fname, pt_tensor **x) {
-  int i = arg_or_opt(L, 0, opts, "dtype");
+  int i = lpt_arg_or_opt(L, 0, opts, "dtype", fname);
   if (!i) return false;
   pt_dtype dt;
   if (lua_type(L, i) != LUA_TSTRING || !pt_dtype_from_name(lua_tostring(L, i), &dt))
@@ -406,10 +397,10 @@ static int l_vector_norm(lua_State *L) {
   pt_tensor *x = lpt_check_tensor(L, 1), *r = NULL;
   int opts = get_opts(L, 1, 4, fname, norm_names);
   pt_matrix_norm_kind kind;
-  int i = arg_or_opt(L, 2, opts, "ord");
+  int i = lpt_arg_or_opt(L, 2, opts, "ord", fname);
   double ord = i ? check_ord(L, i, fname, false, &kind) : 2;
   int dims[PT_MAX_DIMS], nd = 0;
-  if ((i = arg_or_opt(L, 3, opts, "dim"))) nd = check_dims(L, i, x->ndim, fname, dims);
+  if ((i = lpt_arg_or_opt(L, 3, opts, "dim", fname))) nd = check_dims(L, i, x->ndim, fname, dims);
   bool keepdim = get_bool(L, 4, opts, "keepdim", fname, false);
   bool cast = norm_dtype(L, opts, fname, &x);
   pt_status st_ = pt_linalg_vector_norm(lpt_ctx(L), x, ord, nd, dims, keepdim, &r);
@@ -436,10 +427,10 @@ static int l_matrix_norm(lua_State *L) {
   pt_tensor *A = lpt_check_tensor(L, 1), *r = NULL;
   int opts = get_opts(L, 1, 4, fname, norm_names);
   pt_matrix_norm_kind kind = PT_NORM_FRO;
-  int i = arg_or_opt(L, 2, opts, "ord");
+  int i = lpt_arg_or_opt(L, 2, opts, "ord", fname);
   double ord = i ? check_ord(L, i, fname, true, &kind) : 0;
   int d0, d1;
-  matrix_dims(L, arg_or_opt(L, 3, opts, "dim"), A, fname, &d0, &d1);
+  matrix_dims(L, lpt_arg_or_opt(L, 3, opts, "dim", fname), A, fname, &d0, &d1);
   bool keepdim = get_bool(L, 4, opts, "keepdim", fname, false);
   bool cast = norm_dtype(L, opts, fname, &A);
   pt_status st_ = pt_linalg_matrix_norm(lpt_ctx(L), A, kind, ord, d0, d1, keepdim, &r);
@@ -452,9 +443,9 @@ static int l_norm(lua_State *L) {
   pt_tensor *A = lpt_check_tensor(L, 1), *r = NULL;
   int opts = get_opts(L, 1, 4, fname, norm_names);
   pt_matrix_norm_kind kind = PT_NORM_ORD;
-  int io = arg_or_opt(L, 2, opts, "ord");
+  int io = lpt_arg_or_opt(L, 2, opts, "ord", fname);
   double ord = io ? check_ord(L, io, fname, true, &kind) : 2;
-  int id = arg_or_opt(L, 3, opts, "dim");
+  int id = lpt_arg_or_opt(L, 3, opts, "dim", fname);
   bool keepdim = get_bool(L, 4, opts, "keepdim", fname, false);
   pt_ctx *ctx = lpt_ctx(L);
   int dims[PT_MAX_DIMS], nd = 0;
@@ -522,7 +513,7 @@ static int l_cross(lua_State *L) {
   const char *fname = "linalg.cross";
   pt_tensor *a = lpt_check_tensor(L, 1), *b = lpt_check_tensor(L, 2), *r = NULL;
   int opts = get_opts(L, 2, 3, fname, names);
-  int i = arg_or_opt(L, 3, opts, "dim"), nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+  int i = lpt_arg_or_opt(L, 3, opts, "dim", fname), nd = a->ndim > b->ndim ? a->ndim : b->ndim;
   int dim = i ? lpt_check_dim(L, i, nd, fname) : nd - 1;
   pt_status st_ = pt_linalg_cross(lpt_ctx(L), a, b, dim, &r);
   return lpt_push_result(L, st_, r);
@@ -533,7 +524,7 @@ static int l_solve_triangular(lua_State *L) {
   const char *fname = "linalg.solve_triangular";
   pt_tensor *A = lpt_check_tensor(L, 1), *B = lpt_check_tensor(L, 2), *r = NULL;
   int opts = get_opts(L, 2, 2, fname, names);
-  if (!arg_or_opt(L, 0, opts, "upper"))
+  if (!lpt_arg_or_opt(L, 0, opts, "upper", fname))
     return lpt_errorf(L, "%s: option 'upper' is required ({upper = true} or {upper = false})", fname);
   bool upper = get_bool(L, 0, opts, "upper", fname, false);
   bool left = get_bool(L, 0, opts, "left", fname, true);

@@ -131,6 +131,17 @@ const char *lpt_error_text(lua_State *L, int idx) {
   return lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, idx));
 }
 
+int lpt_arg_or_opt(lua_State *L, int pos, int opts, const char *key, const char *fname) {
+  bool positional = pos && (!opts || pos < opts) && !lua_isnoneornil(L, pos);
+  if (!opts) return positional ? pos : 0;
+  if (lua_getfield(L, opts, key) == LUA_TNIL) {
+    lua_pop(L, 1);
+    return positional ? pos : 0;
+  }
+  if (positional) return lpt_errorf(L, "%s: %s given twice (as an argument and as an option)", fname, key);
+  return lua_gettop(L);
+}
+
 void lpt_check_options(lua_State *L, int idx, const char *fname, const char *const *names) {
   if (!idx || !lua_istable(L, idx)) return;
   idx = lua_absindex(L, idx);

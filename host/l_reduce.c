@@ -265,13 +265,9 @@ static int t_std(lua_State *L) { return var_std(L, "std", pt_std, pt_std_dims); 
 /* Stack index of norm's setting k (2 p, 3 dim, 4 keepdim): the argument there when it comes
  * before the options table opts (0: none), else the option's value, pushed (nil when absent). */
 static int norm_setting(lua_State *L, int k, int opts, const char *key) {
-  if (!opts || k < opts) {
-    if (opts && !lua_isnoneornil(L, k) && lua_getfield(L, opts, key) != LUA_TNIL)
-      lpt_errorf(L, "norm: %s given twice (as an argument and as an option)", key);
-    if (opts) lua_pop(L, 1);
-    return k;
-  }
-  lua_getfield(L, opts, key);
+  int i = lpt_arg_or_opt(L, k, opts, key, "norm");
+  if (i) return i;
+  lua_pushnil(L); /* not given: a nil the caller reads as the default */
   return lua_gettop(L);
 }
 

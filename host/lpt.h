@@ -104,6 +104,11 @@ const char *lpt_error_text(lua_State *L, int idx);
  * misspelled or unsupported option is an error naming it and the options there are
  * ("sort: unknown option 'descendng' (options: dim, descending)"), never the default. */
 void lpt_check_options(lua_State *L, int idx, const char *fname, const char *const *names);
+/* A setting given by position pos (0: none; not nil, and before the options table at opts) or as
+ * the option key of the table at opts (0: none): the stack index holding it (an option's value is
+ * pushed), 0 when neither gives it. Both is an error: "<fname>: <key> given twice (as an argument
+ * and as an option)". */
+int lpt_arg_or_opt(lua_State *L, int pos, int opts, const char *key, const char *fname);
 /* Raises "<fname>: unexpected argument #k (<type>)" when more than n arguments were passed (k:
  * the first extra one that is not nil). Trailing nils do not count: f(t, 1, nil) is f(t, 1), as
  * Lua users expect of an explicit nil (a passed-through optional argument); they are removed

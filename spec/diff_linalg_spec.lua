@@ -73,3 +73,13 @@ describe("the products take torch's out= as a trailing {out = t}", function()
     same({{-0.25, 13.5}, {0.5, 30.0}}, o:tolist())
   end)
 end)
+
+describe("a linalg setting given by position and as an option", function()
+  it("is an error naming it, as t:norm's", function()
+    local x = pt.tensor({3, 4})
+    support.assert_error("linalg.vector_norm: ord given twice (as an argument and as an option)", pt.linalg.vector_norm,
+      x, 2, {ord = 3})
+    support.assert_error("norm: p given twice (as an argument and as an option)", function() return x:norm(2, {p = 1}) end)
+    assert.are.equal(5, pt.linalg.vector_norm(x, {ord = 2}):item())
+  end)
+end)
