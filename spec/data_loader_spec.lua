@@ -131,3 +131,64 @@ describe("data.Dataset, the samplers and default_collate", function()
       {{pt.ones(2)}, {pt.ones(3)}})
   end)
 end)
+
+describe("iterable datasets", function()
+  local Stream = data.IterableDataset:extend("Stream")
+  function Stream:__init(n) self.n = n end
+  function Stream:iter()
+    local i = 0
+    return function()
+      i = i + 1
+      if i <= self.n then return {pt.tensor({i}), i * 10} end
+    end
+  end
+
+  it("are batched in their own order, every epoch anew, the last batch short unless drop_last", function()
+    local dl = data.DataLoader(Stream(7), {batch_size = 3})
+    for _ = 1, 2 do
+      local got = {}
+      for x, y in dl() do
+        assert.are.same(x:view(-1):tolist(), y:float():div(10):tolist())
+        got[#got + 1] = y:tolist()
+      end
+      assert.are.same({{10, 20, 30}, {40, 50, 60}, {70}}, got)
+    end
+    local sizes = {}
+    for _, y in data.DataLoader(Stream(7), {batch_size = 3, drop_last = true})() do sizes[#sizes + 1] = y:numel() end
+    assert.are.same({3, 3}, sizes)
+    local plain = {iter = function()
+      local k = 0
+      return function() k = k + 1; if k <= 4 then return pt.ones(2) * k end end
+    end}
+    local b = {}
+    for x in data.DataLoader(plain, {batch_size = 2})() do b[#b + 1] = x:tolist() end
+    assert.are.same({{{1, 1}, {2, 2}}, {{3, 3}, {4, 4}}}, b)
+    local doubled = {}
+    for x in data.DataLoader(Stream(4), {batch_size = 2, transform = function(x, y) return x * 2, y end})() do
+      doubled[#doubled + 1] = x:view(-1):tolist()
+    end
+    assert.are.same({{2, 4}, {6, 8}}, doubled)
+  end)
+
+  it("have a number of batches only with len(), and refuse shuffle, samplers and workers", function()
+    support.assert_error("DataHandler: an iterable dataset without len() has no known number of batches", function()
+      return #data.DataLoader(Stream(3), {batch_size = 2})
+    end)
+    local Sized = data.IterableDataset:extend("Sized")
+    Sized.__init, Sized.iter = Stream.__init, Stream.iter
+    function Sized:len() return self.n end
+    assert.are.equal(3, #data.DataLoader(Sized(7), {batch_size = 3}))
+    support.assert_error("DataLoader: an iterable dataset (iter()) has its own order: shuffle must be false",
+      data.DataLoader, Stream(3), {shuffle = true})
+    support.assert_error("DataLoader: workers > 0 needs a map-style dataset (get(i), len()); an iterable dataset is "
+      .. "read in the caller", data.DataLoader, Stream(3), {num_workers = 1})
+    support.assert_error("DataHandler: an iterable dataset (iter()) takes no sampler", data.DataHandler, Stream(3),
+      {sampler = data.SequentialSampler(3)})
+    support.assert_error("E: iter() is not defined (define E:iter() returning an iterator of samples)", function()
+      return data.IterableDataset:extend("E")():iter()
+    end)
+    support.assert_error("par_by_sample: needs a map-style dataset (get(i), len()), not an iterable one", function()
+      return data.DataHandler(Stream(3)):par_by_sample(pt.nn.Linear(1, 1), 1, function() end)
+    end)
+  end)
+end)

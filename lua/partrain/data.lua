@@ -30,6 +30,12 @@ local function check_dataset(ds, fname)
   end
 end
 
+-- an iterable dataset (torch's IterableDataset): iter() gives an iterator of samples; no get(i)
+local function is_iterable(ds)
+  local t = type(ds)
+  return (t == "table" or t == "userdata") and type(ds.iter) == "function" and ds.get == nil
+end
+
 local function shape_str(s)
   return "{" .. table.concat(s, ",") .. "}"
 end
@@ -272,6 +278,34 @@ function Dataset:len()
     self.__name or "Dataset", self.__name or "Dataset"), 2)
 end
 
+-- IterableDataset: a base class for streams of samples (torch.utils.data.IterableDataset) -----
+
+local IterableDataset = {__name = "IterableDataset"}
+IterableDataset.__index = IterableDataset
+data.IterableDataset = IterableDataset
+
+--- data.IterableDataset:extend("Name") -> a class: define iter() returning an iterator of samples
+-- (nil at the end), and __init(...); len() is optional (the loader's #loader needs it).
+function IterableDataset:extend(name)
+  if type(name) ~= "string" then
+    error("IterableDataset:extend: expected a class name (string), got " .. type(name), 2)
+  end
+  local cls = {__name = name}
+  cls.__index = cls
+  cls.__tostring = function() return name .. "(iterable)" end
+  cls.extend = IterableDataset.extend
+  setmetatable(cls, {__index = self, __call = function(c, ...)
+    local obj = setmetatable({}, c)
+    if c.__init then c.__init(obj, ...) end
+    return obj
+  end})
+  return cls
+end
+function IterableDataset:iter()
+  error(("%s: iter() is not defined (define %s:iter() returning an iterator of samples)"):format(
+    self.__name or "IterableDataset", self.__name or "IterableDataset"), 2)
+end
+
 -- ConcatDataset: datasets one after another (torch's) ---------------------------------------
 
 local ConcatDataset = {}
@@ -487,7 +521,8 @@ end
 local start_workers -- below, with the rest of the parallel loading
 
 function data.DataHandler(ds, opts)
-  check_dataset(ds, "DataHandler")
+  local iterable = is_iterable(ds)
+  if not iterable then check_dataset(ds, "DataHandler") end
   opts = opts or {}
   if type(opts) ~= "table" then error("DataHandler: options must be a table", 2) end
   check_options("DataHandler", opts, handler_options)
@@ -509,7 +544,15 @@ function data.DataHandler(ds, opts)
   if o.sampler and o.shuffle then
     error("DataHandler: sampler option is mutually exclusive with shuffle (the sampler orders the samples)", 2)
   end
-  local self = setmetatable({dataset = ds, opts = o, batch = o.batch, epoch = 0}, DataHandler)
+  if iterable then -- as torch's DataLoader over an IterableDataset: the dataset's own order
+    if o.shuffle then error("DataHandler: an iterable dataset (iter()) has its own order: shuffle must be false", 2) end
+    if o.sampler then error("DataHandler: an iterable dataset (iter()) takes no sampler", 2) end
+    if o.workers > 0 then
+      error("DataHandler: workers > 0 needs a map-style dataset (get(i), len()); an iterable dataset is read in "
+        .. "the caller", 2)
+    end
+  end
+  local self = setmetatable({dataset = ds, opts = o, batch = o.batch, epoch = 0, _iterable = iterable}, DataHandler)
   if o.workers > 0 then start_workers(self) end
   return self
 end
@@ -564,7 +607,7 @@ function data.DataLoader(ds, opts)
     end
     o.prefetch = pf * workers
   end
-  check_dataset(ds, "DataLoader")
+  if not is_iterable(ds) then check_dataset(ds, "DataLoader") end
   local ok, r = pcall(data.DataHandler, ds, o)
   if not ok then error((tostring(r):gsub("^[^\n]-:%d+: ", ""):gsub("^DataHandler:", "DataLoader:")), 2) end
   return r
@@ -701,6 +744,9 @@ end
 
 --- handler:len() / #handler: the number of batches per epoch.
 function DataHandler:len()
+  if self._iterable and type(self.dataset.len) ~= "function" then
+    error("DataHandler: an iterable dataset without len() has no known number of batches", 2)
+  end
   local n, b = epoch_size(self), self.opts.batch
   if self.opts.drop_last then return n // b end
   return (n + b - 1) // b
@@ -1090,10 +1136,65 @@ local batches_options = {progress = handler_options.progress, log = handler_opti
 -- waits for what is in flight and drops it; leaving a loop (break, an error) does the same. A
 -- failed batch raises its error (naming the batch, the sample being read and the worker, with
 -- the worker's traceback) and the next call goes on with the next batch, as with workers = 0.
+-- one epoch over an iterable dataset: batch consecutive samples of ds:iter() (the last one short
+-- unless drop_last), each collated and transformed under its (seed, epoch, batch) seed as the
+-- map-style path does; the progress bar's total is known only when the dataset has len()
+function DataHandler:_iterable_batches(bopts)
+  local ds, B, transform, seed = self.dataset, self.opts.batch, self.opts.transform, self.opts.seed
+  local it, epoch, step, bar
+  local done = false
+  local function start()
+    self.epoch = self.epoch + 1
+    epoch, step = self.epoch, 0
+    it = ds:iter()
+    if type(it) ~= "function" then
+      error(("DataHandler: the dataset's iter() must return an iterator function, got %s"):format(type(it)), 0)
+    end
+    local ok, nb = pcall(self.len, self)
+    bar = progress.for_epoch(progress_setting(self, bopts), {total = ok and nb or nil, desc = "epoch " .. epoch,
+      epoch = epoch, log = bopts.log or self.opts.log})
+    self._bar = bar
+  end
+  start()
+  local function finish()
+    if bar then bar:close() end
+    self._bar = nil
+    done = true
+    return nil
+  end
+  return function()
+    if done then
+      done = false
+      start()
+    end
+    if pt._data_interrupted() then
+      if bar then bar:close(true) end
+      self._bar = nil
+      error("interrupted", 2)
+    end
+    local samples = {}
+    while #samples < B do
+      local s = it()
+      if s == nil then break end
+      samples[#samples + 1] = s
+    end
+    if #samples == 0 or (#samples < B and self.opts.drop_last) then return finish() end
+    step = step + 1
+    local list = samples
+    local mem = {get = function(_, i) return list[i] end}
+    local cols = serial_batch(mem, transform, pt.arange(1, #list + 1, 1, {dtype = "int64"}), 1, #list,
+      batch_seed(seed, epoch, step))
+    if cols == nil then error(TRANSFORM_NIL, 2) end
+    if bar then bar:step(#list) end
+    return table.unpack(cols)
+  end
+end
+
 function DataHandler:batches(bopts)
   bopts = bopts or {}
   if type(bopts) ~= "table" then error("batches: options must be a table", 2) end
   check_options("batches", bopts, batches_options)
+  if self._iterable then return self:_iterable_batches(bopts) end
   local par = self._par
   if self.opts.workers > 0 and not par then
     error("batches: the loader was closed (close() stopped its workers)", 2)
@@ -1241,7 +1342,10 @@ function DataHandler:report(values)
   bar:report(values)
 end
 
-function DataHandler:par_by_sample(model, n, fn, opts) return require("partrain.par").par_by_sample(self, model, n, fn, opts) end
+function DataHandler:par_by_sample(model, n, fn, opts)
+  if self._iterable then error("par_by_sample: needs a map-style dataset (get(i), len()), not an iterable one", 2) end
+  return require("partrain.par").par_by_sample(self, model, n, fn, opts)
+end
 
 -- transforms ------------------------------------------------------------------------------
 
@@ -1382,6 +1486,11 @@ if docs then
     [data.Dataset.extend] = "data.Dataset:extend(\"Name\") -> a dataset class (define get, len and __init; Name(...) makes one).",
     [data.Dataset.get] = "ds:get(i) -> sample i (1-based): a Dataset subclass defines it; the base raises naming the class.",
     [data.Dataset.len] = "ds:len() -> the number of samples (also #ds): a Dataset subclass defines it.",
+    [data.IterableDataset] = "data.IterableDataset: base class for streams (torch's IterableDataset): local S = data.IterableDataset:extend(\"S\");\n"
+      .. "  function S:iter() return an iterator of samples end; a DataLoader/DataHandler batches consecutive samples\n"
+      .. "  (no shuffle, sampler or workers; #loader needs S:len()). Any object with iter() and no get() works the same.",
+    [data.IterableDataset.extend] = "data.IterableDataset:extend(\"Name\") -> an iterable dataset class (define iter and __init).",
+    [data.IterableDataset.iter] = "ds:iter() -> an iterator function of samples (nil at the end): an IterableDataset subclass defines it.",
     [data.Dataset] = "data.Dataset: base class for datasets in Lua (torch.utils.data.Dataset): local D = data.Dataset:extend(\"D\");\n"
       .. "  function D:__init(...) end; function D:get(i) end; function D:len() end; D(...) makes one; #ds, ds[i], ds1 + ds2.",
     [data.DataLoader] = "data.DataLoader(dataset[, {batch_size=1, shuffle=false, sampler=, num_workers=0, prefetch_factor=2,\n"
