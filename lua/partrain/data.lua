@@ -242,6 +242,16 @@ end
 
 -- Dataset: a base class for datasets written in Lua (torch.utils.data.Dataset) ---------------
 
+-- cls as a subclass of base: base's methods (extend too) when cls lacks them, cls(...) a new
+-- instance through cls.__init
+local function class_of(base, cls)
+  return setmetatable(cls, {__index = base, __call = function(c, ...)
+    local obj = setmetatable({}, c)
+    if c.__init then c.__init(obj, ...) end
+    return obj
+  end})
+end
+
 local Dataset = {__name = "Dataset"}
 Dataset.__index = Dataset
 data.Dataset = Dataset
@@ -261,13 +271,7 @@ function Dataset:extend(name)
     local ok, n = pcall(obj.len, obj)
     return name .. "(" .. (ok and tostring(n) or "?") .. ")"
   end
-  cls.extend = Dataset.extend
-  setmetatable(cls, {__index = self, __call = function(c, ...)
-    local obj = setmetatable({}, c)
-    if c.__init then c.__init(obj, ...) end
-    return obj
-  end})
-  return cls
+  return class_of(self, cls)
 end
 function Dataset:get(_)
   error(("%s: get(i) is not defined (define %s:get(i) returning sample i)"):format(self.__name or "Dataset",
@@ -293,13 +297,7 @@ function IterableDataset:extend(name)
   local cls = {__name = name}
   cls.__index = cls
   cls.__tostring = function() return name .. "(iterable)" end
-  cls.extend = IterableDataset.extend
-  setmetatable(cls, {__index = self, __call = function(c, ...)
-    local obj = setmetatable({}, c)
-    if c.__init then c.__init(obj, ...) end
-    return obj
-  end})
-  return cls
+  return class_of(self, cls)
 end
 function IterableDataset:iter()
   error(("%s: iter() is not defined (define %s:iter() returning an iterator of samples)"):format(
