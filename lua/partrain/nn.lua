@@ -1814,7 +1814,8 @@ local function load_extras()
                       "partrain.nn_conv3d", -- Conv3d, the 3-D pools, BatchNorm3d, InstanceNorm3d
                       "partrain.nn_rnn", -- RNN, LSTM, GRU and their cells, attention, Transformer
                       "partrain.nn_more", -- more losses, dropouts, upsampling layers, gumbel_softmax
-                      "partrain.nn_ctc"}) do -- CTCLoss
+                      "partrain.nn_ctc", -- CTCLoss
+                      "partrain.nn_lazy"}) do -- lazy conv/norm layers, SyncBatchNorm, fractional pools, ...
     package.loaded[m] = nil
     require(m)
   end

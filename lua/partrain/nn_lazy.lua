@@ -1,0 +1,821 @@
+-- More of torch.nn (PyTorch 1.13) for partrain.nn: the lazy convolutions and normalisations
+-- (LazyConv1d/2d/3d, LazyConvTranspose1d/2d/3d, LazyBatchNorm1d/2d/3d, LazyInstanceNorm1d/2d/3d),
+-- nn.utils.fusion (conv/linear + batch norm folding), nn.utils.skip_init, nn.utils.stateless,
+-- nn.utils.convert_parameters, nn.SyncBatchNorm (one process), FractionalMaxPool2d/3d with
+-- F.fractional_max_pool2d/3d, and AdaptiveLogSoftmaxWithLoss. Loaded by nn.lua with its other
+-- extras on the first use of a name it does not have.
+--
+-- Everything is composed of the existing layers and differentiable tensor ops, so autograd comes
+-- for free. Dims, class indices and pooling indices are 1-based; settings follow the layers this
+-- file extends (a trailing options table).
+local pt = require "partrain.core"
+local nn = require "partrain.nn"
+local Module = nn.Module
+local F = nn.functional
+local docs = pt._docs
+
+local function doc(obj, text)
+  docs[obj] = text
+  return obj
+end
+
+local H = nn._conv_helpers
+local fail, shp, floating, check_opts = H.fail, H.shp, H.floating, H.check_opts
+local positive_int, positive_tuple, fmt_tuple = H.positive_int, H.positive_tuple, H.fmt_tuple
+local A = nn._arg_helpers
+local type_of, num_repr = A.type_of, A.num_repr
+local fmt = string.format
+
+local function class_name(m)
+  local mt = getmetatable(m)
+  return type(mt) == "table" and rawget(mt, "__name") or "Module"
+end
+
+-- ------------------------------------------------------------------ lazy modules
+
+-- The placeholders: parameters (and buffers) of shape {0} until the first input; the same tensor
+-- objects get their data then (PyTorch's UninitializedParameter.materialize).
+local function placeholder_param(self, key)
+  local p = self._parameters[key]
+  if p then self[key] = nn.Parameter(pt.empty(0, {dtype = p:dtype()})) end
+end
+local function placeholder_buffer(self, key)
+  local b = self._buffers[key]
+  if b then self[key] = pt.empty(0, {dtype = b:dtype()}) end
+end
+local function materialize(t, shape)
+  if t then pt.no_grad(function() pt._nn_set_data_(t, pt.empty(shape, {dtype = t:dtype()})) end) end
+end
+
+local LAZY_DOC = {
+  has = "lazy:has_uninitialized_params() -> true until the first forward (or initialize_parameters, or a\n"
+    .. "  load_state_dict on it) gave the parameters their shapes.",
+}
+
+-- the methods every lazy class shares; spec: {name=, base=, infer(self, x, fname) -> n, shapes(self, n),
+-- finish(self, n), check(self, x, fname)}
+local function lazy_class(spec)
+  local L = spec.base:extend(spec.name)
+  local name, base = spec.name, spec.base
+  function L:has_uninitialized_params() return rawget(self, "_uninitialized") == true end
+  doc(L.has_uninitialized_params, LAZY_DOC.has)
+  if base.reset_parameters then
+    function L:reset_parameters()
+      if self:has_uninitialized_params() then return end
+      return base.reset_parameters(self)
+    end
+    doc(L.reset_parameters, "lazy:reset_parameters(): nothing until the parameters have their shapes; then "
+      .. spec.base_name .. "'s.")
+  end
+  -- gives every placeholder its shape for n channels (features); draws nothing
+  local function make(self, n)
+    for key, shape in pairs(spec.shapes(self, n)) do
+      materialize(self._parameters[key] or self._buffers[key], shape)
+    end
+    spec.finish(self, n)
+    self._uninitialized = nil
+    if getmetatable(self) == L then setmetatable(self, base) end -- PyTorch's cls_to_become
+  end
+  local function init_from(self, x, fname)
+    if not pt.is_tensor(x) then fail("%s: input must be a tensor, got %s", fname, type_of(x)) end
+    spec.check(self, x, fname)
+    local n = spec.infer(self, x, fname)
+    make(self, n)
+    -- drawn as the ordinary class draws them (a subclass's own reset_parameters if it has one)
+    if self.reset_parameters then self:reset_parameters() end
+  end
+  function L:initialize_parameters(x)
+    if not self:has_uninitialized_params() then return end
+    init_from(self, x, name .. ":initialize_parameters")
+  end
+  doc(L.initialize_parameters, "lazy:initialize_parameters(x): what the first forward does: " .. spec.what
+    .. " comes from x,\n  the placeholders get their data (the same tensor objects), are drawn as " .. spec.base_name
+    .. "'s and the module\n  becomes an nn." .. spec.base_name .. ". Nothing once initialized.")
+  function L:forward(x, ...)
+    if self:has_uninitialized_params() then init_from(self, x, name .. ":forward") end
+    return base.forward(self, x, ...)
+  end
+  -- a state_dict loaded into an uninitialized module gives the placeholders its shapes first
+  -- (PyTorch's lazy load hook); a lazy module inside another one loads after its dry run
+  function L:load_state_dict(sd, opts)
+    if self:has_uninitialized_params() and type(sd) == "table" then
+      local n = spec.from_state(self, sd)
+      if n then make(self, n) end
+    end
+    return Module.load_state_dict(self, sd, opts)
+  end
+  doc(L.load_state_dict, "lazy:load_state_dict(sd[, opts]): as nn.Module's; while uninitialized the placeholders first take the\n"
+    .. "  shapes sd's tensors have (" .. spec.what .. " from them, and the module becomes an nn." .. spec.base_name .. ").")
+  nn[name] = L
+  return L
+end
+
+-- the channel count of a conv's input {N,C,...} or {C,...}
+local function conv_lazy(name, base_name, nd, transposed)
+  local base = nn[base_name]
+  local L = lazy_class {
+    name = name, base = base, base_name = base_name, what = "in_channels",
+    check = function(_, x, _)
+      if x:dim() ~= nd + 1 and x:dim() ~= nd + 2 then
+        fail("%s: expected a %d-D (unbatched) or %d-D (batched) input, got shape %s", name, nd + 1, nd + 2, shp(x))
+      end
+    end,
+    infer = function(self, x, fname)
+      local c = x:size(x:dim() == nd + 2 and 2 or 1)
+      if c % self.groups ~= 0 then
+        fail("%s: in_channels must be divisible by groups: the input has %d channels, groups=%d", fname, c, self.groups)
+      end
+      return c
+    end,
+    shapes = function(self, c)
+      local w = transposed and {c, self.out_channels // self.groups} or {self.out_channels, c // self.groups}
+      for i = 1, nd do w[#w + 1] = self.kernel_size[i] end
+      return {weight = w, bias = {self.out_channels}}
+    end,
+    finish = function(self, c) self.in_channels = c end,
+    from_state = function(self, sd)
+      local w = sd.weight
+      if not pt.is_tensor(w) or w:dim() ~= nd + 2 then return nil end
+      return transposed and w:size(1) or w:size(2) * self.groups
+    end,
+  }
+  function L:__init(out_channels, kernel_size, opts)
+    if opts ~= nil and type(opts) ~= "table" then fail("%s: options must be a table, got %s", name, type_of(opts)) end
+    local groups = opts and opts.groups or 1
+    positive_int(name, "out_channels", out_channels)
+    positive_int(name, "groups", groups)
+    self._uninitialized = true -- reset_parameters draws nothing
+    if nd == 2 and not transposed then
+      H.conv_init(self, name, 2, false, groups, out_channels, kernel_size, opts)
+      -- as an ordinary Conv2d: its own forward unless padding is a string or the mode is not zeros
+      if type(self.padding) ~= "string" and self.padding_mode == "zeros" then
+        self._pads, self.padding_mode = nil, nil
+      end
+    else
+      H.conv_init(self, name, nd, transposed, groups, out_channels, kernel_size, opts)
+    end
+    self.in_channels = 0
+    placeholder_param(self, "weight")
+    placeholder_param(self, "bias")
+  end
+  local ins = ({"{N,C,L} or {C,L}", "{N,C,H,W} or {C,H,W}", "{N,C,D,H,W} or {C,D,H,W}"})[nd]
+  doc(L, fmt([==[nn.%s(out_channels, kernel_size[, {stride=1, padding=0,%s dilation=1, groups=1, bias=true,%s dtype=}]):
+  an nn.%s whose in_channels is the channel count of its first input (%s).
+  Until then in_channels is 0 and weight and bias are placeholders of shape {0}; the first forward (or
+  lazy:initialize_parameters(x)) gives these same tensors their shapes, draws them as nn.%s's
+  (the same seed gives the same values) and turns the module into an nn.%s (a subclass keeps its
+  class). Convert the model (m:double()) before that dry run, and build optimizers after it (one built
+  before holds the same tensors). load_state_dict on the module itself takes the shapes from the
+  state_dict (PyTorch's lazy load hook); a lazy child of another module loads after the dry run.]==],
+    name, transposed and " output_padding=0," or "", transposed and "" or " padding_mode=\"zeros\",", base_name,
+    ins, base_name, base_name))
+  return L
+end
+
+conv_lazy("LazyConv1d", "Conv1d", 1, false)
+conv_lazy("LazyConv2d", "Conv2d", 2, false)
+conv_lazy("LazyConv3d", "Conv3d", 3, false)
+conv_lazy("LazyConvTranspose1d", "ConvTranspose1d", 1, true)
+conv_lazy("LazyConvTranspose2d", "ConvTranspose2d", 2, true)
+conv_lazy("LazyConvTranspose3d", "ConvTranspose3d", 3, true)
+
+-- normalisations: num_features is the input's dim 2 (dim 1 for an unbatched instance norm input)
+local function norm_lazy(name, base_name, ranks, instance)
+  local base = nn[base_name]
+  local L = lazy_class {
+    name = name, base = base, base_name = base_name, what = "num_features",
+    check = function(_, x, fname)
+      local ok = false
+      for _, r in ipairs(ranks) do if x:dim() == r then ok = true end end
+      if not ok then
+        fail("%s: expected a %s-D input, got shape %s", fname, table.concat(ranks, "-D or "), shp(x))
+      end
+    end,
+    infer = function(_, x)
+      -- PyTorch 1.13 reads dim 2 also for an unbatched instance norm input (then fails); this the channels
+      if instance and x:dim() == ranks[1] then return x:size(1) end
+      return x:size(2)
+    end,
+    shapes = function(_, c)
+      return {weight = {c}, bias = {c}, running_mean = {c}, running_var = {c}}
+    end,
+    finish = function(self, c)
+      self.num_features = c
+      pt.no_grad(function()
+        local p, b = self._parameters, self._buffers
+        if p.weight then p.weight:fill_(1); p.bias:fill_(0) end
+        if b.running_mean then b.running_mean:fill_(0); b.running_var:fill_(1) end
+      end)
+    end,
+    from_state = function(_, sd)
+      local t = sd.weight or sd.running_mean
+      if not pt.is_tensor(t) or t:dim() ~= 1 then return nil end
+      return t:size(1)
+    end,
+  }
+  function L:__init(opts)
+    opts = check_opts(name, opts, {"eps", "momentum", "affine", "track_running_stats", "dtype"})
+    self._uninitialized = true
+    local o = {eps = opts.eps, momentum = opts.momentum, dtype = opts.dtype, affine = opts.affine,
+      track_running_stats = opts.track_running_stats}
+    if instance then
+      o.affine, o.track_running_stats = opts.affine == true, opts.track_running_stats == true
+    end
+    nn._BatchNorm.__init(self, 1, o)
+    self.num_features = 0
+    placeholder_param(self, "weight")
+    placeholder_param(self, "bias")
+    placeholder_buffer(self, "running_mean")
+    placeholder_buffer(self, "running_var")
+  end
+  doc(L, fmt([==[nn.%s([{eps=1e-5, momentum=0.1, affine=%s, track_running_stats=%s, dtype=}]):
+  an nn.%s whose num_features is the channel count of its first input (%s-D).
+  Until then num_features is 0 and weight, bias, running_mean and running_var are placeholders of
+  shape {0} (num_batches_tracked is there); the first forward (or lazy:initialize_parameters(x))
+  gives these same tensors their shapes and values (weight 1, bias 0, mean 0, var 1) and turns the
+  module into an nn.%s (a subclass keeps its class). load_state_dict on the module itself takes the
+  shapes from the state_dict.]==], name, tostring(not instance), tostring(not instance), base_name,
+    table.concat(ranks, "-D or "), base_name))
+  return L
+end
+
+norm_lazy("LazyBatchNorm1d", "BatchNorm1d", {2, 3}, false)
+norm_lazy("LazyBatchNorm2d", "BatchNorm2d", {4}, false)
+norm_lazy("LazyBatchNorm3d", "BatchNorm3d", {5}, false)
+norm_lazy("LazyInstanceNorm1d", "InstanceNorm1d", {2, 3}, true)
+norm_lazy("LazyInstanceNorm2d", "InstanceNorm2d", {3, 4}, true)
+norm_lazy("LazyInstanceNorm3d", "InstanceNorm3d", {4, 5}, true)
+
+-- ------------------------------------------------------------------ nn.utils additions
+
+local utils = rawget(nn, "utils")
+if utils == nil then
+  utils = {}
+  nn.utils = utils
+end
+
+local function tensor_or_nil(name, what, t)
+  if t ~= nil and not pt.is_tensor(t) then fail("%s: %s must be a tensor or nil, got %s", name, what, type_of(t)) end
+end
+local function need_tensor(name, what, t)
+  if not pt.is_tensor(t) then fail("%s: %s must be a tensor, got %s", name, what, type_of(t)) end
+end
+
+local fusion = {}
+utils.fusion = fusion
+doc(fusion, "nn.utils.fusion: PyTorch's torch.nn.utils.fusion: fuse_conv_bn_eval, fuse_conv_bn_weights,\n"
+  .. "  fuse_linear_bn_eval, fuse_linear_bn_weights (fold an evaluation-mode batch norm into the layer before it).")
+
+function fusion.fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose)
+  local name = "fuse_conv_bn_weights"
+  need_tensor(name, "conv_w", conv_w)
+  tensor_or_nil(name, "conv_b", conv_b)
+  need_tensor(name, "bn_rm", bn_rm)
+  need_tensor(name, "bn_rv", bn_rv)
+  if type(bn_eps) ~= "number" then fail("%s: bn_eps must be a number, got %s", name, type_of(bn_eps)) end
+  tensor_or_nil(name, "bn_w", bn_w)
+  tensor_or_nil(name, "bn_b", bn_b)
+  if conv_w:dim() < 2 then fail("%s: conv_w must have at least 2 dimensions, got shape %s", name, shp(conv_w)) end
+  conv_b = conv_b or pt.zeros_like(bn_rm)
+  bn_w = bn_w or pt.ones_like(bn_rm)
+  bn_b = bn_b or pt.zeros_like(bn_rm)
+  local rsqrt = pt.rsqrt(bn_rv + bn_eps)
+  local shape = transpose and {1, -1} or {-1, 1}
+  for _ = 3, conv_w:dim() do shape[#shape + 1] = 1 end
+  local w = conv_w * (bn_w * rsqrt):reshape(shape)
+  local b = (conv_b - bn_rm) * rsqrt * bn_w + bn_b
+  return nn.Parameter(w:detach()), nn.Parameter(b:detach())
+end
+doc(fusion.fuse_conv_bn_weights, [==[nn.utils.fusion.fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b[, transpose=false])
+  -> fused_w, fused_b (new Parameters): w * (bn_w / sqrt(bn_rv + eps)) per output channel (dim 1; dim 2
+  when transpose, a ConvTranspose weight) and (conv_b - bn_rm) * bn_w / sqrt(bn_rv + eps) + bn_b.
+  conv_b, bn_w, bn_b may be nil (0, 1, 0).]==])
+
+function fusion.fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b)
+  local name = "fuse_linear_bn_weights"
+  need_tensor(name, "linear_w", linear_w)
+  tensor_or_nil(name, "linear_b", linear_b)
+  need_tensor(name, "bn_rm", bn_rm)
+  need_tensor(name, "bn_rv", bn_rv)
+  if type(bn_eps) ~= "number" then fail("%s: bn_eps must be a number, got %s", name, type_of(bn_eps)) end
+  need_tensor(name, "bn_w", bn_w)
+  need_tensor(name, "bn_b", bn_b)
+  linear_b = linear_b or pt.zeros_like(bn_rm)
+  local scale = bn_w * pt.rsqrt(bn_rv + bn_eps)
+  local w = linear_w * scale:unsqueeze(-1)
+  local b = (linear_b - bn_rm) * scale + bn_b
+  return nn.Parameter(w:detach()), nn.Parameter(b:detach())
+end
+doc(fusion.fuse_linear_bn_weights, [==[nn.utils.fusion.fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b)
+  -> fused_w, fused_b (new Parameters): linear_w * scale per output row and (linear_b - bn_rm) * scale + bn_b,
+  scale = bn_w / sqrt(bn_rv + eps). linear_b may be nil (0); bn_w and bn_b are needed (as PyTorch's).]==])
+
+local function check_eval_pair(name, a, what, bn)
+  if not nn.is_module(a) then fail("%s: %s must be a module, got %s", name, what, type_of(a)) end
+  if not nn.is_module(bn) then fail("%s: bn must be a module, got %s", name, type_of(bn)) end
+  if not pt.is_tensor(bn.running_mean) or not pt.is_tensor(bn.running_var) then
+    fail("%s: bn must have running statistics (track_running_stats=true)", name)
+  end
+  if a.training or bn.training then fail("%s: Fusion only for eval! (call :eval() on both modules)", name) end
+end
+
+function fusion.fuse_conv_bn_eval(conv, bn, transpose)
+  check_eval_pair("fuse_conv_bn_eval", conv, "conv", bn)
+  local fused = nn._deepcopy_module(conv)
+  local w, b = fusion.fuse_conv_bn_weights(fused.weight, fused.bias, bn.running_mean, bn.running_var, bn.eps,
+    bn.weight, bn.bias, transpose)
+  fused.weight, fused.bias = w, b
+  return fused
+end
+doc(fusion.fuse_conv_bn_eval, [==[nn.utils.fusion.fuse_conv_bn_eval(conv, bn[, transpose=false]) -> a copy of conv computing bn(conv(x))
+  Both modules in eval mode; bn's running statistics, eps and affine weight/bias folded into the copy's
+  weight and bias (fuse_conv_bn_weights; transpose=true for a ConvTranspose). conv is left as it is.]==])
+
+function fusion.fuse_linear_bn_eval(linear, bn)
+  check_eval_pair("fuse_linear_bn_eval", linear, "linear", bn)
+  local fused = nn._deepcopy_module(linear)
+  local w, b = fusion.fuse_linear_bn_weights(fused.weight, fused.bias, bn.running_mean, bn.running_var, bn.eps,
+    bn.weight, bn.bias)
+  fused.weight, fused.bias = w, b
+  return fused
+end
+doc(fusion.fuse_linear_bn_eval, [==[nn.utils.fusion.fuse_linear_bn_eval(linear, bn) -> a copy of linear computing bn(linear(x))
+  Both modules in eval mode; bn (affine, with running statistics) folded into the copy's weight and bias
+  (fuse_linear_bn_weights). linear is left as it is.]==])
+
+-- PyTorch builds the module on the meta device and gives it uninitialized memory; here it is built
+-- as usual, but the random generator is put back: nothing is drawn as far as the rest of the program sees
+function utils.skip_init(module_cls, ...)
+  if nn.is_module(module_cls) then
+    fail("skip_init: expected a Module class, got a %s module", class_name(module_cls))
+  end
+  if type(module_cls) ~= "table" or not rawget(module_cls, "__is_module") or rawget(module_cls, "_module_names") then
+    fail("skip_init: expected a Module class, got %s", type_of(module_cls))
+  end
+  local saved = pt.get_rng_state()
+  local ok, m = pcall(module_cls, ...)
+  pt.set_rng_state(saved)
+  if not ok then error(m, 0) end
+  return m
+end
+doc(utils.skip_init, [==[nn.utils.skip_init(module_cls, ...) -> module_cls(...) whose parameters are to be initialized by the caller.
+  PyTorch's skip_init: the random generator's state is the same afterwards as before (nothing drawn, as
+  far as the rest of the program sees); the parameters' values are unspecified (here: what the
+  constructor drew), so fill them yourself (nn.init.*, copy_).]==])
+
+local stateless = {}
+utils.stateless = stateless
+doc(stateless, "nn.utils.stateless: PyTorch 1.13's torch.nn.utils.stateless: functional_call (pt.func.functional_call).")
+function stateless.functional_call(...)
+  return require("partrain.func").functional_call(...)
+end
+doc(stateless.functional_call, [==[nn.utils.stateless.functional_call(module, parameters_and_buffers, args[, kwargs][, {tie_weights=true, strict=false}])
+  -> module(args...) with the given tensors in place of its parameters and buffers: pt.func.functional_call
+  (see its help; its error messages name it).]==])
+
+local convert_parameters = {parameters_to_vector = utils.parameters_to_vector,
+  vector_to_parameters = utils.vector_to_parameters}
+utils.convert_parameters = convert_parameters
+doc(convert_parameters, "nn.utils.convert_parameters: PyTorch's torch.nn.utils.convert_parameters: parameters_to_vector and\n"
+  .. "  vector_to_parameters (the same functions as nn.utils.parameters_to_vector / vector_to_parameters).")
+
+-- ------------------------------------------------------------------ SyncBatchNorm
+
+local SyncBatchNorm = nn._BatchNorm:extend("SyncBatchNorm")
+nn.SyncBatchNorm = SyncBatchNorm
+function SyncBatchNorm:__init(num_features, opts)
+  positive_int("SyncBatchNorm", "num_features", num_features)
+  opts = check_opts("SyncBatchNorm", opts, {"eps", "momentum", "affine", "track_running_stats", "process_group", "dtype"})
+  self.process_group = opts.process_group
+  nn._BatchNorm.__init(self, num_features, {eps = opts.eps, momentum = opts.momentum, affine = opts.affine,
+    track_running_stats = opts.track_running_stats, dtype = opts.dtype})
+end
+function SyncBatchNorm:forward(x)
+  local name = "SyncBatchNorm:forward"
+  H.check_tensor_arg(name, "input", x)
+  if x:dim() < 2 then fail("%s: expected at least 2D input (got %dD input)", name, x:dim()) end
+  if x:size(2) == 0 then fail("%s: SyncBatchNorm number of input channels should be non-zero", name) end
+  if (self.affine or self.track_running_stats) and x:size(2) ~= self.num_features then
+    fail("%s: input has %d channels, expected %d (input shape %s)", name, x:size(2), self.num_features, shp(x))
+  end
+  local p = self._parameters
+  local mean, var, momentum = self:_running_stats()
+  return F.batch_norm(x, mean, var, p.weight, p.bias, self.training or mean == nil, momentum, self.eps)
+end
+doc(SyncBatchNorm, [==[nn.SyncBatchNorm(num_features[, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true, process_group, dtype=}])
+  Batch normalisation of any {N,C,...} input (at least 2-D) over every dim but C, as PyTorch's
+  SyncBatchNorm on one process (there is no process group to synchronise with: the statistics are this
+  batch's; process_group is kept and unused). Running statistics updated in training, used in eval.
+  nn.SyncBatchNorm.convert_sync_batchnorm(module) turns BatchNorm*d layers into SyncBatchNorm.]==])
+
+local function is_batchnorm(m)
+  local c = getmetatable(m)
+  while type(c) == "table" do
+    if c == nn.BatchNorm1d or c == nn.BatchNorm2d or c == nn.BatchNorm3d or c == SyncBatchNorm then return true end
+    c = rawget(c, "super")
+  end
+  return false
+end
+
+local function convert(module, process_group)
+  local out = module
+  if is_batchnorm(module) then
+    if rawget(module, "_uninitialized") then
+      fail("convert_sync_batchnorm: %s has uninitialized parameters (run a forward first)", class_name(module))
+    end
+    out = SyncBatchNorm(module.num_features, {eps = module.eps, momentum = module.momentum, affine = module.affine,
+      track_running_stats = module.track_running_stats, dtype = module.running_mean and module.running_mean:dtype()
+      or module.weight and module.weight:dtype(), process_group = process_group})
+    if module.affine then out.weight, out.bias = module.weight, module.bias end
+    out.running_mean, out.running_var = module.running_mean, module.running_var
+    out.num_batches_tracked = module.num_batches_tracked
+  end
+  for _, cname in ipairs(module._module_names) do
+    out:add_module(cname, convert(module._modules[cname], process_group))
+  end
+  return out
+end
+
+function SyncBatchNorm.convert_sync_batchnorm(module, process_group)
+  if not nn.is_module(module) then
+    fail("convert_sync_batchnorm: module must be a Module, got %s", type_of(module))
+  end
+  return convert(module, process_group)
+end
+doc(SyncBatchNorm.convert_sync_batchnorm, [==[nn.SyncBatchNorm.convert_sync_batchnorm(module[, process_group]) -> module with every BatchNorm1d/2d/3d replaced
+  Recursively, as PyTorch's: each BatchNorm*d (module itself or a descendant) becomes a SyncBatchNorm
+  with its settings and the SAME weight, bias, running_mean, running_var and num_batches_tracked
+  tensors (in training mode, as PyTorch's new module); children are replaced in place in their
+  parents. Returns the new module when module itself was a batch norm, else module.]==])
+
+-- ------------------------------------------------------------------ fractional max pooling
+
+-- float32 arithmetic (PyTorch computes the intervals in the input's scalar type)
+local function f32(v) return (string.unpack("f", string.pack("f", v))) end
+local function ident(v) return v end
+
+-- PyTorch's generate_intervals: the 0-based window starts of one dim of one plane
+local function intervals(r, sample, n_in, n_out, k)
+  local seq = {}
+  if n_out > 1 then
+    local alpha = r(r(n_in - k) / r(n_out - 1))
+    local base = math.tointeger(math.floor(r(sample * alpha)))
+    for i = 0, n_out - 2 do
+      seq[i + 1] = math.tointeger(math.floor(r(r(i + sample) * alpha))) - base
+    end
+  end
+  if n_out > 0 then seq[n_out] = n_in - k end
+  return seq
+end
+
+local SPATIAL = {[2] = {"height", "width"}, [3] = {"time", "height", "width"}}
+
+local function ratio_tuple(name, v, n)
+  local t = type(v) == "number" and {} or v
+  if type(v) == "number" then for i = 1, n do t[i] = v end end
+  if type(t) ~= "table" or #t ~= n then
+    fail("%s: output_ratio must be a number or a list of %d numbers, got %s", name, n, type_of(v))
+  end
+  for i = 1, n do
+    if type(t[i]) ~= "number" then fail("%s: output_ratio must be a number or a list of %d numbers", name, n) end
+  end
+  return t
+end
+
+local function frac_pool_run(name, nd, x, kernel_size, output_size, output_ratio, return_indices, samples)
+  H.check_tensor_arg(name, "input", x)
+  if x:dim() ~= nd + 1 and x:dim() ~= nd + 2 then
+    fail("%s: expected a %d-D or %d-D input, got shape %s", name, nd + 1, nd + 2, shp(x))
+  end
+  if not floating(x) then fail("%s: input must be float32 or float64, got %s", name, x:dtype()) end
+  local unbatched = x:dim() == nd + 1
+  local xb = unbatched and x:unsqueeze(1) or x
+  local N, C = xb:size(1), xb:size(2)
+  local ins = {}
+  for d = 1, nd do ins[d] = xb:size(2 + d) end
+  for d = 1, nd + 1 do
+    if xb:size(1 + d) == 0 then
+      fail("%s: expected input to have non-zero size for non-batch dimensions, got shape %s", name, shp(x))
+    end
+  end
+  local k = positive_tuple(name, "kernel_size", kernel_size, nd)
+  local out
+  if output_size ~= nil then
+    out = positive_tuple(name, "output_size", output_size, nd)
+  elseif output_ratio ~= nil then
+    local r = ratio_tuple(name, output_ratio, nd)
+    out = {}
+    for d = 1, nd do out[d] = math.tointeger(math.floor(ins[d] * r[d])) end
+  else
+    fail("%s requires specifying either an output_size or an output_ratio", name)
+  end
+  for d = 1, nd do
+    if out[d] + k[d] - 1 > ins[d] then
+      fail("%s: pool %s %d too large relative to input %s %d (output %s %d)", name, SPATIAL[nd][d], k[d], SPATIAL[nd][d],
+        ins[d], SPATIAL[nd][d], out[d])
+    end
+  end
+  if samples == nil then
+    samples = pt.rand(N, C, nd, {dtype = x:dtype()})
+  else
+    H.check_tensor_arg(name, "_random_samples", samples)
+    if samples:dim() ~= 3 or samples:size(1) ~= N or samples:size(2) ~= C or samples:size(3) ~= nd then
+      fail("%s: _random_samples must have shape {%d,%d,%d} (batch, channels, %d), got %s", name, N, C, nd, nd,
+        shp(samples))
+    end
+    if not floating(samples) then fail("%s: _random_samples must be float32 or float64, got %s", name, samples:dtype()) end
+  end
+  local r = x:dtype() == "float32" and f32 or ident
+  local sv = samples:detach():to(x:dtype()):contiguous():reshape(N * C * nd):tolist()
+  -- which sample each spatial dim takes: 2-D {w, h} (PyTorch's order), 3-D {t, h, w}
+  local which = nd == 2 and {2, 1} or {1, 2, 3}
+  local P, K, S = 1, 1, 1
+  for d = 1, nd do P, K, S = P * out[d], K * k[d], S * ins[d] end
+  -- the flat (1-based) plane index of every window element: {N, C, out..., k...}
+  local idx
+  local stride = S
+  for d = 1, nd do
+    stride = stride // ins[d]
+    local starts = {}
+    for plane = 0, N * C - 1 do
+      local seq = intervals(r, sv[plane * nd + which[d]], ins[d], out[d], k[d])
+      for i = 1, out[d] do starts[#starts + 1] = seq[i] end
+    end
+    local shape_s, shape_o = {N, C}, {}
+    for e = 1, nd do shape_s[2 + e] = e == d and out[d] or 1 end
+    for e = 1, nd do shape_s[2 + nd + e] = 1 end
+    for e = 1, 2 + 2 * nd do shape_o[e] = 1 end
+    shape_o[2 + nd + d] = k[d]
+    local st = pt.tensor(starts, {dtype = "int64"}):reshape(shape_s)
+    local off = pt.arange(0, k[d], {dtype = "int64"}):reshape(shape_o)
+    local term = (st + off) * stride
+    idx = idx and idx + term or term
+  end
+  idx = (idx + 1):expand(table.unpack((function()
+    local full = {N, C}
+    for d = 1, nd do full[2 + d], full[2 + nd + d] = out[d], k[d] end
+    return full
+  end)())):contiguous():reshape(N, C, P, K)
+  local flat = xb:reshape(N, C, S)
+  local vals = flat:detach():gather(3, idx:reshape(N, C, P * K)):reshape(N, C, P, K)
+  local _, am = vals:max(4)
+  local indices = idx:gather(4, am:unsqueeze(4)):reshape(N, C, P)
+  local y = flat:gather(3, indices)
+  local oshape = {N, C}
+  for d = 1, nd do oshape[2 + d] = out[d] end
+  y, indices = y:reshape(oshape), indices:reshape(oshape)
+  if unbatched then y, indices = y:squeeze(1), indices:squeeze(1) end
+  if return_indices then return y, indices end
+  return y
+end
+
+local function any_arg(_, _, v) return v end
+local function boolean_arg(name, k, v)
+  if type(v) ~= "boolean" then fail("%s: %s must be a boolean, got %s", name, k, type_of(v)) end
+  return v
+end
+local function frac_specs()
+  return {{"kernel_size", any_arg, A.REQUIRED}, {"output_size", any_arg, nil}, {"output_ratio", any_arg, nil},
+    {"return_indices", boolean_arg, false}, {"_random_samples", any_arg, nil}}
+end
+
+local function frac_functional(fname, nd)
+  local f = function(x, ...)
+    local s = A.parse(fname, frac_specs(), ...)
+    return frac_pool_run(fname, nd, x, s.kernel_size, s.output_size, s.output_ratio, s.return_indices,
+      s._random_samples)
+  end
+  nn[fname] = f
+  F[fname] = f
+  local shape = nd == 2 and "{N,C,H,W} or {C,H,W}" or "{N,C,T,H,W} or {C,T,H,W}"
+  local order = nd == 2 and "{w, h}" or "{t, h, w}"
+  doc(f, fmt([==[nn.functional.%s(x, kernel_size[, output_size[, output_ratio[, return_indices=false[, _random_samples]]]])
+  -> Tensor[, indices]  (or the settings as an options table)
+  Fractional max pooling (Graham, 2014) of x %s, as PyTorch's: the maximum of each kernel_size window,
+  the windows' starts pseudo-random per plane so that the output has output_size (n or one per dim) or
+  floor(input size * output_ratio) (output_size wins when both are given). _random_samples {N,C,%d} in
+  [0,1) (one per spatial dim, in PyTorch's order %s) fixes the windows, else pt.rand draws them.
+  indices: 1-based positions in the flattened input plane, as max_pool%dd's. Differentiable in x.]==],
+    fname, shape, nd, order, nd))
+  return f
+end
+local frac2 = frac_functional("fractional_max_pool2d", 2)
+local frac3 = frac_functional("fractional_max_pool3d", 3)
+
+local function frac_class(name, nd, fn)
+  local P = Module:extend(name)
+  function P:__init(...)
+    local s = A.parse(name, frac_specs(), ...)
+    self.kernel_size = positive_tuple(name, "kernel_size", s.kernel_size, nd)
+    self.return_indices = s.return_indices
+    if s._random_samples ~= nil then
+      H.check_tensor_arg(name, "_random_samples", s._random_samples)
+      self:register_buffer("_random_samples", s._random_samples)
+    end
+    if s.output_size == nil and s.output_ratio == nil then
+      fail("%s requires specifying either an output size, or a pooling ratio", name)
+    end
+    if s.output_size ~= nil and s.output_ratio ~= nil then
+      fail("%s: only one of output_size and output_ratio may be specified", name)
+    end
+    if s.output_size ~= nil then self.output_size = positive_tuple(name, "output_size", s.output_size, nd) end
+    if s.output_ratio ~= nil then
+      local r = ratio_tuple(name, s.output_ratio, nd)
+      for d = 1, nd do
+        if not (r[d] > 0 and r[d] < 1) then
+          fail("%s: output_ratio must be between 0 and 1 (got %s)", name,
+            type(s.output_ratio) == "number" and num_repr(s.output_ratio) or fmt_tuple(r))
+        end
+      end
+      self.output_ratio = r
+    end
+  end
+  function P:forward(x)
+    return fn(x, self.kernel_size, {output_size = self.output_size, output_ratio = self.output_ratio,
+      return_indices = self.return_indices, _random_samples = self._buffers._random_samples})
+  end
+  function P:extra_repr()
+    local s = "kernel_size=" .. fmt_tuple(self.kernel_size)
+    if self.output_size then s = s .. ", output_size=" .. fmt_tuple(self.output_size) end
+    if self.output_ratio then s = s .. ", output_ratio=" .. fmt_tuple(self.output_ratio) end
+    if self.return_indices then s = s .. ", return_indices=true" end
+    return s
+  end
+  nn[name] = P
+  doc(P, fmt([==[nn.%s(kernel_size[, output_size[, output_ratio[, return_indices=false[, _random_samples]]]])  (or an options table)
+  Fractional max pooling of %s; exactly one of output_size (n or one per dim) and output_ratio (in (0, 1),
+  one number or one per dim). _random_samples (a buffer, as PyTorch's) fixes the windows; without it each
+  call draws new ones. m(x) -> y[, indices] (1-based, as nn.functional.%s's, which see).]==],
+    name, nd == 2 and "{N,C,H,W} or {C,H,W}" or "{N,C,T,H,W} or {C,T,H,W}", "fractional_max_pool" .. nd .. "d"))
+  return P
+end
+frac_class("FractionalMaxPool2d", 2, frac2)
+frac_class("FractionalMaxPool3d", 3, frac3)
+
+-- ------------------------------------------------------------------ AdaptiveLogSoftmaxWithLoss
+
+local ALS = Module:extend("AdaptiveLogSoftmaxWithLoss")
+nn.AdaptiveLogSoftmaxWithLoss = ALS
+local CUTOFF_MSG = "cutoffs should be a sequence of unique, positive integers sorted in an increasing order, where "
+  .. "each value is between 1 and n_classes-1"
+
+function ALS:__init(...)
+  local name = "AdaptiveLogSoftmaxWithLoss"
+  local s = A.parse(name, {{"in_features", any_arg, A.REQUIRED}, {"n_classes", any_arg, A.REQUIRED},
+    {"cutoffs", any_arg, A.REQUIRED}, {"div_value", A.number, 4.0}, {"head_bias", boolean_arg, false},
+    {"dtype", A.dtype_arg, nil}}, ...)
+  positive_int(name, "in_features", s.in_features)
+  positive_int(name, "n_classes", s.n_classes)
+  local c = s.cutoffs
+  if type(c) ~= "table" or #c == 0 then fail("%s: %s", name, CUTOFF_MSG) end
+  local cut = {}
+  for i, v in ipairs(c) do
+    if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then fail("%s: %s", name, CUTOFF_MSG) end
+    v = math.tointeger(v)
+    if v <= 0 or v > s.n_classes - 1 or (i > 1 and v <= cut[i - 1]) then fail("%s: %s", name, CUTOFF_MSG) end
+    cut[i] = v
+  end
+  self.in_features, self.n_classes, self.div_value, self.head_bias = s.in_features, s.n_classes, s.div_value, s.head_bias
+  cut[#cut + 1] = s.n_classes
+  self.cutoffs = cut
+  self.shortlist_size = cut[1]
+  self.n_clusters = #cut - 1
+  self.head_size = self.shortlist_size + self.n_clusters
+  self.head = nn.Linear(s.in_features, self.head_size, {bias = s.head_bias, dtype = s.dtype})
+  self.tail = nn.ModuleList()
+  for i = 1, self.n_clusters do
+    local hsz = math.tointeger(math.floor(s.in_features / s.div_value ^ i))
+    if hsz < 1 then
+      fail("%s: cluster %d's projection size in_features / div_value^%d = %d must be at least 1", name, i, i, hsz)
+    end
+    local osz = cut[i + 1] - cut[i]
+    self.tail:append(nn.Sequential(nn.Linear(s.in_features, hsz, {bias = false, dtype = s.dtype}),
+      nn.Linear(hsz, osz, {bias = false, dtype = s.dtype})))
+  end
+end
+function ALS:reset_parameters()
+  self.head:reset_parameters()
+  for i = 1, self.n_clusters do
+    self.tail[i][1]:reset_parameters()
+    self.tail[i][2]:reset_parameters()
+  end
+end
+doc(ALS.reset_parameters, "als:reset_parameters(): draws head and the tail projections again, as the constructor does.")
+
+local function als_input(self, name, x)
+  H.check_tensor_arg(name, "input", x)
+  if x:dim() ~= 2 then fail("%s: input must be 2-D {N, in_features}, got shape %s", name, shp(x)) end
+  if x:size(2) ~= self.in_features then
+    fail("%s: input has %d features, expected %d (input shape %s)", name, x:size(2), self.in_features, shp(x))
+  end
+end
+
+function ALS:forward(input, target)
+  local name = "AdaptiveLogSoftmaxWithLoss:forward"
+  H.check_tensor_arg(name, "input", input)
+  H.check_tensor_arg(name, "target", target)
+  local td = target:dim()
+  if td == 1 then
+    if input:dim() ~= 2 then
+      fail("%s: 1D target tensor expects 2D input tensors, but found inputs with size %s", name, shp(input))
+    end
+    if input:size(1) ~= target:size(1) then
+      fail("%s: Input and target should have the same size in the batch dimension (input %s, target %s)", name,
+        shp(input), shp(target))
+    end
+  elseif td == 0 then
+    if input:dim() ~= 1 then
+      fail("%s: 0D target tensor expects 1D input tensors, but found inputs with size %s", name, shp(input))
+    end
+  else
+    fail("%s: 0D or 1D target tensor expected, multi-target not supported", name)
+  end
+  local batched = td > 0
+  local x = batched and input or input:unsqueeze(1)
+  als_input(self, name, x)
+  local tv = (batched and target or target:unsqueeze(1)):to("int64"):tolist()
+  local B = #tv
+  local lo, hi
+  local gather, rows, rel = {}, {}, {}
+  for i = 1, self.n_clusters do rows[i], rel[i] = {}, {} end
+  for b, t in ipairs(tv) do
+    lo = lo and math.min(lo, t) or t
+    hi = hi and math.max(hi, t) or t
+    if t >= 1 and t <= self.shortlist_size then
+      gather[b] = t
+    else
+      for i = 1, self.n_clusters do
+        if t > self.cutoffs[i] and t <= self.cutoffs[i + 1] then
+          gather[b] = self.shortlist_size + i
+          rows[i][#rows[i] + 1] = b
+          rel[i][#rel[i] + 1] = t - self.cutoffs[i]
+        end
+      end
+    end
+  end
+  if B > 0 and (lo < 1 or hi > self.n_classes) then
+    fail("%s: Target values should be in [1, %d], but values in range [%d, %d] were found", name, self.n_classes,
+      lo, hi)
+  end
+  local output = pt.zeros(B, {dtype = x:dtype()})
+  for i = 1, self.n_clusters do
+    if #rows[i] > 0 then
+      local r = pt.tensor(rows[i], {dtype = "int64"})
+      local co = self.tail[i](x:index_select(1, r))
+      local lp = F.log_softmax(co, 2)
+      local loc = lp:gather(2, pt.tensor(rel[i], {dtype = "int64"}):unsqueeze(2)):squeeze(2)
+      output = output:index_add(1, r, loc)
+    end
+  end
+  local head_lp = F.log_softmax(self.head(x), 2)
+  if B > 0 then
+    output = output + head_lp:gather(2, pt.tensor(gather, {dtype = "int64"}):unsqueeze(2)):squeeze(2)
+  end
+  local loss = (-output):mean()
+  if not batched then output = output:squeeze(1) end
+  return {output = output, loss = loss, output, loss}
+end
+doc(ALS.forward, [==[als(input, target) -> {output=, loss=} (also [1], [2]; PyTorch's _ASMoutput named tuple)
+  input {N, in_features} with target {N}, or input {in_features} with a 0-D target; targets are 1-based
+  classes in [1, n_classes]. output: each target's log-probability; loss: mean of -output.]==])
+
+local function full_log_prob(self, x, head_output)
+  local head_lp = F.log_softmax(head_output, 2)
+  local parts = {head_lp:narrow(2, 1, self.shortlist_size)}
+  for i = 1, self.n_clusters do
+    local lp = F.log_softmax(self.tail[i](x), 2)
+    parts[#parts + 1] = lp + head_lp:narrow(2, self.shortlist_size + i, 1)
+  end
+  return pt.cat(parts, 2)
+end
+
+function ALS:log_prob(input)
+  als_input(self, "AdaptiveLogSoftmaxWithLoss:log_prob", input)
+  return full_log_prob(self, input, self.head(input))
+end
+doc(ALS.log_prob, "als:log_prob(input {N, in_features}) -> {N, n_classes}: the log-probability of every class (column c is class c).")
+
+function ALS:predict(input)
+  als_input(self, "AdaptiveLogSoftmaxWithLoss:predict", input)
+  local head_output = self.head(input)
+  local out = head_output:argmax(2)
+  local far = out:gt(self.shortlist_size)
+  if not far:any():item() then return out end
+  local full = full_log_prob(self, input, head_output):argmax(2)
+  return pt.where(far, full, out)
+end
+doc(ALS.predict, "als:predict(input {N, in_features}) -> int64 {N}: the most probable class (1-based) of each row,\n"
+  .. "  log_prob(input):argmax(2), computing the tail clusters only when a row's head picks a cluster.")
+
+function ALS:extra_repr()
+  return fmt("in_features=%d, n_classes=%d, cutoffs={%s}, div_value=%s, head_bias=%s", self.in_features, self.n_classes,
+    table.concat(self.cutoffs, ", ", 1, #self.cutoffs - 1), num_repr(self.div_value), tostring(self.head_bias))
+end
+doc(ALS, [==[nn.AdaptiveLogSoftmaxWithLoss(in_features, n_classes, cutoffs[, div_value=4.0[, head_bias=false]])  (or an options table, also dtype=)
+  Efficient softmax approximation (Grave et al., 2016), as PyTorch's: classes 1..cutoffs[1] form the head's
+  shortlist; cluster i holds classes cutoffs[i]+1 .. cutoffs[i+1] (the last up to n_classes) and is scored
+  by head column shortlist + i times tail[i] (Linear(in, floor(in / div_value^i)) then Linear(that, size),
+  no biases). cutoffs: increasing integers in [1, n_classes-1]. head: Linear(in, shortlist + clusters,
+  bias=head_bias). m(input, target) -> {output=, loss=}; m:log_prob(input); m:predict(input).]==])
+
+return nn

@@ -1,0 +1,574 @@
+-- nn_lazy.lua: the lazy convolutions and normalisations, nn.utils.fusion / skip_init / stateless /
+-- convert_parameters, nn.SyncBatchNorm, FractionalMaxPool2d/3d (F.fractional_max_pool2d/3d) and
+-- AdaptiveLogSoftmaxWithLoss.
+--
+-- Reference values (R below) were computed once with /usr/bin/python3 and torch 1.13.0a0 (the
+-- script is not run at test time). sinx(shape, a, b) = sin(arange(n) * a + b) in float64, reshaped;
+-- torch's 0-based indices and classes are printed + 1:
+--[==[
+S2 = [[[0.13, 0.91], [0.5, 0.27], [0.77, 0.02]], [[0.35, 0.64], [0.99, 0.48], [0.21, 0.83]]]   (float64)
+x = sinx((2, 3, 7, 9), 1.7)
+F.fractional_max_pool2d(x, (2, 3), output_size=(4, 3), return_indices=True, _random_samples=S2)  -> f2_64_*
+F.fractional_max_pool2d(x.float(), 2, output_ratio=(0.5, 0.7), return_indices=True, _random_samples=S2.float())
+F.fractional_max_pool2d(sinx((3, 7, 9), 0.9), 3, output_size=3, return_indices=True, _random_samples=S2[:1])
+S3 = [[[0.13, 0.91, 0.44], [0.5, 0.27, 0.66]]]; x3 = sinx((1, 2, 5, 6, 7), 1.3)
+F.fractional_max_pool3d(x3, 2, output_size=(3, 4, 3), ...S3); F.fractional_max_pool3d(x3.float(), (2, 3, 2), output_ratio=0.6, ...)
+cw = sinx((3, 2, 2, 2), 0.7); cb = sinx((3,), 1.1, 0.3); rm = [0.1, -0.2, 0.3]; rv = [0.5, 1.5, 2.0]
+bw = [1.2, 0.8, -0.5]; bb = [0.05, -0.1, 0.2]
+fuse_conv_bn_weights(cw, cb, rm, rv, 1e-3, bw, bb); (cw, None, rm, rv, 1e-5, None, None);
+  (sinx((2, 3, 2, 2), 0.7), cb, rm, rv, 1e-3, bw, bb, transpose=True)
+fuse_linear_bn_weights(sinx((3, 4), 0.4), sinx((3,), 0.9), rm, rv, 1e-3, bw, bb)
+nn.BatchNorm2d(3).double()(sinx((2, 3, 2, 2), 0.8)) and its running stats (SyncBatchNorm needs a GPU in
+  torch 1.13; on one device it is this); eval with running stats rm, rv; BatchNorm3d on sinx((2, 3, 2, 1, 2), 0.8)
+nn.LazyBatchNorm1d().double()(sinx((4, 3), 0.5)); nn.LazyInstanceNorm2d(affine=True).double()(sinx((2, 3, 2, 3), 0.6))
+a = nn.AdaptiveLogSoftmaxWithLoss(4, 7, [2, 4], div_value=2.0, head_bias=True).double()
+  the k-th of named_parameters() (head.weight, head.bias, tail.0.0.weight, tail.0.1.weight, tail.1.0.weight,
+  tail.1.1.weight) set to sinx(shape, 0.3 + 0.1 * k, 0.2 * k)
+xa = cos(arange(20) * 0.9).reshape(5, 4); ta = [0, 3, 6, 2, 5]; r = a(xa, ta): output, loss, xa's gradient
+  of loss, a.log_prob(xa), a.predict(xa); xp = cos(arange(24) * 2.3).reshape(6, 4) * 3: a.predict(xp),
+  a.log_prob(xp).argmax(1); a(xa[1], ta[1]) = -2.4140804586419056 (loss 2.4140804586419056)
+]==]
+local pt = require "partrain"
+local nn = pt.nn
+local F = nn.functional
+local optim = pt.optim
+local gradcheck = require "spec.gradcheck"
+local support = require "spec.support"
+local assert_close = support.assert_close_with(1e-12)
+local assert_error = support.assert_error
+local help = require "partrain.help"
+
+local F64 = {dtype = "float64"}
+local I64 = {dtype = "int64"}
+local function sinx(shape, a, b)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  return (pt.arange(0, n, F64) * a + (b or 0)):sin():reshape(shape)
+end
+local function maxdiff(a, b) return (a - b):abs():max():item() end
+
+local R = {}
+R.f2_64_idx = {{{{2, 13, 17}, {28, 24, 35}, {39, 31, 35}, {46, 50, 61}}, {{2, 13, 9}, {20, 24, 35}, {39, 31, 35}, {46, 50, 61}}, {{2, 5, 9}, {20, 24, 16}, {39, 31, 35}, {57, 50, 61}}}, {{{1, 5, 9}, {20, 24, 16}, {38, 31, 35}, {57, 49, 53}}, {{1, 5, 16}, {20, 31, 27}, {38, 42, 53}, {57, 49, 53}}, {{1, 5, 16}, {20, 23, 27}, {38, 42, 34}, {57, 49, 53}}}}
+R.f2_64_sum = 66.32777945299767
+R.f2_32_idx = {{{{2, 2, 13, 6, 6, 17}, {28, 20, 31, 24, 24, 35}, {46, 57, 57, 50, 61, 54}}, {{2, 13, 13, 5, 17, 9}, {28, 39, 31, 42, 35, 35}, {46, 57, 50, 50, 61, 53}}, {{2, 2, 13, 5, 16, 9}, {20, 20, 31, 24, 24, 35}, {46, 57, 57, 50, 61, 53}}}, {{{1, 12, 5, 5, 16, 9}, {38, 38, 31, 42, 35, 35}, {46, 57, 49, 50, 53, 53}}, {{1, 12, 5, 5, 16, 9}, {20, 20, 31, 23, 34, 27}, {46, 57, 49, 60, 60, 53}}, {{1, 12, 5, 5, 16, 8}, {20, 20, 23, 23, 34, 27}, {56, 57, 49, 60, 60, 53}}}}
+R.f2_32_shape = {2, 3, 3, 6}
+R.f2_u_idx = {{{3, 24, 17}, {38, 24, 45}, {38, 59, 45}}, {{3, 24, 17}, {37, 24, 44}, {37, 58, 44}}, {{2, 23, 16}, {37, 23, 44}, {37, 58, 44}}}
+R.f2_u_y = {{{0.9738476308781951, 0.9611527245021165, 0.9656577765492774}, {0.9513287387867805, 0.9611527245021165, 0.9460125826269081}, {0.9513287387867805, 0.9345794583884147, 0.9460125826269081}}, {{0.9284657227653786, 0.9085567852785591, 0.915452546620805}, {0.9067053587029005, 0.9085567852785591, 0.9136686918591765}, {0.9067053587029005, 0.926818505417785, 0.9136686918591765}}, {{0.9330012680097132, 0.9499602278107335, 0.9445737651362344}, {0.9599259673143185, 0.9499602278107335, 0.9645024265574488}, {0.9599259673143185, 0.9728360549439274, 0.9645024265574488}}}
+R.f3_idx = {{{{{2, 46, 7}, {51, 60, 55}, {65, 60, 70}, {36, 31, 41}}, {{51, 94, 55}, {99, 94, 104}, {65, 60, 70}, {113, 123, 118}}, {{128, 171, 181}, {176, 186, 181}, {191, 186, 147}, {205, 157, 210}}}, {{{44, 5, 48}, {58, 53, 63}, {29, 68, 34}, {29, 82, 34}}, {{92, 131, 140}, {92, 145, 140}, {155, 116, 111}, {121, 116, 126}}, {{169, 179, 174}, {184, 145, 140}, {198, 193, 203}, {198, 208, 203}}}}}
+R.f3_sum = 69.20870971375842
+R.f3_32_idx = {{{{{2, 60, 12, 7}, {65, 60, 12, 70}, {65, 31, 41, 41}}, {{99, 94, 89, 104}, {65, 94, 104, 70}, {65, 123, 118, 70}}, {{128, 186, 181, 181}, {176, 186, 181, 181}, {205, 157, 152, 210}}}, {{{58, 58, 5, 63}, {58, 58, 53, 63}, {29, 24, 82, 34}}, {{92, 87, 145, 140}, {92, 150, 145, 140}, {121, 121, 116, 111}}, {{169, 184, 145, 174}, {184, 150, 145, 140}, {198, 150, 208, 203}}}}}
+R.fc_w = {{{{0.0, 1.092182032008204}, {1.670693788547944, 1.4634521510230323}}, {{0.567926099801347, -0.5947044702470108}, {-1.4776362354245196, -1.6656125903788037}}}, {{{-0.41220426265291554, 0.01097913470420509}, {0.42899887345622606, 0.6452537387294776}}, {{0.5580356883104693, 0.2083647341308907}, {-0.23930341029922586, -0.574423421646686}}}, {{{0.3461050906752827, 0.21848985624497896}, {-0.011884571575516794, -0.23666949968249315}}, {{-0.3501450640258507, -0.29894193359030446}, {-0.10714174069067511, 0.1350488869916575}}}}
+R.fc_b = {0.38147748166569134, 0.6740745392612111, 0.09450053302511134}
+R.fc_w2 = {{{{0.0, 0.9110522799349243}, {1.3936224370318953, 1.2207501860415038}}, {{0.4737400478079646, -0.49607743730210047}, {-1.2325819522252082, -1.3893839153925265}}}, {{{-0.5154253333949104, 0.013728446496118525}, {0.536425523487129, 0.8068332949021263}}, {{0.6977747606066576, 0.2605418533664855}, {-0.2992279585907021, -0.7182661860568563}}}, {{{-0.6923814813182015, -0.43708785104761555}, {0.023775025256732415, 0.47345613568782097}}, {{0.7004634275487372, 0.5980318243905106}, {0.21433650971640586, -0.27016461457767277}}}}
+R.fc_b2 = {-0.14141994204496, 0.1632987718572129, -0.2121315040278671}
+R.ft_w = {{{{0.0, 1.092182032008204}, {1.670693788547944, 1.4634521510230323}}, {{0.21874044207038779, -0.22905430612991592}, {-0.5691212350850589, -0.6415215544150964}}, {{0.22313068448814483, -0.005943125929533615}, {-0.2322217913586481, -0.34928291974620734}}}, {{{1.4488543088440105, 0.5409871611808413}, {-0.6213147015432468, -1.491402551821535}}, {{-0.6393831221801562, -0.4036309497154265}, {0.021955165308032664, 0.4372154230282021}}, {{-0.3501450640258507, -0.29894193359030446}, {-0.10714174069067511, 0.1350488869916575}}}}
+R.ft_b = {0.38147748166569134, 0.6740745392612111, 0.09450053302511134}
+R.fl_w = {{0.0, 0.6602049661623207, 1.2161780847582164, 1.580143425101535}, {0.6527012125934297, 0.5937527074457608, 0.4410637052303634, 0.21874044207038748}, {0.020633218671758, 0.1564155041444604, 0.2675032207777602, 0.33635806071261365}}
+R.fl_b = {-0.11953617599220494, 0.5420924525584517, -0.038181576687372876}
+R.sbn_y = {{{{0.022382741397263747, 1.045808126204975}, {1.4484374056207379, 0.986041061510179}}, {{-0.10118431921101043, -1.0980925407102426}, {-1.4397482857111104, -0.9189077638700948}}, {{0.17969866644650495, 1.1465603567937026}, {1.4259877979951945, 0.8484840537695754}}}, {{{-0.2263228253620609, -1.1586466433475304}, {-1.3745738844191187, -0.7431259816044453}}, {{0.31258426668541617, 1.2084691876547522}, {1.3604771917430347, 0.6764022634192548}}, {{-0.39782145269481956, -1.254084778586803}, {-1.3415832280259452, -0.60724141569741}}}}
+R.sbn_rm = {-0.0015688877871026076, 0.001251502748968021, -0.0009298495252724637}
+R.sbn_rv = {0.9561487791626472, 0.9560940070766172, 0.9560510754544594}
+R.sbn_eval = {{{{-0.14141994204496, 0.8730646259611358}, {1.2721764680730552, 0.8138196964255208}}, {{0.11563664220750977, -0.4546258182540811}, {-0.6500635140953553, -0.35212656153769684}}, {{-0.1297189769672431, 0.3490750214951506}, {0.4874486722341044, 0.2014663755050911}}}, {{{-0.3879527750193445, -1.3121316548587303}, {-1.5261725191279079, -0.9002410517101258}}, {{0.3523251224170102, 0.8647991178206131}, {0.9517524165815324, 0.5604403144711322}}, {{-0.41570938262377244, -0.8397346032251904}, {-0.8830642054676606, -0.5194150340575886}}}}
+R.sbn5_y = {{{{{0.022382741397263747, 1.045808126204975}}, {{1.4484374056207379, 0.986041061510179}}}, {{{-0.10118431921101043, -1.0980925407102426}}, {{-1.4397482857111104, -0.9189077638700948}}}, {{{0.17969866644650495, 1.1465603567937026}}, {{1.4259877979951945, 0.8484840537695754}}}}, {{{{-0.2263228253620609, -1.1586466433475304}}, {{-1.3745738844191187, -0.7431259816044453}}}, {{{0.31258426668541617, 1.2084691876547522}}, {{1.3604771917430347, 0.6764022634192548}}}, {{{-0.39782145269481956, -1.254084778586803}}, {{-1.3415832280259452, -0.60724141569741}}}}}
+R.lbn_y = {{-0.057471271994261636, 0.6347496694221251, 1.1589870704024072}, {1.3660591488894382, 1.2283495257274732, 0.8265089839689417}, {0.1439218449300589, -0.5116658508259608, -1.0278172235065095}, {-1.4525097218252356, -1.3514333443236375, -0.9576788308648395}}
+R.lbn_rm = {0.004027121924970617, 0.0019753865769281593, -0.0005599922991616796}
+R.lbn_rv = {0.9654663050505983, 0.9699231478004329, 0.9712218018967398}
+R.lin_y = {{{{-1.4898957540562723, 0.04566189055038888, 1.0448050716251194}, {1.1585043304887084, 0.3470412448718869, -1.1061167834798302}}, {{0.1494505962878881, -0.8226515109726602, -1.1049299543519167}, {-0.5987767523757014, 0.5189942193866417, 1.857913402025748}}, {{0.7011434256786193, 1.035558997607129, 0.8006003731655144}, {0.07834535967330195, -0.8789015872494701, -1.7367465688750945}}}, {{{-1.1430582021460145, -1.0588587852650655, -0.5357456570263077}, {0.24354271681726367, 1.006778487014801, 1.4873414406053227}}, {{1.4439984762777516, 1.0185887647230876, 0.2867520049944162}, {-0.49586016765926005, -1.0558588054364324, -1.1976202728995629}}, {{-1.6988574982072566, -0.9086455861687374, 0.01683160263709707}, {0.7542782600144602, 1.0460830520678903, 0.7903101696565469}}}}
+R.als_out = {-3.0668058488329075, -2.4140804586419056, -1.183867276774118, -3.244745929735478, -1.6530254924844756}
+R.als_loss = 2.312505001293777
+R.als_grad = {{0.08598902190201452, -0.0035056002432208673, -0.09268707755928757, -0.1735890942823841}, {-0.06692793297072169, -0.01670319206734264, 0.037479712488435055, 0.09277590976835698}, {0.08533132791999093, 0.1021606506202406, 0.09218441941483006, 0.059643638836864965}, {-0.003113930595442683, 0.09858549959463275, 0.1856268715519415, 0.24550091655726886}, {-0.016261381688019865, -0.027362680747371877, -0.015576523329119817, 0.014170823755693314}}
+R.als_lp = {{-3.0668058488329075, -1.497630872547012, -1.2054473601068922, -1.67444631280113, -2.4694150350335287, -2.3453227593627206, -2.7749848789283336}, {-0.848381508464047, -1.1266048326739293, -3.2331363910533386, -2.4140804586419056, -3.234993513614313, -3.248390089681269, -3.202005242302696}, {-3.9034389032678884, -3.5852903875849162, -1.9724183535143882, -2.9724100024968796, -1.430272100790908, -1.5303373917855092, -1.183867276774118}, {-1.5638855847191966, -0.4679417019176405, -3.244745929735478, -2.2703000071690873, -4.852779407105305, -4.659914047273681, -5.327698877941705}, {-3.505657735158582, -4.401074775548475, -3.006390451636766, -3.754083967302079, -1.4071835141824311, -1.6530254924844756, -0.8018122730922199}}
+R.als_pred = {3, 1, 7, 2, 7}
+R.als_pred2 = {2, 7, 2, 7, 2, 7}
+R.als_pred2_full = {2, 7, 2, 7, 2, 7}
+
+describe("lazy convolutions", function()
+  local cases = {
+    {"LazyConv1d", "Conv1d", {2, 3, 7}},
+    {"LazyConv2d", "Conv2d", {2, 3, 5, 6}},
+    {"LazyConv3d", "Conv3d", {2, 3, 4, 5, 6}},
+    {"LazyConvTranspose1d", "ConvTranspose1d", {2, 3, 7}},
+    {"LazyConvTranspose2d", "ConvTranspose2d", {2, 3, 5, 6}},
+    {"LazyConvTranspose3d", "ConvTranspose3d", {2, 3, 4, 5, 6}},
+  }
+  it("infer in_channels from the first input and become the ordinary class, drawn as it draws", function()
+    for _, c in ipairs(cases) do
+      local lazy, base = nn[c[1]], nn[c[2]]
+      local m = lazy(4, 3, {stride = 2, bias = true})
+      assert.are.equal(c[1] .. "(0, 4, kernel_size=3, stride=2)", tostring(m))
+      assert.is_true(m:has_uninitialized_params())
+      assert.are.same({0}, m.weight:size())
+      assert.are.same({0}, m.bias:size())
+      local w, b = m.weight, m.bias
+      pt.manual_seed(3)
+      local x = pt.randn(c[3], F64)
+      m:double()
+      pt.manual_seed(5)
+      local y = m(x)
+      pt.manual_seed(5)
+      local ref = base(3, 4, 3, {stride = 2, dtype = "float64"})
+      assert.are.equal(base, getmetatable(m))
+      assert.are.equal(c[2] .. "(3, 4, kernel_size=3, stride=2)", tostring(m))
+      assert.is_nil(rawget(m, "_uninitialized"))
+      assert.are.equal(3, m.in_channels)
+      -- the same tensor objects, with data now
+      assert.are.equal(w, m.weight)
+      assert.are.equal(b, m.bias)
+      assert.are.same(ref.weight:size(), m.weight:size())
+      assert.are.equal(0, maxdiff(m.weight, ref.weight))
+      assert.are.equal(0, maxdiff(m.bias, ref.bias))
+      assert_close(y, ref(x))
+      -- an unbatched input gives the channels too
+      local u = lazy(2, 2, {bias = false, dtype = "float64"})
+      local xu = x[1]
+      u(xu)
+      assert.are.equal(3, u.in_channels)
+      assert.is_nil(u.bias)
+    end
+  end)
+
+  it("keep groups, padding modes and options; a subclass keeps its class", function()
+    local m = nn.LazyConv2d(4, {3, 1}, {groups = 2, padding = "same", padding_mode = "circular", bias = false})
+    m(pt.randn(1, 6, 5, 5))
+    assert.are.same({4, 3, 3, 1}, m.weight:size())
+    assert.are.equal("Conv2d(6, 4, kernel_size={3, 1}, stride=1, padding=same, groups=2, bias=false, padding_mode=circular)",
+      tostring(m))
+    local t = nn.LazyConvTranspose2d(4, 2, {groups = 2, stride = 2, output_padding = 1})
+    local y = t(pt.randn(1, 6, 3, 3))
+    assert.are.same({6, 2, 2, 2}, t.weight:size())
+    assert.are.same({1, 4, 7, 7}, y:size())
+    local Sub = nn.LazyConv1d:extend("SubLazyConv")
+    local s = Sub(2, 3)
+    s(pt.randn(1, 5, 8))
+    assert.are.equal(Sub, getmetatable(s))
+    assert.is_false(s:has_uninitialized_params())
+    s:initialize_parameters(pt.randn(1, 9, 8)) -- nothing once initialized
+    assert.are.same({2, 5, 3}, s.weight:size())
+    s:reset_parameters()
+  end)
+
+  it("an optimizer built before holds the same tensors; reset_parameters waits", function()
+    local m = nn.LazyConv1d(2, 1, {bias = false, dtype = "float64"})
+    m:reset_parameters()
+    assert.are.same({0}, m.weight:size())
+    local opt = optim.SGD(m:parameters(), 0.1)
+    m(pt.ones(1, 3, 4, F64)):sum():backward()
+    local before = m.weight:clone()
+    opt:step()
+    assert_close(m.weight, before - 0.4)
+  end)
+
+  it("take a state_dict's shapes when loading into an uninitialized module (PyTorch's lazy load hook)", function()
+    local src = nn.Conv2d(3, 4, 2, {groups = 1})
+    local m = nn.LazyConv2d(4, 2)
+    m:load_state_dict(src:state_dict())
+    assert.are.equal(nn.Conv2d, getmetatable(m))
+    assert.are.equal(3, m.in_channels)
+    assert.are.equal(0, maxdiff(m.weight, src.weight))
+    local t = nn.LazyConvTranspose1d(4, 2, {groups = 2})
+    t:load_state_dict(nn.ConvTranspose1d(6, 4, 2, {groups = 2}):state_dict())
+    assert.are.equal(6, t.in_channels)
+    -- a lazy child loads after the dry run
+    local seq = nn.Sequential(nn.LazyConv1d(2, 1))
+    assert_error("load_state_dict: size mismatch for 1.weight: copying a param with shape {2,3,1} from checkpoint, the "
+      .. "shape in current model is {0}", function() seq:load_state_dict(nn.Sequential(nn.Conv1d(3, 2, 1)):state_dict()) end)
+  end)
+
+  it("report bad arguments and inputs", function()
+    assert_error("LazyConv2d: out_channels must be a positive integer, got 0", nn.LazyConv2d, 0, 3)
+    assert_error("LazyConv1d: groups must be a positive integer, got 0", nn.LazyConv1d, 2, 3, {groups = 0})
+    assert_error("LazyConv3d: groups=2 must divide in_channels 2 and out_channels 3", nn.LazyConv3d, 3, 1, {groups = 2})
+    assert_error("LazyConv2d: options must be a table, got number", nn.LazyConv2d, 3, 1, 5)
+    assert_error("LazyConv2d: expected a 3-D (unbatched) or 4-D (batched) input, got shape {2,3}",
+      function() nn.LazyConv2d(4, 3)(pt.randn(2, 3)) end)
+    assert_error("LazyConv2d:forward: in_channels must be divisible by groups: the input has 3 channels, groups=2",
+      function() nn.LazyConv2d(4, 1, {groups = 2})(pt.randn(1, 3, 5, 5)) end)
+    assert_error("LazyConvTranspose1d:forward: input must be a tensor, got string",
+      function() nn.LazyConvTranspose1d(4, 1)("x") end)
+    assert_error("LazyConv1d:initialize_parameters: input must be a tensor, got nil",
+      function() nn.LazyConv1d(4, 1):initialize_parameters() end)
+  end)
+end)
+
+describe("lazy normalisations", function()
+  it("LazyBatchNorm1d: PyTorch's values and running statistics", function()
+    local m = nn.LazyBatchNorm1d():double()
+    assert.are.equal("LazyBatchNorm1d(0, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)", tostring(m))
+    assert.are.same({0}, m.running_mean:size())
+    local w = m.weight
+    local y = m(sinx({4, 3}, 0.5))
+    assert.are.equal(nn.BatchNorm1d, getmetatable(m))
+    assert.are.equal(w, m.weight)
+    assert.are.equal(3, m.num_features)
+    assert_close(y, pt.tensor(R.lbn_y, F64))
+    assert_close(m.running_mean, pt.tensor(R.lbn_rm, F64))
+    assert_close(m.running_var, pt.tensor(R.lbn_rv, F64))
+    assert.are.equal(1, m.num_batches_tracked:item())
+  end)
+
+  it("LazyInstanceNorm2d (affine): PyTorch's values; every class becomes its ordinary one", function()
+    local m = nn.LazyInstanceNorm2d({affine = true}):double()
+    assert_close(m(sinx({2, 3, 2, 3}, 0.6)), pt.tensor(R.lin_y, F64))
+    assert.are.equal(nn.InstanceNorm2d, getmetatable(m))
+    for _, c in ipairs {{"LazyBatchNorm2d", "BatchNorm2d", {2, 3, 2, 2}}, {"LazyBatchNorm3d", "BatchNorm3d", {2, 3, 2, 2, 2}},
+                        {"LazyInstanceNorm1d", "InstanceNorm1d", {2, 3, 4}}, {"LazyInstanceNorm3d", "InstanceNorm3d", {2, 3, 2, 2, 2}}} do
+      local l = nn[c[1]]({affine = true, track_running_stats = true, momentum = 0.3, eps = 1e-3})
+      local ref = nn[c[2]](3, {affine = true, track_running_stats = true, momentum = 0.3, eps = 1e-3})
+      local x = pt.randn(c[3])
+      assert_close(l(x), ref(x), 1e-6)
+      assert_close(l.running_var, ref.running_var, 1e-6)
+      assert.are.equal(nn[c[2]], getmetatable(l))
+      assert.are.equal(tostring(ref), tostring(l))
+    end
+    -- without affine or running statistics there is nothing to infer but num_features
+    local plain = nn.LazyInstanceNorm1d()
+    assert.is_nil(plain.weight)
+    assert.is_nil(plain.running_mean)
+    plain(pt.randn(3, 5)) -- unbatched: the channels are dim 1
+    assert.are.equal(3, plain.num_features)
+    local a = nn.LazyInstanceNorm1d({affine = true})
+    a(pt.randn(3, 5))
+    assert.are.same({3}, a.weight:size())
+  end)
+
+  it("load a state_dict into an uninitialized module; report bad inputs and options", function()
+    local src = nn.BatchNorm2d(5)
+    src(pt.randn(2, 5, 3, 3))
+    local m = nn.LazyBatchNorm2d()
+    m:load_state_dict(src:state_dict())
+    assert.are.equal(5, m.num_features)
+    assert_close(m.running_mean, src.running_mean)
+    assert_error("LazyBatchNorm2d:forward: expected a 4-D input, got shape {2,3}", function() nn.LazyBatchNorm2d()(pt.randn(2, 3)) end)
+    assert_error("LazyBatchNorm1d:forward: expected a 2-D or 3-D input, got shape {2}", function() nn.LazyBatchNorm1d()(pt.randn(2)) end)
+    assert_error("LazyInstanceNorm3d:forward: expected a 4-D or 5-D input, got shape {2,3}",
+      function() nn.LazyInstanceNorm3d()(pt.randn(2, 3)) end)
+    assert_error("LazyBatchNorm3d: unknown option 'num_features' (options: eps, momentum, affine, track_running_stats, dtype)", nn.LazyBatchNorm3d, {num_features = 3})
+  end)
+end)
+
+describe("nn.utils.fusion", function()
+  local rm, rv = pt.tensor({0.1, -0.2, 0.3}, F64), pt.tensor({0.5, 1.5, 2.0}, F64)
+  local bw, bb = pt.tensor({1.2, 0.8, -0.5}, F64), pt.tensor({0.05, -0.1, 0.2}, F64)
+  local fusion = nn.utils.fusion
+  it("fuse_conv_bn_weights and fuse_linear_bn_weights: PyTorch's values", function()
+    local cw, cb = sinx({3, 2, 2, 2}, 0.7), sinx({3}, 1.1, 0.3)
+    local w, b = fusion.fuse_conv_bn_weights(cw, cb, rm, rv, 1e-3, bw, bb)
+    assert_close(w, pt.tensor(R.fc_w, F64))
+    assert_close(b, pt.tensor(R.fc_b, F64))
+    assert.is_true(w.requires_grad and w.is_leaf and b.is_leaf)
+    w, b = fusion.fuse_conv_bn_weights(cw, nil, rm, rv, 1e-5, nil, nil)
+    assert_close(w, pt.tensor(R.fc_w2, F64))
+    assert_close(b, pt.tensor(R.fc_b2, F64))
+    w, b = fusion.fuse_conv_bn_weights(sinx({2, 3, 2, 2}, 0.7), cb, rm, rv, 1e-3, bw, bb, true)
+    assert_close(w, pt.tensor(R.ft_w, F64))
+    assert_close(b, pt.tensor(R.ft_b, F64))
+    w, b = fusion.fuse_linear_bn_weights(sinx({3, 4}, 0.4), sinx({3}, 0.9), rm, rv, 1e-3, bw, bb)
+    assert_close(w, pt.tensor(R.fl_w, F64))
+    assert_close(b, pt.tensor(R.fl_b, F64))
+  end)
+
+  it("fuse_conv_bn_eval and fuse_linear_bn_eval compute bn(layer(x)) in a copy", function()
+    pt.manual_seed(7)
+    for _, c in ipairs {{nn.Conv2d(2, 3, 2, {dtype = "float64"}), nn.BatchNorm2d(3, {dtype = "float64"}), {2, 2, 4, 4}, false},
+                        {nn.Conv1d(2, 3, 2, {dtype = "float64"}), nn.BatchNorm1d(3, {dtype = "float64"}), {2, 2, 5}, false},
+                        {nn.ConvTranspose2d(2, 3, 2, {dtype = "float64"}), nn.BatchNorm2d(3, {dtype = "float64"}), {2, 2, 3, 3}, true},
+                        {nn.Linear(4, 3, {dtype = "float64"}), nn.BatchNorm1d(3, {dtype = "float64"}), {5, 4}}} do
+      local layer, bn = c[1], c[2]
+      bn(layer(pt.randn(c[3], F64))) -- running statistics
+      pt.no_grad(function() bn.weight:copy_(pt.tensor({1.5, -0.5, 2.0}, F64)); bn.bias:copy_(pt.tensor({0.1, 0.2, -0.3}, F64)) end)
+      layer:eval(); bn:eval()
+      local w0 = layer.weight:clone()
+      local fused = c[4] == nil and fusion.fuse_linear_bn_eval(layer, bn) or fusion.fuse_conv_bn_eval(layer, bn, c[4])
+      local x = pt.randn(c[3], F64)
+      assert_close(fused(x), bn(layer(x)), 1e-12)
+      assert.are.equal(0, maxdiff(layer.weight, w0))
+      assert.are_not.equal(layer.weight, fused.weight)
+    end
+  end)
+
+  it("report bad arguments", function()
+    local conv, bn = nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3)
+    assert_error("fuse_conv_bn_eval: Fusion only for eval! (call :eval() on both modules)", fusion.fuse_conv_bn_eval, conv, bn)
+    assert_error("fuse_linear_bn_eval: Fusion only for eval! (call :eval() on both modules)", fusion.fuse_linear_bn_eval,
+      nn.Linear(2, 3):eval(), bn)
+    assert_error("fuse_conv_bn_eval: bn must have running statistics (track_running_stats=true)", fusion.fuse_conv_bn_eval,
+      conv:eval(), nn.BatchNorm2d(3, {track_running_stats = false}):eval())
+    assert_error("fuse_conv_bn_eval: conv must be a module, got number", fusion.fuse_conv_bn_eval, 1, bn)
+    assert_error("fuse_conv_bn_weights: conv_w must be a tensor, got nil", fusion.fuse_conv_bn_weights)
+    assert_error("fuse_conv_bn_weights: bn_eps must be a number, got nil", fusion.fuse_conv_bn_weights, pt.ones(3, 1),
+      nil, pt.ones(3), pt.ones(3))
+    assert_error("fuse_linear_bn_weights: bn_w must be a tensor, got nil", fusion.fuse_linear_bn_weights, pt.ones(3, 2),
+      nil, pt.ones(3), pt.ones(3), 1e-5)
+  end)
+end)
+
+describe("nn.utils.skip_init, stateless, convert_parameters", function()
+  it("skip_init builds the module and leaves the random generator as it was", function()
+    pt.manual_seed(11)
+    local m = nn.utils.skip_init(nn.Linear, 3, 2, {bias = false})
+    local after = pt.rand(3)
+    pt.manual_seed(11)
+    assert.are.equal(0, maxdiff(after, pt.rand(3)))
+    assert.are.same({2, 3}, m.weight:size())
+    assert.is_nil(m.bias)
+    assert_error("skip_init: expected a Module class, got number", nn.utils.skip_init, 5)
+    assert_error("skip_init: expected a Module class, got a Linear module", nn.utils.skip_init, nn.Linear(1, 1))
+    assert_error("Linear: in_features must be a non-negative integer, got -1", nn.utils.skip_init, nn.Linear, -1, 2)
+  end)
+
+  it("stateless.functional_call is pt.func.functional_call; convert_parameters holds the vector functions", function()
+    local m = nn.Linear(2, 1, {dtype = "float64"})
+    local w, b = pt.tensor({{1.0, 2.0}}, F64), pt.tensor({0.5}, F64)
+    local y = nn.utils.stateless.functional_call(m, {weight = w, bias = b}, {pt.tensor({{3.0, 4.0}}, F64)})
+    assert_close(y, pt.tensor({{11.5}}, F64))
+    assert.are_not.equal(w, m.weight)
+    local cp = nn.utils.convert_parameters
+    assert.are.equal(nn.utils.parameters_to_vector, cp.parameters_to_vector)
+    assert.are.equal(nn.utils.vector_to_parameters, cp.vector_to_parameters)
+    local v = cp.parameters_to_vector(m:parameters())
+    assert.are.same({3}, v:size())
+  end)
+end)
+
+describe("nn.SyncBatchNorm", function()
+  it("is batch normalisation of any {N,C,...} on one process (PyTorch's BatchNorm values)", function()
+    local m = nn.SyncBatchNorm(3, {dtype = "float64"})
+    local x = sinx({2, 3, 2, 2}, 0.8)
+    assert_close(m(x), pt.tensor(R.sbn_y, F64))
+    assert_close(m.running_mean, pt.tensor(R.sbn_rm, F64))
+    assert_close(m.running_var, pt.tensor(R.sbn_rv, F64))
+    m:eval()
+    pt.no_grad(function()
+      m.running_mean:copy_(pt.tensor({0.1, -0.2, 0.3}, F64))
+      m.running_var:copy_(pt.tensor({0.5, 1.5, 2.0}, F64))
+    end)
+    assert_close(m(x), pt.tensor(R.sbn_eval, F64))
+    local m5 = nn.SyncBatchNorm(3, {dtype = "float64"})
+    assert_close(m5(sinx({2, 3, 2, 1, 2}, 0.8)), pt.tensor(R.sbn5_y, F64))
+    assert.are.same({4, 3}, nn.SyncBatchNorm(3)(pt.randn(4, 3)):size())
+    assert.are.equal("SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)", tostring(nn.SyncBatchNorm(3)))
+    gradcheck(function(a, w, b) return F.batch_norm(a, nil, nil, w, b, true) end,
+      {pt.randn(3, 2, 2, F64), pt.rand(2, F64), pt.rand(2, F64)})
+    local g = nn.SyncBatchNorm(2, {dtype = "float64"})
+    gradcheck(function(a) return g(a) end, {pt.randn(3, 2, 2, 2, F64)})
+  end)
+
+  it("convert_sync_batchnorm replaces BatchNorm*d recursively, sharing their tensors", function()
+    local bn = nn.BatchNorm1d(3, {momentum = 0.2, eps = 1e-3})
+    local inner = nn.BatchNorm3d(3, {affine = false})
+    local net = nn.Sequential(nn.Linear(2, 3), bn, nn.Sequential(nn.InstanceNorm1d(3), inner))
+    local out = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert.are.equal(net, out)
+    assert.are.equal(nn.SyncBatchNorm, getmetatable(net[2]))
+    assert.are.equal(nn.InstanceNorm1d, getmetatable(net[3][1]))
+    assert.are.equal(nn.SyncBatchNorm, getmetatable(net[3][2]))
+    assert.are.equal(bn.weight, net[2].weight)
+    assert.are.equal(bn.running_mean, net[2].running_mean)
+    assert.are.equal(bn.num_batches_tracked, net[2].num_batches_tracked)
+    assert.are.equal(0.2, net[2].momentum)
+    assert.are.equal(1e-3, net[2].eps)
+    assert.is_nil(net[3][2].weight)
+    assert.are.equal(inner.running_var, net[3][2].running_var)
+    local x = pt.randn(4, 2)
+    net:eval()
+    bn:eval()
+    assert_close(net[2](net[1](x)), bn(net[1](x:clone())), 1e-6)
+    local top = nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm2d(4))
+    assert.are.equal(nn.SyncBatchNorm, getmetatable(top))
+    assert_error("convert_sync_batchnorm: module must be a Module, got number", nn.SyncBatchNorm.convert_sync_batchnorm, 3)
+  end)
+
+  it("reports bad inputs", function()
+    assert_error("SyncBatchNorm:forward: expected at least 2D input (got 1D input)", function() nn.SyncBatchNorm(3)(pt.randn(3)) end)
+    assert_error("SyncBatchNorm:forward: input has 4 channels, expected 3 (input shape {2,4})",
+      function() nn.SyncBatchNorm(3)(pt.randn(2, 4)) end)
+    assert_error("SyncBatchNorm: num_features must be a positive integer, got 0", nn.SyncBatchNorm, 0)
+    assert_error("SyncBatchNorm: unknown option 'foo' (options: eps, momentum, affine, track_running_stats, process_group, dtype)", nn.SyncBatchNorm, 2, {foo = 1})
+  end)
+end)
+
+local S2 = pt.tensor({{{0.13, 0.91}, {0.5, 0.27}, {0.77, 0.02}}, {{0.35, 0.64}, {0.99, 0.48}, {0.21, 0.83}}}, F64)
+local S3 = pt.tensor({{{0.13, 0.91, 0.44}, {0.5, 0.27, 0.66}}}, F64)
+
+describe("fractional max pooling", function()
+  it("F.fractional_max_pool2d: PyTorch's windows for given _random_samples", function()
+    local x = sinx({2, 3, 7, 9}, 1.7)
+    local y, i = F.fractional_max_pool2d(x, {2, 3}, {4, 3}, nil, true, S2)
+    assert.are.same(R.f2_64_idx, i:tolist())
+    assert.are.equal("int64", i:dtype())
+    assert.is_true(math.abs(y:sum():item() - R.f2_64_sum) < 1e-12)
+    assert_close(y, x:reshape(2, 3, 63):gather(3, i:reshape(2, 3, 12)):reshape(2, 3, 4, 3))
+    -- float32: the intervals in float32 arithmetic, as PyTorch's
+    local y32, i32 = F.fractional_max_pool2d(x:float(), 2, {output_ratio = {0.5, 0.7}, return_indices = true,
+      _random_samples = S2:float()})
+    assert.are.same(R.f2_32_idx, i32:tolist())
+    assert.are.same(R.f2_32_shape, y32:size())
+    assert.are.equal("float32", y32:dtype())
+    -- unbatched
+    local yu, iu = F.fractional_max_pool2d(sinx({3, 7, 9}, 0.9), 3, {output_size = 3, return_indices = true,
+      _random_samples = S2:narrow(1, 1, 1)})
+    assert.are.same(R.f2_u_idx, iu:tolist())
+    assert_close(yu, pt.tensor(R.f2_u_y, F64))
+    -- without return_indices one value; without samples new windows each call, of the right size
+    local only = F.fractional_max_pool2d(x, {2, 3}, {output_size = {4, 3}, _random_samples = S2})
+    assert_close(only, y)
+    assert.are.same({2, 3, 3, 4}, F.fractional_max_pool2d(x, 2, {output_ratio = 0.5}):size())
+  end)
+
+  it("F.fractional_max_pool3d: PyTorch's windows", function()
+    local x3 = sinx({1, 2, 5, 6, 7}, 1.3)
+    local y, i = F.fractional_max_pool3d(x3, 2, {output_size = {3, 4, 3}, return_indices = true, _random_samples = S3})
+    assert.are.same(R.f3_idx, i:tolist())
+    assert.is_true(math.abs(y:sum():item() - R.f3_sum) < 1e-12)
+    local _, i32 = F.fractional_max_pool3d(x3:float(), {2, 3, 2}, {output_ratio = 0.6, return_indices = true,
+      _random_samples = S3:float()})
+    assert.are.same(R.f3_32_idx, i32:tolist())
+  end)
+
+  it("pass gradcheck", function()
+    gradcheck(function(a) return F.fractional_max_pool2d(a, {2, 3}, {4, 3}, nil, false, S2) end, {sinx({2, 3, 7, 9}, 1.7)})
+    gradcheck(function(a) return F.fractional_max_pool3d(a, 2, {3, 4, 3}, nil, false, S3) end, {sinx({1, 2, 5, 6, 7}, 1.3)})
+  end)
+
+  it("FractionalMaxPool2d/3d modules: settings, _random_samples buffer, errors", function()
+    local m = nn.FractionalMaxPool2d({2, 3}, {output_size = {4, 3}, return_indices = true, _random_samples = S2})
+    assert.are.equal("FractionalMaxPool2d(kernel_size={2, 3}, output_size={4, 3}, return_indices=true)", tostring(m))
+    local y, i = m(sinx({2, 3, 7, 9}, 1.7))
+    assert.are.same(R.f2_64_idx, i:tolist())
+    assert.is_true(math.abs(y:sum():item() - R.f2_64_sum) < 1e-12)
+    assert.are.equal(0, maxdiff(S2, m:state_dict()._random_samples))
+    assert.are.equal(S2, m._random_samples)
+    local m3 = nn.FractionalMaxPool3d(2, nil, 0.5)
+    assert.are.same({1, 2, 2, 3, 3}, m3(pt.randn(1, 2, 5, 6, 7)):size())
+    assert.are.equal("FractionalMaxPool3d(kernel_size=2, output_ratio=0.5)", tostring(m3))
+    assert_error("FractionalMaxPool2d requires specifying either an output size, or a pooling ratio", nn.FractionalMaxPool2d, 2)
+    assert_error("FractionalMaxPool2d: only one of output_size and output_ratio may be specified", nn.FractionalMaxPool2d, 2, 3, 0.5)
+    assert_error("FractionalMaxPool3d: output_ratio must be between 0 and 1 (got 1.5)", nn.FractionalMaxPool3d, 2, nil, 1.5)
+    assert_error("FractionalMaxPool2d: output_ratio must be between 0 and 1 (got {0.5, 0})", nn.FractionalMaxPool2d, 2,
+      {output_ratio = {0.5, 0}})
+    assert_error("FractionalMaxPool2d: unknown option 'ratio'", nn.FractionalMaxPool2d, 2, {ratio = 0.5})
+    local x = pt.randn(1, 1, 5, 5)
+    assert_error("fractional_max_pool2d requires specifying either an output_size or an output_ratio",
+      F.fractional_max_pool2d, x, 2)
+    assert_error("fractional_max_pool2d: pool height 3 too large relative to input height 5 (output height 4)",
+      F.fractional_max_pool2d, x, 3, 4)
+    assert_error("fractional_max_pool2d: expected a 3-D or 4-D input, got shape {5,5}", F.fractional_max_pool2d, pt.randn(5, 5), 2, 2)
+    assert_error("fractional_max_pool3d: _random_samples must have shape {1,1,3} (batch, channels, 3), got {1,1,2}",
+      F.fractional_max_pool3d, pt.randn(1, 1, 4, 4, 4), 2, {output_size = 2, _random_samples = pt.rand(1, 1, 2)})
+    assert_error("fractional_max_pool2d: input must be float32 or float64, got int64", F.fractional_max_pool2d,
+      pt.ones(1, 1, 4, 4, I64), 2, 2)
+    assert_error("fractional_max_pool2d: return_indices must be a boolean, got number", F.fractional_max_pool2d, x, 2, 2, nil, 1)
+    assert_error("fractional_max_pool2d: expected input to have non-zero size for non-batch dimensions, got shape {1,0,4,4}",
+      F.fractional_max_pool2d, pt.randn(1, 0, 4, 4), 2, 2)
+  end)
+end)
+
+describe("nn.AdaptiveLogSoftmaxWithLoss", function()
+  local function model()
+    local a = nn.AdaptiveLogSoftmaxWithLoss(4, 7, {2, 4}, {div_value = 2.0, head_bias = true, dtype = "float64"})
+    pt.no_grad(function()
+      local k = 0
+      for _, p in a:named_parameters() do
+        p:copy_(sinx(p:size(), 0.3 + 0.1 * k, 0.2 * k))
+        k = k + 1
+      end
+    end)
+    return a
+  end
+  local xa = (pt.arange(0, 20, F64) * 0.9):cos():reshape(5, 4)
+  local ta = pt.tensor({1, 4, 7, 3, 6}, I64)
+
+  it("forward, log_prob and predict: PyTorch's values with the same weights", function()
+    local a = model()
+    local names = {}
+    for n in a:named_parameters() do names[#names + 1] = n end
+    assert.are.same({"head.weight", "head.bias", "tail.1.1.weight", "tail.1.2.weight", "tail.2.1.weight", "tail.2.2.weight"}, names)
+    local x = xa:clone():requires_grad_()
+    local r = a(x, ta)
+    assert_close(r.output, pt.tensor(R.als_out, F64))
+    assert.is_true(math.abs(r.loss:item() - R.als_loss) < 1e-12)
+    assert.are.equal(r.output, r[1])
+    assert.are.equal(r.loss, r[2])
+    r.loss:backward()
+    assert_close(x.grad, pt.tensor(R.als_grad, F64))
+    assert_close(a:log_prob(xa), pt.tensor(R.als_lp, F64))
+    assert.are.same(R.als_pred, a:predict(xa):tolist())
+    local xp = (pt.arange(0, 24, F64) * 2.3):cos():reshape(6, 4) * 3
+    assert.are.same(R.als_pred2, a:predict(xp):tolist())
+    assert.are.same(R.als_pred2_full, a:log_prob(xp):argmax(2):tolist())
+    local r1 = a(xa[2], ta[{2}] and pt.tensor(4, I64))
+    assert.is_true(math.abs(r1.output:item() + 2.4140804586419056) < 1e-12)
+    assert.are.same({}, r1.output:size())
+    assert.is_true(math.abs(r1.loss:item() - 2.4140804586419056) < 1e-12)
+  end)
+
+  it("passes gradcheck in the input and the weights", function()
+    local a = model()
+    gradcheck(function(x) return a(x, ta).output end, {xa})
+    gradcheck(function(x) return a:log_prob(x) end, {xa})
+    local hw = a.head.weight
+    gradcheck(function(w)
+      local saved = a.head._parameters.weight
+      a.head._parameters.weight = w
+      local out = a(xa, ta).loss
+      a.head._parameters.weight = saved
+      return out
+    end, {hw:detach():clone()})
+  end)
+
+  it("has PyTorch's structure and messages", function()
+    local a = nn.AdaptiveLogSoftmaxWithLoss(16, 20, {5, 10})
+    assert.are.same({5, 10, 20}, a.cutoffs)
+    assert.are.equal(5, a.shortlist_size)
+    assert.are.equal(2, a.n_clusters)
+    assert.are.same({7, 16}, a.head.weight:size())
+    assert.is_nil(a.head.bias)
+    assert.are.same({4, 16}, a.tail[1][1].weight:size())
+    assert.are.same({5, 4}, a.tail[1][2].weight:size())
+    assert.are.same({1, 16}, a.tail[2][1].weight:size())
+    assert.are.same({10, 1}, a.tail[2][2].weight:size())
+    local msg = "AdaptiveLogSoftmaxWithLoss: cutoffs should be a sequence of unique, positive integers sorted in an "
+      .. "increasing order, where each value is between 1 and n_classes-1"
+    assert_error(msg, nn.AdaptiveLogSoftmaxWithLoss, 4, 10, {5, 3})
+    assert_error(msg, nn.AdaptiveLogSoftmaxWithLoss, 4, 10, {0, 3})
+    assert_error(msg, nn.AdaptiveLogSoftmaxWithLoss, 4, 10, {3, 10})
+    assert_error(msg, nn.AdaptiveLogSoftmaxWithLoss, 4, 10, {3, 3})
+    assert_error(msg, nn.AdaptiveLogSoftmaxWithLoss, 4, 10, {2.5})
+    assert_error("AdaptiveLogSoftmaxWithLoss: missing argument 'cutoffs'", nn.AdaptiveLogSoftmaxWithLoss, 4, 10)
+    assert_error("AdaptiveLogSoftmaxWithLoss: cluster 2's projection size in_features / div_value^2 = 0 must be at least 1",
+      nn.AdaptiveLogSoftmaxWithLoss, 4, 10, {3, 6}, 4.0)
+    local m = model()
+    local fname = "AdaptiveLogSoftmaxWithLoss:forward: "
+    assert_error(fname .. "Target values should be in [1, 7], but values in range [0, 7] were found",
+      function() m(xa, pt.tensor({1, 0, 7, 2, 3}, I64)) end)
+    assert_error(fname .. "Input and target should have the same size in the batch dimension (input {5,4}, target {3})",
+      function() m(xa, pt.tensor({1, 2, 3}, I64)) end)
+    assert_error(fname .. "1D target tensor expects 2D input tensors, but found inputs with size {4}",
+      function() m(xa[1], ta) end)
+    assert_error(fname .. "0D target tensor expects 1D input tensors, but found inputs with size {5,4}",
+      function() m(xa, pt.tensor(1, I64)) end)
+    assert_error(fname .. "0D or 1D target tensor expected, multi-target not supported",
+      function() m(xa, pt.ones(5, 1, I64)) end)
+    assert_error("AdaptiveLogSoftmaxWithLoss:log_prob: input has 3 features, expected 4 (input shape {2,3})",
+      function() m:log_prob(pt.randn(2, 3, F64)) end)
+  end)
+end)
+
+describe("help texts", function()
+  it("exist for the new names", function()
+    for _, v in ipairs {nn.LazyConv1d, nn.LazyConv2d, nn.LazyConv3d, nn.LazyConvTranspose1d, nn.LazyConvTranspose2d,
+                        nn.LazyConvTranspose3d, nn.LazyBatchNorm1d, nn.LazyBatchNorm2d, nn.LazyBatchNorm3d,
+                        nn.LazyInstanceNorm1d, nn.LazyInstanceNorm2d, nn.LazyInstanceNorm3d, nn.LazyConv2d.initialize_parameters,
+                        nn.LazyConv2d.has_uninitialized_params, nn.LazyBatchNorm2d.load_state_dict,
+                        nn.utils.fusion, nn.utils.fusion.fuse_conv_bn_eval, nn.utils.fusion.fuse_conv_bn_weights,
+                        nn.utils.fusion.fuse_linear_bn_eval, nn.utils.fusion.fuse_linear_bn_weights, nn.utils.skip_init,
+                        nn.utils.stateless, nn.utils.stateless.functional_call, nn.utils.convert_parameters,
+                        nn.SyncBatchNorm, nn.SyncBatchNorm.convert_sync_batchnorm, nn.FractionalMaxPool2d,
+                        nn.FractionalMaxPool3d, F.fractional_max_pool2d, F.fractional_max_pool3d,
+                        nn.AdaptiveLogSoftmaxWithLoss, nn.AdaptiveLogSoftmaxWithLoss.log_prob,
+                        nn.AdaptiveLogSoftmaxWithLoss.predict} do
+      assert.is_string(pt._docs[v])
+      assert.is_not_nil(help.text(v):match("%S"))
+    end
+  end)
+end)
