@@ -2,8 +2,9 @@
 -- (LazyConv1d/2d/3d, LazyConvTranspose1d/2d/3d, LazyBatchNorm1d/2d/3d, LazyInstanceNorm1d/2d/3d),
 -- nn.utils.fusion (conv/linear + batch norm folding), nn.utils.skip_init, nn.utils.stateless,
 -- nn.utils.convert_parameters, nn.SyncBatchNorm (one process), FractionalMaxPool2d/3d with
--- F.fractional_max_pool2d/3d, and AdaptiveLogSoftmaxWithLoss. Loaded by nn.lua with its other
--- extras on the first use of a name it does not have.
+-- F.fractional_max_pool2d/3d (and *_with_indices), AdaptiveLogSoftmaxWithLoss, and the legacy names
+-- CrossMapLRN2d, NLLLoss2d and F.conv_tbc. Loaded by nn.lua with its other extras on the first use
+-- of a name it does not have.
 --
 -- Everything is composed of the existing layers and differentiable tensor ops, so autograd comes
 -- for free. Dims, class indices and pooling indices are 1-based; settings follow the layers this
@@ -817,5 +818,96 @@ doc(ALS, [==[nn.AdaptiveLogSoftmaxWithLoss(in_features, n_classes, cutoffs[, div
   by head column shortlist + i times tail[i] (Linear(in, floor(in / div_value^i)) then Linear(that, size),
   no biases). cutoffs: increasing integers in [1, n_classes-1]. head: Linear(in, shortlist + clusters,
   bias=head_bias). m(input, target) -> {output=, loss=}; m:log_prob(input); m:predict(input).]==])
+
+-- ------------------------------------------------------------------ smaller names torch.nn has
+
+-- torch.nn.utils exports these two of the fusion functions itself
+utils.fuse_conv_bn_eval = fusion.fuse_conv_bn_eval
+utils.fuse_conv_bn_weights = fusion.fuse_conv_bn_weights
+
+-- F.fractional_max_pool2d/3d_with_indices: always the indices too
+for _, nd in ipairs {2, 3} do
+  local fname = "fractional_max_pool" .. nd .. "d_with_indices"
+  local f = function(x, ...)
+    local s = A.parse(fname, frac_specs(), ...)
+    return frac_pool_run(fname, nd, x, s.kernel_size, s.output_size, s.output_ratio, true, s._random_samples)
+  end
+  nn[fname], F[fname] = f, f
+  doc(f, fmt("nn.functional.%s(x, kernel_size[, output_size[, output_ratio[, return_indices[, _random_samples]]]])\n"
+    .. "  -> output, indices: nn.functional.fractional_max_pool%dd with the indices whatever return_indices says.", fname, nd))
+end
+
+-- nn.NLLLoss2d: PyTorch's deprecated alias of NLLLoss (any {N,C,...} input)
+local NLLLoss2d = nn.NLLLoss:extend("NLLLoss2d")
+nn.NLLLoss2d = NLLLoss2d
+doc(NLLLoss2d, "nn.NLLLoss2d([{weight=, ignore_index=, reduction=\"mean\"}]): PyTorch's deprecated alias of nn.NLLLoss (which takes\n"
+  .. "  {N,C,H,W} log-probabilities with {N,H,W} targets too); see help(nn.NLLLoss).")
+
+-- F.conv_tbc: a conv1d over time of {time, batch, channels} inputs
+local function conv_tbc(x, weight, bias, pad)
+  local name = "conv_tbc"
+  H.check_tensor_arg(name, "input", x)
+  H.check_tensor_arg(name, "weight", weight)
+  H.check_tensor_arg(name, "bias", bias)
+  pad = pad or 0
+  if math.type(pad) ~= "integer" or pad < 0 then fail("%s: pad must be a non-negative integer, got %s", name, tostring(pad)) end
+  if x:dim() ~= 3 then fail("%s: input must have 3 dims {time, batch, channels}, got shape %s", name, shp(x)) end
+  if weight:dim() ~= 3 then fail("%s: weight must have 3 dims {kernel_width, in_channels, out_channels}, got shape %s", name, shp(weight)) end
+  if bias:dim() ~= 1 then fail("%s: bias must have 1 dim, got shape %s", name, shp(bias)) end
+  if x:size(3) ~= weight:size(2) then
+    fail("%s: input has %d channels, weight expects %d (input shape %s, weight shape %s)", name, x:size(3), weight:size(2),
+      shp(x), shp(weight))
+  end
+  if bias:size(1) ~= weight:size(3) then
+    fail("%s: bias has %d elements, weight has %d output channels", name, bias:size(1), weight:size(3))
+  end
+  local y = F.conv1d(x:permute(2, 3, 1), weight:permute(3, 2, 1), bias, {padding = pad})
+  return y:permute(3, 1, 2)
+end
+nn.conv_tbc, F.conv_tbc = conv_tbc, conv_tbc
+doc(conv_tbc, [==[nn.functional.conv_tbc(input, weight, bias[, pad=0]) -> Tensor: PyTorch's 1-D convolution of time-batch-channel data:
+  input {T, B, C_in}, weight {k, C_in, C_out}, bias {C_out}; output {T + 2*pad - k + 1, B, C_out} (F.conv1d on the
+  permuted tensors; differentiable).]==])
+
+-- nn.CrossMapLRN2d: PyTorch's legacy cross-channel normalisation (its own channel windows: the first
+-- channel stays in every later window, a quirk of its running-sum loop; the window is 2*floor((size-1)/2 + 1) - 1
+-- channels); x * (k + alpha/size * sum of x^2 over the window)^-beta
+local CrossMapLRN2d = Module:extend("CrossMapLRN2d")
+nn.CrossMapLRN2d = CrossMapLRN2d
+function CrossMapLRN2d:__init(...)
+  local name = "CrossMapLRN2d"
+  local s = A.parse(name, {{"size", any_arg, A.REQUIRED}, {"alpha", A.number, 1e-4}, {"beta", A.number, 0.75},
+    {"k", A.number, 1}}, ...)
+  positive_int(name, "size", s.size)
+  self.size, self.alpha, self.beta, self.k = s.size, s.alpha, s.beta, s.k
+end
+function CrossMapLRN2d:forward(x)
+  local name = "CrossMapLRN2d:forward"
+  H.check_tensor_arg(name, "input", x)
+  if x:dim() ~= 4 then fail("%s: expected a 4-D input {N,C,H,W}, got shape %s", name, shp(x)) end
+  if not floating(x) then fail("%s: input must be float32 or float64, got %s", name, x:dtype()) end
+  local C = x:size(2)
+  local pp = (self.size - 1) // 2 + 1
+  local m = {}
+  for c = 0, C - 1 do
+    local row = {}
+    local lo, hi = c <= pp and 0 or c - pp + 1, math.min(C - 1, c + pp - 1)
+    for j = 0, C - 1 do row[j + 1] = ((j >= lo and j <= hi) or (j == 0 and c > pp)) and 1 or 0 end
+    m[c + 1] = row
+  end
+  local M = pt.tensor(m, {dtype = x:dtype()})
+  -- scale[n, c, h, w] = sum_j M[c, j] * x[n, j, h, w]^2
+  local sq = (x * x):permute(1, 3, 4, 2)
+  local scale = pt.matmul(sq, M:t()):permute(1, 4, 2, 3) * (self.alpha / self.size) + self.k
+  return x * scale:pow(-self.beta)
+end
+function CrossMapLRN2d:extra_repr()
+  return fmt("%d, alpha=%s, beta=%s, k=%s", self.size, num_repr(self.alpha), num_repr(self.beta), num_repr(self.k))
+end
+doc(CrossMapLRN2d, [==[nn.CrossMapLRN2d(size[, alpha=1e-4[, beta=0.75[, k=1]]])  (or an options table)
+  PyTorch's legacy cross-channel local response normalisation of {N,C,H,W}: x * (k + alpha/size * s)^-beta, s the
+  sum of x^2 over a window of channels, with PyTorch's own windows (which differ from nn.LocalResponseNorm's:
+  channel 1 stays in every later window). The values are PyTorch's; the gradient is this forward's exact one
+  (PyTorch's hand-written backward assumes plain windows).]==])
 
 return nn
