@@ -18,7 +18,8 @@ describe("the default dtype", function()
     for name, t in pairs({tensor = pt.tensor({1.5}), tensor_ints = pt.tensor({1, 2}), zeros = pt.zeros(2),
                           ones = pt.ones(2), empty = pt.empty(2), rand = pt.rand(2), randn = pt.randn(2),
                           arange = pt.arange(0, 1, 0.5), linspace = pt.linspace(0, 1, 3), eye = pt.eye(2),
-                          full = pt.full({2}, 1), normal = pt.normal(0, 1, {2}), hann = pt.hann_window(4)}) do
+                          full = pt.full({2}, 1), normal = pt.normal(0, 1, {2}), hann = pt.hann_window(4),
+                          logspace = pt.logspace(0, 1, 3)}) do
       assert.are.equal("float64", t:dtype(), name)
     end
     assert.are.equal("int64", pt.arange(3):dtype())

@@ -1239,7 +1239,7 @@ end, "t:cov([{correction=1, fweights=, aweights=}]) -> the covariance matrix of 
   .. "  sum(w) - correction (0: the maximum likelihood estimate), with integer frequency weights fweights\n"
   .. "  and float observation weights aweights (one per observation, non-negative; with aweights the\n"
   .. "  correction is scaled as numpy's). Degrees of freedom <= 0 divide by 0 (inf/NaN, torch warns).\n"
-  .. "  Integer input gives float32. Gradients flow back. Also pt.cov(t, ...).")
+  .. "  Integer input gives the default float dtype. Gradients flow back. Also pt.cov(t, ...).")
 
 add("corrcoef", function(t, ...)
   local fname = "corrcoef"
@@ -1859,7 +1859,7 @@ add("gradient", function(t, ...)
 end, "pt.gradient(t[, {spacing=1, dim=, edge_order=1}]) -> list of the derivatives of t along each dim (all,\n"
   .. "  or dim: one or a list), as torch.gradient: central differences inside, one-sided differences of order\n"
   .. "  edge_order (1 or 2) at the ends. spacing: a number, one number per dim, or one 1-D tensor of coordinates\n"
-  .. "  per dim (non-uniform samples). Integer t gives float32. Gradients flow back.", false)
+  .. "  per dim (non-uniform samples). Integer t gives the default float dtype. Gradients flow back.", false)
 
 -- ------------------------------------------------------------------ complex-number API on real tensors, in-place forms
 
@@ -2014,7 +2014,7 @@ end
 add("trapezoid", trapezoid,
   "pt.trapezoid(y[, x][, {dx=1, dim=-1}]) -> the trapezoid rule's integral of y along dim, as torch.trapezoid:\n"
   .. "  sum of (x[i+1] - x[i]) (y[i] + y[i+1]) / 2, x a tensor of one value per sample (1-D, or y's shape), else\n"
-  .. "  spacing dx. Integer y gives float32; fewer than 2 samples give 0. Gradients flow back (to x too).", false)
+  .. "  spacing dx. Integer y gives the default float dtype; fewer than 2 samples give 0. Gradients flow back.", false)
 add("trapz", function(y, ...)
   local ok, r = pcall(trapezoid, y, ...)
   if not ok then error((tostring(r):gsub("trapezoid:", "trapz:", 1)), 0) end
@@ -2069,7 +2069,7 @@ add("logit", function(t, eps, ...)
   return (x / (1 - x)):log()
 end, "t:logit([eps]) (or {eps=}) -> log(p / (1 - p)) elementwise, the inverse of sigmoid, as torch.logit: with\n"
   .. "  eps, p is t clamped to [eps, 1 - eps] (no gradient where clamped); without, t outside [0, 1] gives\n"
-  .. "  NaN. Integer and bool tensors give float32. Gradients flow back. Also pt.logit(t, eps).")
+  .. "  NaN. Integer and bool tensors give the default float dtype. Gradients flow back. Also pt.logit(t, eps).")
 
 local function addc(fname, div, inplace)
   local op = div and "addcdiv" or "addcmul"
@@ -2185,10 +2185,10 @@ local function angle(fname, factor)
 end
 add("deg2rad", angle("deg2rad", math.pi / 180),
   "t:deg2rad() -> t converted from degrees to radians (t * pi / 180), as torch.deg2rad; integer and bool\n"
-  .. "  tensors give float32. Gradients flow back. Also pt.deg2rad(t).")
+  .. "  tensors give the default float dtype. Gradients flow back. Also pt.deg2rad(t).")
 add("rad2deg", angle("rad2deg", 180 / math.pi),
   "t:rad2deg() -> t converted from radians to degrees (t * 180 / pi), as torch.rad2deg; integer and bool\n"
-  .. "  tensors give float32. Gradients flow back. Also pt.rad2deg(t).")
+  .. "  tensors give the default float dtype. Gradients flow back. Also pt.rad2deg(t).")
 
 add("sgn", function(t, ...)
   check_tensor("sgn", t)
@@ -2821,7 +2821,7 @@ add("logspace", function(start, stop, steps, base, opts, ...)
   steps = check_int(fname, "steps", steps)
   base = base == nil and 10.0 or check_number(fname, "base", base)
   if steps < 0 then fail("%s: number of steps must be non-negative, got %d", fname, steps) end
-  local dt = opts.dtype == nil and "float32" or dtype_name(fname, "dtype", opts.dtype)
+  local dt = opts.dtype == nil and pt.get_default_dtype() or dtype_name(fname, "dtype", opts.dtype)
   if dt == "bool" then fail("%s: not implemented for bool (a numeric dtype expected)", fname) end
   local out
   if steps == 0 then
