@@ -30,6 +30,10 @@ xa = cos(arange(20) * 0.9).reshape(5, 4); ta = [0, 3, 6, 2, 5]; r = a(xa, ta): o
 and (R.lrn*, R.tbc):
 nn.CrossMapLRN2d(s, alpha=0.3, beta=0.6, k=1.5)(sinx((2, 6, 2, 2), 0.7)) for s in 1, 3, 4, 5
 F.conv_tbc(sinx((5, 2, 3), 0.5), sinx((2, 3, 4), 0.8), sinx((4,), 1.3), 1)
+and (R.p_*): parametrize with Sym (forward X.triu() + X.triu(1).T, right_inverse A.triu()) and Scale (X * s,
+  s = Parameter(2.0)): m = nn.Linear(3, 3).double(), weight sinx((3, 3), 0.7), bias sinx((3,), 1.1);
+  register_parametrization(m, "weight", Sym()): original, m.weight; then Scale() chained; y = m(sinx((2, 3), 0.4));
+  y.pow(2).sum().backward(): original's and s's gradients; remove_parametrizations(m, "weight") leaves m.weight
 ]==]
 local pt = require "partrain"
 local nn = pt.nn
@@ -89,6 +93,12 @@ R.lrn3 = {{{{0.0, 0.4945320910535279}, {0.7236442962278282, 0.6343441177783463}}
 R.lrn4 = {{{{0.0, 0.49711877772499485}, {0.7351108309254896, 0.6442870002270948}}, {{0.25870463593303145, -0.2706841067077689}, {-0.6425374896295584, -0.714184924576028}}, {{-0.4773868400400904, 0.012936110904780501}, {0.4825868354041575, 0.7040276593177729}}, {{0.6313005284963603, 0.24367434969028473}, {-0.27484452323144326, -0.635179666077068}}, {{-0.7121129770259153, -0.46259858882919735}, {0.02545763771688354, 0.49427309625902993}}, {{0.7347197670342404, 0.6347319086531722}, {0.2303824846613967, -0.2881363630649858}}}, {{{-0.670986996114672, -0.7236609640673347}, {-0.45967578714445956, 0.03943364199439807}}, {{0.5132671787572285, 0.7206923051023593}, {0.6193490855466657, 0.22217978439102717}}, {{-0.2991749906315425, -0.6417302231949105}, {-0.7006612707962864, -0.4487535747514328}}, {{0.05113977199970871, 0.5084075946051769}, {0.7149976688216632, 0.6130635272425818}}, {{0.20511004631468369, -0.3090501140847325}, {-0.656423268055278, -0.7047796775069686}}, {{-0.4374594997517451, 0.06370566515856929}, {0.5275302740638567, 0.7390730029687342}}}}
 R.lrn5 = {{{{0.0, 0.4986848948812061}, {0.7351280023505836, 0.6365925438321699}}, {{0.2551231862351444, -0.27089158322402634}, {-0.6482587239309503, -0.712645678399584}}, {{-0.4705245083781024, 0.0128697663579383}, {0.48863991482687635, 0.7101011601833476}}, {{0.6235860547502221, 0.24030390617652828}, {-0.2720232862949156, -0.6302448976501414}}, {{-0.7162015777132577, -0.4667916101208737}, {0.025381835545453823, 0.4895264222656533}}, {{0.7308045482485833, 0.6386771371604211}, {0.2310767944683863, -0.28532800351436893}}}, {{{-0.673349420952511, -0.7186875052999345}, {-0.4527180885016541, 0.03912729544582651}}, {{0.5173160752490056, 0.7237957975577368}, {0.6128660808022574, 0.21922784725965352}}, {{-0.3010715901747055, -0.6502992646832397}, {-0.6997165354629838, -0.4421865567539446}}, {{0.05051618423882295, 0.5041933458021531}, {0.7088311895920563, 0.6054040342688111}}, {{0.20577145603833907, -0.30634631948183616}, {-0.6525989954913612, -0.709370772934176}}, {{-0.4404004498276816, 0.06341866142812418}, {0.5209878000282897, 0.7358310245314452}}}}
 R.tbc = {{{-0.13127056481214203, 0.6286003954220815, 0.18003725735822074, -0.8202485677723562}, {-0.13568091727023474, 0.3878549145785011, -0.15101037368115178, -1.040789298246008}}, {{0.18216190702813057, 1.522086733745677, 1.1116006387581079, -0.41568199008908596}, {0.1682086817294955, 2.0775153557254953, 1.8994955590503242, 0.12675274238737055}}, {{-0.15836468414461502, 0.562626063099273, 0.1152018567426934, -0.8446167526736461}, {-0.19061323092825488, -0.20712061767403533, -0.9251249504586173, -1.5244754048820743}}, {{0.13139779103120625, 1.1988692225703743, 0.7119891375263804, -0.6492885069946583}, {0.2092026550139851, 2.167527477087903, 1.9839256835173555, 0.15438668939935696}}, {{-0.10180097023691995, 0.8985779854372765, 0.5267580594569281, -0.6071007396027507}, {-0.2236048865372188, -0.2496041412742912, -0.9513304067076669, -1.5185069156622513}}, {{0.05284161799490131, 0.9623099864648242, 0.4609204966571322, -0.7625716840896658}, {0.0511354194783117, 1.5324598825553226, 1.2570812110534006, -0.22334055730313923}}}
+R.p_orig = {{0.0, 0.644217687237691, 0.9854497299884601}, {0.0, 0.3349881501559051, -0.35078322768961984}, {0.0, 0.0, -0.6312666378723216}}
+R.p_w = {{0.0, 0.644217687237691, 0.9854497299884601}, {0.644217687237691, 0.3349881501559051, -0.35078322768961984}, {0.9854497299884601, -0.35078322768961984, -0.6312666378723216}}
+R.p_y = {{1.9155770998650525, 0.6488354503778573, -0.3703923775722957}, {3.0800197970396277, 2.123837540646848, 0.796166166536892}}
+R.p_gorig = {{11.482795345575108, 23.21666777954919, 19.667451849332824}, {0.0, 9.502401473185644, 12.192940684212461}, {0.0, 0.0, 1.8329944739336836}}
+R.p_gs = 16.043438840649745
+R.p_left = {{0.0, 1.288435374475382, 1.9708994599769203}, {1.288435374475382, 0.6699763003118102, -0.7015664553792397}, {1.9708994599769203, -0.7015664553792397, -1.2625332757446432}}
 
 describe("lazy convolutions", function()
   local cases = {
@@ -599,6 +609,97 @@ describe("CrossMapLRN2d, F.conv_tbc, NLLLoss2d, the other aliases", function()
   end)
 end)
 
+describe("nn.utils.parametrize", function()
+  local P = nn.utils.parametrize
+  local Sym = nn.Module:extend("Sym")
+  function Sym:forward(X) return X:triu() + X:triu(1):t() end
+  function Sym:right_inverse(A) return A:triu() end
+  local Scale = nn.Module:extend("Scale")
+  function Scale:__init() self.s = nn.Parameter(pt.tensor(2.0, F64)) end
+  function Scale:forward(X) return X * self.s end
+  local function linear()
+    local m = nn.Linear(3, 3, {dtype = "float64"})
+    pt.no_grad(function() m.weight:copy_(sinx({3, 3}, 0.7)); m.bias:copy_(sinx({3}, 1.1)) end)
+    return m
+  end
+
+  it("register_parametrization, chaining, gradients and remove_parametrizations: PyTorch's values", function()
+    local m = linear()
+    local w0 = m.weight
+    assert.are.equal(m, P.register_parametrization(m, "weight", Sym()))
+    assert.are.equal(w0, m.parametrizations.weight.original) -- the same tensor, right_inverse's value
+    assert_close(w0, pt.tensor(R.p_orig, F64))
+    assert_close(m.weight, pt.tensor(R.p_w, F64))
+    assert.is_true(P.is_parametrized(m))
+    assert.is_true(P.is_parametrized(m, "weight"))
+    assert.is_false(P.is_parametrized(m, "bias"))
+    assert.are.equal(nn.Linear, P.type_before_parametrizations(m))
+    assert.are.equal("ParametrizedLinear", getmetatable(m).__name)
+    P.register_parametrization(m, "weight", Scale())
+    local keys = {}
+    for k in pairs(m:state_dict({index_base = 0})) do keys[#keys + 1] = k end
+    assert.are.same({"bias", "parametrizations.weight.original", "parametrizations.weight.1.s"}, keys)
+    local y = m(sinx({2, 3}, 0.4))
+    assert_close(y, pt.tensor(R.p_y, F64))
+    y:pow(2):sum():backward()
+    assert_close(w0.grad, pt.tensor(R.p_gorig, F64))
+    assert.is_true(math.abs(m.parametrizations.weight[2].s.grad:item() - R.p_gs) < 1e-12)
+    P.remove_parametrizations(m, "weight")
+    assert.are.equal(nn.Linear, getmetatable(m))
+    assert.are.equal(w0, m.weight)
+    assert.is_nil(m.parametrizations)
+    assert_close(m.weight, pt.tensor(R.p_left, F64))
+    assert.is_true(w0.requires_grad)
+  end)
+
+  it("assigning runs right_inverse; leave_parametrized=false gives the original back; buffers too; cached", function()
+    local m = linear()
+    P.register_parametrization(m, "weight", Sym())
+    m.weight = pt.tensor({{1, 2, 3}, {2, 4, 5}, {3, 5, 6}}, F64)
+    assert_close(m.parametrizations.weight.original, pt.tensor({{1, 2, 3}, {0, 4, 5}, {0, 0, 6}}, F64))
+    P.remove_parametrizations(m, "weight", false)
+    assert_close(m.weight, pt.tensor({{1, 2, 3}, {0, 4, 5}, {0, 0, 6}}, F64))
+    local bn = nn.BatchNorm1d(3, {dtype = "float64"})
+    local Double = nn.Module:extend("Double")
+    function Double:forward(X) return X * 2 end
+    P.register_parametrization(bn, "running_var", Double())
+    bn:eval()
+    local x = sinx({4, 3}, 0.3)
+    assert_close(bn(x), x / pt.sqrt(pt.full({3}, 2.0, F64) + 1e-5))
+    P.remove_parametrizations(bn, "running_var")
+    assert_close(bn.running_var, pt.full({3}, 2.0, F64))
+    -- cached: computed once per module and name
+    local calls = 0
+    local Count = nn.Module:extend("Count")
+    function Count:forward(X) calls = calls + 1; return X end
+    local c = linear()
+    P.register_parametrization(c, "weight", Count())
+    calls = 0
+    local r = P.cached(function() local a, b = c.weight, c.weight; return a == b end)
+    assert.is_true(r)
+    assert.are.equal(1, calls)
+    local _ = c.weight, c.weight
+    assert.are.equal(3, calls)
+  end)
+
+  it("reports bad registrations", function()
+    local Grow = nn.Module:extend("Grow")
+    function Grow:forward(X) return pt.cat({X, X}, 1) end
+    assert_error("Registering a parametrization may not change the shape of the tensor, unless `unsafe` flag is enabled.\n"
+      .. "unparametrized shape: {3,3}\nparametrized shape: {6,3}", P.register_parametrization, linear(), "weight", Grow())
+    local m = P.register_parametrization(linear(), "weight", Grow(), {unsafe = true})
+    assert.are.same({6, 3}, m.weight:size())
+    assert_error("register_parametrization: Module 'Linear' does not have a parameter, a buffer, or a parametrized element "
+      .. "with name 'foo'", P.register_parametrization, linear(), "foo", Sym())
+    assert_error("register_parametrization: parametrization must be a Module (with forward and optionally right_inverse), "
+      .. "got function", P.register_parametrization, linear(), "weight", function(x) return x end)
+    local s = P.register_parametrization(linear(), "weight", Scale())
+    assert_error("parametrization Scale does not implement right_inverse.", function() s.weight = pt.eye(3, F64) end)
+    assert_error("remove_parametrizations: Module Linear does not have a parametrization on weight",
+      P.remove_parametrizations, linear(), "weight")
+  end)
+end)
+
 describe("help texts", function()
   it("exist for the new names", function()
     for _, v in ipairs {nn.LazyConv1d, nn.LazyConv2d, nn.LazyConv3d, nn.LazyConvTranspose1d, nn.LazyConvTranspose2d,
@@ -612,7 +713,11 @@ describe("help texts", function()
                         nn.FractionalMaxPool3d, F.fractional_max_pool2d, F.fractional_max_pool3d,
                         nn.AdaptiveLogSoftmaxWithLoss, nn.AdaptiveLogSoftmaxWithLoss.log_prob,
                         nn.AdaptiveLogSoftmaxWithLoss.predict, nn.CrossMapLRN2d, F.conv_tbc, nn.NLLLoss2d,
-                        F.fractional_max_pool2d_with_indices, F.fractional_max_pool3d_with_indices} do
+                        F.fractional_max_pool2d_with_indices, F.fractional_max_pool3d_with_indices,
+                        nn.utils.parametrize, nn.utils.parametrize.register_parametrization,
+                        nn.utils.parametrize.remove_parametrizations, nn.utils.parametrize.is_parametrized,
+                        nn.utils.parametrize.cached, nn.utils.parametrize.type_before_parametrizations,
+                        nn.utils.parametrize.ParametrizationList} do
       assert.is_string(pt._docs[v])
       assert.is_not_nil(help.text(v):match("%S"))
     end

@@ -910,4 +910,284 @@ doc(CrossMapLRN2d, [==[nn.CrossMapLRN2d(size[, alpha=1e-4[, beta=0.75[, k=1]]]) 
   channel 1 stays in every later window). The values are PyTorch's; the gradient is this forward's exact one
   (PyTorch's hand-written backward assumes plain windows).]==])
 
+-- ------------------------------------------------------------------ nn.utils.parametrize
+
+local parametrize = {}
+utils.parametrize = parametrize
+doc(parametrize, "nn.utils.parametrize: PyTorch's torch.nn.utils.parametrize: register_parametrization,\n"
+  .. "  remove_parametrizations, is_parametrized, type_before_parametrizations, cached, ParametrizationList.")
+
+local cache_depth, cache = 0, {}
+
+local function same_shape(a, b) return shp(a) == shp(b) end
+-- original.set_(new): the same tensor object takes new's value (and shape)
+local function maybe_set(original, new)
+  pt.no_grad(function()
+    if same_shape(original, new) then original:copy_(new)
+    else pt._nn_set_data_(original, new:detach():clone()) end
+  end)
+end
+
+-- a ModuleList of parametrizations (children "1", "2", ...) and the original tensor ("original")
+local PList = Module.extend(nn.ModuleList, "ParametrizationList")
+parametrize.ParametrizationList = PList
+function PList:__init(modules, original, unsafe)
+  local name = "ParametrizationList"
+  if #modules == 0 then fail("%s: ParametrizationList requires one or more modules", name) end
+  for _, m in ipairs(modules) do self:append(m) end
+  self.unsafe = unsafe == true
+  local shape0, dtype0 = shp(original), original:dtype()
+  local new = original
+  pt.no_grad(function()
+    for i = #modules, 1, -1 do
+      local m = modules[i]
+      if m.right_inverse then new = m:right_inverse(new) end
+    end
+  end)
+  if not pt.is_tensor(new) then
+    fail("%s: 'right_inverse' must return a tensor, got %s (several original tensors are not supported)", name,
+      type_of(new))
+  end
+  if new:dtype() ~= dtype0 then
+    fail("%s: when `right_inverse` outputs one tensor, it may not change the dtype.\noriginal.dtype: %s\n"
+      .. "right_inverse(original).dtype: %s", name, dtype0, new:dtype())
+  end
+  if new ~= original then maybe_set(original, new) end
+  if original.requires_grad and original.is_leaf then
+    self.original = original
+  else
+    self:register_buffer("original", original)
+  end
+  if not self.unsafe then
+    local z = self:forward()
+    if not pt.is_tensor(z) then fail("%s: a parametrization must return a tensor, got %s", name, type_of(z)) end
+    if z:dtype() ~= dtype0 then
+      fail("Registering a parametrization may not change the dtype of the tensor, unless `unsafe` flag is enabled.\n"
+        .. "unparametrized dtype: %s\nparametrized dtype: %s", dtype0, z:dtype())
+    end
+    if shp(z) ~= shape0 then
+      fail("Registering a parametrization may not change the shape of the tensor, unless `unsafe` flag is enabled.\n"
+        .. "unparametrized shape: %s\nparametrized shape: %s", shape0, shp(z))
+    end
+  end
+end
+function PList:forward()
+  local orig = self._parameters.original or self._buffers.original
+  local x = self._modules["1"](orig)
+  for i = 2, #self._module_names do x = self._modules[tostring(i)](x) end
+  return x
+end
+doc(PList.forward, "plist() -> the parametrized tensor: the parametrizations applied in order to plist.original.")
+function PList:right_inverse(value)
+  pt.no_grad(function()
+    for i = #self._module_names, 1, -1 do
+      local m = self._modules[tostring(i)]
+      if not m.right_inverse then
+        fail("parametrization %s does not implement right_inverse.", class_name(m))
+      end
+      value = m:right_inverse(value)
+    end
+  end)
+  local orig = self._parameters.original or self._buffers.original
+  if not pt.is_tensor(value) then fail("`right_inverse` should return a tensor, got %s", type_of(value)) end
+  if value:dtype() ~= orig:dtype() then
+    fail("The tensor returned by `right_inverse` has dtype %s while `original` has dtype %s", value:dtype(), orig:dtype())
+  end
+  maybe_set(orig, value)
+end
+doc(PList.right_inverse, "plist:right_inverse(value): assigns value to the parametrized tensor: the parametrizations' right_inverse\n"
+  .. "  in reverse order give original its new value (in place; an error when one has no right_inverse).")
+doc(PList, [==[nn.utils.parametrize.ParametrizationList(modules, original[, unsafe=false]): what register_parametrization keeps
+  under module.parametrizations[name]: the parametrizations as children 1, 2, ... and the tensor as "original"
+  (a parameter, or a buffer). plist() computes the parametrized tensor; plist:right_inverse(value) sets it.]==])
+
+local function plist_of(module, name)
+  local ps = rawget(module, "_modules").parametrizations
+  if ps == nil or rawget(module, "_original_class") == nil then return nil end
+  return rawget(ps, "_modules")[name]
+end
+
+local function value_of(module, name, pl)
+  if cache_depth > 0 then
+    local per = cache[module]
+    if per == nil then per = {}; cache[module] = per end
+    local v = per[name]
+    if v == nil then v = pl(); per[name] = v end
+    return v
+  end
+  return pl()
+end
+
+-- the class a module turns into at its first parametrization: Parametrized<Class>
+local function inject_class(module)
+  local orig = getmetatable(module)
+  local cls = Module.extend(orig, "Parametrized" .. (rawget(orig, "__name") or "Module"))
+  local orig_index, orig_newindex = rawget(orig, "__index"), rawget(orig, "__newindex")
+  cls.__index = function(self, k)
+    local pl = plist_of(self, k)
+    if pl then
+      -- inside a forward the values are in place already
+      local tmp = rawget(self, "_parameters")[k] or rawget(self, "_buffers")[k]
+      if tmp ~= nil then return tmp end
+      return value_of(self, k, pl)
+    end
+    if type(orig_index) == "function" then return orig_index(self, k) end
+    return orig_index[k]
+  end
+  cls.__newindex = function(self, k, v)
+    local pl = plist_of(self, k)
+    if pl and pt.is_tensor(v) then return pl:right_inverse(v) end
+    return orig_newindex(self, k, v)
+  end
+  -- the layer's own forward reads its tensors from its stores: they hold the parametrized values
+  -- during the call
+  local orig_forward = orig.forward
+  function cls:forward(...)
+    local ps = rawget(self, "_modules").parametrizations
+    local placed = {}
+    for _, name in ipairs(ps._module_names) do
+      local pl = ps._modules[name]
+      local store = pl._parameters.original and rawget(self, "_parameters") or rawget(self, "_buffers")
+      store[name] = value_of(self, name, pl)
+      placed[#placed + 1] = {store, name}
+    end
+    local r = table.pack(pcall(orig_forward, self, ...))
+    for _, e in ipairs(placed) do e[1][e[2]] = nil end
+    if not r[1] then error(r[2], 0) end
+    return table.unpack(r, 2, r.n)
+  end
+  rawset(module, "_original_class", orig)
+  setmetatable(module, cls)
+end
+
+function parametrize.is_parametrized(module, tensor_name)
+  if not nn.is_module(module) then fail("is_parametrized: module must be a Module, got %s", type_of(module)) end
+  local ps = rawget(module, "_modules").parametrizations
+  if ps == nil or rawget(module, "_original_class") == nil then return false end
+  if tensor_name == nil then return #ps._module_names > 0 end
+  return rawget(ps, "_modules")[tensor_name] ~= nil
+end
+doc(parametrize.is_parametrized, "nn.utils.parametrize.is_parametrized(module[, tensor_name]) -> true when module has a parametrization\n"
+  .. "  (on tensor_name, when given).")
+
+function parametrize.type_before_parametrizations(module)
+  if not nn.is_module(module) then
+    fail("type_before_parametrizations: module must be a Module, got %s", type_of(module))
+  end
+  return rawget(module, "_original_class") or getmetatable(module)
+end
+doc(parametrize.type_before_parametrizations, "nn.utils.parametrize.type_before_parametrizations(module) -> module's class before its parametrizations\n"
+  .. "  (its class when it has none).")
+
+function parametrize.register_parametrization(module, tensor_name, parametrization, opts)
+  local name = "register_parametrization"
+  if not nn.is_module(module) then fail("%s: module must be a Module, got %s", name, type_of(module)) end
+  if type(tensor_name) ~= "string" then fail("%s: tensor_name must be a string, got %s", name, type_of(tensor_name)) end
+  if not nn.is_module(parametrization) then
+    fail("%s: parametrization must be a Module (with forward and optionally right_inverse), got %s", name,
+      type_of(parametrization))
+  end
+  opts = check_opts(name, opts, {"unsafe"})
+  local unsafe = opts.unsafe == true
+  parametrization:train(module.training)
+  if parametrize.is_parametrized(module, tensor_name) then
+    local pl = plist_of(module, tensor_name)
+    if not unsafe then
+      local y = module[tensor_name]
+      local x = parametrization(y)
+      if not pt.is_tensor(x) then fail("%s: a parametrization must return a tensor, got %s", name, type_of(x)) end
+      if x:dtype() ~= y:dtype() then
+        fail("Registering a parametrization may not change the dtype of the tensor, unless `unsafe` flag is enabled.\n"
+          .. "module.%s.dtype: %s\nparametrization(module.%s).dtype: %s", tensor_name, y:dtype(), tensor_name, x:dtype())
+      end
+      if shp(x) ~= shp(y) then
+        fail("Registering a parametrization may not change the shape of the tensor, unless `unsafe` flag is enabled.\n"
+          .. "module.%s.shape: %s\nparametrization(module.%s).shape: %s", tensor_name, shp(y), tensor_name, shp(x))
+      end
+      if parametrization.right_inverse then
+        local z = parametrization:right_inverse(x)
+        if not pt.is_tensor(z) then fail("%s: parametrization.right_inverse must return a tensor, got %s", name, type_of(z)) end
+        if z:dtype() ~= y:dtype() or shp(z) ~= shp(y) then
+          fail("%s: the tensor returned by parametrization.right_inverse must have the dtype %s and shape %s of module.%s, "
+            .. "got %s %s", name, y:dtype(), shp(y), tensor_name, z:dtype(), shp(z))
+        end
+      end
+    end
+    pl:append(parametrization)
+    pl.unsafe = pl.unsafe or unsafe
+  else
+    local p, b = rawget(module, "_parameters")[tensor_name], rawget(module, "_buffers")[tensor_name]
+    local original = p or b
+    if original == nil then
+      fail("%s: Module '%s' does not have a parameter, a buffer, or a parametrized element with name '%s'", name,
+        class_name(module), tensor_name)
+    end
+    local pl = PList({parametrization}, original, unsafe)
+    module[tensor_name] = nil
+    if rawget(module, "_original_class") == nil then
+      inject_class(module)
+      module.parametrizations = nn.ModuleDict()
+    end
+    module.parametrizations:add_module(tensor_name, pl)
+  end
+  return module
+end
+doc(parametrize.register_parametrization, [==[nn.utils.parametrize.register_parametrization(module, tensor_name, parametrization[, {unsafe=false}]) -> module
+  As PyTorch's: module[tensor_name] (a parameter or buffer) becomes parametrization(original): the tensor moves
+  to module.parametrizations[tensor_name].original (the same object; parametrization:right_inverse, when it
+  has one, gives it its value first), and reading module[tensor_name] computes the parametrizations in
+  order; assigning a tensor to it runs their right_inverse. The module's class becomes
+  Parametrized<Class> (type_before_parametrizations gives the old one); its forward sees the
+  parametrized tensors. A second registration on the same name chains after the first. Without unsafe
+  a parametrization may not change the tensor's dtype or shape. state_dict keys:
+  parametrizations.<name>.original and the parametrizations' own.]==])
+
+function parametrize.remove_parametrizations(module, tensor_name, leave_parametrized)
+  local name = "remove_parametrizations"
+  if not nn.is_module(module) then fail("%s: module must be a Module, got %s", name, type_of(module)) end
+  if type(leave_parametrized) == "table" then leave_parametrized = leave_parametrized.leave_parametrized end
+  if leave_parametrized == nil then leave_parametrized = true end
+  if not parametrize.is_parametrized(module, tensor_name) then
+    fail("%s: Module %s does not have a parametrization on %s", name, class_name(module), tostring(tensor_name))
+  end
+  local pl = plist_of(module, tensor_name)
+  local is_param = pl._parameters.original ~= nil
+  local original = pl._parameters.original or pl._buffers.original
+  if leave_parametrized then
+    local t = module[tensor_name]
+    maybe_set(original, t)
+  end
+  module.parametrizations[tensor_name] = nil
+  if is_param then
+    rawget(module, "_parameters")[tensor_name] = nil
+    module[tensor_name] = original
+  else
+    module:register_buffer(tensor_name, original)
+  end
+  if not parametrize.is_parametrized(module) then
+    local orig = rawget(module, "_original_class")
+    module.parametrizations = nil
+    rawset(module, "_original_class", nil)
+    setmetatable(module, orig)
+  end
+  return module
+end
+doc(parametrize.remove_parametrizations, [==[nn.utils.parametrize.remove_parametrizations(module, tensor_name[, leave_parametrized=true]) -> module
+  Undoes register_parametrization for tensor_name: the original tensor object comes back as module[tensor_name],
+  holding the parametrized value when leave_parametrized (else its unparametrized one). With no
+  parametrizations left the module gets its class back and loses module.parametrizations.]==])
+
+function parametrize.cached(fn, ...)
+  if type(fn) ~= "function" then fail("cached: expected a function to run, got %s", type_of(fn)) end
+  cache_depth = cache_depth + 1
+  local r = table.pack(pcall(fn, ...))
+  cache_depth = cache_depth - 1
+  if cache_depth == 0 then cache = {} end
+  if not r[1] then error(r[2], 0) end
+  return table.unpack(r, 2, r.n)
+end
+doc(parametrize.cached, [==[nn.utils.parametrize.cached(fn, ...) -> fn(...)'s results: PyTorch's `with parametrize.cached():` as a call.
+  While fn runs, each parametrized tensor is computed once (per module and name) and reused; the cache is
+  dropped when the outermost cached call returns.]==])
+
 return nn
