@@ -1,6 +1,7 @@
 -- nn_lazy.lua: the lazy convolutions and normalisations, nn.utils.fusion / skip_init / stateless /
 -- convert_parameters, nn.SyncBatchNorm, FractionalMaxPool2d/3d (F.fractional_max_pool2d/3d) and
--- AdaptiveLogSoftmaxWithLoss, CrossMapLRN2d, NLLLoss2d, F.conv_tbc.
+-- AdaptiveLogSoftmaxWithLoss, CrossMapLRN2d, NLLLoss2d, F.conv_tbc, nn.utils.parametrize and
+-- nn.utils.parametrizations.
 --
 -- Reference values (R below) were computed once with /usr/bin/python3 and torch 1.13.0a0 (the
 -- script is not run at test time). sinx(shape, a, b) = sin(arange(n) * a + b) in float64, reshaped;
@@ -34,6 +35,16 @@ and (R.p_*): parametrize with Sym (forward X.triu() + X.triu(1).T, right_inverse
   s = Parameter(2.0)): m = nn.Linear(3, 3).double(), weight sinx((3, 3), 0.7), bias sinx((3,), 1.1);
   register_parametrization(m, "weight", Sym()): original, m.weight; then Scale() chained; y = m(sinx((2, 3), 0.4));
   y.pow(2).sum().backward(): original's and s's gradients; remove_parametrizations(m, "weight") leaves m.weight
+and (R.o_*, R.sn_*): lin(i, o, a) = nn.Linear(i, o).double() with weight fr((o, i), a), bias 0, where
+  fr(shape, a) = sin(arange(n) ** 2 * a + 1) reshaped (full rank; sinx matrices have rank 2);
+  m = lin(3, 3, 0.7); PZ.orthogonal(m): m.weight; m(sinx((2, 3), 0.4)).pow(3).sum().backward(): original's grad;
+  PZ.orthogonal(lin(5, 3, 0.9)) (householder) and with orthogonal_map="cayley"; cayley on lin(3, 3, 0.7) and the
+  same gradient; PZ.orthogonal(lin(5, 3, 0.9), use_trivialization=False): original, weight, and the gradient of
+  m(sinx((2, 5), 0.3)).pow(3).sum(); lin(3, 3, 0.7) orthogonal then m.weight = fr((3, 3), 0.25)
+  s = lin(4, 3, 0.6); PZ.spectral_norm(s); _u, _v set to sinx((3,), 0.5, 0.1), sinx((4,), 0.8, 0.2) normalized;
+  s.weight, _u after it, the gradient of s(sinx((2, 4), 0.3)).pow(2).sum() on original, then s.eval(); s.weight
+  nn.ConvTranspose1d(2, 3, 2) with weight sinx((2, 3, 2), 0.45), spectral_norm, the same _u, _v: c.weight
+  spectral_norm of a 1-D bias [3, 4]: [0.6, 0.8]
 ]==]
 local pt = require "partrain"
 local nn = pt.nn
@@ -99,6 +110,23 @@ R.p_y = {{1.9155770998650525, 0.6488354503778573, -0.3703923775722957}, {3.08001
 R.p_gorig = {{11.482795345575108, 23.21666777954919, 19.667451849332824}, {0.0, 9.502401473185644, 12.192940684212461}, {0.0, 0.0, 1.8329944739336836}}
 R.p_gs = 16.043438840649745
 R.p_left = {{0.0, 1.288435374475382, 1.9708994599769203}, {1.288435374475382, 0.6699763003118102, -0.7015664553792397}, {1.9708994599769203, -0.7015664553792397, -1.2625332757446432}}
+R.o_sq = {{0.5675152513697106, 0.8112454194952027, 0.14073844112689193}, {0.5735619661802243, -0.26688323975122485, -0.7744675637438702}, {0.5907225325093415, -0.5202443711256695, 0.6167598267541482}}
+R.o_sq_g = {{0.0, 0.0, 0.0}, {-0.8237155214400573, 0.0, 0.0}, {-3.9806711144103843, -3.331822144294323, 0.0}}
+R.o_h = {{0.5042561664517287, 0.5670755892303613, -0.5954748591173044, 0.1912214679107958, 0.1816453606996681}, {-0.3588422834317622, 0.5978983694642769, 0.2864117796789923, 0.4855698800835798, -0.44265103572697995}, {-0.44221347793828764, -0.24315446926532658, -0.2387210122746653, 0.6180143914259445, 0.5535283500372856}}
+R.o_c = {{0.5042561664517287, 0.5670755892303613, -0.5954748591173044, 0.1912214679107958, 0.1816453606996681}, {-0.3588422834317622, 0.5978983694642769, 0.2864117796789923, 0.4855698800835798, -0.44265103572697995}, {-0.44221347793828764, -0.24315446926532658, -0.2387210122746653, 0.6180143914259445, 0.5535283500372856}}
+R.o_c_g = {{0.0, 0.0, 0.0}, {-0.8237155214400573, 0.0, 0.0}, {-3.9806711144103835, -3.331822144294323, 0.0}}
+R.o_nt_orig = {{-1.0, 0.3769807309934392, -0.39586000868583643, 0.12712028188779378, 0.12075427360762431}, {0.5309476512880809, -1.0, 0.08329249533026528, 0.3064814652870549, -0.23039756367527395}, {-0.9885289230660981, 0.36348375131077815, 1.0, -0.49570466881153796, -0.4187228888030061}}
+R.o_nt = {{0.5042561664517284, 0.5670755892303612, -0.5954748591173042, 0.19122146791079578, 0.18164536069966808}, {-0.35884228343176217, 0.5978983694642769, 0.28641177967899223, 0.4855698800835799, -0.44265103572697995}, {-0.4422134779382873, -0.2431544692653265, -0.23872101227466522, 0.6180143914259443, 0.5535283500372856}}
+R.o_nt_g = {{0.0, -0.9688896787656798, 2.6159193114298636, -1.1426020096030296, 0.1382537359123298}, {0.0, 0.0, 3.520880615130202, -0.28889252947786204, 0.49129421018435604}, {0.0, 0.0, 0.0, -1.5311815936040718, -2.7792431017684702}}
+R.o_assign = {{0.8349263596867116, 0.35160661734962206, 0.42340377954885167}, {-0.10735363600167441, -0.6504954679576711, 0.7518848602038416}, {-0.5397899320453431, 0.673222424464966, 0.5053695642398709}}
+R.sn_u0 = {0.09420601491254932, 0.5328147533714748, 0.8409718576409027}
+R.sn_v0 = {0.14184647270635903, 0.6007957574633032, 0.6953103976376322, 0.3680590807626643}
+R.sn_w = {{0.45448010676154443, 0.5398716367267686, -0.13801824356145895, 0.06294845100989155}, {-0.4983927903672882, -0.1554971382938571, -0.30889815274284227, -0.45906992598613966}, {0.5355380652161279, -0.33347984430375427, -0.5218020765836384, -0.5261941350148356}}
+R.sn_u1 = {0.3400620387922105, -0.589538130896152, -0.7326681390588489}
+R.sn_g = {{0.876543117812531, 0.38111535250493245, 0.34077032927773354, 0.08988797234135903}, {-1.3066489343652161, -0.3305987650231259, -0.34776905750415343, 0.04270495464620638}, {-0.7850649296166701, 0.5670006197504207, 0.5099901549932193, 0.9075993232303916}}
+R.sn_eval = {{0.4523330601685495, 0.5373211850325277, -0.1373662203041126, 0.06265107109102525}, {-0.49603829227900825, -0.15476254156227903, -0.3074388617495471, -0.4569011962532624}, {0.5330080861010141, -0.33190442493359357, -0.5193369887743399, -0.5237082983235714}}
+R.sn_ct = {{{0.0, 0.39583708719758315}, {0.7128607163415753, 0.8879496456240669}, {0.8862426545329795, 0.7080796148870648}}, {{0.3889338203871342, -0.007650951737961477}, {-0.40271237503250973, -0.7175914306212141}, {-0.8895938737194589, -0.8844730211015457}}}
+R.sn_1d = {0.6, 0.8}
 
 describe("lazy convolutions", function()
   local cases = {
@@ -700,6 +728,94 @@ describe("nn.utils.parametrize", function()
   end)
 end)
 
+describe("nn.utils.parametrizations", function()
+  local PZ = nn.utils.parametrizations
+  local function fr(shape, a)
+    local n = 1
+    for _, v in ipairs(shape) do n = n * v end
+    return (pt.arange(0, n, F64):pow(2) * a + 1):sin():reshape(shape)
+  end
+  local function lin(i, o, a)
+    local m = nn.Linear(i, o, {dtype = "float64"})
+    pt.no_grad(function() m.weight:copy_(fr({o, i}, a)); m.bias:zero_() end)
+    return m
+  end
+
+  it("orthogonal: PyTorch's values and gradients for the three maps, with and without the trivialization", function()
+    local m = PZ.orthogonal(lin(3, 3, 0.7))
+    assert_close(m.weight, pt.tensor(R.o_sq, F64))
+    assert_close(pt.matmul(m.weight, m.weight:t()), pt.eye(3, F64), 1e-12)
+    m(sinx({2, 3}, 0.4)):pow(3):sum():backward()
+    assert_close(m.parametrizations.weight.original.grad, pt.tensor(R.o_sq_g, F64))
+    assert_close(PZ.orthogonal(lin(5, 3, 0.9)).weight, pt.tensor(R.o_h, F64))
+    assert_close(PZ.orthogonal(lin(5, 3, 0.9), "weight", "cayley").weight, pt.tensor(R.o_c, F64))
+    local c = PZ.orthogonal(lin(3, 3, 0.7), {orthogonal_map = "cayley"})
+    c(sinx({2, 3}, 0.4)):pow(3):sum():backward()
+    assert_close(c.parametrizations.weight.original.grad, pt.tensor(R.o_c_g, F64))
+    local h = PZ.orthogonal(lin(5, 3, 0.9), {use_trivialization = false})
+    assert_close(h.parametrizations.weight.original, pt.tensor(R.o_nt_orig, F64))
+    assert_close(h.weight, pt.tensor(R.o_nt, F64))
+    h(sinx({2, 5}, 0.3)):pow(3):sum():backward()
+    assert_close(h.parametrizations.weight.original.grad, pt.tensor(R.o_nt_g, F64))
+    local a = PZ.orthogonal(lin(3, 3, 0.7))
+    a.weight = fr({3, 3}, 0.25)
+    assert_close(a.weight, pt.tensor(R.o_assign, F64))
+    gradcheck(function(x) return c.parametrizations.weight(x) end, {sinx({3, 3}, 0.3)})
+  end)
+
+  it("orthogonal reports bad arguments", function()
+    assert_error("orthogonal: Expected a matrix or batch of matrices. Got a tensor of 1 dimensions.", PZ.orthogonal,
+      nn.Linear(2, 2), "bias")
+    assert_error("orthogonal: Module 'Linear' has no parameter or buffer with name 'foo'", PZ.orthogonal, nn.Linear(2, 2), "foo")
+    assert_error("orthogonal: orthogonal_map has to be one of \"matrix_exp\", \"cayley\", \"householder\". Got: qr",
+      PZ.orthogonal, nn.Linear(2, 2), "weight", "qr")
+    local m = PZ.orthogonal(nn.Linear(2, 2), {use_trivialization = false})
+    assert_error("orthogonal: it is not possible to assign to the matrix exponential or the Cayley parametrizations when "
+      .. "use_trivialization=false", function() m.weight = pt.eye(2) end)
+  end)
+
+  it("spectral_norm: PyTorch's values and gradient with its _u, _v", function()
+    local function unit(t) return t / t:norm() end
+    local s = PZ.spectral_norm(lin(4, 3, 0.6))
+    local sn = s.parametrizations.weight[1]
+    pt.no_grad(function()
+      sn._u:copy_(unit(sinx({3}, 0.5, 0.1)))
+      sn._v:copy_(unit(sinx({4}, 0.8, 0.2)))
+    end)
+    assert_close(sn._u, pt.tensor(R.sn_u0, F64))
+    assert_close(s.weight, pt.tensor(R.sn_w, F64))
+    assert_close(sn._u, pt.tensor(R.sn_u1, F64))
+    s(sinx({2, 4}, 0.3)):pow(2):sum():backward()
+    assert_close(s.parametrizations.weight.original.grad, pt.tensor(R.sn_g, F64))
+    s:eval()
+    assert_close(s.weight, pt.tensor(R.sn_eval, F64))
+    local ct = nn.ConvTranspose1d(2, 3, 2, {dtype = "float64"})
+    pt.no_grad(function() ct.weight:copy_(sinx({2, 3, 2}, 0.45)) end)
+    PZ.spectral_norm(ct)
+    sn = ct.parametrizations.weight[1]
+    assert.are.equal(1, sn.dim)
+    pt.no_grad(function()
+      sn._u:copy_(unit(sinx({3}, 0.5, 0.1)))
+      sn._v:copy_(unit(sinx({4}, 0.8, 0.2)))
+    end)
+    assert_close(ct.weight, pt.tensor(R.sn_ct, F64))
+    local b = nn.Linear(3, 2, {dtype = "float64"})
+    pt.no_grad(function() b.bias:copy_(pt.tensor({3.0, 4.0}, F64)) end)
+    PZ.spectral_norm(b, "bias")
+    assert_close(b.bias, pt.tensor(R.sn_1d, F64))
+    -- the largest singular value is 1 after enough iterations (one per read in training mode)
+    local sm = PZ.spectral_norm(lin(4, 3, 0.6))
+    for _ = 1, 200 do local _ = sm.weight end
+    local w = sm.weight
+    assert.is_true(math.abs(pt.linalg.svdvals(w):max():item() - 1) < 1e-6)
+    assert_error("spectral_norm: Expected n_power_iterations to be positive, but got n_power_iterations=0",
+      PZ.spectral_norm, lin(2, 2, 0.1), "weight", 0)
+    assert_error("spectral_norm: Module 'Linear' has no parameter or buffer with name 'foo'", PZ.spectral_norm, lin(2, 2, 0.1), "foo")
+    assert_error("spectral_norm: Dimension out of range (expected to be in range of [-2, 1] but got 2)", PZ.spectral_norm,
+      lin(2, 2, 0.1), {dim = 3})
+  end)
+end)
+
 describe("help texts", function()
   it("exist for the new names", function()
     for _, v in ipairs {nn.LazyConv1d, nn.LazyConv2d, nn.LazyConv3d, nn.LazyConvTranspose1d, nn.LazyConvTranspose2d,
@@ -717,7 +833,8 @@ describe("help texts", function()
                         nn.utils.parametrize, nn.utils.parametrize.register_parametrization,
                         nn.utils.parametrize.remove_parametrizations, nn.utils.parametrize.is_parametrized,
                         nn.utils.parametrize.cached, nn.utils.parametrize.type_before_parametrizations,
-                        nn.utils.parametrize.ParametrizationList} do
+                        nn.utils.parametrize.ParametrizationList, nn.utils.parametrizations,
+                        nn.utils.parametrizations.orthogonal, nn.utils.parametrizations.spectral_norm} do
       assert.is_string(pt._docs[v])
       assert.is_not_nil(help.text(v):match("%S"))
     end

@@ -3,7 +3,8 @@
 -- nn.utils.fusion (conv/linear + batch norm folding), nn.utils.skip_init, nn.utils.stateless,
 -- nn.utils.convert_parameters, nn.SyncBatchNorm (one process), FractionalMaxPool2d/3d with
 -- F.fractional_max_pool2d/3d (and *_with_indices), AdaptiveLogSoftmaxWithLoss, and the legacy names
--- CrossMapLRN2d, NLLLoss2d and F.conv_tbc. Loaded by nn.lua with its other extras on the first use
+-- CrossMapLRN2d, NLLLoss2d and F.conv_tbc, nn.utils.parametrize and nn.utils.parametrizations
+-- (orthogonal, spectral_norm). Loaded by nn.lua with its other extras on the first use
 -- of a name it does not have.
 --
 -- Everything is composed of the existing layers and differentiable tensor ops, so autograd comes
@@ -941,7 +942,9 @@ function PList:__init(modules, original, unsafe)
   pt.no_grad(function()
     for i = #modules, 1, -1 do
       local m = modules[i]
-      if m.right_inverse then new = m:right_inverse(new) end
+      if m.right_inverse and not (m._right_inverse_unavailable and m:_right_inverse_unavailable()) then
+        new = m:right_inverse(new)
+      end
     end
   end)
   if not pt.is_tensor(new) then
@@ -1189,5 +1192,283 @@ end
 doc(parametrize.cached, [==[nn.utils.parametrize.cached(fn, ...) -> fn(...)'s results: PyTorch's `with parametrize.cached():` as a call.
   While fn runs, each parametrized tensor is computed once (per module and name) and reused; the cache is
   dropped when the outermost cached call returns.]==])
+
+-- ------------------------------------------------------------------ nn.utils.parametrizations
+
+local parametrizations = {}
+utils.parametrizations = parametrizations
+doc(parametrizations, "nn.utils.parametrizations: PyTorch 1.13's torch.nn.utils.parametrizations: orthogonal, spectral_norm\n"
+  .. "  (parametrizations registered with nn.utils.parametrize).")
+
+local function mT(x) return x:transpose(-2, -1) end
+
+-- LAPACK's geqrf of one n x k matrix (Lua numbers): the reflectors below the diagonal, R on and
+-- above it, and tau
+local function geqrf_2d(a, n, k)
+  local tau = {}
+  for j = 1, math.min(n, k) do
+    local alpha, xn = a[j][j], 0
+    for i = j + 1, n do xn = xn + a[i][j] ^ 2 end
+    xn = math.sqrt(xn)
+    if xn == 0 then
+      tau[j] = 0
+    else
+      local beta = -(alpha >= 0 and 1 or -1) * math.sqrt(alpha * alpha + xn * xn)
+      tau[j] = (beta - alpha) / beta
+      local scale = 1 / (alpha - beta)
+      for i = j + 1, n do a[i][j] = a[i][j] * scale end
+      a[j][j] = beta
+      -- apply H = I - tau v v^T (v = [1, a[j+1.., j]]) to the columns right of j
+      for c = j + 1, k do
+        local dot = a[j][c]
+        for i = j + 1, n do dot = dot + a[i][j] * a[i][c] end
+        dot = dot * tau[j]
+        a[j][c] = a[j][c] - dot
+        for i = j + 1, n do a[i][c] = a[i][c] - dot * a[i][j] end
+      end
+    end
+  end
+  return a, tau
+end
+
+-- torch.geqrf over the leading (batch) dims: A, tau
+local function geqrf(Q)
+  local size = Q:size()
+  local n, k = size[#size - 1], size[#size]
+  local flat = Q:detach():contiguous():reshape(-1, n, k):tolist()
+  local taus = {}
+  for b, m in ipairs(flat) do
+    local _, t = geqrf_2d(m, n, k)
+    taus[b] = t
+  end
+  local tshape = {}
+  for i = 1, #size - 2 do tshape[i] = size[i] end
+  tshape[#tshape + 1] = math.min(n, k)
+  return pt.tensor(flat, {dtype = Q:dtype()}):reshape(size), pt.tensor(taus, {dtype = Q:dtype()}):reshape(tshape)
+end
+
+-- torch.linalg.householder_product(A {..., n, k}, tau {..., k}) -> {..., n, k}; differentiable
+local function householder_product(A, tau)
+  local size = A:size()
+  local n, k = size[#size - 1], size[#size]
+  local V = A:tril(-1) + pt.eye(n, k, {dtype = A:dtype()})
+  local Q = pt.eye(n, {dtype = A:dtype()})
+  for i = 1, tau:size(tau:dim()) do
+    local v = V:narrow(-1, i, 1)
+    local t = tau:narrow(-1, i, 1):unsqueeze(-1)
+    Q = Q - pt.matmul(pt.matmul(Q, v) * t, mT(v))
+  end
+  return Q:narrow(-1, 1, k)
+end
+
+-- the Q of A's QR decomposition with diag(R) > 0 (PyTorch's _make_orthogonal)
+local function make_orthogonal(A)
+  local q, r = pt.linalg.qr(A)
+  return q * r:diagonal(0, -2, -1):sign():unsqueeze(-2)
+end
+
+local function is_orthogonal(Q)
+  local n, k = Q:size(Q:dim() - 1), Q:size(Q:dim())
+  local eps = 10 * n * (Q:dtype() == "float64" and 2.220446049250313e-16 or 1.1920928955078125e-07)
+  return ((pt.matmul(mT(Q), Q) - pt.eye(k, {dtype = Q:dtype()})):abs():max():item() <= eps)
+end
+
+local MAPS = {matrix_exp = true, cayley = true, householder = true}
+local Orthogonal = Module:extend("_Orthogonal")
+parametrizations._Orthogonal = Orthogonal
+function Orthogonal:__init(weight, map, use_trivialization)
+  self.shape = weight:size()
+  self.orthogonal_map = map
+  self._trivialization = use_trivialization
+end
+-- PyTorch's NotImplementedError: at registration the identity, on assignment an error
+function Orthogonal:_right_inverse_unavailable()
+  return not self._trivialization and self.orthogonal_map ~= "householder"
+end
+function Orthogonal:forward(X)
+  local n, k = X:size(X:dim() - 1), X:size(X:dim())
+  local transposed = n < k
+  if transposed then X = mT(X); n, k = k, n end
+  local Q
+  if self.orthogonal_map == "matrix_exp" or self.orthogonal_map == "cayley" then
+    X = X:tril()
+    if n ~= k then
+      local zshape = X:size()
+      zshape[#zshape] = n - k
+      X = pt.cat({X, pt.zeros(zshape, {dtype = X:dtype()})}, -1)
+    end
+    local A = X - mT(X)
+    if self.orthogonal_map == "matrix_exp" then
+      Q = pt.matrix_exp(A)
+    else
+      local Id = pt.eye(n, {dtype = A:dtype()})
+      Q = pt.linalg.solve(Id - A * 0.5, Id + A * 0.5)
+    end
+    if n ~= k then Q = Q:narrow(-1, 1, k) end
+  else
+    local A = X:tril(-1)
+    local tau = 2 / ((A * A):sum(-2) + 1)
+    Q = householder_product(A, tau)
+    Q = Q * X:detach():diagonal(0, -2, -1):trunc():unsqueeze(-2)
+  end
+  local base = self._buffers.base
+  if base then Q = pt.matmul(base, Q) end
+  if transposed then Q = mT(Q) end
+  return Q
+end
+function Orthogonal:right_inverse(Q)
+  if shp(Q) ~= "{" .. table.concat(self.shape, ",") .. "}" then
+    fail("orthogonal: expected a matrix or batch of matrices of shape {%s}, got %s", table.concat(self.shape, ","), shp(Q))
+  end
+  local Q_init = Q
+  local n, k = Q:size(Q:dim() - 1), Q:size(Q:dim())
+  local transpose = n < k
+  if transpose then Q = mT(Q); n, k = k, n end
+  if not self._trivialization then
+    if self.orthogonal_map ~= "householder" then
+      fail("orthogonal: it is not possible to assign to the matrix exponential or the Cayley parametrizations when "
+        .. "use_trivialization=false")
+    end
+    local A, tau = geqrf(Q)
+    -- diag(A) := sign(diag(A)), flipped where tau == 0
+    local d = A:diagonal(0, -2, -1):sign()
+    d = pt.where(tau:eq(0), -d, d)
+    local eye = pt.eye(n, k, {dtype = A:dtype()})
+    A = A * (1 - eye) + eye * d:unsqueeze(-2)
+    return transpose and mT(A) or A
+  end
+  if n == k then
+    Q = is_orthogonal(Q) and Q:clone() or make_orthogonal(Q)
+  else
+    local nshape = Q:size()
+    nshape[#nshape] = n - k
+    Q = make_orthogonal(pt.cat({Q, pt.randn(nshape, {dtype = Q:dtype()})}, -1))
+  end
+  self:register_buffer("base", Q:detach())
+  local neg = pt.zeros_like(Q_init)
+  local e = pt.eye(Q_init:size(Q_init:dim() - 1), Q_init:size(Q_init:dim()), {dtype = neg:dtype()})
+  return neg - e
+end
+doc(Orthogonal, "parametrizations._Orthogonal: the parametrization nn.utils.parametrizations.orthogonal registers (internal).")
+
+function parametrizations.orthogonal(module, name, orthogonal_map, opts)
+  local fname = "orthogonal"
+  if type(name) == "table" and opts == nil then name, opts = nil, name end
+  if type(orthogonal_map) == "table" and opts == nil then orthogonal_map, opts = nil, orthogonal_map end
+  opts = check_opts(fname, opts, {"name", "orthogonal_map", "use_trivialization"})
+  name = name or opts.name or "weight"
+  orthogonal_map = orthogonal_map or opts.orthogonal_map
+  if not nn.is_module(module) then fail("%s: module must be a Module, got %s", fname, type_of(module)) end
+  local weight = module[name]
+  if not pt.is_tensor(weight) then
+    fail("%s: Module '%s' has no parameter or buffer with name '%s'", fname, class_name(module), tostring(name))
+  end
+  if weight:dim() < 2 then
+    fail("%s: Expected a matrix or batch of matrices. Got a tensor of %d dimensions.", fname, weight:dim())
+  end
+  local n, k = weight:size(weight:dim() - 1), weight:size(weight:dim())
+  if orthogonal_map == nil then orthogonal_map = n == k and "matrix_exp" or "householder" end
+  if not MAPS[orthogonal_map] then
+    fail("%s: orthogonal_map has to be one of \"matrix_exp\", \"cayley\", \"householder\". Got: %s", fname,
+      tostring(orthogonal_map))
+  end
+  local orth = Orthogonal(weight, orthogonal_map, opts.use_trivialization ~= false)
+  parametrize.register_parametrization(module, name, orth, {unsafe = true})
+  return module
+end
+doc(parametrizations.orthogonal, [==[nn.utils.parametrizations.orthogonal(module[, name="weight"[, orthogonal_map]][, {use_trivialization=true}]) -> module
+  As PyTorch's: module[name] (a matrix or a batch of them) becomes orthogonal (orthonormal columns or rows):
+  orthogonal_map "matrix_exp" (default for square), "cayley" or "householder" (default otherwise) of the
+  parametrization's original. With use_trivialization (default) the tensor's value at registration is kept
+  (made orthogonal by QR: the base buffer) and original starts at -I; assigning module[name] = Q does the
+  same again (a non-square Q is completed with pt.randn columns, as PyTorch does).]==])
+
+local SpectralNorm = Module:extend("_SpectralNorm")
+parametrizations._SpectralNorm = SpectralNorm
+function SpectralNorm:__init(weight, n_power_iterations, dim, eps)
+  local nd = weight:dim()
+  if dim >= nd or dim < -nd then
+    fail("spectral_norm: Dimension out of range (expected to be in range of [%d, %d] but got %d)", -nd, nd - 1, dim)
+  end
+  if math.type(n_power_iterations) ~= "integer" or n_power_iterations <= 0 then
+    fail("spectral_norm: Expected n_power_iterations to be positive, but got n_power_iterations=%s",
+      tostring(n_power_iterations))
+  end
+  self.dim = dim >= 0 and dim or dim + nd
+  self.eps = eps
+  if nd > 1 then
+    self.n_power_iterations = n_power_iterations
+    local wm = self:_reshape_weight_to_matrix(weight)
+    local h, w = wm:size(1), wm:size(2)
+    local u = pt.randn(h, {dtype = wm:dtype()})
+    local v = pt.randn(w, {dtype = wm:dtype()})
+    self:register_buffer("_u", F.normalize(u, {dim = 1, eps = eps}))
+    self:register_buffer("_v", F.normalize(v, {dim = 1, eps = eps}))
+    self:_power_method(wm, 15)
+  end
+end
+function SpectralNorm:_reshape_weight_to_matrix(weight)
+  if self.dim ~= 0 then
+    local perm = {self.dim + 1}
+    for d = 1, weight:dim() do if d ~= self.dim + 1 then perm[#perm + 1] = d end end
+    weight = weight:permute(table.unpack(perm))
+  end
+  return weight:reshape(weight:size(1), -1)
+end
+function SpectralNorm:_power_method(wm, n)
+  pt.no_grad(function()
+    local w = wm:detach()
+    for _ = 1, n do
+      self._buffers._u:copy_(F.normalize(pt.mv(w, self._buffers._v), {dim = 1, eps = self.eps}))
+      self._buffers._v:copy_(F.normalize(pt.mv(w:t(), self._buffers._u), {dim = 1, eps = self.eps}))
+    end
+  end)
+end
+function SpectralNorm:forward(weight)
+  if weight:dim() == 1 then return F.normalize(weight, {dim = 1, eps = self.eps}) end
+  local wm = self:_reshape_weight_to_matrix(weight)
+  if self.training then self:_power_method(wm, self.n_power_iterations) end
+  local u, v = self._buffers._u:clone(), self._buffers._v:clone()
+  local sigma = pt.dot(u, pt.mv(wm, v))
+  return weight / sigma
+end
+function SpectralNorm:right_inverse(value) return value end
+doc(SpectralNorm, "parametrizations._SpectralNorm: the parametrization nn.utils.parametrizations.spectral_norm registers (internal).")
+
+function parametrizations.spectral_norm(module, name, n_power_iterations, eps, dim)
+  local fname = "spectral_norm"
+  if type(name) == "table" then
+    local o = check_opts(fname, name, {"name", "n_power_iterations", "eps", "dim"})
+    name, n_power_iterations, eps, dim = o.name, o.n_power_iterations, o.eps, o.dim
+  end
+  if not nn.is_module(module) then fail("%s: module must be a Module, got %s", fname, type_of(module)) end
+  name = name or "weight"
+  local weight = module[name]
+  if not pt.is_tensor(weight) then
+    fail("%s: Module '%s' has no parameter or buffer with name '%s'", fname, class_name(module), tostring(name))
+  end
+  local pdim
+  if dim == nil then
+    local mt = parametrize.type_before_parametrizations(module)
+    local transposed = false
+    local c = mt
+    while type(c) == "table" do
+      if c == nn.ConvTranspose1d or c == nn.ConvTranspose2d or c == nn.ConvTranspose3d then transposed = true end
+      c = rawget(c, "super")
+    end
+    pdim = transposed and 1 or 0
+  else
+    if math.type(dim) ~= "integer" then fail("%s: dim must be an integer, got %s", fname, type_of(dim)) end
+    pdim = dim > 0 and dim - 1 or dim -- 1-based (negative from the end) to PyTorch's
+  end
+  parametrize.register_parametrization(module, name,
+    SpectralNorm(weight, n_power_iterations or 1, pdim, eps or 1e-12))
+  return module
+end
+doc(parametrizations.spectral_norm, [==[nn.utils.parametrizations.spectral_norm(module[, name="weight"[, n_power_iterations=1[, eps=1e-12[, dim]]]])  (or an options table)
+  -> module, as PyTorch's parametrization (not the older nn.utils.spectral_norm): module[name] reads as
+  weight / sigma, sigma its largest singular value estimated by power iteration on the weight as a matrix
+  (dim, 1-based, first; default 1, 2 for ConvTranspose*d); buffers _u, _v drawn with pt.randn and 15
+  iterations at registration, n_power_iterations more at each read in training mode. 1-D: weight / norm.]==])
 
 return nn
