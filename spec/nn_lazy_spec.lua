@@ -710,6 +710,26 @@ describe("nn.utils.parametrize", function()
     assert.are.equal(3, calls)
   end)
 
+  it("transfer_parametrizations_and_params shares the parametrizations and the original", function()
+    local a, b = linear(), nn.Linear(3, 3, {dtype = "float64"})
+    P.register_parametrization(a, "weight", Sym())
+    P.register_parametrization(a, "weight", Scale())
+    assert.are.equal(b, P.transfer_parametrizations_and_params(a, b))
+    assert.are.equal(a.parametrizations.weight.original, b.parametrizations.weight.original)
+    assert.are.equal(a.parametrizations.weight[2], b.parametrizations.weight[2])
+    assert_close(b.weight, a.weight)
+    local x = sinx({2, 3}, 0.4)
+    assert_close(b(x) - b.bias, a(x) - a.bias)
+    -- a name to_module lacks becomes a parameter first
+    local Plain = nn.Module:extend("Plain")
+    local c = Plain()
+    P.transfer_parametrizations_and_params(a, c, "weight")
+    assert_close(c.weight, a.weight)
+    assert.are.equal(c, P.transfer_parametrizations_and_params(linear(), c)) -- nothing to transfer
+    assert_error("transfer_parametrizations_and_params: Module ParametrizedLinear does not have a parametrization on bias",
+      P.transfer_parametrizations_and_params, a, linear(), "bias")
+  end)
+
   it("reports bad registrations", function()
     local Grow = nn.Module:extend("Grow")
     function Grow:forward(X) return pt.cat({X, X}, 1) end
@@ -834,6 +854,7 @@ describe("help texts", function()
                         nn.utils.parametrize.remove_parametrizations, nn.utils.parametrize.is_parametrized,
                         nn.utils.parametrize.cached, nn.utils.parametrize.type_before_parametrizations,
                         nn.utils.parametrize.ParametrizationList, nn.utils.parametrizations,
+                        nn.utils.parametrize.transfer_parametrizations_and_params,
                         nn.utils.parametrizations.orthogonal, nn.utils.parametrizations.spectral_norm} do
       assert.is_string(pt._docs[v])
       assert.is_not_nil(help.text(v):match("%S"))

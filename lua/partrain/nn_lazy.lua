@@ -1180,6 +1180,40 @@ doc(parametrize.remove_parametrizations, [==[nn.utils.parametrize.remove_paramet
   holding the parametrized value when leave_parametrized (else its unparametrized one). With no
   parametrizations left the module gets its class back and loses module.parametrizations.]==])
 
+function parametrize.transfer_parametrizations_and_params(from_module, to_module, tensor_name)
+  local name = "transfer_parametrizations_and_params"
+  if not nn.is_module(from_module) then fail("%s: from_module must be a Module, got %s", name, type_of(from_module)) end
+  if not nn.is_module(to_module) then fail("%s: to_module must be a Module, got %s", name, type_of(to_module)) end
+  if not parametrize.is_parametrized(from_module) then return to_module end
+  local ps = from_module.parametrizations
+  local names = tensor_name ~= nil and {tensor_name} or {table.unpack(ps._module_names)}
+  for _, pname in ipairs(names) do
+    local from_pl = plist_of(from_module, pname)
+    if from_pl == nil then
+      fail("%s: Module %s does not have a parametrization on %s", name, class_name(from_module), tostring(pname))
+    end
+    if to_module[pname] == nil then
+      to_module[pname] = nn.Parameter(from_module[pname]:detach():clone())
+    end
+    for _, cname in ipairs(from_pl._module_names) do
+      parametrize.register_parametrization(to_module, pname, from_pl._modules[cname])
+    end
+    local to_pl = plist_of(to_module, pname)
+    local orig = from_pl._parameters.original
+    if orig then
+      rawget(to_pl, "_buffers").original = nil
+      to_pl.original = orig
+    else
+      to_pl:register_buffer("original", from_pl._buffers.original)
+    end
+  end
+  return to_module
+end
+doc(parametrize.transfer_parametrizations_and_params, [==[nn.utils.parametrize.transfer_parametrizations_and_params(from_module, to_module[, tensor_name]) -> to_module
+  As PyTorch's: every parametrization of from_module (or tensor_name's) is registered on to_module too (the same
+  parametrization modules, in order; a name to_module lacks is first made a Parameter holding from_module's
+  parametrized value), and to_module's original becomes from_module's original tensor (shared).]==])
+
 function parametrize.cached(fn, ...)
   if type(fn) ~= "function" then fail("cached: expected a function to run, got %s", type_of(fn)) end
   cache_depth = cache_depth + 1
