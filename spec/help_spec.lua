@@ -198,7 +198,7 @@ describe("help of a submodule", function()
 
   it("lists nn.init, nn.functional (nn.F), data.transforms and optim.LRScheduler", function()
     local nn = help.text(pt.nn)
-    assert.are.same({"F", "functional", "init", "utils"}, section(nn, "Submodules ("))
+    assert.are.same({"F", "functional", "grad", "init", "utils"}, section(nn, "Submodules ("))
     assert.matches("\n  F           alias of functional\n", nn)
     assert.matches("\n  MSE +alias of MSELoss\n", nn)
     assert.are.same({"transforms"}, section(help.text(pt.data), "Submodules ("))

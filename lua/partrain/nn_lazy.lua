@@ -1505,4 +1505,80 @@ doc(parametrizations.spectral_norm, [==[nn.utils.parametrizations.spectral_norm(
   (dim, 1-based, first; default 1, 2 for ConvTranspose*d); buffers _u, _v drawn with pt.randn and 15
   iterations at registration, n_power_iterations more at each read in training mode. 1-D: weight / norm.]==])
 
+-- ------------------------------------------------------------------ nn.grad
+
+-- nn.grad: the gradients of the convolutions with respect to their input and weight
+local grad = {}
+nn.grad = grad
+doc(grad, "nn.grad: PyTorch's torch.nn.grad: conv1d_input, conv1d_weight, conv2d_input, conv2d_weight, conv3d_input,\n"
+  .. "  conv3d_weight (the gradients of F.conv1d/2d/3d with respect to the input and the weight).")
+
+local function conv_settings(name, nd, stride, padding, dilation, groups)
+  local o = {stride = positive_tuple(name, "stride", stride or 1, nd), padding = H.tuple(name, "padding", padding or 0, nd),
+    dilation = positive_tuple(name, "dilation", dilation or 1, nd), groups = groups or 1}
+  positive_int(name, "groups", o.groups)
+  return o
+end
+local function size_list(name, what, v)
+  if pt.is_tensor(v) then v = v:tolist() end
+  if type(v) ~= "table" then fail("%s: %s must be a list of sizes, got %s", name, what, type_of(v)) end
+  for _, e in ipairs(v) do
+    if math.type(e) ~= "integer" or e < 0 then fail("%s: %s must be a list of non-negative integers", name, what) end
+  end
+  return v
+end
+
+for nd = 1, 3 do
+  local conv = F["conv" .. nd .. "d"]
+  local convT = F["conv_transpose" .. nd .. "d"]
+  local iname, wname = "conv" .. nd .. "d_input", "conv" .. nd .. "d_weight"
+  grad[iname] = function(input_size, weight, grad_output, stride, padding, dilation, groups)
+    input_size = size_list(iname, "input_size", input_size)
+    H.check_tensor_arg(iname, "weight", weight)
+    H.check_tensor_arg(iname, "grad_output", grad_output)
+    local o = conv_settings(iname, nd, stride, padding, dilation, groups)
+    local n = #input_size
+    if n ~= nd + 2 and n ~= nd + 1 then
+      fail("%s: input_size must have %d or %d sizes, got %d", iname, nd + 1, nd + 2, n)
+    end
+    if grad_output:dim() ~= n then
+      fail("%s: grad_output must have %d dims (as input_size), got shape %s", iname, n, shp(grad_output))
+    end
+    -- PyTorch's _grad_input_padding: the output_padding that gives input_size back
+    local op = {}
+    for d = 1, nd do
+      local k = weight:size(2 + d)
+      local min = (grad_output:size(n - nd + d) - 1) * o.stride[d] - 2 * o.padding[d] + o.dilation[d] * (k - 1) + 1
+      op[d] = input_size[n - nd + d] - min
+      if op[d] < 0 or op[d] >= math.max(o.stride[d], o.dilation[d]) then
+        fail("%s: input_size %s does not fit grad_output shape %s (input sizes between %d and %d in spatial dim %d)", iname,
+          "{" .. table.concat(input_size, ",") .. "}", shp(grad_output), min, min + math.max(o.stride[d], o.dilation[d]) - 1, d)
+      end
+    end
+    return convT(grad_output, weight, nil, {stride = o.stride, padding = o.padding, output_padding = op,
+      groups = o.groups, dilation = o.dilation})
+  end
+  doc(grad[iname], fmt([==[nn.grad.%s(input_size, weight, grad_output[, stride=1[, padding=0[, dilation=1[, groups=1]]]])
+  -> the gradient of F.conv%dd(input, weight, nil, settings) with respect to an input of size input_size, given
+  the output's gradient grad_output: F.conv_transpose%dd of grad_output (output_padding from input_size), as PyTorch's;
+  differentiable.]==], iname, nd, nd))
+
+  grad[wname] = function(input, weight_size, grad_output, stride, padding, dilation, groups)
+    H.check_tensor_arg(wname, "input", input)
+    weight_size = size_list(wname, "weight_size", weight_size)
+    H.check_tensor_arg(wname, "grad_output", grad_output)
+    local o = conv_settings(wname, nd, stride, padding, dilation, groups)
+    if #weight_size ~= nd + 2 then fail("%s: weight_size must have %d sizes, got %d", wname, nd + 2, #weight_size) end
+    local w = pt.zeros(weight_size, {dtype = input:dtype()}):requires_grad_()
+    local y = conv(input:detach(), w, nil, o)
+    if shp(y) ~= shp(grad_output) then
+      fail("%s: grad_output has shape %s, the convolution's output has %s", wname, shp(grad_output), shp(y))
+    end
+    return pt.autograd.grad(y, w, {grad_outputs = grad_output:detach()})
+  end
+  doc(grad[wname], fmt([==[nn.grad.%s(input, weight_size, grad_output[, stride=1[, padding=0[, dilation=1[, groups=1]]]])
+  -> the gradient of F.conv%dd(input, weight, nil, settings) with respect to a weight of size weight_size, given the
+  output's gradient grad_output (computed by autograd through F.conv%dd; the result has no graph).]==], wname, nd, nd))
+end
+
 return nn
