@@ -1070,6 +1070,13 @@ end
 doc(init.sparse_, "nn.init.sparse_(t, sparsity[, std=0.01]) -> the 2-D t from N(0, std^2) with ceil(sparsity * rows)\n"
   .. "  zeros in every column (rows chosen at random).")
 
+-- torch's deprecated names without the trailing underscore (nn.init.normal, ...): the same functions
+-- (help lists them as aliases)
+for _, name in ipairs({"uniform", "normal", "constant", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+                       "kaiming_normal", "orthogonal", "sparse"}) do
+  init[name] = init[name .. "_"]
+end
+
 -- ------------------------------------------------------------------ functional
 
 local function reduction_of(opts)
