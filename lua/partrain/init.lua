@@ -24,6 +24,7 @@ local lazy_functions = {
   save = {"partrain.checkpoint", "save"},
   load = {"partrain.checkpoint", "load"},
   load_into = {"partrain.checkpoint", "load_into"},
+  load_torch = {"partrain.torch_load", "load"},
   progress = {"partrain.progress", "wrap"},
   inbatch_parallel = {"partrain.inbatch", "inbatch_parallel"},
   args = {"partrain.inbatch", "args"},
