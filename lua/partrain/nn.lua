@@ -1822,7 +1822,9 @@ local function load_extras()
                       "partrain.nn_rnn", -- RNN, LSTM, GRU and their cells, attention, Transformer
                       "partrain.nn_more", -- more losses, dropouts, upsampling layers, gumbel_softmax
                       "partrain.nn_ctc", -- CTCLoss
-                      "partrain.nn_lazy"}) do -- lazy conv/norm layers, SyncBatchNorm, fractional pools, ...
+                      "partrain.nn_lazy", -- lazy conv/norm layers, SyncBatchNorm, fractional pools, ...
+                      "partrain.nn_prune", -- nn.utils.prune
+                      "partrain.nn_parametrize"}) do -- nn.utils.parametrizations.weight_norm
     package.loaded[m] = nil
     require(m)
   end
