@@ -134,7 +134,6 @@ describe("nn.utils.parametrize with several original tensors", function()
   local P = nn.utils.parametrize
   -- a + b, split evenly by right_inverse (a list of two tensors)
   local Split = nn.Module:extend("Split")
-  rawset(Split, "_several_originals", true)
   function Split:forward(a, b) return a + b end
   function Split:right_inverse(x) return {x * 0.25, x * 0.75} end
 
@@ -153,5 +152,15 @@ describe("nn.utils.parametrize with several original tensors", function()
     assert_close(pt.ones(3, 4, F64) * 2, m.weight)
     m.weight = pt.ones(3, 4, F64) * 4
     assert_close(pt.ones(3, 4, F64) * 0.5, m.parametrizations.weight.original0)
+  end)
+
+  it("right_inverse returning several results (not a list) works too", function()
+    local Two = nn.Module:extend("Two")
+    function Two:forward(a, b) return a * b end
+    function Two:right_inverse(x) return pt.ones_like(x), x end
+    local m = linear()
+    P.register_parametrization(m, "weight", Two())
+    assert_close(W, m.parametrizations.weight.original1)
+    assert_close(W, m.weight)
   end)
 end)

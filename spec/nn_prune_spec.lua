@@ -155,6 +155,13 @@ describe("nn.utils.prune", function()
     net2:load_state_dict(sd)
     local x = pt.tensor({{1, -2, 0.5, 3}})
     assert_close(net(x), net2(x))
+    -- a Sequential does not fuse a pruned layer away from its mask
+    local l = linear(W, {0.5, 0.5, 0.5})
+    local seq = nn.Sequential(l, nn.ReLU())
+    assert_close({{9.55, 0, 0.35}}, seq(x))
+    prune.l1_unstructured(l, "weight", 1.0)
+    prune.l1_unstructured(l, "bias", 1.0)
+    assert_close({{0, 0, 0}}, seq(x))
   end)
 
   it("random_unstructured and random_structured: counts and structure", function()

@@ -56,19 +56,17 @@ local base_init, base_forward, base_right_inverse = PList.__init, PList.forward,
 
 function PList:__init(modules, original, unsafe)
   local m1 = modules[1]
-  if not (nn.is_module(m1) and m1.right_inverse and rawget(getmetatable(m1), "_several_originals")) then
+  -- does the first parametrization's right_inverse give several tensors? (register_parametrization
+  -- passes one module; a failing right_inverse fails again, with its message, in the base __init)
+  if not (#modules == 1 and nn.is_module(m1) and pt.is_tensor(original) and m1.right_inverse
+      and not (m1._right_inverse_unavailable and m1:_right_inverse_unavailable())) then
     return base_init(self, modules, original, unsafe)
   end
+  local ok, new = pcall(pt.no_grad, function() return results(m1:right_inverse(original)) end)
+  if not ok or (new.n == 1 and pt.is_tensor(new[1])) then return base_init(self, modules, original, unsafe) end
   local name = "ParametrizationList"
-  for _, m in ipairs(modules) do self:append(m) end
+  self:append(m1)
   self.unsafe = unsafe == true
-  local new = pt.no_grad(function()
-    local v = original
-    for i = #modules, 2, -1 do
-      if modules[i].right_inverse then v = modules[i]:right_inverse(v) end
-    end
-    return results(m1:right_inverse(v))
-  end)
   for i = 1, new.n do
     local t = new[i]
     if not pt.is_tensor(t) then
@@ -207,7 +205,6 @@ local function norm_except_dim(v, dim)
 end
 
 local WeightNorm = nn.Module:extend("_WeightNorm")
-rawset(WeightNorm, "_several_originals", true)
 parametrizations._WeightNorm = WeightNorm
 function WeightNorm:__init(dim)
   self.dim = dim
