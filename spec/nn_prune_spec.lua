@@ -95,6 +95,16 @@ describe("nn.utils.prune", function()
     end
   end)
 
+  it("ln_structured with importance_scores; global_unstructured with RandomUnstructured counts", function()
+    local m = linear(W)
+    prune.ln_structured(m, "weight", 2, 1, -1, pt.tensor({{1, 0, 3, 0}, {1, 0, 3, 5}, {1, 0, 3, 0}}))
+    assert_close({0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1}, flat(m.weight_mask))
+    pt.manual_seed(5)
+    local a, b = nn.Linear(10, 6), nn.Linear(5, 4)
+    prune.global_unstructured({{a, "weight"}, {b, "weight"}}, prune.RandomUnstructured, {amount = 0.25})
+    assert.are.equal(60, a.weight_mask:sum():item() + b.weight_mask:sum():item())
+  end)
+
   it("structured after unstructured: only the channels left are considered", function()
     local m = conv()
     prune.l1_unstructured(m, "weight", 0.25)
