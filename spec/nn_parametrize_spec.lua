@@ -154,6 +154,16 @@ describe("nn.utils.parametrize with several original tensors", function()
     assert_close(pt.ones(3, 4, F64) * 0.5, m.parametrizations.weight.original0)
   end)
 
+  it("transfer_parametrizations_and_params shares original0 and original1", function()
+    local a = nn.utils.parametrizations.weight_norm(linear())
+    local b = nn.Linear(4, 3, F64)
+    P.transfer_parametrizations_and_params(a, b)
+    assert.are.equal(a.parametrizations.weight.original0, b.parametrizations.weight.original0)
+    assert.are.equal(a.parametrizations.weight.original1, b.parametrizations.weight.original1)
+    assert_close(a.weight, b.weight)
+    assert.are.same({"bias", "parametrizations.weight.original0", "parametrizations.weight.original1"}, keys(b))
+  end)
+
   it("right_inverse returning several results (not a list) works too", function()
     local Two = nn.Module:extend("Two")
     function Two:forward(a, b) return a * b end

@@ -193,6 +193,27 @@ docs[parametrize.remove_parametrizations] = docs[base_remove] .. [==[
   A tensor parametrized by several originals gets a new tensor holding its parametrized value (a parameter
   when it requires grad); leave_parametrized=false is an error for it, as in torch.]==]
 
+local base_transfer = parametrize.transfer_parametrizations_and_params
+function parametrize.transfer_parametrizations_and_params(from_module, to_module, tensor_name)
+  local r = base_transfer(from_module, to_module, tensor_name)
+  if not parametrize.is_parametrized(from_module) then return r end
+  local ps = rawget(from_module, "_modules").parametrizations
+  for _, pname in ipairs(tensor_name ~= nil and {tensor_name} or ps._module_names) do
+    local from_pl = rawget(ps, "_modules")[pname]
+    if several(from_pl) then
+      local to_pl = to_module.parametrizations[pname]
+      for i = 1, several(from_pl) do
+        local k = "original" .. (i - 1)
+        local p = from_pl._parameters[k]
+        if p then to_pl[k] = nil; to_pl[k] = p else to_pl:register_buffer(k, from_pl._buffers[k]) end
+      end
+    end
+  end
+  return r
+end
+docs[parametrize.transfer_parametrizations_and_params] = docs[base_transfer]
+  .. "\n  Several originals (original0, original1, ...) are shared the same way."
+
 -- ------------------------------------------------------------------ weight_norm
 
 -- the 2-norm over every dim but dim (kept, size 1), or over the whole tensor (dim false): 0-d
