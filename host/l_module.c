@@ -424,6 +424,12 @@ static int l_get_num_threads(lua_State *L) {
   return 1;
 }
 
+/* pt.sgemm_backend() -> "onednn" or "openblas" (lib/blas.c) */
+static int l_sgemm_backend(lua_State *L) {
+  lua_pushstring(L, pt_blas_sgemm_backend());
+  return 1;
+}
+
 static int l_soft_interrupt(lua_State *L) {
   pt_state_soft_interrupt(lua_toboolean(L, 1));
   return 0;
@@ -439,6 +445,7 @@ static const luaL_Reg module_functions[] = {
     {"set_grad_enabled", l_set_grad_enabled},
     {"set_num_threads", l_set_num_threads},
     {"get_num_threads", l_get_num_threads},
+    {"sgemm_backend", l_sgemm_backend},
     {NULL, NULL},
 };
 
@@ -688,6 +695,10 @@ int luaopen_partrain_core(lua_State *L) {
       "  has PARTRAIN_NUM_THREADS threads (default: one per CPU); n above that is capped at it.\n"
       "  Dispatcher workers run their ops on one thread each whatever this says.",
       "get_num_threads", "pt.get_num_threads() -> how many threads this state's ops use (see pt.set_num_threads).",
+      "sgemm_backend", "pt.sgemm_backend() -> \"onednn\" or \"openblas\": the library that runs float32 matrix\n"
+      "  products (matmul, Linear, convolutions). oneDNN (Debian's libdnnl2, as PyTorch uses) where it\n"
+      "  is installed, with kernels picked from the CPU's features; PARTRAIN_SGEMM=openblas in the\n"
+      "  environment keeps OpenBLAS. float64 products always run on OpenBLAS.",
       NULL, NULL,
   };
   lpt_add_docs(L, 0, docs);

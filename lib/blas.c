@@ -3,7 +3,10 @@
 
 #include "parallel.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 extern void openblas_set_num_threads(int n);
 /* OpenBLAS's own pool (what its fork handler calls); weak: other BLAS builds lack it */
@@ -21,6 +24,71 @@ static void set_single_threaded(void) {
 
 void pt_blas_single_threaded(void) { pthread_once(&blas_once, set_single_threaded); }
 
+/* float32 GEMMs run on oneDNN's sgemm when its library is installed (Debian's libdnnl2, the one
+ * PyTorch uses): it picks its AVX-512 kernels from the CPU's feature flags, while OpenBLAS here
+ * may be held to older kernels (OPENBLAS_CORETYPE), and it runs the MLP's products about twice
+ * as fast on one thread. It is loaded on the first GEMM (start-up stays small), runs one OpenMP
+ * thread per calling thread (partrain splits GEMMs itself, so no OpenMP pool ever starts), and
+ * PARTRAIN_SGEMM=openblas keeps OpenBLAS. Without the library OpenBLAS runs everything. */
+typedef int (*dnnl_sgemm_fn)(char transa, char transb, int64_t m, int64_t n, int64_t k,
+                             float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                             float beta, float *c, int64_t ldc);
+typedef void (*omp_set_num_threads_fn)(int n);
+
+static pthread_once_t onednn_once = PTHREAD_ONCE_INIT;
+static dnnl_sgemm_fn onednn_sgemm;
+static omp_set_num_threads_fn onednn_omp_set_threads;
+static _Thread_local bool onednn_thread_ready;
+
+/* below this many multiply-adds OpenBLAS's lighter call wins (8x8x8: 0.07 vs 0.16 us) */
+#define ONEDNN_MIN_FLOPS 4096
+
+static void onednn_load(void) {
+  const char *choice = getenv("PARTRAIN_SGEMM");
+  if (choice && strcmp(choice, "openblas") == 0) return;
+  void *lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libdnnl.so.3", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return;
+  dnnl_sgemm_fn sgemm = (dnnl_sgemm_fn)dlsym(lib, "dnnl_sgemm");
+  /* found through the library's own dependencies (libgomp) */
+  omp_set_num_threads_fn set_threads = (omp_set_num_threads_fn)dlsym(lib, "omp_set_num_threads");
+  if (!sgemm || !set_threads) {
+    dlclose(lib);
+    return;
+  }
+  onednn_omp_set_threads = set_threads;
+  onednn_sgemm = sgemm;
+}
+
+const char *pt_blas_sgemm_backend(void) {
+  pthread_once(&onednn_once, onednn_load);
+  return onednn_sgemm ? "onednn" : "openblas";
+}
+
+void pt_sgemm_serial(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     float beta, float *c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (lda < 1) lda = 1;
+  if (ldb < 1) ldb = 1;
+  if (ldc < 1) ldc = 1;
+  if ((double)m * (double)n * (double)k >= ONEDNN_MIN_FLOPS) {
+    pthread_once(&onednn_once, onednn_load);
+    if (onednn_sgemm) {
+      if (!onednn_thread_ready) {
+        onednn_omp_set_threads(1); /* this thread's OpenMP setting only */
+        onednn_thread_ready = true;
+      }
+      if (onednn_sgemm(ta == CblasNoTrans ? 'N' : 'T', tb == CblasNoTrans ? 'N' : 'T', m, n, k,
+                       alpha, a, lda, b, ldb, beta, c, ldc) == 0)
+        return;
+      /* an argument oneDNN refuses (none partrain passes): OpenBLAS computes it instead */
+    }
+  }
+  cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda,
+              b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
 /* below this many multiply-adds a split costs more than it saves */
 #define SPLIT_MIN_FLOPS (1 << 20)
 
@@ -32,8 +100,7 @@ static void gemm_serial(pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int
   if (ldb < 1) ldb = 1;
   if (ldc < 1) ldc = 1;
   if (dt == PT_FLOAT32)
-    cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, (float)alpha, a,
-                (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
+    pt_sgemm_serial(ta, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, c, ldc);
   else
     cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda,
                 b, (blasint)ldb, beta, c, (blasint)ldc);

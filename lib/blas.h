@@ -6,6 +6,7 @@
 #define PT_BLAS_H
 
 #include <cblas.h>
+#include <stdint.h>
 
 #include "pt_core.h"
 
@@ -18,5 +19,14 @@ void pt_blas_single_threaded(void);
 void pt_gemm(const pt_ctx *ctx, pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m,
              int64_t n, int64_t k, double alpha, const void *a, int64_t lda, const void *b,
              int64_t ldb, double beta, void *c, int64_t ldc);
+
+/* Row-major float32 GEMM on the calling thread alone: oneDNN's sgemm where it is installed,
+ * otherwise OpenBLAS (see blas.c). For callers that split work themselves (conv, Winograd). */
+void pt_sgemm_serial(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     float beta, float *c, int64_t ldc);
+
+/* "onednn" or "openblas": the library that runs float32 GEMMs in this process. */
+const char *pt_blas_sgemm_backend(void);
 
 #endif

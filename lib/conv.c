@@ -1,6 +1,7 @@
 /* Convolution, pooling, batch norm, channel dropout and upsampling (see conv.h). */
 #include "conv.h"
 
+#include "blas.h"
 #include "conv_winograd.h"
 #include "dispatch.h"
 #include "norm_stats.h"
@@ -42,10 +43,18 @@ static void max_pool_rows2_f32(const float *restrict h0, const float *restrict h
 }
 #endif
 
+/* cblas_sgemm's arguments, run by pt_sgemm_serial (oneDNN where installed, blas.c) */
+static inline void conv_sgemm(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m,
+                              int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                              const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  (void)order; /* always CblasRowMajor */
+  pt_sgemm_serial(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 #define real float
 #define REAL_IS_F32 1
 #define SUFFIX(name) name##_f32
-#define GEMM cblas_sgemm
+#define GEMM conv_sgemm
 #include "conv_impl.h"
 #undef real
 #undef REAL_IS_F32

@@ -20,6 +20,7 @@
  */
 #include "conv_winograd.h"
 
+#include "blas.h"
 #include "parallel.h"
 
 #include <cblas.h>
@@ -370,7 +371,7 @@ static void forward_chunk(void *arg, int64_t b, int64_t e, int tid) {
     }
     int rows = cnt * d->tpi;
     for (int p = 0; p < WG_P; p++)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, d->Op, d->Cp, 1, V + p * d->Tb * d->Cp, d->Cp,
+      pt_sgemm_serial(CblasNoTrans, CblasNoTrans, rows, d->Op, d->Cp, 1, V + p * d->Tb * d->Cp, d->Cp,
                   j->U + (int64_t)p * d->Cp * d->Op, d->Op, 0, M + p * d->Tb * d->Op, d->Op);
     for (int k = 0; k < cnt; k++) transform_output(d, M, (int64_t)k * d->tpi, j->b, j->y + (n0 + k) * out_img);
   }
@@ -400,12 +401,12 @@ static void backward_chunk(void *arg, int64_t b, int64_t e, int tid) {
         transform_input(d, xq, V, (int64_t)k * d->tpi);
       }
       for (int p = 0; p < WG_P; p++)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->Cp, d->Op, rows, 1, V + p * d->Tb * d->Cp,
+        pt_sgemm_serial(CblasTrans, CblasNoTrans, d->Cp, d->Op, rows, 1, V + p * d->Tb * d->Cp,
                     d->Cp, G + p * d->Tb * d->Op, d->Op, 1, dU + (int64_t)p * d->Cp * d->Op, d->Op);
     }
     if (j->dx) {
       for (int p = 0; p < WG_P; p++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, d->Cp, d->Op, 1, G + p * d->Tb * d->Op,
+        pt_sgemm_serial(CblasNoTrans, CblasNoTrans, rows, d->Cp, d->Op, 1, G + p * d->Tb * d->Op,
                     d->Op, j->UT + (int64_t)p * d->Op * d->Cp, d->Cp, 0, dV + p * d->Tb * d->Cp, d->Cp);
       for (int k = 0; k < cnt; k++) {
         /* xq is free here (the weight gradient is done with this block): it holds dx's plane */

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(build-essential cmake pkg-config lua5.4 liblua5.4-dev libopenblas-dev liblapacke-dev libffi-dev
+PKGS=(build-essential cmake pkg-config lua5.4 liblua5.4-dev libopenblas-dev liblapacke-dev libdnnl2 libffi-dev
       zlib1g-dev libreadline-dev libcjson-dev libsleef-dev libpng-dev libjpeg62-turbo-dev lua-busted dataset-fashion-mnist
       python3 python3-numpy)
 missing=()

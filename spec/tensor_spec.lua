@@ -1,4 +1,5 @@
 local pt = require "partrain"
+local support = require "spec.support"
 
 describe("tensor construction", function()
   it("builds from nested tables with shape and dtype", function()
@@ -50,6 +51,23 @@ describe("tensor construction", function()
     local ok, err = pcall(pt.set_num_threads, 0)
     assert.is_false(ok)
     assert.is_truthy(tostring(err):find("set_num_threads: expected a positive number of threads, got 0", 1, true))
+  end)
+
+  it("sgemm_backend: float32 products on oneDNN where installed, PARTRAIN_SGEMM=openblas keeps OpenBLAS", function()
+    local backend = pt.sgemm_backend()
+    assert.is_truthy(backend == "onednn" or backend == "openblas")
+    -- both libraries give the float64 product's value to float32 rounding, every transpose
+    pt.manual_seed(3)
+    local a, b = pt.randn(67, 131), pt.randn(131, 45)
+    local want = a:double():mm(b:double())
+    assert.is_true(a:mm(b):double():allclose(want, {rtol = 1e-5, atol = 1e-4}))
+    assert.is_true(a:t():contiguous():t():mm(b:t():contiguous():t()):double():allclose(want, {rtol = 1e-5, atol = 1e-4}))
+    local q = support.quote
+    local chunk = "local x = pt.ones(64, 128):mm(pt.ones(128, 32)); io.write(pt.sgemm_backend(), ' ', x:max():item())"
+    local p = io.popen("PARTRAIN_SGEMM=openblas " .. q(support.exe) .. " -e " .. q(chunk) .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.are.equal("openblas 128", out)
   end)
 
   it("randperm is a permutation of 1..n", function()
