@@ -1134,7 +1134,7 @@ local function weighted_loss(fname, per_element, weight, reduction)
 end
 
 function nn.linear(x, w, b) return C._nn_linear(x, w, b, "linear") end
-doc(nn.linear, "nn.linear(x, weight[, bias]) -> x * weight^T + bias (weight {out,in}); fused C with OpenBLAS.")
+doc(nn.linear, "nn.linear(x, weight[, bias]) -> x * weight^T + bias (weight {out,in}); fused C over one GEMM (oneDNN or OpenBLAS, see pt.sgemm_backend).")
 function nn.relu(x) return C._nn_relu(x) end
 doc(nn.relu, "nn.relu(x) -> max(x, 0).")
 function nn.leaky_relu(x, slope) return C._nn_leaky_relu(x, slope or 0.01) end
