@@ -2049,32 +2049,59 @@ doc(utils.clip_grad_value_, "nn.utils.clip_grad_value_(params, clip_value): opti
 local HOOKS, BEFORE = "_forward_pre_hooks", "_forward_before_hooks"
 local hook_compute = {}
 
-function utils._forward_with_pre_hooks(self, ...)
+-- The machinery shared with pruning (nn_prune.lua), which keeps its hooks under its own keys:
+-- hooks_key lists hooks {name = ...}, before_key the forward the instance had (false: none).
+-- utils._forward_with_weights(self, hooks_key, before_key, compute, ...): sets each hooked weight
+-- to compute(self, h) and runs the inner forward.
+function utils._forward_with_weights(self, hooks_key, before_key, compute, ...)
   local params = rawget(self, "_parameters")
   local injected = {}
-  for _, h in ipairs(rawget(self, HOOKS)) do
-    local w = hook_compute[h.kind](self, h, self.training)
+  for _, h in ipairs(rawget(self, hooks_key)) do
+    local w = compute(self, h)
     rawset(self, h.name, w)
     if params[h.name] == nil then
       params[h.name] = w
       injected[#injected + 1] = h.name
     end
   end
-  local inner = rawget(self, BEFORE) or getmetatable(self).forward
+  local inner = rawget(self, before_key) or getmetatable(self).forward
   local _ <close> = setmetatable({}, {__close = function()
     for _, n in ipairs(injected) do params[n] = nil end
   end})
   return inner(self, ...)
 end
 
-local function add_hook(m, hook)
-  local hooks = rawget(m, HOOKS)
+-- m's hook list under hooks_key, made on first use with forward as m's own forward
+function utils._hook_list(m, hooks_key, before_key, forward)
+  local hooks = rawget(m, hooks_key)
   if hooks == nil then
     hooks = {}
-    rawset(m, BEFORE, rawget(m, "forward") or false)
-    rawset(m, HOOKS, hooks)
-    rawset(m, "forward", utils._forward_with_pre_hooks)
+    rawset(m, before_key, rawget(m, "forward") or false)
+    rawset(m, hooks_key, hooks)
+    rawset(m, "forward", forward)
   end
+  return hooks
+end
+
+-- removes hook i; the last one gone, m gets back the forward it had
+function utils._remove_hook(m, hooks_key, before_key, i)
+  local hooks = rawget(m, hooks_key)
+  table.remove(hooks, i)
+  if #hooks == 0 then
+    rawset(m, "forward", rawget(m, before_key) or nil)
+    rawset(m, hooks_key, nil)
+    rawset(m, before_key, nil)
+  end
+end
+
+local function compute_pre_hook(m, h) return hook_compute[h.kind](m, h, m.training) end
+
+function utils._forward_with_pre_hooks(self, ...)
+  return utils._forward_with_weights(self, HOOKS, BEFORE, compute_pre_hook, ...)
+end
+
+local function add_hook(m, hook)
+  local hooks = utils._hook_list(m, HOOKS, BEFORE, utils._forward_with_pre_hooks)
   hooks[#hooks + 1] = hook
 end
 
@@ -2085,15 +2112,7 @@ local function find_hook(m, kind, name)
   end
 end
 
-local function remove_hook(m, i)
-  local hooks = rawget(m, HOOKS)
-  table.remove(hooks, i)
-  if #hooks == 0 then
-    rawset(m, "forward", rawget(m, BEFORE) or nil)
-    rawset(m, HOOKS, nil)
-    rawset(m, BEFORE, nil)
-  end
-end
+local function remove_hook(m, i) utils._remove_hook(m, HOOKS, BEFORE, i) end
 
 -- module, name: the checks weight_norm and spectral_norm share; returns the parameter
 local function hooked_parameter(fname, m, name, kind)

@@ -301,22 +301,10 @@ local function apply_mask(m, name)
   return orig * mask
 end
 
+local function mask_hook_weight(m, h) return apply_mask(m, h.name) end
+
 local function forward_with_masks(self, ...)
-  local params = rawget(self, "_parameters")
-  local injected = {}
-  for _, h in ipairs(rawget(self, HOOKS)) do
-    local w = apply_mask(self, h.name)
-    rawset(self, h.name, w)
-    if params[h.name] == nil then
-      params[h.name] = w
-      injected[#injected + 1] = h.name
-    end
-  end
-  local inner = rawget(self, BEFORE) or getmetatable(self).forward
-  local _ <close> = setmetatable({}, {__close = function()
-    for _, n in ipairs(injected) do params[n] = nil end
-  end})
-  return inner(self, ...)
+  return utils._forward_with_weights(self, HOOKS, BEFORE, mask_hook_weight, ...)
 end
 
 local function find_hook(m, name)
@@ -365,13 +353,7 @@ local function apply(fname, module, name, method, importance_scores)
   end
   if old then old.method = full
   else
-    local hooks = rawget(module, HOOKS)
-    if hooks == nil then
-      hooks = {}
-      rawset(module, BEFORE, rawget(module, "forward") or false)
-      rawset(module, HOOKS, hooks)
-      rawset(module, "forward", forward_with_masks)
-    end
+    local hooks = utils._hook_list(module, HOOKS, BEFORE, forward_with_masks)
     hooks[#hooks + 1] = {name = name, method = full}
   end
   rawset(module, name, apply_mask(module, name))
@@ -490,13 +472,7 @@ function prune.remove(module, name)
   local w = pt.no_grad(apply_mask, module, name)
   local orig = rawget(module, "_parameters")[name .. "_orig"]
   pt.no_grad(function() orig:copy_(w) end)
-  local hooks = rawget(module, HOOKS)
-  table.remove(hooks, i)
-  if #hooks == 0 then
-    rawset(module, "forward", rawget(module, BEFORE) or nil)
-    rawset(module, HOOKS, nil)
-    rawset(module, BEFORE, nil)
-  end
+  utils._remove_hook(module, HOOKS, BEFORE, i)
   rawset(module, name, nil)
   module[name .. "_orig"] = nil
   module[name .. "_mask"] = nil
