@@ -32,8 +32,9 @@ end
 
 local function class_name(m)
   local mt = getmetatable(m)
-  return mt and rawget(mt, "__name") or "Module"
+  return type(mt) == "table" and rawget(mt, "__name") or "Module"
 end
+nn._class_name = class_name -- shared with the nn_* files (nn._arg_helpers.class_name)
 
 local function is_module(v)
   if type(v) ~= "table" then return false end

@@ -229,7 +229,7 @@ end
 nn._arg_helpers = {shape_str = shape_str, type_of = type_of, num_repr = num_repr, number = number, boolean = boolean,
                    dim_arg = dim_arg, tensor_arg = tensor_arg, reduction_arg = reduction_arg, nonneg = nonneg,
                    dtype_arg = dtype_arg, parse = parse, check_input = check_input, reduce = reduce,
-                   norm_dim = norm_dim, REQUIRED = REQUIRED}
+                   norm_dim = norm_dim, REQUIRED = REQUIRED, class_name = nn._class_name}
 
 local function settings_repr(keys)
   return function(self)
@@ -1981,10 +1981,7 @@ doc(utils, [==[nn.utils: PyTorch's torch.nn.utils: parameters_to_vector, vector_
   clip_grad_value_, weight_norm / remove_weight_norm, spectral_norm / remove_spectral_norm; nn.utils.rnn
   (pad_sequence, pack_padded_sequence, pad_packed_sequence, pack_sequence, PackedSequence).]==])
 
-local function module_class_name(m)
-  local mt = getmetatable(m)
-  return mt and rawget(mt, "__name") or "Module"
-end
+local module_class_name = nn._class_name
 
 local function tensor_list(name, params)
   if nn.is_module(params) then return params:parameters() end

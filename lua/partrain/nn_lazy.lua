@@ -28,10 +28,7 @@ local A = nn._arg_helpers
 local type_of, num_repr = A.type_of, A.num_repr
 local fmt = string.format
 
-local function class_name(m)
-  local mt = getmetatable(m)
-  return type(mt) == "table" and rawget(mt, "__name") or "Module"
-end
+local class_name = A.class_name
 
 -- ------------------------------------------------------------------ lazy modules
 

@@ -19,10 +19,7 @@ local fmt = string.format
 
 local function fail(f, ...) error(fmt(f, ...), 0) end
 
-local function class_name(m)
-  local mt = getmetatable(m)
-  return type(mt) == "table" and rawget(mt, "__name") or "Module"
-end
+local class_name = A.class_name
 
 local utils = rawget(nn, "utils")
 local parametrize = utils.parametrize

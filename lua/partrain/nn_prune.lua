@@ -19,16 +19,9 @@ local fmt = string.format
 
 local function fail(f, ...) error(fmt(f, ...), 0) end
 
-local function class_name(m)
-  local mt = getmetatable(m)
-  return type(mt) == "table" and rawget(mt, "__name") or "Module"
-end
+local class_name = A.class_name
 
-local function shape_of(t)
-  local s = {}
-  for d = 1, t:dim() do s[d] = tostring(t:size(d)) end
-  return "{" .. table.concat(s, ",") .. "}"
-end
+local shape_of = A.shape_str
 
 local utils = rawget(nn, "utils")
 local prune = {}
