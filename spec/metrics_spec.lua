@@ -50,6 +50,29 @@ describe("pt.metrics.accuracy", function()
     assert.are.equal(0, h.epoch)
   end)
 
+  it("frees each big batch before the next one (a 10k-sample evaluation piled up ~30 MB)", function()
+    -- 3 batches of 512 x 600 = 307,200 elements, above the 2^18 threshold; outputs are fresh
+    local n, f = 1536, 600
+    local bx = pt.zeros(n, f)
+    local by = pt.ones(n):long()
+    local seen = setmetatable({}, {__mode = "k"})
+    local alive_at_next = {}
+    local calls = 0
+    local function model(input)
+      calls = calls + 1
+      local count = 0
+      for _ in pairs(seen) do count = count + 1 end
+      alive_at_next[calls] = count
+      seen[input] = true
+      return input:narrow(2, 1, 3) + 1
+    end
+    assert.are.equal(1, pt.metrics.accuracy(model, data.TensorDataset(bx, by), {batch = 512}))
+    assert.are.same({0, 0, 0}, alive_at_next)
+    -- small batches are left to the collector (a full collection per batch would cost more than
+    -- it frees); the result is the same
+    assert.are.equal(1, pt.metrics.accuracy(model, data.TensorDataset(bx:narrow(1, 1, 8), by:narrow(1, 1, 8)), {batch = 4}))
+  end)
+
   it("restores train mode when the model fails", function()
     local m = fake_model()
     getmetatable(m).__call = function() error("boom", 0) end

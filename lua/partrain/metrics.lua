@@ -229,6 +229,9 @@ local function caller(model, fname)
 end
 
 -- run fn(forward, x, y) over every batch in eval mode without gradients; restore train mode
+-- input batches of at least this many elements (1 MB of float32) are collected after each step
+local EVAL_COLLECT_NUMEL = 1 << 18
+
 local function evaluate(model, d, opts, fname, fn)
   opts = opts or {}
   local forward = caller(model, fname)
@@ -236,9 +239,21 @@ local function evaluate(model, d, opts, fname, fn)
   local was_training = type(model) == "table" and model.training
   if type(model) == "table" and type(model.eval) == "function" then model:eval() end
   local ok, err = pcall(pt.no_grad, function()
-    for x, y in handler:batches() do
+    -- a while loop, not a generic for: its hidden control variable would keep the previous
+    -- batch alive through the collection below
+    local next_batch = handler:batches()
+    while true do
+      local x, y = next_batch()
+      if x == nil then break end
       if y == nil then error(fname .. ": the dataset has no labels", 0) end
+      local big = pt.is_tensor(x) and x:numel() >= EVAL_COLLECT_NUMEL
       fn(forward(x), y)
+      -- a big batch and its activations are garbage now; left to the collector's tensor-size
+      -- trigger (64 MB by default) a 10k-sample evaluation piled up ~30 MB of them (W6's peak)
+      if big then
+        x, y = nil, nil
+        collectgarbage()
+      end
     end
   end)
   if was_training and type(model.train) == "function" then model:train() end
