@@ -2136,7 +2136,8 @@ local function param_dim(fname, dim, w, name)
   return r
 end
 
--- the 2-norm over every dim but dim (kept, size 1), or over the whole tensor (dim false): 0-d
+-- the 2-norm over every dim but dim (kept, size 1), or over the whole tensor (dim false): 0-d;
+-- also weight_norm's parametrization (nn_parametrize.lua)
 local function norm_except_dim(v, dim)
   if not dim then return v:norm() end
   local n = v:size(dim)
@@ -2144,6 +2145,7 @@ local function norm_except_dim(v, dim)
   for d = 1, v:dim() do shape[d] = d == dim and n or 1 end
   return v:movedim(dim, 1):reshape(n, -1):norm(2, 2):reshape(shape)
 end
+utils._norm_except_dim = norm_except_dim
 
 hook_compute.weight_norm = function(m, h)
   local p = rawget(m, "_parameters")

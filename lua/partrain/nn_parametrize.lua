@@ -213,14 +213,7 @@ docs[parametrize.transfer_parametrizations_and_params] = docs[base_transfer]
 
 -- ------------------------------------------------------------------ weight_norm
 
--- the 2-norm over every dim but dim (kept, size 1), or over the whole tensor (dim false): 0-d
-local function norm_except_dim(v, dim)
-  if not dim then return v:norm() end
-  local n = v:size(dim)
-  local shape = {}
-  for d = 1, v:dim() do shape[d] = d == dim and n or 1 end
-  return v:movedim(dim, 1):reshape(n, -1):norm(2, 2):reshape(shape)
-end
+local norm_except_dim = utils._norm_except_dim -- nn_extra.lua (weight_norm's hook)
 
 local WeightNorm = nn.Module:extend("_WeightNorm")
 parametrizations._WeightNorm = WeightNorm
