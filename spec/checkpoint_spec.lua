@@ -1,10 +1,8 @@
 local pt = require "partrain"
 local data = pt.data
 
-local tmpdir = os.tmpname()
-os.remove(tmpdir)
-os.execute("mkdir -p " .. tmpdir)
-local function tmp(name) return tmpdir .. "/" .. name end
+local support = require "spec.support"
+local tmpdir, tmp = support.tmpdir()
 
 local function err_of(fn, ...)
   local ok, err = pcall(fn, ...)

@@ -1,17 +1,9 @@
 local pt = require "partrain"
 local data = pt.data
 
-local tmpdir = os.tmpname()
-os.remove(tmpdir)
-os.execute("mkdir -p " .. tmpdir)
-local function tmp(name) return tmpdir .. "/" .. name end
-
-local function write(path, bytes)
-  local f = assert(io.open(path, "wb"))
-  f:write(bytes)
-  f:close()
-  return path
-end
+local support = require "spec.support"
+local _, tmp = support.tmpdir()
+local write = support.write_file
 
 local function write_gz(path, bytes)
   local p = assert(io.popen("gzip -c > '" .. path .. "'", "w"))

@@ -5,6 +5,7 @@
 -- colors; decoded JPEG pixels are compared with those original colors within a tolerance, as
 -- no second JPEG decoder is installed here).
 local pt = require "partrain"
+local support = require "spec.support"
 
 local FIX = "spec/fixtures/images/"
 
@@ -14,25 +15,8 @@ local function errmsg(f, ...)
   return (tostring(e):gsub("^[^:\n]*:%d+: ", ""))
 end
 
-local function read_bytes(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write_bytes(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local function tmpdir()
-  local p = os.tmpname()
-  os.remove(p)
-  assert(os.execute("mkdir -p '" .. p .. "'"))
-  return p
-end
+local read_bytes, write_bytes = support.read_file, support.write_file
+local function tmpdir() return (support.tmpdir()) end
 
 local function rmtree(p) os.execute("rm -rf '" .. p .. "'") end
 

@@ -21,13 +21,7 @@ local function linear(b)
   return m
 end
 
-local function keys(m)
-  local out = {}
-  for k in pairs(m:state_dict()) do out[#out + 1] = k end
-  return out
-end
-
-local function flat(t) return t:reshape(-1):tolist() end
+local keys, flat = support.state_dict_keys, support.flat
 
 describe("nn.utils.parametrizations.weight_norm", function()
   local P = nn.utils.parametrize

@@ -28,13 +28,7 @@ local function conv()
   return c
 end
 
-local function keys(m)
-  local out = {}
-  for k in pairs(m:state_dict()) do out[#out + 1] = k end
-  return out
-end
-
-local function flat(t) return t:reshape(-1):tolist() end
+local keys, flat = support.state_dict_keys, support.flat
 
 describe("nn.utils.prune", function()
   local prune = nn.utils.prune

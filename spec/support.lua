@@ -30,9 +30,10 @@ function M.quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 local pt = require "partrain"
 local assert = require "luassert"  -- busted's assert is not visible from a required module
 
--- the numbers of nested tables, in order
+-- the numbers of nested tables (or of a tensor), in order
 local function flat(v, out)
   out = out or {}
+  if pt.is_tensor(v) then v = v:reshape(-1):tolist() end
   if type(v) == "table" then
     for _, e in ipairs(v) do flat(e, out) end
   else
@@ -79,6 +80,35 @@ end
 function M.assert_error_contains(msg, f, ...)
   local err = M.errmsg(f, ...)
   assert(err:find(msg, 1, true), "expected '" .. msg .. "' in: " .. err)
+end
+
+-- a module's state_dict keys, in the order pairs gives them
+function M.state_dict_keys(m)
+  local out = {}
+  for k in pairs(m:state_dict()) do out[#out + 1] = k end
+  return out
+end
+
+-- a fresh directory for a spec file's temporary files: its path, and tmp(name) inside it
+function M.tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  assert(os.execute("mkdir -p " .. M.quote(p)))
+  return p, function(name) return p .. "/" .. name end
+end
+
+function M.write_file(path, bytes)
+  local f = assert(io.open(path, "wb"))
+  f:write(bytes)
+  f:close()
+  return path
+end
+
+function M.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
 end
 
 return M

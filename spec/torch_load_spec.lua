@@ -7,24 +7,8 @@ local assert_error, assert_error_contains = support.assert_error, support.assert
 local assert_close = support.assert_close_with(1e-6)
 
 local DIR = "spec/fixtures/torch/"
-local tmpdir = os.tmpname()
-os.remove(tmpdir)
-os.execute("mkdir -p " .. tmpdir)
-local function tmp(name) return tmpdir .. "/" .. name end
-
-local function write(path, bytes)
-  local f = assert(io.open(path, "wb"))
-  f:write(bytes)
-  f:close()
-  return path
-end
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local tmpdir, tmp = support.tmpdir()
+local write, read = support.write_file, support.read_file
 
 -- a zip archive of stored entries {name, bytes[, method]} (CRCs left 0: load_torch does not check them)
 local function zip(entries)
