@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../lib/dispatch.h"
+#include "../lib/nn.h"
 #include "../lib/optim.h"
 #include "../lib/parallel.h"
 #include "../lib/pool.h"
@@ -78,6 +79,8 @@ typedef struct par_worker {
   struct par_window *step_win; /* the window being run when it has a fused step, else NULL */
   int slot;                    /* its slot in the window being run */
   uint64_t rep_gen;            /* the replica set the model at MODEL_KEY was decoded with, or 0 */
+  int coop_next;               /* its next round of cooperative products in this window */
+  long coop_full, coop_alone;  /* its products made in a full round, alone (pt._par_coop_stats) */
 } par_worker;
 
 enum { TASK_CALL = 0, TASK_ITEM = 1 };
@@ -338,12 +341,34 @@ typedef struct step_entry {
   pt_sgd_opts o;
   bool first; /* the momentum buffer starts as the gradient */
   int rep;    /* its index in the pool's par_replicas (every slot steps all of it), or -1 */
+  bool part;  /* a large weight shared by all slots, split by rows (coop_linear) */
   /* param.grad is known to be all zeros (this call zeroed it and its version has not moved
    * since): the step then reads only the workers' buffers */
   bool grad_zero;
   pt_tensor *zeroed;   /* the grad tensor this call zeroed (compared by identity only) */
   unsigned zeroed_version;
 } step_entry;
+
+/* A large weight (PAR_PART_BYTES and more) is not copied: every slot of a window uses the
+ * parameter itself, and slot j alone reads and steps its block of rows (part_row). Its
+ * batch-1 products meet in rounds: the m-th product of every slot's sample is round m, and
+ * when all k slots reach it with the same weight, slot j multiplies its block by all k inputs
+ * (coop_linear). A core then never reads rows that another core has just stepped (with one
+ * shared copy read whole by every slot, each forward re-fetched the other core's rows and 2
+ * workers ran barely faster than 1), and no core pays for stepping a whole copy either. A round
+ * that cannot meet (a slot finished its sample without it, a different weight) is computed
+ * alone, block by block with the same calls, so the numbers never depend on timing. */
+#define PAR_PART_BYTES ((size_t)64 << 10)
+#define PAR_COOP_ROUNDS 8
+enum { COOP_OPEN = 0, COOP_FULL = 1, COOP_ALONE = 2 };
+typedef struct coop_round {
+  atomic_int arrived, state, done;
+  /* slot j's product, written before it arrives: read by the others once the round is full */
+  const pt_tensor *w[PAR_MAX_SLOTS];
+  const void *x[PAR_MAX_SLOTS];
+  void *y[PAR_MAX_SLOTS];
+  bool beta[PAR_MAX_SLOTS];
+} coop_round;
 
 struct par_window {
   int k;
@@ -360,7 +385,76 @@ struct par_window {
   pthread_cond_t cv;
   pt_tensor **params;
   int nparams, cap;
+  bool coop; /* the plan has partitioned weights and k >= 2: slots meet in rounds */
+  atomic_bool fn_done[PAR_MAX_SLOTS]; /* slot j is past its sample: its rounds are over */
+  coop_round rounds[PAR_COOP_ROUNDS];
 };
+
+/* The first row of slot j's block of a partitioned weight with `rows` rows (j = k: rows).
+ * Blocks start at multiples of 8 rows, where BLAS's matrix-vector kernels give every row the
+ * same result as one product over all rows. */
+static int64_t part_row(int64_t rows, int k, int j) {
+  if (j >= k) return rows;
+  return rows * j / k / 8 * 8;
+}
+
+static bool plan_part(const par_window *W, const pt_tensor *w) {
+  for (int i = 0; i < W->nplan; i++)
+    if (W->plan[i].part && W->plan[i].param == w) return true;
+  return false;
+}
+
+static void coop_spin(int spin) {
+  pt_cpu_relax();
+  if ((spin & 127) == 0) sched_yield(); /* a peer sharing this core (a busy machine) may run */
+}
+
+/* pt_linear_coop_fn for the worker running a sample of a window (see PAR_PART_BYTES). */
+static bool coop_linear(void *ud, const pt_tensor *w, const void *x, void *y, bool beta) {
+  par_worker *self = ud;
+  par_window *W = self->step_win;
+  if (!W || !W->coop || !plan_part(W, w)) return false;
+  int k = W->k, j = self->slot;
+  int64_t rows = w->shape[0];
+  int r = self->coop_next++;
+  coop_round *R = r < PAR_COOP_ROUNDS ? &W->rounds[r] : NULL;
+  bool alone = true;
+  if (R) {
+    R->w[j] = w;
+    R->x[j] = x;
+    R->y[j] = y;
+    R->beta[j] = beta;
+    if (atomic_fetch_add(&R->arrived, 1) + 1 == k) {
+      int open = COOP_OPEN;
+      atomic_compare_exchange_strong(&R->state, &open, COOP_FULL);
+    }
+    for (int spin = 1; atomic_load(&R->state) == COOP_OPEN; spin++) {
+      if (self->intr && *self->intr) pt_pool_cancel(W->pool->pool); /* Ctrl-C: stop the others */
+      bool gone = atomic_load(&W->failed) || pt_pool_cancelled(W->pool->pool);
+      for (int i = 0; i < k && !gone; i++) gone = i != j && atomic_load(&W->fn_done[i]);
+      if (gone) {
+        int open = COOP_OPEN;
+        atomic_compare_exchange_strong(&R->state, &open, COOP_ALONE);
+        break;
+      }
+      coop_spin(spin);
+    }
+    alone = atomic_load(&R->state) != COOP_FULL;
+    for (int i = 0; i < k && !alone; i++) alone = R->w[i] != w;
+  }
+  if (alone) {
+    self->coop_alone++;
+    for (int b = 0; b < k; b++)
+      pt_nn_linear_rows(w, part_row(rows, k, b), part_row(rows, k, b + 1), x, y, beta);
+    return true;
+  }
+  self->coop_full++;
+  int64_t r0 = part_row(rows, k, j), r1 = part_row(rows, k, j + 1);
+  for (int i = 0; i < k; i++) pt_nn_linear_rows(w, r0, r1, R->x[i], R->y[i], R->beta[i]);
+  atomic_fetch_add(&R->done, 1);
+  for (int spin = 1; atomic_load(&R->done) < k; spin++) coop_spin(spin); /* peers are in C: they finish */
+  return true;
+}
 
 /* The tensor the worker of slot j computes with for plan entry e: its copy, or the parameter. */
 static pt_tensor *plan_param(const par_window *W, const step_entry *e, int slot) {
@@ -524,6 +618,7 @@ static bool window_needs_list(const par_window *W) {
 static void window_reduce(par_task *t, par_worker *self) {
   par_window *W = t->win;
   if (!t->ok) atomic_store(&W->failed, true);
+  atomic_store(&W->fn_done[t->slot], true);
   if (!win_barrier(W, self)) return;
   bool list = !atomic_load(&W->failed) && window_needs_list(W);
   if (list && t->slot == 0) {
@@ -587,6 +682,11 @@ static void window_reduce(par_task *t, par_worker *self) {
     pt_tensor *mom = whole && t->slot > 0 ? W->rep->mom[t->slot * W->rep->n + e->rep] : e->buf;
     int64_t n = pt_tensor_numel(param);
     int64_t lo = whole ? 0 : n * t->slot / W->k, hi = whole ? n : n * (t->slot + 1) / W->k;
+    if (e->part) { /* the block of rows this slot multiplied */
+      int64_t prow = param->shape[0], pcols = n / prow;
+      lo = part_row(prow, W->k, t->slot) * pcols;
+      hi = part_row(prow, W->k, t->slot + 1) * pcols;
+    }
     if (lo >= hi) continue;
     bool zero_grad = !e->grad_zero && !whole;
     zero_after = zero_after || (!e->grad_zero && whole);
@@ -762,11 +862,18 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     w->redirect.userdata = w;
     ctx->accumulate = pt_accumulate_redirect;
     ctx->accumulate_data = &w->redirect;
+    if (w->step_win && w->step_win->coop) {
+      w->coop_next = 0;
+      ctx->linear_coop = coop_linear;
+      ctx->linear_coop_data = w;
+    }
   }
   int st = lua_pcall(L, nargs, t->all_results ? LUA_MULTRET : 1, h);
   if (own_buffers) {
     ctx->accumulate = NULL;
     ctx->accumulate_data = NULL;
+    ctx->linear_coop = NULL;
+    ctx->linear_coop_data = NULL;
   }
   if (st != LUA_OK) {
     const char *msg = "(unknown error)", *tb = NULL;
@@ -910,14 +1017,23 @@ static bool replica_make(pt_tensor **out, const pt_tensor *t, bool requires_grad
  * the shared parameters and 0 is returned. */
 static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int slots) {
   par_replicas *r = &p->rep;
-  for (int q = 0; q < nplan; q++) plan[q].rep = -1;
+  for (int q = 0; q < nplan; q++) {
+    const pt_tensor *a = plan[q].param;
+    plan[q].rep = -1;
+    /* a large weight with rows for every slot's block is partitioned rather than copied */
+    plan[q].part = slots >= 2 && a->ndim == 2 && a->shape[0] >= 16 * (int64_t)slots &&
+                   (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) >= PAR_PART_BYTES;
+  }
   if (slots < 2 || nplan == 0) return 0;
   size_t bytes = 0;
   for (int q = 0; q < nplan; q++) {
     const pt_tensor *a = plan[q].param;
-    bytes += (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) * (plan[q].buf ? 2 : 1);
+    if (!plan[q].part) bytes += (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) * (plan[q].buf ? 2 : 1);
     for (int i = 0; i < q; i++)
-      if (plan[i].param == a) return 0;
+      if (plan[i].param == a) {
+        for (int e = 0; e < nplan; e++) plan[e].part = false; /* listed twice: one shared copy */
+        return 0;
+      }
   }
   if (bytes > PAR_REPLICA_BYTES) return 0;
   bool same = r->gen && r->n == nplan && r->slots == slots;
@@ -941,14 +1057,23 @@ static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int 
     r->gen = ++p->rep_next_gen;
   }
   for (int q = 0; q < nplan; q++)
-    for (int j = 1; j < slots; j++)
-      if (!replica_make(&r->t[j * nplan + q], plan[q].param, plan[q].param->requires_grad) ||
-          (plan[q].buf && !replica_make(&r->mom[j * nplan + q], plan[q].buf, false))) {
+    for (int j = 1; j < slots; j++) {
+      pt_tensor **cell = &r->t[j * nplan + q], **mcell = &r->mom[j * nplan + q];
+      if (plan[q].part || *cell == plan[q].param) { /* partitioned: the slot uses the parameter */
+        pt_tensor_release(*cell);
+        *cell = plan[q].part ? pt_tensor_retain(plan[q].param) : NULL;
+        pt_tensor_release(*mcell);
+        *mcell = NULL;
+        if (plan[q].part) continue;
+      }
+      if (!replica_make(cell, plan[q].param, plan[q].param->requires_grad) ||
+          (plan[q].buf && !replica_make(mcell, plan[q].buf, false))) {
         replicas_free(r);
         return 0;
       }
+    }
   r->stale = true;
-  for (int q = 0; q < nplan; q++) plan[q].rep = q;
+  for (int q = 0; q < nplan; q++) plan[q].rep = plan[q].part ? -1 : q;
   return r->gen;
 }
 
@@ -1639,6 +1764,15 @@ static int par_windows_impl(lua_State *L) {
     }
     atomic_store(&W->arrived, 0);
     atomic_store(&W->failed, false);
+    /* no slot runs a sample of this window yet: its rounds start empty */
+    W->coop = false;
+    for (int q = 0; q < nplan && k >= 2; q++) W->coop = W->coop || plan[q].part;
+    for (int j = 0; j < k; j++) atomic_store(&W->fn_done[j], false);
+    for (int m = 0; W->coop && m < PAR_COOP_ROUNDS; m++) {
+      atomic_store(&W->rounds[m].arrived, 0);
+      atomic_store(&W->rounds[m].state, COOP_OPEN);
+      atomic_store(&W->rounds[m].done, 0);
+    }
     if (rep_gen) {
       replicas_sync(&p->rep, plan, nplan);
       p->rep.stale = true; /* until this window's step is known to have run in every slot */
@@ -1729,6 +1863,15 @@ static int par_windows_impl(lua_State *L) {
         windows_cleanup(tasks, 0, call, dmsg);
         return luaL_error(L, "interrupted");
       }
+    }
+    /* A slot that saw Ctrl-C cancelled the pool (win_barrier, coop_linear) and every task of
+     * the window has come back without wait_one noticing: re-arm the pool, or every later call
+     * would stop at once. Some slots may have stepped and others not: the copies are stale. */
+    if (pt_pool_cancelled(p->pool)) {
+      pt_pool_uncancel(p->pool);
+      lpt_sigint_guard_end(&g);
+      windows_cleanup(tasks, k, call, dmsg);
+      return luaL_error(L, "interrupted");
     }
     /* A Ctrl-C that came once every sample of the window had finished (nothing was left to
      * notice it) stops the call after this window's bookkeeping, rather than at some later
@@ -1886,6 +2029,27 @@ static int l_test_sigint(lua_State *L) {
   return 0;
 }
 
+/* For the specs: how many batch-1 products of partitioned weights par_by_sample's workers made
+ * in full rounds and alone, summed over the shared pool's workers since it started. */
+static int l_coop_stats(lua_State *L) {
+  long full = 0, alone = 0;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, SHARED_POOL_KEY) == LUA_TUSERDATA) {
+    lpar_pool *p = *(lpar_pool **)lua_touserdata(L, -1);
+    for (int j = 0; p && !p->closed && j <= p->n; j++) {
+      const par_worker *w = j == 0 ? p->inl : j < p->n ? &p->w[j] : NULL;
+      if (!w) continue;
+      full += w->coop_full;
+      alone += w->coop_alone;
+    }
+  }
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, full);
+  lua_setfield(L, -2, "full");
+  lua_pushinteger(L, alone);
+  lua_setfield(L, -2, "alone");
+  return 1;
+}
+
 static int l_worker_id(lua_State *L) {
   lua_pushinteger(L, lpt_get_state(L)->worker_id);
   return 1;
@@ -1903,6 +2067,7 @@ static const luaL_Reg functions[] = {
     {"_pool_map", l_pool_map},
     {"_par_windows", l_par_windows},
     {"_par_test_sigint", l_test_sigint},
+    {"_par_coop_stats", l_coop_stats},
     {"worker_id", l_worker_id},
     {"Runner", l_runner},
     {NULL, NULL},
@@ -1911,6 +2076,7 @@ static const luaL_Reg functions[] = {
 static const char *const docs[] = {
     "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
     "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:close().",
+    "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=}: batch-1 products of partitioned weights\n  that par_by_sample's workers made together and alone (for the specs).",
     "worker_id", "pt.worker_id() -> 0 in the main state, 1..n inside a dispatcher worker.",
     "Runner", "pt.Runner{devices=, ordered=, cfg=, producer_init=, producer_work=, producer_end=,\n  consumer_init=, consumer_work=, consumer_end=} -> runner; runner(list_or_iterator) -> consumer_end's value;\n  runner:close(). See partrain.runner.",
     NULL, NULL,

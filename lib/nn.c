@@ -201,6 +201,19 @@ fail:
   return st;
 }
 
+void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *x, void *y, bool beta) {
+  int64_t cols = w->shape[1];
+  if (r1 <= r0) return;
+  if (w->dtype == PT_FLOAT32)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(r1 - r0), (blasint)cols, 1.0f,
+                (const float *)pt_tensor_data(w) + r0 * cols, (blasint)cols, x, 1,
+                beta ? 1.0f : 0.0f, (float *)y + r0, 1);
+  else
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)(r1 - r0), (blasint)cols, 1.0,
+                (const double *)pt_tensor_data(w) + r0 * cols, (blasint)cols, x, 1,
+                beta ? 1.0 : 0.0, (double *)y + r0, 1);
+}
+
 pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
                        pt_nn_act act, pt_tensor **out) {
   char s1[PT_SHAPE_STR_MAX], s2[PT_SHAPE_STR_MAX];
@@ -278,7 +291,10 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
       memset(yp, 0, (size_t)(M * nout) * sizeof(T));
     }
   });
-  if (in > 0 && M == 1) { /* batch 1: y = W x (+ b), a matrix-vector product */
+  if (in > 0 && M == 1 && ctx->linear_coop && wc == w &&
+      ctx->linear_coop(ctx->linear_coop_data, w, pt_tensor_data(xc), pt_tensor_data(y), bc != NULL)) {
+    /* computed with the other workers of a par_by_sample window */
+  } else if (in > 0 && M == 1) { /* batch 1: y = W x (+ b), a matrix-vector product */
     if (dt == PT_FLOAT32)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)nout, (blasint)in, 1.0f, pt_tensor_data(wc),
                   (blasint)in, pt_tensor_data(xc), 1, bc ? 1.0f : 0.0f, pt_tensor_data(y), 1);

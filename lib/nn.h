@@ -41,6 +41,11 @@ typedef enum pt_nn_act {
 
 /* y = x W^T + b (PyTorch layout: W {out,in}, b {out} or NULL), x {..., in}; act may be
  * PT_ACT_NONE or PT_ACT_RELU (fused Linear+ReLU). */
+/* Rows r0..r1 of a batch-1 linear product: y[r] = W[r,:] x (+ y[r] when beta), for a contiguous
+ * float32/float64 weight. The same rows always come out the same, whichever thread computes
+ * them (pt_linear_coop_fn's blocks of par_by_sample workers). */
+void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *x, void *y, bool beta);
+
 pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
                        pt_nn_act act, pt_tensor **out);
 

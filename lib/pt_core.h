@@ -50,6 +50,13 @@ struct pt_ctx;
 typedef pt_status (*pt_accumulate_fn)(struct pt_ctx *ctx, struct pt_tensor *leaf,
                                       struct pt_tensor *grad, void *userdata);
 
+/* A batch-1 linear layer's product y = W x (+ y when beta, y holding the bias), computed by the
+ * dispatcher's workers together: par_by_sample's workers of one window each multiply their
+ * block of a large weight's rows by every worker's input, so that each core reads only the rows
+ * it also steps (lib/nn.c calls it for a contiguous float weight; false: not handled here). */
+typedef bool (*pt_linear_coop_fn)(void *userdata, const struct pt_tensor *w, const void *x,
+                                  void *y, bool beta);
+
 /* Random generator state: xoshiro256** seeded through splitmix64. */
 typedef struct pt_rng {
   uint64_t s[4];
@@ -65,6 +72,8 @@ typedef struct pt_ctx {
   bool grad_enabled;
   pt_accumulate_fn accumulate;
   void *accumulate_data;
+  pt_linear_coop_fn linear_coop; /* NULL: every product on this thread */
+  void *linear_coop_data;
   volatile sig_atomic_t *interrupted; /* optional: set by a signal handler */
   size_t bytes_allocated;             /* tensor bytes since the last GC report */
   int intra_threads;                  /* threads one op may use (lib/parallel.h); 0 = all */

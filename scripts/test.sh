@@ -46,7 +46,7 @@ if [ "${PARTRAIN_SKIP_SANITIZERS:-0}" != 1 ]; then
     || { echo "tsan build failed"; failed=$((failed + 1)); }
   if [ -x build-tsan/partrain ]; then
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_suite build-tsan "tsan" \
-      spec/par_spec.lua spec/par_step_spec.lua spec/transfer_spec.lua spec/runner_spec.lua spec/inbatch_spec.lua \
+      spec/par_spec.lua spec/par_step_spec.lua spec/par_partition_spec.lua spec/transfer_spec.lua spec/runner_spec.lua spec/inbatch_spec.lua \
       spec/process_spec.lua spec/async_spec.lua spec/data_workers_spec.lua $(ls spec/data_parallel_spec.lua 2>/dev/null) \
       spec/conv_spec.lua spec/autograd_function_spec.lua
   fi

@@ -288,7 +288,11 @@ describe("linalg.pinv/matrix_rank with tensor tolerances as torch 1.13", functio
     close(pt.linalg.pinv(A, {atol = pt.tensor(2.0), hermitian = true}), TOL.pinv_herm)
     local P32 = pt.linalg.pinv(pt.tensor(TOL.A), {rtol = pt.tensor({{0.5}, {1e-7}})})
     assert.are.equal("float32", P32:dtype())
-    close(P32, TOL.pinv_f32, 1e-5)
+    -- the second matrix {{1, 2}, {2, 4.0001}} keeps its singular value 2e-5 (4e-6 of the
+    -- largest; 4.0001 itself rounds in float32): in float32 that value, and the ~1e4 entries of
+    -- its reciprocal, carry up to eps * 2.5e5 ~ 1.5e-2 of relative error, which differs between
+    -- LAPACK code paths (torch's and ours, one CPU's and another's): 1e-5 held on one machine only
+    close(P32, TOL.pinv_f32, 5e-2)
   end)
 
   it("pinv's gradient through a broadcast tolerance", function()

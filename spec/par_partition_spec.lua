@@ -1,0 +1,200 @@
+-- par_by_sample's fused step with a large weight: it is not copied per worker but split by rows,
+-- and the workers of a window make its batch-1 products together (host/l_par.c, coop_linear)
+local pt = require "partrain"
+local nn, optim, data = pt.nn, pt.optim, pt.data
+
+local IN, HID = 40, 420 -- the first weight, 420x40 float32 = 67 KB, is partitioned (>= 64 KB)
+
+local function make_data(n, dtype)
+  pt.manual_seed(11)
+  local s = {}
+  for i = 1, n do
+    local x = pt.rand(1, IN)
+    if dtype == "float64" then x = x:double() end
+    s[i] = {x, pt.randint(1, 6, {1}, {dtype = "int64"})}
+  end
+  return {get = function(_, i) return s[i] end, len = function() return n end}
+end
+
+local function make_model(dtype)
+  pt.manual_seed(5)
+  local m = nn.Sequential(nn.Linear(IN, HID), nn.ReLU(), nn.Linear(HID, 5))
+  if dtype == "float64" then m = m:double() end
+  return m
+end
+
+local function plain(sample, model)
+  local loss = nn.cross_entropy(model(sample[1]), sample[2])
+  loss:backward()
+  return loss
+end
+
+-- trains one epoch; fused = opts.step, else opt:step() in after_window (no partitioning)
+local function train(threads, fn, o, fused, dtype, n)
+  local ds = make_data(n or 13, dtype)
+  local model = make_model(dtype)
+  local opt = optim.SGD(model:parameters(), o or {lr = 0.1})
+  local handler = data.DataHandler(ds)
+  local opts = {epoch = true}
+  if fused then
+    opts.step = opt
+  else
+    opts.after_window = function()
+      opt:step()
+      opt:zero_grad()
+    end
+  end
+  local losses = handler:par_by_sample(model, threads, fn, opts)
+  local out = {}
+  for i, l in ipairs(losses) do out[i] = l:item() end
+  return model, out, opt
+end
+
+local function same_params(m1, m2, what)
+  local p1, p2 = m1:parameters(), m2:parameters()
+  assert.are.equal(#p1, #p2)
+  for i = 1, #p1 do assert.is_true(pt.equal(p1[i], p2[i]), what .. ": parameter " .. i) end
+end
+
+local function stats_delta(f)
+  local a = pt._par_coop_stats()
+  f()
+  local b = pt._par_coop_stats()
+  return b.full - a.full, b.alone - a.alone
+end
+
+describe("par_by_sample with a partitioned weight", function()
+  for _, threads in ipairs({2, 3}) do
+    it(("gives the weights and losses of the unfused path, products made together (%d threads)")
+         :format(threads), function()
+      local m1, l1 = train(threads, plain, nil, false)
+      local m2, l2
+      local full, alone = stats_delta(function() m2, l2 = train(threads, plain, nil, true) end)
+      assert.are.same(l1, l2)
+      same_params(m1, m2, "fused")
+      -- 13 samples: every full window's products meet; the last, short window too when k >= 2
+      assert.is_true(full >= 12 - threads, "products made together: " .. full)
+      assert.are.equal(0, alone)
+      local p0 = make_model():parameters()
+      assert.is_false(pt.equal(p0[1], m2:parameters()[1]), "the partitioned weight moved")
+    end)
+  end
+
+  it("is bitwise reproducible run after run, also with momentum and float64", function()
+    for _, dtype in ipairs({"float32", "float64"}) do
+      local o = {lr = 0.05, momentum = 0.9, weight_decay = 1e-3}
+      local m1, l1, o1 = train(2, plain, o, true, dtype, 21)
+      local m2, l2, o2 = train(2, plain, o, true, dtype, 21)
+      assert.are.same(l1, l2)
+      same_params(m1, m2, dtype)
+      local m3 = train(2, plain, o, false, dtype, 21)
+      same_params(m1, m3, dtype .. " against the unfused path")
+      local w1, w2 = m1:parameters()[1], m2:parameters()[1]
+      assert.is_true(pt.equal(o1.state[w1].momentum_buffer, o2.state[w2].momentum_buffer))
+    end
+  end)
+
+  -- a round that cannot meet is made alone, block by block: the numbers stay the same
+  local fns = {
+    ["a sample that skips the layer"] = function(sample, model)
+      local x = sample[1]
+      local out
+      if pt.worker_id() == 2 and x:sum():item() < IN / 2 then
+        out = model[3](pt.zeros(1, HID, {dtype = x:dtype()}))
+      else
+        out = model(x)
+      end
+      local loss = nn.cross_entropy(out, sample[2])
+      loss:backward()
+      return loss
+    end,
+    ["the weight used twice and more rounds than the window keeps"] = function(sample, model)
+      local h = model[1](sample[1])
+      for _ = 1, 9 do h = model[1](sample[1]) * 0.5 + h * 0.5 end
+      local loss = nn.cross_entropy(model[3](model[2](h)), sample[2])
+      loss:backward()
+      return loss
+    end,
+  }
+  for name, fn in pairs(fns) do
+    it("matches the unfused path with " .. name, function()
+      local m1, l1 = train(2, fn, nil, false)
+      local m2, l2
+      local full, alone = stats_delta(function() m2, l2 = train(2, fn, nil, true) end)
+      assert.are.same(l1, l2)
+      same_params(m1, m2, name)
+      assert.is_true(alone > 0, "products made alone: " .. alone)
+      if name:match("twice") then assert.is_true(full > 0, "products made together: " .. full) end
+    end)
+  end
+
+  it("does not wait for a worker whose sample failed before the layer", function()
+    local fn = function(sample, model)
+      if pt.worker_id() == 2 then error("broken sample") end
+      return plain(sample, model)
+    end
+    local ds = make_data(6)
+    local model = make_model()
+    local opt = optim.SGD(model:parameters(), {lr = 0.1})
+    local before = model:parameters()[1]:clone()
+    local ok, err = pcall(function()
+      data.DataHandler(ds):par_by_sample(model, 2, fn, {epoch = true, step = opt})
+    end)
+    assert.is_false(ok)
+    assert.matches("sample 2 failed on worker 2: .*broken sample", err)
+    assert.is_true(pt.equal(before, model:parameters()[1]), "no step for the failed window")
+    -- the pool goes on
+    local m2 = train(2, plain, nil, true)
+    same_params(train(2, plain, nil, false), m2, "after the failure")
+  end)
+
+  it("makes products alone when the workers reach different weights in a round", function()
+    local function run(fused)
+      local ds = make_data(10)
+      pt.manual_seed(5)
+      local model = nn.ModuleDict({a = nn.Linear(IN, HID), b = nn.Linear(IN, HID), out = nn.Linear(HID, 5)})
+      local opt = optim.SGD(model:parameters(), {lr = 0.1})
+      local fn = function(sample, m)
+        local x = sample[1]
+        local first, second = m.a, m.b
+        if pt.worker_id() == 2 then first, second = m.b, m.a end
+        local h = first(x):relu() + second(x):relu()
+        local loss = nn.cross_entropy(m.out(h), sample[2])
+        loss:backward()
+        return loss
+      end
+      local opts = {epoch = true}
+      if fused then opts.step = opt else opts.after_window = function() opt:step(); opt:zero_grad() end end
+      local losses
+      local full, alone = stats_delta(function()
+        losses = data.DataHandler(ds):par_by_sample(model, 2, fn, opts)
+      end)
+      for i, l in ipairs(losses) do losses[i] = l:item() end
+      return model, losses, full, alone
+    end
+    local m1, l1 = run(false)
+    local m2, l2, full, alone = run(true)
+    assert.are.same(l1, l2)
+    same_params(m1, m2, "crossed rounds")
+    assert.are.equal(0, full)
+    assert.is_true(alone >= 16, "products made alone: " .. alone)
+  end)
+
+  for _, who in ipairs({1, 2}) do
+    it(("stops on Ctrl-C while worker %d waits in a round for the other"):format(who), function()
+      local fn = function(sample, model)
+        if pt.worker_id() ~= who then while true do end end
+        return plain(sample, model)
+      end
+      local model = make_model()
+      local opt = optim.SGD(model:parameters(), {lr = 0.1})
+      pt._par_test_sigint(0.3)
+      local ok, err = pcall(function()
+        data.DataHandler(make_data(4)):par_by_sample(model, 2, fn, {epoch = true, step = opt})
+      end)
+      assert.is_false(ok)
+      assert.matches("interrupted", err)
+      same_params(train(2, plain, nil, false), train(2, plain, nil, true), "after Ctrl-C")
+    end)
+  end
+end)
