@@ -146,6 +146,9 @@ struct lpar_pool {
   uint64_t rep_next_gen;
 };
 
+/* pt._par_partition(false): large weights are copied per worker as small ones (A/B timings) */
+static atomic_bool partition_off;
+
 
 static void free_task(par_task *t) {
   if (!t) return;
@@ -1039,7 +1042,7 @@ static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int 
     const pt_tensor *a = plan[q].param;
     plan[q].rep = -1;
     /* a large weight with rows for every slot's block is partitioned rather than copied */
-    plan[q].part = slots >= 2 && a->ndim == 2 && a->shape[0] >= 16 * (int64_t)slots &&
+    plan[q].part = slots >= 2 && !atomic_load(&partition_off) && a->ndim == 2 && a->shape[0] >= 16 * (int64_t)slots &&
                    (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) >= PAR_PART_BYTES;
   }
   if (slots < 2 || nplan == 0) return 0;
@@ -2047,6 +2050,15 @@ static int l_test_sigint(lua_State *L) {
   return 0;
 }
 
+/* For A/B timings: pt._par_partition(false) copies large weights per worker as small ones,
+ * pt._par_partition(true) partitions them again (the default); returns the setting before. */
+static int l_par_partition(lua_State *L) {
+  bool before = !atomic_load(&partition_off);
+  if (!lua_isnoneornil(L, 1)) atomic_store(&partition_off, !lua_toboolean(L, 1));
+  lua_pushboolean(L, before);
+  return 1;
+}
+
 /* For the specs: how many batch-1 products of partitioned weights par_by_sample's workers made
  * in full rounds and alone, summed over the shared pool's workers since it started. */
 static int l_coop_stats(lua_State *L) {
@@ -2086,6 +2098,7 @@ static const luaL_Reg functions[] = {
     {"_par_windows", l_par_windows},
     {"_par_test_sigint", l_test_sigint},
     {"_par_coop_stats", l_coop_stats},
+    {"_par_partition", l_par_partition},
     {"worker_id", l_worker_id},
     {"Runner", l_runner},
     {NULL, NULL},
@@ -2095,6 +2108,7 @@ static const char *const docs[] = {
     "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
     "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:close().",
     "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=}: batch-1 products of partitioned weights\n  that par_by_sample's workers made together and alone (for the specs).",
+    "_par_partition", "pt._par_partition([on]) -> was_on: with false, par_by_sample's fused step copies large\n  weights per worker like small ones instead of splitting them by rows (for A/B timings).",
     "worker_id", "pt.worker_id() -> 0 in the main state, 1..n inside a dispatcher worker.",
     "Runner", "pt.Runner{devices=, ordered=, cfg=, producer_init=, producer_work=, producer_end=,\n  consumer_init=, consumer_work=, consumer_end=} -> runner; runner(list_or_iterator) -> consumer_end's value;\n  runner:close(). See partrain.runner.",
     NULL, NULL,

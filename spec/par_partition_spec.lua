@@ -80,6 +80,20 @@ describe("par_by_sample with a partitioned weight", function()
     end)
   end
 
+  it("copies the weight per worker instead with pt._par_partition(false), same numbers", function()
+    local m1, l1 = train(2, plain, nil, true)
+    assert.is_true(pt._par_partition(false))
+    local m2, l2
+    local ok, err = pcall(function()
+      local full, alone = stats_delta(function() m2, l2 = train(2, plain, nil, true) end)
+      assert.are.equal(0, full + alone)
+    end)
+    assert.is_false(pt._par_partition(true))
+    assert(ok, err)
+    assert.are.same(l1, l2)
+    same_params(m1, m2, "copies")
+  end)
+
   it("is bitwise reproducible run after run, also with momentum and float64", function()
     for _, dtype in ipairs({"float32", "float64"}) do
       local o = {lr = 0.05, momentum = 0.9, weight_decay = 1e-3}
