@@ -360,7 +360,8 @@ typedef struct step_entry {
  * shared copy read whole by every slot, each forward re-fetched the other core's rows and 2
  * workers ran barely faster than 1), and no core pays for stepping a whole copy either. A round
  * that cannot meet (a slot finished its sample without it, a different weight) is computed
- * alone, block by block with the same calls, so the numbers never depend on timing. */
+ * alone over all rows: pt_nn_linear_rows gives every row the same numbers either way, so they
+ * never depend on timing. */
 #define PAR_PART_BYTES ((size_t)64 << 10)
 #define PAR_COOP_ROUNDS 8
 enum { COOP_OPEN = 0, COOP_FULL = 1, COOP_ALONE = 2 };
@@ -394,11 +395,11 @@ struct par_window {
 };
 
 /* The first row of slot j's block of a partitioned weight with `rows` rows (j = k: rows).
- * Blocks start at multiples of 8 rows, where BLAS's matrix-vector kernels give every row the
- * same result as one product over all rows. */
+ * Blocks start at multiples of PT_LINEAR_ROWS_CHUNK: pt_nn_linear_rows then gives every row the
+ * numbers of the whole product, and two slots never write the same cache line of an output. */
 static int64_t part_row(int64_t rows, int k, int j) {
   if (j >= k) return rows;
-  return rows * j / k / 8 * 8;
+  return rows * j / k / PT_LINEAR_ROWS_CHUNK * PT_LINEAR_ROWS_CHUNK;
 }
 
 static bool plan_part(const par_window *W, const pt_tensor *w) {
@@ -447,13 +448,12 @@ static bool coop_linear(void *ud, const pt_tensor *w, const void *x, void *y, bo
   }
   if (alone) {
     self->coop_alone++;
-    for (int b = 0; b < k; b++)
-      pt_nn_linear_rows(w, part_row(rows, k, b), part_row(rows, k, b + 1), x, y, beta);
+    pt_nn_linear_rows(w, 0, rows, &x, &y, &beta, 1);
     return true;
   }
   self->coop_full++;
-  int64_t r0 = part_row(rows, k, j), r1 = part_row(rows, k, j + 1);
-  for (int i = 0; i < k; i++) pt_nn_linear_rows(w, r0, r1, R->x[i], R->y[i], R->beta[i]);
+  /* this slot's block of rows, for every slot's input */
+  pt_nn_linear_rows(w, part_row(rows, k, j), part_row(rows, k, j + 1), R->x, R->y, R->beta, k);
   atomic_fetch_add(&R->done, 1);
   for (int spin = 1; atomic_load(&R->done) < k; spin++) coop_spin(spin); /* peers are in C: they finish */
   return true;
@@ -1042,7 +1042,7 @@ static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int 
     const pt_tensor *a = plan[q].param;
     plan[q].rep = -1;
     /* a large weight with rows for every slot's block is partitioned rather than copied */
-    plan[q].part = slots >= 2 && !atomic_load(&partition_off) && a->ndim == 2 && a->shape[0] >= 16 * (int64_t)slots &&
+    plan[q].part = slots >= 2 && !atomic_load(&partition_off) && a->ndim == 2 && a->shape[0] >= 2 * PT_LINEAR_ROWS_CHUNK * (int64_t)slots &&
                    (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) >= PAR_PART_BYTES;
   }
   if (slots < 2 || nplan == 0) return 0;

@@ -201,17 +201,23 @@ fail:
   return st;
 }
 
-void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *x, void *y, bool beta) {
+void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *const *xs,
+                       void *const *ys, const bool *beta, int nx) {
   int64_t cols = w->shape[1];
-  if (r1 <= r0) return;
-  if (w->dtype == PT_FLOAT32)
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(r1 - r0), (blasint)cols, 1.0f,
-                (const float *)pt_tensor_data(w) + r0 * cols, (blasint)cols, x, 1,
-                beta ? 1.0f : 0.0f, (float *)y + r0, 1);
-  else
-    cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)(r1 - r0), (blasint)cols, 1.0,
-                (const double *)pt_tensor_data(w) + r0 * cols, (blasint)cols, x, 1,
-                beta ? 1.0 : 0.0, (double *)y + r0, 1);
+  for (int64_t c0 = r0; c0 < r1;) {
+    int64_t c1 = (c0 / PT_LINEAR_ROWS_CHUNK + 1) * PT_LINEAR_ROWS_CHUNK;
+    if (c1 > r1) c1 = r1;
+    for (int i = 0; i < nx; i++)
+      if (w->dtype == PT_FLOAT32)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)cols, 1.0f,
+                    (const float *)pt_tensor_data(w) + c0 * cols, (blasint)cols, xs[i], 1,
+                    beta[i] ? 1.0f : 0.0f, (float *)ys[i] + c0, 1);
+      else
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)cols, 1.0,
+                    (const double *)pt_tensor_data(w) + c0 * cols, (blasint)cols, xs[i], 1,
+                    beta[i] ? 1.0 : 0.0, (double *)ys[i] + c0, 1);
+    c0 = c1;
+  }
 }
 
 pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
@@ -295,12 +301,10 @@ pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *
       ctx->linear_coop(ctx->linear_coop_data, w, pt_tensor_data(xc), pt_tensor_data(y), bc != NULL)) {
     /* computed with the other workers of a par_by_sample window */
   } else if (in > 0 && M == 1) { /* batch 1: y = W x (+ b), a matrix-vector product */
-    if (dt == PT_FLOAT32)
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)nout, (blasint)in, 1.0f, pt_tensor_data(wc),
-                  (blasint)in, pt_tensor_data(xc), 1, bc ? 1.0f : 0.0f, pt_tensor_data(y), 1);
-    else
-      cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)nout, (blasint)in, 1.0, pt_tensor_data(wc),
-                  (blasint)in, pt_tensor_data(xc), 1, bc ? 1.0 : 0.0, pt_tensor_data(y), 1);
+    const void *xs[1] = {pt_tensor_data(xc)};
+    void *ys[1] = {pt_tensor_data(y)};
+    bool beta[1] = {bc != NULL};
+    pt_nn_linear_rows(wc, 0, nout, xs, ys, beta, 1);
   } else if (in > 0) {
     pt_gemm(ctx, dt, CblasNoTrans, CblasTrans, M, nout, in, 1.0, pt_tensor_data(xc), in, pt_tensor_data(wc), in,
          bc ? 1.0 : 0.0, pt_tensor_data(y), nout);

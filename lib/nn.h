@@ -41,10 +41,15 @@ typedef enum pt_nn_act {
 
 /* y = x W^T + b (PyTorch layout: W {out,in}, b {out} or NULL), x {..., in}; act may be
  * PT_ACT_NONE or PT_ACT_RELU (fused Linear+ReLU). */
-/* Rows r0..r1 of a batch-1 linear product: y[r] = W[r,:] x (+ y[r] when beta), for a contiguous
- * float32/float64 weight. The same rows always come out the same, whichever thread computes
- * them (pt_linear_coop_fn's blocks of par_by_sample workers). */
-void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *x, void *y, bool beta);
+/* Rows r0..r1 of nx batch-1 linear products with one weight: ys[i][r] = W[r,:] xs[i]
+ * (+ ys[i][r] when beta[i]), for a contiguous float32/float64 weight. The rows go to BLAS in
+ * chunks of PT_LINEAR_ROWS_CHUNK rows that start at multiples of it (and end at one, or at the
+ * last row), so a block whose ends are such multiples gets bitwise the numbers of the whole
+ * product (BLAS's kernels treat a row differently by where it falls in the call), which
+ * par_by_sample's partitioned weights rely on; pt_nn_linear's batch-1 path computes this way. */
+#define PT_LINEAR_ROWS_CHUNK 32
+void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *const *xs,
+                       void *const *ys, const bool *beta, int nx);
 
 pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
                        pt_nn_act act, pt_tensor **out);

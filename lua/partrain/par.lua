@@ -101,13 +101,13 @@ end
 --                      re-reads what another core just wrote; changes the user's code makes to
 --                      the parameters or momentum buffers between windows are copied over
 --                      before the next window. Within fn, workers 2..n see their copies as the
---                      model's parameters. A large weight (64 KiB and more, 2-D, 16+ rows per
+--                      model's parameters. A large weight (64 KiB and more, 2-D, 64+ rows per
 --                      worker) is not copied: every worker uses it, worker j steps only its
 --                      block of rows, and the workers of a window make its batch-1 products
 --                      (nn.linear / nn.Linear on one sample) together, worker j multiplying its
 --                      block by every worker's input, so no core reads rows another core has
 --                      just stepped; a product the others do not reach at the same point (a
---                      branch in fn) is made alone, block by block, with the same numbers.
+--                      branch in fn) is made alone over all rows, with the same numbers.
 --                      The numbers are those of calling opt:step();
 --                      opt:zero_grad() from after_window (up to rounding for a parameter that
 --                      gets several gradients within one sample, e.g. a layer used twice).

@@ -2,6 +2,8 @@
  * once with each) matches a float64 reference for every transpose, odd and tiny sizes, strided
  * operands, alpha/beta, split over threads or not, and leaves C's padding alone. */
 #include "../../lib/blas.h"
+#include "../../lib/nn.h"
+#include "../../lib/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,57 @@ static void check_product(const pt_ctx *ctx, bool ta, bool tb, int64_t m, int64_
   free(want);
 }
 
+/* pt_nn_linear_rows over blocks whose ends are multiples of PT_LINEAR_ROWS_CHUNK rows, with
+ * several inputs per call, gives bitwise the numbers of the whole product (par_by_sample's
+ * partitioned weights rely on it). */
+static void check_linear_blocks(pt_ctx *ctx, pt_dtype dt, int64_t rows, int64_t cols) {
+  enum { NX = 3 };
+  int64_t shape[2] = {rows, cols};
+  pt_tensor *w = NULL;
+  CHECK(pt_tensor_empty(ctx, dt, 2, shape, &w) == PT_OK);
+  if (!w) return;
+  size_t es = pt_dtype_size(dt);
+  for (int64_t i = 0; i < rows * cols; i++) pt_tensor_set_flat(w, i, next_value());
+  void *x[NX], *whole[NX], *parts[NX];
+  bool beta[NX] = {false, true, false};
+  for (int i = 0; i < NX; i++) {
+    x[i] = malloc(es * (size_t)(cols + 1));
+    whole[i] = malloc(es * (size_t)(rows + 1));
+    parts[i] = malloc(es * (size_t)(rows + 1));
+    for (int64_t c = 0; c < cols; c++) {
+      if (dt == PT_FLOAT32) ((float *)x[i])[c] = next_value();
+      else ((double *)x[i])[c] = next_value();
+    }
+    for (int64_t r = 0; r < rows; r++) {
+      if (dt == PT_FLOAT32) ((float *)whole[i])[r] = ((float *)parts[i])[r] = next_value();
+      else ((double *)whole[i])[r] = ((double *)parts[i])[r] = next_value();
+    }
+  }
+  for (int i = 0; i < NX; i++)
+    pt_nn_linear_rows(w, 0, rows, (const void *const *)&x[i], &whole[i], &beta[i], 1);
+  for (int64_t r0 = 0, b = 0; r0 < rows; b++) { /* blocks of 1, 3, 2, 1, 3, ... chunks */
+    int64_t r1 = r0 + PT_LINEAR_ROWS_CHUNK * (1 + (b * 2) % 3);
+    if (r1 > rows) r1 = rows;
+    pt_nn_linear_rows(w, r0, r1, (const void *const *)x, parts, beta, NX);
+    r0 = r1;
+  }
+  for (int i = 0; i < NX; i++) {
+    CHECK(memcmp(whole[i], parts[i], es * (size_t)rows) == 0);
+    free(x[i]);
+    free(whole[i]);
+    free(parts[i]);
+  }
+  pt_tensor_release(w);
+}
+
 int main(void) {
+  pt_ctx lctx;
+  pt_ctx_init(&lctx, 1);
+  static const int64_t lin_shapes[][2] = {{256, 784}, {420, 40}, {128, 256}, {100, 37}, {40, 5}};
+  for (size_t s = 0; s < sizeof lin_shapes / sizeof lin_shapes[0]; s++) {
+    check_linear_blocks(&lctx, PT_FLOAT32, lin_shapes[s][0], lin_shapes[s][1]);
+    check_linear_blocks(&lctx, PT_FLOAT64, lin_shapes[s][0], lin_shapes[s][1]);
+  }
   printf("float32 GEMM backend: %s\n", pt_blas_sgemm_backend());
   const char *backend = pt_blas_sgemm_backend();
   CHECK(strcmp(backend, "onednn") == 0 || strcmp(backend, "openblas") == 0);
