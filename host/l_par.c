@@ -408,7 +408,15 @@ static bool plan_part(const par_window *W, const pt_tensor *w) {
   return false;
 }
 
+/* One turn of waiting for the other slots of a round: spin (peers usually come within
+ * microseconds), yielding now and then; past ~100 us (a peer's sample runs long Lua code before
+ * its product) sleep 20 us a turn instead of burning the core. */
 static void coop_spin(int spin) {
+  if (spin > 3000) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+    return;
+  }
   pt_cpu_relax();
   if ((spin & 127) == 0) sched_yield(); /* a peer sharing this core (a busy machine) may run */
 }

@@ -142,6 +142,23 @@ describe("par_by_sample with a partitioned weight", function()
     end)
   end
 
+  it("still meets a worker that runs long Lua code before its product", function()
+    local fn = function(sample, model)
+      if pt.worker_id() == 2 then
+        local t0 = os.clock()
+        while os.clock() - t0 < 0.02 do end -- 20 ms: the other worker waits in the round
+      end
+      return plain(sample, model)
+    end
+    local m1, l1 = train(2, fn, nil, false, nil, 6)
+    local m2, l2
+    local full, alone = stats_delta(function() m2, l2 = train(2, fn, nil, true, nil, 6) end)
+    assert.are.same(l1, l2)
+    same_params(m1, m2, "slow worker")
+    assert.are.equal(6, full)
+    assert.are.equal(0, alone)
+  end)
+
   it("does not wait for a worker whose sample failed before the layer", function()
     local fn = function(sample, model)
       if pt.worker_id() == 2 then error("broken sample") end
