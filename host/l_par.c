@@ -1050,7 +1050,7 @@ static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int 
     const pt_tensor *a = plan[q].param;
     plan[q].rep = -1;
     /* a large weight with rows for every slot's block is partitioned rather than copied */
-    plan[q].part = slots >= 2 && !atomic_load(&partition_off) && a->ndim == 2 && a->shape[0] >= 2 * PT_LINEAR_ROWS_CHUNK * (int64_t)slots &&
+    plan[q].part = slots >= 2 && !atomic_load(&partition_off) && a->ndim == 2 && a->shape[0] >= PT_LINEAR_ROWS_CHUNK * (int64_t)slots &&
                    (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) >= PAR_PART_BYTES;
   }
   if (slots < 2 || nplan == 0) return 0;

@@ -47,7 +47,7 @@ typedef enum pt_nn_act {
  * last row), so a block whose ends are such multiples gets bitwise the numbers of the whole
  * product (BLAS's kernels treat a row differently by where it falls in the call), which
  * par_by_sample's partitioned weights rely on; pt_nn_linear's batch-1 path computes this way. */
-#define PT_LINEAR_ROWS_CHUNK 32
+#define PT_LINEAR_ROWS_CHUNK 128
 void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *const *xs,
                        void *const *ys, const bool *beta, int nx);
 

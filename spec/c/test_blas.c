@@ -110,7 +110,7 @@ static void check_linear_blocks(pt_ctx *ctx, pt_dtype dt, int64_t rows, int64_t 
 int main(void) {
   pt_ctx lctx;
   pt_ctx_init(&lctx, 1);
-  static const int64_t lin_shapes[][2] = {{256, 784}, {420, 40}, {128, 256}, {100, 37}, {40, 5}};
+  static const int64_t lin_shapes[][2] = {{256, 784}, {420, 40}, {700, 33}, {128, 256}, {100, 37}, {40, 5}};
   for (size_t s = 0; s < sizeof lin_shapes / sizeof lin_shapes[0]; s++) {
     check_linear_blocks(&lctx, PT_FLOAT32, lin_shapes[s][0], lin_shapes[s][1]);
     check_linear_blocks(&lctx, PT_FLOAT64, lin_shapes[s][0], lin_shapes[s][1]);
