@@ -1602,11 +1602,55 @@ static int l_pool_map(lua_State *L) {
  * i - start + 1 of its window. */
 /* par_windows_impl's exits: the tasks of the window (NULL entries are fine), the task array
  * and the call's messages. */
-static void windows_cleanup(par_task **tasks, int k, lpt_msg *call, lpt_msg *dmsg) {
+/* The samples of the next window's workers (slots 1..k-1), read by the caller's thread while the
+ * workers finish the current window's step (par_windows_impl), or the first that could not be
+ * read or sent. */
+typedef struct sample_ahead {
+  int wi;        /* the window they belong to, or -1 */
+  int k;         /* that window's size */
+  int fail_slot; /* the slot whose sample failed (its message in err), or 0 */
+  char err[PT_ERRMSG_MAX];
+  lpt_msg *m[PAR_MAX_SLOTS];
+} sample_ahead;
+
+static void ahead_clear(sample_ahead *a) {
+  for (int j = 1; j < a->k; j++) {
+    lpt_msg_release(a->m[j]);
+    a->m[j] = NULL;
+  }
+  a->wi = -1;
+  a->k = 0;
+  a->fail_slot = 0;
+}
+
+/* Sample i of the source at stack index 3, encoded for a worker; NULL with the reason in err
+ * when it cannot be read or sent. */
+static lpt_msg *read_sample(lua_State *L, int i, char *err, size_t errlen) {
+  static const char *const sname[] = {"sample"};
+  int top = lua_gettop(L);
+  lua_pushvalue(L, 3);
+  lua_pushinteger(L, i);
+  int st = lua_pcall(L, 1, 1, 0);
+  lpt_msg *m = lpt_msg_new();
+  if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
+    snprintf(err, errlen, "par_by_sample: sample %d %s: %s", i,
+             st != LUA_OK ? "could not be read" : "cannot be sent to a worker",
+             m ? lua_tostring(L, -1) : "out of memory");
+    lpt_msg_release(m);
+    m = NULL;
+  }
+  lua_settop(L, top);
+  return m;
+}
+
+static void windows_cleanup(par_task **tasks, int k, lpt_msg *call, lpt_msg *dmsg,
+                            sample_ahead *ahead) {
   for (int q = 0; q < k; q++) free_task(tasks[q]);
   free(tasks);
   lpt_msg_release(call);
   lpt_msg_release(dmsg);
+  ahead_clear(ahead);
+  free(ahead);
 }
 
 /* lua_pcall(L, nargs, 0, 0) with a count hook that raises "interrupted" once *flag is set (the
@@ -1745,7 +1789,11 @@ static int par_windows_impl(lua_State *L) {
   lua_createtable(L, total, 0); /* 9: all losses */
   int nloss = 0;
   par_task **tasks = calloc((size_t)n, sizeof *tasks);
-  if (!tasks) {
+  sample_ahead *ahead = calloc(1, sizeof *ahead);
+  if (ahead) ahead->wi = -1;
+  if (!tasks || !ahead) {
+    free(tasks);
+    free(ahead);
     lpt_msg_release(call);
     lpt_msg_release(dmsg);
     return luaL_error(L, "out of memory");
@@ -1768,7 +1816,7 @@ static int par_windows_impl(lua_State *L) {
     int k = stop - start + 1;
     if (k < 1 || k > n) {
       lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, 0, call, dmsg);
+      windows_cleanup(tasks, 0, call, dmsg, ahead);
       return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
     }
     par_window *W = p->win;
@@ -1784,7 +1832,7 @@ static int par_windows_impl(lua_State *L) {
       if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
                  !pt_tensor_is_contiguous(gr))) {
         lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, 0, call, dmsg);
+        windows_cleanup(tasks, 0, call, dmsg, ahead);
         W->plan = NULL;
         W->nplan = 0;
         return luaL_error(L, "par_by_sample: step: the gradient of parameter %d is not a contiguous "
@@ -1810,7 +1858,6 @@ static int par_windows_impl(lua_State *L) {
      * caller's own sample (slot 0) last: the workers start while the caller still prepares.
      * A sample that cannot be read or sent leaves its slot to a placeholder task that fails
      * the window (the others must still meet it at the window's barriers). */
-    static const char *const sname[] = {"sample"};
     char ferr[PT_ERRMSG_MAX];
     ferr[0] = '\0';
     lpt_xfer_session(L, 1);
@@ -1827,21 +1874,24 @@ static int par_windows_impl(lua_State *L) {
       } else if (!ferr[0] || j == 0) {
         /* after a failure only slot 0 is still read: its sample comes first, and the first
          * failure in sample order is the one reported */
-        lua_pushvalue(L, 3);
-        lua_pushinteger(L, start + j);
-        int st = lua_pcall(L, 1, 1, 0);
-        lpt_msg *m = lpt_msg_new();
-        if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
-          snprintf(ferr, sizeof ferr, "par_by_sample: sample %d %s: %s", start + j,
-                   st != LUA_OK ? "could not be read" : "cannot be sent to a worker",
-                   m ? lua_tostring(L, -1) : "out of memory");
-          lpt_msg_release(m);
+        char e2[PT_ERRMSG_MAX];
+        e2[0] = '\0';
+        lpt_msg *m;
+        if (j > 0 && ahead->wi == wi) { /* read while the last window's step ran */
+          m = ahead->m[j];
+          ahead->m[j] = NULL;
+          if (!m)
+            snprintf(e2, sizeof e2, "%s", ahead->fail_slot == j ? ahead->err : "par_by_sample: a sample read ahead is missing");
+        } else {
+          m = read_sample(L, start + j, e2, sizeof e2);
+        }
+        if (!m) { /* slot 0's sample comes first in sample order: its failure is reported */
+          if (!ferr[0] || j == 0) snprintf(ferr, sizeof ferr, "%s", e2);
         } else if (ferr[0]) {
           lpt_msg_release(m); /* the window fails anyway */
         } else {
           t->args = m;
         }
-        lua_pop(L, 1);
       }
       if (!t) { /* no task for this slot: nothing can stand in for it */
         pool_failed = true;
@@ -1868,6 +1918,7 @@ static int par_windows_impl(lua_State *L) {
       }
     }
     lpt_xfer_session(L, 0);
+    ahead_clear(ahead);
     if (pool_failed) { /* a worker may wait for a slot that never comes: cancel and drain */
       atomic_store(&W->failed, true);
       pt_pool_cancel(p->pool);
@@ -1878,7 +1929,7 @@ static int par_windows_impl(lua_State *L) {
       }
       pt_pool_uncancel(p->pool);
       lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg);
+      windows_cleanup(tasks, k, call, dmsg, ahead);
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
     /* sample 1 of the window runs right here, on the inline worker's state */
@@ -1886,10 +1937,33 @@ static int par_windows_impl(lua_State *L) {
     tasks[0]->base.worker = 0;
     run_task(&tasks[0]->base, 0, p->inl);
     p->inl->intr = NULL;
+    /* This window has succeeded (every slot passed its barrier with no failure): while the
+     * workers finish their step, read and send the next window's samples for them, in their
+     * order, as the next window would first thing (the caller's thread is the one every
+     * window waits for). Not with after_window, which must run before the next samples are
+     * read. */
+    if (!has_after && !dmsg && wi + 1 < nwin && tasks[0]->ok && !atomic_load(&W->failed) &&
+        !(g.ctx->interrupted && *g.ctx->interrupted)) {
+      lua_rawgeti(L, 4, 2 * (wi + 1) + 1);
+      lua_rawgeti(L, 4, 2 * (wi + 1) + 2);
+      int start2 = (int)lua_tointeger(L, -2), k2 = (int)lua_tointeger(L, -1) - start2 + 1;
+      lua_pop(L, 2);
+      if (k2 >= 1 && k2 <= n) {
+        lpt_xfer_session(L, 1);
+        ahead->wi = wi + 1;
+        ahead->k = k2;
+        for (int j = 1; j < k2; j++)
+          if (!(ahead->m[j] = read_sample(L, start2 + j, ahead->err, sizeof ahead->err))) {
+            ahead->fail_slot = j;
+            break;
+          }
+        lpt_xfer_session(L, 0);
+      }
+    }
     for (int c = 1; c < k; c++) {
       if (!wait_one(p, &g, tasks, k)) {
         lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, 0, call, dmsg);
+        windows_cleanup(tasks, 0, call, dmsg, ahead);
         return luaL_error(L, "interrupted");
       }
     }
@@ -1899,7 +1973,7 @@ static int par_windows_impl(lua_State *L) {
     if (pt_pool_cancelled(p->pool)) {
       pt_pool_uncancel(p->pool);
       lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg);
+      windows_cleanup(tasks, k, call, dmsg, ahead);
       return luaL_error(L, "interrupted");
     }
     /* A Ctrl-C that came once every sample of the window had finished (nothing was left to
@@ -1908,7 +1982,7 @@ static int par_windows_impl(lua_State *L) {
     bool late_intr = g.ctx->interrupted && *g.ctx->interrupted;
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
       lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg);
+      windows_cleanup(tasks, k, call, dmsg, ahead);
       return luaL_error(L, "%s", ferr);
     }
     /* the first failure in sample order fails the call */
@@ -1926,7 +2000,7 @@ static int par_windows_impl(lua_State *L) {
                  t->index, j + 1, msg ? msg : "(error)", tb && *tb ? "\n" : "", tb ? tb : "");
       }
       lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg);
+      windows_cleanup(tasks, k, call, dmsg, ahead);
       lua_pushstring(L, buf);
       return lua_error(L);
     }
@@ -1969,7 +2043,7 @@ static int par_windows_impl(lua_State *L) {
         snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", tasks[j]->index,
                  lua_tostring(L, -1));
         lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, k, call, dmsg);
+        windows_cleanup(tasks, k, call, dmsg, ahead);
         return luaL_error(L, "%s", buf);
       }
       if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
@@ -1984,7 +2058,7 @@ static int par_windows_impl(lua_State *L) {
     }
     if (late_intr) {
       lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, 0, call, dmsg);
+      windows_cleanup(tasks, 0, call, dmsg, ahead);
       return luaL_error(L, "interrupted");
     }
     if (has_after) {
@@ -1992,14 +2066,14 @@ static int par_windows_impl(lua_State *L) {
       lua_pushvalue(L, wl);
       if (call_interruptible(L, 1, g.ctx->interrupted) != LUA_OK) {
         lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, 0, call, dmsg);
+        windows_cleanup(tasks, 0, call, dmsg, ahead);
         return lua_error(L);
       }
     }
     lua_settop(L, 9);
   }
   lpt_sigint_guard_end(&g);
-  windows_cleanup(tasks, 0, call, dmsg);
+  windows_cleanup(tasks, 0, call, dmsg, ahead);
   return 1;
 }
 

@@ -281,6 +281,42 @@ describe("par_by_sample errors", function()
     assert.matches("par_by_sample: sample 1 cannot be sent to a worker: field 'sample.co' %(thread%) cannot be sent to a worker", err)
   end)
 
+  -- without after_window the caller reads the next window's worker samples while the workers
+  -- finish their step: the reads keep their order, and a failure among them is reported when
+  -- that window starts, after the window before it has stepped
+  it("reads samples in the same order with or without after_window, and reports a read-ahead failure at its window", function()
+    for _, hook in ipairs({false, true}) do
+      local log = {}
+      local lin = pt.nn.Linear(3, 1)
+      local opt = pt.optim.SGD(lin:parameters(), {lr = 0.1})
+      local h = data.DataHandler({get = function(_, i)
+        log[#log + 1] = i
+        if i == 6 then error("disk on fire") end
+        return pt.full({1, 3}, i)
+      end, len = function() return 8 end})
+      local step = function(x, model)
+        local loss = model(x):sum()
+        loss:backward()
+        return loss
+      end
+      local opts = {epoch = true, step = opt}
+      if hook then opts.after_window = function() log[#log + 1] = "hook" end end
+      local w0 = lin.weight:clone()
+      local ok, err = pcall(h.par_by_sample, h, lin, 2, step, opts)
+      assert.is_false(ok)
+      assert.matches("par_by_sample: sample 6 could not be read: .*disk on fire", err)
+      local want = hook and {2, 1, "hook", 4, 3, "hook", 6, 5} or {2, 1, 4, 3, 6, 5}
+      assert.are.same(want, log)
+      -- two windows stepped: each adds x = i to the weight's gradient of the window's samples
+      local expected = w0 - 0.1 * pt.full({1, 3}, 1 + 2) - 0.1 * pt.full({1, 3}, 3 + 4)
+      assert.is_true(pt.allclose(expected, lin.weight, {rtol = 1e-6, atol = 1e-6}))
+      -- the failed window counts as processed: the next call goes on with 7, 8
+      log = {}
+      h:par_by_sample(lin, 2, step, {step = opt})
+      assert.are.same({8, 7}, log)
+    end
+  end)
+
   it("reports a later sample of a window that cannot be read, skips the step, keeps working", function()
     local lin = pt.nn.Linear(3, 1)
     local before = lin.weight:clone()

@@ -89,7 +89,11 @@ end
 --   windows = k        run k consecutive windows in this call (wrapping as above)
 --   epoch = true       run windows from the current position to the end of the dataset
 --   after_window = f   with windows/epoch: f(window_losses) runs in the caller between
---                      windows (e.g. opt:step(); opt:zero_grad())
+--                      windows (e.g. opt:step(); opt:zero_grad()), before the next window's
+--                      samples are read. Without it, the caller reads the next window's samples
+--                      for workers 2..n (dataset:get, in order) while the workers finish the
+--                      current window's step, as a DataLoader prefetches: a get that reads the
+--                      model's parameters may then see them mid-step
 --   step = opt         an optim.SGD: opt:step() then opt:zero_grad() after every window,
 --                      fused into the window: every worker (worker 1 too) fills its own
 --                      gradient buffers and then steps the parameters, reading the buffers in
