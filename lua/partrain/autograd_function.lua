@@ -13,13 +13,9 @@
 -- second derivatives (saved outputs then come back with the node's history, as torch's).
 local pt = require "partrain.core"
 local autograd = pt.autograd
-local docs = pt._docs
 local fail = require("partrain.tensor")._fail
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local function is_float(t)
   local dt = t:dtype()

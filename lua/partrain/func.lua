@@ -22,7 +22,7 @@ local tensor_lua = require "partrain.tensor"
 require "partrain.autograd_functional" -- pt.autograd.functional.jacobian
 local fail, check = tensor_lua._fail, tensor_lua._check
 
-local docs, autograd = pt._docs, pt.autograd
+local autograd = pt.autograd
 local ag_grad = rawget(autograd, "grad")
 local jacobian = autograd.functional.jacobian
 local is_tensor, fmt, concat, unpack, pack = pt.is_tensor, string.format, table.concat, table.unpack, table.pack
@@ -31,10 +31,7 @@ local check_opts, shape_str, is_float = check.opts, check.shape_str, check.is_fl
 
 local func = {}
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 -- the number of pt.func autograd transforms whose function is running now (this state's)
 local depth = 0

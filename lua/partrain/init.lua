@@ -5,6 +5,13 @@ local core = require "partrain.core"
 local pt = core
 pt._VERSION = "partrain 0.1.0"
 
+-- doc(obj, text) -> obj: files text as obj's help (pt._docs, read by partrain.help); what every
+-- Lua module uses to document its functions and classes
+function pt._doc(obj, text)
+  pt._docs[obj] = text
+  return obj
+end
+
 local lazy = {
   nn = "partrain.nn",
   optim = "partrain.optim",

@@ -16,15 +16,11 @@
 local pt = require "partrain"
 
 local nn = {}
-local docs = pt._docs
 local C = pt
 -- errors at the user's line (not in this file), as the host's
 local fail = require("partrain.tensor")._fail
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local function shape_str(t)
   return "{" .. table.concat(t:size(), ",") .. "}"

@@ -17,7 +17,6 @@
 local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module = nn.Module
-local docs = pt._docs
 local H = nn._conv_helpers
 local fail, shp, floating, check_opts = H.fail, H.shp, H.floating, H.check_opts
 local tuple, positive_tuple, positive_int = H.tuple, H.positive_tuple, H.positive_int
@@ -25,10 +24,7 @@ local output_size_tuple = H.output_size_tuple
 local check_tensor_arg, fmt_tuple = H.check_tensor_arg, H.fmt_tuple
 local fmt = string.format
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 -- the input of a 3-D layer: {N,C,D,H,W} or {C,D,H,W}
 local function check_3d_input(name, x)

@@ -21,12 +21,8 @@ local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module = nn.Module
 local F = nn.functional
-local docs = pt._docs
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 -- ------------------------------------------------------------------ errors and arguments
 

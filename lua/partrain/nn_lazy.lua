@@ -14,12 +14,8 @@ local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module = nn.Module
 local F = nn.functional
-local docs = pt._docs
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local H = nn._conv_helpers
 local fail, shp, floating, check_opts = H.fail, H.shp, H.floating, H.check_opts

@@ -13,12 +13,8 @@ local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module = nn.Module
 local F = nn.functional
-local docs = pt._docs
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 -- errors at the nearest caller outside partrain's own Lua files (the user's line)
 local fail = require("partrain.tensor")._fail

@@ -8,10 +8,7 @@ local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local docs = pt._docs
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local A = nn._arg_helpers
 local type_of = A.type_of

@@ -13,12 +13,8 @@
 local pt = require "partrain.core"
 local nn = require "partrain.nn"
 local Module, init = nn.Module, nn.init
-local docs = pt._docs
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local function shape_str(t)
   return "{" .. table.concat(t:size(), ",") .. "}"

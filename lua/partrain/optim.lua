@@ -10,10 +10,7 @@ local optim = {}
 local docs = pt._docs
 local C = pt
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local function is_module(v)
   local mt = type(v) == "table" and getmetatable(v)

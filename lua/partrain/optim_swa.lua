@@ -15,10 +15,7 @@ local pt = require "partrain"
 local nn = require "partrain.nn"
 
 local docs = pt._docs
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 -- errors at the user's line (the nearest frame outside partrain's own modules)
 local fail = require("partrain.tensor")._fail

@@ -10,13 +10,9 @@
 -- Functions a module captured in a local before profiling started are not seen (they show in
 -- their caller's self time). Only this Lua state is profiled (dispatcher workers run their own).
 local pt = require "partrain.core"
-local docs = pt._docs
 local fail = require("partrain.tensor")._fail
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local profiler = {}
 local now = pt.clock

@@ -5,13 +5,9 @@
 -- mask) and backpropagates through that recomputation. It trades compute for memory: a deep
 -- network's activations are kept only at the checkpoints. Built on pt.autograd.Function.
 local pt = require "partrain.core"
-local docs = pt._docs
 local fail = require("partrain.tensor")._fail
 
-local function doc(obj, text)
-  docs[obj] = text
-  return obj
-end
+local doc = pt._doc
 
 local utils = {}
 
