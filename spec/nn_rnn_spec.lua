@@ -118,49 +118,12 @@ print("\n".join(out))
 local pt = require "partrain"
 local nn = pt.nn
 local gradcheck = require "spec.gradcheck"
+local support = require "spec.support"
 
 local E, K = {}, {}
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
-
-local function vals(shape, k, s, dtype)
-  s = s or 0.5
-  local t = {}
-  for i = 0, numel(shape) - 1 do t[i + 1] = s * math.sin(0.7 * i + 1.3 * k + 0.1) end
-  return pt.tensor(t, {dtype = dtype or "float32"}):reshape(shape)
-end
-local function X(shape, k, dtype) return vals(shape, k or 101, 1.0, dtype) end
-
--- every parameter set from vals(), k in state_dict order, through load_state_dict; eval mode
-local function fill(m)
-  local sd, k = {}, 0
-  for name, t in pairs(m:state_dict()) do
-    k = k + 1
-    sd[name] = vals(t:size(), k, 0.5, t:dtype())
-  end
-  m:load_state_dict(sd)
-  m:eval()
-  return m
-end
-
-local function close(actual, expected, tol)
-  tol = tol or 3e-5
-  assert.is_true(pt.is_tensor(actual), "expected a tensor")
-  local shape, v = expected[1], expected[2]
-  assert.are.same(shape, actual:size())
-  local flat = actual:contiguous():reshape(-1)
-  local worst, at = 0, 0
-  for i = 1, #v do
-    local d = math.abs(flat:_get_flat(i) - v[i])
-    if not (d <= worst) then worst, at = d, i end
-  end
-  assert(worst <= tol, ("element %d differs by %g (got %.8g, expected %.8g)"):format(at, worst,
-    flat:_get_flat(math.max(at, 1)), v[math.max(at, 1)]))
-end
+local vals, X, fill, close = support.sin_values, support.sin_input, support.fill_params,
+  support.assert_fixture
 
 local function keys_of(m)
   local out = {}

@@ -111,4 +111,49 @@ function M.read_file(path)
   return s
 end
 
+-- The deterministic values spec/fixtures/make_fixtures.py feeds PyTorch for the module specs
+-- (RNNs, packed sequences, transformers): s * sin(0.7 i + 1.3 k + 0.1) over a shape, k a seed.
+function M.sin_values(shape, k, s, dtype)
+  s = s or 0.5
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local t = {}
+  for i = 0, n - 1 do t[i + 1] = s * math.sin(0.7 * i + 1.3 * k + 0.1) end
+  return pt.tensor(t, {dtype = dtype or "float32"}):reshape(shape)
+end
+
+-- an input as the fixtures make them: scale 1, seed 101 unless given
+function M.sin_input(shape, k, dtype) return M.sin_values(shape, k or 101, 1.0, dtype) end
+
+-- every parameter and buffer of m set from sin_values (seed k in state_dict order, scale 0.5)
+-- through load_state_dict, as the fixtures set PyTorch's module; m in eval mode
+function M.fill_params(m)
+  local sd, k = {}, 0
+  for name, t in pairs(m:state_dict()) do
+    k = k + 1
+    sd[name] = M.sin_values(t:size(), k, 0.5, t:dtype())
+  end
+  m:load_state_dict(sd)
+  m:eval()
+  return m
+end
+
+-- actual matches a fixture {shape, flat values} within tol (absolute; 3e-5 by default); equal
+-- values match (infinities too); the message names the worst element
+function M.assert_fixture(actual, expected, tol)
+  tol = tol or 3e-5
+  assert.is_true(pt.is_tensor(actual), "expected a tensor")
+  local shape, v = expected[1], expected[2]
+  assert.are.same(shape, actual:size())
+  local flat = actual:contiguous():reshape(-1)
+  local worst, at = 0, 0
+  for i = 1, #v do
+    local d = math.abs(flat:_get_flat(i) - v[i])
+    if v[i] == flat:_get_flat(i) then d = 0 end -- -inf == -inf
+    if not (d <= worst) then worst, at = d, i end
+  end
+  assert(worst <= tol, ("element %d differs by %g (got %.8g, expected %.8g)"):format(at, worst,
+    flat:_get_flat(math.max(at, 1)), v[math.max(at, 1)]))
+end
+
 return M
