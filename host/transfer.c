@@ -1082,14 +1082,104 @@ static bool encode_plain(lua_State *L, lpt_msg *m, int first, int n, unsigned fl
   return true;
 }
 
+/* Whether the table at ti is not one that the current session's path index names (a module's
+ * table, sent by path): false too when no session is open (the general encoder then checks). */
+static bool session_index_lacks(lua_State *L, int ti) {
+  int top = lua_gettop(L);
+  bool lacks = false;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY) == LUA_TTABLE &&
+      lua_getfield(L, -1, "session") != LUA_TNIL && lua_toboolean(L, -1) &&
+      lua_getfield(L, -2, "map") == LUA_TTABLE) {
+    lua_pushvalue(L, ti);
+    lacks = lua_rawget(L, -2) == LUA_TNIL;
+  }
+  lua_settop(L, top);
+  return lacks;
+}
+
+/* One table of at most FLAT_MAX entries with scalar keys and scalar or distinct open-tensor
+ * values, no metatable and no __index (a sample such as {x, y}), written here without the
+ * protected call: the bytes the general encoder writes for it. False (m untouched) for
+ * anything else. Sanitizer builds encode it both ways and compare. */
+enum { FLAT_MAX = 16 };
+static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsigned flags) {
+  if (n != 1 || lua_type(L, first) != LUA_TTABLE || !lua_checkstack(L, 8)) return false;
+  if (lua_getmetatable(L, first)) {
+    lua_pop(L, 1);
+    return false;
+  }
+  if (has_index_field(L, first) || !session_index_lacks(L, first)) return false;
+  const lpt_box *boxes[FLAT_MAX];
+  int nb = 0, entries = 0;
+  bool ok = true;
+  lua_pushnil(L);
+  while (ok && lua_next(L, first)) {
+    int kt = lua_type(L, -2), vt = lua_type(L, -1);
+    ok = ++entries <= FLAT_MAX && (kt == LUA_TSTRING || kt == LUA_TNUMBER || kt == LUA_TBOOLEAN);
+    if (ok && vt == LUA_TUSERDATA) {
+      const lpt_box *b = lpt_test_box(L, -1);
+      ok = b && b->t;
+      for (int j = 0; ok && j < nb; j++) ok = boxes[j] != b; /* a second one is a reference */
+      if (ok) boxes[nb++] = b;
+    } else if (ok) {
+      ok = vt == LUA_TBOOLEAN || vt == LUA_TNUMBER || vt == LUA_TSTRING || vt == LUA_TLIGHTUSERDATA;
+    }
+    lua_pop(L, ok ? 1 : 2);
+  }
+  if (!ok) return false;
+  put_varint(m, 1);
+  put_byte(m, (int)flags);
+  put_byte(m, 'T');
+  lua_pushnil(L);
+  while (lua_next(L, first)) {
+    put_scalar(m, L, -2, lua_type(L, -2));
+    if (lua_type(L, -1) == LUA_TUSERDATA)
+      put_tensor(m, lpt_test_box(L, -1)->t);
+    else
+      put_scalar(m, L, -1, lua_type(L, -1));
+    lua_pop(L, 1);
+  }
+  put_byte(m, 'e');
+  put_byte(m, 'n'); /* no metatable */
+  put_byte(m, 'z');
+  return true;
+}
+
+static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
+                          unsigned flags);
+
 int lpt_encode(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
                unsigned flags) {
   first = lua_absindex(L, first);
-  if (encode_plain(L, m, first, n, flags)) {
-    if (!m->oom) return LUA_OK;
-    lua_pushliteral(L, "out of memory encoding a value for a worker");
-    return LUA_ERRMEM;
+  if (encode_plain(L, m, first, n, flags) || encode_flat_table(L, m, first, n, flags)) {
+    if (m->oom) {
+      lua_pushliteral(L, "out of memory encoding a value for a worker");
+      return LUA_ERRMEM;
+    }
+#ifdef PT_SANITIZER
+    /* the fast paths must write what the general encoder writes */
+    lpt_msg *check = lpt_msg_new();
+    if (check && encode_general(L, check, first, n, names, flags) == LUA_OK) {
+      bool same = check->len == m->len && memcmp(check->buf, m->buf, m->len) == 0 &&
+                  check->nobjs == m->nobjs;
+      for (size_t i = 0; same && i < m->nobjs; i++) same = check->objs[i].ptr == m->objs[i].ptr;
+      lpt_msg_release(check);
+      if (!same) {
+        lua_pushliteral(L, "internal error: a fast path of the encoder differs from the general one");
+        return LUA_ERRRUN;
+      }
+    } else if (check) {
+      lua_pop(L, 1);
+      lpt_msg_release(check);
+    }
+#endif
+    return LUA_OK;
   }
+  return encode_general(L, m, first, n, names, flags);
+}
+
+static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
+                          unsigned flags) {
   enc e;
   memset(&e, 0, sizeof e);
   e.m = m;
