@@ -11,7 +11,7 @@
 -- Env: W2_N samples per epoch (default 4000), W2_REPS repetitions (default 3), W2_THREADS
 -- thread counts to run (default "1,2"; W2/W8 lines need both), W2_CLOCK (below).
 local pt = require "partrain"
-local nn, optim, data = pt.nn, pt.optim, pt.data
+local data = pt.data
 
 local N = tonumber(os.getenv("W2_N") or "4000")
 local REPS = tonumber(os.getenv("W2_REPS") or "3")
@@ -19,24 +19,12 @@ local REPS = tonumber(os.getenv("W2_REPS") or "3")
 -- that does not depend on other load on the machine)
 local now = os.getenv("W2_CLOCK") == "cpu" and os.clock or pt.clock
 
-pt.manual_seed(1)
-local samples = {}
-for i = 1, N do
-  samples[i] = {pt.rand(1, 784), pt.randint(1, 11, {1}, {dtype = "int64"})}
-end
-local dataset = {get = function(_, i) return samples[i] end, len = function() return N end}
-
-local function fn(sample, model)
-  local loss = nn.cross_entropy(model(sample[1]), sample[2])
-  loss:backward()
-  return loss
-end
+local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+local workload = dofile(here .. "w2_workload.lua")(N)
+local dataset, fn = workload.dataset, workload.fn
 
 local function epoch(threads)
-  pt.manual_seed(2)
-  local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                              nn.Linear(128, 10))
-  local opt = optim.SGD(model:parameters(), {lr = 0.01})
+  local model, opt = workload.new_model()
   local handler = data.DataHandler(dataset)
   -- warm-up window: starts the workers, sends the model
   handler:par_by_sample(model, threads, fn)
@@ -81,7 +69,7 @@ if rate[1] and rate[2] then
   -- the machine's own ceiling for W8: the same two passes over the first layer's weights in
   -- plain C, 2 independent threads against 1 (bench/two_thread_ceiling.c, built beside this
   -- partrain as bench_two_thread_ceiling)
-  local helper = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "c_helper.lua")
+  local helper = dofile(here .. "c_helper.lua")
   local c = helper.metric("two_thread_ceiling", "w8_ceiling", 5)
   if c then print(string.format("METRIC w8_ceiling %s x", c)) end
 end

@@ -7,25 +7,15 @@
 -- same round.
 --   partrain bench/w8_partition_ab.lua [rounds=12]
 local pt = require "partrain"
-local nn, optim, data = pt.nn, pt.optim, pt.data
+local data = pt.data
 
 local N, ROUNDS = 4000, tonumber(arg and arg[1] or "12") or 12
-pt.manual_seed(1)
-local samples = {}
-for i = 1, N do samples[i] = {pt.rand(1, 784), pt.randint(1, 11, {1}, {dtype = "int64"})} end
-local dataset = {get = function(_, i) return samples[i] end, len = function() return N end}
-
-local function fn(sample, model)
-  local loss = nn.cross_entropy(model(sample[1]), sample[2])
-  loss:backward()
-  return loss
-end
+local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+local workload = dofile(here .. "w2_workload.lua")(N)
+local dataset, fn = workload.dataset, workload.fn
 
 local function epoch(threads)
-  pt.manual_seed(2)
-  local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                              nn.Linear(128, 10))
-  local opt = optim.SGD(model:parameters(), {lr = 0.01})
+  local model, opt = workload.new_model()
   data.DataHandler(dataset):par_by_sample(model, threads, fn) -- starts the workers
   opt:zero_grad()
   local t0 = pt.clock()

@@ -408,11 +408,12 @@ static bool plan_part(const par_window *W, const pt_tensor *w) {
   return false;
 }
 
-/* One turn of waiting for the other slots of a round: spin (peers usually come within
- * microseconds), yielding now and then; past ~100 us (a peer's sample runs long Lua code before
- * its product) sleep 20 us a turn instead of burning the core. */
-static void coop_spin(int spin) {
-  if (spin > 3000) {
+/* One turn of waiting for the other slots of a window (a round, a barrier): spin (peers usually
+ * come within microseconds), yielding now and then; past WAIT_SPINS turns (~100 us: a peer's
+ * sample runs long Lua code) sleep 20 us a turn instead of burning the core. */
+#define WAIT_SPINS 3000
+static void wait_turn(int spin) {
+  if (spin > WAIT_SPINS) {
     struct timespec ts = {0, 20000};
     nanosleep(&ts, NULL);
     return;
@@ -449,7 +450,7 @@ static bool coop_linear(void *ud, const pt_tensor *w, const void *x, void *y, bo
         atomic_compare_exchange_strong(&R->state, &open, COOP_ALONE);
         break;
       }
-      coop_spin(spin);
+      wait_turn(spin);
     }
     alone = atomic_load(&R->state) != COOP_FULL;
     for (int i = 0; i < k && !alone; i++) alone = R->w[i] != w;
@@ -463,7 +464,7 @@ static bool coop_linear(void *ud, const pt_tensor *w, const void *x, void *y, bo
   /* this slot's block of rows, for every slot's input */
   pt_nn_linear_rows(w, part_row(rows, k, j), part_row(rows, k, j + 1), R->x, R->y, R->beta, k);
   atomic_fetch_add(&R->done, 1);
-  for (int spin = 1; atomic_load(&R->done) < k; spin++) coop_spin(spin); /* peers are in C: they finish */
+  for (int spin = 1; atomic_load(&R->done) < k; spin++) wait_turn(spin); /* peers are in C: they finish */
   return true;
 }
 
@@ -521,10 +522,7 @@ static bool win_barrier(par_window *W, par_worker *self) {
     return true;
   }
   /* peers usually arrive within microseconds: spin briefly (no system calls), then sleep */
-  for (int spin = 1; spin <= 3000 && atomic_load(&W->phase) == ph; spin++) {
-    pt_cpu_relax();
-    if ((spin & 127) == 0) sched_yield(); /* a peer sharing this core (a busy machine) may run */
-  }
+  for (int spin = 1; spin <= WAIT_SPINS && atomic_load(&W->phase) == ph; spin++) wait_turn(spin);
   pthread_mutex_lock(&W->mu);
   while (atomic_load(&W->phase) == ph) {
     if (self->intr && *self->intr) /* Ctrl-C in the caller's thread: stop the others */
@@ -1050,7 +1048,8 @@ static uint64_t replicas_prepare(lpar_pool *p, step_entry *plan, int nplan, int 
     const pt_tensor *a = plan[q].param;
     plan[q].rep = -1;
     /* a large weight with rows for every slot's block is partitioned rather than copied */
-    plan[q].part = slots >= 2 && !atomic_load(&partition_off) && a->ndim == 2 && a->shape[0] >= PT_LINEAR_ROWS_CHUNK * (int64_t)slots &&
+    plan[q].part = slots >= 2 && !atomic_load(&partition_off) && a->ndim == 2 &&
+                   a->shape[0] >= PT_LINEAR_ROWS_CHUNK * (int64_t)slots &&
                    (size_t)pt_tensor_numel(a) * pt_dtype_size(a->dtype) >= PAR_PART_BYTES;
   }
   if (slots < 2 || nplan == 0) return 0;
@@ -1600,8 +1599,6 @@ static int l_pool_map(lua_State *L) {
 /* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
  * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
  * i - start + 1 of its window. */
-/* par_windows_impl's exits: the tasks of the window (NULL entries are fine), the task array
- * and the call's messages. */
 /* The samples of the next window's workers (slots 1..k-1), read by the caller's thread while the
  * workers finish the current window's step (par_windows_impl), or the first that could not be
  * read or sent. */
@@ -1643,6 +1640,8 @@ static lpt_msg *read_sample(lua_State *L, int i, char *err, size_t errlen) {
   return m;
 }
 
+/* par_windows_impl's exits: the tasks of the window (NULL entries are fine), the task array,
+ * the call's messages and the samples read ahead. */
 static void windows_cleanup(par_task **tasks, int k, lpt_msg *call, lpt_msg *dmsg,
                             sample_ahead *ahead) {
   for (int q = 0; q < k; q++) free_task(tasks[q]);
@@ -2147,8 +2146,8 @@ static int l_coop_stats(lua_State *L) {
   long full = 0, alone = 0;
   if (lua_getfield(L, LUA_REGISTRYINDEX, SHARED_POOL_KEY) == LUA_TUSERDATA) {
     lpar_pool *p = *(lpar_pool **)lua_touserdata(L, -1);
-    for (int j = 0; p && !p->closed && j <= p->n; j++) {
-      const par_worker *w = j == 0 ? p->inl : j < p->n ? &p->w[j] : NULL;
+    for (int j = 0; p && !p->closed && j < p->n; j++) { /* slot 0 runs on the inline worker */
+      const par_worker *w = j ? &p->w[j] : p->inl;
       if (!w) continue;
       full += w->coop_full;
       alone += w->coop_alone;

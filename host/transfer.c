@@ -346,11 +346,11 @@ static lua_Integer count_loaded(lua_State *L) {
   return (lua_Integer)h;
 }
 
-/* Pushes the path index of L (object -> "mod\1field\1field"), rebuilding it when the set of
- * loaded modules changed. */
-static void push_index(lua_State *L) {
+/* Pushes the path index of L (object -> "mod\1field\1field") and returns true when it is
+ * current (inside a session, lpt_xfer_session, the index checked at its start is; else when
+ * the set of loaded modules has not changed); pushes nothing and returns false otherwise. */
+static bool push_current_index(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY) == LUA_TTABLE) {
-    /* inside a session (lpt_xfer_session) the index checked at its start is still good */
     lua_getfield(L, -1, "session");
     bool fresh = lua_toboolean(L, -1);
     lua_pop(L, 1);
@@ -362,10 +362,16 @@ static void push_index(lua_State *L) {
     if (fresh) {
       lua_getfield(L, -1, "map");
       lua_remove(L, -2);
-      return;
+      return true;
     }
   }
   lua_pop(L, 1);
+  return false;
+}
+
+/* Pushes the path index of L, rebuilding it when the set of loaded modules changed. */
+static void push_index(lua_State *L) {
+  if (push_current_index(L)) return;
   lua_Integer count = count_loaded(L);
   luaL_checkstack(L, 16, "transfer index");
   lua_newtable(L); /* holder */
@@ -1082,18 +1088,13 @@ static bool encode_plain(lua_State *L, lpt_msg *m, int first, int n, unsigned fl
   return true;
 }
 
-/* Whether the table at ti is not one that the current session's path index names (a module's
- * table, sent by path): false too when no session is open (the general encoder then checks). */
-static bool session_index_lacks(lua_State *L, int ti) {
-  int top = lua_gettop(L);
-  bool lacks = false;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, XFER_INDEX_KEY) == LUA_TTABLE &&
-      lua_getfield(L, -1, "session") != LUA_TNIL && lua_toboolean(L, -1) &&
-      lua_getfield(L, -2, "map") == LUA_TTABLE) {
-    lua_pushvalue(L, ti);
-    lacks = lua_rawget(L, -2) == LUA_TNIL;
-  }
-  lua_settop(L, top);
+/* Whether the table at ti is not one that the current path index names (a module's table, sent
+ * by path): false too when the index is out of date (the general encoder rebuilds it). */
+static bool index_lacks(lua_State *L, int ti) {
+  if (!push_current_index(L)) return false;
+  lua_pushvalue(L, ti);
+  bool lacks = lua_rawget(L, -2) == LUA_TNIL;
+  lua_pop(L, 2);
   return lacks;
 }
 
@@ -1108,7 +1109,7 @@ static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsign
     lua_pop(L, 1);
     return false;
   }
-  if (has_index_field(L, first) || !session_index_lacks(L, first)) return false;
+  if (has_index_field(L, first) || !index_lacks(L, first)) return false;
   const lpt_box *boxes[FLAT_MAX];
   int nb = 0, entries = 0;
   bool ok = true;

@@ -39,8 +39,6 @@ typedef enum pt_nn_act {
   PT_ACT_HARDSHRINK,  /* p0 lambda */
 } pt_nn_act;
 
-/* y = x W^T + b (PyTorch layout: W {out,in}, b {out} or NULL), x {..., in}; act may be
- * PT_ACT_NONE or PT_ACT_RELU (fused Linear+ReLU). */
 /* Rows r0..r1 of nx batch-1 linear products with one weight: ys[i][r] = W[r,:] xs[i]
  * (+ ys[i][r] when beta[i]), for a contiguous float32/float64 weight. The rows go to BLAS in
  * chunks of PT_LINEAR_ROWS_CHUNK rows that start at multiples of it (and end at one, or at the
@@ -51,6 +49,8 @@ typedef enum pt_nn_act {
 void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *const *xs,
                        void *const *ys, const bool *beta, int nx);
 
+/* y = x W^T + b (PyTorch layout: W {out,in}, b {out} or NULL), x {..., in}; act may be
+ * PT_ACT_NONE or PT_ACT_RELU (fused Linear+ReLU). */
 pt_status pt_nn_linear(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tensor *w, pt_tensor *b,
                        pt_nn_act act, pt_tensor **out);
 

@@ -2,6 +2,7 @@
 -- and the workers of a window make its batch-1 products together (host/l_par.c, coop_linear)
 local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
+local support = require "spec.support"
 
 local IN, HID = 40, 420 -- the first weight, 420x40 float32 = 67 KB, is partitioned (>= 64 KB)
 
@@ -23,11 +24,7 @@ local function make_model(dtype)
   return m
 end
 
-local function plain(sample, model)
-  local loss = nn.cross_entropy(model(sample[1]), sample[2])
-  loss:backward()
-  return loss
-end
+local plain = support.cross_entropy_step
 
 -- trains one epoch; fused = opts.step, else opt:step() in after_window (no partitioning)
 local function train(threads, fn, o, fused, dtype, n)

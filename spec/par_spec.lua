@@ -12,6 +12,13 @@ end
 
 local function index_of(sample) return sample.i end
 
+-- a per-sample step: the model's summed output, backward, returned as the loss
+local function sum_step(x, model)
+  local loss = model(x):sum()
+  loss:backward()
+  return loss
+end
+
 describe("par_by_sample windows", function()
   it("5 samples with n = 2 give [1,2] [3,4] [5] [1,2] in sample order", function()
     local h = data.DataHandler(toy_dataset(5))
@@ -294,15 +301,10 @@ describe("par_by_sample errors", function()
         if i == 6 then error("disk on fire") end
         return pt.full({1, 3}, i)
       end, len = function() return 8 end})
-      local step = function(x, model)
-        local loss = model(x):sum()
-        loss:backward()
-        return loss
-      end
       local opts = {epoch = true, step = opt}
       if hook then opts.after_window = function() log[#log + 1] = "hook" end end
       local w0 = lin.weight:clone()
-      local ok, err = pcall(h.par_by_sample, h, lin, 2, step, opts)
+      local ok, err = pcall(h.par_by_sample, h, lin, 2, sum_step, opts)
       assert.is_false(ok)
       assert.matches("par_by_sample: sample 6 could not be read: .*disk on fire", err)
       local want = hook and {2, 1, "hook", 4, 3, "hook", 6, 5} or {2, 1, 4, 3, 6, 5}
@@ -312,7 +314,7 @@ describe("par_by_sample errors", function()
       assert.is_true(pt.allclose(expected, lin.weight, {rtol = 1e-6, atol = 1e-6}))
       -- the failed window counts as processed: the next call goes on with 7, 8
       log = {}
-      h:par_by_sample(lin, 2, step, {step = opt})
+      h:par_by_sample(lin, 2, sum_step, {step = opt})
       assert.are.same({8, 7}, log)
     end
   end)
@@ -325,17 +327,12 @@ describe("par_by_sample errors", function()
       if i == 2 then error("disk on fire") end
       return pt.ones(1, 3)
     end, len = function() return 2 end})
-    local step = function(x, model)
-      local loss = model(x):sum()
-      loss:backward()
-      return loss
-    end
-    local ok, err = pcall(h.par_by_sample, h, lin, 2, step, {step = opt})
+    local ok, err = pcall(h.par_by_sample, h, lin, 2, sum_step, {step = opt})
     assert.is_false(ok)
     assert.matches("par_by_sample: sample 2 could not be read: .*disk on fire", err)
     assert.is_true(pt.equal(before, lin.weight))
     local ok2 = data.DataHandler({get = function() return pt.ones(1, 3) end, len = function() return 2 end})
-      :par_by_sample(lin, 2, step, {step = opt})
+      :par_by_sample(lin, 2, sum_step, {step = opt})
     assert.are.equal(2, #ok2)
     assert.is_false(pt.equal(before, lin.weight))
   end)

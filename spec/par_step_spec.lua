@@ -1,6 +1,7 @@
 -- par_by_sample's fused optimizer step (opts.step) and the batch-1 Linear paths
 local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
+local support = require "spec.support"
 
 local function make_data(n)
   pt.manual_seed(7)
@@ -9,11 +10,7 @@ local function make_data(n)
   return {get = function(_, i) return s[i] end, len = function() return n end}
 end
 
-local function fn(sample, model)
-  local loss = nn.cross_entropy(model(sample[1]), sample[2])
-  loss:backward()
-  return loss
-end
+local fn = support.cross_entropy_step
 
 local function train(threads, ds, sgd_opts, fused, calls, make_model)
   pt.manual_seed(3)

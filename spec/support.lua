@@ -156,4 +156,12 @@ function M.assert_fixture(actual, expected, tol)
     flat:_get_flat(math.max(at, 1)), v[math.max(at, 1)]))
 end
 
+-- a per-sample training step for par_by_sample specs: cross-entropy of model(sample[1]) against
+-- the class sample[2], backward, returned as the loss
+function M.cross_entropy_step(sample, model)
+  local loss = pt.nn.cross_entropy(model(sample[1]), sample[2])
+  loss:backward()
+  return loss
+end
+
 return M
