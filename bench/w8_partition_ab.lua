@@ -1,7 +1,9 @@
 -- W8's workload (bench/w2_per_sample.lua: the MLP 784-256-128-10 trained sample by sample with
 -- par_by_sample and a fused SGD step, one epoch per call) in one process, rounds alternating
--- 1 thread, 2 threads with the large weights split by rows (the default), and 2 threads with a
--- copy of every weight per worker (pt._par_partition(false), session 14's design). On a VM
+-- 1 thread, 2 threads with the large weights split by rows and windows submitted ahead (the
+-- default), the same with each window submitted only after the last was collected
+-- (pt._par_pipeline(false), session 15's), and 2 threads with a copy of every weight per worker
+-- (pt._par_partition(false), session 14's design). On a VM
 -- whose second vCPU comes and goes, comparing within a round is steadier than comparing
 -- separate runs. Prints each variant's median samples/s and its median ratio to 1 thread in the
 -- same round.
@@ -23,17 +25,21 @@ local function epoch(threads)
   return N / (pt.clock() - t0)
 end
 
-local variants = {{"1 thread", 1, true}, {"2 threads, partitioned", 2, true},
-                  {"2 threads, copies", 2, false}}
+-- {name, threads, partitions, pipelining}
+local variants = {{"1 thread", 1, true, true}, {"2 threads, partitioned", 2, true, true},
+                  {"2 threads, not pipelined", 2, true, false},
+                  {"2 threads, copies", 2, false, true}}
 local rates = {}
 for _, v in ipairs(variants) do rates[v[1]] = {} end
 for r = 1, ROUNDS do
   for _, v in ipairs(variants) do
     pt._par_partition(v[3])
+    pt._par_pipeline(v[4])
     rates[v[1]][r] = epoch(v[2])
   end
 end
 pt._par_partition(true)
+pt._par_pipeline(true)
 
 local function median(t)
   local c = {table.unpack(t)}
@@ -43,6 +49,6 @@ end
 for _, v in ipairs(variants) do
   local ratios = {}
   for r = 1, ROUNDS do ratios[r] = rates[v[1]][r] / rates["1 thread"][r] end
-  print(string.format("%-24s %8.0f samples/s   x%.3f of 1 thread", v[1], median(rates[v[1]]),
+  print(string.format("%-26s %8.0f samples/s   x%.3f of 1 thread", v[1], median(rates[v[1]]),
                       median(ratios)))
 end

@@ -107,6 +107,7 @@ typedef struct par_task {
   /* out */
   bool ok;
   lpt_msg *result; /* ok: results; else: message, traceback */
+  bool collected;  /* par_by_sample: its completion came back to the caller */
   struct par_task *next_free;
 } par_task;
 
@@ -140,14 +141,18 @@ struct lpar_pool {
   lpt_msg *model_msg;
   uint64_t model_gen;
   bool closed;
-  par_window *win;
+  par_window *win; /* [2]: par_by_sample's windows alternate, one may be submitted ahead */
   par_worker *inl; /* par_by_sample's slot 1: a state driven by the caller's own thread */
   par_replicas rep;
   uint64_t rep_next_gen;
+  long windows_ahead; /* par_by_sample windows whose worker tasks were submitted ahead */
 };
 
 /* pt._par_partition(false): large weights are copied per worker as small ones (A/B timings) */
 static atomic_bool partition_off;
+/* pt._par_pipeline(false): par_by_sample submits a window's tasks only once the window before
+ * has been collected (A/B timings) */
+static atomic_bool pipeline_off;
 
 
 static void free_task(par_task *t) {
@@ -392,6 +397,14 @@ struct par_window {
   bool coop; /* the plan has partitioned weights and k >= 2: slots meet in rounds */
   atomic_bool fn_done[PAR_MAX_SLOTS]; /* slot j is past its sample: its rounds are over */
   coop_round rounds[PAR_COOP_ROUNDS];
+  /* Slots past window_reduce, over every window run in this struct (never reset: a task may
+   * read it after the struct was set up again); this window's count starts at fin_base. */
+  atomic_ullong fin_count;
+  unsigned long long fin_base;
+  /* Tasks submitted ahead (par_windows_impl) start once prev->fin_count reaches prev_target:
+   * every slot of the window before is past its step (NULL: none to wait for). */
+  struct par_window *prev;
+  unsigned long long prev_target;
 };
 
 /* The first row of slot j's block of a partitioned weight with `rows` rows (j = k: rows).
@@ -641,7 +654,7 @@ static void prefetch_factors(const par_window *W, int slot) {
   }
 }
 
-static void window_reduce(par_task *t, par_worker *self) {
+static void window_reduce_slot(par_task *t, par_worker *self) {
   par_window *W = t->win;
   if (!t->ok) atomic_store(&W->failed, true);
   atomic_store(&W->fn_done[t->slot], true);
@@ -794,6 +807,26 @@ static void window_reduce(par_task *t, par_worker *self) {
     }
 }
 
+/* A slot's end of its window: the reduction and the fused step, then counted as finished. */
+static void window_reduce(par_task *t, par_worker *self) {
+  window_reduce_slot(t, self);
+  atomic_fetch_add(&t->win->fin_count, 1);
+}
+
+/* A task submitted ahead (par_windows_impl) waits here until every slot of the window before
+ * is past its step: until then a slot may still read this worker's gradient buffers and
+ * factors (about to be overwritten) or step rows this sample is about to read. The caller's
+ * own step usually ends with this worker's, so the wait is short. False when the window was
+ * failed or the pool cancelled meanwhile. */
+static bool wait_prev(const par_task *t) {
+  const par_window *W = t->win;
+  for (int spin = 1; atomic_load(&W->prev->fin_count) < W->prev_target; spin++) {
+    if (atomic_load(&W->failed) || pt_pool_cancelled(W->pool->pool)) return false;
+    wait_turn(spin);
+  }
+  return true;
+}
+
 static void run_task(pt_pool_task *base, int worker, void *data) {
   (void)worker;
   par_task *t = (par_task *)base;
@@ -802,6 +835,11 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   int top = lua_gettop(L);
   t->ok = false;
   t->result = NULL;
+  if (t->win && t->win->prev && !wait_prev(t)) {
+    t->result = lpt_msg_string("interrupted");
+    window_reduce(t, w);
+    return;
+  }
   if (!t->args && !t->data) { /* a placeholder for a sample that could not be sent: fails the window */
     if (t->win) window_reduce(t, w);
     return;
@@ -1153,10 +1191,12 @@ static void pool_close(lpar_pool *p) {
     p->inl = NULL;
   }
   if (p->win) {
-    free(p->win->slots);
-    pthread_mutex_destroy(&p->win->mu);
-    pthread_cond_destroy(&p->win->cv);
-    free(p->win->params);
+    for (int i = 0; i < 2; i++) {
+      free(p->win[i].slots);
+      pthread_mutex_destroy(&p->win[i].mu);
+      pthread_cond_destroy(&p->win[i].cv);
+      free(p->win[i].params);
+    }
     free(p->win);
     p->win = NULL;
   }
@@ -1198,13 +1238,17 @@ static lpar_pool *pool_new(lua_State *L, int n) {
   p->n = n;
   p->model_ref = LUA_NOREF;
   p->w = calloc((size_t)n, sizeof *p->w);
-  p->win = calloc(1, sizeof *p->win);
+  p->win = calloc(2, sizeof *p->win);
   if (!p->w || !p->win) luaL_error(L, "pool: out of memory");
-  pthread_mutex_init(&p->win->mu, NULL);
-  pthread_cond_init(&p->win->cv, NULL);
-  p->win->pool = p;
-  p->win->slots = calloc((size_t)n, sizeof *p->win->slots);
-  if (!p->win->slots) luaL_error(L, "pool: out of memory");
+  for (int i = 0; i < 2; i++) {
+    pthread_mutex_init(&p->win[i].mu, NULL);
+    pthread_cond_init(&p->win[i].cv, NULL);
+    p->win[i].pool = p;
+  }
+  for (int i = 0; i < 2; i++) {
+    p->win[i].slots = calloc((size_t)n, sizeof *p->win[i].slots);
+    if (!p->win[i].slots) luaL_error(L, "pool: out of memory");
+  }
   lua_getglobal(L, "package");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "path");
@@ -1640,16 +1684,68 @@ static lpt_msg *read_sample(lua_State *L, int i, char *err, size_t errlen) {
   return m;
 }
 
-/* par_windows_impl's exits: the tasks of the window (NULL entries are fine), the task array,
- * the call's messages and the samples read ahead. */
-static void windows_cleanup(par_task **tasks, int k, lpt_msg *call, lpt_msg *dmsg,
-                            sample_ahead *ahead) {
-  for (int q = 0; q < k; q++) free_task(tasks[q]);
+/* par_windows_impl's exits: tasks still out (submitted ahead, or a window whose slot 0 never
+ * ran) are stopped (both windows failed, the pool cancelled until they are back); then the
+ * tasks (ntasks entries, NULL ones are fine), the call's messages and the samples read ahead
+ * are freed and Ctrl-C's guard ends. */
+static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int ntasks,
+                        lpt_msg *call, lpt_msg *dmsg, sample_ahead *ahead) {
+  if (pt_pool_pending(p->pool) > 0) {
+    for (int i = 0; i < 2; i++) atomic_store(&p->win[i].failed, true);
+    pt_pool_cancel(p->pool);
+    pt_ctx quiet;
+    pt_ctx_init(&quiet, 0);
+    pt_pool_task *done;
+    while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
+    }
+    pt_pool_uncancel(p->pool);
+  }
+  for (int q = 0; q < ntasks; q++) free_task(tasks[q]);
   free(tasks);
   lpt_msg_release(call);
   lpt_msg_release(dmsg);
   ahead_clear(ahead);
   free(ahead);
+  lpt_sigint_guard_end(g);
+}
+
+/* Ready W for a window of k slots before any of its tasks is submitted. Its tasks start once
+ * every slot of prev (the window still running, or NULL) is past its step. */
+static void window_setup(par_window *W, int k, step_entry *plan, int nplan, par_window *prev) {
+  W->k = k;
+  W->plan = plan;
+  W->nplan = nplan;
+  W->prev = prev;
+  W->prev_target = prev ? prev->fin_base + (unsigned long long)prev->k : 0;
+  W->fin_base = atomic_load(&W->fin_count);
+  atomic_store(&W->arrived, 0);
+  atomic_store(&W->failed, false);
+  /* no slot runs a sample of this window yet: its rounds start empty */
+  W->coop = false;
+  for (int q = 0; q < nplan && k >= 2; q++) W->coop = W->coop || plan[q].part;
+  for (int j = 0; j < k; j++) atomic_store(&W->fn_done[j], false);
+  for (int m = 0; W->coop && m < PAR_COOP_ROUNDS; m++) {
+    atomic_store(&W->rounds[m].arrived, 0);
+    atomic_store(&W->rounds[m].state, COOP_OPEN);
+    atomic_store(&W->rounds[m].done, 0);
+  }
+}
+
+/* t runs sample `index` in slot j of window W. */
+static void window_task(par_task *t, par_window *W, int j, int index, lpt_msg *call,
+                        uint64_t call_id, lpar_pool *p, uint64_t rep_gen) {
+  t->kind = TASK_ITEM;
+  t->call = lpt_msg_retain(call);
+  t->call_id = call_id;
+  t->model = lpt_msg_retain(p->model_msg);
+  t->model_gen = p->model_gen;
+  t->rep_gen = rep_gen;
+  t->grads = true;
+  t->index = index;
+  t->base.worker = j;
+  t->base.run = run_task;
+  t->win = W;
+  t->slot = j;
 }
 
 /* lua_pcall(L, nargs, 0, 0) with a count hook that raises "interrupted" once *flag is set (the
@@ -1742,9 +1838,11 @@ static int par_windows_impl(lua_State *L) {
     }
     p->inl = w;
   }
-  p->win->slots[0] = p->inl;
-  for (int j = 1; j < p->n; j++) p->win->slots[j] = &p->w[j];
-  p->win->rep = &p->rep;
+  for (int i = 0; i < 2; i++) {
+    p->win[i].slots[0] = p->inl;
+    for (int j = 1; j < p->n; j++) p->win[i].slots[j] = &p->w[j];
+    p->win[i].rep = &p->rep;
+  }
   uint64_t rep_gen = replicas_prepare(p, plan, nplan, n); /* 0: no copies */
   /* the model: sent once per model object, cached by every worker */
   if (refresh || p->model_ref == LUA_NOREF || !p->model_msg ||
@@ -1787,7 +1885,9 @@ static int par_windows_impl(lua_State *L) {
   }
   lua_createtable(L, total, 0); /* 9: all losses */
   int nloss = 0;
-  par_task **tasks = calloc((size_t)n, sizeof *tasks);
+  /* tasks[0..n): the current window's, by slot; tasks[n..2n): the next window's, submitted
+   * ahead (cur and nxt swap after every window) */
+  par_task **tasks = calloc(2 * (size_t)n, sizeof *tasks);
   sample_ahead *ahead = calloc(1, sizeof *ahead);
   if (ahead) ahead->wi = -1;
   if (!tasks || !ahead) {
@@ -1797,12 +1897,15 @@ static int par_windows_impl(lua_State *L) {
     lpt_msg_release(dmsg);
     return luaL_error(L, "out of memory");
   }
+  par_task **cur = tasks, **nxt = tasks + n;
+  int ahead_wi = -1; /* the window whose worker tasks were submitted ahead, or -1 */
   /* Ctrl-C's guard stays from the first window to the last (its three sigaction calls per
    * window were 1-3 us of every ~35 us window on a VM, and a Ctrl-C between two windows went to
    * the host's handler and was lost to this call); the after_window hook runs with a count hook
    * that raises "interrupted" when the guard's flag is set, as the workers' states do. */
   lpt_sigint_guard g;
   lpt_sigint_guard_begin(L, &g);
+#define WINDOWS_END() windows_end(p, &g, tasks, 2 * n, call, dmsg, ahead)
   for (int wi = 0; wi < nwin; wi++) {
     /* windows.started: how many windows began, for par.lua to leave the rest to the next
      * call when this one fails */
@@ -1814,14 +1917,12 @@ static int par_windows_impl(lua_State *L) {
     lua_pop(L, 2);
     int k = stop - start + 1;
     if (k < 1 || k > n) {
-      lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, 0, call, dmsg, ahead);
+      WINDOWS_END();
       return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
     }
-    par_window *W = p->win;
-    W->k = k;
-    W->plan = plan;
-    W->nplan = nplan;
+    par_window *W = &p->win[wi & 1];
+    bool early = ahead_wi == wi; /* its workers run already */
+    if (!early) window_setup(W, k, plan, nplan, NULL);
     W->plan_has_grads = true;
     for (int q = 0; q < nplan; q++) {
       pt_tensor *pa = plan[q].param, *gr = pa->grad;
@@ -1830,27 +1931,16 @@ static int par_windows_impl(lua_State *L) {
                           atomic_load(&gr->storage->version) == plan[q].zeroed_version;
       if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
                  !pt_tensor_is_contiguous(gr))) {
-        lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, 0, call, dmsg, ahead);
-        W->plan = NULL;
-        W->nplan = 0;
+        WINDOWS_END();
         return luaL_error(L, "par_by_sample: step: the gradient of parameter %d is not a contiguous "
                           "tensor of its dtype and size", q + 1);
       }
     }
-    atomic_store(&W->arrived, 0);
-    atomic_store(&W->failed, false);
-    /* no slot runs a sample of this window yet: its rounds start empty */
-    W->coop = false;
-    for (int q = 0; q < nplan && k >= 2; q++) W->coop = W->coop || plan[q].part;
-    for (int j = 0; j < k; j++) atomic_store(&W->fn_done[j], false);
-    for (int m = 0; W->coop && m < PAR_COOP_ROUNDS; m++) {
-      atomic_store(&W->rounds[m].arrived, 0);
-      atomic_store(&W->rounds[m].state, COOP_OPEN);
-      atomic_store(&W->rounds[m].done, 0);
-    }
     if (rep_gen) {
-      replicas_sync(&p->rep, plan, nplan);
+      /* a window submitted ahead follows a window that succeeded, within this call and without
+       * after_window: its copies took every step their parameters took, and its workers may
+       * use them already */
+      if (!early) replicas_sync(&p->rep, plan, nplan);
       p->rep.stale = true; /* until this window's step is known to have run in every slot */
     }
     /* Each worker's sample is fetched, encoded and submitted before the next is fetched, the
@@ -1861,7 +1951,7 @@ static int par_windows_impl(lua_State *L) {
     ferr[0] = '\0';
     lpt_xfer_session(L, 1);
     bool pool_failed = false;
-    for (int jj = 1; jj <= k; jj++) {
+    for (int jj = early ? k : 1; jj <= k; jj++) {
       int j = jj % k; /* 1, 2, ..., k-1, then 0 */
       par_task *t = lpt_zalloc(sizeof *t);
       if (!t) {
@@ -1876,7 +1966,7 @@ static int par_windows_impl(lua_State *L) {
         char e2[PT_ERRMSG_MAX];
         e2[0] = '\0';
         lpt_msg *m;
-        if (j > 0 && ahead->wi == wi) { /* read while the last window's step ran */
+        if (j > 0 && ahead->wi == wi) { /* read during the last window */
           m = ahead->m[j];
           ahead->m[j] = NULL;
           if (!m)
@@ -1896,59 +1986,29 @@ static int par_windows_impl(lua_State *L) {
         pool_failed = true;
         break;
       }
-      t->kind = TASK_ITEM;
-      t->call = lpt_msg_retain(call);
-      t->call_id = call_id;
-      t->model = lpt_msg_retain(p->model_msg);
-      t->model_gen = p->model_gen;
-      t->rep_gen = j > 0 ? rep_gen : 0;
-      t->grads = true;
-      t->index = start + j;
-      t->base.worker = j;
-      t->base.run = run_task;
-      t->win = W;
-      t->slot = j;
-      tasks[j] = t;
+      window_task(t, W, j, start + j, call, call_id, p, j > 0 ? rep_gen : 0);
+      cur[j] = t;
       if (j > 0 && pt_pool_submit(g.ctx, p->pool, &t->base) != PT_OK) {
-        tasks[j] = NULL;
+        cur[j] = NULL;
         free_task(t);
         pool_failed = true;
         break;
       }
     }
-    lpt_xfer_session(L, 0);
     ahead_clear(ahead);
-    if (pool_failed) { /* a worker may wait for a slot that never comes: cancel and drain */
-      atomic_store(&W->failed, true);
-      pt_pool_cancel(p->pool);
-      pt_ctx quiet;
-      pt_ctx_init(&quiet, 0);
-      pt_pool_task *done;
-      while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
-      }
-      pt_pool_uncancel(p->pool);
-      lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg, ahead);
-      return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
-    }
-    /* sample 1 of the window runs right here, on the inline worker's state */
-    p->inl->intr = g.ctx->interrupted;
-    tasks[0]->base.worker = 0;
-    run_task(&tasks[0]->base, 0, p->inl);
-    p->inl->intr = NULL;
-    /* This window has succeeded (every slot passed its barrier with no failure): while the
-     * workers finish their step, read and send the next window's samples for them, in their
-     * order, as the next window would first thing (the caller's thread is the one every
-     * window waits for). Not with after_window, which must run before the next samples are
-     * read. */
-    if (!has_after && !dmsg && wi + 1 < nwin && tasks[0]->ok && !atomic_load(&W->failed) &&
+    /* Pipelining: the next window's samples for slots 1..k-1 are read now (after this window's
+     * own, in the same order as without it) and submitted in a window struct of their own, so
+     * that each worker goes on to its next sample as soon as it is past this window's step
+     * instead of waiting for the caller to collect the window (the caller's thread, which
+     * also reads every sample, is the one every window waits for). Not with after_window,
+     * which must run before the next samples are read. */
+    if (!pool_failed && !ferr[0] && !has_after && !dmsg && wi + 1 < nwin &&
         !(g.ctx->interrupted && *g.ctx->interrupted)) {
       lua_rawgeti(L, 4, 2 * (wi + 1) + 1);
       lua_rawgeti(L, 4, 2 * (wi + 1) + 2);
       int start2 = (int)lua_tointeger(L, -2), k2 = (int)lua_tointeger(L, -1) - start2 + 1;
       lua_pop(L, 2);
-      if (k2 >= 1 && k2 <= n) {
-        lpt_xfer_session(L, 1);
+      if (k2 >= 2 && k2 <= n) {
         ahead->wi = wi + 1;
         ahead->k = k2;
         for (int j = 1; j < k2; j++)
@@ -1956,23 +2016,58 @@ static int par_windows_impl(lua_State *L) {
             ahead->fail_slot = j;
             break;
           }
-        lpt_xfer_session(L, 0);
+        /* a sample that failed is reported by its own window, as if read then */
+        if (!ahead->fail_slot && !atomic_load(&pipeline_off)) {
+          par_window *W2 = &p->win[(wi + 1) & 1];
+          window_setup(W2, k2, plan, nplan, W);
+          for (int j = 1; j < k2 && !pool_failed; j++) {
+            par_task *t = lpt_zalloc(sizeof *t);
+            if (!t) {
+              pool_failed = true;
+              snprintf(ferr, sizeof ferr, "par_by_sample: out of memory");
+              break;
+            }
+            t->args = ahead->m[j];
+            ahead->m[j] = NULL;
+            window_task(t, W2, j, start2 + j, call, call_id, p, rep_gen);
+            nxt[j] = t;
+            if (pt_pool_submit(g.ctx, p->pool, &t->base) != PT_OK) {
+              nxt[j] = NULL;
+              free_task(t);
+              pool_failed = true;
+            }
+          }
+          ahead_clear(ahead);
+          ahead_wi = wi + 1;
+          p->windows_ahead++;
+        }
       }
     }
-    for (int c = 1; c < k; c++) {
-      if (!wait_one(p, &g, tasks, k)) {
-        lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, 0, call, dmsg, ahead);
-        return luaL_error(L, "interrupted");
-      }
+    lpt_xfer_session(L, 0);
+    if (pool_failed) { /* a worker may wait for a slot that never comes: windows_end stops it */
+      WINDOWS_END();
+      return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
+    /* sample 1 of the window runs right here, on the inline worker's state */
+    p->inl->intr = g.ctx->interrupted;
+    cur[0]->base.worker = 0;
+    run_task(&cur[0]->base, 0, p->inl);
+    p->inl->intr = NULL;
+    for (int j = 1; j < k; j++)
+      while (!cur[j]->collected) {
+        par_task *d = wait_one(p, &g, tasks, 2 * n); /* may be a task of the next window */
+        if (!d) {
+          WINDOWS_END();
+          return luaL_error(L, "interrupted");
+        }
+        d->collected = true;
+      }
     /* A slot that saw Ctrl-C cancelled the pool (win_barrier, coop_linear) and every task of
      * the window has come back without wait_one noticing: re-arm the pool, or every later call
      * would stop at once. Some slots may have stepped and others not: the copies are stale. */
     if (pt_pool_cancelled(p->pool)) {
+      WINDOWS_END();
       pt_pool_uncancel(p->pool);
-      lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg, ahead);
       return luaL_error(L, "interrupted");
     }
     /* A Ctrl-C that came once every sample of the window had finished (nothing was left to
@@ -1980,13 +2075,12 @@ static int par_windows_impl(lua_State *L) {
      * window, or never when this was the last one. */
     bool late_intr = g.ctx->interrupted && *g.ctx->interrupted;
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
-      lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg, ahead);
+      WINDOWS_END();
       return luaL_error(L, "%s", ferr);
     }
     /* the first failure in sample order fails the call */
     for (int j = 0; j < k; j++) {
-      par_task *t = tasks[j];
+      par_task *t = cur[j];
       if (t->ok && !t->base.cancelled) continue;
       char buf[2 * PT_ERRMSG_MAX];
       if (t->base.cancelled) {
@@ -1998,8 +2092,7 @@ static int par_windows_impl(lua_State *L) {
         snprintf(buf, sizeof buf, "par_by_sample: sample %d failed on worker %d: %s%s%s",
                  t->index, j + 1, msg ? msg : "(error)", tb && *tb ? "\n" : "", tb ? tb : "");
       }
-      lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, k, call, dmsg, ahead);
+      WINDOWS_END();
       lua_pushstring(L, buf);
       return lua_error(L);
     }
@@ -2036,13 +2129,12 @@ static int par_windows_impl(lua_State *L) {
       wl = lua_gettop(L);
     }
     for (int j = 0; j < k; j++) {
-      int nr = push_results(L, tasks[j]->result);
+      int nr = push_results(L, cur[j]->result);
       if (nr < 0) {
         char buf[PT_ERRMSG_MAX];
-        snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", tasks[j]->index,
+        snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", cur[j]->index,
                  lua_tostring(L, -1));
-        lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, k, call, dmsg, ahead);
+        WINDOWS_END();
         return luaL_error(L, "%s", buf);
       }
       if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
@@ -2052,27 +2144,28 @@ static int par_windows_impl(lua_State *L) {
         lua_rawseti(L, wl, j + 1);
       }
       lua_rawseti(L, 9, ++nloss);
-      free_task(tasks[j]);
-      tasks[j] = NULL;
+      free_task(cur[j]);
+      cur[j] = NULL;
     }
     if (late_intr) {
-      lpt_sigint_guard_end(&g);
-      windows_cleanup(tasks, 0, call, dmsg, ahead);
+      WINDOWS_END();
       return luaL_error(L, "interrupted");
     }
     if (has_after) {
       lua_pushvalue(L, 6);
       lua_pushvalue(L, wl);
       if (call_interruptible(L, 1, g.ctx->interrupted) != LUA_OK) {
-        lpt_sigint_guard_end(&g);
-        windows_cleanup(tasks, 0, call, dmsg, ahead);
+        WINDOWS_END();
         return lua_error(L);
       }
     }
     lua_settop(L, 9);
+    par_task **swap = cur;
+    cur = nxt;
+    nxt = swap;
   }
-  lpt_sigint_guard_end(&g);
-  windows_cleanup(tasks, 0, call, dmsg, ahead);
+  WINDOWS_END();
+#undef WINDOWS_END
   return 1;
 }
 
@@ -2140,12 +2233,23 @@ static int l_par_partition(lua_State *L) {
   return 1;
 }
 
+/* For A/B timings and the specs: pt._par_pipeline(false) submits each window's tasks only
+ * after the window before was collected; true (the default) submits them ahead. */
+static int l_par_pipeline(lua_State *L) {
+  bool before = !atomic_load(&pipeline_off);
+  if (!lua_isnoneornil(L, 1)) atomic_store(&pipeline_off, !lua_toboolean(L, 1));
+  lua_pushboolean(L, before);
+  return 1;
+}
+
 /* For the specs: how many batch-1 products of partitioned weights par_by_sample's workers made
- * in full rounds and alone, summed over the shared pool's workers since it started. */
+ * in full rounds and alone, summed over the shared pool's workers, and how many windows were
+ * submitted ahead, since the pool started. */
 static int l_coop_stats(lua_State *L) {
-  long full = 0, alone = 0;
+  long full = 0, alone = 0, ahead = 0;
   if (lua_getfield(L, LUA_REGISTRYINDEX, SHARED_POOL_KEY) == LUA_TUSERDATA) {
     lpar_pool *p = *(lpar_pool **)lua_touserdata(L, -1);
+    if (p && !p->closed) ahead = p->windows_ahead;
     for (int j = 0; p && !p->closed && j < p->n; j++) { /* slot 0 runs on the inline worker */
       const par_worker *w = j ? &p->w[j] : p->inl;
       if (!w) continue;
@@ -2153,11 +2257,13 @@ static int l_coop_stats(lua_State *L) {
       alone += w->coop_alone;
     }
   }
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 3);
   lua_pushinteger(L, full);
   lua_setfield(L, -2, "full");
   lua_pushinteger(L, alone);
   lua_setfield(L, -2, "alone");
+  lua_pushinteger(L, ahead);
+  lua_setfield(L, -2, "ahead");
   return 1;
 }
 
@@ -2180,6 +2286,7 @@ static const luaL_Reg functions[] = {
     {"_par_test_sigint", l_test_sigint},
     {"_par_coop_stats", l_coop_stats},
     {"_par_partition", l_par_partition},
+    {"_par_pipeline", l_par_pipeline},
     {"worker_id", l_worker_id},
     {"Runner", l_runner},
     {NULL, NULL},
@@ -2188,8 +2295,9 @@ static const luaL_Reg functions[] = {
 static const char *const docs[] = {
     "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
     "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:close().",
-    "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=}: batch-1 products of partitioned weights\n  that par_by_sample's workers made together and alone (for the specs).",
+    "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=, ahead=}: batch-1 products of partitioned\n  weights that par_by_sample's workers made together and alone, and windows submitted ahead\n  (for the specs).",
     "_par_partition", "pt._par_partition([on]) -> was_on: with false, par_by_sample's fused step copies large\n  weights per worker like small ones instead of splitting them by rows (for A/B timings).",
+    "_par_pipeline", "pt._par_pipeline([on]) -> was_on: with false, par_by_sample submits a window's tasks only\n  once the window before was collected instead of ahead of it (for A/B timings).",
     "worker_id", "pt.worker_id() -> 0 in the main state, 1..n inside a dispatcher worker.",
     "Runner", "pt.Runner{devices=, ordered=, cfg=, producer_init=, producer_work=, producer_end=,\n  consumer_init=, consumer_work=, consumer_end=} -> runner; runner(list_or_iterator) -> consumer_end's value;\n  runner:close(). See partrain.runner.",
     NULL, NULL,

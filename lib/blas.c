@@ -4,6 +4,10 @@
 #include "parallel.h"
 
 #include <dlfcn.h>
+#include <math.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,3 +165,110 @@ void pt_gemm(const pt_ctx *ctx, pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE
   }
   pt_parallel_for(ctx, nblocks, 1, gemm_chunk, &j);
 }
+
+/* --- pt_sgemv_rows ---
+ * Each (row, input) pair has one accumulator of 16 lanes: lane l sums w[r,c] * x[c] for
+ * c = l, l + 16, ... in order with fused multiply-adds (a last partial block padded with zeros),
+ * then the lanes are summed by one fixed reduction. Kernels differ only in how many rows and
+ * inputs share a pass over the weight, never in that arithmetic. */
+#if defined(__AVX512F__)
+enum { SGEMV_LANES = 16 };
+
+/* the last cols % 16 elements of p, zero in the other lanes (a masked load: the lanes past the
+ * end are not read) */
+static inline __m512 sgemv_tail(const float *p, int64_t left) {
+  return _mm512_maskz_loadu_ps((__mmask16)((1u << left) - 1), p);
+}
+
+/* Keeps an input block in a register: left to itself GCC folds the load into every
+ * multiply-add, one load per row instead of one per block (the two-input kernel ran 2x slower) */
+#define SGEMV_IN_REGISTER(v) __asm__("" : "+v"(v))
+
+static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + v : v; }
+
+/* R rows of w (from row r) times one input */
+#define SGEMV_KERNEL_1(R)                                                                        \
+  static void sgemv_##R##x1(const float *w, int64_t cols, int64_t r, const float *x, float *y,   \
+                            bool beta) {                                                         \
+    __m512 a[R];                                                                                 \
+    const float *wr = w + r * cols;                                                              \
+    for (int i = 0; i < R; i++) a[i] = _mm512_setzero_ps();                                      \
+    int64_t c = 0;                                                                               \
+    for (; c + SGEMV_LANES <= cols; c += SGEMV_LANES) {                                          \
+      __m512 xv = _mm512_loadu_ps(x + c);                                                        \
+      SGEMV_IN_REGISTER(xv);                                                                     \
+      for (int i = 0; i < R; i++) a[i] = _mm512_fmadd_ps(_mm512_loadu_ps(wr + i * cols + c), xv, a[i]); \
+    }                                                                                            \
+    if (c < cols) {                                                                              \
+      __m512 xv = sgemv_tail(x + c, cols - c);                                                   \
+      for (int i = 0; i < R; i++) a[i] = _mm512_fmadd_ps(sgemv_tail(wr + i * cols + c, cols - c), xv, a[i]); \
+    }                                                                                            \
+    for (int i = 0; i < R; i++) sgemv_store(y + r + i, _mm512_reduce_add_ps(a[i]), beta);        \
+  }
+
+/* R rows of w (from row r) times two inputs, each weight block loaded once */
+#define SGEMV_KERNEL_2(R)                                                                        \
+  static void sgemv_##R##x2(const float *w, int64_t cols, int64_t r, const float *x0,            \
+                            const float *x1, float *y0, float *y1, bool beta0, bool beta1) {     \
+    __m512 a[R], b[R];                                                                           \
+    const float *wr = w + r * cols;                                                              \
+    for (int i = 0; i < R; i++) a[i] = b[i] = _mm512_setzero_ps();                               \
+    int64_t c = 0;                                                                               \
+    for (; c + SGEMV_LANES <= cols; c += SGEMV_LANES) {                                          \
+      __m512 xv = _mm512_loadu_ps(x0 + c), zv = _mm512_loadu_ps(x1 + c);                         \
+      SGEMV_IN_REGISTER(xv);                                                                     \
+      SGEMV_IN_REGISTER(zv);                                                                     \
+      for (int i = 0; i < R; i++) {                                                              \
+        __m512 wv = _mm512_loadu_ps(wr + i * cols + c);                                          \
+        a[i] = _mm512_fmadd_ps(wv, xv, a[i]);                                                    \
+        b[i] = _mm512_fmadd_ps(wv, zv, b[i]);                                                    \
+      }                                                                                          \
+    }                                                                                            \
+    if (c < cols) {                                                                              \
+      __m512 xv = sgemv_tail(x0 + c, cols - c), zv = sgemv_tail(x1 + c, cols - c);               \
+      for (int i = 0; i < R; i++) {                                                              \
+        __m512 wv = sgemv_tail(wr + i * cols + c, cols - c);                                     \
+        a[i] = _mm512_fmadd_ps(wv, xv, a[i]);                                                    \
+        b[i] = _mm512_fmadd_ps(wv, zv, b[i]);                                                    \
+      }                                                                                          \
+    }                                                                                            \
+    for (int i = 0; i < R; i++) {                                                                \
+      sgemv_store(y0 + r + i, _mm512_reduce_add_ps(a[i]), beta0);                                \
+      sgemv_store(y1 + r + i, _mm512_reduce_add_ps(b[i]), beta1);                                \
+    }                                                                                            \
+  }
+
+SGEMV_KERNEL_1(8)
+SGEMV_KERNEL_1(1)
+SGEMV_KERNEL_2(4)
+SGEMV_KERNEL_2(1)
+
+void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const float *const *xs,
+                   float *const *ys, const bool *beta, int nx) {
+  int i = 0;
+  for (; i + 2 <= nx; i += 2) { /* inputs in pairs */
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) sgemv_4x2(w, cols, r, xs[i], xs[i + 1], ys[i], ys[i + 1], beta[i], beta[i + 1]);
+    for (; r < r1; r++) sgemv_1x2(w, cols, r, xs[i], xs[i + 1], ys[i], ys[i + 1], beta[i], beta[i + 1]);
+  }
+  if (i < nx) {
+    int64_t r = r0;
+    for (; r + 8 <= r1; r += 8) sgemv_8x1(w, cols, r, xs[i], ys[i], beta[i]);
+    for (; r < r1; r++) sgemv_1x1(w, cols, r, xs[i], ys[i], beta[i]);
+  }
+}
+#else
+/* Without AVX-512: the same 16-lane scheme in plain C, one (row, input) pair at a time. */
+void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const float *const *xs,
+                   float *const *ys, const bool *beta, int nx) {
+  for (int i = 0; i < nx; i++)
+    for (int64_t r = r0; r < r1; r++) {
+      float lane[16] = {0};
+      const float *wr = w + r * cols;
+      for (int64_t c = 0; c < cols; c++) lane[c % 16] = fmaf(wr[c], xs[i][c], lane[c % 16]);
+      for (int h = 8; h >= 1; h /= 2)
+        for (int l = 0; l < h; l++) lane[l] += lane[l + h];
+      ys[i][r] = beta[i] ? ys[i][r] + lane[0] : lane[0];
+    }
+}
+#endif

@@ -204,18 +204,18 @@ fail:
 void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *const *xs,
                        void *const *ys, const bool *beta, int nx) {
   int64_t cols = w->shape[1];
+  if (w->dtype == PT_FLOAT32) {
+    pt_sgemv_rows(pt_tensor_data(w), cols, r0, r1, (const float *const *)xs, (float *const *)ys,
+                  beta, nx);
+    return;
+  }
   for (int64_t c0 = r0; c0 < r1;) {
     int64_t c1 = (c0 / PT_LINEAR_ROWS_CHUNK + 1) * PT_LINEAR_ROWS_CHUNK;
     if (c1 > r1) c1 = r1;
     for (int i = 0; i < nx; i++)
-      if (w->dtype == PT_FLOAT32)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)cols, 1.0f,
-                    (const float *)pt_tensor_data(w) + c0 * cols, (blasint)cols, xs[i], 1,
-                    beta[i] ? 1.0f : 0.0f, (float *)ys[i] + c0, 1);
-      else
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)cols, 1.0,
-                    (const double *)pt_tensor_data(w) + c0 * cols, (blasint)cols, xs[i], 1,
-                    beta[i] ? 1.0 : 0.0, (double *)ys[i] + c0, 1);
+      cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)(c1 - c0), (blasint)cols, 1.0,
+                  (const double *)pt_tensor_data(w) + c0 * cols, (blasint)cols, xs[i], 1,
+                  beta[i] ? 1.0 : 0.0, (double *)ys[i] + c0, 1);
     c0 = c1;
   }
 }

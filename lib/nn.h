@@ -40,11 +40,13 @@ typedef enum pt_nn_act {
 } pt_nn_act;
 
 /* Rows r0..r1 of nx batch-1 linear products with one weight: ys[i][r] = W[r,:] xs[i]
- * (+ ys[i][r] when beta[i]), for a contiguous float32/float64 weight. The rows go to BLAS in
- * chunks of PT_LINEAR_ROWS_CHUNK rows that start at multiples of it (and end at one, or at the
- * last row), so a block whose ends are such multiples gets bitwise the numbers of the whole
- * product (BLAS's kernels treat a row differently by where it falls in the call), which
- * par_by_sample's partitioned weights rely on; pt_nn_linear's batch-1 path computes this way. */
+ * (+ ys[i][r] when beta[i]), for a contiguous float32/float64 weight; pt_nn_linear's batch-1
+ * path computes this way. A block whose ends are multiples of PT_LINEAR_ROWS_CHUNK (or the last
+ * row) gets bitwise the numbers of the whole product, which par_by_sample's partitioned
+ * weights rely on: float32 runs pt_sgemv_rows (any split will do, two inputs share one pass
+ * over the weight), float64 sends the rows to BLAS in chunks of PT_LINEAR_ROWS_CHUNK rows that
+ * start at multiples of it (BLAS's kernels treat a row differently by where it falls in the
+ * call). */
 #define PT_LINEAR_ROWS_CHUNK 128
 void pt_nn_linear_rows(const pt_tensor *w, int64_t r0, int64_t r1, const void *const *xs,
                        void *const *ys, const bool *beta, int nx);

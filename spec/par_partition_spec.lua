@@ -226,3 +226,96 @@ describe("par_by_sample with a partitioned weight", function()
     end)
   end
 end)
+
+-- Without after_window, each window's worker samples are submitted while the window before
+-- still runs (host/l_par.c, par_windows_impl); pt._par_pipeline(false) waits for the window
+-- before to be collected instead.
+describe("par_by_sample's windows submitted ahead", function()
+  local function with_pipeline(on, f)
+    local was = pt._par_pipeline(on)
+    local r = table.pack(pcall(f))
+    pt._par_pipeline(was)
+    assert(r[1], r[2])
+    return table.unpack(r, 2, r.n)
+  end
+
+  -- the samples carry their index: sample[3]
+  local function indexed(n)
+    local ds = make_data(n)
+    return {get = function(_, i) local s = ds:get(i); return {s[1], s[2], i} end,
+            len = function() return n end}
+  end
+
+  for _, threads in ipairs({2, 3}) do
+    it(("gives the weights and losses of windows submitted one by one (%d threads)"):format(threads), function()
+      for _, o in ipairs({{lr = 0.1}, {lr = 0.05, momentum = 0.9}}) do
+        local function ahead_of(f)
+          local a = pt._par_coop_stats().ahead
+          local m, l = f()
+          return m, l, pt._par_coop_stats().ahead - a
+        end
+        local m1, l1, a1 = with_pipeline(false, function()
+          return ahead_of(function() return train(threads, plain, o, true, nil, 17) end)
+        end)
+        local m2, l2, a2 = with_pipeline(true, function()
+          return ahead_of(function() return train(threads, plain, o, true, nil, 17) end)
+        end)
+        assert.are.same(l1, l2)
+        same_params(m1, m2, "pipelined")
+        -- 17 samples: every window after the first with 2+ samples went ahead
+        assert.are.equal(0, a1)
+        assert.are.equal(threads == 2 and 7 or 5, a2)
+      end
+    end)
+  end
+
+  it("sums an epoch's gradients as windows submitted one by one (no step)", function()
+    local function grads()
+      local model = make_model()
+      data.DataHandler(make_data(15)):par_by_sample(model, 2, plain, {epoch = true})
+      local g = {}
+      for i, p in ipairs(model:parameters()) do g[i] = p.grad end
+      return g
+    end
+    local g1 = with_pipeline(false, grads)
+    local g2 = with_pipeline(true, grads)
+    for i = 1, #g1 do assert.is_true(pt.equal(g1[i], g2[i]), "gradient " .. i) end
+  end)
+
+  for _, bad in ipairs({5, 6}) do
+    it(("fails at sample %d with the next window under way, stepped up to the window before"):format(bad), function()
+      local fn = function(sample, model)
+        if sample[3] == bad then error("bad sample " .. sample[3]) end
+        return plain(sample, model)
+      end
+      local model = make_model()
+      local opt = optim.SGD(model:parameters(), {lr = 0.1})
+      local ok, err = pcall(function()
+        data.DataHandler(indexed(10)):par_by_sample(model, 2, fn, {epoch = true, step = opt})
+      end)
+      assert.is_false(ok)
+      assert.matches(("sample %d failed on worker %d: .*bad sample %d"):format(bad, bad - 4, bad), err)
+      -- samples 1-4 (windows 1 and 2) were stepped, and nothing of windows 3 and 4
+      same_params(model, train(2, plain, nil, true, nil, 4), "after the failure")
+      -- the pool goes on
+      same_params(train(2, plain, nil, false), train(2, plain, nil, true), "the next call")
+    end)
+  end
+
+  it("reports a sample that cannot be read at its own window, after the window before stepped", function()
+    local ds = indexed(10)
+    local get = ds.get
+    ds.get = function(self, i)
+      if i == 8 then error("unreadable " .. i) end
+      return get(self, i)
+    end
+    local model = make_model()
+    local opt = optim.SGD(model:parameters(), {lr = 0.1})
+    local ok, err = pcall(function()
+      data.DataHandler(ds):par_by_sample(model, 2, plain, {epoch = true, step = opt})
+    end)
+    assert.is_false(ok)
+    assert.matches("sample 8 could not be read: .*unreadable 8", err)
+    same_params(model, train(2, plain, nil, true, nil, 6), "windows 1-3 stepped")
+  end)
+end)

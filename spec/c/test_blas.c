@@ -5,6 +5,7 @@
 #include "../../lib/nn.h"
 #include "../../lib/tensor.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,9 +65,10 @@ static void check_product(const pt_ctx *ctx, bool ta, bool tb, int64_t m, int64_
   free(want);
 }
 
-/* pt_nn_linear_rows over blocks whose ends are multiples of PT_LINEAR_ROWS_CHUNK rows, with
- * several inputs per call, gives bitwise the numbers of the whole product (par_by_sample's
- * partitioned weights rely on it). */
+/* pt_nn_linear_rows over blocks whose ends are multiples of PT_LINEAR_ROWS_CHUNK rows (float32:
+ * any rows), with several inputs per call, gives bitwise the numbers of the whole product
+ * (par_by_sample's partitioned weights rely on it); float32's own kernel agrees with BLAS's
+ * sgemv to rounding. */
 static void check_linear_blocks(pt_ctx *ctx, pt_dtype dt, int64_t rows, int64_t cols) {
   enum { NX = 3 };
   int64_t shape[2] = {rows, cols};
@@ -94,9 +96,23 @@ static void check_linear_blocks(pt_ctx *ctx, pt_dtype dt, int64_t rows, int64_t 
     pt_nn_linear_rows(w, 0, rows, (const void *const *)&x[i], &whole[i], &beta[i], 1);
   for (int64_t r0 = 0, b = 0; r0 < rows; b++) { /* blocks of 1, 3, 2, 1, 3, ... chunks */
     int64_t r1 = r0 + PT_LINEAR_ROWS_CHUNK * (1 + (b * 2) % 3);
+    if (dt == PT_FLOAT32) r1 = r0 + 1 + (b * 37) % 61; /* blocks of 1 to 61 rows, anywhere */
     if (r1 > rows) r1 = rows;
     pt_nn_linear_rows(w, r0, r1, (const void *const *)x, parts, beta, NX);
     r0 = r1;
+  }
+  if (dt == PT_FLOAT32) { /* the whole product against BLAS (beta: the value before, saved) */
+    for (int i = 0; i < NX; i++) {
+      float *want = malloc(sizeof(float) * (size_t)(rows + 1)), *got = whole[i];
+      for (int64_t r = 0; r < rows; r++) want[r] = 0;
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)rows, (blasint)cols, 1.0f,
+                  pt_tensor_data(w), (blasint)cols, x[i], 1, 0.0f, want, 1);
+      for (int64_t r = 0; r < rows && !beta[i]; r++) {
+        float tol = 2e-6f * (float)cols;
+        CHECK(fabsf(got[r] - want[r]) <= tol);
+      }
+      free(want);
+    }
   }
   for (int i = 0; i < NX; i++) {
     CHECK(memcmp(whole[i], parts[i], es * (size_t)rows) == 0);
