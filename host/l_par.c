@@ -1652,6 +1652,11 @@ typedef struct sample_ahead {
   int fail_slot; /* the slot whose sample failed (its message in err), or 0 */
   char err[PT_ERRMSG_MAX];
   lpt_msg *m[PAR_MAX_SLOTS];
+  /* slot 0's sample of window wi0 (or its failure in err0 when m0 is NULL), read at the end
+   * of the window before; -1: none */
+  int wi0;
+  lpt_msg *m0;
+  char err0[PT_ERRMSG_MAX];
 } sample_ahead;
 
 static void ahead_clear(sample_ahead *a) {
@@ -1663,6 +1668,13 @@ static void ahead_clear(sample_ahead *a) {
   a->k = 0;
   a->fail_slot = 0;
 }
+
+static void ahead_clear0(sample_ahead *a) {
+  lpt_msg_release(a->m0);
+  a->m0 = NULL;
+  a->wi0 = -1;
+}
+
 
 /* Sample i of the source at stack index 3, encoded for a worker; NULL with the reason in err
  * when it cannot be read or sent. */
@@ -1682,6 +1694,18 @@ static lpt_msg *read_sample(lua_State *L, int i, char *err, size_t errlen) {
   }
   lua_settop(L, top);
   return m;
+}
+
+/* Reads window wi's samples for slots 1..k-1 into a (the first failure stops it). */
+static void ahead_read(lua_State *L, sample_ahead *a, int wi, int start, int k) {
+  ahead_clear(a);
+  a->wi = wi;
+  a->k = k;
+  for (int j = 1; j < k; j++)
+    if (!(a->m[j] = read_sample(L, start + j, a->err, sizeof a->err))) {
+      a->fail_slot = j;
+      break;
+    }
 }
 
 /* par_windows_impl's exits: tasks still out (submitted ahead, or a window whose slot 0 never
@@ -1705,6 +1729,7 @@ static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int
   lpt_msg_release(call);
   lpt_msg_release(dmsg);
   ahead_clear(ahead);
+  ahead_clear0(ahead);
   free(ahead);
   lpt_sigint_guard_end(g);
 }
@@ -1766,6 +1791,15 @@ static int call_interruptible(lua_State *L, int nargs, volatile sig_atomic_t *fl
   caller_flag = old_flag;
   lua_sethook(L, old, mask, count);
   return st;
+}
+
+/* The first sample and the size of window wi of the windows table at stack index 4. */
+static void window_span(lua_State *L, int wi, int *start, int *k) {
+  lua_rawgeti(L, 4, 2 * wi + 1);
+  lua_rawgeti(L, 4, 2 * wi + 2);
+  *start = (int)lua_tointeger(L, -2);
+  *k = (int)lua_tointeger(L, -1) - *start + 1;
+  lua_pop(L, 2);
 }
 
 static int par_windows_impl(lua_State *L) {
@@ -1889,7 +1923,7 @@ static int par_windows_impl(lua_State *L) {
    * ahead (cur and nxt swap after every window) */
   par_task **tasks = calloc(2 * (size_t)n, sizeof *tasks);
   sample_ahead *ahead = calloc(1, sizeof *ahead);
-  if (ahead) ahead->wi = -1;
+  if (ahead) ahead->wi = ahead->wi0 = -1;
   if (!tasks || !ahead) {
     free(tasks);
     free(ahead);
@@ -1971,6 +2005,11 @@ static int par_windows_impl(lua_State *L) {
           ahead->m[j] = NULL;
           if (!m)
             snprintf(e2, sizeof e2, "%s", ahead->fail_slot == j ? ahead->err : "par_by_sample: a sample read ahead is missing");
+        } else if (j == 0 && ahead->wi0 == wi) { /* read at the end of the last window */
+          m = ahead->m0;
+          ahead->m0 = NULL;
+          if (!m) snprintf(e2, sizeof e2, "%s", ahead->err0);
+          ahead_clear0(ahead);
         } else {
           m = read_sample(L, start + j, e2, sizeof e2);
         }
@@ -1995,27 +2034,20 @@ static int par_windows_impl(lua_State *L) {
         break;
       }
     }
-    ahead_clear(ahead);
+    if (ahead->wi <= wi) ahead_clear(ahead);
     /* Pipelining: the next window's samples for slots 1..k-1 are read now (after this window's
-     * own, in the same order as without it) and submitted in a window struct of their own, so
-     * that each worker goes on to its next sample as soon as it is past this window's step
-     * instead of waiting for the caller to collect the window (the caller's thread, which
-     * also reads every sample, is the one every window waits for). Not with after_window,
-     * which must run before the next samples are read. */
+     * own, in the same order as without it; in the steady state they were read at the end of
+     * the window before) and submitted in a window struct of their own, so that each worker
+     * goes on to its next sample as soon as it is past this window's step instead of waiting
+     * for the caller to collect the window (the caller's thread, which also reads every
+     * sample, is the one every window waits for). Not with after_window, which must run
+     * before the next samples are read. */
     if (!pool_failed && !ferr[0] && !has_after && !dmsg && wi + 1 < nwin &&
         !(g.ctx->interrupted && *g.ctx->interrupted)) {
-      lua_rawgeti(L, 4, 2 * (wi + 1) + 1);
-      lua_rawgeti(L, 4, 2 * (wi + 1) + 2);
-      int start2 = (int)lua_tointeger(L, -2), k2 = (int)lua_tointeger(L, -1) - start2 + 1;
-      lua_pop(L, 2);
+      int start2, k2;
+      window_span(L, wi + 1, &start2, &k2);
       if (k2 >= 2 && k2 <= n) {
-        ahead->wi = wi + 1;
-        ahead->k = k2;
-        for (int j = 1; j < k2; j++)
-          if (!(ahead->m[j] = read_sample(L, start2 + j, ahead->err, sizeof ahead->err))) {
-            ahead->fail_slot = j;
-            break;
-          }
+        if (ahead->wi != wi + 1) ahead_read(L, ahead, wi + 1, start2, k2);
         /* a sample that failed is reported by its own window, as if read then */
         if (!ahead->fail_slot && !atomic_load(&pipeline_off)) {
           par_window *W2 = &p->win[(wi + 1) & 1];
@@ -2053,6 +2085,24 @@ static int par_windows_impl(lua_State *L) {
     cur[0]->base.worker = 0;
     run_task(&cur[0]->base, 0, p->inl);
     p->inl->intr = NULL;
+    /* The window has succeeded once slot 0 is past its barrier with no failure: while the
+     * workers finish their step, read the next window's slot-0 sample and the samples of the
+     * window after it for slots 1..k-1 (in the order of the reads at the windows' starts):
+     * the completions are waited for after that, when they have usually come. */
+    if (ahead_wi == wi + 1 && ahead->wi0 < 0 && cur[0]->ok && !atomic_load(&W->failed) &&
+        !(g.ctx->interrupted && *g.ctx->interrupted)) {
+      int start1, k1;
+      window_span(L, wi + 1, &start1, &k1);
+      lpt_xfer_session(L, 1);
+      ahead->wi0 = wi + 1;
+      ahead->m0 = read_sample(L, start1, ahead->err0, sizeof ahead->err0);
+      if (ahead->m0 && wi + 2 < nwin) {
+        int start2, k2;
+        window_span(L, wi + 2, &start2, &k2);
+        if (k2 >= 2 && k2 <= n) ahead_read(L, ahead, wi + 2, start2, k2);
+      }
+      lpt_xfer_session(L, 0);
+    }
     for (int j = 1; j < k; j++)
       while (!cur[j]->collected) {
         par_task *d = wait_one(p, &g, tasks, 2 * n); /* may be a task of the next window */
