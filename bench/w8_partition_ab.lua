@@ -52,3 +52,6 @@ for _, v in ipairs(variants) do
   print(string.format("%-26s %8.0f samples/s   x%.3f of 1 thread", v[1], median(rates[v[1]]),
                       median(ratios)))
 end
+-- the boundary of the two workers' blocks of the first layer, as adapted to the cores' speeds
+print(string.format("row blocks: worker 1 takes %+d rows of 16 (pt._par_coop_stats().shift)",
+                    pt._par_coop_stats().shift))

@@ -81,6 +81,9 @@ typedef struct par_worker {
   uint64_t rep_gen;            /* the replica set the model at MODEL_KEY was decoded with, or 0 */
   int coop_next;               /* its next round of cooperative products in this window */
   long coop_full, coop_alone;  /* its products made in a full round, alone (pt._par_coop_stats) */
+  /* its waits for the other slot's block in first rounds of 2 slots, and how many (the
+   * caller reads them while the worker may run a window submitted ahead) */
+  atomic_long split_wait_ns, split_rounds;
 } par_worker;
 
 enum { TASK_CALL = 0, TASK_ITEM = 1 };
@@ -146,6 +149,10 @@ struct lpar_pool {
   par_replicas rep;
   uint64_t rep_next_gen;
   long windows_ahead; /* par_by_sample windows whose worker tasks were submitted ahead */
+  /* split_adapt's state: the shift of 2-slot windows' float32 row blocks (part_row) and the
+   * workers' counters at its last look */
+  int split_shift;
+  long split_seen_wait[2], split_seen_rounds[2];
 };
 
 /* pt._par_partition(false): large weights are copied per worker as small ones (A/B timings) */
@@ -405,14 +412,33 @@ struct par_window {
    * every slot of the window before is past its step (NULL: none to wait for). */
   struct par_window *prev;
   unsigned long long prev_target;
+  int shift; /* the pool's split_shift when the window was set up */
 };
 
-/* The first row of slot j's block of a partitioned weight with `rows` rows (j = k: rows).
- * Blocks start at multiples of PT_LINEAR_ROWS_CHUNK: pt_nn_linear_rows then gives every row the
- * numbers of the whole product, and two slots never write the same cache line of an output. */
-static int64_t part_row(int64_t rows, int k, int j) {
+/* The first row of slot j's block of partitioned weight w in window W (j = k: all rows).
+ * Blocks start at multiples of PT_LINEAR_ROWS_CHUNK (float64), where pt_nn_linear_rows gives
+ * every row the numbers of the whole product, or of PAR_SPLIT_GRAIN (float32, whose products
+ * give a row the same numbers wherever a block starts), so two slots never write the same
+ * cache line of an output. For float32 the boundary of 2 slots moves by W->shift grains (up
+ * to a quarter of the rows each way): slot 0 takes that many more rows (split_adapt). */
+#define PAR_SPLIT_GRAIN 16
+#define PAR_SPLIT_CLIP_NS 20000u
+/* pt._par_partition(true, shift) fixes the shift (specs, A/B timings); SPLIT_ADAPT: adapted */
+#define SPLIT_ADAPT (-1000)
+static atomic_int split_forced = SPLIT_ADAPT;
+static int64_t part_row(const par_window *W, const pt_tensor *w, int j) {
+  int64_t rows = w->shape[0];
+  int k = W->k;
   if (j >= k) return rows;
-  return rows * j / k / PT_LINEAR_ROWS_CHUNK * PT_LINEAR_ROWS_CHUNK;
+  int64_t grain = w->dtype == PT_FLOAT32 ? PAR_SPLIT_GRAIN : PT_LINEAR_ROWS_CHUNK;
+  int64_t r = rows * j / k / grain * grain;
+  if (k == 2 && j == 1 && W->shift && w->dtype == PT_FLOAT32) {
+    int64_t lo = (rows / 4 + PAR_SPLIT_GRAIN - 1) / PAR_SPLIT_GRAIN * PAR_SPLIT_GRAIN;
+    r += (int64_t)W->shift * PAR_SPLIT_GRAIN;
+    if (r < lo) r = lo;
+    if (r > rows - lo) r = (rows - lo) / PAR_SPLIT_GRAIN * PAR_SPLIT_GRAIN;
+  }
+  return r;
 }
 
 static bool plan_part(const par_window *W, const pt_tensor *w) {
@@ -433,6 +459,12 @@ static void wait_turn(int spin) {
   }
   pt_cpu_relax();
   if ((spin & 127) == 0) sched_yield(); /* a peer sharing this core (a busy machine) may run */
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* pt_linear_coop_fn for the worker running a sample of a window (see PAR_PART_BYTES). */
@@ -475,9 +507,18 @@ static bool coop_linear(void *ud, const pt_tensor *w, const void *x, void *y, bo
   }
   self->coop_full++;
   /* this slot's block of rows, for every slot's input */
-  pt_nn_linear_rows(w, part_row(rows, k, j), part_row(rows, k, j + 1), R->x, R->y, R->beta, k);
+  pt_nn_linear_rows(w, part_row(W, w, j), part_row(W, w, j + 1), R->x, R->y, R->beta, k);
   atomic_fetch_add(&R->done, 1);
+  /* the first round's wait for the other blocks measures how the split fits the cores' speeds
+   * (split_adapt) */
+  uint64_t t0 = r == 0 && k == 2 ? now_ns() : 0;
   for (int spin = 1; atomic_load(&R->done) < k; spin++) wait_turn(spin); /* peers are in C: they finish */
+  if (t0) {
+    uint64_t waited = now_ns() - t0; /* clipped: a preempted peer says nothing of speeds */
+    atomic_fetch_add_explicit(&self->split_wait_ns, (long)(waited < PAR_SPLIT_CLIP_NS ? waited : PAR_SPLIT_CLIP_NS),
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&self->split_rounds, 1, memory_order_relaxed);
+  }
   return true;
 }
 
@@ -724,8 +765,8 @@ static void window_reduce_slot(par_task *t, par_worker *self) {
     int64_t lo = whole ? 0 : n * t->slot / W->k, hi = whole ? n : n * (t->slot + 1) / W->k;
     if (e->part) { /* the block of rows this slot multiplied */
       int64_t prow = param->shape[0], pcols = n / prow;
-      lo = part_row(prow, W->k, t->slot) * pcols;
-      hi = part_row(prow, W->k, t->slot + 1) * pcols;
+      lo = part_row(W, param, t->slot) * pcols;
+      hi = part_row(W, param, t->slot + 1) * pcols;
     }
     if (lo >= hi) continue;
     bool zero_grad = !e->grad_zero && !whole;
@@ -1652,11 +1693,6 @@ typedef struct sample_ahead {
   int fail_slot; /* the slot whose sample failed (its message in err), or 0 */
   char err[PT_ERRMSG_MAX];
   lpt_msg *m[PAR_MAX_SLOTS];
-  /* slot 0's sample of window wi0 (or its failure in err0 when m0 is NULL), read at the end
-   * of the window before; -1: none */
-  int wi0;
-  lpt_msg *m0;
-  char err0[PT_ERRMSG_MAX];
 } sample_ahead;
 
 static void ahead_clear(sample_ahead *a) {
@@ -1667,12 +1703,6 @@ static void ahead_clear(sample_ahead *a) {
   a->wi = -1;
   a->k = 0;
   a->fail_slot = 0;
-}
-
-static void ahead_clear0(sample_ahead *a) {
-  lpt_msg_release(a->m0);
-  a->m0 = NULL;
-  a->wi0 = -1;
 }
 
 
@@ -1729,7 +1759,6 @@ static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int
   lpt_msg_release(call);
   lpt_msg_release(dmsg);
   ahead_clear(ahead);
-  ahead_clear0(ahead);
   free(ahead);
   lpt_sigint_guard_end(g);
 }
@@ -1743,6 +1772,8 @@ static void window_setup(par_window *W, int k, step_entry *plan, int nplan, par_
   W->prev = prev;
   W->prev_target = prev ? prev->fin_base + (unsigned long long)prev->k : 0;
   W->fin_base = atomic_load(&W->fin_count);
+  int forced = atomic_load(&split_forced);
+  W->shift = forced != SPLIT_ADAPT ? forced : W->pool->split_shift;
   atomic_store(&W->arrived, 0);
   atomic_store(&W->failed, false);
   /* no slot runs a sample of this window yet: its rounds start empty */
@@ -1791,6 +1822,35 @@ static int call_interruptible(lua_State *L, int nargs, volatile sig_atomic_t *fl
   caller_flag = old_flag;
   lua_sethook(L, old, mask, count);
   return st;
+}
+
+/* Between windows, in the caller: every PAR_SPLIT_WINDOWS first rounds of 2 slots, compare the
+ * slots' mean waits for the other slot's block. The VM's two vCPUs do not always run at the
+ * same speed (one ran this workload's Lua code ~35% slower than the other for minutes at a
+ * time): the slot that waits more is on the faster core and takes one more grain of rows of
+ * every float32 partitioned weight, when the gap is larger than moving a grain would change it
+ * (~1 us for the 784x256 layer). The numbers do not depend on the split. */
+#define PAR_SPLIT_WINDOWS 64
+#define PAR_SPLIT_DEADBAND_NS 1000
+#define PAR_SPLIT_MAX 8
+static void split_adapt(lpar_pool *p) {
+  if (atomic_load(&split_forced) != SPLIT_ADAPT || p->n < 2 || !p->inl) return;
+  par_worker *ws[2] = {p->inl, &p->w[1]};
+  long wait[2], rounds[2];
+  for (int i = 0; i < 2; i++) {
+    wait[i] = atomic_load_explicit(&ws[i]->split_wait_ns, memory_order_relaxed);
+    rounds[i] = atomic_load_explicit(&ws[i]->split_rounds, memory_order_relaxed);
+  }
+  long r0 = rounds[0] - p->split_seen_rounds[0], r1 = rounds[1] - p->split_seen_rounds[1];
+  if (r0 < PAR_SPLIT_WINDOWS || r1 < PAR_SPLIT_WINDOWS) return;
+  /* > 0: slot 0 waits more, its core is the faster */
+  long d = (wait[0] - p->split_seen_wait[0]) / r0 - (wait[1] - p->split_seen_wait[1]) / r1;
+  if (d > PAR_SPLIT_DEADBAND_NS && p->split_shift < PAR_SPLIT_MAX) p->split_shift++;
+  if (d < -PAR_SPLIT_DEADBAND_NS && p->split_shift > -PAR_SPLIT_MAX) p->split_shift--;
+  for (int i = 0; i < 2; i++) {
+    p->split_seen_wait[i] = wait[i];
+    p->split_seen_rounds[i] = rounds[i];
+  }
 }
 
 /* The first sample and the size of window wi of the windows table at stack index 4. */
@@ -1923,7 +1983,7 @@ static int par_windows_impl(lua_State *L) {
    * ahead (cur and nxt swap after every window) */
   par_task **tasks = calloc(2 * (size_t)n, sizeof *tasks);
   sample_ahead *ahead = calloc(1, sizeof *ahead);
-  if (ahead) ahead->wi = ahead->wi0 = -1;
+  if (ahead) ahead->wi = -1;
   if (!tasks || !ahead) {
     free(tasks);
     free(ahead);
@@ -2005,11 +2065,6 @@ static int par_windows_impl(lua_State *L) {
           ahead->m[j] = NULL;
           if (!m)
             snprintf(e2, sizeof e2, "%s", ahead->fail_slot == j ? ahead->err : "par_by_sample: a sample read ahead is missing");
-        } else if (j == 0 && ahead->wi0 == wi) { /* read at the end of the last window */
-          m = ahead->m0;
-          ahead->m0 = NULL;
-          if (!m) snprintf(e2, sizeof e2, "%s", ahead->err0);
-          ahead_clear0(ahead);
         } else {
           m = read_sample(L, start + j, e2, sizeof e2);
         }
@@ -2034,20 +2089,19 @@ static int par_windows_impl(lua_State *L) {
         break;
       }
     }
-    if (ahead->wi <= wi) ahead_clear(ahead);
+    ahead_clear(ahead);
     /* Pipelining: the next window's samples for slots 1..k-1 are read now (after this window's
-     * own, in the same order as without it; in the steady state they were read at the end of
-     * the window before) and submitted in a window struct of their own, so that each worker
-     * goes on to its next sample as soon as it is past this window's step instead of waiting
-     * for the caller to collect the window (the caller's thread, which also reads every
-     * sample, is the one every window waits for). Not with after_window, which must run
-     * before the next samples are read. */
+     * own, in the same order as without it) and submitted in a window struct of their own, so
+     * that each worker goes on to its next sample as soon as it is past this window's step
+     * instead of waiting for the caller to collect the window (the caller's thread, which
+     * also reads every sample, is the one every window waits for). Not with after_window,
+     * which must run before the next samples are read. */
     if (!pool_failed && !ferr[0] && !has_after && !dmsg && wi + 1 < nwin &&
         !(g.ctx->interrupted && *g.ctx->interrupted)) {
       int start2, k2;
       window_span(L, wi + 1, &start2, &k2);
       if (k2 >= 2 && k2 <= n) {
-        if (ahead->wi != wi + 1) ahead_read(L, ahead, wi + 1, start2, k2);
+        ahead_read(L, ahead, wi + 1, start2, k2);
         /* a sample that failed is reported by its own window, as if read then */
         if (!ahead->fail_slot && !atomic_load(&pipeline_off)) {
           par_window *W2 = &p->win[(wi + 1) & 1];
@@ -2085,24 +2139,6 @@ static int par_windows_impl(lua_State *L) {
     cur[0]->base.worker = 0;
     run_task(&cur[0]->base, 0, p->inl);
     p->inl->intr = NULL;
-    /* The window has succeeded once slot 0 is past its barrier with no failure: while the
-     * workers finish their step, read the next window's slot-0 sample and the samples of the
-     * window after it for slots 1..k-1 (in the order of the reads at the windows' starts):
-     * the completions are waited for after that, when they have usually come. */
-    if (ahead_wi == wi + 1 && ahead->wi0 < 0 && cur[0]->ok && !atomic_load(&W->failed) &&
-        !(g.ctx->interrupted && *g.ctx->interrupted)) {
-      int start1, k1;
-      window_span(L, wi + 1, &start1, &k1);
-      lpt_xfer_session(L, 1);
-      ahead->wi0 = wi + 1;
-      ahead->m0 = read_sample(L, start1, ahead->err0, sizeof ahead->err0);
-      if (ahead->m0 && wi + 2 < nwin) {
-        int start2, k2;
-        window_span(L, wi + 2, &start2, &k2);
-        if (k2 >= 2 && k2 <= n) ahead_read(L, ahead, wi + 2, start2, k2);
-      }
-      lpt_xfer_session(L, 0);
-    }
     for (int j = 1; j < k; j++)
       while (!cur[j]->collected) {
         par_task *d = wait_one(p, &g, tasks, 2 * n); /* may be a task of the next window */
@@ -2173,6 +2209,7 @@ static int par_windows_impl(lua_State *L) {
       }
     }
     if (rep_gen) p->rep.stale = false;
+    if (W->coop && k == 2) split_adapt(p);
     int wl = 0; /* this window's losses, for after_window only */
     if (has_after) {
       lua_createtable(L, k, 0);
@@ -2275,10 +2312,18 @@ static int l_test_sigint(lua_State *L) {
 }
 
 /* For A/B timings: pt._par_partition(false) copies large weights per worker as small ones,
- * pt._par_partition(true) partitions them again (the default); returns the setting before. */
+ * pt._par_partition(true) partitions them again (the default); returns the setting before. A
+ * second argument fixes the shift of 2-slot float32 blocks (part_row) instead of adapting it. */
 static int l_par_partition(lua_State *L) {
   bool before = !atomic_load(&partition_off);
   if (!lua_isnoneornil(L, 1)) atomic_store(&partition_off, !lua_toboolean(L, 1));
+  if (lua_isnoneornil(L, 2)) {
+    atomic_store(&split_forced, SPLIT_ADAPT);
+  } else {
+    lua_Integer shift = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, shift >= -PAR_SPLIT_MAX && shift <= PAR_SPLIT_MAX, 2, "shift out of range");
+    atomic_store(&split_forced, (int)shift);
+  }
   lua_pushboolean(L, before);
   return 1;
 }
@@ -2288,6 +2333,7 @@ static int l_par_partition(lua_State *L) {
 static int l_par_pipeline(lua_State *L) {
   bool before = !atomic_load(&pipeline_off);
   if (!lua_isnoneornil(L, 1)) atomic_store(&pipeline_off, !lua_toboolean(L, 1));
+
   lua_pushboolean(L, before);
   return 1;
 }
@@ -2296,10 +2342,10 @@ static int l_par_pipeline(lua_State *L) {
  * in full rounds and alone, summed over the shared pool's workers, and how many windows were
  * submitted ahead, since the pool started. */
 static int l_coop_stats(lua_State *L) {
-  long full = 0, alone = 0, ahead = 0;
+  long full = 0, alone = 0, ahead = 0, shift = 0;
   if (lua_getfield(L, LUA_REGISTRYINDEX, SHARED_POOL_KEY) == LUA_TUSERDATA) {
     lpar_pool *p = *(lpar_pool **)lua_touserdata(L, -1);
-    if (p && !p->closed) ahead = p->windows_ahead;
+    if (p && !p->closed) ahead = p->windows_ahead, shift = p->split_shift;
     for (int j = 0; p && !p->closed && j < p->n; j++) { /* slot 0 runs on the inline worker */
       const par_worker *w = j ? &p->w[j] : p->inl;
       if (!w) continue;
@@ -2307,13 +2353,15 @@ static int l_coop_stats(lua_State *L) {
       alone += w->coop_alone;
     }
   }
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushinteger(L, full);
   lua_setfield(L, -2, "full");
   lua_pushinteger(L, alone);
   lua_setfield(L, -2, "alone");
   lua_pushinteger(L, ahead);
   lua_setfield(L, -2, "ahead");
+  lua_pushinteger(L, shift);
+  lua_setfield(L, -2, "shift");
   return 1;
 }
 
@@ -2345,8 +2393,8 @@ static const luaL_Reg functions[] = {
 static const char *const docs[] = {
     "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
     "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:close().",
-    "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=, ahead=}: batch-1 products of partitioned\n  weights that par_by_sample's workers made together and alone, and windows submitted ahead\n  (for the specs).",
-    "_par_partition", "pt._par_partition([on]) -> was_on: with false, par_by_sample's fused step copies large\n  weights per worker like small ones instead of splitting them by rows (for A/B timings).",
+    "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=, ahead=, shift=}: batch-1 products of\n  partitioned weights that par_by_sample's workers made together and alone, windows submitted\n  ahead, and the adapted shift of 2 workers' row blocks (for the specs and benches).",
+    "_par_partition", "pt._par_partition([on[, shift]]) -> was_on: with false, par_by_sample's fused step copies\n  large weights per worker like small ones instead of splitting them by rows; shift (-8..8)\n  moves the boundary of 2 workers' float32 blocks by 16-row steps instead of adapting it to\n  the cores' speeds (for A/B timings and the specs).",
     "_par_pipeline", "pt._par_pipeline([on]) -> was_on: with false, par_by_sample submits a window's tasks only\n  once the window before was collected instead of ahead of it (for A/B timings).",
     "worker_id", "pt.worker_id() -> 0 in the main state, 1..n inside a dispatcher worker.",
     "Runner", "pt.Runner{devices=, ordered=, cfg=, producer_init=, producer_work=, producer_end=,\n  consumer_init=, consumer_work=, consumer_end=} -> runner; runner(list_or_iterator) -> consumer_end's value;\n  runner:close(). See partrain.runner.",

@@ -91,13 +91,12 @@ end
 --   after_window = f   with windows/epoch: f(window_losses) runs in the caller between
 --                      windows (e.g. opt:step(); opt:zero_grad()), before the next window's
 --                      samples are read. Without it, windows overlap as a DataLoader
---                      prefetches: while the workers finish a window's step, the caller reads
---                      the next window's sample for worker 1 and the samples of the window
---                      after it for workers 2..n (dataset:get, in the usual order), and hands
---                      those to the workers, which start them once they are past the step of
---                      the window before (a get that reads the model's parameters may see
---                      them mid-step). When a window fails, the next one's samples were read
---                      and may have started; their gradients are dropped
+--                      prefetches: right after reading its own sample of a window, the caller
+--                      reads the next window's samples for workers 2..n (dataset:get, in order)
+--                      and hands them to the workers, which start them once they are past the
+--                      current window's step (a get that reads the model's parameters sees
+--                      them before that step). When a window fails, the next one's samples
+--                      were read and may have started; their gradients are dropped
 --   step = opt         an optim.SGD: opt:step() then opt:zero_grad() after every window,
 --                      fused into the window: every worker (worker 1 too) fills its own
 --                      gradient buffers and then steps the parameters, reading the buffers in
