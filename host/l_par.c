@@ -1971,11 +1971,9 @@ static int par_windows_impl(lua_State *L) {
   lua_settop(L, 8);
   int total = 0; /* samples in all windows: the losses' table is made at its size once */
   for (int wi = 0; wi < nwin; wi++) {
-    lua_rawgeti(L, 4, 2 * wi + 1);
-    lua_rawgeti(L, 4, 2 * wi + 2);
-    lua_Integer span = lua_tointeger(L, -1) - lua_tointeger(L, -2) + 1;
-    lua_pop(L, 2);
-    if (span > 0 && span <= n) total += (int)span;
+    int first, span;
+    window_span(L, wi, &first, &span);
+    if (span > 0 && span <= n) total += span;
   }
   lua_createtable(L, total, 0); /* 9: all losses */
   int nloss = 0;
@@ -2005,14 +2003,11 @@ static int par_windows_impl(lua_State *L) {
      * call when this one fails */
     lua_pushinteger(L, wi + 1);
     lua_setfield(L, 4, "started");
-    lua_rawgeti(L, 4, 2 * wi + 1);
-    lua_rawgeti(L, 4, 2 * wi + 2);
-    int start = (int)lua_tointeger(L, -2), stop = (int)lua_tointeger(L, -1);
-    lua_pop(L, 2);
-    int k = stop - start + 1;
+    int start, k;
+    window_span(L, wi, &start, &k);
     if (k < 1 || k > n) {
       WINDOWS_END();
-      return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, stop, n);
+      return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, start + k - 1, n);
     }
     par_window *W = &p->win[wi & 1];
     bool early = ahead_wi == wi; /* its workers run already */

@@ -68,6 +68,15 @@ describe("par_by_sample windows", function()
       "par_by_sample: expected a DataHandler (a table with a dataset field)")
   end)
 
+  it("rejects a window wider than its workers (the internal pt._par_windows)", function()
+    local ok, err = pcall(pt._par_windows, {}, index_of, function(i) return {i = i} end, {1, 3}, 2)
+    assert.is_false(ok)
+    assert.matches("par_by_sample: bad window 1..3 for 2 workers", err, 1, true)
+    -- the pool goes on
+    local h = data.DataHandler(toy_dataset(4))
+    assert.are.same({1, 2}, (h:par_by_sample({}, 2, index_of)))
+  end)
+
   it("runs several windows per call with windows = k and epoch = true", function()
     local h = data.DataHandler(toy_dataset(5))
     local windows = {}
