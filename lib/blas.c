@@ -180,8 +180,9 @@ static inline __m512 sgemv_tail(const float *p, int64_t left) {
   return _mm512_maskz_loadu_ps((__mmask16)((1u << left) - 1), p);
 }
 
-/* Keeps an input block in a register: left to itself GCC folds the load into every
- * multiply-add, one load per row instead of one per block (the two-input kernel ran 2x slower) */
+/* Keeps a block in a register: left to itself GCC folds its load into every multiply-add that
+ * uses it (an input block once per row, a weight block once per input), and the two-input
+ * kernel ran at 8.5 us for a 128x784 block instead of 5.2 us (a harness on this machine) */
 #define SGEMV_IN_REGISTER(v) __asm__("" : "+v"(v))
 
 static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + v : v; }
@@ -220,6 +221,7 @@ static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + 
       SGEMV_IN_REGISTER(zv);                                                                     \
       for (int i = 0; i < R; i++) {                                                              \
         __m512 wv = _mm512_loadu_ps(wr + i * cols + c);                                          \
+        SGEMV_IN_REGISTER(wv);                                                                   \
         a[i] = _mm512_fmadd_ps(wv, xv, a[i]);                                                    \
         b[i] = _mm512_fmadd_ps(wv, zv, b[i]);                                                    \
       }                                                                                          \
@@ -238,7 +240,7 @@ static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + 
     }                                                                                            \
   }
 
-SGEMV_KERNEL_1(8)
+SGEMV_KERNEL_1(4)
 SGEMV_KERNEL_1(1)
 SGEMV_KERNEL_2(4)
 SGEMV_KERNEL_2(1)
@@ -253,7 +255,7 @@ void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const f
   }
   if (i < nx) {
     int64_t r = r0;
-    for (; r + 8 <= r1; r += 8) sgemv_8x1(w, cols, r, xs[i], ys[i], beta[i]);
+    for (; r + 4 <= r1; r += 4) sgemv_4x1(w, cols, r, xs[i], ys[i], beta[i]);
     for (; r < r1; r++) sgemv_1x1(w, cols, r, xs[i], ys[i], beta[i]);
   }
 }
