@@ -4,9 +4,10 @@
 #include "parallel.h"
 
 #include <dlfcn.h>
-#include <math.h>
-#if defined(__AVX512F__)
+#include <stdatomic.h>
+#if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#define SGEMV_AVX512 1 /* kernels built for AVX-512 whatever -march says, chosen at run time */
 #endif
 #include <pthread.h>
 #include <stdlib.h>
@@ -170,13 +171,16 @@ void pt_gemm(const pt_ctx *ctx, pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE
  * Each (row, input) pair has one accumulator of 16 lanes: lane l sums w[r,c] * x[c] for
  * c = l, l + 16, ... in order with fused multiply-adds (a last partial block padded with zeros),
  * then the lanes are summed by one fixed reduction. Kernels differ only in how many rows and
- * inputs share a pass over the weight, never in that arithmetic. */
-#if defined(__AVX512F__)
+ * inputs share a pass over the weight, never in that arithmetic. The AVX-512 kernels run where
+ * the CPU has AVX-512 (chosen once per process, so a process always gets the same numbers),
+ * the plain-C ones elsewhere (the same scheme, rounded differently: without FMA). */
 enum { SGEMV_LANES = 16 };
+#if defined(SGEMV_AVX512)
+#define SGEMV_TARGET __attribute__((target("avx512f")))
 
 /* the last cols % 16 elements of p, zero in the other lanes (a masked load: the lanes past the
  * end are not read) */
-static inline __m512 sgemv_tail(const float *p, int64_t left) {
+SGEMV_TARGET static inline __m512 sgemv_tail(const float *p, int64_t left) {
   return _mm512_maskz_loadu_ps((__mmask16)((1u << left) - 1), p);
 }
 
@@ -185,11 +189,15 @@ static inline __m512 sgemv_tail(const float *p, int64_t left) {
  * kernel ran at 8.5 us for a 128x784 block instead of 5.2 us (a harness on this machine) */
 #define SGEMV_IN_REGISTER(v) __asm__("" : "+v"(v))
 
+#endif
+
 static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + v : v; }
+
+#if defined(SGEMV_AVX512)
 
 /* R rows of w (from row r) times one input */
 #define SGEMV_KERNEL_1(R)                                                                        \
-  static void sgemv_##R##x1(const float *w, int64_t cols, int64_t r, const float *x, float *y,   \
+  SGEMV_TARGET static void sgemv_##R##x1(const float *w, int64_t cols, int64_t r, const float *x, float *y,   \
                             bool beta) {                                                         \
     __m512 a[R];                                                                                 \
     const float *wr = w + r * cols;                                                              \
@@ -209,7 +217,7 @@ static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + 
 
 /* R rows of w (from row r) times two inputs, each weight block loaded once */
 #define SGEMV_KERNEL_2(R)                                                                        \
-  static void sgemv_##R##x2(const float *w, int64_t cols, int64_t r, const float *x0,            \
+  SGEMV_TARGET static void sgemv_##R##x2(const float *w, int64_t cols, int64_t r, const float *x0,            \
                             const float *x1, float *y0, float *y1, bool beta0, bool beta1) {     \
     __m512 a[R], b[R];                                                                           \
     const float *wr = w + r * cols;                                                              \
@@ -245,8 +253,9 @@ SGEMV_KERNEL_1(1)
 SGEMV_KERNEL_2(4)
 SGEMV_KERNEL_2(1)
 
-void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const float *const *xs,
-                   float *const *ys, const bool *beta, int nx) {
+SGEMV_TARGET static void sgemv_rows_avx512(const float *w, int64_t cols, int64_t r0, int64_t r1,
+                                           const float *const *xs, float *const *ys,
+                                           const bool *beta, int nx) {
   int i = 0;
   for (; i + 2 <= nx; i += 2) { /* inputs in pairs */
     int64_t r = r0;
@@ -259,18 +268,40 @@ void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const f
     for (; r < r1; r++) sgemv_1x1(w, cols, r, xs[i], ys[i], beta[i]);
   }
 }
-#else
-/* Without AVX-512: the same 16-lane scheme in plain C, one (row, input) pair at a time. */
-void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const float *const *xs,
-                   float *const *ys, const bool *beta, int nx) {
+#endif
+
+/* Without AVX-512: the same 16-lane scheme in plain C, one (row, input) pair at a time (the
+ * compiler vectorises the 16 lanes; fmaf here would be a libm call per element without FMA
+ * hardware, ~50x slower). */
+void pt_sgemv_rows_portable(const float *w, int64_t cols, int64_t r0, int64_t r1,
+                            const float *const *xs, float *const *ys, const bool *beta, int nx) {
   for (int i = 0; i < nx; i++)
     for (int64_t r = r0; r < r1; r++) {
-      float lane[16] = {0};
-      const float *wr = w + r * cols;
-      for (int64_t c = 0; c < cols; c++) lane[c % 16] = fmaf(wr[c], xs[i][c], lane[c % 16]);
-      for (int h = 8; h >= 1; h /= 2)
+      const float *wr = w + r * cols, *x = xs[i];
+      float lane[SGEMV_LANES] = {0};
+      int64_t c = 0;
+      for (; c + SGEMV_LANES <= cols; c += SGEMV_LANES)
+        for (int l = 0; l < SGEMV_LANES; l++) lane[l] += wr[c + l] * x[c + l];
+      for (int l = 0; c + l < cols; l++) lane[l] += wr[c + l] * x[c + l];
+      for (int h = SGEMV_LANES / 2; h >= 1; h /= 2)
         for (int l = 0; l < h; l++) lane[l] += lane[l + h];
-      ys[i][r] = beta[i] ? ys[i][r] + lane[0] : lane[0];
+      sgemv_store(&ys[i][r], lane[0], beta[i]);
     }
 }
+
+void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const float *const *xs,
+                   float *const *ys, const bool *beta, int nx) {
+#if defined(SGEMV_AVX512)
+  static atomic_int avx512; /* 0: not asked yet, 1: yes, 2: no */
+  int has = atomic_load_explicit(&avx512, memory_order_relaxed);
+  if (!has) {
+    has = __builtin_cpu_supports("avx512f") ? 1 : 2;
+    atomic_store_explicit(&avx512, has, memory_order_relaxed);
+  }
+  if (has == 1) {
+    sgemv_rows_avx512(w, cols, r0, r1, xs, ys, beta, nx);
+    return;
+  }
 #endif
+  pt_sgemv_rows_portable(w, cols, r0, r1, xs, ys, beta, nx);
+}

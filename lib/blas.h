@@ -32,10 +32,14 @@ void pt_sgemm_serial(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t 
  * input) pair is summed in one fixed order whatever r0, r1, nx and the other inputs, so any
  * split of the rows and any grouping of the inputs gives bitwise the numbers of one call over
  * all rows (par_by_sample's partitioned weights rely on it). With two inputs the weight is read
- * once for both (on this machine's L2-bound 128x784 block: 3.7 us against two single-threaded
- * OpenBLAS sgemv calls' 8.2 us), and one input runs about as fast as OpenBLAS's sgemv. */
+ * once for both (a 128x784 block: 5.2 us against two single-threaded OpenBLAS sgemv calls'
+ * 8.2 us here), and one input runs a little faster than OpenBLAS's sgemv. */
 void pt_sgemv_rows(const float *w, int64_t cols, int64_t r0, int64_t r1, const float *const *xs,
                    float *const *ys, const bool *beta, int nx);
+/* pt_sgemv_rows's plain-C kernels, which it runs on CPUs without AVX-512 (exposed for the
+ * tests: the same guarantees, other rounding). */
+void pt_sgemv_rows_portable(const float *w, int64_t cols, int64_t r0, int64_t r1,
+                            const float *const *xs, float *const *ys, const bool *beta, int nx);
 
 /* "onednn" or "openblas": the library that runs float32 GEMMs in this process. */
 const char *pt_blas_sgemm_backend(void);

@@ -123,6 +123,41 @@ static void check_linear_blocks(pt_ctx *ctx, pt_dtype dt, int64_t rows, int64_t 
   pt_tensor_release(w);
 }
 
+/* pt_sgemv_rows_portable (the kernels of CPUs without AVX-512) keeps the same promise: any
+ * block of rows and any grouping of inputs gives the whole single-input product's numbers. */
+static void check_portable_rows(int64_t rows, int64_t cols) {
+  enum { NX = 3 };
+  float *w = malloc(sizeof(float) * (size_t)(rows * cols)), *x[NX], *whole[NX], *parts[NX];
+  bool beta[NX] = {false, true, false};
+  for (int64_t i = 0; i < rows * cols; i++) w[i] = next_value();
+  for (int i = 0; i < NX; i++) {
+    x[i] = malloc(sizeof(float) * (size_t)cols);
+    whole[i] = malloc(sizeof(float) * (size_t)rows);
+    parts[i] = malloc(sizeof(float) * (size_t)rows);
+    for (int64_t c = 0; c < cols; c++) x[i][c] = next_value();
+    for (int64_t r = 0; r < rows; r++) whole[i][r] = parts[i][r] = next_value();
+  }
+  for (int i = 0; i < NX; i++)
+    pt_sgemv_rows_portable(w, cols, 0, rows, (const float *const *)&x[i], &whole[i], &beta[i], 1);
+  for (int64_t r0 = 0, b = 0; r0 < rows; b++) {
+    int64_t r1 = r0 + 1 + (b * 37) % 61;
+    if (r1 > rows) r1 = rows;
+    pt_sgemv_rows_portable(w, cols, r0, r1, (const float *const *)x, parts, beta, NX);
+    r0 = r1;
+  }
+  float want[1024];
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)rows, (blasint)cols, 1.0f, w, (blasint)cols,
+              x[0], 1, 0.0f, want, 1);
+  for (int64_t r = 0; r < rows; r++) CHECK(fabsf(whole[0][r] - want[r]) <= 2e-6f * (float)cols);
+  for (int i = 0; i < NX; i++) {
+    CHECK(memcmp(whole[i], parts[i], sizeof(float) * (size_t)rows) == 0);
+    free(x[i]);
+    free(whole[i]);
+    free(parts[i]);
+  }
+  free(w);
+}
+
 int main(void) {
   pt_ctx lctx;
   pt_ctx_init(&lctx, 1);
@@ -130,6 +165,7 @@ int main(void) {
   for (size_t s = 0; s < sizeof lin_shapes / sizeof lin_shapes[0]; s++) {
     check_linear_blocks(&lctx, PT_FLOAT32, lin_shapes[s][0], lin_shapes[s][1]);
     check_linear_blocks(&lctx, PT_FLOAT64, lin_shapes[s][0], lin_shapes[s][1]);
+    check_portable_rows(lin_shapes[s][0], lin_shapes[s][1]);
   }
   printf("float32 GEMM backend: %s\n", pt_blas_sgemm_backend());
   const char *backend = pt_blas_sgemm_backend();
