@@ -1705,7 +1705,6 @@ static void ahead_clear(sample_ahead *a) {
   a->fail_slot = 0;
 }
 
-
 /* Sample i of the source at stack index 3, encoded for a worker; NULL with the reason in err
  * when it cannot be read or sent. */
 static lpt_msg *read_sample(lua_State *L, int i, char *err, size_t errlen) {
