@@ -38,6 +38,9 @@ typedef struct msg_obj {
   const lpt_share_ops *ops; /* NULL: a pt_tensor */
 } msg_obj;
 
+/* A small message (a sample {x, y}, a loss) fits in the struct itself: one allocation instead
+ * of three, and one free, often on another thread, instead of three. */
+enum { MSG_INLINE_BYTES = 64, MSG_INLINE_OBJS = 4 };
 struct lpt_msg {
   atomic_int refcount;
   char *buf;
@@ -45,12 +48,18 @@ struct lpt_msg {
   msg_obj *objs;
   size_t nobjs, objcap;
   int oom;
+  msg_obj inline_objs[MSG_INLINE_OBJS];
+  char inline_buf[MSG_INLINE_BYTES];
 };
 
 lpt_msg *lpt_msg_new(void) {
   lpt_msg *m = lpt_zalloc(sizeof *m);
   if (!m) return NULL;
   atomic_init(&m->refcount, 1);
+  m->buf = m->inline_buf;
+  m->cap = MSG_INLINE_BYTES;
+  m->objs = m->inline_objs;
+  m->objcap = MSG_INLINE_OBJS;
   return m;
 }
 
@@ -68,8 +77,8 @@ void lpt_msg_release(lpt_msg *m) {
     else
       pt_tensor_release(m->objs[i].ptr);
   }
-  free(m->objs);
-  free(m->buf);
+  if (m->objs != m->inline_objs) free(m->objs);
+  if (m->buf != m->inline_buf) free(m->buf);
   free(m);
 }
 
@@ -78,13 +87,15 @@ size_t lpt_msg_bytes(const lpt_msg *m) { return m->len; }
 static void put(lpt_msg *m, const void *p, size_t n) {
   if (m->oom) return;
   if (m->len + n > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 256;
+    size_t cap = m->cap * 2 > 256 ? m->cap * 2 : 256;
     while (cap < m->len + n) cap *= 2;
-    char *b = realloc(m->buf, cap);
+    bool inl = m->buf == m->inline_buf;
+    char *b = inl ? malloc(cap) : realloc(m->buf, cap);
     if (!b) {
       m->oom = 1;
       return;
     }
+    if (inl) memcpy(b, m->buf, m->len);
     m->buf = b;
     m->cap = cap;
   }
@@ -116,8 +127,9 @@ static void put_str(lpt_msg *m, const char *s, size_t n) {
 
 static size_t add_obj(lpt_msg *m, void *ptr, const lpt_share_ops *ops) {
   if (m->nobjs == m->objcap) {
-    size_t cap = m->objcap ? m->objcap * 2 : 8;
-    msg_obj *o = realloc(m->objs, cap * sizeof *o);
+    size_t cap = m->objcap * 2;
+    bool inl = m->objs == m->inline_objs;
+    msg_obj *o = inl ? malloc(cap * sizeof *o) : realloc(m->objs, cap * sizeof *o);
     if (!o) {
       m->oom = 1;
       if (ops)
@@ -126,6 +138,7 @@ static size_t add_obj(lpt_msg *m, void *ptr, const lpt_share_ops *ops) {
         pt_tensor_release(ptr);
       return 0;
     }
+    if (inl) memcpy(o, m->objs, m->nobjs * sizeof *o);
     m->objs = o;
     m->objcap = cap;
   }
