@@ -1327,28 +1327,36 @@ static lpar_pool *shared_pool(lua_State *L, int n) {
   return p;
 }
 
-/* Wait for one completion. On interrupt (or another wait failure): cancel the pool, collect
- * everything outstanding, free it and everything in `owned` (nowned pointers, set to NULL),
- * re-arm the pool and return NULL; the caller ends its guard, frees its own things and raises
- * "interrupted". */
-static par_task *wait_one(lpar_pool *p, lpt_sigint_guard *g, par_task **owned, int nowned) {
-  pt_pool_task *done;
-  pt_status st = pt_pool_wait(g->ctx, p->pool, &done);
-  if (st == PT_OK) return (par_task *)done;
-  pt_pool_cancel(p->pool);
-  pt_ctx quiet;
-  pt_ctx_init(&quiet, 0);
-  while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
-    bool mine = false;
-    for (int i = 0; i < nowned; i++)
-      if (owned[i] == (par_task *)done) mine = true;
-    if (!mine) free_task((par_task *)done);
+/* Stops what is still out: when tasks are outstanding, cancel the pool, collect them all
+ * (freeing those not in `owned`) and re-arm it; then free everything in `owned` (nowned
+ * pointers, NULL ones are fine, set to NULL). */
+static void pool_drain(lpar_pool *p, par_task **owned, int nowned) {
+  if (pt_pool_pending(p->pool) > 0) {
+    pt_pool_cancel(p->pool);
+    pt_ctx quiet;
+    pt_ctx_init(&quiet, 0);
+    pt_pool_task *done;
+    while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
+      bool mine = false;
+      for (int i = 0; i < nowned; i++)
+        if (owned[i] == (par_task *)done) mine = true;
+      if (!mine) free_task((par_task *)done);
+    }
+    pt_pool_uncancel(p->pool);
   }
   for (int i = 0; i < nowned; i++) {
     free_task(owned[i]);
     owned[i] = NULL;
   }
-  pt_pool_uncancel(p->pool);
+}
+
+/* Wait for one completion. On interrupt (or another wait failure): pool_drain(owned) and
+ * return NULL; the caller ends its guard, frees its own things and raises "interrupted". */
+static par_task *wait_one(lpar_pool *p, lpt_sigint_guard *g, par_task **owned, int nowned) {
+  pt_pool_task *done;
+  pt_status st = pt_pool_wait(g->ctx, p->pool, &done);
+  if (st == PT_OK) return (par_task *)done;
+  pool_drain(p, owned, nowned);
   return NULL;
 }
 
@@ -1684,9 +1692,9 @@ static int l_pool_map(lua_State *L) {
 /* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
  * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
  * i - start + 1 of its window. */
-/* The samples of the next window's workers (slots 1..k-1), read by the caller's thread while the
- * workers finish the current window's step (par_windows_impl), or the first that could not be
- * read or sent. */
+/* The samples of the next window's workers (slots 1..k-1), read by the caller's thread right
+ * after the current window's own sample (par_windows_impl), or the first that could not be
+ * read or sent (reported by its own window). */
 typedef struct sample_ahead {
   int wi;        /* the window they belong to, or -1 */
   int k;         /* that window's size */
@@ -1743,17 +1751,9 @@ static void ahead_read(lua_State *L, sample_ahead *a, int wi, int start, int k) 
  * are freed and Ctrl-C's guard ends. */
 static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int ntasks,
                         lpt_msg *call, lpt_msg *dmsg, sample_ahead *ahead) {
-  if (pt_pool_pending(p->pool) > 0) {
+  if (pt_pool_pending(p->pool) > 0)
     for (int i = 0; i < 2; i++) atomic_store(&p->win[i].failed, true);
-    pt_pool_cancel(p->pool);
-    pt_ctx quiet;
-    pt_ctx_init(&quiet, 0);
-    pt_pool_task *done;
-    while (pt_pool_pending(p->pool) > 0 && pt_pool_wait(&quiet, p->pool, &done) == PT_OK) {
-    }
-    pt_pool_uncancel(p->pool);
-  }
-  for (int q = 0; q < ntasks; q++) free_task(tasks[q]);
+  pool_drain(p, tasks, ntasks);
   free(tasks);
   lpt_msg_release(call);
   lpt_msg_release(dmsg);
@@ -2327,7 +2327,6 @@ static int l_par_partition(lua_State *L) {
 static int l_par_pipeline(lua_State *L) {
   bool before = !atomic_load(&pipeline_off);
   if (!lua_isnoneornil(L, 1)) atomic_store(&pipeline_off, !lua_toboolean(L, 1));
-
   lua_pushboolean(L, before);
   return 1;
 }

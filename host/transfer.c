@@ -1150,10 +1150,11 @@ static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsign
   put_byte(m, (int)flags);
   put_byte(m, 'T');
   lua_pushnil(L);
+  nb = 0; /* the same traversal order: the boxes found above, in turn */
   while (lua_next(L, first)) {
     put_scalar(m, L, -2, lua_type(L, -2));
     if (lua_type(L, -1) == LUA_TUSERDATA)
-      put_tensor(m, lpt_test_box(L, -1)->t);
+      put_tensor(m, boxes[nb++]->t);
     else
       put_scalar(m, L, -1, lua_type(L, -1));
     lua_pop(L, 1);

@@ -175,6 +175,9 @@ void pt_gemm(const pt_ctx *ctx, pt_dtype dt, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE
  * the CPU has AVX-512 (chosen once per process, so a process always gets the same numbers),
  * the plain-C ones elsewhere (the same scheme, rounded differently: without FMA). */
 enum { SGEMV_LANES = 16 };
+
+static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + v : v; }
+
 #if defined(SGEMV_AVX512)
 #define SGEMV_TARGET __attribute__((target("avx512f")))
 
@@ -188,12 +191,6 @@ SGEMV_TARGET static inline __m512 sgemv_tail(const float *p, int64_t left) {
  * uses it (an input block once per row, a weight block once per input), and the two-input
  * kernel ran at 8.5 us for a 128x784 block instead of 5.2 us (a harness on this machine) */
 #define SGEMV_IN_REGISTER(v) __asm__("" : "+v"(v))
-
-#endif
-
-static inline void sgemv_store(float *y, float v, bool beta) { *y = beta ? *y + v : v; }
-
-#if defined(SGEMV_AVX512)
 
 /* R rows of w (from row r) times one input */
 #define SGEMV_KERNEL_1(R)                                                                        \
