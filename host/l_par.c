@@ -802,10 +802,14 @@ static void window_reduce_slot(par_task *t, par_worker *self) {
        * parameter, products summed on the fly; plain SGD leaves rows whose g is 0 in every
        * slot (dead ReLUs) as they are, so those are skipped */
       bool skip_dead = e->o.weight_decay == 0 && !e->o.maximize;
-      if (lo == 0 && hi == n) { /* whole rows (a replica, or one slot): one call */
-        const void *facs[PAR_MAX_SLOTS];
-        for (int j = 0; j < ns; j++) facs[j] = src[j].p;
-        pt_optim_sgd_rank_rows(dt, pp, rows, cols, facs, ns, &e->o, skip_dead);
+      if (lo % cols == 0 && hi % cols == 0) { /* whole rows (a replica, a block): one call */
+        const void *gs[PAR_MAX_SLOTS], *xs[PAR_MAX_SLOTS];
+        for (int j = 0; j < ns; j++) {
+          gs[j] = (const char *)src[j].p + (size_t)(lo / cols) * es;
+          xs[j] = (const char *)src[j].p + (size_t)rows * es;
+        }
+        pt_optim_sgd_rank_rows(dt, pp + (size_t)lo * es, (hi - lo) / cols, cols, gs, xs, ns, &e->o,
+                               skip_dead);
         continue;
       }
       for (int64_t b0 = lo, r = lo / cols, c = lo % cols; b0 < hi; r++, c = 0) {
@@ -1578,7 +1582,7 @@ static int l_pool_map(lua_State *L) {
   }
   lpt_sigint_guard g;
   lpt_sigint_guard_begin(L, &g);
-  lpt_xfer_session(L, 1);
+  lpt_xfer_session(L, LPT_SESSION_CHECK);
   int next = 1, ninflight = 0;
   char names_buf[16][24];
   const char *names[16];
@@ -1632,7 +1636,7 @@ static int l_pool_map(lua_State *L) {
         free_task(t);
         wait_one(p, &g, inflight, limit); /* fails too: drains */
         lpt_sigint_guard_end(&g);
-        lpt_xfer_session(L, 0);
+        lpt_xfer_session(L, LPT_SESSION_END);
         free(inflight);
         lpt_msg_release(call);
         return luaL_error(L, "interrupted");
@@ -1643,7 +1647,7 @@ static int l_pool_map(lua_State *L) {
     par_task *t = wait_one(p, &g, inflight, limit);
     if (!t) {
       lpt_sigint_guard_end(&g);
-      lpt_xfer_session(L, 0);
+      lpt_xfer_session(L, LPT_SESSION_END);
       free(inflight);
       lpt_msg_release(call);
       return luaL_error(L, "interrupted");
@@ -1680,7 +1684,7 @@ static int l_pool_map(lua_State *L) {
     free_task(t);
   }
   lpt_sigint_guard_end(&g);
-  lpt_xfer_session(L, 0);
+  lpt_xfer_session(L, LPT_SESSION_END);
   free(inflight);
   lpt_msg_release(call);
   lua_settop(L, 3);
@@ -2037,7 +2041,10 @@ static int par_windows_impl(lua_State *L) {
      * the window (the others must still meet it at the window's barriers). */
     char ferr[PT_ERRMSG_MAX];
     ferr[0] = '\0';
-    lpt_xfer_session(L, 1);
+    /* the modules are checked once per call (and after every after_window hook, which runs
+     * the user's code): a module that dataset:get loads during the call is indexed from the
+     * next call on, as one loaded during a window's reads always was from the next window */
+    lpt_xfer_session(L, wi == 0 || has_after ? LPT_SESSION_CHECK : LPT_SESSION_RESUME);
     bool pool_failed = false;
     for (int jj = early ? k : 1; jj <= k; jj++) {
       int j = jj % k; /* 1, 2, ..., k-1, then 0 */
@@ -2123,7 +2130,7 @@ static int par_windows_impl(lua_State *L) {
         }
       }
     }
-    lpt_xfer_session(L, 0);
+    lpt_xfer_session(L, LPT_SESSION_END);
     if (pool_failed) { /* a worker may wait for a slot that never comes: windows_end stops it */
       WINDOWS_END();
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");

@@ -1557,7 +1557,7 @@ int lpt_decode_subst(lua_State *L, const lpt_msg *m, int *nvalues, const lpt_ten
 
 void lpt_xfer_session(lua_State *L, int on) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &xfer_index_key) == LUA_TTABLE) {
-    if (on) { /* check once now */
+    if (on == LPT_SESSION_CHECK) { /* check once now */
       lua_rawgeti(L, -1, INDEX_COUNT);
       bool fresh = lua_tointeger(L, -1) == count_loaded(L);
       lua_pop(L, 1);
@@ -1568,7 +1568,7 @@ void lpt_xfer_session(lua_State *L, int on) {
         return; /* the next encode rebuilds; sessions start again at the next call */
       }
     }
-    lua_pushboolean(L, on);
+    lua_pushboolean(L, on != LPT_SESSION_END);
     lua_rawseti(L, -2, INDEX_SESSION);
   }
   lua_pop(L, 1);

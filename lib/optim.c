@@ -232,7 +232,8 @@ void pt_optim_sgd_scaled(pt_dtype dt, void *pv, const void *const *xv, const dou
 }
 
 void pt_optim_sgd_rank_rows(pt_dtype dt, void *pv, int64_t rows, int64_t cols,
-                            const void *const *f, int nf, const pt_sgd_opts *o, bool skip_dead) {
+                            const void *const *gs, const void *const *xs, int nf,
+                            const pt_sgd_opts *o, bool skip_dead) {
   PT_DISPATCH_FLOAT(dt, {
     T *p = pv;
     const T lr = (T)o->lr, wd = (T)o->weight_decay, sign = o->maximize ? (T)-1 : (T)1;
@@ -241,10 +242,10 @@ void pt_optim_sgd_rank_rows(pt_dtype dt, void *pv, int64_t rows, int64_t cols,
       T sc[2] = {0, 0};
       int k = 0;
       for (int j = 0; j < nf; j++) {
-        T s = ((const T *)f[j])[r];
+        T s = ((const T *)gs[j])[r];
         if (s == 0) continue;
         if (k < 2) {
-          x[k] = (const T *)f[j] + rows;
+          x[k] = xs[j];
           sc[k] = s;
         }
         k++;
@@ -255,8 +256,8 @@ void pt_optim_sgd_rank_rows(pt_dtype dt, void *pv, int64_t rows, int64_t cols,
         double sv[PT_SGD_RANK_MAX];
         int n = nf < PT_SGD_RANK_MAX ? nf : PT_SGD_RANK_MAX; /* nf <= PT_SGD_RANK_MAX: documented */
         for (int j = 0; j < n; j++) {
-          xv[j] = (const T *)f[j] + rows;
-          sv[j] = (double)((const T *)f[j])[r];
+          xv[j] = xs[j];
+          sv[j] = (double)((const T *)gs[j])[r];
         }
         pt_optim_sgd_scaled(dt, p, xv, sv, n, o, cols);
         continue;

@@ -42,14 +42,15 @@ void pt_optim_sgd_range(pt_tensor *param, pt_tensor *grad, pt_tensor *buf, bool 
  * are skipped (adding 0 changes no sum that starts at +0). */
 void pt_optim_sgd_scaled(pt_dtype dt, void *p, const void *const *x, const double *s, int nf,
                          const pt_sgd_opts *o, int64_t n);
-/* pt_optim_sgd_scaled over every row of a rows x cols parameter whose gradient is a sum of nf
- * rank-1 terms, term j kept as f[j] = g (rows elements) then x (cols): row r gets the terms
- * with g[r] != 0, in order (bitwise the same updates). Rows with no term are left alone when
- * skip_dead (plain SGD: no decay, no maximize), else decayed. One call for the whole matrix:
- * the per-row calls' set-up was a tenth of par_by_sample's per-sample step. */
+/* pt_optim_sgd_scaled over every row of a rows x cols parameter (or a block of its rows) whose
+ * gradient is a sum of nf rank-1 terms g[j] (rows elements) times x[j] (cols): row r gets the
+ * terms with g[j][r] != 0, in order (bitwise the same updates). Rows with no term are left
+ * alone when skip_dead (plain SGD: no decay, no maximize), else decayed. One call for the
+ * whole block: the per-row calls' set-up was a tenth of par_by_sample's per-sample step. */
 #define PT_SGD_RANK_MAX 256 /* nf limit of pt_optim_sgd_rank_rows (par_by_sample's slots) */
 void pt_optim_sgd_rank_rows(pt_dtype dt, void *p, int64_t rows, int64_t cols,
-                            const void *const *f, int nf, const pt_sgd_opts *o, bool skip_dead);
+                            const void *const *g, const void *const *x, int nf,
+                            const pt_sgd_opts *o, bool skip_dead);
 /* The same on raw arrays of n elements of dtype dt (p, g, buf or NULL, already offset); g2,
  * when not NULL, is added to g first (the gradient is g[i] + g2[i]). */
 void pt_optim_sgd_raw(pt_dtype dt, void *p, const void *g, const void *g2, void *buf,
