@@ -103,6 +103,7 @@ typedef struct par_task {
   uint64_t model_gen;
   uint64_t rep_gen; /* decode the model with the slot's parameter replicas (par_replicas.gen) */
   lpt_msg *args;   /* TASK_CALL: [fn, args...]; TASK_ITEM: [args...] */
+  bool inline_arg; /* par_by_sample's slot 0: its sample waits in its state (inline_sample_key) */
   lpt_msg *data;   /* par_by_sample read_in_workers: [dataset], whose get(index) is the sample */
   uint64_t data_gen;
   bool grads;      /* collect leaf gradients into the worker's buffers */
@@ -110,6 +111,9 @@ typedef struct par_task {
   /* out */
   bool ok;
   lpt_msg *result; /* ok: results; else: message, traceback */
+  /* ok and result NULL: par_by_sample's one result, a tensor (retained), handed over as it is
+   * rather than through a message (two per window on the caller's thread) */
+  struct pt_tensor *result_tensor;
   bool collected;  /* par_by_sample: its completion came back to the caller */
   struct par_task *next_free;
 } par_task;
@@ -162,6 +166,10 @@ static atomic_bool partition_off;
 static atomic_bool pipeline_off;
 
 
+/* registry[&inline_sample_key] of the inline worker's state: slot 0's sample, copied there by
+ * read_sample rather than sent in a message */
+static const char inline_sample_key = 0;
+
 static void free_task(par_task *t) {
   if (!t) return;
   lpt_msg_release(t->call);
@@ -169,6 +177,7 @@ static void free_task(par_task *t) {
   lpt_msg_release(t->args);
   lpt_msg_release(t->data);
   lpt_msg_release(t->result);
+  pt_tensor_release(t->result_tensor);
   free(t);
 }
 
@@ -885,7 +894,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     window_reduce(t, w);
     return;
   }
-  if (!t->args && !t->data) { /* a placeholder for a sample that could not be sent: fails the window */
+  if (!t->args && !t->data && !t->inline_arg) { /* a placeholder for a sample that could not be sent: fails the window */
     if (t->win) window_reduce(t, w);
     return;
   }
@@ -948,6 +957,9 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
         goto out;
       }
       n = 1;
+    } else if (t->inline_arg) {
+      lua_rawgetp(L, LUA_REGISTRYINDEX, &inline_sample_key);
+      n = 1;
     } else if (!decode_into(L, t, t->args, &n, "the arguments", NULL)) {
       goto out;
     }
@@ -999,6 +1011,12 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     goto out;
   }
   int nres = lua_gettop(L) - h;
+  const lpt_box *box = t->win && nres == 1 ? lpt_test_box(L, h + 1) : NULL;
+  if (box && box->t) { /* the sample's loss: the tensor itself, as a message would carry it */
+    t->result_tensor = pt_tensor_retain(box->t);
+    t->ok = true;
+    goto out;
+  }
   lpt_msg *m = lpt_msg_new();
   if (!m) {
     t->result = lpt_msg_string("out of memory");
@@ -1383,6 +1401,18 @@ static int push_results(lua_State *L, const lpt_msg *m) {
   return n;
 }
 
+static int push_tensor_protected(lua_State *L) {
+  lpt_push_tensor(L, pt_tensor_retain(lua_touserdata(L, 1)));
+  return 1;
+}
+
+/* push_results for a task's result_tensor: 1, or -1 with the message at the top. */
+static int push_tensor_result(lua_State *L, pt_tensor *t) {
+  lua_pushcfunction(L, push_tensor_protected);
+  lua_pushlightuserdata(L, t);
+  return lua_pcall(L, 1, 1, 0) == LUA_OK ? 1 : -1;
+}
+
 /* --- pool objects --- */
 
 static int l_pool_new(lua_State *L) {
@@ -1719,22 +1749,46 @@ static void ahead_clear(sample_ahead *a) {
 
 /* Sample i of the source at stack index 3, encoded for a worker; NULL with the reason in err
  * when it cannot be read or sent. */
-static lpt_msg *read_sample(lua_State *L, int i, char *err, size_t errlen) {
+/* Sample i (get at stack index 3), encoded; NULL with err set when it cannot be read or sent.
+ * With Li (slot 0's worker state, which runs on this thread) a flat sample such as {x, y} is
+ * copied straight into Li instead (lpt_copy_flat; *copied, NULL returned): no message to make,
+ * decode and free on the thread every window waits for. */
+static lpt_msg *read_sample_to(lua_State *L, lua_State *Li, int i, bool *copied, char *err,
+                               size_t errlen) {
   static const char *const sname[] = {"sample"};
   int top = lua_gettop(L);
   lua_pushvalue(L, 3);
   lua_pushinteger(L, i);
   int st = lua_pcall(L, 1, 1, 0);
-  lpt_msg *m = lpt_msg_new();
+  if (st == LUA_OK && Li) {
+    int cst = lpt_copy_flat(L, -1, Li, &inline_sample_key);
+    if (cst == LUA_OK) {
+      *copied = true;
+      lua_settop(L, top);
+      return NULL;
+    }
+    if (cst > 0) { /* out of memory in Li */
+      snprintf(err, errlen, "par_by_sample: sample %d cannot be sent to a worker: %s", i,
+               lua_tostring(Li, -1) ? lua_tostring(Li, -1) : "(error)");
+      lua_pop(Li, 1);
+      lua_settop(L, top);
+      return NULL;
+    }
+  }
+  lpt_msg *m = st == LUA_OK ? lpt_msg_new() : NULL;
   if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
     snprintf(err, errlen, "par_by_sample: sample %d %s: %s", i,
              st != LUA_OK ? "could not be read" : "cannot be sent to a worker",
-             m ? lua_tostring(L, -1) : "out of memory");
+             st != LUA_OK || m ? lua_tostring(L, -1) : "out of memory");
     lpt_msg_release(m);
     m = NULL;
   }
   lua_settop(L, top);
   return m;
+}
+
+static lpt_msg *read_sample(lua_State *L, int i, char *err, size_t errlen) {
+  return read_sample_to(L, NULL, i, NULL, err, errlen);
 }
 
 /* Reads window wi's samples for slots 1..k-1 into a (the first failure stops it). */
@@ -1763,6 +1817,10 @@ static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int
   lpt_msg_release(dmsg);
   ahead_clear(ahead);
   free(ahead);
+  if (p->inl) { /* a sample copied for a window that did not run */
+    lua_pushnil(p->inl->L);
+    lua_rawsetp(p->inl->L, LUA_REGISTRYINDEX, &inline_sample_key);
+  }
   lpt_sigint_guard_end(g);
 }
 
@@ -2066,10 +2124,14 @@ static int par_windows_impl(lua_State *L) {
           ahead->m[j] = NULL;
           if (!m)
             snprintf(e2, sizeof e2, "%s", ahead->fail_slot == j ? ahead->err : "par_by_sample: a sample read ahead is missing");
+        } else if (j == 0) {
+          m = read_sample_to(L, p->inl->L, start, &t->inline_arg, e2, sizeof e2);
         } else {
           m = read_sample(L, start + j, e2, sizeof e2);
         }
-        if (!m) { /* slot 0's sample comes first in sample order: its failure is reported */
+        if (t->inline_arg) {
+          if (ferr[0]) t->inline_arg = false; /* the window fails anyway */
+        } else if (!m) { /* slot 0's sample comes first in sample order: its failure is reported */
           if (!ferr[0] || j == 0) snprintf(ferr, sizeof ferr, "%s", e2);
         } else if (ferr[0]) {
           lpt_msg_release(m); /* the window fails anyway */
@@ -2217,7 +2279,8 @@ static int par_windows_impl(lua_State *L) {
       wl = lua_gettop(L);
     }
     for (int j = 0; j < k; j++) {
-      int nr = push_results(L, cur[j]->result);
+      int nr = cur[j]->result_tensor ? push_tensor_result(L, cur[j]->result_tensor)
+                                      : push_results(L, cur[j]->result);
       if (nr < 0) {
         char buf[PT_ERRMSG_MAX];
         snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", cur[j]->index,

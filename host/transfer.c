@@ -1121,14 +1121,14 @@ static bool index_lacks(lua_State *L, int ti) {
  * protected call: the bytes the general encoder writes for it. False (m untouched) for
  * anything else. Sanitizer builds encode it both ways and compare. */
 enum { FLAT_MAX = 16 };
-static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsigned flags) {
-  if (n != 1 || lua_type(L, first) != LUA_TTABLE || !lua_checkstack(L, 8)) return false;
+/* Whether the value at first is such a table; its tensor boxes, in lua_next's order, in boxes. */
+static bool flat_table_check(lua_State *L, int first, const lpt_box **boxes) {
+  if (lua_type(L, first) != LUA_TTABLE || !lua_checkstack(L, 8)) return false;
   if (lua_getmetatable(L, first)) {
     lua_pop(L, 1);
     return false;
   }
   if (has_index_field(L, first) || !index_lacks(L, first)) return false;
-  const lpt_box *boxes[FLAT_MAX];
   int nb = 0, entries = 0;
   bool ok = true;
   lua_pushnil(L);
@@ -1145,12 +1145,17 @@ static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsign
     }
     lua_pop(L, ok ? 1 : 2);
   }
-  if (!ok) return false;
+  return ok;
+}
+
+static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsigned flags) {
+  const lpt_box *boxes[FLAT_MAX];
+  if (n != 1 || !flat_table_check(L, first, boxes)) return false;
   put_varint(m, 1);
   put_byte(m, (int)flags);
   put_byte(m, 'T');
   lua_pushnil(L);
-  nb = 0; /* the same traversal order: the boxes found above, in turn */
+  int nb = 0; /* the same traversal order: the boxes found above, in turn */
   while (lua_next(L, first)) {
     put_scalar(m, L, -2, lua_type(L, -2));
     if (lua_type(L, -1) == LUA_TUSERDATA)
@@ -1163,6 +1168,69 @@ static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsign
   put_byte(m, 'n'); /* no metatable */
   put_byte(m, 'z');
   return true;
+}
+
+/* --- lpt_copy_flat: a flat table from one state straight into another --- */
+
+typedef struct flat_copy {
+  lua_State *from;
+  int idx;
+  const lpt_box *boxes[FLAT_MAX];
+  const void *key;
+} flat_copy;
+
+/* the scalar at i of from, pushed on to */
+static void push_scalar_from(lua_State *from, int i, lua_State *to) {
+  switch (lua_type(from, i)) {
+  case LUA_TNUMBER:
+    if (lua_isinteger(from, i))
+      lua_pushinteger(to, lua_tointeger(from, i));
+    else
+      lua_pushnumber(to, lua_tonumber(from, i));
+    break;
+  case LUA_TBOOLEAN: lua_pushboolean(to, lua_toboolean(from, i)); break;
+  case LUA_TSTRING: {
+    size_t n;
+    const char *p = lua_tolstring(from, i, &n);
+    lua_pushlstring(to, p, n);
+    break;
+  }
+  default: lua_pushlightuserdata(to, lua_touserdata(from, i)); break;
+  }
+}
+
+static int copy_flat_protected(lua_State *to) {
+  flat_copy *c = lua_touserdata(to, 1);
+  lua_State *from = c->from;
+  lua_newtable(to); /* as the decoder makes it: entries added in the order they were written */
+  int nb = 0;
+  lua_pushnil(from);
+  while (lua_next(from, c->idx)) {
+    push_scalar_from(from, -2, to);
+    if (lua_type(from, -1) == LUA_TUSERDATA)
+      lpt_push_tensor(to, pt_tensor_retain(c->boxes[nb++]->t));
+    else
+      push_scalar_from(from, -1, to);
+    lua_rawset(to, -3);
+    lua_pop(from, 1);
+  }
+  lua_rawsetp(to, LUA_REGISTRYINDEX, c->key);
+  return 0;
+}
+
+int lpt_copy_flat(lua_State *from, int idx, lua_State *to, const void *key) {
+  flat_copy c;
+  c.from = from;
+  c.idx = lua_absindex(from, idx);
+  c.key = key;
+  int top = lua_gettop(from);
+  if (!flat_table_check(from, c.idx, c.boxes)) return -1;
+  if (!lua_checkstack(to, 8)) return -1;
+  lua_pushcfunction(to, copy_flat_protected);
+  lua_pushlightuserdata(to, &c);
+  int st = lua_pcall(to, 1, 0, 0);
+  lua_settop(from, top); /* a failure leaves lua_next's key behind */
+  return st;
 }
 
 static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,

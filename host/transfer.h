@@ -74,6 +74,14 @@ int lpt_encode(lua_State *L, lpt_msg *m, int first, int n, const char *const *na
  * Returns LUA_OK, or an error status with the message pushed on L. Never raises. */
 int lpt_decode(lua_State *L, const lpt_msg *m, int *nvalues);
 
+/* The value at idx of `from`, when it is a table that the encoder writes without its general
+ * path (at most 16 entries, scalar keys, scalar or distinct tensor values, no metatable: a
+ * sample such as {x, y}), copied into `to` as encoding and decoding it would and stored at
+ * registry[key] of `to` (lua_rawsetp), without a message. Both states must be idle on this
+ * thread. Returns LUA_OK, -1 (nothing done) for any other value, or an error status with the
+ * message on `to`'s stack. */
+int lpt_copy_flat(lua_State *from, int idx, lua_State *to, const void *key);
+
 /* lpt_decode, with every tensor from[i] of the message pushed as to[i] instead (par_by_sample's
  * per-worker parameter replicas). */
 typedef struct lpt_tensor_subst {
