@@ -422,7 +422,12 @@ struct par_window {
   struct par_window *prev;
   unsigned long long prev_target;
   int shift; /* the pool's split_shift when the window was set up */
+  /* the caller's read of the next window's samples, run by slot 0 (the caller's thread) in the
+   * window's first barrier (par_windows_impl), or NULL */
+  struct ahead_job *chore;
 };
+
+static void ahead_job_run(struct ahead_job *a);
 
 /* The first row of slot j's block of partitioned weight w in window W (j = k: all rows).
  * Blocks start at multiples of PT_LINEAR_ROWS_CHUNK (float64), where pt_nn_linear_rows gives
@@ -574,7 +579,10 @@ static bool worker_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void
   return true;
 }
 
-static bool win_barrier(par_window *W, par_worker *self) {
+/* The k slots of W meet. With chore (slot 0, the caller's thread), W's chore runs meanwhile:
+ * while the others have not come (time it would spend waiting), else right after the others
+ * were let go. */
+static bool win_barrier(par_window *W, par_worker *self, bool chore) {
   unsigned ph = atomic_load(&W->phase);
   if (atomic_fetch_add(&W->arrived, 1) + 1 == W->k) {
     atomic_store(&W->arrived, 0);
@@ -582,8 +590,10 @@ static bool win_barrier(par_window *W, par_worker *self) {
     atomic_fetch_add(&W->phase, 1);
     pthread_cond_broadcast(&W->cv);
     pthread_mutex_unlock(&W->mu);
+    if (chore && W->chore) ahead_job_run(W->chore);
     return true;
   }
+  if (chore && W->chore) ahead_job_run(W->chore);
   /* peers usually arrive within microseconds: spin briefly (no system calls), then sleep */
   for (int spin = 1; spin <= WAIT_SPINS && atomic_load(&W->phase) == ph; spin++) wait_turn(spin);
   pthread_mutex_lock(&W->mu);
@@ -708,7 +718,7 @@ static void window_reduce_slot(par_task *t, par_worker *self) {
   par_window *W = t->win;
   if (!t->ok) atomic_store(&W->failed, true);
   atomic_store(&W->fn_done[t->slot], true);
-  if (!win_barrier(W, self)) return;
+  if (!win_barrier(W, self, t->slot == 0)) return;
   if (W->nplan > 0 && !atomic_load(&W->failed)) prefetch_factors(W, t->slot);
   bool list = !atomic_load(&W->failed) && window_needs_list(W);
   if (list && t->slot == 0) {
@@ -742,7 +752,7 @@ static void window_reduce_slot(par_task *t, par_worker *self) {
       }
     }
   }
-  if ((list && !win_barrier(W, self)) || atomic_load(&W->failed)) return;
+  if ((list && !win_barrier(W, self, false)) || atomic_load(&W->failed)) return;
   int nlisted = list ? W->nparams : 0;
   for (int q = 0; q < nlisted; q++) {
     pt_tensor *param = W->params[q];
@@ -849,7 +859,7 @@ static void window_reduce_slot(par_task *t, par_worker *self) {
       if (zero_grad) memset(gp + (size_t)b0 * es, 0, (size_t)m * es);
     }
   }
-  if (zero_after && win_barrier(W, self))
+  if (zero_after && win_barrier(W, self, false))
     for (int q = 0; q < W->nplan; q++) {
       step_entry *e = &W->plan[q];
       pt_tensor *grad = e->param->grad;
@@ -1923,6 +1933,70 @@ static void window_span(lua_State *L, int wi, int *start, int *k) {
   lua_pop(L, 2);
 }
 
+/* par_windows_impl's pipelining: window wi's samples for slots 1..k-1 are read (after the
+ * window before's own, in the same order as without it) and submitted in a window struct of
+ * their own while the window before runs, so that each worker goes on to its next sample as
+ * soon as it is past its step instead of waiting for the caller to collect the window. The
+ * caller's thread, which also reads every sample, is the one every window waits for: it reads
+ * them in its slot's first barrier (win_barrier), in time it would spend waiting for the
+ * others when it comes first, and in any case before the workers are past their step (a
+ * worker that found no task would go to sleep). Not with after_window, which must run before
+ * the next samples are read. */
+typedef struct ahead_job {
+  lua_State *L; /* the caller's state, in par_windows_impl (its stack index 4: the windows) */
+  lpar_pool *p;
+  lpt_sigint_guard *g;
+  sample_ahead *ahead;
+  int wi, n;        /* the window to read and submit; the pool's workers */
+  step_entry *plan;
+  int nplan;
+  par_window *W;    /* the window running meanwhile */
+  par_task **nxt;   /* wi's tasks go here, by slot */
+  lpt_msg *call;
+  uint64_t call_id, rep_gen;
+  bool pending;     /* to run in W's barrier */
+  bool submitted;   /* wi's tasks went out */
+  bool pool_failed; /* a task could not go out: the call ends with ferr (or "interrupted") */
+  char ferr[PT_ERRMSG_MAX];
+} ahead_job;
+
+static void ahead_job_run(ahead_job *a) {
+  if (!a->pending) return;
+  a->pending = false;
+  lua_State *L = a->L;
+  if (a->g->ctx->interrupted && *a->g->ctx->interrupted) return;
+  int start, k;
+  window_span(L, a->wi, &start, &k);
+  if (k < 2 || k > a->n) return;
+  lpt_xfer_session(L, LPT_SESSION_RESUME); /* checked at this call's first window */
+  ahead_read(L, a->ahead, a->wi, start, k);
+  lpt_xfer_session(L, LPT_SESSION_END);
+  /* a sample that failed is reported by its own window, as if read then */
+  if (a->ahead->fail_slot || atomic_load(&pipeline_off)) return;
+  par_window *W2 = &a->p->win[a->wi & 1];
+  window_setup(W2, k, a->plan, a->nplan, a->W);
+  for (int j = 1; j < k && !a->pool_failed; j++) {
+    par_task *t = lpt_zalloc(sizeof *t);
+    if (!t) {
+      a->pool_failed = true;
+      snprintf(a->ferr, sizeof a->ferr, "par_by_sample: out of memory");
+      break;
+    }
+    t->args = a->ahead->m[j];
+    a->ahead->m[j] = NULL;
+    window_task(t, W2, j, start + j, a->call, a->call_id, a->p, a->rep_gen);
+    a->nxt[j] = t;
+    if (pt_pool_submit(a->g->ctx, a->p->pool, &t->base) != PT_OK) {
+      a->nxt[j] = NULL;
+      free_task(t);
+      a->pool_failed = true;
+    }
+  }
+  ahead_clear(a->ahead);
+  a->submitted = true;
+  a->p->windows_ahead++;
+}
+
 static int par_windows_impl(lua_State *L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
   /* 3: get(i) -> sample, run in the caller; or, with read_in_workers (9), the dataset, sent to
@@ -2051,6 +2125,17 @@ static int par_windows_impl(lua_State *L) {
     return luaL_error(L, "out of memory");
   }
   par_task **cur = tasks, **nxt = tasks + n;
+  ahead_job job;
+  memset(&job, 0, sizeof job);
+  job.L = L;
+  job.p = p;
+  job.ahead = ahead;
+  job.n = n;
+  job.plan = plan;
+  job.nplan = nplan;
+  job.call = call;
+  job.call_id = call_id;
+  job.rep_gen = rep_gen;
   int ahead_wi = -1; /* the window whose worker tasks were submitted ahead, or -1 */
   /* Ctrl-C's guard stays from the first window to the last (its three sigaction calls per
    * window were 1-3 us of every ~35 us window on a VM, and a Ctrl-C between two windows went to
@@ -2058,6 +2143,7 @@ static int par_windows_impl(lua_State *L) {
    * that raises "interrupted" when the guard's flag is set, as the workers' states do. */
   lpt_sigint_guard g;
   lpt_sigint_guard_begin(L, &g);
+  job.g = &g;
 #define WINDOWS_END() windows_end(p, &g, tasks, 2 * n, call, dmsg, ahead)
   for (int wi = 0; wi < nwin; wi++) {
     /* windows.started: how many windows began, for par.lua to leave the rest to the next
@@ -2153,55 +2239,30 @@ static int par_windows_impl(lua_State *L) {
       }
     }
     ahead_clear(ahead);
-    /* Pipelining: the next window's samples for slots 1..k-1 are read now (after this window's
-     * own, in the same order as without it) and submitted in a window struct of their own, so
-     * that each worker goes on to its next sample as soon as it is past this window's step
-     * instead of waiting for the caller to collect the window (the caller's thread, which
-     * also reads every sample, is the one every window waits for). Not with after_window,
-     * which must run before the next samples are read. */
-    if (!pool_failed && !ferr[0] && !has_after && !dmsg && wi + 1 < nwin &&
-        !(g.ctx->interrupted && *g.ctx->interrupted)) {
-      int start2, k2;
-      window_span(L, wi + 1, &start2, &k2);
-      if (k2 >= 2 && k2 <= n) {
-        ahead_read(L, ahead, wi + 1, start2, k2);
-        /* a sample that failed is reported by its own window, as if read then */
-        if (!ahead->fail_slot && !atomic_load(&pipeline_off)) {
-          par_window *W2 = &p->win[(wi + 1) & 1];
-          window_setup(W2, k2, plan, nplan, W);
-          for (int j = 1; j < k2 && !pool_failed; j++) {
-            par_task *t = lpt_zalloc(sizeof *t);
-            if (!t) {
-              pool_failed = true;
-              snprintf(ferr, sizeof ferr, "par_by_sample: out of memory");
-              break;
-            }
-            t->args = ahead->m[j];
-            ahead->m[j] = NULL;
-            window_task(t, W2, j, start2 + j, call, call_id, p, rep_gen);
-            nxt[j] = t;
-            if (pt_pool_submit(g.ctx, p->pool, &t->base) != PT_OK) {
-              nxt[j] = NULL;
-              free_task(t);
-              pool_failed = true;
-            }
-          }
-          ahead_clear(ahead);
-          ahead_wi = wi + 1;
-          p->windows_ahead++;
-        }
-      }
-    }
     lpt_xfer_session(L, LPT_SESSION_END);
     if (pool_failed) { /* a worker may wait for a slot that never comes: windows_end stops it */
       WINDOWS_END();
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
     }
-    /* sample 1 of the window runs right here, on the inline worker's state */
+    /* sample 1 of the window runs right here, on the inline worker's state; the next
+     * window's samples for the workers are read in its barrier (ahead_job) */
+    job.pending = !ferr[0] && !has_after && !dmsg && wi + 1 < nwin;
+    job.submitted = false;
+    job.wi = wi + 1;
+    job.W = W;
+    job.nxt = nxt;
+    W->chore = job.pending ? &job : NULL;
     p->inl->intr = g.ctx->interrupted;
     cur[0]->base.worker = 0;
     run_task(&cur[0]->base, 0, p->inl);
     p->inl->intr = NULL;
+    W->chore = NULL;
+    job.pending = false; /* not run (the window failed before its barrier): the next reads */
+    if (job.submitted) ahead_wi = wi + 1;
+    if (job.pool_failed) { /* a worker may wait for a slot that never comes: windows_end stops it */
+      WINDOWS_END();
+      return luaL_error(L, "%s", job.ferr[0] ? job.ferr : "interrupted");
+    }
     for (int j = 1; j < k; j++)
       while (!cur[j]->collected) {
         par_task *d = wait_one(p, &g, tasks, 2 * n); /* may be a task of the next window */

@@ -1175,8 +1175,8 @@ static bool encode_flat_table(lua_State *L, lpt_msg *m, int first, int n, unsign
 typedef struct flat_copy {
   lua_State *from;
   int idx;
-  const lpt_box *boxes[FLAT_MAX];
   const void *key;
+  bool flat; /* out: the table was one; else nothing was stored */
 } flat_copy;
 
 /* the scalar at i of from, pushed on to */
@@ -1199,38 +1199,56 @@ static void push_scalar_from(lua_State *from, int i, lua_State *to) {
   }
 }
 
+/* One pass: each entry is checked as flat_table_check would and copied; the first that is not
+ * flat leaves the copy unfinished and unstored. */
 static int copy_flat_protected(lua_State *to) {
   flat_copy *c = lua_touserdata(to, 1);
   lua_State *from = c->from;
-  lua_newtable(to); /* as the decoder makes it: entries added in the order they were written */
-  int nb = 0;
+  lua_Unsigned len = lua_rawlen(from, c->idx);
+  lua_createtable(to, len < FLAT_MAX ? (int)len : FLAT_MAX, 0); /* {x, y}: no rehash */
+  const lpt_box *boxes[FLAT_MAX];
+  int nb = 0, entries = 0;
   lua_pushnil(from);
   while (lua_next(from, c->idx)) {
+    int kt = lua_type(from, -2), vt = lua_type(from, -1);
+    if (++entries > FLAT_MAX || (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN))
+      return 0;
     push_scalar_from(from, -2, to);
-    if (lua_type(from, -1) == LUA_TUSERDATA)
-      lpt_push_tensor(to, pt_tensor_retain(c->boxes[nb++]->t));
-    else
+    if (vt == LUA_TUSERDATA) {
+      const lpt_box *b = lpt_test_box(from, -1);
+      if (!b || !b->t) return 0;
+      for (int j = 0; j < nb; j++)
+        if (boxes[j] == b) return 0; /* a second one is a reference */
+      boxes[nb++] = b;
+      lpt_push_tensor(to, pt_tensor_retain(b->t));
+    } else if (vt == LUA_TBOOLEAN || vt == LUA_TNUMBER || vt == LUA_TSTRING || vt == LUA_TLIGHTUSERDATA) {
       push_scalar_from(from, -1, to);
+    } else {
+      return 0;
+    }
     lua_rawset(to, -3);
     lua_pop(from, 1);
   }
   lua_rawsetp(to, LUA_REGISTRYINDEX, c->key);
+  c->flat = true;
   return 0;
 }
 
 int lpt_copy_flat(lua_State *from, int idx, lua_State *to, const void *key) {
-  flat_copy c;
-  c.from = from;
-  c.idx = lua_absindex(from, idx);
-  c.key = key;
+  flat_copy c = {from, lua_absindex(from, idx), key, false};
+  if (lua_type(from, c.idx) != LUA_TTABLE || !lua_checkstack(from, 8) || !lua_checkstack(to, 8))
+    return -1;
+  if (lua_getmetatable(from, c.idx)) {
+    lua_pop(from, 1);
+    return -1;
+  }
+  if (has_index_field(from, c.idx) || !index_lacks(from, c.idx)) return -1;
   int top = lua_gettop(from);
-  if (!flat_table_check(from, c.idx, c.boxes)) return -1;
-  if (!lua_checkstack(to, 8)) return -1;
   lua_pushcfunction(to, copy_flat_protected);
   lua_pushlightuserdata(to, &c);
   int st = lua_pcall(to, 1, 0, 0);
-  lua_settop(from, top); /* a failure leaves lua_next's key behind */
-  return st;
+  lua_settop(from, top); /* an entry that is not flat (or a failure) leaves lua_next's key */
+  return st != LUA_OK ? st : c.flat ? LUA_OK : -1;
 }
 
 static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
