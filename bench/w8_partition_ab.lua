@@ -2,8 +2,9 @@
 -- par_by_sample and a fused SGD step, one epoch per call) in one process, rounds alternating
 -- 1 thread, 2 threads with the large weights split by rows and windows submitted ahead (the
 -- default), the same with each window submitted only after the last was collected
--- (pt._par_pipeline(false), session 15's), and 2 threads with a copy of every weight per worker
--- (pt._par_partition(false), session 14's design). On a VM
+-- (pt._par_pipeline(false), session 15's), 2 threads with a copy of every weight per worker
+-- (pt._par_partition(false), session 14's design), and 2 threads whose blocks' boundary follows
+-- the cores' speeds (pt._par_partition(true, "adapt"), session 16's default). On a VM
 -- whose second vCPU comes and goes, comparing within a round is steadier than comparing
 -- separate runs. Prints each variant's median samples/s and its median ratio to 1 thread in the
 -- same round.
@@ -25,17 +26,19 @@ local function epoch(threads)
   return N / (pt.clock() - t0)
 end
 
--- {name, threads, partitions, pipelining}
+-- {name, threads, partitions, pipelining, shift}
 local variants = {{"1 thread", 1, true, true}, {"2 threads, partitioned", 2, true, true},
                   {"2 threads, not pipelined", 2, true, false},
-                  {"2 threads, copies", 2, false, true}}
-local rates = {}
+                  {"2 threads, copies", 2, false, true},
+                  {"2 threads, adapted blocks", 2, true, true, "adapt"}}
+local rates, shift = {}, 0
 for _, v in ipairs(variants) do rates[v[1]] = {} end
 for r = 1, ROUNDS do
   for _, v in ipairs(variants) do
-    pt._par_partition(v[3])
+    pt._par_partition(v[3], v[5])
     pt._par_pipeline(v[4])
     rates[v[1]][r] = epoch(v[2])
+    if v[5] then shift = pt._par_coop_stats().shift end
   end
 end
 pt._par_partition(true)
@@ -53,5 +56,5 @@ for _, v in ipairs(variants) do
                       median(ratios)))
 end
 -- the boundary of the two workers' blocks of the first layer, as adapted to the cores' speeds
-print(string.format("row blocks: worker 1 takes %+d rows of 16 (pt._par_coop_stats().shift)",
-                    pt._par_coop_stats().shift))
+print(string.format("adapted blocks: worker 1 takes %+d rows of 16 (pt._par_coop_stats().shift)",
+                    shift))

@@ -434,12 +434,15 @@ static void ahead_job_run(struct ahead_job *a);
  * every row the numbers of the whole product, or of PAR_SPLIT_GRAIN (float32, whose products
  * give a row the same numbers wherever a block starts), so two slots never write the same
  * cache line of an output. For float32 the boundary of 2 slots moves by W->shift grains (up
- * to a quarter of the rows each way): slot 0 takes that many more rows (split_adapt). */
+ * to a quarter of the rows each way): slot 0 takes that many more rows (split_forced). */
 #define PAR_SPLIT_GRAIN 16
 #define PAR_SPLIT_CLIP_NS 20000u
-/* pt._par_partition(true, shift) fixes the shift (specs, A/B timings); SPLIT_ADAPT: adapted */
+/* The shift of 2 slots' blocks: 0 (even blocks) unless pt._par_partition(true, shift) fixes
+ * another, or pt._par_partition(true, "adapt") has split_adapt move it (SPLIT_ADAPT). Even
+ * blocks are the default: in-process paired runs of W8 (24-30 rounds) gave 2 threads 1.03-1.06x
+ * the samples/s of the adapted boundary, which moved back and forth with the VM's noise. */
 #define SPLIT_ADAPT (-1000)
-static atomic_int split_forced = SPLIT_ADAPT;
+static atomic_int split_forced = 0;
 static int64_t part_row(const par_window *W, const pt_tensor *w, int j) {
   int64_t rows = w->shape[0];
   int k = W->k;
@@ -1895,9 +1898,9 @@ static int call_interruptible(lua_State *L, int nargs, volatile sig_atomic_t *fl
   return st;
 }
 
-/* Between windows, in the caller: every PAR_SPLIT_WINDOWS first rounds of 2 slots, compare the
- * slots' mean waits for the other slot's block. The VM's two vCPUs do not always run at the
- * same speed (one ran this workload's Lua code ~35% slower than the other for minutes at a
+/* With pt._par_partition(true, "adapt"), between windows, in the caller: every
+ * PAR_SPLIT_WINDOWS first rounds of 2 slots, compare the slots' mean waits for the other slot's
+ * block. The VM's two vCPUs do not always run at the same speed (one ran this workload's Lua code ~35% slower than the other for minutes at a
  * time): the slot that waits more is on the faster core and takes one more grain of rows of
  * every float32 partitioned weight, when the gap is larger than moving a grain would change it
  * (~1 us for the 784x256 layer). The numbers do not depend on the split. */
@@ -2443,6 +2446,9 @@ static int l_par_partition(lua_State *L) {
   bool before = !atomic_load(&partition_off);
   if (!lua_isnoneornil(L, 1)) atomic_store(&partition_off, !lua_toboolean(L, 1));
   if (lua_isnoneornil(L, 2)) {
+    atomic_store(&split_forced, 0);
+  } else if (lua_type(L, 2) == LUA_TSTRING) {
+    luaL_argcheck(L, strcmp(lua_tostring(L, 2), "adapt") == 0, 2, "a shift (-8..8) or \"adapt\"");
     atomic_store(&split_forced, SPLIT_ADAPT);
   } else {
     lua_Integer shift = luaL_checkinteger(L, 2);
@@ -2517,8 +2523,8 @@ static const luaL_Reg functions[] = {
 static const char *const docs[] = {
     "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
     "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:close().",
-    "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=, ahead=, shift=}: batch-1 products of\n  partitioned weights that par_by_sample's workers made together and alone, windows submitted\n  ahead, and the adapted shift of 2 workers' row blocks (for the specs and benches).",
-    "_par_partition", "pt._par_partition([on[, shift]]) -> was_on: with false, par_by_sample's fused step copies\n  large weights per worker like small ones instead of splitting them by rows; shift (-8..8)\n  moves the boundary of 2 workers' float32 blocks by 16-row steps instead of adapting it to\n  the cores' speeds (for A/B timings and the specs).",
+    "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=, ahead=, shift=}: batch-1 products of\n  partitioned weights that par_by_sample's workers made together and alone, windows submitted\n  ahead, and the adapted shift of 2 workers' row blocks (pt._par_partition(true, \"adapt\"); for\n  the specs and benches).",
+    "_par_partition", "pt._par_partition([on[, shift]]) -> was_on: with false, par_by_sample's fused step copies\n  large weights per worker like small ones instead of splitting them by rows; shift (-8..8,\n  default 0: even blocks) moves the boundary of 2 workers' float32 blocks by 16-row steps, and\n  \"adapt\" has it follow the cores' speeds (for A/B timings and the specs).",
     "_par_pipeline", "pt._par_pipeline([on]) -> was_on: with false, par_by_sample submits a window's tasks only\n  once the window before was collected instead of ahead of it (for A/B timings).",
     "worker_id", "pt.worker_id() -> 0 in the main state, 1..n inside a dispatcher worker.",
     "Runner", "pt.Runner{devices=, ordered=, cfg=, producer_init=, producer_work=, producer_end=,\n  consumer_init=, consumer_work=, consumer_end=} -> runner; runner(list_or_iterator) -> consumer_end's value;\n  runner:close(). See partrain.runner.",

@@ -95,7 +95,8 @@ describe("par_by_sample with a partitioned weight", function()
     for _, dtype in ipairs({"float32", "float64"}) do
       local o = {lr = 0.05, momentum = 0.9}
       local ref, lref = train(2, plain, o, true, dtype, 15)
-      for _, shift in ipairs({-3, -1, 2, 8}) do
+      -- "adapt": the boundary follows the cores' speeds (pt._par_coop_stats().shift)
+      for _, shift in ipairs({-3, -1, 2, 8, "adapt"}) do
         pt._par_partition(true, shift)
         local ok, m, l = pcall(train, 2, plain, o, true, dtype, 15)
         pt._par_partition(true)
@@ -107,6 +108,9 @@ describe("par_by_sample with a partitioned weight", function()
     local ok, err = pcall(pt._par_partition, true, 9)
     assert.is_false(ok)
     assert.matches("shift out of range", err)
+    ok, err = pcall(pt._par_partition, true, "fast")
+    assert.is_false(ok)
+    assert.matches('a shift %(%-8..8%) or "adapt"', err)
   end)
 
   it("is bitwise reproducible run after run, also with momentum and float64", function()
