@@ -167,7 +167,7 @@ static atomic_bool pipeline_off;
 
 
 /* registry[&inline_sample_key] of the inline worker's state: slot 0's sample, copied there by
- * read_sample rather than sent in a message */
+ * read_sample_to rather than sent in a message */
 static const char inline_sample_key = 0;
 
 static void free_task(par_task *t) {
@@ -439,8 +439,9 @@ static void ahead_job_run(struct ahead_job *a);
 #define PAR_SPLIT_CLIP_NS 20000u
 /* The shift of 2 slots' blocks: 0 (even blocks) unless pt._par_partition(true, shift) fixes
  * another, or pt._par_partition(true, "adapt") has split_adapt move it (SPLIT_ADAPT). Even
- * blocks are the default: in-process paired runs of W8 (24-30 rounds) gave 2 threads 1.03-1.06x
- * the samples/s of the adapted boundary, which moved back and forth with the VM's noise. */
+ * blocks are the default: once the caller read the next samples in its barrier (ahead_job),
+ * in-process runs alternating the two (30 rounds, 3 times, order balanced) gave even blocks
+ * 1.010-1.012x the samples/s of the adapted boundary. */
 #define SPLIT_ADAPT (-1000)
 static atomic_int split_forced = 0;
 static int64_t part_row(const par_window *W, const pt_tensor *w, int j) {
@@ -907,7 +908,8 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     window_reduce(t, w);
     return;
   }
-  if (!t->args && !t->data && !t->inline_arg) { /* a placeholder for a sample that could not be sent: fails the window */
+  /* a placeholder for a sample that could not be sent: fails the window */
+  if (!t->args && !t->data && !t->inline_arg) {
     if (t->win) window_reduce(t, w);
     return;
   }
@@ -1760,8 +1762,6 @@ static void ahead_clear(sample_ahead *a) {
   a->fail_slot = 0;
 }
 
-/* Sample i of the source at stack index 3, encoded for a worker; NULL with the reason in err
- * when it cannot be read or sent. */
 /* Sample i (get at stack index 3), encoded; NULL with err set when it cannot be read or sent.
  * With Li (slot 0's worker state, which runs on this thread) a flat sample such as {x, y} is
  * copied straight into Li instead (lpt_copy_flat; *copied, NULL returned): no message to make,
@@ -1900,8 +1900,8 @@ static int call_interruptible(lua_State *L, int nargs, volatile sig_atomic_t *fl
 
 /* With pt._par_partition(true, "adapt"), between windows, in the caller: every
  * PAR_SPLIT_WINDOWS first rounds of 2 slots, compare the slots' mean waits for the other slot's
- * block. The VM's two vCPUs do not always run at the same speed (one ran this workload's Lua code ~35% slower than the other for minutes at a
- * time): the slot that waits more is on the faster core and takes one more grain of rows of
+ * block. The VM's two vCPUs do not always run at the same speed (one ran this workload's Lua
+ * code ~35% slower than the other for minutes at a time): the slot that waits more is on the faster core and takes one more grain of rows of
  * every float32 partitioned weight, when the gap is larger than moving a grain would change it
  * (~1 us for the 784x256 layer). The numbers do not depend on the split. */
 #define PAR_SPLIT_WINDOWS 64
@@ -2128,17 +2128,8 @@ static int par_windows_impl(lua_State *L) {
     return luaL_error(L, "out of memory");
   }
   par_task **cur = tasks, **nxt = tasks + n;
-  ahead_job job;
-  memset(&job, 0, sizeof job);
-  job.L = L;
-  job.p = p;
-  job.ahead = ahead;
-  job.n = n;
-  job.plan = plan;
-  job.nplan = nplan;
-  job.call = call;
-  job.call_id = call_id;
-  job.rep_gen = rep_gen;
+  ahead_job job = {.L = L, .p = p, .ahead = ahead, .n = n, .plan = plan, .nplan = nplan,
+                   .call = call, .call_id = call_id, .rep_gen = rep_gen};
   int ahead_wi = -1; /* the window whose worker tasks were submitted ahead, or -1 */
   /* Ctrl-C's guard stays from the first window to the last (its three sigaction calls per
    * window were 1-3 us of every ~35 us window on a VM, and a Ctrl-C between two windows went to

@@ -1121,28 +1121,41 @@ static bool index_lacks(lua_State *L, int ti) {
  * protected call: the bytes the general encoder writes for it. False (m untouched) for
  * anything else. Sanitizer builds encode it both ways and compare. */
 enum { FLAT_MAX = 16 };
-/* Whether the value at first is such a table; its tensor boxes, in lua_next's order, in boxes. */
-static bool flat_table_check(lua_State *L, int first, const lpt_box **boxes) {
-  if (lua_type(L, first) != LUA_TTABLE || !lua_checkstack(L, 8)) return false;
-  if (lua_getmetatable(L, first)) {
+/* Whether the table at ti is such a table as far as its own fields go: no metatable, no
+ * __index, not a module's. */
+static bool flat_table_head(lua_State *L, int ti) {
+  if (lua_type(L, ti) != LUA_TTABLE || !lua_checkstack(L, 8)) return false;
+  if (lua_getmetatable(L, ti)) {
     lua_pop(L, 1);
     return false;
   }
-  if (has_index_field(L, first) || !index_lacks(L, first)) return false;
+  return !has_index_field(L, ti) && index_lacks(L, ti);
+}
+
+/* Whether the entry at the top of L (key -2, value -1) may be the *entries-th of such a table;
+ * a tensor value's box goes to boxes[(*nb)++] (one seen before is a reference: false). */
+static bool flat_entry(lua_State *L, const lpt_box **boxes, int *nb, int *entries) {
+  int kt = lua_type(L, -2), vt = lua_type(L, -1);
+  if (++*entries > FLAT_MAX || (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN))
+    return false;
+  if (vt != LUA_TUSERDATA)
+    return vt == LUA_TBOOLEAN || vt == LUA_TNUMBER || vt == LUA_TSTRING || vt == LUA_TLIGHTUSERDATA;
+  const lpt_box *b = lpt_test_box(L, -1);
+  if (!b || !b->t) return false;
+  for (int j = 0; j < *nb; j++)
+    if (boxes[j] == b) return false;
+  boxes[(*nb)++] = b;
+  return true;
+}
+
+/* Whether the value at first is such a table; its tensor boxes, in lua_next's order, in boxes. */
+static bool flat_table_check(lua_State *L, int first, const lpt_box **boxes) {
+  if (!flat_table_head(L, first)) return false;
   int nb = 0, entries = 0;
   bool ok = true;
   lua_pushnil(L);
   while (ok && lua_next(L, first)) {
-    int kt = lua_type(L, -2), vt = lua_type(L, -1);
-    ok = ++entries <= FLAT_MAX && (kt == LUA_TSTRING || kt == LUA_TNUMBER || kt == LUA_TBOOLEAN);
-    if (ok && vt == LUA_TUSERDATA) {
-      const lpt_box *b = lpt_test_box(L, -1);
-      ok = b && b->t;
-      for (int j = 0; ok && j < nb; j++) ok = boxes[j] != b; /* a second one is a reference */
-      if (ok) boxes[nb++] = b;
-    } else if (ok) {
-      ok = vt == LUA_TBOOLEAN || vt == LUA_TNUMBER || vt == LUA_TSTRING || vt == LUA_TLIGHTUSERDATA;
-    }
+    ok = flat_entry(L, boxes, &nb, &entries);
     lua_pop(L, ok ? 1 : 2);
   }
   return ok;
@@ -1210,22 +1223,12 @@ static int copy_flat_protected(lua_State *to) {
   int nb = 0, entries = 0;
   lua_pushnil(from);
   while (lua_next(from, c->idx)) {
-    int kt = lua_type(from, -2), vt = lua_type(from, -1);
-    if (++entries > FLAT_MAX || (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN))
-      return 0;
+    if (!flat_entry(from, boxes, &nb, &entries)) return 0;
     push_scalar_from(from, -2, to);
-    if (vt == LUA_TUSERDATA) {
-      const lpt_box *b = lpt_test_box(from, -1);
-      if (!b || !b->t) return 0;
-      for (int j = 0; j < nb; j++)
-        if (boxes[j] == b) return 0; /* a second one is a reference */
-      boxes[nb++] = b;
-      lpt_push_tensor(to, pt_tensor_retain(b->t));
-    } else if (vt == LUA_TBOOLEAN || vt == LUA_TNUMBER || vt == LUA_TSTRING || vt == LUA_TLIGHTUSERDATA) {
+    if (lua_type(from, -1) == LUA_TUSERDATA)
+      lpt_push_tensor(to, pt_tensor_retain(boxes[nb - 1]->t));
+    else
       push_scalar_from(from, -1, to);
-    } else {
-      return 0;
-    }
     lua_rawset(to, -3);
     lua_pop(from, 1);
   }
@@ -1234,21 +1237,56 @@ static int copy_flat_protected(lua_State *to) {
   return 0;
 }
 
+#ifdef PT_SANITIZER
+static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
+                          unsigned flags);
+
+/* Sanitizer builds: the copy at registry[key] of `to` must be what encoding the value at idx of
+ * `from` and decoding it gives (the same keys, scalars and tensor objects). */
+static bool copy_flat_same(lua_State *from, int idx, lua_State *to, const void *key) {
+  lpt_msg *m = lpt_msg_new();
+  int n, top = lua_gettop(to), ftop = lua_gettop(from);
+  bool same = m && encode_general(from, m, idx, 1, NULL, LPT_XFER_GLOBALS) == LUA_OK &&
+              lpt_decode(to, m, &n) == LUA_OK && n == 1 && lua_istable(to, -1);
+  lua_settop(from, ftop);
+  lpt_msg_release(m);
+  if (same) {
+    int dec = lua_gettop(to);
+    lua_rawgetp(to, LUA_REGISTRYINDEX, key);
+    int cp = dec + 1, count = 0;
+    lua_pushnil(to);
+    while (same && lua_next(to, dec)) {
+      count++;
+      lua_pushvalue(to, -2);
+      lua_rawget(to, cp);
+      const lpt_box *a = lpt_test_box(to, -1), *b = lpt_test_box(to, -2);
+      same = a || b ? a && b && a->t == b->t : lua_rawequal(to, -1, -2);
+      lua_pop(to, 2);
+    }
+    for (lua_pushnil(to); same && lua_next(to, cp); lua_pop(to, 1)) count--;
+    same = same && count == 0;
+  }
+  lua_settop(to, top);
+  return same;
+}
+#endif
+
 int lpt_copy_flat(lua_State *from, int idx, lua_State *to, const void *key) {
   flat_copy c = {from, lua_absindex(from, idx), key, false};
-  if (lua_type(from, c.idx) != LUA_TTABLE || !lua_checkstack(from, 8) || !lua_checkstack(to, 8))
-    return -1;
-  if (lua_getmetatable(from, c.idx)) {
-    lua_pop(from, 1);
-    return -1;
-  }
-  if (has_index_field(from, c.idx) || !index_lacks(from, c.idx)) return -1;
+  if (!flat_table_head(from, c.idx) || !lua_checkstack(to, 8)) return -1;
   int top = lua_gettop(from);
   lua_pushcfunction(to, copy_flat_protected);
   lua_pushlightuserdata(to, &c);
   int st = lua_pcall(to, 1, 0, 0);
   lua_settop(from, top); /* an entry that is not flat (or a failure) leaves lua_next's key */
-  return st != LUA_OK ? st : c.flat ? LUA_OK : -1;
+  if (st != LUA_OK) return st;
+#ifdef PT_SANITIZER
+  if (c.flat && !copy_flat_same(from, c.idx, to, key)) {
+    lua_pushliteral(to, "internal error: a sample copied for the inline worker differs from its message");
+    return LUA_ERRRUN;
+  }
+#endif
+  return c.flat ? LUA_OK : -1;
 }
 
 static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
