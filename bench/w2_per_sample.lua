@@ -8,13 +8,14 @@
 --   METRIC w2_samples_per_s_t1 / _t2 <median samples/s>, METRIC w2_samples_per_s (2 threads)
 --   METRIC w8_speedup <2-thread median / 1-thread median>
 --   METRIC w8_ceiling <the same ratio for plain C threads sharing nothing>, when built
--- Env: W2_N samples per epoch (default 4000), W2_REPS repetitions (default 3), W2_THREADS
+-- Env: W2_N samples per epoch (default 4000), W2_REPS repetitions (default 5: a 2-thread epoch
+-- takes ~60 ms, and the 2-thread epochs of one run spread 50-75k samples/s on the VM), W2_THREADS
 -- thread counts to run (default "1,2"; W2/W8 lines need both), W2_CLOCK (below).
 local pt = require "partrain"
 local data = pt.data
 
 local N = tonumber(os.getenv("W2_N") or "4000")
-local REPS = tonumber(os.getenv("W2_REPS") or "3")
+local REPS = tonumber(os.getenv("W2_REPS") or "5")
 -- W2_CLOCK=cpu: time with os.clock (process CPU time; meaningful for 1 thread only, a check
 -- that does not depend on other load on the machine)
 local now = os.getenv("W2_CLOCK") == "cpu" and os.clock or pt.clock
