@@ -1790,9 +1790,12 @@ static lpt_msg *read_sample_to(lua_State *L, lua_State *Li, int i, bool *copied,
   }
   lpt_msg *m = st == LUA_OK ? lpt_msg_new() : NULL;
   if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
+    const char *why = "out of memory";
+    if (st != LUA_OK || m) /* get may raise any value, as lua.c's message handler says */
+      why = lua_tostring(L, -1) ? lua_tostring(L, -1)
+                                : lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, -1));
     snprintf(err, errlen, "par_by_sample: sample %d %s: %s", i,
-             st != LUA_OK ? "could not be read" : "cannot be sent to a worker",
-             st != LUA_OK || m ? lua_tostring(L, -1) : "out of memory");
+             st != LUA_OK ? "could not be read" : "cannot be sent to a worker", why);
     lpt_msg_release(m);
     m = NULL;
   }

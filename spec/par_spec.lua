@@ -328,6 +328,24 @@ describe("par_by_sample errors", function()
     end
   end)
 
+  -- sample 3 is the caller's own in window 2, sample 4 a worker's, read during window 1
+  it("names a read error that is not a string by its type", function()
+    for _, bad in ipairs({3, 4}) do
+      local lin = pt.nn.Linear(3, 1)
+      local h = data.DataHandler({get = function(_, i)
+        if i == bad then error({code = 42}) end
+        return {pt.full({1, 3}, i)}
+      end, len = function() return 6 end})
+      local ok, err = pcall(h.par_by_sample, h, lin, 2, function(s, m)
+        local l = m(s[1]):sum()
+        l:backward()
+        return l
+      end, {epoch = true})
+      assert.is_false(ok)
+      assert.are.equal(("par_by_sample: sample %d could not be read: (error object is a table value)"):format(bad), err)
+    end
+  end)
+
   it("reports a later sample of a window that cannot be read, skips the step, keeps working", function()
     local lin = pt.nn.Linear(3, 1)
     local before = lin.weight:clone()
