@@ -1828,6 +1828,11 @@ static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int
   if (pt_pool_pending(p->pool) > 0)
     for (int i = 0; i < 2; i++) atomic_store(&p->win[i].failed, true);
   pool_drain(p, tasks, ntasks);
+  for (int i = 0; i < 2; i++) { /* the plan lives on the call's stack; no task is out now */
+    p->win[i].plan = NULL;
+    p->win[i].nplan = 0;
+    p->win[i].chore = NULL;
+  }
   free(tasks);
   lpt_msg_release(call);
   lpt_msg_release(dmsg);
