@@ -157,6 +157,9 @@ struct lpar_pool {
    * workers' counters at its last look */
   int split_shift;
   long split_seen_wait[2], split_seen_rounds[2];
+  /* par_by_sample's windows run on it: the caller's own code meanwhile (dataset:get,
+   * after_window) cannot start parallel work on it (shared_pool raises) */
+  bool busy;
 };
 
 /* pt._par_partition(false): large weights are copied per worker as small ones (A/B timings) */
@@ -1350,6 +1353,9 @@ static lpar_pool *pool_new(lua_State *L, int n) {
 static lpar_pool *shared_pool(lua_State *L, int n) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, SHARED_POOL_KEY) == LUA_TUSERDATA) {
     lpar_pool **pp = lua_touserdata(L, -1);
+    if (*pp && (*pp)->busy) /* its windows wait for this thread: it would hang or be torn down */
+      luaL_error(L, "the shared workers are busy: code that par_by_sample runs on the caller's "
+                    "thread (dataset:get, after_window) cannot start parallel work of its own");
     if (*pp && !(*pp)->closed && (*pp)->n >= n) {
       lua_pop(L, 1);
       return *pp;
@@ -1828,6 +1834,7 @@ static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int
   if (pt_pool_pending(p->pool) > 0)
     for (int i = 0; i < 2; i++) atomic_store(&p->win[i].failed, true);
   pool_drain(p, tasks, ntasks);
+  p->busy = false;
   for (int i = 0; i < 2; i++) { /* the plan lives on the call's stack; no task is out now */
     p->win[i].plan = NULL;
     p->win[i].nplan = 0;
@@ -2146,6 +2153,7 @@ static int par_windows_impl(lua_State *L) {
   lpt_sigint_guard g;
   lpt_sigint_guard_begin(L, &g);
   job.g = &g;
+  p->busy = true; /* until windows_end */
 #define WINDOWS_END() windows_end(p, &g, tasks, 2 * n, call, dmsg, ahead)
   for (int wi = 0; wi < nwin; wi++) {
     /* windows.started: how many windows began, for par.lua to leave the rest to the next

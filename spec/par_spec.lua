@@ -346,6 +346,31 @@ describe("par_by_sample errors", function()
     end
   end)
 
+  -- the caller's thread drives the workers while dataset:get and after_window run on it: a
+  -- parallel call from there would wait for workers that wait for it (it used to hang)
+  it("refuses parallel work started from dataset:get or after_window, and keeps working", function()
+    local lin = pt.nn.Linear(3, 1)
+    local busy = "the shared workers are busy: code that par_by_sample runs on the caller's thread"
+    local function nested()
+      local h = data.DataHandler({get = function() return pt.ones(1, 3) end, len = function() return 2 end})
+      h:par_by_sample(pt.nn.Linear(3, 1), 2, sum_step)
+    end
+    local h = data.DataHandler({get = function(_, i)
+      if i == 3 then nested() end
+      return pt.full({1, 3}, i)
+    end, len = function() return 6 end})
+    local ok, err = pcall(h.par_by_sample, h, lin, 2, sum_step, {epoch = true})
+    assert.is_false(ok)
+    assert.matches("par_by_sample: sample 3 could not be read: .*" .. busy:gsub("%p", "%%%0"), err)
+    local four = {get = function(_, i) return pt.full({1, 3}, i) end, len = function() return 4 end}
+    local h2 = data.DataHandler(four)
+    ok, err = pcall(h2.par_by_sample, h2, lin, 2, sum_step, {epoch = true, after_window = nested})
+    assert.is_false(ok)
+    assert.matches(busy:gsub("%p", "%%%0"), err)
+    -- the workers are free again
+    assert.are.equal(4, #data.DataHandler(four):par_by_sample(lin, 2, sum_step, {epoch = true}))
+  end)
+
   it("reports a later sample of a window that cannot be read, skips the step, keeps working", function()
     local lin = pt.nn.Linear(3, 1)
     local before = lin.weight:clone()
