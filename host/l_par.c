@@ -531,8 +531,8 @@ static bool coop_linear(void *ud, const pt_tensor *w, const void *x, void *y, bo
   pt_nn_linear_rows(w, part_row(W, w, j), part_row(W, w, j + 1), R->x, R->y, R->beta, k);
   atomic_fetch_add(&R->done, 1);
   /* the first round's wait for the other blocks measures how the split fits the cores' speeds
-   * (split_adapt) */
-  uint64_t t0 = r == 0 && k == 2 ? now_ns() : 0;
+   * (split_adapt, only when adapting: two clock reads a window otherwise wasted) */
+  uint64_t t0 = r == 0 && k == 2 && atomic_load(&split_forced) == SPLIT_ADAPT ? now_ns() : 0;
   for (int spin = 1; atomic_load(&R->done) < k; spin++) wait_turn(spin); /* peers are in C: they finish */
   if (t0) {
     uint64_t waited = now_ns() - t0; /* clipped: a preempted peer says nothing of speeds */
@@ -1747,8 +1747,8 @@ static int l_pool_map(lua_State *L) {
 /* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
  * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
  * i - start + 1 of its window. */
-/* The samples of the next window's workers (slots 1..k-1), read by the caller's thread right
- * after the current window's own sample (par_windows_impl), or the first that could not be
+/* The samples of the next window's workers (slots 1..k-1), read by the caller's thread in its
+ * own slot's first barrier of the current window (ahead_job), or the first that could not be
  * read or sent (reported by its own window). */
 typedef struct sample_ahead {
   int wi;        /* the window they belong to, or -1 */
@@ -1916,9 +1916,9 @@ static int call_interruptible(lua_State *L, int nargs, volatile sig_atomic_t *fl
 /* With pt._par_partition(true, "adapt"), between windows, in the caller: every
  * PAR_SPLIT_WINDOWS first rounds of 2 slots, compare the slots' mean waits for the other slot's
  * block. The VM's two vCPUs do not always run at the same speed (one ran this workload's Lua
- * code ~35% slower than the other for minutes at a time): the slot that waits more is on the faster core and takes one more grain of rows of
- * every float32 partitioned weight, when the gap is larger than moving a grain would change it
- * (~1 us for the 784x256 layer). The numbers do not depend on the split. */
+ * code ~35% slower than the other for minutes at a time): the slot that waits more is on the
+ * faster core and takes one more grain of rows of every float32 partitioned weight, when the
+ * gap is larger than moving a grain would change it (~1 us for the 784x256 layer). The numbers do not depend on the split. */
 #define PAR_SPLIT_WINDOWS 64
 #define PAR_SPLIT_DEADBAND_NS 1000
 #define PAR_SPLIT_MAX 8
@@ -2448,7 +2448,8 @@ static int l_test_sigint(lua_State *L) {
 
 /* For A/B timings: pt._par_partition(false) copies large weights per worker as small ones,
  * pt._par_partition(true) partitions them again (the default); returns the setting before. A
- * second argument fixes the shift of 2-slot float32 blocks (part_row) instead of adapting it. */
+ * second argument sets the shift of 2-slot float32 blocks (part_row; none: 0, even blocks) or
+ * "adapt" (split_adapt moves it). */
 static int l_par_partition(lua_State *L) {
   bool before = !atomic_load(&partition_off);
   if (!lua_isnoneornil(L, 1)) atomic_store(&partition_off, !lua_toboolean(L, 1));

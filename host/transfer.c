@@ -1237,10 +1237,10 @@ static int copy_flat_protected(lua_State *to) {
   return 0;
 }
 
-#ifdef PT_SANITIZER
 static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
                           unsigned flags);
 
+#ifdef PT_SANITIZER
 /* Sanitizer builds: the copy at registry[key] of `to` must be what encoding the value at idx of
  * `from` and decoding it gives (the same keys, scalars and tensor objects). */
 static bool copy_flat_same(lua_State *from, int idx, lua_State *to, const void *key) {
@@ -1288,9 +1288,6 @@ int lpt_copy_flat(lua_State *from, int idx, lua_State *to, const void *key) {
 #endif
   return c.flat ? LUA_OK : -1;
 }
-
-static int encode_general(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
-                          unsigned flags);
 
 int lpt_encode(lua_State *L, lpt_msg *m, int first, int n, const char *const *names,
                unsigned flags) {

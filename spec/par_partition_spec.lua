@@ -324,8 +324,8 @@ describe("par_by_sample's windows submitted ahead", function()
     end)
   end
 
-  -- sample 8 (worker 2's) is read ahead at the start of window 3, sample 7 (worker 1's) at the
-  -- start of window 4
+  -- sample 8 (worker 2's) is read ahead during window 3 (in the caller's barrier), sample 7
+  -- (worker 1's, the caller's own) at the start of window 4
   for _, bad in ipairs({7, 8}) do
     it(("reports sample %d that cannot be read at its own window, after the window before stepped"):format(bad), function()
       local ds = indexed(10)

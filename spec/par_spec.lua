@@ -297,8 +297,8 @@ describe("par_by_sample errors", function()
     assert.matches("par_by_sample: sample 1 cannot be sent to a worker: field 'sample.co' %(thread%) cannot be sent to a worker", err)
   end)
 
-  -- without after_window the caller reads the next window's worker samples right after its own
-  -- sample of the current window and hands them over early: the reads keep their order, and a
+  -- without after_window the caller reads the next window's worker samples during the current
+  -- window, after its own sample, and hands them over early: the reads keep their order, and a
   -- failure among them is reported when that window starts, after the window before it stepped
   it("reads samples in the same order with or without after_window, and reports a read-ahead failure at its window", function()
     for _, hook in ipairs({false, true}) do
