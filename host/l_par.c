@@ -1597,6 +1597,98 @@ static int action_error_tostring(lua_State *L) {
   return 1;
 }
 
+/* The samples of the next window's workers (slots 1..k-1), read by the caller's thread in its
+ * own slot's first barrier of the current window (ahead_job), or the first that could not be
+ * read or sent (reported by its own window). */
+typedef struct sample_ahead {
+  int wi;        /* the window they belong to, or -1 */
+  int k;         /* that window's size */
+  int fail_slot; /* the slot whose sample failed (its message in err), or 0 */
+  char err[PT_ERRMSG_MAX];
+  lpt_msg *m[PAR_MAX_SLOTS];
+} sample_ahead;
+
+static void ahead_clear(sample_ahead *a) {
+  for (int j = 1; j < a->k; j++) {
+    lpt_msg_release(a->m[j]);
+    a->m[j] = NULL;
+  }
+  a->wi = -1;
+  a->k = 0;
+  a->fail_slot = 0;
+}
+
+/* --- what a dispatching call must undo ---
+ * A call that has tasks out, has taken Ctrl-C over or has marked the pool busy keeps all it must
+ * undo in a to-be-closed userdata (lua_toclose): Lua closes it when the call returns and when
+ * any error unwinds it, a memory error raised inside the Lua API included, so that no exit
+ * leaves tasks running, the SIGINT handler installed or the pool busy for good. The userdata
+ * does not move while it is on the stack: the guard lives in it, not in the C frame that an
+ * error discards. */
+typedef struct par_call {
+  lpar_pool *p;
+  lpt_sigint_guard g;
+  bool guarded;      /* g begun and not ended */
+  bool windows;      /* par_by_sample's: the pool is busy and its window structs are in use */
+  par_task **tasks;  /* owned (NULL entries are fine): drained and freed at the end */
+  int ntasks;
+  lpt_msg *call, *dmsg;
+  sample_ahead ahead; /* par_by_sample's samples read ahead */
+} par_call;
+
+#define PAR_CALL_MT "partrain.par_call"
+
+/* Stops the tasks still out (a window's tasks: both windows failed first, so that no slot
+ * waits at a barrier for one that was stopped), frees the tasks and messages, gives Ctrl-C
+ * back and ends the transfer session. Runs once; every exit path of the call gets here. */
+static void par_call_end(lua_State *L, par_call *c) {
+  lpar_pool *p = c->p;
+  if (c->windows && pt_pool_pending(p->pool) > 0)
+    for (int i = 0; i < 2; i++) atomic_store(&p->win[i].failed, true);
+  if (c->tasks) pool_drain(p, c->tasks, c->ntasks);
+  free(c->tasks);
+  c->tasks = NULL;
+  c->ntasks = 0;
+  if (c->windows) {
+    c->windows = false;
+    p->busy = false;
+    for (int i = 0; i < 2; i++) { /* the plan lives on the call's stack; no task is out now */
+      p->win[i].plan = NULL;
+      p->win[i].nplan = 0;
+      p->win[i].chore = NULL;
+    }
+    if (p->inl) { /* a sample copied for a window that did not run */
+      lua_pushnil(p->inl->L);
+      lua_rawsetp(p->inl->L, LUA_REGISTRYINDEX, &inline_sample_key);
+    }
+  }
+  lpt_msg_release(c->call);
+  lpt_msg_release(c->dmsg);
+  c->call = c->dmsg = NULL;
+  ahead_clear(&c->ahead);
+  if (c->guarded) {
+    c->guarded = false;
+    lpt_sigint_guard_end(&c->g);
+  }
+  lpt_xfer_session(L, LPT_SESSION_END);
+}
+
+static int par_call_close(lua_State *L) {
+  par_call_end(L, luaL_checkudata(L, 1, PAR_CALL_MT));
+  return 0;
+}
+
+/* Pushes a par_call for pool p, to-be-closed, owning nothing yet. */
+static par_call *par_call_push(lua_State *L, lpar_pool *p) {
+  par_call *c = lua_newuserdatauv(L, sizeof *c, 0);
+  memset(c, 0, sizeof *c);
+  c->p = p;
+  c->ahead.wi = -1;
+  luaL_setmetatable(L, PAR_CALL_MT);
+  lua_toclose(L, -1);
+  return c;
+}
+
 /* pt._pool_map(fn, arglists, {n_workers=}) -> results (error values in failed slots) */
 static int l_pool_map(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
@@ -1619,20 +1711,21 @@ static int l_pool_map(lua_State *L) {
   lua_createtable(L, nitems, 0); /* 3: results */
   if (nitems == 0) return 1;
   lpar_pool *p = shared_pool(L, nworkers);
+  par_call *c = par_call_push(L, p); /* 4: closed at every exit */
+  int limit = nworkers < nitems ? nworkers : nitems;
+  par_task **inflight = c->tasks = calloc((size_t)limit, sizeof *inflight);
+  if (!inflight) return luaL_error(L, "out of memory");
+  c->ntasks = limit;
   lua_pushvalue(L, 1);
   static const char *const fname[] = {"the closure"};
-  lpt_msg *call = encode_or_raise(L, lua_gettop(L), 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
-                                  "_pool_map");
+  c->call = encode_or_raise(L, lua_gettop(L), 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
+                            "_pool_map");
   lua_pop(L, 1);
+  lpt_msg *call = c->call;
   uint64_t call_id = ++p->next_call;
-  int limit = nworkers < nitems ? nworkers : nitems;
-  par_task **inflight = calloc((size_t)limit, sizeof *inflight);
-  if (!inflight) {
-    lpt_msg_release(call);
-    return luaL_error(L, "out of memory");
-  }
-  lpt_sigint_guard g;
-  lpt_sigint_guard_begin(L, &g);
+  lpt_sigint_guard *g = &c->g;
+  lpt_sigint_guard_begin(L, g);
+  c->guarded = true;
   lpt_xfer_session(L, LPT_SESSION_CHECK);
   int next = 1, ninflight = 0;
   char names_buf[16][24];
@@ -1647,28 +1740,35 @@ static int l_pool_map(lua_State *L) {
       lua_rawgeti(L, 2, i);
       int base = lua_gettop(L);
       int na;
+      char why[PT_ERRMSG_MAX]; /* why the item cannot be sent, or "" */
+      why[0] = '\0';
       if (lua_istable(L, base)) {
         na = (int)lua_rawlen(L, base);
-        luaL_checkstack(L, na + 4, "too many arguments");
-        for (int k = 1; k <= na; k++) lua_rawgeti(L, base, k);
+        if (!lua_checkstack(L, na + 4)) /* Lua's stack limit (LUAI_MAXSTACK) */
+          snprintf(why, sizeof why, "%d arguments are more than a Lua stack holds", na);
+        else
+          for (int k = 1; k <= na; k++) lua_rawgeti(L, base, k);
       } else {
         na = 1;
         lua_pushvalue(L, base);
       }
-      par_task *t = lpt_zalloc(sizeof *t);
+      par_task *t = why[0] ? NULL : lpt_zalloc(sizeof *t);
       lpt_msg *m = t ? lpt_msg_new() : NULL;
-      if (!m || lpt_encode(L, m, base + 1, na, na <= 16 ? names : NULL, LPT_XFER_GLOBALS) != LUA_OK) {
-        const char *why = m ? lua_tostring(L, -1) : "out of memory";
-        char buf[PT_ERRMSG_MAX];
-        snprintf(buf, sizeof buf, "cannot send item %d: %s", i, why ? why : "?");
+      if (!why[0] && !m)
+        snprintf(why, sizeof why, "out of memory");
+      else if (!why[0] && lpt_encode(L, m, base + 1, na, na <= 16 ? names : NULL, LPT_XFER_GLOBALS))
+        snprintf(why, sizeof why, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+      if (why[0]) { /* an error value in its slot; the other items go on */
+        char buf[PT_ERRMSG_MAX + 32];
+        snprintf(buf, sizeof buf, "cannot send item %d: %s", i, why);
         lpt_msg_release(m);
         free(t);
-        lua_settop(L, 3);
+        lua_settop(L, 4);
         push_action_error(L, i, 0, buf, NULL);
         lua_rawseti(L, 3, i);
         continue;
       }
-      lua_settop(L, 3);
+      lua_settop(L, 4);
       t->kind = TASK_ITEM;
       t->args = m;
       t->call = lpt_msg_retain(call);
@@ -1681,31 +1781,20 @@ static int l_pool_map(lua_State *L) {
       /* slot s runs on worker s: at most `limit` workers even when the shared pool is bigger
        * (a par_by_sample with more threads grew it), and the slot's worker is free now */
       t->base.worker = slot;
-      pt_status st = pt_pool_submit(g.ctx, p->pool, &t->base);
+      pt_status st = pt_pool_submit(g->ctx, p->pool, &t->base);
       if (st) {
         inflight[slot] = NULL;
         free_task(t);
-        wait_one(p, &g, inflight, limit); /* fails too: drains */
-        lpt_sigint_guard_end(&g);
-        lpt_xfer_session(L, LPT_SESSION_END);
-        free(inflight);
-        lpt_msg_release(call);
+        wait_one(p, g, inflight, limit); /* fails too: drains */
         return luaL_error(L, "interrupted");
       }
       ninflight++;
       continue;
     }
-    par_task *t = wait_one(p, &g, inflight, limit);
-    if (!t) {
-      lpt_sigint_guard_end(&g);
-      lpt_xfer_session(L, LPT_SESSION_END);
-      free(inflight);
-      lpt_msg_release(call);
-      return luaL_error(L, "interrupted");
-    }
-    for (int s = 0; s < limit; s++)
-      if (inflight[s] == t) inflight[s] = NULL;
-    ninflight--;
+    par_task *t = wait_one(p, g, inflight, limit);
+    if (!t) return luaL_error(L, "interrupted");
+    int slot = 0; /* t stays owned by c until its result is stored */
+    while (inflight[slot] != t) slot++;
     if (t->base.cancelled) {
       push_action_error(L, t->index, t->base.worker + 1, "interrupted", NULL);
     } else if (t->ok) {
@@ -1732,13 +1821,11 @@ static int l_pool_map(lua_State *L) {
       lua_settop(L, top0 + 1);
     }
     lua_rawseti(L, 3, t->index);
+    inflight[slot] = NULL;
+    ninflight--;
     free_task(t);
   }
-  lpt_sigint_guard_end(&g);
-  lpt_xfer_session(L, LPT_SESSION_END);
-  free(inflight);
-  lpt_msg_release(call);
-  lua_settop(L, 3);
+  lua_settop(L, 3); /* closes c (par_call_end) */
   return 1;
 }
 
@@ -1747,27 +1834,6 @@ static int l_pool_map(lua_State *L) {
 /* pt._par_windows(model, fn, get, windows, n, after_window, refresh) -> losses
  * windows: {start1, stop1, start2, stop2, ...} (1-based, inclusive); sample i goes to worker
  * i - start + 1 of its window. */
-/* The samples of the next window's workers (slots 1..k-1), read by the caller's thread in its
- * own slot's first barrier of the current window (ahead_job), or the first that could not be
- * read or sent (reported by its own window). */
-typedef struct sample_ahead {
-  int wi;        /* the window they belong to, or -1 */
-  int k;         /* that window's size */
-  int fail_slot; /* the slot whose sample failed (its message in err), or 0 */
-  char err[PT_ERRMSG_MAX];
-  lpt_msg *m[PAR_MAX_SLOTS];
-} sample_ahead;
-
-static void ahead_clear(sample_ahead *a) {
-  for (int j = 1; j < a->k; j++) {
-    lpt_msg_release(a->m[j]);
-    a->m[j] = NULL;
-  }
-  a->wi = -1;
-  a->k = 0;
-  a->fail_slot = 0;
-}
-
 /* Sample i (get at stack index 3), encoded; NULL with err set when it cannot be read or sent.
  * With Li (slot 0's worker state, which runs on this thread) a flat sample such as {x, y} is
  * copied straight into Li instead (lpt_copy_flat; *copied, NULL returned): no message to make,
@@ -1823,33 +1889,6 @@ static void ahead_read(lua_State *L, sample_ahead *a, int wi, int start, int k) 
       a->fail_slot = j;
       break;
     }
-}
-
-/* par_windows_impl's exits: tasks still out (submitted ahead, or a window whose slot 0 never
- * ran) are stopped (both windows failed, the pool cancelled until they are back); then the
- * tasks (ntasks entries, NULL ones are fine), the call's messages and the samples read ahead
- * are freed and Ctrl-C's guard ends. */
-static void windows_end(lpar_pool *p, lpt_sigint_guard *g, par_task **tasks, int ntasks,
-                        lpt_msg *call, lpt_msg *dmsg, sample_ahead *ahead) {
-  if (pt_pool_pending(p->pool) > 0)
-    for (int i = 0; i < 2; i++) atomic_store(&p->win[i].failed, true);
-  pool_drain(p, tasks, ntasks);
-  p->busy = false;
-  for (int i = 0; i < 2; i++) { /* the plan lives on the call's stack; no task is out now */
-    p->win[i].plan = NULL;
-    p->win[i].nplan = 0;
-    p->win[i].chore = NULL;
-  }
-  free(tasks);
-  lpt_msg_release(call);
-  lpt_msg_release(dmsg);
-  ahead_clear(ahead);
-  free(ahead);
-  if (p->inl) { /* a sample copied for a window that did not run */
-    lua_pushnil(p->inl->L);
-    lua_rawsetp(p->inl->L, LUA_REGISTRYINDEX, &inline_sample_key);
-  }
-  lpt_sigint_guard_end(g);
 }
 
 /* Ready W for a window of k slots before any of its tasks is submitted. Its tasks start once
@@ -2105,56 +2144,45 @@ static int par_windows_impl(lua_State *L) {
     p->model_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
   lua_settop(L, 8);
+  /* 9: what the call must undo, closed at every exit (par_call_end) */
+  par_call *c = par_call_push(L, p);
   static const char *const fname[] = {"the closure"};
-  lpt_msg *call = encode_or_raise(L, 2, 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
-                                  "par_by_sample");
+  lpt_msg *call = c->call = encode_or_raise(L, 2, 1, fname, LPT_XFER_GLOBALS | LPT_XFER_CACHE_FN,
+                                            "par_by_sample");
   uint64_t call_id = ++p->next_call;
   lpt_msg *dmsg = NULL;
   if (read_in_workers) {
     static const char *const dname[] = {"dataset"};
-    lpt_msg *dm = lpt_msg_new();
-    if (!dm || lpt_encode(L, dm, 3, 1, dname, LPT_XFER_GLOBALS) != LUA_OK) {
-      bool oom = !dm;
-      lpt_msg_release(dm);
-      lpt_msg_release(call);
-      return luaL_error(L, "par_by_sample: %s", oom ? "out of memory" : lua_tostring(L, -1));
-    }
-    dmsg = dm;
+    dmsg = c->dmsg = encode_or_raise(L, 3, 1, dname, LPT_XFER_GLOBALS, "par_by_sample");
   }
-  lua_settop(L, 8);
+  lua_settop(L, 9);
   int total = 0; /* samples in all windows: the losses' table is made at its size once */
   for (int wi = 0; wi < nwin; wi++) {
     int first, span;
     window_span(L, wi, &first, &span);
     if (span > 0 && span <= n) total += span;
   }
-  lua_createtable(L, total, 0); /* 9: all losses */
+  lua_createtable(L, total, 0); /* 10: all losses */
   int nloss = 0;
   /* tasks[0..n): the current window's, by slot; tasks[n..2n): the next window's, submitted
    * ahead (cur and nxt swap after every window) */
-  par_task **tasks = calloc(2 * (size_t)n, sizeof *tasks);
-  sample_ahead *ahead = calloc(1, sizeof *ahead);
-  if (ahead) ahead->wi = -1;
-  if (!tasks || !ahead) {
-    free(tasks);
-    free(ahead);
-    lpt_msg_release(call);
-    lpt_msg_release(dmsg);
-    return luaL_error(L, "out of memory");
-  }
+  par_task **tasks = c->tasks = calloc(2 * (size_t)n, sizeof *tasks);
+  if (!tasks) return luaL_error(L, "out of memory");
+  c->ntasks = 2 * n;
+  sample_ahead *ahead = &c->ahead;
   par_task **cur = tasks, **nxt = tasks + n;
-  ahead_job job = {.L = L, .p = p, .ahead = ahead, .n = n, .plan = plan, .nplan = nplan,
+  lpt_sigint_guard *g = &c->g;
+  ahead_job job = {.L = L, .p = p, .g = g, .ahead = ahead, .n = n, .plan = plan, .nplan = nplan,
                    .call = call, .call_id = call_id, .rep_gen = rep_gen};
   int ahead_wi = -1; /* the window whose worker tasks were submitted ahead, or -1 */
   /* Ctrl-C's guard stays from the first window to the last (its three sigaction calls per
    * window were 1-3 us of every ~35 us window on a VM, and a Ctrl-C between two windows went to
    * the host's handler and was lost to this call); the after_window hook runs with a count hook
    * that raises "interrupted" when the guard's flag is set, as the workers' states do. */
-  lpt_sigint_guard g;
-  lpt_sigint_guard_begin(L, &g);
-  job.g = &g;
-  p->busy = true; /* until windows_end */
-#define WINDOWS_END() windows_end(p, &g, tasks, 2 * n, call, dmsg, ahead)
+  lpt_sigint_guard_begin(L, g);
+  c->guarded = true;
+  p->busy = true; /* until par_call_end */
+  c->windows = true;
   for (int wi = 0; wi < nwin; wi++) {
     /* windows.started: how many windows began, for par.lua to leave the rest to the next
      * call when this one fails */
@@ -2163,7 +2191,6 @@ static int par_windows_impl(lua_State *L) {
     int start, k;
     window_span(L, wi, &start, &k);
     if (k < 1 || k > n) {
-      WINDOWS_END();
       return luaL_error(L, "par_by_sample: bad window %d..%d for %d workers", start, start + k - 1, n);
     }
     par_window *W = &p->win[wi & 1];
@@ -2177,7 +2204,6 @@ static int par_windows_impl(lua_State *L) {
                           atomic_load(&gr->storage->version) == plan[q].zeroed_version;
       if (gr && (gr->dtype != pa->dtype || pt_tensor_numel(gr) != pt_tensor_numel(pa) ||
                  !pt_tensor_is_contiguous(gr))) {
-        WINDOWS_END();
         return luaL_error(L, "par_by_sample: step: the gradient of parameter %d is not a contiguous "
                           "tensor of its dtype and size", q + 1);
       }
@@ -2241,7 +2267,7 @@ static int par_windows_impl(lua_State *L) {
       }
       window_task(t, W, j, start + j, call, call_id, p, j > 0 ? rep_gen : 0);
       cur[j] = t;
-      if (j > 0 && pt_pool_submit(g.ctx, p->pool, &t->base) != PT_OK) {
+      if (j > 0 && pt_pool_submit(g->ctx, p->pool, &t->base) != PT_OK) {
         cur[j] = NULL;
         free_task(t);
         pool_failed = true;
@@ -2250,10 +2276,8 @@ static int par_windows_impl(lua_State *L) {
     }
     ahead_clear(ahead);
     lpt_xfer_session(L, LPT_SESSION_END);
-    if (pool_failed) { /* a worker may wait for a slot that never comes: windows_end stops it */
-      WINDOWS_END();
+    if (pool_failed) /* a worker may wait for a slot that never comes: par_call_end stops it */
       return luaL_error(L, "%s", ferr[0] ? ferr : "interrupted");
-    }
     /* sample 1 of the window runs right here, on the inline worker's state; the next
      * window's samples for the workers are read in its barrier (ahead_job) */
     job.pending = !ferr[0] && !has_after && !dmsg && wi + 1 < nwin;
@@ -2262,40 +2286,34 @@ static int par_windows_impl(lua_State *L) {
     job.W = W;
     job.nxt = nxt;
     W->chore = job.pending ? &job : NULL;
-    p->inl->intr = g.ctx->interrupted;
+    p->inl->intr = g->ctx->interrupted;
     cur[0]->base.worker = 0;
     run_task(&cur[0]->base, 0, p->inl);
     p->inl->intr = NULL;
     W->chore = NULL;
     job.pending = false; /* not run (the window failed before its barrier): the next reads */
     if (job.submitted) ahead_wi = wi + 1;
-    if (job.pool_failed) { /* a worker may wait for a slot that never comes: windows_end stops it */
-      WINDOWS_END();
+    if (job.pool_failed) /* a worker may wait for a slot that never comes: par_call_end stops it */
       return luaL_error(L, "%s", job.ferr[0] ? job.ferr : "interrupted");
-    }
     for (int j = 1; j < k; j++)
       while (!cur[j]->collected) {
-        par_task *d = wait_one(p, &g, tasks, 2 * n); /* may be a task of the next window */
-        if (!d) {
-          WINDOWS_END();
-          return luaL_error(L, "interrupted");
-        }
+        par_task *d = wait_one(p, g, tasks, 2 * n); /* may be a task of the next window */
+        if (!d) return luaL_error(L, "interrupted");
         d->collected = true;
       }
     /* A slot that saw Ctrl-C cancelled the pool (win_barrier, coop_linear) and every task of
      * the window has come back without wait_one noticing: re-arm the pool, or every later call
      * would stop at once. Some slots may have stepped and others not: the copies are stale. */
     if (pt_pool_cancelled(p->pool)) {
-      WINDOWS_END();
+      par_call_end(L, c); /* drains first: uncancelled after */
       pt_pool_uncancel(p->pool);
       return luaL_error(L, "interrupted");
     }
     /* A Ctrl-C that came once every sample of the window had finished (nothing was left to
      * notice it) stops the call after this window's bookkeeping, rather than at some later
      * window, or never when this was the last one. */
-    bool late_intr = g.ctx->interrupted && *g.ctx->interrupted;
+    bool late_intr = g->ctx->interrupted && *g->ctx->interrupted;
     if (ferr[0]) { /* a sample could not be read or sent: the window ran without a step */
-      WINDOWS_END();
       return luaL_error(L, "%s", ferr);
     }
     /* the first failure in sample order fails the call */
@@ -2312,7 +2330,6 @@ static int par_windows_impl(lua_State *L) {
         snprintf(buf, sizeof buf, "par_by_sample: sample %d failed on worker %d: %s%s%s",
                  t->index, j + 1, msg ? msg : "(error)", tb && *tb ? "\n" : "", tb ? tb : "");
       }
-      WINDOWS_END();
       lua_pushstring(L, buf);
       return lua_error(L);
     }
@@ -2356,7 +2373,6 @@ static int par_windows_impl(lua_State *L) {
         char buf[PT_ERRMSG_MAX];
         snprintf(buf, sizeof buf, "par_by_sample: result of sample %d: %s", cur[j]->index,
                  lua_tostring(L, -1));
-        WINDOWS_END();
         return luaL_error(L, "%s", buf);
       }
       if (nr == 0) lua_pushboolean(L, 0), nr = 1; /* keep the list dense */
@@ -2365,30 +2381,26 @@ static int par_windows_impl(lua_State *L) {
         lua_pushvalue(L, -1);
         lua_rawseti(L, wl, j + 1);
       }
-      lua_rawseti(L, 9, ++nloss);
+      lua_rawseti(L, 10, ++nloss);
       free_task(cur[j]);
       cur[j] = NULL;
     }
     if (late_intr) {
-      WINDOWS_END();
       return luaL_error(L, "interrupted");
     }
     if (has_after) {
       lua_pushvalue(L, 6);
       lua_pushvalue(L, wl);
-      if (call_interruptible(L, 1, g.ctx->interrupted) != LUA_OK) {
-        WINDOWS_END();
+      if (call_interruptible(L, 1, g->ctx->interrupted) != LUA_OK) {
         return lua_error(L);
       }
     }
-    lua_settop(L, 9);
+    lua_settop(L, 10);
     par_task **swap = cur;
     cur = nxt;
     nxt = swap;
   }
-  WINDOWS_END();
-#undef WINDOWS_END
-  return 1;
+  return 1; /* the losses; returning closes c */
 }
 
 /* The dispatcher owns the thread budget for the whole call: the caller's own ops (the
@@ -2548,6 +2560,11 @@ void lpt_open_par(lua_State *L) {
     lua_newtable(L);
     luaL_setfuncs(L, pool_methods, 0);
     lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  if (luaL_newmetatable(L, PAR_CALL_MT)) {
+    lua_pushcfunction(L, par_call_close);
+    lua_setfield(L, -2, "__close");
   }
   lua_pop(L, 1);
   if (luaL_newmetatable(L, ACTION_ERROR_KEY)) {

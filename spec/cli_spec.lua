@@ -239,6 +239,19 @@ describe("partrain command line", function()
     assert.are.same({ "false interrupted 6", "", 0 }, { out, err, rc })
   end)
 
+  it("Ctrl-C stops plain code after a batch taken by hand from an iterator (h:batches()())", function()
+    -- the iterator defers Ctrl-C to the end of a step while a loop runs it; called by hand it
+    -- has no loop to end that, and the first Ctrl-C of the session was swallowed
+    local out, err, rc = sh("$P -e 'local f = pt._par_test_sigint; " ..
+      "local h = pt.data.DataHandler({get = function(_, i) return pt.tensor({i}) end, " ..
+      "len = function() return 4 end}, {batch = 2, progress = false}); " ..
+      "local x = h:batches()(); collectgarbage(); " ..
+      "local ok, e = pcall(function() f(0.3); local t0 = os.clock() while os.clock() - t0 < 20 do end end); " ..
+      "io.write(tostring(ok), \" \", tostring(e), \" \", x:size(1))'")
+    assert.matches("^false .*interrupted 2$", out)
+    assert.are.same({ "", 0 }, { err, rc })
+  end)
+
   it("starts chunks with the interrupt flag clear (backward polls it)", function()
     local out, err, rc = sh("$P -e 'local x = pt.ones(3, {requires_grad=true}); (x*x):sum():backward(); " ..
       "io.write(string.format(\"%g\", x.grad:sum():item()))'")

@@ -371,6 +371,32 @@ describe("par_by_sample errors", function()
     assert.are.equal(4, #data.DataHandler(four):par_by_sample(lin, 2, sum_step, {epoch = true}))
   end)
 
+  it("undoes everything when the Lua API raises in the middle of a call", function()
+    -- the windows table's __newindex raises where the call records how many windows started
+    -- (as a memory error there would): the call's tasks, the pool's busy flag and Ctrl-C's
+    -- guard are undone by its to-be-closed state, not only on the paths that raise by hand
+    local lin = pt.nn.Linear(3, 1)
+    local xs = {pt.ones(1, 3), pt.ones(1, 3), pt.ones(1, 3), pt.ones(1, 3)}
+    local windows = setmetatable({1, 2, 3, 4}, {__newindex = function(_, k) error("no field " .. k) end})
+    local ok, err = pcall(pt._par_windows, lin, sum_step, function(i) return xs[i] end, windows, 2)
+    assert.is_false(ok)
+    assert.matches("no field started", err)
+    -- the workers are free (this raised "the shared workers are busy" for good)
+    assert.are.equal(2, #pt._par_windows(lin, sum_step, function(i) return xs[i] end, {1, 2}, 2))
+    -- and Ctrl-C is the host's again: it interrupts plain Lua code
+    ok, err = pcall(pt._par_windows, lin, sum_step, function(i) return xs[i] end, windows, 2)
+    assert.is_false(ok)
+    collectgarbage() -- iterators other specs called by hand defer Ctrl-C until collected
+    pt._par_test_sigint(0.05)
+    ok, err = pcall(function()
+      local t0 = os.clock()
+      -- (opening a file: TSan delivers a signal only when the thread enters libc)
+      while os.clock() - t0 < 5 do assert(io.open("/dev/null")):close() end
+    end)
+    assert.is_false(ok)
+    assert.matches("interrupted", err)
+  end)
+
   it("reports a later sample of a window that cannot be read, skips the step, keeps working", function()
     local lin = pt.nn.Linear(3, 1)
     local before = lin.weight:clone()
@@ -461,6 +487,17 @@ describe("_pool_map", function()
     assert.are.equal(5, r[2])
     local r2 = pt._pool_map(function() return coroutine.create(print) end, {{1}})
     assert.are.equal("cannot return the result: result 1 (thread) cannot be sent to a worker", r2[1].message)
+  end)
+
+  it("turns an item with more arguments than a Lua stack holds into an error value", function()
+    -- it raised a stack overflow with item 1 still running, and the next call got "interrupted"
+    local big = {}
+    for i = 1, 1000010 do big[i] = 1 end
+    local r = pt._pool_map(function(...) return select("#", ...) end, {{7}, big, {8, 9}}, {n_workers = 2})
+    assert.are.equal(1, r[1])
+    assert.are.equal("cannot send item 2: 1000010 arguments are more than a Lua stack holds", r[2].message)
+    assert.are.equal(2, r[3])
+    assert.are.same({2, 4}, pt._pool_map(function(a) return 2 * a end, {{1}, {2}}, {n_workers = 2}))
   end)
 
   it("checks its arguments", function()

@@ -1214,7 +1214,10 @@ function DataHandler:batches(bopts)
   local closer = setmetatable({}, {__close = function()
     soft_mode(false)
     if par and par.owner == token then pcall(par_drain, par) end
-  end})
+  end,
+  -- an iterator called by hand (`h:batches()()`) has no loop to close it: its mark ends when
+  -- the closer is collected, or Ctrl-C would stay deferred for the rest of the session
+  __gc = function() soft_mode(false) end})
   local function start()
     soft_mode(true)
     self.epoch = self.epoch + 1
