@@ -252,12 +252,28 @@ static int op_continue(lua_State *L, int status, lua_KContext opidx) {
   return op_results(L, b->op);
 }
 
-/* Start op; then yield it to the scheduler the running coroutine is attached to, or block. */
-static int op_start(lua_State *L, async_op *op) {
+/* Pushes an empty op box and gives it a new op of kind (its reference), the box first so that
+ * nothing leaks when either allocation fails. */
+static async_op *op_push_new(lua_State *L, int kind) {
   op_box *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->op = op; /* the userdata's reference */
+  b->op = NULL;
   luaL_setmetatable(L, LASYNC_OP);
+  async_op *op = calloc(1, sizeof *op);
+  if (!op) {
+    lpt_errorf(L, "async: out of memory");
+    return NULL;
+  }
+  atomic_init(&op->refcount, 1);
+  op->kind = kind;
+  b->op = op;
+  return op;
+}
+
+/* Start the op in the box at the top; then yield it to the scheduler the running coroutine is
+ * attached to, or block. */
+static int op_start(lua_State *L) {
   int opidx = lua_gettop(L);
+  async_op *op = ((op_box *)lua_touserdata(L, opidx))->op;
   notifier *nt = NULL;
   lua_getfield(L, LUA_REGISTRYINDEX, LASYNC_ATTACHED);
   lua_pushthread(L);
@@ -293,40 +309,22 @@ static int op_start(lua_State *L, async_op *op) {
   return lua_yieldk(L, 1, (lua_KContext)opidx, op_continue);
 }
 
-static async_op *op_new(lua_State *L, int kind) {
-  async_op *op = calloc(1, sizeof *op);
-  if (!op) {
-    lpt_errorf(L, "async: out of memory");
-    return NULL;
-  }
-  atomic_init(&op->refcount, 1);
-  op->kind = kind;
-  return op;
-}
-
 static int l_sleep(lua_State *L) {
   double s = luaL_checknumber(L, 1);
   if (!(s >= 0) || s > 1e6) return lpt_errorf(L, "async.sleep: seconds must be in [0, 1e6], got %f", s);
   lua_settop(L, 0);
-  async_op *op = op_new(L, OP_SLEEP);
-  op->seconds = s;
-  return op_start(L, op);
+  op_push_new(L, OP_SLEEP)->seconds = s;
+  return op_start(L);
 }
 
 static int l_read_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  char *copy = strdup(path);
-  if (!copy) return lpt_errorf(L, "async: out of memory");
-  lua_settop(L, 0);
-  async_op *op = calloc(1, sizeof *op);
-  if (!op) {
-    free(copy);
-    return lpt_errorf(L, "async: out of memory");
-  }
-  atomic_init(&op->refcount, 1);
-  op->kind = OP_READ;
-  op->path = copy;
-  return op_start(L, op);
+  luaL_checkstring(L, 1);
+  lua_settop(L, 1);
+  async_op *op = op_push_new(L, OP_READ);
+  op->path = strdup(lua_tostring(L, 1));
+  if (!op->path) return lpt_errorf(L, "async: out of memory");
+  lua_remove(L, 1);
+  return op_start(L);
 }
 
 static int l_is_op(lua_State *L) {

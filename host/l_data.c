@@ -211,13 +211,13 @@ static int l_stack(lua_State *L) {
     int64_t shape[1] = {n};
     pt_tensor *o;
     if (pt_tensor_empty(ctx, ints ? PT_INT64 : PT_FLOAT32, 1, shape, &o)) return lpt_error(L);
+    push_new(L, o); /* owned by Lua before the second pass, whose lua_geti may raise */
     for (lua_Integer i = 1; i <= n; i++) {
       lua_geti(L, 1, i);
       if (ints) ((int64_t *)pt_tensor_data(o))[i - 1] = lua_tointeger(L, -1);
       else ((float *)pt_tensor_data(o))[i - 1] = (float)lua_tonumber(L, -1);
       lua_pop(L, 1);
     }
-    push_new(L, o);
     return 1;
   }
   pt_tensor **items = lua_newuserdatauv(L, (size_t)n * sizeof(pt_tensor *), 0);
@@ -419,25 +419,26 @@ static int l_save(lua_State *L) {
   int n = (int)luaL_len(L, 2), nm = (int)luaL_len(L, 4);
   if ((int)luaL_len(L, 3) != n || (int)luaL_len(L, 5) != nm)
     return lpt_errorf(L, "save: names and values differ in length");
+  lua_settop(L, 7); /* the scratch below goes above the optional arguments */
   const char **names = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof(char *), 0);
   pt_tensor **ts = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof(pt_tensor *), 0);
   const char **keys = lua_newuserdatauv(L, (size_t)(nm + 1) * sizeof(char *), 0);
   const char **vals = lua_newuserdatauv(L, (size_t)(nm + 1) * sizeof(char *), 0);
   for (int i = 0; i < n; i++) {
-    lua_geti(L, 2, i + 1);
+    lua_rawgeti(L, 2, i + 1);
     names[i] = lua_tostring(L, -1);
     if (!names[i]) return lpt_errorf(L, "save: tensor name %d is not a string", i + 1);
     lua_pop(L, 1); /* the string stays alive in the table */
-    lua_geti(L, 3, i + 1);
+    lua_rawgeti(L, 3, i + 1);
     ts[i] = lpt_test_tensor(L, -1);
     if (!ts[i]) return lpt_errorf(L, "save: value of '%s' is a %s, not a tensor", names[i], luaL_typename(L, -1));
     lua_pop(L, 1);
   }
   for (int i = 0; i < nm; i++) {
-    lua_geti(L, 4, i + 1);
+    lua_rawgeti(L, 4, i + 1);
     keys[i] = lua_tostring(L, -1);
     lua_pop(L, 1);
-    lua_geti(L, 5, i + 1);
+    lua_rawgeti(L, 5, i + 1);
     vals[i] = lua_tostring(L, -1);
     lua_pop(L, 1);
     if (!keys[i] || !vals[i]) return lpt_errorf(L, "save: metadata entry %d is not a pair of strings", i + 1);

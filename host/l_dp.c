@@ -98,15 +98,19 @@ static int l_dp_link(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
   pt_dp_call *call;
   if (pt_dp_call_new(ctx, k, roots, devs, nin, ins, &call)) return lpt_error(L);
-  /* from here on nothing raises before the call is released (except out of memory) */
+  /* from here on nothing raises before the call is released (except out of memory): the
+   * fields are read raw, so no __index of the caller's tables runs */
   for (int p = 1; p <= npos; p++) {
     lua_rawgeti(L, 4, p);
-    lua_getfield(L, -1, "gather");
+    lua_pushliteral(L, "gather");
+    lua_rawget(L, -2);
     bool gather = lua_toboolean(L, -1);
-    lua_getfield(L, -2, "dim");
+    lua_pushliteral(L, "dim");
+    lua_rawget(L, -3);
     int dim = (int)lua_tointeger(L, -1);
-    lua_getfield(L, -3, "name");
-    const char *name = lua_tostring(L, -1);
+    lua_pushliteral(L, "name");
+    lua_rawget(L, -4);
+    const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     pt_tensor *const *pc = &pieces[(size_t)(p - 1) * k];
     pt_status st;
     if (gather) {

@@ -386,7 +386,9 @@ static int l_native_map(lua_State *L) {
   for (lua_Integer i = 1; i <= n; i++) {
     native_item *it = &items[i - 1];
     memset(it, 0, sizeof *it);
-    if (lua_geti(L, 2, i) != LUA_TTABLE) {
+    /* raw reads: the strings and tensors converted below must stay referenced by the tables
+     * until the calls are done (an __index could hand out values nothing else holds) */
+    if (lua_rawgeti(L, 2, i) != LUA_TTABLE) {
       lua_pop(L, 1);
       lua_pushfstring(L, "%s: the arguments of item %d are not a list", f->name, (int)i);
       lua_rawseti(L, errs, i);
@@ -403,7 +405,7 @@ static int l_native_map(lua_State *L) {
     }
     it->ok = 1;
     for (int a = 0; a < f->sig.nargs; a++) {
-      lua_geti(L, args, a + 1);
+      lua_rawgeti(L, args, a + 1);
       bool ok = convert_arg(L, -1, f, a, &it->vals[a], err, sizeof err);
       lua_pop(L, 1); /* a string stays referenced by the argument table */
       if (!ok) {

@@ -898,6 +898,15 @@ static bool wait_prev(const par_task *t) {
   return true;
 }
 
+/* (dataset, i) -> dataset:get(i), for a protected call: a dataset's methods may come from an
+ * __index that raises */
+static int dataset_get(lua_State *L) {
+  lua_getfield(L, 1, "get");
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
 static void run_task(pt_pool_task *base, int worker, void *data) {
   (void)worker;
   par_task *t = (par_task *)base;
@@ -955,10 +964,9 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     }
     lua_getfield(L, LUA_REGISTRYINDEX, FN_KEY);
     int n;
-    if (t->data) { /* the sample: dataset:get(index), read here */
+    if (t->data) { /* the sample: dataset:get(index), read here (the lookup of get too may raise) */
+      lua_pushcfunction(L, dataset_get);
       lua_getfield(L, LUA_REGISTRYINDEX, DATA_KEY);
-      lua_getfield(L, -1, "get");
-      lua_insert(L, -2);
       lua_pushinteger(L, t->index);
       if (lua_pcall(L, 2, 1, h) != LUA_OK) {
         char buf[PT_ERRMSG_MAX];

@@ -369,6 +369,41 @@ static lua_Integer list_length(lua_State *L, int idx) {
   return (lua_Integer)luaL_len(L, idx);
 }
 
+/* (fn, arglists, item, fd) -> whether the answer went out: one item in the child, under a
+ * protected call, since reading its arguments may raise too (an __index, a length, a stack
+ * too small) and an error escaping here would run the parent's code in the child */
+static int child_item(lua_State *L) {
+  int item = (int)lua_tointeger(L, 3), fd = (int)lua_tointeger(L, 4);
+  lua_settop(L, 2);
+  lua_pushcfunction(L, child_msgh); /* 3 */
+  lua_pushvalue(L, 1);
+  int nargs = 1;
+  if (lua_geti(L, 2, item + 1) == LUA_TTABLE) {
+    int t = lua_gettop(L);
+    lua_Integer n = list_length(L, t);
+    if (n < 0 || n > INT_MAX - 8 || !lua_checkstack(L, (int)n + 4))
+      return luaL_error(L, "%I arguments are more than a Lua stack holds", (LUAI_UACINT)n);
+    for (lua_Integer i = 1; i <= n; i++) lua_geti(L, t, i);
+    lua_remove(L, t);
+    nargs = (int)n;
+  }
+  int st = lua_pcall(L, nargs, 1, 3);
+  lua_pushboolean(L, child_send(L, fd, item, st == LUA_OK, -1));
+  return 1;
+}
+
+/* (message, item, fd) -> whether the answer went out: an item whose arguments could not be
+ * read fails with why */
+static int child_fail(lua_State *L) {
+  int item = (int)lua_tointeger(L, 2), fd = (int)lua_tointeger(L, 3);
+  lua_pushfstring(L, "cannot read the arguments: %s", lpt_error_text(L, 1));
+  lua_createtable(L, 0, 1);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "message");
+  lua_pushboolean(L, child_send(L, fd, item, false, -1));
+  return 1;
+}
+
 static _Noreturn void child_main(lua_State *L, int fnidx, int argsidx, int fd) {
   signal(SIGINT, SIG_DFL);
   lua_sethook(L, NULL, 0, 0);
@@ -377,22 +412,19 @@ static _Noreturn void child_main(lua_State *L, int fnidx, int argsidx, int fd) {
     int32_t item;
     if (!read_all(fd, &item, sizeof item) || item < 0) break;
     lua_settop(L, base);
-    lua_pushcfunction(L, child_msgh);
-    int msgh = lua_gettop(L);
+    lua_pushcfunction(L, child_item);
     lua_pushvalue(L, fnidx);
-    int nargs = 0;
-    if (lua_geti(L, argsidx, item + 1) == LUA_TTABLE) {
-      int t = lua_gettop(L);
-      lua_Integer n = list_length(L, t);
-      luaL_checkstack(L, (int)n + 4, "too many arguments");
-      for (lua_Integer i = 1; i <= n; i++) lua_geti(L, t, i);
-      lua_remove(L, t);
-      nargs = (int)n;
-    } else {
-      nargs = 1;
+    lua_pushvalue(L, argsidx);
+    lua_pushinteger(L, item);
+    lua_pushinteger(L, fd);
+    if (lua_pcall(L, 4, 1, 0) != LUA_OK) {
+      lua_pushcfunction(L, child_fail);
+      lua_insert(L, -2);
+      lua_pushinteger(L, item);
+      lua_pushinteger(L, fd);
+      if (lua_pcall(L, 3, 1, 0) != LUA_OK) break; /* no memory even for that: the item dies */
     }
-    int st = lua_pcall(L, nargs, 1, msgh);
-    if (!child_send(L, fd, item, st == LUA_OK, -1)) break;
+    if (!lua_toboolean(L, -1)) break;
   }
   fflush(NULL);
   _exit(0);
@@ -456,6 +488,7 @@ static bool spawn(lua_State *L, proc_set *ps, int k, int fnidx, int argsidx, cha
     close(sv[0]);
     for (int i = 0; i < ps->n; i++)
       if (ps->w[i].fd >= 0) close(ps->w[i].fd);
+    ps->n = 0; /* the siblings are the parent's: this copy of the set must never reap them */
     child_main(L, fnidx, argsidx, sv[1]);
   }
   close(sv[1]);

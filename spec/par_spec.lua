@@ -241,6 +241,21 @@ describe("par_by_sample read_in_workers", function()
     local again = data.DataHandler(toy_dataset(2)):par_by_sample({}, 2, index_of, {read_in_workers = true})
     assert.are.same({1, 2}, again)
   end)
+
+  it("fails the sample whose dataset's get cannot even be looked up (an __index that raises)", function()
+    -- the lookup ran outside the worker's protected call: the process aborted with a Lua PANIC
+    local methods = {get = function(_, i) return {i = i} end, len = function() return 4 end}
+    local ds = setmetatable({}, {__index = function(_, k)
+      if k == "get" and pt.worker_id() ~= 0 then error("no get here") end
+      return methods[k]
+    end})
+    local h = data.DataHandler(ds)
+    local ok, err = pcall(h.par_by_sample, h, {}, 2, index_of, {epoch = true, read_in_workers = true})
+    assert.is_false(ok)
+    assert.matches("^par_by_sample: sample 1 failed on worker 1: reading the sample: .*no get here", err)
+    local again = data.DataHandler(toy_dataset(2)):par_by_sample({}, 2, index_of, {read_in_workers = true})
+    assert.are.same({1, 2}, again)
+  end)
 end)
 
 describe("par_by_sample errors", function()

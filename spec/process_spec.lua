@@ -45,6 +45,23 @@ describe("pt._process_map", function()
     assert.are.equal(0, zombies())
   end)
 
+  it("fails an item whose arguments cannot be read, in the worker, and nothing else", function()
+    -- reading them raised outside the worker's pcall: the forked child went on running the
+    -- caller's script after the call (its output twice), and killed its siblings on exit
+    local getpid = getpid_fn()
+    local parent = getpid()
+    local bad = setmetatable({}, {__index = function() error("no arguments here") end})
+    local ok, results, errors = pcall(pt._process_map, function(a) return a end,
+      { { 1 }, bad, { n = 2000000 }, { 4 } }, 2)
+    assert.are.equal(parent, getpid()) -- a child that escaped would come here too
+    assert.is_true(ok)
+    assert.are.same({ 1, 4 }, { results[1], results[4] })
+    assert.matches("^cannot read the arguments: .*no arguments here$", errors[2].message)
+    assert.are.equal("cannot read the arguments: 2000000 arguments are more than a Lua stack holds",
+      errors[3].message)
+    assert.are.equal(0, zombies())
+  end)
+
   it("inherits the caller's values (upvalues, globals, tensors) without sending them", function()
     local big = pt.arange(1000)
     GLOBAL_FOR_PROCESS_SPEC = 5
