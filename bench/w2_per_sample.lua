@@ -8,14 +8,15 @@
 --   METRIC w2_samples_per_s_t1 / _t2 <median samples/s>, METRIC w2_samples_per_s (2 threads)
 --   METRIC w8_speedup <2-thread median / 1-thread median>
 --   METRIC w8_ceiling <the same ratio for plain C threads sharing nothing>, when built
--- Env: W2_N samples per epoch (default 4000), W2_REPS repetitions (default 5: a 2-thread epoch
--- takes ~60 ms, and the 2-thread epochs of one run spread 50-75k samples/s on the VM), W2_THREADS
+-- Env: W2_N samples per epoch (default 4000), W2_REPS repetitions (default 15: a 2-thread epoch
+-- takes ~60-100 ms, and on the VM the epochs of one run spread 36-74k samples/s with 2 threads
+-- and 27-35k with 1, phases of a few seconds; with 5 the medians moved by 20%), W2_THREADS
 -- thread counts to run (default "1,2"; W2/W8 lines need both), W2_CLOCK (below).
 local pt = require "partrain"
 local data = pt.data
 
 local N = tonumber(os.getenv("W2_N") or "4000")
-local REPS = tonumber(os.getenv("W2_REPS") or "5")
+local REPS = tonumber(os.getenv("W2_REPS") or "15")
 -- W2_CLOCK=cpu: time with os.clock (process CPU time; meaningful for 1 thread only, a check
 -- that does not depend on other load on the machine)
 local now = os.getenv("W2_CLOCK") == "cpu" and os.clock or pt.clock
@@ -53,12 +54,16 @@ end
 local rate = {}
 local counts = {}
 for c in (os.getenv("W2_THREADS") or "1,2"):gmatch("%d+") do counts[#counts + 1] = tonumber(c) end
--- the thread counts take turns, repetition by repetition, so that the machine's speed drifting
--- during the run (a shared VM) weighs on all of them alike and W8 compares like with like
+-- the thread counts take turns, repetition by repetition, in reversed order every other one, so
+-- that the machine's speed drifting during the run (a shared VM) weighs on all of them alike
+-- and W8 compares like with like
 local runs = {}
 for _, threads in ipairs(counts) do runs[threads] = {} end
 for k = 1, REPS do
-  for _, threads in ipairs(counts) do runs[threads][k] = epoch(threads) end
+  for i = 1, #counts do
+    local threads = counts[k % 2 == 1 and i or #counts + 1 - i]
+    runs[threads][k] = epoch(threads)
+  end
 end
 for _, threads in ipairs(counts) do
   rate[threads] = median(runs[threads])
