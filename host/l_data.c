@@ -43,6 +43,25 @@ static void push_strings(lua_State *L, char **s, int n) {
   }
 }
 
+/* (r) -> _data_read_csv's four values; the tensors move out of r as they are pushed. Runs under
+ * a protected call: a memory error leaves the rest in r, freed by the caller. */
+static int csv_push(lua_State *L) {
+  pt_csv_result *r = lua_touserdata(L, 1);
+  lpt_push_tensor(L, r->features);
+  r->features = NULL;
+  if (r->labels) {
+    lpt_push_tensor(L, r->labels);
+    r->labels = NULL;
+  } else {
+    lua_pushnil(L);
+  }
+  if (r->header) push_strings(L, r->header, r->ncols);
+  else lua_pushnil(L);
+  if (r->class_names) push_strings(L, r->class_names, r->n_classes);
+  else lua_pushnil(L);
+  return 4;
+}
+
 /* _data_read_csv(path, header, label (name | 1-based index, negative from the end | nil), offset)
  * -> features, labels|nil, header names|nil, class names|nil */
 static int l_read_csv(lua_State *L) {
@@ -58,20 +77,11 @@ static int l_read_csv(lua_State *L) {
   o.label_offset = luaL_optinteger(L, 4, 0);
   pt_csv_result r;
   if (pt_csv_read_opts(lpt_ctx(L), path, &o, &r)) return lpt_error(L);
-  /* push without raising while r holds memory: lua_push* only fail on OOM */
-  lpt_push_tensor(L, r.features);
-  r.features = NULL;
-  if (r.labels) {
-    lpt_push_tensor(L, r.labels);
-    r.labels = NULL;
-  } else {
-    lua_pushnil(L);
-  }
-  if (r.header) push_strings(L, r.header, r.ncols);
-  else lua_pushnil(L);
-  if (r.class_names) push_strings(L, r.class_names, r.n_classes);
-  else lua_pushnil(L);
-  pt_csv_result_free(&r);
+  lua_pushcfunction(L, csv_push);
+  lua_pushlightuserdata(L, &r);
+  int status = lua_pcall(L, 1, 4, 0);
+  pt_csv_result_free(&r); /* and what a memory error left unpushed */
+  if (status != LUA_OK) return lua_error(L);
   return 4;
 }
 
@@ -454,26 +464,37 @@ static int l_save(lua_State *L) {
   return 0;
 }
 
+/* (st) -> the three tables of _load; each tensor moves out of st as it is pushed. Runs under a
+ * protected call: a memory error leaves the rest in st, freed by the caller. */
+static int load_push(lua_State *L) {
+  pt_safetensors *st = lua_touserdata(L, 1);
+  lua_createtable(L, 0, st->n);
+  lua_createtable(L, 0, st->n_meta);
+  lua_createtable(L, st->n, 0);
+  for (int i = 0; i < st->n; i++) {
+    lua_pushstring(L, st->entries[i].name);
+    lua_rawseti(L, -2, i + 1);
+    lpt_push_tensor(L, st->entries[i].tensor);
+    st->entries[i].tensor = NULL;
+    lua_setfield(L, -4, st->entries[i].name);
+  }
+  for (int i = 0; i < st->n_meta; i++) {
+    lua_pushstring(L, st->meta_values[i]);
+    lua_setfield(L, -3, st->meta_keys[i]);
+  }
+  return 3;
+}
+
 /* _load(path) -> {name = tensor}, {key = string}, {names in file order} */
 static int l_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   pt_safetensors st;
   if (pt_st_read(lpt_ctx(L), path, &st)) return lpt_error(L);
-  lua_createtable(L, 0, st.n);
-  lua_createtable(L, 0, st.n_meta);
-  lua_createtable(L, st.n, 0);
-  for (int i = 0; i < st.n; i++) {
-    lua_pushstring(L, st.entries[i].name);
-    lua_rawseti(L, -2, i + 1);
-    lpt_push_tensor(L, st.entries[i].tensor);
-    st.entries[i].tensor = NULL;
-    lua_setfield(L, -4, st.entries[i].name);
-  }
-  for (int i = 0; i < st.n_meta; i++) {
-    lua_pushstring(L, st.meta_values[i]);
-    lua_setfield(L, -3, st.meta_keys[i]);
-  }
-  pt_st_free(&st);
+  lua_pushcfunction(L, load_push);
+  lua_pushlightuserdata(L, &st);
+  int status = lua_pcall(L, 1, 3, 0);
+  pt_st_free(&st); /* and the tensors a memory error left unpushed */
+  if (status != LUA_OK) return lua_error(L);
   return 3;
 }
 

@@ -624,6 +624,15 @@ static void deser_value(deser *d, int depth) {
 
 /* Read one answer of worker w; on success stores it into results/errors and returns 1.
  * 0: the connection ended (the worker died); -1: unusable answer, message in err. */
+/* (d) -> the value d holds, decoded under a protected call (a memory error must not leave the
+ * payload and the mapped segment behind) */
+static int deser_protected(lua_State *L) { /* (d, class map) */
+  deser *d = lua_touserdata(L, 1);
+  d->classes = 2; /* in this frame */
+  deser_value(d, 0);
+  return 1;
+}
+
 static int receive(lua_State *L, proc_worker *w, int wid, int results, int errors, char *err,
                     size_t errn) {
   msg_header h;
@@ -655,9 +664,13 @@ static int receive(lua_State *L, proc_worker *w, int wid, int results, int error
     return err[0] ? -1 : 0;
   }
   deser d = {L, payload, payload + h.payload, seg, false, LPROC_CLASSES};
-  deser_value(&d, 0);
+  lua_pushcfunction(L, deser_protected);
+  lua_pushlightuserdata(L, &d);
+  lua_pushvalue(L, d.classes);
+  int status = lua_pcall(L, 2, 1, 0);
   free(payload);
   pt_storage_release(seg); /* the tensors hold their own references */
+  if (status != LUA_OK) return lua_error(L); /* out of memory: payload and segment freed first */
   if (d.bad || h.item != w->item) {
     lua_pop(L, 1);
     snprintf(err, errn, "process: malformed answer from worker %d for item %d", wid, w->item + 1);
