@@ -80,11 +80,13 @@ static int binary_into(lua_State *L, pt_binop op, double alpha, int out_idx) {
   pt_ctx *ctx = lpt_ctx(L);
   pt_tensor *out = lpt_check_tensor(L, out_idx), *t[2] = {NULL, NULL}, *tmp[2] = {NULL, NULL};
   pt_number n[2] = {{0}, {0}};
+  for (int k = 0; k < 2; k++) /* every check before the first conversion takes a reference */
+    if (!lpt_test_tensor(L, k + 1) && !is_number(L, k + 1) && !lua_isboolean(L, k + 1))
+      return bad_operand(L, k + 1, "Tensor or number");
   for (int k = 0; k < 2; k++) {
     if ((t[k] = lpt_test_tensor(L, k + 1))) continue;
     if (is_number(L, k + 1)) n[k] = number_at(L, k + 1);
-    else if (lua_isboolean(L, k + 1)) t[k] = tmp[k] = lpt_to_tensor(L, k + 1, PT_BOOL);
-    else return bad_operand(L, k + 1, "Tensor or number");
+    else t[k] = tmp[k] = lpt_to_tensor(L, k + 1, PT_BOOL);
   }
   if (!t[0] && !t[1]) return luaL_typeerror(L, 1, "Tensor");
   pt_status st = pt_binary_into(ctx, op, t[0], n[0], t[1], n[1], alpha, out);

@@ -124,8 +124,11 @@ const char *lpt_error_text(lua_State *L, int idx) {
     lua_pushvalue(L, idx);
     return lua_tostring(L, -1);
   }
-  if (luaL_callmeta(L, idx, "__tostring")) {
-    if (lua_type(L, -1) == LUA_TSTRING) return lua_tostring(L, -1);
+  /* __tostring runs protected: the handlers that call this (a hook's failure inside backward,
+   * a worker's task) must not be left by a second error from a broken error class */
+  if (luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {
+    lua_pushvalue(L, idx);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) return lua_tostring(L, -1);
     lua_pop(L, 1);
   }
   return lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, idx));

@@ -24,6 +24,8 @@ static pt_tensor *arg_tensor(lua_State *L, int idx, const char *fname, const cha
 }
 
 static pt_reduction check_reduction(lua_State *L, int idx, const char *fname) {
+  if (!lua_isnoneornil(L, idx) && lua_type(L, idx) != LUA_TSTRING)
+    lpt_errorf(L, "%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, luaL_typename(L, idx));
   const char *r = luaL_optstring(L, idx, "mean");
   if (strcmp(r, "mean") == 0) return PT_REDUCE_MEAN;
   if (strcmp(r, "sum") == 0) return PT_REDUCE_SUM;
@@ -159,16 +161,8 @@ static int l_nll_loss(lua_State *L) {
 static int pointwise(lua_State *L, const char *fname, pt_pointwise_loss kind, int red_idx,
                      double beta, pt_tensor *pos_weight) {
   pt_tensor *x = lpt_check_tensor(L, 1), *out;
+  pt_reduction red = check_reduction(L, red_idx, fname); /* before the reference below */
   pt_tensor *t = lpt_to_tensor(L, 2, x->dtype); /* new reference */
-  pt_reduction red;
-  const char *r = luaL_optstring(L, red_idx, "mean");
-  if (strcmp(r, "mean") == 0) red = PT_REDUCE_MEAN;
-  else if (strcmp(r, "sum") == 0) red = PT_REDUCE_SUM;
-  else if (strcmp(r, "none") == 0) red = PT_REDUCE_NONE;
-  else {
-    pt_tensor_release(t);
-    return lpt_errorf(L, "%s: reduction must be 'mean', 'sum' or 'none', got '%s'", fname, r);
-  }
   pt_status st = pt_nn_pointwise_loss(lpt_ctx(L), fname, kind, x, t, pos_weight, beta, red, &out);
   pt_tensor_release(t);
   if (st) return lpt_error(L);

@@ -708,27 +708,19 @@ static pt_tensor *resolve_key(lua_State *L, pt_tensor *t, int key, bool raw, boo
   select_fn sel = raw ? pt_select_raw : pt_select;
   narrow_fn nar = raw ? pt_narrow_raw : pt_narrow;
   slice_fn slc = raw ? pt_slice_raw : pt_slice;
-  pt_tensor *cur = pt_tensor_retain(t), *next;
+  pt_tensor *next;
   *all_selected = false;
-  if (lua_type(L, key) == LUA_TNUMBER) {
+  if (lua_type(L, key) == LUA_TNUMBER) { /* checked before any reference is taken */
     lua_Integer i = check_integer(L, key, "index", "an index");
-    if (t->ndim == 0) {
-      pt_tensor_release(cur);
-      lpt_errorf(L, "index: cannot index a 0-d tensor (use item())");
-    }
-    if (i == 0 || i > t->shape[0] || i < -t->shape[0]) {
-      pt_tensor_release(cur);
+    if (t->ndim == 0) lpt_errorf(L, "index: cannot index a 0-d tensor (use item())");
+    if (i == 0 || i > t->shape[0] || i < -t->shape[0])
       lpt_errorf(L, "index: index %I out of range for dimension 1 of size %I", (LUAI_UACINT)i,
                  (LUAI_UACINT)t->shape[0]);
-    }
-    if (sel(ctx, cur, 0, norm_index(i, t->shape[0]), &next)) {
-      pt_tensor_release(cur);
-      lpt_error(L);
-    }
-    pt_tensor_release(cur);
+    if (sel(ctx, t, 0, norm_index(i, t->shape[0]), &next)) lpt_error(L);
     *all_selected = t->ndim == 1;
     return next;
   }
+  pt_tensor *cur = pt_tensor_retain(t);
   int n = (int)lua_rawlen(L, key);
   int ellipsis = 0; /* position of "..." (PyTorch's t[..., i]): the dims the other entries leave */
   int used = 0;     /* dims the entries index (a mask as many as it has) */

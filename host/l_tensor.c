@@ -173,13 +173,19 @@ static int t_index(lua_State *L) {
     return 1;
   }
   pt_tensor *t = lpt_check_tensor(L, 1);
-  if (lua_isinteger(L, 2)) {
+  if (lua_type(L, 2) == LUA_TNUMBER) { /* t[2.0] is t[2], as in an assignment */
+    int exact;
+    lua_Integer i0 = lua_tointegerx(L, 2, &exact);
+    if (!exact) {
+      lua_pushvalue(L, 2);
+      return lpt_errorf(L, "index: an index must be an integer, got %s", lua_tostring(L, -1));
+    }
     if (t->ndim == 0) return lpt_errorf(L, "index: cannot index a 0-d tensor (use item())");
-    lua_Integer i = lua_tointeger(L, 2), n = t->shape[0];
+    lua_Integer i = i0, n = t->shape[0];
     if (i < 0) i += n + 1;
     if (i < 1 || i > n)
       return lpt_errorf(L, "index: index %I out of range for dimension 1 of size %I",
-                        (LUAI_UACINT)lua_tointeger(L, 2), (LUAI_UACINT)n);
+                        (LUAI_UACINT)i0, (LUAI_UACINT)n);
     if (t->ndim == 1) {
       lpt_push_element(L, element_at(t, t->offset + (i - 1) * t->stride[0]), t->dtype);
       return 1;
@@ -720,26 +726,31 @@ static int l_set_printoptions(lua_State *L) {
   static const char *const names[] = {"precision", "threshold", "edgeitems", "linewidth", "profile", "sci_mode", NULL};
   lpt_check_options(L, opts, "set_printoptions", names);
   lpt_state *S = lpt_state_fast(L);
-  if (!S->print.set) {
-    S->print.precision = FMT_PRECISION;
-    S->print.threshold = FMT_THRESHOLD;
-    S->print.edgeitems = FMT_EDGE;
-    S->print.linewidth = FMT_LINEWIDTH;
+  /* every option is checked on a copy, applied only when all are good */
+  struct lpt_print_opts P = S->print;
+  if (!P.set) {
+    P.precision = FMT_PRECISION;
+    P.threshold = FMT_THRESHOLD;
+    P.edgeitems = FMT_EDGE;
+    P.linewidth = FMT_LINEWIDTH;
   }
-  S->print.set = true;
-  S->print.sci_mode = 0;
-  if (!opts) return 0;
+  P.set = true;
+  P.sci_mode = 0;
+  if (!opts) {
+    S->print = P;
+    return 0;
+  }
   if (lua_getfield(L, opts, "profile") != LUA_TNIL) {
     const char *p = lua_tostring(L, -1);
     if (p && strcmp(p, "default") == 0) {
-      S->print.precision = FMT_PRECISION, S->print.threshold = FMT_THRESHOLD;
-      S->print.edgeitems = FMT_EDGE, S->print.linewidth = FMT_LINEWIDTH;
+      P.precision = FMT_PRECISION, P.threshold = FMT_THRESHOLD;
+      P.edgeitems = FMT_EDGE, P.linewidth = FMT_LINEWIDTH;
     } else if (p && strcmp(p, "short") == 0) {
-      S->print.precision = 2, S->print.threshold = FMT_THRESHOLD;
-      S->print.edgeitems = 2, S->print.linewidth = FMT_LINEWIDTH;
+      P.precision = 2, P.threshold = FMT_THRESHOLD;
+      P.edgeitems = 2, P.linewidth = FMT_LINEWIDTH;
     } else if (p && strcmp(p, "full") == 0) {
-      S->print.precision = FMT_PRECISION, S->print.threshold = INT64_MAX;
-      S->print.edgeitems = FMT_EDGE, S->print.linewidth = FMT_LINEWIDTH;
+      P.precision = FMT_PRECISION, P.threshold = INT64_MAX;
+      P.edgeitems = FMT_EDGE, P.linewidth = FMT_LINEWIDTH;
     } else {
       return lpt_errorf(L, "set_printoptions: profile must be \"default\", \"short\" or \"full\", got %s",
                         lpt_error_text(L, -1));
@@ -747,16 +758,17 @@ static int l_set_printoptions(lua_State *L) {
   }
   lua_pop(L, 1);
   lua_Integer v;
-  if (print_int_opt(L, opts, "precision", 0, 30, &v)) S->print.precision = (int)v;
-  if (print_int_opt(L, opts, "threshold", 0, INT64_MAX, &v)) S->print.threshold = v;
-  if (print_int_opt(L, opts, "edgeitems", 1, 1000, &v)) S->print.edgeitems = (int)v;
-  if (print_int_opt(L, opts, "linewidth", 10, 100000, &v)) S->print.linewidth = (int)v;
+  if (print_int_opt(L, opts, "precision", 0, 30, &v)) P.precision = (int)v;
+  if (print_int_opt(L, opts, "threshold", 0, INT64_MAX, &v)) P.threshold = v;
+  if (print_int_opt(L, opts, "edgeitems", 1, 1000, &v)) P.edgeitems = (int)v;
+  if (print_int_opt(L, opts, "linewidth", 10, 100000, &v)) P.linewidth = (int)v;
   int t = lua_getfield(L, opts, "sci_mode");
-  if (t == LUA_TBOOLEAN) S->print.sci_mode = lua_toboolean(L, -1) ? 1 : -1;
+  if (t == LUA_TBOOLEAN) P.sci_mode = lua_toboolean(L, -1) ? 1 : -1;
   else if (t != LUA_TNIL)
     return lpt_errorf(L, "set_printoptions: sci_mode must be true, false or nil (automatic), got %s",
                       luaL_typename(L, -1));
   lua_pop(L, 1);
+  S->print = P;
   return 0;
 }
 

@@ -33,7 +33,7 @@ typedef struct lpt_state {
   int worker_id;         /* 0 in the caller's state, 1..n in dispatcher workers */
   int backward_depth;    /* backward passes running in this state (nested: a Function's backward) */
   /* pt.set_printoptions: how tostring(t) prints (host/l_tensor.c); zero fields mean the defaults */
-  struct {
+  struct lpt_print_opts {
     int precision;       /* digits after the point (default 4) */
     int64_t threshold;   /* more elements than this are summarised (default 1000) */
     int edgeitems;       /* entries shown at each end of a summarised dimension (default 3) */
@@ -98,7 +98,8 @@ int lpt_errorf(lua_State *L, const char *fmt, ...);
  * fits. Returns 0. */
 int lpt_check_value(lua_State *L, const char *fname, pt_dtype dt, int idx, double v);
 /* Pushes and returns the text of the error object at idx, as lua.c reports one: a string or a
- * number as it is, else its __tostring, else "(error object is a <type> value)". */
+ * number as it is, else its __tostring (called protected: an error there is not raised), else
+ * "(error object is a <type> value)". Raises only when memory runs out. */
 const char *lpt_error_text(lua_State *L, int idx);
 /* The options table at idx (0: none) may hold only the keys listed (NULL-terminated): a
  * misspelled or unsupported option is an error naming it and the options there are

@@ -707,6 +707,16 @@ describe("tensor hooks", function()
     local ok, obj = pcall(function() grad((f * f):sum(), a) end)
     assert.is_false(ok)
     assert.are.same({code = 7}, obj)
+    -- an error class whose __tostring itself fails: the object still comes back as raised, and
+    -- the engine's clean-up runs (it was skipped: no op recorded a graph afterwards)
+    local Broken = {__tostring = function(o) return "E" .. o.missing end}
+    local h = a * 3
+    h:register_hook(function() error(setmetatable({}, Broken)) end)
+    ok, obj = pcall(function() (h * h):sum():backward() end)
+    assert.is_false(ok)
+    assert.are.equal(Broken, getmetatable(obj))
+    assert.is_true(pt.is_grad_enabled())
+    assert.is_true((a * 2).requires_grad)
     assert_err("register_hook: cannot register a hook on a tensor that doesn't require gradient",
       function() pt.ones(2):register_hook(function() end) end)
     assert_err("register_hook: expected a function, got number", function() a:register_hook(3) end)

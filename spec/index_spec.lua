@@ -53,6 +53,11 @@ describe("indexing with t[key]", function()
 
   it("reports out-of-range and malformed keys", function()
     local t = range(3, 4)
+    -- a float key with an integer value reads as that integer (as an assignment takes it)
+    assert.are.same(t[2]:tolist(), t[2.0]:tolist())
+    assert.are.same(t[-1]:tolist(), t[-1.0]:tolist())
+    assert.are.equal("index: an index must be an integer, got 1.5", errmsg(function() return t[1.5] end))
+    assert.are.equal("index: an index must be an integer, got 1.5", errmsg(function() t[1.5] = 0 end))
     assert.are.equal("index: index 4 out of range for dimension 1 of size 3",
                      errmsg(function() return t[{4}] end))
     assert.are.equal("index: index 5 out of range for dimension 2 of size 4",

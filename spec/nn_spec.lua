@@ -541,6 +541,13 @@ describe("error messages", function()
 
   it("pointwise losses, dropout, norms, embedding", function()
     assert_err("mse_loss: input shape {3} and target shape {4} differ", nn.mse_loss, pt.zeros(3), pt.zeros(4))
+    -- checked before the target is converted (a reference to it leaked), in the public name
+    assert_err("mse_loss: reduction must be 'mean', 'sum' or 'none', got table", nn.mse_loss, pt.zeros(3),
+      pt.zeros(3), {reduction = {}})
+    assert_err("l1_loss: reduction must be 'mean', 'sum' or 'none', got boolean", nn.l1_loss, pt.zeros(3), 1.5,
+      {reduction = true})
+    assert_err("nll_loss: reduction must be 'mean', 'sum' or 'none', got number", nn.nll_loss, pt.zeros(2, 3),
+      pt.tensor({1, 2}), {reduction = 3})
     assert_err("binary_cross_entropy: input values must be probabilities in [0, 1], got 2", nn.bce,
       pt.tensor({2}), pt.tensor({1}))
     assert_err("smooth_l1_loss: beta must be non-negative, got -1", nn.smooth_l1_loss, pt.zeros(2),
