@@ -583,27 +583,69 @@ static int t_set_flat(lua_State *L) {
 }
 
 /* pt.no_grad, pt.enable_grad and autograd.detect_anomaly run fn(...) with one of the ctx's flags
- * set, and put it back even when fn raises (a pcall with a continuation, so fn may yield); the
- * continuation's context holds which flag (bits 1..) and its old value (bit 0). */
+ * set, and put it back even when fn raises. Outside a coroutine fn cannot yield: a plain pcall.
+ * Inside one, fn runs in a thread of its own that this function resumes: the flag is set for
+ * each stretch fn runs and put back at each yield, so the code that resumed the coroutine never
+ * sees it, and a coroutine abandoned while suspended leaves nothing switched (torch's grad mode
+ * would stay as the suspended body set it). The context k holds which flag (bits 1..) and the
+ * value fn runs with (bit 0). */
 enum { FLAG_GRAD, FLAG_ANOMALY };
 
 static bool *ctx_flag(pt_ctx *ctx, int which) {
   return which == FLAG_ANOMALY ? &ctx->detect_anomaly : &ctx->grad_enabled;
 }
 
-static int flag_finish(lua_State *L, int status, lua_KContext k) {
-  *ctx_flag(lpt_ctx(L), (int)(k >> 1)) = k & 1;
-  if (status != LUA_OK && status != LUA_YIELD) return lua_error(L);
-  return lua_gettop(L);
+static int flag_continue(lua_State *L, int status, lua_KContext k);
+
+/* Resumes fn's thread (stack index 1) with the nargs values at the top for one stretch. */
+static int flag_resume(lua_State *L, lua_KContext k, int nargs) {
+  lua_State *co = lua_tothread(L, 1);
+  bool *flag = ctx_flag(lpt_ctx(L), (int)(k >> 1)), old = *flag;
+  lua_xmove(L, co, nargs);
+  *flag = k & 1;
+  int nres = 0, st = lua_resume(co, L, nargs, &nres);
+  *flag = old;
+  if (st == LUA_OK || st == LUA_YIELD) {
+    if (!lua_checkstack(L, nres + 1)) {
+      lua_pop(co, nres);
+      return luaL_error(L, "too many results");
+    }
+    lua_xmove(co, L, nres);
+    if (st == LUA_OK) return nres;
+    return lua_yieldk(L, nres, k, flag_continue); /* to whoever resumed the caller */
+  }
+#if LUA_VERSION_RELEASE_NUM >= 50406
+  lua_closethread(co, L); /* its to-be-closed variables; the error object stays on top */
+#else
+  lua_resetthread(co);
+#endif
+  lua_xmove(co, L, 1);
+  return lua_error(L);
+}
+
+static int flag_continue(lua_State *L, int status, lua_KContext k) {
+  (void)status;
+  return flag_resume(L, k, lua_gettop(L) - 1); /* the values the caller was resumed with */
 }
 
 static int call_with_flag(lua_State *L, int which, bool value) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  bool *flag = ctx_flag(lpt_ctx(L), which);
-  lua_KContext k = (lua_KContext)which << 1 | (lua_KContext)*flag;
+  lua_KContext k = (lua_KContext)which << 1 | (lua_KContext)value;
+  int nargs = lua_gettop(L) - 1;
+  if (lua_isyieldable(L)) {
+    lua_State *co = lua_newthread(L);
+    lua_insert(L, 1); /* the thread stays at 1 for the call's life: [co, fn, args...] */
+    lua_pushvalue(L, 2);
+    lua_xmove(L, co, 1); /* fn, below the arguments flag_resume moves */
+    lua_remove(L, 2);
+    return flag_resume(L, k, nargs);
+  }
+  bool *flag = ctx_flag(lpt_ctx(L), which), old = *flag;
   *flag = value;
-  int status = lua_pcallk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, k, flag_finish);
-  return flag_finish(L, status, k);
+  int status = lua_pcall(L, nargs, LUA_MULTRET, 0);
+  *flag = old;
+  if (status != LUA_OK) return lua_error(L);
+  return lua_gettop(L);
 }
 
 /* pt.no_grad(fn, ...) -> fn(...) with gradient recording off */
@@ -1258,7 +1300,7 @@ static const char *const method_docs[] = {
 };
 
 static const char *const function_docs[] = {
-    "no_grad", "pt.no_grad(fn, ...) -> fn(...) run without recording a graph.",
+    "no_grad", "pt.no_grad(fn, ...) -> fn(...) run without recording a graph. Inside a coroutine fn may\n  yield: the mode is off only while fn runs, never while it is suspended (also enable_grad,\n  autograd.detect_anomaly).",
     "enable_grad", "pt.enable_grad(fn, ...) -> fn(...) run with gradient recording on.",
     NULL, NULL,
 };

@@ -977,3 +977,65 @@ describe("create_graph through std over a constant lane", function()
     end
   end)
 end)
+
+describe("no_grad, enable_grad and detect_anomaly in coroutines", function()
+  it("switch the mode only while their body runs, not while it is suspended", function()
+    -- a generator that yields from inside no_grad: the loop's own code keeps the caller's mode,
+    -- and breaking out of it (abandoning the coroutine) left grad recording off for good
+    local function doubled(xs)
+      return coroutine.wrap(function()
+        pt.no_grad(function()
+          for _, x in ipairs(xs) do coroutine.yield(x * 2, pt.is_grad_enabled()) end
+        end)
+      end)
+    end
+    local w = pt.ones(2, {requires_grad = true})
+    for y, inside in doubled({w, w}) do
+      assert.is_false(inside)
+      assert.is_false(y.requires_grad)
+      assert.is_true(pt.is_grad_enabled())
+      break
+    end
+    assert.is_true(pt.is_grad_enabled())
+    assert.is_true((w * 2).requires_grad)
+    -- resumed later with other values: the body still runs without grad and gets them
+    local co = coroutine.create(function(a)
+      return pt.no_grad(function(x)
+        local k = coroutine.yield((x * 2).requires_grad)
+        return (x * k).requires_grad, pt.is_grad_enabled(), k
+      end, a)
+    end)
+    assert.are.same({true, false}, {coroutine.resume(co, w)})
+    assert.are.same({true, false, false, 3}, {coroutine.resume(co, 3)})
+    -- anomaly mode the same way
+    local an = coroutine.wrap(function()
+      pt.autograd.detect_anomaly(function() coroutine.yield(pt.autograd.is_anomaly_enabled()) end)
+    end)
+    assert.is_true(an())
+    assert.is_false(pt.autograd.is_anomaly_enabled())
+  end)
+
+  it("pass errors on (closing the body's to-be-closed variables) and results back", function()
+    local closed = false
+    local ok, err = coroutine.resume(coroutine.create(function()
+      return pt.no_grad(function()
+        local c <close> = setmetatable({}, {__close = function() closed = true end})
+        error("boom inside")
+      end)
+    end))
+    assert.is_false(ok)
+    assert.matches("boom inside$", err)
+    assert.is_true(closed)
+    assert.is_true(pt.is_grad_enabled())
+    local obj = {}
+    assert.are.same({false, obj}, {coroutine.resume(coroutine.create(function()
+      return pt.enable_grad(function() error(obj) end)
+    end))})
+    assert.are.same({true, 3, "x", nil}, {coroutine.resume(coroutine.create(function()
+      return pt.no_grad(function(a, b) return a + b, "x", nil end, 1, 2)
+    end))})
+    assert.are.equal(3, select("#", coroutine.resume(coroutine.create(function()
+      return pt.no_grad(function() return 1, nil end)
+    end))))
+  end)
+end)
