@@ -25,7 +25,7 @@ static void opt_pair(lua_State *L, int opts, const char *key, const int *def, in
   char what[64];
   snprintf(what, sizeof what, "option '%s'", key);
   if (t == LUA_TNUMBER) {
-    luaL_checkinteger(L, -1);
+    if (!lua_isinteger(L, -1)) lpt_errorf(L, "%s: option '%s' must be an integer or a pair {h, w}", fname, key);
     out[0] = out[1] = int_at(L, -1, fname, what);
   } else if (t == LUA_TTABLE) {
     for (int i = 0; i < 2; i++) {
@@ -79,10 +79,12 @@ static void arg_pair(lua_State *L, int idx, int *out, const char *fname, const c
   }
 }
 
-static double opt_number(lua_State *L, int opts, const char *key, double def) {
+static double opt_number(lua_State *L, int opts, const char *key, double def, const char *fname) {
   if (opts == 0 || !lua_istable(L, opts)) return def;
   double v = def;
-  if (lua_getfield(L, opts, key) != LUA_TNIL) v = luaL_checknumber(L, -1);
+  int t = lua_getfield(L, opts, key);
+  if (t == LUA_TNUMBER) v = lua_tonumber(L, -1);
+  else if (t != LUA_TNIL) lpt_errorf(L, "%s: option '%s' must be a number, got %s", fname, key, luaL_typename(L, -1));
   lua_pop(L, 1);
   return v;
 }
@@ -104,7 +106,7 @@ static int conv_args(lua_State *L, const char *fn, const char *const *names, pt_
   return opts;
 }
 
-/* the transposed convolutions' groups option (an integer, default 1) */
+/* the convolutions' groups option (an integer, default 1) */
 static int groups_opt(lua_State *L, int opts, const char *fn) {
   int groups = 1;
   if (opts && lua_getfield(L, opts, "groups") != LUA_TNIL) {
@@ -125,7 +127,7 @@ static int l_conv2d(lua_State *L) {
   opt_pair(L, opts, "stride", one, o.stride, "conv2d");
   opt_pair(L, opts, "padding", zero, o.padding, "conv2d");
   opt_pair(L, opts, "dilation", one, o.dilation, "conv2d");
-  o.groups = (int)opt_number(L, opts, "groups", 1);
+  o.groups = groups_opt(L, opts, "conv2d");
   pt_tensor *out = NULL;
   pt_status st = pt_conv2d(lpt_ctx(L), x, w, b, &o, &out);
   return lpt_push_result(L, st, out);
@@ -273,7 +275,8 @@ static int l_batch_norm(lua_State *L) {
   static const char *const names[] = {"training", "momentum", "eps", NULL};
   lpt_check_options(L, opts, "batch_norm", names);
   bool training = lpt_opt_bool(L, opts, "training", true);
-  double momentum = opt_number(L, opts, "momentum", 0.1), eps = opt_number(L, opts, "eps", 1e-5);
+  double momentum = opt_number(L, opts, "momentum", 0.1, "batch_norm");
+  double eps = opt_number(L, opts, "eps", 1e-5, "batch_norm");
   pt_tensor *out = NULL;
   pt_status st = pt_batch_norm(lpt_ctx(L), x, t[0], t[1], t[2], t[3], training, momentum, eps, &out);
   return lpt_push_result(L, st, out);

@@ -340,8 +340,9 @@ pt_dtype lpt_check_dtype(lua_State *L, int idx) {
   if (idx > 0) return (pt_dtype)luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' %s", name, expected));
   /* an options field: name the function that was called, not an argument number */
   lua_Debug ar;
-  const char *fname = lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name ? ar.name : "?";
-  return (pt_dtype)lpt_errorf(L, "%s: unknown dtype '%s' %s", fname, name, expected);
+  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name)
+    return (pt_dtype)lpt_errorf(L, "%s: unknown dtype '%s' %s", ar.name, name, expected);
+  return (pt_dtype)lpt_errorf(L, "unknown dtype '%s' %s", name, expected); /* called by pcall, say: no name */
 }
 
 pt_dtype lpt_opt_dtype(lua_State *L, int opts_idx, pt_dtype def) {

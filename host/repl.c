@@ -362,11 +362,15 @@ static int read_plain(const char *prompt, char **out) {
   return LINE_OK;
 }
 
-/* _PROMPT / _PROMPT2 as in lua.c, copied (completion may run Lua code while it is shown) */
+/* _PROMPT / _PROMPT2 as in lua.c, copied (completion may run Lua code while it is shown); read
+ * raw, so a strict-globals __index (an error on undefined names) cannot end the session */
 static const char *get_prompt(lua_State *L, bool first) {
   static char buf[256];
-  lua_getglobal(L, first ? "_PROMPT" : "_PROMPT2");
-  const char *p = lua_tostring(L, -1);
+  lua_pushglobaltable(L);
+  lua_pushstring(L, first ? "_PROMPT" : "_PROMPT2");
+  lua_rawget(L, -2);
+  lua_remove(L, -2);
+  const char *p = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
   snprintf(buf, sizeof buf, "%s", p ? p : (first ? PROMPT1 : PROMPT2));
   lua_pop(L, 1);
   return buf;

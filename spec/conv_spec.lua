@@ -134,6 +134,13 @@ describe("conv2d", function()
     assert.truthy(msg(pt.conv2d, pt.zeros(1, 3, 5, 5, {dtype = "int64"}), pt.randn(4, 3, 3, 3)):find("conv2d: input must be float32 or float64, got int64", 1, true))
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = 0}):find("conv2d: stride and dilation must be >= 1 and padding >= 0", 1, true))
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = "x"}):find("conv2d: option 'stride' must be an integer or a pair {h, w}", 1, true))
+    -- a fractional or textual option is an error (groups=1.5 ran as 1, "2" as 2; a float stride
+    -- raised "bad argument #-1"), as is a non-number batch_norm momentum
+    for _, g in ipairs({1.5, "2"}) do
+      assert.truthy(msg(pt.conv2d, pt.randn(1, 2, 5, 5), pt.randn(2, 1, 3, 3), nil, {groups = g}):find("conv2d: option 'groups' must be an integer", 1, true))
+    end
+    assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {stride = 1.5}):find("conv2d: option 'stride' must be an integer or a pair {h, w}", 1, true))
+    assert.truthy(msg(pt.batch_norm, pt.randn(2, 3, 4, 4), pt.zeros(3), pt.ones(3), {momentum = "x"}):find("batch_norm: option 'momentum' must be a number, got string", 1, true))
     -- misspelled options are errors, never the defaults; the size error shows the dilated kernel
     assert.truthy(msg(pt.conv2d, pt.randn(1, 3, 5, 5), pt.randn(4, 3, 3, 3), nil, {paddin = 1}):find("conv2d: unknown option 'paddin' (options: stride, padding, dilation, groups)", 1, true))
     assert.truthy(msg(pt.max_pool2d, pt.randn(1, 3, 5, 5), 2, {stide = 1}):find("max_pool2d: unknown option 'stide' (options: stride, padding, dilation, ceil_mode, relu, return_indices)", 1, true))

@@ -133,6 +133,7 @@ describe("tensor construction", function()
     assert.are.equal("div: unexpected argument #3 (string)", err(pt.div, x, 2, "floor"))
     assert.are.equal("round: unexpected argument #2 (number)", err(x.round, x, 2))
     assert.are.equal("allclose: unknown option 'atl' (options: rtol, atol, equal_nan)", err(x.allclose, x, x, {atl = 1}))
+    assert.are.equal("allclose: option 'rtol' must be a number, got string", err(x.allclose, x, x, {rtol = "x"}))
     assert.are.equal("index_add_: unknown option 'alpah' (options: alpha)",
       err(pt.zeros(2).index_add_, pt.zeros(2), 1, pt.tensor({1}, {dtype = "int64"}), pt.ones(1), {alpah = 3}))
     -- torch's alpha: source scaled first (torch: zeros(2).index_add_(0, [0], ones(1), alpha=3) -> [3, 0])
