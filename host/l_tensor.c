@@ -1039,7 +1039,7 @@ static int l_arange(lua_State *L) {
 static int l_linspace(lua_State *L) {
   double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
   lua_Integer n = luaL_checkinteger(L, 3);
-  if (n < 0) return lpt_errorf(L, "linspace: number of steps must be non-negative, got %d", (int)n);
+  if (n < 0) return lpt_errorf(L, "linspace: number of steps must be non-negative, got %I", (LUAI_UACINT)n);
   check_creation_opts(L, lua_istable(L, 4) ? 4 : 0, "linspace");
   pt_dtype dt = lpt_opt_dtype(L, 4, pt_default_float());
   int64_t sz = n;
@@ -1120,7 +1120,7 @@ static int l_randint(lua_State *L) {
   int ndim = lpt_check_shape(L, shape_idx, shape);
   check_creation_opts(L, lua_istable(L, shape_idx + 1) ? shape_idx + 1 : 0, "randint");
   pt_dtype dt = lpt_opt_dtype(L, shape_idx + 1, PT_INT64);
-  if (hi <= lo) return lpt_errorf(L, "randint: empty range [%d, %d)", (int)lo, (int)hi);
+  if (hi <= lo) return lpt_errorf(L, "randint: empty range [%I, %I)", (LUAI_UACINT)lo, (LUAI_UACINT)hi);
   pt_tensor *t;
   if (pt_tensor_empty(lpt_ctx(L), dt, ndim, shape, &t)) return lpt_error(L);
   pt_tensor_randint_(lpt_ctx(L), t, lo, hi);
@@ -1130,7 +1130,7 @@ static int l_randint(lua_State *L) {
 /* randperm(n): a random permutation of 1..n (1-based, as Torch7) */
 static int l_randperm(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
-  if (n < 0) return lpt_errorf(L, "randperm: n must be non-negative, got %d", (int)n);
+  if (n < 0) return lpt_errorf(L, "randperm: n must be non-negative, got %I", (LUAI_UACINT)n);
   check_creation_opts(L, lua_istable(L, 2) ? 2 : 0, "randperm");
   pt_dtype dt = lpt_opt_dtype(L, 2, PT_INT64);
   int64_t sz = n;

@@ -196,6 +196,11 @@ describe("pt.bernoulli, pt.poisson, pt.normal, *_like", function()
     assert_err("rand_like: dtype must be float32 or float64, got int64",
       function() pt.rand_like(pt.zeros(2, {dtype = "int64"})) end)
     assert_err("randint_like: empty range [0, 0)", function() pt.randint_like(t, 0) end)
+    -- 64-bit bounds and counts are reported whole (they were cut to int: "[0, 0)", "got 0")
+    assert_err("randint: empty range [1099511627776, 1099511627776)", function() pt.randint(1 << 40, 1 << 40, {2}) end)
+    assert_err("randperm: n must be non-negative, got -4294967296", function() pt.randperm(-(1 << 32)) end)
+    assert_err("linspace: number of steps must be non-negative, got -4294967296",
+      function() pt.linspace(0, 1, -(1 << 32)) end)
   end)
 end)
 
