@@ -2138,20 +2138,27 @@ static int par_windows_impl(lua_State *L) {
     p->win[i].rep = &p->rep;
   }
   uint64_t rep_gen = replicas_prepare(p, plan, nplan, n); /* 0: no copies */
-  /* the model: sent once per model object, cached by every worker */
-  if (refresh || p->model_ref == LUA_NOREF || !p->model_msg ||
-      (lua_rawgeti(L, LUA_REGISTRYINDEX, p->model_ref), !lua_rawequal(L, -1, 1))) {
-    lua_settop(L, 8);
-    static const char *const mname[] = {"model"};
-    lpt_msg *mm = encode_or_raise(L, 1, 1, mname, LPT_XFER_GLOBALS, "par_by_sample");
+  /* the model: encoded at every call, and decoded again by the workers only when that differs
+   * from what they have (another model, a field set, a mode such as eval(), a tensor
+   * replaced): its tensors are shared, but its Lua part is a copy in each worker */
+  lua_settop(L, 8);
+  static const char *const mname[] = {"model"};
+  lpt_msg *mm = encode_or_raise(L, 1, 1, mname, LPT_XFER_GLOBALS, "par_by_sample");
+  bool same_model = p->model_ref != LUA_NOREF &&
+                    (lua_rawgeti(L, LUA_REGISTRYINDEX, p->model_ref), lua_rawequal(L, -1, 1));
+  lua_settop(L, 8);
+  if (!refresh && same_model && p->model_msg && lpt_msg_same(mm, p->model_msg)) {
+    lpt_msg_release(mm);
+  } else {
     lpt_msg_release(p->model_msg);
     p->model_msg = mm;
     p->model_gen++;
-    if (p->model_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, p->model_ref);
-    lua_pushvalue(L, 1);
-    p->model_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    if (!same_model) {
+      if (p->model_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, p->model_ref);
+      lua_pushvalue(L, 1);
+      p->model_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
   }
-  lua_settop(L, 8);
   /* 9: what the call must undo, closed at every exit (par_call_end) */
   par_call *c = par_call_push(L, p);
   static const char *const fname[] = {"the closure"};

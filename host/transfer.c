@@ -89,6 +89,13 @@ void lpt_msg_release(lpt_msg *m) {
 
 size_t lpt_msg_bytes(const lpt_msg *m) { return m->len; }
 
+bool lpt_msg_same(const lpt_msg *a, const lpt_msg *b) {
+  if (a->len != b->len || a->nobjs != b->nobjs || memcmp(a->buf, b->buf, a->len) != 0) return false;
+  for (size_t i = 0; i < a->nobjs; i++)
+    if (a->objs[i].ptr != b->objs[i].ptr || a->objs[i].ops != b->objs[i].ops) return false;
+  return true;
+}
+
 static void put(lpt_msg *m, const void *p, size_t n) {
   if (m->oom) return;
   if (m->len + n > m->cap) {

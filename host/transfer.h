@@ -38,6 +38,7 @@
 #define LPT_TRANSFER_H
 
 #include <lua.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct lpt_msg lpt_msg;
@@ -63,6 +64,9 @@ lpt_msg *lpt_msg_new(void);            /* refcount 1; NULL when out of memory */
 lpt_msg *lpt_msg_retain(lpt_msg *m);   /* atomic */
 void lpt_msg_release(lpt_msg *m);      /* NULL is fine; releases held objects at zero */
 size_t lpt_msg_bytes(const lpt_msg *m);
+/* Whether a and b decode to the same values: the same bytes and the same objects (tensors and
+ * shared userdata, by identity). */
+bool lpt_msg_same(const lpt_msg *a, const lpt_msg *b);
 
 /* Encode n values at stack indices first..first+n-1 of L into m (which must be empty).
  * names[i] names value i in messages ("model", "argument 2"); names may be NULL ("value i").

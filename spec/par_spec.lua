@@ -186,10 +186,46 @@ describe("par_by_sample gradients", function()
     assert.are.same({"a", "a"}, (h:par_by_sample({tag = "a"}, 2, f)))
     local m = {tag = "b"}
     assert.are.same({"b", "b"}, (h:par_by_sample(m, 2, f)))
-    m.tag = "c" -- cached by identity ...
-    assert.are.same({"b", "b"}, (h:par_by_sample(m, 2, f)))
-    -- ... unless asked
+    m.tag = "c" -- the same object changed: the workers see it (it was cached by identity)
+    assert.are.same({"c", "c"}, (h:par_by_sample(m, 2, f)))
     assert.are.same({"c", "c"}, (h:par_by_sample(m, 2, f, {refresh_model = true})))
+    -- a module switched to eval() between calls: its dropout is off in every worker
+    local net = pt.nn.Sequential(pt.nn.Linear(4, 4), pt.nn.Dropout(0.5))
+    local probe = function(_, model)
+      local x = pt.ones(1, 4)
+      return tostring(model[2].training) .. " " .. tostring(model(x):equal(model(x)))
+    end
+    assert.are.same({"true false", "true false"}, (h:par_by_sample(net, 2, probe)))
+    net:eval()
+    assert.are.same({"false true", "false true"}, (h:par_by_sample(net, 2, probe)))
+  end)
+
+  it("keeps the windows apart from a loader's workers on the same handler", function()
+    -- both used handler._par: batches() or close() after par_by_sample raised inside data.lua
+    local four = {get = function(_, i) return pt.full({1}, i) end, len = function() return 4 end}
+    local item = function(s) return s:item() end
+    local h = data.DataHandler(four, {batch = 2, progress = false})
+    assert.are.same({1, 2}, (h:par_by_sample({}, 2, item)))
+    local n = 0
+    for _ in h:batches() do n = n + 1 end
+    assert.are.equal(2, n)
+    h:close()
+    h:close()
+    local hw = data.DataHandler(four, {batch = 2, workers = 2, progress = false})
+    assert.are.same({1, 2}, (hw:par_by_sample({}, 2, item)))
+    n = 0
+    for _ in hw:batches() do n = n + 1 end
+    assert.are.equal(2, n)
+    hw:close()
+  end)
+
+  it("checks n and the optimizer before taking a window", function()
+    local h = data.DataHandler(toy_dataset(400))
+    assert.has_error(function() h:par_by_sample({}, 300, index_of) end, "par_by_sample: at most 256 threads, got 300")
+    assert.are.same({1, 2}, (h:par_by_sample({}, 2, index_of))) -- n was not kept
+    local ok = pcall(h.par_by_sample, h, {}, 2, index_of, {step = {}})
+    assert.is_false(ok)
+    assert.are.same({3, 4}, (h:par_by_sample({}, 2, index_of))) -- no window was skipped
   end)
 end)
 

@@ -31,6 +31,8 @@ local pt = require "partrain"
 
 local M = {}
 
+local MAX_THREADS = 256 -- the pool's limit on workers (host/l_par.c, PAR_MAX_SLOTS)
+
 local function check_handler(handler)
   if type(handler) ~= "table" or handler.dataset == nil then
     error("par_by_sample: expected a DataHandler (a table with a dataset field)", 3)
@@ -129,9 +131,12 @@ end
 --                      runs in the worker's state: it must not depend on changes the caller
 --                      makes during the call. A failing get fails its sample
 --                      ("... failed on worker w: reading the sample: <message>").
---   refresh_model = true  re-send the model to the workers (it is cached per worker by
---                      identity; parameters are shared anyway, so only changes to the model's
---                      structure, such as a replaced submodule, need this)
+--   refresh_model = true  have every worker decode the model again even when it did not
+--                      change (rarely needed: see below)
+-- The model's tensors are shared with the workers; its Lua part (fields, submodules, modes
+-- such as model:eval()) is a copy in each worker, encoded at every call and decoded again by
+-- the workers whenever it differs from the last call's. What fn writes into the model's own
+-- fields stays in that worker's copy until then and never reaches the caller.
 -- With windows/epoch the returned losses are all windows' losses in sample order.
 -- A failure in fn raises "par_by_sample: sample <i> failed on worker <w>: <message>" followed
 -- by the worker's traceback; the buffered gradients of that window (workers 2..n) are not
@@ -148,16 +153,19 @@ function M.par_by_sample(handler, model, n, fn, opts)
   end
   opts = opts or {}
   local len = ds:len()
-  local st = handler._par
+  local st = handler._par_by_sample
   if st == nil then
     if math.type(n) ~= "integer" or n < 1 then
       error("par_by_sample: the number of threads must be a positive integer (got " .. tostring(n) .. ")", 2)
+    end
+    if n > MAX_THREADS then -- checked before n is kept: the handler would stay unusable
+      error(("par_by_sample: at most %d threads, got %d"):format(MAX_THREADS, n), 2)
     end
     if n > len then
       error(("par_by_sample: %d threads but the dataset has only %d samples"):format(n, len), 2)
     end
     st = {n = n, idx = 1}
-    handler._par = st
+    handler._par_by_sample = st
   end
   -- n is fixed by the first call (rotta_rs keeps its thread pool); a different n is ignored
   n = st.n
@@ -176,6 +184,9 @@ function M.par_by_sample(handler, model, n, fn, opts)
   else
     nwin = 1
   end
+  -- the optimizer is checked before the windows are taken (a bad one skipped a window)
+  local plan, fresh_bufs
+  if opts.step ~= nil then plan, fresh_bufs = step_plan(opts.step) end
   local windows = {}
   for w = 1, nwin do
     if st.idx > len then st.idx = 1 end
@@ -183,8 +194,6 @@ function M.par_by_sample(handler, model, n, fn, opts)
     windows[2 * w - 1], windows[2 * w] = st.idx, stop
     st.idx = st.idx + n
   end
-  local plan, fresh_bufs
-  if opts.step ~= nil then plan, fresh_bufs = step_plan(opts.step) end
   local source = ds
   if not opts.read_in_workers then source = function(i) return ds:get(i) end end
   local ok, losses = pcall(pt._par_windows, model, fn, source, windows, n, opts.after_window,
