@@ -1552,6 +1552,15 @@ static int l_pool_next(lua_State *L) {
   return 3 + nr;
 }
 
+/* pool:cancel(): stops every task still out (Lua code running in a worker is interrupted at its
+ * next instruction; a task not started never runs) and waits until all are back; none of them
+ * is returned by next. The pool works again after. For the error paths of code that drops the
+ * work it sent: waiting for each result instead kept Ctrl-C waiting for the longest task. */
+static int l_pool_cancel(lua_State *L) {
+  pool_drain(check_pool(L, 1), NULL, 0);
+  return 0;
+}
+
 static int l_pool_pending(lua_State *L) {
   lpar_pool *p = check_pool(L, 1);
   lua_pushinteger(L, pt_pool_pending(p->pool));
@@ -2539,6 +2548,7 @@ static const luaL_Reg pool_methods[] = {
     {"submit", l_pool_submit},
     {"submit_as", l_pool_submit_as}, {"next", l_pool_next},   {"pending", l_pool_pending},
     {"size", l_pool_size},     {"close", l_pool_close}, {"closed", l_pool_closed},
+    {"cancel", l_pool_cancel},
     {NULL, NULL},
 };
 

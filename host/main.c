@@ -42,9 +42,16 @@ static void setsignal(int sig, void (*handler)(int)) {
 /* The hook set by the signal handler: runs in the interpreter, so it may raise. The interrupt
  * is delivered once: here, or earlier by a C loop that saw the flag (its "interrupted" error
  * cleared the flag, lpt_error); a script that catches it goes on with the flag clear. */
+static void laction(int sig);
+
 static void lstop(lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
+  /* the interrupt reached the interpreter: Ctrl-C interrupts again (lua.c leaves SIGINT at its
+   * default until the next chunk, so that a script that caught one was killed by the next);
+   * a handler installed meanwhile (a dispatcher's wait) is left alone */
+  struct sigaction cur;
+  if (sigaction(SIGINT, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL) setsignal(SIGINT, laction);
   if (!*pt_state_interrupt_flag()) return;
   *pt_state_interrupt_flag() = 0;
   luaL_error(L, "interrupted");

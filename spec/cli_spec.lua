@@ -239,6 +239,15 @@ describe("partrain command line", function()
     assert.are.same({ "false interrupted 6", "", 0 }, { out, err, rc })
   end)
 
+  it("a script that caught a Ctrl-C is interrupted by the next one, not killed", function()
+    -- the handler stayed at SIGINT's default after the first (lua.c's rule for one chunk)
+    local out, err, rc = sh("$P -e 'for k = 1, 3 do " ..
+      "local ok, e = pcall(function() pt._par_test_sigint(0.2); local t = os.clock() " ..
+      "while os.clock() - t < 20 do end end); io.write(k, \" \", tostring(ok), \" \", " ..
+      "tostring(e):match(\"interrupted\") or tostring(e), \"\\n\") end'")
+    assert.are.same({ "1 false interrupted\n2 false interrupted\n3 false interrupted\n", "", 0 }, { out, err, rc })
+  end)
+
   it("Ctrl-C stops plain code after a batch taken by hand from an iterator (h:batches()())", function()
     -- the iterator defers Ctrl-C to the end of a step while a loop runs it; called by hand it
     -- has no loop to end that, and the first Ctrl-C of the session was swallowed

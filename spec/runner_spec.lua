@@ -202,4 +202,51 @@ describe("pt.Runner", function()
     end
     assert.are.equal(7, flags[1])
   end)
+  it("runs one call at a time: a call from its own consumer or while one is suspended raises", function()
+    -- a second call took the first one's results off the pool ("table index is nil")
+    local busy = "Runner: a call is running (called from its own consumer functions, or suspended in a coroutine)"
+    local runner = pt.Runner{devices = 2, producer_work = function(_, _, x) return x end}
+    local inner
+    runner.consumer_work = function() inner = {pcall(runner, {1})} end
+    runner({1, 2})
+    assert.is_false(inner[1])
+    assert.truthy(inner[2]:find(busy .. ": a runner runs one call at a time", 1, true))
+    -- a call suspended in a coroutine (its consumer yields): calls and close() wait for it
+    runner.consumer_work = function() coroutine.yield() end
+    local co = coroutine.create(function() return runner({1, 2, 3}) end)
+    assert.is_true(coroutine.resume(co))
+    local ok, err = pcall(runner, {1})
+    assert.is_false(ok)
+    assert.truthy(err:find(busy, 1, true))
+    ok, err = pcall(runner.close, runner)
+    assert.is_false(ok)
+    assert.truthy(err:find(busy:gsub("^Runner: ", "Runner: close: "), 1, true))
+    while coroutine.status(co) == "suspended" do assert.is_true(coroutine.resume(co)) end
+    runner.consumer_work = nil
+    assert.is_nil(runner({4}))
+    runner:close()
+  end)
+
+  it("stops its producers' items on Ctrl-C in the consumer instead of waiting for them", function()
+    local t0 = pt.clock()
+    local runner = pt.Runner{devices = 2,
+      producer_work = function(_, _, x)
+        local t = os.clock()
+        while os.clock() - t < (x == 2 and 30 or 0.01) do end -- item 2: 30 s unless stopped
+        return x
+      end,
+      consumer_work = function()
+        local t = os.clock()
+        -- (opening a file: TSan delivers a signal only when the thread enters libc)
+        while os.clock() - t < 0.3 do assert(io.open("/dev/null")):close() end
+      end}
+    pt._par_test_sigint(0.2)
+    local ok, err = pcall(runner, {1, 2, 3, 4})
+    assert.is_false(ok)
+    assert.matches("interrupted", err)
+    assert.is_true(pt.clock() - t0 < 15) -- item 2 was stopped, not waited for
+    runner.consumer_work = nil
+    runner({5}) -- and the runner still works
+    runner:close()
+  end)
 end)

@@ -1057,7 +1057,8 @@ local loader_count = 0
 local function par_drain(par)
   par.ids, par.results, par.owner = {}, {}, nil
   local pool = par.pool
-  while not pool:closed() and pool:pending() > 0 do pool:next() end
+  -- stopped, not waited for: Ctrl-C or a break must not wait for batches nobody will take
+  if not pool:closed() and pool:pending() > 0 then pool:cancel() end
 end
 
 -- the loader's pool of workers, each holding the dataset and the transform; a value that

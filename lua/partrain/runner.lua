@@ -100,9 +100,10 @@ Runner.__name = "Runner"
 
 local runner_count = 0
 
--- wait for everything in flight, ignoring results (after a failure)
+-- stop everything in flight, ignoring results (after a failure or Ctrl-C: waiting for each
+-- result kept an interrupted call waiting for the longest producer_work)
 local function drain(pool)
-  while pool:pending() > 0 do pool:next() end
+  if not pool:closed() and pool:pending() > 0 then pool:cancel() end
 end
 
 local function fail_message(what, rec, wk, msg, tb)
@@ -248,13 +249,20 @@ local function run(self, data)
   return nil
 end
 
+local BUSY = "a call is running (called from its own consumer functions, or suspended in a " ..
+  "coroutine)"
+
 function Runner:__call(data)
   if self.closed then error("Runner: the runner is closed", 2) end
+  -- one call at a time: a second one would take the first one's results off the pool
+  if self.running then error("Runner: " .. BUSY .. ": a runner runs one call at a time", 2) end
   if type(data) ~= "table" and type(data) ~= "function" then
     error("Runner: expected a list or an iterator function (got " .. type(data) .. ")", 2)
   end
   local pool = self.pool
+  self.running = true
   local res = table.pack(pcall(run, self, data))
+  self.running = false
   if not res[1] then
     drain(pool)
     error(res[2], 0)
@@ -262,12 +270,15 @@ function Runner:__call(data)
   return table.unpack(res, 2, res.n)
 end
 
---- runner:close(): producer_end on every producer, then the threads stop. Idempotent.
-function Runner:close()
+-- close(), forced from __gc and __close: a call still running (suspended for good) has its
+-- items stopped first, so that producer_end's replies are the only ones collected
+local function close_runner(self, force, level)
   if self.closed then return end
+  if self.running and not force then error("Runner: close: " .. BUSY, level) end
   self.closed = true
   local pool = self.pool
   if pool == nil or pool:closed() then return end
+  drain(pool)
   local err
   local ok, e = pcall(function()
     for w = 1, #self.devices do pool:submit(w, M._producer_end, self.id) end
@@ -277,14 +288,17 @@ function Runner:close()
     end
   end)
   pool:close()
-  if not ok then error(e, 2) end
-  if err then error(err, 2) end
+  if not ok then error(e, level) end
+  if err then error(err, level) end
 end
+
+--- runner:close(): producer_end on every producer, then the threads stop. Idempotent.
+function Runner:close() close_runner(self, false, 3) end
 
 function Runner:is_closed() return self.closed end
 
-Runner.__close = function(self) self:close() end
-Runner.__gc = function(self) pcall(Runner.close, self) end
+Runner.__close = function(self) close_runner(self, true, 3) end
+Runner.__gc = function(self) pcall(close_runner, self, true, 3) end
 Runner.__tostring = function(self)
   return ("Runner(%d producers on %s, %s%s)"):format(#self.devices, table.concat(self.devices, ","),
     self.ordered and "ordered" or "unordered", self.closed and ", closed" or "")
