@@ -1049,7 +1049,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     goto out;
   }
   static const char *const rnames[] = {"result 1", "result 2", "result 3", "result 4"};
-  if (lpt_encode(L, m, h + 1, nres, nres <= 4 ? rnames : NULL, 0) != LUA_OK) {
+  if (lpt_encode(L, m, h + 1, nres, nres <= 4 ? rnames : NULL, LPT_XFER_BACK) != LUA_OK) {
     char buf[PT_ERRMSG_MAX];
     snprintf(buf, sizeof buf, "cannot return the result: %s", lua_tostring(L, -1));
     lpt_msg_release(m);
@@ -1727,6 +1727,9 @@ static int l_pool_map(lua_State *L) {
   lua_settop(L, 2);
   lua_createtable(L, nitems, 0); /* 3: results */
   if (nitems == 0) return 1;
+  if (nworkers > nitems) nworkers = nitems; /* more would idle (and grow the shared pool) */
+  if (nworkers > PAR_MAX_SLOTS)
+    return luaL_error(L, "_pool_map: at most %d workers, got n_workers=%d", PAR_MAX_SLOTS, nworkers);
   lpar_pool *p = shared_pool(L, nworkers);
   par_call *c = par_call_push(L, p); /* 4: closed at every exit */
   int limit = nworkers < nitems ? nworkers : nitems;
@@ -1859,9 +1862,10 @@ static lpt_msg *read_sample_to(lua_State *L, lua_State *Li, int i, bool *copied,
                                size_t errlen) {
   static const char *const sname[] = {"sample"};
   int top = lua_gettop(L);
+  lua_pushcfunction(L, worker_msgh); /* {message, traceback}, as a worker's failure */
   lua_pushvalue(L, 3);
   lua_pushinteger(L, i);
-  int st = lua_pcall(L, 1, 1, 0);
+  int st = lua_pcall(L, 1, 1, top + 1);
   if (st == LUA_OK && Li) {
     int cst = lpt_copy_flat(L, -1, Li, &inline_sample_key);
     if (cst == LUA_OK) {
@@ -1879,12 +1883,17 @@ static lpt_msg *read_sample_to(lua_State *L, lua_State *Li, int i, bool *copied,
   }
   lpt_msg *m = st == LUA_OK ? lpt_msg_new() : NULL;
   if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
-    const char *why = "out of memory";
-    if (st != LUA_OK || m) /* get may raise any value, as lua.c's message handler says */
-      why = lua_tostring(L, -1) ? lua_tostring(L, -1)
-                                : lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, -1));
-    snprintf(err, errlen, "par_by_sample: sample %d %s: %s", i,
-             st != LUA_OK ? "could not be read" : "cannot be sent to a worker", why);
+    const char *why = "out of memory", *tb = "";
+    if (st != LUA_OK && lua_istable(L, -1)) { /* get raised: worker_msgh's pair */
+      lua_rawgeti(L, -1, 2);
+      lua_rawgeti(L, -2, 1);
+      why = lua_tostring(L, -1);
+      tb = lua_tostring(L, -2) ? lua_tostring(L, -2) : "";
+    } else if (st != LUA_OK || m) {
+      why = lpt_error_text(L, -1);
+    }
+    snprintf(err, errlen, "par_by_sample: sample %d %s: %s%s%s", i,
+             st != LUA_OK ? "could not be read" : "cannot be sent to a worker", why, *tb ? "\n" : "", tb);
     lpt_msg_release(m);
     m = NULL;
   }

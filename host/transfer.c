@@ -565,10 +565,11 @@ static void enc_fail(enc *e, int vi, const char *why) {
     snprintf(tname, sizeof tname, "%s", lua_typename(L, t));
   const char *extra = why ? why : "";
   const char *desc = e->fn_desc ? e->fn_desc : "";
+  const char *where = e->flags & LPT_XFER_BACK ? "back to the caller" : "to a worker";
   if (e->plen == e->root_plen)
-    luaL_error(L, "%s (%s)%s cannot be sent to a worker%s", e->root, tname, desc, extra);
+    luaL_error(L, "%s (%s)%s cannot be sent %s%s", e->root, tname, desc, where, extra);
   else
-    luaL_error(L, "field '%s' (%s) cannot be sent to a worker%s (in %s%s)", e->path, tname, extra,
+    luaL_error(L, "field '%s' (%s) cannot be sent %s%s (in %s%s)", e->path, tname, where, extra,
                e->root, desc);
 }
 

@@ -58,6 +58,7 @@ enum {
   LPT_XFER_GLOBALS = 1,  /* send the globals that functions read */
   LPT_XFER_CACHE_FN = 2, /* the first value is a function the destination may cache by bytecode
                             (its upvalues are refreshed on every decode) */
+  LPT_XFER_BACK = 4,     /* results going back to the caller: messages say so */
 };
 
 lpt_msg *lpt_msg_new(void);            /* refcount 1; NULL when out of memory */

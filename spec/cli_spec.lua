@@ -261,6 +261,18 @@ describe("partrain command line", function()
     assert.are.same({ "", 0 }, { err, rc })
   end)
 
+  it("Ctrl-C stops plain code after next_batch() went past an epoch's end", function()
+    -- next_batch's iterator took the deferral again at each new epoch, with no loop to end it
+    local out, err, rc = sh("$P -e 'local f = pt._par_test_sigint; " ..
+      "local h = pt.data.DataHandler({get = function(_, i) return pt.tensor({i}) end, " ..
+      "len = function() return 4 end}, {batch = 2, progress = false}); " ..
+      "h:next_batch(); collectgarbage(); for _ = 1, 4 do h:next_batch() end; collectgarbage(); " ..
+      "local ok, e = pcall(function() f(0.3); local t0 = os.clock() while os.clock() - t0 < 20 do end end); " ..
+      "io.write(tostring(ok), \" \", tostring(e))'")
+    assert.matches("^false .*interrupted$", out)
+    assert.are.same({ "", 0 }, { err, rc })
+  end)
+
   it("starts chunks with the interrupt flag clear (backward polls it)", function()
     local out, err, rc = sh("$P -e 'local x = pt.ones(3, {requires_grad=true}); (x*x):sum():backward(); " ..
       "io.write(string.format(\"%g\", x.grad:sum():item()))'")

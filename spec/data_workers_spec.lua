@@ -301,7 +301,7 @@ describe("DataHandler workers", function()
       end))
     local co_maker = loader(ds, {batch = 2, transform = function(x) return x, coroutine.create(print) end}, 1)
     assert.matches("^spec/data_workers_spec%.lua:%d+: DataHandler: batch 1 failed on worker 1: cannot return the "
-      .. "result: field '%[2%]' %(thread%) cannot be sent to a worker", err_of(co_maker.next_batch, co_maker))
+      .. "result: field '%[2%]' %(thread%) cannot be sent back to the caller", err_of(co_maker.next_batch, co_maker))
     assert.matches("batch 2 failed", err_of(co_maker.next_batch, co_maker))
     h:close()
     broken:close()

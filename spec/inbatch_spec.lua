@@ -220,9 +220,25 @@ for _, target in ipairs(lua_targets) do
       assert.are.same({}, seen[1])
       assert.has_error(function() act({}, pt.named { n_workers = 0 }) end,
         "inbatch_parallel: the call's n_workers must be a positive integer, got 0")
+      -- more workers than entries: the entries' count (it failed past the pool's 256 threads)
+      assert.are.same({ 0, 0, 0, n = 3 }, act({}, pt.named { n_workers = 5000 }))
     end)
   end)
 end
+
+describe("inbatch_parallel threads target limits", function()
+  it("names its limit of 256 workers in its own words", function()
+    local act = pt.inbatch_parallel({ target = "threads", init = function()
+      local t = {}
+      for i = 1, 300 do t[i] = i end
+      return t
+    end }, function(self, x) return x end)
+    local ok, err = pcall(act, {}, pt.named { n_workers = 300 })
+    assert.is_false(ok)
+    assert.matches("inbatch_parallel: the threads target runs at most 256 workers, got n_workers=300$", err)
+    assert.is_nil(err:find("inbatch.lua", 1, true))
+  end)
+end)
 
 describe("inbatch_parallel errors", function()
   local function m() end

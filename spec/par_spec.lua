@@ -219,6 +219,15 @@ describe("par_by_sample gradients", function()
     hw:close()
   end)
 
+  it("returns no losses for a dataset emptied since the first call", function()
+    local n = 4
+    local h = data.DataHandler({get = function(_, i) return {i = i} end, len = function() return n end})
+    assert.are.same({1, 2}, (h:par_by_sample({}, 2, index_of)))
+    n = 0 -- it raised "bad window 3..2 for 2 workers"
+    assert.are.same({}, (h:par_by_sample({}, 2, index_of)))
+    assert.are.same({}, (h:par_by_sample({}, 2, index_of, {epoch = true})))
+  end)
+
   it("checks n and the optimizer before taking a window", function()
     local h = data.DataHandler(toy_dataset(400))
     assert.has_error(function() h:par_by_sample({}, 300, index_of) end, "par_by_sample: at most 256 threads, got 300")
@@ -393,8 +402,20 @@ describe("par_by_sample errors", function()
         return l
       end, {epoch = true})
       assert.is_false(ok)
-      assert.are.equal(("par_by_sample: sample %d could not be read: (error object is a table value)"):format(bad), err)
+      -- with get's traceback, as a worker's failure has its own
+      local head = ("par_by_sample: sample %d could not be read: (error object is a table value)\n"):format(bad)
+      assert.are.equal(head, err:sub(1, #head))
+      assert.matches("^stack traceback:\n.*par_spec%.lua:%d+:", err:sub(#head + 1))
     end
+    -- an error object with __tostring is named by it
+    local E = setmetatable({}, {__tostring = function() return "disk error 7" end})
+    local h = data.DataHandler({get = function(_, i)
+      if i == 2 then error(E) end
+      return {i = i}
+    end, len = function() return 4 end})
+    local ok, err = pcall(h.par_by_sample, h, {}, 2, index_of, {epoch = true})
+    assert.is_false(ok)
+    assert.matches("^par_by_sample: sample 2 could not be read: disk error 7\nstack traceback:", err)
   end)
 
   -- the caller's thread drives the workers while dataset:get and after_window run on it: a
@@ -537,7 +558,7 @@ describe("_pool_map", function()
     assert.are.equal("cannot send item 1: argument 1 (thread) cannot be sent to a worker", r[1].message)
     assert.are.equal(5, r[2])
     local r2 = pt._pool_map(function() return coroutine.create(print) end, {{1}})
-    assert.are.equal("cannot return the result: result 1 (thread) cannot be sent to a worker", r2[1].message)
+    assert.are.equal("cannot return the result: result 1 (thread) cannot be sent back to the caller", r2[1].message)
   end)
 
   it("turns an item with more arguments than a Lua stack holds into an error value", function()

@@ -1208,17 +1208,23 @@ function DataHandler:batches(bopts)
   local token = {} -- this iterator, as the user of the loader's workers
   local submitted = 0 -- batches of this epoch sent to the workers
   -- while the loop runs, a first Ctrl-C waits for the current step (host/state.h)
-  local soft = false
+  local soft, ended = false, false
   local function soft_mode(on)
+    if on and ended then return end -- no loop left to end the mark
     if on ~= soft then soft = on; pt._soft_interrupt(on) end
   end
   local closer = setmetatable({}, {__close = function()
+    ended = true
     soft_mode(false)
     if par and par.owner == token then pcall(par_drain, par) end
   end,
   -- an iterator called by hand (`h:batches()()`) has no loop to close it: its mark ends when
-  -- the closer is collected, or Ctrl-C would stay deferred for the rest of the session
-  __gc = function() soft_mode(false) end})
+  -- the closer is collected and is not taken again at a later epoch, or Ctrl-C would stay
+  -- deferred for the rest of the session
+  __gc = function()
+    ended = true
+    soft_mode(false)
+  end})
   local function start()
     soft_mode(true)
     self.epoch = self.epoch + 1
@@ -1317,7 +1323,12 @@ end
 --- handler:next_batch() -> x, y: the rotta_rs style; wraps around to a new epoch after the
 -- last batch, never ends.
 function DataHandler:next_batch()
-  if not self._iter then self._iter = self:batches({progress = false}) end
+  if not self._iter then
+    -- no loop runs this iterator: Ctrl-C is never deferred to its next call (closed at once)
+    local it, _, _, closer = self:batches({progress = false})
+    do local _ <close> = closer end
+    self._iter = it
+  end
   local r = table.pack(self._iter())
   if r[1] == nil then r = table.pack(self._iter()) end
   if r[1] == nil then error("next_batch: the dataset is empty", 2) end

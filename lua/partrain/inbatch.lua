@@ -219,10 +219,20 @@ local function collect(n, results, errors)
   return out
 end
 
+-- an error raised inside this module, to be raised again at the user's call: its position
+-- here goes (it pointed at inbatch.lua, with the user's position added in front of it)
+local function own_error(e)
+  if type(e) == "string" then e = e:gsub("^[^\n]-partrain/inbatch%.lua:%d+: ", "", 1) end
+  return e
+end
+
 local function run_threads(method, self, invocations, n_workers)
   local pool_map = rawget(pt, "_pool_map")
   if pool_map == nil then
     error("inbatch_parallel: target 'threads' needs pt._pool_map (the worker pool is not built in)", 0)
+  end
+  if n_workers and n_workers > 256 and #invocations > 256 then -- the pool's limit (l_par.c)
+    error(("inbatch_parallel: the threads target runs at most 256 workers, got n_workers=%d"):format(n_workers), 0)
   end
   local arglists = { n = #invocations }
   for i, inv in ipairs(invocations) do
@@ -401,7 +411,7 @@ function M.inbatch_parallel(opts, method)
     local results
     if target == "threads" then
       local rok, r = pcall(run_threads, method, self, invocations, n_workers)
-      if not rok then error(r, 2) end
+      if not rok then error(own_error(r), 2) end
       results = r
     elseif target == "async" then
       results = run_async(method, self, invocations, n_workers)
@@ -410,7 +420,7 @@ function M.inbatch_parallel(opts, method)
       local fn = method(table.unpack(margs, 1, margs.n))
       local run = target == "native" and run_native or run_process
       local rok, r = pcall(run, fn, invocations, n_workers)
-      if not rok then error(r, 2) end
+      if not rok then error(own_error(r), 2) end
       results = r
     end
 

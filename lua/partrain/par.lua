@@ -184,6 +184,7 @@ function M.par_by_sample(handler, model, n, fn, opts)
   else
     nwin = 1
   end
+  if len == 0 then nwin = 0 end -- a dataset emptied since the first call: no window, no loss
   -- the optimizer is checked before the windows are taken (a bad one skipped a window)
   local plan, fresh_bufs
   if opts.step ~= nil then plan, fresh_bufs = step_plan(opts.step) end
