@@ -78,6 +78,7 @@ typedef struct par_worker {
   pt_grad_redirect redirect; /* ctx->accumulate_data while it runs a sample of slot > 0 */
   struct par_window *step_win; /* the window being run when it has a fused step, else NULL */
   int slot;                    /* its slot in the window being run */
+  const struct par_task *task; /* the task it runs while its gradients are redirected */
   uint64_t rep_gen;            /* the replica set the model at MODEL_KEY was decoded with, or 0 */
   int coop_next;               /* its next round of cooperative products in this window */
   long coop_full, coop_alone;  /* its products made in a full round, alone (pt._par_coop_stats) */
@@ -264,11 +265,26 @@ static pt_status entry_unfactor(pt_ctx *ctx, par_worker *w, grad_entry *e, pt_te
   return PT_OK;
 }
 
+static bool plan_has(const par_window *W, int slot, const pt_tensor *t);
+
+/* Whether leaf is the caller's: a parameter the window steps, or a tensor that came with the
+ * model, the call or the sample. Its gradient goes to this worker's buffers and reaches .grad
+ * summed in slot order after the window. A leaf the sample's own code made (an input it
+ * differentiates: x = x:clone():requires_grad_()) is this worker's alone: its gradient goes
+ * to its .grad at once, as in any backward (fn read nil there on workers 2..n). */
+static bool leaf_shared(const par_worker *w, const pt_tensor *leaf) {
+  const par_task *t = w->task;
+  if (w->step_win && plan_has(w->step_win, w->slot, leaf)) return true;
+  return !t || lpt_msg_has_tensor(t->model, leaf) || lpt_msg_has_tensor(t->call, leaf) ||
+         lpt_msg_has_tensor(t->args, leaf);
+}
+
 /* The redirect's target: backward functions that can (Linear) write this worker's gradient
  * straight into its buffer: overwrite on the window's first gradient of leaf, add after. */
 static pt_tensor *worker_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh, void *ud) {
   par_worker *w = ud;
   *fresh = false;
+  if (!leaf_shared(w, leaf)) return NULL; /* the general path: worker_accumulate */
   grad_entry *e = entry_of(ctx, w, leaf);
   if (!e) return NULL;
   if (e->gen == w->gen && e->factored) {
@@ -284,6 +300,7 @@ static pt_tensor *worker_target(pt_ctx *ctx, pt_tensor *leaf, bool *fresh, void 
 static pt_status worker_accumulate(pt_ctx *ctx, pt_tensor *leaf, pt_tensor *grad, void *ud) {
   par_worker *w = ud;
   if (pt_tensor_numel(grad) != pt_tensor_numel(leaf)) return pt_grad_shape_error(ctx, grad, leaf);
+  if (!leaf_shared(w, leaf)) return pt_accumulate_default(ctx, leaf, grad, NULL);
   grad_entry *e = entry_of(ctx, w, leaf);
   if (!e) return PT_ENOMEM;
   if (e->gen == w->gen && e->factored) {
@@ -1008,6 +1025,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     w->step_win = t->win && t->win->nplan > 0 ? t->win : NULL;
     w->redirect.rank1 = w->step_win ? worker_rank1 : NULL;
     w->redirect.userdata = w;
+    w->task = t;
     ctx->accumulate = pt_accumulate_redirect;
     ctx->accumulate_data = &w->redirect;
     if (w->step_win && w->step_win->coop) {
@@ -1018,6 +1036,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
   }
   int st = lua_pcall(L, nargs, t->all_results ? LUA_MULTRET : 1, h);
   if (own_buffers) {
+    w->task = NULL;
     ctx->accumulate = NULL;
     ctx->accumulate_data = NULL;
     ctx->linear_coop = NULL;

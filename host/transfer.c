@@ -89,6 +89,12 @@ void lpt_msg_release(lpt_msg *m) {
 
 size_t lpt_msg_bytes(const lpt_msg *m) { return m->len; }
 
+bool lpt_msg_has_tensor(const lpt_msg *m, const void *t) {
+  for (size_t i = 0; m && i < m->nobjs; i++)
+    if (!m->objs[i].ops && m->objs[i].ptr == t) return true;
+  return false;
+}
+
 bool lpt_msg_same(const lpt_msg *a, const lpt_msg *b) {
   if (a->len != b->len || a->nobjs != b->nobjs || memcmp(a->buf, b->buf, a->len) != 0) return false;
   for (size_t i = 0; i < a->nobjs; i++)

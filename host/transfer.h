@@ -68,6 +68,8 @@ size_t lpt_msg_bytes(const lpt_msg *m);
 /* Whether a and b decode to the same values: the same bytes and the same objects (tensors and
  * shared userdata, by identity). */
 bool lpt_msg_same(const lpt_msg *a, const lpt_msg *b);
+/* Whether the tensor t is one of m's values (by identity); false for m NULL. */
+bool lpt_msg_has_tensor(const lpt_msg *m, const void *t);
 
 /* Encode n values at stack indices first..first+n-1 of L into m (which must be empty).
  * names[i] names value i in messages ("model", "argument 2"); names may be NULL ("value i").

@@ -219,6 +219,25 @@ describe("par_by_sample gradients", function()
     hw:close()
   end)
 
+  it("gives a leaf the sample's own code makes its gradient at once, on every worker", function()
+    -- an input gradient (saliency, adversarial examples): workers 2..n read x.grad as nil, the
+    -- gradient having gone to the buffers that only the model's parameters need
+    local h = data.DataHandler({get = function(_, i) return pt.full({1, 3}, i) end, len = function() return 4 end})
+    local lin = pt.nn.Linear(3, 1)
+    local grads = h:par_by_sample(lin, 2, function(x, model)
+      x = x:clone():requires_grad_()
+      model(x):sum():backward()
+      return x.grad:clone()
+    end)
+    for k = 1, 2 do assert.are.same(lin.weight:tolist(), grads[k]:tolist()) end
+    -- the model's own gradients are still the window's sum
+    local before = lin.weight.grad:clone()
+    lin:zero_grad()
+    h:par_by_sample(lin, 2, function(x, model) model(x):sum():backward() return 0 end)
+    assert.are.same({{3 + 4, 3 + 4, 3 + 4}}, lin.weight.grad:tolist())
+    assert.are.same({{1 + 2, 1 + 2, 1 + 2}}, before:tolist())
+  end)
+
   it("returns no losses for a dataset emptied since the first call", function()
     local n = 4
     local h = data.DataHandler({get = function(_, i) return {i = i} end, len = function() return n end})
