@@ -123,6 +123,16 @@ describe("pt.Runner", function()
     runner:close()
   end)
 
+  it("runs producer_end on the producers whose init ran when another's init fails", function()
+    local flags = pt.zeros(2)
+    local ok, err = pcall(pt.Runner, {devices = {"cpu", "cpu"},
+      producer_init = function(_, cfg) if pt.worker_id() == 2 then error("no model", 0) end end,
+      producer_end = function() flags[pt.worker_id()] = 1 end})
+    assert.is_false(ok)
+    assert.matches("^Runner: producer_init failed on producer 2 %(cpu%): no model", err)
+    assert.are.same({1, 0}, flags:tolist())
+  end)
+
   it("raises a failing producer_init at construction", function()
     local ok, err = pcall(pt.Runner, {devices = 1, producer_init = function() error("no model", 0) end})
     assert.is_false(ok)

@@ -161,12 +161,16 @@ function M.new(opts)
       error(e, 3)
     end
   end
-  local err
+  local err, started = nil, {}
   for _ = 1, #list do
     local _, wk, ok, msg, tb = pool:next()
+    if ok then started[#started + 1] = wk end
     if not ok and not err then err = fail_message("producer_init", self, wk, msg, tb) end
   end
   if err then
+    -- the producers whose init ran still get their producer_end (what it opened is closed)
+    for _, w in ipairs(started) do pcall(pool.submit, pool, w, M._producer_end, self.id) end
+    while pool:pending() > 0 do pool:next() end
     self.closed = true
     pool:close()
     error(err, 3)
