@@ -2444,6 +2444,10 @@ static int par_windows_impl(lua_State *L) {
       lua_pushvalue(L, 6);
       lua_pushvalue(L, wl);
       if (call_interruptible(L, 1, g->ctx->interrupted) != LUA_OK) {
+        const char *m = lua_tostring(L, -1);
+        if (m && strstr(m, "attempt to yield across a C-call boundary")) /* say which function */
+          return luaL_error(L, "par_by_sample: after_window cannot yield (it runs inside the call, "
+                               "between its windows): %s", m);
         return lua_error(L);
       }
     }

@@ -108,6 +108,9 @@ end
 
 local function fail_message(what, rec, wk, msg, tb)
   local s = ("Runner: %s failed on producer %d (%s): %s"):format(what, wk, rec.devices[wk], tostring(msg))
+  -- the worker's traceback without this module's own frames (the user's functions are called
+  -- from M._producer_work and friends)
+  if tb then tb = tb:gsub("\n[^\n]*partrain/runner%.lua:[^\n]*", "") end
   if tb and tb ~= "" then s = s .. "\n" .. tb end
   return s
 end
