@@ -402,6 +402,22 @@ describe("Module", function()
     assert.are.same({"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}, bk)
   end)
 
+  it("state_dict tables iterate the keys set or removed after they were made", function()
+    -- pairs walked only the keys of the moment state_dict() ran: an added key was missed by
+    -- pt.save and by load_state_dict's strict check, a removed one came back as nil
+    local m = nn.Linear(2, 2)
+    local sd = m:state_dict()
+    sd.step = pt.tensor({7})
+    local keys = {}
+    for k in pairs(sd) do keys[#keys + 1] = k end
+    assert.are.same({"weight", "bias", "step"}, keys)
+    assert_err("unexpected keys: step", m.load_state_dict, m, sd)
+    sd.step, sd.bias = nil, nil
+    keys = {}
+    for k, v in pairs(sd) do keys[#keys + 1] = k; assert.is_not_nil(v) end
+    assert.are.same({"weight"}, keys)
+  end)
+
   it("load_state_dict reports shape mismatches, missing and unexpected keys", function()
     local m = nn.Sequential(nn.Linear(2, 3))
     assert_err("load_state_dict: size mismatch for 1.weight: copying a param with shape {3,4} from "

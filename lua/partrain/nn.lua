@@ -687,15 +687,27 @@ end
 doc(Module.get_buffer, [[m:get_buffer(path) -> the buffer at the dotted path: net:get_buffer("2.running_mean").
   Errors name the component: "BatchNorm1d has no attribute `foo`", "`weight` is not a buffer".]])
 
+-- A state dict: pairs() gives its keys in the order they were made (PyTorch's OrderedDict),
+-- then the keys set since, and skips the keys set to nil since (they were yielded with nil
+-- values, and pt.save and load_state_dict's strict check missed the added ones).
 local function ordered_table(keys, map)
   return setmetatable(map, {
     __keys = keys,
     __pairs = function(t)
-      local i = 0
+      local i, listed, k2 = 0, nil, nil
       return function()
-        i = i + 1
-        local k = keys[i]
-        if k ~= nil then return k, t[k] end
+        while i < #keys do
+          i = i + 1
+          local k = keys[i]
+          local v = rawget(t, k)
+          if v ~= nil then return k, v end
+        end
+        if not listed then
+          listed = {}
+          for _, k in ipairs(keys) do listed[k] = true end
+        end
+        repeat k2 = next(t, k2) until k2 == nil or not listed[k2]
+        if k2 ~= nil then return k2, rawget(t, k2) end
       end, t, nil
     end,
   })
