@@ -210,21 +210,23 @@ static int l_stack(lua_State *L) {
   int first_type = lua_type(L, -1);
   lua_pop(L, 1);
   pt_ctx *ctx = lpt_ctx(L);
-  if (first_type == LUA_TNUMBER) {
-    bool ints = true;
+  if (first_type == LUA_TNUMBER || first_type == LUA_TBOOLEAN) { /* booleans: a bool {B}, as torch */
+    bool ints = true, bools = first_type == LUA_TBOOLEAN;
     for (lua_Integer i = 1; i <= n; i++) {
       lua_geti(L, 1, i);
-      if (lua_type(L, -1) != LUA_TNUMBER) return stack_mismatch(L, &w, i, false, kind_of(L, -1), "a number");
-      if (!lua_isinteger(L, -1)) ints = false;
+      if (lua_type(L, -1) != first_type)
+        return stack_mismatch(L, &w, i, false, kind_of(L, -1), bools ? "a boolean" : "a number");
+      if (!bools && !lua_isinteger(L, -1)) ints = false;
       lua_pop(L, 1);
     }
     int64_t shape[1] = {n};
     pt_tensor *o;
-    if (pt_tensor_empty(ctx, ints ? PT_INT64 : PT_FLOAT32, 1, shape, &o)) return lpt_error(L);
+    if (pt_tensor_empty(ctx, bools ? PT_BOOL : ints ? PT_INT64 : PT_FLOAT32, 1, shape, &o)) return lpt_error(L);
     push_new(L, o); /* owned by Lua before the second pass, whose lua_geti may raise */
     for (lua_Integer i = 1; i <= n; i++) {
       lua_geti(L, 1, i);
-      if (ints) ((int64_t *)pt_tensor_data(o))[i - 1] = lua_tointeger(L, -1);
+      if (bools) ((uint8_t *)pt_tensor_data(o))[i - 1] = (uint8_t)lua_toboolean(L, -1);
+      else if (ints) ((int64_t *)pt_tensor_data(o))[i - 1] = lua_tointeger(L, -1);
       else ((float *)pt_tensor_data(o))[i - 1] = (float)lua_tonumber(L, -1);
       lua_pop(L, 1);
     }

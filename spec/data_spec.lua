@@ -362,16 +362,21 @@ describe("DataHandler collation of structured samples (PyTorch's default_collate
     local function first_error(get, n, opts)
       return err_of(loader(dataset(n or 3, get), opts or {batch = 3}):batches())
     end
-    assert.are.equal("collate: sample 1 is a string (a sample is a tensor, a number, or a list or dict of them)",
+    assert.are.equal("collate: sample 1 is a string (a sample is a tensor, a number, a boolean, or a list or dict of "
+      .. "them)",
       first_error(function() return "a" end))
-    assert.are.equal("collate: sample 1 has a string at key name (a sample holds tensors, numbers, and lists or "
-      .. "dicts of them)", first_error(function(i) return {x = pt.ones(1), name = "n" .. i} end))
-    assert.are.equal("collate: sample 1 has a boolean at key meta.ok (a sample holds tensors, numbers, and lists "
-      .. "or dicts of them)", first_error(function() return {meta = {ok = true}} end))
+    assert.are.equal("collate: sample 1 has a string at key name (a sample holds tensors, numbers, booleans, and "
+      .. "lists or dicts of them)", first_error(function(i) return {x = pt.ones(1), name = "n" .. i} end))
+    -- booleans collate to a bool {B}, as torch's default_collate (they were refused)
+    local ok_batch = loader(dataset(3, function(i) return {meta = {ok = i ~= 2}} end), {batch = 3}):next_batch()
+    assert.are.equal("bool", ok_batch.meta.ok:dtype())
+    assert.are.same({true, false, true}, ok_batch.meta.ok:tolist())
+    assert.are.equal("collate: sample 2 has a number at key ok, sample 1 a boolean",
+      first_error(function(i) return {ok = i == 2 and 1 or true} end))
     assert.are.equal("collate: sample 1 is a table mixing list entries and named keys (a sample is a tensor, a "
-      .. "number, or a list or dict of them)", first_error(function() return {pt.ones(1), y = 1} end))
+      .. "number, a boolean, or a list or dict of them)", first_error(function() return {pt.ones(1), y = 1} end))
     assert.are.equal('collate: sample 1 has a table with holes (nil entries) at key ["a b"] (a sample holds '
-      .. "tensors, numbers, and lists or dicts of them)", first_error(function() return {["a b"] = {1, nil, 3}} end))
+      .. "tensors, numbers, booleans, and lists or dicts of them)", first_error(function() return {["a b"] = {1, nil, 3}} end))
     -- structures differing across samples: named by dataset index, against the batch's first sample
     assert.are.equal("collate: sample 2 is a list of 2, sample 1 a dict",
       first_error(function(i) return i == 2 and {pt.ones(1), 1} or {x = pt.ones(1), y = 1} end))

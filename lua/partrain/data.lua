@@ -758,10 +758,11 @@ function DataHandler:set_epoch(k)
 end
 
 -- Collation of samples from get(i), PyTorch's default_collate. A sample is a leaf (a tensor or
--- a number), a list {a, b, ...} (keys 1..n) or a dict {name = v, ...} (string keys) of samples,
--- nested; every sample of a batch has the structure of the first (other keys of later samples
--- are not read, as in PyTorch). The batch has that structure with each leaf stacked: tensors
--- into {B, ...}, numbers into int64 {B} (all integers) or float32 {B}. Messages name a sample by
+-- a number or a boolean), a list {a, b, ...} (keys 1..n) or a dict {name = v, ...} (string keys)
+-- of samples, nested; every sample of a batch has the structure of the first (other keys of
+-- later samples are not read, as in PyTorch). The batch has that structure with each leaf
+-- stacked: tensors into {B, ...}, numbers into int64 {B} (all integers) or float32 {B},
+-- booleans into bool {B}. Messages name a sample by
 -- its dataset index and the place in it by a key path (x, [2], x[2].y).
 
 local function path_key(path, k)
@@ -818,17 +819,17 @@ local function not_collatable(idx, path, v, why)
   local what = describe(v)
   if type(v) == "table" then what = "a table " .. why end
   if path == "" then
-    return ("collate: sample %d is %s (a sample is a tensor, a number, or a list or dict of them)"):format(idx, what)
+    return ("collate: sample %d is %s (a sample is a tensor, a number, a boolean, or a list or dict of them)"):format(idx, what)
   end
-  return ("collate: sample %d has %s at key %s (a sample holds tensors, numbers, and lists or dicts of them)"):format(
+  return ("collate: sample %d has %s at key %s (a sample holds tensors, numbers, booleans, and lists or dicts of them)"):format(
     idx, what, path)
 end
 
 -- the structure of the first sample: {leaf = j} (column j) or {kind = "list"|"dict", n | keys, children}
 local function build(s, idx, path, leaves)
-  if is_tensor(s) or type(s) == "number" then
+  if is_tensor(s) or type(s) == "number" or type(s) == "boolean" then
     leaves[#leaves + 1] = path
-    return {leaf = #leaves, path = path, what = type(s) == "number" and "a number" or "a tensor"}
+    return {leaf = #leaves, path = path, what = is_tensor(s) and "a tensor" or "a " .. type(s)}
   end
   if type(s) ~= "table" then error(not_collatable(idx, path, s), 0) end
   local kind, info = table_shape(s)
@@ -854,7 +855,7 @@ end
 local function diagnose(node, s, idx, ref_idx)
   local path = node.path
   if type(s) ~= "table" then
-    if not is_tensor(s) and type(s) ~= "number" then error(not_collatable(idx, path, s), 0) end
+    if not is_tensor(s) and type(s) ~= "number" and type(s) ~= "boolean" then error(not_collatable(idx, path, s), 0) end
     error(mismatch(idx, path, describe(s), ref_idx, node_what(node)), 0)
   end
   local kind, info = table_shape(s)
