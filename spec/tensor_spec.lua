@@ -10,6 +10,16 @@ describe("tensor construction", function()
     assert.are.equal(4.5, t[2][2] or t:tolist()[2][2])
   end)
 
+  it("names dtypes as pt.int64, pt.float32, ... and torch's aliases (a nil there meant the default)", function()
+    assert.are.equal("int64", pt.tensor({1, 2}, {dtype = pt.int64}):dtype())
+    for name, dt in pairs({float32 = "float32", float64 = "float64", int64 = "int64", int32 = "int32",
+                           uint8 = "uint8", bool = "bool", float = "float32", double = "float64",
+                           long = "int64", int = "int32", byte = "uint8"}) do
+      assert.are.equal(dt, pt[name])
+      assert.are.equal(dt, pt.zeros(1, {dtype = pt[name]}):dtype())
+    end
+  end)
+
   it("zeros/ones accept varargs or a table", function()
     assert.are.same({2, 3}, pt.zeros(2, 3):size())
     assert.are.same({2, 3}, pt.ones({2, 3}):size())

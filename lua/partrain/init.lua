@@ -5,6 +5,11 @@ local core = require "partrain.core"
 local pt = core
 pt._VERSION = "partrain 0.1.0"
 
+-- dtypes are their names ({dtype = "int64"}); pt.int64 and torch's aliases (pt.long, pt.float,
+-- ...) name them too, so that {dtype = pt.int64} is not a nil key that means "the default"
+for _, name in ipairs {"float32", "float64", "int64", "int32", "uint8", "bool"} do pt[name] = name end
+pt.float, pt.double, pt.long, pt.int, pt.byte = "float32", "float64", "int64", "int32", "uint8"
+
 -- doc(obj, text) -> obj: files text as obj's help (pt._docs, read by partrain.help); what every
 -- Lua module uses to document its functions and classes
 function pt._doc(obj, text)
