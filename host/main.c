@@ -129,7 +129,7 @@ static void print_usage(const char *badoption) {
           "  -i        enter interactive mode after executing 'script'\n"
           "  -l mod    require library 'mod' into global 'mod'\n"
           "  -l g=mod  require library 'mod' into global 'g'\n"
-          "  -v        show version information\n"
+          "  -v        show version information (also --version)\n"
           "  -W        turn warnings on\n"
           "  -h        show this help (also --help)\n"
           "  --        stop handling options\n"
@@ -213,9 +213,13 @@ static int collectargs(char **argv, int *first) {
     *first = i;
     if (argv[i][0] != '-') return args; /* not an option: the script */
     switch (argv[i][1]) {
-    case '-': /* '--', or '--help' (same as -h) */
+    case '-': /* '--', or '--help' (same as -h), '--version' (-v) */
       if (strcmp(argv[i], "--help") == 0) {
         args |= has_h;
+        break;
+      }
+      if (strcmp(argv[i], "--version") == 0) {
+        args |= has_v;
         break;
       }
       if (argv[i][2] != '\0') return has_error;

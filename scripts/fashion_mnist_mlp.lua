@@ -18,13 +18,21 @@ local function usage_error(msg) error("fashion_mnist_mlp: " .. msg .. "\n" .. US
 if #args > 2 then usage_error(("too many arguments (%d)"):format(#args)) end
 local epochs = 10
 if args[1] ~= nil then
-  epochs = math.tointeger(tonumber(args[1]))
+  -- digits only: tonumber also took "1e1", "0x3" and " 3"
+  epochs = args[1]:match("^%d+$") and math.tointeger(tonumber(args[1]))
   if not epochs or epochs < 1 then
     usage_error(("epochs must be a positive integer, got '%s'"):format(args[1]))
   end
 end
 local ckpt = args[2] or "mlp.safetensors"
 if ckpt == "" then usage_error("the checkpoint path is empty") end
+do -- a checkpoint that cannot be written fails now, not after the training
+  local probe = ckpt .. ".tmp" -- what pt.save writes first
+  local f, why = io.open(probe, "wb")
+  if not f then usage_error(("cannot write the checkpoint: %s"):format(why)) end
+  f:close()
+  os.remove(probe)
+end
 local dir = os.getenv("FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist/"
 
 pt.manual_seed(42)

@@ -25,7 +25,14 @@ def read(path):
     tensors = {}
     for name, e in header.items():
         begin, end = e["data_offsets"]
-        arr = np.frombuffer(data[begin:end], dtype=DTYPES[e["dtype"]])
+        if e["dtype"] == "BF16":  # numpy has no bfloat16: the top half of a float32
+            bits = np.frombuffer(data[begin:end], dtype="<u2").astype("<u4") << 16
+            arr = bits.view("<f4")
+        elif e["dtype"] in DTYPES:
+            arr = np.frombuffer(data[begin:end], dtype=DTYPES[e["dtype"]])
+        else:
+            raise SystemExit(f"{path}: tensor '{name}' has dtype {e['dtype']}, which this reader "
+                             f"does not know ({', '.join(sorted(DTYPES))}, BF16)")
         tensors[name] = arr.reshape(e["shape"])
     return tensors, meta
 

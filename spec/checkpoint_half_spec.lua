@@ -178,4 +178,14 @@ describe("safetensors 16-bit floats and narrow integers", function()
     assert_error('save: dtype must be "float16" (or "half") or "bfloat16", got \'float8\'',
       function() pt.save(tmp, {x = pt.ones(1)}, {dtype = "float8"}) end)
   end)
+  it("are read by scripts/read_checkpoint.py (json + numpy), bfloat16 included", function()
+    -- numpy has no bfloat16: the script failed with KeyError: 'BF16'
+    local p = tmp .. "_bf16_py.safetensors"
+    pt.save(p, {x = pt.tensor({1.5, -2, 0.25})}, {dtype = "bfloat16"})
+    local h = io.popen("/usr/bin/python3 scripts/read_checkpoint.py " .. p .. " --values 2>&1")
+    local out = h:read("a")
+    h:close()
+    os.remove(p)
+    assert.matches("x\tfloat32\t[3]\t1.5 -2.0 0.25\n", out, 1, true)
+  end)
 end)

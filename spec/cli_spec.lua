@@ -48,11 +48,13 @@ describe("partrain command line", function()
     assert.matches("partrain$", EXE)
   end)
 
-  it("-v prints the version", function()
-    local out, err, rc = sh("$P -v")
-    assert.matches("^partrain %d+%.%d+%.%d+ %(Lua 5%.4", out)
-    assert.are.equal("", err)
-    assert.are.equal(0, rc)
+  it("-v and --version print the version", function()
+    for _, opt in ipairs({"-v", "--version"}) do
+      local out, err, rc = sh("$P " .. opt)
+      assert.matches("^partrain %d+%.%d+%.%d+ %(Lua 5%.4", out)
+      assert.are.equal("", err)
+      assert.are.equal(0, rc)
+    end
   end)
 
   it("-h prints the usage on stdout", function()
@@ -292,6 +294,12 @@ describe("scripts/fashion_mnist_mlp.lua", function()
       {"2.5", "epochs must be a positive integer, got '2.5'"},
       {"3 a.safetensors extra", "too many arguments (3)"},
       {"3 ''", "the checkpoint path is empty"},
+      {"1e1", "epochs must be a positive integer, got '1e1'"}, -- tonumber took these
+      {"0x3", "epochs must be a positive integer, got '0x3'"},
+      {"' 3'", "epochs must be a positive integer, got ' 3'"},
+      -- a checkpoint that cannot be written stops it before the training, not after
+      {"1 /nonexistent/dir/m.safetensors",
+       "cannot write the checkpoint: /nonexistent/dir/m.safetensors.tmp: No such file or directory"},
     } do
       local out, err, rc = sh("FASHION_MNIST_DIR=/nonexistent/ $P scripts/fashion_mnist_mlp.lua " .. case[1])
       assert.are.equal("", out)

@@ -95,11 +95,21 @@ describe("data.idx", function()
     assert.matches("more than a %d+%-byte gzip file can hold",
                    err_of(data.idx, write_gz(tmp("b8"), "\0\0\8\2" .. be32(65536) .. be32(65536))))
     assert.matches("cannot open '/nonexistent/x'", err_of(data.idx, "/nonexistent/x"))
-    assert.matches("5 images but 4 labels",
+    assert.matches("i6' has 5 images but '.*l6' 4 labels",
                    err_of(data.idx, write(tmp("i6"), imgs), write(tmp("l6"), idx_labels({1, 2, 3, 4}))))
     assert.matches("labels must be 1%-D", err_of(data.idx, write(tmp("i7"), imgs), write(tmp("l7"), imgs)))
     assert.matches("not a list of samples", err_of(data.idx, write(tmp("i8"), labs)))
     assert.matches("images path must be a string", err_of(data.idx, 3))
+    -- labels that cannot be classes, options that do not exist: named by data.idx itself (a
+    -- negative label became class 0 or -1; a misspelled option was ignored)
+    local two = write(tmp("i9"), idx_images(2, 2, 3))
+    local neg = write(tmp("l9"), "\0\0\9\1" .. be32(2) .. string.char(0xFF, 2)) -- signed bytes -1, 2
+    assert.matches("idx: '" .. neg:gsub("%p", "%%%0") .. "' holds a negative label %(%-1 at index 1%); labels are classes 0, 1, ...",
+                   err_of(data.idx, two, neg))
+    local flt = write(tmp("l10"), "\0\0\13\1" .. be32(2) .. string.pack(">f>f", 1, 2))
+    assert.matches("holds float32 labels; labels must be integers", err_of(data.idx, two, flt))
+    assert.matches("idx: unknown option 'flaten' %(options: flatten, scale%)", err_of(data.idx, two, nil, {flaten = false}))
+    assert.matches("idx: scale must be a number, got string", err_of(data.idx, two, nil, {scale = "x"}))
   end)
 
   it("read_idx returns the raw tensor", function()

@@ -125,6 +125,15 @@ function data.idx(images_path, labels_path, opts)
   if type(images_path) ~= "string" then error("idx: images path must be a string", 2) end
   if labels_path ~= nil and type(labels_path) ~= "string" then error("idx: labels path must be a string", 2) end
   opts = opts or {}
+  if type(opts) ~= "table" then error("idx: options must be a table, got " .. type(opts), 2) end
+  for k in pairs(opts) do
+    if k ~= "flatten" and k ~= "scale" then
+      error(("idx: unknown option '%s' (options: flatten, scale)"):format(tostring(k)), 2)
+    end
+  end
+  if opts.scale ~= nil and type(opts.scale) ~= "number" then
+    error("idx: scale must be a number, got " .. type(opts.scale), 2)
+  end
   local images = checked(pt._data_read_idx, images_path)
   local isize = images:size()
   if #isize < 2 then
@@ -137,7 +146,15 @@ function data.idx(images_path, labels_path, opts)
       error(("idx: '%s' holds a tensor of shape %s, labels must be 1-D"):format(labels_path, shape_str(raw:size())), 2)
     end
     if raw:size(1) ~= isize[1] then
-      error(("idx: %d images but %d labels"):format(isize[1], raw:size(1)), 2)
+      error(("idx: '%s' has %d images but '%s' %d labels"):format(images_path, isize[1], labels_path, raw:size(1)), 2)
+    end
+    if raw:dtype() == "float32" or raw:dtype() == "float64" then
+      error(("idx: '%s' holds %s labels; labels must be integers"):format(labels_path, raw:dtype()), 2)
+    end
+    if raw:numel() > 0 and raw:min():item() < 0 then -- they become 1-based class indices
+      local i = raw:argmin():item()
+      error(("idx: '%s' holds a negative label (%d at index %d); labels are classes 0, 1, ..."):format(
+        labels_path, raw[i], i), 2)
     end
     labels = pt._data_class_index(raw, 1)
   end
