@@ -79,16 +79,6 @@ static void arg_pair(lua_State *L, int idx, int *out, const char *fname, const c
   }
 }
 
-static double opt_number(lua_State *L, int opts, const char *key, double def, const char *fname) {
-  if (opts == 0 || !lua_istable(L, opts)) return def;
-  double v = def;
-  int t = lua_getfield(L, opts, key);
-  if (t == LUA_TNUMBER) v = lua_tonumber(L, -1);
-  else if (t != LUA_TNIL) lpt_errorf(L, "%s: option '%s' must be a number, got %s", fname, key, luaL_typename(L, -1));
-  lua_pop(L, 1);
-  return v;
-}
-
 /* The convolutions' arguments x, weight[, bias][, opts]: *b NULL when absent; returns the options
  * table's index (0: none), its names checked against names. */
 static int conv_args(lua_State *L, const char *fn, const char *const *names, pt_tensor **x,
@@ -275,8 +265,8 @@ static int l_batch_norm(lua_State *L) {
   static const char *const names[] = {"training", "momentum", "eps", NULL};
   lpt_check_options(L, opts, "batch_norm", names);
   bool training = lpt_opt_bool(L, opts, "training", true);
-  double momentum = opt_number(L, opts, "momentum", 0.1, "batch_norm");
-  double eps = opt_number(L, opts, "eps", 1e-5, "batch_norm");
+  double momentum = lpt_opt_number(L, opts, "momentum", 0.1, "batch_norm");
+  double eps = lpt_opt_number(L, opts, "eps", 1e-5, "batch_norm");
   pt_tensor *out = NULL;
   pt_status st = pt_batch_norm(lpt_ctx(L), x, t[0], t[1], t[2], t[3], training, momentum, eps, &out);
   return lpt_push_result(L, st, out);

@@ -84,19 +84,6 @@ static int t_mv(lua_State *L) { return binary(L, pt_mv, "mv"); }
 static int t_dot(lua_State *L) { return binary(L, pt_dot, "dot"); }
 static int t_outer(lua_State *L) { return binary(L, pt_outer, "outer"); }
 
-static double opt_number(lua_State *L, int opts, const char *fname, const char *key, double def) {
-  if (!opts) return def;
-  double v = def;
-  if (lua_getfield(L, opts, key) != LUA_TNIL) {
-    if (lua_type(L, -1) != LUA_TNUMBER)
-      return lpt_errorf(L, "%s: option '%s' must be a number, got %s", fname, key,
-                        luaL_typename(L, -1));
-    v = lua_tonumber(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
 /* addmm(input, a, b[, {beta=1, alpha=1, out=}]) = beta * input + alpha * (a @ b) */
 static int t_addmm(lua_State *L) {
   pt_tensor *in = lpt_check_tensor(L, 1), *a = lpt_check_tensor(L, 2), *b = lpt_check_tensor(L, 3);
@@ -108,8 +95,8 @@ static int t_addmm(lua_State *L) {
     opts = 4;
   }
   lpt_check_max_args(L, 4, "addmm");
-  double beta = opt_number(L, opts, "addmm", "beta", 1.0);
-  double alpha = opt_number(L, opts, "addmm", "alpha", 1.0);
+  double beta = lpt_opt_number(L, opts, "beta", 1.0, "addmm");
+  double alpha = lpt_opt_number(L, opts, "alpha", 1.0, "addmm");
   int out = out_arg(L, opts, "addmm");
   check_out_grad(L, "addmm", out, 3, (pt_tensor *[]){in, a, b});
   pt_tensor *r;

@@ -361,6 +361,17 @@ bool lpt_opt_bool(lua_State *L, int opts_idx, const char *key, bool def) {
   return v;
 }
 
+double lpt_opt_number(lua_State *L, int opts_idx, const char *key, double def, const char *fname) {
+  if (opts_idx == 0 || !lua_istable(L, opts_idx)) return def;
+  double v = def;
+  int t = lua_getfield(L, opts_idx, key);
+  if (t == LUA_TNUMBER) v = lua_tonumber(L, -1);
+  else if (t != LUA_TNIL)
+    lpt_errorf(L, "%s: option '%s' must be a number, got %s", fname, key, luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
 /* --- module --- */
 
 static int l_manual_seed(lua_State *L) {

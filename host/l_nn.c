@@ -56,17 +56,6 @@ static int activation(lua_State *L, pt_nn_act act, double slope) {
 }
 
 static int l_relu(lua_State *L) { return activation(L, PT_ACT_RELU, 0); }
-/* a number option of the table at idx (def when absent) */
-static double opt_field_number(lua_State *L, int idx, const char *fname, const char *key, double def) {
-  double v = def;
-  int t = lua_getfield(L, idx, key);
-  if (t != LUA_TNIL) {
-    if (t != LUA_TNUMBER) lpt_errorf(L, "%s: option '%s' must be a number, got %s", fname, key, luaL_typename(L, -1));
-    v = lua_tonumber(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
 
 /* _nn_leaky_relu(x[, negative_slope=0.01 | {negative_slope=, inplace=}]): the table is
  * torch's keyword form, F.leaky_relu(x, negative_slope=0.2) */
@@ -77,7 +66,7 @@ static int l_leaky_relu(lua_State *L) {
     lpt_check_options(L, 2, "leaky_relu", names);
     if (lpt_opt_bool(L, 2, "inplace", false))
       return lpt_errorf(L, "leaky_relu: inplace=true is not supported here (use nn.LeakyReLU or x:copy_ of the result)");
-    slope = opt_field_number(L, 2, "leaky_relu", "negative_slope", 0.01);
+    slope = lpt_opt_number(L, 2, "negative_slope", 0.01, "leaky_relu");
   } else if (!lua_isnoneornil(L, 2)) {
     if (lua_type(L, 2) != LUA_TNUMBER)
       return lpt_errorf(L, "leaky_relu: negative_slope must be a number or an options table, got %s", luaL_typename(L, 2));
@@ -195,7 +184,7 @@ static int l_dropout(lua_State *L) {
     lpt_check_options(L, 2, "dropout", names);
     if (lpt_opt_bool(L, 2, "inplace", false))
       return lpt_errorf(L, "dropout: inplace=true is not supported here (use nn.Dropout or x:copy_ of the result)");
-    p = opt_field_number(L, 2, "dropout", "p", 0.5);
+    p = lpt_opt_number(L, 2, "p", 0.5, "dropout");
     training = lpt_opt_bool(L, 2, "training", true);
   } else {
     p = luaL_optnumber(L, 2, 0.5);

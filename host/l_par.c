@@ -340,6 +340,19 @@ static int worker_msgh(lua_State *L) {
   return 1;
 }
 
+/* The message and traceback (*tb, "" when none) of a pcall that failed with worker_msgh as its
+ * handler: its pair, or the error itself (a memory error or an error in the handler skip it, and
+ * are strings). Pushes what the pointers point into. */
+static const char *msgh_error(lua_State *L, const char **tb) {
+  *tb = "";
+  if (lua_istable(L, -1)) {
+    lua_rawgeti(L, -1, 2);
+    lua_rawgeti(L, -2, 1);
+    if (lua_tostring(L, -2)) *tb = lua_tostring(L, -2);
+  }
+  return lua_tostring(L, -1) ? lua_tostring(L, -1) : "(error)";
+}
+
 static lpt_msg *error_msg(lua_State *L, const char *message, const char *traceback) {
   lpt_msg *m = lpt_msg_new();
   if (!m) return NULL;
@@ -987,15 +1000,8 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
       lua_pushinteger(L, t->index);
       if (lua_pcall(L, 2, 1, h) != LUA_OK) {
         char buf[PT_ERRMSG_MAX];
-        const char *tb = NULL;
-        if (lua_istable(L, -1)) {
-          lua_rawgeti(L, -1, 1);
-          lua_rawgeti(L, -2, 2);
-          snprintf(buf, sizeof buf, "reading the sample: %s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "(error)");
-          tb = lua_tostring(L, -1);
-        } else {
-          snprintf(buf, sizeof buf, "reading the sample: %s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "(error)");
-        }
+        const char *tb;
+        snprintf(buf, sizeof buf, "reading the sample: %s", msgh_error(L, &tb));
         t->result = error_msg(L, buf, tb);
         goto out;
       }
@@ -1043,16 +1049,8 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     ctx->linear_coop_data = NULL;
   }
   if (st != LUA_OK) {
-    const char *msg = "(unknown error)", *tb = NULL;
-    if (lua_istable(L, -1)) {
-      lua_rawgeti(L, -1, 1);
-      lua_rawgeti(L, -2, 2);
-      msg = lua_tostring(L, -2);
-      tb = lua_tostring(L, -1);
-    } else if (lua_tostring(L, -1)) {
-      msg = lua_tostring(L, -1); /* memory errors skip the handler */
-    }
-    t->result = error_msg(L, msg ? msg : "(error)", tb);
+    const char *tb, *msg = msgh_error(L, &tb);
+    t->result = error_msg(L, msg, tb);
     goto out;
   }
   int nres = lua_gettop(L) - h;
@@ -1336,7 +1334,8 @@ static char *dup_str(const char *s) {
 
 /* pushes a new pool userdata */
 static lpar_pool *pool_new(lua_State *L, int n) {
-  if (n < 1 || n > 256) luaL_error(L, "pool: number of workers must be between 1 and 256, got %d", n);
+  if (n < 1 || n > PAR_MAX_SLOTS)
+    luaL_error(L, "pool: number of workers must be between 1 and %d, got %d", PAR_MAX_SLOTS, n);
   lpar_pool **pp = lua_newuserdatauv(L, sizeof *pp, 0);
   *pp = NULL;
   luaL_setmetatable(L, POOL_MT);
@@ -1688,7 +1687,7 @@ static void par_call_end(lua_State *L, par_call *c) {
   if (c->windows) {
     c->windows = false;
     p->busy = false;
-    for (int i = 0; i < 2; i++) { /* the plan lives on the call's stack; no task is out now */
+    for (int i = 0; i < 2; i++) { /* the plan is the call's (stack index 7); no task is out now */
       p->win[i].plan = NULL;
       p->win[i].nplan = 0;
       p->win[i].chore = NULL;
@@ -1751,7 +1750,7 @@ static int l_pool_map(lua_State *L) {
     return luaL_error(L, "_pool_map: at most %d workers, got n_workers=%d", PAR_MAX_SLOTS, nworkers);
   lpar_pool *p = shared_pool(L, nworkers);
   par_call *c = par_call_push(L, p); /* 4: closed at every exit */
-  int limit = nworkers < nitems ? nworkers : nitems;
+  int limit = nworkers; /* at most nitems */
   par_task **inflight = c->tasks = calloc((size_t)limit, sizeof *inflight);
   if (!inflight) return luaL_error(L, "out of memory");
   c->ntasks = limit;
@@ -1903,14 +1902,10 @@ static lpt_msg *read_sample_to(lua_State *L, lua_State *Li, int i, bool *copied,
   lpt_msg *m = st == LUA_OK ? lpt_msg_new() : NULL;
   if (st != LUA_OK || !m || lpt_encode(L, m, -1, 1, sname, LPT_XFER_GLOBALS) != LUA_OK) {
     const char *why = "out of memory", *tb = "";
-    if (st != LUA_OK && lua_istable(L, -1)) { /* get raised: worker_msgh's pair */
-      lua_rawgeti(L, -1, 2);
-      lua_rawgeti(L, -2, 1);
-      why = lua_tostring(L, -1);
-      tb = lua_tostring(L, -2) ? lua_tostring(L, -2) : "";
-    } else if (st != LUA_OK || m) {
-      why = lpt_error_text(L, -1);
-    }
+    if (st != LUA_OK) /* get raised */
+      why = msgh_error(L, &tb);
+    else if (m) /* the encoder's message */
+      why = lua_tostring(L, -1) ? lua_tostring(L, -1) : "(error)";
     snprintf(err, errlen, "par_by_sample: sample %d %s: %s%s%s", i,
              st != LUA_OK ? "could not be read" : "cannot be sent to a worker", why, *tb ? "\n" : "", tb);
     lpt_msg_release(m);
@@ -2002,7 +1997,8 @@ static int call_interruptible(lua_State *L, int nargs, volatile sig_atomic_t *fl
  * block. The VM's two vCPUs do not always run at the same speed (one ran this workload's Lua
  * code ~35% slower than the other for minutes at a time): the slot that waits more is on the
  * faster core and takes one more grain of rows of every float32 partitioned weight, when the
- * gap is larger than moving a grain would change it (~1 us for the 784x256 layer). The numbers do not depend on the split. */
+ * gap is larger than moving a grain would change it (~1 us for the 784x256 layer). The numbers
+ * do not depend on the split. */
 #define PAR_SPLIT_WINDOWS 64
 #define PAR_SPLIT_DEADBAND_NS 1000
 #define PAR_SPLIT_MAX 8
@@ -2599,7 +2595,7 @@ static const luaL_Reg functions[] = {
 
 static const char *const docs[] = {
     "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
-    "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:close().",
+    "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:cancel() (stops the tasks still out); pool:close().",
     "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=, ahead=, shift=}: batch-1 products of\n  partitioned weights that par_by_sample's workers made together and alone, windows submitted\n  ahead, and the adapted shift of 2 workers' row blocks (pt._par_partition(true, \"adapt\"); for\n  the specs and benches).",
     "_par_partition", "pt._par_partition([on[, shift]]) -> was_on: with false, par_by_sample's fused step copies\n  large weights per worker like small ones instead of splitting them by rows; shift (-8..8,\n  default 0: even blocks) moves the boundary of 2 workers' float32 blocks by 16-row steps, and\n  \"adapt\" has it follow the cores' speeds (for A/B timings and the specs).",
     "_par_pipeline", "pt._par_pipeline([on]) -> was_on: with false, par_by_sample submits a window's tasks only\n  once the window before was collected instead of ahead of it (for A/B timings).",
@@ -2633,6 +2629,8 @@ void lpt_open_par(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, LPT_MODULE);
   lua_pushvalue(L, -2);
   lua_setfield(L, -2, "ActionError");
+  lua_pushinteger(L, PAR_MAX_SLOTS); /* par.lua and inbatch.lua name the limit in their words */
+  lua_setfield(L, -2, "_par_max_workers");
   lua_pop(L, 2);
   lpt_add_functions(L, functions);
   lpt_add_docs(L, 0, docs);

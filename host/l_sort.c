@@ -184,15 +184,8 @@ static int t_allclose(lua_State *L) {
   lpt_check_max_args(L, 3, "allclose");
   if (lua_istable(L, 3)) {
     lpt_check_options(L, 3, "allclose", names);
-    static const char *const tols[] = {"rtol", "atol"};
-    double *tolv[] = {&rtol, &atol};
-    for (int i = 0; i < 2; i++) {
-      int t = lua_getfield(L, 3, tols[i]);
-      if (t == LUA_TNUMBER) *tolv[i] = lua_tonumber(L, -1);
-      else if (t != LUA_TNIL)
-        return lpt_errorf(L, "allclose: option '%s' must be a number, got %s", tols[i], luaL_typename(L, -1));
-      lua_pop(L, 1);
-    }
+    rtol = lpt_opt_number(L, 3, "rtol", rtol, "allclose");
+    atol = lpt_opt_number(L, 3, "atol", atol, "allclose");
     equal_nan = lpt_opt_bool(L, 3, "equal_nan", false);
   }
   /* the two broadcast against each other, as PyTorch's */

@@ -146,6 +146,9 @@ int lpt_opt_dim(lua_State *L, int idx, int ndim, const char *fname, int def);
 /* Option table fields */
 pt_dtype lpt_opt_dtype(lua_State *L, int opts_idx, pt_dtype def);
 bool lpt_opt_bool(lua_State *L, int opts_idx, const char *key, bool def);
+/* opts[key] as a number (def when opts_idx is 0, not a table, or the key absent); anything but a
+ * number raises "fname: option 'key' must be a number, got <type>" */
+double lpt_opt_number(lua_State *L, int opts_idx, const char *key, double def, const char *fname);
 /* dtype given as a string "float32"/"float"/... at idx */
 pt_dtype lpt_check_dtype(lua_State *L, int idx);
 

@@ -151,8 +151,8 @@ function data.idx(images_path, labels_path, opts)
     if raw:dtype() == "float32" or raw:dtype() == "float64" then
       error(("idx: '%s' holds %s labels; labels must be integers"):format(labels_path, raw:dtype()), 2)
     end
-    if raw:numel() > 0 and raw:min():item() < 0 then -- they become 1-based class indices
-      local i = raw:argmin():item()
+    local i = raw:numel() > 0 and raw:argmin():item()
+    if i and raw[i] < 0 then -- they become 1-based class indices
       error(("idx: '%s' holds a negative label (%d at index %d); labels are classes 0, 1, ..."):format(
         labels_path, raw[i], i), 2)
     end

@@ -231,8 +231,9 @@ local function run_threads(method, self, invocations, n_workers)
   if pool_map == nil then
     error("inbatch_parallel: target 'threads' needs pt._pool_map (the worker pool is not built in)", 0)
   end
-  if n_workers and n_workers > 256 and #invocations > 256 then -- the pool's limit (l_par.c)
-    error(("inbatch_parallel: the threads target runs at most 256 workers, got n_workers=%d"):format(n_workers), 0)
+  local max = pt._par_max_workers -- the pool's limit (host/l_par.c)
+  if n_workers and n_workers > max and #invocations > max then
+    error(("inbatch_parallel: the threads target runs at most %d workers, got n_workers=%d"):format(max, n_workers), 0)
   end
   local arglists = { n = #invocations }
   for i, inv in ipairs(invocations) do

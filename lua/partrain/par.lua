@@ -31,7 +31,7 @@ local pt = require "partrain"
 
 local M = {}
 
-local MAX_THREADS = 256 -- the pool's limit on workers (host/l_par.c, PAR_MAX_SLOTS)
+local MAX_THREADS = pt._par_max_workers -- the pool's limit (host/l_par.c, PAR_MAX_SLOTS)
 
 local function check_handler(handler)
   if type(handler) ~= "table" or handler.dataset == nil then
