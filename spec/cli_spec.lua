@@ -250,29 +250,28 @@ describe("partrain command line", function()
     assert.are.same({ "1 false interrupted\n2 false interrupted\n3 false interrupted\n", "", 0 }, { out, err, rc })
   end)
 
+  -- runs `use` on a 4-sample loader h, then plain Lua code that a Ctrl-C must interrupt;
+  -- returns what the script wrote (ok, the error, then `show`) and checks it exited cleanly
+  local function interrupted_after(use, show)
+    local out, err, rc = sh("$P -e 'local f = pt._par_test_sigint; " ..
+      "local h = pt.data.DataHandler({get = function(_, i) return pt.tensor({i}) end, " ..
+      "len = function() return 4 end}, {batch = 2, progress = false}); " .. use .. "; " ..
+      "local ok, e = pcall(function() f(0.3); local t0 = os.clock() while os.clock() - t0 < 20 do end end); " ..
+      "io.write(tostring(ok), \" \", tostring(e)" .. (show and (", \" \", " .. show) or "") .. ")'")
+    assert.are.same({ "", 0 }, { err, rc })
+    return out
+  end
+
   it("Ctrl-C stops plain code after a batch taken by hand from an iterator (h:batches()())", function()
     -- the iterator defers Ctrl-C to the end of a step while a loop runs it; called by hand it
     -- has no loop to end that, and the first Ctrl-C of the session was swallowed
-    local out, err, rc = sh("$P -e 'local f = pt._par_test_sigint; " ..
-      "local h = pt.data.DataHandler({get = function(_, i) return pt.tensor({i}) end, " ..
-      "len = function() return 4 end}, {batch = 2, progress = false}); " ..
-      "local x = h:batches()(); collectgarbage(); " ..
-      "local ok, e = pcall(function() f(0.3); local t0 = os.clock() while os.clock() - t0 < 20 do end end); " ..
-      "io.write(tostring(ok), \" \", tostring(e), \" \", x:size(1))'")
-    assert.matches("^false .*interrupted 2$", out)
-    assert.are.same({ "", 0 }, { err, rc })
+    assert.matches("^false .*interrupted 2$", interrupted_after("local x = h:batches()(); collectgarbage()", "x:size(1)"))
   end)
 
   it("Ctrl-C stops plain code after next_batch() went past an epoch's end", function()
     -- next_batch's iterator took the deferral again at each new epoch, with no loop to end it
-    local out, err, rc = sh("$P -e 'local f = pt._par_test_sigint; " ..
-      "local h = pt.data.DataHandler({get = function(_, i) return pt.tensor({i}) end, " ..
-      "len = function() return 4 end}, {batch = 2, progress = false}); " ..
-      "h:next_batch(); collectgarbage(); for _ = 1, 4 do h:next_batch() end; collectgarbage(); " ..
-      "local ok, e = pcall(function() f(0.3); local t0 = os.clock() while os.clock() - t0 < 20 do end end); " ..
-      "io.write(tostring(ok), \" \", tostring(e))'")
-    assert.matches("^false .*interrupted$", out)
-    assert.are.same({ "", 0 }, { err, rc })
+    assert.matches("^false .*interrupted$", interrupted_after(
+      "h:next_batch(); collectgarbage(); for _ = 1, 4 do h:next_batch() end; collectgarbage()"))
   end)
 
   it("starts chunks with the interrupt flag clear (backward polls it)", function()
