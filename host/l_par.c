@@ -415,8 +415,12 @@ typedef struct step_entry {
  * workers ran barely faster than 1), and no core pays for stepping a whole copy either. A round
  * that cannot meet (a slot finished its sample without it, a different weight) is computed
  * alone over all rows: pt_nn_linear_rows gives every row the same numbers either way, so they
- * never depend on timing. */
-#define PAR_PART_BYTES ((size_t)64 << 10)
+ * never depend on timing. A smaller weight is copied: its copy fits a core's L2 beside the
+ * rest, and each round costs every slot two waits for the slowest peer (W8's 256x128 layer,
+ * 128 KiB: three runs of 30 in-process rounds alternating 1 thread, 2 threads with a 64 KiB
+ * threshold and 2 with this one gave medians of 1.837x, 1.768x, 1.824x of 1 thread copied
+ * against 1.743x, 1.714x, 1.791x partitioned). */
+#define PAR_PART_BYTES ((size_t)256 << 10)
 #define PAR_COOP_ROUNDS 8
 enum { COOP_OPEN = 0, COOP_FULL = 1, COOP_ALONE = 2 };
 typedef struct coop_round {

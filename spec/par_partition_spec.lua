@@ -4,7 +4,7 @@ local pt = require "partrain"
 local nn, optim, data = pt.nn, pt.optim, pt.data
 local support = require "spec.support"
 
-local IN, HID = 40, 420 -- the first weight, 420x40 float32 = 67 KB, is partitioned (>= 64 KB)
+local IN, HID = 160, 420 -- the first weight, 420x160 float32 = 269 KB, is partitioned (>= 256 KiB)
 
 local function make_data(n, dtype)
   pt.manual_seed(11)

@@ -110,7 +110,7 @@ end
 --                      re-reads what another core just wrote; changes the user's code makes to
 --                      the parameters or momentum buffers between windows are copied over
 --                      before the next window. Within fn, workers 2..n see their copies as the
---                      model's parameters. A large weight (64 KiB and more, 2-D, 128+ rows per
+--                      model's parameters. A large weight (256 KiB and more, 2-D, 128+ rows per
 --                      worker) is not copied: every worker uses it, worker j steps only its
 --                      block of rows, and the workers of a window make its batch-1 products
 --                      (nn.linear / nn.Linear on one sample) together, worker j multiplying its
