@@ -442,6 +442,9 @@ struct par_window {
   bool plan_has_grads; /* every planned parameter had its .grad when the window started */
   atomic_int arrived;
   atomic_uint phase;
+  /* the last barrier's outcome, set by the slot that completed it before phase moves: false
+   * when the window had failed or a slot had given up waiting (Ctrl-C) by then */
+  atomic_bool passed;
   atomic_bool failed;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -622,17 +625,22 @@ static bool worker_rank1(pt_ctx *ctx, pt_tensor *leaf, const void *g, const void
 
 /* The k slots of W meet. With chore (slot 0, the caller's thread), W's chore runs meanwhile:
  * while the others have not come (time it would spend waiting), else right after the others
- * were let go. */
+ * were let go. True for every slot or for none: false when the window had failed, or a slot
+ * gave up waiting (Ctrl-C, a cancelled pool), before the last one came. */
 static bool win_barrier(par_window *W, par_worker *self, bool chore) {
   unsigned ph = atomic_load(&W->phase);
   if (atomic_fetch_add(&W->arrived, 1) + 1 == W->k) {
     atomic_store(&W->arrived, 0);
     pthread_mutex_lock(&W->mu);
+    /* one outcome for every slot: a slot that gave up (failed, under mu) before the last one
+     * came must not be the only one to skip what follows (half a partitioned weight stepped) */
+    bool ok = !atomic_load(&W->failed);
+    atomic_store(&W->passed, ok);
     atomic_fetch_add(&W->phase, 1);
     pthread_cond_broadcast(&W->cv);
     pthread_mutex_unlock(&W->mu);
     if (chore && W->chore) ahead_job_run(W->chore);
-    return true;
+    return ok;
   }
   if (chore && W->chore) ahead_job_run(W->chore);
   /* peers usually arrive within microseconds: spin briefly (no system calls), then sleep */
@@ -656,7 +664,8 @@ static bool win_barrier(par_window *W, par_worker *self, bool chore) {
     pthread_cond_timedwait(&W->cv, &W->mu, &ts);
   }
   pthread_mutex_unlock(&W->mu);
-  return true;
+  /* passed stays this barrier's until this slot comes to the next one */
+  return atomic_load(&W->passed);
 }
 
 static void slice_add(pt_tensor *dst, const pt_tensor *src, int64_t lo, int64_t hi) {

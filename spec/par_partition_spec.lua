@@ -247,6 +247,57 @@ describe("par_by_sample with a partitioned weight", function()
       same_params(train(2, plain, nil, false), train(2, plain, nil, true), "after Ctrl-C")
     end)
   end
+
+  -- Every worker steps its block of the weight or none does: after Ctrl-C the model is the
+  -- one some whole number of windows gives, never half a window (a worker that gave up at the
+  -- window's barrier while the other came on would have stepped its rows alone)
+  it("leaves the model after a whole number of windows when Ctrl-C stops it", function()
+    local N = 40
+    -- worker 2's samples take a while in C, where Ctrl-C cannot stop them
+    local slow = function(sample, model)
+      local loss = plain(sample, model)
+      if pt.worker_id() == 2 then
+        local a = pt.ones(400, 400)
+        for _ = 1, 5 do a = a:mm(a):div(400) end
+      end
+      return loss
+    end
+    -- the parameters after each window (0: before any), from the unfused path
+    local snaps = {}
+    local ref = make_model()
+    local ropt = optim.SGD(ref:parameters(), {lr = 0.1})
+    local function snap()
+      local t = {}
+      for i, p in ipairs(ref:parameters()) do t[i] = p:clone() end
+      snaps[#snaps + 1] = t
+    end
+    snap()
+    data.DataHandler(make_data(N)):par_by_sample(ref, 2, plain, {epoch = true, after_window = function()
+      ropt:step()
+      ropt:zero_grad()
+      snap()
+    end})
+    assert.are.equal(N / 2 + 1, #snaps)
+    for _, delay in ipairs({0.02, 0.05, 0.08}) do
+      local model = make_model()
+      local opt = optim.SGD(model:parameters(), {lr = 0.1})
+      pt._par_test_sigint(delay)
+      local ok, err = pcall(function()
+        data.DataHandler(make_data(N)):par_by_sample(model, 2, slow, {epoch = true, step = opt})
+        local t = pt.clock()
+        while pt.clock() - t < 1 do io.open("/dev/null"):close() end -- the signal comes here
+      end)
+      assert.is_false(ok)
+      assert.matches("interrupted", err)
+      local found
+      for j, s in ipairs(snaps) do
+        local same = true
+        for i, p in ipairs(model:parameters()) do same = same and pt.equal(p, s[i]) end
+        if same then found = j - 1 end
+      end
+      assert.is_not_nil(found, ("after Ctrl-C at %g s: the parameters of no whole window"):format(delay))
+    end
+  end)
 end)
 
 -- Without after_window, each window's worker samples are submitted while the window before
