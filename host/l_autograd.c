@@ -21,10 +21,8 @@ static void sweep_kind(lua_State *L, bool nodes, bool all);
 
 /* The state closes: the references the table holds go. */
 static int hooks_gc(lua_State *L) {
-  lua_getfield(L, 1, "nodes");
-  sweep_kind(L, true, true);
-  lua_getfield(L, 1, "leaves");
-  sweep_kind(L, false, true);
+  if (lua_getfield(L, 1, "nodes") == LUA_TTABLE) sweep_kind(L, true, true);
+  if (lua_getfield(L, 1, "leaves") == LUA_TTABLE) sweep_kind(L, false, true);
   return 0;
 }
 
@@ -32,16 +30,16 @@ static void push_hooks(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks_key) == LUA_TTABLE) return;
   lua_pop(L, 1);
   lua_createtable(L, 0, 4);
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, hooks_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
   lua_newtable(L);
   lua_setfield(L, -2, "nodes");
   lua_newtable(L);
   lua_setfield(L, -2, "leaves");
   lua_pushinteger(L, 0);
   lua_setfield(L, -2, "next_id");
+  lua_createtable(L, 0, 1); /* the metatable last: its __gc expects the fields */
+  lua_pushcfunction(L, hooks_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &hooks_key);
 }
@@ -83,16 +81,46 @@ typedef struct hook_call {
 } hook_call;
 static const char hook_err_key = 'e';
 
-static pt_status run_tensor_hooks(pt_ctx *ctx, void *data, pt_node *node, pt_tensor *leaf,
-                                  pt_tensor **grad) {
-  hook_call *hc = data;
-  lua_State *L = hc->L;
+/* The engine (lib/autograd.c) calls into Lua for hooks and autograd.Function backwards. An error
+ * raised there (out of memory while pushing a value or growing a table) would unwind through
+ * the engine's frames and leave the pass half done (its graph, grad mode off), so that Lua work
+ * runs as one protected call of body(L) with the call's data at stack index 1; a raise
+ * becomes a failed status. */
+typedef struct engine_call {
+  pt_ctx *ctx;
+  hook_call *hc;
+  pt_node *node;
+  pt_tensor *leaf;
+  pt_tensor **grad, *gout, **gin;
+  pt_status st; /* the body's own result */
+} engine_call;
+
+static pt_status engine_protected(lua_State *L, lua_CFunction body, engine_call *c) {
+  if (!lua_checkstack(L, 4)) return pt_fail(c->ctx, PT_ENOMEM, "out of memory");
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, body);
+  lua_pushlightuserdata(L, c);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    const char *msg = lua_tostring(L, -1); /* an out-of-memory error is Lua's own string */
+    c->st = pt_fail(c->ctx, PT_ENOMEM, "%s", msg ? msg : "out of memory");
+  }
+  lua_settop(L, top);
+  return c->st;
+}
+
+static int tensor_hooks_body(lua_State *L) {
+  engine_call *c = lua_touserdata(L, 1);
+  pt_ctx *ctx = c->ctx;
+  hook_call *hc = c->hc;
+  pt_node *node = c->node;
+  pt_tensor *leaf = c->leaf, **grad = c->grad;
   int top = lua_gettop(L);
   push_hooks(L);
   lua_getfield(L, -1, node ? "nodes" : "leaves");
   if (lua_rawgetp(L, -1, node ? (void *)node : (void *)leaf) != LUA_TTABLE) {
     lua_settop(L, top);
-    return PT_OK;
+    c->st = PT_OK;
+    return 0;
   }
   /* a copy of the list: a hook may remove hooks (itself too) */
   int n = (int)lua_rawlen(L, -1), list = lua_gettop(L);
@@ -140,7 +168,15 @@ static pt_status run_tensor_hooks(pt_ctx *ctx, void *data, pt_node *node, pt_ten
     lua_pop(L, 1);
   }
   lua_settop(L, top);
-  return st;
+  c->st = st;
+  return 0;
+}
+
+static pt_status run_tensor_hooks(pt_ctx *ctx, void *data, pt_node *node, pt_tensor *leaf,
+                                  pt_tensor **grad) {
+  hook_call *hc = data;
+  engine_call c = {.ctx = ctx, .hc = hc, .node = node, .leaf = leaf, .grad = grad};
+  return engine_protected(hc->L, tensor_hooks_body, &c);
 }
 
 /* The engine's view of this state's hooks: *leaves receives a malloc'd list of the leaves that
@@ -360,8 +396,8 @@ static int run_backward(lua_State *L, const char *fname, int n, pt_tensor *const
   pt_status st = pt_backward_ex(ctx, n, roots, grads, &o);
   lpt_state_fast(L)->backward_depth--;
   ctx->host_state = host;
+  free(leaves); /* before anything that may raise (fn_after_pass sets fields: out of memory) */
   fn_after_pass(L);
-  free(leaves);
   if (st) return raise_pass_error(L, &hc);
   return 0;
 }
@@ -741,7 +777,8 @@ static const char *fn_name(const char *s, size_t len) {
  * after the last sweep}, at registry[key] (made on first use); it holds a reference to each node
  * it keys, given back by node_table_sweep or when the state closes. */
 static int node_table_gc(lua_State *L) {
-  lua_getfield(L, 1, "nodes");
+  /* none when making the table ran out of memory after its metatable was set */
+  if (lua_getfield(L, 1, "nodes") != LUA_TTABLE) return 0;
   lua_pushnil(L);
   while (lua_next(L, -2)) {
     lua_pop(L, 1);
@@ -754,10 +791,6 @@ static void push_node_table(lua_State *L, const void *key) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
   lua_pop(L, 1);
   lua_createtable(L, 0, 3);
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, node_table_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
   lua_newtable(L);
   lua_setfield(L, -2, "nodes");
   lua_pushinteger(L, 0);
@@ -766,6 +799,10 @@ static void push_node_table(lua_State *L, const void *key) {
   lua_setfield(L, -2, "live");
   lua_newtable(L);
   lua_setfield(L, -2, "ran");
+  lua_createtable(L, 0, 1); /* the metatable last: its __gc expects the fields */
+  lua_pushcfunction(L, node_table_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
@@ -888,19 +925,31 @@ static void fn_after_pass(lua_State *L) {
 
 /* The node of a custom function: record.run(record, grad) in the state that recorded it, which
  * returns the gradients of the node's inputs as a list (nil: none). */
+static int fn_backward_body(lua_State *L);
 static pt_status fn_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_tensor **gin) {
   const fn_info *info = node->extra;
   lua_State *L = ctx->host_state;
   if (!L || lpt_state_fast(L) != info->state)
     return pt_fail(ctx, PT_ESTATE, "the backward of an autograd.Function runs only in the Lua state that "
                    "ran its forward (this pass runs %s)", L ? "in another state" : "outside Lua");
-  if (!lua_checkstack(L, 8)) return pt_fail(ctx, PT_ENOMEM, "out of memory");
+  engine_call c = {.ctx = ctx, .node = node, .gout = gout, .gin = gin};
+  return engine_protected(L, fn_backward_body, &c);
+}
+
+static int fn_backward_body(lua_State *L) {
+  engine_call *c = lua_touserdata(L, 1);
+  pt_ctx *ctx = c->ctx;
+  pt_node *node = c->node;
+  pt_tensor *gout = c->gout, **gin = c->gin;
+  const fn_info *info = node->extra;
+  luaL_checkstack(L, 8, "autograd.Function backward");
   int top = lua_gettop(L);
   push_fn_table(L);
   lua_getfield(L, -1, "nodes");
   if (lua_rawgetp(L, -1, node) != LUA_TTABLE) {
     lua_settop(L, top);
-    return pt_fail(ctx, PT_ESTATE, "the autograd.Function's record is gone (its state was reset)");
+    c->st = pt_fail(ctx, PT_ESTATE, "the autograd.Function's record is gone (its state was reset)");
+    return 0;
   }
   int rec = lua_gettop(L);
   lua_getfield(L, rec, "run");
@@ -911,7 +960,8 @@ static pt_status fn_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_ten
     lua_pop(L, 1); /* the text */
     lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_err_key); /* raised as it was once the pass is over */
     lua_settop(L, top);
-    return st;
+    c->st = st;
+    return 0;
   }
   int res = lua_gettop(L);
   /* the pass's records, for fn_after_pass */
@@ -949,7 +999,8 @@ static pt_status fn_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_ten
     cur = cur->input_fn[FN_SLOTS - 1];
   }
   lua_settop(L, top);
-  return st;
+  c->st = st;
+  return 0;
 }
 
 /* One output of a several-output function: its gradient into its range (ints: offset, length,
@@ -1223,7 +1274,8 @@ void lpt_anomaly_note(lua_State *L, pt_node *node) {
     lua_pop(L, 1);
     node_table_sweep(L, tbl, false);
     luaL_traceback(L, L, NULL, 1);
-    lua_rawsetp(L, -2, pt_node_retain(node));
+    lua_rawsetp(L, -2, node);
+    pt_node_retain(node); /* the table's key, once the set (which may raise) is done */
     lua_pushinteger(L, int_field(L, tbl, "n") + 1);
     lua_setfield(L, tbl, "n");
   }

@@ -14,10 +14,10 @@
 
 /* Push a result, taking over the reference (metatable from upvalue 1). */
 static inline void ew_push(lua_State *L, lpt_state *S, pt_tensor *t) {
-  if (__builtin_expect(S->ctx.detect_anomaly, 0) && t->grad_fn) lpt_anomaly_note(L, t->grad_fn);
-  lpt_box_new(L, t);
+  lpt_box_new(L, S, t);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_setmetatable(L, -2);
+  if (__builtin_expect(S->ctx.detect_anomaly, 0) && t->grad_fn) lpt_anomaly_note(L, t->grad_fn);
   lpt_gc_account_fast(L, S);
 }
 

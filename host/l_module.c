@@ -65,11 +65,23 @@ static uint64_t default_seed(void) {
   return (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec;
 }
 
+/* The state's __gc (when the Lua state closes): a push cut short by an error holds a tensor. */
+static int state_gc(lua_State *L) {
+  lpt_state *s = lua_touserdata(L, 1);
+  if (s && s->push_pending) pt_tensor_release(s->push_pending);
+  if (s) s->push_pending = NULL;
+  return 0;
+}
+
 static lpt_state *state_create(lua_State *L) {
   lpt_state *s = state_lookup(L);
   if (s) return s;
   s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, state_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
   pt_ctx_init(&s->ctx, default_seed());
   lua_setfield(L, LUA_REGISTRYINDEX, LPT_STATE_KEY);
   *(lpt_state **)lua_getextraspace(L) = s;
@@ -450,8 +462,10 @@ static int l_soft_interrupt(lua_State *L) {
   return 0;
 }
 
+static int l_test_alloc_fail(lua_State *L);
 static const luaL_Reg module_functions[] = {
     {"_soft_interrupt", l_soft_interrupt},
+    {"_test_alloc_fail", l_test_alloc_fail},
     {"clock", l_clock},
     {"manual_seed", l_manual_seed},
     {"get_rng_state", l_get_rng_state},
@@ -577,8 +591,24 @@ static inline void box_block_free(void *p) {
 
 static bool la_small; /* lib's small-block allocator is available (not in sanitizer builds) */
 
+/* pt._test_alloc_fail(k): the k-th allocation this thread makes from then on fails, and the one
+ * after it (Lua's emergency collection retries once), so that specs reach out-of-memory paths;
+ * pt._test_alloc_fail(0) disarms it and says whether it fired. One relaxed load per allocation
+ * otherwise. */
+static atomic_int la_fail_armed;
+static _Thread_local int la_fail_in, la_fail_left;
+static bool la_fail_now(void) {
+  if (la_fail_in > 0 && --la_fail_in == 0) la_fail_left = 2;
+  if (la_fail_left == 0) return false;
+  if (--la_fail_left == 0) atomic_fetch_sub(&la_fail_armed, 1);
+  return true;
+}
+
 static void *la_alloc(void *ud, void *p, size_t osize, size_t nsize) {
   la_state *a = ud;
+  if (__builtin_expect(atomic_load_explicit(&la_fail_armed, memory_order_relaxed), 0) && nsize > 0 &&
+      (!p || nsize > osize) && la_fail_now())
+    return NULL;
   if (nsize == 0 && p && osize == box_block) box_block_free(p);
   if (!la_small) return a->f(a->ud, p, osize, nsize);
   if (p && pt_small_owns(p)) {
@@ -622,6 +652,24 @@ static void install_allocator(lua_State *L) {
   if (f == la_alloc || (!la_small && !box_block) || !code_stays_loaded()) return;
   la_state *a = la_entry(f, ud);
   if (a) lua_setallocf(L, la_alloc, a);
+}
+
+static int l_test_alloc_fail(lua_State *L) {
+  lua_Integer k = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, k >= 0 && k <= 1000000, 1, "k in [0, 1e6]");
+  bool armed = la_fail_in > 0 || la_fail_left > 0;
+  if (k == 0) {
+    if (armed) atomic_fetch_sub(&la_fail_armed, 1);
+    lua_pushboolean(L, la_fail_in == 0);
+    la_fail_in = la_fail_left = 0;
+    return 1;
+  }
+  if (lua_getallocf(L, NULL) != la_alloc) return lua_pushboolean(L, 0), 1;
+  if (!armed) atomic_fetch_add(&la_fail_armed, 1);
+  la_fail_in = (int)k;
+  la_fail_left = 0;
+  lua_pushboolean(L, 1);
+  return 1;
 }
 
 bool lpt_boxes_freed_by_allocator(lua_State *L) {

@@ -25,10 +25,11 @@ pt_tensor *lpt_check_tensor(lua_State *L, int idx) {
 
 void lpt_push_tensor(lua_State *L, pt_tensor *t) {
   lpt_state *S = lpt_state_fast(L);
-  if (__builtin_expect(S->ctx.detect_anomaly, 0) && t->grad_fn) lpt_anomaly_note(L, t->grad_fn);
-  lpt_box_new(L, t);
+  lpt_box_new(L, S, t);
   lua_rawgeti(L, LUA_REGISTRYINDEX, S->tensor_mt_ref);
   lua_setmetatable(L, -2);
+  /* after the box owns t: the note allocates */
+  if (__builtin_expect(S->ctx.detect_anomaly, 0) && t->grad_fn) lpt_anomaly_note(L, t->grad_fn);
   lpt_gc_account_fast(L, S);
 }
 

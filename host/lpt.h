@@ -32,6 +32,9 @@ typedef struct lpt_state {
   size_t gc_major_debt;  /* tensor bytes since the last full collection */        /* tensor bytes not yet reported to the collector */
   int worker_id;         /* 0 in the caller's state, 1..n in dispatcher workers */
   int backward_depth;    /* backward passes running in this state (nested: a Function's backward) */
+  /* the tensor of a push whose box could not be allocated (the error unwound past its owner):
+   * released by the next push or when the state closes (lpt_box_new) */
+  pt_tensor *push_pending;
   /* pt.set_printoptions: how tostring(t) prints (host/l_tensor.c); zero fields mean the defaults */
   struct lpt_print_opts {
     int precision;       /* digits after the point (default 4) */
@@ -68,9 +71,13 @@ static inline pt_tensor *lpt_test_tensor(lua_State *L, int idx) {
   return b ? b->t : NULL;
 }
 
-/* A new box for t on top of the stack, without its metatable. */
-static inline lpt_box *lpt_box_new(lua_State *L, pt_tensor *t) {
+/* A new box for t (taking over the reference) on top of the stack, without its metatable. When
+ * the allocation raises (out of memory), t is left in S->push_pending, not leaked. */
+static inline lpt_box *lpt_box_new(lua_State *L, lpt_state *S, pt_tensor *t) {
+  if (__builtin_expect(S->push_pending != NULL, 0)) pt_tensor_release(S->push_pending);
+  S->push_pending = t;
   lpt_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  S->push_pending = NULL;
   b->t = t;
   b->tag = lpt_box_magic ^ (uintptr_t)b;
   return b;
