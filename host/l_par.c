@@ -161,6 +161,7 @@ struct lpar_pool {
   /* par_by_sample's windows run on it: the caller's own code meanwhile (dataset:get,
    * after_window) cannot start parallel work on it (shared_pool raises) */
   bool busy;
+  pid_t pid; /* the process whose threads these are: a forked child (process target) has none */
 };
 
 /* pt._par_partition(false): large weights are copied per worker as small ones (A/B timings) */
@@ -1036,9 +1037,13 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
    * window's barrier); the other slots fill their own buffers, added after the barrier. */
   bool own_buffers = t->grads && (t->slot > 0 || (t->win && t->win->nplan > 0));
   w->slot = t->slot;
-  if (own_buffers) {
+  /* a new generation for every sample with gradients, also one whose gradients go straight into
+   * .grad: the buffers of an earlier window (a fused step's) must not pass for this one's */
+  if (t->grads) {
     w->gen++;
     if (w->gen == 0) w->gen = 1;
+  }
+  if (own_buffers) {
     w->redirect.accumulate = worker_accumulate;
     w->redirect.target = worker_target;
     w->step_win = t->win && t->win->nplan > 0 ? t->win : NULL;
@@ -1161,6 +1166,8 @@ static void worker_fini(void *ud, int index, void *data) {
 static lpar_pool *check_pool(lua_State *L, int idx) {
   lpar_pool **pp = luaL_checkudata(L, idx, POOL_MT);
   if (!*pp || (*pp)->closed) luaL_error(L, "the pool was closed");
+  if ((*pp)->pid != getpid())
+    luaL_error(L, "the pool belongs to the parent process (its threads are not in this forked one)");
   return *pp;
 }
 
@@ -1328,6 +1335,10 @@ static void pool_close(lpar_pool *p) {
 
 static int pool_gc(lua_State *L) {
   lpar_pool **pp = luaL_checkudata(L, 1, POOL_MT);
+  if (*pp && (*pp)->pid != getpid()) { /* a forked child's copy: its threads are not here */
+    *pp = NULL;
+    return 0;
+  }
   if (*pp) {
     if ((*pp)->model_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, (*pp)->model_ref);
     pool_close(*pp);
@@ -1356,6 +1367,7 @@ static lpar_pool *pool_new(lua_State *L, int n) {
   if (!p) luaL_error(L, "pool: out of memory");
   *pp = p;
   p->n = n;
+  p->pid = getpid();
   p->model_ref = LUA_NOREF;
   p->w = calloc((size_t)n, sizeof *p->w);
   p->win = calloc(2, sizeof *p->win);
@@ -1395,7 +1407,7 @@ static lpar_pool *shared_pool(lua_State *L, int n) {
     if (*pp && (*pp)->busy) /* its windows wait for this thread: it would hang or be torn down */
       luaL_error(L, "the shared workers are busy: code that par_by_sample runs on the caller's "
                     "thread (dataset:get, after_window) cannot start parallel work of its own");
-    if (*pp && !(*pp)->closed && (*pp)->n >= n) {
+    if (*pp && !(*pp)->closed && (*pp)->n >= n && (*pp)->pid == getpid()) {
       lua_pop(L, 1);
       return *pp;
     }
@@ -1606,6 +1618,7 @@ static int l_pool_size(lua_State *L) {
 
 static int l_pool_close(lua_State *L) {
   lpar_pool **pp = luaL_checkudata(L, 1, POOL_MT);
+  if (*pp && (*pp)->pid != getpid()) *pp = NULL; /* the parent's, as pool_gc */
   if (*pp) pool_close(*pp);
   return 0;
 }

@@ -439,6 +439,8 @@ typedef struct proc_worker {
 } proc_worker;
 
 typedef struct proc_set {
+  lpt_sigint_guard guard; /* Ctrl-C while the workers run (guarded: begun, not yet ended) */
+  bool guarded;
   int n;
   proc_worker w[];
 } proc_set;
@@ -454,13 +456,20 @@ static void reap(proc_worker *w, int *status) {
   w->item = -1;
 }
 
-static int workers_gc(lua_State *L) {
-  proc_set *ps = luaL_checkudata(L, 1, LPROC_WORKERS);
+/* Kills the workers still there and gives Ctrl-C back: the set's __close (the call's end, an
+ * error unwinding it) and __gc. */
+static void workers_end(proc_set *ps) {
   for (int i = 0; i < ps->n; i++)
     if (ps->w[i].pid > 0) {
       kill(ps->w[i].pid, SIGKILL);
       reap(&ps->w[i], NULL);
     }
+  if (ps->guarded) lpt_sigint_guard_end(&ps->guard);
+  ps->guarded = false;
+}
+
+static int workers_gc(lua_State *L) {
+  workers_end(luaL_checkudata(L, 1, LPROC_WORKERS));
   return 0;
 }
 
@@ -895,8 +904,10 @@ static int l_process_map(lua_State *L) {
   lua_newtable(L); /* 4: errors */
   proc_set *ps = lua_newuserdatauv(L, sizeof *ps + sizeof(proc_worker) * (size_t)nw, 0); /* 5 */
   ps->n = (int)nw;
+  ps->guarded = false;
   for (int i = 0; i < ps->n; i++) ps->w[i] = (proc_worker){0, -1, -1};
   luaL_setmetatable(L, LPROC_WORKERS);
+  lua_toclose(L, 5); /* however the call ends, no worker outlives it */
   lua_newtable(L); /* 6 = LPROC_CLASSES */
   lua_newtable(L); /* 7: the walk's queue */
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS); /* 8: _G */
@@ -908,6 +919,9 @@ static int l_process_map(lua_State *L) {
   class_walk(&w);
   lua_settop(L, LPROC_CLASSES);
   char err[PT_ERRMSG_MAX] = "";
+  lpt_sigint_guard_begin(L, &ps->guard);
+  ps->guarded = true;
+  volatile sig_atomic_t *intr = ps->guard.ctx->interrupted;
   lua_Integer next = 0, done = 0;
   struct pollfd pfd[LPROC_MAX_WORKERS];
   int who[LPROC_MAX_WORKERS];
@@ -915,7 +929,7 @@ static int l_process_map(lua_State *L) {
     for (int k = 0; k < ps->n && next < n; k++) {
       proc_worker *w = &ps->w[k];
       if (w->pid == 0 && !spawn(L, ps, k, 1, 2, err, sizeof err)) {
-        workers_gc(L); /* never returns to Lua with children alive */
+        workers_end(ps); /* never returns to Lua with children alive */
         return lpt_errorf(L, "%s", err);
       }
       if (w->item >= 0) continue;
@@ -938,8 +952,12 @@ static int l_process_map(lua_State *L) {
     int r = poll(pfd, (nfds_t)np, 200);
     if (r < 0 && errno != EINTR) {
       snprintf(err, sizeof err, "process: poll failed: %s", strerror(errno));
-      workers_gc(L);
+      workers_end(ps);
       return lpt_errorf(L, "%s", err);
+    }
+    if (intr && *intr) { /* Ctrl-C: the workers stop where they are */
+      workers_end(ps);
+      return luaL_error(L, "interrupted");
     }
     for (int j = 0; j < np && r > 0; j++) {
       if (!pfd[j].revents) continue;
@@ -974,6 +992,7 @@ static int l_process_map(lua_State *L) {
       shutdown(ps->w[k].fd, SHUT_WR);
       reap(&ps->w[k], NULL);
     }
+  workers_end(ps);
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
   return 2;
@@ -998,6 +1017,8 @@ void lpt_open_process(lua_State *L) {
   if (luaL_newmetatable(L, LPROC_WORKERS)) {
     lua_pushcfunction(L, workers_gc);
     lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, workers_gc);
+    lua_setfield(L, -2, "__close");
   }
   lua_pop(L, 1);
   lpt_add_functions(L, module_functions);

@@ -101,7 +101,18 @@ int pt_parallel_budget(void) {
   return n;
 }
 
+/* In a forked child (the process target) the helpers are the parent's threads, gone: regions
+ * run on the calling thread alone, and the locks a helper may have held start afresh. */
+static void pool_forked_child(void) {
+  pool.nhelpers = 0;
+  pthread_mutex_init(&pool.busy, NULL);
+  pthread_mutex_init(&pool.lock, NULL);
+  pthread_cond_init(&pool.wake, NULL);
+  pthread_cond_init(&pool.done, NULL);
+}
+
 static void pool_start(void) {
+  pthread_atfork(NULL, NULL, pool_forked_child);
   pool.budget = pt_parallel_budget();
   /* The budget is ours: OpenBLAS runs single-threaded and large products are split across
    * our threads (lib/blas.c), so two pools never spin against each other. */

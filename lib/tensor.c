@@ -165,8 +165,21 @@ static void small_thread_exit(void *arg) {
   c->registered = false;
 }
 
+/* fork() (the process target) while another thread holds a class's lock would leave the
+ * child's copy locked for good: every lock is taken around the fork, as malloc does. */
+static void small_fork_prepare(void) {
+  for (int k = 0; k < SMALL_CLASSES; k++) pthread_mutex_lock(&pools[k].mu);
+  pthread_mutex_lock(&spare_mu);
+}
+
+static void small_fork_done(void) {
+  pthread_mutex_unlock(&spare_mu);
+  for (int k = SMALL_CLASSES - 1; k >= 0; k--) pthread_mutex_unlock(&pools[k].mu);
+}
+
 static void small_init(void) {
   for (int k = 0; k < SMALL_CLASSES; k++) pthread_mutex_init(&pools[k].mu, NULL);
+  pthread_atfork(small_fork_prepare, small_fork_done, small_fork_done);
   small_key_ok = pthread_key_create(&small_key, small_thread_exit) == 0;
   if (!small_key_ok) return; /* no way to hand a thread's blocks back: stay with malloc */
   void *p = mmap(NULL, REGION_BYTES, PROT_READ | PROT_WRITE,

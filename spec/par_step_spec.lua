@@ -238,6 +238,58 @@ describe("par_by_sample opts.step", function()
   end)
 end)
 
+describe("par_by_sample after a call with opts.step", function()
+  -- the fused window's per-worker buffers must not be added again to a later plain window
+  local function setup()
+    pt.manual_seed(1)
+    local X = {}
+    for i = 1, 6 do X[i] = pt.randn(1, 3) end
+    local ds = {get = function(_, i) return X[i] end, len = function() return 6 end}
+    local function square(x, m)
+      local l = m(x):pow(2):sum()
+      l:backward()
+      return l
+    end
+    -- square, failing on sample 2
+    local second = X[2]
+    local function failing(x, m)
+      if pt.equal(x, second) then error("boom") end
+      return square(x, m)
+    end
+    pt.manual_seed(2)
+    local model = nn.Linear(3, 2)
+    return X, ds, square, model, optim.SGD(model:parameters(), {lr = 0.1}), failing
+  end
+
+  for _, failing in ipairs({false, true}) do
+    it(("gives a plain window the gradients of its own samples only%s"):format(
+         failing and " (the fused call failed)" or ""), function()
+      local X, ds, square, model, opt, fails = setup()
+      local h = data.DataHandler(ds)
+      local ok = pcall(h.par_by_sample, h, model, 2, failing and fails or square, {step = opt}) -- [1,2]
+      assert.are.equal(not failing, ok)
+      if failing then h:par_by_sample(model, 2, square, {step = opt}) end -- [3,4] after the failure
+      opt:zero_grad()
+      local ref = nn.Linear(3, 2)
+      ref:load_state_dict(model:state_dict())
+      h:par_by_sample(model, 2, square) -- the next window, not stepped
+      local first = failing and 5 or 3
+      square(X[first], ref)
+      square(X[first + 1], ref)
+      assert.is_true(pt.allclose(model.bias.grad, ref.bias.grad, {rtol = 1e-6, atol = 1e-7}))
+      assert.is_true(pt.allclose(model.weight.grad, ref.weight.grad, {rtol = 1e-6, atol = 1e-7}))
+      -- and again: nothing left over accumulates call after call
+      model:zero_grad()
+      ref:zero_grad()
+      h:par_by_sample(model, 2, square)
+      local nxt = failing and 1 or 5
+      square(X[nxt], ref)
+      square(X[nxt + 1], ref)
+      assert.is_true(pt.allclose(model.bias.grad, ref.bias.grad, {rtol = 1e-6, atol = 1e-7}))
+    end)
+  end
+end)
+
 describe("batch-1 Linear", function()
   it("matches the batched path in forward and backward, also into worker buffers", function()
     pt.manual_seed(5)

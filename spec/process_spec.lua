@@ -261,6 +261,44 @@ describe("pt._process_map", function()
     assert.has_error(function() pt._process_map(print, {}, 0) end,
       "process: n_workers must be at least 1, got 0")
   end)
+
+  it("stops on Ctrl-C sent to the caller alone, its workers killed, and works again", function()
+    pt._par_test_sigint(0.3)
+    local t0 = pt.clock()
+    local ok, err = pcall(pt._process_map, function(i)
+      if i == 2 then while true do end end
+      return i
+    end, {{1}, {2}, {3}}, 3)
+    assert.is_false(ok)
+    assert.matches("interrupted", err)
+    assert.is_true(pt.clock() - t0 < 5)
+    assert.are.equal(0, zombies())
+    local results = pt._process_map(function(i) return i + 1 end, {{1}, {2}}, 2)
+    assert.are.same({2, 3}, {results[1], results[2]})
+  end)
+
+  -- the caller's threads (the compute helpers, the shared worker pool) are not in a forked
+  -- worker: its parallel ops run on its one thread and its thread pool is made afresh
+  it("runs parallel ops and thread workers in a worker after the caller used its threads", function()
+    -- ThreadSanitizer refuses threads started after a fork from a process with threads
+    if pt._sanitizer == "thread" then return pending("threads after fork under TSan") end
+    pt.randn(1000000):exp():sum() -- the compute helpers start
+    local twice = function(i) return 2 * i end
+    assert.are.same({2, 4}, {table.unpack(pt._pool_map(twice, {{1}, {2}}, {n_workers = 2}), 1, 2)})
+    local results, errs = pt._process_map(function(i)
+      local m = pt.ones(512, 512)
+      local big = pt.ones(1000000):exp():sum():item()
+      local r = pt._pool_map(twice, {{i}, {i + 1}}, {n_workers = 2})
+      return m:mm(m)[1][1] + r[1] + r[2] + (big > 0 and 0 or 1)
+    end, {{1}, {2}}, 2)
+    assert.are.same({}, errs)
+    assert.are.same({512 + 2 + 4, 512 + 4 + 6}, {results[1], results[2]})
+    -- a pool object made in the caller refuses to run in a worker, it does not hang
+    local pool = pt._Pool(2)
+    local r2 = pt._process_map(function() return pcall(pool.submit, pool, 1, print) end, {{}}, 1)
+    assert.is_false(r2[1])
+    pool:close()
+  end)
 end)
 
 describe("t:share_memory_()", function()
