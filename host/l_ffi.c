@@ -356,15 +356,6 @@ int lpt_default_workers(void) {
   return n < 1 ? 1 : n > LFFI_MAX_WORKERS ? LFFI_MAX_WORKERS : (int)n;
 }
 
-static lua_Integer list_length(lua_State *L, int idx) {
-  if (lua_getfield(L, idx, "n") == LUA_TNUMBER) {
-    lua_Integer n = lua_tointeger(L, -1);
-    lua_pop(L, 1);
-    return n;
-  }
-  lua_pop(L, 1);
-  return (lua_Integer)luaL_len(L, idx);
-}
 
 /* pt._native_map(fn, arglists, n_workers) -> results, errors
  * results[i] is item i's return value (results.n = #arglists); errors[i] is a message for an
@@ -375,7 +366,7 @@ static int l_native_map(lua_State *L) {
   lua_Integer nw = luaL_optinteger(L, 3, lpt_default_workers());
   if (nw < 1) return lpt_errorf(L, "native: n_workers must be at least 1, got %d", (int)nw);
   if (nw > LFFI_MAX_WORKERS) nw = LFFI_MAX_WORKERS;
-  lua_Integer n = list_length(L, 2);
+  lua_Integer n = lpt_list_length(L, 2);
   if (n < 0 || n > INT_MAX / 2) return lpt_errorf(L, "native: bad number of items %d", (int)n);
   native_item *items = lua_newuserdatauv(L, sizeof(native_item) * (size_t)(n ? n : 1), 0);
   int scratch = lua_gettop(L);
@@ -395,7 +386,7 @@ static int l_native_map(lua_State *L) {
       continue;
     }
     int args = lua_gettop(L);
-    lua_Integer na = list_length(L, args);
+    lua_Integer na = lpt_list_length(L, args);
     if (na != f->sig.nargs) {
       lua_pushfstring(L, "%s: expected %d argument%s, got %d", f->name, f->sig.nargs,
                       f->sig.nargs == 1 ? "" : "s", (int)na);

@@ -373,6 +373,16 @@ bool lpt_opt_bool(lua_State *L, int opts_idx, const char *key, bool def) {
   return v;
 }
 
+lua_Integer lpt_list_length(lua_State *L, int idx) {
+  if (lua_getfield(L, idx, "n") == LUA_TNUMBER) {
+    lua_Integer n = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return n;
+  }
+  lua_pop(L, 1);
+  return (lua_Integer)luaL_len(L, idx);
+}
+
 double lpt_opt_number(lua_State *L, int opts_idx, const char *key, double def, const char *fname) {
   if (opts_idx == 0 || !lua_istable(L, opts_idx)) return def;
   double v = def;

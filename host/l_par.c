@@ -1754,26 +1754,30 @@ static par_call *par_call_push(lua_State *L, lpar_pool *p) {
 static int l_pool_map(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   luaL_checktype(L, 2, LUA_TTABLE);
-  int nworkers = 0;
+  lua_Integer nw = 0;
   if (lua_istable(L, 3)) {
     lua_getfield(L, 3, "n_workers");
     if (!lua_isnil(L, -1)) {
-      nworkers = (int)luaL_checkinteger(L, -1);
-      if (nworkers < 1) return luaL_error(L, "_pool_map: n_workers must be at least 1, got %d", nworkers);
+      nw = luaL_checkinteger(L, -1);
+      if (nw < 1) return luaL_error(L, "_pool_map: n_workers must be at least 1, got %I", nw);
     }
     lua_pop(L, 1);
   }
-  if (nworkers == 0) {
+  if (nw == 0) {
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
-    nworkers = nc > 0 ? (int)nc : 2;
+    nw = nc > 0 ? nc : 2;
   }
-  int nitems = (int)luaL_len(L, 2);
+  /* the items may hold nils: n counts them (table.pack, inbatch_parallel's lists) */
+  lua_Integer ni = lpt_list_length(L, 2);
+  if (ni < 0 || ni > INT_MAX) return luaL_error(L, "_pool_map: bad number of items %I", ni);
+  int nitems = (int)ni;
   lua_settop(L, 2);
   lua_createtable(L, nitems, 0); /* 3: results */
   if (nitems == 0) return 1;
-  if (nworkers > nitems) nworkers = nitems; /* more would idle (and grow the shared pool) */
-  if (nworkers > PAR_MAX_SLOTS)
-    return luaL_error(L, "_pool_map: at most %d workers, got n_workers=%d", PAR_MAX_SLOTS, nworkers);
+  if (nw > nitems) nw = nitems; /* more would idle (and grow the shared pool) */
+  if (nw > PAR_MAX_SLOTS)
+    return luaL_error(L, "_pool_map: at most %d workers, got n_workers=%I", PAR_MAX_SLOTS, nw);
+  int nworkers = (int)nw;
   lpar_pool *p = shared_pool(L, nworkers);
   par_call *c = par_call_push(L, p); /* 4: closed at every exit */
   int limit = nworkers; /* at most nitems */
@@ -1807,7 +1811,8 @@ static int l_pool_map(lua_State *L) {
       char why[PT_ERRMSG_MAX]; /* why the item cannot be sent, or "" */
       why[0] = '\0';
       if (lua_istable(L, base)) {
-        na = (int)lua_rawlen(L, base);
+        lua_Integer nl = lpt_list_length(L, base); /* nils among the arguments: n counts them */
+        na = nl < 0 ? 0 : nl > INT_MAX - 8 ? INT_MAX - 8 : (int)nl;
         if (!lua_checkstack(L, na + 4)) /* Lua's stack limit (LUAI_MAXSTACK) */
           snprintf(why, sizeof why, "%d arguments are more than a Lua stack holds", na);
         else

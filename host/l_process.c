@@ -359,15 +359,6 @@ static bool child_send(lua_State *L, int fd, int item, bool ok, int idx) {
   return sent;
 }
 
-static lua_Integer list_length(lua_State *L, int idx) {
-  if (lua_getfield(L, idx, "n") == LUA_TNUMBER) {
-    lua_Integer n = lua_tointeger(L, -1);
-    lua_pop(L, 1);
-    return n;
-  }
-  lua_pop(L, 1);
-  return (lua_Integer)luaL_len(L, idx);
-}
 
 /* (fn, arglists, item, fd) -> whether the answer went out: one item in the child, under a
  * protected call, since reading its arguments may raise too (an __index, a length, a stack
@@ -380,7 +371,7 @@ static int child_item(lua_State *L) {
   int nargs = 1;
   if (lua_geti(L, 2, item + 1) == LUA_TTABLE) {
     int t = lua_gettop(L);
-    lua_Integer n = list_length(L, t);
+    lua_Integer n = lpt_list_length(L, t);
     if (n < 0 || n > INT_MAX - 8 || !lua_checkstack(L, (int)n + 4))
       return luaL_error(L, "%I arguments are more than a Lua stack holds", (LUAI_UACINT)n);
     for (lua_Integer i = 1; i <= n; i++) lua_geti(L, t, i);
@@ -894,7 +885,7 @@ static int l_process_map(lua_State *L) {
   lua_Integer nw = luaL_optinteger(L, 3, lpt_default_workers());
   if (nw < 1) return lpt_errorf(L, "process: n_workers must be at least 1, got %d", (int)nw);
   lua_settop(L, 2);
-  lua_Integer n = list_length(L, 2);
+  lua_Integer n = lpt_list_length(L, 2);
   if (n < 0 || n > INT32_MAX) return lpt_errorf(L, "process: bad number of items %d", (int)n);
   if (nw > n) nw = n ? n : 1;
   if (nw > LPROC_MAX_WORKERS) nw = LPROC_MAX_WORKERS;

@@ -156,6 +156,9 @@ bool lpt_opt_bool(lua_State *L, int opts_idx, const char *key, bool def);
 /* opts[key] as a number (def when opts_idx is 0, not a table, or the key absent); anything but a
  * number raises "fname: option 'key' must be a number, got <type>" */
 double lpt_opt_number(lua_State *L, int opts_idx, const char *key, double def, const char *fname);
+/* The length of a list of values that may hold nils: its field n when that is a number (as
+ * table.pack and pt.args set it), else #list. */
+lua_Integer lpt_list_length(lua_State *L, int idx);
 /* dtype given as a string "float32"/"float"/... at idx */
 pt_dtype lpt_check_dtype(lua_State *L, int idx);
 

@@ -238,6 +238,36 @@ describe("inbatch_parallel threads target limits", function()
     assert.matches("inbatch_parallel: the threads target runs at most 256 workers, got n_workers=300$", err)
     assert.is_nil(err:find("inbatch.lua", 1, true))
   end)
+
+  it("caps a huge n_workers at the number of items as the other targets do", function()
+    local act = pt.inbatch_parallel({ init = function() return {{1, 2}, {3, 4}} end },
+      function(self, a, b) return a + b end)
+    for _, n in ipairs({1 << 32, (1 << 32) + 1, math.maxinteger}) do
+      assert.are.same({3, 7}, {table.unpack(act({}, pt.named { n_workers = n }), 1, 2)})
+    end
+  end)
+end)
+
+-- nils among the arguments reach the method where they stand, on every target (the threads
+-- target once took #list, which stops at a nil)
+describe("inbatch_parallel arguments with nils", function()
+  for _, target in ipairs({"threads", "async", "process"}) do
+    it(("keeps the arguments after a nil (%s)"):format(target), function()
+      local show = function(self, item, a, b, c)
+        return ("%s|%s|%s|%s|%s"):format(type(self), tostring(item), tostring(a), tostring(b), tostring(c))
+      end
+      local method = target == "process" and function(self) return function(...) return show(self, ...) end end
+        or show
+      local act = pt.inbatch_parallel({ target = target, init = function() return {1} end }, method)
+      assert.are.equal("table|1|A|nil|C", act({}, "A", nil, "C")[1])
+      assert.are.equal("nil|1|A|nil|C", act(nil, "A", nil, "C")[1])
+      local count = pt.inbatch_parallel({ target = target, init = function()
+        return {pt.args({n = 3, nil, nil, 5})}
+      end }, target == "process" and function() return function(...) return select("#", ...) end end
+        or function(self, ...) return select("#", ...) end)
+      assert.are.equal(3, count({})[1])
+    end)
+  end
 end)
 
 describe("inbatch_parallel errors", function()
