@@ -109,6 +109,11 @@ typedef struct par_task {
   uint64_t data_gen;
   bool grads;      /* collect leaf gradients into the worker's buffers */
   bool all_results;
+  /* the worker's generator starts the item or sample at seed: a draw of the caller's generator
+   * per call plus the index, so random ops in workers replay with pt.manual_seed and do not
+   * depend on which worker runs what */
+  bool seeded;
+  uint64_t seed;
   /* out */
   bool ok;
   lpt_msg *result; /* ok: results; else: message, traceback */
@@ -162,6 +167,7 @@ struct lpar_pool {
    * after_window) cannot start parallel work on it (shared_pool raises) */
   bool busy;
   pid_t pid; /* the process whose threads these are: a forked child (process target) has none */
+  uint64_t seed_base; /* par_by_sample's current call: its samples' seeds (par_task.seed) */
 };
 
 /* pt._par_partition(false): large weights are copied per worker as small ones (A/B timings) */
@@ -969,6 +975,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     if (t->win) window_reduce(t, w);
     return;
   }
+  if (t->seeded) pt_rng_seed(&lpt_ctx(L)->rng, t->seed); /* before the sample is read too */
   lua_pushcfunction(L, worker_msgh);
   int h = lua_gettop(L);
   int nargs = 0;
@@ -1129,7 +1136,8 @@ static int make_state(lpar_pool *p, par_worker *w, char *err, size_t errlen) {
   s->worker_id = w->index;
   /* the dispatcher owns the thread budget here: each worker's ops run on its own thread */
   s->ctx.intra_threads = 1;
-  /* deterministic per worker: the same code gives the same numbers every run */
+  /* deterministic per worker: the same code gives the same numbers every run (par_by_sample's
+   * samples and _pool_map's items start at their own seeds: par_task.seed) */
   pt_rng_seed(&s->ctx.rng, 0x9e3779b97f4a7c15ULL * (uint64_t)w->index + 42);
   lua_pushlightuserdata(L, w);
   lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
@@ -1791,6 +1799,7 @@ static int l_pool_map(lua_State *L) {
   lua_pop(L, 1);
   lpt_msg *call = c->call;
   uint64_t call_id = ++p->next_call;
+  uint64_t seed_base = pt_rng_next(&lpt_ctx(L)->rng); /* the items' seeds (par_task.seed) */
   lpt_sigint_guard *g = &c->g;
   lpt_sigint_guard_begin(L, g);
   c->guarded = true;
@@ -1843,6 +1852,8 @@ static int l_pool_map(lua_State *L) {
       t->call = lpt_msg_retain(call);
       t->call_id = call_id;
       t->index = i;
+      t->seeded = true;
+      t->seed = seed_base + (uint64_t)i;
       t->base.run = run_task;
       int slot = 0;
       while (inflight[slot]) slot++;
@@ -1997,6 +2008,8 @@ static void window_task(par_task *t, par_window *W, int j, int index, lpt_msg *c
   t->rep_gen = rep_gen;
   t->grads = true;
   t->index = index;
+  t->seeded = true;
+  t->seed = p->seed_base + (uint64_t)index;
   t->base.worker = j;
   t->base.run = run_task;
   t->win = W;
@@ -2184,6 +2197,7 @@ static int par_windows_impl(lua_State *L) {
   }
   lua_settop(L, 8);
   lpar_pool *p = shared_pool(L, n);
+  p->seed_base = pt_rng_next(&lpt_ctx(L)->rng); /* one draw per call: the samples' seeds */
   if (!p->inl) {
     par_worker *w = calloc(1, sizeof *w);
     if (!w) return luaL_error(L, "out of memory");

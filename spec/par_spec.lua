@@ -257,6 +257,56 @@ describe("par_by_sample gradients", function()
   end)
 end)
 
+-- Random ops in workers: each sample (or item) starts the worker's generator at a seed drawn
+-- from the caller's generator once per call plus its index, as torch's DataLoader seeds its
+-- workers from a base seed: pt.manual_seed replays them, whatever n and the worker
+describe("random numbers in workers", function()
+  local nn, optim, support = pt.nn, pt.optim, require "spec.support"
+  local ds = {get = function(_, i) return i end, len = function() return 6 end}
+  local function draws(n, seed)
+    pt.manual_seed(seed)
+    return data.DataHandler(ds):par_by_sample(nn.Linear(1, 1), n, function()
+      return pt.rand(1):item()
+    end, {epoch = true})
+  end
+
+  it("replay with pt.manual_seed and are the same for any n", function()
+    local a, b, c = draws(2, 42), draws(2, 42), draws(2, 7)
+    assert.are.same(a, b)
+    assert.are_not.same(a, c)
+    assert.are.same(a, draws(1, 42))
+    assert.are.same(a, draws(3, 42))
+    -- different samples draw different numbers
+    assert.are_not.equal(a[1], a[2])
+  end)
+
+  it("make dropout training reproducible in one process", function()
+    local function run()
+      pt.manual_seed(3)
+      local model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+      local xs = {}
+      for i = 1, 8 do xs[i] = {pt.randn(1, 4), pt.tensor({(i % 2) + 1}, {dtype = "int64"})} end
+      local opt = optim.SGD(model:parameters(), {lr = 0.1})
+      data.DataHandler({get = function(_, i) return xs[i] end, len = function() return 8 end})
+        :par_by_sample(model, 2, support.cross_entropy_step, {epoch = true, step = opt})
+      return model
+    end
+    local m1, m2 = run(), run()
+    for i, p in ipairs(m1:parameters()) do assert.is_true(pt.equal(p, m2:parameters()[i])) end
+  end)
+
+  it("replay in _pool_map items whatever worker runs them", function()
+    local function items(seed, workers)
+      pt.manual_seed(seed)
+      local r = pt._pool_map(function() return pt.rand(1):item() end, {{}, {}, {}, {}}, {n_workers = workers})
+      return {r[1], r[2], r[3], r[4]}
+    end
+    assert.are.same(items(5, 2), items(5, 2))
+    assert.are.same(items(5, 2), items(5, 1))
+    assert.are_not.same(items(5, 2), items(6, 2))
+  end)
+end)
+
 describe("par_by_sample read_in_workers", function()
   local function train(read_in_workers)
     pt.manual_seed(4)

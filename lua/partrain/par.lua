@@ -83,7 +83,9 @@ end
 -- shared (same tensors). Worker 1's backward() adds straight into param.grad; workers 2..n
 -- accumulate into their own gradient buffers, which are added into param.grad after the window
 -- in worker order 2..n (each worker adds its slice of every parameter, all workers at once), so
--- a given seed and n give bitwise-identical results on every run. Nothing zeroes gradients.
+-- a given seed and n give bitwise-identical results on every run. Random ops in fn (dropout)
+-- start each sample at a seed drawn from the caller's generator once per call plus the sample's
+-- index, so they replay with pt.manual_seed whatever n. Nothing zeroes gradients.
 -- OpenBLAS runs one thread while workers run.
 -- Returns the list of fn's first results (the losses) in sample order, and the model.
 --
