@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/conv.h"
 #include "../lib/dispatch.h"
 #include "../lib/nn.h"
 #include "../lib/optim.h"
@@ -64,6 +65,17 @@ typedef struct grad_entry {
 
 typedef struct lpar_pool lpar_pool;
 
+/* One update of batch norm's running statistics, deferred (pt_ctx.running_defer): the tensors
+ * (retained), num_batches_tracked (or NULL) and whether the momentum is its inverse
+ * (momentum=nil: a cumulative average), and the batch's mean then unbiased variance. */
+typedef struct bn_update {
+  pt_tensor *rmean, *rvar, *nbt;
+  bool cumulative;
+  double momentum;
+  int64_t C;
+  double *v; /* 2 C values */
+} bn_update;
+
 typedef struct par_worker {
   lpar_pool *owner;
   int index; /* 1-based */
@@ -85,6 +97,13 @@ typedef struct par_worker {
   /* its waits for the other slot's block in first rounds of 2 slots, and how many (the
    * caller reads them while the worker may run a window submitted ahead) */
   atomic_long split_wait_ns, split_rounds;
+  /* the running-statistic updates of the sample it runs in a window, applied in sample order
+   * by slot 0 once every sample is done (window_apply_stats); workers running at once would
+   * otherwise update the shared buffers in whatever order they come */
+  bn_update *bn;
+  int nbn, bncap;
+  pt_tensor *bn_nbt;  /* num_batches_tracked nn's BatchNorm named for its next update */
+  bool bn_cumulative; /* and its momentum is nil */
 } par_worker;
 
 enum { TASK_CALL = 0, TASK_ITEM = 1 };
@@ -336,6 +355,43 @@ static void clear_grads(par_worker *w) {
   w->ng = 0;
   w->last = 0;
 }
+
+static void clear_stats(par_worker *w) {
+  for (int i = 0; i < w->nbn; i++) {
+    bn_update *u = &w->bn[i];
+    pt_tensor_release(u->rmean);
+    pt_tensor_release(u->rvar);
+    pt_tensor_release(u->nbt);
+    free(u->v);
+  }
+  w->nbn = 0;
+  pt_tensor_release(w->bn_nbt);
+  w->bn_nbt = NULL;
+}
+
+/* pt_ctx.running_defer while a worker runs a sample of a window: the update is kept. */
+static pt_status worker_defer_stats(void *data, pt_tensor *rmean, pt_tensor *rvar, const double *mean,
+                                    const double *var, int64_t C, double momentum) {
+  par_worker *w = data;
+  pt_ctx *ctx = lpt_ctx(w->L);
+  if (w->nbn == w->bncap) {
+    int cap = w->bncap ? 2 * w->bncap : 8;
+    bn_update *grown = realloc(w->bn, (size_t)cap * sizeof *grown);
+    if (!grown) return pt_fail(ctx, PT_ENOMEM, "batch_norm: out of memory");
+    w->bn = grown;
+    w->bncap = cap;
+  }
+  double *v = malloc(2 * (size_t)C * sizeof *v);
+  if (!v) return pt_fail(ctx, PT_ENOMEM, "batch_norm: out of memory");
+  memcpy(v, mean, (size_t)C * sizeof *v);
+  memcpy(v + C, var, (size_t)C * sizeof *v);
+  w->bn[w->nbn++] = (bn_update){rmean ? pt_tensor_retain(rmean) : NULL, rvar ? pt_tensor_retain(rvar) : NULL,
+                                w->bn_nbt, w->bn_cumulative, momentum, C, v};
+  w->bn_nbt = NULL; /* moved into the update */
+  w->bn_cumulative = false;
+  return PT_OK;
+}
+
 
 static int worker_msgh(lua_State *L) {
   const char *msg = lpt_error_text(L, 1);
@@ -771,11 +827,34 @@ static void prefetch_factors(const par_window *W, int slot) {
   }
 }
 
+/* Slot 0, once every sample of W is done: the samples' running-statistic updates in sample
+ * order (slot j ran the window's j-th sample), as a loop over the samples would make them. */
+static void window_apply_stats(par_window *W) {
+  for (int j = 0; j < W->k; j++) {
+    par_worker *w = W->slots[j];
+    for (int i = 0; i < w->nbn; i++) {
+      bn_update *u = &w->bn[i];
+      double mom = u->momentum;
+      if (u->nbt) {
+        double n = pt_tensor_get_flat(u->nbt, 0) + 1;
+        pt_tensor_set_flat(u->nbt, 0, n);
+        atomic_fetch_add(&u->nbt->storage->version, 1);
+        if (u->cumulative) mom = 1.0 / n;
+      }
+      pt_batch_norm_update_running(u->rmean, u->v, u->C, mom);
+      pt_batch_norm_update_running(u->rvar, u->v + u->C, u->C, mom);
+      if (u->rmean) atomic_fetch_add(&u->rmean->storage->version, 1);
+      if (u->rvar) atomic_fetch_add(&u->rvar->storage->version, 1);
+    }
+  }
+}
+
 static void window_reduce_slot(par_task *t, par_worker *self) {
   par_window *W = t->win;
   if (!t->ok) atomic_store(&W->failed, true);
   atomic_store(&W->fn_done[t->slot], true);
   if (!win_barrier(W, self, t->slot == 0)) return;
+  if (t->slot == 0) window_apply_stats(W);
   if (W->nplan > 0 && !atomic_load(&W->failed)) prefetch_factors(W, t->slot);
   bool list = !atomic_load(&W->failed) && window_needs_list(W);
   if (list && t->slot == 0) {
@@ -976,6 +1055,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
     return;
   }
   if (t->seeded) pt_rng_seed(&lpt_ctx(L)->rng, t->seed); /* before the sample is read too */
+  if (t->win) clear_stats(w); /* a failed window's, never applied */
   lua_pushcfunction(L, worker_msgh);
   int h = lua_gettop(L);
   int nargs = 0;
@@ -1065,7 +1145,15 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
       ctx->linear_coop_data = w;
     }
   }
+  if (t->win) {
+    ctx->running_defer = worker_defer_stats;
+    ctx->running_defer_data = w;
+  }
   int st = lua_pcall(L, nargs, t->all_results ? LUA_MULTRET : 1, h);
+  ctx->running_defer = NULL;
+  ctx->running_defer_data = NULL;
+  pt_tensor_release(w->bn_nbt); /* named for an update that did not come */
+  w->bn_nbt = NULL;
   if (own_buffers) {
     w->task = NULL;
     ctx->accumulate = NULL;
@@ -1165,6 +1253,10 @@ static void worker_fini(void *ud, int index, void *data) {
   free(w->g);
   w->g = NULL;
   w->gcap = 0;
+  clear_stats(w);
+  free(w->bn);
+  w->bn = NULL;
+  w->bncap = 0;
   if (w->L) lua_close(w->L);
   w->L = NULL;
 }
@@ -1320,6 +1412,8 @@ static void pool_close(lpar_pool *p) {
   if (p->inl) { /* the caller's thread: GC and close run there */
     clear_grads(p->inl);
     free(p->inl->g);
+    clear_stats(p->inl);
+    free(p->inl->bn);
     if (p->inl->L) lua_close(p->inl->L);
     free(p->inl);
     p->inl = NULL;
@@ -2617,6 +2711,20 @@ static int l_worker_id(lua_State *L) {
   return 1;
 }
 
+/* pt._par_bn_defer(num_batches_tracked, momentum) -> whether batch norm's next update of its
+ * running statistics is deferred to the window's end (a par_by_sample sample runs here); when
+ * so, num_batches_tracked goes with it (counted then, and momentum nil takes its inverse) */
+static int l_par_bn_defer(lua_State *L) {
+  par_worker *w = worker_of(L);
+  if (!w || lpt_ctx(L)->running_defer != worker_defer_stats) return lua_pushboolean(L, 0), 1;
+  pt_tensor *nbt = lua_isnoneornil(L, 1) ? NULL : lpt_check_tensor(L, 1);
+  pt_tensor_release(w->bn_nbt);
+  w->bn_nbt = nbt ? pt_tensor_retain(nbt) : NULL;
+  w->bn_cumulative = lua_isnoneornil(L, 2) || lua_toboolean(L, 2) == 0;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const luaL_Reg pool_methods[] = {
     {"submit", l_pool_submit},
     {"submit_as", l_pool_submit_as}, {"next", l_pool_next},   {"pending", l_pool_pending},
@@ -2634,6 +2742,7 @@ static const luaL_Reg functions[] = {
     {"_par_partition", l_par_partition},
     {"_par_pipeline", l_par_pipeline},
     {"worker_id", l_worker_id},
+    {"_par_bn_defer", l_par_bn_defer},
     {"Runner", l_runner},
     {NULL, NULL},
 };
@@ -2641,6 +2750,7 @@ static const luaL_Reg functions[] = {
 static const char *const docs[] = {
     "_pool_map", "pt._pool_map(fn, arglists[, {n_workers=}]) -> results\n  fn(table.unpack(arglists[i])) on the worker pool; results in input order; a failed\n  item's slot holds a pt.ActionError {message, traceback, index, worker}. Never raises for\n  item failures.",
     "_Pool", "pt._Pool(n) -> a pool of n worker threads, each with its own Lua state.\n  pool:submit(worker, fn, ...) -> id; pool:next() -> id, worker, ok, results.../message, traceback;\n  pool:pending(); pool:size(); pool:cancel() (stops the tasks still out); pool:close().",
+    "_par_bn_defer", "pt._par_bn_defer(num_batches_tracked, momentum) -> whether batch norm's next update of\n  its running statistics waits for the end of the par_by_sample window running here (applied then\n  in sample order); nn's BatchNorm asks before each training forward.",
     "_par_coop_stats", "pt._par_coop_stats() -> {full=, alone=, ahead=, shift=}: batch-1 products of\n  partitioned weights that par_by_sample's workers made together and alone, windows submitted\n  ahead, and the adapted shift of 2 workers' row blocks (pt._par_partition(true, \"adapt\"); for\n  the specs and benches).",
     "_par_partition", "pt._par_partition([on[, shift]]) -> was_on: with false, par_by_sample's fused step copies\n  large weights per worker like small ones instead of splitting them by rows; shift (-8..8,\n  default 0: even blocks) moves the boundary of 2 workers' float32 blocks by 16-row steps, and\n  \"adapt\" has it follow the cores' speeds (for A/B timings and the specs).",
     "_par_pipeline", "pt._par_pipeline([on]) -> was_on: with false, par_by_sample submits a window's tasks only\n  once the window before was collected instead of ahead of it (for A/B timings).",

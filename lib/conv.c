@@ -1623,7 +1623,7 @@ static inline void bn_stat_set(pt_tensor *t, int64_t c, double v) {
 }
 /* t[c] = (1 - momentum) t[c] + momentum v[c] for a running statistic t, in double then rounded to
  * t's dtype as pt_tensor_set does; float32 and float64 in one typed loop */
-static void bn_update_running(pt_tensor *t, const double *v, int64_t C, double momentum) {
+void pt_batch_norm_update_running(pt_tensor *t, const double *v, int64_t C, double momentum) {
   if (!t) return;
   int64_t s = t->stride[0];
   if (t->dtype == PT_FLOAT32) {
@@ -1833,9 +1833,11 @@ pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *rmean, pt_tensor *
     job.cb = bn_per_column(&g, cb, cols + 2 * g.K);
     bn_apply(ctx, &job);
   }
-  if (training) {
-    bn_update_running(rmean, mean, C, momentum);
-    bn_update_running(rvar, vu, C, momentum);
+  if (training && ctx->running_defer && (rmean || rvar)) {
+    if ((st = ctx->running_defer(ctx->running_defer_data, rmean, rvar, mean, vu, C, momentum))) goto done;
+  } else if (training) {
+    pt_batch_norm_update_running(rmean, mean, C, momentum);
+    pt_batch_norm_update_running(rvar, vu, C, momentum);
   }
   pt_tensor *inputs[3] = {x, w, b};
   pt_node *node;

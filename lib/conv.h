@@ -83,6 +83,8 @@ pt_status pt_max_unpool2d(pt_ctx *ctx, const char *fname, pt_tensor *x, pt_tenso
 /* Batch norm over {N,C,H,W} (also {N,C} and {N,C,L}): per-channel statistics over the other
  * dims. In training mode updates running_mean/var (may be NULL) with momentum (PyTorch's
  * unbiased running variance); in eval mode normalises with them. weight/bias may be NULL. */
+/* running statistic t (1-D, C elements, may be NULL): t[c] = (1 - momentum) t[c] + momentum v[c] */
+void pt_batch_norm_update_running(pt_tensor *t, const double *v, int64_t C, double momentum);
 pt_status pt_batch_norm(pt_ctx *ctx, pt_tensor *x, pt_tensor *running_mean, pt_tensor *running_var,
                         pt_tensor *weight, pt_tensor *bias, bool training, double momentum,
                         double eps, pt_tensor **out);

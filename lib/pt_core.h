@@ -90,6 +90,13 @@ typedef struct pt_ctx {
    * for the host to name the forward call that created it; the host releases it) */
   bool detect_anomaly;
   void *anomaly_node;
+  /* set by the host while a dispatcher worker runs a sample: batch norm hands the update of its
+   * running statistics here (the batch's mean and unbiased variance, C channels) instead of
+   * applying it; the host applies the window's updates in sample order afterwards
+   * (pt_batch_norm_update_running) */
+  pt_status (*running_defer)(void *data, struct pt_tensor *rmean, struct pt_tensor *rvar, const double *mean,
+                             const double *var, int64_t C, double momentum);
+  void *running_defer_data;
 } pt_ctx;
 
 void pt_ctx_init(pt_ctx *ctx, uint64_t seed);

@@ -307,6 +307,69 @@ describe("random numbers in workers", function()
   end)
 end)
 
+-- BatchNorm in training mode updates its running statistics with every sample; workers running
+-- samples at once hand their updates to the window's end, where they are applied in sample order
+describe("batch norm's running statistics under par_by_sample", function()
+  local nn, optim = pt.nn, pt.optim
+  local function fn(x, m)
+    local l = m(x):pow(2):mean()
+    l:backward()
+    return l
+  end
+  local function check(make, shape)
+    pt.manual_seed(1)
+    local X = {}
+    for i = 1, 7 do X[i] = pt.randn(table.unpack(shape)) * i + i end
+    local ds = {get = function(_, i) return X[i] end, len = function() return 7 end}
+    pt.manual_seed(5)
+    local ref = make()
+    for i = 1, 7 do fn(X[i], ref) end
+    for _, n in ipairs({1, 2, 3}) do
+      for _, fused in ipairs({false, true}) do
+        pt.manual_seed(5)
+        local m = make()
+        local opts = {epoch = true}
+        if fused then opts.step = optim.SGD(m:parameters(), {lr = 0}) end
+        data.DataHandler(ds):par_by_sample(m, n, fn, opts)
+        local rb, mb = ref:buffers(), m:buffers()
+        assert.are.equal(#rb, #mb)
+        for i = 1, #rb do
+          assert.is_true(pt.equal(rb[i], mb[i]), ("n=%d%s: buffer %d"):format(n, fused and " fused" or "", i))
+        end
+      end
+    end
+  end
+
+  it("are those of a loop over the samples, for any n (momentum 0.1)", function()
+    check(function() return nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3)) end, {4, 3})
+  end)
+
+  it("are those of a loop over the samples with a cumulative average (momentum=false)", function()
+    check(function() return nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3, {momentum = false})) end, {4, 3})
+  end)
+
+  it("are those of a loop over the samples in BatchNorm2d", function()
+    check(function() return nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3)) end, {2, 2, 5, 5})
+  end)
+
+  it("are not updated by a window that failed", function()
+    local X = {pt.randn(4, 3), pt.randn(4, 3)}
+    local ds = {get = function(_, i) return X[i] end, len = function() return 2 end}
+    local m = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+    local before = m[2].running_mean:clone()
+    local ok = pcall(function()
+      data.DataHandler(ds):par_by_sample(m, 2, function(x, model)
+        local l = fn(x, model)
+        if pt.worker_id() == 2 then error("boom") end
+        return l
+      end)
+    end)
+    assert.is_false(ok)
+    assert.is_true(pt.equal(before, m[2].running_mean))
+    assert.are.equal(0, m[2].num_batches_tracked:item())
+  end)
+end)
+
 describe("par_by_sample read_in_workers", function()
   local function train(read_in_workers)
     pt.manual_seed(4)

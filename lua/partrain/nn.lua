@@ -1517,6 +1517,11 @@ function BatchNorm:_running_stats()
   if self.training and dp and dp.secondary_replica then return nil, nil, 0 end
   local b = self._buffers
   local momentum = self.momentum or 0
+  -- par_by_sample: the update waits for the window's end, applied there in sample order (the
+  -- workers would otherwise update the shared buffers in whatever order they come)
+  if self.training and self.track_running_stats and C._par_bn_defer(b.num_batches_tracked, self.momentum) then
+    return b.running_mean, b.running_var, momentum
+  end
   if self.training and self.track_running_stats then
     local n = b.num_batches_tracked:item() + 1
     b.num_batches_tracked:fill_(n)

@@ -85,7 +85,8 @@ end
 -- in worker order 2..n (each worker adds its slice of every parameter, all workers at once), so
 -- a given seed and n give bitwise-identical results on every run. Random ops in fn (dropout)
 -- start each sample at a seed drawn from the caller's generator once per call plus the sample's
--- index, so they replay with pt.manual_seed whatever n. Nothing zeroes gradients.
+-- index, so they replay with pt.manual_seed whatever n. BatchNorm's running statistics are
+-- updated at the window's end in sample order (a loop's numbers). Nothing zeroes gradients.
 -- OpenBLAS runs one thread while workers run.
 -- Returns the list of fn's first results (the losses) in sample order, and the model.
 --
