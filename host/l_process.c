@@ -287,12 +287,50 @@ static bool recv_header(int fd, msg_header *h, int *segfd) {
 
 /* --- the worker --- */
 
+/* The stack levels below the item's function in the child (child_item and the caller's frames
+ * the fork copied: _process_map, the user's script), set by child_item; a worker's traceback
+ * stops above them, as a thread worker's has only its own frames. */
+static int child_base_levels;
+
+static int stack_levels(lua_State *L) {
+  lua_Debug ar;
+  int n = 0;
+  while (lua_getstack(L, n, &ar)) n++;
+  return n;
+}
+
+/* luaL_traceback's lines for levels 1..last */
+static void push_traceback_to(lua_State *L, int last) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "stack traceback:");
+  lua_Debug ar;
+  for (int level = 1; level <= last && lua_getstack(L, level, &ar); level++) {
+    lua_getinfo(L, "Slnt", &ar);
+    char line[LUA_IDSIZE + 64];
+    snprintf(line, sizeof line, ar.currentline > 0 ? "\n\t%s:%d: in " : "\n\t%s: in ", ar.short_src,
+             ar.currentline);
+    luaL_addstring(&b, line);
+    if (*ar.namewhat) /* luaL_traceback says "function" for a global */
+      snprintf(line, sizeof line, "%s '%s'", strcmp(ar.namewhat, "global") ? ar.namewhat : "function", ar.name);
+    else if (*ar.what == 'm')
+      snprintf(line, sizeof line, "main chunk");
+    else if (*ar.what != 'C')
+      snprintf(line, sizeof line, "function <%s:%d>", ar.short_src, ar.linedefined);
+    else
+      snprintf(line, sizeof line, "?");
+    luaL_addstring(&b, line);
+    if (ar.istailcall) luaL_addstring(&b, "\n\t(...tail calls...)");
+  }
+  luaL_pushresult(&b);
+}
+
 static int child_msgh(lua_State *L) {
   const char *msg = lpt_error_text(L, 1);
   lua_createtable(L, 0, 2);
   lua_pushstring(L, msg);
   lua_setfield(L, -2, "message");
-  luaL_traceback(L, L, NULL, 1);
+  push_traceback_to(L, stack_levels(L) - child_base_levels - 1);
   lua_setfield(L, -2, "traceback");
   return 1;
 }
@@ -378,6 +416,7 @@ static int child_item(lua_State *L) {
     lua_remove(L, t);
     nargs = (int)n;
   }
+  child_base_levels = stack_levels(L); /* child_item and below */
   int st = lua_pcall(L, nargs, 1, 3);
   lua_pushboolean(L, child_send(L, fd, item, st == LUA_OK, -1));
   return 1;

@@ -298,6 +298,27 @@ describe("inbatch_parallel errors", function()
     assert.has_error(function() act({}) end, "inbatch_parallel: init method '_nope' not found on the object")
     local act2 = pt.inbatch_parallel({ init = function() return { 1 } end, post = "_gone", target = "async" }, m)
     assert.has_error(function() act2({}) end, "inbatch_parallel: post method '_gone' not found on the object")
+    -- said before any item runs
+    local ran = 0
+    local act3 = pt.inbatch_parallel({ init = function() return { 1, 2 } end, post = "_gone", target = "async" },
+      function() ran = ran + 1 end)
+    assert.has_error(function() act3({}) end, "inbatch_parallel: post method '_gone' not found on the object")
+    assert.are.equal(0, ran)
+  end)
+
+  it("names itself and the method's own arguments for values that cannot be sent (threads)", function()
+    local conn = coroutine.create(print)
+    local act = pt.inbatch_parallel({ init = function() return { 1, 2 } end },
+      function(self, i) local c = conn; return i end)
+    local ok, err = pcall(act, {})
+    assert.is_false(ok)
+    assert.are.equal("inbatch_parallel: upvalue 'conn' (thread) of the closure cannot be sent to a worker", err)
+    local act2 = pt.inbatch_parallel({ init = function() return { 1 } end }, function(self, i, x) return i end)
+    ok, err = pcall(act2, { f = coroutine.create(print) })
+    assert.is_false(ok)
+    assert.matches("cannot send item 1: field 'f' %(thread%) cannot be sent to a worker %(in self%)$", err)
+    ok, err = pcall(act2, {}, coroutine.create(print))
+    assert.matches("cannot send item 1: argument 2 %(thread%) cannot be sent to a worker$", err) -- x
   end)
 
   it("requires init to return a list", function()

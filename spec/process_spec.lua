@@ -208,6 +208,10 @@ describe("pt._process_map", function()
     assert.are.equal(3, results[3])
     assert.matches("boom 2$", errors[2].message)
     assert.matches("stack traceback", errors[2].traceback)
+    -- the worker's own frames: none of the caller's that the fork copied
+    assert.matches("process_spec.lua:203: in function <", errors[2].traceback)
+    assert.is_nil(errors[2].traceback:find("_process_map", 1, true))
+    assert.is_nil(errors[2].traceback:find("busted", 1, true))
     assert.is_true(errors[2].worker == 1 or errors[2].worker == 2)
     -- error objects that are not strings read as in the threads' workers
     local _, errs = pt._process_map(function(i)

@@ -222,7 +222,10 @@ end
 -- an error raised inside this module, to be raised again at the user's call: its position
 -- here goes (it pointed at inbatch.lua, with the user's position added in front of it)
 local function own_error(e)
-  if type(e) == "string" then e = e:gsub("^[^\n]-partrain/inbatch%.lua:%d+: ", "", 1) end
+  if type(e) == "string" then
+    e = e:gsub("^[^\n]-partrain/inbatch%.lua:%d+: ", "", 1)
+    e = e:gsub("^_pool_map: ", "inbatch_parallel: ", 1) -- the threads target's engine
+  end
   return e
 end
 
@@ -244,6 +247,14 @@ local function run_threads(method, self, invocations, n_workers)
   for i = 1, results.n do
     local r = results[i]
     if is_error(r) and r.index == nil then r.index = i end
+    -- an item that could not be sent: the engine counts self as argument 1, the method's
+    -- arguments follow it
+    if is_error(r) and type(r.message) == "string" and r.message:find("^cannot send item") then
+      r.message = r.message:gsub("argument (%d+)", function(k)
+        k = tonumber(k)
+        return k == 1 and "self" or ("argument %d"):format(k - 1)
+      end)
+    end
   end
   return results
 end
@@ -409,6 +420,14 @@ function M.inbatch_parallel(opts, method)
       invocations[i] = { pos = pos, named = merged(named, call_named), call_pos = call_pos }
     end
 
+    -- a post method that does not exist is said before any item runs
+    local post_fn
+    if post ~= nil then
+      local pok, pf = pcall(resolve, self, post, "post")
+      if not pok then error(pf, 2) end
+      post_fn = pf
+    end
+
     local results
     if target == "threads" then
       local rok, r = pcall(run_threads, method, self, invocations, n_workers)
@@ -425,9 +444,7 @@ function M.inbatch_parallel(opts, method)
       results = r
     end
 
-    if post ~= nil then
-      local pok, post_fn = pcall(resolve, self, post, "post")
-      if not pok then error(post_fn, 2) end
+    if post_fn ~= nil then
       local args = build({ n = 2, self, results }, call_pos, { n = 0 }, {}, false)
       args.n = args.n + 1
       args[args.n] = hook_named
@@ -439,7 +456,7 @@ function M.inbatch_parallel(opts, method)
         local msg = ("inbatch_parallel: item %d of %d failed%s: %s"):format(i, results.n,
           (r.worker and r.worker ~= 0) and (" (worker " .. tostring(r.worker) .. ")") or "",
           tostring(r.message))
-        if r.traceback then msg = msg .. "\nworker traceback:\n" .. r.traceback end
+        if r.traceback and r.traceback ~= "" then msg = msg .. "\nworker traceback:\n" .. r.traceback end
         error(msg, 2)
       end
     end
