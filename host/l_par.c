@@ -1030,9 +1030,16 @@ static bool wait_prev(const par_task *t) {
 /* (dataset, i) -> dataset:get(i), for a protected call: a dataset's methods may come from an
  * __index that raises */
 static int dataset_get(lua_State *L) {
+  lua_Integer index = lua_tointeger(L, 2);
   lua_getfield(L, 1, "get");
   lua_insert(L, 1);
-  lua_call(L, 2, 1);
+  lua_call(L, 2, LUA_MULTRET);
+  int n = lua_gettop(L);
+  while (n > 1 && lua_isnil(L, n)) n--; /* trailing nils say nothing */
+  if (n > 1)
+    return luaL_error(L, "dataset:get(%d) returned %d values: return one sample, e.g. {x, y}",
+                      (int)index, n);
+  lua_settop(L, 1);
   return 1;
 }
 

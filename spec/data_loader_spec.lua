@@ -57,6 +57,44 @@ describe("data.DataLoader", function()
     support.assert_error("DataLoader: sampler option is mutually exclusive with shuffle (the sampler orders the "
       .. "samples)", data.DataLoader, ds, {shuffle = true, sampler = data.SubsetRandomSampler({1, 2})})
     support.assert_error("DataLoader: dataset must have get(i) and len() methods (got a number)", data.DataLoader, 5)
+    local short = data.DataLoader(dataset(3), {batch_size = 5, drop_last = true})
+    support.assert_error("next_batch: no full batch of 5 in the 3 samples an epoch reads (drop_last)",
+      short.next_batch, short)
+  end)
+
+  it("refuses a get(i) that returns several values instead of one sample", function()
+    local ds = {get = function(_, i) return pt.ones(1) * i, pt.zeros(1), nil end, len = function() return 4 end}
+    for _, workers in ipairs({0, 2}) do
+      local ok, err = pcall(function()
+        for _ in data.DataLoader(ds, {batch_size = 2, num_workers = workers})() do end
+      end)
+      assert.is_false(ok)
+      assert.matches("dataset:get%(1%) returned 2 values: return one sample, e.g. {x, y}", err)
+    end
+    for _, in_workers in ipairs({false, true}) do
+      local ok, err = pcall(data.DataHandler(ds).par_by_sample, data.DataHandler(ds), pt.nn.Linear(1, 1), 2,
+                            function() return 1 end, {read_in_workers = in_workers})
+      assert.is_false(ok)
+      assert.matches("dataset:get%(1%) returned 2 values: return one sample, e.g. {x, y}", err)
+    end
+  end)
+
+  it("keeps every value a transform returns, and the ones after x, y when it returns only those", function()
+    local ds = {get = function(_, i) return {pt.ones(1), i, 10 * i} end, len = function() return 2 end}
+    for _, workers in ipairs({0, 2}) do
+      local t3 = data.DataLoader(ds, {batch_size = 2, num_workers = workers,
+                                      transform = function(x, y, z) return x, y, z * 100 end})
+      for _, y, z in t3() do
+        assert.are.same({1, 2}, y:tolist())
+        assert.are.same({1000, 2000}, z:tolist())
+      end
+      local t2 = data.DataLoader(ds, {batch_size = 2, num_workers = workers,
+                                      transform = function(x, y) return x * 2, y end})
+      for x, _, z in t2() do
+        assert.are.same({{2}, {2}}, x:tolist())
+        assert.are.same({10, 20}, z:tolist())
+      end
+    end
   end)
 end)
 
@@ -111,8 +149,17 @@ describe("data.Dataset, the samplers and default_collate", function()
     assert.are.equal(10, idx:numel())
     assert.is_true(idx:min():item() >= 1 and idx:max():item() <= 6)
     assert.are.same({1, 2, 3}, data.SequentialSampler(3):indices(1, 42):tolist())
-    support.assert_error("RandomSampler: num_samples (3) other than the dataset's 6 samples needs replacement = true",
-      data.RandomSampler, ds, {num_samples = 3})
+    -- without replacement, as torch 1.13: whole permutations, then the start of one more
+    local three = data.RandomSampler(ds, {num_samples = 3}):indices(1, 42):tolist()
+    assert.are.equal(3, #three)
+    assert.is_true(three[1] ~= three[2] and three[2] ~= three[3] and three[1] ~= three[3])
+    local many = data.RandomSampler(ds, {num_samples = 14}):indices(2, 42):tolist()
+    assert.are.equal(14, #many)
+    local first6 = {table.unpack(many, 1, 6)}
+    table.sort(first6)
+    assert.are.same({1, 2, 3, 4, 5, 6}, first6)
+    support.assert_error("RandomSampler: cannot draw 3 samples from an empty dataset",
+      data.RandomSampler, 0, {num_samples = 3})
     support.assert_error("SequentialSampler: data_source must be a dataset (len()) or a sample count, got \"x\"",
       data.SequentialSampler, "x")
   end)

@@ -742,16 +742,19 @@ function data.RandomSampler(src, opts)
     num_samples = function(v) if math.type(v) ~= "integer" or v < 1 then return "a positive integer" end end,
   })
   local replacement = opts.replacement or false
-  if opts.num_samples and not replacement and opts.num_samples ~= n then
-    error(("RandomSampler: num_samples (%d) other than the dataset's %d samples needs replacement = true"):format(
-      opts.num_samples, n), 2)
+  if opts.num_samples and n == 0 then
+    error(("RandomSampler: cannot draw %d samples from an empty dataset"):format(opts.num_samples), 2)
   end
   local self = setmetatable({n = opts.num_samples or n, size = n, replacement = replacement}, Sampler)
   function self.indices(sm, epoch, seed)
     if sm.n == 0 then return pt.empty({0}, {dtype = "int64"}) end
     return seeded_draw(seed, epoch, function()
       if sm.replacement then return pt.randint(1, sm.size + 1, {sm.n}, {dtype = "int64"}) end
-      return pt.randperm(sm.size)
+      -- without replacement, as torch 1.13: whole permutations, then the start of one more
+      local parts = {}
+      for _ = 1, sm.n // sm.size do parts[#parts + 1] = pt.randperm(sm.size) end
+      if sm.n % sm.size > 0 then parts[#parts + 1] = pt.randperm(sm.size):narrow(1, 1, sm.n % sm.size) end
+      return #parts == 1 and parts[1] or pt.cat(parts)
     end)
   end
   return self
@@ -927,12 +930,24 @@ local function assemble(node, stacked)
   return out
 end
 
+-- get(i)'s sample: one value (get(i) returning x, y would lose y without a word; a sample of
+-- several values is one table {x, y})
+local function one_sample(i, s, ...)
+  for k = select("#", ...), 1, -1 do -- trailing nils say nothing
+    if (select(k, ...)) ~= nil then
+      error(("dataset:get(%d) returned %d values: return one sample, e.g. {x, y}"):format(i, k + 1), 0)
+    end
+  end
+  return s
+end
+pt._data_one_sample = one_sample
+
 -- one batch from get(i): the list of values the iterator returns (see DataHandler:batches);
 -- track (workers only) gets the dataset index being read in track.at, nil after each get
 local function collate_samples(ds, perm, first, count, track)
   local ref_idx = perm[first]
   if track then track.at = ref_idx end
-  local s1 = ds:get(ref_idx)
+  local s1 = one_sample(ref_idx, ds:get(ref_idx))
   if track then track.at = nil end
   local leaves = {}
   local root = build(s1, ref_idx, "", leaves)
@@ -949,7 +964,7 @@ local function collate_samples(ds, perm, first, count, track)
     if k > 0 then
       idx = perm[first + k]
       if track then track.at = idx end
-      s = ds:get(idx)
+      s = one_sample(idx, ds:get(idx))
       if track then track.at = nil end
     end
     if flat and type(s) == "table" then
@@ -982,9 +997,11 @@ local function make_batch(ds, transform, perm, first, count, track)
   if transform then
     if track then track.stage = "transform" end
     local rest = table.move(cols, 3, #cols, 1, {})
-    local x, y = transform(cols[1], cols[2], table.unpack(rest))
-    if x == nil then return nil end
-    cols[1], cols[2] = x, y
+    local r = table.pack(transform(cols[1], cols[2], table.unpack(rest)))
+    if r[1] == nil then return nil end
+    -- the values it returns replace the batch's first ones; a transform of x, y alone leaves
+    -- the others as they were
+    for i = 1, math.max(r.n, 2) do cols[i] = r[i] end
   end
   return cols
 end
@@ -1349,7 +1366,14 @@ function DataHandler:next_batch()
   end
   local r = table.pack(self._iter())
   if r[1] == nil then r = table.pack(self._iter()) end
-  if r[1] == nil then error("next_batch: the dataset is empty", 2) end
+  if r[1] == nil then
+    local n = epoch_size(self)
+    if n > 0 and self.opts.drop_last then
+      error(("next_batch: no full batch of %d in the %d samples an epoch reads (drop_last)"):format(self.opts.batch,
+        n), 2)
+    end
+    error("next_batch: the dataset is empty", 2)
+  end
   return table.unpack(r, 1, r.n)
 end
 

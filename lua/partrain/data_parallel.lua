@@ -74,8 +74,11 @@ end
 -- Runs in a worker: forward of one replica. Returns the packed outputs and the root of the
 -- replica's graph: its one output that requires grad, or (several) their flat concatenation in
 -- canonical order, or false.
-function M._replica(model, secondary, grad, tag, n, ...)
+function M._replica(model, secondary, grad, tag, seed, n, ...)
   M.secondary_replica = secondary
+  -- random ops (dropout) replay with the caller's pt.manual_seed: each forward seeds replica i
+  -- from one draw of the caller's generator
+  pt.manual_seed(seed)
   -- every node of this replica's graph carries the tag, so that the caller frees the graph's
   -- saved tensors once its backward is done (a handle of an output may outlive it here)
   local prev_tag = pt._graph_tag(tag)
@@ -108,7 +111,7 @@ function M._replica(model, secondary, grad, tag, n, ...)
 end
 
 -- what each value sent to a replica is, in messages about a value that cannot be sent
-local names = {"the module", "the replica's rank", "the grad mode", "the graph tag",
+local names = {"the module", "the replica's rank", "the grad mode", "the graph tag", "the seed",
   "the number of arguments"}
 
 -- sent to the workers as bytecode; resolves the worker's own copy of this module
@@ -467,13 +470,14 @@ function DataParallel:forward(...)
   local pool = get_pool(maxdev)
   local module = self.module
   local results = {}
+  local seed = pt.randint(0, 1 << 52, {1}, {dtype = "int64"})[1]
   local ok, err = pcall(function()
     local ids = {}
     for i = 1, k do
       local a = per[i]
-      for j = #names + 1, 5 + a.n do names[j] = ("argument %d of forward"):format(j - 5) end
+      for j = #names + 1, 6 + a.n do names[j] = ("argument %d of forward"):format(j - 6) end
       ids[pool:submit_as("DataParallel", names, devs[i], replica_task, module, i > 1, grad,
-        pt._graph_tag(), a.n, table.unpack(a, 1, a.n))] = i
+        pt._graph_tag(), seed + i, a.n, table.unpack(a, 1, a.n))] = i
     end
     for _ = 1, k do
       local r = table.pack(pool:next())

@@ -199,7 +199,7 @@ function M.par_by_sample(handler, model, n, fn, opts)
     st.idx = st.idx + n
   end
   local source = ds
-  if not opts.read_in_workers then source = function(i) return ds:get(i) end end
+  if not opts.read_in_workers then source = function(i) return pt._data_one_sample(i, ds:get(i)) end end
   local ok, losses = pcall(pt._par_windows, model, fn, source, windows, n, opts.after_window,
                            opts.refresh_model, plan, opts.read_in_workers and true or false)
   if not ok then
