@@ -601,24 +601,8 @@ static inline void box_block_free(void *p) {
 
 static bool la_small; /* lib's small-block allocator is available (not in sanitizer builds) */
 
-/* pt._test_alloc_fail(k): the k-th allocation this thread makes from then on fails, and the one
- * after it (Lua's emergency collection retries once), so that specs reach out-of-memory paths;
- * pt._test_alloc_fail(0) disarms it and says whether it fired. One relaxed load per allocation
- * otherwise. */
-static atomic_int la_fail_armed;
-static _Thread_local int la_fail_in, la_fail_left;
-static bool la_fail_now(void) {
-  if (la_fail_in > 0 && --la_fail_in == 0) la_fail_left = 2;
-  if (la_fail_left == 0) return false;
-  if (--la_fail_left == 0) atomic_fetch_sub(&la_fail_armed, 1);
-  return true;
-}
-
 static void *la_alloc(void *ud, void *p, size_t osize, size_t nsize) {
   la_state *a = ud;
-  if (__builtin_expect(atomic_load_explicit(&la_fail_armed, memory_order_relaxed), 0) && nsize > 0 &&
-      (!p || nsize > osize) && la_fail_now())
-    return NULL;
   if (nsize == 0 && p && osize == box_block) box_block_free(p);
   if (!la_small) return a->f(a->ud, p, osize, nsize);
   if (p && pt_small_owns(p)) {
@@ -664,26 +648,45 @@ static void install_allocator(lua_State *L) {
   if (a) lua_setallocf(L, la_alloc, a);
 }
 
+/* pt._test_alloc_fail(k): the k-th allocation this thread makes in this state from then on
+ * fails, and the one after it (Lua's emergency collection retries once), so that specs reach
+ * out-of-memory paths; pt._test_alloc_fail(0) disarms it and says whether it fired. Armed, the
+ * state allocates through la_alloc_failing; la_alloc itself pays nothing. */
+static _Thread_local int la_fail_in, la_fail_left;
+
+static void *la_alloc_failing(void *ud, void *p, size_t osize, size_t nsize) {
+  if (nsize > 0 && (!p || nsize > osize)) {
+    if (la_fail_in > 0 && --la_fail_in == 0) la_fail_left = 2;
+    if (la_fail_left > 0) {
+      la_fail_left--;
+      return NULL;
+    }
+  }
+  return la_alloc(ud, p, osize, nsize);
+}
+
 static int l_test_alloc_fail(lua_State *L) {
   lua_Integer k = luaL_checkinteger(L, 1);
   luaL_argcheck(L, k >= 0 && k <= 1000000, 1, "k in [0, 1e6]");
-  bool armed = la_fail_in > 0 || la_fail_left > 0;
+  void *ud;
+  lua_Alloc f = lua_getallocf(L, &ud);
   if (k == 0) {
-    if (armed) atomic_fetch_sub(&la_fail_armed, 1);
-    lua_pushboolean(L, la_fail_in == 0);
+    if (f == la_alloc_failing) lua_setallocf(L, la_alloc, ud);
+    lua_pushboolean(L, f == la_alloc_failing && la_fail_in == 0);
     la_fail_in = la_fail_left = 0;
     return 1;
   }
-  if (lua_getallocf(L, NULL) != la_alloc) return lua_pushboolean(L, 0), 1;
-  if (!armed) atomic_fetch_add(&la_fail_armed, 1);
+  if (f != la_alloc && f != la_alloc_failing) return lua_pushboolean(L, 0), 1;
   la_fail_in = (int)k;
   la_fail_left = 0;
+  lua_setallocf(L, la_alloc_failing, ud);
   lua_pushboolean(L, 1);
   return 1;
 }
 
 bool lpt_boxes_freed_by_allocator(lua_State *L) {
-  return box_block && lua_getallocf(L, NULL) == la_alloc;
+  lua_Alloc f = lua_getallocf(L, NULL);
+  return box_block && (f == la_alloc || f == la_alloc_failing);
 }
 
 /* --- Ctrl-C while C code waits (the dispatcher, native calls) --- */

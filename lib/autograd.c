@@ -3184,6 +3184,8 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
   };
   pt_status st = PT_OK;
   bool was_enabled = ctx->grad_enabled, was_direct_off = ctx->grad_direct_off;
+  pt_tensor *const *was_inputs = ctx->pass_inputs;
+  int was_n_inputs = ctx->n_pass_inputs;
   unsigned mark = atomic_fetch_add(&backward_pass_counter, 1) + 1;
   node_list all = {0}, stack = {0}, ready = {0};
   pt_tensor **g0 = NULL;
@@ -3233,6 +3235,8 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
   /* leaf gradients written straight into .grad by the backward functions would bypass the
    * capture, the hooks and create_graph's recorded accumulation */
   if (p.capture || p.create || p.n_slots > 0) ctx->grad_direct_off = true;
+  ctx->pass_inputs = p.capture ? opts->inputs : NULL;
+  ctx->n_pass_inputs = p.capture ? opts->n_inputs : 0;
 
   /* 1. collect the nodes reachable from the roots and count how many consumers each has */
   for (int k = 0; k < n_roots; k++) {
@@ -3414,6 +3418,8 @@ pt_status pt_backward_ex(pt_ctx *ctx, int n_roots, pt_tensor *const *roots, pt_t
 done:
   ctx->grad_enabled = was_enabled;
   ctx->grad_direct_off = was_direct_off;
+  ctx->pass_inputs = was_inputs;
+  ctx->n_pass_inputs = was_n_inputs;
   for (size_t i = 0; i < all.n; i++) {
     pt_node *n = all.items[i];
     pt_tensor_release(n->pending_grad);

@@ -705,12 +705,22 @@ static pt_status dp_backward(pt_ctx *ctx, pt_node *node, pt_tensor *gout, pt_ten
       goto done;
     }
   }
-  /* 2. leaf gradients (parameters) into the caller's accumulation, in replica order */
+  /* 2. leaf gradients (parameters) into the caller's accumulation, in replica order; a pass
+   * that differentiates only some tensors (autograd.grad, backward{inputs=}) gives no other
+   * tensor a gradient, and cannot return a parameter's, which goes into .grad from here */
   for (int a = 0; a < nact && !st; a++) {
     int i = active[a];
     for (int j = 0; j < reps[i].nb && !st; j++) {
       pt_tensor *leaf = reps[i].b[j].leaf;
       if (is_input_leaf(c, i, leaf)) continue;
+      if (ctx->pass_inputs) {
+        for (int q = 0; q < ctx->n_pass_inputs && !st; q++)
+          if (ctx->pass_inputs[q] == leaf)
+            st = pt_fail(ctx, PT_EARG, "nn.DataParallel: inputs[%d] is a parameter of the replicated module: "
+                         "its gradient is added into .grad by the replicas, so it cannot be taken with "
+                         "autograd.grad or backward{inputs=} (call backward() and read .grad)", q + 1);
+        continue;
+      }
       bool seen = false;
       for (int q = 0; q < a && !seen; q++) seen = find_buf(&reps[active[q]], leaf) != NULL;
       if (seen) continue;

@@ -82,6 +82,11 @@ typedef struct pt_ctx {
    * (autograd.grad, create_graph, hooked leaves): backward functions then return leaf
    * gradients instead of writing them into .grad directly (pt_autograd_grad_target) */
   bool grad_direct_off;
+  /* during a pass that differentiates only some tensors (autograd.grad, backward{inputs=}):
+   * those tensors (NULL otherwise), for backward functions that write leaf gradients of their
+   * own (nn.DataParallel's replicas) */
+  struct pt_tensor *const *pass_inputs;
+  int n_pass_inputs;
   /* the host's handle for calling back into it (the Lua state running a backward pass, so that
    * autograd.Function nodes can run their Lua backward); never used by lib/ */
   void *host_state;

@@ -303,6 +303,28 @@ describe("DataParallel outputs and gradients", function()
     assert.is_true((dp(x) - x):abs():max():item() > 0)
   end)
 
+  it("gives autograd.grad and backward{inputs=} the input's gradient and no parameter one", function()
+    local m = nn.Linear(3, 2):double()
+    local dp = nn.DataParallel(m, TWO)
+    local x = pt.randn(4, 3, F64):requires_grad_()
+    local gx = pt.autograd.grad(dp(x):sum(), {x})[1]
+    local ref = x:detach():clone():requires_grad_()
+    m(ref):sum():backward()
+    assert_close(gx, ref.grad)
+    m.weight.grad, m.bias.grad = nil, nil -- ref's pass filled them
+    gx = pt.autograd.grad(dp(x):sum(), {x})[1]
+    assert.is_nil(m.weight.grad) -- torch's autograd.grad leaves .grad alone
+    local x2 = x:detach():clone():requires_grad_()
+    dp(x2):sum():backward({inputs = {x2}})
+    assert_close(x2.grad, ref.grad)
+    assert.is_nil(m.weight.grad)
+    -- a parameter inside the replicas cannot be one of the differentiated tensors: said so
+    local ok, err = pcall(pt.autograd.grad, dp(x):sum(), {x, m.weight})
+    assert.is_false(ok)
+    assert.matches("nn.DataParallel: inputs%[2%] is a parameter of the replicated module: its gradient is "
+      .. "added into .grad by the replicas, so it cannot be taken with autograd.grad or backward{inputs=}", err)
+  end)
+
   it("replays random ops in the replicas with pt.manual_seed (dropout)", function()
     local dp = nn.DataParallel(nn.Sequential(nn.Dropout(0.5)), TWO)
     local x = pt.ones(6, 10)
