@@ -472,9 +472,18 @@ static int l_soft_interrupt(lua_State *L) {
   return 0;
 }
 
+/* pt._interrupt_pending() -> whether a Ctrl-C came that the interpreter has not raised yet: the
+ * executable's hook is set on the main thread only, so a coroutine that never returns to it
+ * (a busy async item) checks this from a hook of its own */
+static int l_interrupt_pending(lua_State *L) {
+  lua_pushboolean(L, *pt_state_interrupt_flag() != 0);
+  return 1;
+}
+
 static int l_test_alloc_fail(lua_State *L);
 static const luaL_Reg module_functions[] = {
     {"_soft_interrupt", l_soft_interrupt},
+    {"_interrupt_pending", l_interrupt_pending},
     {"_test_alloc_fail", l_test_alloc_fail},
     {"clock", l_clock},
     {"manual_seed", l_manual_seed},

@@ -408,6 +408,23 @@ describe("inbatch_parallel (async)", function()
     os.remove(path)
   end)
 
+  it("stops an item that computes without yielding on Ctrl-C, raising interrupted", function()
+    local act = pt.inbatch_parallel({ target = "async", init = function() return { 1, 2 } end },
+      function(self, i)
+        if i == 2 then while true do io.open("/dev/null"):close() end end -- libc: TSan delivers there
+        return i
+      end)
+    pt._par_test_sigint(0.2)
+    local t0 = pt.clock()
+    local ok, err = pcall(act, {})
+    assert.is_false(ok)
+    assert.are.equal("interrupted", err)
+    assert.is_true(pt.clock() - t0 < 5)
+    local again = pt.inbatch_parallel({ target = "async", init = function() return { 3 } end },
+      function(self, i) return i end)
+    assert.are.same({ 3 }, { again({})[1] })
+  end)
+
   it("lets a method yield plainly to the others", function()
     local log = {}
     local act = pt.inbatch_parallel({ target = "async", init = function() return { "a", "b" } end },

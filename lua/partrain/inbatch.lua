@@ -299,6 +299,12 @@ local function run_process(fn, invocations, n_workers)
   return collect(arglists.n, results, errors)
 end
 
+-- a count hook on each item's coroutine: Ctrl-C sets the executable's hook on the main thread
+-- only, which an item that computes without yielding never returns to
+local function interrupt_hook()
+  if pt._interrupt_pending() then error("interrupted", 0) end
+end
+
 local function run_async(method, self, invocations, n_workers)
   local n = #invocations
   local sched = pt.async.scheduler()
@@ -309,6 +315,7 @@ local function run_async(method, self, invocations, n_workers)
     while #active < limit and next_item <= n do
       local inv = invocations[next_item]
       local co = coroutine.create(function(...) return xpcall(method, traceback_handler, ...) end)
+      debug.sethook(co, interrupt_hook, "", 1000)
       sched:attach(co)
       active[#active + 1] = { co = co, i = next_item,
         args = build({ n = 1, self }, inv.pos, inv.call_pos, inv.named, true) }
@@ -434,7 +441,9 @@ function M.inbatch_parallel(opts, method)
       if not rok then error(own_error(r), 2) end
       results = r
     elseif target == "async" then
-      results = run_async(method, self, invocations, n_workers)
+      local rok, r = pcall(run_async, method, self, invocations, n_workers)
+      if not rok then error(own_error(r), 2) end
+      results = r
     else
       local margs = build({ n = 1, self }, call_pos, { n = 0 }, call_named, true)
       local fn = method(table.unpack(margs, 1, margs.n))
