@@ -1089,6 +1089,36 @@ static pt_tensor *list_tensor(lua_State *L, int list, int i, const char *what) {
 /* pt._fn_record(record, name, inputs, outputs, dirty) -> list of the outputs with history.
  * inputs: the tensors that require grad (1..4); outputs: the differentiable ones (1+); dirty[j]:
  * output j is an input the forward changed in place. Sets record.node. */
+/* l_fn_record's last part, under lua_pcall (reg, record, the function table): nodes[node] =
+ * record, holding the node; record.node; the list of the outputs, each target handed over
+ * (set to NULL) as its handle is made. */
+typedef struct fn_reg {
+  pt_node *node;
+  pt_tensor **targets;
+  int n_out;
+} fn_reg;
+
+static int fn_register(lua_State *L) {
+  fn_reg *r = lua_touserdata(L, 1);
+  lua_getfield(L, 3, "nodes");
+  lua_pushvalue(L, 2);
+  lua_rawsetp(L, -2, r->node);
+  pt_node_retain(r->node); /* the table's, once the set (which may raise) is done */
+  lua_pop(L, 1);
+  lua_pushinteger(L, int_field(L, 3, "n") + 1);
+  lua_setfield(L, 3, "n");
+  lua_pushlightuserdata(L, r->node);
+  lua_setfield(L, 2, "node");
+  lua_createtable(L, r->n_out, 0);
+  for (int j = 0; j < r->n_out; j++) {
+    pt_tensor *t = r->targets[j];
+    r->targets[j] = NULL;
+    lpt_push_tensor(L, t); /* takes the reference, also when it raises (push_pending) */
+    lua_rawseti(L, -2, j + 1);
+  }
+  return 1;
+}
+
 static int l_fn_record(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   size_t name_len;
@@ -1187,19 +1217,16 @@ static int l_fn_record(lua_State *L) {
     for (int j = 0; j < n_out; j++) pt_tensor_release(targets[j]);
     return lpt_error(L);
   }
-  /* register: nodes[node] = record, holding the node */
-  lua_getfield(L, fns, "nodes");
+  /* register the node and return the outputs, protected: what is not handed over yet goes if
+   * that runs out of memory */
+  fn_reg reg = {node, targets, n_out};
+  lua_pushcfunction(L, fn_register);
+  lua_pushlightuserdata(L, &reg);
   lua_pushvalue(L, 1);
-  lua_rawsetp(L, -2, pt_node_retain(node));
-  lua_pop(L, 1);
-  lua_pushinteger(L, int_field(L, fns, "n") + 1);
-  lua_setfield(L, fns, "n");
-  lua_pushlightuserdata(L, node);
-  lua_setfield(L, 1, "node");
-  lua_createtable(L, n_out, 0);
-  for (int j = 0; j < n_out; j++) {
-    lpt_push_tensor(L, targets[j]); /* takes the reference */
-    lua_rawseti(L, -2, j + 1);
+  lua_pushvalue(L, fns);
+  if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
+    for (int j = 0; j < n_out; j++) pt_tensor_release(targets[j]);
+    return lua_error(L);
   }
   return 1;
 }
