@@ -259,4 +259,22 @@ describe("pt.Runner", function()
     runner({5}) -- and the runner still works
     runner:close()
   end)
+
+  it("seeds each producer from the caller's generator: pt.manual_seed replays producer_init's draws", function()
+    local function run(seed)
+      pt.manual_seed(seed)
+      local out = {}
+      local r = pt.Runner{devices = 2, ordered = true,
+        producer_init = function(_, cfg) cfg.v = pt.rand(1):item() end,
+        producer_work = function(_, cfg) return cfg.v end,
+        consumer_work = function(_, y) out[#out + 1] = y end}
+      r({1, 2})
+      r:close()
+      return out
+    end
+    local a = run(3)
+    assert.are.same(a, run(3))
+    assert.are_not.same(a, run(4))
+    assert.are_not.equal(a[1], a[2]) -- the producers draw different numbers
+  end)
 end)

@@ -28,7 +28,7 @@ local IN_FLIGHT_PER_PRODUCER = 2
 -- what the values sent to a producer are, for "Runner: upvalue 'co' (thread) of producer_work
 -- cannot be sent to a worker" (pool:submit_as)
 local SETUP_NAMES = {"the runner's id", "the device", "cfg", "producer_init", "producer_work",
-  "producer_end"}
+  "producer_end", "the seed"}
 
 -- worker side: this module is required inside each worker; producers live in its _producers
 -- table by runner id (looked up through require, so the state survives even if these functions
@@ -36,7 +36,9 @@ local SETUP_NAMES = {"the runner's id", "the device", "cfg", "producer_init", "p
 M._producers = {}
 local function store() return require("partrain.runner")._producers end
 
-function M._producer_setup(rid, device, cfg, init, work, fin)
+function M._producer_setup(rid, device, cfg, init, work, fin, seed)
+  -- random ops in the producer follow the caller's pt.manual_seed (one draw per runner)
+  pt.manual_seed(seed)
   store()[rid] = {device = device, cfg = cfg, work = work, fin = fin}
   if init then init(device, cfg) end
   return true
@@ -154,9 +156,10 @@ function M.new(opts)
   -- marking, so a collected runner (or one alive when the state closes) runs close(), and its
   -- producer_end, before the pool's own finalizer stops the threads
   setmetatable(self, Runner)
+  local seed = pt.randint(0, 1 << 52, {1}, {dtype = "int64"})[1]
   for w, d in ipairs(list) do
     local sent, e = pcall(pool.submit_as, pool, "Runner", SETUP_NAMES, w, M._producer_setup, self.id,
-      d, opts.cfg or {}, opts.producer_init, opts.producer_work, opts.producer_end)
+      d, opts.cfg or {}, opts.producer_init, opts.producer_work, opts.producer_end, seed + w)
     if not sent then
       drain(pool)
       self.closed = true
