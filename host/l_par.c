@@ -1043,6 +1043,26 @@ static int dataset_get(lua_State *L) {
   return 1;
 }
 
+/* registry[key] = the value at the top (popped), protected: a worker thread has no protected
+ * call around it, and a memory error there would end the process. False (t->result says why)
+ * when it failed. */
+static int registry_store_k(lua_State *L) {
+  const char *key = lua_touserdata(L, 2);
+  lua_settop(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+  return 0;
+}
+
+static bool registry_store(lua_State *L, const char *key, par_task *t) {
+  lua_pushcfunction(L, registry_store_k);
+  lua_insert(L, -2);
+  lua_pushlightuserdata(L, (void *)key);
+  if (lua_pcall(L, 2, 0, 0) == LUA_OK) return true;
+  lua_pop(L, 1);
+  t->result = lpt_msg_string("out of memory");
+  return false;
+}
+
 static void run_task(pt_pool_task *base, int worker, void *data) {
   (void)worker;
   par_task *t = (par_task *)base;
@@ -1077,7 +1097,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
       w->call_id = 0;
       if (!decode_into(L, t, t->call, &n, "the function", NULL)) goto out;
       lua_settop(L, h + 1);
-      lua_setfield(L, LUA_REGISTRYINDEX, FN_KEY);
+      if (!registry_store(L, FN_KEY, t)) goto out;
       w->call_id = t->call_id;
     }
     if (t->model && (w->model_gen != t->model_gen || w->rep_gen != t->rep_gen)) {
@@ -1088,7 +1108,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
       lpt_tensor_subst sub = {r->t, r->t + (size_t)t->slot * (size_t)r->n, r->n};
       if (!decode_into(L, t, t->model, &n, "the model", t->rep_gen ? &sub : NULL)) goto out;
       lua_settop(L, h + 1);
-      lua_setfield(L, LUA_REGISTRYINDEX, MODEL_KEY);
+      if (!registry_store(L, MODEL_KEY, t)) goto out;
       w->model_gen = t->model_gen;
       w->rep_gen = t->rep_gen;
     }
@@ -1097,7 +1117,7 @@ static void run_task(pt_pool_task *base, int worker, void *data) {
       w->data_gen = 0;
       if (!decode_into(L, t, t->data, &n, "the dataset", NULL)) goto out;
       lua_settop(L, h + 1);
-      lua_setfield(L, LUA_REGISTRYINDEX, DATA_KEY);
+      if (!registry_store(L, DATA_KEY, t)) goto out;
       w->data_gen = t->data_gen;
     }
     lua_getfield(L, LUA_REGISTRYINDEX, FN_KEY);
