@@ -402,6 +402,13 @@ static int l_manual_seed(lua_State *L) {
   return 0;
 }
 
+/* pt._draw_seed() -> one draw of this state's generator, as a seed for a worker's (DataParallel's
+ * replicas, a Runner's producers; par_by_sample and _pool_map draw theirs the same way in C) */
+static int l_draw_seed(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)(pt_rng_next(&lpt_ctx(L)->rng) >> 12)); /* below 2^52: seed + i fits */
+  return 1;
+}
+
 /* pt.get_rng_state() -> a uint8 tensor with this state's generator state */
 static int l_get_rng_state(lua_State *L) {
   pt_ctx *ctx = lpt_ctx(L);
@@ -487,6 +494,7 @@ static const luaL_Reg module_functions[] = {
     {"_test_alloc_fail", l_test_alloc_fail},
     {"clock", l_clock},
     {"manual_seed", l_manual_seed},
+    {"_draw_seed", l_draw_seed},
     {"get_rng_state", l_get_rng_state},
     {"set_rng_state", l_set_rng_state},
     {"is_grad_enabled", l_is_grad_enabled},
@@ -769,6 +777,7 @@ int luaopen_partrain_core(lua_State *L) {
   for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
     if (areas[i]) areas[i](L);
   static const char *const docs[] = {
+      "_draw_seed", "pt._draw_seed() -> an integer below 2^52 drawn from this state's generator: the seed\n  DataParallel and Runner give their workers, so that pt.manual_seed replays them.",
       "manual_seed", "pt.manual_seed(n): seed this Lua state's random generator (each worker state has its own).",
       "get_rng_state", "pt.get_rng_state() -> uint8 tensor: this state's generator state (save it to resume dropout,\n  random transforms and initialisation exactly; pt.save(..., {rng = true}) stores it).",
       "set_rng_state", "pt.set_rng_state(t): the generator continues from a state pt.get_rng_state() returned.",

@@ -392,7 +392,6 @@ static pt_status worker_defer_stats(void *data, pt_tensor *rmean, pt_tensor *rva
   return PT_OK;
 }
 
-
 static int worker_msgh(lua_State *L) {
   const char *msg = lpt_error_text(L, 1);
   lua_createtable(L, 2, 0);

@@ -470,7 +470,7 @@ function DataParallel:forward(...)
   local pool = get_pool(maxdev)
   local module = self.module
   local results = {}
-  local seed = pt.randint(0, 1 << 52, {1}, {dtype = "int64"})[1]
+  local seed = pt._draw_seed()
   local ok, err = pcall(function()
     local ids = {}
     for i = 1, k do

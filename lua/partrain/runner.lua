@@ -156,7 +156,7 @@ function M.new(opts)
   -- marking, so a collected runner (or one alive when the state closes) runs close(), and its
   -- producer_end, before the pool's own finalizer stops the threads
   setmetatable(self, Runner)
-  local seed = pt.randint(0, 1 << 52, {1}, {dtype = "int64"})[1]
+  local seed = pt._draw_seed()
   for w, d in ipairs(list) do
     local sent, e = pcall(pool.submit_as, pool, "Runner", SETUP_NAMES, w, M._producer_setup, self.id,
       d, opts.cfg or {}, opts.producer_init, opts.producer_work, opts.producer_end, seed + w)
